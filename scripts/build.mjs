@@ -1,0 +1,24 @@
+// Bundles every entry point with esbuild. One table: add a line when a new entry point appears.
+import { build } from 'esbuild';
+import { existsSync, mkdirSync } from 'node:fs';
+
+const node = { platform: 'node', target: 'node20', format: 'cjs', bundle: true, sourcemap: true, logLevel: 'warning' };
+const browser = { platform: 'browser', target: 'es2022', format: 'iife', bundle: true, sourcemap: true, logLevel: 'warning' };
+
+/** [entry, outfile, options] */
+const entries = [
+  ['src/cli/main.ts', 'dist/cli.js', node],
+  ['src/extension/main.ts', 'dist/extension.js', { ...node, external: ['vscode', 'onnxruntime-node'] }],
+  ['src/server/main.ts', 'dist/server.js', node],
+  ['scripts/gen-schemas.ts', 'dist/gen-schemas.js', node],
+];
+
+mkdirSync('dist', { recursive: true });
+const started = Date.now();
+const built = [];
+for (const [entry, outfile, options] of entries) {
+  if (!existsSync(entry)) continue; // entry points land issue by issue
+  await build({ ...options, entryPoints: [entry], outfile });
+  built.push(outfile);
+}
+console.log(`build: ${built.length} bundles in ${Date.now() - started} ms (${built.join(', ')})`);

@@ -1,0 +1,42 @@
+// The test suites `npm test` runs, in order. Each: name, command (argv array), optional counts() reader.
+import { readdirSync, readFileSync, existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+function listFiles(dir, suffix) {
+  if (!existsSync(dir)) return [];
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...listFiles(path, suffix));
+    else if (name.endsWith(suffix)) out.push(path);
+  }
+  return out.sort();
+}
+
+/** Counts from a TAP file written by node's test runner. */
+function tapCounts(file) {
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const num = (k) => Number((text.match(new RegExp(`^# ${k} (\\d+)$`, 'm')) ?? [])[1] ?? 0);
+  return { passed: num('pass'), failed: num('fail') + num('cancelled') };
+}
+
+/** A node:test suite over every `*.test.ts` below `dir`. */
+function nodeSuite(name, dir, extra = {}) {
+  const tap = `.cache/${name}.tap`;
+  return {
+    name,
+    command: () => [
+      process.execPath, '--import', 'tsx', '--test', '--test-concurrency=1',
+      '--test-reporter=spec', '--test-reporter-destination=stdout',
+      '--test-reporter=tap', `--test-reporter-destination=${tap}`,
+      ...listFiles(dir, '.test.ts'),
+    ],
+    counts: () => tapCounts(tap),
+    ...extra,
+  };
+}
+
+export const suites = [
+  { name: 'typecheck', command: () => [process.execPath, 'node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'] },
+  nodeSuite('unit', 'test/unit'),
+];

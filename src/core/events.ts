@@ -1,0 +1,134 @@
+// The trainer → editor event protocol (version 1). One JSON object per line in `runs/<id>/events.jsonl`,
+// also echoed on the trainer's stdout. The Python trainer mirrors this file (src/trainer/coa_trainer/events.py)
+// and both are checked against test/conformance/events.json.
+import { z } from 'zod';
+import { RecordSchema } from './record';
+
+export const PROTOCOL_VERSION = 1;
+
+const base = {
+  v: z.literal(PROTOCOL_VERSION),
+  /** Seconds since the Unix epoch (float). */
+  time: z.number(),
+  run: z.string().min(1),
+};
+const stageStep = {
+  stage: z.string().min(1),
+  step: z.number().int().nonnegative(),
+};
+const finiteOrNull = z.number().nullable(); // NaN/inf are written as null: JSON has no NaN.
+
+export const RunStartedEvent = z.object({
+  ...base,
+  type: z.literal('run_started'),
+  stage: z.string().min(1),
+  config: z.record(z.string(), z.unknown()),
+  total_steps: z.number().int().nonnegative(),
+  device: z.string(),
+  world_size: z.number().int().positive(),
+  pid: z.number().int().optional(),
+  resumed_from: z.number().int().nullable().optional(),
+});
+export const ProgressEvent = z.object({
+  ...base,
+  ...stageStep,
+  type: z.literal('progress'),
+  total: z.number().int().nonnegative(),
+  elapsed_s: z.number().nonnegative(),
+  eta_s: z.number().nonnegative().nullable(),
+});
+export const MetricsEvent = z.object({
+  ...base,
+  ...stageStep,
+  type: z.literal('metrics'),
+  values: z.record(z.string(), finiteOrNull),
+});
+export const SampleEvent = z.object({
+  ...base,
+  ...stageStep,
+  type: z.literal('sample'),
+  record: RecordSchema,
+});
+export const CheckpointEvent = z.object({
+  ...base,
+  ...stageStep,
+  type: z.literal('checkpoint'),
+  path: z.string().min(1),
+});
+export const EvalEvent = z.object({
+  ...base,
+  ...stageStep,
+  type: z.literal('eval'),
+  split: z.string().min(1),
+  metrics: z.record(z.string(), finiteOrNull),
+});
+export const ALERT_KINDS = [
+  'tool_call_explosion',
+  'think_collapse',
+  'all_wrong_groups',
+  'reward_hacking',
+  'tool_failures',
+  'nan_loss',
+  'other',
+] as const;
+export const AlertEvent = z.object({
+  ...base,
+  ...stageStep,
+  type: z.literal('alert'),
+  kind: z.enum(ALERT_KINDS),
+  severity: z.enum(['warning', 'error']),
+  message: z.string().min(1),
+});
+export const StageFinishedEvent = z.object({
+  ...base,
+  ...stageStep,
+  type: z.literal('stage_finished'),
+  status: z.enum(['ok', 'cancelled', 'failed']),
+  checkpoint: z.string().nullable(),
+});
+export const LogEvent = z.object({
+  ...base,
+  type: z.literal('log'),
+  level: z.enum(['debug', 'info', 'warning', 'error']),
+  message: z.string(),
+});
+export const ErrorEvent = z.object({
+  ...base,
+  type: z.literal('error'),
+  message: z.string().min(1),
+  code: z.string().optional(),
+  detail: z.string().optional(),
+  stage: z.string().optional(),
+});
+
+export const EventSchema = z.discriminatedUnion('type', [
+  RunStartedEvent,
+  ProgressEvent,
+  MetricsEvent,
+  SampleEvent,
+  CheckpointEvent,
+  EvalEvent,
+  AlertEvent,
+  StageFinishedEvent,
+  LogEvent,
+  ErrorEvent,
+]);
+export type TrainerEvent = z.infer<typeof EventSchema>;
+export type EventType = TrainerEvent['type'];
+export const EVENT_TYPES = EventSchema.options.map((o) => o.shape.type.value) as EventType[];
+
+export type ParsedEvent = { ok: true; event: TrainerEvent } | { ok: false; error: string };
+
+/** Parse one line of an events file. Never throws. */
+export function parseEvent(line: string): ParsedEvent {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (e) {
+    return { ok: false, error: `invalid JSON: ${(e as Error).message}` };
+  }
+  const result = EventSchema.safeParse(value);
+  if (result.success) return { ok: true, event: result.data };
+  const issue = result.error.issues[0];
+  return { ok: false, error: `${issue.path.join('.') || '(root)'}: ${issue.message}` };
+}

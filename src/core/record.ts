@@ -1,0 +1,72 @@
+// The trajectory record: one JSON object per line of a `*.coa.jsonl` file.
+import { z } from 'zod';
+import { DIALECT_NAMES } from './dialects';
+
+export const TokensSchema = z
+  .object({
+    ids: z.array(z.number().int()),
+    loss_mask: z.array(z.number()).optional(),
+    logprobs: z.array(z.number().nullable()).optional(),
+    advantages: z.array(z.number()).optional(),
+    /** Character offset into `response` where each token starts (optional; lets editors place overlays). */
+    offsets: z.array(z.number().int()).optional(),
+  })
+  .passthrough()
+  .superRefine((t, ctx) => {
+    for (const key of ['loss_mask', 'logprobs', 'advantages', 'offsets'] as const) {
+      const arr = t[key];
+      if (arr && arr.length !== t.ids.length) {
+        ctx.addIssue({ code: 'custom', path: [key], message: `${key} has ${arr.length} entries but ids has ${t.ids.length}` });
+      }
+    }
+  });
+
+export const SCHEMES = ['em', 'f1', 'cover-em', 'autocoa', 'otc-ppo', 'otc-grpo'] as const;
+export type Scheme = (typeof SCHEMES)[number];
+
+export const RewardBreakdownSchema = z
+  .object({
+    scheme: z.enum(SCHEMES),
+    em: z.number(),
+    f1: z.number(),
+    format_ok: z.boolean(),
+    violations: z.array(z.string()),
+    tool_calls: z.number().int(),
+    optimal_tool_calls: z.number().int().nullable(),
+    r_tool: z.number(),
+    r_correct: z.number(),
+    total: z.number(),
+  })
+  .passthrough();
+export type RewardBreakdown = z.infer<typeof RewardBreakdownSchema>;
+
+export const MetaSchema = z
+  .object({
+    run: z.string().optional(),
+    stage: z.string().optional(),
+    step: z.number().int().optional(),
+    sample: z.number().int().optional(),
+    group: z.union([z.string(), z.number()]).optional(),
+  })
+  .passthrough();
+
+export const RecordSchema = z
+  .object({
+    id: z.string().min(1),
+    question: z.string(),
+    golden_answers: z.array(z.string()).optional(),
+    response: z.string(),
+    dialect: z.enum(DIALECT_NAMES).optional(),
+    tokens: TokensSchema.optional(),
+    reward: RewardBreakdownSchema.optional(),
+    meta: MetaSchema.optional(),
+  })
+  // Unknown top-level keys are kept: users' own fields must survive a round trip.
+  .passthrough();
+
+export type TrajectoryRecord = z.infer<typeof RecordSchema>;
+
+/** One JSON line, keys in a stable order (known keys first, then the record's own extras in their order). */
+export function serializeRecord(record: TrajectoryRecord): string {
+  return JSON.stringify(record);
+}
