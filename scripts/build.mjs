@@ -2,7 +2,8 @@
 import { build } from 'esbuild';
 import { existsSync, mkdirSync } from 'node:fs';
 
-const node = { platform: 'node', target: 'node20', format: 'cjs', bundle: true, sourcemap: true, logLevel: 'warning' };
+// mainFields: prefer ESM builds (jsonc-parser's UMD build hides its requires from the bundler).
+const node = { platform: 'node', target: 'node20', format: 'cjs', bundle: true, sourcemap: true, logLevel: 'warning', mainFields: ['module', 'main'] };
 const browser = { platform: 'browser', target: 'es2022', format: 'iife', bundle: true, sourcemap: true, logLevel: 'warning' };
 
 /** [entry, outfile, options] */

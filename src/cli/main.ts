@@ -1,0 +1,62 @@
+// `coa` command line: validate, score, stats, convert (and `env serve`, see ./env.ts).
+import { CliError, parseArgs } from './args';
+import { runConvert } from './convert';
+import { runScore } from './score';
+import { runStats } from './stats';
+import { runValidate } from './validate';
+
+const USAGE = `coa — CoA Studio command line
+
+  coa validate <files…> [--dialect D] [--strict] [--tools a,b] [--max-turns N] [--incomplete]
+      file:line:col: severity CODE message for every problem; exit 1 if any error
+  coa score <file> --scheme em|f1|cover-em|autocoa|otc-grpo|otc-ppo [--c N] [--alpha A] [-o out.jsonl]
+      write the records with "reward" filled (OTC-GRPO groups by question across the file)
+  coa stats <files…> [--scheme S] [--json]
+      count, EM, F1, TC, TP, format-error rate — overall, per dialect, per meta.stage
+  coa convert --from verl-parquet|search-r1|openai <in> -o <out.coa.jsonl>
+  coa env serve --corpus <corpus.jsonl> [--port 0] …   (see docs/env-server.md)
+
+Dialects: coa, search-r1, autocoa, hermes (default: detect per record). Format codes: docs/format-rules.md`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    console.log(USAGE);
+    return command ? 0 : 2;
+  }
+  switch (command) {
+    case 'validate':
+      return runValidate(parseArgs(rest, VALIDATE_FLAGS));
+    case 'score':
+      return runScore(parseArgs(rest, { ...VALIDATE_FLAGS, scheme: 'string', c: 'number', alpha: 'number', o: 'string', output: 'string', 'no-format-penalty': 'boolean' }));
+    case 'stats':
+      return runStats(parseArgs(rest, { ...VALIDATE_FLAGS, scheme: 'string', json: 'boolean' }));
+    case 'convert':
+      return runConvert(parseArgs(rest, { from: 'string', o: 'string', output: 'string' }));
+    case 'env': {
+      const { runEnvCommand } = await import('./env');
+      return runEnvCommand(rest);
+    }
+    default:
+      throw new CliError(`unknown command "${command}" (try: coa --help)`);
+  }
+}
+
+const VALIDATE_FLAGS = { dialect: 'string', strict: 'boolean', tools: 'string', 'max-turns': 'number', incomplete: 'boolean' } as const;
+
+/** Entry point for bin/coa.js and `node dist/cli.js`: runs, reports, sets the exit code. */
+export function cli(argv: string[]): void {
+  main(argv).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      // Expected failures (bad flags, missing files) get one line; anything else is a bug worth a trace.
+      if (err instanceof CliError) console.error(`coa: ${err.message}`);
+      else console.error(`coa: internal error: ${(err as Error)?.stack ?? String(err)}`);
+      process.exitCode = 2;
+    },
+  );
+}
+
+if (require.main === module) cli(process.argv.slice(2));

@@ -1,0 +1,74 @@
+// verl / AutoCoA / Search-R1 RL datasets (parquet) → records. The question is taken out of the chat prompt,
+// without the instructions around it.
+import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
+import type { TrajectoryRecord } from '../record';
+
+// Markers after which the question follows, in the prompts of the datasets we know.
+const QUESTION_MARKERS = [
+  "Now, please answer the user's question below:", // AutoCoA
+  'Question:', // Search-R1 / FlashRAG templates
+];
+
+/** The question inside a dataset prompt (the last user message). */
+export function extractQuestion(promptText: string): string {
+  for (const marker of QUESTION_MARKERS) {
+    const at = promptText.lastIndexOf(marker);
+    if (at >= 0) return promptText.slice(at + marker.length).trim();
+  }
+  return promptText.trim();
+}
+
+/** `reward_model.ground_truth` is a string, a list of strings, or Search-R1's `{target: [...]}`. */
+export function goldenAnswers(groundTruth: unknown): string[] {
+  if (typeof groundTruth === 'string') return [groundTruth];
+  if (Array.isArray(groundTruth)) return groundTruth.map(String);
+  if (groundTruth && typeof groundTruth === 'object' && 'target' in groundTruth) return goldenAnswers((groundTruth as { target: unknown }).target);
+  if (groundTruth === null || groundTruth === undefined) return [];
+  return [String(groundTruth)];
+}
+
+type Row = Record<string, unknown>;
+
+function promptText(prompt: unknown): string {
+  if (typeof prompt === 'string') return prompt;
+  if (Array.isArray(prompt)) {
+    const users = prompt.filter((m): m is Row => !!m && typeof m === 'object' && (m as Row).role === 'user');
+    const last = users[users.length - 1] ?? (prompt[prompt.length - 1] as Row | undefined);
+    return typeof last?.content === 'string' ? last.content : '';
+  }
+  return '';
+}
+
+/** Plain JSON: parquet INT64 columns arrive as BigInt. */
+function plain(value: unknown): unknown {
+  if (typeof value === 'bigint') return Number(value);
+  if (Array.isArray(value)) return value.map(plain);
+  if (value && typeof value === 'object' && !(value instanceof Date)) {
+    return Object.fromEntries(Object.entries(value as Row).map(([k, v]) => [k, plain(v)]));
+  }
+  return value;
+}
+
+export function rowToRecord(row: Row, index: number): TrajectoryRecord {
+  const r = plain(row) as Row;
+  const extra = (r.extra_info ?? {}) as Row;
+  const reward = (r.reward_model ?? {}) as Row;
+  const id = typeof r._id === 'string' ? r._id : typeof r.id === 'string' ? r.id : `${r.data_source ?? 'row'}-${extra.index ?? index}`;
+  const meta: Row = {};
+  for (const key of ['data_source', 'level', 'ability']) if (r[key] !== undefined) meta[key] = r[key];
+  if (extra.split !== undefined) meta.split = extra.split;
+  if (extra.index !== undefined) meta.index = extra.index;
+  return {
+    id,
+    question: extractQuestion(promptText(r.prompt)),
+    golden_answers: goldenAnswers(reward.ground_truth ?? r.golden_answers),
+    response: '',
+    meta,
+  };
+}
+
+export async function importVerlParquet(path: string): Promise<TrajectoryRecord[]> {
+  const file = await asyncBufferFromFile(path);
+  const rows = (await parquetReadObjects({ file })) as Row[];
+  return rows.map(rowToRecord);
+}

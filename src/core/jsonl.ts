@@ -1,0 +1,151 @@
+// JSONL reading: streaming, constant memory, byte offsets kept, bad lines reported with line and column and
+// skipped (never fatal). The same per-line parser serves the CLI, the language server and the notebook.
+import { createReadStream } from 'node:fs';
+import { findNodeAtLocation, parseTree } from 'jsonc-parser';
+import { RecordSchema, TrajectoryRecord } from './record';
+import type { RecordCode } from './codes';
+
+export interface LineProblem {
+  code: RecordCode;
+  message: string;
+  /** 1-based column (UTF-16 units) in the line, and the length of the offending span. */
+  column: number;
+  length: number;
+  /** Path of a schema violation, e.g. `golden_answers.0`. */
+  path?: string;
+}
+
+export interface JsonlEntry {
+  /** 1-based line number. */
+  line: number;
+  /** Byte offset of the line's first byte in the file, and its length in bytes (without the newline). */
+  offset: number;
+  byteLength: number;
+  raw: string;
+  record?: TrajectoryRecord;
+  problem?: LineProblem;
+}
+
+/** Parse one line as a trajectory record. Never throws. */
+export function parseRecordLine(raw: string, line: number, offset = 0, byteLength = Buffer.byteLength(raw)): JsonlEntry {
+  const entry: JsonlEntry = { line, offset, byteLength, raw };
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (e) {
+    const message = (e as Error).message;
+    const pos = Number(/at position (\d+)/.exec(message)?.[1] ?? NaN);
+    const column = Number.isFinite(pos) ? pos + 1 : Math.max(1, raw.length);
+    entry.problem = { code: 'COA101', message: `invalid JSON: ${message.replace(/ in JSON at position \d+.*$/, '')}`, column, length: 1 };
+    return entry;
+  }
+  const result = RecordSchema.safeParse(value);
+  if (result.success) {
+    entry.record = result.data;
+    return entry;
+  }
+  const issue = result.error.issues[0];
+  const path = issue.path.map(String);
+  const where = locate(raw, issue.path as (string | number)[]);
+  entry.problem = {
+    code: 'COA102',
+    message: `${path.length ? path.join('.') : 'record'}: ${issue.message}`,
+    column: where.start + 1,
+    length: Math.max(1, where.length),
+    path: path.join('.'),
+  };
+  return entry;
+}
+
+/** Where a JSON path sits in a line: the value if present, else the enclosing object. */
+export function locate(raw: string, path: (string | number)[]): { start: number; length: number } {
+  const root = parseTree(raw);
+  if (!root) return { start: 0, length: raw.length };
+  for (let n = path.length; n >= 0; n--) {
+    const node = findNodeAtLocation(root, path.slice(0, n));
+    if (node) {
+      // For a missing key, point at the object's opening brace rather than the whole object.
+      return n === path.length ? { start: node.offset, length: node.length } : { start: node.offset, length: 1 };
+    }
+  }
+  return { start: root.offset, length: 1 };
+}
+
+export interface ReadOptions {
+  /** Bytes read per chunk (memory stays at about one chunk plus the longest line). */
+  chunkSize?: number;
+}
+
+/** Stream a JSONL file entry by entry. Blank lines are skipped. Throws only if the file cannot be opened. */
+export async function* readJsonl(path: string, options: ReadOptions = {}): AsyncGenerator<JsonlEntry> {
+  const stream = createReadStream(path, { highWaterMark: options.chunkSize ?? 1 << 20 });
+  let carry: Buffer[] = [];
+  let carryLength = 0;
+  let lineNo = 0;
+  let offset = 0; // byte offset of the start of the pending line
+  let first = true;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    if (first) {
+      first = false;
+      if (looksBinary(chunk)) {
+        yield { line: 1, offset: 0, byteLength: 0, raw: '', problem: { code: 'COA104', message: 'binary data, not a JSONL text file', column: 1, length: 1 } };
+        stream.destroy();
+        return;
+      }
+    }
+    let start = 0;
+    for (let nl = chunk.indexOf(10, start); nl >= 0; nl = chunk.indexOf(10, start)) {
+      const piece = chunk.subarray(start, nl);
+      const buf = carryLength ? Buffer.concat([...carry, piece], carryLength + piece.length) : piece;
+      carry = [];
+      carryLength = 0;
+      lineNo++;
+      const entry = lineEntry(buf, lineNo, offset);
+      if (entry) yield entry;
+      offset += buf.length + 1;
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      const rest = chunk.subarray(start);
+      carry.push(Buffer.from(rest)); // copy: the stream may reuse its chunk
+      carryLength += rest.length;
+    }
+  }
+  if (carryLength) {
+    lineNo++;
+    const entry = lineEntry(Buffer.concat(carry, carryLength), lineNo, offset);
+    if (entry) yield entry;
+  }
+}
+
+/** Split in-memory text (an editor document) into entries. */
+export function* iterateJsonlText(text: string): Generator<JsonlEntry> {
+  let lineNo = 0;
+  let start = 0;
+  let byteOffset = 0;
+  while (start <= text.length) {
+    let nl = text.indexOf('\n', start);
+    if (nl < 0) nl = text.length;
+    lineNo++;
+    let raw = text.slice(start, nl);
+    const bytes = Buffer.byteLength(raw);
+    if (raw.endsWith('\r')) raw = raw.slice(0, -1);
+    if (raw.trim() !== '') yield parseRecordLine(raw, lineNo, byteOffset, Buffer.byteLength(raw));
+    byteOffset += bytes + 1;
+    start = nl + 1;
+    if (nl === text.length) break;
+  }
+}
+
+function lineEntry(buf: Buffer, lineNo: number, offset: number): JsonlEntry | null {
+  let end = buf.length;
+  if (end > 0 && buf[end - 1] === 13) end--; // CRLF
+  const raw = buf.toString('utf8', 0, end);
+  if (raw.trim() === '') return null;
+  return parseRecordLine(raw, lineNo, offset, end);
+}
+
+/** NUL bytes do not occur in UTF-8 JSON text. */
+function looksBinary(chunk: Buffer): boolean {
+  return chunk.subarray(0, 8192).includes(0);
+}

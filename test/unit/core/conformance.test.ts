@@ -1,0 +1,65 @@
+// Runs the shared, language-neutral vectors in test/conformance/ against the TypeScript core.
+// The Python trainer runs the same files (src/trainer/tests/test_conformance.py).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { checkFormat, FormatOptions } from '../../../src/core/rules';
+import { scoreRecords, RewardParams } from '../../../src/core/rewards';
+import { coverExactMatch, exactMatch, f1Score, normalizeAnswer } from '../../../src/core/answer';
+import { parseEvent } from '../../../src/core/events';
+import type { Scheme, TrajectoryRecord } from '../../../src/core/record';
+
+const load = (name: string) => JSON.parse(readFileSync(join(__dirname, '../../conformance', name), 'utf8'));
+
+test('format vectors', async (t) => {
+  for (const c of load('format.json').cases as { name: string; text: string; options?: FormatOptions; expect: Record<string, unknown> }[]) {
+    await t.test(c.name, () => {
+      const r = checkFormat(c.text, c.options ?? {});
+      assert.deepEqual(
+        {
+          dialect: r.dialect,
+          format_ok: r.formatOk,
+          tool_calls: r.toolCalls,
+          answer: r.answer,
+          segments: r.segments.map((s) => [s.kind, s.start, s.end, ...(s.tool !== undefined ? [s.tool] : [])]),
+          diagnostics: r.diagnostics.map((d) => [d.code, d.start, d.end]),
+        },
+        c.expect,
+      );
+    });
+  }
+});
+
+test('reward vectors', async (t) => {
+  for (const c of load('rewards.json').cases as { name: string; scheme: Scheme; params: RewardParams; records: TrajectoryRecord[]; expect: Record<string, unknown>[] }[]) {
+    await t.test(c.name, () => {
+      const got = scoreRecords(c.records, c.scheme, c.params);
+      assert.equal(got.length, c.expect.length);
+      got.forEach((b, i) => {
+        for (const [key, want] of Object.entries(c.expect[i])) {
+          const have = (b as Record<string, unknown>)[key];
+          if (typeof want === 'number' && typeof have === 'number') assert.ok(Math.abs(have - want) <= 1e-9, `${c.name} #${i} ${key}: ${have} ≠ ${want}`);
+          else assert.deepEqual(have, want, `${c.name} #${i} ${key}`);
+        }
+      });
+    });
+  }
+});
+
+test('answer vectors', () => {
+  const v = load('answers.json');
+  for (const [input, want] of v.normalize) assert.equal(normalizeAnswer(input), want, `normalize ${JSON.stringify(input)}`);
+  for (const [pred, gold, want] of v.em) assert.equal(exactMatch(pred, gold), want, `em ${pred}`);
+  for (const [pred, gold, want] of v.cover_em) assert.equal(coverExactMatch(pred, gold), want, `cover-em ${pred}`);
+  for (const [pred, gold, want] of v.f1) assert.ok(Math.abs(f1Score(pred, gold) - want) <= 1e-9, `f1 ${pred}`);
+});
+
+test('event vectors', () => {
+  const v = load('events.json');
+  for (const e of v.valid) {
+    const r = parseEvent(JSON.stringify(e));
+    assert.ok(r.ok, `should accept ${e.type}: ${r.ok ? '' : r.error}`);
+  }
+  for (const { event, why } of v.invalid) assert.equal(parseEvent(JSON.stringify(event)).ok, false, `should reject: ${why}`);
+});
