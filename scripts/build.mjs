@@ -1,6 +1,7 @@
 // Bundles every entry point with esbuild. One table: add a line when a new entry point appears.
 import { build } from 'esbuild';
 import { existsSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 
 // mainFields: prefer ESM builds (jsonc-parser's UMD build hides its requires from the bundler).
 const node = { platform: 'node', target: 'node20', format: 'cjs', bundle: true, sourcemap: true, logLevel: 'warning', mainFields: ['module', 'main'] };
@@ -22,4 +23,6 @@ for (const [entry, outfile, options] of entries) {
   await build({ ...options, entryPoints: [entry], outfile });
   built.push(outfile);
 }
+// Artefacts other languages read (run-config JSON Schema, dialect tags) come from the TypeScript sources.
+if (built.includes('dist/gen-schemas.js')) execFileSync(process.execPath, ['dist/gen-schemas.js', 'schemas'], { stdio: ['ignore', 'ignore', 'inherit'] });
 console.log(`build: ${built.length} bundles in ${Date.now() - started} ms (${built.join(', ')})`);

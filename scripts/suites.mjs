@@ -39,4 +39,6 @@ function nodeSuite(name, dir, extra = {}) {
 export const suites = [
   { name: 'typecheck', command: () => [process.execPath, 'node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'] },
   nodeSuite('unit', 'test/unit'),
+  // TextMate grammars: vscode-tmgrammar-test assertions; prints `grammar: N passed, M failed`.
+  { name: 'grammar', command: () => [process.execPath, 'scripts/test-grammar.mjs'] },
 ];

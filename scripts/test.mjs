@@ -1,23 +1,46 @@
 // `npm test`: runs every suite in order, prints one summary line per suite and a closing total.
-// A suite fails the run if its command exits non-zero; counts are read from each runner's own report.
-import { spawnSync } from 'node:child_process';
-import { mkdirSync } from "node:fs";
+// A suite fails the run if its command exits non-zero; counts come from each runner's own report.
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { suites } from './suites.mjs';
 
 const only = process.argv.slice(2);
 mkdirSync('.cache', { recursive: true });
+
+/** Run a command, streaming its output through and keeping the tail for count parsing. */
+function run(argv, env) {
+  return new Promise((resolve) => {
+    const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    let tail = '';
+    const keep = (chunk, sink) => {
+      sink.write(chunk);
+      tail = (tail + chunk.toString()).slice(-65536);
+    };
+    child.stdout.on('data', (c) => keep(c, process.stdout));
+    child.stderr.on('data', (c) => keep(c, process.stderr));
+    child.on('error', (e) => resolve({ status: 127, tail: String(e) }));
+    child.on('close', (status, signal) => resolve({ status: status ?? signal, tail }));
+  });
+}
+
+/** The last plain `N passed, M failed` line a runner printed. */
+export function plainCounts(tail) {
+  const all = [...tail.matchAll(/(\d+) passed, (\d+) failed/g)];
+  const last = all[all.length - 1];
+  return last ? { passed: Number(last[1]), failed: Number(last[2]) } : null;
+}
+
 const results = [];
 for (const suite of suites) {
   if (only.length && !only.includes(suite.name)) continue;
   const started = Date.now();
   console.log(`\n=== suite ${suite.name} ===`);
-  const [cmd, ...args] = suite.command();
-  const run = spawnSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...(suite.env ?? {}) } });
+  const { status, tail } = await run(suite.command(), suite.env);
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  const counts = suite.counts ? suite.counts() : { passed: run.status === 0 ? 1 : 0, failed: run.status === 0 ? 0 : 1 };
-  const ok = run.status === 0 && counts.failed === 0 && counts.passed > 0;
+  const counts = (suite.counts ? suite.counts(tail) : plainCounts(tail)) ?? { passed: status === 0 ? 1 : 0, failed: status === 0 ? 0 : 1 };
+  const ok = status === 0 && counts.failed === 0 && counts.passed > 0;
   results.push({ name: suite.name, ok, seconds, ...counts });
-  console.log(`suite ${suite.name}: ${ok ? 'PASS' : 'FAIL'} — ${counts.passed} passed, ${counts.failed} failed in ${seconds}s${run.status !== 0 ? ` (exit ${run.status ?? run.signal})` : ''}`);
+  console.log(`suite ${suite.name}: ${ok ? 'PASS' : 'FAIL'} — ${counts.passed} passed, ${counts.failed} failed in ${seconds}s${status !== 0 ? ` (exit ${status})` : ''}`);
 }
 
 console.log('\n=== summary ===');
@@ -25,5 +48,4 @@ for (const r of results) console.log(`${r.ok ? 'PASS' : 'FAIL'}  ${r.name.padEnd
 const passed = results.reduce((a, r) => a + r.passed, 0);
 const failed = results.reduce((a, r) => a + r.failed, 0) + results.filter((r) => !r.ok && r.failed === 0).length;
 console.log(`total: ${passed} passed, ${failed} failed`);
-process.exit(results.every((r) => r.ok) && results.length > 0 ? 0 : 1);
-
+process.exit(results.length > 0 && results.every((r) => r.ok) ? 0 : 1);
