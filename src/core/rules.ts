@@ -80,7 +80,7 @@ export function checkFormat(text: string, options: FormatOptions = {}): FormatRe
   }
 
   if (answers.length === 0 && complete) add('COA006', 'missing answer', Math.max(0, text.length - 1), text.length);
-  for (const extra of answers.slice(1)) add('COA007', `several answers: this is answer ${answers.indexOf(extra) + 1}`, openSpan(extra).start, openSpan(extra).end);
+  for (let k = 1; k < answers.length; k++) add('COA007', `several answers: this is answer ${k + 1}`, openSpan(answers[k]).start, openSpan(answers[k]).end);
   for (const a of answers) if (a.close && isBlank(text_(a))) add('COA015', 'empty answer', a.start, a.end);
 
   if (answers.length > 0 && d.answer.style === 'tag') {

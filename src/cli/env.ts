@@ -1,0 +1,110 @@
+// `coa env serve` (run the environment server until SIGTERM/SIGINT) and `coa env index` (build or
+// check the saved BM25 index, then exit). Machine-readable: JSON lines on stderr while indexing, one
+// `listening` line on stdout. The HTTP contract is in docs/env-server.md.
+import { CliError, parseArgs } from './args';
+import { isDialectName, DIALECT_NAMES } from '../core/dialects';
+import { startEnvServer } from '../env/server';
+import { Retriever } from '../env/retriever';
+import type { BadLine } from '../env/corpus';
+
+const USAGE = `coa env serve --corpus <corpus.jsonl> [--index <dir>] [--port 0] [--dialect coa|search-r1|autocoa|hermes]
+              [--token T] [--fault-rate p] [--fault-seed n] [--latency-ms d] [--timeout-ms t] [--max-body-bytes n]
+coa env index --corpus <corpus.jsonl> [--index <dir>]      build (or verify) the saved BM25 index and exit`;
+
+const SERVE_FLAGS = {
+  corpus: 'string', index: 'string', port: 'number', dialect: 'string', token: 'string', 'fault-rate': 'number',
+  'fault-seed': 'number', 'latency-ms': 'number', 'timeout-ms': 'number', 'max-body-bytes': 'number', help: 'boolean',
+} as const;
+
+const event = (obj: Record<string, unknown>): void => {
+  process.stderr.write(`${JSON.stringify(obj)}\n`);
+};
+const onProgress = (done: number, total: number): void => event({ event: 'index_progress', done, total });
+const onBadLine = (bad: BadLine): void => event({ event: 'bad_line', file: bad.file, line: bad.line, message: bad.message });
+
+function num(flags: Record<string, unknown>, name: string, check: (n: number) => boolean, what: string): number | undefined {
+  const v = flags[name] as number | undefined;
+  if (v === undefined) return undefined;
+  if (!check(v)) throw new CliError(`--${name} must be ${what}, got ${v}`);
+  return v;
+}
+
+export async function runEnvCommand(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (!sub || sub === '--help' || sub === '-h' || sub === 'help') {
+    console.log(USAGE);
+    return sub ? 0 : 2;
+  }
+  if (sub !== 'serve' && sub !== 'index') throw new CliError(`unknown subcommand "env ${sub}"\n${USAGE}`);
+  const { positional, flags } = parseArgs(rest, SERVE_FLAGS);
+  if (flags.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (positional.length > 0) throw new CliError(`unexpected argument "${positional[0]}"\n${USAGE}`);
+  const corpus = flags.corpus as string | undefined;
+  if (!corpus) throw new CliError(`--corpus <corpus.jsonl> is required\n${USAGE}`);
+  const indexDir = flags.index as string | undefined;
+
+  if (sub === 'index') {
+    const r = await openOrFail(() => Retriever.open(corpus, { indexDir, onProgress, onBadLine }), corpus);
+    event({ event: 'index_ready', source: r.info.source, reason: r.info.reason, index_dir: r.info.indexDir, passages: r.passages, ms: r.info.ms });
+    r.close();
+    return 0;
+  }
+
+  process.once('SIGTERM', stopDuringStartup);
+  process.once('SIGINT', stopDuringStartup);
+  const dialect = flags.dialect as string | undefined;
+  if (dialect !== undefined && !isDialectName(dialect)) throw new CliError(`--dialect must be one of ${DIALECT_NAMES.join(', ')}, got "${dialect}"`);
+  const server = await openOrFail(
+    () =>
+      startEnvServer({
+        corpus,
+        indexDir,
+        dialect,
+        port: num(flags, 'port', (n) => Number.isInteger(n) && n >= 0 && n <= 65535, 'an integer port 0-65535'),
+        token: flags.token as string | undefined,
+        faultRate: num(flags, 'fault-rate', (n) => n >= 0 && n <= 1, 'a probability in [0, 1]'),
+        faultSeed: num(flags, 'fault-seed', (n) => Number.isInteger(n), 'an integer'),
+        latencyMs: num(flags, 'latency-ms', (n) => n >= 0, '>= 0'),
+        timeoutMs: num(flags, 'timeout-ms', (n) => n > 0, '> 0'),
+        maxBodyBytes: num(flags, 'max-body-bytes', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
+        onProgress,
+        onBadLine,
+      }),
+    corpus,
+  );
+  event({ event: 'index_ready', source: server.index.source, reason: server.index.reason, index_dir: server.index.indexDir, passages: server.index.header.passages, ms: server.index.ms });
+  process.stdout.write(`${JSON.stringify({ event: 'listening', url: server.url, token: server.token })}\n`);
+
+  process.off('SIGTERM', stopDuringStartup);
+  process.off('SIGINT', stopDuringStartup);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  await server.close();
+  event({ event: 'stopped', signal });
+  return 0;
+}
+
+/** Missing or unreadable files, an unwritable index dir, a port in use: user errors (one line), not crashes. */
+async function openOrFail<T>(open: () => Promise<T>, corpus: string): Promise<T> {
+  try {
+    return await open();
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if (err.code === 'EADDRINUSE') throw new CliError(`port in use: ${err.message}`);
+    if (err.code === 'ENOENT' || err.code === 'EACCES' || err.code === 'EISDIR' || err.code === 'ENOTDIR' || err.code === 'EROFS') {
+      throw new CliError(`${err.path ?? corpus}: ${err.message}`);
+    }
+    throw e;
+  }
+}
+
+/** A signal while the index is still building: stop at once (the index file is written atomically). */
+function stopDuringStartup(signal: NodeJS.Signals): void {
+  event({ event: 'stopped', signal, during: 'startup' });
+  process.exit(signal === 'SIGINT' ? 130 : 143);
+}

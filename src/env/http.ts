@@ -1,0 +1,93 @@
+// Small HTTP plumbing for the environment server: JSON replies, the error envelope, a bounded body
+// reader, and bearer-token checking. Every failure becomes an HttpError with a status and a code.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { timingSafeEqual } from 'node:crypto';
+import { ERROR_CODES, type ErrorBody, type ErrorCode } from './protocol';
+
+export class HttpError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly path?: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.status = ERROR_CODES[code];
+  }
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+    ...headers,
+  });
+  res.end(text);
+}
+
+export function sendError(res: ServerResponse, err: HttpError): void {
+  const body: ErrorBody = { error: { code: err.code, message: err.message } };
+  if (err.path !== undefined) body.error.path = err.path;
+  sendJson(res, err.status, body, err.headers);
+}
+
+/**
+ * The request body, at most `max` bytes. Larger bodies are refused with 413 as soon as the declared
+ * length or the bytes received pass the limit (the connection is then closed instead of draining it).
+ */
+export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const tooLarge = () => new HttpError('body_too_large', `request body exceeds ${max} bytes`, undefined, { connection: 'close' });
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > max) {
+      reject(tooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    req.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      size += chunk.length;
+      if (size > max) {
+        failed = true;
+        req.pause();
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!failed) resolve(Buffer.concat(chunks, size));
+    });
+    req.on('error', (e) => {
+      if (!failed) reject(new HttpError('invalid_request', `request body could not be read: ${e.message}`));
+      failed = true;
+    });
+  });
+}
+
+export function parseJson(body: Buffer): unknown {
+  const text = body.toString('utf8');
+  if (text.trim() === '') throw new HttpError('bad_json', 'request body is empty; expected a JSON object');
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new HttpError('bad_json', `request body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+/** Constant-time check of `Authorization: Bearer <token>`. */
+export function checkBearer(req: IncomingMessage, token: string): void {
+  const header = req.headers.authorization ?? '';
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  const unauthorized = (msg: string) => new HttpError('unauthorized', msg, undefined, { 'www-authenticate': 'Bearer' });
+  if (!m) throw unauthorized('missing "Authorization: Bearer <token>" header');
+  const given = Buffer.from(m[1]);
+  const want = Buffer.from(token);
+  if (given.length !== want.length || !timingSafeEqual(given, want)) throw unauthorized('wrong token');
+}

@@ -1,0 +1,126 @@
+// The HTTP contract of the environment server (docs/env-server.md): request schemas (zod, strict:
+// an unknown key is a 400 naming it), response shapes and the error envelope. Shared by server and client.
+import { z } from 'zod';
+import { DIALECT_NAMES, type DialectName } from '../core/dialects';
+import { RecordSchema, SCHEMES, type RewardBreakdown, type Scheme, type TrajectoryRecord } from '../core/record';
+import { RewardParamsSchema, type RewardParams } from '../core/rewards';
+
+export const MAX_QUERIES = 1024;
+export const MAX_TOP_K = 100;
+export const MAX_QUERY_CHARS = 10_000;
+
+export const SearchRequestSchema = z
+  .object({
+    queries: z.array(z.string().max(MAX_QUERY_CHARS)).max(MAX_QUERIES),
+    top_k: z.number().int().min(1).max(MAX_TOP_K).default(3),
+    dialect: z.enum(DIALECT_NAMES).optional(),
+  })
+  .strict();
+
+export const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export const GradeRequestSchema = z
+  .object({
+    records: z.array(RecordSchema),
+    scheme: z.enum(SCHEMES),
+    params: RewardParamsSchema.optional(),
+    run: z.string().regex(RUN_ID, 'run ids are 1-128 characters of A-Z a-z 0-9 . _ - (starting with a letter or digit)').optional(),
+  })
+  .strict();
+
+/** The arguments a model passes to the `search` tool (as in a Hermes `{"name","arguments"}` call). */
+export const SearchToolArgsSchema = z
+  .object({ query: z.string().min(1).describe('What to look for: a short keyword query or a question.') })
+  .strict();
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: unknown;
+}
+
+export function toolSpecs(passages: number): ToolSpec[] {
+  return [
+    {
+      name: 'search',
+      description: `BM25 search over a corpus of ${passages} passages; returns the top passages with their titles.`,
+      parameters: z.toJSONSchema(SearchToolArgsSchema),
+    },
+  ];
+}
+
+export interface HealthResponse {
+  status: 'ok';
+  passages: number;
+  uptime_s: number;
+  /** Request counters since start (extra to the fixed contract: for dashboards and drills). */
+  stats?: Record<string, number>;
+}
+
+export interface SearchResultItem {
+  id: string;
+  title: string;
+  contents: string;
+  text: string;
+  score: number;
+}
+
+export interface SearchRequest {
+  queries: string[];
+  top_k?: number;
+  dialect?: DialectName;
+}
+
+export interface SearchResponse {
+  results: SearchResultItem[][];
+  observations: string[];
+}
+
+export interface GradeRequest {
+  records: TrajectoryRecord[];
+  scheme: Scheme;
+  params?: RewardParams;
+  run?: string;
+}
+
+export interface GradeResponse {
+  breakdowns: RewardBreakdown[];
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string; path?: string };
+}
+
+export const ERROR_CODES = {
+  bad_json: 400,
+  invalid_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  unknown_run: 404,
+  method_not_allowed: 405,
+  body_too_large: 413,
+  injected_fault: 503,
+  timeout: 504,
+  internal: 500,
+} as const;
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** A 400 message and path for the first zod issue (an unknown key is named in the path). */
+export function describeIssues(error: z.ZodError): { message: string; path: string } {
+  const issue = error.issues[0];
+  const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
+  const path = formatPath(keys.length > 0 ? [...issue.path, keys[0]] : issue.path);
+  const n = error.issues.length - 1;
+  const more = n > 0 ? ` (and ${n} more problem${n > 1 ? 's' : ''})` : '';
+  return { path, message: `${path || 'body'}: ${issue.message}${more}` };
+}
+
+/** `records[2].tokens.ids` from a zod issue path. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) {
+    if (typeof p === 'number') out += `[${p}]`;
+    else out += out === '' ? String(p) : `.${String(p)}`;
+  }
+  return out;
+}

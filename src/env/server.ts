@@ -1,0 +1,254 @@
+// The environment server: the search tool and the graders of src/core as JSON endpoints on loopback,
+// behind a per-run bearer token, with a body limit, a per-request timeout and optional fault injection.
+// The contract is documented in docs/env-server.md; `coa env serve` (src/cli/env.ts) wraps startEnvServer.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
+import type { DialectName } from '../core/dialects';
+import { OtcState, scoreRecords } from '../core/rewards';
+import { Retriever, type OpenInfo } from './retriever';
+import type { BadLine } from './corpus';
+import { formatObservation } from './observations';
+import { checkBearer, HttpError, parseJson, readBody, sendError, sendJson } from './http';
+import { describeIssues, GradeRequestSchema, RUN_ID, SearchRequestSchema, toolSpecs, type SearchResponse } from './protocol';
+import { makeRandom } from './random';
+
+export interface EnvServerOptions {
+  corpus: string;
+  indexDir?: string;
+  /** 0 (default) picks a free port. The host is always 127.0.0.1. */
+  port?: number;
+  dialect?: DialectName;
+  /** Bearer token; default: 32 random bytes, base64url. */
+  token?: string;
+  /** Probability that a tool or grade call fails with 503 `injected_fault`. */
+  faultRate?: number;
+  /** Delay added to every tool and grade call before it runs. */
+  latencyMs?: number;
+  /** Per-request limit; past it the request is answered 504 `timeout`. Default 30 s. */
+  timeoutMs?: number;
+  /** Request body limit; larger bodies get 413. Default 32 MiB. */
+  maxBodyBytes?: number;
+  /** Seed for fault injection (reproducible drills); default: unseeded. */
+  faultSeed?: number;
+  k1?: number;
+  b?: number;
+  onProgress?: (done: number, total: number) => void;
+  onBadLine?: (bad: BadLine) => void;
+}
+
+export interface EnvServer {
+  url: string;
+  port: number;
+  token: string;
+  index: OpenInfo;
+  /** Counters since start (also in /v1/health). */
+  stats(): Record<string, number>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_TIMEOUT_MS = 30_000;
+export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+type Handler = (req: IncomingMessage, body: () => Promise<unknown>, params: Record<string, string>) => Promise<{ status?: number; body: unknown }>;
+interface Route {
+  pattern: RegExp;
+  methods: Record<string, Handler>;
+  /** Tool and grade calls get the injected latency and faults; health, tool listing and state do not. */
+  faulty?: boolean;
+}
+
+export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer> {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const faultRate = opts.faultRate ?? 0;
+  const latencyMs = opts.latencyMs ?? 0;
+  const defaultDialect: DialectName = opts.dialect ?? 'coa';
+  if (!(faultRate >= 0 && faultRate <= 1)) throw new Error(`fault rate must be in [0, 1], got ${faultRate}`);
+  if (!(latencyMs >= 0)) throw new Error(`latency must be >= 0 ms, got ${latencyMs}`);
+  if (!(timeoutMs > 0)) throw new Error(`timeout must be > 0 ms, got ${timeoutMs}`);
+  if (!(maxBody > 0)) throw new Error(`max body bytes must be > 0, got ${maxBody}`);
+  const token = opts.token ?? randomBytes(32).toString('base64url');
+  if (!/^[\x21-\x7e]+$/.test(token)) throw new Error('token must be printable ASCII without spaces');
+  const random = makeRandom(opts.faultSeed);
+
+  const retriever = await Retriever.open(opts.corpus, { indexDir: opts.indexDir, k1: opts.k1, b: opts.b, onProgress: opts.onProgress, onBadLine: opts.onBadLine });
+  const started = Date.now();
+  const runs = new Map<string, OtcState>();
+  const stats: Record<string, number> = {
+    requests: 0, ok: 0, client_errors: 0, server_errors: 0, injected_faults: 0, timeouts: 0, queries: 0, graded_records: 0,
+  };
+
+  const validate = <T>(schema: z.ZodType<T>, value: unknown): T => {
+    const r = schema.safeParse(value);
+    if (r.success) return r.data;
+    const { message, path } = describeIssues(r.error);
+    throw new HttpError('invalid_request', message, path);
+  };
+
+  const runParam = (params: Record<string, string>): string => {
+    const run = decodeURIComponent(params.run);
+    if (!RUN_ID.test(run)) throw new HttpError('invalid_request', `invalid run id ${JSON.stringify(run)}`, 'run');
+    return run;
+  };
+
+  const routes: Route[] = [
+    {
+      pattern: /^\/v1\/health$/,
+      methods: {
+        GET: async () => ({ body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats } } }),
+      },
+    },
+    { pattern: /^\/v1\/tools$/, methods: { GET: async () => ({ body: { tools: toolSpecs(retriever.passages) } }) } },
+    {
+      pattern: /^\/v1\/tools\/search$/,
+      faulty: true,
+      methods: {
+        POST: async (_req, body) => {
+          const q = validate(SearchRequestSchema, await body());
+          const dialect = q.dialect ?? defaultDialect;
+          const results = q.queries.map((query) => retriever.search(query, q.top_k));
+          stats.queries += q.queries.length;
+          const out: SearchResponse = { results, observations: results.map((hits) => formatObservation(dialect, hits)) };
+          return { body: out };
+        },
+      },
+    },
+    {
+      pattern: /^\/v1\/grade$/,
+      faulty: true,
+      methods: {
+        POST: async (_req, body) => {
+          const g = validate(GradeRequestSchema, await body());
+          let state: OtcState | undefined;
+          if (g.run !== undefined) {
+            state = runs.get(g.run) ?? new OtcState();
+            runs.set(g.run, state);
+          }
+          const breakdowns = scoreRecords(g.records, g.scheme, g.params ?? {}, state);
+          stats.graded_records += g.records.length;
+          return { body: { breakdowns } };
+        },
+      },
+    },
+    {
+      pattern: /^\/v1\/runs\/(?<run>[^/]+)\/otc-state$/,
+      methods: {
+        GET: async (_req, _body, params) => {
+          const run = runParam(params);
+          const state = runs.get(run);
+          if (!state) throw new HttpError('unknown_run', `no OTC state for run ${JSON.stringify(run)}: it has not graded with "run" set nor been imported`);
+          return { body: state.toJSON() };
+        },
+        PUT: async (_req, body, params) => {
+          const run = runParam(params);
+          const value = await body();
+          let state: OtcState;
+          try {
+            state = OtcState.fromJSON(value);
+          } catch (e) {
+            if (e instanceof z.ZodError) {
+              const { message, path } = describeIssues(e);
+              throw new HttpError('invalid_request', message, path);
+            }
+            throw e;
+          }
+          runs.set(run, state);
+          return { body: { run, questions: state.size } };
+        },
+      },
+    },
+  ];
+
+  const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<{ status?: number; body: unknown }> {
+    checkBearer(req, token);
+    const path = (req.url ?? '/').split('?')[0];
+    const route = routes.find((r) => r.pattern.test(path));
+    if (!route) throw new HttpError('not_found', `no endpoint ${path}`);
+    const method = req.method ?? 'GET';
+    const handler = route.methods[method];
+    if (!handler) {
+      const allow = Object.keys(route.methods).join(', ');
+      throw new HttpError('method_not_allowed', `${method} not allowed on ${path}; use ${allow}`, undefined, { allow });
+    }
+    const params = route.pattern.exec(path)?.groups ?? {};
+    const raw = method === 'GET' ? Buffer.alloc(0) : await readBody(req, maxBody);
+    if (route.faulty) {
+      if (latencyMs > 0) await sleep(latencyMs);
+      if (faultRate > 0 && random() < faultRate) {
+        stats.injected_faults++;
+        throw new HttpError('injected_fault', `injected fault (fault rate ${faultRate})`);
+      }
+    }
+    if (res.headersSent) return { body: null }; // timed out meanwhile: do no work for nobody
+    return handler(req, async () => parseJson(raw), params);
+  }
+
+  const server = createServer((req, res) => {
+    stats.requests++;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        stats.timeouts++;
+        reject(new HttpError('timeout', `request took longer than ${timeoutMs} ms`, undefined, { connection: 'close' }));
+      }, timeoutMs);
+      timer.unref();
+    });
+    Promise.race([handle(req, res), timeout])
+      .then(({ status, body }) => {
+        stats.ok++;
+        sendJson(res, status ?? 200, body);
+      })
+      .catch((e: unknown) => {
+        const err = e instanceof HttpError ? e : new HttpError('internal', `internal error: ${(e as Error)?.message ?? String(e)}`);
+        if (err.status >= 500) stats.server_errors++;
+        else stats.client_errors++;
+        if (err.status === 500) process.stderr.write(`${JSON.stringify({ event: 'internal_error', message: err.message, stack: (e as Error)?.stack })}\n`);
+        sendError(res, err);
+        // A refused body may still be arriving: close instead of draining it.
+        if (err.headers.connection === 'close') res.on('finish', () => req.socket.destroySoon?.());
+      })
+      .finally(() => clearTimeout(timer));
+  });
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+  server.keepAliveTimeout = 5_000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    // A deep backlog: trainers open hundreds of connections at once.
+    server.listen({ host: '127.0.0.1', port: opts.port ?? 0, backlog: 4096 }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    token,
+    index: retriever.info,
+    stats: () => ({ ...stats }),
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        // Finish requests in flight, drop idle keep-alive sockets now, force the rest after a grace period.
+        const force = setTimeout(() => server.closeAllConnections(), 2_000);
+        force.unref();
+        server.close(() => {
+          clearTimeout(force);
+          retriever.close();
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      return closing;
+    },
+  };
+}
