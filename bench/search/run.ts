@@ -226,7 +226,7 @@ async function main(): Promise<void> {
     `Speed-up at ${shared.toLocaleString('en')}: ${f(oursShared.engine.qps / ms.engine.qps, 0)}× minisearch's queries/s (target ≥ 3×); p99 at ${size.toLocaleString('en')}: ${f(oursBig.engine.p99_ms, 2)} ms (target ≤ 20 ms).`,
     '',
     `At ${size.toLocaleString('en')} passages (${oursBig.terms.toLocaleString('en')} terms, ${oursBig.postings.toLocaleString('en')} postings):`,
-    `- built in ${f(oursBig.build_s, 0)} s (peak RSS ${f(oursBig.peak_rss_build_mb, 0)} MB, one thread); the saved index reloads in a fresh process in ${f(oursBig.load_s, 2)} s (RSS then ${f(oursBig.rss_loaded_mb, 0)} MB);`,
+    `- built in ${f(oursBig.build_s, 0)} s (peak RSS ${f(oursBig.peak_rss_build_mb, 0)} MB, one thread); the saved index reloads in a fresh process in ${f(oursBig.load_s, 2)} s (RSS of that process after its query and HTTP runs: ${f(oursBig.rss_loaded_mb, 0)} MB);`,
     `- with passage text read back from the corpus (Retriever.search): ${f(oursBig.with_text.qps, 0)} queries/s, p50 ${f(oursBig.with_text.p50_ms, 3)} ms, p99 ${f(oursBig.with_text.p99_ms, 3)} ms;`,
     `- over HTTP (\`POST /v1/tools/search\`, one query per request, 8 in flight, search-r1 observations): ${f(oursBig.http.qps, 0)} requests/s, p50 ${f(oursBig.http.p50_ms, 2)} ms, p99 ${f(oursBig.http.p99_ms, 2)} ms.`,
   ].join('\n');
