@@ -9,6 +9,7 @@ import { scoreRecords, RewardParams } from '../../../src/core/rewards';
 import { coverExactMatch, exactMatch, f1Score, normalizeAnswer } from '../../../src/core/answer';
 import { parseEvent } from '../../../src/core/events';
 import type { Scheme, TrajectoryRecord } from '../../../src/core/record';
+import { formatVector } from '../../conformance/project';
 
 const load = (name: string) => JSON.parse(readFileSync(join(__dirname, '../../conformance', name), 'utf8'));
 
@@ -16,17 +17,7 @@ test('format vectors', async (t) => {
   for (const c of load('format.json').cases as { name: string; text: string; options?: FormatOptions; expect: Record<string, unknown> }[]) {
     await t.test(c.name, () => {
       const r = checkFormat(c.text, c.options ?? {});
-      assert.deepEqual(
-        {
-          dialect: r.dialect,
-          format_ok: r.formatOk,
-          tool_calls: r.toolCalls,
-          answer: r.answer,
-          segments: r.segments.map((s) => [s.kind, s.start, s.end, ...(s.tool !== undefined ? [s.tool] : [])]),
-          diagnostics: r.diagnostics.map((d) => [d.code, d.start, d.end]),
-        },
-        c.expect,
-      );
+      assert.deepEqual(formatVector(r), c.expect);
     });
   }
 });
