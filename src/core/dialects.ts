@@ -95,13 +95,27 @@ export function bare(tag: string): string {
  * `<information>` is the default `coa`.
  */
 export function detectDialect(text: string): DialectName {
-  if (text.includes('<begin_search>') || text.includes('</end_search>') || text.includes('<search_result>')) return 'autocoa';
-  if (text.includes('<tool_call>') || text.includes('<tool_response>')) return 'hermes';
-  if (text.includes('<information>') || text.includes('</information>')) return 'search-r1';
-  if (text.includes('<observation>') || text.includes('<answer>') || text.includes('<search>')) return 'coa';
-  if (text.includes('\\boxed{')) return 'autocoa';
+  // One pass over the text collecting which distinctive tags occur, then the precedence below.
+  let autocoa = false;
+  let hermes = false;
+  let searchR1 = false;
+  let boxed = false;
+  DETECT_RE.lastIndex = 0;
+  for (let m = DETECT_RE.exec(text); m; m = DETECT_RE.exec(text)) {
+    const tag = m[1];
+    if (tag === undefined) boxed = true;
+    else if (tag === 'begin_search' || tag === '/end_search' || tag === 'search_result') autocoa = true;
+    else if (tag === 'tool_call' || tag === 'tool_response') hermes = true;
+    else searchR1 = true; // <information> or </information>
+    if (autocoa) break;
+  }
+  if (autocoa) return 'autocoa';
+  if (hermes) return 'hermes';
+  if (searchR1) return 'search-r1';
+  if (boxed && !/<(observation|answer|search)>/.test(text)) return 'autocoa';
   return 'coa';
 }
+const DETECT_RE = /<(begin_search|\/end_search|search_result|tool_call|tool_response|\/?information)>|\\boxed\{/g;
 
 /**
  * Every tag token of every dialect (for grammars, tokenizers and completion). Per-tool action tags are
