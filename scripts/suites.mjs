@@ -20,6 +20,15 @@ function tapCounts(file) {
   return { passed: num('pass'), failed: num('fail') + num('cancelled') };
 }
 
+/** Counts from a JUnit XML file written by pytest. */
+function junitCounts(file) {
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const tag = (text.match(/<testsuite [^>]*>/) ?? [''])[0];
+  const attr = (k) => Number((tag.match(new RegExp(`${k}="(\\d+)"`)) ?? [])[1] ?? 0);
+  return { passed: attr('tests') - attr('failures') - attr('errors') - attr('skipped'), failed: attr('failures') + attr('errors') };
+}
+const venvPython = process.platform === 'win32' ? '.venv/Scripts/python.exe' : '.venv/bin/python';
+
 /** A node:test suite over every `*.test.ts` below `dir`. */
 function nodeSuite(name, dir, extra = {}) {
   const tap = `.cache/${name}.tap`;
@@ -41,4 +50,10 @@ export const suites = [
   nodeSuite('unit', 'test/unit'),
   // TextMate grammars: vscode-tmgrammar-test assertions; prints `grammar: N passed, M failed`.
   { name: 'grammar', command: () => [process.execPath, 'scripts/test-grammar.mjs'] },
+  // The Python trainer, in the project's .venv (made by `npm install` → scripts/setup-python.mjs).
+  {
+    name: 'python',
+    command: () => [venvPython, '-m', 'pytest', 'src/trainer/tests', '-q', '-p', 'no:cacheprovider', '--junitxml=.cache/python.xml'],
+    counts: () => junitCounts('.cache/python.xml'),
+  },
 ];

@@ -1,0 +1,154 @@
+// The trainer's run config (`run.json`). Owned here so the editor can offer completion and validation on it;
+// scripts/gen-schemas.ts writes it as schemas/run-config.schema.json, which the Python trainer validates against
+// and from which it takes its defaults (the `default` keywords), so every default lives in this file only.
+import { z } from 'zod';
+import { DIALECT_NAMES } from './dialects';
+
+const int = () => z.number().int();
+const posInt = () => z.number().int().positive();
+
+/** Fields every training stage has. */
+const stageBase = {
+  steps: posInt().default(300).describe('Optimiser steps of this stage.'),
+  batch_size: posInt().default(16).describe('Global batch size (split across DDP ranks).'),
+  lr: z.number().positive().default(3e-3).describe('Peak learning rate (AdamW).'),
+  warmup_steps: int().nonnegative().default(20).describe('Linear warm-up steps, then cosine decay to 10%.'),
+  weight_decay: z.number().nonnegative().default(0.0),
+  grad_clip: z.number().positive().default(1.0).describe('Max gradient norm.'),
+  max_len: posInt().default(320).describe('Sequences are truncated to this many tokens.'),
+  checkpoint_every: int().nonnegative().default(0).describe('Checkpoint every N steps (0: only at the end).'),
+  log_every: posInt().default(10).describe('Emit a metrics event every N steps.'),
+  sample_every: int().nonnegative().default(0).describe('Emit a sample event every N steps (0: never).'),
+  init_from: z
+    .string()
+    .nullable()
+    .default(null)
+    .describe('Model directory to start from (default: the previous stage of this run, or model.path).'),
+};
+
+export const LmStageSchema = z.object({ ...stageBase, steps: posInt().default(600) }).strict();
+
+export const Sft1StageSchema = z
+  .object({
+    ...stageBase,
+    steps: posInt().default(200),
+    lr: z.number().positive().default(1e-3),
+    beta: z.number().positive().default(2.0).describe('Scale of the mean log-prob difference (chosen − rejected).'),
+    margin: z.number().nonnegative().default(0.5).describe('Margin subtracted inside the sigmoid.'),
+    alpha: z.number().nonnegative().default(0.2).describe('Weight of the NLL term −P̄(chosen).'),
+  })
+  .strict();
+
+const sftMixStage = (steps: number, lr: number) =>
+  z
+    .object({
+      ...stageBase,
+      steps: posInt().default(steps),
+      lr: z.number().positive().default(lr),
+      coa_cot_ratio: z
+        .number()
+        .positive()
+        .default(5)
+        .describe('Chain-of-action : chain-of-thought samples in the SFT mix (AutoCoA used 5:1).'),
+    })
+    .strict();
+
+/** SFT-2 (how to act): observation tokens excluded from the loss. */
+export const Sft2StageSchema = sftMixStage(500, 2e-3);
+/** SFT-3 (world model): the same data with observation tokens trained. */
+export const Sft3StageSchema = sftMixStage(300, 1e-3);
+
+export const EmbeddedModelSchema = z
+  .object({
+    family: z.enum(['llama', 'qwen2']).default('llama'),
+    hidden_size: posInt().default(64),
+    num_layers: posInt().default(3),
+    num_heads: posInt().default(4),
+    num_kv_heads: posInt().default(2),
+    intermediate_size: posInt().default(192),
+    max_position: posInt().default(512),
+  })
+  .strict();
+
+export const LoraSchema = z
+  .object({
+    r: posInt().default(8),
+    alpha: z.number().positive().default(16),
+    dropout: z.number().min(0).max(1).default(0.0),
+    target_modules: z.array(z.string()).default(['q_proj', 'k_proj', 'v_proj', 'o_proj']),
+  })
+  .strict();
+
+export const BenchmarkSchema = z
+  .object({
+    seed: int().nullable().default(null).describe('Seed of the synthetic knowledge base (default: the run seed).'),
+    persons: posInt().default(200),
+    companies: posInt().default(24),
+    cities: posInt().default(24),
+    countries: posInt().default(8),
+    famous_fraction: z.number().min(0).max(1).default(0.4).describe('Share of entities whose facts are pretrained.'),
+    dev_fraction: z.number().min(0).max(0.5).default(0.15),
+    test_fraction: z.number().min(0).max(0.5).default(0.15),
+    top_k: posInt().default(2).describe('Documents per search in oracle trajectories.'),
+    data_dir: z.string().nullable().default(null).describe('Where the benchmark is written (default: <run>/data).'),
+  })
+  .strict();
+
+export const RunConfigSchema = z
+  .object({
+    $schema: z.string().optional(),
+    name: z.string().optional(),
+    seed: int().default(0),
+    device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
+    dtype: z.enum(['auto', 'float32', 'bfloat16']).default('auto').describe('auto: bf16 on CUDA where supported.'),
+    threads: posInt().nullable().default(null).describe('torch threads (default: the machine\'s cores).'),
+    dialect: z.enum(DIALECT_NAMES).default('coa'),
+    prompt_template: z.string().default('question : {question}\n').describe('How a question is put to the model.'),
+    model: z
+      .object({
+        path: z.string().nullable().default(null).describe('Hugging Face model directory (null: the embedded default).'),
+        lora: LoraSchema.nullable().default(null).describe('Train LoRA adapters (peft) instead of all weights.'),
+        embedded: EmbeddedModelSchema.default(EmbeddedModelSchema.parse({})),
+      })
+      .strict()
+      .default({ path: null, lora: null, embedded: EmbeddedModelSchema.parse({}) }),
+    benchmark: BenchmarkSchema.default(BenchmarkSchema.parse({})),
+    stages: z
+      .object({
+        pretrain: LmStageSchema.default(LmStageSchema.parse({})),
+        sft1: Sft1StageSchema.default(Sft1StageSchema.parse({})),
+        sft2: Sft2StageSchema.default(Sft2StageSchema.parse({})),
+        sft3: Sft3StageSchema.default(Sft3StageSchema.parse({})),
+      })
+      .strict()
+      .default({
+        pretrain: LmStageSchema.parse({}),
+        sft1: Sft1StageSchema.parse({}),
+        sft2: Sft2StageSchema.parse({}),
+        sft3: Sft3StageSchema.parse({}),
+      }),
+    eval: z
+      .object({
+        splits: z.array(z.enum(['train', 'dev', 'test'])).default(['dev']),
+        limit: posInt().nullable().default(null).describe('Questions per split (null: all).'),
+        max_turns: posInt().default(4).describe('Tool calls allowed per question.'),
+        max_new_tokens: posInt().default(48).describe('Tokens generated per turn.'),
+        batch_size: posInt().default(32),
+        top_k: posInt().default(2),
+      })
+      .strict()
+      .default({ splits: ['dev'], limit: null, max_turns: 4, max_new_tokens: 48, batch_size: 32, top_k: 2 }),
+    env: z
+      .object({
+        node: z.string().nullable().default(null).describe('node executable (default: COA_NODE or node on PATH).'),
+        cli: z.string().default('dist/cli.js').describe('The CoA Studio CLI that serves the environment.'),
+        corpus: z.string().nullable().default(null).describe('Search corpus (default: the benchmark corpus).'),
+        startup_timeout_s: z.number().positive().default(30),
+      })
+      .strict()
+      .default({ node: null, cli: 'dist/cli.js', corpus: null, startup_timeout_s: 30 }),
+  })
+  .strict();
+
+export type RunConfig = z.infer<typeof RunConfigSchema>;
+export type RunConfigInput = z.input<typeof RunConfigSchema>;

@@ -1,0 +1,427 @@
+"""The embedded benchmark: a synthetic knowledge base, deterministic from a seed.
+
+Entities: persons, companies, cities, countries (invented one-word names). Relations:
+  person  born_in  city      person  works_for  company      company  based_in  city      city  located_in  country
+An entity is *famous* (all its facts are stated in the pretraining text: known) or *obscure* (its facts exist only
+in the search corpus: unknown). Questions are single-hop or two-hop chains; train/dev/test are split by question.
+
+Oracle trajectories (coa dialect) are the analogue of AutoCoA's teacher samples: each hop the model knows is a
+statement inside <think>; a hop it does not know ends the thought with `?` and is searched. So the decision
+"act or answer" is the token after e.g. `x born in` — `?` (search) or the entity (answer from memory)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .dialects import Tags, tags as dialect_tags
+
+BENCHMARK_VERSION = 4
+
+# relation → (subject type, object type, statement prefix template, question template)
+RELATIONS: dict[str, tuple[str, str, str, str]] = {
+    "born_in": ("person", "city", "{s} born in", "where was {s} born ?"),
+    "works_for": ("person", "company", "{s} works for", "who does {s} work for ?"),
+    "based_in": ("company", "city", "{s} based in", "where is {s} based ?"),
+    "located_in": ("city", "country", "{s} located in", "which country is {s} in ?"),
+}
+# two-hop question kinds: (relation 1, relation 2, template on the first subject)
+TWO_HOP: dict[str, tuple[str, str, str]] = {
+    "born_country": ("born_in", "located_in", "which country was {s} born in ?"),
+    "employer_city": ("works_for", "based_in", "where is the employer of {s} based ?"),
+    "company_country": ("based_in", "located_in", "which country is {s} based in ?"),
+}
+STOPWORDS = {  # the env server's BM25 stop set (src/env/tokenize.ts), mirrored for local retrieval
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
+    "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was",
+    "will", "with",
+}
+ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "kr", "st", "tr", "gl"]
+VOWELS = ["a", "e", "i", "o", "u"]
+CODAS = ["", "", "n", "r", "l", "k", "s"]
+
+
+@dataclass
+class Hop:
+    subject: str
+    relation: str
+    object: str
+    known: bool
+
+    @property
+    def prefix(self) -> str:
+        return RELATIONS[self.relation][2].format(s=self.subject)
+
+
+@dataclass
+class Question:
+    id: str
+    question: str
+    answer: str
+    kind: str  # relation name or two-hop kind
+    hops: list[Hop]
+    split: str
+
+    @property
+    def known(self) -> bool:
+        return all(h.known for h in self.hops)
+
+    @property
+    def optimal_tool_calls(self) -> int:
+        return sum(1 for h in self.hops if not h.known)
+
+
+@dataclass
+class Segment:
+    """One block of a response: kind is think | action | observation | answer."""
+
+    kind: str
+    text: str
+
+
+@dataclass
+class Benchmark:
+    seed: int
+    entities: dict[str, list[str]]
+    famous: set[str]
+    facts: dict[tuple[str, str], str]
+    questions: list[Question]
+    top_k: int
+    corpus: list[dict] = field(default_factory=list)
+    _bm25: Any = None
+
+    # ------------------------------------------------------------ text
+    def statement(self, subject: str, relation: str) -> str:
+        return f"{RELATIONS[relation][2].format(s=subject)} {self.facts[(subject, relation)]} ."
+
+    def pretrain_lines(self) -> list[str]:
+        """Known facts in two forms: the statement and the plain QA form used by the no-tool evaluation."""
+        # every entity is named (so obscure names are familiar words), but only famous entities' facts are stated
+        # The "what is x" lines also teach copying a name from the question into the answer, for every name —
+        # the skill the agent needs to write `<think> x born in …` and its queries about entities it never saw in SFT.
+        lines = [f"question : what is {name} ?\nanswer : {name} is a {etype} ."
+                 for etype, names in sorted(self.entities.items()) for name in names]
+        for (s, rel), o in sorted(self.facts.items()):
+            if s in self.famous:
+                lines.append(self.statement(s, rel))
+                lines.append(f"question : {RELATIONS[rel][3].format(s=s)}\nanswer : {o}")
+        return lines
+
+    def split(self, name: str) -> list[Question]:
+        return [q for q in self.questions if q.split == name]
+
+    # ------------------------------------------------------------ retrieval (mirror of the env server's BM25)
+    def search(self, query: str, k: int | None = None) -> list[dict]:
+        if self._bm25 is None:
+            self._bm25 = Bm25([d["contents"] for d in self.corpus])
+        return [self.corpus[i] for i in self._bm25.search(query, k or self.top_k)]
+
+    # ------------------------------------------------------------ oracle
+    def hops_for(self, q: Question, override: dict[int, str] | None = None) -> list[Hop]:
+        """The question's hops; override={i: wrong} hallucinates hop i's object (and follows it)."""
+        hops: list[Hop] = []
+        subject = q.hops[0].subject
+        for i, h in enumerate(q.hops):
+            if override and i in override:
+                obj, known = override[i], True
+            else:
+                obj, known = self.facts[(subject, h.relation)], subject in self.famous
+            hops.append(Hop(subject, h.relation, obj, known))
+            subject = obj
+        return hops
+
+    def render(self, hops: list[Hop], t: Tags, until_decision: int | None = None) -> tuple[list[Segment], list[int]]:
+        """Oracle segments for `hops`, and for each hop the character offset (in " ".join of segment texts) where
+        its decision token (`?` or the object) starts."""
+        segments: list[Segment] = []
+        decisions: list[int] = []
+        think: list[str] = []
+
+        def offset_in_think() -> int:
+            done = sum(len(s.text) + 1 for s in segments)
+            return done + len(t.think_open) + 1 + sum(len(p) + 1 for p in think)
+
+        for hop in hops:
+            decisions.append(offset_in_think() + len(hop.prefix) + 1)
+            if hop.known:
+                think.append(f"{hop.prefix} {hop.object} .")
+                continue
+            think.append(f"{hop.prefix} ?")
+            segments.append(Segment("think", f"{t.think_open} {' '.join(think)} {t.think_close}"))
+            segments.append(Segment("action", f"{t.action_open} {hop.prefix} {t.action_close}"))
+            obs = format_observation_coa(self.search(hop.prefix))
+            segments.append(Segment("observation", f"{t.obs_open}{obs}{t.obs_close}"))
+            think = [f"{hop.prefix} {hop.object} ."]
+        segments.append(Segment("think", f"{t.think_open} {' '.join(think)} {t.think_close}"))
+        assert t.answer_open is not None, "oracle trajectories need a dialect with an answer tag"
+        segments.append(Segment("answer", f"{t.answer_open} {hops[-1].object} {t.answer_close}"))
+        return segments, decisions
+
+    def oracle(self, q: Question, t: Tags) -> list[Segment]:
+        return self.render(self.hops_for(q), t)[0]
+
+    def pairs(self, q: Question, t: Tags, rng: random.Random) -> list[dict]:
+        """SFT-1 contrastive pairs, one per hop: shared prefix up to the decision token; chosen = the oracle's
+        continuation (search if unknown, state the fact if known) up to the end of the next action or answer;
+        rejected = the opposite (answer with a hallucinated object / search a known fact)."""
+        out = []
+        true_hops = self.hops_for(q)
+        segs, decisions = self.render(true_hops, t)
+        text = join_segments(segs)
+        for i, hop in enumerate(true_hops):
+            if hop.known:
+                flipped = [Hop(h.subject, h.relation, h.object, h.known if j != i else False)
+                           for j, h in enumerate(true_hops)]
+                flipped = flipped[: i + 1]  # continuation ends at the search anyway
+            else:
+                otype = RELATIONS[hop.relation][1]
+                # hallucinate a famous entity where possible, so the rejected path answers without any search
+                wrong_pool = [e for e in self.entities[otype] if e != hop.object]
+                famous_pool = [e for e in wrong_pool if e in self.famous or otype == "country"]
+                wrong = rng.choice(famous_pool or wrong_pool)
+                flipped = self.hops_for(q, {i: wrong})
+            fsegs, fdec = self.render(flipped, t)
+            ftext = join_segments(fsegs)
+            cut = decisions[i]
+            assert ftext[:cut] == text[:cut], "a flipped trajectory must share the prefix"
+            out.append({
+                "prefix": text[:cut],
+                "chosen": text[cut:continuation_end(text, cut, t)],
+                "rejected": ftext[cut:continuation_end(ftext, cut, t)],
+                "act": not hop.known,  # the chosen continuation searches
+                "hop": i,
+            })
+        return out
+
+
+def join_segments(segments: list[Segment]) -> str:
+    return " ".join(s.text for s in segments)
+
+
+def continuation_end(text: str, start: int, t: Tags) -> int:
+    """End of the first action or answer close tag at or after `start`."""
+    ends = [text.find(tag, start) for tag in (t.action_close, t.answer_close or "\0")]
+    ends = [e + len(tag) for e, tag in zip(ends, (t.action_close, t.answer_close or "")) if e >= 0]
+    return min(ends)
+
+
+def format_observation_coa(docs: list[dict]) -> str:
+    """Exactly the env server's coa observation (src/env/observations.ts `coa`)."""
+    if not docs:
+        return "\nNo results.\n"
+    blocks = []
+    for i, d in enumerate(docs):
+        title, _, text = d["contents"].partition("\n")
+        title = title[1:-1] if len(title) >= 2 and title.startswith('"') and title.endswith('"') else title
+        blocks.append(f"[{i + 1}] {title}\n{text}")
+    return "\n" + "\n\n".join(blocks) + "\n"
+
+
+class Bm25:
+    """The env server's BM25 (src/env/bm25.ts: k1 0.9, b 0.4, Lucene idf; ties to the earlier passage)."""
+
+    WORD = re.compile(r"[^\W_]+")
+
+    def __init__(self, docs: list[str], k1: float = 0.9, b: float = 0.4):
+        self.tfs = []
+        self.df: dict[str, int] = {}
+        lengths = []
+        for d in docs:
+            toks = self.tokenize(d)
+            lengths.append(len(toks))
+            tf: dict[str, int] = {}
+            for tok in toks:
+                tf[tok] = tf.get(tok, 0) + 1
+            self.tfs.append(tf)
+            for tok in tf:
+                self.df[tok] = self.df.get(tok, 0) + 1
+        n = len(docs)
+        avgdl = sum(lengths) / n if n else 0.0
+        self.n = n
+        self.norm = [k1 * (1 - b + ((b * dl) / avgdl if avgdl > 0 else 0)) for dl in lengths]
+
+    @classmethod
+    def tokenize(cls, text: str) -> list[str]:
+        return [w for w in cls.WORD.findall(text.lower()) if len(w) <= 64 and w not in STOPWORDS]
+
+    def search(self, query: str, k: int) -> list[int]:
+        counts: dict[str, int] = {}
+        for tok in self.tokenize(query):
+            if tok in self.df:
+                counts[tok] = counts.get(tok, 0) + 1
+        acc: dict[int, float] = {}
+        for tok, qtf in counts.items():
+            df = self.df[tok]
+            w = qtf * math.log(1 + (self.n - df + 0.5) / (df + 0.5))
+            for d, tf in enumerate(self.tfs):
+                c = tf.get(tok)
+                if c:
+                    acc[d] = acc.get(d, 0.0) + (w * c) / (c + self.norm[d])
+        return [d for d, _ in sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
+
+
+# ---------------------------------------------------------------- generation
+
+def _names(rng: random.Random, count: int, taken: set[str]) -> list[str]:
+    out = []
+    while len(out) < count:
+        n = "".join(rng.choice(ONSETS) + rng.choice(VOWELS) for _ in range(rng.choice((2, 2, 3)))) + rng.choice(CODAS)
+        if n not in taken and len(n) >= 4:
+            taken.add(n)
+            out.append(n)
+    return out
+
+
+def generate(params: dict, seed: int) -> Benchmark:
+    """Build the benchmark from the config's `benchmark` section (see src/core/config.ts)."""
+    rng = random.Random(seed)
+    taken: set[str] = {w for tpl in RELATIONS.values() for w in tpl[3].split()} | {"question", "answer"}
+    taken |= {"person", "company", "city", "country", "what"}
+    taken |= {w for tpl in TWO_HOP.values() for w in tpl[2].split()} | STOPWORDS | {"results"}
+    entities = {
+        "country": _names(rng, params["countries"], taken),
+        "city": _names(rng, params["cities"], taken),
+        "company": _names(rng, params["companies"], taken),
+        "person": _names(rng, params["persons"], taken),
+    }
+    facts: dict[tuple[str, str], str] = {}
+    for rel, (stype, otype, _, _) in RELATIONS.items():
+        for s in entities[stype]:
+            facts[(s, rel)] = rng.choice(entities[otype])
+    famous: set[str] = set()
+    for etype in ("person", "company", "city"):
+        names = list(entities[etype])
+        rng.shuffle(names)
+        famous |= set(names[: round(len(names) * params["famous_fraction"])])
+
+    questions: list[Question] = []
+
+    def add(kind: str, text: str, s: str, rels: list[str]) -> None:
+        hops, subject = [], s
+        for rel in rels:
+            obj = facts[(subject, rel)]
+            hops.append(Hop(subject, rel, obj, subject in famous))
+            subject = obj
+        questions.append(Question(f"q{len(questions):04d}", text, hops[-1].object, kind, hops, "train"))
+
+    for etype in ("person", "company", "city"):
+        for s in entities[etype]:
+            for rel, (stype, _, _, qtpl) in RELATIONS.items():
+                if stype == etype:
+                    add(rel, qtpl.format(s=s), s, [rel])
+            for kind, (r1, r2, qtpl) in TWO_HOP.items():
+                if RELATIONS[r1][0] == etype:
+                    add(kind, qtpl.format(s=s), s, [r1, r2])
+
+    # Splits go by question, stratified by (kind, known pattern) so every split has every kind. A tiny model
+    # cannot learn to copy names it never wrote, so dev/test subjects also occur in other training questions;
+    # what is held out is the (subject, relation) pair: whether to search it and what the answer is.
+    strata: dict[tuple, list[Question]] = {}
+    for q in questions:
+        strata.setdefault((q.kind, tuple(h.known for h in q.hops)), []).append(q)
+    for key in sorted(strata):
+        group = strata[key]
+        rng.shuffle(group)
+        n_dev = round(len(group) * params["dev_fraction"])
+        n_test = round(len(group) * params["test_fraction"])
+        for i, q in enumerate(group):
+            q.split = "dev" if i < n_dev else "test" if i < n_dev + n_test else "train"
+    bench = Benchmark(seed, entities, famous, facts, questions, params["top_k"])
+    # corpus: one passage per entity with facts, FlashRAG format; order fixed by entity type then name list
+    for etype in ("person", "company", "city"):
+        for s in entities[etype]:
+            text = " ".join(bench.statement(s, rel) for rel, spec in RELATIONS.items() if spec[0] == etype)
+            bench.corpus.append({"id": str(len(bench.corpus)), "contents": f'"{s}"\n{text}'})
+    return bench
+
+
+# ---------------------------------------------------------------- files
+
+def record_for(q: Question, segments: list[Segment], dialect: str) -> dict:
+    """A trajectory record (src/core/record.ts) for an oracle trajectory, plus benchmark fields."""
+    return {
+        "id": q.id,
+        "question": q.question,
+        "golden_answers": [q.answer],
+        "response": join_segments(segments),
+        "dialect": dialect,
+        "meta": {"stage": "oracle", "group": q.kind},
+        "split": q.split,
+        "hops": len(q.hops),
+        "known": q.known,
+        "optimal_tool_calls": q.optimal_tool_calls,
+    }
+
+
+def write_benchmark(bench: Benchmark, out: Path, dialect: str = "coa") -> Path:
+    """Write kb.json, questions.jsonl, corpus.jsonl (FlashRAG), pretrain.txt and oracle_<split>.jsonl."""
+    out.mkdir(parents=True, exist_ok=True)
+    t = dialect_tags(dialect)
+
+    def dump(name: str, rows: list[Any]) -> None:
+        tmp = out / (name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            for r in rows:
+                f.write((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n")
+        tmp.replace(out / name)
+
+    dump("corpus.jsonl", bench.corpus)
+    dump("pretrain.txt", [json.dumps(line) for line in bench.pretrain_lines()])
+    dump("questions.jsonl", [{
+        "id": q.id, "question": q.question, "golden_answers": [q.answer], "kind": q.kind, "split": q.split,
+        "hops": [h.__dict__ for h in q.hops], "known": q.known, "optimal_tool_calls": q.optimal_tool_calls,
+    } for q in bench.questions])
+    for split in ("train", "dev", "test"):
+        dump(f"oracle_{split}.jsonl", [record_for(q, bench.oracle(q, t), dialect) for q in bench.split(split)])
+    kb = {"version": BENCHMARK_VERSION, "seed": bench.seed, "entities": bench.entities,
+          "famous": sorted(bench.famous), "facts": [[s, r, o] for (s, r), o in sorted(bench.facts.items())]}
+    (out / "kb.json").write_text(json.dumps(kb, indent=1) + "\n", encoding="utf-8")
+    return out
+
+
+def fingerprint(params: dict, seed: int) -> str:
+    keys = ("persons", "companies", "cities", "countries", "famous_fraction", "dev_fraction", "test_fraction", "top_k")
+    blob = json.dumps({"v": BENCHMARK_VERSION, "seed": seed, **{k: params[k] for k in keys}}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def benchmark_from_config(config: dict) -> Benchmark:
+    params = config["benchmark"]
+    seed = params["seed"] if params["seed"] is not None else config["seed"]
+    return generate(params, seed)
+
+
+def ensure_benchmark_files(config: dict, data_dir: Path) -> Benchmark:
+    """Generate the benchmark and (re)write its files unless the same fingerprint is already there."""
+    bench = benchmark_from_config(config)
+    params = config["benchmark"]
+    fp = fingerprint(params, bench.seed)
+    stamp = data_dir / "manifest.json"
+    if not (stamp.is_file() and json.loads(stamp.read_text()).get("fingerprint") == fp):
+        write_benchmark(bench, data_dir, config["dialect"] if config["dialect"] == "coa" else "coa")
+        stamp.write_text(json.dumps({"fingerprint": fp, "questions": len(bench.questions),
+                                     "corpus": len(bench.corpus)}) + "\n")
+    return bench
+
+
+def data_command(args: Any) -> int:
+    from .config import ConfigError, default_config, load_config
+
+    try:
+        config = load_config(args.config) if args.config else default_config()
+    except ConfigError as e:
+        print(f"error: {e}")
+        return 2
+    if args.seed is not None:
+        config["benchmark"]["seed"] = args.seed
+    bench = ensure_benchmark_files(config, Path(args.out))
+    counts = {s: len(bench.split(s)) for s in ("train", "dev", "test")}
+    print(json.dumps({"out": str(args.out), "questions": counts, "corpus": len(bench.corpus),
+                      "pretrain_lines": len(bench.pretrain_lines())}))
+    return 0

@@ -1,0 +1,56 @@
+"""Command line: `train`, `eval`, `data`. Heavy imports (torch) happen inside the commands so --help is fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+STAGES = ("pretrain", "sft1", "sft2", "sft3")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m coa_trainer",
+        description="CoA Studio trainer (AutoCoA recipe): pretraining and SFT stages, evaluation, embedded benchmark.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    train = sub.add_parser("train", help="run one training stage")
+    train.add_argument("--stage", required=True, choices=STAGES)
+    train.add_argument("--config", required=True, help="run config JSON (schemas/run-config.schema.json)")
+    train.add_argument("--run-dir", required=True, help="run directory, e.g. runs/<id>")
+    train.add_argument("--resume", action="store_true", help="continue from the stage's latest checkpoint")
+    train.add_argument("--max-steps", type=int, default=None, help="override the stage's step count")
+
+    ev = sub.add_parser("eval", help="greedy evaluation (agent mode uses the environment server)")
+    ev.add_argument("--config", required=True)
+    ev.add_argument("--run-dir", required=True)
+    ev.add_argument("--model", default=None, help="model dir (default: the latest finished stage of the run)")
+    ev.add_argument("--split", action="append", choices=("train", "dev", "test"), help="repeatable (default: dev)")
+    ev.add_argument("--mode", choices=("agent", "no-tool", "plain"), default="agent",
+                    help="agent: tool loop against the env server; no-tool: tags but searches refused; plain: QA prompt")
+    ev.add_argument("--limit", type=int, default=None, help="questions per split")
+    ev.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
+    ev.add_argument("--env-token", default=None)
+
+    data = sub.add_parser("data", help="write the embedded benchmark (knowledge base, splits, corpus, oracle)")
+    data.add_argument("--config", default=None)
+    data.add_argument("--out", required=True)
+    data.add_argument("--seed", type=int, default=None)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    if args.command == "train":
+        from .train import train_command
+
+        sys.exit(train_command(args))
+    if args.command == "eval":
+        from .evaluate import eval_command
+
+        sys.exit(eval_command(args))
+    if args.command == "data":
+        from .benchmark import data_command
+
+        sys.exit(data_command(args))

@@ -1,0 +1,186 @@
+"""Tokenisation with loss masks from segment boundaries, and the deterministic, resumable sample streams of each
+stage. Masks are decided per segment while encoding (an observation segment is masked as a whole, tags included,
+because the environment writes it) — never by searching decoded text."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .benchmark import Benchmark, Question, Segment, join_segments
+from .dialects import Tags
+
+MASKED_KINDS_SFT2 = frozenset({"observation"})
+
+
+@dataclass
+class Encoded:
+    """A prompt plus a response; per response token: id, segment kind, loss mask, char offset in the response."""
+
+    prompt_ids: list[int]
+    ids: list[int]
+    kinds: list[str]
+    loss_mask: list[int]
+    offsets: list[int]
+    response: str
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def input_ids(self) -> list[int]:
+        return self.prompt_ids + self.ids
+
+    @property
+    def target_mask(self) -> list[int]:
+        """Loss mask over input_ids (prompt never trains)."""
+        return [0] * len(self.prompt_ids) + self.loss_mask
+
+
+def encode_text(tok: Any, text: str) -> tuple[list[int], list[int]]:
+    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    return list(enc["input_ids"]), [a for a, _ in enc["offset_mapping"]]
+
+
+def encode_segments(tok: Any, prompt: str, segments: list[Segment], masked_kinds: frozenset[str] = frozenset(),
+                    eos: bool = False) -> Encoded:
+    prompt_ids, _ = encode_text(tok, prompt)
+    ids: list[int] = []
+    kinds: list[str] = []
+    mask: list[int] = []
+    offsets: list[int] = []
+    pos = 0
+    for seg in segments:
+        seg_ids, seg_off = encode_text(tok, seg.text)
+        ids += seg_ids
+        kinds += [seg.kind] * len(seg_ids)
+        mask += [0 if seg.kind in masked_kinds else 1] * len(seg_ids)
+        offsets += [pos + o for o in seg_off]
+        pos += len(seg.text) + 1  # segments are joined by one space (benchmark.join_segments)
+    if eos and tok.eos_token_id is not None:
+        ids.append(tok.eos_token_id)
+        kinds.append("eos")
+        mask.append(1)
+        offsets.append(max(0, pos - 1))
+    return Encoded(prompt_ids, ids, kinds, mask, offsets, join_segments(segments))
+
+
+def prompt_text(config: dict, question: str) -> str:
+    return config["prompt_template"].replace("{question}", question)
+
+
+def truncate(e: Encoded, max_len: int) -> Encoded:
+    keep = max(0, max_len - len(e.prompt_ids))
+    return Encoded(e.prompt_ids[:max_len], e.ids[:keep], e.kinds[:keep], e.loss_mask[:keep], e.offsets[:keep],
+                   e.response, e.meta)
+
+
+# ---------------------------------------------------------------- sample streams
+
+class Stream:
+    """An endless, deterministic sequence of samples: epoch e is `make_epoch(e)` (shuffled with seed+e).
+    The data cursor is the number of samples consumed, so resuming needs only that integer."""
+
+    def __init__(self, make_epoch: Callable[[int], list[Any]]):
+        self.make_epoch = make_epoch
+        self._cache: dict[int, list[Any]] = {}
+
+    def _epoch(self, e: int) -> list[Any]:
+        if e not in self._cache:
+            self._cache = {e: self.make_epoch(e)}  # only the current epoch is kept
+        return self._cache[e]
+
+    def take(self, cursor: int, n: int) -> list[Any]:
+        out = []
+        size = len(self._epoch(0))
+        if size == 0:
+            raise ValueError("empty training set")
+        for i in range(cursor, cursor + n):
+            out.append(self._epoch(i // size)[i % size])
+        return out
+
+    def epoch_size(self) -> int:
+        return len(self._epoch(0)) if 0 in self._cache or not self._cache else len(self.make_epoch(0))
+
+
+def pretrain_stream(bench: Benchmark, tok: Any, seed: int, max_len: int, lines_per_sample: int = 8) -> Stream:
+    """Pretraining text packed `lines_per_sample` lines at a time, lines separated by EOS, all tokens trained."""
+    lines = bench.pretrain_lines()
+    encoded = [encode_text(tok, line)[0] + [tok.eos_token_id] for line in lines]
+
+    def epoch(e: int) -> list[Encoded]:
+        order = list(range(len(encoded)))
+        random.Random(f"{seed}/pretrain/{e}").shuffle(order)
+        out = []
+        for i in range(0, len(order), lines_per_sample):
+            ids = [t for j in order[i:i + lines_per_sample] for t in encoded[j]][:max_len]
+            out.append(Encoded([], ids, ["text"] * len(ids), [1] * len(ids), [0] * len(ids), ""))
+        return out
+
+    return Stream(epoch)
+
+
+def oracle_examples(bench: Benchmark, tok: Any, config: dict, t: Tags, split: str, masked: frozenset[str],
+                    max_len: int) -> list[Encoded]:
+    out = []
+    for q in bench.split(split):
+        e = encode_segments(tok, prompt_text(config, q.question), bench.oracle(q, t), masked, eos=False)
+        e.meta = {"id": q.id, "question": q.question, "answer": q.answer, "coa": q.optimal_tool_calls > 0}
+        out.append(truncate(e, max_len))
+    return out
+
+
+def sft_stream(bench: Benchmark, tok: Any, config: dict, t: Tags, stage: str, seed: int) -> Stream:
+    """SFT-2 / SFT-3: oracle trajectories of the train split, chain-of-action : chain-of-thought = ratio : 1.
+    SFT-2 masks observation segments; SFT-3 trains on them (world model)."""
+    scfg = config["stages"][stage]
+    masked = MASKED_KINDS_SFT2 if stage == "sft2" else frozenset()
+    examples = oracle_examples(bench, tok, config, t, "train", masked, scfg["max_len"])
+    coa = [e for e in examples if e.meta["coa"]]
+    cot = [e for e in examples if not e.meta["coa"]]
+    n_cot = min(len(cot), max(1, round(len(coa) / scfg["coa_cot_ratio"]))) if cot else 0
+
+    def epoch(e: int) -> list[Encoded]:
+        rng = random.Random(f"{seed}/{stage}/{e}")
+        items = coa + rng.sample(cot, n_cot)  # a different CoT subset each epoch
+        rng.shuffle(items)
+        return items
+
+    return Stream(epoch)
+
+
+@dataclass
+class Pair:
+    prompt_ids: list[int]
+    prefix_ids: list[int]
+    chosen_ids: list[int]
+    rejected_ids: list[int]
+    act: bool
+
+
+def sft1_pairs(bench: Benchmark, tok: Any, config: dict, t: Tags, split: str, seed: int) -> list[Pair]:
+    rng = random.Random(f"{seed}/sft1/pairs/{split}")
+    out = []
+    for q in bench.split(split):
+        prompt_ids, _ = encode_text(tok, prompt_text(config, q.question))
+        for p in bench.pairs(q, t, rng):
+            out.append(Pair(prompt_ids, encode_text(tok, p["prefix"])[0], encode_text(tok, p["chosen"])[0],
+                            encode_text(tok, p["rejected"])[0], p["act"]))
+    return out
+
+
+def sft1_stream(bench: Benchmark, tok: Any, config: dict, t: Tags, seed: int) -> Stream:
+    pairs = sft1_pairs(bench, tok, config, t, "train", seed)
+
+    def epoch(e: int) -> list[Pair]:
+        items = list(pairs)
+        random.Random(f"{seed}/sft1/{e}").shuffle(items)
+        return items
+
+    return Stream(epoch)
+
+
+def load_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -1,0 +1,171 @@
+"""Models — one code path. The embedded default is written as an ordinary Hugging Face model directory (config
+from code, tokenizer from `tokenizers`, random weights) and then loaded exactly like a user's model directory;
+`--lora`/`model.lora` wraps either with peft. Stage outputs are full HF directories (LoRA merged), so every stage
+starts from a plain directory as well."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .dialects import all_tags
+
+
+class ModelDirError(RuntimeError):
+    pass
+
+
+@dataclass
+class Runtime:
+    device: torch.device
+    autocast_dtype: torch.dtype | None  # bf16 autocast on CUDA where supported; None = fp32
+
+
+def setup_runtime(config: dict, world_size: int = 1, local_rank: int = 0) -> Runtime:
+    threads = config.get("threads") or os.cpu_count() or 1
+    torch.set_num_threads(max(1, threads // world_size))
+    want = config["device"]
+    if want == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' requested but torch.cuda.is_available() is False")
+    use_cuda = want == "cuda" or (want == "auto" and torch.cuda.is_available())
+    device = torch.device(f"cuda:{local_rank}" if use_cuda else "cpu")
+    if use_cuda:
+        torch.cuda.set_device(device)
+    dtype = None
+    if config["dtype"] == "bfloat16" or (config["dtype"] == "auto" and use_cuda and torch.cuda.is_bf16_supported()):
+        dtype = torch.bfloat16
+    return Runtime(device, dtype)
+
+
+def embedded_hf_config(spec: dict, vocab_size: int, pad_id: int, eos_id: int) -> Any:
+    """A tiny Llama- or Qwen2-style config from the run config's model.embedded section."""
+    from transformers import LlamaConfig, Qwen2Config
+
+    common = dict(
+        vocab_size=vocab_size, hidden_size=spec["hidden_size"], intermediate_size=spec["intermediate_size"],
+        num_hidden_layers=spec["num_layers"], num_attention_heads=spec["num_heads"],
+        num_key_value_heads=spec["num_kv_heads"], max_position_embeddings=spec["max_position"],
+        tie_word_embeddings=True, pad_token_id=pad_id, eos_token_id=eos_id, bos_token_id=eos_id,
+        rms_norm_eps=1e-5, attention_dropout=0.0,
+    )
+    if spec["family"] == "qwen2":
+        return Qwen2Config(**common)
+    return LlamaConfig(**common, mlp_bias=False, attention_bias=False)
+
+
+def write_embedded_model(config: dict, texts: list[str], out_dir: Path, seed: int) -> Path:
+    """Create the embedded default as an HF model directory (atomically), unless it exists."""
+    from transformers import AutoModelForCausalLM
+
+    from .tokenizer import EOS, PAD, build_tokenizer, save_hf_tokenizer
+
+    if (out_dir / "config.json").is_file():
+        return out_dir
+    tok = build_tokenizer(texts)
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_hf_tokenizer(tok, tmp)
+    cfg = embedded_hf_config(config["model"]["embedded"], tok.get_vocab_size(), tok.token_to_id(PAD),
+                             tok.token_to_id(EOS))
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg)
+    model.save_pretrained(str(tmp))
+    tmp.replace(out_dir)
+    return out_dir
+
+
+def check_model_dir(path: str | Path) -> Path:
+    p = Path(path)
+    if not p.is_dir():
+        raise ModelDirError(f"model directory {p} does not exist")
+    if not (p / "config.json").is_file():
+        raise ModelDirError(f"{p} is not a Hugging Face model directory (no config.json)")
+    return p
+
+
+def load_tokenizer(model_dir: Path) -> Any:
+    """The model dir's tokenizer, with every dialect tag guaranteed to be one special token."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    missing = [t for t in all_tags() if len(tok.encode(t, add_special_tokens=False)) != 1
+               or tok.convert_tokens_to_ids(t) == tok.unk_token_id]
+    if missing:
+        tok.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False)
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_model(model_dir: str | Path, rt: Runtime, lora: dict | None = None, trainable: bool = True) -> tuple[Any, Any]:
+    """(model, tokenizer) from an HF directory; LoRA adapters added when `lora` is given."""
+    from transformers import AutoModelForCausalLM
+
+    model_dir = check_model_dir(model_dir)
+    tok = load_tokenizer(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    if model.get_input_embeddings().weight.shape[0] < len(tok):
+        model.resize_token_embeddings(len(tok))  # tags added to a user's tokenizer
+    model.config.pad_token_id = tok.pad_token_id
+    if lora is not None:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(
+            r=lora["r"], lora_alpha=lora["alpha"], lora_dropout=lora["dropout"],
+            target_modules=list(lora["target_modules"]), task_type="CAUSAL_LM",
+        ))
+    model.to(rt.device)
+    model.train(trainable)
+    return model, tok
+
+
+def unwrap(model: Any) -> Any:
+    return model.module if hasattr(model, "module") and isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+
+
+def save_model_dir(model: Any, tok: Any, out_dir: Path, info: dict | None = None) -> Path:
+    """Save a full HF directory (LoRA merged into a copy) atomically: write beside, then rename."""
+    m = unwrap(model)
+    if hasattr(m, "peft_config"):
+        import copy
+
+        m = copy.deepcopy(m).merge_and_unload()
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    m.save_pretrained(str(tmp))
+    tok.save_pretrained(str(tmp))
+    if info is not None:  # which stage and step produced this directory (read by `eval`)
+        import json
+
+        (tmp / "coa_stage.json").write_text(json.dumps(info) + "\n")
+    old = out_dir.with_name(out_dir.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if out_dir.exists():
+        out_dir.replace(old)
+    tmp.replace(out_dir)
+    shutil.rmtree(old, ignore_errors=True)
+    return out_dir
+
+
+def trainable_state(model: Any) -> dict[str, torch.Tensor]:
+    """What a checkpoint must hold: every parameter that trains (all of them, or the LoRA adapters)."""
+    m = unwrap(model)
+    names = {n for n, p in m.named_parameters() if p.requires_grad}
+    return {k: v.detach().cpu().clone() for k, v in m.state_dict().items() if k in names}
+
+
+def count_parameters(model: Any) -> int:
+    m = unwrap(model)
+    seen, total = set(), 0
+    for p in m.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            total += p.numel()
+    return total

@@ -1,0 +1,41 @@
+"""Finds the JSON artefacts generated from the TypeScript core (scripts/gen-schemas.ts): the run-config schema and
+the dialect table. They are the single source of truth for config defaults and tag strings."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parents[2]  # src/trainer/coa_trainer -> repo root
+
+
+class SchemaMissing(RuntimeError):
+    pass
+
+
+def schemas_dir() -> Path:
+    """COA_SCHEMAS_DIR, else <repo>/schemas."""
+    return Path(os.environ.get("COA_SCHEMAS_DIR") or REPO_ROOT / "schemas")
+
+
+@lru_cache(maxsize=None)
+def load_schema_file(name: str) -> dict:
+    path = schemas_dir() / name
+    if not path.is_file():
+        raise SchemaMissing(
+            f"{path} not found: it is generated from src/core by `npm run build` (scripts/gen-schemas.ts); "
+            "or set COA_SCHEMAS_DIR"
+        )
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def run_config_schema() -> dict:
+    return load_schema_file("run-config.schema.json")
+
+
+def dialect_table() -> dict:
+    return load_schema_file("dialects.json")

@@ -1,0 +1,121 @@
+"""The four stages as data stream + loss + metrics + end-of-stage check. The training loop (train.py) is shared."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .benchmark import Benchmark
+from .data import Encoded, Pair, pretrain_stream, sft1_pairs, sft1_stream, sft_stream, oracle_examples
+from .dialects import Tags
+from .losses import lm_loss_parts, sft1_loss_parts
+from .model import Runtime
+
+
+class LmStage:
+    """pretrain, SFT-2 (observations masked) and SFT-3 (observations trained): masked token NLL."""
+
+    def __init__(self, name: str, config: dict, bench: Benchmark, tok: Any, t: Tags, rt: Runtime):
+        self.name, self.config, self.bench, self.tok, self.t, self.rt = name, config, bench, tok, t, rt
+        scfg = config["stages"][name]
+        if name == "pretrain":
+            self.stream = pretrain_stream(bench, tok, config["seed"], scfg["max_len"])
+        else:
+            self.stream = sft_stream(bench, tok, config, t, name, config["seed"])
+
+    def describe(self) -> str:
+        n = self.stream.epoch_size()
+        if self.name == "pretrain":
+            return f"{len(self.bench.pretrain_lines())} pretraining lines packed into {n} samples per epoch"
+        masked = "observations masked" if self.name == "sft2" else "observations trained"
+        return f"{n} trajectories per epoch (CoA:CoT {self.config['stages'][self.name]['coa_cot_ratio']}:1), {masked}"
+
+    def loss_parts(self, model: Any, batch: list[Encoded]) -> tuple[torch.Tensor, float, dict]:
+        return lm_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype)
+
+    def metrics(self, stats: dict, count: float) -> dict:
+        return {"trained_tokens": count}
+
+    def sample_record(self, e: Encoded, run: str, step: int) -> dict:
+        response = e.response or self.tok.decode(e.ids, skip_special_tokens=False)
+        return {
+            "id": e.meta.get("id", f"{self.name}-{step}"), "question": e.meta.get("question", ""),
+            "golden_answers": [e.meta["answer"]] if "answer" in e.meta else [], "response": response,
+            "dialect": "coa",
+            "tokens": {"ids": e.ids, "loss_mask": e.loss_mask,
+                       **({"offsets": e.offsets} if e.response else {})},
+            "meta": {"run": run, "stage": self.name, "step": step, "sample": 0},
+        }
+
+    @torch.no_grad()
+    def evaluate(self, model: Any) -> dict[str, dict]:
+        if self.name == "pretrain":
+            from .evaluate import plain_eval
+
+            return {"dev": plain_eval(model, self.tok, self.bench, self.config, "dev", self.rt)[0]}
+        # SFT-2/3: held-out masked NLL on the dev oracle trajectories
+        masked = frozenset({"observation"}) if self.name == "sft2" else frozenset()
+        dev = oracle_examples(self.bench, self.tok, self.config, self.t, "dev", masked,
+                              self.config["stages"][self.name]["max_len"])
+        total, count = 0.0, 0.0
+        for i in range(0, len(dev), 32):
+            s, c, _ = lm_loss_parts(model, dev[i:i + 32], self.tok.pad_token_id, self.rt.device,
+                                    self.rt.autocast_dtype)
+            total, count = total + float(s), count + c
+        return {"dev": {"loss": total / max(count, 1.0), "trajectories": float(len(dev))}}
+
+
+class Sft1Stage:
+    """AutoCoA SFT-1 (when to act): contrastive pairs at each decision point."""
+
+    name = "sft1"
+
+    def __init__(self, config: dict, bench: Benchmark, tok: Any, t: Tags, rt: Runtime):
+        self.config, self.bench, self.tok, self.t, self.rt = config, bench, tok, t, rt
+        self.scfg = config["stages"]["sft1"]
+        self.stream = sft1_stream(bench, tok, config, t, config["seed"])
+
+    def describe(self) -> str:
+        return (f"{self.stream.epoch_size()} contrastive pairs (beta {self.scfg['beta']}, margin {self.scfg['margin']},"
+                f" alpha {self.scfg['alpha']})")
+
+    def loss_parts(self, model: Any, batch: list[Pair]) -> tuple[torch.Tensor, float, dict]:
+        return sft1_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
+                               self.scfg["beta"], self.scfg["margin"], self.scfg["alpha"])
+
+    def metrics(self, stats: dict, count: float) -> dict:
+        acts = stats["act_pairs"]
+        answers = count - acts
+        return {
+            "pair_acc": stats["pair_correct"] / max(count, 1.0),
+            "act_acc": stats["act_correct"] / acts if acts else None,
+            "answer_acc": (stats["pair_correct"] - stats["act_correct"]) / answers if answers else None,
+            "logp_chosen": stats["logp_chosen"] / max(count, 1.0),
+            "logp_rejected": stats["logp_rejected"] / max(count, 1.0),
+        }
+
+    def sample_record(self, p: Pair, run: str, step: int) -> dict:
+        ids = p.prefix_ids + p.chosen_ids
+        return {
+            "id": f"sft1-{step}", "question": self.tok.decode(p.prompt_ids, skip_special_tokens=False),
+            "response": self.tok.decode(ids, skip_special_tokens=False), "dialect": "coa",
+            "tokens": {"ids": ids, "loss_mask": [0] * len(p.prefix_ids) + [1] * len(p.chosen_ids)},
+            "meta": {"run": run, "stage": "sft1", "step": step, "sample": 0, "group": "act" if p.act else "answer"},
+        }
+
+    @torch.no_grad()
+    def evaluate(self, model: Any) -> dict[str, dict]:
+        pairs = sft1_pairs(self.bench, self.tok, self.config, self.t, "dev", self.config["seed"])
+        stats: dict[str, float] = {}
+        for i in range(0, len(pairs), 32):
+            _, _, ex = self.loss_parts(model, pairs[i:i + 32])
+            for k, v in ex.items():
+                stats[k] = stats.get(k, 0.0) + v
+        return {"dev": {k: v for k, v in self.metrics(stats, float(len(pairs))).items()}}
+
+
+def make_stage(name: str, config: dict, bench: Benchmark, tok: Any, t: Tags, rt: Runtime) -> Any:
+    if name == "sft1":
+        return Sft1Stage(config, bench, tok, t, rt)
+    return LmStage(name, config, bench, tok, t, rt)

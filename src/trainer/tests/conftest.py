@@ -1,0 +1,97 @@
+"""Shared fixtures: tiny configs, a trainer subprocess runner, and the generated schemas (made on the fly from
+src/core when `npm run build` has not written schemas/ yet)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+PY = sys.executable
+
+
+def _ensure_schemas() -> None:
+    if os.environ.get("COA_SCHEMAS_DIR") or (REPO / "schemas" / "run-config.schema.json").is_file():
+        return
+    out = REPO / ".cache" / "schemas"
+    node = os.environ.get("COA_NODE") or shutil.which("node")
+    if node is None:
+        raise RuntimeError("schemas/ is missing and node is not available to generate it (run npm run build)")
+    subprocess.run([node, "--import", "tsx", "scripts/gen-schemas.ts", str(out)], cwd=REPO, check=True,
+                   capture_output=True)
+    os.environ["COA_SCHEMAS_DIR"] = str(out)
+
+
+_ensure_schemas()
+
+import torch  # noqa: E402
+
+torch.set_num_threads(2)
+
+TINY = {
+    "seed": 3,
+    "threads": 1,
+    "device": "cpu",
+    "benchmark": {"persons": 24, "companies": 6, "cities": 6, "countries": 3, "famous_fraction": 0.5},
+    "model": {"embedded": {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
+                           "intermediate_size": 64, "max_position": 256}},
+    "stages": {
+        "pretrain": {"steps": 6, "batch_size": 4, "log_every": 1, "warmup_steps": 2},
+        "sft1": {"steps": 4, "batch_size": 4, "log_every": 1, "warmup_steps": 1},
+        "sft2": {"steps": 4, "batch_size": 4, "log_every": 1, "warmup_steps": 1},
+        "sft3": {"steps": 4, "batch_size": 4, "log_every": 1, "warmup_steps": 1},
+    },
+    "eval": {"limit": 12, "max_new_tokens": 24, "max_turns": 2},
+}
+
+
+def merge(base: dict, over: dict) -> dict:
+    out = json.loads(json.dumps(base))
+    for k, v in over.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+@pytest.fixture
+def tiny_config():
+    return json.loads(json.dumps(TINY))
+
+
+@pytest.fixture
+def write_config(tmp_path):
+    def write(config: dict, name: str = "run.json") -> Path:
+        p = tmp_path / name
+        p.write_text(json.dumps(config))
+        return p
+    return write
+
+
+def run_trainer(*args: str, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    e = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1", **(env or {})}
+    return subprocess.run([PY, "-m", "coa_trainer", *args], cwd=REPO, env=e, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def read_events(run_dir: Path) -> list[dict]:
+    with open(run_dir / "events.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def env_server_available() -> str | None:
+    """Why the real environment server cannot be used here (None when it can)."""
+    node = os.environ.get("COA_NODE") or shutil.which("node")
+    if node is None:
+        return "node not on PATH"
+    if not (REPO / "dist" / "cli.js").is_file():
+        return "dist/cli.js missing (npm run build)"
+    r = subprocess.run([node, str(REPO / "dist" / "cli.js"), "env", "serve", "--help"], capture_output=True,
+                       text=True, timeout=30)
+    if "--corpus" not in (r.stdout + r.stderr):
+        return "dist/cli.js has no `env serve` yet"
+    return None

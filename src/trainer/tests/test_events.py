@@ -1,0 +1,66 @@
+import io
+import json
+import math
+
+import pytest
+
+from coa_trainer.events import EventError, EventWriter, event_error, parse_event_line, validate_event
+from conftest import REPO
+
+VECTORS = REPO / "test" / "conformance" / "events.json"
+
+
+def _vectors():
+    assert VECTORS.is_file(), f"{VECTORS} is missing: the shared conformance vectors are provided by the core"
+    return json.loads(VECTORS.read_text())
+
+
+def test_conformance_valid_events_are_accepted():
+    for event in _vectors()["valid"]:
+        assert event_error(event) is None, (event_error(event), event)
+
+
+def test_conformance_invalid_events_are_rejected():
+    for case in _vectors()["invalid"]:
+        assert event_error(case["event"]) is not None, case["why"]
+
+
+def test_writer_appends_flushes_and_echoes(tmp_path):
+    out = io.StringIO()
+    w = EventWriter(tmp_path / "run-1", echo=out)
+    w.emit("metrics", stage="sft2", step=3, values={"loss": float("nan"), "lr": 1e-3, "inf": math.inf})
+    # flushed: readable before close
+    lines = (tmp_path / "run-1" / "events.jsonl").read_text().splitlines()
+    assert len(lines) == 1
+    ev = parse_event_line(lines[0])
+    assert ev["run"] == "run-1" and ev["v"] == 1 and isinstance(ev["time"], float)
+    assert ev["values"] == {"loss": None, "lr": 1e-3, "inf": None}
+    assert out.getvalue().strip() == lines[0]
+    w.close()
+    w2 = EventWriter(tmp_path / "run-1", echo=None)
+    w2.emit("log", level="info", message="again")
+    w2.close()
+    assert len((tmp_path / "run-1" / "events.jsonl").read_text().splitlines()) == 2
+
+
+def test_writer_refuses_malformed_events(tmp_path):
+    w = EventWriter(tmp_path / "r", echo=None)
+    with pytest.raises(EventError):
+        w.emit("progress", stage="pretrain", step=-1, total=3, elapsed_s=0.0, eta_s=None)
+    with pytest.raises(EventError):
+        w.emit("sample", stage="sft2", step=1, record={"id": "a", "question": "q", "response": "r",
+                                                       "tokens": {"ids": [1, 2], "loss_mask": [1]}})
+    w.close()
+
+
+def test_nan_literals_are_not_json():
+    line = '{"v":1,"time":1.0,"run":"r","type":"metrics","stage":"s","step":0,"values":{"loss":NaN}}'
+    with pytest.raises(EventError):
+        parse_event_line(line)
+
+
+def test_integers_written_as_floats_are_integers_like_in_js():
+    validate_event({"v": 1, "time": 1.0, "run": "r", "type": "checkpoint", "stage": "s", "step": 2.0, "path": "p"})
+    with pytest.raises(EventError):
+        validate_event({"v": 1, "time": 1.0, "run": "r", "type": "checkpoint", "stage": "s", "step": True,
+                        "path": "p"})

@@ -1,0 +1,87 @@
+"""A user's Hugging Face model directory and LoRA go through the same code path as the embedded default."""
+
+import json
+
+import torch
+from tokenizers import Tokenizer, models, normalizers
+
+from coa_trainer.benchmark import generate
+from coa_trainer.config import validate_config
+from coa_trainer.dialects import all_tags
+from coa_trainer.model import count_parameters, load_model, setup_runtime, write_embedded_model
+from coa_trainer.tokenizer import EOS, PAD, UNK, pre_tokenizer, vocabulary
+from coa_trainer.train import vocabulary_texts
+from conftest import TINY, merge, read_events, run_trainer
+
+
+def test_embedded_default_is_small():
+    config = validate_config({})
+    bench = generate(config["benchmark"], config["seed"])
+    from transformers import AutoModelForCausalLM
+    from coa_trainer.model import embedded_hf_config
+
+    cfg = embedded_hf_config(config["model"]["embedded"], len(vocabulary(vocabulary_texts(bench, config))) + 40, 0, 2)
+    n = count_parameters(AutoModelForCausalLM.from_config(cfg))
+    assert n < 1_000_000, n
+
+
+def _user_model_dir(tmp_path, config):
+    """A Qwen2-style model saved with save_pretrained whose tokenizer lacks the tags (like a real user's)."""
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    bench = generate(config["benchmark"], config["seed"])
+    words = [w for w in vocabulary(vocabulary_texts(bench, config)) if w not in all_tags()]
+    vocab = {t: i for i, t in enumerate([PAD, UNK, EOS, *words])}
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    tk.normalizer = normalizers.Lowercase()
+    tk.pre_tokenizer = pre_tokenizer()
+    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token=PAD, unk_token=UNK, eos_token=EOS)
+    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(vocab), hidden_size=32, intermediate_size=64,
+                                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                                         max_position_embeddings=256, tie_word_embeddings=False))
+    out = tmp_path / "user-model"
+    model.save_pretrained(str(out))
+    hf_tok.save_pretrained(str(out))
+    return out, len(vocab)
+
+
+def test_user_model_dir_with_lora_trains_and_chains(tmp_path, write_config):
+    config = validate_config(TINY)
+    model_dir, base_vocab = _user_model_dir(tmp_path, config)
+    lora = {"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}
+    cfg = write_config(merge(TINY, {"model": {"path": str(model_dir), "lora": lora},
+                                    "stages": {"sft2": {"checkpoint_every": 2, "steps": 3}}}))
+    run = tmp_path / "run"
+    r = run_trainer("train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(run))
+    assert r.returncode == 0, r.stdout[-3000:]
+    ckpt = torch.load(run / "stages" / "sft2" / "checkpoints" / "step-000002.pt", weights_only=False)
+    assert ckpt["model"] and all("lora_" in k for k in ckpt["model"]), "only adapters are trainable"
+    final = run / "stages" / "sft2" / "final"
+    saved = json.loads((final / "config.json").read_text())
+    assert saved["model_type"] == "qwen2" and saved["vocab_size"] >= base_vocab + len(all_tags())
+    assert not (final / "adapter_config.json").exists(), "stage outputs are merged, plain HF directories"
+    # the next stage starts from that directory through the same loader, with fresh adapters
+    r = run_trainer("train", "--stage", "sft3", "--config", str(cfg), "--run-dir", str(run))
+    assert r.returncode == 0, r.stdout[-3000:]
+    logs = [e["message"] for e in read_events(run) if e["type"] == "log"]
+    assert any(str(final) in m for m in logs)
+
+
+def test_loader_adds_missing_tags_as_single_tokens(tmp_path):
+    config = validate_config(TINY)
+    model_dir, base_vocab = _user_model_dir(tmp_path, config)
+    model, tok = load_model(model_dir, setup_runtime(config), None)
+    for tag in all_tags():
+        assert len(tok.encode(tag, add_special_tokens=False)) == 1
+    assert model.get_input_embeddings().weight.shape[0] == len(tok) > base_vocab
+
+
+def test_embedded_default_is_an_hf_directory(tmp_path):
+    config = validate_config(TINY)
+    bench = generate(config["benchmark"], config["seed"])
+    d = write_embedded_model(config, vocabulary_texts(bench, config), tmp_path / "init", 0)
+    assert (d / "config.json").is_file() and (d / "tokenizer.json").is_file()
+    model, tok = load_model(d, setup_runtime(config), {"r": 2, "alpha": 4, "dropout": 0.0,
+                                                       "target_modules": ["q_proj"]})
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
