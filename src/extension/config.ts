@@ -12,6 +12,8 @@ export interface CoaConfig {
   otcAlpha: number;
   envServerUrl: string;
   envServerToken: string;
+  /** Trainer interpreter override; see python.ts for the search order. */
+  python: string;
 }
 
 export function readConfig(scope?: vscode.ConfigurationScope): CoaConfig {
@@ -25,5 +27,6 @@ export function readConfig(scope?: vscode.ConfigurationScope): CoaConfig {
     otcAlpha: c.get('otc.alpha', 1),
     envServerUrl: c.get('envServer.url', ''),
     envServerToken: c.get('envServer.token', ''),
+    python: c.get('python', ''),
   };
 }

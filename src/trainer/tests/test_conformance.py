@@ -1,0 +1,65 @@
+"""The shared conformance vectors (test/conformance/*.json) from the Python side.
+
+Reward math and format rules live only in TypeScript; the trainer reaches them through the environment
+server's grader. So these tests send every vector record to the real server's /v1/grade and check the
+breakdowns the trainer will see — the HTTP contract and the core agree with the same files the TypeScript
+tests use. (Events are checked against the Python mirror in test_events.py.)"""
+
+import json
+
+import pytest
+
+from coa_trainer.env_client import EnvClient
+from conftest import REPO
+from test_eval_env import UNAVAILABLE
+
+VECTORS = REPO / "test" / "conformance"
+pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    # The grader needs no corpus content; a one-passage corpus in a temp dir keeps the index out of the repo.
+    corpus = tmp_path_factory.mktemp("env") / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": "0", "contents": '"Jaws"\nJaws is a 1975 film by Steven Spielberg.'}) + "\n")
+    with EnvClient.start(corpus, "coa") as client:
+        yield client
+
+
+def _close(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= 1e-9
+    return a == b
+
+
+def test_reward_vectors_through_the_grader(env):
+    cases = json.loads((VECTORS / "rewards.json").read_text())["cases"]
+    assert cases, "no reward vectors"
+    for case in cases:
+        got = env.grade(case["records"], scheme=case["scheme"], params=case["params"])
+        assert len(got) == len(case["expect"]), case["name"]
+        for i, (have, want) in enumerate(zip(got, case["expect"])):
+            for key, value in want.items():
+                assert _close(have[key], value), f"{case['name']} #{i} {key}: {have[key]!r} != {value!r}"
+
+
+def test_format_vectors_through_the_grader(env):
+    cases = json.loads((VECTORS / "format.json").read_text())["cases"]
+    records = []
+    for i, case in enumerate(cases):
+        opts = case.get("options", {})
+        if "complete" in opts:
+            continue  # the grader always scores finished episodes
+        records.append((case, {"id": f"v{i}", "question": case["name"], "response": case["text"], "dialect": case["expect"]["dialect"]}, opts))
+    for case, record, opts in records:
+        params = {"strictness": opts.get("strictness", "lenient"), "format_penalty": False}
+        if "tools" in opts:
+            params["tools"] = opts["tools"]
+        if "maxTurns" in opts:
+            params["max_turns"] = opts["maxTurns"]
+        [b] = env.grade([record], scheme="em", params=params)
+        want = case["expect"]
+        errors = sorted({code for code, _, _ in want["diagnostics"] if not code == "COA016"})
+        assert b["format_ok"] == want["format_ok"], case["name"]
+        assert b["tool_calls"] == want["tool_calls"], case["name"]
+        assert sorted(b["violations"]) == errors, case["name"]
