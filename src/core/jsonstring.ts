@@ -18,23 +18,56 @@ export function mapStringAt(raw: string, path: (string | number)[]): StringMap |
   return mapLiteral(raw, node.offset);
 }
 
-/** Build the map for the literal whose opening quote is at raw[quote]. */
+/**
+ * Build the map for the literal whose opening quote is at raw[quote]. Memory is proportional to the number of
+ * escapes, not the literal's length, so a 50 MB line costs what its `\n`s cost.
+ */
 export function mapLiteral(raw: string, quote: number): StringMap {
-  // rawAt[k] = raw offset where decoded unit k starts; one extra entry for the end.
-  const rawAt: number[] = [];
+  // For the k-th escape: the decoded index it stands at, and the raw characters it takes beyond one.
+  const at: number[] = [];
+  const extraAfter: number[] = []; // cumulative extra raw characters up to and including escape k
   let p = quote + 1;
-  while (p < raw.length && raw.charCodeAt(p) !== 34 /* " */) {
-    if (raw.charCodeAt(p) === 92 /* \ */) {
-      rawAt.push(p);
-      p += raw[p + 1] === 'u' ? 6 : 2;
-    } else {
-      rawAt.push(p);
-      p += 1;
+  let decoded = 0;
+  let extra = 0;
+  let close = raw.indexOf('"', p);
+  for (let e = raw.indexOf('\\', p); ; e = raw.indexOf('\\', p)) {
+    // Re-find the closing quote only when an escape (`\\"`) swallowed the one found before: linear overall.
+    while (close >= 0 && close < p) close = raw.indexOf('"', p);
+    if (close < 0 && e < 0) {
+      p = raw.length;
+      decoded = p - (quote + 1) - extra;
+      break;
     }
+    if (e < 0 || (close >= 0 && close < e)) {
+      // The closing quote comes before the next escape (escaped quotes are consumed with their backslash).
+      decoded += close - p;
+      p = close;
+      break;
+    }
+    decoded += e - p;
+    const width = raw[e + 1] === 'u' ? 6 : 2;
+    at.push(decoded);
+    extra += width - 1;
+    extraAfter.push(extra);
+    decoded += 1;
+    p = e + width;
   }
-  rawAt.push(p);
+  const length = decoded;
+  const end = p;
   return {
     literalStart: quote,
-    toRaw: (i: number) => rawAt[Math.max(0, Math.min(i, rawAt.length - 1))],
+    toRaw(i: number): number {
+      if (i >= length) return end;
+      if (i <= 0) return quote + 1;
+      // Escapes strictly before decoded index i shift it right by their extra characters.
+      let lo = 0;
+      let hi = at.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (at[mid] < i) lo = mid + 1;
+        else hi = mid;
+      }
+      return quote + 1 + i + (lo > 0 ? extraAfter[lo - 1] : 0);
+    },
   };
 }

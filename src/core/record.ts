@@ -66,7 +66,7 @@ export const RecordSchema = z
 
 export type TrajectoryRecord = z.infer<typeof RecordSchema>;
 
-/** One JSON line, keys in a stable order (known keys first, then the record's own extras in their order). */
+/** One JSON line; keys keep the order they were parsed in, so an unchanged record writes back as it was read. */
 export function serializeRecord(record: TrajectoryRecord): string {
   return JSON.stringify(record);
 }

@@ -5,8 +5,8 @@ import { createHash } from 'node:crypto';
 import { dirname, join, resolve, basename } from 'node:path';
 import { homedir } from 'node:os';
 import { Bm25Index, DEFAULT_B, DEFAULT_K1 } from './bm25';
-import { buildBm25 } from './bm25-build';
-import { fingerprintCorpus, parsePassage, sameFingerprint, splitContents, type BadLine } from './corpus';
+import { buildBm25, type BuildOptions } from './bm25-build';
+import { fingerprintCorpus, parsePassage, sameFingerprint, splitContents } from './corpus';
 import { readIndex, readIndexHeader, writeIndex, type IndexHeader } from './index-file';
 import { TOKENIZER_VERSION } from './tokenize';
 
@@ -20,13 +20,9 @@ export interface SearchHit {
   score: number;
 }
 
-export interface OpenOptions {
+export interface OpenOptions extends BuildOptions {
   /** Index directory; default: `<corpus>.coa-index/` when that is writable, else a per-corpus cache dir. */
   indexDir?: string;
-  k1?: number;
-  b?: number;
-  onProgress?: (done: number, total: number) => void;
-  onBadLine?: (bad: BadLine) => void;
 }
 
 export interface OpenInfo {

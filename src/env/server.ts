@@ -7,16 +7,14 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import type { DialectName } from '../core/dialects';
 import { OtcState, scoreRecords } from '../core/rewards';
-import { Retriever, type OpenInfo } from './retriever';
-import type { BadLine } from './corpus';
+import { Retriever, type OpenInfo, type OpenOptions } from './retriever';
 import { formatObservation } from './observations';
 import { checkBearer, HttpError, parseJson, readBody, sendError, sendJson } from './http';
 import { describeIssues, GradeRequestSchema, RUN_ID, SearchRequestSchema, toolSpecs, type SearchResponse } from './protocol';
 import { makeRandom } from './random';
 
-export interface EnvServerOptions {
+export interface EnvServerOptions extends OpenOptions {
   corpus: string;
-  indexDir?: string;
   /** 0 (default) picks a free port. The host is always 127.0.0.1. */
   port?: number;
   dialect?: DialectName;
@@ -32,10 +30,6 @@ export interface EnvServerOptions {
   maxBodyBytes?: number;
   /** Seed for fault injection (reproducible drills); default: unseeded. */
   faultSeed?: number;
-  k1?: number;
-  b?: number;
-  onProgress?: (done: number, total: number) => void;
-  onBadLine?: (bad: BadLine) => void;
 }
 
 export interface EnvServer {
@@ -73,7 +67,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
   if (!/^[\x21-\x7e]+$/.test(token)) throw new Error('token must be printable ASCII without spaces');
   const random = makeRandom(opts.faultSeed);
 
-  const retriever = await Retriever.open(opts.corpus, { indexDir: opts.indexDir, k1: opts.k1, b: opts.b, onProgress: opts.onProgress, onBadLine: opts.onBadLine });
+  const retriever = await Retriever.open(opts.corpus, opts);
   const started = Date.now();
   const runs = new Map<string, OtcState>();
   const stats: Record<string, number> = {

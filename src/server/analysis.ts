@@ -8,7 +8,7 @@ import { checkFormat, FormatReport } from '../core/rules';
 import type { Segment } from '../core/scanner';
 import type { TrajectoryRecord } from '../core/record';
 import { formatOptions, Settings } from './settings';
-import { HUGE_LINE, LineGeometry, lineGeometry, mapOffsetsSparse, responseQuote } from './positions';
+import { HUGE_LINE, LineGeometry, lineGeometry } from './positions';
 
 /** A text edit inside the response, in decoded offsets (placed by whoever knows the geometry). */
 export interface Fix {
@@ -76,16 +76,10 @@ export function analyzeLine(line: string, settings: Settings): LineResult {
   const result: LineResult = { kind: 'record', id: record.id, question: record.question, diagnostics: [], looksLikeTrajectory: true };
   if (report.diagnostics.length === 0) return result;
   const local = formatDiagnostics(report);
-  // Decoded offsets → raw columns: the core's map for ordinary lines, a sparse walk for huge ones.
+  // Decoded offsets → raw columns (the core's map is compact, so huge lines are fine too).
   const offsets = local.flatMap((d) => (d.fix ? [d.start, d.end, d.fix.start, d.fix.end] : [d.start, d.end]));
-  let cols: number[];
-  if (raw.length <= HUGE_LINE) {
-    const g = lineGeometry(raw);
-    cols = g ? offsets.map((o) => g.toRaw(o)) : offsets.map(() => 0);
-  } else {
-    const q = responseQuote(raw);
-    cols = q >= 0 ? mapOffsetsSparse(raw, q, offsets) : offsets.map(() => 0);
-  }
+  const g = lineGeometry(raw);
+  const cols = g ? offsets.map((o) => g.toRaw(o)) : offsets.map(() => 0);
   let k = 0;
   for (const d of local) {
     d.start = cols[k++];

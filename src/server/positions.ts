@@ -1,6 +1,5 @@
-// Decoded `response` offsets ↔ raw columns of a JSON line. The core's mapStringAt does the mapping; for huge
-// lines (where its per-character table would cost gigabytes) a sparse walk maps only the offsets asked for.
-// A unit test checks the two agree.
+// Decoded `response` offsets ↔ raw columns of a JSON line, on top of the core's string map (one parse of the
+// line serves the response and the id).
 import { findNodeAtLocation, parseTree } from 'jsonc-parser';
 import { mapLiteral } from '../core/jsonstring';
 
@@ -43,31 +42,4 @@ export function lineGeometry(raw: string): LineGeometry | null {
       return lo;
     },
   };
-}
-
-/** Raw column of each decoded offset (any order) for the literal opening at raw[quote], without a full table. */
-export function mapOffsetsSparse(raw: string, quote: number, offsets: readonly number[]): number[] {
-  const order = offsets.map((o, k) => k).sort((a, b) => offsets[a] - offsets[b]);
-  const out = new Array<number>(offsets.length);
-  let p = quote + 1;
-  let decoded = 0;
-  let k = 0;
-  while (k < order.length) {
-    const want = Math.max(0, offsets[order[k]]);
-    const atEnd = p >= raw.length || raw.charCodeAt(p) === 34; /* " */
-    if (want <= decoded || atEnd) {
-      out[order[k++]] = p;
-      continue;
-    }
-    p += raw.charCodeAt(p) === 92 /* \ */ ? (raw[p + 1] === 'u' ? 6 : 2) : 1;
-    decoded++;
-  }
-  return out;
-}
-
-/** Opening quote of the `response` literal, or -1. */
-export function responseQuote(raw: string): number {
-  const root = parseTree(raw);
-  const node = root && findNodeAtLocation(root, ['response']);
-  return node && node.type === 'string' ? node.offset : -1;
 }

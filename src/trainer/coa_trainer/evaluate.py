@@ -24,6 +24,8 @@ from .generate import generate, rollout
 
 
 def normalize_answer(s: str) -> str:
+    """SQuAD/Search-R1 normalisation, as src/core/answer.ts (kept in step by test/conformance/answers.json).
+    Closed-book evaluation runs inside training, where no environment server is up to grade."""
     s = s.lower()
     s = "".join(ch for ch in s if ch not in set(string.punctuation))
     s = re.sub(r"\b(a|an|the)\b", " ", s)

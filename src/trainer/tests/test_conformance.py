@@ -14,7 +14,7 @@ from conftest import REPO
 from test_eval_env import UNAVAILABLE
 
 VECTORS = REPO / "test" / "conformance"
-pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+needs_server = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +32,7 @@ def _close(a, b):
     return a == b
 
 
+@needs_server
 def test_reward_vectors_through_the_grader(env):
     cases = json.loads((VECTORS / "rewards.json").read_text())["cases"]
     assert cases, "no reward vectors"
@@ -43,6 +44,7 @@ def test_reward_vectors_through_the_grader(env):
                 assert _close(have[key], value), f"{case['name']} #{i} {key}: {have[key]!r} != {value!r}"
 
 
+@needs_server
 def test_format_vectors_through_the_grader(env):
     cases = json.loads((VECTORS / "format.json").read_text())["cases"]
     records = []
@@ -63,3 +65,17 @@ def test_format_vectors_through_the_grader(env):
         assert b["format_ok"] == want["format_ok"], case["name"]
         assert b["tool_calls"] == want["tool_calls"], case["name"]
         assert sorted(b["violations"]) == errors, case["name"]
+
+
+def test_answer_normalisation_vectors():
+    """The closed-book check in evaluate.py normalises answers itself (no server during pretraining):
+    it must agree with the core on the shared answer vectors."""
+    from coa_trainer.evaluate import normalize_answer
+
+    vectors = json.loads((VECTORS / "answers.json").read_text())
+    assert vectors["normalize"], "no normalisation vectors"
+    for raw, want in vectors["normalize"]:
+        assert normalize_answer(raw) == want, raw
+    for pred, golden, want in vectors["em"]:
+        got = float(pred is not None and any(normalize_answer(pred) == normalize_answer(g) for g in golden))
+        assert got == want, pred

@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { iterateJsonlText, readJsonl } from '../../../src/core/jsonl';
-import { mapStringAt } from '../../../src/core/jsonstring';
+import { mapLiteral, mapStringAt } from '../../../src/core/jsonstring';
 
 const dir = mkdtempSync(join(tmpdir(), 'coa-jsonl-'));
 const good = (id: string, response = '<think>t</think><answer>a</answer>') => JSON.stringify({ id, question: 'q', response });
@@ -60,4 +60,34 @@ test('decoded string offsets map to raw JSON columns through escapes', () => {
   assert.equal(raw[map.toRaw(0)], 'a');
   assert.equal(map.toRaw(response.length), raw.lastIndexOf('"'));
   assert.equal(mapStringAt(raw, ['missing']), null);
+});
+
+test('the compact string map equals a character-by-character walk', async () => {
+  const fc = (await import('fast-check')).default;
+  const walk = (raw: string, quote: number) => {
+    const at: number[] = [];
+    let p = quote + 1;
+    while (p < raw.length && raw[p] !== '"') {
+      at.push(p);
+      p += raw[p] === '\\' ? (raw[p + 1] === 'u' ? 6 : 2) : 1;
+    }
+    at.push(p);
+    return (i: number) => at[Math.max(0, Math.min(i, at.length - 1))];
+  };
+  fc.assert(
+    fc.property(
+      fc.string({ unit: fc.constantFrom('a', '"', '\\', '\n', '\t', 'é', '😀', '\u0001', '<'), maxLength: 60 }),
+      fc.boolean(),
+      fc.array(fc.integer({ min: -2, max: 80 }), { maxLength: 10 }),
+      (s, truncate, offsets) => {
+        let raw = JSON.stringify({ id: 'x', response: s, z: 1 }).replace(/é/g, '\\u00e9');
+        const quote = raw.indexOf('"response":') + 11;
+        if (truncate) raw = raw.slice(0, raw.length - 8); // an unterminated literal, as while a trainer appends
+        const map = mapLiteral(raw, quote);
+        const ref = walk(raw, quote);
+        for (const o of offsets) assert.equal(map.toRaw(o), ref(o), `offset ${o} in ${raw}`);
+      },
+    ),
+    { numRuns: 2000 },
+  );
 });

@@ -4,13 +4,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import fc from 'fast-check';
 import type { Diagnostic } from 'vscode-languageserver';
 import { TrajectoryService, TOKEN_TYPES } from '../../../src/server/service';
 import { counters } from '../../../src/server/analysis';
-import { mapOffsetsSparse } from '../../../src/server/positions';
 import { parseSettings } from '../../../src/server/settings';
-import { mapStringAt } from '../../../src/core/jsonstring';
 import { checkFormat } from '../../../src/core/rules';
 import { describeFormula, scoreRecords } from '../../../src/core/rewards';
 import { parseRecordLine } from '../../../src/core/jsonl';
@@ -238,17 +235,6 @@ test('robustness: binary data, plain JSONL that is not trajectories, a huge line
   assert.equal(textOf([big], d[1]), '<search>');
   assert.equal(h.symbols(URI)[0].children!.length, 0);
   assert.deepEqual(h.semanticTokens(URI), []);
-});
-
-test('sparse offset mapping agrees with the core mapStringAt', () => {
-  fc.assert(
-    fc.property(fc.string({ unit: fc.constantFrom('a', '"', '\\', '\n', '\t', 'é', '😀', '\u0001', '<', '/') , maxLength: 60 }), fc.array(fc.integer({ min: -2, max: 70 }), { maxLength: 8 }), (s, offsets) => {
-      const raw = JSON.stringify({ id: 'x', response: s }).replace(/é/g, '\\u00e9');
-      const map = mapStringAt(raw, ['response'])!;
-      const q = map.literalStart;
-      assert.deepEqual(mapOffsetsSparse(raw, q, offsets), offsets.map((o) => map.toRaw(o)));
-    }),
-  );
 });
 
 test('settings: bad values fall back field by field', () => {
