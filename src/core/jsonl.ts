@@ -4,6 +4,7 @@ import { createReadStream } from 'node:fs';
 import { findNodeAtLocation, parseTree } from 'jsonc-parser';
 import { RecordSchema, TrajectoryRecord } from './record';
 import type { RecordCode } from './codes';
+import { DIALECT_NAMES } from './dialects';
 
 export interface LineProblem {
   code: RecordCode;
@@ -39,6 +40,11 @@ export function parseRecordLine(raw: string, line: number, offset = 0, byteLengt
     entry.problem = { code: 'COA101', message: `invalid JSON: ${message.replace(/ in JSON at position \d+.*$/, '')}`, column, length: 1 };
     return entry;
   }
+  const fast = plainRecord(value);
+  if (fast) {
+    entry.record = fast;
+    return entry;
+  }
   const result = RecordSchema.safeParse(value);
   if (result.success) {
     entry.record = result.data;
@@ -55,6 +61,69 @@ export function parseRecordLine(raw: string, line: number, offset = 0, byteLengt
     path: path.join('.'),
   };
   return entry;
+}
+
+const RECORD_KEYS = ['id', 'question', 'golden_answers', 'response', 'dialect', 'tokens', 'reward', 'meta'];
+const META_KEYS = ['run', 'stage', 'step', 'sample', 'group'];
+const DIALECT_SET: ReadonlySet<unknown> = new Set(DIALECT_NAMES);
+
+/**
+ * The common record, validated without zod: exactly what RecordSchema.safeParse(value).data would be, or null
+ * to let zod decide (and word the error). Only JSON.parse output comes here. Covers records without `tokens` and
+ * `reward`, with well-typed optional fields; returns `value` itself when its keys are already in the order zod
+ * writes them (schema keys first, then unknown keys as read), otherwise a reordered copy as zod would make.
+ */
+function plainRecord(value: unknown): TrajectoryRecord | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const o = value as Record<string, unknown>;
+  if (typeof o.id !== 'string' || o.id.length === 0 || typeof o.question !== 'string' || typeof o.response !== 'string') return null;
+  if (o.tokens !== undefined || o.reward !== undefined) return null;
+  const ga = o.golden_answers;
+  if (ga !== undefined) {
+    if (!Array.isArray(ga)) return null;
+    for (let k = 0; k < ga.length; k++) if (typeof ga[k] !== 'string') return null;
+  }
+  if (o.dialect !== undefined && !DIALECT_SET.has(o.dialect)) return null;
+  let meta = o.meta;
+  if (meta !== undefined) {
+    if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return null;
+    const m = meta as Record<string, unknown>;
+    if ((m.run !== undefined && typeof m.run !== 'string') || (m.stage !== undefined && typeof m.stage !== 'string')) return null;
+    if ((m.step !== undefined && !Number.isSafeInteger(m.step)) || (m.sample !== undefined && !Number.isSafeInteger(m.sample))) return null;
+    if (m.group !== undefined && typeof m.group !== 'string' && !(typeof m.group === 'number' && Number.isFinite(m.group))) return null;
+    const ordered = inSchemaOrder(m, META_KEYS);
+    if (ordered === null) return null;
+    if (ordered !== m) meta = ordered;
+  }
+  const ordered = inSchemaOrder(o, RECORD_KEYS);
+  if (ordered === null) return null;
+  if (ordered === o && meta === o.meta) {
+    // zod would return an equal copy; nobody else holds this freshly parsed value.
+    return o as TrajectoryRecord;
+  }
+  if ('meta' in ordered) ordered.meta = meta;
+  return ordered as TrajectoryRecord;
+}
+
+/**
+ * `o` itself when its keys come schema keys first (in schema order) then unknown keys, else a copy in that order;
+ * null for a `__proto__` key (zod drops it: leave that to zod).
+ */
+function inSchemaOrder(o: Record<string, unknown>, schema: readonly string[]): Record<string, unknown> | null {
+  let rank = 0;
+  let sorted = true;
+  for (const key in o) {
+    if (key === '__proto__') return null;
+    const r = schema.indexOf(key);
+    const keyRank = r < 0 ? schema.length : r;
+    if (keyRank < rank) sorted = false;
+    else rank = keyRank;
+  }
+  if (sorted) return o;
+  const copy: Record<string, unknown> = {};
+  for (const key of schema) if (key in o) copy[key] = o[key];
+  for (const key in o) if (!schema.includes(key)) copy[key] = o[key];
+  return copy;
 }
 
 /** Where a JSON path sits in a line: the value if present, else the enclosing object. */

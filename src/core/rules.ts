@@ -30,6 +30,36 @@ function isBlank(text: string): boolean {
   return text.replace(SPECIAL_TOKEN_RE, '').trim() === '';
 }
 
+/** isBlank(text.slice(start, end)) without the copy: ASCII whitespace is decided here, the rest by isBlank. */
+function isBlankRange(text: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 32 || (c >= 9 && c <= 13)) continue;
+    // A control token or non-ASCII whitespace: let the exact definition decide.
+    if (c === 60 /* < */ || c > 127) return isBlank(text.slice(start, end));
+    return false;
+  }
+  return true;
+}
+
+function add(out: FormatDiagnostic[], code: RuleCode, message: string, start: number, end: number): void {
+  out.push({ code, severity: RULES[code].severity, message, start, end });
+}
+
+/** Where a step's diagnostics point: its opening tag, or the whole piece when the template opened it. */
+function openStart(s: Segment): number {
+  return s.open ? s.open.start : s.start;
+}
+function openEnd(s: Segment): number {
+  return s.open ? s.open.end : s.end;
+}
+
+function byPosition(a: FormatDiagnostic, b: FormatDiagnostic): number {
+  // Codes are all `COA` + three digits: code-unit order is their locale order.
+  return a.start - b.start || (a.code < b.code ? -1 : a.code > b.code ? 1 : 0);
+}
+
+// Plain loops and module-level helpers (no per-call closures): this runs once per record of a 100 MB file.
 export function checkFormat(text: string, options: FormatOptions = {}): FormatReport {
   const scanned = scan(text, { dialect: options.dialect, tools: options.tools });
   const d = DIALECTS[scanned.dialect];
@@ -37,7 +67,6 @@ export function checkFormat(text: string, options: FormatOptions = {}): FormatRe
   const complete = options.complete ?? true;
   const tools = options.tools ?? DEFAULT_TOOLS;
   const out: FormatDiagnostic[] = [];
-  const add = (code: RuleCode, message: string, start: number, end: number) => out.push({ code, severity: RULES[code].severity, message, start, end });
 
   for (const p of scanned.problems) {
     // While generating, a tag still open at the very end is simply not finished yet.
@@ -46,50 +75,59 @@ export function checkFormat(text: string, options: FormatOptions = {}): FormatRe
   }
 
   const segs = scanned.segments;
-  const text_ = (s: Segment) => text.slice(s.contentStart, s.contentEnd);
-  const openSpan = (s: Segment) => s.open ?? { start: s.start, end: s.end };
-  const steps = segs.filter((s) => s.kind !== 'text' && !(s.kind === 'think' && s.open === null && s.close === null && isBlank(text_(s))));
-  const actions = segs.filter((s) => s.kind === 'action');
-  const answers = segs.filter((s) => s.kind === 'answer');
+  // Steps, actions and answers are picked out of the segments by each loop below rather than collected into
+  // arrays first: this runs once per record of a 100 MB file, where every array is garbage to collect.
 
   // Actions and their observations: each observation answers the action right before it.
   let pending: Segment | null = null;
-  for (const s of steps) {
+  for (const s of segs) {
+    if (!isStep(s, text)) continue;
     if (s.kind === 'action') {
-      if (pending) add('COA005', `action ${describe(pending, text)} has no observation`, openSpan(pending).start, openSpan(pending).end);
+      if (pending) add(out, 'COA005', `action ${describe(pending, text)} has no observation`, openStart(pending), openEnd(pending));
       pending = s;
     } else if (s.kind === 'observation') {
-      if (!pending) add('COA004', `${d.observation.open} without a preceding action`, openSpan(s).start, openSpan(s).end);
+      if (!pending) add(out, 'COA004', `${d.observation.open} without a preceding action`, openStart(s), openEnd(s));
       pending = null;
     } else if (s.kind === 'think' && s.open === null) {
       // Continuation of an AutoCoA think block around a step: not a new step.
     } else if (pending) {
-      add('COA005', `action ${describe(pending, text)} has no observation`, openSpan(pending).start, openSpan(pending).end);
+      add(out, 'COA005', `action ${describe(pending, text)} has no observation`, openStart(pending), openEnd(pending));
       pending = null;
     }
   }
-  if (pending && complete) add('COA005', `action ${describe(pending, text)} has no observation`, openSpan(pending).start, openSpan(pending).end);
+  if (pending && complete) add(out, 'COA005', `action ${describe(pending, text)} has no observation`, openStart(pending), openEnd(pending));
 
-  for (const a of actions) {
-    if (a.tool !== '' && (a.argument ?? '').trim() === '' && a.close) add('COA009', `empty argument in ${describe(a, text)}`, a.start, a.end);
-    if (a.tool && !tools.includes(a.tool)) add('COA011', `unknown tool "${a.tool}" (known: ${tools.join(', ')})`, openSpan(a).start, openSpan(a).end);
+  let actionCount = 0;
+  let over: Segment | null = null;
+  for (const a of segs) {
+    if (a.kind !== 'action') continue;
+    if (options.maxTurns !== undefined && actionCount === options.maxTurns) over = a;
+    actionCount++;
+    if (a.tool !== '' && (a.argument ?? '').trim() === '' && a.close) add(out, 'COA009', `empty argument in ${describe(a, text)}`, a.start, a.end);
+    if (a.tool && !tools.includes(a.tool)) add(out, 'COA011', `unknown tool "${a.tool}" (known: ${tools.join(', ')})`, openStart(a), openEnd(a));
   }
-  if (options.maxTurns !== undefined && actions.length > options.maxTurns) {
-    const over = actions[options.maxTurns];
-    add('COA012', `${actions.length} tool calls exceed the limit of ${options.maxTurns}`, openSpan(over).start, openSpan(over).end);
+  if (over) add(out, 'COA012', `${actionCount} tool calls exceed the limit of ${options.maxTurns}`, openStart(over), openEnd(over));
+
+  let answerCount = 0;
+  let firstAnswer: Segment | null = null;
+  let lastAnswer: Segment | null = null;
+  for (const a of segs) {
+    if (a.kind !== 'answer') continue;
+    answerCount++;
+    if (answerCount > 1) add(out, 'COA007', `several answers: this is answer ${answerCount}`, openStart(a), openEnd(a));
+    if (a.close && isBlankRange(text, a.contentStart, a.contentEnd)) add(out, 'COA015', 'empty answer', a.start, a.end);
+    firstAnswer ??= a;
+    lastAnswer = a;
   }
+  if (answerCount === 0 && complete) add(out, 'COA006', 'missing answer', Math.max(0, text.length - 1), text.length);
 
-  if (answers.length === 0 && complete) add('COA006', 'missing answer', Math.max(0, text.length - 1), text.length);
-  for (let k = 1; k < answers.length; k++) add('COA007', `several answers: this is answer ${k + 1}`, openSpan(answers[k]).start, openSpan(answers[k]).end);
-  for (const a of answers) if (a.close && isBlank(text_(a))) add('COA015', 'empty answer', a.start, a.end);
-
-  if (answers.length > 0 && d.answer.style === 'tag') {
+  if (firstAnswer && d.answer.style === 'tag') {
     // Anything but whitespace (or another answer, flagged above) after the first answer.
-    const first = answers[0];
+    const first = firstAnswer;
     for (const s of segs) {
       if (s.start < first.end || s.kind === 'answer') continue;
-      if (s.kind === 'text' && isBlank(text.slice(s.start, s.end))) continue;
-      add('COA008', 'content after the answer', s.start, s.end);
+      if (s.kind === 'text' && isBlankRange(text, s.start, s.end)) continue;
+      add(out, 'COA008', 'content after the answer', s.start, s.end);
       break;
     }
   }
@@ -97,29 +135,44 @@ export function checkFormat(text: string, options: FormatOptions = {}): FormatRe
   if (strict && d.answer.style === 'tag') {
     // Search-R1's sequence rule: only whitespace between tags, and a <think> right before every action and answer.
     for (const s of segs) {
-      if (s.kind === 'text' && !isBlank(text.slice(s.start, s.end))) {
+      if (s.kind === 'text' && !isBlankRange(text, s.start, s.end)) {
         const t = firstNonBlank(text, s.start, s.end);
-        add('COA013', 'text outside tags', t.start, t.end);
+        add(out, 'COA013', 'text outside tags', t.start, t.end);
       }
     }
     let prev: Segment | null = null;
-    for (const s of steps) {
+    for (const s of segs) {
+      if (!isStep(s, text)) continue;
       if ((s.kind === 'action' || s.kind === 'answer') && s.depth === 0 && prev?.kind !== 'think') {
-        add('COA014', `${describe(s, text)} is not preceded by ${d.think.open}`, openSpan(s).start, openSpan(s).end);
+        add(out, 'COA014', `${describe(s, text)} is not preceded by ${d.think.open}`, openStart(s), openEnd(s));
       }
       prev = s;
     }
   }
 
-  out.sort((a, b) => a.start - b.start || a.code.localeCompare(b.code));
-  const last = answers[answers.length - 1];
+  if (out.length > 1) out.sort(byPosition);
+  const last = lastAnswer;
   return {
-    ...scanned,
+    dialect: scanned.dialect,
+    text: scanned.text,
+    segments: scanned.segments,
+    problems: scanned.problems,
     diagnostics: out,
-    formatOk: !out.some((x) => x.severity === 'error'),
-    toolCalls: actions.length,
-    answer: last ? text_(last).trim() : null,
+    formatOk: !hasError(out),
+    toolCalls: actionCount,
+    answer: last ? text.slice(last.contentStart, last.contentEnd).trim() : null,
   };
+}
+
+/** A step: not plain text, and not a blank think piece the template left (no tags of its own). */
+function isStep(s: Segment, text: string): boolean {
+  if (s.kind === 'text') return false;
+  return !(s.kind === 'think' && s.open === null && s.close === null && isBlankRange(text, s.contentStart, s.contentEnd));
+}
+
+function hasError(out: readonly FormatDiagnostic[]): boolean {
+  for (const x of out) if (x.severity === 'error') return true;
+  return false;
 }
 
 function describe(s: Segment, text: string): string {

@@ -4,7 +4,7 @@ import type { Diagnostic } from 'vscode-languageserver';
 import { parseRecordLine } from '../core/jsonl';
 import { RECORD_RULES } from '../core/codes';
 import { DIALECTS, DialectName } from '../core/dialects';
-import { checkFormat, FormatReport } from '../core/rules';
+import { checkFormat, FormatOptions, FormatReport } from '../core/rules';
 import type { Segment } from '../core/scanner';
 import type { TrajectoryRecord } from '../core/record';
 import { formatOptions, Settings } from './settings';
@@ -54,27 +54,31 @@ export interface LineDetail {
 /** Counts every line analysis, so tests can prove that an edit re-checks one line only. */
 export const counters = { lineChecks: 0, documentChecks: 0, detailChecks: 0 };
 
-const BLANK: LineResult = { kind: 'blank', diagnostics: [], looksLikeTrajectory: false };
+/** Every result has every field from the start: one object shape for all lines keeps the loops over a
+ * 100 MB file's results monomorphic (shapes changing midway cost deoptimisations). */
+function result(kind: LineResult['kind'], id: string | undefined, question: string | undefined, diagnostics: LocalDiagnostic[], looksLikeTrajectory: boolean): LineResult {
+  return { kind, id, question, diagnostics, looksLikeTrajectory, detail: undefined, published: undefined };
+}
+
+const BLANK: LineResult = result('blank', undefined, undefined, [], false);
 
 export function analyzeLine(line: string, settings: Settings): LineResult {
   const raw = line.endsWith('\r') ? line.slice(0, -1) : line;
   if (raw.trim() === '') return BLANK;
   counters.lineChecks++;
-  const entry = parseRecordLine(raw, 1);
+  // Byte offsets are not used here (the editor works in columns): 0 spares a UTF-8 length pass over the line.
+  const entry = parseRecordLine(raw, 1, 0, 0);
   if (entry.problem) {
     const p = entry.problem;
     const start = Math.min(p.column - 1, raw.length);
-    return {
-      kind: 'problem',
-      diagnostics: [{ start, end: Math.max(start + 1, Math.min(raw.length, start + p.length)), code: p.code, severity: RECORD_RULES[p.code].severity, message: p.message }],
-      // A schema violation in an object that has a response is a broken trajectory, not some other JSONL.
-      looksLikeTrajectory: p.code === 'COA102' && raw.includes('"response"'),
-    };
+    const diagnostic: LocalDiagnostic = { start, end: Math.max(start + 1, Math.min(raw.length, start + p.length)), code: p.code, severity: RECORD_RULES[p.code].severity, message: p.message };
+    // A schema violation in an object that has a response is a broken trajectory, not some other JSONL.
+    return result('problem', undefined, undefined, [diagnostic], p.code === 'COA102' && raw.includes('"response"'));
   }
   const record = entry.record!;
-  const report = checkFormat(record.response, formatOptions(settings, record.dialect));
-  const result: LineResult = { kind: 'record', id: record.id, question: record.question, diagnostics: [], looksLikeTrajectory: true };
-  if (report.diagnostics.length === 0) return result;
+  const report = checkFormat(record.response, optionsFor(settings, record.dialect));
+  const out = result('record', record.id, record.question, [], true);
+  if (report.diagnostics.length === 0) return out;
   const local = formatDiagnostics(report);
   // Decoded offsets → raw columns (the core's map is compact, so huge lines are fine too).
   const offsets = local.flatMap((d) => (d.fix ? [d.start, d.end, d.fix.start, d.fix.end] : [d.start, d.end]));
@@ -89,8 +93,18 @@ export function analyzeLine(line: string, settings: Settings): LineResult {
       d.fix.end = cols[k++];
     }
   }
-  result.diagnostics = local;
-  return result;
+  out.diagnostics = local;
+  return out;
+}
+
+/** One options object per settings and record dialect (not one per line). */
+const optionCache = new WeakMap<Settings, Map<DialectName | undefined, FormatOptions>>();
+function optionsFor(settings: Settings, dialect: DialectName | undefined): FormatOptions {
+  let byDialect = optionCache.get(settings);
+  if (!byDialect) optionCache.set(settings, (byDialect = new Map()));
+  let options = byDialect.get(dialect);
+  if (!options) byDialect.set(dialect, (options = formatOptions(settings, dialect)));
+  return options;
 }
 
 /** Record, report and geometry of a record line, computed on first use (same core calls as analyzeLine). */
@@ -99,7 +113,7 @@ export function detailOf(result: LineResult, line: string, settings: Settings): 
   if (result.kind !== 'record') return (result.detail = null);
   counters.detailChecks++;
   const raw = line.endsWith('\r') ? line.slice(0, -1) : line;
-  const record = parseRecordLine(raw, 1).record!;
+  const record = parseRecordLine(raw, 1, 0, 0).record!;
   const report = checkFormat(record.response, formatOptions(settings, record.dialect));
   return (result.detail = { record, report, geometry: raw.length <= HUGE_LINE ? lineGeometry(raw) : null });
 }

@@ -24,11 +24,18 @@ function replace<T>(arr: T[], start: number, deleteCount: number, items: T[]): T
   return arr.slice(0, start).concat(items, arr.slice(start + deleteCount));
 }
 
+/** Told about every result an edit takes out of the model and every one it puts back (a moved line's). */
+export interface ResultListener<R> {
+  removed(r: R): void;
+  added(r: R): void;
+}
+
 export class LineModel<R> {
   lines: string[];
   /** results[i] belongs to lines[i] while it is defined. */
   results: (R | undefined)[];
   version: number;
+  listener?: ResultListener<R>;
 
   constructor(text: string, version = 0) {
     this.lines = text.split('\n');
@@ -75,6 +82,10 @@ export class LineModel<R> {
       if (r !== undefined) reuse.set(this.lines[i], r);
     }
     const freshResults = fresh.map((l) => reuse.get(l));
+    if (this.listener) {
+      for (let i = sL; i <= eL; i++) if (this.results[i] !== undefined) this.listener.removed(this.results[i]!);
+      for (const r of freshResults) if (r !== undefined) this.listener.added(r);
+    }
     this.lines = replace(this.lines, sL, removed, fresh);
     this.results = replace(this.results, sL, removed, freshResults);
   }

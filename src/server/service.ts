@@ -45,6 +45,30 @@ interface Doc {
   solo?: WeakMap<LineResult, RewardBreakdown>;
   /** Lines by trimmed question, for the document version it was built for (OTC-GRPO hovers). */
   questions?: { version: number; lines: Map<string, number[]> };
+  /** How many cached results carry each record id, and how many ids occur more than once: with none, a
+   * re-diagnosis after an edit skips the duplicate-id pass over the whole file. */
+  ids: IdCounts;
+}
+
+/** Record ids of the cached line results, kept in step with the model by its listener and by lineResult. */
+class IdCounts {
+  counts = new Map<string, number>();
+  repeated = 0;
+
+  removed(r: LineResult): void {
+    if (r.id === undefined) return;
+    const n = this.counts.get(r.id)!;
+    if (n === 2) this.repeated--;
+    if (n === 1) this.counts.delete(r.id);
+    else this.counts.set(r.id, n - 1);
+  }
+
+  added(r: LineResult): void {
+    if (r.id === undefined) return;
+    const n = (this.counts.get(r.id) ?? 0) + 1;
+    this.counts.set(r.id, n);
+    if (n === 2) this.repeated++;
+  }
 }
 
 export function documentKind(uri: string, languageId: string): Kind | null {
@@ -68,6 +92,7 @@ export class TrajectoryService {
     this.settings = s;
     for (const d of this.docs.values()) {
       d.model.results = new Array(d.model.lineCount);
+      d.ids = d.model.listener = new IdCounts();
       d.coa = undefined;
       d.solo = undefined;
       d.questions = undefined;
@@ -77,7 +102,9 @@ export class TrajectoryService {
   open(uri: string, languageId: string, version: number, text: string): boolean {
     const kind = documentKind(uri, languageId);
     if (!kind) return false;
-    this.docs.set(uri, { uri, kind, model: new LineModel(text, version) });
+    const model = new LineModel<LineResult>(text, version);
+    const ids = (model.listener = new IdCounts());
+    this.docs.set(uri, { uri, kind, model, ids });
     return true;
   }
 
@@ -109,7 +136,10 @@ export class TrajectoryService {
 
   private lineResult(d: Doc, i: number): LineResult {
     let r = d.model.results[i];
-    if (r === undefined) r = d.model.results[i] = analyzeLine(d.model.lines[i], this.settings);
+    if (r === undefined) {
+      r = d.model.results[i] = analyzeLine(d.model.lines[i], this.settings);
+      d.ids.added(r);
+    }
     return r;
   }
 
@@ -164,7 +194,7 @@ export class TrajectoryService {
     const lines = d.model.lines;
     for (let i = 0; i < lines.length; i++) this.lineResult(d, i);
     if (!this.isTrajectoryFile(d)) return [];
-    const firstLineOfId = new Map<string, number>();
+    const firstLineOfId = d.ids.repeated > 0 ? new Map<string, number>() : null;
     for (let i = 0; i < lines.length; i++) {
       const r = d.model.results[i]!;
       if (r.diagnostics.length) {
@@ -172,7 +202,7 @@ export class TrajectoryService {
         if (!r.published || r.published.line !== i) r.published = { line: i, list: this.lineDiagnostics(r.diagnostics, i, uri) };
         for (const x of r.published.list) out.push(x);
       }
-      if (r.id !== undefined) {
+      if (firstLineOfId && r.id !== undefined) {
         const first = firstLineOfId.get(r.id);
         if (first === undefined) firstLineOfId.set(r.id, i);
         else {
