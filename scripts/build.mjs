@@ -13,6 +13,11 @@ const entries = [
   ['src/extension/main.ts', 'dist/extension.js', { ...node, external: ['vscode', 'onnxruntime-node'] }],
   ['src/server/main.ts', 'dist/server.js', node],
   ['scripts/gen-schemas.ts', 'dist/gen-schemas.js', node],
+  ['src/extension/providers/browser/worker.ts', 'dist/browser-worker.js', node], // trajectory browser index (worker thread)
+  ['webview/browser/main.ts', 'dist/webview/browser.js', browser],
+  ['webview/notebook-renderer/index.ts', 'dist/webview/notebook-renderer.js', { ...browser, format: 'esm' }], // notebook renderers are ES modules
+  ['webview/live-panel/main.ts', 'dist/webview/live-panel.js', { ...browser, loader: { '.ttf': 'file' } }], // + live-panel.css, codicon font
+  ['webview/compare/main.ts', 'dist/webview/compare.js', browser], // Compare runs
 ];
 
 mkdirSync('dist', { recursive: true });

@@ -48,6 +48,8 @@ function nodeSuite(name, dir, extra = {}) {
 export const suites = [
   { name: 'typecheck', command: () => [process.execPath, 'node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'] },
   nodeSuite('unit', 'test/unit'),
+  // Webview pages in headless Chromium (Debian chromium + playwright-core).
+  nodeSuite('webview', 'test/webview', { before: () => [process.execPath, 'scripts/setup-e2e.mjs', '--system-only'] }),
   // TextMate grammars: vscode-tmgrammar-test assertions; prints `grammar: N passed, M failed`.
   { name: 'grammar', command: () => [process.execPath, 'scripts/test-grammar.mjs'] },
   // The Python trainer, in the project's .venv (made by `npm install` → scripts/setup-python.mjs).
@@ -56,4 +58,6 @@ export const suites = [
     command: () => [venvPython, '-m', 'pytest', 'src/trainer/tests', '-q', '-p', 'no:cacheprovider', '--junitxml=.cache/python.xml'],
     counts: () => junitCounts('.cache/python.xml'),
   },
+  // Real-editor tests: code-server + Playwright (setup cached in .cache/e2e, ~5 min once); prints `e2e: N passed, M failed`.
+  { name: 'e2e', command: () => [process.execPath, 'scripts/test-e2e.mjs'] },
 ];

@@ -35,7 +35,9 @@ for (const suite of suites) {
   if (only.length && !only.includes(suite.name)) continue;
   const started = Date.now();
   console.log(`\n=== suite ${suite.name} ===`);
-  const { status, tail } = await run(suite.command(), suite.env);
+  // `before`: a set-up command (e.g. installing the browser); if it fails the suite fails without running.
+  const prep = suite.before ? await run(suite.before(), suite.env) : { status: 0 };
+  const { status, tail } = prep.status === 0 ? await run(suite.command(), suite.env) : { status: prep.status, tail: '' };
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   const counts = (suite.counts ? suite.counts(tail) : plainCounts(tail)) ?? { passed: status === 0 ? 1 : 0, failed: status === 0 ? 0 : 1 };
   const ok = status === 0 && counts.failed === 0 && counts.passed > 0;

@@ -58,6 +58,62 @@ export const Sft2StageSchema = sftMixStage(500, 2e-3);
 /** SFT-3 (world model): the same data with observation tokens trained. */
 export const Sft3StageSchema = sftMixStage(300, 1e-3);
 
+/** RL stages (GRPO). RL-1: the policy writes its own observations (simulated env); RL-2: the env server searches. */
+const { batch_size: _rlNoBatch, ...rlBase } = stageBase;
+const rlStage = (steps: number, simulated: number) =>
+  z
+    .object({
+      ...rlBase,
+      steps: posInt().default(steps),
+      lr: z.number().positive().default(2e-4),
+      warmup_steps: int().nonnegative().default(2),
+      max_len: posInt().default(384).describe('Prompt + response tokens at most; a rollout reaching it is truncated.'),
+      log_every: posInt().default(1),
+      sample_every: int().nonnegative().default(5).describe('Emit a sample event (and append to rollouts.coa.jsonl) every N steps.'),
+      prompts_per_step: posInt().default(8).describe('Questions per step (global; split across DDP ranks, groups kept whole).'),
+      group_size: posInt().default(8).describe('GRPO group size G: samples per question.'),
+      kl_coef: z.number().nonnegative().default(0.001).describe('k3 KL to the frozen reference (AutoCoA used 0.001).'),
+      clip_eps: z.number().positive().default(0.2).describe('PPO clip range of the importance ratio.'),
+      std_normalize: z.boolean().default(true).describe('Divide group-centred rewards by the group std.'),
+      temperature: z.number().positive().default(1.0).describe('Sampling temperature of rollouts.'),
+      max_turns: posInt().default(3).describe('Tool calls allowed per trajectory.'),
+      max_new_tokens: posInt().default(40).describe('Tokens the policy may generate per turn.'),
+      max_obs_tokens: posInt().default(48).describe('Observation tokens at most (simulated observations are cut here).'),
+      simulated_fraction: z
+        .number()
+        .min(0)
+        .max(1)
+        .default(simulated)
+        .describe('Share of steps (the first ones) with simulated observations: RL-1 → RL-2 mixing inside a stage.'),
+      top_k: posInt().default(2).describe('Documents per real search.'),
+      question_split: z
+        .enum(['train', 'dev'])
+        .default('train')
+        .describe('Questions RL samples from. The SFT stages memorise train (greedy train EM 1.0), so RL there only sees sampling noise; dev is for experiments (then report test only).'),
+      reward: z
+        .object({
+          scheme: z.enum(['autocoa', 'em', 'f1', 'otc-grpo', 'otc-ppo']).default('autocoa'),
+          params: z.record(z.string(), z.unknown()).default({}).describe('RewardParams of src/core/rewards.ts.'),
+        })
+        .strict()
+        .default({ scheme: 'autocoa', params: {} }),
+      heldout_every: int().nonnegative().default(10).describe('Greedy dev EM every N steps (reward-hacking alert; 0: never).'),
+      heldout_limit: posInt().default(32).describe('Dev questions in that check.'),
+      alerts: z
+        .object({
+          tool_call_explosion: z.number().positive().default(2.0).describe('Mean tool calls above this × the first steps\' mean.'),
+          think_collapse: z.number().positive().default(0.5).describe('Think length below this × the first steps\' mean.'),
+          all_wrong_groups: z.number().min(0).max(1).default(0.5).describe('Fraction of all-wrong groups above this.'),
+          tool_failure_rate: z.number().min(0).max(1).default(0.2).describe('Tool-failure rate above this.'),
+          window: posInt().default(5).describe('Steps averaged for the baseline and the current value.'),
+        })
+        .strict()
+        .default({ tool_call_explosion: 2.0, think_collapse: 0.5, all_wrong_groups: 0.5, tool_failure_rate: 0.2, window: 5 }),
+    })
+    .strict();
+export const Rl1StageSchema = rlStage(12, 1.0);
+export const Rl2StageSchema = rlStage(24, 0.0);
+
 export const EmbeddedModelSchema = z
   .object({
     family: z.enum(['llama', 'qwen2']).default('llama'),
@@ -90,6 +146,12 @@ export const BenchmarkSchema = z
     dev_fraction: z.number().min(0).max(0.5).default(0.15),
     test_fraction: z.number().min(0).max(0.5).default(0.15),
     top_k: posInt().default(2).describe('Documents per search in oracle trajectories.'),
+    redundant_search_fraction: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0)
+      .describe('Share of train questions with a known hop whose SFT trajectory (and SFT-1 pairs) also searches the known facts, as an always-search teacher does (0: tool-optimal oracle).'),
     data_dir: z.string().nullable().default(null).describe('Where the benchmark is written (default: <run>/data).'),
   })
   .strict();
@@ -119,6 +181,8 @@ export const RunConfigSchema = z
         sft1: Sft1StageSchema.default(Sft1StageSchema.parse({})),
         sft2: Sft2StageSchema.default(Sft2StageSchema.parse({})),
         sft3: Sft3StageSchema.default(Sft3StageSchema.parse({})),
+        rl1: Rl1StageSchema.default(Rl1StageSchema.parse({})),
+        rl2: Rl2StageSchema.default(Rl2StageSchema.parse({})),
       })
       .strict()
       .default({
@@ -126,6 +190,8 @@ export const RunConfigSchema = z
         sft1: Sft1StageSchema.parse({}),
         sft2: Sft2StageSchema.parse({}),
         sft3: Sft3StageSchema.parse({}),
+        rl1: Rl1StageSchema.parse({}),
+        rl2: Rl2StageSchema.parse({}),
       }),
     eval: z
       .object({

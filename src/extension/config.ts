@@ -12,8 +12,18 @@ export interface CoaConfig {
   otcAlpha: number;
   envServerUrl: string;
   envServerToken: string;
+  /** Replay's exported checkpoint (model.onnx), relative to the first workspace folder; '' = ask. */
+  replayCheckpoint: string;
+  /** Replay sampling temperature (0 = greedy). */
+  replayTemperature: number;
   /** Trainer interpreter override; see python.ts for the search order. */
   python: string;
+  /** Trajectory files above this size (MB) open in the paged browser instead of the notebook. */
+  notebookLargeFileMB: number;
+  /** Seconds between SIGTERM (the trainer saves a checkpoint) and SIGKILL when a run is cancelled. */
+  cancelGraceSeconds: number;
+  /** Open the live panel when a run starts. */
+  openLivePanelOnStart: boolean;
 }
 
 export function readConfig(scope?: vscode.ConfigurationScope): CoaConfig {
@@ -27,6 +37,11 @@ export function readConfig(scope?: vscode.ConfigurationScope): CoaConfig {
     otcAlpha: c.get('otc.alpha', 1),
     envServerUrl: c.get('envServer.url', ''),
     envServerToken: c.get('envServer.token', ''),
+    replayCheckpoint: c.get('replay.checkpoint', ''),
+    replayTemperature: c.get('replay.temperature', 0),
     python: c.get('python', ''),
+    notebookLargeFileMB: c.get('notebook.largeFileMB', 50),
+    cancelGraceSeconds: c.get('training.cancelGraceSeconds', 30),
+    openLivePanelOnStart: c.get('training.openLivePanel', true),
   };
 }

@@ -8,10 +8,13 @@ export interface LanguageServerHandle extends vscode.Disposable {
 
 /** Documents the server validates: raw trajectories, trajectory JSONL, and any JSONL file. */
 export const DOCUMENT_SELECTOR = [
-  { language: 'coa' },
+  // Not notebook cells (scheme vscode-notebook-cell): a step cell alone is not a trajectory; the notebook
+  // diagnoses whole records itself (providers/notebook/diagnostics.ts).
+  { language: 'coa', scheme: 'file' },
+  { language: 'coa', scheme: 'untitled' },
   { language: 'coa-jsonl' },
   { language: 'jsonl' },
-  { pattern: '**/*.jsonl' },
+  { scheme: 'file', pattern: '**/*.jsonl' },
 ];
 
 export async function startLanguageServer(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<LanguageServerHandle> {

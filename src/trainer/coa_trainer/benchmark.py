@@ -7,7 +7,12 @@ in the search corpus: unknown). Questions are single-hop or two-hop chains; trai
 
 Oracle trajectories (coa dialect) are the analogue of AutoCoA's teacher samples: each hop the model knows is a
 statement inside <think>; a hop it does not know ends the thought with `?` and is searched. So the decision
-"act or answer" is the token after e.g. `x born in` — `?` (search) or the entity (answer from memory)."""
+"act or answer" is the token after e.g. `x born in` — `?` (search) or the entity (answer from memory).
+
+`redundant_search_fraction` makes the teacher over-call, as SFT data from always-search workflows or teachers
+does: that share of the train questions with a known hop (`Benchmark.redundant`) is rendered searching every hop,
+known ones too, in the SFT-2/3 trajectories and the SFT-1 pairs alike. Dev/test and the optimum stay as they are,
+so OTC-GRPO has redundant calls to cut."""
 
 from __future__ import annotations
 
@@ -94,6 +99,7 @@ class Benchmark:
     questions: list[Question]
     top_k: int
     corpus: list[dict] = field(default_factory=list)
+    redundant: set[str] = field(default_factory=set)  # train question ids whose teacher also searches known hops
     _bm25: Any = None
 
     # ------------------------------------------------------------ text
@@ -163,15 +169,27 @@ class Benchmark:
         segments.append(Segment("answer", f"{t.answer_open} {hops[-1].object} {t.answer_close}"))
         return segments, decisions
 
+    def teacher_hops(self, q: Question) -> list[Hop]:
+        """The hops as the SFT teacher renders them: a redundant question searches its known hops too."""
+        hops = self.hops_for(q)
+        if q.id in self.redundant:
+            hops = [Hop(h.subject, h.relation, h.object, False) for h in hops]
+        return hops
+
+    def redundant_searches(self, q: Question) -> int:
+        """Searches in q's teacher trajectory beyond the optimum (known facts searched)."""
+        return len(q.hops) - q.optimal_tool_calls if q.id in self.redundant else 0
+
     def oracle(self, q: Question, t: Tags) -> list[Segment]:
-        return self.render(self.hops_for(q), t)[0]
+        return self.render(self.teacher_hops(q), t)[0]
 
     def pairs(self, q: Question, t: Tags, rng: random.Random) -> list[dict]:
         """SFT-1 contrastive pairs, one per hop: shared prefix up to the decision token; chosen = the oracle's
         continuation (search if unknown, state the fact if known) up to the end of the next action or answer;
-        rejected = the opposite (answer with a hallucinated object / search a known fact)."""
+        rejected = the opposite (answer with a hallucinated object / search a known fact). For a redundant question
+        the teacher searches every hop, so every pair's chosen continuation searches."""
         out = []
-        true_hops = self.hops_for(q)
+        true_hops = self.teacher_hops(q)
         segs, decisions = self.render(true_hops, t)
         text = join_segments(segs)
         for i, hop in enumerate(true_hops):
@@ -186,6 +204,8 @@ class Benchmark:
                 famous_pool = [e for e in wrong_pool if e in self.famous or otype == "country"]
                 wrong = rng.choice(famous_pool or wrong_pool)
                 flipped = self.hops_for(q, {i: wrong})
+                if q.id in self.redundant:  # the shared prefix follows the teacher: earlier hops searched too
+                    flipped = [Hop(h.subject, h.relation, h.object, h.known and j >= i) for j, h in enumerate(flipped)]
             fsegs, fdec = self.render(flipped, t)
             ftext = join_segments(fsegs)
             cut = decisions[i]
@@ -333,6 +353,10 @@ def generate(params: dict, seed: int) -> Benchmark:
         for i, q in enumerate(group):
             q.split = "dev" if i < n_dev else "test" if i < n_dev + n_test else "train"
     bench = Benchmark(seed, entities, famous, facts, questions, params["top_k"])
+    # an over-calling teacher: its own rng, so the knowledge base and splits do not depend on the fraction
+    eligible = [q for q in questions if q.split == "train" and any(h.known for h in q.hops)]
+    n_redundant = round(len(eligible) * params.get("redundant_search_fraction", 0.0))
+    bench.redundant = {q.id for q in random.Random(f"{seed}/redundant").sample(eligible, n_redundant)}
     # corpus: one passage per entity with facts, FlashRAG format; order fixed by entity type then name list
     for etype in ("person", "company", "city"):
         for s in entities[etype]:
@@ -343,8 +367,9 @@ def generate(params: dict, seed: int) -> Benchmark:
 
 # ---------------------------------------------------------------- files
 
-def record_for(q: Question, segments: list[Segment], dialect: str) -> dict:
+def record_for(q: Question, segments: list[Segment], dialect: str, redundant_searches: int = 0) -> dict:
     """A trajectory record (src/core/record.ts) for an oracle trajectory, plus benchmark fields."""
+    extra = {"redundant_searches": redundant_searches} if redundant_searches else {}
     return {
         "id": q.id,
         "question": q.question,
@@ -356,6 +381,7 @@ def record_for(q: Question, segments: list[Segment], dialect: str) -> dict:
         "hops": len(q.hops),
         "known": q.known,
         "optimal_tool_calls": q.optimal_tool_calls,
+        **extra,
     }
 
 
@@ -378,7 +404,8 @@ def write_benchmark(bench: Benchmark, out: Path, dialect: str = "coa") -> Path:
         "hops": [h.__dict__ for h in q.hops], "known": q.known, "optimal_tool_calls": q.optimal_tool_calls,
     } for q in bench.questions])
     for split in ("train", "dev", "test"):
-        dump(f"oracle_{split}.jsonl", [record_for(q, bench.oracle(q, t), dialect) for q in bench.split(split)])
+        dump(f"oracle_{split}.jsonl", [record_for(q, bench.oracle(q, t), dialect, bench.redundant_searches(q))
+                                       for q in bench.split(split)])
     kb = {"version": BENCHMARK_VERSION, "seed": bench.seed, "entities": bench.entities,
           "famous": sorted(bench.famous), "facts": [[s, r, o] for (s, r), o in sorted(bench.facts.items())]}
     (out / "kb.json").write_text(json.dumps(kb, indent=1) + "\n", encoding="utf-8")
@@ -387,7 +414,8 @@ def write_benchmark(bench: Benchmark, out: Path, dialect: str = "coa") -> Path:
 
 def fingerprint(params: dict, seed: int) -> str:
     keys = ("persons", "companies", "cities", "countries", "famous_fraction", "dev_fraction", "test_fraction", "top_k")
-    blob = json.dumps({"v": BENCHMARK_VERSION, "seed": seed, **{k: params[k] for k in keys}}, sort_keys=True)
+    extra = {"redundant_search_fraction": f} if (f := params.get("redundant_search_fraction", 0.0)) else {}
+    blob = json.dumps({"v": BENCHMARK_VERSION, "seed": seed, **{k: params[k] for k in keys}, **extra}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -125,8 +125,11 @@ def oracle_examples(bench: Benchmark, tok: Any, config: dict, t: Tags, split: st
                     max_len: int) -> list[Encoded]:
     out = []
     for q in bench.split(split):
-        e = encode_segments(tok, prompt_text(config, q.question), bench.oracle(q, t), masked, eos=False)
-        e.meta = {"id": q.id, "question": q.question, "answer": q.answer, "coa": q.optimal_tool_calls > 0}
+        segments = bench.oracle(q, t)
+        e = encode_segments(tok, prompt_text(config, q.question), segments, masked, eos=False)
+        # chain of action = the teacher searched (with redundant searches that includes some known questions)
+        e.meta = {"id": q.id, "question": q.question, "answer": q.answer,
+                  "coa": any(s.kind == "action" for s in segments)}
         out.append(truncate(e, max_len))
     return out
 

@@ -148,3 +148,29 @@ class EnvClient:
         if run is not None:
             body["run"] = run
         return self._post("/v1/grade", body)["breakdowns"]
+
+    # ------------------------------------------------------------ OTC-GRPO state (saved in RL checkpoints)
+    def _json(self, method: str, path: str, body: dict | None = None) -> dict:
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers={
+            "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                return json.loads(resp.read().decode("utf-8"))
+        except urllib.error.HTTPError as e:
+            detail = e.read().decode("utf-8", "replace")[:500]
+            raise EnvError(f"{method} {path} → HTTP {e.code}: {detail}") from e
+        except (urllib.error.URLError, OSError) as e:
+            raise EnvError(f"{method} {path} failed: {getattr(e, 'reason', e)}") from e
+
+    def export_otc_state(self, run: str) -> dict | None:
+        """The run's running per-question minimum of tool calls; None when the run has no state yet."""
+        try:
+            return self._json("GET", f"/v1/runs/{run}/otc-state")
+        except EnvError as e:
+            if "HTTP 404" in str(e):
+                return None
+            raise
+
+    def import_otc_state(self, run: str, state: dict) -> dict:
+        return self._json("PUT", f"/v1/runs/{run}/otc-state", state)

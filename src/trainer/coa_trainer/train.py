@@ -6,6 +6,7 @@ Run directory layout:
   model-init/                        the embedded default before training (an ordinary HF model directory)
   stages/<stage>/checkpoints/*.pt    resumable state: weights, optimiser, scheduler, RNG, data cursor
   stages/<stage>/final/              the stage's result (HF directory; the next stage starts from it)
+  stages/<label>/rollouts.coa.jsonl  RL stages: the rollouts of every sample step (rl.py; label = --label or stage)
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from . import quiet  # noqa: F401  (silences library progress bars before they a
 from .config import ConfigError, load_config
 from .events import EventWriter
 
-STAGE_ORDER = ("pretrain", "sft1", "sft2", "sft3")
+STAGE_ORDER = ("pretrain", "sft1", "sft2", "sft3", "rl1", "rl2")
 
 
 class StageError(RuntimeError):
@@ -95,7 +96,7 @@ def train_command(args: Any) -> int:
     except OSError as e:
         print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
         return 2
-    stage = args.stage
+    stage = getattr(args, "label", None) or args.stage  # the name events carry (rl2 --label rl2-otc)
     try:
         config = load_config(args.config)
         return run_stage(config, args, run_dir, writer, dist_info)
@@ -129,6 +130,10 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
     from .stages import make_stage
 
     stage = args.stage
+    if stage in ("rl1", "rl2"):  # GRPO with rollouts: its own loop (rl.py)
+        from .rl import run_rl_stage
+
+        return run_rl_stage(config, args, run_dir, writer, di)
     scfg = config["stages"][stage]
     total = args.max_steps or scfg["steps"]
     if scfg["batch_size"] % di.world_size:
@@ -167,6 +172,7 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
     cancelled = {"flag": False}
     signal.signal(signal.SIGTERM, lambda *_: cancelled.__setitem__("flag", True))
     started = time.time()
+    saved_at = resumed_from  # the step of the newest checkpoint on disk: a cancel right after it need not save again
     window: dict[str, float] = {}
     B_local = scfg["batch_size"] // di.world_size
     model.train()
@@ -207,10 +213,11 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
                 path = save_checkpoint(ckpt_dir, step, cursor, model, opt, sched, stage)
                 prune_checkpoints(ckpt_dir, keep=2)
                 writer.emit("checkpoint", stage=stage, step=step, path=str(path))
+            saved_at = step
             di.barrier()
 
     if cancelled["flag"]:
-        if di.rank == 0:
+        if di.rank == 0 and saved_at != step:
             path = save_checkpoint(ckpt_dir, step, cursor, model, opt, sched, stage)
             writer.emit("checkpoint", stage=stage, step=step, path=str(path))
         writer.emit("stage_finished", stage=stage, step=step, status="cancelled", checkpoint=None)

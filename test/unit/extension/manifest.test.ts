@@ -30,3 +30,42 @@ test('manifest basics and grammar files exist', () => {
   for (const g of pkg.contributes.grammars) assert.ok(existsSync(join(root, g.path)), g.path);
   for (const l of pkg.contributes.languages) assert.ok(existsSync(join(root, l.configuration)), l.configuration);
 });
+
+// ---- issue 7 host: training commands, trust, Runs view, run-config schema contribution
+
+test('training, resume, the demo and ONNX export are enabled only in trusted workspaces', () => {
+  const byId = Object.fromEntries(pkg.contributes.commands.map((c: { command: string }) => [c.command, c]));
+  for (const id of ['coaStudio.trainStage', 'coaStudio.resumeRun', 'coaStudio.runDemo', 'coaStudio.runs.exportOnnx']) {
+    assert.match(byId[id].enablement, /\bisWorkspaceTrusted\b/, id);
+    assert.doesNotMatch(byId[id].enablement, /!isWorkspaceTrusted/, id);
+  }
+  // Viewing stays available.
+  for (const id of ['coaStudio.runs.refresh', 'coaStudio.runs.openPanel', 'coaStudio.runs.reveal']) assert.doesNotMatch(byId[id].enablement, /isWorkspaceTrusted/, id);
+  assert.equal(pkg.capabilities.untrustedWorkspaces.supported, 'limited');
+});
+
+test('the Runs view: activity-bar container, welcome content with the demo button, menus name real commands', () => {
+  const c = pkg.contributes;
+  const container = c.viewsContainers.activitybar.find((v: { id: string }) => v.id === 'coaStudio');
+  assert.equal(container.title, 'CoA Studio');
+  assert.ok(existsSync(join(root, container.icon)), container.icon);
+  assert.deepEqual(c.views.coaStudio.map((v: { id: string }) => v.id), ['coaStudio.runs']);
+  const welcome = c.viewsWelcome.filter((w: { view: string }) => w.view === 'coaStudio.runs').map((w: { contents: string }) => w.contents).join('\n');
+  assert.match(welcome, /\[Run the embedded demo\]\(command:coaStudio\.runDemo\)/);
+  const ids = new Set(c.commands.map((x: { command: string }) => x.command));
+  for (const [menu, items] of Object.entries(c.menus as Record<string, { command: string }[]>)) {
+    for (const item of items) assert.ok(ids.has(item.command), `${menu}: ${item.command} is not a contributed command`);
+  }
+  const actions = c.menus['view/item/context'].map((m: { command: string }) => m.command);
+  for (const id of ['coaStudio.runs.openPanel', 'coaStudio.runs.openRollouts', 'coaStudio.resumeRun', 'coaStudio.runs.exportOnnx', 'coaStudio.runs.reveal', 'coaStudio.runs.delete']) {
+    assert.ok(actions.includes(id), `${id} is not in the Runs view's item menu`);
+  }
+  assert.ok(pkg.activationEvents.includes('workspaceContains:runs/*/events.jsonl'));
+});
+
+test('run configs (*.run.json, runs/*/config.json) are validated by the generated schema', () => {
+  const v = pkg.contributes.jsonValidation.find((j: { url: string }) => j.url === './schemas/run-config.schema.json');
+  assert.ok(v, 'jsonValidation for the run config');
+  assert.ok(v.fileMatch.includes('*.run.json'));
+  assert.ok(v.fileMatch.some((f: string) => f.endsWith('runs/*/config.json')));
+});

@@ -1,0 +1,107 @@
+// What the extension runs in Python, as argument arrays (never a shell line): a training stage, the whole
+// pipeline, a resume, the ONNX export; plus the child environment and the run config a run is started with.
+// Pure: unit-tested without VS Code or Python.
+import { join } from 'node:path';
+
+export const STAGES = [
+  { id: 'pretrain', label: 'Pretrain', detail: 'Language-model pretraining on the knowledge base (closed-book facts).' },
+  { id: 'sft1', label: 'SFT-1', detail: 'When to act: pairwise log-prob loss, act vs. answer directly.' },
+  { id: 'sft2', label: 'SFT-2', detail: 'How to act: chain-of-action SFT, observation tokens masked.' },
+  { id: 'sft3', label: 'SFT-3', detail: 'World model: the same data with observation tokens trained.' },
+  { id: 'rl1', label: 'RL-1', detail: 'Reinforcement learning (GRPO) with tool calls against the environment server.' },
+  { id: 'rl2', label: 'RL-2', detail: 'Second RL stage (GRPO), continuing from RL-1.' },
+] as const;
+export type StageId = (typeof STAGES)[number]['id'];
+export const PIPELINE = { id: 'pipeline', label: 'Whole pipeline', detail: 'Every stage in order, into one run directory.' } as const;
+
+/** Stages that talk to the environment server while training (it is started for them, per run). */
+export const ENV_STAGES: readonly string[] = ['rl1', 'rl2'];
+
+export function stageLabel(id: string): string {
+  return STAGES.find((s) => s.id === id)?.label ?? (id === PIPELINE.id ? PIPELINE.label : id);
+}
+
+export interface TrainerInvocation {
+  /** 'pipeline' or a stage id. */
+  stage: string;
+  config: string;
+  runDir: string;
+  resume?: boolean;
+  env?: { url: string; token: string };
+}
+
+export function trainerArgs(inv: TrainerInvocation): string[] {
+  if (inv.stage === PIPELINE.id) {
+    const args = ['-m', 'coa_trainer', 'pipeline', '--config', inv.config, '--run-dir', inv.runDir];
+    if (inv.resume) args.push('--resume');
+    return args;
+  }
+  const args = ['-m', 'coa_trainer', 'train', '--stage', inv.stage, '--config', inv.config, '--run-dir', inv.runDir];
+  if (inv.resume) args.push('--resume');
+  if (inv.env) args.push('--env-url', inv.env.url, '--env-token', inv.env.token);
+  return args;
+}
+
+export function exportOnnxArgs(finalDir: string, out: string): string[] {
+  return ['-m', 'coa_trainer', 'export-onnx', '--checkpoint', finalDir, '-o', out];
+}
+
+export interface ChildEnvOptions {
+  base: NodeJS.ProcessEnv;
+  /** The extension's root: its src/trainer goes first on PYTHONPATH. */
+  extensionPath: string;
+  /** Node for the trainer's own environment server (COA_NODE). */
+  node: string;
+}
+
+export function trainerEnv(o: ChildEnvOptions): NodeJS.ProcessEnv {
+  const trainerSrc = join(o.extensionPath, 'src', 'trainer');
+  const sep = process.platform === 'win32' ? ';' : ':';
+  return {
+    ...o.base,
+    PYTHONPATH: o.base.PYTHONPATH ? `${trainerSrc}${sep}${o.base.PYTHONPATH}` : trainerSrc,
+    // Events are read from stdout as they happen.
+    PYTHONUNBUFFERED: '1',
+    COA_NODE: o.node,
+    // VS Code's process.execPath is Electron: this makes it behave as plain node (node itself ignores it).
+    ELECTRON_RUN_AS_NODE: '1',
+  };
+}
+
+export interface RunConfigChoice {
+  /** The user's config (parsed *.run.json), or null for the embedded default. */
+  base: Record<string, unknown> | null;
+  /** 'pipeline' or a stage id. */
+  stage: string;
+  /** An HF model directory, or null for the embedded default model. */
+  modelPath: string | null;
+  /** A model directory the stage starts from (a run's stage final), or null. */
+  initFrom: string | null;
+  /** The extension's dist/cli.js, used when the config does not name one. */
+  cli: string;
+}
+
+/**
+ * The config written to runs/<id>/config.json: the user's file with the picks applied. The model pick sets
+ * model.path; a starting checkpoint becomes stages.<stage>.init_from (for the whole pipeline: model.path).
+ */
+export function composeRunConfig(c: RunConfigChoice): Record<string, unknown> {
+  const config = structuredClone(c.base ?? {}) as Record<string, any>;
+  delete config.$schema;
+  if (c.modelPath) config.model = { ...(config.model ?? {}), path: c.modelPath };
+  if (c.initFrom) {
+    if (c.stage === PIPELINE.id) config.model = { ...(config.model ?? {}), path: c.initFrom };
+    else {
+      config.stages = { ...(config.stages ?? {}) };
+      config.stages[c.stage] = { ...(config.stages[c.stage] ?? {}), init_from: c.initFrom };
+    }
+  }
+  if (!config.env?.cli) config.env = { ...(config.env ?? {}), cli: c.cli };
+  return config;
+}
+
+/** runs/<id>: a sortable UTC time plus the stage, e.g. 20261122-031500-sft2. */
+export function makeRunId(now: Date, stage: string): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${now.getUTCFullYear()}${p(now.getUTCMonth() + 1)}${p(now.getUTCDate())}-${p(now.getUTCHours())}${p(now.getUTCMinutes())}${p(now.getUTCSeconds())}-${stage}`;
+}

@@ -1,0 +1,81 @@
+// Filter, sort and page the browser's index. Pure; runs in the extension host on the (possibly partial) index.
+import type { RecordSummary } from './summary';
+
+export type SortKey = 'file' | 'reward' | 'em' | 'tool-calls' | 'step';
+
+export interface BrowserQuery {
+  failuresOnly?: boolean;
+  /** Keep records whose exact match is this (0 or 1). */
+  em?: 0 | 1 | null;
+  /** Keep records whose reward is at least this. */
+  minReward?: number | null;
+  /** Keep records with more than this many tool calls. */
+  moreToolCalls?: number | null;
+  stage?: string | null;
+  step?: number | null;
+  /** Only bad lines. */
+  errorsOnly?: boolean;
+  sort?: SortKey;
+  order?: 'asc' | 'desc';
+  page?: number;
+  pageSize?: number;
+}
+
+export interface QueryResult {
+  /** Matching records in the index so far. */
+  total: number;
+  page: number;
+  pageSize: number;
+  rows: RecordSummary[];
+}
+
+const keyOf: Record<Exclude<SortKey, 'file'>, (r: RecordSummary) => number | null> = {
+  reward: (r) => r.reward,
+  em: (r) => r.em,
+  'tool-calls': (r) => r.toolCalls,
+  step: (r) => r.step,
+};
+
+export function matches(r: RecordSummary, q: BrowserQuery): boolean {
+  if (q.errorsOnly) return r.error !== undefined;
+  if (q.failuresOnly && !(r.error === undefined && ((r.reward ?? 0) <= 0 || r.formatOk === false))) return false;
+  if (q.em != null && r.em !== q.em) return false;
+  if (q.minReward != null && !((r.reward ?? -Infinity) >= q.minReward)) return false;
+  if (q.moreToolCalls != null && !((r.toolCalls ?? -1) > q.moreToolCalls)) return false;
+  if (q.stage && r.stage !== q.stage) return false;
+  if (q.step != null && r.step !== q.step) return false;
+  return true;
+}
+
+export function runQuery(index: readonly RecordSummary[], q: BrowserQuery): QueryResult {
+  const pageSize = Math.max(1, q.pageSize ?? 50);
+  let rows = index.filter((r) => matches(r, q));
+  if (q.sort && q.sort !== 'file') {
+    const key = keyOf[q.sort];
+    const sign = q.order === 'desc' ? -1 : 1;
+    // Records without the key (bad lines) go last either way; ties keep file order.
+    rows = rows.sort((a, b) => {
+      const ka = key(a);
+      const kb = key(b);
+      if (ka === null || kb === null) return (ka === null ? 1 : 0) - (kb === null ? 1 : 0) || a.i - b.i;
+      return sign * (ka - kb) || a.i - b.i;
+    });
+  } else if (q.order === 'desc') rows = rows.reverse();
+  const pages = Math.max(1, Math.ceil(rows.length / pageSize));
+  const page = Math.min(Math.max(0, q.page ?? 0), pages - 1);
+  return { total: rows.length, page, pageSize, rows: rows.slice(page * pageSize, (page + 1) * pageSize) };
+}
+
+/** Jump: the page of the query's result holding the record with this id, or at this 1-based line. */
+export function findPage(index: readonly RecordSummary[], q: BrowserQuery, target: string): { page: number; i: number } | null {
+  const line = /^\d+$/.test(target.trim()) ? Number(target.trim()) : null;
+  const all = runQuery(index, { ...q, page: 0, pageSize: Number.MAX_SAFE_INTEGER }).rows;
+  const pos = all.findIndex((r) => r.id === target.trim() || (line !== null && r.line === line));
+  if (pos < 0) return null;
+  return { page: Math.floor(pos / Math.max(1, q.pageSize ?? 50)), i: all[pos].i };
+}
+
+/** Distinct stages seen so far (the stage filter's choices). */
+export function stagesOf(index: readonly RecordSummary[]): string[] {
+  return [...new Set(index.map((r) => r.stage).filter((s): s is string => s !== null))].sort();
+}

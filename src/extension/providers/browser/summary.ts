@@ -1,0 +1,75 @@
+// One row of the trajectory browser's index: where the record's line is (byte offset and length, to read it back
+// on demand) and the few fields it is filtered and sorted by. Never the record itself: the index of a 500 MB
+// file has to fit in the extension host next to everything else.
+import type { JsonlEntry } from '../../../core/jsonl';
+import { RewardParams, scoreRecords } from '../../../core/rewards';
+import type { RewardBreakdown, Scheme } from '../../../core/record';
+
+export interface RecordSummary {
+  /** 0-based position among the file's non-blank lines. */
+  i: number;
+  line: number;
+  offset: number;
+  length: number;
+  id: string;
+  /** null for a bad line (then `error` says why). */
+  reward: number | null;
+  em: number | null;
+  toolCalls: number | null;
+  formatOk: boolean | null;
+  stage: string | null;
+  step: number | null;
+  /** The question, cut to QUESTION_CHARS for the table. */
+  question: string;
+  error?: string;
+}
+
+export const QUESTION_CHARS = 100;
+
+/** `contributes.customEditors[].viewType` of the browser (package.json). */
+export const BROWSER_VIEW_TYPE = 'coaStudio.trajectoryBrowser';
+
+export interface ScoreOptions {
+  scheme?: Scheme;
+  params?: RewardParams;
+}
+
+/**
+ * Summarise one parsed line. Rewards are per record: OTC-GRPO's n (the best answer to a question across the file)
+ * is not known while streaming, so it shows the n-unknown branch, as the core does for a lone record.
+ */
+export function summarize(entry: JsonlEntry, i: number, options: ScoreOptions = {}): RecordSummary {
+  return summarizeBatch([entry], i, options)[0];
+}
+
+/**
+ * Summarise consecutive entries (the first has index `first`). One scoring call per batch saves the per-call
+ * parameter validation; for OTC-GRPO each record is scored alone, so a row never depends on its batch.
+ */
+export function summarizeBatch(entries: readonly JsonlEntry[], first: number, options: ScoreOptions = {}): RecordSummary[] {
+  const scheme = options.scheme ?? 'em';
+  const good = entries.flatMap((e) => (e.record ? [e.record] : []));
+  const scores = scheme === 'otc-grpo' ? good.flatMap((r) => scoreRecords([r], scheme, options.params ?? {})) : scoreRecords(good, scheme, options.params ?? {});
+  let k = 0;
+  return entries.map((e, j) => row(e, first + j, e.record ? scores[k++] : undefined));
+}
+
+function row(entry: JsonlEntry, i: number, b: RewardBreakdown | undefined): RecordSummary {
+  const base = { i, line: entry.line, offset: entry.offset, length: entry.byteLength };
+  const r = entry.record;
+  if (!r || !b) {
+    const p = entry.problem!;
+    return { ...base, id: '', reward: null, em: null, toolCalls: null, formatOk: null, stage: null, step: null, question: entry.raw.slice(0, QUESTION_CHARS), error: `${entry.line}:${p.column}: ${p.code} ${p.message}` };
+  }
+  return {
+    ...base,
+    id: r.id,
+    reward: b.total,
+    em: b.em,
+    toolCalls: b.tool_calls,
+    formatOk: b.format_ok,
+    stage: r.meta?.stage ?? null,
+    step: r.meta?.step ?? null,
+    question: r.question.slice(0, QUESTION_CHARS),
+  };
+}

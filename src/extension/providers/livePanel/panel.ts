@@ -1,0 +1,208 @@
+// One live training panel: a webview showing one or more runs, each followed by tailing its events.jsonl.
+// The page is created with everything read so far embedded (first paint is complete); later events go in batches
+// by postMessage, at most one message per run per BATCH_MS, once the page says it is listening.
+import * as vscode from 'vscode';
+import { EventTail, followEvents, formatIssue, type TailBatch } from '../../../core/eventTail';
+import type { TrainerEvent } from '../../../core/events';
+import { webviewHtml } from '../../webview/html';
+import { LIVE_PANEL_VIEW_TYPE, type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost } from '../../../../webview/live-panel/protocol';
+import { chunk, findRecordLine, isSafeStageName } from './records';
+
+const BATCH_MS = 100;
+const MAX_EVENTS_PER_MESSAGE = 5000;
+/** Events embedded in the page at most; the rest follow as messages right after load. */
+const MAX_EMBEDDED = 20000;
+
+interface FollowedRun {
+  info: LivePanelRun;
+  dir: vscode.Uri;
+  follower?: ReturnType<typeof followEvents>;
+  pending: TrainerEvent[];
+  reset: boolean;
+}
+
+export function runInfo(dir: vscode.Uri): LivePanelRun {
+  return { key: dir.toString(), label: dir.path.split('/').filter(Boolean).pop() ?? dir.toString() };
+}
+
+export class LivePanel implements vscode.Disposable {
+  private readonly runs = new Map<string, FollowedRun>();
+  private ready = false;
+  private readonly queue: HostToPanel[] = [];
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+  /** Events posted to the page (plus those embedded in it). */
+  sent = 0;
+  smoothing = 0;
+  onDidDispose?: () => void;
+
+  constructor(
+    readonly panel: vscode.WebviewPanel,
+    private readonly extensionUri: vscode.Uri,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist', 'webview')] };
+    this.disposables.push(
+      panel.webview.onDidReceiveMessage((m: PanelToHost) => void this.onMessage(m)),
+      panel.onDidDispose(() => this.dispose()),
+    );
+  }
+
+  /** Sets the page with `dirs` embedded, then follows them. */
+  async show(dirs: vscode.Uri[], smoothing = 0): Promise<void> {
+    this.smoothing = smoothing;
+    this.ready = false; // a new page: wait for its 'ready'
+    this.queue.length = 0;
+    const initial: LivePanelInitialState = { runs: [], events: {}, smoothing };
+    const overflow: { run: FollowedRun; events: TrainerEvent[] }[] = [];
+    for (const dir of dirs) {
+      if (this.runs.has(dir.toString())) continue;
+      const run: FollowedRun = { info: runInfo(dir), dir, pending: [], reset: false };
+      this.runs.set(run.info.key, run);
+      initial.runs.push(run.info);
+      const tail = new EventTail(vscode.Uri.joinPath(dir, 'events.jsonl').fsPath);
+      const first = await tail.read();
+      this.reportIssues(run, first);
+      initial.events[run.info.key] = first.events.slice(0, MAX_EMBEDDED);
+      if (first.events.length > MAX_EMBEDDED) overflow.push({ run, events: first.events.slice(MAX_EMBEDDED) });
+      this.sent += initial.events[run.info.key].length;
+      this.follow(run, tail);
+    }
+    for (const { run, events } of overflow) run.pending.push(...events);
+    this.panel.title = this.title();
+    this.panel.webview.html = webviewHtml(
+      this.panel.webview,
+      this.extensionUri,
+      { title: 'CoA live training', scripts: ['dist/webview/live-panel.js'], styles: ['dist/webview/live-panel.css'], initialState: initial },
+      (base, p) => vscode.Uri.joinPath(base, p),
+    );
+  }
+
+  /** Adds a run to compare (the page is live: it gets an addRun message and the run's events). */
+  async addRun(dir: vscode.Uri): Promise<void> {
+    if (this.runs.has(dir.toString())) return;
+    const run: FollowedRun = { info: runInfo(dir), dir, pending: [], reset: false };
+    this.runs.set(run.info.key, run);
+    this.panel.title = this.title();
+    this.post({ type: 'addRun', run: run.info });
+    this.follow(run, new EventTail(vscode.Uri.joinPath(dir, 'events.jsonl').fsPath));
+  }
+
+  has(dir: vscode.Uri): boolean {
+    return this.runs.has(dir.toString());
+  }
+
+  private title(): string {
+    const labels = [...this.runs.values()].map((r) => r.info.label);
+    return `CoA Live: ${labels[0] ?? ''}${labels.length > 1 ? ` +${labels.length - 1}` : ''}`;
+  }
+
+  private follow(run: FollowedRun, tail: EventTail): void {
+    run.follower = followEvents(tail, {
+      intervalMs: 500,
+      onBatch: (batch) => {
+        this.reportIssues(run, batch);
+        if (batch.reset) {
+          run.pending = [];
+          run.reset = true;
+        }
+        run.pending.push(...batch.events);
+        this.scheduleFlush();
+      },
+    });
+  }
+
+  private reportIssues(run: FollowedRun, batch: TailBatch): void {
+    if (!batch.issues.length) return;
+    for (const i of batch.issues) this.log.warn(`live panel: skipped a malformed event: ${formatIssue(i)}`);
+    this.post({ type: 'issues', run: run.info.key, issues: batch.issues });
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer || !this.ready) return;
+    this.flushTimer = setTimeout(() => this.flush(), BATCH_MS);
+  }
+
+  private flush(): void {
+    this.flushTimer = undefined;
+    if (!this.ready) return;
+    for (const run of this.runs.values()) {
+      if (!run.pending.length && !run.reset) continue;
+      const events = run.pending;
+      run.pending = [];
+      const batches = events.length ? chunk(events, MAX_EVENTS_PER_MESSAGE) : [[]];
+      batches.forEach((b, i) => this.post({ type: 'events', run: run.info.key, events: b, reset: i === 0 && run.reset ? true : undefined }));
+      run.reset = false;
+      this.sent += events.length;
+    }
+  }
+
+  private post(message: HostToPanel): void {
+    // Before 'ready' the page cannot listen yet: keep the message (events wait in their runs' pending lists).
+    if (this.ready) void this.panel.webview.postMessage(message);
+    else this.queue.push(message);
+  }
+
+  private async onMessage(m: PanelToHost): Promise<void> {
+    switch (m?.type) {
+      case 'ready':
+        this.ready = true;
+        for (const q of this.queue.splice(0)) this.post(q);
+        this.scheduleFlush();
+        return;
+      case 'addRun':
+        await vscode.commands.executeCommand('coaStudio.addRunToLivePanel');
+        return;
+      case 'removeRun': {
+        const run = this.runs.get(m.run);
+        if (!run || this.runs.size <= 1) return;
+        run.follower?.dispose();
+        this.runs.delete(m.run);
+        this.panel.title = this.title();
+        this.post({ type: 'removeRun', run: m.run });
+        return;
+      }
+      case 'openSample': {
+        const run = this.runs.get(m.run);
+        if (!run) return;
+        await openSample(run.dir, m.stage, String(m.id), m.record, this.log);
+        return;
+      }
+    }
+  }
+
+  dispose(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    for (const run of this.runs.values()) run.follower?.dispose();
+    this.runs.clear();
+    for (const d of this.disposables.splice(0)) d.dispose();
+    this.onDidDispose?.();
+  }
+}
+
+/**
+ * Opens a sampled rollout with highlighting: the stage's rollouts.coa.jsonl at the record's line when the trainer
+ * wrote one containing it, otherwise an untitled coa-jsonl document holding the record from the event.
+ */
+export async function openSample(runDir: vscode.Uri, stage: string, id: string, record: unknown, log: vscode.LogOutputChannel): Promise<void> {
+  if (isSafeStageName(stage)) {
+    const file = vscode.Uri.joinPath(runDir, 'stages', stage, 'rollouts.coa.jsonl');
+    try {
+      const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(file));
+      const line = findRecordLine(text, id);
+      if (line >= 0) {
+        const doc = await vscode.workspace.openTextDocument(file);
+        const at = new vscode.Range(line, 0, line, 0);
+        await vscode.window.showTextDocument(doc, { selection: at, preview: true, viewColumn: vscode.ViewColumn.Beside });
+        return;
+      }
+    } catch {
+      // no rollouts file for this stage: fall through to the record itself
+    }
+  } else {
+    log.warn(`live panel: ignored a rollout with an unexpected stage name ${JSON.stringify(stage)}`);
+  }
+  const doc = await vscode.workspace.openTextDocument({ language: 'coa-jsonl', content: JSON.stringify(record) + '\n' });
+  // Beside the panel, so the charts stay in view (and the panel stays the visible, restorable tab of its group).
+  await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
+}

@@ -1,0 +1,37 @@
+// Finding a sampled rollout in a stage's rollouts file, and the few names the host accepts from the webview.
+// No vscode import: unit-tested directly.
+
+/** 0-based line of the record whose `id` is `id` in a JSON Lines text, or -1. Cheap substring test first. */
+export function findRecordLine(text: string, id: string): number {
+  const needle = JSON.stringify(id);
+  let line = 0;
+  let start = 0;
+  while (start <= text.length) {
+    let end = text.indexOf('\n', start);
+    if (end === -1) end = text.length;
+    const row = text.slice(start, end);
+    if (row.includes(needle)) {
+      try {
+        const value = JSON.parse(row) as { id?: unknown };
+        if (value && value.id === id) return line;
+      } catch {
+        // not a JSON line: skip it
+      }
+    }
+    line++;
+    start = end + 1;
+  }
+  return -1;
+}
+
+/** A stage name from the webview becomes a path segment: only plain names, never `..` or separators. */
+export function isSafeStageName(stage: string): boolean {
+  return /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(stage) && !stage.includes('..');
+}
+
+/** Splits events into message-sized batches (postMessage clones them; very large messages stall the page). */
+export function chunk<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}

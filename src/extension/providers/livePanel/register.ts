@@ -1,0 +1,95 @@
+// The live panel's registration (serializer for window reloads) and its two commands, which the command table in
+// commands.ts points at: "Open Live Training Panel" (argument: a run directory Uri, as the Runs view and Train
+// Stage pass it) and "Compare Run in Live Panel" (adds a run to the active panel).
+import * as vscode from 'vscode';
+import { LIVE_PANEL_VIEW_TYPE, type LivePanelSavedState } from '../../../../webview/live-panel/protocol';
+import { LivePanel } from './panel';
+
+const panels = new Set<LivePanel>();
+let active: LivePanel | undefined;
+let extensionUri: vscode.Uri | undefined;
+let log: vscode.LogOutputChannel | undefined;
+
+function adopt(panel: vscode.WebviewPanel): LivePanel {
+  const lp = new LivePanel(panel, extensionUri!, log!);
+  panels.add(lp);
+  active = lp;
+  panel.onDidChangeViewState((e) => e.webviewPanel.active && (active = lp));
+  lp.onDidDispose = () => {
+    panels.delete(lp);
+    if (active === lp) active = [...panels].pop();
+  };
+  return lp;
+}
+
+export function registerLivePanel(context: vscode.ExtensionContext, logChannel: vscode.LogOutputChannel): void {
+  extensionUri = context.extensionUri;
+  log = logChannel;
+  context.subscriptions.push(
+    vscode.window.registerWebviewPanelSerializer(LIVE_PANEL_VIEW_TYPE, {
+      // After a window reload: the page saved its runs and smoothing with setState; the events are re-read.
+      async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: LivePanelSavedState | undefined) {
+        const dirs = (state?.runs ?? []).map((r) => vscode.Uri.parse(r.key));
+        await adopt(panel).show(dirs, state?.smoothing ?? 0);
+      },
+    }),
+    { dispose: () => [...panels].forEach((p) => p.panel.dispose()) },
+  );
+}
+
+/** A run directory from a command argument: a Uri (of the directory or its events.jsonl), a path, or a tree item. */
+export function runDirFrom(arg: unknown): vscode.Uri | undefined {
+  let uri: vscode.Uri | undefined;
+  if (arg instanceof vscode.Uri) uri = arg;
+  else if (typeof arg === 'string' && arg) uri = vscode.Uri.file(arg);
+  else if (arg && typeof arg === 'object') {
+    const o = arg as { resourceUri?: unknown; uri?: unknown; runDir?: unknown; dir?: unknown };
+    for (const v of [o.runDir, o.resourceUri, o.uri, o.dir]) if (v !== undefined && (uri = runDirFrom(v))) break;
+  }
+  if (uri && uri.path.endsWith('/events.jsonl')) uri = vscode.Uri.joinPath(uri, '..');
+  return uri;
+}
+
+/** Quick pick over the workspace's runs (newest first), or a folder chosen by hand. */
+async function pickRunDir(title: string): Promise<vscode.Uri | undefined> {
+  const files = await vscode.workspace.findFiles('**/runs/*/events.jsonl', '**/node_modules/**', 200);
+  const items = await Promise.all(
+    files.map(async (f) => {
+      const dir = vscode.Uri.joinPath(f, '..');
+      const stat = await vscode.workspace.fs.stat(f).then((s) => s, () => undefined);
+      return { label: dir.path.split('/').pop() ?? dir.path, description: vscode.workspace.asRelativePath(dir), dir, mtime: stat?.mtime ?? 0 };
+    }),
+  );
+  items.sort((a, b) => b.mtime - a.mtime);
+  const browse = { label: '$(folder-opened) Browse…', description: 'a run directory (holding events.jsonl)', dir: undefined, mtime: 0 };
+  const picked = await vscode.window.showQuickPick([...items, browse], { title, placeHolder: items.length ? 'Run' : 'No runs/*/events.jsonl in the workspace' });
+  if (!picked) return undefined;
+  if (picked.dir) return picked.dir;
+  const chosen = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, openLabel: 'Open run', title });
+  return chosen?.[0];
+}
+
+export async function openLivePanel(arg?: unknown): Promise<void> {
+  const dir = runDirFrom(arg) ?? (await pickRunDir('Open Live Training Panel'));
+  if (!dir) return;
+  const existing = [...panels].find((p) => p.has(dir));
+  if (existing) {
+    existing.panel.reveal();
+    return;
+  }
+  const panel = vscode.window.createWebviewPanel(LIVE_PANEL_VIEW_TYPE, 'CoA Live', { viewColumn: vscode.ViewColumn.Active, preserveFocus: false }, {
+    enableScripts: true,
+    // Charts hold every point received; rebuilding them on each tab switch would mean re-reading the run.
+    retainContextWhenHidden: true,
+    localResourceRoots: [vscode.Uri.joinPath(extensionUri!, 'dist', 'webview')],
+  });
+  await adopt(panel).show([dir]);
+}
+
+export async function addRunToLivePanel(arg?: unknown): Promise<void> {
+  if (!active) return openLivePanel(arg);
+  const dir = runDirFrom(arg) ?? (await pickRunDir('Compare Run in Live Panel'));
+  if (!dir) return;
+  await active.addRun(dir);
+  active.panel.reveal(undefined, true);
+}

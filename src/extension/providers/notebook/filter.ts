@@ -1,0 +1,60 @@
+// "Show failures", "> N tool calls", "sort by reward": a view of a trajectory file as a new notebook holding the
+// matching records (the source is never reordered or changed). Pure; the commands in commands.ts call it.
+import { parseRecordLine } from '../../../core/jsonl';
+import { scoreRecords } from '../../../core/rewards';
+import type { RewardBreakdown } from '../../../core/record';
+import { DecodeOptions, NotebookContent, linesToNotebook, notebookToText, splitLines } from './codec';
+import { META_KEY, NotebookMeta } from './cells';
+
+export type ViewSpec =
+  | { kind: 'failures' }
+  | { kind: 'tool-calls'; more: number }
+  | { kind: 'sort'; by: 'reward' | 'tool-calls'; order: 'asc' | 'desc' };
+
+export function describeView(spec: ViewSpec): string {
+  switch (spec.kind) {
+    case 'failures':
+      return 'failures (reward 0 or format errors)';
+    case 'tool-calls':
+      return `trajectories with > ${spec.more} tool calls`;
+    case 'sort':
+      return `sorted by ${spec.by} (${spec.order === 'asc' ? 'lowest' : 'highest'} first)`;
+  }
+}
+
+/** A failure: nothing earned, or a format error. */
+export function isFailure(b: RewardBreakdown): boolean {
+  return b.total <= 0 || !b.format_ok;
+}
+
+/**
+ * The view notebook for a file's text. Rewards are computed over the whole file first (OTC-GRPO's n depends on
+ * every answer to a question), then records are chosen; bad lines are left out of a view. The view is untitled;
+ * saving it writes the subset, each line as it was.
+ */
+export interface ViewResult extends NotebookContent {
+  count: number;
+  /** The view as file text (the chosen lines, each as it was) and the whole-file rewards of its records. */
+  text: string;
+  rewards: RewardBreakdown[];
+}
+
+export function viewNotebook(text: string, spec: ViewSpec, options: DecodeOptions = {}): ViewResult {
+  const { lines } = splitLines(text);
+  const parsed = lines.map((src) => ({ src: { ...src, gap: '', eol: '\n' }, entry: parseRecordLine(src.raw, src.line) })).filter((e) => e.entry.record);
+  const rewards = scoreRecords(parsed.map((e) => e.entry.record!), options.scheme ?? 'em', options.params ?? {});
+  let order = parsed.map((_, i) => i);
+  if (spec.kind === 'failures') order = order.filter((i) => isFailure(rewards[i]));
+  if (spec.kind === 'tool-calls') order = order.filter((i) => rewards[i].tool_calls > spec.more);
+  if (spec.kind === 'sort') {
+    const key = (i: number) => (spec.by === 'reward' ? rewards[i].total : rewards[i].tool_calls);
+    const sign = spec.order === 'asc' ? 1 : -1;
+    order.sort((a, b) => sign * (key(a) - key(b)) || a - b); // stable: file order breaks ties
+  }
+  // Score the subset with the whole file's rewards: re-scoring a subset would change OTC-GRPO's n.
+  const chosen = order.map((i) => rewards[i]);
+  const content = linesToNotebook(order.map((i) => parsed[i]), '', { ...options, rewards: chosen });
+  const meta = content.metadata[META_KEY] as NotebookMeta;
+  meta.view = { source: options.source ?? '', description: describeView(spec) };
+  return { ...content, count: order.length, text: notebookToText(content), rewards: chosen };
+}

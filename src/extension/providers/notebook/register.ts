@@ -1,0 +1,172 @@
+// Registration of the trajectory notebook and the handlers of its commands (the command table in commands.ts
+// points here). Large files: the serializer returns a stub, and this module swaps it for the trajectory browser.
+import * as vscode from 'vscode';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { LARGE_FILE_REASON, TrajectorySerializer, largeFileBytes, notebookDocumentText, rewardOptions, viewRewards } from './serializer';
+import { META_KEY, NOTEBOOK_TYPE, NOTEBOOK_TYPES, NOTEBOOK_TYPE_ANY_JSONL, NotebookMeta, isTrajectoryNotebook } from './cells';
+import { ViewSpec, viewNotebook } from './filter';
+import { DiagnosticCache, notebookDiagnostics } from './diagnostics';
+import { readConfig } from '../../config';
+import { BROWSER_VIEW_TYPE, registerTrajectoryBrowser } from '../browser/provider';
+
+export function registerTrajectoryNotebook(context: vscode.ExtensionContext): void {
+  context.subscriptions.push(
+    // Outputs are derived (rewards are recomputed on open): never written, never making the notebook dirty.
+    ...NOTEBOOK_TYPES.map((type) => vscode.workspace.registerNotebookSerializer(type, new TrajectorySerializer(), { transientOutputs: true })),
+    vscode.workspace.onDidOpenNotebookDocument((doc) => void redirectLargeFile(doc)),
+    // A large file's notebook tab is swapped for the browser as soon as it opens, before VS Code reads the file
+    // (VS Code may also stop at its own "very large notebook" notice, where no document is ever opened).
+    vscode.window.tabGroups.onDidChangeTabs((e) => [...e.opened, ...e.changed].forEach((tab) => void redirectLargeTab(tab))),
+  );
+  vscode.window.tabGroups.all.forEach((g) => g.tabs.forEach((tab) => void redirectLargeTab(tab)));
+  registerTrajectoryBrowser(context);
+  registerCellDiagnostics(context);
+  for (const doc of vscode.workspace.notebookDocuments) void redirectLargeFile(doc);
+}
+
+/** Format diagnostics of whole records shown on their step cells, refreshed as cells are edited. */
+function registerCellDiagnostics(context: vscode.ExtensionContext): void {
+  const collection = vscode.languages.createDiagnosticCollection('coa-notebook');
+  const timers = new Map<string, ReturnType<typeof setTimeout>>();
+  const caches = new Map<string, DiagnosticCache>();
+  const update = (doc: vscode.NotebookDocument) => {
+    if (!isTrajectoryNotebook(doc.notebookType)) return;
+    const cells = doc.getCells();
+    const c = readConfig();
+    const cache = caches.get(doc.uri.toString()) ?? { key: () => '', records: new Map() };
+    cache.key = (i) => `${cells[i].document.uri.toString()}@${cells[i].document.version}`;
+    caches.set(doc.uri.toString(), cache);
+    const found = notebookDiagnostics(
+      cells.map((cell) => ({ kind: cell.kind === vscode.NotebookCellKind.Markup ? 'markup' : 'code', value: cell.document.getText(), metadata: cell.metadata })),
+      { dialect: c.dialect, strictness: c.strictness, tools: c.tools },
+      cache,
+    );
+    const byCell = new Map<number, vscode.Diagnostic[]>();
+    for (const d of found) {
+      const docu = cells[d.cell].document;
+      const diag = new vscode.Diagnostic(new vscode.Range(docu.positionAt(d.start), docu.positionAt(d.end)), d.message, d.severity === 'error' ? vscode.DiagnosticSeverity.Error : vscode.DiagnosticSeverity.Warning);
+      diag.code = d.code;
+      diag.source = 'coa';
+      byCell.set(d.cell, [...(byCell.get(d.cell) ?? []), diag]);
+    }
+    cells.forEach((cell, i) => collection.set(cell.document.uri, byCell.get(i) ?? []));
+  };
+  const later = (doc: vscode.NotebookDocument) => {
+    const key = doc.uri.toString();
+    clearTimeout(timers.get(key));
+    timers.set(key, setTimeout(() => update(doc), 300));
+  };
+  context.subscriptions.push(
+    collection,
+    vscode.workspace.onDidOpenNotebookDocument(update),
+    vscode.workspace.onDidChangeNotebookDocument((e) => later(e.notebook)),
+    vscode.workspace.onDidCloseNotebookDocument((doc) => {
+      caches.delete(doc.uri.toString());
+      doc.getCells().forEach((cell) => collection.delete(cell.document.uri));
+    }),
+    // Settings change what the rules say: start over.
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (!e.affectsConfiguration('coaStudio')) return;
+      caches.clear();
+      vscode.workspace.notebookDocuments.forEach(update);
+    }),
+    { dispose: () => timers.forEach((t) => clearTimeout(t)) },
+  );
+  vscode.workspace.notebookDocuments.forEach(update);
+}
+
+async function redirectLargeFile(doc: vscode.NotebookDocument): Promise<void> {
+  const meta = doc.metadata?.[META_KEY] as NotebookMeta | undefined;
+  if (!isTrajectoryNotebook(doc.notebookType) || meta?.readonly !== LARGE_FILE_REASON || doc.uri.scheme !== 'file') return;
+  await openInBrowserInstead(doc.uri);
+}
+
+async function redirectLargeTab(tab: vscode.Tab): Promise<void> {
+  const input = tab.input;
+  if (!(input instanceof vscode.TabInputNotebook) || !isTrajectoryNotebook(input.notebookType) || input.uri.scheme !== 'file') return;
+  let size: number;
+  try {
+    size = (await vscode.workspace.fs.stat(input.uri)).size;
+  } catch {
+    return; // gone or unreadable: the notebook editor reports it
+  }
+  if (size > largeFileBytes()) await openInBrowserInstead(input.uri, tab.group.viewColumn);
+}
+
+const redirecting = new Set<string>();
+
+/** Open the browser on a file and close its notebook tabs (the stub, or VS Code's large-file notice). */
+async function openInBrowserInstead(uri: vscode.Uri, viewColumn?: vscode.ViewColumn): Promise<void> {
+  const key = uri.toString();
+  if (redirecting.has(key)) return;
+  redirecting.add(key);
+  try {
+    await vscode.commands.executeCommand('vscode.openWith', uri, BROWSER_VIEW_TYPE, viewColumn);
+    for (const group of vscode.window.tabGroups.all) {
+      for (const tab of group.tabs) {
+        if (tab.input instanceof vscode.TabInputNotebook && isTrajectoryNotebook(tab.input.notebookType) && tab.input.uri.toString() === key) await vscode.window.tabGroups.close(tab);
+      }
+    }
+  } finally {
+    redirecting.delete(key);
+  }
+}
+
+function activeUri(): vscode.Uri | undefined {
+  return vscode.window.activeNotebookEditor?.notebook.uri ?? vscode.window.activeTextEditor?.document.uri ?? activeTabUri();
+}
+
+function activeTabUri(): vscode.Uri | undefined {
+  const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+  if (input instanceof vscode.TabInputText || input instanceof vscode.TabInputCustom || input instanceof vscode.TabInputNotebook) return input.uri;
+  return undefined;
+}
+
+/** "Open as Trajectory Notebook": any .jsonl (the active editor's file), or the browser above the threshold. */
+export async function openAsTrajectoryNotebook(): Promise<void> {
+  const uri = activeUri();
+  if (!uri) return void vscode.window.showInformationMessage('Open a .jsonl file first.');
+  const size = uri.scheme === 'file' ? (await vscode.workspace.fs.stat(uri)).size : 0;
+  await vscode.commands.executeCommand('vscode.openWith', uri, size > largeFileBytes() ? BROWSER_VIEW_TYPE : uri.path.endsWith('.coa.jsonl') ? NOTEBOOK_TYPE : NOTEBOOK_TYPE_ANY_JSONL);
+}
+
+export async function openTrajectoryBrowser(): Promise<void> {
+  const uri = activeUri();
+  if (!uri) return void vscode.window.showInformationMessage('Open a .jsonl file first.');
+  await vscode.commands.executeCommand('vscode.openWith', uri, BROWSER_VIEW_TYPE);
+}
+
+/** Filter/sort commands: a new untitled notebook with the matching records of the active trajectory notebook. */
+export async function showNotebookView(spec: ViewSpec | 'ask-tool-calls'): Promise<void> {
+  const editor = vscode.window.activeNotebookEditor;
+  if (!editor || !isTrajectoryNotebook(editor.notebook.notebookType)) return void vscode.window.showInformationMessage('Open a trajectory notebook first.');
+  if (spec === 'ask-tool-calls') {
+    const answer = await vscode.window.showInputBox({ prompt: 'Show trajectories with more than N tool calls', value: '3', validateInput: (v) => (/^\d+$/.test(v.trim()) ? null : 'a whole number') });
+    if (answer === undefined) return;
+    spec = { kind: 'tool-calls', more: Number(answer.trim()) };
+  }
+  let text: string;
+  try {
+    text = notebookDocumentText(editor.notebook);
+  } catch (e) {
+    return void vscode.window.showErrorMessage(`CoA Studio: ${(e as Error).message}`);
+  }
+  const view = viewNotebook(text, spec, { ...rewardOptions(), source: editor.notebook.uri.fsPath });
+  const meta = view.metadata[META_KEY] as NotebookMeta;
+  // A view is a file of its own in a temp folder, opened through the serializer: VS Code drops the outputs of an
+  // untitled notebook made from NotebookData, and the reward outputs are the point of a view.
+  const base = basename(editor.notebook.uri.path).replace(/(\.coa)?\.jsonl$/, '');
+  const slug = spec.kind === 'failures' ? 'failures' : spec.kind === 'tool-calls' ? `more-than-${spec.more}-tool-calls` : `by-${spec.by}`;
+  const file = join(mkdtempSync(join(tmpdir(), 'coa-studio-view-')), `${base}.${slug}.coa.jsonl`);
+  writeFileSync(file, view.text);
+  viewRewards.set(view.text, view.rewards);
+  try {
+    const doc = await vscode.workspace.openNotebookDocument(vscode.Uri.file(file));
+    await vscode.window.showNotebookDocument(doc);
+  } finally {
+    viewRewards.delete(view.text);
+  }
+  vscode.window.setStatusBarMessage(`${view.count} ${meta.view?.description ?? ''} (a copy: ${file})`, 10000);
+}

@@ -1,0 +1,232 @@
+// The replay NotebookControllers ("CoA Replay: checkpoint + environment server", "CoA Replay: simulated
+// environment") and the commands behind them. Running a cell of a record replays that record's question with
+// the picked ONNX checkpoint, appending a cell per step as it is generated (session.ts); the kernel's stop button
+// or the progress notification's Cancel aborts it. The engine itself (src/replay) knows nothing of VS Code.
+import * as vscode from 'vscode';
+import { existsSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
+import { parseRecordLine } from '../../../core/jsonl';
+import type { TrajectoryRecord } from '../../../core/record';
+import { EnvClient } from '../../../env/client';
+import type { ReplayMode } from '../../../replay/agent';
+import { OnnxModel } from '../../../replay/model';
+import { readConfig } from '../../config';
+import { startEnvServer, type RunningEnvServer } from '../../process/envServer';
+import { toVscode } from '../notebook/serializer';
+import { rewardOptions } from '../notebook/serializer';
+import { NOTEBOOK_TYPES, cellMeta, isTrajectoryNotebook } from '../notebook/cells';
+import type { CellData } from '../notebook/codec';
+import { runReplaySession } from './session';
+
+const CHECKPOINT_KEY = 'coaStudio.replay.checkpoint';
+
+interface State {
+  context: vscode.ExtensionContext;
+  log: vscode.LogOutputChannel;
+  models: Map<string, { mtime: number; model: Promise<OnnxModel> }>;
+  servers: Map<string, Promise<RunningEnvServer>>;
+  controllers: Map<string, vscode.NotebookController>;
+}
+let state: State | undefined;
+
+export function registerReplay(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): void {
+  const s: State = { context, log, models: new Map(), servers: new Map(), controllers: new Map() };
+  state = s;
+  for (const type of NOTEBOOK_TYPES) {
+    for (const mode of ['env', 'simulated'] as const) {
+      const c = vscode.notebooks.createNotebookController(`coa-replay-${mode}-${type}`, type,
+        mode === 'env' ? 'CoA Replay: checkpoint + environment server' : 'CoA Replay: simulated environment');
+      c.description = mode === 'env' ? 'ONNX checkpoint, tools from the environment server (RL-2)' : 'ONNX checkpoint writes its own observations (RL-1)';
+      c.supportedLanguages = ['coa', 'json', 'plaintext'];
+      c.supportsExecutionOrder = false;
+      c.executeHandler = (cells, notebook) => executeCells(s, c, mode, cells, notebook);
+      s.controllers.set(`${mode}:${type}`, c);
+      context.subscriptions.push(c);
+    }
+  }
+  context.subscriptions.push({
+    dispose: () => {
+      for (const srv of s.servers.values()) void srv.then((x) => x.stop(), () => undefined);
+      for (const m of s.models.values()) void m.model.then((x) => x.release(), () => undefined);
+    },
+  });
+}
+
+async function executeCells(s: State, c: vscode.NotebookController, mode: ReplayMode, cells: vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
+  const done = new Set<string>();
+  for (const cell of cells) {
+    // One replay per record, however many of its cells were run (keyed by the record's id and line).
+    const found = recordOf(notebook, cell);
+    const key = typeof found === 'string' ? `cell:${cell.index}` : `${found.record.id}\u0000${found.last}`;
+    if (done.has(key)) continue;
+    done.add(key);
+    const exec = c.createNotebookCellExecution(cell);
+    const ctl = new AbortController();
+    exec.token.onCancellationRequested(() => ctl.abort());
+    exec.start(Date.now());
+    // The cell keeps its own outputs (the reward breakdown on a record's last step); progress goes below them.
+    const keep = cell.outputs.filter((o) => !o.metadata?.coaReplayProgress);
+    const show = (item: vscode.NotebookCellOutputItem) => void exec.replaceOutput([...keep, new vscode.NotebookCellOutput([item], { coaReplayProgress: true })]);
+    let ok = false;
+    try {
+      ok = await replayCell(s, notebook, cell, mode, ctl.signal, (msg) => show(vscode.NotebookCellOutputItem.text(msg)));
+    } catch (e) {
+      show(vscode.NotebookCellOutputItem.error(e as Error));
+    }
+    exec.end(ok, Date.now());
+  }
+}
+
+/** Command: replay the record of the selected cell (asks for a checkpoint the first time). */
+export async function replayCommand(mode: ReplayMode): Promise<void> {
+  const s = state;
+  const editor = vscode.window.activeNotebookEditor;
+  if (!s || !editor || !isTrajectoryNotebook(editor.notebook.notebookType)) return void vscode.window.showInformationMessage('Open a trajectory notebook and select a cell of the record to replay.');
+  const index = editor.selection?.start ?? 0;
+  const cell = editor.notebook.cellAt(Math.min(index, editor.notebook.cellCount - 1));
+  await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: mode === 'env' ? 'Replaying with checkpoint' : 'Replaying in a simulated environment', cancellable: true },
+    async (progress, token) => {
+      const ctl = new AbortController();
+      token.onCancellationRequested(() => ctl.abort());
+      try {
+        await replayCell(s, editor.notebook, cell, mode, ctl.signal, (message) => progress.report({ message }));
+      } catch (e) {
+        void vscode.window.showErrorMessage(`CoA Studio replay: ${(e as Error).message}`);
+      }
+    },
+  );
+}
+
+/** Command: choose the ONNX checkpoint replays use. */
+export async function pickCheckpoint(): Promise<string | undefined> {
+  const s = state;
+  if (!s) return undefined;
+  const picked = await vscode.window.showOpenDialog({
+    title: 'Exported checkpoint (python -m coa_trainer export-onnx … -o model.onnx)', canSelectMany: false, filters: { 'ONNX model': ['onnx'] },
+  });
+  if (!picked?.[0]) return undefined;
+  await s.context.workspaceState.update(CHECKPOINT_KEY, picked[0].fsPath);
+  return picked[0].fsPath;
+}
+
+/** Greedy by default; a sampled replay gets a fresh seed, kept in the record's meta so it can be repeated. */
+function sampling(): { temperature: number; seed: number } {
+  const temperature = Math.max(0, Number(readConfig().replayTemperature) || 0);
+  return { temperature, seed: temperature > 0 ? Math.floor(Math.random() * 2 ** 31) : 0 };
+}
+
+/** `coaStudio.replay.checkpoint`, resolved against the first workspace folder; undefined when unset. */
+function configuredCheckpoint(): string | undefined {
+  const p = readConfig().replayCheckpoint.trim();
+  if (!p) return undefined;
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  return isAbsolute(p) || !folder ? p : join(folder, p);
+}
+
+function recordOf(notebook: vscode.NotebookDocument, cell: vscode.NotebookCell): { record: TrajectoryRecord; last: number } | string {
+  const meta = cellMeta(cell.metadata);
+  if (!meta || meta.kind === 'error') return 'Select a cell of a valid record to replay.';
+  let header: vscode.NotebookCell | undefined;
+  for (let i = cell.index; i >= 0; i--) {
+    const m = cellMeta(notebook.cellAt(i).metadata);
+    if (m?.kind === 'header') {
+      header = notebook.cellAt(i);
+      break;
+    }
+  }
+  const hm = header && cellMeta(header.metadata);
+  if (!header || hm?.kind !== 'header') return 'No record header above this cell.';
+  const parsed = parseRecordLine(hm.raw, hm.line);
+  if (!parsed.record) return `line ${hm.line}: not a valid record`;
+  let last = header.index;
+  for (let i = header.index + 1; i < notebook.cellCount; i++) {
+    const m = cellMeta(notebook.cellAt(i).metadata);
+    if (m?.kind === 'header' || m?.kind === 'error') break;
+    last = i;
+  }
+  return { record: parsed.record, last };
+}
+
+async function loadModel(s: State, path: string): Promise<OnnxModel> {
+  const mtime = statSync(path).mtimeMs;
+  const cached = s.models.get(path);
+  if (cached && cached.mtime === mtime) return cached.model;
+  const model = OnnxModel.load(path, { threads: 1 });
+  s.models.set(path, { mtime, model });
+  model.catch(() => s.models.delete(path));
+  return model;
+}
+
+/** The env server's search tool: the configured server, else one started for the checkpoint's run corpus. */
+async function envTool(s: State, checkpoint: string, dialect: string): Promise<(q: string) => Promise<string>> {
+  const cfg = readConfig();
+  let url = cfg.envServerUrl;
+  let token = cfg.envServerToken;
+  if (!url) {
+    const corpus = findCorpus(checkpoint) ?? (await vscode.window.showOpenDialog({ title: 'Search corpus for the environment server (FlashRAG JSONL)', filters: { JSONL: ['jsonl'] } }))?.[0]?.fsPath;
+    if (!corpus) throw new Error('no environment server: set coaStudio.envServer.url or pick a corpus');
+    let server = s.servers.get(corpus);
+    if (!server) {
+      server = startEnvServer({
+        node: process.execPath, cli: join(s.context.extensionPath, 'dist', 'cli.js'), corpus, dialect, log: s.log,
+        env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+      });
+      s.servers.set(corpus, server);
+      server.catch(() => s.servers.delete(corpus));
+    }
+    ({ url, token } = await server);
+  }
+  const client = new EnvClient({ url, token, retries: 2 });
+  return async (q) => (await client.search({ queries: [q], top_k: 3, dialect: dialect as 'coa' })).observations[0];
+}
+
+/** runs/<id>/data/corpus.jsonl above an exported checkpoint, when there is one. */
+function findCorpus(checkpoint: string): string | undefined {
+  for (let d = dirname(checkpoint), i = 0; i < 6; d = dirname(d), i++) {
+    const f = join(d, 'data', 'corpus.jsonl');
+    if (existsSync(f)) return f;
+    if (dirname(d) === d) break;
+  }
+  return undefined;
+}
+
+async function replayCell(s: State, notebook: vscode.NotebookDocument, cell: vscode.NotebookCell, mode: ReplayMode, signal: AbortSignal, report: (msg: string) => void): Promise<boolean> {
+  const found = recordOf(notebook, cell);
+  if (typeof found === 'string') throw new Error(found);
+  let checkpoint = configuredCheckpoint() ?? s.context.workspaceState.get<string>(CHECKPOINT_KEY);
+  if (!checkpoint || !existsSync(checkpoint)) checkpoint = await pickCheckpoint();
+  if (!checkpoint) return false;
+  report(`loading ${checkpoint}`);
+  const model = await loadModel(s, checkpoint);
+  const tool = mode === 'env' ? await envTool(s, checkpoint, model.info.dialect) : undefined;
+  // The group of cells this replay owns: inserted after the record, tracked by position and count.
+  const start = found.last + 1;
+  let count = 0;
+  const edit = async (range: vscode.NotebookRange, cells: CellData[]) => {
+    const we = new vscode.WorkspaceEdit();
+    we.set(notebook.uri, [vscode.NotebookEdit.replaceCells(range, toVscode({ cells, metadata: {} }).cells)]);
+    await vscode.workspace.applyEdit(we);
+  };
+  const t0 = Date.now();
+  const result = await runReplaySession({
+    model, source: found.record, mode, tool, signal, ...rewardOptions(), ...sampling(),
+    sink: {
+      append: async (cells) => {
+        await edit(new vscode.NotebookRange(start + count, start + count), cells);
+        count += cells.length;
+        report(`${count - 1} steps, ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      },
+      replaceAll: async (cells) => {
+        await edit(new vscode.NotebookRange(start, start + count), cells);
+        count = cells.length;
+      },
+    },
+  });
+  const msg = result.status === 'cancelled'
+    ? `replay cancelled after ${result.steps} steps`
+    : `replayed in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${result.steps} steps, ${result.result!.toolCalls} tool calls${result.result!.truncated ? ' (truncated)' : ''}`;
+  report(msg);
+  s.log.info(`replay of ${found.record.id} (${mode}, ${checkpoint}): ${msg}`);
+  return result.status === 'done';
+}

@@ -1,0 +1,136 @@
+// Token overlays in text editors of trajectory files: per view (loss mask, log-prob heat map, advantage sign) a
+// set of decoration types, toggled by one command each; a hover with token id, text, log-prob, mask and
+// advantage while any view is on. Only visible lines are decorated, so a large file costs what the screen shows.
+import * as vscode from 'vscode';
+import { type OverlayView, OVERLAY_VIEWS, STYLE_KEYS, groupByStyle, hoverMarkdown, spanAt, tokenSpans, type SpansResult } from './mapping';
+
+const MAX_LINE_CHARS = 2_000_000; // a line beyond this is not parsed for overlays (a hover must stay instant)
+
+function decorationFor(view: OverlayView, key: string): vscode.TextEditorDecorationType {
+  const heat = ['rgba(0,160,0,0.10)', 'rgba(160,200,0,0.22)', 'rgba(230,180,0,0.30)', 'rgba(240,110,0,0.38)', 'rgba(230,20,20,0.45)'];
+  switch (`${view}:${key}`) {
+    case 'mask:trained':
+      return vscode.window.createTextEditorDecorationType({ backgroundColor: 'rgba(40,160,255,0.18)', borderRadius: '2px' });
+    case 'mask:masked':
+      return vscode.window.createTextEditorDecorationType({ opacity: '0.45', textDecoration: 'line-through rgba(128,128,128,0.6)' });
+    case 'advantage:positive':
+      return vscode.window.createTextEditorDecorationType({ borderWidth: '0 0 2px 0', borderStyle: 'solid', borderColor: 'rgba(0,170,0,0.9)' });
+    case 'advantage:negative':
+      return vscode.window.createTextEditorDecorationType({ borderWidth: '0 0 2px 0', borderStyle: 'solid', borderColor: 'rgba(220,0,0,0.9)' });
+    case 'advantage:zero':
+      return vscode.window.createTextEditorDecorationType({ borderWidth: '0 0 1px 0', borderStyle: 'dotted', borderColor: 'rgba(128,128,128,0.7)' });
+    default:
+      return vscode.window.createTextEditorDecorationType({ backgroundColor: heat[Number(key.slice(2))] ?? heat[4] });
+  }
+}
+
+export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
+  private readonly on = new Set<OverlayView>();
+  private readonly types = new Map<string, vscode.TextEditorDecorationType>();
+  private readonly cache = new Map<string, { version: number; lines: Map<number, SpansResult> }>();
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor() {
+    for (const view of OVERLAY_VIEWS) for (const key of STYLE_KEYS[view]) this.types.set(`${view}:${key}`, decorationFor(view, key));
+    this.disposables.push(
+      vscode.window.onDidChangeVisibleTextEditors(() => this.refreshAll()),
+      vscode.window.onDidChangeTextEditorVisibleRanges((e) => this.refresh(e.textEditor)),
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        this.cache.delete(e.document.uri.toString());
+        for (const ed of vscode.window.visibleTextEditors) if (ed.document === e.document) this.refresh(ed);
+      }),
+      vscode.workspace.onDidCloseTextDocument((d) => this.cache.delete(d.uri.toString())),
+      vscode.languages.registerHoverProvider([{ language: 'coa-jsonl' }, { language: 'jsonl' }, { pattern: '**/*.jsonl' }], this),
+    );
+  }
+
+  /** The toggle command of one view; returns the new state. */
+  toggle(view: OverlayView): boolean {
+    if (this.on.has(view)) this.on.delete(view);
+    else this.on.add(view);
+    void vscode.commands.executeCommand('setContext', `coaStudio.tokens.${view}`, this.on.has(view));
+    this.refreshAll();
+    const ed = vscode.window.activeTextEditor;
+    if (this.on.has(view) && ed && !this.anyTokens(ed)) {
+      void vscode.window.showInformationMessage('No visible record has `tokens` with `offsets`: nothing to overlay here.');
+    }
+    return this.on.has(view);
+  }
+
+  private spansOf(doc: vscode.TextDocument, line: number): SpansResult {
+    const key = doc.uri.toString();
+    let entry = this.cache.get(key);
+    if (!entry || entry.version !== doc.version) {
+      entry = { version: doc.version, lines: new Map() };
+      this.cache.set(key, entry);
+    }
+    let r = entry.lines.get(line);
+    if (!r) {
+      const text = doc.lineAt(line).text;
+      r = text.length > MAX_LINE_CHARS ? { spans: null, reason: 'line too long' } : text.trim() === '' ? { spans: null, reason: 'blank' } : tokenSpans(text);
+      entry.lines.set(line, r);
+    }
+    return r;
+  }
+
+  private anyTokens(ed: vscode.TextEditor): boolean {
+    return ed.visibleRanges.some((r) => {
+      for (let l = r.start.line; l <= r.end.line; l++) if (this.spansOf(ed.document, l).spans) return true;
+      return false;
+    });
+  }
+
+  private isTrajectoryFile(doc: vscode.TextDocument): boolean {
+    return doc.languageId === 'coa-jsonl' || doc.fileName.endsWith('.jsonl');
+  }
+
+  private refreshAll(): void {
+    for (const ed of vscode.window.visibleTextEditors) this.refresh(ed);
+  }
+
+  private refresh(ed: vscode.TextEditor): void {
+    const ranges = new Map<string, vscode.Range[]>();
+    if (this.on.size && this.isTrajectoryFile(ed.document)) {
+      for (const vr of ed.visibleRanges) {
+        for (let l = vr.start.line; l <= vr.end.line && l < ed.document.lineCount; l++) {
+          const { spans } = this.spansOf(ed.document, l);
+          if (!spans) continue;
+          for (const view of this.on) {
+            for (const [key, list] of groupByStyle(view, spans)) {
+              const k = `${view}:${key}`;
+              const out = ranges.get(k) ?? [];
+              for (const s of list) out.push(new vscode.Range(l, s.start, l, s.end));
+              ranges.set(k, out);
+            }
+          }
+        }
+      }
+    }
+    for (const [k, type] of this.types) ed.setDecorations(type, ranges.get(k) ?? []);
+  }
+
+  provideHover(doc: vscode.TextDocument, pos: vscode.Position): vscode.Hover | undefined {
+    if (!this.on.size) return undefined;
+    const { spans } = this.spansOf(doc, pos.line);
+    const s = spans && spanAt(spans, pos.character);
+    if (!s) return undefined;
+    const md = new vscode.MarkdownString(hoverMarkdown(s));
+    return new vscode.Hover(md, new vscode.Range(pos.line, s.start, pos.line, s.end));
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+    for (const t of this.types.values()) t.dispose();
+  }
+}
+
+let overlays: TokenOverlays | undefined;
+
+export function registerTokenOverlays(context: vscode.ExtensionContext): void {
+  overlays = new TokenOverlays();
+  context.subscriptions.push(overlays);
+}
+
+export async function toggleTokenView(view: OverlayView): Promise<void> {
+  overlays?.toggle(view);
+}

@@ -1,0 +1,207 @@
+// The replay agent loop, the editor's twin of the trainer's `rollout` (src/trainer/coa_trainer/generate.py):
+// generate until an action's closing tag, the answer's closing tag or EOS; for an action either ask the
+// environment's tool (RL-2 style) or let the model write the observation itself after the observation opening
+// tag (RL-1, simulated). Observation tokens carry loss-mask 0. Ids flow end to end through one KV cache.
+// Independent of VS Code: the NotebookController drives it, tests run it in-process.
+import { parseToolCall } from '../core/scanner';
+import type { TrajectoryRecord } from '../core/record';
+import { CancelledError, generate, seededRandom } from './generate';
+import type { OnnxModel } from './model';
+
+export type ReplayMode = 'env' | 'simulated';
+
+export interface ReplayOptions {
+  mode: ReplayMode;
+  /** The environment's search tool: query → observation body (without tags). Required for mode 'env'. */
+  tool?: (query: string) => Promise<string>;
+  /** How a question is put to the model (the run config's prompt_template). */
+  promptTemplate?: string;
+  maxTurns?: number;
+  maxNewTokens?: number;
+  maxObservationTokens?: number;
+  maxTotal?: number;
+  temperature?: number;
+  seed?: number;
+  signal?: AbortSignal;
+  /** Called as each step is complete (a model turn, an observation). */
+  onStep?: (step: ReplayStep) => void | Promise<void>;
+}
+
+export type StopReason = 'action' | 'answer' | 'eos' | 'limit' | 'observation' | 'max-turns';
+
+export interface ReplayStep {
+  kind: 'model' | 'observation';
+  /** Index of this step's first token in the response ids. */
+  first: number;
+  ids: number[];
+  text: string;
+  latencyMs: number;
+  stop: StopReason;
+  /** Observations: the model wrote it (simulated environment). */
+  simulated?: boolean;
+  query?: string;
+  toolError?: string;
+}
+
+export interface ReplayResult {
+  promptIds: number[];
+  ids: number[];
+  lossMask: number[];
+  logprobs: (number | null)[];
+  steps: ReplayStep[];
+  response: string;
+  offsets: number[];
+  toolCalls: number;
+  toolFailures: number;
+  finished: boolean;
+  truncated: boolean;
+}
+
+export const DEFAULT_PROMPT = 'question : {question}\n';
+
+export async function replayQuestion(model: OnnxModel, question: string, opts: ReplayOptions): Promise<ReplayResult> {
+  const tok = model.tokenizer;
+  const info = model.info;
+  if (opts.mode === 'env' && !opts.tool) throw new Error('replay in mode env needs a tool (the environment server)');
+  const id = (tag: string | null): number | undefined => (tag ? (info.tag_ids[tag] ?? tok.tokenToId(tag)) : undefined);
+  const aOpen = id(info.tags.action_open)!;
+  const aClose = id(info.tags.action_close)!;
+  const oOpen = id(info.tags.obs_open)!;
+  const oClose = id(info.tags.obs_close)!;
+  const ansClose = id(info.tags.answer_close);
+  const eos = info.eos_id ?? undefined;
+  const stops = new Set<number>([aClose, ...(ansClose !== undefined ? [ansClose] : []), ...(eos !== undefined ? [eos] : [])]);
+  const maxTurns = opts.maxTurns ?? 4;
+  const maxNew = opts.maxNewTokens ?? 128;
+  const maxObs = opts.maxObservationTokens ?? 128;
+  const maxTotal = opts.maxTotal ?? 1024;
+  const random = seededRandom(opts.seed ?? 0);
+  const check = () => {
+    if (opts.signal?.aborted) throw new CancelledError();
+  };
+
+  const promptIds = tok.encode((opts.promptTemplate ?? info.prompt_template ?? DEFAULT_PROMPT).replace('{question}', question)).ids;
+  const dec = model.decoder();
+  const r: ReplayResult = {
+    promptIds, ids: [], lossMask: [], logprobs: [], steps: [], response: '', offsets: [],
+    toolCalls: 0, toolFailures: 0, finished: false, truncated: false,
+  };
+  const push = async (step: ReplayStep) => {
+    r.steps.push(step);
+    await opts.onStep?.(step);
+  };
+  // What the next generate call must feed first: the prompt, then whatever was appended but not yet fed.
+  let pending: number[] = promptIds.slice();
+  for (let turn = 0; ; turn++) {
+    check();
+    const budget = Math.min(maxNew, maxTotal - promptIds.length - r.ids.length);
+    if (budget <= 0) {
+      r.truncated = true;
+      break;
+    }
+    const t0 = performance.now();
+    const g = await generate(dec, pending, { maxNewTokens: budget, stopIds: stops, temperature: opts.temperature, random, signal: opts.signal });
+    // A stop token is returned but not yet in the cache: it is fed first next time.
+    pending = g.stopped ? [g.ids[g.ids.length - 1]] : [];
+    const first = r.ids.length;
+    r.ids.push(...g.ids);
+    r.lossMask.push(...g.ids.map(() => 1));
+    r.logprobs.push(...g.logprobs);
+    const last = g.ids[g.ids.length - 1];
+    const stop: StopReason = !g.stopped ? 'limit' : last === aClose ? (turn < maxTurns ? 'action' : 'max-turns') : last === eos ? 'eos' : 'answer';
+    await push({ kind: 'model', first, ids: g.ids, text: tok.decode(g.ids), latencyMs: performance.now() - t0, stop });
+    if (stop === 'limit') {
+      r.truncated = true;
+      break;
+    }
+    if (stop !== 'action') {
+      r.finished = stop !== 'max-turns';
+      break;
+    }
+    const query = actionQuery(tok.decode(between(r.ids, aOpen, aClose)), info.tags.action_open);
+    r.toolCalls++;
+    check();
+    const t1 = performance.now();
+    const obsFirst = r.ids.length;
+    let obsIds: number[];
+    let toolError: string | undefined;
+    let simulated = false;
+    if (opts.mode === 'env') {
+      let body = '';
+      try {
+        body = await opts.tool!(query);
+      } catch (e) {
+        toolError = (e as Error).message;
+        r.toolFailures++;
+      }
+      obsIds = tok.encode(`${info.tags.obs_open}${body}${info.tags.obs_close}`).ids.slice(0, maxObs + 2);
+      if (obsIds[obsIds.length - 1] !== oClose) obsIds.push(oClose); // a cut observation still closes
+      pending = [...pending, ...obsIds];
+    } else {
+      // RL-1: the policy writes the observation after the opening tag; its tokens are masked like real ones.
+      simulated = true;
+      const w = await generate(dec, [...pending, oOpen], {
+        maxNewTokens: Math.max(1, Math.min(maxObs, maxTotal - promptIds.length - r.ids.length - 1)),
+        stopIds: new Set([oClose, ...(eos !== undefined ? [eos] : [])]), temperature: opts.temperature, random, signal: opts.signal,
+      });
+      obsIds = [oOpen, ...w.ids];
+      if (w.ids[w.ids.length - 1] !== oClose) {
+        if (w.stopped) obsIds.pop(); // EOS inside an observation: replaced by its close
+        obsIds.push(oClose);
+      }
+      pending = [oClose];
+    }
+    r.ids.push(...obsIds);
+    r.lossMask.push(...obsIds.map(() => 0));
+    r.logprobs.push(...obsIds.map(() => null));
+    await push({
+      kind: 'observation', first: obsFirst, ids: obsIds, text: tok.decode(obsIds), latencyMs: performance.now() - t1,
+      stop: 'observation', simulated, query, ...(toolError ? { toolError } : {}),
+    });
+    if (promptIds.length + r.ids.length >= maxTotal) {
+      r.truncated = true;
+      break;
+    }
+  }
+  const decoded = tok.decodeWithOffsets(r.ids);
+  r.response = decoded.text;
+  r.offsets = decoded.offsets;
+  return r;
+}
+
+function between(ids: number[], open: number, close: number): number[] {
+  const end = ids.lastIndexOf(close);
+  const start = ids.lastIndexOf(open, end);
+  return start >= 0 && start < end ? ids.slice(start + 1, end) : [];
+}
+
+/** The search query of an action body: the text, or the `query` argument of a Hermes JSON call. */
+function actionQuery(body: string, actionOpen: string): string {
+  const text = body.trim();
+  if (actionOpen === '<tool_call>') {
+    const call = parseToolCall(text);
+    if ('arguments' in call) {
+      const args = JSON.parse(call.arguments) as { query?: unknown };
+      if (typeof args.query === 'string') return args.query;
+    }
+  }
+  return text;
+}
+
+/** The replayed trajectory as a record (tokens with mask, log-probs and offsets), tied to the record it replays. */
+export function replayRecord(source: Pick<TrajectoryRecord, 'id' | 'question' | 'golden_answers'>, result: ReplayResult, model: OnnxModel,
+  meta: { mode: ReplayMode; checkpoint: string; seed?: number; temperature?: number }): TrajectoryRecord {
+  return {
+    id: `${source.id}#replay-${meta.mode}`,
+    question: source.question,
+    ...(source.golden_answers ? { golden_answers: source.golden_answers } : {}),
+    response: result.response,
+    dialect: model.info.dialect as TrajectoryRecord['dialect'],
+    tokens: { ids: result.ids, loss_mask: result.lossMask, logprobs: result.logprobs, offsets: result.offsets },
+    meta: {
+      stage: 'replay', replay_of: source.id, mode: meta.mode, checkpoint: meta.checkpoint,
+      temperature: meta.temperature ?? 0, seed: meta.seed ?? 0, truncated: result.truncated,
+      latency_ms: result.steps.map((s) => Math.round(s.latencyMs)),
+    },
+  };
+}

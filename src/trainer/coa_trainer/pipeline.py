@@ -1,0 +1,229 @@
+"""`python -m coa_trainer pipeline --config C --run-dir runs/<id> [--stages …] [--env-url U --env-token T]`.
+
+The whole AutoCoA recipe into one run directory: pretrain → sft1 → sft2 → sft3 → rl1 → rl2, a second RL-2 with
+OTC-GRPO from the same RL-1 result (label rl2-otc, into stages/rl2-otc/), then the results table on the test split
+(results.py). One environment server serves every stage and the evaluation: started here (127.0.0.1, per-run token)
+unless --env-url is given, and stopped on success, error and SIGTERM.
+
+Each stage is `python -m coa_trainer train --stage …` in a child process (its own session, so a terminal's Ctrl-C
+reaches only this process): its events go to runs/<id>/events.jsonl and are echoed on the shared stdout. This
+process adds `pipeline` events around them (run_started, progress per stage, stage_finished) and `eval` events per
+results row. SIGTERM/SIGINT: forwarded to the running stage as SIGTERM (it checkpoints and exits), then the server is
+stopped and the pipeline exits 130; `--resume` later skips finished stages and resumes the interrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from . import quiet  # noqa: F401
+from .config import ConfigError, load_config
+from .events import EventWriter
+
+STEPS = ("pretrain", "sft1", "sft2", "sft3", "rl1", "rl2", "rl2-otc", "results")
+RL_STEPS = ("rl1", "rl2", "rl2-otc")
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
+
+
+class Cancelled(Exception):
+    pass
+
+
+class PipelineError(RuntimeError):
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
+
+
+def parse_steps(text: str | None) -> list[str]:
+    if not text:
+        return list(STEPS)
+    wanted = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in STEPS]
+    if unknown:
+        raise ConfigError(f"--stages: unknown {', '.join(unknown)} (known: {', '.join(STEPS)})")
+    return [s for s in STEPS if s in wanted]  # always in pipeline order
+
+
+def otc_config(config: dict, run_dir: Path) -> Path:
+    """The run config of the OTC-GRPO RL-2: the same, with the reward scheme switched and RL-1's result as start."""
+    from .train import final_dir
+
+    if "rl2" not in config["stages"]:
+        raise PipelineError("this trainer has no rl2 stage (stages.rl2 is not in the run config schema)", "bad_config")
+    derived = json.loads(json.dumps(config))
+    rl2 = derived["stages"]["rl2"]
+    rl2["reward"] = {**rl2.get("reward", {}), "scheme": "otc-grpo"}
+    rl2["init_from"] = str(final_dir(run_dir, "rl1"))
+    path = run_dir / "pipeline" / "rl2-otc.run.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(derived, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+class Pipeline:
+    def __init__(self, args: Any, config: dict, writer: EventWriter):
+        self.args, self.config, self.writer = args, config, writer
+        self.run_dir = Path(args.run_dir)
+        self.child: subprocess.Popen | None = None
+        self.cancelled = False
+        self.deferred = False  # True while a signal must not interrupt (see run)
+        self.env: Any = None
+
+    # ------------------------------------------------------------ signals
+    def on_signal(self, signum: int, _frame: Any) -> None:
+        self.cancelled = True
+        child = self.child
+        if child is not None and child.poll() is None:
+            child.send_signal(signal.SIGTERM)  # the stage checkpoints and exits; run() sees its exit code
+        elif not self.deferred:
+            raise Cancelled(signal.Signals(signum).name)
+
+    # ------------------------------------------------------------ stages
+    def finished(self, label: str) -> bool:
+        from .train import final_dir
+
+        return (final_dir(self.run_dir, label) / "coa_stage.json").is_file()
+
+    def stage_argv(self, step: str) -> list[str]:
+        stage = "rl2" if step == "rl2-otc" else step
+        config_path = otc_config(self.config, self.run_dir) if step == "rl2-otc" else Path(self.args.config)
+        launcher = [sys.executable]
+        nproc = getattr(self.args, "nproc_per_node", 1) or 1
+        if nproc > 1:  # DDP on this machine; multi-node: run the stages with torchrun yourself
+            launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+        argv = [*launcher, "-m", "coa_trainer", "train", "--stage", stage, "--config", str(config_path),
+                "--run-dir", str(self.run_dir)]
+        if step == "rl2-otc":
+            argv += ["--label", "rl2-otc"]
+        if step in RL_STEPS and self.env is not None:
+            argv += ["--env-url", self.env.url, "--env-token", self.env.token]
+        if self.args.resume:
+            argv.append("--resume")
+        return argv
+
+    def run_stage(self, step: str) -> None:
+        paths = [PACKAGE_PARENT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+        sys.stdout.flush()
+        self.child = subprocess.Popen(self.stage_argv(step), stdin=subprocess.DEVNULL, env=env,
+                                      start_new_session=True)
+        try:
+            code = self.child.wait()
+        finally:
+            self.child = None
+        if self.cancelled:
+            raise Cancelled("SIGTERM")
+        if code != 0:
+            raise PipelineError(f"stage {step} failed (exit {code}); its error event above says why", "stage_failed")
+
+    def start_env(self) -> None:
+        from .benchmark import ensure_benchmark_files
+        from .env_client import EnvClient
+        from .train import data_dir
+
+        if self.args.env_url:
+            self.env = EnvClient(self.args.env_url, self.args.env_token or "")
+            self.env.health()
+            return
+        # the corpus is part of the benchmark files: write them now (the pretrain stage would otherwise)
+        ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir))
+        corpus = self.config["env"]["corpus"] or str(data_dir(self.config, self.run_dir) / "corpus.jsonl")
+        self.env = EnvClient.start(corpus, self.config["dialect"], self.config["env"]["node"],
+                                   self.config["env"]["cli"], self.config["env"]["startup_timeout_s"])
+        self.writer.emit("log", level="info", message=f"pipeline: environment server at {self.env.url}")
+
+    def results(self) -> None:
+        from .results import compute_rows, detail_table, render_table, write_results
+
+        split = "test"
+        rows, details = compute_rows(self.run_dir, self.config, self.env, self.writer, split)
+        json_path, md_path = write_results(self.run_dir, rows, split, self.config["eval"]["limit"],
+                                           detail_table(details))
+        self.writer.emit("log", level="info", message=f"pipeline: results in {md_path} and {json_path}\n"
+                         + render_table(rows))
+
+    def run(self, steps: list[str]) -> int:
+        w = self.writer
+        started = time.time()
+        w.emit("run_started", stage="pipeline", config=self.config, total_steps=len(steps), device="pipeline",
+               world_size=1, pid=os.getpid(), resumed_from=None)
+        done = 0
+        try:
+            if any(s in RL_STEPS or s == "results" for s in steps):
+                # a signal while the server starts only sets the flag (checked below), so that self.env is set
+                # and `finally` can stop the server (a mask would be inherited by the server process)
+                self.deferred = True
+                try:
+                    self.start_env()
+                finally:
+                    self.deferred = False
+            for step in steps:
+                if self.cancelled:
+                    raise Cancelled("SIGTERM")
+                if step != "results" and self.args.resume and self.finished(step):
+                    w.emit("log", level="info", message=f"pipeline: {step} already finished, skipped")
+                else:
+                    w.emit("log", level="info", message=f"pipeline: {step} ({done + 1}/{len(steps)})")
+                    self.run_stage(step) if step != "results" else self.results()
+                done += 1
+                elapsed = time.time() - started
+                w.emit("progress", stage="pipeline", step=done, total=len(steps), elapsed_s=elapsed, eta_s=None)
+            w.emit("stage_finished", stage="pipeline", step=done, status="ok", checkpoint=None)
+            return 0
+        except Cancelled:
+            w.emit("stage_finished", stage="pipeline", step=done, status="cancelled", checkpoint=None)
+            return 130
+        except PipelineError as e:
+            w.emit("error", message=str(e), code=e.code, stage="pipeline")
+            w.emit("stage_finished", stage="pipeline", step=done, status="failed", checkpoint=None)
+            return 1
+        except Exception:
+            w.emit("stage_finished", stage="pipeline", step=done, status="failed", checkpoint=None)
+            raise  # pipeline_command turns it into one error event
+        finally:
+            if self.env is not None and not self.args.env_url:
+                self.env.stop()
+
+
+def pipeline_command(args: Any) -> int:
+    from .env_client import EnvError
+
+    run_dir = Path(args.run_dir)
+    try:
+        writer = EventWriter(run_dir)
+    except OSError as e:
+        print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
+        return 2
+    pipe = None
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        config = load_config(args.config)
+        steps = parse_steps(args.stages)
+        pipe = Pipeline(args, config, writer)
+        for s in old:
+            signal.signal(s, pipe.on_signal)
+        return pipe.run(steps)
+    except ConfigError as e:
+        writer.emit("error", message=str(e), code="bad_config", stage="pipeline")
+        return 2
+    except EnvError as e:
+        writer.emit("error", message=f"environment server: {e}", code="env_unreachable", stage="pipeline")
+        return 3
+    except Cancelled:
+        return 130
+    except Exception as e:  # noqa: BLE001 — one error event, never a bare traceback
+        writer.emit("error", message=f"{type(e).__name__}: {e}", code="internal", stage="pipeline",
+                    detail=traceback.format_exc())
+        return 1
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        writer.close()

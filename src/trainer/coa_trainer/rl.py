@@ -1,0 +1,265 @@
+"""The RL stages rl1 / rl2 (GRPO) as a training loop: sample G rollouts per question (simulated observations for
+the first `simulated_fraction` of the steps, then the env server's search), grade them with the env server's
+/v1/grade, GRPO update, metrics / alerts / samples as events, checkpoints with the OTC-GRPO state.
+
+Under torchrun every rank takes whole groups (prompts_per_step / world_size questions × G samples); sums are
+all-reduced so the logged numbers and the loss normalisation are global. Rank 0 starts the env server (unless
+--env-url is given) and passes its address to the others."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .agent_metrics import step_sums, step_values
+from .alerts import AlertMonitor
+from .data import Stream, encode_text, prompt_text
+from .grpo import Sample, group_advantages, grpo_loss_parts
+from .rollout import RlTrajectory, retok_mismatch, rollout, token_offsets
+
+def _connect_env(args: Any, config: dict, run_dir: Path, di: Any) -> tuple[Any, bool]:
+    """(client, whether we started it). Rank 0 starts the server; the other ranks get its url and token."""
+    from .env_client import EnvClient
+    from .train import data_dir
+
+    if getattr(args, "env_url", None):
+        return EnvClient(args.env_url, args.env_token or ""), False
+    env, addr = None, [None, None]
+    if di.rank == 0:
+        corpus = config["env"]["corpus"] or str(data_dir(config, run_dir) / "corpus.jsonl")
+        env = EnvClient.start(corpus, config["dialect"], config["env"]["node"], config["env"]["cli"],
+                              config["env"]["startup_timeout_s"])
+        addr = [env.url, env.token]
+    if di.active:
+        import torch.distributed as dist
+
+        dist.broadcast_object_list(addr, src=0)
+    return (env, True) if env is not None else (EnvClient(addr[0], addr[1]), False)
+
+
+def _grade_run_id(run: str, label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "-", f"{run}.{label}").lstrip("._-")[:128] or "run"
+
+
+def _record(tok: Any, q: Any, tr: RlTrajectory, advantage: float, breakdown: dict | None, meta: dict) -> dict:
+    response = tok.decode(tr.ids, skip_special_tokens=False)
+    tokens: dict[str, Any] = {"ids": tr.ids, "loss_mask": tr.loss_mask, "logprobs": tr.logprobs,
+                              "advantages": [advantage if m else 0.0 for m in tr.loss_mask]}
+    offsets = token_offsets(tok, tr.ids, response)
+    if offsets is not None:
+        tokens["offsets"] = offsets
+    rec = {"id": f"{q.id}-{meta['step']}-{meta['sample']}", "question": q.question, "golden_answers": [q.answer],
+           "response": response, "dialect": "coa", "tokens": tokens, "meta": meta}
+    if breakdown is not None:
+        rec["reward"] = breakdown
+    return rec
+
+
+def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -> int:
+    from .benchmark import benchmark_from_config, ensure_benchmark_files
+    from .checkpoint import latest_checkpoint, load_checkpoint, prune_checkpoints, save_checkpoint
+    from .dialects import tags
+    from .evaluate import agent_eval
+    from .model import count_parameters, load_model, save_model_dir, setup_runtime, unwrap
+    from .train import StageError, data_dir, final_dir, lr_lambda, resolve_init, stage_dir
+
+    stage = args.stage
+    label = getattr(args, "label", None) or stage
+    scfg = config["stages"][stage]
+    if getattr(args, "reward_scheme", None):
+        scfg["reward"]["scheme"] = args.reward_scheme
+    scheme, rparams = scfg["reward"]["scheme"], dict(scfg["reward"]["params"])
+    total = args.max_steps or scfg["steps"]
+    P, G = scfg["prompts_per_step"], scfg["group_size"]
+    if P % di.world_size:
+        raise StageError(f"stages.{stage}.prompts_per_step {P} is not divisible by the {di.world_size} processes "
+                         "(each process takes whole groups)", "bad_config")
+    if config["dialect"] != "coa":
+        raise StageError("the embedded benchmark is written in the coa dialect; set dialect to coa", "bad_config")
+    rt = setup_runtime(config, di.world_size, di.local_rank)
+    di.init(rt.device)
+    bench = ensure_benchmark_files(config, data_dir(config, run_dir)) if di.rank == 0 else benchmark_from_config(config)
+    init = resolve_init(config, run_dir, stage, bench, di.rank == 0)
+    di.barrier()
+
+    torch.manual_seed(config["seed"])
+    random.seed(config["seed"])
+    model, tok = load_model(init, rt, config["model"]["lora"])
+    ref = None
+    if scfg["kl_coef"] > 0:
+        ref, _ = load_model(init, rt, None, trainable=False)
+        ref.requires_grad_(False)
+    t = tags("coa")
+    think_ids = (tok.convert_tokens_to_ids(t.think_open), tok.convert_tokens_to_ids(t.think_close))
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=scfg["lr"], weight_decay=scfg["weight_decay"], betas=(0.9, 0.95))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg["warmup_steps"], total))
+    model = di.wrap(model)
+    policy = unwrap(model)  # rollouts run outside DDP (its forward would wait for the other ranks)
+
+    train_qs = bench.split(scfg["question_split"])
+
+    def epoch(e: int) -> list[Any]:
+        qs = list(train_qs)
+        random.Random(f"{config['seed']}/{stage}/{e}").shuffle(qs)
+        return qs
+
+    stream = Stream(epoch)
+    env, own_env = _connect_env(args, config, run_dir, di)
+    grade_run = _grade_run_id(writer.run, label)
+    monitor = AlertMonitor(dict(scfg["alerts"]))
+    sdir = stage_dir(run_dir, label)
+    ckpt_dir = sdir / "checkpoints"
+    step, resumed_from = 0, None
+    try:
+        if args.resume and (path := latest_checkpoint(ckpt_dir)) is not None:
+            state = load_checkpoint(path, model, opt, sched)
+            step = resumed_from = state["step"]
+            extra = state.get("extra", {})
+            monitor.load_state_dict(extra.get("alerts", {}))
+            if di.rank == 0 and extra.get("otc_state") is not None:
+                env.import_otc_state(grade_run, extra["otc_state"])
+        elif di.rank == 0 and scheme == "otc-grpo":  # a fresh stage starts with no running minimum
+            env.import_otc_state(grade_run, {"version": 1, "min_tool_calls": {}})
+        di.barrier()
+        writer.emit("run_started", stage=label, config=config, total_steps=total, device=str(rt.device),
+                    world_size=di.world_size, pid=os.getpid(), resumed_from=resumed_from)
+        sim_steps = round(scfg["simulated_fraction"] * total)
+        writer.emit("log", level="info", message=(
+            f"{label}: {count_parameters(model):,} parameters from {init}; GRPO, {P} questions × G={G} per step, "
+            f"reward {scheme}, {sim_steps} of {total} steps with simulated observations"))
+
+        def tool(queries: list[str]) -> list[str | None]:
+            try:
+                return list(env.search(queries, top_k=scfg["top_k"], dialect="coa")["observations"])
+            except Exception:  # noqa: BLE001 — a failed call is an empty observation, counted as a tool failure
+                return [None] * len(queries)
+
+        cancelled = {"flag": False}
+        signal.signal(signal.SIGTERM, lambda *_: cancelled.__setitem__("flag", True))
+        started = time.time()
+        saved_at = resumed_from  # step of the newest checkpoint on disk
+        P_local = P // di.world_size
+        gen = torch.Generator(device=rt.device)
+        while step < total and not cancelled["flag"]:
+            t0 = time.time()
+            # seeded per (step, rank): a resumed run samples exactly what the uninterrupted one would have
+            gen.manual_seed(zlib.crc32(f"{config['seed']}/{stage}/{step}/{di.rank}".encode()))
+            qs = stream.take(step * P + di.rank * P_local, P_local)
+            simulated = step < sim_steps
+            prompts = [encode_text(tok, prompt_text(config, q.question))[0] for q in qs for _ in range(G)]
+            timings: dict[str, float] = {"generate": 0.0, "tools": 0.0}
+            trajs = rollout(policy, tok, prompts, t, None if simulated else tool, max_turns=scfg["max_turns"],
+                            max_new_tokens=scfg["max_new_tokens"], max_obs_tokens=scfg["max_obs_tokens"],
+                            max_len=scfg["max_len"], device=rt.device, dtype=rt.autocast_dtype,
+                            temperature=scfg["temperature"], generator=gen, timings=timings)
+            owners = [q for q in qs for _ in range(G)]
+            meta = [{"run": writer.run, "stage": label, "step": step + 1, "sample": i, "group": i // G}
+                    for i in range(len(trajs))]
+            # graded by the server (rewards and format rules live in TypeScript only); OTC-GRPO keys on the question
+            to_grade = [{"id": f"{q.id}-{m['sample']}", "question": q.question, "golden_answers": [q.answer],
+                         "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": "coa"}
+                        for q, tr, m in zip(owners, trajs, meta)]
+            tg = time.time()
+            breakdowns = env.grade(to_grade, scheme=scheme, params=rparams, run=grade_run)
+            timings["tools"] += time.time() - tg
+            adv = group_advantages([float(b["total"]) for b in breakdowns], G, scfg["std_normalize"])
+            samples = [Sample(tr.prompt_ids, tr.ids, tr.loss_mask, tr.logprobs, a) for tr, a in zip(trajs, adv)]
+
+            tt = time.time()
+            loss_sum, count, extras = grpo_loss_parts(model, ref, samples, tok.pad_token_id, rt.device,
+                                                      rt.autocast_dtype, scfg["clip_eps"], scfg["kl_coef"],
+                                                      scfg["temperature"])
+            global_count = di.all_reduce_sum(count)
+            loss = loss_sum / max(global_count, 1.0) * di.world_size  # DDP averages gradients over ranks
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, scfg["grad_clip"])
+            opt.step()
+            sched.step()
+            step += 1
+            train_s = time.time() - tt
+            retok = [retok_mismatch(tok, tr.ids) for tr in trajs]
+            sums = step_sums(trajs, breakdowns, G, *think_ids, retok)
+            sums.update(extras)
+            sums.update({"count": count, "loss_sum": float(loss_sum.detach()), "generate_s": timings["generate"],
+                         "tools_s": timings["tools"], "train_s": train_s})
+            s = di.all_reduce_dict(sums)
+            ws = di.world_size
+            values = {
+                **step_values(s), "loss": s["loss_sum"] / max(s["count"], 1.0), "kl": s["kl_sum"] / max(s["count"], 1.0),
+                "entropy": s["entropy_sum"] / max(s["count"], 1.0), "clip_frac": s["clip_sum"] / max(s["count"], 1.0),
+                "grad_norm": float(grad_norm), "lr": sched.get_last_lr()[0], "simulated": float(simulated),
+                "gen_tokens_per_s": s["gen_tokens"] / max(s["generate_s"] / ws, 1e-9),
+                "train_tokens_per_s": s["train_tokens"] / max(s["train_s"] / ws, 1e-9),
+                "generate_s": s["generate_s"] / ws, "tools_s": s["tools_s"] / ws, "train_s": s["train_s"] / ws,
+                "step_s": time.time() - t0,
+            }
+            if di.rank == 0 and scfg["heldout_every"] and step % scfg["heldout_every"] == 0:
+                hcfg = {**config, "eval": {**config["eval"], "limit": scfg["heldout_limit"]}}
+                hm, _ = agent_eval(policy, tok, bench, hcfg, "dev", rt, env, run=writer.run, stage=label)
+                values["heldout_em"] = hm["em"]
+                monitor.observe_heldout(float(hm["em"] or 0.0))
+            if step % scfg["log_every"] == 0 or step == total:
+                writer.emit("metrics", stage=label, step=step, values=values)
+                elapsed = time.time() - started
+                done = step - (resumed_from or 0)
+                writer.emit("progress", stage=label, step=step, total=total, elapsed_s=elapsed,
+                            eta_s=elapsed / done * (total - step) if done else None)
+            for a in monitor.update(step, values):
+                writer.emit("alert", stage=label, step=step, kind=a.kind, severity=a.severity, message=a.message)
+            if not all(map(lambda v: v is None or v == v, values.values())):
+                writer.emit("alert", stage=label, step=step, kind="nan_loss", severity="error",
+                            message=f"a metric is NaN at step {step}")
+            if di.rank == 0 and scfg["sample_every"] and step % scfg["sample_every"] == 0:
+                full = [_record(tok, q, tr, a, b, m) for q, tr, a, b, m in zip(owners, trajs, adv, breakdowns, meta)]
+                sdir.mkdir(parents=True, exist_ok=True)
+                with open(sdir / "rollouts.coa.jsonl", "a", encoding="utf-8") as f:
+                    for r in full:
+                        f.write(json.dumps(r, ensure_ascii=False) + "\n")
+                writer.emit("sample", stage=label, step=step, record=full[0])
+            if scfg["checkpoint_every"] and step % scfg["checkpoint_every"] == 0 and step < total:
+                saved_at = step
+                _checkpoint(ckpt_dir, step, model, opt, sched, label, env, grade_run, scheme, monitor, writer, di,
+                            save_checkpoint, prune=prune_checkpoints)
+
+        if cancelled["flag"]:
+            if saved_at != step:  # a cancel right after a periodic checkpoint need not save the same step again
+                _checkpoint(ckpt_dir, step, model, opt, sched, label, env, grade_run, scheme, monitor, writer, di,
+                            save_checkpoint)
+            writer.emit("stage_finished", stage=label, step=step, status="cancelled", checkpoint=None)
+            return 130
+        out = final_dir(run_dir, label)
+        if di.rank == 0:
+            save_model_dir(model, tok, out, {"stage": label, "step": step})
+            writer.emit("checkpoint", stage=label, step=step, path=str(out))
+            policy.eval()
+            metrics, _ = agent_eval(policy, tok, bench, config, "dev", rt, env, run=writer.run, stage=label)
+            writer.emit("eval", stage=label, step=step, split="dev", metrics=metrics)
+        di.barrier()
+        writer.emit("stage_finished", stage=label, step=step, status="ok", checkpoint=str(out))
+        return 0
+    finally:
+        if own_env:
+            env.stop()
+
+
+def _checkpoint(ckpt_dir: Path, step: int, model: Any, opt: Any, sched: Any, label: str, env: Any, grade_run: str,
+                scheme: str, monitor: AlertMonitor, writer: Any, di: Any, save: Any, prune: Any = None) -> None:
+    if di.rank == 0:
+        extra = {"otc_state": env.export_otc_state(grade_run) if scheme == "otc-grpo" else None,
+                 "alerts": monitor.state_dict()}
+        path = save(ckpt_dir, step, step, model, opt, sched, label, extra)
+        if prune is not None:
+            prune(ckpt_dir, keep=2)
+        writer.emit("checkpoint", stage=label, step=step, path=str(path))
+    di.barrier()

@@ -1,0 +1,99 @@
+"""benchmark.redundant_search_fraction: an over-calling SFT teacher (so OTC-GRPO has calls to cut). The share of
+train questions with a known hop whose SFT data searches known facts is as configured; 0 changes nothing."""
+
+import json
+import random
+
+import pytest
+
+from coa_trainer.benchmark import fingerprint, generate, write_benchmark
+from coa_trainer.config import ConfigError, validate_config
+from coa_trainer.data import oracle_examples
+from coa_trainer.dialects import tags
+from conftest import TINY
+
+
+def params(**over):
+    return {**validate_config(TINY)["benchmark"], **over}
+
+
+def actions(segments):
+    return sum(1 for s in segments if s.kind == "action")
+
+
+@pytest.mark.parametrize("fraction", [0.25, 0.6, 1.0])
+def test_share_of_redundant_trajectories_is_as_configured(fraction):
+    bench = generate(params(persons=40, redundant_search_fraction=fraction), 5)
+    t = tags("coa")
+    eligible = [q for q in bench.split("train") if any(h.known for h in q.hops)]
+    over = [q for q in eligible if actions(bench.oracle(q, t)) > q.optimal_tool_calls]
+    assert len(eligible) > 20
+    assert len(over) == round(fraction * len(eligible))
+    for q in bench.split("train"):
+        segs = bench.oracle(q, t)
+        # a redundant teacher searches every hop (known ones too) and still answers correctly
+        assert actions(segs) == (len(q.hops) if q.id in bench.redundant else q.optimal_tool_calls)
+        assert segs[-1].text == f"{t.answer_open} {q.answer} {t.answer_close}"
+    for split in ("dev", "test"):  # evaluation data and the optimum stay tool-optimal
+        for q in bench.split(split):
+            assert actions(bench.oracle(q, t)) == q.optimal_tool_calls
+
+
+def test_sft1_pairs_follow_the_teacher():
+    bench = generate(params(persons=40, redundant_search_fraction=0.5), 6)
+    t = tags("coa")
+    rng = random.Random(0)
+    seen_redundant = 0
+    for q in bench.split("train"):
+        pairs = bench.pairs(q, t, rng)
+        assert len(pairs) == len(q.hops)
+        for p, h in zip(pairs, q.hops):
+            redundant = q.id in bench.redundant and h.known
+            seen_redundant += redundant
+            assert p["act"] == (redundant or not h.known)
+            assert p["chosen"].lstrip().startswith("?") == p["act"]
+            assert p["rejected"].lstrip().startswith("?") != p["act"]
+    assert seen_redundant > 0
+
+
+def test_default_zero_changes_nothing(tmp_path):
+    base = params()
+    assert base["redundant_search_fraction"] == 0
+    legacy = {k: v for k, v in base.items() if k != "redundant_search_fraction"}
+    a = write_benchmark(generate(base, 7), tmp_path / "a")
+    b = write_benchmark(generate(legacy, 7), tmp_path / "b")
+    for n in ["corpus.jsonl", "questions.jsonl", "oracle_train.jsonl", "oracle_dev.jsonl", "kb.json"]:
+        assert (a / n).read_bytes() == (b / n).read_bytes(), n
+    assert generate(base, 7).redundant == set()
+    assert fingerprint(base, 7) == fingerprint(legacy, 7)
+    assert fingerprint({**base, "redundant_search_fraction": 0.5}, 7) != fingerprint(base, 7)
+    # the knowledge base and the splits do not depend on the fraction
+    c = write_benchmark(generate({**base, "redundant_search_fraction": 0.5}, 7), tmp_path / "c")
+    for n in ["corpus.jsonl", "questions.jsonl", "kb.json", "oracle_dev.jsonl", "oracle_test.jsonl"]:
+        assert (a / n).read_bytes() == (c / n).read_bytes(), n
+    rows = [json.loads(line) for line in (c / "oracle_train.jsonl").read_text().splitlines()]
+    assert any(r.get("redundant_searches", 0) > 0 for r in rows)
+
+
+def test_redundant_trajectories_count_as_chain_of_action(tmp_path):
+    """The SFT-2/3 mix puts a known question that the teacher searched with the chain-of-action samples."""
+    from coa_trainer.tokenizer import build_tokenizer, save_hf_tokenizer
+    from coa_trainer.train import vocabulary_texts
+    from transformers import AutoTokenizer
+
+    config = validate_config({**TINY, "benchmark": {**TINY.get("benchmark", {}), "persons": 40,
+                                                    "redundant_search_fraction": 1.0}})
+    bench = generate(config["benchmark"], 8)
+    save_hf_tokenizer(build_tokenizer(vocabulary_texts(bench, config)), tmp_path)
+    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    examples = oracle_examples(bench, tok, config, tags("coa"), "train", frozenset({"observation"}), 512)
+    by_id = {q.id: q for q in bench.split("train")}
+    known_coa = [e for e in examples if by_id[e.meta["id"]].known and e.meta["coa"]]
+    assert known_coa and all(by_id[e.meta["id"]].id in bench.redundant for e in known_coa)
+    assert all(e.meta["coa"] == (by_id[e.meta["id"]].id in bench.redundant or not by_id[e.meta["id"]].known)
+               for e in examples)
+
+
+def test_fraction_out_of_range_is_a_config_error():
+    with pytest.raises(ConfigError, match="benchmark.redundant_search_fraction"):
+        validate_config({**TINY, "benchmark": {**TINY.get("benchmark", {}), "redundant_search_fraction": 1.5}})

@@ -1,0 +1,288 @@
+// Real-editor harness: code-server (from scripts/setup-e2e.mjs) with the packaged .vsix installed into fresh
+// user-data/extensions directories, driven by Playwright over Debian chromium with a fresh profile.
+// Every start has a matching close() that kills code-server's whole process group (extension host, language
+// server, trainer) and the browser, even when a test fails. Screenshots go to .cache/artifacts/e2e/.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type BrowserContext, type Frame, type Page } from 'playwright-core';
+
+export const repoRoot = resolve(import.meta.dirname, '..', '..');
+export const artifactsDir = join(repoRoot, '.cache', 'artifacts', 'e2e');
+const cache = join(repoRoot, '.cache', 'e2e');
+
+/** Paths made by scripts/setup-e2e.mjs and scripts/package-vsix.mjs (overridable by env for other layouts). */
+export const paths = {
+  node: process.env.COA_E2E_NODE ?? join(cache, 'node-24.9.0', 'bin', 'node'),
+  codeServer: process.env.COA_E2E_CODE_SERVER ?? join(cache, 'code-server-4.139.1', 'node_modules', 'code-server', 'out', 'node', 'entry.js'),
+  vsix: process.env.COA_E2E_VSIX ?? join(cache, 'coa-studio.vsix'),
+  chromium: process.env.COA_E2E_CHROMIUM ?? '/usr/bin/chromium',
+  python: join(repoRoot, '.venv', 'bin', 'python'),
+};
+
+export interface EditorOptions {
+  /** Names the temp dirs and the screenshots. */
+  name: string;
+  /** Files of the workspace: relative path → content. */
+  files?: Record<string, string>;
+  /** Extra user settings. */
+  settings?: Record<string, unknown>;
+}
+
+export interface Editor {
+  page: Page;
+  workspace: string;
+  url: string;
+  /** Full-page screenshot into .cache/artifacts/e2e/<name>-<step>.png. */
+  shot(step: string): Promise<string>;
+  /** Console errors of the page (the workbench's own harmless 404s filtered out). */
+  consoleErrors: string[];
+  close(): Promise<void>;
+}
+
+const BASE_SETTINGS = {
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
+  'chat.disableAIFeatures': true,
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'workbench.enableExperiments': false,
+  'workbench.colorTheme': 'Default Dark Modern',
+  'security.workspace.trust.enabled': false,
+  'telemetry.telemetryLevel': 'off',
+  'extensions.ignoreRecommendations': true,
+  'extensions.autoCheckUpdates': false,
+  'update.mode': 'none',
+  'editor.minimap.enabled': false,
+  'files.autoSave': 'off',
+  'git.enabled': false,
+};
+
+async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => ok(port));
+    });
+  });
+}
+
+function codeServerArgs(userData: string, extensions: string): string[] {
+  return [paths.codeServer, '--auth', 'none', '--user-data-dir', userData, '--extensions-dir', extensions,
+    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override'];
+}
+
+/** Installs the vsix into a fresh extensions dir (code-server's own CLI, same dirs as the server). */
+function installVsix(userData: string, extensions: string): void {
+  if (!existsSync(paths.vsix)) throw new Error(`no vsix at ${paths.vsix}: run node scripts/package-vsix.mjs`);
+  const r = spawnSync(paths.node, [...codeServerArgs(userData, extensions), '--install-extension', paths.vsix, '--force'], { encoding: 'utf8', timeout: 180_000 });
+  if (r.status !== 0) throw new Error(`installing ${paths.vsix} failed (exit ${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
+}
+
+async function waitHttp(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`code-server exited with ${child.exitCode} before it was ready`);
+    try {
+      const res = await fetch(url);
+      if (res.status < 500) return;
+    } catch { /* not listening yet */ }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`code-server did not answer at ${url} within ${timeoutMs / 1000} s`);
+}
+
+function killGroup(child: ChildProcess | undefined, signal: NodeJS.Signals): void {
+  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+  try { process.kill(-child.pid, signal); } catch { /* already gone */ }
+}
+
+const live = new Set<() => Promise<void>>();
+// A test process killed by the runner still takes code-server and the browser down with it.
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => { void Promise.all([...live].map((c) => c())).finally(() => process.exit(130)); });
+}
+
+export async function startEditor(opts: EditorOptions): Promise<Editor> {
+  for (const [what, p] of Object.entries({ node: paths.node, codeServer: paths.codeServer, chromium: paths.chromium })) {
+    if (!existsSync(p)) throw new Error(`${what} missing at ${p}: run node scripts/setup-e2e.mjs`);
+  }
+  mkdirSync(artifactsDir, { recursive: true });
+  const tmp = mkdtempSync(join(tmpdir(), `coa-e2e-${opts.name}-`));
+  const userData = join(tmp, 'user-data');
+  const extensions = join(tmp, 'extensions');
+  const workspace = join(tmp, 'workspace');
+  const profile = join(tmp, 'chromium-profile');
+  for (const d of [join(userData, 'User'), extensions, workspace, profile]) mkdirSync(d, { recursive: true });
+  const settings = JSON.stringify({ ...BASE_SETTINGS, 'coaStudio.python': paths.python, ...opts.settings }, null, 2);
+  // code-server is a remote window: machine-scoped settings (coaStudio.python) are read from Machine/, not User/.
+  for (const scope of ['User', 'Machine']) {
+    mkdirSync(join(userData, scope), { recursive: true });
+    writeFileSync(join(userData, scope, 'settings.json'), settings);
+  }
+  for (const [rel, content] of Object.entries(opts.files ?? {})) {
+    mkdirSync(join(workspace, rel, '..'), { recursive: true });
+    writeFileSync(join(workspace, rel), content);
+  }
+
+  let server: ChildProcess | undefined;
+  let context: BrowserContext | undefined;
+  let page: Page | undefined;
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    live.delete(close);
+    if (page) await page.screenshot({ path: join(artifactsDir, `${opts.name}-at-close.png`) }).catch(() => {});
+    await context?.close().catch(() => {});
+    killGroup(server, 'SIGTERM');
+    const exited = server && server.exitCode === null ? new Promise((r) => server!.once('exit', r)) : Promise.resolve();
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+    killGroup(server, 'SIGKILL');
+    // Keep the editor's logs (extension host, our Output channel) and the runs' event streams for diagnosis.
+    const keep = join(artifactsDir, `${opts.name}-logs`);
+    rmSync(keep, { recursive: true, force: true });
+    try { cpSync(join(userData, 'logs'), keep, { recursive: true }); } catch { /* no logs */ }
+    try { cpSync(join(workspace, 'runs'), join(keep, 'runs'), { recursive: true, filter: (src) => !/\.(pt|safetensors|bin)$/.test(src) }); } catch { /* no runs */ }
+    rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
+  };
+  live.add(close);
+
+  try {
+    installVsix(userData, extensions);
+    const port = await freePort();
+    const logFile = join(artifactsDir, `${opts.name}-code-server.log`);
+    const log = createWriteStream(logFile);
+    // Own process group (detached) so close() can kill the extension host and everything it spawned.
+    server = spawn(paths.node, [...codeServerArgs(userData, extensions), '--bind-addr', `127.0.0.1:${port}`, '--reconnection-grace-time', '5', workspace], {
+      detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PATH: `${join(paths.node, '..')}:${process.env.PATH}`, VSCODE_IPC_HOOK_CLI: '' },
+    });
+    server.stdout!.pipe(log);
+    server.stderr!.pipe(log);
+    const base = `http://127.0.0.1:${port}`;
+    await waitHttp(`${base}/healthz`, server, 60_000);
+
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: paths.chromium,
+      headless: true,
+      viewport: { width: 1600, height: 1000 },
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+        '--disable-component-update', '--disable-sync'],
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    const consoleErrors: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() !== 'error') return;
+      const t = m.text();
+      if (/vsda|marketplace|404|Failed to load resource|gallery|ERR_/.test(t)) return; // workbench noise offline
+      consoleErrors.push(t);
+    });
+    const url = `${base}/?folder=${encodeURIComponent(workspace)}`;
+    await page.goto(url);
+    await page.locator('.monaco-workbench .part.statusbar').waitFor({ timeout: 120_000 });
+    await page.locator('.explorer-folders-view, .explorer-viewlet').first().waitFor({ timeout: 120_000 }).catch(() => {});
+    return {
+      page: page!, workspace, url, consoleErrors, close,
+      shot: async (step) => {
+        const file = join(artifactsDir, `${opts.name}-${step}.png`);
+        await page!.screenshot({ path: file }).catch(() => {});
+        return file;
+      },
+    };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+/** Files of the repository as a files map (for EditorOptions.files), keyed by their base name. */
+export function repoFiles(...rel: string[]): Record<string, string> {
+  return Object.fromEntries(rel.map((r) => [r.split('/').pop()!, readFileSync(join(repoRoot, r), 'utf8')]));
+}
+
+// ---- workbench helpers ----
+
+/**
+ * Runs a command through the command palette (F1), by its title as shown there ("CoA: Train Stage"). Commands
+ * whose enablement key is not set yet (extension still activating) are not listed: retry until they are.
+ */
+export async function runCommand(page: Page, title: string, timeout = 90_000): Promise<void> {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: 30_000 });
+    await input.fill(`>${title}`);
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+    const found = await row.waitFor({ timeout: 5_000 }).then(() => true, () => false);
+    if (found) return row.click();
+    if (Date.now() > deadline) throw new Error(`command "${title}" not in the command palette after ${timeout / 1000} s`);
+    await page.keyboard.press('Escape');
+    await page.waitForTimeout(2000);
+  }
+}
+
+/**
+ * Picks an item in the open quick pick by (part of) its label. `title`: wait for the quick pick with this title
+ * first, so a step of a multi-step pick never clicks a row of the previous step's list.
+ */
+export async function pickQuick(page: Page, label: string | RegExp, title?: string, timeout = 60_000): Promise<void> {
+  if (title) await page.locator('.quick-input-widget .quick-input-title', { hasText: title }).waitFor({ state: 'visible', timeout });
+  const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: label }).first();
+  await row.waitFor({ state: 'visible', timeout });
+  await row.click();
+  // A click during the list's re-render can be lost: accept with Enter if this pick is still open.
+  await page.waitForTimeout(500);
+  const stillOpen = title
+    ? await page.locator('.quick-input-widget .quick-input-title', { hasText: title }).isVisible()
+    : await row.isVisible();
+  if (stillOpen && (await row.isVisible())) {
+    await row.hover();
+    await page.keyboard.press('Enter');
+  }
+}
+
+/** Opens a workspace file through Quick Open and waits for its editor tab (retried: the list may still show the
+ * previous, unfiltered items when the row is clicked). */
+export async function openFile(page: Page, name: string, attempts = 3): Promise<void> {
+  const tab = page.locator('.tabs-container .tab.active', { hasText: name });
+  for (let i = 1; ; i++) {
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+P');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: 30_000 });
+    await input.fill(name);
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
+    await row.waitFor({ timeout: 60_000 });
+    await page.waitForTimeout(300);
+    await row.click();
+    const opened = await tab.waitFor({ timeout: i < attempts ? 15_000 : 60_000 }).then(() => true, () => false);
+    if (opened) return;
+    if (i >= attempts) throw new Error(`Quick Open did not open ${name} (${attempts} attempts)`);
+  }
+}
+
+/** The status-bar language of the active editor (a file first opens as Plain Text until the extension is up). */
+export async function waitLanguage(page: Page, language: string, timeout = 90_000): Promise<void> {
+  await page.locator('[id="status.editor.mode"]', { hasText: language }).waitFor({ timeout });
+}
+
+/** The document inside a webview (panel or notebook renderer): the iframe's inner active frame. */
+export async function webviewFrame(page: Page, match: (f: Frame) => Promise<boolean>, timeout = 90_000): Promise<Frame> {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    for (const f of page.frames()) {
+      if (f.name() !== 'active-frame' && !/fake\.html|index\.html/.test(f.url())) continue;
+      try {
+        if (await match(f)) return f;
+      } catch { /* frame navigating */ }
+    }
+    await page.waitForTimeout(500);
+  }
+  throw new Error(`no webview frame matched within ${timeout / 1000} s (frames: ${page.frames().map((f) => f.url()).join(', ')})`);
+}

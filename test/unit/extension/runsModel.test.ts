@@ -1,0 +1,114 @@
+// The Runs view's data model on run directories laid out as the trainer writes them (train.py docstring).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, utimesSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { configFromEvents, readRun, readRuns, stageNodes, stageChildren, runNode } from '../../../src/extension/providers/runs/model';
+
+const alive = (pids: number[]) => (pid: number) => pids.includes(pid);
+const ev = (run: string, e: Record<string, unknown>) => JSON.stringify({ v: 1, time: 1_700_000_000, run, ...e });
+
+function makeRun(root: string, id: string, lines: string[], files: string[] = []): string {
+  const dir = join(root, id);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'events.jsonl'), lines.join('\n') + '\n');
+  for (const f of files) {
+    mkdirSync(join(dir, f, '..'), { recursive: true });
+    writeFileSync(join(dir, f), '{}');
+  }
+  return dir;
+}
+
+test('a finished pretrain and a cancelled sft1: stages, checkpoints, evals, rollouts, statuses', () => {
+  const root = mkdtempSync(join(tmpdir(), 'coa-runs-'));
+  try {
+    const dir = makeRun(root, 'r1', [
+      ev('r1', { type: 'run_started', stage: 'pretrain', config: {}, total_steps: 20, device: 'cpu', world_size: 1, pid: 11 }),
+      ev('r1', { type: 'progress', stage: 'pretrain', step: 20, total: 20, elapsed_s: 3, eta_s: 0 }),
+      ev('r1', { type: 'checkpoint', stage: 'pretrain', step: 20, path: 'runs/r1/stages/pretrain/final' }),
+      ev('r1', { type: 'eval', stage: 'pretrain', step: 20, split: 'dev', metrics: { em: 0.25, f1: 0.5 } }),
+      ev('r1', { type: 'stage_finished', stage: 'pretrain', step: 20, status: 'ok', checkpoint: 'runs/r1/stages/pretrain/final' }),
+      '{not json',
+      ev('r1', { type: 'run_started', stage: 'sft1', config: {}, total_steps: 50, device: 'cpu', world_size: 1, pid: 12 }),
+      ev('r1', { type: 'progress', stage: 'sft1', step: 10, total: 50, elapsed_s: 1, eta_s: 4 }),
+      ev('r1', { type: 'checkpoint', stage: 'sft1', step: 13, path: 'runs/r1/stages/sft1/checkpoints/step-000013.pt' }),
+      ev('r1', { type: 'stage_finished', stage: 'sft1', step: 13, status: 'cancelled', checkpoint: null }),
+    ], ['stages/pretrain/final/config.json', 'stages/pretrain/rollouts.coa.jsonl', 'stages/sft1/checkpoints/step-000013.pt']);
+    const run = readRun(dir, 'r1', alive([]))!;
+    assert.equal(run.badLines, 1);
+    assert.deepEqual(run.stages.map((s) => [s.name, s.status, s.step, s.total]), [['pretrain', 'ok', 20, 20], ['sft1', 'cancelled', 13, 50]]);
+    assert.equal(run.status, 'cancelled');
+    const [pre, sft1] = run.stages;
+    assert.equal(pre.finalDir, join(dir, 'stages/pretrain/final'));
+    assert.deepEqual(pre.checkpoints, [{ step: 20, path: join(dir, 'stages/pretrain/final'), final: true }]);
+    assert.deepEqual(sft1.checkpoints, [{ step: 13, path: join(dir, 'stages/sft1/checkpoints/step-000013.pt'), final: false }]);
+    assert.deepEqual(stageNodes(run).map((n) => [n.label, n.description]), [['pretrain', 'ok · step 20/20'], ['sft1', 'cancelled · step 13/50']]);
+    assert.deepEqual(stageChildren(run, pre).map((n) => [n.kind, n.label, n.description]), [
+      ['checkpoint', 'final', 'model · step 20'],
+      ['eval', 'eval dev', 'em 0.250 · f1 0.500'],
+      ['rollouts', 'rollouts', 'rollouts.coa.jsonl'],
+    ]);
+    assert.deepEqual(stageChildren(run, sft1).map((n) => [n.kind, n.label]), [['checkpoint', 'checkpoint 13']]);
+    assert.equal(runNode(run, (s) => s.toUpperCase()).description, 'cancelled · PRETRAIN, SFT1');
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a started stage is running while its pid lives, failed once it is gone; an error event fails it', () => {
+  const root = mkdtempSync(join(tmpdir(), 'coa-runs-'));
+  try {
+    const lines = [ev('r2', { type: 'run_started', stage: 'sft2', config: {}, total_steps: 9, device: 'cpu', world_size: 1, pid: 77 })];
+    const dir = makeRun(root, 'r2', lines);
+    assert.equal(readRun(dir, 'r2', alive([77]))!.status, 'running');
+    const gone = readRun(dir, 'r2', alive([]))!;
+    assert.equal(gone.status, 'failed');
+    assert.match(gone.stages[0].error!, /process is gone/);
+    writeFileSync(join(dir, 'events.jsonl'), [...lines, ev('r2', { type: 'error', stage: 'sft2', message: 'CUDA out of memory', code: 'internal' })].join('\n'));
+    const failed = readRun(dir, 'r2', alive([77]))!;
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.stages[0].error, 'CUDA out of memory');
+    // Resumed: a new run_started clears the failure.
+    writeFileSync(join(dir, 'events.jsonl'), [...lines, ev('r2', { type: 'error', stage: 'sft2', message: 'x' }),
+      ev('r2', { type: 'run_started', stage: 'sft2', config: {}, total_steps: 9, device: 'cpu', world_size: 1, pid: 78, resumed_from: 4 })].join('\n'));
+    const resumed = readRun(dir, 'r2', alive([78]))!;
+    assert.deepEqual([resumed.status, resumed.stages[0].step, resumed.stages[0].error], ['running', 4, null]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('readRuns: only run directories, newest first, stages in pipeline order', () => {
+  const root = mkdtempSync(join(tmpdir(), 'coa-runs-'));
+  try {
+    const older = makeRun(root, 'a-old', [ev('a', { type: 'stage_finished', stage: 'rl1', step: 1, status: 'ok', checkpoint: null }),
+      ev('a', { type: 'stage_finished', stage: 'sft3', step: 1, status: 'ok', checkpoint: null })]);
+    utimesSync(join(older, 'events.jsonl'), 1_000, 1_000);
+    makeRun(root, 'b-new', [ev('b', { type: 'log', level: 'info', message: 'hi' })]);
+    mkdirSync(join(root, 'not-a-run'));
+    writeFileSync(join(root, 'stray.txt'), '');
+    const runs = readRuns(root, alive([]));
+    assert.deepEqual(runs.map((r) => r.id), ['b-new', 'a-old']);
+    assert.deepEqual(runs[1].stages.map((s) => s.name), ['sft3', 'rl1']);
+    assert.equal(runs[0].status, 'pending');
+    assert.deepEqual(readRuns(join(root, 'missing')), []);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('configFromEvents: a terminal run (no config.json) can be resumed with the config of its last run_started', () => {
+  const root = mkdtempSync(join(tmpdir(), 'coa-runs-'));
+  try {
+    const dir = makeRun(root, 'r3', [
+      ev('r3', { type: 'run_started', stage: 'pretrain', config: { seed: 1 }, total_steps: 9, device: 'cpu', world_size: 1 }),
+      ev('r3', { type: 'run_started', stage: 'sft1', config: { seed: 2 }, total_steps: 9, device: 'cpu', world_size: 1 }),
+      ev('r3', { type: 'log', level: 'info', message: 'run_started' }),
+    ]);
+    assert.deepEqual(configFromEvents(dir), { seed: 2 });
+    assert.equal(configFromEvents(join(root, 'nope')), null);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

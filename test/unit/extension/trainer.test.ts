@@ -1,0 +1,66 @@
+// What Train Stage / Resume Run / Export ONNX spawn: argument arrays for the real trainer CLI, the run config
+// written to runs/<id>/config.json, the child environment, run ids and the quick-pick texts the e2e tests use.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerEnv, STAGES } from '../../../src/extension/process/trainer';
+import { LABELS, STAGE_PICKS, looksLikeModelDir } from '../../../src/extension/providers/train/picks';
+import { RunConfigSchema } from '../../../src/core/config';
+
+const root = join(__dirname, '../../..');
+
+test('trainer argument arrays: stage, resume, env server, pipeline, ONNX export', () => {
+  assert.deepEqual(trainerArgs({ stage: 'sft2', config: 'runs/a/config.json', runDir: 'runs/a' }),
+    ['-m', 'coa_trainer', 'train', '--stage', 'sft2', '--config', 'runs/a/config.json', '--run-dir', 'runs/a']);
+  assert.deepEqual(trainerArgs({ stage: 'rl1', config: 'c', runDir: 'r', resume: true, env: { url: 'http://127.0.0.1:9', token: 't k' } }),
+    ['-m', 'coa_trainer', 'train', '--stage', 'rl1', '--config', 'c', '--run-dir', 'r', '--resume', '--env-url', 'http://127.0.0.1:9', '--env-token', 't k']);
+  assert.deepEqual(trainerArgs({ stage: 'pipeline', config: 'c', runDir: 'r', resume: true }), ['-m', 'coa_trainer', 'pipeline', '--config', 'c', '--run-dir', 'r', '--resume']);
+  assert.deepEqual(exportOnnxArgs('runs/a/stages/sft3/final', 'runs/a/stages/sft3/onnx/model.onnx'),
+    ['-m', 'coa_trainer', 'export-onnx', '--checkpoint', 'runs/a/stages/sft3/final', '-o', 'runs/a/stages/sft3/onnx/model.onnx']);
+});
+
+test('the trainer CLI accepts every argument array we build (argparse of the real CLI)', (t) => {
+  const python = join(root, '.venv/bin/python');
+  if (!existsSync(python)) return t.skip('no .venv');
+  const check = (args: string[]) => {
+    // parse_args only: build_parser() is the CLI's own parser; no training happens.
+    const code = `import sys; from coa_trainer.cli import build_parser; build_parser().parse_args(sys.argv[1:])`;
+    execFileSync(python, ['-c', code, ...args.slice(2)], { env: trainerEnv({ base: process.env, extensionPath: root, node: process.execPath }), stdio: 'pipe' });
+  };
+  for (const s of STAGES) check(trainerArgs({ stage: s.id, config: 'c.json', runDir: 'runs/x', resume: true }));
+  check(trainerArgs({ stage: 'rl2', config: 'c.json', runDir: 'runs/x', env: { url: 'http://127.0.0.1:1', token: 'abc' } }));
+  check(trainerArgs({ stage: 'pipeline', config: 'c.json', runDir: 'runs/x', resume: true }));
+  check(exportOnnxArgs('f', 'o.onnx'));
+});
+
+test('composeRunConfig: picks become model.path / stages.<stage>.init_from, and the result is a valid run config', () => {
+  const base = { $schema: '../schemas/run-config.schema.json', seed: 4, model: { embedded: { hidden_size: 32 } }, stages: { sft2: { steps: 5 } } };
+  const c = composeRunConfig({ base, stage: 'sft2', modelPath: '/m/qwen', initFrom: '/runs/a/stages/sft1/final', cli: '/ext/dist/cli.js' }) as any;
+  assert.equal(c.$schema, undefined);
+  assert.deepEqual(c.model, { embedded: { hidden_size: 32 }, path: '/m/qwen' });
+  assert.deepEqual(c.stages.sft2, { steps: 5, init_from: '/runs/a/stages/sft1/final' });
+  assert.equal(c.env.cli, '/ext/dist/cli.js');
+  assert.equal(base.stages.sft2.steps, 5);
+  assert.equal((base.stages.sft2 as any).init_from, undefined, 'the user config object is not modified');
+  RunConfigSchema.parse(c);
+  const embedded = composeRunConfig({ base: null, stage: 'pretrain', modelPath: null, initFrom: null, cli: '/x/cli.js' });
+  assert.deepEqual(embedded, { env: { cli: '/x/cli.js' } });
+  RunConfigSchema.parse(embedded);
+  const pipe = composeRunConfig({ base: { env: { cli: 'mine.js' } }, stage: 'pipeline', modelPath: null, initFrom: '/f', cli: '/x' }) as any;
+  assert.deepEqual([pipe.model.path, pipe.env.cli], ['/f', 'mine.js']);
+});
+
+test('child environment, run ids, labels, model directories', () => {
+  const env = trainerEnv({ base: { PATH: '/bin', PYTHONPATH: '/old' }, extensionPath: '/ext', node: '/usr/bin/node' });
+  assert.equal(env.PYTHONPATH, `${join('/ext', 'src', 'trainer')}:/old`);
+  assert.deepEqual([env.PYTHONUNBUFFERED, env.COA_NODE, env.PATH], ['1', '/usr/bin/node', '/bin']);
+  assert.equal(makeRunId(new Date(Date.UTC(2026, 10, 2, 3, 4, 5)), 'sft1'), '20261102-030405-sft1');
+  assert.deepEqual(STAGE_PICKS.map((s) => s.label), ['Pretrain', 'SFT-1', 'SFT-2', 'SFT-3', 'RL-1', 'RL-2', 'Whole pipeline']);
+  assert.equal(stageLabel('rl2'), 'RL-2');
+  assert.equal(stageLabel('rl2-otc'), 'rl2-otc');
+  assert.equal(LABELS.embeddedConfig, 'Embedded default config');
+  assert.ok(looksLikeModelDir(['config.json', 'model.safetensors', 'tokenizer.json']));
+  assert.ok(!looksLikeModelDir(['config.json']));
+});

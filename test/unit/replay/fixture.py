@@ -1,0 +1,116 @@
+"""Test fixture for the replay engine: a tiny random model (embedded-default code path, no downloaded weights)
+exported with `export-onnx`, plus PyTorch reference values the TypeScript test compares against.
+Usage: python fixture.py OUT_DIR [family]   →  OUT_DIR/model/ (HF dir), OUT_DIR/onnx/model.onnx, OUT_DIR/ref.json"""
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from coa_trainer.export_onnx import export
+from coa_trainer.generate import generate
+from coa_trainer.model import Runtime, load_model, write_embedded_model
+
+TEXTS = [
+    "question : who wrote the book of sand ? <think> i should search </think> <search> book of sand author </search>",
+    "<observation> doc 1 ( title : borges ) jorge luis borges wrote it in 1975 . </observation> <answer> borges </answer>",
+    "the capital of france is paris ; 42 + 7 = 49 ! what's \"quoted\" [x] {y} café",
+]
+MEMO = ("<think> i should search </think> <search> book of sand author </search> <observation> doc 1 ( title : "
+        "borges ) jorge luis borges wrote it in 1975 . </observation> <answer> borges </answer>")
+PROBES = ["question : who wrote the book of sand ?\n", "<think>i should search</think><search>Borges 1975</search>",
+          "  Mixed CASE, digits 123 and unknownword!  ", "<answer> paris </answer><eos>"]
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    family = sys.argv[2] if len(sys.argv) > 2 else "llama"
+    torch.set_num_threads(1)
+    spec = {"family": family, "hidden_size": 32, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
+            "intermediate_size": 64, "max_position": 128}
+    model_dir = write_embedded_model({"model": {"embedded": spec}}, TEXTS, out / "model", seed=7)
+    model, tok = load_model(model_dir, Runtime(torch.device("cpu"), None), trainable=True)
+    # Memorise one agent trajectory so the replay loop has real actions, observations and answers to follow
+    # (a random model never closes a tag).
+    seq = tok(PROBES[0] + MEMO, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.tensor([seq])
+    for _ in range(150):
+        loss = model(input_ids=x, labels=x).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    model.save_pretrained(str(model_dir))
+    export(model_dir, out / "onnx" / "model.onnx")
+    enc = [tok(p, add_special_tokens=False, return_offsets_mapping=True) for p in PROBES]
+    prompt = tok(PROBES[0], add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([prompt])).logits[0]
+    greedy, _, _ = generate(model, [prompt], 24, {tok.eos_token_id}, tok.pad_token_id, torch.device("cpu"))
+    ref = {
+        "probes": [{"text": p, "ids": list(e["input_ids"]), "offsets": [a for a, _ in e["offset_mapping"]],
+                    "decoded": tok.decode(e["input_ids"], skip_special_tokens=False)} for p, e in zip(PROBES, enc)],
+        "prompt_ids": prompt,
+        "prompt_logits": logits.tolist(),
+        "greedy_ids": greedy[0],
+        "final_loss": float(loss.detach()),
+        "greedy_text": tok.decode(greedy[0], skip_special_tokens=False),
+    }
+    ref["alt"] = alt_tokenizer(out)
+    ref["bpe"] = {name: bpe_tokenizer(out, name) for name in ("gpt2", "qwen2")}
+    (out / "ref.json").write_text(json.dumps(ref))
+
+
+def alt_tokenizer(out: Path) -> dict:
+    """A second tokenizer.json with the other supported components (NFC, Whitespace, grouped Digits), and what
+    the Python library makes of the probes with it."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    pre = pre_tokenizers.Sequence([pre_tokenizers.Whitespace(), pre_tokenizers.Digits(individual_digits=False)])
+    norm = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
+    words = sorted({w for t in TEXTS + PROBES for w, _ in pre.pre_tokenize_str(norm.normalize_str(t))})
+    vocab = {"[unk]": 0, **{w: i + 1 for i, w in enumerate(words[::2])}}  # every other word: <unk>s too
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[unk]"))
+    tok.normalizer = norm
+    tok.pre_tokenizer = pre
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    tok.add_special_tokens([AddedToken("<answer>", special=True, normalized=False), AddedToken("</answer>", special=True, normalized=False)])
+    tok.save(str(out / "alt_tokenizer.json"))
+    probes = PROBES + ["Cafe\u0301 12abc34 x_y-z ;; 2024!", "<answer>X</answer>"]
+    encs = [tok.encode(p) for p in probes]
+    return [{"text": p, "ids": e.ids, "offsets": [a for a, _ in e.offsets], "decoded": tok.decode(e.ids, skip_special_tokens=False)}
+            for p, e in zip(probes, encs)]
+
+
+
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
+               r"|\s+(?!\S)|\s+")
+
+
+def bpe_tokenizer(out: Path, style: str) -> list[dict]:
+    """A byte-level BPE tokenizer trained on the fixture texts, laid out like GPT-2's (ByteLevel pre-tokenizer with
+    its regex) or Qwen2's (NFC, a Split regex, then ByteLevel without regex); ids and decoding of odd probes."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    if style == "qwen2":
+        tok.normalizer = normalizers.NFC()
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    else:
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(TEXTS * 3, trainer=trainer)
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ("<eos>", "<answer>", "</answer>")])
+    tok.save(str(out / f"bpe_{style}.json"))
+    probes = PROBES + ["Cafe\u0301 12abc34 x_y-z ;;\n\n  2024! 😀 naïve \t tab's WE'LL", "<answer>Borges</answer><eos>", "   "]
+    return [{"text": p, "ids": tok.encode(p).ids, "decoded": tok.decode(tok.encode(p).ids, skip_special_tokens=False)}
+            for p in probes]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+// The "Compare runs" page in headless Chromium: bundled like scripts/build.mjs (IIFE), served in the page that
+// src/extension/webview/html.ts makes (nonce-only CSP, state embedded), with a real comparison of two files.
+// Served through Playwright routing: no port is opened.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { chromium } from 'playwright-core';
+import { renderWebviewHtml } from '../../src/extension/webview/html';
+import { compareRuns } from '../../src/extension/providers/compare/model';
+import { pageState } from '../../src/extension/providers/compare/panel-state';
+
+const ROOT = join(__dirname, '../..');
+const OUT = join(ROOT, '.cache/webview-test/compare');
+const ORIGIN = 'http://compare.test';
+
+const rec = (id: string, question: string, answer: string, searches = 0) =>
+  JSON.stringify({ id, question, golden_answers: ['paris'], response: `${'<search> q </search> <observation> d </observation> '.repeat(searches)}<answer> ${answer} </answer>` });
+
+test('compare page: summary, one row per question with Δ, details side by side, no CSP or console error', { timeout: 60_000 }, async () => {
+  mkdirSync(OUT, { recursive: true });
+  await build({ entryPoints: [join(ROOT, 'webview/compare/main.ts')], outfile: join(OUT, 'compare.js'), bundle: true, format: 'iife', platform: 'browser', target: 'es2022', logLevel: 'warning' });
+  const a = [rec('a1', 'Capital of France?', 'lyon'), rec('a2', 'Who wrote <b>it</b>?', 'paris'), rec('a3', 'Only A', 'x')].join('\n');
+  const b = [rec('b1', 'capital of france?', 'paris', 2), rec('b2', 'Who wrote <b>it</b>?', 'paris'), '{bad'].join('\n');
+  const state = pageState(compareRuns({ text: a, label: 'a.jsonl' }, { text: b, label: 'b.jsonl' }, 'em'));
+  const html = renderWebviewHtml({ title: 'Compare runs', scripts: ['compare.js'], initialState: state, body: '<div id="app"></div>' }, ORIGIN, (p) => `${ORIGIN}/${p}`);
+
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  try {
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
+    page.on('pageerror', (e) => problems.push(e.message));
+    await page.route(`${ORIGIN}/**`, (route) => {
+      const url = new URL(route.request().url());
+      if (url.pathname === '/') return route.fulfill({ contentType: 'text/html', body: html });
+      if (url.pathname === '/compare.js') return route.fulfill({ contentType: 'text/javascript', body: readFileSync(join(OUT, 'compare.js')) });
+      return route.fulfill({ status: 404, body: '' });
+    });
+    await page.goto(`${ORIGIN}/`);
+    await page.waitForSelector('#rows details');
+    const rows = await page.$$eval('#rows summary', (els) => els.map((e) => Array.from(e.children).map((c) => c.textContent)));
+    assert.deepEqual(rows[0], ['Capital of France?', '0', '1', '+1'], 'largest change first');
+    assert.equal(rows.length, 3);
+    assert.ok(rows.some((r) => r[0] === 'Who wrote <b>it</b>?' && r[3] === '0'), 'question text shown as text, not HTML');
+    assert.equal(await page.$$eval('#rows b', (e) => e.length), 0);
+    const delta = await page.$eval('table tr:last-child', (e) => Array.from(e.children).map((c) => c.textContent));
+    assert.deepEqual(delta.slice(0, 3), ['B − A', '+0.5', '+0.5']);
+    assert.match(await page.textContent('body') ?? '', /b\.jsonl:3:\d+: COA101/);
+    // Details are built on open: both sides with their breakdowns and responses.
+    await page.click('#rows details:first-child summary');
+    const sides = await page.$$eval('#rows details:first-child .side', (els) => els.map((e) => e.textContent ?? ''));
+    assert.equal(sides.length, 2);
+    assert.match(sides[0], /lyon/);
+    assert.match(sides[1], /tool calls2/);
+    // Filtering.
+    await page.fill('input[type=search]', 'only');
+    assert.deepEqual(await page.$$eval('#rows summary span:first-child', (els) => els.map((e) => e.textContent)), ['Only A']);
+    assert.equal(await page.$eval('style', (s) => s.sheet !== null), true, 'the nonce’d stylesheet applies under the CSP');
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});

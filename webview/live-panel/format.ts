@@ -1,0 +1,12 @@
+// Number formatting for chart axes (no DOM).
+
+/** Y tick labels with enough digits to tell neighbours apart (a learning rate decaying within 0.0029–0.003). */
+export function tickLabels(splits: number[]): string[] {
+  const step = splits.length > 1 ? Math.abs(splits[1] - splits[0]) : Math.abs(splits[0] ?? 1);
+  const big = Math.max(...splits.map(Math.abs));
+  if (big >= 1e5 || (big > 0 && big < 1e-4)) return splits.map((v) => (v === 0 ? '0' : v.toExponential(step > 0 ? Math.max(0, Math.min(6, Math.floor(Math.log10(big)) - Math.floor(Math.log10(step)))) : 2)));
+  // The fewest decimals that write the tick step exactly (0.25 → 2, 5e-5 → 5).
+  let decimals = step > 0 ? Math.max(0, -Math.floor(Math.log10(step))) : 2;
+  while (decimals < 8 && Math.abs(Math.round(step * 10 ** decimals) - step * 10 ** decimals) > 1e-6) decimals++;
+  return splits.map((v) => v.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals }));
+}
