@@ -1,0 +1,144 @@
+// The Runs view (activity bar "CoA Studio" → Runs): runs/<id> of the first workspace folder as run → stages →
+// checkpoints / evals / rollouts, from the pure model in ./model.ts. Refreshed by a FileSystemWatcher on
+// runs/*/events.jsonl (runs started from a terminal show up too) and when this extension's runs change.
+import * as vscode from 'vscode';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { readRuns, runNode, stageChildren, stageNodes, type RunNode, type Status } from './model';
+import { stageLabel } from '../../process/trainer';
+import { onRunsChanged, trainController, workspaceRoot } from '../train';
+
+const ICONS: Record<Status, [string, string | undefined]> = {
+  running: ['sync~spin', 'charts.blue'],
+  ok: ['pass', 'testing.iconPassed'],
+  cancelled: ['debug-pause', 'charts.yellow'],
+  failed: ['error', 'testing.iconFailed'],
+  pending: ['circle-outline', undefined],
+};
+
+let provider: RunsProvider | undefined;
+
+export class RunsProvider implements vscode.TreeDataProvider<RunNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<RunNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private timer: NodeJS.Timeout | undefined;
+
+  dispose(): void {
+    this.changed.dispose();
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  /** Coalesces bursts (a trainer appends many events a second). */
+  refresh(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.changed.fire(undefined);
+    }, 1000);
+  }
+
+  getChildren(node?: RunNode): RunNode[] {
+    const root = workspaceRoot();
+    if (!root) return [];
+    if (!node) return readRuns(join(root, 'runs')).map((r) => runNode(r, stageLabel));
+    if (node.kind === 'run') return stageNodes(node.run, stageLabel);
+    if (node.kind === 'stage') return stageChildren(node.run, node.stage);
+    return [];
+  }
+
+  getTreeItem(node: RunNode): vscode.TreeItem {
+    const collapsible = node.kind === 'run' ? vscode.TreeItemCollapsibleState.Collapsed
+      : node.kind === 'stage' && stageChildren(node.run, node.stage).length ? vscode.TreeItemCollapsibleState.Collapsed
+        : vscode.TreeItemCollapsibleState.None;
+    const item = new vscode.TreeItem(node.label, collapsible);
+    item.id = node.id;
+    item.description = node.description;
+    // contextValue drives the inline/context menus in package.json (view/item/context).
+    if (node.kind === 'run' || node.kind === 'stage') {
+      const [icon, color] = ICONS[node.status];
+      item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
+      item.contextValue = `coaRun.${node.kind}.${node.status}`;
+      item.tooltip = node.kind === 'stage' && node.stage.error ? `${node.label}: ${node.stage.error}` : `${node.run.dir}`;
+      if (node.kind === 'run') item.resourceUri = vscode.Uri.file(node.run.dir);
+    } else if (node.kind === 'checkpoint') {
+      item.iconPath = new vscode.ThemeIcon(node.final ? 'package' : 'save');
+      item.contextValue = node.final ? 'coaRun.final' : 'coaRun.checkpoint';
+      item.tooltip = node.path;
+      item.resourceUri = vscode.Uri.file(node.path);
+    } else if (node.kind === 'eval') {
+      item.iconPath = new vscode.ThemeIcon('graph');
+      item.contextValue = 'coaRun.eval';
+    } else {
+      item.iconPath = new vscode.ThemeIcon('notebook');
+      item.contextValue = 'coaRun.rollouts';
+      item.resourceUri = vscode.Uri.file(node.path);
+      item.command = { title: 'Open rollouts', command: 'vscode.open', arguments: [vscode.Uri.file(node.path)] };
+    }
+    return item;
+  }
+}
+
+export function registerRuns(context: vscode.ExtensionContext): RunsProvider {
+  provider = new RunsProvider();
+  const view = vscode.window.createTreeView('coaStudio.runs', { treeDataProvider: provider, showCollapseAll: true });
+  const watcher = vscode.workspace.createFileSystemWatcher('**/runs/*/events.jsonl');
+  const refresh = () => provider?.refresh();
+  context.subscriptions.push(provider, view, watcher, watcher.onDidCreate(refresh), watcher.onDidChange(refresh), watcher.onDidDelete(refresh), onRunsChanged(refresh));
+  return provider;
+}
+
+// ------------------------------------------------------------------ actions (command table entries)
+
+const runDirOf = (node: unknown): string | undefined => (node && typeof node === 'object' && 'run' in node ? (node as RunNode).run.dir : undefined);
+
+export function refreshRuns(): void {
+  provider?.refresh();
+}
+
+export async function openRunPanel(node?: unknown): Promise<void> {
+  const dir = runDirOf(node);
+  await vscode.commands.executeCommand('coaStudio.openLivePanel', dir ? vscode.Uri.file(dir) : undefined);
+}
+
+export async function openRollouts(node?: unknown): Promise<void> {
+  const n = node as RunNode | undefined;
+  const path = n?.kind === 'rollouts' ? n.path : n?.kind === 'stage' ? n.stage.rollouts : undefined;
+  if (!path) return void vscode.window.showInformationMessage('CoA: this stage has no rollouts file (stages/<stage>/rollouts.coa.jsonl).');
+  await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(path));
+}
+
+/** From the tree (a node), or scripted: a run directory path, or { runDir, stage }. */
+export async function resumeFromNode(node?: unknown): Promise<void> {
+  if (typeof node === 'string') return trainController().resumeRun(node);
+  const o = node as { runDir?: string; stage?: string } | undefined;
+  if (o && typeof o.runDir === 'string') return trainController().resumeRun(o.runDir, o.stage);
+  const n = node as RunNode | undefined;
+  await trainController().resumeRun(runDirOf(n), n && n.kind !== 'run' ? n.stage.name : undefined);
+}
+
+export async function cancelFromNode(node?: unknown): Promise<void> {
+  await trainController().cancelRun(runDirOf(node));
+}
+
+export async function exportOnnxFromNode(node?: unknown): Promise<void> {
+  const n = node as RunNode | undefined;
+  const finalDir = n?.kind === 'checkpoint' && n.final ? n.path : n?.kind === 'stage' ? n.stage.finalDir : undefined;
+  if (!finalDir) return void vscode.window.showInformationMessage('CoA: pick a stage that finished (it has a final/ model directory) to export to ONNX.');
+  await trainController().exportOnnx(finalDir);
+}
+
+export async function revealRun(node?: unknown): Promise<void> {
+  const n = node as RunNode | undefined;
+  const path = n?.kind === 'checkpoint' || n?.kind === 'rollouts' ? n.path : runDirOf(n);
+  if (path) await vscode.commands.executeCommand('revealInExplorer', vscode.Uri.file(path));
+}
+
+export async function deleteRun(node?: unknown): Promise<void> {
+  const dir = runDirOf(node);
+  if (!dir) return;
+  if (trainController().running.includes(dir)) return void vscode.window.showWarningMessage('CoA: cancel the run before deleting it.');
+  const ok = await vscode.window.showWarningMessage(`Delete run ${(node as RunNode).run.id}? Its directory ${dir} (checkpoints, models, events) is removed permanently.`, { modal: true }, 'Delete');
+  if (ok !== 'Delete') return;
+  rmSync(dir, { recursive: true, force: true });
+  provider?.refresh();
+}
