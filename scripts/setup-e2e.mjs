@@ -84,8 +84,11 @@ function ensureCodeServer(nodeBin) {
   }, null, 2) + '\n');
   const logFile = join(cacheDir, 'code-server-install.log');
   log(`installing code-server ${CODE_SERVER_VERSION} with Node ${NODE_VERSION} (several minutes; log: ${logFile})`);
+  // Under `npm test` the outer npm's settings arrive as npm_* variables — among them npm_config_user_agent naming
+  // Node 20, which code-server's postinstall reads as "the node in use" and refuses. The nested npm must start clean.
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
   const env = {
-    ...process.env,
+    ...inherited,
     PATH: join(nodeDir, 'bin') + delimiter + process.env.PATH,
     npm_config_nodedir: nodeDir,
     npm_config_dangerously_allow_all_scripts: 'true',

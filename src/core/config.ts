@@ -74,6 +74,8 @@ const rlStage = (steps: number, simulated: number) =>
       group_size: posInt().default(8).describe('GRPO group size G: samples per question.'),
       kl_coef: z.number().nonnegative().default(0.001).describe('k3 KL to the frozen reference (AutoCoA used 0.001).'),
       clip_eps: z.number().positive().default(0.2).describe('PPO clip range of the importance ratio.'),
+      mini_batches: posInt().default(1).describe('Optimiser updates per pass over a step\'s rollout batch: it is split into this many mini-batches of whole groups (at most prompts_per_step / processes). 1: one on-policy update, so the ratio stays 1 and nothing is clipped.'),
+      ppo_epochs: posInt().default(1).describe('Passes over a step\'s rollout batch (each does mini_batches updates) against the sampler\'s log-probs.'),
       std_normalize: z.boolean().default(true).describe('Divide group-centred rewards by the group std.'),
       temperature: z.number().positive().default(1.0).describe('Sampling temperature of rollouts.'),
       max_turns: posInt().default(3).describe('Tool calls allowed per trajectory.'),

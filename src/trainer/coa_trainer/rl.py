@@ -1,6 +1,7 @@
 """The RL stages rl1 / rl2 (GRPO) as a training loop: sample G rollouts per question (simulated observations for
 the first `simulated_fraction` of the steps, then the env server's search), grade them with the env server's
-/v1/grade, GRPO update, metrics / alerts / samples as events, checkpoints with the OTC-GRPO state.
+/v1/grade, GRPO updates (`ppo_epochs` × `mini_batches` per step), metrics / alerts / samples as events,
+checkpoints with the OTC-GRPO state.
 
 Under torchrun every rank takes whole groups (prompts_per_step / world_size questions × G samples); sums are
 all-reduced so the logged numbers and the loss normalisation are global. Rank 0 starts the env server (unless
@@ -64,6 +65,49 @@ def _record(tok: Any, q: Any, tr: RlTrajectory, advantage: float, breakdown: dic
     return rec
 
 
+def mini_batch_slices(n_samples: int, group_size: int, mini_batches: int) -> list[slice]:
+    """`mini_batches` consecutive runs of whole groups, sizes differing by at most one group. Every rank has the
+    same number of groups, so every rank makes the same number of updates (each one all-reduces under DDP)."""
+    n_groups = n_samples // group_size
+    if mini_batches > n_groups:
+        raise ValueError(f"{mini_batches} mini-batches of whole groups out of {n_groups} groups")
+    q, r = divmod(n_groups, mini_batches)
+    out, start = [], 0
+    for i in range(mini_batches):
+        end = start + (q + (i < r)) * group_size
+        out.append(slice(start, end))
+        start = end
+    return out
+
+
+def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: list[Sample], group_size: int,
+                   scfg: dict, pad_id: int, device: torch.device, dtype: torch.dtype | None, di: Any
+                   ) -> tuple[dict[str, float], float]:
+    """PPO-style reuse of one rollout batch: `ppo_epochs` passes, each split into `mini_batches` optimiser updates.
+    The old log-probs are the sampler's (in `samples`), fixed for the whole step, so the ratio departs from 1 from
+    the second update on and the clipping becomes active. mini_batches = ppo_epochs = 1 is a single on-policy
+    update. Returns the loss/kl/entropy/clip/ratio sums and the token count over all updates (rank-local, for the
+    caller's all-reduce) and the mean pre-clip gradient norm."""
+    slices = mini_batch_slices(len(samples), group_size, scfg["mini_batches"])
+    totals: dict[str, float] = {"count": 0.0, "loss_sum": 0.0}
+    norms: list[float] = []
+    for _ in range(scfg["ppo_epochs"]):
+        for sl in slices:
+            loss_sum, count, extras = grpo_loss_parts(model, ref, samples[sl], pad_id, device, dtype,
+                                                      scfg["clip_eps"], scfg["kl_coef"], scfg["temperature"])
+            global_count = di.all_reduce_sum(count)  # the mini-batch's tokens on all ranks
+            loss = loss_sum / max(global_count, 1.0) * di.world_size  # DDP averages gradients over ranks
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            norms.append(float(torch.nn.utils.clip_grad_norm_(params, scfg["grad_clip"])))
+            opt.step()
+            totals["count"] += count
+            totals["loss_sum"] += float(loss_sum.detach())
+            for k, v in extras.items():
+                totals[k] = totals.get(k, 0.0) + v
+    return totals, sum(norms) / len(norms)
+
+
 def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -> int:
     from .benchmark import benchmark_from_config, ensure_benchmark_files
     from .checkpoint import latest_checkpoint, load_checkpoint, prune_checkpoints, save_checkpoint
@@ -83,6 +127,10 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
     if P % di.world_size:
         raise StageError(f"stages.{stage}.prompts_per_step {P} is not divisible by the {di.world_size} processes "
                          "(each process takes whole groups)", "bad_config")
+    if scfg["mini_batches"] > P // di.world_size:
+        raise StageError(f"stages.{stage}.mini_batches {scfg['mini_batches']} is more than the "
+                         f"{P // di.world_size} groups each of the {di.world_size} processes gets per step "
+                         "(mini-batches are whole groups)", "bad_config")
     if config["dialect"] != "coa":
         raise StageError("the embedded benchmark is written in the coa dialect; set dialect to coa", "bad_config")
     rt = setup_runtime(config, di.world_size, di.local_rank)
@@ -176,29 +224,22 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
             samples = [Sample(tr.prompt_ids, tr.ids, tr.loss_mask, tr.logprobs, a) for tr, a in zip(trajs, adv)]
 
             tt = time.time()
-            loss_sum, count, extras = grpo_loss_parts(model, ref, samples, tok.pad_token_id, rt.device,
-                                                      rt.autocast_dtype, scfg["clip_eps"], scfg["kl_coef"],
-                                                      scfg["temperature"])
-            global_count = di.all_reduce_sum(count)
-            loss = loss_sum / max(global_count, 1.0) * di.world_size  # DDP averages gradients over ranks
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, scfg["grad_clip"])
-            opt.step()
-            sched.step()
+            extras, grad_norm = policy_updates(model, ref, opt, params, samples, G, scfg, tok.pad_token_id,
+                                               rt.device, rt.autocast_dtype, di)
+            sched.step()  # the schedule counts RL steps, not optimiser updates
             step += 1
             train_s = time.time() - tt
             retok = [retok_mismatch(tok, tr.ids) for tr in trajs]
             sums = step_sums(trajs, breakdowns, G, *think_ids, retok)
             sums.update(extras)
-            sums.update({"count": count, "loss_sum": float(loss_sum.detach()), "generate_s": timings["generate"],
-                         "tools_s": timings["tools"], "train_s": train_s})
+            sums.update({"generate_s": timings["generate"], "tools_s": timings["tools"], "train_s": train_s})
             s = di.all_reduce_dict(sums)
             ws = di.world_size
             values = {
                 **step_values(s), "loss": s["loss_sum"] / max(s["count"], 1.0), "kl": s["kl_sum"] / max(s["count"], 1.0),
                 "entropy": s["entropy_sum"] / max(s["count"], 1.0), "clip_frac": s["clip_sum"] / max(s["count"], 1.0),
-                "grad_norm": float(grad_norm), "lr": sched.get_last_lr()[0], "simulated": float(simulated),
+                "ratio_mean": s["ratio_sum"] / max(s["count"], 1.0), "grad_norm": grad_norm,
+                "lr": sched.get_last_lr()[0], "simulated": float(simulated),
                 "gen_tokens_per_s": s["gen_tokens"] / max(s["generate_s"] / ws, 1e-9),
                 "train_tokens_per_s": s["train_tokens"] / max(s["train_s"] / ws, 1e-9),
                 "generate_s": s["generate_s"] / ws, "tools_s": s["tools_s"] / ws, "train_s": s["train_s"] / ws,
