@@ -50,6 +50,8 @@ test('compare page: summary, one row per question with Δ, details side by side,
     assert.match(await page.textContent('body') ?? '', /b\.jsonl:3:\d+: COA101/);
     // Details are built on open: both sides with their breakdowns and responses.
     await page.click('#rows details:first-child summary');
+    // the toggle event that builds them fires after the click resolves: wait for them rather than race it
+    await page.waitForFunction(() => document.querySelectorAll('#rows details:first-child .side').length === 2);
     const sides = await page.$$eval('#rows details:first-child .side', (els) => els.map((e) => e.textContent ?? ''));
     assert.equal(sides.length, 2);
     assert.match(sides[0], /lyon/);

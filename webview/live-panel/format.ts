@@ -10,3 +10,9 @@ export function tickLabels(splits: number[]): string[] {
   while (decimals < 8 && Math.abs(Math.round(step * 10 ** decimals) - step * 10 ** decimals) > 1e-6) decimals++;
   return splits.map((v) => v.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals }));
 }
+
+/** Y axis width in px for its tick labels: wide enough that a slowly decaying learning rate's digits are not cut. */
+export function yAxisWidth(labels: string[] | null | undefined): number {
+  const longest = Math.max(0, ...(labels ?? []).map((l) => l.length));
+  return Math.max(44, Math.ceil(longest * 7 + 14));
+}

@@ -11,7 +11,7 @@ import '@vscode-elements/elements/dist/vscode-option/index.js';
 import '@vscode-elements/elements/dist/vscode-collapsible/index.js';
 import './style.css';
 import { GROUPS, PanelModel, type GroupId } from './model';
-import { tickLabels } from './format';
+import { tickLabels, yAxisWidth } from './format';
 import type { HostToPanel, LivePanelInitialState, LivePanelSavedState, PanelToHost } from './protocol';
 
 interface VsCodeApi {
@@ -162,7 +162,7 @@ function makeChart(name: string): Chart {
       cursor: { sync: { key: 'coa-live' } },
       // A flat series (e.g. EM 0 before learning starts) gets a unit range instead of uPlot's 0–100.
       scales: { x: { time: false }, y: { range: (_u, min, max) => (min === max ? [min - 1, max + 1] : uPlot.rangeNum(min, max, 0.1, true)) } },
-      axes: [{ ...axis, label: undefined }, { ...axis, size: 60, values: (_u, splits) => tickLabels(splits) }],
+      axes: [{ ...axis, label: undefined }, { ...axis, size: (_u, values) => yAxisWidth(values), values: (_u, splits) => tickLabels(splits) }],
       series: [{ label: 'step' }, ...runs.map((r, i) => ({ label: r.info.label, stroke: runColour(i), width: 1.5, spanGaps: true }))],
       plugins: [stagePlugin()],
     },

@@ -99,3 +99,13 @@ test('axis tick labels tell neighbouring ticks apart', async () => {
   const lr = tickLabels([0.00291, 0.00292, 0.00293]);
   assert.equal(new Set(lr).size, 3, lr.join(' '));
 });
+
+test('the y axis grows with its longest tick label, so no digit is cut', async () => {
+  const { tickLabels, yAxisWidth } = await import('../../../webview/live-panel/format');
+  // the learning-rate case seen in code-server: 0.002999970 was drawn as "299997" in a fixed 60 px axis
+  const labels = tickLabels([0.00299997, 0.00299998, 0.00299999, 0.003]);
+  const width = yAxisWidth(labels);
+  assert.ok(width >= Math.max(...labels.map((l) => l.length)) * 7, `${width}px for ${labels.join(' ')}`);
+  assert.ok(yAxisWidth(['1', '2']) < width);
+  assert.equal(yAxisWidth(null), yAxisWidth([]));
+});
