@@ -1,6 +1,7 @@
 // KV-cached decoding on a Decoder: greedy (temperature 0) or sampled with a seeded generator, stopping at a stop
 // id (included) or a token limit. Log-probs are those of the sampling distribution, as the trainer's `generate`.
 import { lastRow, type Decoder } from './model';
+import { makeRandom } from '../env/random';
 
 export interface GenerateOptions {
   maxNewTokens: number;
@@ -78,14 +79,7 @@ export function pick(logits: Float32Array, temperature: number, random: () => nu
   return { id, logprob: (logits[id] - max) * scale - logZ };
 }
 
-/** mulberry32: a small seeded PRNG so a sampled replay can be repeated. */
+/** A seeded PRNG (the env server's mulberry32) so a sampled replay can be repeated. */
 export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return makeRandom(seed);
 }
