@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { chromium } from 'playwright-core';
 import { renderWebviewHtml } from '../../src/extension/webview/html';
 import { compareRuns } from '../../src/extension/providers/compare/model';
 import { pageState } from '../../src/extension/providers/compare/panel-state';
+import { launchChromium } from './chromium';
 
 const ROOT = join(__dirname, '../..');
 const OUT = join(ROOT, '.cache/webview-test/compare');
@@ -26,7 +26,7 @@ test('compare page: summary, one row per question with Δ, details side by side,
   const state = pageState(compareRuns({ text: a, label: 'a.jsonl' }, { text: b, label: 'b.jsonl' }, 'em'));
   const html = renderWebviewHtml({ title: 'Compare runs', scripts: ['compare.js'], initialState: state, body: '<div id="app"></div>' }, ORIGIN, (p) => `${ORIGIN}/${p}`);
 
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     const problems: string[] = [];

@@ -6,9 +6,10 @@ import { build } from 'esbuild';
 import { createServer, type Server } from 'node:http';
 import { mkdirSync, readFileSync, existsSync } from 'node:fs';
 import { extname, join, normalize } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { renderWebviewHtml } from '../../src/extension/webview/html';
 import type { LivePanelInitialState } from '../../webview/live-panel/protocol';
+import { launchChromium } from './chromium';
 
 export const ROOT = join(__dirname, '../..');
 const OUT = join(ROOT, '.cache/webview-test/live-panel');
@@ -96,10 +97,7 @@ export async function openPanel(initialState: LivePanelInitialState): Promise<Ha
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   origin = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const errors: string[] = [];
   page.on('console', (m) => {

@@ -8,12 +8,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { chromium } from 'playwright-core';
 import { renderWebviewHtml } from '../../src/extension/webview/html';
 import { buildIndex, firstRecords, readLines } from '../../src/extension/providers/browser/indexer';
 import { runQuery } from '../../src/extension/providers/browser/query';
 import type { RecordSummary } from '../../src/extension/providers/browser/summary';
 import { checkFormat } from '../../src/core/rules';
+import { launchChromium } from './chromium';
 
 const ROOT = join(__dirname, '../..');
 const OUT = join(ROOT, '.cache/webview-test/notebook-browser');
@@ -28,10 +28,7 @@ test('trajectory browser page: first page on first paint, query results, record 
   for (let k = 0; k < 20; k++) for (const l of examples) lines.push(JSON.stringify({ ...JSON.parse(l), id: `${JSON.parse(l).id}-${k}` }));
   const path = join(dir, 'f.coa.jsonl');
   writeFileSync(path, lines.join('\n') + '\n');
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   try {
     const first = await firstRecords(path, 50);
     const html = renderWebviewHtml({ title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: 'f.coa.jsonl', size: 1, pageSize: 50, first } }, ORIGIN, (p) => `${ORIGIN}/${p}`);

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { chromium } from 'playwright-core';
 import { textToNotebook } from '../../src/extension/providers/notebook/codec';
 import { REWARD_MIME, RewardOutput } from '../../src/extension/providers/notebook/cells';
+import { launchChromium } from './chromium';
 
 const ROOT = join(__dirname, '../..');
 const OUT = join(ROOT, '.cache/webview-test/notebook-renderer');
@@ -44,10 +44,7 @@ for (const [k, d] of data.entries()) {
 window.__done = true;
 </script><script id="data" type="application/json">${JSON.stringify(data).replace(/</g, '\\u003c')}</script></body></html>`;
 
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     const problems: string[] = [];

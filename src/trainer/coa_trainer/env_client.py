@@ -113,26 +113,25 @@ class EnvClient:
         self.stop()
 
     # ------------------------------------------------------------ calls
-    def _post(self, path: str, body: dict) -> dict:
-        data = json.dumps(body).encode("utf-8")
-        req = urllib.request.Request(self.url + path, data=data, method="POST", headers={
+    def _json(self, method: str, path: str, body: dict | None = None) -> dict:
+        """One authenticated JSON request; every failure is an EnvError naming the method and path."""
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers={
             "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                 return json.loads(resp.read().decode("utf-8"))
         except urllib.error.HTTPError as e:
             detail = e.read().decode("utf-8", "replace")[:500]
-            raise EnvError(f"POST {path} → HTTP {e.code}: {detail}") from e
+            raise EnvError(f"{method} {path} → HTTP {e.code}: {detail}") from e
         except (urllib.error.URLError, OSError) as e:
-            raise EnvError(f"POST {path} failed: {getattr(e, 'reason', e)}") from e
+            raise EnvError(f"{method} {path} failed: {getattr(e, 'reason', e)}") from e
+
+    def _post(self, path: str, body: dict) -> dict:
+        return self._json("POST", path, body)
 
     def health(self) -> dict:
-        req = urllib.request.Request(self.url + "/v1/health", headers={"Authorization": f"Bearer {self.token}"})
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                return json.loads(resp.read().decode("utf-8"))
-        except (urllib.error.URLError, OSError) as e:
-            raise EnvError(f"GET /v1/health failed: {getattr(e, 'reason', e)}") from e
+        return self._json("GET", "/v1/health")
 
     def search(self, queries: list[str], top_k: int = 3, dialect: str = "coa") -> dict:
         """{"results": [[{id,title,contents,score}]], "observations": [text between the observation tags]}"""
@@ -150,19 +149,6 @@ class EnvClient:
         return self._post("/v1/grade", body)["breakdowns"]
 
     # ------------------------------------------------------------ OTC-GRPO state (saved in RL checkpoints)
-    def _json(self, method: str, path: str, body: dict | None = None) -> dict:
-        data = json.dumps(body).encode("utf-8") if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method, headers={
-            "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                return json.loads(resp.read().decode("utf-8"))
-        except urllib.error.HTTPError as e:
-            detail = e.read().decode("utf-8", "replace")[:500]
-            raise EnvError(f"{method} {path} → HTTP {e.code}: {detail}") from e
-        except (urllib.error.URLError, OSError) as e:
-            raise EnvError(f"{method} {path} failed: {getattr(e, 'reason', e)}") from e
-
     def export_otc_state(self, run: str) -> dict | None:
         """The run's running per-question minimum of tool calls; None when the run has no state yet."""
         try:
