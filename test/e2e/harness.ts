@@ -247,8 +247,8 @@ export async function pickQuick(page: Page, label: string | RegExp, title?: stri
   }
 }
 
-/** Opens a workspace file through Quick Open and waits for its editor tab (retried: the list may still show the
- * previous, unfiltered items when the row is clicked). */
+/** Opens a workspace file through Quick Open and waits for its editor tab (retried: the file search may not list a
+ * just-written file yet, and the list may still show the previous, unfiltered items when the row is clicked). */
 export async function openFile(page: Page, name: string, attempts = 3): Promise<void> {
   const tab = page.locator('.tabs-container .tab.active', { hasText: name });
   for (let i = 1; ; i++) {
@@ -258,7 +258,12 @@ export async function openFile(page: Page, name: string, attempts = 3): Promise<
     await input.waitFor({ state: 'visible', timeout: 30_000 });
     await input.fill(name);
     const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
-    await row.waitFor({ timeout: 60_000 });
+    // A file written after the workspace opened may be missing from the first file search: ask again.
+    const listed = await row.waitFor({ timeout: i < attempts ? 20_000 : 60_000 }).then(() => true, () => false);
+    if (!listed) {
+      if (i >= attempts) throw new Error(`Quick Open never listed ${name} (${attempts} attempts)`);
+      continue;
+    }
     await page.waitForTimeout(300);
     await row.click();
     const opened = await tab.waitFor({ timeout: i < attempts ? 15_000 : 60_000 }).then(() => true, () => false);
