@@ -24,12 +24,8 @@ if (!existsSync(join(root, 'dist/cli.js'))) {
   process.exit(1);
 }
 
-const parquet = join(root, '..', 'shared', 'data', 'autocoa', 'hotpotqa_dev.parquet');
-if (existsSync(parquet)) {
-  coa('Convert the AutoCoA HotpotQA dev set (verl parquet) to trajectory records', ['convert', '--from', 'verl-parquet', parquet, '-o', join(runDir, 'autocoa-dev.coa.jsonl')]);
-} else {
-  console.log(`\n(skipping the AutoCoA parquet: ${parquet} not found)`);
-}
+const parquet = join(root, 'examples', 'data', 'autocoa', 'hotpotqa_dev.parquet');
+coa('Convert the AutoCoA HotpotQA dev set (verl parquet) to trajectory records', ['convert', '--from', 'verl-parquet', parquet, '-o', join(runDir, 'autocoa-dev.coa.jsonl')]);
 coa('Convert Search-R1 chat transcripts', ['convert', '--from', 'search-r1', 'examples/search-r1-transcripts.txt', '-o', join(runDir, 'search-r1.coa.jsonl')]);
 coa('Validate them with Search-R1\'s strict sequence rule', ['validate', '--strict', join(runDir, 'search-r1.coa.jsonl')]);
 coa('Validate the example trajectories (four dialects, some deliberately malformed)', ['validate', 'examples/trajectories.coa.jsonl'], { allowFail: true });

@@ -12,7 +12,7 @@ import { tinyModel } from '../unit/replay/fixture';
 import { startEnvServer, type EnvServer } from '../../src/env/server';
 
 const RECORD = JSON.stringify({ id: 'q1', question: 'who wrote the book of sand ?', golden_answers: ['borges'], response: '<answer> nobody </answer>' });
-const CORPUS = join(import.meta.dirname, '../../../shared/data/search-r1/corpus_example.jsonl');
+const CORPUS = join(import.meta.dirname, '../../examples/data/search-r1/corpus_example.jsonl');
 
 let ed: Editor;
 let env: EnvServer;

@@ -14,6 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 PY = sys.executable
+# This checkout's trainer first: the venv's .pth may point at another checkout of the repository (a worktree).
+sys.path.insert(0, str(REPO / "src" / "trainer"))
 
 
 def _ensure_schemas() -> None:
@@ -95,3 +97,11 @@ def env_server_available() -> str | None:
     if "--corpus" not in (r.stdout + r.stderr):
         return "dist/cli.js has no `env serve` yet"
     return None
+
+
+@pytest.fixture(scope="session")
+def realistic_model_dir(tmp_path_factory) -> Path:
+    """The realistic tiny chat model (tests/realistic_model.py): Qwen2 shape, byte-level BPE, ChatML template."""
+    from realistic_model import write
+
+    return write(tmp_path_factory.mktemp("realistic") / "model")

@@ -94,7 +94,7 @@ test('stats --json gives the paper columns per dialect and per stage', () => {
 });
 
 test('convert: AutoCoA parquet, Search-R1 transcripts and OpenAI chats', () => {
-  const parquet = join(root, '../shared/data/autocoa/hotpotqa_dev.parquet');
+  const parquet = join(root, 'examples/data/autocoa/hotpotqa_dev.parquet');
   const out = join(dir, 'dev.coa.jsonl');
   assert.equal(coa('convert', '--from', 'verl-parquet', parquet, '-o', out).code, 0);
   assert.equal(readFileSync(out, 'utf8').trim().split('\n').length, 400);

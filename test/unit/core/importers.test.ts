@@ -9,12 +9,12 @@ import { conversationToRecord } from '../../../src/core/importers/openai';
 import { checkFormat } from '../../../src/core/rules';
 import { RecordSchema } from '../../../src/core/record';
 
-const shared = join(__dirname, '../../../../shared/data');
+const shared = join(__dirname, '../../../examples/data');
 
 test('AutoCoA parquet: one record per row, question without instructions, golden answers kept', async (t) => {
   const dev = join(shared, 'autocoa/hotpotqa_dev.parquet');
   const train = join(shared, 'autocoa/hotpotqa_train.parquet');
-  assert.ok(existsSync(dev) && existsSync(train), '../shared/data/autocoa must be present');
+  assert.ok(existsSync(dev) && existsSync(train), 'examples/data/autocoa must be present');
   const records = await importVerlParquet(dev);
   assert.equal(records.length, 400);
   const first = records[0];

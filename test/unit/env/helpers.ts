@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { makeRandom } from '../../../src/env/random';
 import { tokenize } from '../../../src/env/tokenize';
 
-export const EXAMPLE_CORPUS = join(__dirname, '../../../../shared/data/search-r1/corpus_example.jsonl');
+export const EXAMPLE_CORPUS = join(__dirname, '../../../examples/data/search-r1/corpus_example.jsonl');
 
 export function tempDir(t: { after: (fn: () => void) => void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'coa-env-test-'));

@@ -11,7 +11,7 @@ import { importSearchR1Transcripts } from '../../../src/core/importers/search-r1
 import { RecordSchema } from '../../../src/core/record';
 
 const root = join(__dirname, '../../..');
-const shared = join(root, '../shared/data');
+const shared = join(root, 'examples/data');
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 
@@ -59,7 +59,7 @@ test('examples/trajectories.coa.jsonl: header + step cells, steps concatenate to
 
 test('AutoCoA HotpotQA data converted by the core round-trips byte-identically (with AutoCoA-dialect responses)', async () => {
   const dev = join(shared, 'autocoa/hotpotqa_dev.parquet');
-  assert.ok(existsSync(dev), '../shared/data/autocoa must be present');
+  assert.ok(existsSync(dev), 'examples/data/autocoa must be present');
   const records = await importVerlParquet(dev);
   assert.equal(records.length, 400);
   // Give every other record an AutoCoA-style response (search inside <think>, \boxed{} answer, pre-filled <think>).
