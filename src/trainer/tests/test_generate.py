@@ -1,0 +1,43 @@
+"""Batched KV-cached generation equals each prompt generated alone: rows that stop early keep exactly their tokens
+and log-probs (the per-step results are gathered on the device and read back once)."""
+
+import pytest
+import torch
+
+from coa_trainer.generate import generate
+
+CPU = torch.device("cpu")
+
+
+def _model():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                      num_key_value_heads=1, max_position_embeddings=64, pad_token_id=0, eos_token_id=1)
+    return LlamaForCausalLM(cfg).eval()
+
+
+def _teacher_forced_logprobs(model, prompt, new):
+    ids = torch.tensor([prompt + new])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(input_ids=ids).logits[0].float(), -1)
+    return [float(logp[len(prompt) - 1 + k, t]) for k, t in enumerate(new)]
+
+
+def test_batch_equals_one_by_one_with_early_stops():
+    model = _model()
+    prompts = [[5, 6, 7], [9, 3], [4, 4, 4, 4, 2], [11]]
+    alone = [generate(model, [p], 8, set(), 0, CPU)[0][0] for p in prompts]
+    stop = alone[0][2]  # row 0 stops at its third token; others stop wherever this id first appears, if at all
+    out, lps, stopped = generate(model, prompts, 8, {stop}, 0, CPU)
+    for p, full, got, lp, st in zip(prompts, alone, out, lps, stopped):
+        cut = full.index(stop) + 1 if stop in full else len(full)
+        assert got == full[:cut]
+        assert st == (stop in full)
+        assert lp == pytest.approx(_teacher_forced_logprobs(model, p, got), abs=1e-4)
+    assert stopped[0] and len(out[0]) == 3
+
+
+def test_zero_new_tokens_is_empty():
+    assert generate(_model(), [[5], [6, 7]], 0, {1}, 0, CPU) == ([[], []], [[], []], [False, False])
