@@ -165,6 +165,10 @@ export const RunConfigSchema = z
     seed: int().default(0),
     device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
     dtype: z.enum(['auto', 'float32', 'bfloat16']).default('auto').describe('auto: bf16 on CUDA where supported.'),
+    deterministic: z
+      .boolean()
+      .default(true)
+      .describe('Deterministic kernels (torch.use_deterministic_algorithms, CUBLAS_WORKSPACE_CONFIG) so a resumed stage repeats an uninterrupted one exactly on CUDA too; false trades that for speed.'),
     threads: posInt().nullable().default(null).describe('torch threads (default: the machine\'s cores).'),
     dialect: z.enum(DIALECT_NAMES).default('coa'),
     prompt_template: z.string().default('question : {question}\n').describe('How a question is put to the model.'),

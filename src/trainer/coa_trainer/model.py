@@ -33,6 +33,11 @@ def setup_runtime(config: dict, world_size: int = 1, local_rank: int = 0) -> Run
     if want == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device 'cuda' requested but torch.cuda.is_available() is False")
     use_cuda = want == "cuda" or (want == "auto" and torch.cuda.is_available())
+    if config.get("deterministic", True):
+        # cuBLAS reads this when its first handle is made, so it must be set before any CUDA matmul; kernels with
+        # no deterministic version warn instead of failing (warn_only), so a model with one still trains.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
     device = torch.device(f"cuda:{local_rank}" if use_cuda else "cpu")
     if use_cuda:
         torch.cuda.set_device(device)
