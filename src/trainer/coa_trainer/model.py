@@ -38,6 +38,12 @@ def setup_runtime(config: dict, world_size: int = 1, local_rank: int = 0) -> Run
         # no deterministic version warn instead of failing (warn_only), so a model with one still trains.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True, warn_only=True)
+    else:
+        torch.use_deterministic_algorithms(False)
+    if use_cuda and config.get("deterministic", True):
+        # cuDNN's attention backward is non-deterministic under warn_only (seen on an H100, torch 2.11: "cuDNN
+        # Attention defaults to a non-deterministic algorithm"); SDPA then picks flash / memory-efficient instead.
+        torch.backends.cuda.enable_cudnn_sdp(False)
     device = torch.device(f"cuda:{local_rank}" if use_cuda else "cpu")
     if use_cuda:
         torch.cuda.set_device(device)

@@ -85,3 +85,18 @@ def test_embedded_default_is_an_hf_directory(tmp_path):
                                                        "target_modules": ["q_proj"]})
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
+
+
+def test_deterministic_switch_is_applied(tiny_config):
+    """`deterministic` turns PyTorch's deterministic-kernel mode on (default) and off, so exact resume on CUDA does
+    not depend on what another library set before."""
+    import torch
+
+    before = torch.are_deterministic_algorithms_enabled()
+    try:
+        setup_runtime({**tiny_config, "dtype": "float32", "deterministic": False})
+        assert not torch.are_deterministic_algorithms_enabled()
+        setup_runtime({**tiny_config, "dtype": "float32", "deterministic": True})
+        assert torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.use_deterministic_algorithms(before)
