@@ -24,7 +24,8 @@ mkdirSync('dist', { recursive: true });
 const started = Date.now();
 const built = [];
 for (const [entry, outfile, options] of entries) {
-  if (!existsSync(entry)) continue; // entry points land issue by issue
+  // A missing entry point is an error, not a skip: a build that is green without its bundle hides a broken tree.
+  if (!existsSync(entry)) throw new Error(`build: entry point ${entry} (for ${outfile}) does not exist`);
   await build({ ...options, entryPoints: [entry], outfile });
   built.push(outfile);
 }

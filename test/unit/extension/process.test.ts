@@ -121,9 +121,9 @@ test('a missing interpreter says how to set coaStudio.python', async () => {
   assert.match(r.message, /coaStudio\.python/);
 });
 
-test('python without torch: the message names the package and the fix', async (t) => {
+test('python without torch: the message names the package and the fix', async () => {
   const python = ['/usr/bin/python3', join(root, '.venv/bin/python')].find(existsSync);
-  if (!python) return t.skip('no python3 on this machine');
+  assert.ok(python, 'neither /usr/bin/python3 nor .venv/bin/python exists: run npm install');
   // -S: no site-packages, so the import fails exactly as in an interpreter without the requirements.
   const p = new ManagedProcess({ what: 'trainer', command: python, args: ['-S', '-c', 'import torch'], log: memoryLog() });
   const r = await p.done;
@@ -150,7 +150,8 @@ function tinyCorpus(): string {
   return corpus;
 }
 
-test('env server: starts on 127.0.0.1 with a per-run token, is healthy, stops with SIGTERM', { skip: !existsSync(cli) && 'dist/cli.js not built (npm run build)' }, async () => {
+test('env server: starts on 127.0.0.1 with a per-run token, is healthy, stops with SIGTERM', async () => {
+  assert.ok(existsSync(cli), `${cli} is not built: run npm run build`);
   const corpus = tinyCorpus();
   const log = memoryLog();
   let env: Awaited<ReturnType<typeof startEnvServer>> | undefined;
@@ -173,7 +174,8 @@ test('env server: starts on 127.0.0.1 with a per-run token, is healthy, stops wi
   }
 });
 
-test('env server: a port in use gives the port-in-use message', { skip: !existsSync(cli) && 'dist/cli.js not built (npm run build)' }, async () => {
+test('env server: a port in use gives the port-in-use message', async () => {
+  assert.ok(existsSync(cli), `${cli} is not built: run npm run build`);
   const corpus = tinyCorpus();
   const blocker = createServer();
   await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));

@@ -40,7 +40,8 @@ async function trainUntil(runDir: string, configPath: string, resume: boolean, c
   return { result: await proc.done, events };
 }
 
-test('cancel → SIGTERM → checkpoint + stage_finished cancelled + exit 130; resume continues from it', { skip: !existsSync(python) && 'no .venv' }, async () => {
+test('cancel → SIGTERM → checkpoint + stage_finished cancelled + exit 130; resume continues from it', async () => {
+  assert.ok(existsSync(python), `${python} is missing: run npm install (it creates the trainer's .venv)`);
   const dir = mkdtempSync(join(tmpdir(), 'coa-cancel-'));
   try {
     const runDir = join(dir, 'run');
