@@ -80,7 +80,7 @@ function jsonQuestion(file: string, l: JsonLine, stem: string): QuestionRecord {
   if (!o.question.trim()) throw fieldError(file, l, ['question'], 'empty question');
   if (!('golden_answers' in o)) throw fieldError(file, l, ['golden_answers'], 'missing (a question record needs "question" and "golden_answers")');
   const golden = strictGoldenAnswers(o.golden_answers);
-  if ('error' in golden) throw fieldError(file, l, ['golden_answers'], golden.error);
+  if ('error' in golden) throw fieldError(file, l, golden.item === undefined ? ['golden_answers'] : ['golden_answers', golden.item], golden.error);
   return {
     id: idOf(o.id, file, l, stem),
     question: o.question.trim(),
@@ -108,14 +108,14 @@ function rowQuestion(file: string, r: Row, line: number, at: (field: string, mes
     question = extractQuestion(promptText(r.prompt));
   }
   if (!question) throw at(typeof r.question === 'string' ? 'question' : 'prompt', 'empty question');
-  let golden: string[] | { error: string };
+  let golden: string[] | { error: string; item?: number };
   let field = 'golden_answers';
   if (r.reward_model !== undefined && r.reward_model !== null) {
     field = 'reward_model.ground_truth';
     if (typeof r.reward_model !== 'object' || Array.isArray(r.reward_model)) throw at('reward_model', `expected an object, got ${typeName(r.reward_model)}`);
     golden = strictGoldenAnswers((r.reward_model as Row).ground_truth);
   } else golden = strictGoldenAnswers(r.golden_answers);
-  if ('error' in golden) throw at(field, golden.error);
+  if ('error' in golden) throw at(golden.item === undefined ? field : `${field}.${golden.item}`, golden.error);
   const id = typeof r._id === 'string' && r._id ? r._id : typeof r.id === 'string' && r.id ? r.id : typeof r.id === 'number' ? String(r.id) : `${r.data_source ?? stem}-${extra.index ?? line - 1}`;
   return { id, question, golden_answers: golden, data_source: typeof r.data_source === 'string' ? r.data_source : null, origin: { file, line } };
 }

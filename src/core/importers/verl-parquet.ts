@@ -31,12 +31,12 @@ export function goldenAnswers(groundTruth: unknown): string[] {
  * Golden answers checked rather than coerced (for training data): a string, a non-empty list of strings, or
  * `{target: …}` of either. Returns the list, or the reason the value is not golden answers.
  */
-export function strictGoldenAnswers(value: unknown): string[] | { error: string } {
+export function strictGoldenAnswers(value: unknown): string[] | { error: string; item?: number } {
   if (typeof value === 'string') return value.trim() ? [value] : { error: 'empty string' };
   if (Array.isArray(value)) {
     if (value.length === 0) return { error: 'empty list (a question needs at least one golden answer)' };
     const bad = value.findIndex((v) => typeof v !== 'string');
-    if (bad >= 0) return { error: `item ${bad} is ${value[bad] === null ? 'null' : typeof value[bad]}, expected a string` };
+    if (bad >= 0) return { error: `${value[bad] === null ? 'null' : typeof value[bad]}, expected a string`, item: bad };
     return value as string[];
   }
   if (value && typeof value === 'object' && 'target' in value) return strictGoldenAnswers((value as { target: unknown }).target);

@@ -111,7 +111,7 @@ test('bad JSONL questions: one error naming file, line, column and field', async
     [{ id: 'b', question: 3, golden_answers: ['x'] }, 'question', /expected a string, got number/],
     [{ id: 'b', question: 'q' }, 'golden_answers', /missing/],
     [{ id: 'b', question: 'q', golden_answers: 42 }, 'golden_answers', /got number/],
-    [{ id: 'b', question: 'q', golden_answers: ['x', 1] }, 'golden_answers', /item 1 is number/],
+    [{ id: 'b', question: 'q', golden_answers: ['x', 1] }, 'golden_answers.1', /number, expected a string/],
     [{ id: 'b', question: 'q', golden_answers: [] }, 'golden_answers', /empty list/],
     [{ id: 'a', question: 'q', golden_answers: ['x'] }, 'id', /duplicate id "a" \(first on line 1\)/],
     ['{"id": "b", "question": ', 'record', /not valid JSON/],
