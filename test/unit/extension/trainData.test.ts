@@ -82,7 +82,7 @@ test('Runs view: a run\'s data node from its config.json, else from its run_star
   const node = dataNode(run('r1'))!;
   assert.equal(node.description, 'train.parquet · wiki.jsonl · model qwen');
   assert.match(node.tooltip, /data\.questions\.train: \/d\/train\.parquet/);
-  assert.deepEqual(dataFileNodes(node as Extract<typeof node, { kind: 'data' }>).map((n) => [n.label, n.description]), [['model.path', 'qwen'], ['questions.train', 'train.parquet'], ['corpus', 'wiki.jsonl']]);
+  assert.deepEqual(dataFileNodes(node).map((n) => [n.label, n.description]), [['model.path', 'qwen'], ['questions.train', 'train.parquet'], ['corpus', 'wiki.jsonl']]);
   mkdirSync(join(dir, 'r2'));
   const started = { v: 1, time: 1, run: 'r2', type: 'run_started', stage: 'sft2', config: { data: null, model: { path: null } }, total_steps: 3, device: 'cpu', world_size: 1, pid: 1 };
   writeFileSync(join(dir, 'r2', 'events.jsonl'), JSON.stringify(started) + '\n');

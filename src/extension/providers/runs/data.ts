@@ -6,9 +6,8 @@ import { basename, join } from 'node:path';
 import { dataEntries, type DataEntry } from '../../../core/data/paths';
 import { configFromEvents, type RunInfo } from './model';
 
-export type DataNode =
-  | { kind: 'data'; id: string; label: string; description: string; tooltip: string; run: RunInfo; entries: DataEntry[] }
-  | { kind: 'dataFile'; id: string; label: string; description: string; path: string; entry: DataEntry; run: RunInfo };
+export type RunDataNode = { kind: 'data'; id: string; label: string; description: string; tooltip: string; run: RunInfo; entries: DataEntry[] };
+export type DataNode = RunDataNode | { kind: 'dataFile'; id: string; label: string; description: string; path: string; entry: DataEntry; run: RunInfo };
 
 /** The run's data entries; null when neither config.json nor a run_started event holds a config. */
 export function runDataEntries(runDir: string): DataEntry[] | null {
@@ -25,7 +24,7 @@ export function runDataEntries(runDir: string): DataEntry[] | null {
 }
 
 /** The run's "data" node (null when the run has no config to read). */
-export function dataNode(run: RunInfo): DataNode | null {
+export function dataNode(run: RunInfo): RunDataNode | null {
   const entries = runDataEntries(run.dir);
   if (!entries) return null;
   const files = entries.filter((e) => e.kind !== 'model');
@@ -35,7 +34,7 @@ export function dataNode(run: RunInfo): DataNode | null {
   return { kind: 'data', id: `${run.dir}#data`, label: 'data', description, tooltip, run, entries };
 }
 
-export function dataFileNodes(node: Extract<DataNode, { kind: 'data' }>): DataNode[] {
+export function dataFileNodes(node: RunDataNode): DataNode[] {
   return node.entries.map((entry) => ({
     kind: 'dataFile' as const,
     id: `${node.id}:${entry.key}`,

@@ -31,7 +31,7 @@ import { LABELS, PLACEHOLDERS, STAGE_PICKS, TITLES, checkpointLabel, looksLikeMo
 import { absolutizeDataPaths, dataEntries } from '../../../core/data/paths';
 import { modelDirProblem } from '../../../core/data/model';
 import { runDataCheck } from '../../process/dataCheck';
-import { applyDataPicks, describeData, hasPicks, type DataPicks } from './data';
+import { applyDataPicks, describeData, hasPicks, type DataErrorLocation, type DataPicks } from './data';
 import { pickDataFiles } from './dataPicks';
 
 export interface TrainRequest {
@@ -134,10 +134,7 @@ export class TrainController implements vscode.Disposable {
     mkdirSync(runDir, { recursive: true });
     const configPath = join(runDir, 'config.json');
     writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
-    if (dataEntries(config).length && !(await this.checkData(configPath))) {
-      rmSync(runDir, { recursive: true, force: true }); // holds only the config just written
-      return;
-    }
+    if (dataEntries(config).length && !(await this.checkData(configPath, runDir))) return;
     await this.start(runDir, req.stage, configPath, false);
   }
 
@@ -327,8 +324,11 @@ export class TrainController implements vscode.Disposable {
     }
   }
 
-  /** `coa data check` on the run's config; false (after showing the error, naming the file) when it fails. */
-  private async checkData(configPath: string): Promise<boolean> {
+  /**
+   * `coa data check` on the run's config; false when it fails: the new run directory (only the config just
+   * written) is removed and the error, naming the file, is shown without waiting for the user.
+   */
+  private async checkData(configPath: string, runDir: string): Promise<boolean> {
     const abort = new AbortController();
     const outcome = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: 'CoA: checking the run\'s data and model', cancellable: true },
@@ -342,18 +342,22 @@ export class TrainController implements vscode.Disposable {
       if (outcome.result.built_pairs) this.log.info(`data check: SFT-1 pairs from data.sft: ${JSON.stringify(outcome.result.built_pairs)}`);
       return true;
     }
+    rmSync(runDir, { recursive: true, force: true });
     if (outcome.cancelled) return false;
     this.log.error(`data check: ${outcome.message}`);
-    const loc = outcome.location;
+    void this.showDataError(outcome.message, outcome.location, configPath);
+    return false;
+  }
+
+  private async showDataError(message: string, loc: DataErrorLocation | null, configPath: string): Promise<void> {
     // An error inside the run's own config copy is the user's config's error; the copy is removed.
     const openable = loc && loc.file !== configPath && !/\.parquet$/i.test(loc.file) && existsSync(loc.file);
-    const pick = await vscode.window.showErrorMessage(`CoA: the run's data did not pass the check, nothing was started: ${outcome.message}`, ...(openable ? ['Open File'] : []), 'Show Log');
+    const pick = await vscode.window.showErrorMessage(`CoA: the run's data did not pass the check, nothing was started: ${message}`, ...(openable ? ['Open File'] : []), 'Show Log');
     if (pick === 'Show Log') this.log.show();
     if (pick === 'Open File' && loc) {
       const pos = new vscode.Position(loc.line - 1, loc.column - 1);
       await vscode.window.showTextDocument(vscode.Uri.file(loc.file), { selection: new vscode.Range(pos, pos) });
     }
-    return false;
   }
 
   private async startEnvFor(runDir: string, configPath: string): Promise<RunningEnvServer | undefined> {
