@@ -111,6 +111,7 @@ test('bad JSONL questions: one error naming file, line, column and field', async
     [{ id: 'b', question: '  ', golden_answers: ['x'] }, 'question', /empty question/],
     [{ id: 'b', question: 3, golden_answers: ['x'] }, 'question', /expected a string, got number/],
     [{ id: 'b', question: 'q' }, 'golden_answers', /missing/],
+    [{ id: 'b', question: 'q', answer: 'x' }, 'golden_answers', /missing .*found "answer"/],
     [{ id: 'b', question: 'q', golden_answers: 42 }, 'golden_answers', /got number/],
     [{ id: 'b', question: 'q', golden_answers: ['x', 1] }, 'golden_answers.1', /number, expected a string/],
     [{ id: 'b', question: 'q', golden_answers: [] }, 'golden_answers', /empty list/],
