@@ -3,7 +3,7 @@
 // opens at the line), and the Runs view shows which data a run used.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pickQuick, runCommand, startEditor, type Editor } from './harness';
 
@@ -15,6 +15,9 @@ before(async () => {
   ed = await startEditor({
     name: 'data',
     files: {
+      'plain.run.json': JSON.stringify({ threads: 1, seed: 5 }),
+      'configs/good.run.json': JSON.stringify({ threads: 1, data: { questions: { dev: '../data/good.jsonl' } } }),
+      'data/good.jsonl': '{"id": "q1", "question": "who wrote jaws?", "golden_answers": ["Peter Benchley"]}\n',
       'bad.run.json': JSON.stringify({ threads: 1, data: { questions: { train: 'data/bad.jsonl' } } }, null, 2),
       'data/bad.jsonl': '{"id": "q1", "question": "who wrote jaws?", "golden_answers": ["Peter Benchley"]}\n{"id": "q2", "question": "", "golden_answers": ["Paris"]}\n',
       // A finished run whose config names its data (as Train Stage writes it: absolute paths).
@@ -61,4 +64,43 @@ test('the Runs view shows the data a run used', async () => {
   await ed.shot('runs-data-node');
   assert.match(await data.innerText(), /data[\s\S]*hotpotqa_train\.parquet · wiki-18\.jsonl/);
   assert.ok(existsSync(join(ed.workspace, 'runs', RUN)));
+});
+
+test('a config without data goes from the config straight to the model pick, unchecked, as before', async () => {
+  const before = new Set(readdirSync(join(ed.workspace, 'runs')));
+  await runCommand(ed.page, 'CoA: Train Stage');
+  await pickQuick(ed.page, /^SFT-2/, 'CoA: Train Stage (1/4)');
+  await pickQuick(ed.page, 'plain.run.json', 'CoA: Train Stage (2/4)');
+  // No data step: the next quick pick is the model.
+  await pickQuick(ed.page, 'Embedded default model', 'CoA: Train Stage (3/4)');
+  await pickQuick(ed.page, 'None (start fresh)', 'CoA: Train Stage (4/4)');
+  const deadline = Date.now() + 60_000;
+  let created: string | undefined;
+  while (!created && Date.now() < deadline) {
+    created = readdirSync(join(ed.workspace, 'runs')).find((d) => !before.has(d) && d.endsWith('-sft2'));
+    if (!created) await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.ok(created, 'the run directory is created (the trainer is started; SFT-2 without a model then stops on its own)');
+  const config = JSON.parse(readFileSync(join(ed.workspace, 'runs', created, 'config.json'), 'utf8'));
+  assert.equal(config.seed, 5);
+  assert.equal(config.data, undefined);
+});
+
+test('good data passes the check; the run\'s config copy holds the data paths resolved against the config file', async () => {
+  const before = new Set(readdirSync(join(ed.workspace, 'runs')));
+  await runCommand(ed.page, 'CoA: Train Stage');
+  await pickQuick(ed.page, /^SFT-2/, 'CoA: Train Stage (1/4)');
+  await pickQuick(ed.page, 'configs/good.run.json', 'CoA: Train Stage (2/4)');
+  await pickQuick(ed.page, 'Data from the run config', 'CoA: Train Stage: data');
+  await pickQuick(ed.page, 'Embedded default model', 'CoA: Train Stage (3/4)');
+  await pickQuick(ed.page, 'None (start fresh)', 'CoA: Train Stage (4/4)');
+  const deadline = Date.now() + 90_000;
+  let created: string | undefined;
+  while (!created && Date.now() < deadline) {
+    created = readdirSync(join(ed.workspace, 'runs')).find((d) => !before.has(d) && d.endsWith('-sft2') && existsSync(join(ed.workspace, 'runs', d, 'events.jsonl')));
+    if (!created) await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.ok(created, 'the check passed and the trainer was started (it writes events.jsonl)');
+  const config = JSON.parse(readFileSync(join(ed.workspace, 'runs', created, 'config.json'), 'utf8'));
+  assert.equal(config.data.questions.dev, join(ed.workspace, 'data', 'good.jsonl'));
 });
