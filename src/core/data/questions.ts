@@ -64,8 +64,8 @@ async function* jsonlQuestions(file: string): AsyncGenerator<QuestionRecord> {
   for await (const l of readJsonObjects(file)) {
     const o = l.value;
     const at = (field: string, message: string) => fieldError(file, l, field.split('.'), message);
-    // verl rows written as JSONL: the same reading as the parquet rows.
-    if (!('question' in o) && 'prompt' in o && 'reward_model' in o) {
+    // verl rows written as JSONL (golden answers in reward_model): the same reading as the parquet rows.
+    if ('reward_model' in o && !('golden_answers' in o) && ('prompt' in o || 'question' in o)) {
       yield rowQuestion(file, o, l.line, at, stem);
       continue;
     }

@@ -91,6 +91,7 @@ test('FlashRAG / *.coa.jsonl questions: ids, golden answers, verl rows as JSONL'
     { id: 7, question: 'capital of france?', golden_answers: 'Paris', data_source: 'nq' },
     { question: 'no id?', golden_answers: ['x'] },
     { data_source: 'hotpotqa', prompt: [{ role: 'user', content: 'Question: verl row?' }], reward_model: { ground_truth: ['a', 'b'] }, extra_info: { index: 3 } },
+    { id: 'nq-9', question: 'search-r1 row?', prompt: [{ role: 'user', content: 'Answer … Question: search-r1 row?' }], reward_model: { ground_truth: { target: ['c'] } } },
   ]);
   const qs = await loadQuestions(p);
   assert.deepEqual(
@@ -100,6 +101,7 @@ test('FlashRAG / *.coa.jsonl questions: ids, golden answers, verl rows as JSONL'
       ['7', 'capital of france?', ['Paris'], 'nq', 3],
       [`f${n - 1}-4`, 'no id?', ['x'], null, 4],
       ['hotpotqa-3', 'verl row?', ['a', 'b'], 'hotpotqa', 5],
+      ['nq-9', 'search-r1 row?', ['c'], null, 6],
     ],
   );
 });
