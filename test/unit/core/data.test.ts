@@ -230,15 +230,17 @@ test('pairs input: TRL-style pair lines pass through; prepared SFT lines are rea
   const p = file([
     { prompt: 'capital of france?', chosen: `${S}<answer>Paris</answer>`, rejected: '<answer>Lyon</answer>', golden_answers: ['Paris'] },
     { question: 'q2', chosen: [{ role: 'assistant', content: '<answer>a</answer>' }], rejected: { response: '<answer>b</answer>' } },
+    { prompt: [{ role: 'system', content: 's' }, { role: 'user', content: 'q3?' }], chosen: [{ role: 'assistant', content: '<answer>a</answer>' }], rejected: [{ role: 'assistant', content: '<answer>b</answer>' }] },
   ]);
   const report = emptyPairReport();
   const got = [];
   for await (const i of readPairInputs(p, 'auto', report)) got.push(i);
-  assert.equal(report.given, 2);
+  assert.equal(report.given, 3);
   const pairs = got.map((i) => ('pair' in i ? i.pair : null));
   assert.deepEqual(pairs.map((x) => [x?.question, x?.kind, x?.chosen.correct, x?.rejected.correct]), [
     ['capital of france?', 'tool-vs-notool', true, false],
     ['q2', 'notool-vs-notool', null, null],
+    ['q3?', 'notool-vs-notool', null, null],
   ]);
   const bad = file([{ question: 'q', chosen: 3, rejected: 'x' }]);
   await dataError(async () => {
