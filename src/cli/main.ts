@@ -15,6 +15,9 @@ const USAGE = `coa — CoA Studio command line
       count, EM, F1, TC, TP, format-error rate — overall, per dialect, per meta.stage
   coa convert --from verl-parquet|search-r1|openai <in> -o <out.coa.jsonl>
   coa env serve --corpus <corpus.jsonl> [--port 0] …   (see docs/env-server.md)
+  coa data prepare questions|sft|pairs <file…> --out <out.jsonl> [--dialect D] [--report r.json]
+  coa data check <run-config.json> [--json]
+      users' data for the trainer (docs/training.md, "Data contract"); bad data: FILE:LINE:COL: error: FIELD: …, exit 2
 
 Dialects: coa, search-r1, autocoa, hermes (default: detect per record). Format codes: docs/format-rules.md`;
 
@@ -33,6 +36,10 @@ export async function main(argv: string[]): Promise<number> {
       return runStats(parseArgs(rest, { ...VALIDATE_FLAGS, scheme: 'string', json: 'boolean' }));
     case 'convert':
       return runConvert(parseArgs(rest, { from: 'string', o: 'string', output: 'string' }));
+    case 'data': {
+      const { runDataCommand } = await import('./data');
+      return runDataCommand(rest);
+    }
     case 'env': {
       const { runEnvCommand } = await import('./env');
       return runEnvCommand(rest);

@@ -25,6 +25,8 @@ export class LineWriter {
 
   abort(): void {
     if (this.tmp) {
+      // Writes still queued fail once the stream is destroyed; nothing is kept, so their errors are expected.
+      (this.stream as WriteStream).on('error', () => {});
       (this.stream as WriteStream).destroy();
       rmSync(this.tmp, { force: true });
     }

@@ -158,6 +158,47 @@ export const BenchmarkSchema = z
   })
   .strict();
 
+/** A data file path; relative paths are resolved against the directory of the run config file. */
+const dataPath = () => z.string().min(1);
+
+/** A trajectory file for SFT, optionally with its dialect (default: detected per record). */
+export const SftFileSchema = z.union([
+  dataPath(),
+  z
+    .object({
+      path: dataPath(),
+      dialect: z.enum([...DIALECT_NAMES, 'auto']).default('auto').describe('Dialect of the records that do not name one.'),
+    })
+    .strict(),
+]);
+
+/**
+ * The user's own data (issue 12). Absent (null): the embedded synthetic benchmark, exactly as before. Every file
+ * is read through the core's importers (`coa data prepare …`), never by a second parser.
+ */
+export const DataSchema = z
+  .object({
+    questions: z
+      .object({
+        train: dataPath().nullable().default(null).describe('Training questions: verl parquet, FlashRAG/Search-R1 JSONL or *.coa.jsonl (question + golden_answers).'),
+        dev: dataPath().nullable().default(null).describe('Dev questions (same formats).'),
+        test: dataPath().nullable().default(null).describe('Test questions (same formats).'),
+      })
+      .strict()
+      .default({ train: null, dev: null, test: null }),
+    sft: z
+      .array(SftFileSchema)
+      .default([])
+      .describe('Trajectories for SFT-2/3 (*.coa.jsonl in any dialect, or OpenAI tool-call chats). Trajectories with tool calls are the CoA part, tool-free ones the CoT part of the stages\' coa_cot_ratio mix.'),
+    sft1_pairs: dataPath()
+      .nullable()
+      .default(null)
+      .describe('SFT-1 pairs file (chosen/rejected JSONL). null: pairs are built from data.sft (coa data prepare pairs).'),
+    corpus: dataPath().nullable().default(null).describe('FlashRAG corpus JSONL ({"id", "contents"}) the environment server searches.'),
+  })
+  .strict();
+export type DataConfig = z.infer<typeof DataSchema>;
+
 export const RunConfigSchema = z
   .object({
     $schema: z.string().optional(),
@@ -181,6 +222,7 @@ export const RunConfigSchema = z
       .strict()
       .default({ path: null, lora: null, embedded: EmbeddedModelSchema.parse({}) }),
     benchmark: BenchmarkSchema.default(BenchmarkSchema.parse({})),
+    data: DataSchema.nullable().default(null).describe('Your own questions, trajectories and corpus (null: the embedded benchmark).'),
     stages: z
       .object({
         pretrain: LmStageSchema.default(LmStageSchema.parse({})),

@@ -27,9 +27,27 @@ export function goldenAnswers(groundTruth: unknown): string[] {
   return [String(groundTruth)];
 }
 
+/**
+ * Golden answers checked rather than coerced (for training data): a string, a non-empty list of strings, or
+ * `{target: …}` of either. Returns the list, or the reason the value is not golden answers.
+ */
+export function strictGoldenAnswers(value: unknown): string[] | { error: string; item?: number } {
+  if (typeof value === 'string') return value.trim() ? [value] : { error: 'empty string' };
+  if (Array.isArray(value)) {
+    if (value.length === 0) return { error: 'empty list (a question needs at least one golden answer)' };
+    const bad = value.findIndex((v) => typeof v !== 'string');
+    if (bad >= 0) return { error: `${value[bad] === null ? 'null' : typeof value[bad]}, expected a string`, item: bad };
+    return value as string[];
+  }
+  if (value && typeof value === 'object' && 'target' in value) return strictGoldenAnswers((value as { target: unknown }).target);
+  const kind = value === null ? 'null' : value === undefined ? 'missing' : typeof value;
+  return { error: `expected a string or a list of strings, got ${kind}` };
+}
+
 type Row = Record<string, unknown>;
 
-function promptText(prompt: unknown): string {
+/** The text of a verl `prompt`: a string, or the last user message of a chat. */
+export function promptText(prompt: unknown): string {
   if (typeof prompt === 'string') return prompt;
   if (Array.isArray(prompt)) {
     const users = prompt.filter((m): m is Row => !!m && typeof m === 'object' && (m as Row).role === 'user');
@@ -40,7 +58,7 @@ function promptText(prompt: unknown): string {
 }
 
 /** Plain JSON: parquet INT64 columns arrive as BigInt. */
-function plain(value: unknown): unknown {
+export function plain(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);
   if (Array.isArray(value)) return value.map(plain);
   if (value && typeof value === 'object' && !(value instanceof Date)) {

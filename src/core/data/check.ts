@@ -1,0 +1,137 @@
+// `coa data check`: every file a run config's data section (and model.path) names, read through the same
+// importers training uses, before training starts. Paths are relative to the config file's directory.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { RunConfigSchema, type RunConfig } from '../config';
+import { locate } from '../jsonl';
+import { readCorpus } from '../../env/corpus';
+import { DataError } from './errors';
+import { modelDirProblem } from './model';
+import { buildPairs, emptyPairReport, PairReport, readPairInputs } from './pairs';
+import { readQuestions } from './questions';
+import { emptySftSummary, readSft, SftRecord, SftSummary } from './sft';
+
+export interface DataFileCheck {
+  /** Where in the config, e.g. `data.questions.train`, `data.sft.0`. */
+  key: string;
+  path: string;
+  kind: 'questions' | 'sft' | 'pairs' | 'corpus' | 'model';
+  count: number;
+  summary?: SftSummary | PairReport;
+}
+
+export interface CheckResult {
+  config: string;
+  /** false: no data section, the embedded benchmark. */
+  data: boolean;
+  files: DataFileCheck[];
+  /** Pairs built from data.sft when data.sft1_pairs is not given. */
+  built_pairs?: PairReport;
+}
+
+/** Parse and validate the config file; errors point into it. */
+export function loadRunConfig(configPath: string): { config: RunConfig; raw: string } {
+  if (!existsSync(configPath)) throw new DataError(configPath, 1, 1, 'config', 'no such file');
+  const raw = readFileSync(configPath, 'utf8');
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (e) {
+    const pos = Number(/at position (\d+)/.exec((e as Error).message)?.[1] ?? 0);
+    const { line, column } = lineColumn(raw, pos);
+    throw new DataError(configPath, line, column, 'config', `not valid JSON (${(e as Error).message.replace(/ in JSON at position \d+.*$/, '')})`);
+  }
+  const parsed = RunConfigSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw configError(configPath, raw, issue.path as (string | number)[], issue.message);
+  }
+  return { config: parsed.data, raw };
+}
+
+function lineColumn(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let start = 0;
+  for (let i = text.indexOf('\n'); i >= 0 && i < offset; i = text.indexOf('\n', i + 1)) {
+    line++;
+    start = i + 1;
+  }
+  return { line, column: offset - start + 1 };
+}
+
+function configError(configPath: string, raw: string, path: (string | number)[], message: string): DataError {
+  const at = lineColumn(raw, locate(raw, path).start);
+  return new DataError(configPath, at.line, at.column, path.join('.') || 'config', message);
+}
+
+/** Resolve a config path against the config file's directory. */
+export function resolveDataPath(configPath: string, p: string): string {
+  return isAbsolute(p) ? p : resolve(dirname(configPath), p);
+}
+
+/** Check every file; throws the first DataError. */
+export async function checkRunConfig(configPath: string): Promise<CheckResult> {
+  const { config, raw } = loadRunConfig(configPath);
+  const result: CheckResult = { config: configPath, data: config.data !== null, files: [] };
+  const file = (key: string, p: string): string => {
+    const full = resolveDataPath(configPath, p);
+    const path = key.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k));
+    if (!existsSync(full)) throw configError(configPath, raw, path, `no such file: ${full}`);
+    if (statSync(full).isDirectory()) throw configError(configPath, raw, path, `is a directory, expected a file: ${full}`);
+    return full;
+  };
+  if (config.model.path) {
+    const dir = resolveDataPath(configPath, config.model.path);
+    const problem = modelDirProblem(dir);
+    if (problem) throw configError(configPath, raw, ['model', 'path'], problem);
+    result.files.push({ key: 'model.path', path: dir, kind: 'model', count: 1 });
+  }
+  const data = config.data;
+  if (!data) return result;
+  for (const split of ['train', 'dev', 'test'] as const) {
+    const p = data.questions[split];
+    if (!p) continue;
+    const full = file(`data.questions.${split}`, p);
+    let count = 0;
+    for await (const _ of readQuestions(full)) count++;
+    if (count === 0) throw new DataError(full, 1, 1, 'record', 'no questions in this file');
+    result.files.push({ key: `data.questions.${split}`, path: full, kind: 'questions', count });
+  }
+  const trajectories: SftRecord[] = [];
+  for (const [i, entry] of data.sft.entries()) {
+    const spec = typeof entry === 'string' ? { path: entry, dialect: 'auto' as const } : entry;
+    const full = file(`data.sft.${i}${typeof entry === 'string' ? '' : '.path'}`, spec.path);
+    const summary = emptySftSummary();
+    for await (const r of readSft(full, spec.dialect, summary)) if (!data.sft1_pairs) trajectories.push(r);
+    if (summary.records === 0) throw new DataError(full, 1, 1, 'record', 'no trajectories in this file');
+    result.files.push({ key: `data.sft.${i}`, path: full, kind: 'sft', count: summary.records, summary });
+  }
+  if (data.sft1_pairs) {
+    const full = file('data.sft1_pairs', data.sft1_pairs);
+    const report = emptyPairReport();
+    const built = [];
+    for await (const input of readPairInputs(full, 'auto', report)) if ('trajectory' in input) built.push(input.trajectory);
+    buildPairs(built, 1, report);
+    if (report.pairs === 0) throw new DataError(full, 1, 1, 'record', 'no pairs in this file (and none could be built from its trajectories)');
+    result.files.push({ key: 'data.sft1_pairs', path: full, kind: 'pairs', count: report.pairs, summary: report });
+  } else if (trajectories.length) {
+    result.built_pairs = emptyPairReport();
+    buildPairs(trajectories, 1, result.built_pairs);
+  }
+  if (data.corpus) {
+    const full = file('data.corpus', data.corpus);
+    let count = 0;
+    for await (const _ of readCorpus(full, (bad) => {
+      throw new DataError(full, bad.line, 1, corpusField(bad.message), bad.message.replace(/^field "\w+" /, ''));
+    }))
+      count++;
+    if (count === 0) throw new DataError(full, 1, 1, 'record', 'no passages in this corpus');
+    result.files.push({ key: 'data.corpus', path: full, kind: 'corpus', count });
+  }
+  return result;
+}
+
+function corpusField(message: string): string {
+  const m = /^field "(\w+)"/.exec(message);
+  return m ? m[1] : 'record';
+}

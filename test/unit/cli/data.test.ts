@@ -1,0 +1,91 @@
+// `coa data prepare` / `coa data check` as the trainer runs them: the built CLI in a child process.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const root = join(__dirname, '../../..');
+const dir = mkdtempSync(join(tmpdir(), 'coa-data-cli-'));
+const coa = (...args: string[]) => {
+  const r = spawnSync(process.execPath, [join(root, 'bin/coa.js'), ...args], { cwd: root, encoding: 'utf8' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+};
+const lines = (p: string) => readFileSync(p, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+
+before(() => {
+  const b = spawnSync(process.execPath, [join(root, 'scripts/build.mjs')], { cwd: root, encoding: 'utf8' });
+  assert.equal(b.status, 0, b.stderr);
+});
+
+test('prepare questions: the AutoCoA parquet as contract records, summary on stderr', () => {
+  const out = join(dir, 'q.jsonl');
+  const r = coa('data', 'prepare', 'questions', 'examples/data/autocoa/hotpotqa_dev.parquet', '--out', out);
+  assert.equal(r.code, 0, r.err);
+  const qs = lines(out);
+  assert.equal(qs.length, 400);
+  for (const q of qs) assert.deepEqual(Object.keys(q), ['id', 'question', 'golden_answers', 'data_source', 'origin']);
+  assert.deepEqual(qs[1].origin, { file: 'examples/data/autocoa/hotpotqa_dev.parquet', line: 2 });
+  assert.deepEqual(JSON.parse(r.err.trim()), { kind: 'questions', out, records: 400, data_sources: { HotpotQA: 400 } });
+});
+
+test('prepare sft and pairs: contract fields, --report, code-point offsets', () => {
+  const src = join(dir, 'astral.coa.jsonl');
+  const response = '<think>🦈 search</think><search>jaws</search><observation>Benchley 📚</observation><answer>Peter Benchley</answer>';
+  writeFileSync(src, [
+    { id: 'a', question: 'who wrote jaws?', golden_answers: ['Peter Benchley'], response },
+    { id: 'b', question: 'who wrote jaws?', golden_answers: ['Peter Benchley'], response: '<think>🦈</think><answer>Spielberg</answer>' },
+  ].map((o) => JSON.stringify(o)).join('\n'));
+  const sft = join(dir, 'sft.jsonl');
+  const r = coa('data', 'prepare', 'sft', src, '--out', sft);
+  assert.equal(r.code, 0, r.err);
+  const [a] = lines(sft);
+  assert.deepEqual(Object.keys(a), ['id', 'question', 'golden_answers', 'dialect', 'prompt', 'response', 'segments', 'tool_calls', 'reward', 'correct', 'origin']);
+  const obs = a.segments.find((s: { kind: string }) => s.kind === 'observation');
+  assert.equal(Array.from(response).slice(obs.start, obs.end).join(''), '<observation>Benchley 📚</observation>');
+  assert.equal(a.segments.at(-1).end, Array.from(response).length);
+  const pairs = join(dir, 'pairs.jsonl');
+  const report = join(dir, 'report.json');
+  const p = coa('data', 'prepare', 'pairs', sft, '--out', pairs, '--report', report);
+  assert.equal(p.code, 0, p.err);
+  const [pair] = lines(pairs);
+  assert.deepEqual([pair.chosen.id, pair.rejected.id, pair.kind], ['a', 'b', 'tool-vs-notool']);
+  assert.deepEqual(Object.keys(pair), ['id', 'question', 'golden_answers', 'prompt', 'kind', 'act', 'chosen', 'rejected']);
+  assert.deepEqual(Object.keys(pair.chosen), ['id', 'dialect', 'response', 'segments', 'tool_calls', 'correct', 'origin']);
+  assert.deepEqual(pair.chosen.segments, a.segments, 'pairs carry the prepared segments unchanged');
+  assert.deepEqual(JSON.parse(readFileSync(report, 'utf8')).by_kind, { 'tool-vs-notool': 1, 'tool-vs-tool': 0, 'notool-vs-tool': 0, 'notool-vs-notool': 0 });
+});
+
+test('bad data: one FILE:LINE:COL: error: FIELD line, exit 2, nothing written', () => {
+  const bad = join(dir, 'bad.jsonl');
+  writeFileSync(bad, '{"id": "1", "question": "q?", "golden_answers": ["a"]}\n{"id": "2", "question": "q2", "golden_answers": [3]}\n');
+  for (const i of [1, 2]) {
+    const out = join(dir, `bad-out-${i}.jsonl`);
+    const r = coa('data', 'prepare', 'questions', bad, '--out', out);
+    assert.equal(r.code, 2);
+    assert.equal(r.err, `${bad}:2:50: error: golden_answers.0: number, expected a string\n`);
+    assert.ok(!existsSync(out));
+  }
+  assert.deepEqual(readdirSync(dir).filter((f) => f.includes('.tmp-')), [], 'no temporary file left');
+  const parquet = coa('data', 'prepare', 'questions', 'test/fixtures/data/bad-truth-type.parquet', '--out', join(dir, 'x.jsonl'));
+  assert.equal(parquet.code, 2);
+  assert.match(parquet.err, /^test\/fixtures\/data\/bad-truth-type\.parquet:1:1: error: reward_model\.ground_truth: expected a string or a list of strings, got number\n$/);
+  const usage = coa('data', 'prepare', 'questions', bad);
+  assert.equal(usage.code, 2);
+  assert.match(usage.err, /^coa: data prepare questions: give the output file/);
+});
+
+test('check: counts per file, exit 2 with the error naming the file', () => {
+  const cfg = join(dir, 'run.json');
+  writeFileSync(cfg, JSON.stringify({ data: { questions: { train: join(root, 'examples/data/autocoa/hotpotqa_train.parquet') }, corpus: join(root, 'examples/data/search-r1/corpus_example.jsonl') } }));
+  const ok = coa('data', 'check', cfg, '--json');
+  assert.equal(ok.code, 0, ok.err);
+  assert.deepEqual(JSON.parse(ok.out).files.map((f: { key: string; count: number }) => [f.key, f.count]), [['data.questions.train', 6144], ['data.corpus', 10]]);
+  const corpus = join(dir, 'corpus.jsonl');
+  writeFileSync(corpus, '{"id": "0", "contents": "x"}\n{"id": "1", "content": "x"}\n');
+  writeFileSync(cfg, JSON.stringify({ data: { corpus: 'corpus.jsonl' } }));
+  const bad = coa('data', 'check', cfg);
+  assert.equal(bad.code, 2);
+  assert.equal(bad.err, `${corpus}:2:1: error: contents: must be a string\n`);
+});
