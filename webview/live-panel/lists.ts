@@ -96,7 +96,8 @@ function table(id: string, caption: string, rows: ResultsRow[], columns: string[
       ...columns.map((c) => el('td', { class: 'num', 'data-col': c }, formatValue(r.values[c]))),
     ),
   );
-  return el('table', { id, class: 'results' }, el('caption', {}, caption), el('thead', {}, head), el('tbody', {}, ...body));
+  // Wide tables (many metrics) scroll sideways inside their own box instead of running under the side bar.
+  return el('div', { class: 'table-wrap' }, el('table', { id, class: 'results' }, el('caption', {}, caption), el('thead', {}, head), el('tbody', {}, ...body)));
 }
 
 export function renderResults(root: HTMLElement, model: PanelModel): void {
