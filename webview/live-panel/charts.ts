@@ -60,6 +60,8 @@ export class TabCharts {
     root.append(this.emptyNote);
     this.observer = new IntersectionObserver((entries) => {
       for (const e of entries) if (e.isIntersecting) this.ensurePlot((e.target as HTMLElement).dataset.metric!);
+      // When the latest charts scrolled into view were drawn, in ms since the page started (bench/live-panel reads it).
+      document.body.dataset.plottedAt = performance.now().toFixed(1);
     }, { rootMargin: '300px' });
     this.resize = new ResizeObserver(() => {
       for (const c of this.charts.values()) c.plot?.setSize({ width: this.width(), height: HEIGHT });
