@@ -156,16 +156,20 @@ test('the demo pipeline: stage tabs, RL-2 and RL-2-OTC overlaid, hover readout, 
     assert.equal(await h.page.locator('.chart[data-metric="reward_std"] .readout').getAttribute('data-step'), String(step));
     // Clicking the step asks the host for its rollouts; the host's answer is listed; a row opens that rollout.
     await h.page.mouse.click(over.x + over.width * 0.5, over.y + over.height * 0.5);
+    // The trainer writes rollouts every sample_every steps (the steps of its sample events): the nearest one is asked.
     const ask = (await posted(h.page)).find((m) => m.type === 'stepRollouts') as { run: string; stage: string; step: number } | undefined;
-    assert.ok(ask && ask.run === DEMO_RUN.key && ['rl2', 'rl2-otc'].includes(ask.stage) && ask.step === step, JSON.stringify(ask));
-    const items = [0, 1, 2].map((i) => ({ id: `q${i}-${step}-${i}`, line: 100 + i, question: `question ${i}`, reward: i === 1 ? 1 : 0, toolCalls: 2 }));
-    await h.page.evaluate((msg) => window.postMessage(msg, '*'), { type: 'rollouts', run: ask.run, stage: ask.stage, step, items, total: 3 });
+    assert.ok(ask && ask.run === DEMO_RUN.key && ['rl2', 'rl2-otc'].includes(ask.stage), JSON.stringify(ask));
+    const sampled = events.filter((e) => e.type === 'sample' && e.stage === ask.stage).map((e) => (e as { step: number }).step);
+    const nearest = sampled.reduce((a, b) => (Math.abs(b - step) < Math.abs(a - step) ? b : a));
+    assert.equal(ask.step, nearest, `clicked ${step}, sampled steps ${sampled}`);
+    const items = [0, 1, 2].map((i) => ({ id: `q${i}-${nearest}-${i}`, line: 100 + i, question: `question ${i}`, reward: i === 1 ? 1 : 0, toolCalls: 2 }));
+    await h.page.evaluate((msg) => window.postMessage(msg, '*'), { type: 'rollouts', run: ask.run, stage: ask.stage, step: nearest, items, total: 3 });
     await h.page.locator('#step-rollouts li[data-id]').first().waitFor({ timeout: 5000 });
     assert.equal(await h.page.locator('#step-rollouts li[data-id]').count(), 3);
-    assert.match((await h.page.locator('#step-rollouts h3').textContent()) ?? '', new RegExp(`step ${step} · 3 rollouts`));
-    await h.page.locator(`#step-rollouts li[data-id="q1-${step}-1"]`).click();
+    assert.match((await h.page.locator('#step-rollouts h3').textContent()) ?? '', new RegExp(`step ${nearest} · 3 rollouts`));
+    await h.page.locator(`#step-rollouts li[data-id="q1-${nearest}-1"]`).click();
     const open = (await posted(h.page)).find((m) => m.type === 'openRollout');
-    assert.deepEqual(open, { type: 'openRollout', run: ask.run, stage: ask.stage, id: `q1-${step}-1`, line: 101 });
+    assert.deepEqual(open, { type: 'openRollout', run: ask.run, stage: ask.stage, id: `q1-${nearest}-1`, line: 101 });
     // Alerts: grouped by kind with a count, marked on the charts at their steps.
     const alerts = [alertEvent('demo', 'rl2', 12, 'tool_call_explosion', 'TC 3.1 vs 1.4'), alertEvent('demo', 'rl2', 30, 'tool_call_explosion', 'TC 3.5 vs 1.4'), alertEvent('demo', 'rl2-otc', 20, 'tool_call_explosion', 'TC 3.0 vs 1.1'), alertEvent('demo', 'rl2', 40, 'all_wrong_groups', '62% of groups have no correct rollout')];
     await h.page.evaluate(({ run, events }) => window.postMessage({ type: 'events', run, events }, '*'), { run: DEMO_RUN.key, events: alerts });

@@ -130,6 +130,8 @@ export interface StepRollouts {
   run: string;
   stage: string;
   step: number;
+  /** The step clicked, when the nearest step with rollouts was taken instead. */
+  clicked?: number;
   items?: RolloutItem[];
   total?: number;
   error?: string;
@@ -141,7 +143,13 @@ export function renderStepRollouts(root: HTMLElement, model: PanelModel, q: Step
     return;
   }
   const runLabel = model.runs.size > 1 ? `${model.runs.get(q.run)?.info.label ?? ''} · ` : '';
-  const head = el('h3', {}, `${runLabel}${stageLabelOf(q.stage)} step ${q.step}`, q.items ? el('span', { class: 'muted' }, ` · ${q.total ?? q.items.length} rollouts`) : '');
+  const head = el(
+    'h3',
+    {},
+    `${runLabel}${stageLabelOf(q.stage)} step ${q.step}`,
+    q.items ? el('span', { class: 'muted' }, ` · ${q.total ?? q.items.length} rollouts`) : '',
+    q.clicked !== undefined && q.clicked !== q.step ? el('div', { class: 'muted note' }, `the nearest step with rollouts to step ${q.clicked} (the stage writes them every few steps)`) : '',
+  );
   if (!q.items) {
     root.replaceChildren(head, el('p', { class: 'muted' }, q.error ?? 'Reading the rollouts file…'));
     return;

@@ -120,8 +120,9 @@ const host = {
     charts?.setPinned(name, on);
     saveState();
   },
-  onStep(line: { run: string; stage: string }, step: number) {
-    stepQuery = { run: line.run, stage: line.stage, step };
+  onStep(line: { run: string; stage: string }, clicked: number) {
+    const step = model.rolloutStep(line.run, line.stage, clicked);
+    stepQuery = { run: line.run, stage: line.stage, step, clicked };
     renderStepRollouts(stepRolloutsEl, model, stepQuery, openRollout);
     vscode.postMessage({ type: 'stepRollouts', run: line.run, stage: line.stage, step });
   },

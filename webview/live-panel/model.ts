@@ -18,6 +18,8 @@ export interface StageData {
   /** Latest step seen in the stage (metrics, progress, alerts, samples…). */
   maxStep: number;
   status: 'running' | 'ok' | 'cancelled' | 'failed';
+  /** Steps that sent a sampled rollout, ascending: the trainer writes the stage's rollouts file at the same steps. */
+  sampledSteps: number[];
 }
 
 export interface AlertItem {
@@ -235,7 +237,7 @@ export class PanelModel {
   private stage(run: RunState, id: string): StageData {
     let s = run.stages.get(id);
     if (!s) {
-      s = { id, metrics: new Map(), maxStep: 0, status: 'running' };
+      s = { id, metrics: new Map(), maxStep: 0, status: 'running', sampledSteps: [] };
       run.stages.set(id, s);
       if (!this.seenStages.has(id)) this.seenStages.set(id, this.seenStages.size);
       this.structureChanged = true;
@@ -310,7 +312,9 @@ export class PanelModel {
           this.listsChanged = true;
           break;
         case 'sample': {
-          this.touch(run, e.stage, e.step);
+          const steps = this.touch(run, e.stage, e.step).sampledSteps;
+          if (!steps.length || steps[steps.length - 1] < e.step) steps.push(e.step);
+          else if (!steps.includes(e.step)) steps.splice(steps.findIndex((x) => x > e.step), 0, e.step);
           const r = e.record as { id: string; question?: string; reward?: { total?: number | null } | null };
           run.samples.push({ stage: e.stage, step: e.step, id: r.id, question: r.question ?? '', reward: r.reward?.total ?? null, record: e.record, seq: this.seq++ });
           if (run.samples.length > MAX_SAMPLES) run.samples.splice(0, run.samples.length - MAX_SAMPLES);
@@ -461,6 +465,16 @@ export class PanelModel {
       for (const a of this.runs.get(l.run)?.alerts ?? []) if (a.stage === l.stage) out.push({ line: i, step: a.step, kind: a.kind, severity: a.severity, message: a.message });
     });
     return out;
+  }
+
+  /**
+   * The step whose rollouts a click on `step` lists: the nearest step that sampled rollouts (the trainer writes them
+   * every sample_every steps), or `step` itself when the stage never sent a sample event.
+   */
+  rolloutStep(run: string, stage: string, step: number): number {
+    const steps = this.runs.get(run)?.stages.get(stage)?.sampledSteps ?? [];
+    const i = nearestIndex(steps, step);
+    return i < 0 ? step : steps[i];
   }
 
   /** Sampled rollouts of every run, newest first. */

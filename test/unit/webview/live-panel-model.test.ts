@@ -96,6 +96,12 @@ test('the demo pipeline: tabs in pipeline order, RL-2 and RL-2-OTC overlaid in o
   }
   assert.deepEqual(stages.map((r) => r.stage), ['pretrain', 'sft1', 'sft2', 'sft3', 'rl1', 'rl2', 'rl2-otc']);
   assert.equal(m.latestTab(), 'rl2');
+  // A click on a step lists the rollouts of the nearest step that sampled (the trainer writes them at those steps).
+  const sampled = events.filter((e) => e.type === 'sample' && e.stage === 'rl2').map((e) => (e as { step: number }).step);
+  assert.deepEqual(m.runs.get('demo')!.stages.get('rl2')!.sampledSteps, sampled);
+  assert.equal(m.rolloutStep('demo', 'rl2', sampled[1] + 1), sampled[1]);
+  assert.equal(m.rolloutStep('demo', 'rl2', 0), sampled[0]);
+  assert.equal(m.rolloutStep('demo', 'sft2', 7), 7, 'a stage without samples: the step itself');
 });
 
 test('runs overlaid: lines per run × stage, union of steps with gaps; re-logged steps sorted, last wins; reset and remove', () => {
