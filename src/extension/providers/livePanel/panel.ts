@@ -11,6 +11,8 @@ import { LIVE_PANEL_VIEW_TYPE, type HostToPanel, type LivePanelInitialState, typ
 import { chunk, findRecordLine, isSafeStageName, rolloutsOfStep } from './records';
 
 const BATCH_MS = 100;
+/** Smoothing a new panel starts with (TensorBoard's default): raw values faint, the smoothed line solid. */
+export const DEFAULT_SMOOTHING = 0.6;
 const MAX_EVENTS_PER_MESSAGE = 5000;
 /** Events embedded in the page at most; the rest follow as messages right after load. */
 const MAX_EMBEDDED = 20000;
@@ -35,7 +37,7 @@ export class LivePanel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   /** Events posted to the page (plus those embedded in it). */
   sent = 0;
-  smoothing = 0;
+  smoothing = DEFAULT_SMOOTHING;
   onDidDispose?: () => void;
 
   constructor(
@@ -51,7 +53,7 @@ export class LivePanel implements vscode.Disposable {
   }
 
   /** Sets the page with `dirs` embedded, then follows them. */
-  async show(dirs: vscode.Uri[], smoothing = 0): Promise<void> {
+  async show(dirs: vscode.Uri[], smoothing = DEFAULT_SMOOTHING): Promise<void> {
     this.smoothing = smoothing;
     this.ready = false; // a new page: wait for its 'ready'
     this.queue.length = 0;
