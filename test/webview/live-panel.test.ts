@@ -179,6 +179,14 @@ test('the demo pipeline: stage tabs, RL-2 and RL-2-OTC overlaid, hover readout, 
     await h.page.mouse.move(0, 0);
     await h.page.waitForFunction(() => document.querySelector('.chart[data-metric="reward_mean"]')?.getAttribute('data-alerts') === '4', undefined, { timeout: 5000 });
     await h.page.screenshot({ path: join(ARTIFACTS, 'live-panel-demo-rl2.png') });
+    // The legend hides and shows a line (in every chart of the tab and in the readout).
+    await h.page.locator('#legend .legend-item[data-stage="rl2-otc"]').click();
+    await h.page.locator('#legend .legend-item[data-stage="rl2-otc"][aria-pressed="false"]').waitFor({ timeout: 5000 });
+    await h.page.locator('.chart[data-metric="reward_mean"].drawn').waitFor({ timeout: 5000 });
+    assert.deepEqual(await h.page.locator('.chart[data-metric="reward_mean"] .readout .row[data-line]').evaluateAll((r) => r.map((x) => (x as HTMLElement).dataset.line)), ['0']);
+    await h.page.locator('#legend .legend-item[data-stage="rl2-otc"]').click();
+    await h.page.locator('.chart[data-metric="reward_mean"].drawn').waitFor({ timeout: 5000 });
+    assert.equal(await h.page.locator('.chart[data-metric="reward_mean"] .readout .row[data-line]').count(), 2);
     // Filter: only matching charts stay; pins: a pinned chart moves to the top section and is remembered.
     await h.page.locator('#filter').fill('reward');
     const shown = await h.page.locator('#charts .chart:not([hidden])').evaluateAll((n) => n.map((c) => (c as HTMLElement).dataset.metric));

@@ -17,6 +17,8 @@ export interface ChartsHost {
   onStep(line: Line, step: number): void;
   /** Lines whose steps have rollouts to list (RL stages, stages that sampled). */
   clickable(line: Line): boolean;
+  /** Lines the user hid by clicking their legend entry. */
+  hidden(line: Line): boolean;
 }
 
 interface ChartBox {
@@ -155,10 +157,11 @@ export class TabCharts {
     const series: uPlot.Series[] = [{ label: 'step' }];
     this.lines.forEach((l, i) => {
       const colour = lineColour(i);
-      series.push({ label: `${l.label} raw`, stroke: smoothing > 0 ? withAlpha(colour, RAW_ALPHA) : colour, width: smoothing > 0 ? 1 : 1.5, spanGaps: true, points: { show: false } });
-      series.push({ label: l.label, stroke: colour, width: 1.75, spanGaps: true, show: smoothing > 0 });
+      const shown = !this.host.hidden(l);
+      series.push({ label: `${l.label} raw`, stroke: smoothing > 0 ? withAlpha(colour, RAW_ALPHA) : colour, width: smoothing > 0 ? 1 : 1.5, spanGaps: true, points: { show: false }, show: shown });
+      series.push({ label: l.label, stroke: colour, width: 1.75, spanGaps: true, show: shown && smoothing > 0 });
     });
-    const clickable = this.lines.map((l) => this.host.clickable(l));
+    const clickable = this.lines.map((l) => this.host.clickable(l) && !this.host.hidden(l));
     return {
       width: this.width(),
       height: HEIGHT,
@@ -232,7 +235,8 @@ export class TabCharts {
     c.readout.dataset.step = String(step);
     c.readout.replaceChildren(
       el('span', { class: 'step' }, `${idx === null ? 'latest · ' : ''}step ${step}`),
-      ...rows.map((r, i) => {
+      ...rows.flatMap((r, i) => {
+        if (this.host.hidden(this.lines[i])) return [];
         const swatch = el('span', { class: 'swatch' });
         swatch.style.background = lineColour(i);
         const value = el('b', { class: 'v' }, formatValue(smoothing > 0 ? r.smooth : r.raw));

@@ -1,7 +1,7 @@
 // The live panel's non-chart parts, each rendered whole from the model (they are small): the runs bar, the tab bar,
 // the alert groups, the results table, the sampled rollouts and the rollouts of a clicked step.
 import { resultSetting, stageInfo, stageLabelOf } from '../../src/core/stages';
-import { alertWords, type PanelModel, type ResultsRow, type Tab } from './model';
+import { alertWords, type Line, type PanelModel, type ResultsRow, type Tab } from './model';
 import type { RolloutItem } from './protocol';
 import { formatValue } from './format';
 import { el, icon, lineColour } from './dom';
@@ -26,6 +26,13 @@ export function renderTabs(root: HTMLElement, tabs: Tab[], hasResults: boolean, 
     ...all.map((t) => {
       const b = el('button', { class: 'tab', role: 'tab', 'data-tab': t.id, 'aria-selected': String(t.id === current), title: t.title, tabindex: t.id === current ? '0' : '-1' }, t.id === RESULTS_TAB ? icon('table') : '', t.label);
       b.addEventListener('click', () => onPick(t.id));
+      // Arrow keys move between tabs, as in a tab list.
+      b.addEventListener('keydown', (e) => {
+        const i = all.findIndex((x) => x.id === t.id) + (e.key === 'ArrowRight' ? 1 : e.key === 'ArrowLeft' ? -1 : 0);
+        if (i === all.findIndex((x) => x.id === t.id) || i < 0 || i >= all.length) return;
+        onPick(all[i].id);
+        (root.querySelector(`[data-tab="${all[i].id}"]`) as HTMLElement | null)?.focus();
+      });
       return b;
     }),
   );
@@ -33,7 +40,7 @@ export function renderTabs(root: HTMLElement, tabs: Tab[], hasResults: boolean, 
 }
 
 /** The tab's stage descriptions and the legend of its lines (raw faint, smoothed solid). */
-export function renderTabHead(root: HTMLElement, model: PanelModel, tab: Tab | undefined, smoothing: number): void {
+export function renderTabHead(root: HTMLElement, model: PanelModel, tab: Tab | undefined, smoothing: number, hidden: (l: Line) => boolean, onToggle: (l: Line) => void): void {
   if (!tab) {
     root.replaceChildren();
     return;
@@ -47,11 +54,14 @@ export function renderTabHead(root: HTMLElement, model: PanelModel, tab: Tab | u
     el('div', { class: 'descriptions' }, ...tab.stages.map((s) => el('p', { class: 'description', 'data-stage': s }, el('b', {}, stageLabelOf(s)), ` — ${stageInfo(s)?.description ?? 'a stage the stage table does not know'}`))),
     el(
       'div',
-      { id: 'legend', class: 'legend', role: 'list' },
+      { id: 'legend', class: 'legend', role: 'group', 'aria-label': 'Lines: click to hide or show' },
       ...lines.map((l, i) => {
         const swatch = el('span', { class: 'swatch' });
         swatch.style.background = lineColour(i);
-        return el('span', { class: 'legend-item', role: 'listitem', 'data-line': String(i), 'data-stage': l.stage, 'data-run': l.run }, swatch, el('b', {}, l.label), ` ${statusOf(l.run, l.stage)}`);
+        const off = hidden(l);
+        const item = el('button', { class: 'legend-item', 'data-line': String(i), 'data-stage': l.stage, 'data-run': l.run, 'aria-pressed': String(!off), title: off ? 'Show this line' : 'Hide this line' }, swatch, el('b', {}, l.label), ` ${statusOf(l.run, l.stage)}`);
+        item.addEventListener('click', () => onToggle(l));
+        return item;
       }),
       el('span', { class: 'muted hint' }, smoothing > 0 ? `faint: raw · solid: smoothed (${smoothing})` : 'raw values (smoothing off)'),
     ),

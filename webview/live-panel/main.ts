@@ -29,6 +29,14 @@ const saved = vscode.getState();
 const model = new PanelModel();
 let smoothing = initial?.smoothing ?? 0;
 const pinned = new Set(saved?.pinned ?? []);
+/** Lines hidden from the legend, as `<run>\n<stage>`. */
+const hiddenLines = new Set<string>();
+const lineKey = (l: { run: string; stage: string }) => `${l.run}\n${l.stage}`;
+const isHidden = (l: { run: string; stage: string }) => hiddenLines.has(lineKey(l));
+function toggleLine(l: { run: string; stage: string }): void {
+  if (!hiddenLines.delete(lineKey(l))) hiddenLines.add(lineKey(l));
+  rebuildTab();
+}
 /** The tab the user picked; until then the panel follows the stage being trained. */
 let pickedTab: string | undefined = saved?.tab;
 let filter = saved?.filter ?? '';
@@ -126,6 +134,7 @@ const host = {
     renderStepRollouts(stepRolloutsEl, model, stepQuery, openRollout);
     vscode.postMessage({ type: 'stepRollouts', run: line.run, stage: line.stage, step });
   },
+  hidden: isHidden,
   clickable(line: { run: string; stage: string }) {
     return stageInfo(line.stage)?.kind === 'rl' || !!model.runs.get(line.run)?.samples.some((s) => s.stage === line.stage);
   },
@@ -195,7 +204,7 @@ function draw(force: boolean): void {
       renderResults(resultsEl, model);
     }
     const info = tabs.find((t) => t.id === tab);
-    renderTabHead(tabHeadEl, model, info, smoothing);
+    renderTabHead(tabHeadEl, model, info, smoothing, isHidden, toggleLine);
     const lines = tab && !isResults ? JSON.stringify(model.lines(tab)) : '';
     if (tab !== shownTab || lines !== shownLines) {
       charts?.destroy();
@@ -216,7 +225,7 @@ function draw(force: boolean): void {
     renderRuns(runsEl, model, (key) => vscode.postMessage({ type: 'removeRun', run: key }));
     drawAlerts();
     renderSamples(samplesList, model, SAMPLES_SHOWN, (s) => vscode.postMessage({ type: 'openSample', run: s.run.info.key, stage: s.stage, step: s.step, id: s.id, record: s.record }));
-    if (shownTab) renderTabHead(tabHeadEl, model, model.tabs().find((t) => t.id === shownTab), smoothing);
+    if (shownTab) renderTabHead(tabHeadEl, model, model.tabs().find((t) => t.id === shownTab), smoothing, isHidden, toggleLine);
     model.listsChanged = false;
   }
 }
