@@ -2,7 +2,8 @@
 // every line of the tab (run × sibling stage) twice: the raw values faint, the smoothed ones solid. Axes: step within
 // the stage (whole steps only) and the metric. Hovering shows every line's value at that step under the title;
 // alerts are marked on the step axis; clicking a step asks the host for the rollouts written at it. A uPlot is
-// created only when its box scrolls into view, so a run with hundreds of metrics costs a few plots.
+// created only when its box scrolls into view and updated only while in view, so a run with hundreds of metrics
+// costs the plots on screen.
 import uPlot from 'uplot';
 import { GROUPS, matchesFilter, readout, type ChartData, type GroupId, type Line, type PanelModel } from './model';
 import { STEP_INCRS, formatValue, tickLabels, yAxisWidth } from './format';
@@ -27,6 +28,10 @@ interface ChartBox {
   readout: HTMLElement;
   plot?: uPlot;
   data?: ChartData;
+  /** In or near the viewport (only those plots are updated as data arrives; the others when they come back). */
+  visible: boolean;
+  /** Data arrived while the plot was out of view. */
+  stale: boolean;
 }
 
 const HEIGHT = 190;
@@ -61,7 +66,14 @@ export class TabCharts {
     }
     root.append(this.emptyNote);
     this.observer = new IntersectionObserver((entries) => {
-      for (const e of entries) if (e.isIntersecting) this.ensurePlot((e.target as HTMLElement).dataset.metric!);
+      for (const e of entries) {
+        const c = this.charts.get((e.target as HTMLElement).dataset.metric!);
+        if (!c) continue;
+        c.visible = e.isIntersecting;
+        if (!c.visible) continue;
+        if (!c.plot) this.ensurePlot(c.name);
+        else if (c.stale) this.update(c);
+      }
       // When the latest charts scrolled into view were drawn, in ms since the page started (bench/live-panel reads it).
       document.body.dataset.plottedAt = performance.now().toFixed(1);
     }, { rootMargin: '300px' });
@@ -85,8 +97,9 @@ export class TabCharts {
       if (!c) {
         c = this.makeBox(name, group);
         this.charts.set(name, c);
-      } else if (c.plot) this.update(c);
-      c.box.dataset.points = String(c.data ? c.data.x.length : this.host.model.chartSteps(this.lines, name));
+      } else if (c.plot && c.visible) this.update(c);
+      else if (c.plot) c.stale = true;
+      c.box.dataset.points = String(c.plot && c.visible && c.data ? c.data.x.length : this.host.model.chartSteps(this.lines, name));
     }
     this.applyFilter(this.filter);
   }
@@ -100,7 +113,7 @@ export class TabCharts {
     box.style.minHeight = `${HEIGHT + 36}px`; // CSSOM: the page's CSP has no 'unsafe-inline'
     (pinned ? this.pinnedGrid : this.groups.get(group)!.grid).append(box);
     this.observer.observe(box);
-    return { name, box, readout: readoutEl };
+    return { name, box, readout: readoutEl, visible: false, stale: false };
   }
 
   /** Moves a chart between the pinned section and its group. */
@@ -140,6 +153,7 @@ export class TabCharts {
   }
 
   private update(c: ChartBox): void {
+    c.stale = false;
     c.data = this.host.model.chartData(this.lines, c.name, this.host.smoothing());
     c.plot!.setData(toAligned(c.data));
     this.showReadout(c, c.plot!.cursor.idx ?? null);
@@ -147,7 +161,10 @@ export class TabCharts {
 
   /** Redraws every plot (alert marks changed). */
   redraw(): void {
-    for (const c of this.charts.values()) c.plot?.redraw(false, false);
+    for (const c of this.charts.values()) {
+      if (c.plot && c.visible) c.plot.redraw(false, false);
+      else if (c.plot) c.stale = true; // redrawn with fresh data when it scrolls back
+    }
   }
 
   private options(c: ChartBox): uPlot.Options {
