@@ -5,7 +5,8 @@
 //     run embedded in the page as the host opens it (the other charts are drawn when scrolled to);
 //   stream: the same events posted in host-sized batches (100 events) as fast as the page takes them; wall time
 //     until all are counted, the render passes' mean and max; then a tab switch to the results table and back to
-//     the charts (rebuilt), and a filter keystroke, each until the next frame.
+//     the charts (rebuilt), and a filter keystroke, each until the next frame; then every chart scrolled through
+//     (all 300 plots exist) and 100 more steps streamed.
 // Three repeats; the table shows each and the median. `node --import tsx bench/live-panel/run.ts [--no-write]`.
 import { PanelModel } from '../../webview/live-panel/model';
 import type { TrainerEvent } from '../../src/core/events';
@@ -25,21 +26,26 @@ function keyNames(): string[] {
   return out;
 }
 
-function events(): TrainerEvent[] {
+/** Metrics (+ progress, an alert every 50 steps) of steps first..first+count-1 of the RL stage. */
+function extraSteps(first: number, count: number): TrainerEvent[] {
   const names = keyNames();
   const out: TrainerEvent[] = [];
-  const stage = 'rl2';
-  out.push({ v: 1, time: 0, run: 'big', type: 'run_started', stage, config: {}, total_steps: STEPS, device: 'cpu', world_size: 1 });
-  for (let step = 1; step <= STEPS; step++) {
+  for (let step = first; step < first + count; step++) {
     const values: Record<string, number> = {};
     names.forEach((n, i) => (values[n] = Math.sin(step / 50 + i) + Math.random() * 0.05));
-    out.push({ v: 1, time: step, run: 'big', type: 'metrics', stage, step, values });
-    out.push({ v: 1, time: step, run: 'big', type: 'progress', stage, step, total: STEPS, elapsed_s: step, eta_s: STEPS - step });
-    if (step % 50 === 0) out.push({ v: 1, time: step, run: 'big', type: 'alert', stage, step, kind: 'tool_call_explosion', severity: 'warning', message: `TC ${step}` });
+    out.push({ v: 1, time: step, run: 'big', type: 'metrics', stage: 'rl2', step, values });
+    out.push({ v: 1, time: step, run: 'big', type: 'progress', stage: 'rl2', step, total: STEPS, elapsed_s: step, eta_s: Math.max(0, STEPS - step) });
+    if (step % 50 === 0) out.push({ v: 1, time: step, run: 'big', type: 'alert', stage: 'rl2', step, kind: 'tool_call_explosion', severity: 'warning', message: `TC ${step}` });
   }
-  out.push({ v: 1, time: STEPS, run: 'big', type: 'eval', stage, step: STEPS, split: 'dev', metrics: { em: 0.5, tc: 1.2 } });
-  out.push({ v: 1, time: STEPS, run: 'big', type: 'stage_finished', stage, step: STEPS, status: 'ok', checkpoint: null });
   return out;
+}
+
+function events(): TrainerEvent[] {
+  return [
+    { v: 1, time: 0, run: 'big', type: 'run_started', stage: 'rl2', config: {}, total_steps: STEPS, device: 'cpu', world_size: 1 },
+    ...extraSteps(1, STEPS),
+    { v: 1, time: STEPS, run: 'big', type: 'eval', stage: 'rl2', step: STEPS, split: 'dev', metrics: { em: 0.5, tc: 1.2 } },
+  ];
 }
 
 function ingest(evs: TrainerEvent[]): { applyMs: number; chartDataMs: number } {
@@ -65,6 +71,9 @@ interface BrowserFigures {
   resultsTabMs: number;
   tabSwitchMs: number;
   filterMs: number;
+  plots: number;
+  moreRenders: number;
+  moreMeanMs: number;
   heapMb: number;
 }
 
@@ -127,9 +136,40 @@ async function browser(evs: TrainerEvent[]): Promise<BrowserFigures> {
     const resultsTabMs = await timed('results');
     const tabSwitchMs = await timed('rl2');
     const filterMs = await timed('filter');
+    // Every chart drawn once (scrolled through to the bottom and back), then 100 more steps streamed: only the
+    // plots in view are updated.
+    await h.page.locator('#filter').fill('');
+    await h.page.waitForTimeout(300);
+    await h.page.evaluate(async () => {
+      for (let y = 0; y < document.body.scrollHeight; y += 800) {
+        window.scrollTo(0, y);
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      window.scrollTo(0, 0);
+    });
+    await h.page.waitForTimeout(500);
+    const plots = await h.page.locator('.chart.drawn').count();
+    const before = ((await h.page.evaluate(() => document.body.dataset.renders)) ?? '0 0 0').split(' ').map(Number);
+    const more = extraSteps(STEPS + 1, 100);
+    await h.page.evaluate(
+      ({ events, run, total }) =>
+        new Promise<void>((resolve) => {
+          for (let i = 0; i < events.length; i += 10) window.postMessage({ type: 'events', run, events: events.slice(i, i + 10) }, '*');
+          const poll = setInterval(() => {
+            if (document.body.dataset.received !== String(total)) return;
+            clearInterval(poll);
+            resolve();
+          }, 5);
+        }),
+      { events: more, run: RUN.key, total: evs.length + more.length },
+    );
+    await h.page.waitForTimeout(600);
+    const afterStats = ((await h.page.evaluate(() => document.body.dataset.renders)) ?? '0 0 0').split(' ').map(Number);
+    const moreRenders = afterStats[0] - before[0];
+    const moreMeanMs = (afterStats[1] - before[1]) / Math.max(1, moreRenders);
     const heapMb = await h.page.evaluate(() => ((performance as unknown as { memory?: { usedJSHeapSize: number } }).memory?.usedJSHeapSize ?? 0) / 2 ** 20);
     if (h.errors.length) throw new Error(h.errors.join('\n'));
-    return { openMs, htmlMs, parsedMs, firstRenderMs, streamMs, renders, renderMeanMs: totalMs / Math.max(1, renders), renderMaxMs: maxMs, resultsTabMs, tabSwitchMs, filterMs, heapMb };
+    return { openMs, htmlMs, parsedMs, firstRenderMs, streamMs, renders, renderMeanMs: totalMs / Math.max(1, renders), renderMaxMs: maxMs, resultsTabMs, tabSwitchMs, filterMs, plots, moreRenders, moreMeanMs, heapMb };
   } finally {
     await h.close();
   }
@@ -161,7 +201,10 @@ async function main(): Promise<void> {
     ['resultsTabMs', 'switch to the Results tab → next frame (ms)'],
     ['tabSwitchMs', 'switch back to the charts tab (rebuilt) → next frame (ms)'],
     ['filterMs', 'filter keystroke → next frame (ms)'],
-    ['heapMb', 'JS heap after stream (MB)'],
+    ['plots', 'plots after scrolling through every chart'],
+    ['moreRenders', '… then 100 more steps streamed: render passes'],
+    ['moreMeanMs', '… render pass mean (ms)'],
+    ['heapMb', 'JS heap at the end (MB)'],
   ];
   const body = [
     `A generated run: one RL stage of ${STEPS.toLocaleString('en-US')} steps × ${KEYS} metric keys = ${metricsEvents} metrics events, ${evs.length} events in all (${(JSON.stringify(evs).length / 2 ** 20).toFixed(1)} MB as JSON), an alert every 50 steps. Headless Chromium (Debian) through the webview test harness; Node ${process.version}; ${REPEATS} repeats on a shared 2-core machine (figures vary with its load).`,
