@@ -269,6 +269,8 @@ window.addEventListener('message', (ev: MessageEvent<HostToPanel>) => {
       if (stepQuery && stepQuery.run === msg.run && stepQuery.stage === msg.stage && stepQuery.step === msg.step) {
         stepQuery = { ...stepQuery, items: msg.items, total: msg.total, error: msg.error };
         renderStepRollouts(stepRolloutsEl, model, stepQuery, openRollout);
+        // In a narrow panel the list sits below the charts: bring it into view.
+        stepRolloutsEl.scrollIntoView({ block: 'nearest' });
       }
       return;
     default:

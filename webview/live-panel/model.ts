@@ -380,7 +380,7 @@ export class PanelModel {
     return out;
   }
 
-  /** The tab the panel opens on: the family of the newest metrics of the first run that has any. */
+  /** The tab the panel opens on: the family of the latest metrics of the last-added run that has any. */
   latestTab(): string | null {
     for (const run of [...this.runs.values()].reverse()) if (run.lastStage) return stageFamily(run.lastStage);
     return null;
