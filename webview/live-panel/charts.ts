@@ -77,8 +77,13 @@ export class TabCharts {
       // When the latest charts scrolled into view were drawn, in ms since the page started (bench/live-panel reads it).
       document.body.dataset.plottedAt = performance.now().toFixed(1);
     }, { rootMargin: '300px' });
+    // Only a width change resizes the plots: the tab's height changes with every filter keystroke and new chart.
+    let width = this.width();
     this.resize = new ResizeObserver(() => {
-      for (const c of this.charts.values()) c.plot?.setSize({ width: this.width(), height: HEIGHT });
+      const w = this.width();
+      if (w === width) return;
+      width = w;
+      for (const c of this.charts.values()) c.plot?.setSize({ width: w, height: HEIGHT });
     });
     this.resize.observe(root);
     this.sync();
