@@ -8,6 +8,7 @@
 //     the charts (rebuilt), and a filter keystroke, each until its frame is drawn; then every chart scrolled through
 //     (all 300 plots exist) and 100 more steps streamed.
 // Three repeats; the table shows each and the median. `node --import tsx bench/live-panel/run.ts [--no-write]`.
+import { loadavg } from 'node:os';
 import { PanelModel } from '../../webview/live-panel/model';
 import type { TrainerEvent } from '../../src/core/events';
 import { openPanel } from '../../test/webview/live-panel-harness';
@@ -180,6 +181,7 @@ const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.
 const f = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
 
 async function main(): Promise<void> {
+  const load = loadavg()[0];
   const evs = events();
   const metricsEvents = evs.filter((e) => e.type === 'metrics').length;
   const rows: (ReturnType<typeof ingest> & BrowserFigures)[] = [];
@@ -208,7 +210,7 @@ async function main(): Promise<void> {
     ['heapMb', 'JS heap at the end (MB)'],
   ];
   const body = [
-    `A generated run: one RL stage of ${STEPS.toLocaleString('en-US')} steps × ${KEYS} metric keys = ${metricsEvents} metrics events, ${evs.length} events in all (${(JSON.stringify(evs).length / 2 ** 20).toFixed(1)} MB as JSON), an alert every 50 steps. Headless Chromium (Debian) through the webview test harness; Node ${process.version}; ${REPEATS} repeats on a shared 2-core machine (figures vary with its load).`,
+    `A generated run: one RL stage of ${STEPS.toLocaleString('en-US')} steps × ${KEYS} metric keys = ${metricsEvents} metrics events, ${evs.length} events in all (${(JSON.stringify(evs).length / 2 ** 20).toFixed(1)} MB as JSON), an alert every 50 steps. Headless Chromium (Debian) through the webview test harness; Node ${process.version}; ${REPEATS} repeats on a shared 2-core machine, 1-minute load average ${load.toFixed(1)} at the start (figures vary with the load).`,
     '',
     `| | ${rows.map((_, i) => `run ${i + 1}`).join(' | ')} | median |`,
     `| --- | ${rows.map(() => '---:').join(' | ')} | ---: |`,
