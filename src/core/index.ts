@@ -12,3 +12,4 @@ export * from './stats';
 export { importVerlParquet, extractQuestion, goldenAnswers } from './importers/verl-parquet';
 export { importSearchR1Transcripts } from './importers/search-r1';
 export { conversationToRecord } from './importers/openai';
+export * from './stages';

@@ -1,6 +1,7 @@
 // The live panel page in headless Chromium: a recorded trainer event stream (test/fixtures/live-panel, from a real
 // `coa_trainer train` run of pretrain + sft1) fed at 1,000 events/s for 30 s as the extension host would (batched
-// postMessage); then grouping, overlays, alerts, rollouts, smoothing and the embedded initial state.
+// postMessage); the recorded demo pipeline (stage tabs, RL-2 / RL-2-OTC overlay, hover readout, results table,
+// grouped alerts, filter, pins, rollouts of a clicked step); then grouping, runs overlaid, issues and resets.
 // COA_PANEL_STREAM_S shortens the stream for local iteration; the suite runs the full 30 s.
 // The fixture was recorded with conftest.py's TINY config (pretrain and sft1: steps 20, log_every 1, sample_every 5):
 //   PYTHONPATH=src/trainer .venv/bin/python -m coa_trainer train --stage pretrain --config tiny.json --run-dir /tmp/panelrec/run --max-steps 20
@@ -30,28 +31,35 @@ function recorded(): TrainerEvent[] {
     });
 }
 
-/** `n` events: the recording repeated; each repeat's stages get a suffix, so they follow the previous ones. */
+/**
+ * `n` events: each stage of the recording repeated in turn with its steps shifted, as one long stage (pretrain for
+ * the first fifth, sft1 for the rest), so every point has its own step.
+ */
 function stream(n: number): TrainerEvent[] {
   const base = recorded();
-  const span = base[base.length - 1].time - base[0].time + 1;
+  const stages = ['pretrain', 'sft1'];
   const out: TrainerEvent[] = [];
-  for (let k = 0; out.length < n; k++) {
-    for (const e of base) {
-      if (out.length === n) break;
-      const copy = structuredClone(e) as TrainerEvent & { stage?: string };
-      copy.time += k * span;
-      if (k > 0 && copy.stage) copy.stage = `${copy.stage}-${k}`;
-      out.push(copy);
+  stages.forEach((stage, si) => {
+    const part = base.filter((e) => (e as { stage?: string }).stage === stage);
+    const span = Math.max(...part.map((e) => (e as { step?: number }).step ?? 0));
+    const until = si === stages.length - 1 ? n : Math.floor(n / 5);
+    for (let k = 0; out.length < until; k++) {
+      for (const e of part) {
+        if (out.length === until) break;
+        if (k > 0 && e.type === 'run_started') continue; // one stage, logged on
+        const copy = structuredClone(e) as TrainerEvent & { step?: number };
+        if (copy.step !== undefined) copy.step += k * span;
+        out.push(copy);
+      }
     }
-  }
+  });
   return out;
 }
 
 test(`a recorded stream at ${RATE} events/s for ${SECONDS} s: none lost, charts updated, no console error`, { timeout: (SECONDS + 90) * 1000 }, async (t) => {
   const total = RATE * SECONDS;
   const events = stream(total);
-  const lossPoints = events.filter((e) => e.type === 'metrics' && 'loss' in e.values).length;
-  const evalPoints = events.filter((e) => e.type === 'eval' && 'em' in e.metrics).length;
+  const lossPoints = new Set(events.filter((e) => e.type === 'metrics' && e.stage === 'sft1' && 'loss' in e.values).map((e) => (e as { step: number }).step)).size;
   const h = await openPanel({ runs: [RUN], events: {}, smoothing: 0 });
   try {
     assert.equal(await shownCount(h.page), 0);
@@ -91,13 +99,120 @@ test(`a recorded stream at ${RATE} events/s for ${SECONDS} s: none lost, charts 
     assert.equal(await shownCount(h.page), total, 'the count shown equals the count sent');
     assert.ok(seen[0] > 0 && seen[0] < seen[1] && seen[1] < seen[2], `loss chart grew during the stream: ${seen}`);
     assert.equal(new Set(canvases).size, 3, 'the loss chart was redrawn');
+    assert.equal(await h.page.evaluate(() => document.body.dataset.tab), 'sft1', 'the panel follows the stage being trained');
     assert.equal(await chartPoints(h.page, 'loss'), lossPoints);
-    assert.equal(await chartPoints(h.page, 'eval/dev/em'), evalPoints);
+    assert.equal(await h.page.locator('.tab[data-tab="results"]').count(), 1, 'evaluations went to the results tab');
     for (const metric of ['lr', 'grad_norm', 'tokens_per_s']) assert.ok((await chartPoints(h.page, metric)) > 0, metric);
     assert.ok((await h.page.locator('#samples li[data-id]').count()) > 0, 'sampled rollouts listed');
     await h.page.screenshot({ path: join(ARTIFACTS, 'live-panel-stream.png'), fullPage: false });
     const [renders, totalMs, maxMs] = ((await h.page.evaluate(() => document.body.dataset.renders)) ?? '0 0 0').split(' ').map(Number);
     t.diagnostic(`${total} events in ${SECONDS} s: ${renders} renders, mean ${(totalMs / renders).toFixed(1)} ms, max ${maxMs.toFixed(1)} ms; main-thread share ${((100 * totalMs) / (SECONDS * 1000)).toFixed(1)}%`);
+    assert.deepEqual(h.errors, []);
+  } finally {
+    await h.close();
+  }
+});
+
+const DEMO = join(ROOT, 'test/fixtures/live-panel/demo-pipeline.events.jsonl');
+const DEMO_RUN = { key: 'file:///work/runs/demo', label: 'demo' };
+const readEvents = (file: string): TrainerEvent[] =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => {
+      const p = parseEvent(l);
+      if (!p.ok) throw new Error(`${file}: ${p.error}`);
+      return p.event;
+    });
+const alertEvent = (run: string, stage: string, step: number, kind: 'tool_call_explosion' | 'all_wrong_groups', message: string): TrainerEvent => ({ v: 1, time: 1, run, type: 'alert', stage, step, kind, severity: 'warning', message });
+const posted = (page: import('playwright-core').Page) => page.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted);
+
+test('the demo pipeline: stage tabs, RL-2 and RL-2-OTC overlaid, hover readout, whole steps, results table, grouped alerts, filter, pins, rollouts of a step', { timeout: 90_000 }, async () => {
+  const events = readEvents(DEMO);
+  const logged = (stage: string, step: number, name: string) => (events.find((e) => e.type === 'metrics' && e.stage === stage && e.step === step) as { values: Record<string, number> } | undefined)?.values[name];
+  const h = await openPanel({ runs: [DEMO_RUN], events: { [DEMO_RUN.key]: events }, smoothing: 0.6 });
+  try {
+    await h.page.locator('.chart[data-metric="reward_mean"].drawn').waitFor({ timeout: 10_000 });
+    // Tabs: one per stage family in pipeline order, the siblings together, the results table last; the panel opens on
+    // the stage trained last.
+    assert.deepEqual(await h.page.locator('#tabs .tab').allTextContents(), ['Pretrain', 'SFT-1', 'SFT-2', 'SFT-3', 'RL-1', 'RL-2 · RL-2-OTC', 'Results']);
+    assert.equal(await h.page.locator('#tabs .tab[aria-selected="true"]').getAttribute('data-tab'), 'rl2');
+    assert.match((await h.page.locator('#tab-head .description[data-stage="rl2-otc"]').textContent()) ?? '', /Sibling of RL-2 from the same RL-1 result/);
+    // One legend entry per overlaid line.
+    assert.deepEqual(await h.page.locator('#legend .legend-item b').allTextContents(), ['RL-2', 'RL-2-OTC']);
+    // Whole-step ticks on the step axis.
+    const xticks = ((await h.page.locator('.chart[data-metric="reward_mean"]').getAttribute('data-xticks')) ?? '').split(' ').map(Number);
+    assert.ok(xticks.length >= 2 && xticks.every((v) => Number.isInteger(v)), `x ticks ${xticks}`);
+    // Hover: the readout shows every line's value at the step under the pointer (the logged raw values).
+    const over = (await h.page.locator('.chart[data-metric="reward_mean"] .u-over').boundingBox())!;
+    await h.page.mouse.move(over.x + over.width * 0.5, over.y + over.height * 0.5);
+    const readout = h.page.locator('.chart[data-metric="reward_mean"] .readout');
+    await h.page.waitForFunction(() => !/latest/.test(document.querySelector('.chart[data-metric="reward_mean"] .readout .step')?.textContent ?? 'latest'), undefined, { timeout: 5000 });
+    const step = Number(await readout.getAttribute('data-step'));
+    assert.ok(step > 1 && step < 64, `hovered step ${step}`);
+    const raws = await readout.locator('.row[data-line]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.raw));
+    assert.deepEqual(raws.map(Number), [logged('rl2', step, 'reward_mean'), logged('rl2-otc', step, 'reward_mean')]);
+    // The other charts of the tab follow the same step (synchronised cursors).
+    assert.equal(await h.page.locator('.chart[data-metric="reward_std"] .readout').getAttribute('data-step'), String(step));
+    // Clicking the step asks the host for its rollouts; the host's answer is listed; a row opens that rollout.
+    await h.page.mouse.click(over.x + over.width * 0.5, over.y + over.height * 0.5);
+    // The trainer writes rollouts every sample_every steps (the steps of its sample events): the nearest one is asked.
+    const ask = (await posted(h.page)).find((m) => m.type === 'stepRollouts') as { run: string; stage: string; step: number } | undefined;
+    assert.ok(ask && ask.run === DEMO_RUN.key && ['rl2', 'rl2-otc'].includes(ask.stage), JSON.stringify(ask));
+    const sampled = events.filter((e) => e.type === 'sample' && e.stage === ask.stage).map((e) => (e as { step: number }).step);
+    const nearest = sampled.reduce((a, b) => (Math.abs(b - step) < Math.abs(a - step) ? b : a));
+    assert.equal(ask.step, nearest, `clicked ${step}, sampled steps ${sampled}`);
+    const items = [0, 1, 2].map((i) => ({ id: `q${i}-${nearest}-${i}`, line: 100 + i, question: `question ${i}`, reward: i === 1 ? 1 : 0, toolCalls: 2 }));
+    await h.page.evaluate((msg) => window.postMessage(msg, '*'), { type: 'rollouts', run: ask.run, stage: ask.stage, step: nearest, items, total: 3 });
+    await h.page.locator('#step-rollouts li[data-id]').first().waitFor({ timeout: 5000 });
+    assert.equal(await h.page.locator('#step-rollouts li[data-id]').count(), 3);
+    assert.match((await h.page.locator('#step-rollouts h3').textContent()) ?? '', new RegExp(`step ${nearest} · 3 rollouts`));
+    await h.page.locator(`#step-rollouts li[data-id="q1-${nearest}-1"]`).click();
+    const open = (await posted(h.page)).find((m) => m.type === 'openRollout');
+    assert.deepEqual(open, { type: 'openRollout', run: ask.run, stage: ask.stage, id: `q1-${nearest}-1`, line: 101 });
+    // Alerts: grouped by kind with a count, marked on the charts at their steps.
+    const alerts = [alertEvent('demo', 'rl2', 12, 'tool_call_explosion', 'TC 3.1 vs 1.4'), alertEvent('demo', 'rl2', 30, 'tool_call_explosion', 'TC 3.5 vs 1.4'), alertEvent('demo', 'rl2-otc', 20, 'tool_call_explosion', 'TC 3.0 vs 1.1'), alertEvent('demo', 'rl2', 40, 'all_wrong_groups', '62% of groups have no correct rollout')];
+    await h.page.evaluate(({ run, events }) => window.postMessage({ type: 'events', run, events }, '*'), { run: DEMO_RUN.key, events: alerts });
+    await h.page.locator('#alerts .alert-group[data-kind="all_wrong_groups"]').waitFor({ timeout: 5000 });
+    assert.deepEqual(await h.page.locator('#alerts .alert-group .title').allTextContents(), ['3 × tool-call explosion', '1 × all-wrong groups']);
+    assert.doesNotMatch((await h.page.locator('#alerts').textContent()) ?? '', /more alerts/);
+    await h.page.mouse.move(0, 0);
+    await h.page.waitForFunction(() => document.querySelector('.chart[data-metric="reward_mean"]')?.getAttribute('data-alerts') === '4', undefined, { timeout: 5000 });
+    await h.page.screenshot({ path: join(ARTIFACTS, 'live-panel-demo-rl2.png') });
+    // The legend hides and shows a line (in every chart of the tab and in the readout).
+    await h.page.locator('#legend .legend-item[data-stage="rl2-otc"]').click();
+    await h.page.locator('#legend .legend-item[data-stage="rl2-otc"][aria-pressed="false"]').waitFor({ timeout: 5000 });
+    await h.page.locator('.chart[data-metric="reward_mean"].drawn').waitFor({ timeout: 5000 });
+    assert.deepEqual(await h.page.locator('.chart[data-metric="reward_mean"] .readout .row[data-line]').evaluateAll((r) => r.map((x) => (x as HTMLElement).dataset.line)), ['0']);
+    await h.page.locator('#legend .legend-item[data-stage="rl2-otc"]').click();
+    await h.page.locator('.chart[data-metric="reward_mean"].drawn').waitFor({ timeout: 5000 });
+    assert.equal(await h.page.locator('.chart[data-metric="reward_mean"] .readout .row[data-line]').count(), 2);
+    // Filter: only matching charts stay; pins: a pinned chart moves to the top section and is remembered.
+    await h.page.locator('#filter').fill('reward');
+    const shown = await h.page.locator('#charts .chart:not([hidden])').evaluateAll((n) => n.map((c) => (c as HTMLElement).dataset.metric));
+    assert.ok(shown.length >= 2 && shown.every((m) => m!.includes('reward')), shown.join(' '));
+    await h.page.locator('#filter').fill('');
+    await h.page.locator('.chart[data-metric="tc"] .pin').click();
+    assert.equal(await h.page.locator('[data-group="pinned"] .chart[data-metric="tc"]').count(), 1);
+    const state = (await h.page.evaluate(() => (window as unknown as { __state: { pinned: string[] } }).__state)) as { pinned: string[] };
+    assert.deepEqual(state.pinned, ['rl2\ntc']);
+    // Results: the pipeline's settings as rows of a table with their measured values.
+    await h.page.locator('.tab[data-tab="results"]').click();
+    const rows = h.page.locator('#results-table tbody tr');
+    assert.deepEqual(await rows.evaluateAll((r) => r.map((x) => (x as HTMLElement).dataset.stage)), ['no-tool', 'workflow', 'sft12', 'sft-rl', 'sft-rl-otc']);
+    const results = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/live-panel/demo-pipeline.results.json'), 'utf8')) as { rows: { setting: string; em: number }[] };
+    for (const r of results.rows) assert.equal(await h.page.locator(`#results-table tr[data-stage="${r.setting}"] td[data-col="em"]`).textContent(), Number(r.em.toPrecision(4)).toString(), r.setting);
+    assert.equal(await h.page.locator('#stage-evals tbody tr').count(), 7);
+    await h.page.screenshot({ path: join(ARTIFACTS, 'live-panel-demo-results.png') });
+    // A second run compared: every line of the tab twice, labelled by run.
+    await h.page.locator('.tab[data-tab="rl2"]').click();
+    const b = { key: 'file:///work/runs/demo-b', label: 'demo-b' };
+    await h.page.evaluate(({ run, events }) => {
+      window.postMessage({ type: 'addRun', run }, '*');
+      window.postMessage({ type: 'events', run: run.key, events }, '*');
+    }, { run: b, events: events.filter((e) => e.type === 'metrics') });
+    await h.page.waitForFunction(() => document.querySelectorAll('#legend .legend-item').length === 4, undefined, { timeout: 5000 });
+    assert.deepEqual(await h.page.locator('#legend .legend-item b').allTextContents(), ['demo · RL-2', 'demo · RL-2-OTC', 'demo-b · RL-2', 'demo-b · RL-2-OTC']);
     assert.deepEqual(h.errors, []);
   } finally {
     await h.close();
@@ -124,7 +239,7 @@ function rlEvents(run: string, shift: number): TrainerEvent[] {
   return out;
 }
 
-test('RL metrics grouped by name, unknown ones under Other, runs overlaid, alert banner with step, rollout click, smoothing saved', { timeout: 60_000 }, async () => {
+test('RL metrics grouped by name, unknown ones under Other, runs overlaid, alert group with step, sampled rollout click, smoothing saved', { timeout: 60_000 }, async () => {
   const a = { key: 'file:///runs/a', label: 'a' };
   const b = { key: 'file:///runs/b', label: 'b' };
   const initialEvents = rlEvents('a', 0);
@@ -132,7 +247,7 @@ test('RL metrics grouped by name, unknown ones under Other, runs overlaid, alert
   try {
     // The embedded initial state is drawn without any message.
     assert.equal(await shownCount(h.page), initialEvents.length);
-    const groupOf = async (metric: string) => h.page.locator(`.chart[data-metric="${metric}"]`).evaluate((n) => n.closest('[data-group]')?.getAttribute('data-group'));
+    const groupOf = async (metric: string) => h.page.locator(`.chart[data-metric="${metric}"]`).evaluate((n) => n.closest('section[data-group]')?.getAttribute('data-group'));
     const expected: Record<string, string> = {
       reward_mean: 'loss', em: 'quality', f1: 'quality', tc: 'agent', tp: 'agent', tool_failure_rate: 'agent', malformed_call_rate: 'agent',
       truncation_ratio: 'agent', all_correct_groups: 'agent', all_wrong_groups: 'agent', kl: 'policy', entropy: 'policy', clip_frac: 'policy',
@@ -140,10 +255,10 @@ test('RL metrics grouped by name, unknown ones under Other, runs overlaid, alert
     };
     for (const [metric, group] of Object.entries(expected)) assert.equal(await groupOf(metric), group, metric);
     assert.equal(await chartPoints(h.page, 'kl'), 10);
-    // The alert, as a banner naming its step.
-    const banner = h.page.locator('#alerts .banner[data-kind="all_wrong_groups"]');
-    assert.match((await banner.textContent()) ?? '', /rl1 step 7.*all_wrong_groups.*62% of groups/);
-    // A second run overlaid: each chart gets a series per run.
+    // The alert, as a group naming its stage and step.
+    const group = h.page.locator('#alerts .alert-group[data-kind="all_wrong_groups"]');
+    assert.match((await group.textContent()) ?? '', /1 × all-wrong groups.*62% of groups.*RL-1 step 7/);
+    // A second run overlaid: one legend entry per run.
     await h.page.evaluate(({ run, events }) => {
       window.postMessage({ type: 'addRun', run }, '*');
       window.postMessage({ type: 'events', run: run.key, events }, '*');
@@ -151,15 +266,15 @@ test('RL metrics grouped by name, unknown ones under Other, runs overlaid, alert
     await h.page.waitForFunction((n) => document.body.dataset.received === String(n), initialEvents.length * 2, { timeout: 5000 });
     await h.page.waitForTimeout(400);
     assert.equal(await h.page.locator('#runs .run').count(), 2);
-    assert.equal(await h.page.locator('.chart[data-metric="reward_mean"] .u-legend .u-series').count(), 3); // step + 2 runs
-    // Clicking a rollout asks the host to open it.
+    assert.deepEqual(await h.page.locator('#legend .legend-item b').allTextContents(), ['a · RL-1', 'b · RL-1']);
+    assert.match((await group.textContent()) ?? '', /^2 × all-wrong groups/);
+    // Clicking a sampled rollout asks the host to open it.
     await h.page.locator('#samples li[data-id="rl1-8-b"]').click();
-    const posted = await h.page.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted);
-    const open = posted.find((m) => m.type === 'openSample') as { run: string; stage: string; step: number; id: string; record: { id: string } } | undefined;
+    const open = (await posted(h.page)).find((m) => m.type === 'openSample') as { run: string; stage: string; step: number; id: string; record: { id: string } } | undefined;
     assert.deepEqual(open && { run: open.run, stage: open.stage, step: open.step, id: open.id, rid: open.record.id }, { run: b.key, stage: 'rl1', step: 8, id: 'rl1-8-b', rid: 'rl1-8-b' });
     // The state kept for a window reload: runs and smoothing.
     const state = await h.page.evaluate(() => (window as unknown as { __state: unknown }).__state);
-    assert.deepEqual(state, { runs: [a, b], smoothing: 0.6 });
+    assert.deepEqual(state, { runs: [a, b], smoothing: 0.6, pinned: [] });
     // A reset (file truncated) replaces the run's data.
     await h.page.evaluate(({ key, events }) => window.postMessage({ type: 'events', run: key, events, reset: true }, '*'), { key: a.key, events: rlEvents('a', 2).slice(0, 4) });
     await h.page.waitForTimeout(500);

@@ -16,3 +16,16 @@ export function yAxisWidth(labels: string[] | null | undefined): number {
   const longest = Math.max(0, ...(labels ?? []).map((l) => l.length));
   return Math.max(44, Math.ceil(longest * 7 + 14));
 }
+
+/** Step axis increments: whole steps only (uPlot picks the smallest that leaves room between labels). */
+export const STEP_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10_000, 20_000, 50_000, 100_000];
+
+/** A value in the hover readout / results table: 4 significant digits, exponent for the very small or large. */
+export function formatValue(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '—';
+  if (v === 0) return '0';
+  const a = Math.abs(v);
+  if (a >= 1e5 || a < 1e-3) return v.toExponential(2);
+  if (Number.isInteger(v)) return String(v);
+  return Number(v.toPrecision(4)).toString();
+}

@@ -1,24 +1,31 @@
-// The live panel's data model, free of the DOM: runs, their metric series on a run-global step axis, stage
-// boundaries, alerts and sampled rollouts. Metric names are grouped by pattern; a name no pattern knows goes to
-// "other" and is still charted (the trainer gains metrics faster than this table).
+// The live panel's data model, free of the DOM. Every series lives on the step axis of its own stage (steps restart
+// at 0 in each stage, as the trainer logs them). Stages are shown as tabs, one per stage family (src/core/stages.ts):
+// siblings such as RL-2 and RL-2-OTC (both from RL-1) and the same stage of other runs share a tab, one line each,
+// so they overlay. Evaluations are rows of the results table, never points of one line across settings.
 import type { TrainerEvent } from '../../src/core/events';
+import { RESULT_SETTINGS, resultSetting, stageFamily, stageInfo, stageLabelOf, stageOrder } from '../../src/core/stages';
 import type { LivePanelRun } from './protocol';
 
 export interface Series {
+  /** Steps within the stage, ascending. */
   x: number[];
   y: (number | null)[];
 }
 
-export interface StageMark {
-  stage: string;
-  /** Run-global step where the stage starts (its step 0). */
-  x: number;
+export interface StageData {
+  id: string;
+  metrics: Map<string, Series>;
+  /** Latest step seen in the stage (metrics, progress, alerts, samples…). */
+  maxStep: number;
+  status: 'running' | 'ok' | 'cancelled' | 'failed';
+  /** Steps that sent a sampled rollout, ascending: the trainer writes the stage's rollouts file at the same steps. */
+  sampledSteps: number[];
 }
 
 export interface AlertItem {
+  run: string;
   stage: string;
   step: number;
-  x: number;
   kind: string;
   severity: 'warning' | 'error';
   message: string;
@@ -27,24 +34,32 @@ export interface AlertItem {
 export interface SampleItem {
   stage: string;
   step: number;
-  /** Run-global step (newest first in the list). */
-  x: number;
   id: string;
   question: string;
   reward: number | null;
   record: unknown;
+  /** Arrival order (the list shows the newest first). */
+  seq: number;
+}
+
+export interface EvalItem {
+  stage: string;
+  step: number;
+  split: string;
+  metrics: Record<string, number | null>;
 }
 
 export interface RunState {
   info: LivePanelRun;
-  stages: StageMark[];
-  metrics: Map<string, Series>;
+  stages: Map<string, StageData>;
   alerts: AlertItem[];
   samples: SampleItem[];
+  /** Latest evaluation per stage × split (a re-run replaces it). */
+  evals: Map<string, EvalItem>;
   progress: { stage: string; step: number; total: number; eta_s: number | null } | null;
   status: string;
-  /** Run-global step of the latest event. */
-  maxX: number;
+  /** The stage of the latest metrics event (the tab shown until the user picks one). */
+  lastStage: string | null;
 }
 
 export const GROUPS = [
@@ -71,12 +86,24 @@ export function groupOf(name: string): GroupId {
   return 'other';
 }
 
+/** Alert kinds in words (`3 × tool-call explosion`); an unknown kind or error code is shown as written. */
+const ALERT_WORDS: Record<string, string> = {
+  tool_call_explosion: 'tool-call explosion',
+  think_collapse: 'think collapse',
+  all_wrong_groups: 'all-wrong groups',
+  reward_hacking: 'reward hacking',
+  tool_failures: 'tool failures',
+  nan_loss: 'NaN loss',
+  other: 'other alert',
+};
+export const alertWords = (kind: string) => ALERT_WORDS[kind] ?? kind.replace(/_/g, ' ');
+
 export function newRun(info: LivePanelRun): RunState {
-  return { info, stages: [], metrics: new Map(), alerts: [], samples: [], progress: null, status: 'waiting', maxX: 0 };
+  return { info, stages: new Map(), alerts: [], samples: [], evals: new Map(), progress: null, status: 'waiting', lastStage: null };
 }
 
 const MAX_SAMPLES = 200;
-const MAX_ALERTS = 500;
+const MAX_ALERTS = 2000;
 
 /** Exponential moving average (TensorBoard-style, debiased); nulls stay gaps and do not move the average. */
 export function ema(y: (number | null)[], weight: number): (number | null)[] {
@@ -91,25 +118,84 @@ export function ema(y: (number | null)[], weight: number): (number | null)[] {
   });
 }
 
+/** One line on a tab's charts: a stage of a run. */
+export interface Line {
+  run: string;
+  stage: string;
+  /** Legend text: the stage label, prefixed with the run when several runs are shown. */
+  label: string;
+}
+
+export interface Tab {
+  /** The family id (src/core/stages.ts stageFamily). */
+  id: string;
+  label: string;
+  description: string;
+  /** Stage ids in the tab, pipeline order. */
+  stages: string[];
+}
+
+/** Aligned data for one chart: the union of the lines' steps, and per line the raw and smoothed values. */
+export interface ChartData {
+  x: number[];
+  raw: (number | null)[][];
+  smooth: (number | null)[][];
+}
+
+export interface ReadoutRow {
+  label: string;
+  raw: number | null;
+  smooth: number | null;
+}
+
+export interface ResultsRow {
+  run: string;
+  runLabel: string;
+  stage: string;
+  stageLabel: string;
+  split: string;
+  step: number;
+  values: Record<string, number | null>;
+}
+
+export interface AlertGroup {
+  kind: string;
+  /** `3 × tool-call explosion` */
+  title: string;
+  severity: 'warning' | 'error';
+  count: number;
+  /** Newest first. */
+  items: AlertItem[];
+}
+
+/** Columns first in a results table, in the papers' order; the other metrics follow as first seen. */
+const RESULT_COLUMNS = ['em', 'f1', 'tc', 'tp', 'format_error_rate'];
+
+const stageSort = (a: string, b: string, seen: Map<string, number>) => stageOrder(a) - stageOrder(b) || (seen.get(a) ?? 0) - (seen.get(b) ?? 0);
+
 export class PanelModel {
   readonly runs = new Map<string, RunState>();
   /** Events applied (every event counts, whatever its type). */
   received = 0;
-  /** Metric names in first-seen order, with their group. */
-  readonly metricNames = new Map<string, GroupId>();
-  /** Bumped on every change, so the view redraws only what changed. */
+  /** Bumped on every change. */
   version = 0;
-  readonly dirtyMetrics = new Set<string>();
-  stagesChanged = false;
+  /** Families whose data changed since the view last drew them. */
+  readonly dirtyTabs = new Set<string>();
+  /** Tabs, lines, lists or the results table changed (cheap to redraw, so one flag). */
+  structureChanged = false;
   listsChanged = false;
+  private seq = 0;
+  /** First-seen order of stage ids (for stages the table does not know). */
+  private readonly seenStages = new Map<string, number>();
+  /** Metric names per family, first-seen order. */
+  private readonly tabMetrics = new Map<string, Map<string, GroupId>>();
 
   addRun(info: LivePanelRun): RunState {
     let run = this.runs.get(info.key);
     if (!run) {
       run = newRun(info);
       this.runs.set(info.key, run);
-      for (const name of this.metricNames.keys()) this.dirtyMetrics.add(name);
-      this.stagesChanged = this.listsChanged = true;
+      this.structureChanged = this.listsChanged = true;
     }
     return run;
   }
@@ -117,58 +203,77 @@ export class PanelModel {
   removeRun(key: string): void {
     const run = this.runs.get(key);
     if (!run) return;
+    for (const s of run.stages.keys()) this.dirtyTabs.add(stageFamily(s));
     this.runs.delete(key);
-    for (const name of this.metricNames.keys()) this.dirtyMetrics.add(name);
-    this.stagesChanged = this.listsChanged = true;
+    this.rebuildTabMetrics();
+    this.structureChanged = this.listsChanged = true;
   }
 
   /** The file was truncated or replaced: forget what came from it. */
   resetRun(key: string): void {
     const run = this.runs.get(key);
     if (!run) return;
-    for (const name of run.metrics.keys()) this.dirtyMetrics.add(name);
+    for (const s of run.stages.keys()) this.dirtyTabs.add(stageFamily(s));
     this.runs.set(key, newRun(run.info));
-    this.stagesChanged = this.listsChanged = true;
+    this.rebuildTabMetrics();
+    this.structureChanged = this.listsChanged = true;
   }
 
-  private xOf(run: RunState, stage: string, step: number): number {
-    let mark = run.stages.find((s) => s.stage === stage);
-    if (!mark) {
-      // A stage starts where the run's latest step is; steps restart at 0 in every stage.
-      mark = { stage, x: run.maxX };
-      run.stages.push(mark);
-      this.stagesChanged = true;
-    }
-    const x = mark.x + step;
-    if (x > run.maxX) run.maxX = x;
-    return x;
+  private rebuildTabMetrics(): void {
+    this.tabMetrics.clear();
+    for (const run of this.runs.values())
+      for (const s of run.stages.values()) for (const name of s.metrics.keys()) this.noteMetric(stageFamily(s.id), name);
   }
 
-  private push(run: RunState, name: string, x: number, y: number | null): void {
-    if (!this.metricNames.has(name)) {
-      this.metricNames.set(name, groupOf(name));
-      this.listsChanged = true;
+  private noteMetric(family: string, name: string): void {
+    let names = this.tabMetrics.get(family);
+    if (!names) this.tabMetrics.set(family, (names = new Map()));
+    if (!names.has(name)) {
+      names.set(name, groupOf(name));
+      this.structureChanged = true;
     }
-    let s = run.metrics.get(name);
-    if (!s) run.metrics.set(name, (s = { x: [], y: [] }));
-    const n = s.x.length;
-    if (n > 0 && x <= s.x[n - 1]) {
+  }
+
+  private stage(run: RunState, id: string): StageData {
+    let s = run.stages.get(id);
+    if (!s) {
+      s = { id, metrics: new Map(), maxStep: 0, status: 'running', sampledSteps: [] };
+      run.stages.set(id, s);
+      if (!this.seenStages.has(id)) this.seenStages.set(id, this.seenStages.size);
+      this.structureChanged = true;
+    }
+    return s;
+  }
+
+  private touch(run: RunState, id: string, step: number): StageData {
+    const s = this.stage(run, id);
+    if (step > s.maxStep) s.maxStep = step;
+    return s;
+  }
+
+  private push(run: RunState, s: StageData, name: string, x: number, y: number | null): void {
+    let series = s.metrics.get(name);
+    if (!series) {
+      s.metrics.set(name, (series = { x: [], y: [] }));
+      this.noteMetric(stageFamily(s.id), name);
+    }
+    const n = series.x.length;
+    if (n > 0 && x <= series.x[n - 1]) {
       // Out of order (a resumed stage re-logging steps): keep x sorted, last value wins.
       let i = n - 1;
-      while (i > 0 && s.x[i - 1] >= x) i--;
-      if (s.x[i] === x) s.y[i] = y;
-      else if (s.x[i] > x) {
-        s.x.splice(i, 0, x);
-        s.y.splice(i, 0, y);
+      while (i > 0 && series.x[i - 1] >= x) i--;
+      if (series.x[i] === x) series.y[i] = y;
+      else if (series.x[i] > x) {
+        series.x.splice(i, 0, x);
+        series.y.splice(i, 0, y);
       } else {
-        s.x.push(x);
-        s.y.push(y);
+        series.x.push(x);
+        series.y.push(y);
       }
     } else {
-      s.x.push(x);
-      s.y.push(y);
+      series.x.push(x);
+      series.y.push(y);
     }
-    this.dirtyMetrics.add(name);
   }
 
   apply(key: string, events: TrainerEvent[]): void {
@@ -179,50 +284,55 @@ export class PanelModel {
     for (const e of events) {
       switch (e.type) {
         case 'run_started':
-          this.xOf(run, e.stage, 0);
-          run.status = `${e.stage}: running on ${e.device}${e.world_size > 1 ? ` ×${e.world_size}` : ''}`;
+          if (e.stage !== 'pipeline') this.stage(run, e.stage).status = 'running';
+          run.status = `${stageLabelOf(e.stage)}: running on ${e.device}${e.world_size > 1 ? ` ×${e.world_size}` : ''}`;
           this.listsChanged = true;
           break;
         case 'metrics': {
-          const x = this.xOf(run, e.stage, e.step);
-          for (const [name, v] of Object.entries(e.values)) this.push(run, name, x, v);
+          const s = this.touch(run, e.stage, e.step);
+          for (const name in e.values) this.push(run, s, name, e.step, e.values[name]);
+          this.dirtyTabs.add(stageFamily(e.stage));
+          run.lastStage = e.stage;
           break;
         }
-        case 'eval': {
-          const x = this.xOf(run, e.stage, e.step);
-          for (const [name, v] of Object.entries(e.metrics)) this.push(run, `eval/${e.split}/${name}`, x, v);
+        case 'eval':
+          run.evals.set(`${e.stage}\n${e.split}`, { stage: e.stage, step: e.step, split: e.split, metrics: e.metrics });
+          this.structureChanged = true;
           break;
-        }
         case 'progress':
-          this.xOf(run, e.stage, e.step);
+          if (e.stage !== 'pipeline') this.touch(run, e.stage, e.step);
           run.progress = { stage: e.stage, step: e.step, total: e.total, eta_s: e.eta_s };
           this.listsChanged = true;
           break;
         case 'alert':
-          run.alerts.push({ stage: e.stage, step: e.step, x: this.xOf(run, e.stage, e.step), kind: e.kind, severity: e.severity, message: e.message });
+          this.touch(run, e.stage, e.step);
+          run.alerts.push({ run: key, stage: e.stage, step: e.step, kind: e.kind, severity: e.severity, message: e.message });
           if (run.alerts.length > MAX_ALERTS) run.alerts.splice(0, run.alerts.length - MAX_ALERTS);
+          this.dirtyTabs.add(stageFamily(e.stage));
           this.listsChanged = true;
           break;
         case 'sample': {
-          const x = this.xOf(run, e.stage, e.step);
+          const steps = this.touch(run, e.stage, e.step).sampledSteps;
+          if (!steps.length || steps[steps.length - 1] < e.step) steps.push(e.step);
+          else if (!steps.includes(e.step)) steps.splice(steps.findIndex((x) => x > e.step), 0, e.step);
           const r = e.record as { id: string; question?: string; reward?: { total?: number | null } | null };
-          run.samples.push({ stage: e.stage, step: e.step, x, id: r.id, question: r.question ?? '', reward: r.reward?.total ?? null, record: e.record });
+          run.samples.push({ stage: e.stage, step: e.step, id: r.id, question: r.question ?? '', reward: r.reward?.total ?? null, record: e.record, seq: this.seq++ });
           if (run.samples.length > MAX_SAMPLES) run.samples.splice(0, run.samples.length - MAX_SAMPLES);
           this.listsChanged = true;
           break;
         }
         case 'stage_finished':
-          this.xOf(run, e.stage, e.step);
-          run.status = `${e.stage}: ${e.status}`;
+          if (e.stage !== 'pipeline') this.touch(run, e.stage, e.step).status = e.status;
+          run.status = `${stageLabelOf(e.stage)}: ${e.status}`;
           this.listsChanged = true;
           break;
         case 'error':
           run.status = `error: ${e.message}`;
-          run.alerts.push({ stage: e.stage ?? '', step: 0, x: run.maxX, kind: e.code ?? 'error', severity: 'error', message: e.message });
+          run.alerts.push({ run: key, stage: e.stage ?? '', step: e.stage ? (run.stages.get(e.stage)?.maxStep ?? 0) : 0, kind: e.code ?? 'error', severity: 'error', message: e.message });
           this.listsChanged = true;
           break;
         case 'checkpoint':
-          this.xOf(run, e.stage, e.step);
+          this.touch(run, e.stage, e.step);
           break;
         case 'log':
           break;
@@ -230,30 +340,170 @@ export class PanelModel {
     }
   }
 
-  /**
-   * uPlot's aligned data for one metric: the union of the runs' steps, each run's values (smoothed) or null.
-   * Runs without the metric still get a (null) column so series indices stay the run order.
-   */
-  aligned(name: string, smoothing: number): { data: [number[], ...(number | null)[][]]; runs: RunState[] } {
-    const runs = [...this.runs.values()];
-    const series = runs.map((r) => r.metrics.get(name));
-    const present = series.filter((s): s is Series => !!s && s.x.length > 0);
-    if (present.length <= 1) {
-      const only = present[0];
-      const xs = only ? only.x : [];
-      const cols = series.map((s) => (s && s === only ? ema(s.y, smoothing) : new Array<number | null>(xs.length).fill(null)));
-      return { data: [xs, ...cols], runs };
-    }
-    const xs = [...new Set(present.flatMap((s) => s.x))].sort((a, b) => a - b);
-    const index = new Map(xs.map((x, i) => [x, i]));
-    const cols = series.map((s) => {
-      const col = new Array<number | null>(xs.length).fill(null);
-      if (s) {
-        const smoothed = ema(s.y, smoothing);
-        for (let i = 0; i < s.x.length; i++) col[index.get(s.x[i])!] = smoothed[i];
+  /** Stage families that have charted metrics, pipeline order (unknown stages after, as first seen). */
+  tabs(): Tab[] {
+    const families = new Map<string, Set<string>>();
+    for (const run of this.runs.values())
+      for (const s of run.stages.values()) {
+        if (s.metrics.size === 0) continue;
+        const f = stageFamily(s.id);
+        if (!families.has(f)) families.set(f, new Set());
+        families.get(f)!.add(s.id);
       }
-      return col;
+    const ids = [...families.keys()].sort((a, b) => stageSort(a, b, this.seenStages));
+    return ids.map((id) => {
+      const stages = [...families.get(id)!].sort((a, b) => stageSort(a, b, this.seenStages));
+      const info = stageInfo(id);
+      return {
+        id,
+        label: stages.map(stageLabelOf).join(' · '),
+        description: stages.map((s) => stageInfo(s)?.description ?? (s === id && info ? info.description : '')).filter(Boolean).join(' '),
+        stages,
+      };
     });
-    return { data: [xs, ...cols], runs };
   }
+
+  /** Metric names charted in a tab, first-seen order, with their group. */
+  metricsOf(tab: string): Map<string, GroupId> {
+    return this.tabMetrics.get(tab) ?? new Map();
+  }
+
+  /** A tab's lines: every run × stage of the family that has metrics, runs in order, stages in pipeline order. */
+  lines(tab: string): Line[] {
+    const multiRun = this.runs.size > 1;
+    const out: Line[] = [];
+    for (const run of this.runs.values()) {
+      const stages = [...run.stages.values()].filter((s) => s.metrics.size > 0 && stageFamily(s.id) === tab).map((s) => s.id);
+      stages.sort((a, b) => stageSort(a, b, this.seenStages));
+      for (const stage of stages) out.push({ run: run.info.key, stage, label: `${multiRun ? run.info.label + ' · ' : ''}${stageLabelOf(stage)}` });
+    }
+    return out;
+  }
+
+  /** The tab the panel opens on: the family of the latest metrics of the last-added run that has any. */
+  latestTab(): string | null {
+    for (const run of [...this.runs.values()].reverse()) if (run.lastStage) return stageFamily(run.lastStage);
+    return null;
+  }
+
+  /** Aligned data of one chart: union of steps; per line raw and smoothed values (null where a line has no point). */
+  chartData(lines: Line[], name: string, smoothing: number): ChartData {
+    const series = lines.map((l) => this.runs.get(l.run)?.stages.get(l.stage)?.metrics.get(name));
+    const present = series.filter((s): s is Series => !!s && s.x.length > 0);
+    let x: number[];
+    if (present.length === 1) x = present[0].x.slice();
+    else x = [...new Set(present.flatMap((s) => s.x))].sort((a, b) => a - b);
+    const index = present.length === 1 ? null : new Map(x.map((v, i) => [v, i]));
+    const raw: (number | null)[][] = [];
+    const smooth: (number | null)[][] = [];
+    for (const s of series) {
+      const r = new Array<number | null>(x.length).fill(null);
+      const m = new Array<number | null>(x.length).fill(null);
+      if (s && s.x.length) {
+        const sm = ema(s.y, smoothing);
+        for (let i = 0; i < s.x.length; i++) {
+          const j = index ? index.get(s.x[i])! : i;
+          r[j] = s.y[i];
+          m[j] = sm[i];
+        }
+      }
+      raw.push(r);
+      smooth.push(m);
+    }
+    return { x, raw, smooth };
+  }
+
+  /** Number of steps on a chart without building its data (for the page's data-points attribute). */
+  chartSteps(lines: Line[], name: string): number {
+    const series = lines.map((l) => this.runs.get(l.run)?.stages.get(l.stage)?.metrics.get(name)).filter((s): s is Series => !!s);
+    if (series.length <= 1) return series[0]?.x.length ?? 0;
+    return new Set(series.flatMap((s) => s.x)).size;
+  }
+
+  /** Evaluations as rows: pipeline results settings first (in the table's order), then stage evaluations. */
+  results(): { settings: ResultsRow[]; stages: ResultsRow[]; columns: string[] } {
+    const settings: ResultsRow[] = [];
+    const stages: ResultsRow[] = [];
+    const seen = new Set<string>();
+    for (const run of this.runs.values())
+      for (const e of run.evals.values()) {
+        const row = { run: run.info.key, runLabel: run.info.label, stage: e.stage, stageLabel: stageLabelOf(e.stage), split: e.split, step: e.step, values: e.metrics };
+        (resultSetting(e.stage) ? settings : stages).push(row);
+        for (const k of Object.keys(e.metrics)) seen.add(k);
+      }
+    const settingIndex = (id: string) => RESULT_SETTINGS.findIndex((s) => s.id === id);
+    const runIndex = new Map([...this.runs.keys()].map((k, i) => [k, i]));
+    settings.sort((a, b) => settingIndex(a.stage) - settingIndex(b.stage) || runIndex.get(a.run)! - runIndex.get(b.run)! || a.split.localeCompare(b.split));
+    stages.sort((a, b) => stageSort(a.stage, b.stage, this.seenStages) || runIndex.get(a.run)! - runIndex.get(b.run)! || a.split.localeCompare(b.split));
+    const columns = [...RESULT_COLUMNS.filter((c) => seen.has(c)), ...[...seen].filter((c) => !RESULT_COLUMNS.includes(c))];
+    return { settings, stages, columns };
+  }
+
+  /** Alerts of every run grouped by kind (most frequent first), newest first within a group. */
+  alertGroups(dismissed: ReadonlySet<string> = new Set()): AlertGroup[] {
+    const groups = new Map<string, AlertItem[]>();
+    for (const run of this.runs.values())
+      for (const a of run.alerts) {
+        if (dismissed.has(a.kind)) continue;
+        if (!groups.has(a.kind)) groups.set(a.kind, []);
+        groups.get(a.kind)!.push(a);
+      }
+    const out = [...groups].map(([kind, items]) => ({
+      kind,
+      title: `${items.length} × ${alertWords(kind)}`,
+      severity: items.some((a) => a.severity === 'error') ? ('error' as const) : ('warning' as const),
+      count: items.length,
+      items: items.slice().reverse(),
+    }));
+    return out.sort((a, b) => (a.severity === b.severity ? b.count - a.count : a.severity === 'error' ? -1 : 1));
+  }
+
+  /** Alerts to mark on a tab's charts, with the index of the line (run × stage) they belong to. */
+  alertMarks(lines: Line[]): { line: number; step: number; kind: string; severity: 'warning' | 'error'; message: string }[] {
+    const out: { line: number; step: number; kind: string; severity: 'warning' | 'error'; message: string }[] = [];
+    lines.forEach((l, i) => {
+      for (const a of this.runs.get(l.run)?.alerts ?? []) if (a.stage === l.stage) out.push({ line: i, step: a.step, kind: a.kind, severity: a.severity, message: a.message });
+    });
+    return out;
+  }
+
+  /**
+   * The step whose rollouts a click on `step` lists: the nearest step that sampled rollouts (the trainer writes them
+   * every sample_every steps), or `step` itself when the stage never sent a sample event.
+   */
+  rolloutStep(run: string, stage: string, step: number): number {
+    const steps = this.runs.get(run)?.stages.get(stage)?.sampledSteps ?? [];
+    const i = nearestIndex(steps, step);
+    return i < 0 ? step : steps[i];
+  }
+
+  /** Sampled rollouts of every run, newest first. */
+  samples(): (SampleItem & { run: RunState })[] {
+    return [...this.runs.values()].flatMap((run) => run.samples.map((s) => ({ ...s, run }))).sort((a, b) => b.seq - a.seq);
+  }
+}
+
+/** The readout under the cursor: every line's raw and smoothed value at step index `idx` of a chart's data. */
+export function readout(lines: Line[], data: ChartData, idx: number): ReadoutRow[] {
+  return lines.map((l, i) => ({ label: l.label, raw: data.raw[i]?.[idx] ?? null, smooth: data.smooth[i]?.[idx] ?? null }));
+}
+
+/** Index of the step in a chart's x values nearest to `step` (the x values are sorted), or -1 when empty. */
+export function nearestIndex(x: number[], step: number): number {
+  if (!x.length) return -1;
+  let lo = 0;
+  let hi = x.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (x[mid] < step) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && Math.abs(x[lo - 1] - step) <= Math.abs(x[lo] - step) ? lo - 1 : lo;
+}
+
+/** Case-insensitive filter of chart names: every space-separated word must occur in the name. */
+export function matchesFilter(name: string, filter: string): boolean {
+  const words = filter.toLowerCase().split(/\s+/).filter(Boolean);
+  const n = name.toLowerCase();
+  return words.every((w) => n.includes(w));
 }

@@ -23,17 +23,40 @@ export interface LivePanelInitialState {
 export interface LivePanelSavedState {
   runs: LivePanelRun[];
   smoothing: number;
+  /** Charts pinned to the top of their tab, as `<tab>\n<metric>` (kept by the page across reloads). */
+  pinned?: string[];
+  /** The tab the user picked (a stage family, or 'results'). */
+  tab?: string;
+  /** The chart filter box's text. */
+  filter?: string;
+}
+
+/** One rollout of a step, as the host lists it from the stage's rollouts file. */
+export interface RolloutItem {
+  id: string;
+  /** 0-based line in the rollouts file. */
+  line: number;
+  question: string;
+  reward: number | null;
+  /** Tool calls of the trajectory when the record says (reward.tool_calls), else null. */
+  toolCalls: number | null;
 }
 
 export type HostToPanel =
   | { type: 'events'; run: string; events: TrainerEvent[]; reset?: boolean }
   | { type: 'issues'; run: string; issues: TailIssue[] }
   | { type: 'addRun'; run: LivePanelRun }
-  | { type: 'removeRun'; run: string };
+  | { type: 'removeRun'; run: string }
+  /** Answer to 'stepRollouts': the rollouts of one step (empty with `error` when there is no rollouts file). */
+  | { type: 'rollouts'; run: string; stage: string; step: number; items: RolloutItem[]; total: number; error?: string };
 
 export type PanelToHost =
   /** The page's message listener is attached: the host may post. */
   | { type: 'ready' }
   | { type: 'openSample'; run: string; stage: string; step: number; id: string; record: unknown }
   | { type: 'addRun' }
-  | { type: 'removeRun'; run: string };
+  | { type: 'removeRun'; run: string }
+  /** A point of a chart was clicked: list the rollouts the stage wrote at that step. */
+  | { type: 'stepRollouts'; run: string; stage: string; step: number }
+  /** Open one listed rollout (its line in the stage's rollouts file). */
+  | { type: 'openRollout'; run: string; stage: string; id: string; line: number };

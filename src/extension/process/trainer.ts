@@ -2,24 +2,16 @@
 // pipeline, a resume, the ONNX export; plus the child environment and the run config a run is started with.
 // Pure: unit-tested without VS Code or Python.
 import { join } from 'node:path';
+import { PIPELINE_INFO, STAGE_TABLE, stageLabelOf } from '../../core/stages';
 
-export const STAGES = [
-  { id: 'pretrain', label: 'Pretrain', detail: 'Language-model pretraining on the knowledge base (closed-book facts).' },
-  { id: 'sft1', label: 'SFT-1', detail: 'When to act: pairwise log-prob loss, act vs. answer directly.' },
-  { id: 'sft2', label: 'SFT-2', detail: 'How to act: chain-of-action SFT, observation tokens masked.' },
-  { id: 'sft3', label: 'SFT-3', detail: 'World model: the same data with observation tokens trained.' },
-  { id: 'rl1', label: 'RL-1', detail: 'Reinforcement learning (GRPO) with tool calls against the environment server.' },
-  { id: 'rl2', label: 'RL-2', detail: 'Second RL stage (GRPO), continuing from RL-1.' },
-] as const;
-export type StageId = (typeof STAGES)[number]['id'];
-export const PIPELINE = { id: 'pipeline', label: 'Whole pipeline', detail: 'Every stage in order, into one run directory.' } as const;
+/** The stages `coa_trainer train --stage` accepts, with the picker's texts from the one stage table (src/core/stages.ts). */
+export const STAGES = STAGE_TABLE.filter((s) => !s.trains).map((s) => ({ id: s.id, label: s.label, detail: s.description }));
+export const PIPELINE = { id: PIPELINE_INFO.id, label: PIPELINE_INFO.label, detail: PIPELINE_INFO.description };
 
-/** Stages that talk to the environment server while training (it is started for them, per run). */
+/** Stages that talk to the environment server while training (RL-1 for the grader only, RL-2 also for tools). */
 export const ENV_STAGES: readonly string[] = ['rl1', 'rl2'];
 
-export function stageLabel(id: string): string {
-  return STAGES.find((s) => s.id === id)?.label ?? (id === PIPELINE.id ? PIPELINE.label : id);
-}
+export const stageLabel = stageLabelOf;
 
 export interface TrainerInvocation {
   /** 'pipeline' or a stage id. */

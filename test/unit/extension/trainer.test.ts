@@ -60,7 +60,8 @@ test('child environment, run ids, labels, model directories', () => {
   assert.equal(makeRunId(new Date(Date.UTC(2026, 10, 2, 3, 4, 5)), 'sft1'), '20261102-030405-sft1');
   assert.deepEqual(STAGE_PICKS.map((s) => s.label), ['Pretrain', 'SFT-1', 'SFT-2', 'SFT-3', 'RL-1', 'RL-2', 'Whole pipeline']);
   assert.equal(stageLabel('rl2'), 'RL-2');
-  assert.equal(stageLabel('rl2-otc'), 'rl2-otc');
+  assert.equal(stageLabel('rl2-otc'), 'RL-2-OTC'); // from the one stage table (src/core/stages.ts)
+  assert.equal(stageLabel('rl2-custom'), 'rl2-custom');
   assert.equal(LABELS.embeddedConfig, 'Embedded default config');
   assert.ok(looksLikeModelDir(['config.json', 'model.safetensors', 'tokenizer.json']));
   assert.ok(!looksLikeModelDir(['config.json']));

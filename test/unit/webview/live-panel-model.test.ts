@@ -1,11 +1,11 @@
-// The live panel's model (no DOM): metric grouping, the run-global step axis with stage boundaries, smoothing,
-// overlays and resets; and the host's record lookup for "open this rollout".
+// The live panel's model (no DOM): metric grouping, per-stage step axes and stage tabs, sibling and run overlays,
+// raw + smoothed data, the results table, grouped alerts; and the host's rollout lookups.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PanelModel, ema, groupOf } from '../../../webview/live-panel/model';
-import { chunk, findRecordLine, isSafeStageName } from '../../../src/extension/providers/livePanel/records';
+import { PanelModel, alertWords, ema, groupOf, matchesFilter, nearestIndex, readout } from '../../../webview/live-panel/model';
+import { chunk, findRecordLine, isSafeStageName, rolloutsOfStep } from '../../../src/extension/providers/livePanel/records';
 import { parseEvent, type TrainerEvent } from '../../../src/core/events';
 
 const FIXTURE = join(__dirname, '../../fixtures/live-panel/tiny-pretrain-sft1.events.jsonl');
@@ -32,51 +32,140 @@ test('metric names are grouped by pattern; unknown names go to other', () => {
   for (const [name, group] of Object.entries(cases)) assert.equal(groupOf(name), group, name);
 });
 
-test('the recorded run: stages follow each other on one step axis, evals and samples land on it', () => {
+const DEMO = join(__dirname, '../../fixtures/live-panel/demo-pipeline.events.jsonl');
+const ROLLOUTS = join(__dirname, '../../fixtures/live-panel/rl2.rollouts.coa.jsonl');
+const read = (file: string): TrainerEvent[] =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l, i) => {
+      const p = parseEvent(l);
+      assert.ok(p.ok, `${file}:${i + 1}`);
+      return p.event;
+    });
+const mk = (run: string, stage: string, step: number, values: Record<string, number | null>): TrainerEvent => ({ v: 1, time: step, run, type: 'metrics', stage, step, values });
+
+test('the recorded run: each stage on its own step axis (steps restart at 0), one tab per stage', () => {
   const events = recorded();
   const m = new PanelModel();
   m.addRun({ key: 'k', label: 'tiny' });
   m.apply('k', events);
   assert.equal(m.received, events.length);
+  assert.deepEqual(m.tabs().map((t) => [t.id, t.label]), [['pretrain', 'Pretrain'], ['sft1', 'SFT-1']]);
   const run = m.runs.get('k')!;
-  assert.deepEqual(run.stages, [{ stage: 'pretrain', x: 0 }, { stage: 'sft1', x: 20 }]);
-  const loss = run.metrics.get('loss')!;
-  assert.equal(loss.x.length, events.filter((e) => e.type === 'metrics' && 'loss' in e.values).length);
-  assert.deepEqual(loss.x.slice(0, 3), [1, 2, 3]);
-  assert.equal(loss.x[loss.x.length - 1], 40);
-  assert.deepEqual(run.metrics.get('eval/dev/em')!.x, [20]); // pretrain's closed-book eval
-  assert.deepEqual(run.metrics.get('eval/dev/pair_acc')!.x, [40]); // sft1's pairwise eval
-  assert.equal(m.metricNames.get('eval/dev/pair_acc'), 'quality');
+  const loss = run.stages.get('sft1')!.metrics.get('loss')!;
+  assert.equal(loss.x.length, events.filter((e) => e.type === 'metrics' && e.stage === 'sft1' && 'loss' in e.values).length);
+  assert.deepEqual(loss.x.slice(0, 3), [1, 2, 3]); // within the stage, not after pretrain's 20 steps
+  assert.equal(loss.x[loss.x.length - 1], 20);
+  assert.equal(m.metricsOf('sft1').get('tokens_per_s'), 'throughput');
+  assert.ok(![...m.metricsOf('sft1').keys()].some((n) => n.startsWith('eval/')), 'evaluations are not chart series');
   assert.equal(run.samples.length, events.filter((e) => e.type === 'sample').length);
-  assert.match(run.status, /sft1: ok/);
-  assert.ok(m.metricNames.has('tokens_per_s') && m.metricNames.get('tokens_per_s') === 'throughput');
+  assert.equal(run.stages.get('sft1')!.status, 'ok');
+  assert.match(run.status, /SFT-1: ok/);
 });
 
-test('EMA smoothing is debiased and keeps gaps', () => {
-  assert.deepEqual(ema([1, 2, 3], 0), [1, 2, 3]);
-  const s = ema([2, null, 2, 4], 0.5);
-  assert.equal(s[0], 2); // debiased: the first value is itself
-  assert.equal(s[1], null);
-  assert.equal(s[2], 2);
-  assert.ok(Math.abs((s[3] as number) - (0.5 * 0.75 * 2 + 0.5 * 4) / 0.875) < 1e-12);
+test('the demo pipeline: tabs in pipeline order, RL-2 and RL-2-OTC overlaid in one tab, results as a table', () => {
+  const events = read(DEMO);
+  const m = new PanelModel();
+  m.addRun({ key: 'demo', label: 'demo' });
+  m.apply('demo', events);
+  assert.deepEqual(m.tabs().map((t) => t.label), ['Pretrain', 'SFT-1', 'SFT-2', 'SFT-3', 'RL-1', 'RL-2 · RL-2-OTC']);
+  const rl2 = m.tabs().find((t) => t.id === 'rl2')!;
+  assert.deepEqual(rl2.stages, ['rl2', 'rl2-otc']);
+  assert.match(rl2.description, /real tools.*Sibling of RL-2/);
+  const lines = m.lines('rl2');
+  assert.deepEqual(lines.map((l) => l.label), ['RL-2', 'RL-2-OTC']);
+  const data = m.chartData(lines, 'reward_mean', 0);
+  const steps = (stage: string) => events.filter((e) => e.type === 'metrics' && e.stage === stage && 'reward_mean' in e.values).map((e) => (e as { step: number }).step);
+  assert.deepEqual(data.x, [...new Set([...steps('rl2'), ...steps('rl2-otc')])].sort((a, b) => a - b));
+  assert.equal(data.x[0], 1, 'both siblings start at their own step 1');
+  // The value shown at a step is the one the trainer logged for that stage at that step.
+  const at = data.x.indexOf(10);
+  const logged = (stage: string) => (events.find((e) => e.type === 'metrics' && e.stage === stage && e.step === 10) as { values: Record<string, number> }).values.reward_mean;
+  assert.deepEqual(readout(lines, data, at).map((r) => [r.label, r.raw]), [['RL-2', logged('rl2')], ['RL-2-OTC', logged('rl2-otc')]]);
+  // Evaluations: one row per setting in the results table's order, never a series.
+  const { settings, stages, columns } = m.results();
+  assert.deepEqual(settings.map((r) => r.stage), ['no-tool', 'workflow', 'sft12', 'sft-rl', 'sft-rl-otc']);
+  assert.deepEqual(settings.map((r) => r.split), ['test', 'test', 'test', 'test', 'test']);
+  assert.deepEqual(columns.slice(0, 5), ['em', 'f1', 'tc', 'tp', 'format_error_rate'].filter((c) => columns.includes(c)));
+  const results = JSON.parse(readFileSync(join(__dirname, '../../fixtures/live-panel/demo-pipeline.results.json'), 'utf8')) as { rows: { setting: string; em: number; tc: number }[] };
+  for (const row of results.rows) {
+    const shown = settings.find((r) => r.stage === row.setting)!;
+    assert.equal(shown.values.em, row.em, row.setting);
+    assert.equal(shown.values.tc, row.tc, row.setting);
+  }
+  assert.deepEqual(stages.map((r) => r.stage), ['pretrain', 'sft1', 'sft2', 'sft3', 'rl1', 'rl2', 'rl2-otc']);
+  assert.equal(m.latestTab(), 'rl2');
+  // A click on a step lists the rollouts of the nearest step that sampled (the trainer writes them at those steps).
+  const sampled = events.filter((e) => e.type === 'sample' && e.stage === 'rl2').map((e) => (e as { step: number }).step);
+  assert.deepEqual(m.runs.get('demo')!.stages.get('rl2')!.sampledSteps, sampled);
+  assert.equal(m.rolloutStep('demo', 'rl2', sampled[1] + 1), sampled[1]);
+  assert.equal(m.rolloutStep('demo', 'rl2', 0), sampled[0]);
+  assert.equal(m.rolloutStep('demo', 'sft2', 7), 7, 'a stage without samples: the step itself');
 });
 
-test('overlaid runs share the x axis (union of steps, null where a run has none); reset forgets a run', () => {
+test('runs overlaid: lines per run × stage, union of steps with gaps; re-logged steps sorted, last wins; reset and remove', () => {
   const m = new PanelModel();
   m.addRun({ key: 'a', label: 'a' });
   m.addRun({ key: 'b', label: 'b' });
-  const mk = (run: string, step: number, loss: number | null): TrainerEvent => ({ v: 1, time: step, run, type: 'metrics', stage: 'rl1', step, values: { loss } });
-  m.apply('a', [mk('a', 1, 1), mk('a', 3, 3)]);
-  m.apply('b', [mk('b', 2, 20), mk('b', 3, null)]);
-  assert.deepEqual(m.aligned('loss', 0).data, [[1, 2, 3], [1, null, 3], [null, 20, null]]);
-  // A resumed stage re-logging a step: sorted, last value wins.
-  m.apply('a', [mk('a', 2, 2), mk('a', 3, 30)]);
-  assert.deepEqual(m.aligned('loss', 0).data, [[1, 2, 3], [1, 2, 30], [null, 20, null]]);
+  m.apply('a', [mk('a', 'rl2', 1, { loss: 1 }), mk('a', 'rl2', 3, { loss: 3 })]);
+  m.apply('b', [mk('b', 'rl2', 2, { loss: 20 }), mk('b', 'rl2', 3, { loss: null }), mk('b', 'rl2-otc', 1, { loss: 5 })]);
+  const lines = m.lines('rl2');
+  assert.deepEqual(lines.map((l) => l.label), ['a · RL-2', 'b · RL-2', 'b · RL-2-OTC']);
+  assert.deepEqual(m.chartData(lines, 'loss', 0).raw, [[1, null, 3], [null, 20, null], [5, null, null]]);
+  assert.deepEqual(m.chartData(lines, 'loss', 0).x, [1, 2, 3]);
+  assert.equal(m.chartSteps(lines, 'loss'), 3);
+  m.apply('a', [mk('a', 'rl2', 2, { loss: 2 }), mk('a', 'rl2', 3, { loss: 30 })]);
+  assert.deepEqual(m.chartData(lines, 'loss', 0).raw[0], [1, 2, 30]);
+  // Raw and smoothed together: smoothing changes only the smoothed column.
+  const smoothed = m.chartData(lines, 'loss', 0.5);
+  assert.deepEqual(smoothed.raw[0], [1, 2, 30]);
+  assert.deepEqual(smoothed.smooth[0], ema([1, 2, 30], 0.5));
   m.resetRun('a');
-  assert.deepEqual(m.aligned('loss', 0).data, [[2, 3], [null, null], [20, null]]);
+  assert.deepEqual(m.lines('rl2').map((l) => l.label), ['b · RL-2', 'b · RL-2-OTC']);
   m.removeRun('b');
-  assert.deepEqual(m.aligned('loss', 0).data, [[], []]);
-  assert.equal(m.received, 6);
+  assert.deepEqual(m.tabs(), []);
+  assert.equal(m.received, 7);
+});
+
+test('alerts grouped by kind with counts, errors first, and marked on their stage\'s line', () => {
+  const m = new PanelModel();
+  m.addRun({ key: 'a', label: 'a' });
+  const alert = (stage: string, step: number, kind: 'tool_call_explosion' | 'all_wrong_groups' | 'nan_loss', severity: 'warning' | 'error' = 'warning'): TrainerEvent => ({ v: 1, time: step, run: 'a', type: 'alert', stage, step, kind, severity, message: `${kind} at ${step}` });
+  m.apply('a', [mk('a', 'rl2', 1, { loss: 1 }), mk('a', 'rl2-otc', 1, { loss: 1 }), alert('rl2', 3, 'tool_call_explosion'), alert('rl2', 5, 'tool_call_explosion'), alert('rl2-otc', 4, 'tool_call_explosion'), alert('rl2', 6, 'all_wrong_groups'), alert('rl1', 2, 'nan_loss', 'error')]);
+  const groups = m.alertGroups();
+  assert.deepEqual(groups.map((g) => g.title), ['1 × NaN loss', '3 × tool-call explosion', '1 × all-wrong groups']);
+  assert.equal(groups[1].items[0].step, 4, 'newest first');
+  assert.deepEqual(m.alertGroups(new Set(['nan_loss'])).map((g) => g.kind), ['tool_call_explosion', 'all_wrong_groups']);
+  const marks = m.alertMarks(m.lines('rl2'));
+  assert.deepEqual(marks.map((k) => [k.line, k.step, k.kind]), [[0, 3, 'tool_call_explosion'], [0, 5, 'tool_call_explosion'], [0, 6, 'all_wrong_groups'], [1, 4, 'tool_call_explosion']]);
+});
+
+test('the readout helpers: nearest step, filter words', () => {
+  assert.equal(nearestIndex([1, 2, 5, 10], 4), 2);
+  assert.equal(nearestIndex([1, 2, 5, 10], 3), 1);
+  assert.equal(nearestIndex([1, 2, 5, 10], 100), 3);
+  assert.equal(nearestIndex([], 1), -1);
+  assert.ok(matchesFilter('reward_mean', 'REW'));
+  assert.ok(matchesFilter('gen_tokens_per_s', 'tok gen'));
+  assert.ok(!matchesFilter('loss', 'reward'));
+  assert.ok(matchesFilter('loss', '  '));
+  assert.equal(alertWords('tool_call_explosion'), 'tool-call explosion');
+  assert.equal(alertWords('env_unreachable'), 'env unreachable');
+});
+
+test('the host lists the rollouts of one step from a real rollouts file', async () => {
+  const lines = readFileSync(ROLLOUTS, 'utf8').split('\n');
+  const { items, total } = await rolloutsOfStep(lines, 2);
+  const expected = lines.map((l, i) => [l, i] as const).filter(([l]) => l.trim() && JSON.parse(l).meta.step === 2);
+  assert.equal(total, expected.length);
+  assert.ok(total > 0);
+  assert.deepEqual(items.map((r) => r.line), expected.map(([, i]) => i));
+  const first = JSON.parse(expected[0][0]);
+  assert.deepEqual(items[0], { id: first.id, line: expected[0][1], question: first.question, reward: first.reward.total, toolCalls: first.reward.tool_calls });
+  assert.equal((await rolloutsOfStep(lines, 99)).total, 0);
+  assert.equal((await rolloutsOfStep(lines, 2, 1)).items.length, 1, 'limit');
+  assert.equal((await rolloutsOfStep(['{"id":"x","meta":{"step":2}', 'garbage "step": 2'], 2)).total, 0, 'a half-written line is skipped');
 });
 
 test('the host finds a rollout by id in a stage rollouts file and accepts only plain stage names', () => {
@@ -108,4 +197,13 @@ test('the y axis grows with its longest tick label, so no digit is cut', async (
   assert.ok(width >= Math.max(...labels.map((l) => l.length)) * 7, `${width}px for ${labels.join(' ')}`);
   assert.ok(yAxisWidth(['1', '2']) < width);
   assert.equal(yAxisWidth(null), yAxisWidth([]));
+});
+
+test('step ticks are whole steps; values read with 4 significant digits', async () => {
+  const { STEP_INCRS, formatValue } = await import('../../../webview/live-panel/format');
+  assert.ok(STEP_INCRS.every((v) => Number.isInteger(v) && v >= 1));
+  assert.equal(formatValue(0.917293233), '0.9173');
+  assert.equal(formatValue(null), '—');
+  assert.equal(formatValue(12), '12');
+  assert.equal(formatValue(0.00003), '3.00e-5');
 });

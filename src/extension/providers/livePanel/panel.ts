@@ -2,13 +2,17 @@
 // The page is created with everything read so far embedded (first paint is complete); later events go in batches
 // by postMessage, at most one message per run per BATCH_MS, once the page says it is listening.
 import * as vscode from 'vscode';
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { EventTail, followEvents, formatIssue, type TailBatch } from '../../../core/eventTail';
 import type { TrainerEvent } from '../../../core/events';
 import { webviewHtml } from '../../webview/html';
-import { LIVE_PANEL_VIEW_TYPE, type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost } from '../../../../webview/live-panel/protocol';
-import { chunk, findRecordLine, isSafeStageName } from './records';
+import { LIVE_PANEL_VIEW_TYPE, type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../../webview/live-panel/protocol';
+import { chunk, findRecordLine, isSafeStageName, rolloutsOfStep } from './records';
 
 const BATCH_MS = 100;
+/** Smoothing a new panel starts with (TensorBoard's default): raw values faint, the smoothed line solid. */
+export const DEFAULT_SMOOTHING = 0.6;
 const MAX_EVENTS_PER_MESSAGE = 5000;
 /** Events embedded in the page at most; the rest follow as messages right after load. */
 const MAX_EMBEDDED = 20000;
@@ -33,7 +37,7 @@ export class LivePanel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   /** Events posted to the page (plus those embedded in it). */
   sent = 0;
-  smoothing = 0;
+  smoothing = DEFAULT_SMOOTHING;
   onDidDispose?: () => void;
 
   constructor(
@@ -49,7 +53,7 @@ export class LivePanel implements vscode.Disposable {
   }
 
   /** Sets the page with `dirs` embedded, then follows them. */
-  async show(dirs: vscode.Uri[], smoothing = 0): Promise<void> {
+  async show(dirs: vscode.Uri[], smoothing = DEFAULT_SMOOTHING): Promise<void> {
     this.smoothing = smoothing;
     this.ready = false; // a new page: wait for its 'ready'
     this.queue.length = 0;
@@ -162,6 +166,21 @@ export class LivePanel implements vscode.Disposable {
         this.post({ type: 'removeRun', run: m.run });
         return;
       }
+      case 'stepRollouts': {
+        const run = this.runs.get(m.run);
+        if (!run || !Number.isInteger(m.step)) return;
+        const answer = await listStepRollouts(run.dir, m.stage, m.step);
+        this.post({ type: 'rollouts', run: m.run, stage: m.stage, step: m.step, ...answer });
+        return;
+      }
+      case 'openRollout': {
+        const run = this.runs.get(m.run);
+        if (!run || !isSafeStageName(m.stage) || !Number.isInteger(m.line) || m.line < 0) return;
+        const doc = await vscode.workspace.openTextDocument(rolloutsFile(run.dir, m.stage));
+        const at = new vscode.Range(m.line, 0, m.line, 0);
+        await vscode.window.showTextDocument(doc, { selection: at, preview: true, viewColumn: vscode.ViewColumn.Beside });
+        return;
+      }
       case 'openSample': {
         const run = this.runs.get(m.run);
         if (!run) return;
@@ -177,6 +196,21 @@ export class LivePanel implements vscode.Disposable {
     this.runs.clear();
     for (const d of this.disposables.splice(0)) d.dispose();
     this.onDidDispose?.();
+  }
+}
+
+const rolloutsFile = (runDir: vscode.Uri, stage: string) => vscode.Uri.joinPath(runDir, 'stages', stage, 'rollouts.coa.jsonl');
+
+/** The rollouts a stage wrote at one step, read line by line from its rollouts file (it may be large). */
+async function listStepRollouts(runDir: vscode.Uri, stage: string, step: number): Promise<{ items: RolloutItem[]; total: number; error?: string }> {
+  if (!isSafeStageName(stage)) return { items: [], total: 0, error: `not a stage name: ${JSON.stringify(stage)}` };
+  const file = rolloutsFile(runDir, stage).fsPath;
+  try {
+    const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity });
+    return await rolloutsOfStep(lines, step);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return { items: [], total: 0, error: code === 'ENOENT' ? `${stage} wrote no rollouts file (stages/${stage}/rollouts.coa.jsonl)` : `cannot read ${file}: ${(e as Error).message}` };
   }
 }
 

@@ -35,3 +35,40 @@ export function chunk<T>(items: T[], size: number): T[][] {
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
 }
+
+export interface StepRollout {
+  id: string;
+  line: number;
+  question: string;
+  reward: number | null;
+  toolCalls: number | null;
+}
+
+/**
+ * The rollouts a stage wrote at `step` (records whose `meta.step` is `step`), from its rollouts file's lines, in file
+ * order; at most `limit` listed, `total` counts all. Lines that are not JSON records are skipped: the file may be
+ * being appended to while it is read.
+ */
+export async function rolloutsOfStep(lines: Iterable<string> | AsyncIterable<string>, step: number, limit = 500): Promise<{ items: StepRollout[]; total: number }> {
+  const items: StepRollout[] = [];
+  let total = 0;
+  let line = -1;
+  const needle = `"step": ${step}`;
+  const compact = `"step":${step}`;
+  for await (const row of lines) {
+    line++;
+    if (!row.includes(needle) && !row.includes(compact)) continue; // most lines are other steps: skip the parse
+    let r: { id?: unknown; question?: unknown; meta?: { step?: unknown }; reward?: { total?: unknown; tool_calls?: unknown } | null };
+    try {
+      r = JSON.parse(row);
+    } catch {
+      continue;
+    }
+    if (!r || typeof r !== 'object' || r.meta?.step !== step || typeof r.id !== 'string') continue;
+    total++;
+    if (items.length >= limit) continue;
+    const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+    items.push({ id: r.id, line, question: typeof r.question === 'string' ? r.question : '', reward: num(r.reward?.total), toolCalls: num(r.reward?.tool_calls) });
+  }
+  return { items, total };
+}

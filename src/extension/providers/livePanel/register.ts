@@ -3,7 +3,7 @@
 // Stage pass it) and "Compare Run in Live Panel" (adds a run to the active panel).
 import * as vscode from 'vscode';
 import { LIVE_PANEL_VIEW_TYPE, type LivePanelSavedState } from '../../../../webview/live-panel/protocol';
-import { LivePanel } from './panel';
+import { DEFAULT_SMOOTHING, LivePanel } from './panel';
 
 const panels = new Set<LivePanel>();
 let active: LivePanel | undefined;
@@ -30,7 +30,7 @@ export function registerLivePanel(context: vscode.ExtensionContext, logChannel: 
       // After a window reload: the page saved its runs and smoothing with setState; the events are re-read.
       async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: LivePanelSavedState | undefined) {
         const dirs = (state?.runs ?? []).map((r) => vscode.Uri.parse(r.key));
-        await adopt(panel).show(dirs, state?.smoothing ?? 0);
+        await adopt(panel).show(dirs, state?.smoothing ?? DEFAULT_SMOOTHING);
       },
     }),
     { dispose: () => [...panels].forEach((p) => p.panel.dispose()) },

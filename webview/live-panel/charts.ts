@@ -1,0 +1,323 @@
+// The charts of one tab (one stage family): a box per metric, grouped by kind, pinned ones first. Each chart draws
+// every line of the tab (run × sibling stage) twice: the raw values faint, the smoothed ones solid. Axes: step within
+// the stage (whole steps only) and the metric. Hovering shows every line's value at that step under the title;
+// alerts are marked on the step axis; clicking a step asks the host for the rollouts written at it. A uPlot is
+// created only when its box scrolls into view and updated only while in view, so a run with hundreds of metrics
+// costs the plots on screen.
+import uPlot from 'uplot';
+import { GROUPS, matchesFilter, readout, type ChartData, type GroupId, type Line, type PanelModel } from './model';
+import { STEP_INCRS, formatValue, tickLabels, yAxisWidth } from './format';
+import { cssVar, el, icon, lineColour, withAlpha } from './dom';
+
+export interface ChartsHost {
+  model: PanelModel;
+  smoothing(): number;
+  pinned: Set<string>;
+  onPin(tab: string, name: string): void;
+  /** A step of a line was clicked. */
+  onStep(line: Line, step: number): void;
+  /** Lines whose steps have rollouts to list (RL stages, stages that sampled). */
+  clickable(line: Line): boolean;
+  /** Lines the user hid by clicking their legend entry. */
+  hidden(line: Line): boolean;
+}
+
+interface ChartBox {
+  name: string;
+  box: HTMLElement;
+  readout: HTMLElement;
+  plot?: uPlot;
+  data?: ChartData;
+  /** In or near the viewport (only those plots are updated as data arrives; the others when they come back). */
+  visible: boolean;
+  /** Data arrived while the plot was out of view. */
+  stale: boolean;
+}
+
+const HEIGHT = 190;
+const RAW_ALPHA = 0.3;
+
+export class TabCharts {
+  readonly charts = new Map<string, ChartBox>();
+  readonly lines: Line[];
+  private readonly pinnedGrid: HTMLElement;
+  private readonly pinnedSection: HTMLElement;
+  private readonly groups = new Map<GroupId, { section: HTMLElement; grid: HTMLElement }>();
+  private readonly observer: IntersectionObserver;
+  private readonly resize: ResizeObserver;
+  private filter = '';
+  private readonly emptyNote: HTMLElement;
+
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly host: ChartsHost,
+    readonly tab: string,
+  ) {
+    this.lines = host.model.lines(tab);
+    this.pinnedGrid = el('div', { class: 'grid' });
+    this.pinnedSection = el('section', { class: 'group', 'data-group': 'pinned', hidden: '' }, el('h3', {}, icon('pinned'), ' Pinned'), this.pinnedGrid);
+    this.emptyNote = el('p', { class: 'empty', hidden: '' }, 'No chart matches the filter.');
+    root.replaceChildren(this.pinnedSection);
+    for (const g of GROUPS) {
+      const grid = el('div', { class: 'grid' });
+      const section = el('section', { class: 'group', 'data-group': g.id, hidden: '' }, el('h3', {}, g.title), grid);
+      root.append(section);
+      this.groups.set(g.id, { section, grid });
+    }
+    root.append(this.emptyNote);
+    this.observer = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        const c = this.charts.get((e.target as HTMLElement).dataset.metric!);
+        if (!c) continue;
+        c.visible = e.isIntersecting;
+        if (!c.visible) continue;
+        if (!c.plot) this.ensurePlot(c.name);
+        else if (c.stale) this.update(c);
+      }
+      // When the latest charts scrolled into view were drawn, in ms since the page started (bench/live-panel reads it).
+      document.body.dataset.plottedAt = performance.now().toFixed(1);
+    }, { rootMargin: '300px' });
+    // Only a width change resizes the plots: the tab's height changes with every filter keystroke and new chart.
+    let width = this.width();
+    this.resize = new ResizeObserver(() => {
+      const w = this.width();
+      if (w === width) return;
+      width = w;
+      for (const c of this.charts.values()) c.plot?.setSize({ width: w, height: HEIGHT });
+    });
+    this.resize.observe(root);
+    this.sync();
+  }
+
+  private width(): number {
+    const w = this.root.clientWidth || 600;
+    // Two charts a row when there is room (box padding + border + gap ≈ 20 px each).
+    return Math.max(260, w >= 760 ? Math.floor(w / 2) - 22 : w - 12);
+  }
+
+  /** Adds boxes for metrics new to the tab and refreshes the data of the plots that exist. */
+  sync(): void {
+    for (const [name, group] of this.host.model.metricsOf(this.tab)) {
+      let c = this.charts.get(name);
+      if (!c) {
+        c = this.makeBox(name, group);
+        this.charts.set(name, c);
+      } else if (c.plot && c.visible) this.update(c);
+      else if (c.plot) c.stale = true;
+      c.box.dataset.points = String(c.plot && c.visible && c.data ? c.data.x.length : this.host.model.chartSteps(this.lines, name));
+    }
+    this.applyFilter(this.filter);
+  }
+
+  private makeBox(name: string, group: GroupId): ChartBox {
+    const pinned = this.host.pinned.has(`${this.tab}\n${name}`);
+    const pin = el('button', { class: 'icon-button pin', title: pinned ? 'Unpin' : 'Pin to the top', 'aria-label': `${pinned ? 'Unpin' : 'Pin'} ${name}`, 'aria-pressed': String(pinned) }, icon(pinned ? 'pinned' : 'pin'));
+    pin.addEventListener('click', () => this.host.onPin(this.tab, name));
+    const readoutEl = el('div', { class: 'readout', 'aria-live': 'off' });
+    const box = el('div', { class: 'chart', 'data-metric': name, 'data-group': group, 'data-points': '0' }, el('div', { class: 'chart-title' }, el('span', { class: 'name', title: name }, name), pin), readoutEl);
+    box.style.minHeight = `${HEIGHT + 36}px`; // CSSOM: the page's CSP has no 'unsafe-inline'
+    (pinned ? this.pinnedGrid : this.groups.get(group)!.grid).append(box);
+    this.observer.observe(box);
+    return { name, box, readout: readoutEl, visible: false, stale: false };
+  }
+
+  /** Moves a chart between the pinned section and its group. */
+  setPinned(name: string, pinned: boolean): void {
+    const c = this.charts.get(name);
+    if (!c) return;
+    const grid = pinned ? this.pinnedGrid : this.groups.get(c.box.dataset.group as GroupId)!.grid;
+    grid.prepend(c.box);
+    const button = c.box.querySelector('.pin')!;
+    button.replaceChildren(icon(pinned ? 'pinned' : 'pin'));
+    button.setAttribute('aria-pressed', String(pinned));
+    button.setAttribute('title', pinned ? 'Unpin' : 'Pin to the top');
+    this.applyFilter(this.filter);
+  }
+
+  applyFilter(filter: string): void {
+    this.filter = filter;
+    let shown = 0;
+    for (const c of this.charts.values()) {
+      const ok = matchesFilter(c.name, filter);
+      c.box.hidden = !ok;
+      if (ok) shown++;
+    }
+    for (const section of [this.pinnedSection, ...[...this.groups.values()].map((g) => g.section)])
+      section.hidden = !section.querySelector('.chart:not([hidden])');
+    this.emptyNote.hidden = shown > 0 || this.charts.size === 0;
+  }
+
+  private ensurePlot(name: string): void {
+    const c = this.charts.get(name);
+    if (!c || c.plot) return;
+    c.data = this.host.model.chartData(this.lines, name, this.host.smoothing());
+    c.plot = new uPlot(this.options(c), toAligned(c.data), c.box);
+    c.box.dataset.points = String(c.data.x.length);
+    c.box.classList.add('drawn');
+    this.showReadout(c, null);
+  }
+
+  private update(c: ChartBox): void {
+    c.stale = false;
+    c.data = this.host.model.chartData(this.lines, c.name, this.host.smoothing());
+    c.plot!.setData(toAligned(c.data));
+    this.showReadout(c, c.plot!.cursor.idx ?? null);
+  }
+
+  /** Redraws every plot (alert marks changed). */
+  redraw(): void {
+    for (const c of this.charts.values()) {
+      if (c.plot && c.visible) c.plot.redraw(false, false);
+      else if (c.plot) c.stale = true; // redrawn with fresh data when it scrolls back
+    }
+  }
+
+  private options(c: ChartBox): uPlot.Options {
+    const smoothing = this.host.smoothing();
+    const axisColours = { stroke: cssVar('--vscode-descriptionForeground'), grid: { stroke: cssVar('--vscode-charts-lines', '--vscode-widget-border'), width: 1 }, ticks: { stroke: cssVar('--vscode-charts-lines', '--vscode-widget-border'), width: 1 } };
+    const font = `11px ${cssVar('--vscode-font-family') || 'sans-serif'}`;
+    const series: uPlot.Series[] = [{ label: 'step' }];
+    this.lines.forEach((l, i) => {
+      const colour = lineColour(i);
+      const shown = !this.host.hidden(l);
+      series.push({ label: `${l.label} raw`, stroke: smoothing > 0 ? withAlpha(colour, RAW_ALPHA) : colour, width: smoothing > 0 ? 1 : 1.5, spanGaps: true, points: { show: false }, show: shown });
+      series.push({ label: l.label, stroke: colour, width: 1.75, spanGaps: true, show: shown && smoothing > 0 });
+    });
+    const clickable = this.lines.map((l) => this.host.clickable(l) && !this.host.hidden(l));
+    return {
+      width: this.width(),
+      height: HEIGHT,
+      legend: { show: false },
+      cursor: { sync: { key: `coa-live-${this.tab}` }, drag: { x: true, y: false } },
+      scales: {
+        x: { time: false, range: (_u, min, max) => (min === max ? [Math.max(0, min - 1), max + 1] : [min, max]) },
+        // A flat series (e.g. EM 0 before learning starts) gets a unit range instead of uPlot's 0–100.
+        y: { range: (_u, min, max) => (min === max ? [min - 1, max + 1] : uPlot.rangeNum(min, max, 0.1, true)) },
+      },
+      axes: [
+        {
+          ...axisColours,
+          label: 'step',
+          labelSize: 16,
+          labelFont: font,
+          font,
+          incrs: STEP_INCRS,
+          values: (_u, splits) => {
+            c.box.dataset.xticks = splits.join(' '); // readable from the page (the webview test checks whole steps)
+            return splits.map((v) => String(Math.round(v)));
+          },
+        },
+        { ...axisColours, label: c.name, labelSize: 16, labelFont: font, font, size: (_u, values) => yAxisWidth(values), values: (_u, splits) => tickLabels(splits) },
+      ],
+      series,
+      hooks: {
+        setCursor: [(u) => this.showReadout(c, u.cursor.idx ?? null)],
+        ready: [
+          (u) => {
+            if (!clickable.some(Boolean)) return;
+            u.over.classList.add('clickable');
+            u.over.addEventListener('click', () => {
+              if (u.select.width > 2) return; // the end of a drag-zoom, not a click
+              const idx = u.cursor.idx;
+              if (idx == null || !c.data) return;
+              const line = this.nearestLine(u, c.data, idx, clickable);
+              if (line >= 0) this.host.onStep(this.lines[line], c.data.x[idx]);
+            });
+          },
+        ],
+      },
+      plugins: [this.alertPlugin(c)],
+    };
+  }
+
+  /** The clickable line whose value at `idx` is nearest the pointer (vertically). */
+  private nearestLine(u: uPlot, data: ChartData, idx: number, clickable: boolean[]): number {
+    let best = -1;
+    let bestD = Infinity;
+    data.smooth.forEach((col, i) => {
+      const v = col[idx] ?? data.raw[i][idx];
+      if (!clickable[i] || v == null) return;
+      const d = Math.abs(u.valToPos(v, 'y') - (u.cursor.top ?? 0));
+      if (d < bestD) [best, bestD] = [i, d];
+    });
+    return best;
+  }
+
+  private showReadout(c: ChartBox, idx: number | null): void {
+    const data = c.data;
+    if (!data || !data.x.length) {
+      c.readout.replaceChildren(el('span', { class: 'muted' }, 'no data yet'));
+      return;
+    }
+    const at = idx ?? data.x.length - 1;
+    const step = data.x[at];
+    const smoothing = this.host.smoothing();
+    const rows = readout(this.lines, data, at);
+    const alerts = this.host.model.alertMarks(this.lines).filter((m) => m.step === step);
+    c.readout.dataset.step = String(step);
+    c.readout.replaceChildren(
+      el('span', { class: 'step' }, `${idx === null ? 'latest · ' : ''}step ${step}`),
+      ...rows.flatMap((r, i) => {
+        if (this.host.hidden(this.lines[i])) return [];
+        const swatch = el('span', { class: 'swatch' });
+        swatch.style.background = lineColour(i);
+        const value = el('b', { class: 'v' }, formatValue(smoothing > 0 ? r.smooth : r.raw));
+        return el('span', { class: 'row', 'data-line': String(i), 'data-raw': r.raw === null ? '' : String(r.raw) }, swatch, `${r.label} `, value, smoothing > 0 && r.raw !== null ? el('span', { class: 'raw' }, ` raw ${formatValue(r.raw)}`) : '');
+      }),
+      ...alerts.map((a) => el('span', { class: `row alert ${a.severity}` }, icon(a.severity === 'error' ? 'error' : 'warning'), ` ${a.kind}: ${a.message}`)),
+    );
+  }
+
+  /** Alerts of the tab's lines: a triangle on the top edge and a faint line at their step. */
+  private alertPlugin(c: ChartBox): uPlot.Plugin {
+    return {
+      hooks: {
+        draw: (u) => {
+          const marks = this.host.model.alertMarks(this.lines);
+          const ctx = u.ctx;
+          const min = u.scales.x.min!;
+          const max = u.scales.x.max!;
+          let drawn = 0;
+          ctx.save();
+          for (const m of marks) {
+            if (m.step < min || m.step > max) continue;
+            const px = Math.round(u.valToPos(m.step, 'x', true));
+            const colour = cssVar(m.severity === 'error' ? '--vscode-editorError-foreground' : '--vscode-editorWarning-foreground');
+            ctx.strokeStyle = withAlpha(colour, 0.5);
+            ctx.setLineDash([2, 3]);
+            ctx.lineWidth = 1;
+            ctx.beginPath();
+            ctx.moveTo(px, u.bbox.top);
+            ctx.lineTo(px, u.bbox.top + u.bbox.height);
+            ctx.stroke();
+            const s = 5 * devicePixelRatio;
+            ctx.fillStyle = colour;
+            ctx.beginPath();
+            ctx.moveTo(px - s, u.bbox.top);
+            ctx.lineTo(px + s, u.bbox.top);
+            ctx.lineTo(px, u.bbox.top + 1.6 * s);
+            ctx.closePath();
+            ctx.fill();
+            drawn++;
+          }
+          ctx.restore();
+          c.box.dataset.alerts = String(drawn);
+        },
+      },
+    };
+  }
+
+  destroy(): void {
+    this.observer.disconnect();
+    this.resize.disconnect();
+    for (const c of this.charts.values()) c.plot?.destroy();
+    this.charts.clear();
+    this.root.replaceChildren();
+  }
+}
+
+function toAligned(d: ChartData): uPlot.AlignedData {
+  const cols: (number | null)[][] = [];
+  d.raw.forEach((r, i) => cols.push(r, d.smooth[i]));
+  return [d.x, ...cols] as uPlot.AlignedData;
+}
