@@ -54,7 +54,7 @@ def parse_steps(text: str | None) -> list[str]:
 
 def otc_config(config: dict, run_dir: Path) -> Path:
     """The run config of the OTC-GRPO RL-2: the same, with the reward scheme switched and RL-1's result as start."""
-    from .train import final_dir
+    from .runlayout import final_dir
 
     if "rl2" not in config["stages"]:
         raise PipelineError("this trainer has no rl2 stage (stages.rl2 is not in the run config schema)", "bad_config")
@@ -88,7 +88,7 @@ class Pipeline:
 
     # ------------------------------------------------------------ stages
     def finished(self, label: str) -> bool:
-        from .train import final_dir
+        from .runlayout import final_dir
 
         return (final_dir(self.run_dir, label) / "coa_stage.json").is_file()
 
@@ -127,16 +127,16 @@ class Pipeline:
     def start_env(self) -> None:
         from .benchmark import ensure_benchmark_files
         from .env_client import EnvClient
-        from .train import data_dir
+        from .runlayout import corpus_path, data_dir
 
         if self.args.env_url:
             self.env = EnvClient(self.args.env_url, self.args.env_token or "")
             self.env.health()
             return
         # the corpus is part of the benchmark files: write them now (the pretrain stage would otherwise)
-        ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir))
-        corpus = self.config["env"]["corpus"] or str(data_dir(self.config, self.run_dir) / "corpus.jsonl")
-        self.env = EnvClient.start(corpus, self.config["dialect"], self.config["env"]["node"],
+        if self.config.get("data") is None:
+            ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir))
+        self.env = EnvClient.start(corpus_path(self.config, self.run_dir), self.config["dialect"], self.config["env"]["node"],
                                    self.config["env"]["cli"], self.config["env"]["startup_timeout_s"])
         self.writer.emit("log", level="info", message=f"pipeline: environment server at {self.env.url}")
 
