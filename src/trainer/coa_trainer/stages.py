@@ -89,6 +89,12 @@ class Sft1Stage:
             self.stream = sft1_stream(bench, tok, config, t, config["seed"])
 
     def describe(self) -> str:
+        if self.data is not None:
+            kinds: dict[str, int] = {}
+            for p in self.pairs:
+                kinds[p.meta["kind"]] = kinds.get(p.meta["kind"], 0) + 1
+            by_kind = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+            return f"{len(self.pairs)} pairs from your data ({by_kind}; beta {self.scfg['beta']})"
         return (f"{self.stream.epoch_size()} contrastive pairs (beta {self.scfg['beta']}, margin {self.scfg['margin']},"
                 f" alpha {self.scfg['alpha']})")
 
