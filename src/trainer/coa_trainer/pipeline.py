@@ -53,15 +53,16 @@ def parse_steps(text: str | None) -> list[str]:
 
 
 def otc_config(config: dict, run_dir: Path) -> Path:
-    """The run config of the OTC-GRPO RL-2: the same, with the reward scheme switched and RL-1's result as start."""
-    from .runlayout import final_dir
+    """The run config of the OTC-GRPO RL-2: the same, with the reward scheme switched and RL-2's own start (RL-1's
+    result in the embedded recipe; SFT-3's when a user's pipeline skips RL-1)."""
+    from .runlayout import resolve_init
 
     if "rl2" not in config["stages"]:
         raise PipelineError("this trainer has no rl2 stage (stages.rl2 is not in the run config schema)", "bad_config")
     derived = json.loads(json.dumps(config))
     rl2 = derived["stages"]["rl2"]
     rl2["reward"] = {**rl2.get("reward", {}), "scheme": "otc-grpo"}
-    rl2["init_from"] = str(final_dir(run_dir, "rl1"))
+    rl2["init_from"] = str(resolve_init(config, run_dir, "rl2", None, False))
     path = run_dir / "pipeline" / "rl2-otc.run.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(derived, indent=2) + "\n", encoding="utf-8")

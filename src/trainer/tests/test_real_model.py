@@ -126,6 +126,13 @@ def test_text_tags_keep_the_vocabulary_and_the_chat_template_builds_the_prompt(r
     assert prompt_string(tok, plain, "x") == "question : x\n"  # a base model's prompt_template
 
 
+def test_weights_load_in_the_dtype_asked(realistic_model_dir, tmp_path):
+    for name, dtype in (("bfloat16", torch.bfloat16), ("float32", torch.float32)):
+        config = validate_config(_config(realistic_model_dir, tmp_path / "t.jsonl", model={"dtype": name}))
+        model, _ = load_for_config(realistic_model_dir, CPU, config, trainable=False)
+        assert {p.dtype for p in model.parameters()} == {dtype}
+
+
 # ---------------------------------------------------------------- masks from the core's segments
 
 @needs_server
@@ -247,7 +254,7 @@ def test_sft123_and_rl2_on_parquet_questions_and_the_search_r1_corpus(realistic_
     events = read_events(run)
     assert not [e for e in events if e["type"] == "error"]
     logs = [e["message"] for e in events if e["type"] == "log"]
-    assert any("sft1:" in m and "tags as text" in m and "pairs from your data (tool-vs-tool 6" in m for m in logs)
+    assert any("sft1:" in m and "tags as text" in m and "pairs from your data (notool-vs-tool 3, tool-vs-tool 3;" in m for m in logs)
     # SFT-2 samples: observation tokens 0; SFT-3: 1 — read back from what the trainer emitted
     for stage, obs_mask in (("sft2", 0), ("sft3", 1)):
         samples = [e["record"] for e in events if e["type"] == "sample" and e["stage"] == stage]
