@@ -209,6 +209,10 @@ def eval_command(args: Any) -> int:
             bench = UserData(config, data_dir(config, run_dir) / "prepared")
             if args.mode == "plain":
                 raise DataError("--mode plain is the embedded benchmark's closed-book form; use agent or no-tool")
+            for split in splits:
+                bench.split(split)  # bad data fails here, before any model is loaded
+            if not args.env_url:
+                bench.check_corpus()
         else:
             bench = ensure_benchmark_files(config, data_dir(config, run_dir))
         model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)

@@ -92,6 +92,7 @@ def _warm_data(data: Any, stage: str, scfg: dict) -> None:
         data.split(scfg["question_split"])
         if data.has_questions("dev"):
             data.split("dev")
+        data.check_corpus()
 
 
 def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -> StageRun:

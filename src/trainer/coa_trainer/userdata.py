@@ -88,15 +88,37 @@ class UserData:
         out = self.cache_dir / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
         if out.is_file() or not self.prepare:
             return out
+        self._cli(["data", "prepare", kind, *inputs, "--out", str(out), *(extra or [])])
+        return out
+
+    def _cli(self, args: list[str]) -> None:
         node, cli = find_cli(self.config)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        argv = [node, str(cli), "data", "prepare", kind, *inputs, "--out", str(out), *(extra or [])]
-        res = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        res = subprocess.run([node, str(cli), *args], stdin=subprocess.DEVNULL, capture_output=True, text=True)
         if res.returncode != 0:
             lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
             msg = next((ln for ln in lines if ": error: " in ln), lines[-1] if lines else f"exit {res.returncode}")
             raise DataError(msg)
-        return out
+
+    def check_corpus(self) -> None:
+        """data.corpus through the core's corpus check (`coa data check` on a config naming only it): the
+        environment server skips a bad line, so a broken corpus is caught here, before training. Once per file
+        version (a stamp in the cache)."""
+        path = self.data.get("corpus")
+        if not path or not self.prepare:
+            return
+        key = hashlib.sha256(json.dumps([str(Path(path).resolve()), *_stat(path)]).encode()).hexdigest()[:16]
+        stamp = self.cache_dir / f"corpus-{key}.ok"
+        if stamp.is_file():
+            return
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        probe = self.cache_dir / f"corpus-{key}.check.json"
+        probe.write_text(json.dumps({"data": {"corpus": str(Path(path).resolve())}}) + "\n", encoding="utf-8")
+        try:
+            self._cli(["data", "check", str(probe)])
+        finally:
+            probe.unlink(missing_ok=True)
+        stamp.write_text("ok\n", encoding="utf-8")
 
     @staticmethod
     def _read(path: Path) -> list[dict]:

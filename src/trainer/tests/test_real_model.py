@@ -288,3 +288,16 @@ def test_bad_user_data_stops_before_training_with_file_line_field(realistic_mode
     (err,) = [e for e in read_events(tmp_path / "run") if e["type"] == "error"]
     assert err["code"] == "bad_data" and err["message"].startswith(f"{bad}:2:") and "golden_answers.0" in err["message"]
     assert not (tmp_path / "run" / "stages" / "rl2").exists()
+
+
+@needs_server
+def test_bad_corpus_line_stops_rl_before_training(realistic_model_dir, tmp_path, write_config):
+    """The environment server skips a corpus line that is not JSON; the stage checks data.corpus through the core
+    first and stops with the core's FILE:LINE error."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(CORPUS.read_text(encoding="utf-8").splitlines()[0] + "\nnot json\n", encoding="utf-8")
+    cfg = write_config(_config(realistic_model_dir, tmp_path / "t.jsonl", data={"corpus": str(corpus)}))
+    r = run_trainer("train", "--stage", "rl2", "--config", str(cfg), "--run-dir", str(tmp_path / "run"))
+    assert r.returncode == 2
+    (err,) = [e for e in read_events(tmp_path / "run") if e["type"] == "error"]
+    assert err["code"] == "bad_data" and err["message"].startswith(f"{corpus}:2:1: error:")
