@@ -1,11 +1,12 @@
 // `coa data check`: every file a run config's data section (and model.path) names, read through the same
 // importers training uses, before training starts. Paths are relative to the config file's directory.
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { RunConfigSchema, type RunConfig } from '../config';
 import { locate } from '../jsonl';
 import { readCorpus } from '../../env/corpus';
 import { DataError } from './errors';
+import { modelDirProblem } from './model';
 import { buildPairs, emptyPairReport, PairReport, readPairInputs } from './pairs';
 import { readQuestions } from './questions';
 import { emptySftSummary, readSft, SftRecord, SftSummary } from './sft';
@@ -26,24 +27,6 @@ export interface CheckResult {
   files: DataFileCheck[];
   /** Pairs built from data.sft when data.sft1_pairs is not given. */
   built_pairs?: PairReport;
-}
-
-/** A model directory the trainer can load: config.json plus a tokenizer. Returns the problem, or null. */
-export function modelDirProblem(dir: string): string | null {
-  if (!existsSync(dir)) return `${dir}: no such directory`;
-  if (!statSync(dir).isDirectory()) return `${dir}: not a directory`;
-  const cfg = join(dir, 'config.json');
-  if (!existsSync(cfg)) return `${dir}: no config.json (not a Hugging Face model directory)`;
-  try {
-    JSON.parse(readFileSync(cfg, 'utf8'));
-  } catch (e) {
-    return `${cfg}: not valid JSON (${(e as Error).message})`;
-  }
-  const has = (f: string) => existsSync(join(dir, f));
-  if (!(has('tokenizer.json') || has('tokenizer.model') || (has('vocab.json') && has('merges.txt')) || has('vocab.txt'))) {
-    return `${dir}: no tokenizer (tokenizer.json, tokenizer.model, vocab.json + merges.txt or vocab.txt)`;
-  }
-  return null;
 }
 
 /** Parse and validate the config file; errors point into it. */

@@ -4,6 +4,7 @@
 // side of the act / don't-act decision, the contrast SFT-1 teaches. Pairs written by users (TRL-style
 // prompt/chosen/rejected or our own output) pass through with the same segmentation.
 import type { TrajectoryRecord } from '../record';
+import { promptText } from '../importers/verl-parquet';
 import { DataError, Origin, typeName } from './errors';
 import { fieldError, JsonLine, readJsonObjects } from './lines';
 import { DialectChoice, isDialectChoice, prepareTrajectory, SftRecord, SftSegment, toRecord } from './sft';
@@ -131,7 +132,8 @@ export async function* readPairInputs(file: string, dialect: DialectChoice = 'au
 
 function givenPair(file: string, l: JsonLine, dialect: DialectChoice, report: PairReport): PairRecord {
   const o = l.value;
-  const prompt = typeof o.prompt === 'string' ? o.prompt : null;
+  // TRL's preference data: `prompt` is a string, or chat messages (conversational) whose last user turn counts.
+  const prompt = typeof o.prompt === 'string' ? o.prompt : Array.isArray(o.prompt) ? promptText(o.prompt) || null : null;
   const question = typeof o.question === 'string' ? o.question.trim() : (prompt ?? '').trim();
   if (!question) throw fieldError(file, l, [typeof o.question === 'string' || !prompt ? 'question' : 'prompt'], 'missing or empty question (a pair needs "question" or "prompt")');
   let golden: string[] = [];

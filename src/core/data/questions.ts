@@ -64,8 +64,8 @@ async function* jsonlQuestions(file: string): AsyncGenerator<QuestionRecord> {
   for await (const l of readJsonObjects(file)) {
     const o = l.value;
     const at = (field: string, message: string) => fieldError(file, l, field.split('.'), message);
-    // verl rows written as JSONL: the same reading as the parquet rows.
-    if (!('question' in o) && 'prompt' in o && 'reward_model' in o) {
+    // verl rows written as JSONL (golden answers in reward_model): the same reading as the parquet rows.
+    if ('reward_model' in o && !('golden_answers' in o) && ('prompt' in o || 'question' in o)) {
       yield rowQuestion(file, o, l.line, at, stem);
       continue;
     }
@@ -78,7 +78,10 @@ function jsonQuestion(file: string, l: JsonLine, stem: string): QuestionRecord {
   if (!('question' in o)) throw fieldError(file, l, ['question'], 'missing (a question record needs "question" and "golden_answers")');
   if (typeof o.question !== 'string') throw fieldError(file, l, ['question'], `expected a string, got ${typeName(o.question)}`);
   if (!o.question.trim()) throw fieldError(file, l, ['question'], 'empty question');
-  if (!('golden_answers' in o)) throw fieldError(file, l, ['golden_answers'], 'missing (a question record needs "question" and "golden_answers")');
+  if (!('golden_answers' in o)) {
+    const near = ['answers', 'answer', 'golden_answer', 'ground_truth'].find((k) => k in o);
+    throw fieldError(file, l, ['golden_answers'], `missing (a question record needs "question" and "golden_answers"${near ? `; found "${near}": FlashRAG and Search-R1 name it golden_answers` : ''})`);
+  }
   const golden = strictGoldenAnswers(o.golden_answers);
   if ('error' in golden) throw fieldError(file, l, golden.item === undefined ? ['golden_answers'] : ['golden_answers', golden.item], golden.error);
   return {

@@ -51,6 +51,9 @@ test('prepare sft and pairs: contract fields, --report, code-point offsets', () 
   assert.equal(p.code, 0, p.err);
   const [pair] = lines(pairs);
   assert.deepEqual([pair.chosen.id, pair.rejected.id, pair.kind], ['a', 'b', 'tool-vs-notool']);
+  assert.deepEqual(Object.keys(pair), ['id', 'question', 'golden_answers', 'prompt', 'kind', 'act', 'chosen', 'rejected']);
+  assert.deepEqual(Object.keys(pair.chosen), ['id', 'dialect', 'response', 'segments', 'tool_calls', 'correct', 'origin']);
+  assert.deepEqual(pair.chosen.segments, a.segments, 'pairs carry the prepared segments unchanged');
   assert.deepEqual(JSON.parse(readFileSync(report, 'utf8')).by_kind, { 'tool-vs-notool': 1, 'tool-vs-tool': 0, 'notool-vs-tool': 0, 'notool-vs-notool': 0 });
 });
 

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { loadQuestions } from '../../../src/core/data/questions';
 import { loadSft, prepareTrajectory, emptySftSummary } from '../../../src/core/data/sft';
 import { buildPairs, emptyPairReport, readPairInputs } from '../../../src/core/data/pairs';
-import { checkRunConfig, modelDirProblem } from '../../../src/core/data/check';
+import { checkRunConfig } from '../../../src/core/data/check';
+import { modelDirProblem } from '../../../src/core/data/model';
 import { codePointIndexer } from '../../../src/core/data/codepoints';
 import { DataError } from '../../../src/core/data/errors';
 import { RunConfigSchema } from '../../../src/core/config';
@@ -90,6 +91,7 @@ test('FlashRAG / *.coa.jsonl questions: ids, golden answers, verl rows as JSONL'
     { id: 7, question: 'capital of france?', golden_answers: 'Paris', data_source: 'nq' },
     { question: 'no id?', golden_answers: ['x'] },
     { data_source: 'hotpotqa', prompt: [{ role: 'user', content: 'Question: verl row?' }], reward_model: { ground_truth: ['a', 'b'] }, extra_info: { index: 3 } },
+    { id: 'nq-9', question: 'search-r1 row?', prompt: [{ role: 'user', content: 'Answer … Question: search-r1 row?' }], reward_model: { ground_truth: { target: ['c'] } } },
   ]);
   const qs = await loadQuestions(p);
   assert.deepEqual(
@@ -99,6 +101,7 @@ test('FlashRAG / *.coa.jsonl questions: ids, golden answers, verl rows as JSONL'
       ['7', 'capital of france?', ['Paris'], 'nq', 3],
       [`f${n - 1}-4`, 'no id?', ['x'], null, 4],
       ['hotpotqa-3', 'verl row?', ['a', 'b'], 'hotpotqa', 5],
+      ['nq-9', 'search-r1 row?', ['c'], null, 6],
     ],
   );
 });
@@ -110,6 +113,7 @@ test('bad JSONL questions: one error naming file, line, column and field', async
     [{ id: 'b', question: '  ', golden_answers: ['x'] }, 'question', /empty question/],
     [{ id: 'b', question: 3, golden_answers: ['x'] }, 'question', /expected a string, got number/],
     [{ id: 'b', question: 'q' }, 'golden_answers', /missing/],
+    [{ id: 'b', question: 'q', answer: 'x' }, 'golden_answers', /missing .*found "answer"/],
     [{ id: 'b', question: 'q', golden_answers: 42 }, 'golden_answers', /got number/],
     [{ id: 'b', question: 'q', golden_answers: ['x', 1] }, 'golden_answers.1', /number, expected a string/],
     [{ id: 'b', question: 'q', golden_answers: [] }, 'golden_answers', /empty list/],
@@ -226,15 +230,17 @@ test('pairs input: TRL-style pair lines pass through; prepared SFT lines are rea
   const p = file([
     { prompt: 'capital of france?', chosen: `${S}<answer>Paris</answer>`, rejected: '<answer>Lyon</answer>', golden_answers: ['Paris'] },
     { question: 'q2', chosen: [{ role: 'assistant', content: '<answer>a</answer>' }], rejected: { response: '<answer>b</answer>' } },
+    { prompt: [{ role: 'system', content: 's' }, { role: 'user', content: 'q3?' }], chosen: [{ role: 'assistant', content: '<answer>a</answer>' }], rejected: [{ role: 'assistant', content: '<answer>b</answer>' }] },
   ]);
   const report = emptyPairReport();
   const got = [];
   for await (const i of readPairInputs(p, 'auto', report)) got.push(i);
-  assert.equal(report.given, 2);
+  assert.equal(report.given, 3);
   const pairs = got.map((i) => ('pair' in i ? i.pair : null));
   assert.deepEqual(pairs.map((x) => [x?.question, x?.kind, x?.chosen.correct, x?.rejected.correct]), [
     ['capital of france?', 'tool-vs-notool', true, false],
     ['q2', 'notool-vs-notool', null, null],
+    ['q3?', 'notool-vs-notool', null, null],
   ]);
   const bad = file([{ question: 'q', chosen: 3, rejected: 'x' }]);
   await dataError(async () => {

@@ -7,6 +7,10 @@ import { join } from 'node:path';
 import { readRuns, runNode, stageChildren, stageNodes, type RunNode, type Status } from './model';
 import { stageLabel } from '../../process/trainer';
 import { onRunsChanged, trainController, workspaceRoot } from '../train';
+import { dataFileNodes, dataNode, type DataNode } from './data';
+
+/** Run nodes plus the "data" node under each run (which data and model it used). */
+type Node = RunNode | DataNode;
 
 const ICONS: Record<Status, [string, string | undefined]> = {
   running: ['sync~spin', 'charts.blue'],
@@ -18,8 +22,8 @@ const ICONS: Record<Status, [string, string | undefined]> = {
 
 let provider: RunsProvider | undefined;
 
-export class RunsProvider implements vscode.TreeDataProvider<RunNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<RunNode | undefined>();
+export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<Node | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private timer: NodeJS.Timeout | undefined;
 
@@ -37,16 +41,21 @@ export class RunsProvider implements vscode.TreeDataProvider<RunNode>, vscode.Di
     }, 1000);
   }
 
-  getChildren(node?: RunNode): RunNode[] {
+  getChildren(node?: Node): Node[] {
     const root = workspaceRoot();
     if (!root) return [];
     if (!node) return readRuns(join(root, 'runs')).map((r) => runNode(r, stageLabel));
-    if (node.kind === 'run') return stageNodes(node.run, stageLabel);
+    if (node.kind === 'run') {
+      const data = dataNode(node.run);
+      return [...stageNodes(node.run, stageLabel), ...(data ? [data] : [])];
+    }
+    if (node.kind === 'data') return dataFileNodes(node);
     if (node.kind === 'stage') return stageChildren(node.run, node.stage);
     return [];
   }
 
-  getTreeItem(node: RunNode): vscode.TreeItem {
+  getTreeItem(node: Node): vscode.TreeItem {
+    if (node.kind === 'data' || node.kind === 'dataFile') return dataItem(node);
     const collapsible = node.kind === 'run' ? vscode.TreeItemCollapsibleState.Collapsed
       : node.kind === 'stage' && stageChildren(node.run, node.stage).length ? vscode.TreeItemCollapsibleState.Collapsed
         : vscode.TreeItemCollapsibleState.None;
@@ -76,6 +85,30 @@ export class RunsProvider implements vscode.TreeDataProvider<RunNode>, vscode.Di
     }
     return item;
   }
+}
+
+function dataItem(node: DataNode): vscode.TreeItem {
+  if (node.kind === 'data') {
+    const item = new vscode.TreeItem(node.label, node.entries.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    item.id = node.id;
+    item.description = node.description;
+    item.tooltip = node.tooltip;
+    item.iconPath = new vscode.ThemeIcon('database');
+    item.contextValue = 'coaRun.data';
+    return item;
+  }
+  const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
+  item.id = node.id;
+  item.description = node.description;
+  item.tooltip = node.path;
+  item.resourceUri = vscode.Uri.file(node.path);
+  item.contextValue = 'coaRun.dataFile';
+  item.iconPath = new vscode.ThemeIcon(node.entry.kind === 'model' ? 'package' : 'file');
+  // JSONL opens in the editor (trajectory files in the notebook); parquet and model directories are revealed.
+  item.command = /\.jsonl?$/i.test(node.path)
+    ? { title: 'Open', command: 'vscode.open', arguments: [vscode.Uri.file(node.path)] }
+    : { title: 'Reveal', command: 'revealInExplorer', arguments: [vscode.Uri.file(node.path)] };
+  return item;
 }
 
 export function registerRuns(context: vscode.ExtensionContext): RunsProvider {

@@ -11,10 +11,14 @@
 //                 title 'CoA: Train Stage (4/4): starting checkpoint'  items 'None (start fresh)', '<run id> / <stage> final', 'Browse…'
 //   Resume Run:   title 'CoA: Resume Run (1/2): run'  items = run ids;  'CoA: Resume Run (2/2): stage'  items = stage names
 //   Cancel:       the notification's Cancel button, or "CoA: Cancel Run". The run directory is runs/<UTC time>-<stage>.
-//   Scripted:     executeCommand('coaStudio.trainStage', { stage, config?, model?, checkpoint? }) skips the picks.
+//                 a config with a data section (or the config item 'Your own data…') adds 'CoA: Train Stage: data':
+//                       'Data from the run config' / 'Choose other data files…' → slots, then 'Use this data'
+//   Scripted:     executeCommand('coaStudio.trainStage', { stage, config?, model?, checkpoint?, data? }) skips the picks.
+//   Data:         a config naming data files or a model directory is checked with `coa data check` before the
+//                 trainer starts; an error names the file, line and field and nothing is started.
 import * as vscode from 'vscode';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, join, relative } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import { parseEvent } from '../../../core/events';
 import { readConfig } from '../../config';
@@ -24,6 +28,11 @@ import { startEnvServer, type RunningEnvServer } from '../../process/envServer';
 import { ENV_STAGES, PIPELINE, composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerEnv } from '../../process/trainer';
 import { configFromEvents, readRun, readRuns } from '../runs/model';
 import { LABELS, PLACEHOLDERS, STAGE_PICKS, TITLES, checkpointLabel, looksLikeModelDir } from './picks';
+import { absolutizeDataPaths, dataEntries } from '../../../core/data/paths';
+import { modelDirProblem } from '../../../core/data/model';
+import { runDataCheck } from '../../process/dataCheck';
+import { applyDataPicks, describeData, hasPicks, type DataErrorLocation, type DataPicks } from './data';
+import { pickDataFiles } from './dataPicks';
 
 export interface TrainRequest {
   stage: string;
@@ -33,6 +42,10 @@ export interface TrainRequest {
   model?: string;
   /** Starting model directory (a stage's final/). */
   checkpoint?: string;
+  /** Data files replacing the config's own (absolute paths). */
+  data?: DataPicks;
+  /** The embedded default model even though the config names model.path. */
+  embeddedModel?: boolean;
 }
 
 interface ActiveRun {
@@ -103,8 +116,12 @@ export class TrainController implements vscode.Disposable {
     if (!root) return void vscode.window.showErrorMessage('CoA: Train Stage needs an open folder: runs are written to <folder>/runs/<id>.');
     const req = request?.stage ? request : await this.pickTrainRequest(root);
     if (!req) return;
-    const base = req.config ? this.readUserConfig(join(root, '.'), req.config) : null;
-    if (base === undefined) return;
+    const userConfig = req.config ? this.readUserConfig(join(root, '.'), req.config) : null;
+    if (userConfig === undefined) return;
+    // runs/<id>/config.json is a copy: paths relative to the user's config file are made absolute first.
+    let base = userConfig && req.config ? absolutizeDataPaths(userConfig, dirname(isAbsolute(req.config) ? req.config : join(root, req.config))) : userConfig;
+    if (hasPicks(req.data)) base = applyDataPicks(base ?? {}, req.data);
+    if (req.embeddedModel && base && typeof base.model === 'object' && base.model) base = { ...base, model: { ...base.model, path: null } };
     let runDir = join(root, 'runs', makeRunId(new Date(), req.stage));
     for (let i = 2; existsSync(runDir); i++) runDir = join(root, 'runs', `${makeRunId(new Date(), req.stage)}-${i}`);
     const config = composeRunConfig({
@@ -117,6 +134,7 @@ export class TrainController implements vscode.Disposable {
     mkdirSync(runDir, { recursive: true });
     const configPath = join(runDir, 'config.json');
     writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
+    if (dataEntries(config).length && !(await this.checkData(configPath, runDir))) return;
     await this.start(runDir, req.stage, configPath, false);
   }
 
@@ -306,6 +324,42 @@ export class TrainController implements vscode.Disposable {
     }
   }
 
+  /**
+   * `coa data check` on the run's config; false when it fails: the new run directory (only the config just
+   * written) is removed and the error, naming the file, is shown without waiting for the user.
+   */
+  private async checkData(configPath: string, runDir: string): Promise<boolean> {
+    const abort = new AbortController();
+    const outcome = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'CoA: checking the run\'s data and model', cancellable: true },
+      (_p, token) => {
+        token.onCancellationRequested(() => abort.abort());
+        return runDataCheck({ node: process.execPath, cli: join(this.context.extensionPath, 'dist', 'cli.js'), config: configPath, env: this.childEnv(), signal: abort.signal });
+      },
+    );
+    if (outcome.ok) {
+      for (const f of outcome.result.files) this.log.info(`data check: ${f.key} ${f.path}: ${f.count}${f.summary ? ` ${JSON.stringify(f.summary)}` : ''}`);
+      if (outcome.result.built_pairs) this.log.info(`data check: SFT-1 pairs from data.sft: ${JSON.stringify(outcome.result.built_pairs)}`);
+      return true;
+    }
+    rmSync(runDir, { recursive: true, force: true });
+    if (outcome.cancelled) return false;
+    this.log.error(`data check: ${outcome.message}`);
+    void this.showDataError(outcome.message, outcome.location, configPath);
+    return false;
+  }
+
+  private async showDataError(message: string, loc: DataErrorLocation | null, configPath: string): Promise<void> {
+    // An error inside the run's own config copy is the user's config's error; the copy is removed.
+    const openable = loc && loc.file !== configPath && !/\.parquet$/i.test(loc.file) && existsSync(loc.file);
+    const pick = await vscode.window.showErrorMessage(`CoA: the run's data did not pass the check, nothing was started: ${message}`, ...(openable ? ['Open File'] : []), 'Show Log');
+    if (pick === 'Show Log') this.log.show();
+    if (pick === 'Open File' && loc) {
+      const pos = new vscode.Position(loc.line - 1, loc.column - 1);
+      await vscode.window.showTextDocument(vscode.Uri.file(loc.file), { selection: new vscode.Range(pos, pos) });
+    }
+  }
+
   private async startEnvFor(runDir: string, configPath: string): Promise<RunningEnvServer | undefined> {
     if (!(await requireTrust('The environment server'))) return undefined;
     let config: Record<string, any> = {};
@@ -315,7 +369,7 @@ export class TrainController implements vscode.Disposable {
       /* the trainer reports a bad config itself */
     }
     const dataDir = config.benchmark?.data_dir ?? join(runDir, 'data');
-    const corpus: string = config.env?.corpus ?? join(dataDir, 'corpus.jsonl');
+    const corpus: string = config.data?.corpus ?? config.env?.corpus ?? join(dataDir, 'corpus.jsonl');
     if (!existsSync(corpus)) {
       // The embedded benchmark (and its search corpus) is written by `coa_trainer data`: make it first.
       const data = new ManagedProcess({
@@ -386,12 +440,37 @@ export class TrainController implements vscode.Disposable {
     const configItems = [
       { label: LABELS.embeddedConfig, description: 'every setting at its default', path: undefined as string | undefined },
       ...files.map((f) => ({ label: relative(root, f.fsPath), description: '', path: f.fsPath })).sort((a, b) => a.label.localeCompare(b.label)),
+      { label: LABELS.ownData, description: 'question sets, SFT trajectories, a corpus (default settings otherwise)', path: undefined as string | undefined },
     ];
     const config = await vscode.window.showQuickPick(configItems, { title: TITLES.config, placeHolder: PLACEHOLDERS.config, ignoreFocusOut: true });
     if (!config) return undefined;
 
+    // The config's data and model are offered as they are, with the option to choose other files.
+    const chosen = config.path ? this.readUserConfig(root, config.path) : null;
+    if (chosen === undefined) return undefined;
+    let data: DataPicks | undefined;
+    if (config.label === LABELS.ownData) {
+      data = await pickDataFiles(null);
+      if (!data) return undefined;
+    } else if (chosen && describeData(chosen)) {
+      const dataPick = await vscode.window.showQuickPick(
+        [{ label: LABELS.configData, description: describeData(chosen)! }, { label: LABELS.changeData, description: 'questions, trajectories, pairs, corpus' }],
+        { title: TITLES.data, placeHolder: 'Train on the data the run config names, or choose other files', ignoreFocusOut: true },
+      );
+      if (!dataPick) return undefined;
+      if (dataPick.label === LABELS.changeData) {
+        data = await pickDataFiles(absolutizeDataPaths(chosen, dirname(config.path!)));
+        if (!data) return undefined;
+      }
+    }
+
+    const configModel = chosen ? dataEntries(chosen).find((e) => e.kind === 'model') : undefined;
     const modelPick = await vscode.window.showQuickPick(
-      [{ label: LABELS.embeddedModel, description: 'the small model trained from scratch on the embedded benchmark' }, { label: LABELS.hfModel, description: 'a directory with config.json and weights' }],
+      [
+        ...(configModel ? [{ label: LABELS.configModel, description: configModel.path }] : []),
+        { label: LABELS.embeddedModel, description: 'the small model trained from scratch on the embedded benchmark' },
+        { label: LABELS.hfModel, description: 'a directory with config.json, a tokenizer and weights' },
+      ],
       { title: TITLES.model, placeHolder: PLACEHOLDERS.model, ignoreFocusOut: true },
     );
     if (!modelPick) return undefined;
@@ -412,7 +491,8 @@ export class TrainController implements vscode.Disposable {
       checkpoint = await this.browseModelDir('Start from this checkpoint');
       if (!checkpoint) return undefined;
     }
-    return { stage: stage.id, config: config.path, model, checkpoint };
+    const embeddedModel = !!configModel && modelPick.label === LABELS.embeddedModel;
+    return { stage: stage.id, config: config.path, model, checkpoint, data, ...(embeddedModel ? { embeddedModel } : {}) };
   }
 
   private async browseModelDir(openLabel: string): Promise<string | undefined> {
@@ -425,8 +505,9 @@ export class TrainController implements vscode.Disposable {
     } catch {
       /* reported below */
     }
-    if (!looksLikeModelDir(files)) {
-      void vscode.window.showErrorMessage(`CoA: ${dir} is not a Hugging Face model directory (config.json and *.safetensors / *.bin expected).`);
+    const problem = modelDirProblem(dir);
+    if (problem || !looksLikeModelDir(files)) {
+      void vscode.window.showErrorMessage(`CoA: ${problem ?? `${dir} is not a Hugging Face model directory (config.json and *.safetensors / *.bin expected).`}`);
       return undefined;
     }
     return dir;

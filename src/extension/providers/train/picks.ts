@@ -9,6 +9,8 @@ export const TITLES = {
   checkpoint: 'CoA: Train Stage (4/4): starting checkpoint',
   resumeRun: 'CoA: Resume Run (1/2): run',
   resumeStage: 'CoA: Resume Run (2/2): stage',
+  /** Shown after the run config when it has a data section, or when "Your own data…" was picked. */
+  data: 'CoA: Train Stage: data',
 } as const;
 
 export const PLACEHOLDERS = {
@@ -18,6 +20,7 @@ export const PLACEHOLDERS = {
   checkpoint: 'Pick a starting checkpoint',
   resumeRun: 'Pick the run to resume',
   resumeStage: 'Pick the stage to resume from its latest checkpoint',
+  data: 'Pick a slot to choose its file, then "Use this data" (checked with coa data check before training)',
 } as const;
 
 export const LABELS = {
@@ -26,6 +29,11 @@ export const LABELS = {
   hfModel: 'Hugging Face model directory…',
   noCheckpoint: 'None (start fresh)',
   browseCheckpoint: 'Browse…',
+  ownData: 'Your own data…',
+  configData: 'Data from the run config',
+  changeData: 'Choose other data files…',
+  configModel: 'Model from the run config',
+  dataDone: 'Use this data',
 } as const;
 
 export const STAGE_PICKS = [...STAGES, PIPELINE].map((s) => ({ id: s.id, label: s.label, detail: s.detail }));

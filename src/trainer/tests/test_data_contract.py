@@ -1,0 +1,71 @@
+"""The data contract from the Python side (docs/training.md, "Data contract"): what `coa data prepare` writes is
+read by the trainer with Python string indices, so segment offsets must be code points — checked here on text
+with astral characters, where UTF-16 offsets would be off by one per emoji. Bad data: one error line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from conftest import REPO
+
+CLI = REPO / "dist" / "cli.js"
+TAGS = {"think": "<think>", "action": "<search>", "observation": "<observation>", "answer": "<answer>"}
+
+
+def coa(*args: str) -> subprocess.CompletedProcess:
+    node = os.environ.get("COA_NODE") or shutil.which("node")
+    assert node, "node is needed for the data contract (COA_NODE or node on PATH)"
+    assert CLI.is_file(), f"{CLI} missing: run `node scripts/build.mjs` (npm run build)"
+    return subprocess.run([node, str(CLI), *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_sft_segments_are_python_string_indices(tmp_path: Path):
+    response = ("<think>🦈 not sure 𝔁, search.</think>\n<search>jaws 📚 author</search>\n"
+                "<observation>Doc 1 🦈 Peter Benchley wrote Jaws.</observation>\n<answer>Peter Benchley</answer>")
+    src = tmp_path / "t.coa.jsonl"
+    src.write_text(json.dumps({"id": "a", "question": "who wrote jaws?", "golden_answers": ["Peter Benchley"],
+                               "response": response}, ensure_ascii=False) + "\n", encoding="utf-8")
+    out = tmp_path / "sft.jsonl"
+    r = coa("data", "prepare", "sft", str(src), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(out.read_text(encoding="utf-8"))
+    assert rec["response"] == response
+    segs = rec["segments"]
+    assert segs[0]["start"] == 0 and segs[-1]["end"] == len(response)
+    for a, b in zip(segs, segs[1:]):
+        assert a["end"] == b["start"], "segments are contiguous"
+    for s in segs:
+        piece = response[s["start"]:s["end"]]
+        if s["kind"] in TAGS:
+            assert piece.startswith(TAGS[s["kind"]]) and piece.endswith(TAGS[s["kind"]].replace("<", "</")), piece
+        else:
+            assert piece.strip() == "", piece
+    assert [s["kind"] for s in segs if s["kind"] != "text"] == ["think", "action", "observation", "answer"]
+    assert rec["tool_calls"] == 1 and rec["correct"] is True and rec["dialect"] == "coa"
+
+
+def test_questions_from_the_autocoa_parquet(tmp_path: Path):
+    out = tmp_path / "questions.jsonl"
+    r = coa("data", "prepare", "questions", "examples/data/autocoa/hotpotqa_dev.parquet", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 400
+    assert [row["origin"]["line"] for row in rows[:3]] == [1, 2, 3]
+    assert all(set(row) == {"id", "question", "golden_answers", "data_source", "origin"} for row in rows)
+    assert all(row["question"] and row["golden_answers"] and all(isinstance(g, str) for g in row["golden_answers"])
+               for row in rows)
+
+
+def test_bad_data_is_one_error_line_and_exit_2(tmp_path: Path):
+    bad = tmp_path / "q.jsonl"
+    bad.write_text('{"question": "q?", "golden_answers": ["a"]}\n{"question": "x", "golden_answers": 7}\n')
+    out = tmp_path / "out.jsonl"
+    r = coa("data", "prepare", "questions", str(bad), "--out", str(out))
+    assert r.returncode == 2
+    assert re.fullmatch(rf"{re.escape(str(bad))}:2:\d+: error: golden_answers: .+\n", r.stderr), r.stderr
+    assert not out.exists()
