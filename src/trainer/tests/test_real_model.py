@@ -239,6 +239,35 @@ def test_rollout_keeps_ids_end_to_end_with_text_tags(realistic_model_dir):
     assert retok_drift(tok, tr.ids)
 
 
+def test_eval_runs_the_rl_loop_with_evals_own_limits(realistic_model_dir, tmp_path):
+    """Eval (and the workflow baseline) sample through rollout.rollout with eval.max_obs_tokens / eval.max_len —
+    no separate loop with its own hard-coded limits."""
+    from transformers import AutoTokenizer
+
+    import coa_trainer.baselines as baselines
+    import coa_trainer.evaluate as evaluate
+    import coa_trainer.rollout as rollout_mod
+
+    assert evaluate.rollout is rollout_mod.rollout and baselines.eval_rollout is evaluate.eval_rollout
+    assert not hasattr(__import__("coa_trainer.generate").generate, "rollout")
+    tok = AutoTokenizer.from_pretrained(str(realistic_model_dir))
+    config = validate_config(_config(realistic_model_dir, tmp_path / "t.jsonl", eval={"max_obs_tokens": 5}))
+    io = AgentIO.make(tok, tags("search-r1"))
+    prompt = tok("<|im_start|>assistant\n", add_special_tokens=False)["input_ids"]
+    turn1 = tok("<search> Evan Morris </search>\n\n", add_special_tokens=False)["input_ids"]
+    observation = "Doc 1(Title: \"Evan Morris\") Evan Morris was a lobbyist for Genentech and Roche."
+    obs_ids, cut = io.observation_ids(observation, 5)
+    assert cut and len(obs_ids) < len(io.observation_ids(observation, 500)[0])
+    turn2 = tok("<answer> Genentech </answer>", add_special_tokens=False)["input_ids"]
+    model = Scripted(prompt + turn1 + obs_ids + turn2, len(tok), tok.eos_token_id)
+    (tr,) = evaluate.eval_rollout(model, tok, config, [prompt], lambda qs: [observation] * len(qs), CPU, io)
+    assert tr.ids == turn1 + obs_ids + turn2 and tr.truncated  # the observation was cut at eval.max_obs_tokens
+    short = validate_config(_config(realistic_model_dir, tmp_path / "t.jsonl",
+                                    eval={"max_len": len(prompt) + len(turn1) + 2}))
+    (tr,) = evaluate.eval_rollout(model, tok, short, [prompt], lambda qs: [observation] * len(qs), CPU, io)
+    assert len(tr.prompt_ids) + len(tr.ids) == short["eval"]["max_len"] and tr.truncated and not tr.finished
+
+
 # ---------------------------------------------------------------- every stage, a few steps
 
 @needs_server
