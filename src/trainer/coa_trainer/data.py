@@ -4,6 +4,7 @@ because the environment writes it) — never by searching decoded text."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import random
 from dataclasses import dataclass, field
@@ -97,8 +98,6 @@ def encode_trajectory(tok: Any, prompt_ids: list[int], response: str, segments: 
     kinds: list[str] = []
     mask: list[int] = []
     offsets: list[int] = []
-    import bisect
-
     for obs, a, b in runs:
         enc = tok(response[a:b], add_special_tokens=False, return_offsets_mapping=True)
         for tid, (o, _) in zip(enc["input_ids"], enc["offset_mapping"]):
