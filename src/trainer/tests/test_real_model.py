@@ -239,6 +239,27 @@ def test_rollout_keeps_ids_end_to_end_with_text_tags(realistic_model_dir):
     assert retok_drift(tok, tr.ids)
 
 
+def test_simulated_observation_stops_on_the_closing_tag_string(realistic_model_dir):
+    """RL-1 with text tags: the policy writes the observation after `<information>` until `</information>` (a
+    string, several tokens), mask 0; then its next turn goes on from the same ids."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(realistic_model_dir))
+    t = tags("search-r1")
+    io = AgentIO.make(tok, t)
+    prompt = tok("<|im_start|>assistant\n", add_special_tokens=False)["input_ids"]
+    turn1 = tok("<search> Evan Morris </search>\n\n", add_special_tokens=False)["input_ids"]
+    written = tok("Doc 1 Evan Morris was a lobbyist.</information>\n\n", add_special_tokens=False)["input_ids"]
+    turn2 = tok("<answer> lobbyist </answer>", add_special_tokens=False)["input_ids"]
+    script = prompt + turn1 + io.obs_open_ids() + written + turn2
+    (tr,) = rollout(Scripted(script, len(tok), tok.eos_token_id), tok, [prompt], t, None, max_turns=2,
+                    max_new_tokens=40, max_obs_tokens=40, max_len=1024, device=CPU.device, dtype=None, io=io)
+    n_obs = len(io.obs_open_ids()) + len(written)
+    assert tr.simulated and tr.finished and tr.prompt_ids + tr.ids == script
+    assert tr.loss_mask == [1] * len(turn1) + [0] * n_obs + [1] * len(turn2)
+    assert not retok_mismatch(tr) and len(tr.contexts) == 3  # turn 1, the observation, turn 2
+
+
 def test_eval_runs_the_rl_loop_with_evals_own_limits(realistic_model_dir, tmp_path):
     """Eval (and the workflow baseline) sample through rollout.rollout with eval.max_obs_tokens / eval.max_len —
     no separate loop with its own hard-coded limits."""
