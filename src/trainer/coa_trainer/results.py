@@ -55,6 +55,9 @@ def compute_rows(run_dir: Path, config: dict, env: Any, writer: Any, split: str 
         model_dir = final_dir(run_dir, stage)
         t0 = time.time()
         row: dict = {"setting": setting, **{k: None for k in ROW_KEYS}}
+        if mode == "no-tool" and own:  # the closed-book row is the embedded benchmark's pretraining form
+            rows.append(row)
+            continue
         if not (model_dir / "config.json").is_file():
             writer.emit("log", level="warning", message=f"results: {setting} has no model ({model_dir} missing); "
                         "its row is empty")
@@ -63,9 +66,6 @@ def compute_rows(run_dir: Path, config: dict, env: Any, writer: Any, split: str 
         model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)
         model.eval()
         records: list[dict] = []
-        if mode == "no-tool" and own:  # the closed-book row is the embedded benchmark's pretraining form
-            rows.append(row)
-            continue
         if mode == "no-tool":
             metrics = no_tool_eval(model, tok, bench, config, split, rt)
         elif mode == "workflow":
