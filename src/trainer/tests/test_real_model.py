@@ -239,6 +239,17 @@ def test_rollout_keeps_ids_end_to_end_with_text_tags(realistic_model_dir):
     assert retok_drift(tok, tr.ids)
 
 
+def test_hermes_calls_search_the_query_argument(realistic_model_dir):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(realistic_model_dir))
+    io = AgentIO.make(tok, tags("hermes"))
+    call = '<tool_call>{"name": "search", "arguments": {"query": "Evan Morris"}}</tool_call>'
+    assert io.query(tok(call, add_special_tokens=False)["input_ids"], 0) == "Evan Morris"
+    broken = "<tool_call>Evan Morris lobbyist</tool_call>"  # not JSON: searched as written, graded as malformed
+    assert io.query(tok(broken, add_special_tokens=False)["input_ids"], 0) == "Evan Morris lobbyist"
+
+
 def test_simulated_observation_stops_on_the_closing_tag_string(realistic_model_dir):
     """RL-1 with text tags: the policy writes the observation after `<information>` until `</information>` (a
     string, several tokens), mask 0; then its next turn goes on from the same ids."""
