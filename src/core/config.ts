@@ -218,9 +218,27 @@ export const RunConfigSchema = z
         path: z.string().nullable().default(null).describe('Hugging Face model directory (null: the embedded default).'),
         lora: LoraSchema.nullable().default(null).describe('Train LoRA adapters (peft) instead of all weights.'),
         embedded: EmbeddedModelSchema.default(EmbeddedModelSchema.parse({})),
+        dtype: z
+          .enum(['float32', 'bfloat16', 'auto'])
+          .default('float32')
+          .describe('Dtype the weights are loaded (and trained) in. bfloat16 halves memory for large models; auto: the checkpoint\'s own torch_dtype. The top-level dtype is the autocast of the forward pass.'),
+        tags_as_special_tokens: z
+          .boolean()
+          .nullable()
+          .default(null)
+          .describe('Add the dialect tags to the tokenizer as special tokens (resizing the embeddings). null: yes for the embedded default, no for model.path — a pretrained model keeps its vocabulary and writes tags as text.'),
+        chat_template: z
+          .boolean()
+          .default(true)
+          .describe('Build prompts with the tokenizer\'s chat template (system + user, generation prompt) when it has one; prompt_template otherwise.'),
+        system_prompt: z.string().nullable().default(null).describe('System turn (null: the dialect\'s, src/core/prompts.ts).'),
+        user_prompt: z.string().nullable().default(null).describe('User turn with {question} (null: the dialect\'s, src/core/prompts.ts).'),
       })
       .strict()
-      .default({ path: null, lora: null, embedded: EmbeddedModelSchema.parse({}) }),
+      .default({
+        path: null, lora: null, embedded: EmbeddedModelSchema.parse({}), dtype: 'float32',
+        tags_as_special_tokens: null, chat_template: true, system_prompt: null, user_prompt: null,
+      }),
     benchmark: BenchmarkSchema.default(BenchmarkSchema.parse({})),
     data: DataSchema.nullable().default(null).describe('Your own questions, trajectories and corpus (null: the embedded benchmark).'),
     stages: z
@@ -249,9 +267,14 @@ export const RunConfigSchema = z
         max_new_tokens: posInt().default(48).describe('Tokens generated per turn.'),
         batch_size: posInt().default(32),
         top_k: posInt().default(2),
+        max_obs_tokens: posInt().default(256).describe('Observation tokens at most per search (longer ones are cut).'),
+        max_len: posInt().default(1024).describe('Prompt + response tokens at most; a rollout reaching it is truncated.'),
       })
       .strict()
-      .default({ splits: ['dev'], limit: null, max_turns: 4, max_new_tokens: 48, batch_size: 32, top_k: 2 }),
+      .default({
+        splits: ['dev'], limit: null, max_turns: 4, max_new_tokens: 48, batch_size: 32, top_k: 2,
+        max_obs_tokens: 256, max_len: 1024,
+      }),
     env: z
       .object({
         node: z.string().nullable().default(null).describe('node executable (default: COA_NODE or node on PATH).'),

@@ -13,26 +13,14 @@ from .rollout import RlTrajectory
 CALL_CODES = frozenset({"COA005", "COA009", "COA010", "COA011", "COA012"})
 
 
-def think_tokens(ids: list[int], mask: list[int], think_open: int, think_close: int) -> int:
-    """Model-written tokens inside think blocks (tags excluded)."""
-    inside, n = False, 0
-    for i, m in zip(ids, mask):
-        if i == think_open:
-            inside = True
-        elif i == think_close:
-            inside = False
-        elif inside and m:
-            n += 1
-    return n
-
-
-def step_sums(trajs: list[RlTrajectory], breakdowns: list[dict], group_size: int, think_open: int,
-              think_close: int, retok: list[bool]) -> dict[str, float]:
+def step_sums(trajs: list[RlTrajectory], breakdowns: list[dict], group_size: int, io: Any,
+              retok: list[bool], drift: list[bool] | None = None) -> dict[str, float]:
     s: dict[str, float] = {k: 0.0 for k in (
         "n", "reward", "reward_sq", "em", "f1", "tc", "calls", "failures", "called", "malformed", "truncated",
         "format_errors", "groups", "groups_all_correct", "groups_all_wrong", "gen_tokens", "think_tokens",
-        "retok_mismatches")}
-    for tr, b, bad in zip(trajs, breakdowns, retok):
+        "retok_mismatches", "retok_drift")}
+    drift = drift or [False] * len(trajs)
+    for tr, b, bad, dr in zip(trajs, breakdowns, retok, drift):
         r = float(b["total"])
         s["n"] += 1
         s["reward"] += r
@@ -48,8 +36,9 @@ def step_sums(trajs: list[RlTrajectory], breakdowns: list[dict], group_size: int
         s["truncated"] += float(tr.truncated)
         s["format_errors"] += float(not b["format_ok"])
         s["gen_tokens"] += sum(tr.loss_mask)
-        s["think_tokens"] += think_tokens(tr.ids, tr.loss_mask, think_open, think_close)
+        s["think_tokens"] += io.think_tokens(tr.ids, tr.loss_mask)
         s["retok_mismatches"] += float(bad)
+        s["retok_drift"] += float(dr)
     for g in range(0, len(breakdowns), group_size):
         correct = [float(b["r_correct"]) > 0 for b in breakdowns[g:g + group_size]]
         s["groups"] += 1
@@ -82,5 +71,6 @@ def step_values(s: dict[str, float]) -> dict[str, Any]:
         "response_len": _div(s["gen_tokens"], n),
         "think_len": _div(s["think_tokens"], n),
         "retok_mismatches": s["retok_mismatches"],
+        "retok_drift_rate": _div(s["retok_drift"], n),
         "trajectories": n,
     }

@@ -14,11 +14,13 @@ from typing import Any
 
 import torch
 
+from .agentio import AgentIO
 from .benchmark import Benchmark
-from .data import encode_text, prompt_text
+from .data import encode_text
 from .dialects import tags
-from .evaluate import plain_eval
-from .generate import rollout
+from .evaluate import eval_rollout, plain_eval
+from .prompts import prompt_ids
+from .userdata import golden
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -66,24 +68,24 @@ def workflow_eval(model: Any, tok: Any, bench: Benchmark, config: dict, split: s
     ecfg = config["eval"]
     t = tags(config["dialect"])
     questions = _questions(bench, config, split)
+    io = AgentIO.make(tok, t)
     records: list[dict] = []
     for i in range(0, len(questions), ecfg["batch_size"]):
         qs = questions[i:i + ecfg["batch_size"]]
         observations = env.search([q.question for q in qs], top_k=ecfg["top_k"], dialect=config["dialect"])
         prompts, prefixes = [], []
         for q, obs in zip(qs, observations["observations"]):
-            # same token layout as the agent loop: the action as the model would write it, the observation encoded
-            # once and appended (generate.rollout does exactly this after a real action)
+            # same token layout as the agent loop: the action as the model would write it, the observation
+            # tokenised once and appended (rollout.rollout does exactly this after a real action)
             prefix = encode_text(tok, f"{t.action_open} {q.question} {t.action_close}")[0]
-            prefix += tok(f"{t.obs_open}{obs}{t.obs_close}", add_special_tokens=False)["input_ids"]
+            prefix += io.observation_ids(obs, ecfg["max_obs_tokens"])[0]
             prefixes.append(prefix)
-            prompts.append(encode_text(tok, prompt_text(config, q.question))[0] + prefix)
-        trajs = rollout(model, tok, prompts, t, None, ecfg["max_turns"], ecfg["max_new_tokens"], rt.device,
-                        rt.autocast_dtype)
+            prompts.append(prompt_ids(tok, config, q.question) + prefix)
+        trajs = eval_rollout(model, tok, config, prompts, None, rt, io)  # tools refused: an action ends it
         for j, (q, prefix, tr) in enumerate(zip(qs, prefixes, trajs)):
             ids = prefix + tr.ids
             records.append({
-                "id": q.id, "question": q.question, "golden_answers": [q.answer],
+                "id": q.id, "question": q.question, "golden_answers": golden(q),
                 "response": tok.decode(ids, skip_special_tokens=False), "dialect": config["dialect"],
                 "tokens": {"ids": ids, "loss_mask": [0] * len(prefix) + tr.loss_mask},
                 "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {})},

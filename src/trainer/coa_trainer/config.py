@@ -72,7 +72,9 @@ def load_config(path: str | Path) -> dict:
         raw = json.loads(text)
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from e
-    return validate_config(raw, str(path))
+    from .userdata import resolve_data_paths
+
+    return resolve_data_paths(validate_config(raw, str(path)), path.resolve().parent)
 
 
 def default_config() -> dict:

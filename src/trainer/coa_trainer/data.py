@@ -4,6 +4,7 @@ because the environment writes it) — never by searching decoded text."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import random
 from dataclasses import dataclass, field
@@ -64,6 +65,105 @@ def encode_segments(tok: Any, prompt: str, segments: list[Segment], masked_kinds
         mask.append(1)
         offsets.append(max(0, pos - 1))
     return Encoded(prompt_ids, ids, kinds, mask, offsets, join_segments(segments))
+
+
+# ---------------------------------------------------------------- users' trajectories (core segments)
+
+MODEL_KINDS = frozenset({"think", "action", "answer", "text"})
+
+
+def encode_trajectory(tok: Any, prompt_ids: list[int], response: str, segments: list[dict],
+                      masked_kinds: frozenset[str] = frozenset(), eos: bool = True) -> Encoded:
+    """Token ids, kinds and loss mask of a user's trajectory from the core's segments (code-point spans of
+    `response`, `coa data prepare sft`).
+
+    Boundary rule: the response is cut into *runs* — maximal stretches of segments that are either all
+    environment-written (`observation`) or all model-written (think, action, answer and the `text` between blocks:
+    whitespace the model writes) — and each run is tokenised on its own. So no token straddles the edge of an
+    observation: a byte-level merge such as `">\n\n<"` across `</search>\n\n<observation>` is split there, an
+    observation token is never trained in SFT-2 and a model-written token is never dropped. It is also exactly how
+    the rollout loop builds the sequence (the model's ids, then the observation tokenised once and appended), so
+    SFT trains the token sequences the agent later produces. Inside a run a token may straddle two model-written
+    segments (`</think>\n<search>`); its kind is the segment where it starts (the fast tokenizer's offset
+    mapping), its mask is 1 either way. SFT-2 and SFT-3 tokenise identically; only the masks differ."""
+    runs: list[tuple[bool, int, int]] = []  # (observation?, start, end)
+    for seg in segments:
+        obs = seg["kind"] == "observation"
+        if runs and runs[-1][0] == obs and runs[-1][2] == seg["start"]:
+            runs[-1] = (obs, runs[-1][1], seg["end"])
+        else:
+            runs.append((obs, seg["start"], seg["end"]))
+    starts = [seg["start"] for seg in segments]
+    ids: list[int] = []
+    kinds: list[str] = []
+    mask: list[int] = []
+    offsets: list[int] = []
+    for obs, a, b in runs:
+        enc = tok(response[a:b], add_special_tokens=False, return_offsets_mapping=True)
+        for tid, (o, _) in zip(enc["input_ids"], enc["offset_mapping"]):
+            kind = segments[max(0, bisect.bisect_right(starts, a + o) - 1)]["kind"]
+            ids.append(tid)
+            kinds.append(kind)
+            mask.append(0 if kind in masked_kinds else 1)
+            offsets.append(a + o)
+    if eos and tok.eos_token_id is not None:
+        ids.append(tok.eos_token_id)
+        kinds.append("eos")
+        mask.append(1)
+        offsets.append(len(response))
+    return Encoded(list(prompt_ids), ids, kinds, mask, offsets, response)
+
+
+def user_sft_stream(records: list[dict], tok: Any, config: dict, stage: str, seed: int) -> Stream:
+    """SFT-2 / SFT-3 on the user's trajectories (data.sft through the core): CoA (≥ 1 tool call) : CoT = ratio : 1
+    as for the embedded benchmark."""
+    from .prompts import prompt_ids
+
+    scfg = config["stages"][stage]
+    masked = MASKED_KINDS_SFT2 if stage == "sft2" else frozenset()
+    examples = []
+    for r in records:
+        p = r["prompt"] if r.get("prompt") else None
+        pids = encode_text(tok, p)[0] if p else prompt_ids(tok, config, r["question"], r["dialect"])
+        e = encode_trajectory(tok, pids, r["response"], r["segments"], masked)
+        e.meta = {"id": r["id"], "question": r["question"], "golden_answers": r["golden_answers"],
+                  "coa": r["tool_calls"] > 0, "dialect": r["dialect"]}
+        examples.append(truncate(e, scfg["max_len"]))
+    coa = [e for e in examples if e.meta["coa"]]
+    cot = [e for e in examples if not e.meta["coa"]]
+    n_cot = min(len(cot), max(1, round(len(coa) / scfg["coa_cot_ratio"]))) if cot and coa else len(cot)
+
+    def epoch(e: int) -> list[Encoded]:
+        rng = random.Random(f"{seed}/{stage}/{e}")
+        items = coa + rng.sample(cot, n_cot)
+        rng.shuffle(items)
+        return items
+
+    return Stream(epoch)
+
+
+def user_pairs(pairs: list[dict], tok: Any, config: dict) -> list[Pair]:
+    """SFT-1 pairs from the core's pair lines: whole trajectories, observations out of the mean log-prob."""
+    from .prompts import prompt_ids
+
+    out = []
+    for p in pairs:
+        pids = encode_text(tok, p["prompt"])[0] if p.get("prompt") else prompt_ids(
+            tok, config, p["question"], p["chosen"].get("dialect") or config["dialect"])
+        c = encode_trajectory(tok, [], p["chosen"]["response"], p["chosen"]["segments"], MASKED_KINDS_SFT2)
+        r = encode_trajectory(tok, [], p["rejected"]["response"], p["rejected"]["segments"], MASKED_KINDS_SFT2)
+        out.append(Pair(pids, [], c.ids, r.ids, bool(p["act"]), c.loss_mask, r.loss_mask,
+                        {"id": p["id"], "kind": p["kind"]}))
+    return out
+
+
+def pair_stream(pairs: list[Pair], seed: int) -> Stream:
+    def epoch(e: int) -> list[Pair]:
+        items = list(pairs)
+        random.Random(f"{seed}/sft1/{e}").shuffle(items)
+        return items
+
+    return Stream(epoch)
 
 
 def prompt_text(config: dict, question: str) -> str:
@@ -160,6 +260,9 @@ class Pair:
     chosen_ids: list[int]
     rejected_ids: list[int]
     act: bool
+    chosen_mask: list[int] | None = None  # None: every continuation token counts
+    rejected_mask: list[int] | None = None
+    meta: dict = field(default_factory=dict)
 
 
 def sft1_pairs(bench: Benchmark, tok: Any, config: dict, t: Tags, split: str, seed: int) -> list[Pair]:

@@ -20,7 +20,10 @@ import torch
 from . import quiet  # noqa: F401
 from .benchmark import Benchmark
 from .data import encode_text, prompt_text
-from .generate import generate, rollout
+from .generate import generate
+from .prompts import prompt_ids
+from .rollout import rollout
+from .userdata import golden
 
 
 def normalize_answer(s: str) -> str:
@@ -66,14 +69,31 @@ def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-@torch.no_grad()
-def agent_eval(model: Any, tok: Any, bench: Benchmark, config: dict, split: str, rt: Any, env: Any,
-               tools: bool = True, run: str | None = None, stage: str = "eval") -> tuple[dict, list[dict]]:
-    """Greedy rollouts with the search tool served by `env`, graded by the server (scheme em)."""
+def _rate(rows: list[dict], pred) -> float | None:
+    """Mean of pred over the rows whose question knows its optimum (the embedded benchmark's; users' do not)."""
+    sel = [r for r in rows if r["optimal"] is not None]
+    return _mean([1.0 if pred(r) else 0.0 for r in sel]) if sel else None
+
+
+def eval_rollout(model: Any, tok: Any, config: dict, prompts: list[list[int]], tool: Any, rt: Any, io: Any = None,
+                 ) -> list:
+    """Greedy rollouts with eval's limits — the RL stages' loop (rollout.rollout), so eval and RL sample alike."""
     from .dialects import tags
 
     ecfg = config["eval"]
-    t = tags(config["dialect"])
+    return rollout(model, tok, prompts, tags(config["dialect"]), tool, max_turns=ecfg["max_turns"],
+                   max_new_tokens=ecfg["max_new_tokens"], max_obs_tokens=ecfg["max_obs_tokens"],
+                   max_len=ecfg["max_len"], device=rt.device, dtype=rt.autocast_dtype, temperature=0.0,
+                   simulate=False, io=io)
+
+
+@torch.no_grad()
+def agent_eval(model: Any, tok: Any, bench: Any, config: dict, split: str, rt: Any, env: Any,
+               tools: bool = True, run: str | None = None, stage: str = "eval", io: Any = None
+               ) -> tuple[dict, list[dict]]:
+    """Greedy rollouts with the search tool served by `env`, graded by the server (scheme em). `bench`: the
+    embedded benchmark or the user's data (anything with split())."""
+    ecfg = config["eval"]
     questions = bench.split(split)
     if ecfg["limit"]:
         questions = questions[: ecfg["limit"]]
@@ -90,12 +110,11 @@ def agent_eval(model: Any, tok: Any, bench: Benchmark, config: dict, split: str,
     trajs_all = []
     for i in range(0, len(questions), ecfg["batch_size"]):
         qs = questions[i:i + ecfg["batch_size"]]
-        prompts = [encode_text(tok, prompt_text(config, q.question))[0] for q in qs]
-        trajs = rollout(model, tok, prompts, t, tool if tools else None, ecfg["max_turns"], ecfg["max_new_tokens"],
-                        rt.device, rt.autocast_dtype)
+        prompts = [prompt_ids(tok, config, q.question) for q in qs]
+        trajs = eval_rollout(model, tok, config, prompts, tool if tools else None, rt, io)
         for j, (q, tr) in enumerate(zip(qs, trajs)):
             records.append({
-                "id": q.id, "question": q.question, "golden_answers": [q.answer],
+                "id": q.id, "question": q.question, "golden_answers": golden(q),
                 "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": config["dialect"],
                 "tokens": {"ids": tr.ids, "loss_mask": tr.loss_mask},
                 "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {})},
@@ -117,13 +136,13 @@ def agent_eval(model: Any, tok: Any, bench: Benchmark, config: dict, split: str,
         "tc": _mean([float(r["tc"]) for r in rows]),
         "tp": (sum(r["em"] for r in rows) / total_tc) if total_tc else None,
         "format_error_rate": _mean([0.0 if r["format_ok"] else 1.0 for r in rows]),
-        "em_known": _mean([r["em"] for r in rows if r["known"]]),
-        "em_unknown": _mean([r["em"] for r in rows if not r["known"]]),
+        "em_known": _mean([r["em"] for r in rows if r["known"] is True]),
+        "em_unknown": _mean([r["em"] for r in rows if r["known"] is False]),
         "em_2hop": _mean([r["em"] for r in rows if r["hops"] == 2]),
-        "tc_optimal": _mean([float(r["optimal"]) for r in rows]),
-        "tc_exact_rate": _mean([1.0 if r["tc"] == r["optimal"] else 0.0 for r in rows]),
-        "overcall_rate": _mean([1.0 if r["tc"] > r["optimal"] else 0.0 for r in rows]),
-        "undercall_rate": _mean([1.0 if r["tc"] < r["optimal"] else 0.0 for r in rows]),
+        "tc_optimal": _mean([float(r["optimal"]) for r in rows if r["optimal"] is not None]),
+        "tc_exact_rate": _rate(rows, lambda r: r["tc"] == r["optimal"]),
+        "overcall_rate": _rate(rows, lambda r: r["tc"] > r["optimal"]),
+        "undercall_rate": _rate(rows, lambda r: r["tc"] < r["optimal"]),
         "truncated_rate": _mean([1.0 if r["truncated"] else 0.0 for r in rows]),
         "tool_failure_rate": failures["n"] / max(1, sum(len(tr.queries) for _, tr in trajs_all)),
         "questions": float(len(rows)),
@@ -145,7 +164,7 @@ def format_table(rows: list[tuple[str, dict]]) -> str:
 
 
 def latest_stage_dir(run_dir: Path) -> tuple[str, Path] | None:
-    from .train import STAGE_ORDER, final_dir
+    from .runlayout import STAGE_ORDER, final_dir
 
     for stage in reversed(STAGE_ORDER):
         if (final_dir(run_dir, stage) / "config.json").is_file():
@@ -161,8 +180,9 @@ def eval_command(args: Any) -> int:
     from .config import ConfigError, load_config
     from .env_client import EnvClient, EnvError
     from .events import EventWriter
-    from .model import ModelDirError, load_model, setup_runtime
-    from .train import data_dir
+    from .model import ModelDirError, load_for_config, setup_runtime
+    from .runlayout import corpus_path, data_dir
+    from .userdata import DataError, UserData
 
     run_dir = Path(args.run_dir)
     writer = EventWriter(run_dir)
@@ -185,15 +205,23 @@ def eval_command(args: Any) -> int:
             meta = json.loads(info.read_text())
             stage, step = meta.get("stage", stage), int(meta.get("step", 0))
         rt = setup_runtime(config)
-        bench = ensure_benchmark_files(config, data_dir(config, run_dir))
-        model, tok = load_model(model_dir, rt, None, trainable=False)
+        if config.get("data") is not None:
+            bench = UserData(config, data_dir(config, run_dir) / "prepared")
+            if args.mode == "plain":
+                raise DataError("--mode plain is the embedded benchmark's closed-book form; use agent or no-tool")
+            for split in splits:
+                bench.split(split)  # bad data fails here, before any model is loaded
+            if not args.env_url:
+                bench.check_corpus()
+        else:
+            bench = ensure_benchmark_files(config, data_dir(config, run_dir))
+        model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)
         model.eval()
         if args.mode != "plain":
             if args.env_url:
                 env = EnvClient(args.env_url, args.env_token or "")
             else:
-                corpus = config["env"]["corpus"] or str(data_dir(config, run_dir) / "corpus.jsonl")
-                env = EnvClient.start(corpus, config["dialect"], config["env"]["node"], config["env"]["cli"],
+                env = EnvClient.start(corpus_path(config, run_dir), config["dialect"], config["env"]["node"], config["env"]["cli"],
                                       config["env"]["startup_timeout_s"])
         results = []
         out_dir = run_dir / "eval"
@@ -221,6 +249,9 @@ def eval_command(args: Any) -> int:
         return 2
     except ModelDirError as e:
         writer.emit("error", message=str(e), code="missing_model")
+        return 2
+    except DataError as e:
+        writer.emit("error", message=str(e), code="bad_data")
         return 2
     except EnvError as e:
         writer.emit("error", message=f"environment server: {e}", code="env_unreachable")

@@ -1,24 +1,57 @@
-"""Batched generation with a KV cache (left padding), and the multi-turn tool loop. Token ids flow end to end:
-generated ids are kept as ids, observations are encoded once and appended with loss-mask 0 — no decode → re-encode
-between turns. Written for reuse by the RL stages (sampling, per-token log-probs, masks)."""
+"""Batched generation with a KV cache (left padding), greedy or sampled, with per-token log-probs; stops on token
+ids or on strings (`StringStops`). The multi-turn tool loop built on it is `rollout.rollout` (RL, eval and the
+workflow baseline all use that one loop)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
-from .dialects import Tags
 from .losses import autocast
+
+
+class StringStops:
+    """Stop when a string has been generated, however the tokenizer split it over tokens or merged it with the
+    next characters (byte-level BPE writes `</search>` as `</`, `search`, `>` or `>\n\n` …). Only rows whose
+    newest token contains a stop string's last character are decoded (a short tail window), so the check costs
+    almost nothing on text without tags."""
+
+    def __init__(self, tok: Any, strings: list[str]):
+        self.tok, self.strings = tok, [s for s in strings if s]
+        self.last_chars = {s[-1] for s in self.strings}
+        # tokens decode to ≥ 1 character, but up to 4 byte-level tokens may make one character together
+        self.window = 4 * max((len(s) for s in self.strings), default=1) + 4
+        self._cand: dict[int, bool] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.strings)
+
+    def _candidate(self, t: int) -> bool:
+        c = self._cand.get(t)
+        if c is None:
+            piece = self.tok.decode([t], skip_special_tokens=False)
+            c = self._cand[t] = any(ch in piece for ch in self.last_chars)
+        return c
+
+    def hit(self, ids: list[int]) -> bool:
+        """Whether a stop string ends inside the last token of `ids` (it was not complete before it)."""
+        if not ids or not self._candidate(ids[-1]):
+            return False
+        tail = ids[-self.window:]
+        full = self.tok.decode(tail, skip_special_tokens=False)
+        prev = self.tok.decode(tail[:-1], skip_special_tokens=False)
+        return any(full.find(s, max(0, len(prev) - len(s) + 1)) >= 0 for s in self.strings)
 
 
 @torch.no_grad()
 def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
              device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
-             generator: torch.Generator | None = None) -> tuple[list[list[int]], list[list[float]], list[bool]]:
-    """Continue each prompt until a stop id (included) or max_new_tokens. Greedy when temperature == 0.
-    Returns (new ids, their log-probs under the sampling distribution, whether each row stopped on a stop id)."""
+             generator: torch.Generator | None = None, stop_strings: StringStops | None = None
+             ) -> tuple[list[list[int]], list[list[float]], list[bool]]:
+    """Continue each prompt until a stop id or stop string (included) or max_new_tokens. Greedy when
+    temperature == 0. Returns (new ids, their log-probs under the sampling distribution, whether each row
+    stopped on a stop)."""
     B = len(prompts)
     if B == 0:
         return [], [], []
@@ -36,11 +69,15 @@ def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids
     stop = torch.tensor(sorted(stop_ids), dtype=torch.long, device=device)
     # Per-step results stay on the device and cross to the host once at the end: reading them row by row (int(),
     # float(), done[i]) costs one device sync per element, which made CUDA rollouts of a tiny model slower than
-    # CPU (first CUDA run: 253 generated tok/s at batch 64). One sync per step remains: the early stop.
+    # CPU (first CUDA run: 253 generated tok/s at batch 64). One sync per step remains: the early stop — with
+    # stop strings it is the step's token ids instead (the strings are checked on the host).
     steps_tok: list[torch.Tensor] = []
     steps_lp: list[torch.Tensor] = []
     steps_live: list[torch.Tensor] = []
     steps_hit: list[torch.Tensor] = []
+    strings = stop_strings if stop_strings else None
+    rows: list[list[int]] = [[] for _ in range(B)]
+    done_host = [False] * B
     past = None
     step_ids, step_pos = ids, pos
     for _ in range(max_new_tokens):
@@ -55,14 +92,27 @@ def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids
         else:
             nxt = logits.argmax(-1)
         nxt = torch.where(done, torch.full_like(nxt, pad_id), nxt)
-        hit = torch.isin(nxt, stop) & ~done
         steps_tok.append(nxt)
         steps_lp.append(logp.gather(-1, nxt.unsqueeze(-1)).squeeze(-1))
         steps_live.append(~done)
-        steps_hit.append(hit)
-        done = done | hit
-        if bool(done.all()):
-            break
+        if strings is None:
+            hit = torch.isin(nxt, stop) & ~done
+            steps_hit.append(hit)
+            done = done | hit
+            if bool(done.all()):
+                break
+        else:
+            hits = [False] * B
+            for i, t in enumerate(nxt.tolist()):  # the step's one sync
+                if done_host[i]:
+                    continue
+                rows[i].append(t)
+                hits[i] = t in stop_ids or strings.hit(rows[i])
+                done_host[i] = hits[i]
+            steps_hit.append(torch.tensor(hits, device=device))
+            if all(done_host):
+                break
+            done = torch.tensor(done_host, device=device)
         attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=-1)
         step_pos = step_pos[:, -1:] + 1
         step_ids = nxt.unsqueeze(-1)
@@ -73,79 +123,3 @@ def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids
     out = [[t for t, keep in zip(toks[i], live[i]) if keep] for i in range(B)]
     logps = [[lp for lp, keep in zip(lps[i], live[i]) if keep] for i in range(B)]
     return out, logps, stopped
-
-
-@dataclass
-class Trajectory:
-    """One multi-turn rollout: response ids with per-token mask (1 = model wrote it) and kind."""
-
-    prompt_ids: list[int]
-    ids: list[int] = field(default_factory=list)
-    loss_mask: list[int] = field(default_factory=list)
-    logprobs: list[float | None] = field(default_factory=list)
-    queries: list[str] = field(default_factory=list)
-    tool_failures: int = 0
-    finished: bool = False  # ended with an answer / stop, not by a limit
-    truncated: bool = False
-
-
-def _last_between(ids: list[int], open_id: int, close_id: int) -> list[int] | None:
-    try:
-        end = len(ids) - 1 - ids[::-1].index(close_id)
-        start = len(ids) - 1 - ids[::-1].index(open_id)
-    except ValueError:
-        return None
-    return ids[start + 1:end] if start < end else None
-
-
-def rollout(model: Any, tok: Any, prompts: list[list[int]], t: Tags,
-            tool: Callable[[list[str]], list[str]] | None, max_turns: int, max_new_tokens: int,
-            device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
-            generator: torch.Generator | None = None, max_total: int = 1024) -> list[Trajectory]:
-    """The agent loop: generate until an action close / answer close / EOS; for an action, call `tool` with the
-    query text and append `<obs>observation</obs>` ids (mask 0). `tool=None` means no tools: an action ends the
-    trajectory. Each trajectory allows at most `max_turns` tool calls."""
-    tid = tok.convert_tokens_to_ids
-    a_open, a_close = tid(t.action_open), tid(t.action_close)
-    stops = {a_close, tok.eos_token_id}
-    if t.answer_close:
-        stops.add(tid(t.answer_close))
-    trajs = [Trajectory(list(p)) for p in prompts]
-    active = list(range(len(trajs)))
-    turn = 0
-    while active:
-        new, lps, stopped = generate(model, [trajs[i].prompt_ids + trajs[i].ids for i in active], max_new_tokens,
-                                     stops, tok.pad_token_id, device, dtype, temperature, generator)
-        calls: list[tuple[int, str]] = []
-        for i, ids, lp, st in zip(active, new, lps, stopped):
-            tr = trajs[i]
-            tr.ids += ids
-            tr.loss_mask += [1] * len(ids)
-            tr.logprobs += lp
-            if not st:
-                tr.truncated = True
-            elif ids[-1] == a_close and tool is not None and turn < max_turns:
-                q = _last_between(tr.ids, a_open, a_close)
-                calls.append((i, tok.decode(q, skip_special_tokens=False).strip() if q else ""))
-            else:
-                tr.finished = ids[-1] != a_close
-        turn += 1
-        if not calls:
-            break
-        observations = tool([q for _, q in calls])  # type: ignore[misc]
-        active = []
-        for (i, q), obs in zip(calls, observations):
-            tr = trajs[i]
-            tr.queries.append(q)
-            if obs is None:
-                tr.tool_failures += 1
-                obs = ""
-            obs_ids = tok(f"{t.obs_open}{obs}{t.obs_close}", add_special_tokens=False)["input_ids"]
-            tr.ids += obs_ids
-            tr.loss_mask += [0] * len(obs_ids)
-            tr.logprobs += [None] * len(obs_ids)
-            if len(tr.prompt_ids) + len(tr.ids) >= max_total:
-                tr.truncated = True
-            else:
-                active.append(i)
-    return trajs

@@ -55,10 +55,11 @@ def sft1_loss_parts(model: Any, pairs: list[Any], pad_id: int, device: torch.dev
     Returns the sum over pairs and the pair count; extras are sums (divided by the count when logged)."""
     seqs, masks = [], []
     for p in pairs:
-        for cont in (p.chosen_ids, p.rejected_ids):
+        for cont, cmask in ((p.chosen_ids, p.chosen_mask), (p.rejected_ids, p.rejected_mask)):
             ctx = p.prompt_ids + p.prefix_ids
             seqs.append(ctx + cont)
-            masks.append([0] * len(ctx) + [1] * len(cont))
+            # the mean runs over model-written tokens only (a whole trajectory's observations are the env's)
+            masks.append([0] * len(ctx) + (list(cmask) if cmask is not None else [1] * len(cont)))
     ids, attn, tmask = collate(seqs, masks, pad_id, device)
     lp = token_logprobs(model, ids, attn, dtype)
     mean_lp = (lp * tmask).sum(-1) / tmask.sum(-1).clamp(min=1)

@@ -100,29 +100,43 @@ def check_model_dir(path: str | Path) -> Path:
     return p
 
 
-def load_tokenizer(model_dir: Path) -> Any:
-    """The model dir's tokenizer, with every dialect tag guaranteed to be one special token."""
+def tags_as_special(config: dict) -> bool:
+    """model.tags_as_special_tokens; null: yes for the embedded default (its word-level tokenizer has every tag as
+    one token), no for a user's model — a pretrained model keeps its vocabulary and writes tags as text."""
+    v = config["model"].get("tags_as_special_tokens")
+    return (config["model"]["path"] is None) if v is None else bool(v)
+
+
+WEIGHT_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "auto": "auto"}
+
+
+def load_tokenizer(model_dir: Path, special_tags: bool = True) -> Any:
+    """The model dir's tokenizer. `special_tags`: every dialect tag is made one special token (added where
+    missing); otherwise the vocabulary is left exactly as it is and tags are text."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(model_dir))
-    missing = [t for t in all_tags() if len(tok.encode(t, add_special_tokens=False)) != 1
-               or tok.convert_tokens_to_ids(t) == tok.unk_token_id]
-    if missing:
-        tok.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False)
+    if special_tags:
+        missing = [t for t in all_tags() if len(tok.encode(t, add_special_tokens=False)) != 1
+                   or tok.convert_tokens_to_ids(t) == tok.unk_token_id]
+        if missing:
+            tok.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return tok
 
 
-def load_model(model_dir: str | Path, rt: Runtime, lora: dict | None = None, trainable: bool = True) -> tuple[Any, Any]:
-    """(model, tokenizer) from an HF directory; LoRA adapters added when `lora` is given."""
+def load_model(model_dir: str | Path, rt: Runtime, lora: dict | None = None, trainable: bool = True,
+               special_tags: bool = True, weight_dtype: str = "float32") -> tuple[Any, Any]:
+    """(model, tokenizer) from an HF directory, weights in `weight_dtype`; LoRA adapters added when `lora` is
+    given. The embeddings are resized only when special tags were added to the tokenizer."""
     from transformers import AutoModelForCausalLM
 
     model_dir = check_model_dir(model_dir)
-    tok = load_tokenizer(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    tok = load_tokenizer(model_dir, special_tags)
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=WEIGHT_DTYPES[weight_dtype])
     if model.get_input_embeddings().weight.shape[0] < len(tok):
-        model.resize_token_embeddings(len(tok))  # tags added to a user's tokenizer
+        model.resize_token_embeddings(len(tok))  # tags added to a user's tokenizer (tags_as_special_tokens)
     model.config.pad_token_id = tok.pad_token_id
     if lora is not None:
         from peft import LoraConfig, get_peft_model
@@ -134,6 +148,13 @@ def load_model(model_dir: str | Path, rt: Runtime, lora: dict | None = None, tra
     model.to(rt.device)
     model.train(trainable)
     return model, tok
+
+
+def load_for_config(model_dir: str | Path, rt: Runtime, config: dict, trainable: bool = True,
+                    lora: bool = True) -> tuple[Any, Any]:
+    """load_model with the run config's model choices (tags, weight dtype, LoRA)."""
+    return load_model(model_dir, rt, config["model"]["lora"] if lora else None, trainable,
+                      tags_as_special(config), config["model"].get("dtype", "float32"))
 
 
 def unwrap(model: Any) -> Any:

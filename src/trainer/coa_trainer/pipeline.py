@@ -53,15 +53,16 @@ def parse_steps(text: str | None) -> list[str]:
 
 
 def otc_config(config: dict, run_dir: Path) -> Path:
-    """The run config of the OTC-GRPO RL-2: the same, with the reward scheme switched and RL-1's result as start."""
-    from .train import final_dir
+    """The run config of the OTC-GRPO RL-2: the same, with the reward scheme switched and RL-2's own start (RL-1's
+    result in the embedded recipe; SFT-3's when a user's pipeline skips RL-1)."""
+    from .runlayout import resolve_init
 
     if "rl2" not in config["stages"]:
         raise PipelineError("this trainer has no rl2 stage (stages.rl2 is not in the run config schema)", "bad_config")
     derived = json.loads(json.dumps(config))
     rl2 = derived["stages"]["rl2"]
     rl2["reward"] = {**rl2.get("reward", {}), "scheme": "otc-grpo"}
-    rl2["init_from"] = str(final_dir(run_dir, "rl1"))
+    rl2["init_from"] = str(resolve_init(config, run_dir, "rl2", None, False))
     path = run_dir / "pipeline" / "rl2-otc.run.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(derived, indent=2) + "\n", encoding="utf-8")
@@ -88,7 +89,7 @@ class Pipeline:
 
     # ------------------------------------------------------------ stages
     def finished(self, label: str) -> bool:
-        from .train import final_dir
+        from .runlayout import final_dir
 
         return (final_dir(self.run_dir, label) / "coa_stage.json").is_file()
 
@@ -127,16 +128,16 @@ class Pipeline:
     def start_env(self) -> None:
         from .benchmark import ensure_benchmark_files
         from .env_client import EnvClient
-        from .train import data_dir
+        from .runlayout import corpus_path, data_dir
 
         if self.args.env_url:
             self.env = EnvClient(self.args.env_url, self.args.env_token or "")
             self.env.health()
             return
         # the corpus is part of the benchmark files: write them now (the pretrain stage would otherwise)
-        ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir))
-        corpus = self.config["env"]["corpus"] or str(data_dir(self.config, self.run_dir) / "corpus.jsonl")
-        self.env = EnvClient.start(corpus, self.config["dialect"], self.config["env"]["node"],
+        if self.config.get("data") is None:
+            ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir))
+        self.env = EnvClient.start(corpus_path(self.config, self.run_dir), self.config["dialect"], self.config["env"]["node"],
                                    self.config["env"]["cli"], self.config["env"]["startup_timeout_s"])
         self.writer.emit("log", level="info", message=f"pipeline: environment server at {self.env.url}")
 

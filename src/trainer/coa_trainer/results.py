@@ -38,11 +38,14 @@ def compute_rows(run_dir: Path, config: dict, env: Any, writer: Any, split: str 
     from .baselines import no_tool_eval, workflow_eval
     from .benchmark import ensure_benchmark_files
     from .evaluate import agent_eval
-    from .model import load_model, setup_runtime
-    from .train import data_dir, final_dir
+    from .model import load_for_config, setup_runtime
+    from .runlayout import data_dir, final_dir
+    from .userdata import UserData
 
     rt = setup_runtime(config)
-    bench = ensure_benchmark_files(config, data_dir(config, run_dir))
+    own = config.get("data") is not None
+    bench = UserData(config, data_dir(config, run_dir) / "prepared") if own \
+        else ensure_benchmark_files(config, data_dir(config, run_dir))
     wanted = [s for s in SETTINGS if settings is None or s[0] in settings]
     rows: list[dict] = []
     details: dict[str, dict] = {}
@@ -52,12 +55,15 @@ def compute_rows(run_dir: Path, config: dict, env: Any, writer: Any, split: str 
         model_dir = final_dir(run_dir, stage)
         t0 = time.time()
         row: dict = {"setting": setting, **{k: None for k in ROW_KEYS}}
+        if mode == "no-tool" and own:  # the closed-book row is the embedded benchmark's pretraining form
+            rows.append(row)
+            continue
         if not (model_dir / "config.json").is_file():
             writer.emit("log", level="warning", message=f"results: {setting} has no model ({model_dir} missing); "
                         "its row is empty")
             rows.append(row)
             continue
-        model, tok = load_model(model_dir, rt, None, trainable=False)
+        model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)
         model.eval()
         records: list[dict] = []
         if mode == "no-tool":

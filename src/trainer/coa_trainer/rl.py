@@ -10,10 +10,8 @@ all-reduced so the logged numbers and the loss normalisation are global. Rank 0 
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import signal
 import time
 import zlib
 from pathlib import Path
@@ -23,21 +21,22 @@ import torch
 
 from .agent_metrics import step_sums, step_values
 from .alerts import AlertMonitor
-from .data import Stream, encode_text, prompt_text
+from .data import Stream
 from .grpo import Sample, group_advantages, grpo_loss_parts
-from .rollout import RlTrajectory, retok_mismatch, rollout, token_offsets
+from .prompts import prompt_ids
+from .rollout import RlTrajectory, retok_drift, retok_mismatch, rollout, token_offsets
+from .runlayout import StageError, corpus_path, stage_dir
+from .userdata import golden
 
 def _connect_env(args: Any, config: dict, run_dir: Path, di: Any) -> tuple[Any, bool]:
     """(client, whether we started it). Rank 0 starts the server; the other ranks get its url and token."""
     from .env_client import EnvClient
-    from .train import data_dir
 
     if getattr(args, "env_url", None):
         return EnvClient(args.env_url, args.env_token or ""), False
     env, addr = None, [None, None]
     if di.rank == 0:
-        corpus = config["env"]["corpus"] or str(data_dir(config, run_dir) / "corpus.jsonl")
-        env = EnvClient.start(corpus, config["dialect"], config["env"]["node"], config["env"]["cli"],
+        env = EnvClient.start(corpus_path(config, run_dir), config["dialect"], config["env"]["node"], config["env"]["cli"],
                               config["env"]["startup_timeout_s"])
         addr = [env.url, env.token]
     if di.active:
@@ -51,15 +50,16 @@ def _grade_run_id(run: str, label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "-", f"{run}.{label}").lstrip("._-")[:128] or "run"
 
 
-def _record(tok: Any, q: Any, tr: RlTrajectory, advantage: float, breakdown: dict | None, meta: dict) -> dict:
+def _record(tok: Any, q: Any, tr: RlTrajectory, advantage: float, breakdown: dict | None, meta: dict,
+            dialect: str) -> dict:
     response = tok.decode(tr.ids, skip_special_tokens=False)
     tokens: dict[str, Any] = {"ids": tr.ids, "loss_mask": tr.loss_mask, "logprobs": tr.logprobs,
                               "advantages": [advantage if m else 0.0 for m in tr.loss_mask]}
     offsets = token_offsets(tok, tr.ids, response)
     if offsets is not None:
         tokens["offsets"] = offsets
-    rec = {"id": f"{q.id}-{meta['step']}-{meta['sample']}", "question": q.question, "golden_answers": [q.answer],
-           "response": response, "dialect": "coa", "tokens": tokens, "meta": meta}
+    rec = {"id": f"{q.id}-{meta['step']}-{meta['sample']}", "question": q.question, "golden_answers": golden(q),
+           "response": response, "dialect": dialect, "tokens": tokens, "meta": meta}
     if breakdown is not None:
         rec["reward"] = breakdown
     return rec
@@ -109,20 +109,16 @@ def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: l
 
 
 def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -> int:
-    from .benchmark import benchmark_from_config, ensure_benchmark_files
-    from .checkpoint import latest_checkpoint, load_checkpoint, prune_checkpoints, save_checkpoint
-    from .dialects import tags
+    from .checkpoint import prune_checkpoints, save_checkpoint
     from .evaluate import agent_eval
-    from .model import count_parameters, load_model, save_model_dir, setup_runtime, unwrap
-    from .train import StageError, data_dir, final_dir, lr_lambda, resolve_init, stage_dir
+    from .model import load_for_config
+    from .stage_setup import setup_stage
 
     stage = args.stage
-    label = getattr(args, "label", None) or stage
     scfg = config["stages"][stage]
     if getattr(args, "reward_scheme", None):
         scfg["reward"]["scheme"] = args.reward_scheme
     scheme, rparams = scfg["reward"]["scheme"], dict(scfg["reward"]["params"])
-    total = args.max_steps or scfg["steps"]
     P, G = scfg["prompts_per_step"], scfg["group_size"]
     if P % di.world_size:
         raise StageError(f"stages.{stage}.prompts_per_step {P} is not divisible by the {di.world_size} processes "
@@ -131,30 +127,17 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
         raise StageError(f"stages.{stage}.mini_batches {scfg['mini_batches']} is more than the "
                          f"{P // di.world_size} groups each of the {di.world_size} processes gets per step "
                          "(mini-batches are whole groups)", "bad_config")
-    if config["dialect"] != "coa":
-        raise StageError("the embedded benchmark is written in the coa dialect; set dialect to coa", "bad_config")
-    rt = setup_runtime(config, di.world_size, di.local_rank)
-    di.init(rt.device)
-    bench = ensure_benchmark_files(config, data_dir(config, run_dir)) if di.rank == 0 else benchmark_from_config(config)
-    init = resolve_init(config, run_dir, stage, bench, di.rank == 0)
-    di.barrier()
-
-    torch.manual_seed(config["seed"])
-    random.seed(config["seed"])
-    model, tok = load_model(init, rt, config["model"]["lora"])
+    run = setup_stage(config, args, run_dir, writer, di)
+    label, total, rt, tok, t, io = run.label, run.total, run.rt, run.tok, run.t, run.io
+    model, opt, sched, params, policy = run.model, run.opt, run.sched, run.params, run.policy
+    dialect = config["dialect"]
     ref = None
     if scfg["kl_coef"] > 0:
-        ref, _ = load_model(init, rt, None, trainable=False)
+        ref, _ = load_for_config(run.init, rt, config, trainable=False, lora=False)
         ref.requires_grad_(False)
-    t = tags("coa")
-    think_ids = (tok.convert_tokens_to_ids(t.think_open), tok.convert_tokens_to_ids(t.think_close))
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=scfg["lr"], weight_decay=scfg["weight_decay"], betas=(0.9, 0.95))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg["warmup_steps"], total))
-    model = di.wrap(model)
-    policy = unwrap(model)  # rollouts run outside DDP (its forward would wait for the other ranks)
-
-    train_qs = bench.split(scfg["question_split"])
+    source = run.source
+    train_qs = source.split(scfg["question_split"])
+    has_dev = bool(source.split("dev"))
 
     def epoch(e: int) -> list[Any]:
         qs = list(train_qs)
@@ -166,11 +149,10 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
     grade_run = _grade_run_id(writer.run, label)
     monitor = AlertMonitor(dict(scfg["alerts"]))
     sdir = stage_dir(run_dir, label)
-    ckpt_dir = sdir / "checkpoints"
+    ckpt_dir = run.ckpt_dir
     step, resumed_from = 0, None
     try:
-        if args.resume and (path := latest_checkpoint(ckpt_dir)) is not None:
-            state = load_checkpoint(path, model, opt, sched)
+        if (state := run.latest_state()) is not None:
             step = resumed_from = state["step"]
             extra = state.get("extra", {})
             monitor.load_state_dict(extra.get("alerts", {}))
@@ -179,43 +161,38 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
         elif di.rank == 0 and scheme == "otc-grpo":  # a fresh stage starts with no running minimum
             env.import_otc_state(grade_run, {"version": 1, "min_tool_calls": {}})
         di.barrier()
-        writer.emit("run_started", stage=label, config=config, total_steps=total, device=str(rt.device),
-                    world_size=di.world_size, pid=os.getpid(), resumed_from=resumed_from)
         sim_steps = round(scfg["simulated_fraction"] * total)
-        writer.emit("log", level="info", message=(
-            f"{label}: {count_parameters(model):,} parameters from {init}; GRPO, {P} questions × G={G} per step, "
-            f"reward {scheme}, {sim_steps} of {total} steps with simulated observations"))
+        run.started(resumed_from, f"GRPO, {P} questions × G={G} per step, reward {scheme}, {sim_steps} of {total} "
+                    f"steps with simulated observations")
 
         def tool(queries: list[str]) -> list[str | None]:
             try:
-                return list(env.search(queries, top_k=scfg["top_k"], dialect="coa")["observations"])
+                return list(env.search(queries, top_k=scfg["top_k"], dialect=dialect)["observations"])
             except Exception:  # noqa: BLE001 — a failed call is an empty observation, counted as a tool failure
                 return [None] * len(queries)
 
-        cancelled = {"flag": False}
-        signal.signal(signal.SIGTERM, lambda *_: cancelled.__setitem__("flag", True))
         started = time.time()
         saved_at = resumed_from  # step of the newest checkpoint on disk
         P_local = P // di.world_size
         gen = torch.Generator(device=rt.device)
-        while step < total and not cancelled["flag"]:
+        while step < total and not run.cancelled:
             t0 = time.time()
             # seeded per (step, rank): a resumed run samples exactly what the uninterrupted one would have
             gen.manual_seed(zlib.crc32(f"{config['seed']}/{stage}/{step}/{di.rank}".encode()))
             qs = stream.take(step * P + di.rank * P_local, P_local)
             simulated = step < sim_steps
-            prompts = [encode_text(tok, prompt_text(config, q.question))[0] for q in qs for _ in range(G)]
+            prompts = [prompt_ids(tok, config, q.question) for q in qs for _ in range(G)]
             timings: dict[str, float] = {"generate": 0.0, "tools": 0.0}
             trajs = rollout(policy, tok, prompts, t, None if simulated else tool, max_turns=scfg["max_turns"],
                             max_new_tokens=scfg["max_new_tokens"], max_obs_tokens=scfg["max_obs_tokens"],
                             max_len=scfg["max_len"], device=rt.device, dtype=rt.autocast_dtype,
-                            temperature=scfg["temperature"], generator=gen, timings=timings)
+                            temperature=scfg["temperature"], generator=gen, timings=timings, io=io)
             owners = [q for q in qs for _ in range(G)]
             meta = [{"run": writer.run, "stage": label, "step": step + 1, "sample": i, "group": i // G}
                     for i in range(len(trajs))]
             # graded by the server (rewards and format rules live in TypeScript only); OTC-GRPO keys on the question
-            to_grade = [{"id": f"{q.id}-{m['sample']}", "question": q.question, "golden_answers": [q.answer],
-                         "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": "coa"}
+            to_grade = [{"id": f"{q.id}-{m['sample']}", "question": q.question, "golden_answers": golden(q),
+                         "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": dialect}
                         for q, tr, m in zip(owners, trajs, meta)]
             tg = time.time()
             breakdowns = env.grade(to_grade, scheme=scheme, params=rparams, run=grade_run)
@@ -229,8 +206,9 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
             sched.step()  # the schedule counts RL steps, not optimiser updates
             step += 1
             train_s = time.time() - tt
-            retok = [retok_mismatch(tok, tr.ids) for tr in trajs]
-            sums = step_sums(trajs, breakdowns, G, *think_ids, retok)
+            retok = [retok_mismatch(tr) for tr in trajs]
+            drift = [retok_drift(tok, tr.ids) for tr in trajs]
+            sums = step_sums(trajs, breakdowns, G, io, retok, drift)
             sums.update(extras)
             sums.update({"generate_s": timings["generate"], "tools_s": timings["tools"], "train_s": train_s})
             s = di.all_reduce_dict(sums)
@@ -245,9 +223,9 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
                 "generate_s": s["generate_s"] / ws, "tools_s": s["tools_s"] / ws, "train_s": s["train_s"] / ws,
                 "step_s": time.time() - t0,
             }
-            if di.rank == 0 and scfg["heldout_every"] and step % scfg["heldout_every"] == 0:
+            if di.rank == 0 and has_dev and scfg["heldout_every"] and step % scfg["heldout_every"] == 0:
                 hcfg = {**config, "eval": {**config["eval"], "limit": scfg["heldout_limit"]}}
-                hm, _ = agent_eval(policy, tok, bench, hcfg, "dev", rt, env, run=writer.run, stage=label)
+                hm, _ = agent_eval(policy, tok, source, hcfg, "dev", rt, env, run=writer.run, stage=label, io=io)
                 values["heldout_em"] = hm["em"]
                 monitor.observe_heldout(float(hm["em"] or 0.0))
             if step % scfg["log_every"] == 0 or step == total:
@@ -262,7 +240,8 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
                 writer.emit("alert", stage=label, step=step, kind="nan_loss", severity="error",
                             message=f"a metric is NaN at step {step}")
             if di.rank == 0 and scfg["sample_every"] and step % scfg["sample_every"] == 0:
-                full = [_record(tok, q, tr, a, b, m) for q, tr, a, b, m in zip(owners, trajs, adv, breakdowns, meta)]
+                full = [_record(tok, q, tr, a, b, m, dialect)
+                        for q, tr, a, b, m in zip(owners, trajs, adv, breakdowns, meta)]
                 sdir.mkdir(parents=True, exist_ok=True)
                 with open(sdir / "rollouts.coa.jsonl", "a", encoding="utf-8") as f:
                     for r in full:
@@ -273,18 +252,16 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
                 _checkpoint(ckpt_dir, step, model, opt, sched, label, env, grade_run, scheme, monitor, writer, di,
                             save_checkpoint, prune=prune_checkpoints)
 
-        if cancelled["flag"]:
+        if run.cancelled:
             if saved_at != step:  # a cancel right after a periodic checkpoint need not save the same step again
                 _checkpoint(ckpt_dir, step, model, opt, sched, label, env, grade_run, scheme, monitor, writer, di,
                             save_checkpoint)
             writer.emit("stage_finished", stage=label, step=step, status="cancelled", checkpoint=None)
             return 130
-        out = final_dir(run_dir, label)
-        if di.rank == 0:
-            save_model_dir(model, tok, out, {"stage": label, "step": step})
-            writer.emit("checkpoint", stage=label, step=step, path=str(out))
+        out = run.save_final(step)
+        if di.rank == 0 and has_dev:
             policy.eval()
-            metrics, _ = agent_eval(policy, tok, bench, config, "dev", rt, env, run=writer.run, stage=label)
+            metrics, _ = agent_eval(policy, tok, source, config, "dev", rt, env, run=writer.run, stage=label, io=io)
             writer.emit("eval", stage=label, step=step, split="dev", metrics=metrics)
         di.barrier()
         writer.emit("stage_finished", stage=label, step=step, status="ok", checkpoint=str(out))

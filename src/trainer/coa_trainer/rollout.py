@@ -1,24 +1,32 @@
-"""RL rollouts: batched multi-turn sampling with a KV cache (generate.generate), token ids end to end.
+"""The multi-turn rollout loop — the one loop RL (rl1/rl2), evaluation and the workflow baseline run: batched
+sampling with a KV cache (generate.generate), token ids end to end.
 
-Each turn generates until an action's closing tag, the answer's closing tag or EOS. After an action:
-- real environment (RL-2): the query goes to `tool`, the returned observation is encoded once and appended as
-  `<observation>…</observation>` ids with loss mask 0;
-- simulated environment (RL-1, AutoCoA): the observation opening tag is appended and the policy itself writes the
-  observation until the closing tag or `max_obs_tokens`; those tokens are mask 0 as well (the policy is not
-  trained to hallucinate them, and they do not count in the loss).
-Ids are never decoded and re-encoded between turns; `retok_mismatch` checks afterwards that decode → encode of a
-finished trajectory gives the same ids (it must, for the embedded word-level tokenizer)."""
+Each turn generates until an action's closing tag, the answer's closing tag or EOS (tag ids, or tag strings
+however BPE tokenised them: agentio.AgentIO). After an action:
+- real tool (RL-2, eval): the query goes to `tool`, the observation is tokenised once (cut at `max_obs_tokens`) and
+  appended as `<observation>…</observation>` ids with loss mask 0;
+- simulated (RL-1, AutoCoA): the observation opening tag is appended and the policy itself writes the observation
+  until the closing tag or `max_obs_tokens`; those tokens are mask 0 as well;
+- no tools (`simulate=False`, `tool=None`: eval's no-tool mode, the workflow baseline's answer turn): the action
+  ends the trajectory.
+Ids are never decoded and re-encoded between turns. Every turn's context is recorded (length + CRC), and
+`retok_mismatch` checks that each is a prefix of the ids finally trained — 0 mismatches with ids end to end.
+`retok_drift` says whether decode → encode of a finished response would give other ids (a text-based loop would
+train on those: informative, non-zero for byte-level BPE)."""
 
 from __future__ import annotations
 
 import time
+import zlib
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 
+from .agentio import AgentIO
 from .dialects import Tags
-from .generate import generate
+from .generate import StringStops, generate
 
 
 @dataclass
@@ -31,55 +39,60 @@ class RlTrajectory:
     tool_failures: int = 0
     simulated: bool = False
     truncated: bool = False  # hit max_new_tokens in a turn, max_len, or max_obs_tokens on a real observation
+    finished: bool = False  # ended on an answer / EOS (not a limit, not a refused action)
+    contexts: list[tuple[int, int]] = field(default_factory=list)  # (length, crc32) of each turn's model input
 
 
-def _query(ids: list[int], a_open: int) -> list[int]:
-    """Ids between the last action opening tag and the closing tag that ends `ids`."""
-    try:
-        start = len(ids) - 1 - ids[::-1].index(a_open)
-    except ValueError:
-        return []
-    return ids[start + 1:-1]
+def _crc(ids: list[int]) -> int:
+    return zlib.crc32(array("q", ids).tobytes())
 
 
 def rollout(model: Any, tok: Any, prompts: list[list[int]], t: Tags, tool: Callable[[list[str]], list[str | None]] | None,
             *, max_turns: int, max_new_tokens: int, max_obs_tokens: int, max_len: int, device: torch.device,
-            dtype: torch.dtype | None, temperature: float, generator: torch.Generator | None,
-            timings: dict[str, float] | None = None) -> list[RlTrajectory]:
-    """`tool=None` → simulated observations written by `model`. `timings` accumulates generate/tools seconds."""
-    tid = tok.convert_tokens_to_ids
-    a_open, a_close = tid(t.action_open), tid(t.action_close)
-    o_open, o_close = tid(t.obs_open), tid(t.obs_close)
-    stops = {a_close, tok.eos_token_id}
-    if t.answer_close:
-        stops.add(tid(t.answer_close))
+            dtype: torch.dtype | None, temperature: float = 0.0, generator: torch.Generator | None = None,
+            timings: dict[str, float] | None = None, simulate: bool | None = None,
+            io: AgentIO | None = None) -> list[RlTrajectory]:
+    """`tool=None` → simulated observations written by `model` unless `simulate=False` (then an action ends the
+    trajectory). `timings` accumulates generate/tools seconds. Greedy when temperature == 0."""
+    io = io or AgentIO.make(tok, t)
+    simulate = tool is None if simulate is None else simulate
+    stop_ids, stop_strs = io.turn_stops()
+    strings = StringStops(tok, stop_strs) if stop_strs else None
     timings = timings if timings is not None else {}
-    trajs = [RlTrajectory(list(p), simulated=tool is None) for p in prompts]
+    trajs = [RlTrajectory(list(p), simulated=simulate) for p in prompts]
     active = list(range(len(trajs)))
     turn = 0
     while active:
         t0 = time.time()
-        new, lps, stopped = generate(model, [trajs[i].prompt_ids + trajs[i].ids for i in active], max_new_tokens,
-                                     stops, tok.pad_token_id, device, dtype, temperature, generator)
+        contexts = [trajs[i].prompt_ids + trajs[i].ids for i in active]
+        for i, c in zip(active, contexts):
+            trajs[i].contexts.append((len(c), _crc(c)))
+        new, lps, stopped = generate(model, contexts, max_new_tokens, stop_ids, tok.pad_token_id, device, dtype,
+                                     temperature, generator, strings)
         timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
         calls: list[int] = []
+        starts: dict[int, int] = {}
         for i, ids, lp, st in zip(active, new, lps, stopped):
             tr = trajs[i]
+            starts[i] = len(tr.ids)
             tr.ids += ids
             tr.loss_mask += [1] * len(ids)
             tr.logprobs += lp
             if not st:
                 tr.truncated = True
-            elif ids[-1] == a_close and turn < max_turns and len(tr.prompt_ids) + len(tr.ids) < max_len:
+            elif not io.ended_with_action(ids):
+                tr.finished = True
+            elif (tool is not None or simulate) and turn < max_turns \
+                    and len(tr.prompt_ids) + len(tr.ids) < max_len:
                 calls.append(i)
         turn += 1
         if not calls:
             break
         if tool is None:
-            obs = _simulate(model, tok, [trajs[i] for i in calls], o_open, o_close, max_obs_tokens, device, dtype,
-                            temperature, generator, timings)
+            obs = _simulate(model, io, [trajs[i] for i in calls], max_obs_tokens, device, dtype, temperature,
+                            generator, timings)
         else:
-            obs = _real(tok, [trajs[i] for i in calls], tool, a_open, o_open, o_close, max_obs_tokens, t, timings)
+            obs = _real(io, [trajs[i] for i in calls], [starts[i] for i in calls], tool, max_obs_tokens, timings)
         active = []
         for i, obs_ids in zip(calls, obs):
             tr = trajs[i]
@@ -94,12 +107,13 @@ def rollout(model: Any, tok: Any, prompts: list[list[int]], t: Tags, tool: Calla
         keep = max(0, max_len - len(tr.prompt_ids))
         if len(tr.ids) > keep:
             tr.ids, tr.loss_mask, tr.logprobs, tr.truncated = tr.ids[:keep], tr.loss_mask[:keep], tr.logprobs[:keep], True
+            tr.finished = False
     return trajs
 
 
-def _real(tok: Any, trajs: list[RlTrajectory], tool: Callable, a_open: int, o_open: int, o_close: int,
-          max_obs_tokens: int, t: Tags, timings: dict) -> list[list[int]]:
-    queries = [tok.decode(_query(tr.ids, a_open), skip_special_tokens=False).strip() for tr in trajs]
+def _real(io: AgentIO, trajs: list[RlTrajectory], starts: list[int], tool: Callable, max_obs_tokens: int,
+          timings: dict) -> list[list[int]]:
+    queries = [io.query(tr.ids, s) for tr, s in zip(trajs, starts)]
     t0 = time.time()
     texts = tool(queries)
     timings["tools"] = timings.get("tools", 0.0) + time.time() - t0
@@ -109,28 +123,43 @@ def _real(tok: Any, trajs: list[RlTrajectory], tool: Callable, a_open: int, o_op
         if text is None:  # the call failed: an empty observation, counted as a tool failure
             tr.tool_failures += 1
             text = ""
-        body = tok(text, add_special_tokens=False)["input_ids"]
-        if len(body) > max_obs_tokens:
-            body, tr.truncated = body[:max_obs_tokens], True
-        out.append([o_open, *body, o_close])
+        ids, cut = io.observation_ids(text, max_obs_tokens)
+        tr.truncated = tr.truncated or cut
+        out.append(ids)
     return out
 
 
-def _simulate(model: Any, tok: Any, trajs: list[RlTrajectory], o_open: int, o_close: int, max_obs_tokens: int,
-              device: torch.device, dtype: torch.dtype | None, temperature: float,
-              generator: torch.Generator | None, timings: dict) -> list[list[int]]:
-    """The policy writes the observation after the opening tag; cut at the closing tag or max_obs_tokens."""
+def _simulate(model: Any, io: AgentIO, trajs: list[RlTrajectory], max_obs_tokens: int, device: torch.device,
+              dtype: torch.dtype | None, temperature: float, generator: torch.Generator | None,
+              timings: dict) -> list[list[int]]:
+    """The policy writes the observation after the opening tag; cut at the closing tag or max_obs_tokens (then
+    the closing tag is appended)."""
     for tr in trajs:
         tr.queries.append("")
+    tok = io.tok
+    o_open = io.obs_open_ids()
+    stop_ids, stop_strs = io.obs_stops()
     t0 = time.time()
-    new, _, stopped = generate(model, [tr.prompt_ids + tr.ids + [o_open] for tr in trajs], max_obs_tokens,
-                               {o_close}, tok.pad_token_id, device, dtype, temperature, generator)
+    contexts = [tr.prompt_ids + tr.ids + o_open for tr in trajs]
+    for tr, c in zip(trajs, contexts):
+        tr.contexts.append((len(c), _crc(c)))
+    new, _, stopped = generate(model, contexts, max_obs_tokens, stop_ids, tok.pad_token_id, device, dtype,
+                               temperature, generator, StringStops(tok, stop_strs) if stop_strs else None)
     timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
-    return [[o_open, *ids] if st else [o_open, *ids, o_close] for ids, st in zip(new, stopped)]
+    return [[*o_open, *ids] if st else [*o_open, *ids, *io.obs_close_ids()] for ids, st in zip(new, stopped)]
 
 
-def retok_mismatch(tok: Any, ids: list[int]) -> bool:
-    """Whether decode → encode of a response changes its ids (token drift between turns would show here)."""
+def retok_mismatch(tr: RlTrajectory) -> bool:
+    """Whether some turn's model input is not a prefix of the ids that are trained (prompt + response): what a
+    loop that decodes and re-encodes between turns would show. Always False here (ids end to end) — checked,
+    not assumed. (A context longer than the trained ids — the last turn cut at max_len — cannot be compared.)"""
+    full = tr.prompt_ids + tr.ids
+    return any(n <= len(full) and _crc(full[:n]) != c for n, c in tr.contexts)
+
+
+def retok_drift(tok: Any, ids: list[int]) -> bool:
+    """Whether decode → encode of a response changes its ids (byte-level BPE merges differently across the seam
+    between a generated tag and an appended observation; the word-level embedded tokenizer never drifts)."""
     text = tok.decode(ids, skip_special_tokens=False)
     return list(tok(text, add_special_tokens=False)["input_ids"]) != list(ids)
 

@@ -1,5 +1,5 @@
 """Finds the JSON artefacts generated from the TypeScript core (scripts/gen-schemas.ts): the run-config schema and
-the dialect table. They are the single source of truth for config defaults and tag strings."""
+the dialect table and prompts. They are the single source of truth for config defaults and tag strings."""
 
 from __future__ import annotations
 
@@ -39,3 +39,8 @@ def run_config_schema() -> dict:
 
 def dialect_table() -> dict:
     return load_schema_file("dialects.json")
+
+
+def dialect_prompts() -> dict:
+    """{dialect: {"system": str | None, "user": str with {question}}} from src/core/prompts.ts."""
+    return load_schema_file("prompts.json")

@@ -1,4 +1,6 @@
-"""The four stages as data stream + loss + metrics + end-of-stage check. The training loop (train.py) is shared."""
+"""The four LM stages as data stream + loss + metrics + end-of-stage check. The training loop (train.py) and the
+set-up (stage_setup.py) are shared. Data: the embedded benchmark's oracle trajectories, or — with a run config
+`data` section — the user's trajectories and pairs through the core (userdata.py), masks from its segments."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ from typing import Any
 import torch
 
 from .benchmark import Benchmark
-from .data import Encoded, Pair, pretrain_stream, sft1_pairs, sft1_stream, sft_stream, oracle_examples
+from .data import (Encoded, Pair, oracle_examples, pair_stream, pretrain_stream, sft1_pairs, sft1_stream, sft_stream,
+                   user_pairs, user_sft_stream)
 from .dialects import Tags
 from .losses import lm_loss_parts, sft1_loss_parts
 from .model import Runtime
@@ -16,11 +19,14 @@ from .model import Runtime
 class LmStage:
     """pretrain, SFT-2 (observations masked) and SFT-3 (observations trained): masked token NLL."""
 
-    def __init__(self, name: str, config: dict, bench: Benchmark, tok: Any, t: Tags, rt: Runtime):
-        self.name, self.config, self.bench, self.tok, self.t, self.rt = name, config, bench, tok, t, rt
+    def __init__(self, name: str, config: dict, bench: Benchmark | None, tok: Any, t: Tags, rt: Runtime,
+                 data: Any = None):
+        self.name, self.config, self.bench, self.tok, self.t, self.rt, self.data = name, config, bench, tok, t, rt, data
         scfg = config["stages"][name]
         if name == "pretrain":
             self.stream = pretrain_stream(bench, tok, config["seed"], scfg["max_len"])
+        elif data is not None:
+            self.stream = user_sft_stream(data.sft_records(), tok, config, name, config["seed"])
         else:
             self.stream = sft_stream(bench, tok, config, t, name, config["seed"])
 
@@ -39,10 +45,10 @@ class LmStage:
 
     def sample_record(self, e: Encoded, run: str, step: int) -> dict:
         response = e.response or self.tok.decode(e.ids, skip_special_tokens=False)
+        golden = e.meta.get("golden_answers") or ([e.meta["answer"]] if "answer" in e.meta else [])
         return {
             "id": e.meta.get("id", f"{self.name}-{step}"), "question": e.meta.get("question", ""),
-            "golden_answers": [e.meta["answer"]] if "answer" in e.meta else [], "response": response,
-            "dialect": "coa",
+            "golden_answers": golden, "response": response, "dialect": e.meta.get("dialect", "coa"),
             "tokens": {"ids": e.ids, "loss_mask": e.loss_mask,
                        **({"offsets": e.offsets} if e.response else {})},
             "meta": {"run": run, "stage": self.name, "step": step, "sample": 0},
@@ -54,6 +60,8 @@ class LmStage:
             from .evaluate import plain_eval
 
             return {"dev": plain_eval(model, self.tok, self.bench, self.config, "dev", self.rt)[0]}
+        if self.data is not None:  # users' SFT data has no held-out trajectories: the agent eval is `eval`
+            return {}
         # SFT-2/3: held-out masked NLL on the dev oracle trajectories
         masked = frozenset({"observation"}) if self.name == "sft2" else frozenset()
         dev = oracle_examples(self.bench, self.tok, self.config, self.t, "dev", masked,
@@ -71,12 +79,22 @@ class Sft1Stage:
 
     name = "sft1"
 
-    def __init__(self, config: dict, bench: Benchmark, tok: Any, t: Tags, rt: Runtime):
-        self.config, self.bench, self.tok, self.t, self.rt = config, bench, tok, t, rt
+    def __init__(self, config: dict, bench: Benchmark | None, tok: Any, t: Tags, rt: Runtime, data: Any = None):
+        self.config, self.bench, self.tok, self.t, self.rt, self.data = config, bench, tok, t, rt, data
         self.scfg = config["stages"]["sft1"]
-        self.stream = sft1_stream(bench, tok, config, t, config["seed"])
+        if data is not None:
+            self.pairs = user_pairs(data.pairs(), tok, config)
+            self.stream = pair_stream(self.pairs, config["seed"])
+        else:
+            self.stream = sft1_stream(bench, tok, config, t, config["seed"])
 
     def describe(self) -> str:
+        if self.data is not None:
+            kinds: dict[str, int] = {}
+            for p in self.pairs:
+                kinds[p.meta["kind"]] = kinds.get(p.meta["kind"], 0) + 1
+            by_kind = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+            return f"{len(self.pairs)} pairs from your data ({by_kind}; beta {self.scfg['beta']})"
         return (f"{self.stream.epoch_size()} contrastive pairs (beta {self.scfg['beta']}, margin {self.scfg['margin']},"
                 f" alpha {self.scfg['alpha']})")
 
@@ -97,15 +115,18 @@ class Sft1Stage:
 
     def sample_record(self, p: Pair, run: str, step: int) -> dict:
         ids = p.prefix_ids + p.chosen_ids
+        mask = p.chosen_mask if p.chosen_mask is not None else [1] * len(p.chosen_ids)
         return {
             "id": f"sft1-{step}", "question": self.tok.decode(p.prompt_ids, skip_special_tokens=False),
-            "response": self.tok.decode(ids, skip_special_tokens=False), "dialect": "coa",
-            "tokens": {"ids": ids, "loss_mask": [0] * len(p.prefix_ids) + [1] * len(p.chosen_ids)},
+            "response": self.tok.decode(ids, skip_special_tokens=False), "dialect": self.config["dialect"],
+            "tokens": {"ids": ids, "loss_mask": [0] * len(p.prefix_ids) + list(mask)},
             "meta": {"run": run, "stage": "sft1", "step": step, "sample": 0, "group": "act" if p.act else "answer"},
         }
 
     @torch.no_grad()
     def evaluate(self, model: Any) -> dict[str, dict]:
+        if self.data is not None:  # users' pairs have no dev split
+            return {}
         pairs = sft1_pairs(self.bench, self.tok, self.config, self.t, "dev", self.config["seed"])
         stats: dict[str, float] = {}
         for i in range(0, len(pairs), 32):
@@ -115,7 +136,8 @@ class Sft1Stage:
         return {"dev": {k: v for k, v in self.metrics(stats, float(len(pairs))).items()}}
 
 
-def make_stage(name: str, config: dict, bench: Benchmark, tok: Any, t: Tags, rt: Runtime) -> Any:
-    if name == "sft1":
-        return Sft1Stage(config, bench, tok, t, rt)
-    return LmStage(name, config, bench, tok, t, rt)
+def make_stage(run: Any) -> Any:
+    """The stage implementation for a stage_setup.StageRun."""
+    if run.stage == "sft1":
+        return Sft1Stage(run.config, run.bench, run.tok, run.t, run.rt, run.data)
+    return LmStage(run.stage, run.config, run.bench, run.tok, run.t, run.rt, run.data)

@@ -1,20 +1,9 @@
-"""`python -m coa_trainer train --stage … --config run.json --run-dir runs/<id> [--resume]`.
-
-Run directory layout:
-  events.jsonl                       the event stream (all stages append)
-  data/                              the embedded benchmark (unless benchmark.data_dir is set)
-  model-init/                        the embedded default before training (an ordinary HF model directory)
-  stages/<stage>/checkpoints/*.pt    resumable state: weights, optimiser, scheduler, RNG, data cursor
-  stages/<stage>/final/              the stage's result (HF directory; the next stage starts from it)
-  stages/<label>/rollouts.coa.jsonl  RL stages: the rollouts of every sample step (rl.py; label = --label or stage)
-"""
+"""`python -m coa_trainer train --stage … --config run.json --run-dir runs/<id> [--resume]`: pretrain and the SFT
+stages' loop (RL stages: rl.py). Set-up is stage_setup.setup_stage, the run layout runlayout.py."""
 
 from __future__ import annotations
 
 import math
-import os
-import random
-import signal
 import time
 import traceback
 from pathlib import Path
@@ -24,66 +13,9 @@ from . import quiet  # noqa: F401  (silences library progress bars before they a
 from .config import ConfigError, load_config
 from .events import EventWriter
 
-STAGE_ORDER = ("pretrain", "sft1", "sft2", "sft3", "rl1", "rl2")
-
-
-class StageError(RuntimeError):
-    def __init__(self, message: str, code: str):
-        super().__init__(message)
-        self.code = code
-
-
-def stage_dir(run_dir: Path, stage: str) -> Path:
-    return run_dir / "stages" / stage
-
-
-def final_dir(run_dir: Path, stage: str) -> Path:
-    return stage_dir(run_dir, stage) / "final"
-
-
-def data_dir(config: dict, run_dir: Path) -> Path:
-    return Path(config["benchmark"]["data_dir"]) if config["benchmark"]["data_dir"] else run_dir / "data"
-
-
-def vocabulary_texts(bench: Any, config: dict) -> list[str]:
-    from .benchmark import join_segments
-    from .dialects import tags
-
-    t = tags("coa")
-    texts = bench.pretrain_lines() + [d["contents"] for d in bench.corpus]
-    texts += [q.question for q in bench.questions] + [join_segments(bench.oracle(q, t)) for q in bench.questions]
-    return texts + [config["prompt_template"], "answer :"]
-
-
-def resolve_init(config: dict, run_dir: Path, stage: str, bench: Any, is_main: bool) -> Path:
-    """Where a stage starts: init_from, else the latest earlier stage of this run, else model.path / the embedded
-    default (pretrain, or any stage when model.path is a real model)."""
-    from .model import ModelDirError, check_model_dir, write_embedded_model
-
-    init_from = config["stages"][stage]["init_from"]
-    if init_from:
-        return check_model_dir(init_from)
-    for prev in reversed(STAGE_ORDER[: STAGE_ORDER.index(stage)]):
-        if (final_dir(run_dir, prev) / "config.json").is_file():
-            return final_dir(run_dir, prev)
-    if config["model"]["path"]:
-        return check_model_dir(config["model"]["path"])
-    if stage != "pretrain":
-        raise ModelDirError(f"stage {stage} needs a model: run the earlier stages into {run_dir}, or set "
-                            f"model.path or stages.{stage}.init_from")
-    target = run_dir / "model-init"
-    if is_main:
-        write_embedded_model(config, vocabulary_texts(bench, config), target, config["seed"])
-    return target
-
-
-def lr_lambda(warmup: int, total: int):
-    def f(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        progress = (step - warmup) / max(1, total - warmup)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-    return f
+from .runlayout import (  # noqa: F401  (re-exported: the stage layout's one home is runlayout)
+    STAGE_ORDER, StageError, data_dir, final_dir, lr_lambda, resolve_init, stage_dir, vocabulary_texts,
+)
 
 
 def train_command(args: Any) -> int:
@@ -112,6 +44,11 @@ def train_command(args: Any) -> int:
         if isinstance(e, StageError):
             writer.emit("error", message=str(e), code=e.code, stage=stage)
             return 2
+        from .userdata import DataError
+
+        if isinstance(e, DataError):
+            writer.emit("error", message=str(e), code="bad_data", stage=stage)
+            return 2
         writer.emit("error", message=f"{type(e).__name__}: {e}" or type(e).__name__, code="internal", stage=stage,
                     detail=traceback.format_exc())
         return 1
@@ -123,10 +60,8 @@ def train_command(args: Any) -> int:
 def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: Any) -> int:
     import torch
 
-    from .benchmark import ensure_benchmark_files, benchmark_from_config
-    from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, prune_checkpoints
-    from .dialects import tags
-    from .model import load_model, save_model_dir, setup_runtime, count_parameters, unwrap
+    from .checkpoint import save_checkpoint, prune_checkpoints
+    from .stage_setup import setup_stage
     from .stages import make_stage
 
     stage = args.stage
@@ -135,48 +70,26 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
 
         return run_rl_stage(config, args, run_dir, writer, di)
     scfg = config["stages"][stage]
-    total = args.max_steps or scfg["steps"]
     if scfg["batch_size"] % di.world_size:
         raise StageError(f"stages.{stage}.batch_size {scfg['batch_size']} is not divisible by the "
                          f"{di.world_size} processes", "bad_config")
-    if config["dialect"] != "coa":
-        raise StageError("the embedded benchmark's oracle trajectories are written in the coa dialect; set "
-                         "dialect to coa", "bad_config")
-    rt = setup_runtime(config, di.world_size, di.local_rank)
-    di.init(rt.device)
-    bench = ensure_benchmark_files(config, data_dir(config, run_dir)) if di.rank == 0 else benchmark_from_config(config)
-    init = resolve_init(config, run_dir, stage, bench, di.rank == 0)
-    di.barrier()
-
-    torch.manual_seed(config["seed"])
-    random.seed(config["seed"])
-    model, tok = load_model(init, rt, config["model"]["lora"])
-    impl = make_stage(stage, config, bench, tok, tags("coa"), rt)
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=scfg["lr"], weight_decay=scfg["weight_decay"], betas=(0.9, 0.95))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg["warmup_steps"], total))
-    model = di.wrap(model)
+    run = setup_stage(config, args, run_dir, writer, di)
+    model, opt, sched, params, total = run.model, run.opt, run.sched, run.params, run.total
+    impl = make_stage(run)
 
     step, cursor, resumed_from = 0, 0, None
-    ckpt_dir = stage_dir(run_dir, stage) / "checkpoints"
-    if args.resume:
-        path = latest_checkpoint(ckpt_dir)
-        if path is not None:
-            state = load_checkpoint(path, model, opt, sched)
-            step, cursor, resumed_from = state["step"], state["cursor"], state["step"]
-    writer.emit("run_started", stage=stage, config=config, total_steps=total, device=str(rt.device),
-                world_size=di.world_size, pid=os.getpid(), resumed_from=resumed_from)
-    writer.emit("log", level="info", message=f"{stage}: {count_parameters(model):,} parameters from {init}; "
-                f"{impl.describe()}")
+    ckpt_dir = run.ckpt_dir
+    state = run.latest_state()
+    if state is not None:
+        step, cursor, resumed_from = state["step"], state["cursor"], state["step"]
+    run.started(resumed_from, impl.describe())
 
-    cancelled = {"flag": False}
-    signal.signal(signal.SIGTERM, lambda *_: cancelled.__setitem__("flag", True))
     started = time.time()
     saved_at = resumed_from  # the step of the newest checkpoint on disk: a cancel right after it need not save again
     window: dict[str, float] = {}
     B_local = scfg["batch_size"] // di.world_size
     model.train()
-    while step < total and not cancelled["flag"]:
+    while step < total and not run.cancelled:
         t0 = time.time()
         batch = impl.stream.take(cursor + di.rank * B_local, B_local)
         loss_sum, count, extras = impl.loss_parts(model, batch)
@@ -216,17 +129,15 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
             saved_at = step
             di.barrier()
 
-    if cancelled["flag"]:
+    if run.cancelled:
         if di.rank == 0 and saved_at != step:
             path = save_checkpoint(ckpt_dir, step, cursor, model, opt, sched, stage)
             writer.emit("checkpoint", stage=stage, step=step, path=str(path))
         writer.emit("stage_finished", stage=stage, step=step, status="cancelled", checkpoint=None)
         return 130
-    out = final_dir(run_dir, stage)
+    out = run.save_final(step)
     if di.rank == 0:
-        save_model_dir(model, tok, out, {"stage": stage, "step": step})
-        writer.emit("checkpoint", stage=stage, step=step, path=str(out))
-        plain = unwrap(model)  # not through DDP: its forward would wait for collectives from the other ranks
+        plain = run.policy  # not through DDP: its forward would wait for collectives from the other ranks
         plain.eval()
         for split, metrics in impl.evaluate(plain).items():
             writer.emit("eval", stage=stage, step=step, split=split, metrics=metrics)

@@ -61,3 +61,15 @@ def test_lm_loss_counts_only_masked_in_targets():
     # targets: 2 (prompt, no loss), 3 (mask 1), 4 (mask 0), 5 (mask 1)
     expected = -(lp(m, 2, 3) + lp(m, 4, 5))
     assert count == 2 and abs(total.item() - expected) < 1e-5
+
+
+def test_sft1_mean_skips_masked_continuation_tokens():
+    """Users' pairs are whole trajectories: the mean log-prob runs over model-written tokens only (mask 1), the
+    environment's observation tokens (mask 0) are context."""
+    m = TableLM()
+    p = Pair([1], [], [2, 3, 4, 5], [5, 4], True, chosen_mask=[1, 0, 0, 1], rejected_mask=[0, 1])
+    total, _, extras = sft1_loss_parts(m, [p], 0, torch.device("cpu"), None, 1.0, 0.0, 0.0)
+    pc = (lp(m, 1, 2) + lp(m, 4, 5)) / 2
+    pr = lp(m, 5, 4)
+    assert abs(extras["logp_chosen"] - pc) < 1e-5 and abs(extras["logp_rejected"] - pr) < 1e-5
+    assert abs(total.item() - (-math.log(1 / (1 + math.exp(-(pc - pr)))))) < 1e-5

@@ -58,7 +58,8 @@ def test_user_model_dir_with_lora_trains_and_chains(tmp_path, write_config):
     assert ckpt["model"] and all("lora_" in k for k in ckpt["model"]), "only adapters are trainable"
     final = run / "stages" / "sft2" / "final"
     saved = json.loads((final / "config.json").read_text())
-    assert saved["model_type"] == "qwen2" and saved["vocab_size"] >= base_vocab + len(all_tags())
+    # a user's model keeps its vocabulary by default (tags stay text: model.tags_as_special_tokens null)
+    assert saved["model_type"] == "qwen2" and saved["vocab_size"] == base_vocab
     assert not (final / "adapter_config.json").exists(), "stage outputs are merged, plain HF directories"
     # the next stage starts from that directory through the same loader, with fresh adapters
     r = run_trainer("train", "--stage", "sft3", "--config", str(cfg), "--run-dir", str(run))
@@ -67,10 +68,14 @@ def test_user_model_dir_with_lora_trains_and_chains(tmp_path, write_config):
     assert any(str(final) in m for m in logs)
 
 
-def test_loader_adds_missing_tags_as_single_tokens(tmp_path):
-    config = validate_config(TINY)
+def test_loader_adds_missing_tags_as_single_tokens_when_asked(tmp_path):
+    """model.tags_as_special_tokens: true — the embedded default's choice, an option for users' models."""
+    from coa_trainer.model import load_for_config
+
+    config = validate_config(merge(TINY, {"model": {"tags_as_special_tokens": True}}))
     model_dir, base_vocab = _user_model_dir(tmp_path, config)
-    model, tok = load_model(model_dir, setup_runtime(config), None)
+    model, tok = load_for_config(model_dir, setup_runtime(config), {**config, "model": {**config["model"],
+                                                                                       "path": str(model_dir)}})
     for tag in all_tags():
         assert len(tok.encode(tag, add_special_tokens=False)) == 1
     assert model.get_input_embeddings().weight.shape[0] == len(tok) > base_vocab

@@ -13,7 +13,7 @@ from coa_trainer.data import encode_text, prompt_text
 from coa_trainer.dialects import tags
 from coa_trainer.env_client import EnvClient
 from coa_trainer.model import Runtime, load_model, write_embedded_model
-from coa_trainer.rollout import retok_mismatch, rollout, token_offsets
+from coa_trainer.rollout import retok_drift, retok_mismatch, rollout, token_offsets
 from coa_trainer.train import vocabulary_texts
 from conftest import TINY, env_server_available
 
@@ -78,7 +78,7 @@ def test_real_observations_are_the_servers_ids(setup):
             assert all(lp is None for lp in tr.logprobs[a:b])
             k += 1
         assert all((lp is None) == (m == 0) for lp, m in zip(tr.logprobs, tr.loss_mask))
-        assert not retok_mismatch(tok, tr.ids)
+        assert not retok_mismatch(tr) and not retok_drift(tok, tr.ids)
         offsets = token_offsets(tok, tr.ids, tok.decode(tr.ids, skip_special_tokens=False))
         assert offsets is not None and len(offsets) == len(tr.ids)
     assert k == len(calls)
@@ -100,7 +100,7 @@ def test_simulated_observations_are_masked_and_bounded(setup):
         assert tr.ids[b - 1] == o_close  # cut at max_obs_tokens: the closing tag is still written
         assert all(lp is None for lp in tr.logprobs[a:b])
     for tr in trajs:
-        assert not retok_mismatch(tok, tr.ids)
+        assert not retok_mismatch(tr) and not retok_drift(tok, tr.ids)
 
 
 def test_max_len_truncates_and_flags(setup):

@@ -1,0 +1,143 @@
+"""One set-up for every training stage (SFT and RL): runtime and process group, the data source (the embedded
+benchmark, or the user's data through the core's importers), init resolution, model + tokenizer with the run
+config's model choices, optimiser and schedule, DDP wrapping, the SIGTERM flag, resume, run_started, and the final
+save. The loops (train.run_lm_stage, rl.run_rl_stage) only differ in what one step does."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .runlayout import StageError, data_dir, final_dir, lr_lambda, resolve_init, stage_dir
+
+
+@dataclass
+class StageRun:
+    config: dict
+    args: Any
+    run_dir: Path
+    writer: Any
+    di: Any
+    stage: str  # the stage kind (sft2, rl2 …)
+    label: str  # the name events and directories carry (rl2-otc)
+    scfg: dict
+    total: int
+    rt: Any
+    bench: Any  # the embedded Benchmark, or None with the user's data
+    data: Any  # userdata.UserData, or None
+    init: Path
+    model: Any  # DDP-wrapped when distributed
+    policy: Any  # the plain model (generation, saving)
+    tok: Any
+    t: Any  # dialect Tags
+    io: Any  # agentio.AgentIO
+    params: list
+    opt: Any
+    sched: Any
+    ckpt_dir: Path
+    flags: dict = field(default_factory=lambda: {"cancelled": False})
+
+    @property
+    def source(self) -> Any:
+        """What questions come from: bench.split / data.split."""
+        return self.data if self.data is not None else self.bench
+
+    @property
+    def cancelled(self) -> bool:
+        return self.flags["cancelled"]
+
+    def latest_state(self) -> dict | None:
+        """The newest checkpoint loaded into model/optimiser/schedule when --resume, else None."""
+        from .checkpoint import latest_checkpoint, load_checkpoint
+
+        if not getattr(self.args, "resume", False):
+            return None
+        path = latest_checkpoint(self.ckpt_dir)
+        return None if path is None else load_checkpoint(path, self.model, self.opt, self.sched)
+
+    def started(self, resumed_from: int | None, describe: str) -> None:
+        from .model import count_parameters
+
+        self.writer.emit("run_started", stage=self.label, config=self.config, total_steps=self.total,
+                         device=str(self.rt.device), world_size=self.di.world_size, pid=os.getpid(),
+                         resumed_from=resumed_from)
+        mode = "tags as special tokens" if self.io.special else "tags as text"
+        self.writer.emit("log", level="info", message=f"{self.label}: {count_parameters(self.model):,} parameters "
+                         f"from {self.init} ({mode}); {describe}")
+
+    def save_final(self, step: int) -> Path:
+        """Rank 0 writes stages/<label>/final (HF directory + coa_stage.json) and says so."""
+        from .model import save_model_dir
+
+        out = final_dir(self.run_dir, self.label)
+        if self.di.rank == 0:
+            save_model_dir(self.model, self.tok, out, {"stage": self.label, "step": step})
+            self.writer.emit("checkpoint", stage=self.label, step=step, path=str(out))
+        return out
+
+
+def _warm_data(data: Any, stage: str, scfg: dict) -> None:
+    """Run the core's importers for what this stage reads, before any training (bad data fails here)."""
+    if stage == "sft1":
+        data.pairs()
+    elif stage in ("sft2", "sft3"):
+        data.sft_records()
+    elif stage in ("rl1", "rl2"):
+        if not data.has_questions(scfg["question_split"]):
+            raise StageError(f"{stage} needs data.questions.{scfg['question_split']}", "bad_config")
+        data.split(scfg["question_split"])
+        if data.has_questions("dev"):
+            data.split("dev")
+        data.check_corpus()
+
+
+def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -> StageRun:
+    import torch
+
+    from .agentio import AgentIO
+    from .benchmark import benchmark_from_config, ensure_benchmark_files
+    from .dialects import tags
+    from .model import load_for_config, setup_runtime, unwrap
+    from .userdata import UserData
+
+    stage = args.stage
+    label = getattr(args, "label", None) or stage
+    scfg = config["stages"][stage]
+    total = args.max_steps or scfg["steps"]
+    own_data = config.get("data") is not None
+    if not own_data and config["dialect"] != "coa":
+        raise StageError("the embedded benchmark's trajectories are written in the coa dialect; set dialect to coa "
+                         "(or train on your own data: run config `data`)", "bad_config")
+    if own_data and stage == "pretrain":
+        raise StageError("pretrain trains the embedded default on the embedded benchmark; with your own data set "
+                         "model.path and start at sft1", "bad_config")
+    rt = setup_runtime(config, di.world_size, di.local_rank)
+    di.init(rt.device)
+    bench = data = None
+    if own_data:
+        data = UserData(config, data_dir(config, run_dir) / "prepared", prepare=di.rank == 0)
+        if di.rank == 0:
+            _warm_data(data, stage, scfg)
+    else:
+        bench = ensure_benchmark_files(config, data_dir(config, run_dir)) if di.rank == 0 \
+            else benchmark_from_config(config)
+    init = resolve_init(config, run_dir, stage, bench, di.rank == 0)
+    di.barrier()
+
+    torch.manual_seed(config["seed"])
+    random.seed(config["seed"])
+    model, tok = load_for_config(init, rt, config)
+    t = tags(config["dialect"])
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=scfg["lr"], weight_decay=scfg["weight_decay"], betas=(0.9, 0.95))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg["warmup_steps"], total))
+    wrapped = di.wrap(model)
+    run = StageRun(config, args, run_dir, writer, di, stage, label, scfg, total, rt, bench, data, init, wrapped,
+                   unwrap(wrapped), tok, t, AgentIO.make(tok, t), params, opt, sched,
+                   stage_dir(run_dir, label) / "checkpoints")
+    signal.signal(signal.SIGTERM, lambda *_: run.flags.__setitem__("cancelled", True))
+    return run
