@@ -212,11 +212,18 @@ export function repoFiles(...rel: string[]): Record<string, string> {
  */
 export async function runCommand(page: Page, title: string, timeout = 90_000): Promise<void> {
   const deadline = Date.now() + timeout;
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     await page.keyboard.press('Escape');
+    // Focus can sit inside a webview (a live panel a previous step opened) or a notification, where F1 may not
+    // reach the workbench: from the second attempt on, give the status bar focus first.
+    if (attempt > 0) await page.locator('.part.statusbar').click({ position: { x: 5, y: 5 } }).catch(() => {});
     await page.keyboard.press('F1');
     const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible', timeout: 30_000 });
+    const opened = await input.waitFor({ state: 'visible', timeout: 10_000 }).then(() => true, () => false);
+    if (!opened) {
+      if (Date.now() > deadline) throw new Error(`the command palette did not open for "${title}" within ${timeout / 1000} s`);
+      continue;
+    }
     await input.fill(`>${title}`);
     const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
     const found = await row.waitFor({ timeout: 5_000 }).then(() => true, () => false);
