@@ -76,7 +76,9 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
     corpus,
   );
   event({ event: 'index_ready', source: server.index.source, reason: server.index.reason, index_dir: server.index.indexDir, passages: server.index.header.passages, ms: server.index.ms });
-  process.stdout.write(`${JSON.stringify({ event: 'listening', url: server.url, token: server.token })}\n`);
+  // retrieve_url: what Search-R1's `retriever.url` / verl's `retrieval_service_url` take (token in the path: they send no header).
+  const retrieveUrl = `${server.url}/t/${encodeURIComponent(server.token)}/retrieve`;
+  process.stdout.write(`${JSON.stringify({ event: 'listening', url: server.url, token: server.token, retrieve_url: retrieveUrl })}\n`);
 
   process.off('SIGTERM', stopDuringStartup);
   process.off('SIGINT', stopDuringStartup);
