@@ -106,3 +106,16 @@ export function quantile(sorted: number[], q: number): number | null {
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
   return Math.round(sorted[i] * 100) / 100;
 }
+
+/** GET /v1/tool-health of the server behind a retrieve URL users gave verl (`…/t/<token>/[caller/]retrieve`). */
+export function toolHealthUrlOf(retrieveUrl: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(retrieveUrl.trim());
+  } catch {
+    return undefined;
+  }
+  if (u.hostname !== '127.0.0.1' && u.hostname !== 'localhost') return undefined; // the server binds loopback only
+  const m = /^(\/t\/[^/]+)\//.exec(u.pathname);
+  return m ? `${u.protocol}//${u.host}${m[1]}/v1/tool-health` : undefined;
+}

@@ -142,3 +142,33 @@ export function stepSignals(records: TrajectoryRecord[]): Record<string, number>
 export function dumpFiles(names: string[]): { step: number; name: string }[] {
   return names.flatMap((name) => (/^\d+\.jsonl$/.test(name) ? [{ step: Number(name.slice(0, -6)), name }] : [])).sort((a, b) => a.step - b.step);
 }
+
+export interface VerlStepItem {
+  id: string;
+  /** 0-based line in the dump file. */
+  line: number;
+  question: string;
+  reward: number | null;
+  toolCalls: number | null;
+}
+
+/** The rows of one step's dump as the live panel lists them (ids as importVerlRollouts numbers them). */
+export function verlStepItems(text: string, limit = 500): { items: VerlStepItem[]; total: number } {
+  const items: VerlStepItem[] = [];
+  let total = 0;
+  text.split('\n').forEach((raw, line) => {
+    if (!raw.trim()) return;
+    let o: unknown;
+    try {
+      o = JSON.parse(raw);
+    } catch {
+      return;
+    }
+    if (!isVerlRolloutRow(o) || checkVerlRow(o)) return;
+    const index = total++;
+    if (items.length >= limit) return;
+    const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+    items.push({ id: `verl-${o.step as number}-${index}`, line, question: questionOfPrompt(o.input as string), reward: num(o.score), toolCalls: num(o.tool_calls) });
+  });
+  return { items, total };
+}
