@@ -12,6 +12,7 @@
 import { detectDialect } from '../dialects';
 import type { TrajectoryRecord } from '../record';
 import { extractQuestion, goldenAnswers } from './verl-parquet';
+import type { JsonlEntry } from '../jsonl';
 
 type Row = Record<string, unknown>;
 
@@ -171,4 +172,37 @@ export function verlStepItems(text: string, limit = 500): { items: VerlStepItem[
     items.push({ id: `verl-${o.step as number}-${index}`, line, question: questionOfPrompt(o.input as string), reward: num(o.score), toolCalls: num(o.tool_calls) });
   });
   return { items, total };
+}
+
+/**
+ * Reads a verl dump line by line where our JSONL readers expect records (the notebook, the trajectory browser):
+ * a line that parsed as JSON but is not a record (COA102) and is a dump row becomes the record importVerlRollouts
+ * makes of it — the id numbered by its line (verl writes no blank or bad lines), the group by prompt across the
+ * whole stream. Anything else passes through unchanged, so a bad line is still reported as before.
+ */
+export function verlEntryMapper(): (entry: JsonlEntry) => JsonlEntry {
+  const groups = new Map<string, number>();
+  return (entry) => {
+    if (entry.problem?.code !== 'COA102') return entry;
+    let value: unknown;
+    try {
+      value = JSON.parse(entry.raw);
+    } catch {
+      return entry;
+    }
+    if (!isVerlRolloutRow(value) || checkVerlRow(value)) return entry;
+    const key = typeof value.uid === 'string' ? `uid:${value.uid}` : `input:${value.input as string}`;
+    if (!groups.has(key)) groups.set(key, groups.size);
+    const { problem: _drop, ...rest } = entry;
+    return { ...rest, record: verlRowToRecord(value, entry.line - 1, groups.get(key)!) };
+  };
+}
+
+/** Is this text (its first non-blank line) a verl rollout dump? */
+export function looksLikeVerlDump(firstLine: string): boolean {
+  try {
+    return isVerlRolloutRow(JSON.parse(firstLine));
+  } catch {
+    return false;
+  }
 }

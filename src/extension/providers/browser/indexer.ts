@@ -3,6 +3,7 @@
 // editor (worker.ts); the same function runs in-process in tests and the benchmark.
 import { open } from 'node:fs/promises';
 import { JsonlEntry, readJsonl } from '../../../core/jsonl';
+import { looksLikeVerlDump, verlEntryMapper } from '../../../core/importers/verl-rollouts';
 import { RecordSummary, ScoreOptions, summarize, summarizeBatch } from './summary';
 
 export interface IndexOptions extends ScoreOptions {
@@ -21,8 +22,10 @@ export async function buildIndex(path: string, onBatch: (rows: RecordSummary[], 
     onBatch(summarizeBatch(batch, i - batch.length, options), bytes);
     batch = [];
   };
-  for await (const entry of readJsonl(path)) {
+  const verl = dumpMapper();
+  for await (const raw of readJsonl(path)) {
     if (options.signal?.aborted) break;
+    const entry = verl(raw);
     batch.push(entry);
     i++;
     bytes = entry.offset + entry.byteLength;
@@ -32,12 +35,22 @@ export async function buildIndex(path: string, onBatch: (rows: RecordSummary[], 
   return i;
 }
 
+/** verl rollout dumps are read as records (src/core/importers/verl-rollouts.ts), decided on the first line. */
+function dumpMapper(): (e: JsonlEntry) => JsonlEntry {
+  let map: ((e: JsonlEntry) => JsonlEntry) | null | undefined;
+  return (e) => {
+    if (map === undefined) map = looksLikeVerlDump(e.raw) ? verlEntryMapper() : null;
+    return map ? map(e) : e;
+  };
+}
+
 /** The first n records, read without indexing the rest: the browser's first page. */
 export async function firstRecords(path: string, n: number, options: ScoreOptions = {}): Promise<RecordSummary[]> {
   const rows: RecordSummary[] = [];
   // Small chunks: the first page must not wait for a megabyte read when lines are short.
+  const verl = dumpMapper();
   for await (const entry of readJsonl(path, { chunkSize: 64 * 1024 })) {
-    rows.push(summarize(entry, rows.length, options));
+    rows.push(summarize(verl(entry), rows.length, options));
     if (rows.length >= n) break;
   }
   return rows;
