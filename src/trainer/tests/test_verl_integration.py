@@ -26,7 +26,8 @@ from coa_trainer.integrations import grader
 
 CORPUS = REPO / "examples" / "data" / "search-r1" / "corpus_example.jsonl"
 MODULE = REPO / "src" / "trainer" / "coa_trainer" / "integrations" / "verl_reward.py"
-ROWS = [json.loads(line) for line in (REPO / "test" / "fixtures" / "verl" / "rollouts" / "3.jsonl").read_text().splitlines()]
+DUMP = REPO / "test" / "fixtures" / "verl" / "rollouts" / "3.jsonl"
+ROWS = [json.loads(line) for line in DUMP.read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")
