@@ -141,7 +141,10 @@ const host = {
   },
   hidden: isHidden,
   clickable(line: { run: string; stage: string }) {
-    return stageInfo(line.stage)?.kind === 'rl' || !!model.runs.get(line.run)?.samples.some((s) => s.stage === line.stage);
+    const run = model.runs.get(line.run);
+    // A verl run with a known dump directory: every step may have a dump (<rollout_data_dir>/<step>.jsonl).
+    if (run?.info.engine === 'verl') return !!run.info.rolloutDir;
+    return stageInfo(line.stage)?.kind === 'rl' || !!run?.samples.some((s) => s.stage === line.stage);
   },
 };
 
