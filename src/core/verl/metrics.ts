@@ -92,10 +92,16 @@ export class VerlMetricsAdapter {
       this.started = true;
       out.push({ ...base, type: 'run_started', stage: VERL_STAGE, config: { engine: 'verl', metrics_file: this.opts.source }, total_steps: 0, device: 'verl', world_size: 1 });
     }
-    const values: Record<string, number | null> = {};
-    for (const [k, v] of Object.entries(line.data)) {
-      if (typeof v === 'number') values[k] = Number.isFinite(v) ? v : null;
-      else if (v === null) values[k] = null; // orjson's NaN
+    // JSON.parse gives finite numbers or null (orjson's NaN): a line of those is used as it is — copying 300 keys
+    // per step is most of the cost of reading a long run; only a line with other values (a string, a list) is copied.
+    let values = line.data as Record<string, number | null>;
+    for (const k in line.data) {
+      const v = line.data[k];
+      if (v !== null && (typeof v !== 'number' || !Number.isFinite(v))) {
+        values = {};
+        for (const [k2, v2] of Object.entries(line.data)) if (v2 === null || (typeof v2 === 'number' && Number.isFinite(v2))) values[k2] = v2 as number | null;
+        break;
+      }
     }
     for (const [k, v] of Object.entries(extra)) values[`coa/${k}`] = v;
     out.push({ ...base, type: 'metrics', stage: VERL_STAGE, step: line.step, values });

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventSchema, type TrainerEvent } from '../../../src/core/events';
 import { verlTail } from '../../../src/core/verl/runTail';
-import { looksLikeVerlMetrics, parseVerlLine } from '../../../src/core/verl/metrics';
+import { looksLikeVerlMetrics, parseVerlLine, VerlMetricsAdapter } from '../../../src/core/verl/metrics';
 import { importVerlRollouts, isVerlRolloutRow, stepSignals } from '../../../src/core/importers/verl-rollouts';
 
 const root = join(__dirname, '../../..');
@@ -127,4 +127,13 @@ test('coa convert --from verl-rollouts <dir>: step order, format checked, reward
   const empty = coa('convert', '--from', 'verl-rollouts', join(root, 'docs'), '-o', join(d, 'x.coa.jsonl'));
   assert.notEqual(empty.status, 0);
   assert.match(empty.stderr, /no <step>\.jsonl files/);
+});
+
+test('values that are not numbers are not charted (a string, a list); null stays a gap', () => {
+  const a = new VerlMetricsAdapter({ run: 'r', source: 'm.jsonl', now: () => 1 });
+  const line = parseVerlLine('{"step":3,"data":{"actor/lr":1e-6,"note":"warmup","hist":[1,2],"actor/grad_norm":null}}');
+  assert.ok(!('error' in line));
+  const metrics = a.events(line, { all_wrong_groups: 0.5 }).find((e) => e.type === 'metrics') as Extract<TrainerEvent, { type: 'metrics' }>;
+  assert.deepEqual(metrics.values, { 'actor/lr': 1e-6, 'actor/grad_norm': null, 'coa/all_wrong_groups': 0.5 });
+  assert.ok(EventSchema.safeParse(metrics).success);
 });
