@@ -12,7 +12,7 @@
 import { detectDialect } from '../dialects';
 import type { TrajectoryRecord } from '../record';
 import { extractQuestion, goldenAnswers } from './verl-parquet';
-import type { JsonlEntry } from '../jsonl';
+import { parseRecordLine, type JsonlEntry } from '../jsonl';
 
 type Row = Record<string, unknown>;
 
@@ -175,26 +175,23 @@ export function verlStepItems(text: string, limit = 500): { items: VerlStepItem[
 }
 
 /**
- * Reads a verl dump line by line where our JSONL readers expect records (the notebook, the trajectory browser):
- * a line that parsed as JSON but is not a record (COA102) and is a dump row becomes the record importVerlRollouts
- * makes of it — the id numbered by its line (verl writes no blank or bad lines), the group by prompt across the
- * whole stream. Anything else passes through unchanged, so a bad line is still reported as before.
+ * A line parser for readers of a file known to be a verl dump: one JSON.parse per line and the row made a record
+ * directly (the general parseRecordLine would first fail the record schema, the costly path, then be redone here).
+ * A line that is not a dump row goes through parseRecordLine, so its error is reported as for any JSONL file.
  */
-export function verlEntryMapper(): (entry: JsonlEntry) => JsonlEntry {
+export function verlLineParser(): (raw: string, line: number, offset?: number, byteLength?: number) => JsonlEntry {
   const groups = new Map<string, number>();
-  return (entry) => {
-    if (entry.problem?.code !== 'COA102') return entry;
+  return (raw, line, offset = 0, byteLength = Buffer.byteLength(raw)) => {
     let value: unknown;
     try {
-      value = JSON.parse(entry.raw);
+      value = JSON.parse(raw);
     } catch {
-      return entry;
+      return parseRecordLine(raw, line, offset, byteLength);
     }
-    if (!isVerlRolloutRow(value) || checkVerlRow(value)) return entry;
+    if (!isVerlRolloutRow(value) || checkVerlRow(value)) return parseRecordLine(raw, line, offset, byteLength);
     const key = typeof value.uid === 'string' ? `uid:${value.uid}` : `input:${value.input as string}`;
     if (!groups.has(key)) groups.set(key, groups.size);
-    const { problem: _drop, ...rest } = entry;
-    return { ...rest, record: verlRowToRecord(value, entry.line - 1, groups.get(key)!) };
+    return { line, offset, byteLength, raw, record: verlRowToRecord(value, line - 1, groups.get(key)!) };
   };
 }
 

@@ -2,7 +2,7 @@
 // step cells whose texts concatenate to its `response`; saving writes each record's original line back unless a
 // step changed, so unchanged records stay byte-identical, and bad lines, blank lines and line endings survive too.
 import { parseRecordLine } from '../../../core/jsonl';
-import { looksLikeVerlDump, verlEntryMapper } from '../../../core/importers/verl-rollouts';
+import { looksLikeVerlDump, verlLineParser } from '../../../core/importers/verl-rollouts';
 import type { RewardBreakdown, TrajectoryRecord } from '../../../core/record';
 import { RewardParams, describeFormula, formatOf, scoreRecords } from '../../../core/rewards';
 import type { Scheme } from '../../../core/record';
@@ -109,8 +109,9 @@ export function textToNotebook(text: string, options: DecodeOptions = {}): Noteb
   const { lines, trailer } = splitLines(text);
   // A verl rollout dump (trainer.rollout_data_dir/<step>.jsonl) opens as it is: its rows read as records
   // (src/core/importers/verl-rollouts.ts), read-only since saving would have to write verl's row format back.
-  const verl = lines.length > 0 && looksLikeVerlDump(lines[0].raw) ? verlEntryMapper() : undefined;
-  const entries = lines.map((l) => ({ src: l, entry: verl ? verl(parseRecordLine(l.raw, l.line)) : parseRecordLine(l.raw, l.line) }));
+  const verl = lines.length > 0 && looksLikeVerlDump(lines[0].raw) ? verlLineParser() : undefined;
+  const parse = verl ?? parseRecordLine;
+  const entries = lines.map((l) => ({ src: l, entry: parse(l.raw, l.line) }));
   const content = linesToNotebook(entries, trailer, options);
   if (verl) (content.metadata[META_KEY] as NotebookMeta).readonly = VERL_DUMP_READONLY;
   return content;
