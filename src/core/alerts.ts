@@ -19,13 +19,14 @@ import type { ALERT_KINDS } from './events';
 
 export const MARGIN = 0.05;
 
+/** The thresholds, with their defaults — also the run config's `stages.rl*.alerts` (src/core/config.ts). */
 export const AlertThresholdsSchema = z
   .object({
-    tool_call_explosion: z.number().positive().default(2.0),
-    think_collapse: z.number().positive().default(0.5),
-    all_wrong_groups: z.number().min(0).max(1).default(0.5),
-    tool_failure_rate: z.number().min(0).max(1).default(0.2),
-    window: z.number().int().positive().default(5),
+    tool_call_explosion: z.number().positive().default(2.0).describe('Mean tool calls above this × the first steps\' mean.'),
+    think_collapse: z.number().positive().default(0.5).describe('Think length below this × the first steps\' mean.'),
+    all_wrong_groups: z.number().min(0).max(1).default(0.5).describe('Fraction of all-wrong groups above this.'),
+    tool_failure_rate: z.number().min(0).max(1).default(0.2).describe('Tool-failure rate above this.'),
+    window: z.number().int().positive().default(5).describe('Steps averaged for the baseline and the current value.'),
   })
   .strict();
 export type AlertThresholds = z.infer<typeof AlertThresholdsSchema>;
