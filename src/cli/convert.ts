@@ -1,4 +1,4 @@
-// `coa convert --from verl-parquet|search-r1|openai <in> -o <out>`.
+// `coa convert --from verl-parquet|verl-rollouts|search-r1|openai <in> -o <out>`.
 import { readFileSync } from 'node:fs';
 import { importVerlParquet } from '../core/importers/verl-parquet';
 import { importSearchR1Transcripts } from '../core/importers/search-r1';
@@ -7,8 +7,9 @@ import type { TrajectoryRecord } from '../core/record';
 import { CliError, ParsedArgs } from './args';
 import { requireFile } from './common';
 import { LineWriter } from './output';
+import { convertVerlRollouts } from './convertVerl';
 
-const SOURCES = ['verl-parquet', 'search-r1', 'openai'] as const;
+const SOURCES = ['verl-parquet', 'verl-rollouts', 'search-r1', 'openai'] as const;
 
 export async function runConvert(args: ParsedArgs): Promise<number> {
   const from = args.flags.from as string | undefined;
@@ -17,11 +18,13 @@ export async function runConvert(args: ParsedArgs): Promise<number> {
   if (!from || !(SOURCES as readonly string[]).includes(from)) throw new CliError(`convert: --from must be one of ${SOURCES.join(', ')}`);
   if (!input || extra.length) throw new CliError('convert: give exactly one input file');
   if (!output) throw new CliError('convert: give the output file with -o <out.coa.jsonl>');
-  requireFile(input);
+  if (from !== 'verl-rollouts') requireFile(input); // verl-rollouts takes a dump directory too
 
   let records: TrajectoryRecord[] = [];
   let skipped = 0;
-  if (from === 'verl-parquet') {
+  if (from === 'verl-rollouts') {
+    ({ records, skipped } = convertVerlRollouts(input));
+  } else if (from === 'verl-parquet') {
     try {
       records = await importVerlParquet(input);
     } catch (e) {

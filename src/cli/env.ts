@@ -76,7 +76,10 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
     corpus,
   );
   event({ event: 'index_ready', source: server.index.source, reason: server.index.reason, index_dir: server.index.indexDir, passages: server.index.header.passages, ms: server.index.ms });
-  process.stdout.write(`${JSON.stringify({ event: 'listening', url: server.url, token: server.token })}\n`);
+  // token_url: the server with its token in the path, for clients that take only a URL (COA_ENV_URL of the verl and
+  // TRL integrations); retrieve_url: what Search-R1's `retriever.url` / verl's `retrieval_service_url` take.
+  const tokenUrl = `${server.url}/t/${encodeURIComponent(server.token)}`;
+  process.stdout.write(`${JSON.stringify({ event: 'listening', url: server.url, token: server.token, token_url: tokenUrl, retrieve_url: `${tokenUrl}/retrieve` })}\n`);
 
   process.off('SIGTERM', stopDuringStartup);
   process.off('SIGINT', stopDuringStartup);

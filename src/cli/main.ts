@@ -13,7 +13,7 @@ const USAGE = `coa — CoA Studio command line
       write the records with "reward" filled (OTC-GRPO groups by question across the file)
   coa stats <files…> [--scheme S] [--json]
       count, EM, F1, TC, TP, format-error rate — overall, per dialect, per meta.stage
-  coa convert --from verl-parquet|search-r1|openai <in> -o <out.coa.jsonl>
+  coa convert --from verl-parquet|verl-rollouts|search-r1|openai <in> -o <out.coa.jsonl>
   coa env serve --corpus <corpus.jsonl> [--port 0] …   (see docs/env-server.md)
   coa data prepare questions|sft|pairs <file…> --out <out.jsonl> [--dialect D] [--report r.json]
   coa data check <run-config.json> [--json]

@@ -3,6 +3,7 @@
 // and from which it takes its defaults (the `default` keywords), so every default lives in this file only.
 import { z } from 'zod';
 import { DIALECT_NAMES } from './dialects';
+import { AlertThresholdsSchema, DEFAULT_ALERT_THRESHOLDS } from './alerts';
 
 const int = () => z.number().int();
 const posInt = () => z.number().int().positive();
@@ -101,16 +102,7 @@ const rlStage = (steps: number, simulated: number) =>
         .default({ scheme: 'autocoa', params: {} }),
       heldout_every: int().nonnegative().default(10).describe('Greedy dev EM every N steps (reward-hacking alert; 0: never).'),
       heldout_limit: posInt().default(32).describe('Dev questions in that check.'),
-      alerts: z
-        .object({
-          tool_call_explosion: z.number().positive().default(2.0).describe('Mean tool calls above this × the first steps\' mean.'),
-          think_collapse: z.number().positive().default(0.5).describe('Think length below this × the first steps\' mean.'),
-          all_wrong_groups: z.number().min(0).max(1).default(0.5).describe('Fraction of all-wrong groups above this.'),
-          tool_failure_rate: z.number().min(0).max(1).default(0.2).describe('Tool-failure rate above this.'),
-          window: posInt().default(5).describe('Steps averaged for the baseline and the current value.'),
-        })
-        .strict()
-        .default({ tool_call_explosion: 2.0, think_collapse: 0.5, all_wrong_groups: 0.5, tool_failure_rate: 0.2, window: 5 }),
+      alerts: AlertThresholdsSchema.default(DEFAULT_ALERT_THRESHOLDS), // the rules' own thresholds (src/core/alerts.ts)
     })
     .strict();
 export const Rl1StageSchema = rlStage(12, 1.0);

@@ -35,6 +35,15 @@ function errorColumn(message: string): number {
 const CHUNK = 1 << 20;
 const HEAD = 64;
 
+/**
+ * Turns the lines of a file that is not an events file into protocol events (e.g. verl's metrics file,
+ * src/core/verl/runTail.ts). `reset` is called when the file was truncated or replaced.
+ */
+export interface LineParser {
+  parse(text: string): TrainerEvent[] | { error: string; column: number };
+  reset?(): void;
+}
+
 export class EventTail {
   /** Byte offset of the first byte not yet consumed (the start of the partial line, if any). */
   private offset = 0;
@@ -47,7 +56,7 @@ export class EventTail {
   private head: Buffer = Buffer.alloc(0);
   private reading: Promise<TailBatch> | undefined;
 
-  constructor(readonly file: string, startOffset = 0) {
+  constructor(readonly file: string, startOffset = 0, private readonly parser?: LineParser) {
     this.offset = startOffset;
   }
 
@@ -87,6 +96,7 @@ export class EventTail {
         this.partial = Buffer.alloc(0);
         this.lineNo = 1;
         this.head = Buffer.alloc(0);
+        this.parser?.reset?.();
       }
       this.ino = info.ino;
       let pos = this.offset + this.partial.length;
@@ -124,6 +134,12 @@ export class EventTail {
   private handleLine(text: string, batch: TailBatch): void {
     const line = this.lineNo++;
     if (text.trim() === '') return;
+    if (this.parser) {
+      const got = this.parser.parse(text);
+      if (Array.isArray(got)) batch.events.push(...got);
+      else batch.issues.push({ file: this.file, line, column: got.column, message: got.error });
+      return;
+    }
     const parsed = parseEvent(text);
     if (parsed.ok) batch.events.push(parsed.event);
     else batch.issues.push({ file: this.file, line, column: errorColumn(parsed.error), message: parsed.error });

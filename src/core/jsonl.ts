@@ -143,6 +143,8 @@ export function locate(raw: string, path: (string | number)[]): { start: number;
 export interface ReadOptions {
   /** Bytes read per chunk (memory stays at about one chunk plus the longest line). */
   chunkSize?: number;
+  /** Parses a line instead of parseRecordLine (a reader of another engine's rows, e.g. verl dumps). */
+  parse?: typeof parseRecordLine;
 }
 
 /** Stream a JSONL file entry by entry. Blank lines are skipped. Throws only if the file cannot be opened. */
@@ -169,7 +171,7 @@ export async function* readJsonl(path: string, options: ReadOptions = {}): Async
       carry = [];
       carryLength = 0;
       lineNo++;
-      const entry = lineEntry(buf, lineNo, offset);
+      const entry = lineEntry(buf, lineNo, offset, options.parse);
       if (entry) yield entry;
       offset += buf.length + 1;
       start = nl + 1;
@@ -182,7 +184,7 @@ export async function* readJsonl(path: string, options: ReadOptions = {}): Async
   }
   if (carryLength) {
     lineNo++;
-    const entry = lineEntry(Buffer.concat(carry, carryLength), lineNo, offset);
+    const entry = lineEntry(Buffer.concat(carry, carryLength), lineNo, offset, options.parse);
     if (entry) yield entry;
   }
 }
@@ -206,12 +208,12 @@ export function* iterateJsonlText(text: string): Generator<JsonlEntry> {
   }
 }
 
-function lineEntry(buf: Buffer, lineNo: number, offset: number): JsonlEntry | null {
+function lineEntry(buf: Buffer, lineNo: number, offset: number, parse = parseRecordLine): JsonlEntry | null {
   let end = buf.length;
   if (end > 0 && buf[end - 1] === 13) end--; // CRLF
   const raw = buf.toString('utf8', 0, end);
   if (raw.trim() === '') return null;
-  return parseRecordLine(raw, lineNo, offset, end);
+  return parse(raw, lineNo, offset, end);
 }
 
 /** NUL bytes do not occur in UTF-8 JSON text. */

@@ -9,9 +9,12 @@ import type { DialectName } from '../core/dialects';
 import { OtcState, scoreRecords } from '../core/rewards';
 import { Retriever, type OpenInfo, type OpenOptions } from './retriever';
 import { formatObservation } from './observations';
-import { checkBearer, HttpError, parseJson, readBody, sendError, sendJson } from './http';
+import { HttpError, parseJson, readBody, sendError, sendJson } from './http';
 import { describeIssues, GradeRequestSchema, RUN_ID, SearchRequestSchema, toolSpecs, type SearchResponse } from './protocol';
 import { makeRandom } from './random';
+import { authenticate, retrieve, RETRIEVE_PATH, routePath } from './retrieve';
+import { ToolHealth } from './toolHealth';
+import { alertsStep } from './alertsRoute';
 
 export interface EnvServerOptions extends OpenOptions {
   corpus: string;
@@ -70,6 +73,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
   const retriever = await Retriever.open(opts.corpus, opts);
   const started = Date.now();
   const runs = new Map<string, OtcState>();
+  const toolHealth = new ToolHealth(); // per-caller calls, failures, empty results, latency (src/env/toolHealth.ts)
   const stats: Record<string, number> = {
     requests: 0, ok: 0, client_errors: 0, server_errors: 0, injected_faults: 0, timeouts: 0, queries: 0, graded_records: 0,
   };
@@ -126,6 +130,10 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
         },
       },
     },
+    // Search-R1's / verl's retrieval protocol (src/env/retrieve.ts), tool health, and the core's alerts.
+    { pattern: RETRIEVE_PATH, faulty: true, methods: { POST: async (_req, body) => ({ body: await retrieve(await body(), (q, k) => retriever.search(q, k)) }) } },
+    { pattern: /^\/v1\/tool-health$/, methods: { GET: async () => ({ body: toolHealth.snapshot() }) } },
+    { pattern: /^\/v1\/alerts$/, methods: { POST: async (_req, body) => ({ body: alertsStep(await body()) }) } },
     {
       pattern: /^\/v1\/runs\/(?<run>[^/]+)\/otc-state$/,
       methods: {
@@ -158,8 +166,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
   const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<{ status?: number; body: unknown }> {
-    checkBearer(req, token);
-    const path = (req.url ?? '/').split('?')[0];
+    const path = authenticate(req, token); // Authorization: Bearer, or /t/<token>/… for clients that only take a URL
     const route = routes.find((r) => r.pattern.test(path));
     if (!route) throw new HttpError('not_found', `no endpoint ${path}`);
     const method = req.method ?? 'GET';
@@ -183,6 +190,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
 
   const server = createServer((req, res) => {
     stats.requests++;
+    const toolDone = toolHealth.start(routePath(req.url));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -194,10 +202,12 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     Promise.race([handle(req, res), timeout])
       .then(({ status, body }) => {
         stats.ok++;
+        toolDone?.(true, body);
         sendJson(res, status ?? 200, body);
       })
       .catch((e: unknown) => {
         const err = e instanceof HttpError ? e : new HttpError('internal', `internal error: ${(e as Error)?.message ?? String(e)}`);
+        if (err.code !== 'unauthorized') toolDone?.(false, null, `${err.code}: ${err.message}`);
         if (err.status >= 500) stats.server_errors++;
         else stats.client_errors++;
         if (err.status === 500) process.stderr.write(`${JSON.stringify({ event: 'internal_error', message: err.message, stack: (e as Error)?.stack })}\n`);

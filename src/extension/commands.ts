@@ -3,7 +3,7 @@
 import * as vscode from 'vscode';
 import type { LanguageServerHandle } from './languageClient';
 import { openAsTrajectoryNotebook, openTrajectoryBrowser, showNotebookView } from './providers/notebook/register';
-import { addRunToLivePanel, openLivePanel } from './providers/livePanel/register';
+import { addRunToLivePanel, openLivePanel, watchRun } from './providers/livePanel/register';
 import { pickCheckpoint, replayCommand } from './providers/replay/controller';
 import { toggleTokenView } from './providers/tokens/overlays';
 import { compareRunsCommand } from './providers/compare/panel';
@@ -40,6 +40,8 @@ export const COMMANDS = {
   'coaStudio.compareRuns': async (ctx: CommandContext) => compareRunsCommand(ctx.extension),
   'coaStudio.openLivePanel': async (_ctx: CommandContext, runDir?: unknown) => openLivePanel(runDir),
   'coaStudio.addRunToLivePanel': async (_ctx: CommandContext, runDir?: unknown) => addRunToLivePanel(runDir),
+  // Issue 16: runs CoA Studio did not start (verl metrics files, TRL runs written by our callback).
+  'coaStudio.watchRun': async (_ctx: CommandContext, source?: unknown) => watchRun(source),
   // Issue 7 host: training (trusted workspaces only; the handlers check again at run time) and the Runs view.
   'coaStudio.trainStage': async (_ctx: CommandContext, request?: unknown) => trainController().trainStage(request as TrainRequest | undefined),
   'coaStudio.resumeRun': async (_ctx: CommandContext, node?: unknown) => resumeFromNode(node),

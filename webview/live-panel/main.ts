@@ -12,6 +12,7 @@ import './style.css';
 import { stageInfo } from '../../src/core/stages';
 import { PanelModel } from './model';
 import { TabCharts } from './charts';
+import { renderToolHealth, type ToolHealthState } from './toolHealth';
 import { RESULTS_TAB, renderAlerts, renderResults, renderRuns, renderSamples, renderStepRollouts, renderTabHead, renderTabs, type StepRollouts } from './lists';
 import { el, icon } from './dom';
 import type { HostToPanel, LivePanelInitialState, LivePanelSavedState, PanelToHost } from './protocol';
@@ -63,6 +64,9 @@ const tabHeadEl = el('div', { id: 'tab-head' });
 const chartsEl = el('div', { id: 'charts' });
 const resultsEl = el('div', { id: 'results', hidden: '' });
 const stepRolloutsEl = el('div', { id: 'step-rollouts' });
+const toolHealthEl = el('div', { id: 'tool-health', hidden: '' });
+/** Tool health per run, as the host last polled it (issue 16). */
+const toolHealth = new Map<string, ToolHealthState>();
 const samplesList = el('ul', { id: 'samples', class: 'samples' });
 document.body.append(
   el(
@@ -77,6 +81,7 @@ document.body.append(
   runsEl,
   issuesEl,
   alertsEl,
+  toolHealthEl,
   tabsEl,
   el('main', {}, el('div', { class: 'tab-body' }, tabHeadEl, chartsEl, resultsEl), el('aside', {}, el('h2', {}, icon('list-selection'), ' Rollouts of a step'), stepRolloutsEl, el('h2', {}, icon('list-unordered'), ' Sampled rollouts'), samplesList)),
 );
@@ -136,7 +141,10 @@ const host = {
   },
   hidden: isHidden,
   clickable(line: { run: string; stage: string }) {
-    return stageInfo(line.stage)?.kind === 'rl' || !!model.runs.get(line.run)?.samples.some((s) => s.stage === line.stage);
+    const run = model.runs.get(line.run);
+    // A verl run with a known dump directory: every step may have a dump (<rollout_data_dir>/<step>.jsonl).
+    if (run?.info.engine === 'verl') return !!run.info.rolloutDir;
+    return stageInfo(line.stage)?.kind === 'rl' || !!run?.samples.some((s) => s.stage === line.stage);
   },
 };
 
@@ -264,6 +272,10 @@ window.addEventListener('message', (ev: MessageEvent<HostToPanel>) => {
       model.removeRun(msg.run);
       saveState();
       break;
+    case 'toolHealth':
+      toolHealth.set(msg.run, { callers: msg.callers, error: msg.error });
+      renderToolHealth(toolHealthEl, model, toolHealth);
+      return;
     case 'rollouts':
       // Only the answer to the latest click counts.
       if (stepQuery && stepQuery.run === msg.run && stepQuery.stage === msg.stage && stepQuery.step === msg.step) {

@@ -68,14 +68,33 @@ export const GROUPS = [
   { id: 'agent', title: 'Agent: tool calls, format, groups' },
   { id: 'policy', title: 'KL / entropy / clip / optimiser' },
   { id: 'throughput', title: 'Throughput' },
+  { id: 'length', title: 'Lengths' },
+  { id: 'validation', title: 'Validation' },
   { id: 'other', title: 'Other' },
 ] as const;
 export type GroupId = (typeof GROUPS)[number]['id'];
 
 const has = (tokens: string[], words: string[]) => tokens.some((t) => words.some((w) => t === w || t.startsWith(w)));
 
-/** Which chart group a metric name belongs to (by its `_`/`/`/`.`-separated words). */
+/**
+ * Namespaced metrics of the engines users run, by prefix (first match wins): verl's names from
+ * verl/trainer/ppo/metric_utils.py `compute_data_metrics` / `compute_timing_metrics` / `compute_throughout_metrics`
+ * and the actor's `actor/*` (volcengine/verl b178a3cd), TRL's GRPOTrainer `_metrics` keys (`tools/*`,
+ * `completions/*`, `clip_ratio/*`, `frac_reward_zero_std`; huggingface/trl trl/trainer/grpo_trainer.py).
+ */
+const PREFIX_GROUPS: [RegExp, GroupId][] = [
+  [/^critic\/(score|rewards|advantages|returns|values|vf_)/, 'loss'],
+  [/^(rewards?|reward_std|frac_reward_zero_std)(\/|$)/, 'loss'],
+  [/^(actor|critic|clip_ratio|entropy|kl|grad_norm|learning_rate)(\/|$)/, 'policy'],
+  [/^(response_length|response_length_non_aborted|prompt_length|response|completions\/(mean|min|max)_(terminated_)?length|completions\/clipped_ratio)(\/|$)/, 'length'],
+  [/^(num_turns|tool_call_counts|agent_loop|tools|coa|completions)\//, 'agent'],
+  [/^(perf|timing_s|timing_per_token_ms)\//, 'throughput'],
+  [/^(val-core|val-aux)\//, 'validation'],
+];
+
+/** Which chart group a metric name belongs to (known namespaces first, then by its `_`/`/`/`.`-separated words). */
 export function groupOf(name: string): GroupId {
+  for (const [re, group] of PREFIX_GROUPS) if (re.test(name)) return group;
   const tokens = name.toLowerCase().split(/[/_.\-]+/).filter(Boolean);
   const exact = (words: string[]) => tokens.some((t) => words.includes(t));
   if (has(tokens, ['loss', 'reward', 'advantage', 'return', 'nll', 'margin'])) return 'loss';

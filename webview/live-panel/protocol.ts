@@ -10,6 +10,19 @@ export interface LivePanelRun {
   key: string;
   /** Shown in legends: the run directory's name. */
   label: string;
+  /** A run CoA Studio did not start: `key` is verl's metrics file, `rolloutDir` its dump directory (URI strings). */
+  engine?: 'verl';
+  rolloutDir?: string;
+}
+
+/** One caller's tool health as the environment server reports it (src/env/toolHealth.ts CallerHealth). */
+export interface ToolHealthRow {
+  calls: number;
+  failures: number;
+  queries: number;
+  empty_results: number;
+  latency_ms: { p50: number | null; p99: number | null };
+  last_error: string | null;
 }
 
 /** Embedded in the page (`#initial-state`): the runs and every event read so far, so the first paint is complete. */
@@ -48,7 +61,9 @@ export type HostToPanel =
   | { type: 'addRun'; run: LivePanelRun }
   | { type: 'removeRun'; run: string }
   /** Answer to 'stepRollouts': the rollouts of one step (empty with `error` when there is no rollouts file). */
-  | { type: 'rollouts'; run: string; stage: string; step: number; items: RolloutItem[]; total: number; error?: string };
+  | { type: 'rollouts'; run: string; stage: string; step: number; items: RolloutItem[]; total: number; error?: string }
+  /** The tool health of the environment server a run searches through, polled by the host (error: unreachable). */
+  | { type: 'toolHealth'; run: string; callers: Record<string, ToolHealthRow>; error?: string };
 
 export type PanelToHost =
   /** The page's message listener is attached: the host may post. */

@@ -148,6 +148,16 @@ class EnvClient:
             body["run"] = run
         return self._post("/v1/grade", body)["breakdowns"]
 
+    def alerts(self, step: int, values: dict, thresholds: dict | None = None, state: dict | None = None,
+               heldout: float | None = None) -> dict:
+        """The core's agent alerts for one step: {"alerts": [{kind, severity, message}], "state": new state}."""
+        body: dict[str, Any] = {"step": step, "values": values, "thresholds": thresholds or {}}
+        if state:
+            body["state"] = state
+        if heldout is not None:
+            body["heldout"] = heldout
+        return self._post("/v1/alerts", body)
+
     # ------------------------------------------------------------ OTC-GRPO state (saved in RL checkpoints)
     def export_otc_state(self, run: str) -> dict | None:
         """The run's running per-question minimum of tool calls; None when the run has no state yet."""

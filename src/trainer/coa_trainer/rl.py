@@ -147,7 +147,7 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
     stream = Stream(epoch)
     env, own_env = _connect_env(args, config, run_dir, di)
     grade_run = _grade_run_id(writer.run, label)
-    monitor = AlertMonitor(dict(scfg["alerts"]))
+    monitor = AlertMonitor(dict(scfg["alerts"]), env)  # rules in src/core/alerts.ts, via the server
     sdir = stage_dir(run_dir, label)
     ckpt_dir = run.ckpt_dir
     step, resumed_from = 0, None

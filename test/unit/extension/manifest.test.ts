@@ -69,3 +69,10 @@ test('run configs (*.run.json, runs/*/config.json) are validated by the generate
   assert.ok(v.fileMatch.includes('*.run.json'));
   assert.ok(v.fileMatch.some((f: string) => f.endsWith('runs/*/config.json')));
 });
+
+test('Watch verl/TRL Run is offered in any folder, before anything activated the extension (issue 16)', () => {
+  // A verl or TRL workspace holds none of the files that activate us; invoking the command activates the extension.
+  const watch = pkg.contributes.commands.find((c: { command: string }) => c.command === 'coaStudio.watchRun');
+  assert.match(watch.enablement, /workspaceFolderCount > 0/);
+  assert.doesNotMatch(watch.enablement, /isWorkspaceTrusted/); // viewing only: untrusted workspaces too
+});

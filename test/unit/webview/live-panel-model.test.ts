@@ -32,6 +32,21 @@ test('metric names are grouped by pattern; unknown names go to other', () => {
   for (const [name, group] of Object.entries(cases)) assert.equal(groupOf(name), group, name);
 });
 
+test("verl's and TRL's namespaced metrics are grouped by namespace", () => {
+  const cases: Record<string, string> = {
+    'critic/score/mean': 'loss', 'critic/rewards/max': 'loss', 'critic/advantages/min': 'loss', 'critic/vf_explained_var': 'loss',
+    'actor/pg_loss': 'policy', 'actor/entropy': 'policy', 'actor/lr': 'policy', 'actor/grad_norm': 'policy',
+    'response_length/mean': 'length', 'response_length/clip_ratio': 'length', 'prompt_length/max': 'length', 'response/aborted_ratio': 'length',
+    'num_turns/mean': 'agent', 'tool_call_counts/max': 'agent', 'agent_loop/tool_calls/mean': 'agent', 'coa/all_wrong_groups': 'agent',
+    'perf/throughput': 'throughput', 'perf/mfu/actor': 'throughput', 'timing_s/gen': 'throughput',
+    'val-core/nq/acc/mean@1': 'validation', 'val-aux/num_turns/mean': 'validation', 'training/global_step': 'other',
+    // TRL GRPOTrainer
+    reward: 'loss', 'rewards/coa_reward/mean': 'loss', frac_reward_zero_std: 'loss', 'clip_ratio/region_mean': 'policy',
+    learning_rate: 'policy', 'completions/mean_length': 'length', 'tools/call_frequency': 'agent', 'tools/failure_frequency': 'agent',
+  };
+  for (const [name, group] of Object.entries(cases)) assert.equal(groupOf(name), group, name);
+});
+
 const DEMO = join(__dirname, '../../fixtures/live-panel/demo-pipeline.events.jsonl');
 const ROLLOUTS = join(__dirname, '../../fixtures/live-panel/rl2.rollouts.coa.jsonl');
 const read = (file: string): TrainerEvent[] =>

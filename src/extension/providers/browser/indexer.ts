@@ -2,7 +2,8 @@
 // batches so the caller can show progress and answer queries on a partial index. Runs in a worker thread in the
 // editor (worker.ts); the same function runs in-process in tests and the benchmark.
 import { open } from 'node:fs/promises';
-import { JsonlEntry, readJsonl } from '../../../core/jsonl';
+import { JsonlEntry, readJsonl, type ReadOptions } from '../../../core/jsonl';
+import { looksLikeVerlDump, verlLineParser } from '../../../core/importers/verl-rollouts';
 import { RecordSummary, ScoreOptions, summarize, summarizeBatch } from './summary';
 
 export interface IndexOptions extends ScoreOptions {
@@ -21,7 +22,7 @@ export async function buildIndex(path: string, onBatch: (rows: RecordSummary[], 
     onBatch(summarizeBatch(batch, i - batch.length, options), bytes);
     batch = [];
   };
-  for await (const entry of readJsonl(path)) {
+  for await (const entry of readJsonl(path, await readOptions(path))) {
     if (options.signal?.aborted) break;
     batch.push(entry);
     i++;
@@ -32,11 +33,25 @@ export async function buildIndex(path: string, onBatch: (rows: RecordSummary[], 
   return i;
 }
 
+/** verl rollout dumps are read as records (src/core/importers/verl-rollouts.ts), decided on the file's first line. */
+async function readOptions(path: string): Promise<ReadOptions> {
+  const fh = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(256 * 1024);
+    const { bytesRead } = await fh.read(head, 0, head.length, 0);
+    const text = head.toString('utf8', 0, bytesRead);
+    const nl = text.indexOf('\n');
+    return looksLikeVerlDump(nl < 0 ? text : text.slice(0, nl)) ? { parse: verlLineParser() } : {};
+  } finally {
+    await fh.close();
+  }
+}
+
 /** The first n records, read without indexing the rest: the browser's first page. */
 export async function firstRecords(path: string, n: number, options: ScoreOptions = {}): Promise<RecordSummary[]> {
   const rows: RecordSummary[] = [];
   // Small chunks: the first page must not wait for a megabyte read when lines are short.
-  for await (const entry of readJsonl(path, { chunkSize: 64 * 1024 })) {
+  for await (const entry of readJsonl(path, { chunkSize: 64 * 1024, ...(await readOptions(path)) })) {
     rows.push(summarize(entry, rows.length, options));
     if (rows.length >= n) break;
   }

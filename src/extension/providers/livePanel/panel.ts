@@ -9,6 +9,9 @@ import type { TrainerEvent } from '../../../core/events';
 import { webviewHtml } from '../../webview/html';
 import { LIVE_PANEL_VIEW_TYPE, type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../../webview/live-panel/protocol';
 import { chunk, findRecordLine, isSafeStageName, rolloutsOfStep } from './records';
+import { isVerlMetricsUri, type VerlRunSource } from './externalRuns';
+import { verlTail } from '../../../core/verl/runTail';
+import { verlStepItems } from '../../../core/importers/verl-rollouts';
 
 const BATCH_MS = 100;
 /** Smoothing a new panel starts with (TensorBoard's default): raw values faint, the smoothed line solid. */
@@ -19,7 +22,10 @@ const MAX_EMBEDDED = 20000;
 
 interface FollowedRun {
   info: LivePanelRun;
+  /** The run directory, or verl's metrics file when `verl` is set. */
   dir: vscode.Uri;
+  verl?: VerlRunSource;
+  healthTimer?: ReturnType<typeof setInterval>;
   follower?: ReturnType<typeof followEvents>;
   pending: TrainerEvent[];
   reset: boolean;
@@ -28,6 +34,25 @@ interface FollowedRun {
 export function runInfo(dir: vscode.Uri): LivePanelRun {
   return { key: dir.toString(), label: dir.path.split('/').filter(Boolean).pop() ?? dir.toString() };
 }
+
+/** A run directory, or a verl run (its metrics file, optionally with its dumps and tool-health URL). */
+export type RunSource = vscode.Uri | VerlRunSource;
+
+function newRun(source: RunSource): FollowedRun {
+  if (source instanceof vscode.Uri && !isVerlMetricsUri(source)) return { info: runInfo(source), dir: source, pending: [], reset: false };
+  const verl: VerlRunSource = source instanceof vscode.Uri ? { metrics: source } : source;
+  const info: LivePanelRun = { ...runInfo(verl.metrics), engine: 'verl', rolloutDir: verl.rolloutDir?.toString() };
+  info.label = info.label.replace(/\.jsonl$/, '');
+  return { info, dir: verl.metrics, verl, pending: [], reset: false };
+}
+
+/** verl runs follow their metrics file through the verl adapter; ours follow events.jsonl. */
+function tailOf(run: FollowedRun): EventTail {
+  if (run.verl) return verlTail(run.verl.metrics.fsPath, { rolloutDir: run.verl.rolloutDir?.fsPath, run: run.info.label });
+  return new EventTail(vscode.Uri.joinPath(run.dir, 'events.jsonl').fsPath);
+}
+
+const sourceKey = (source: RunSource) => (source instanceof vscode.Uri ? source : source.metrics).toString();
 
 export class LivePanel implements vscode.Disposable {
   private readonly runs = new Map<string, FollowedRun>();
@@ -53,18 +78,18 @@ export class LivePanel implements vscode.Disposable {
   }
 
   /** Sets the page with `dirs` embedded, then follows them. */
-  async show(dirs: vscode.Uri[], smoothing = DEFAULT_SMOOTHING): Promise<void> {
+  async show(dirs: RunSource[], smoothing = DEFAULT_SMOOTHING): Promise<void> {
     this.smoothing = smoothing;
     this.ready = false; // a new page: wait for its 'ready'
     this.queue.length = 0;
     const initial: LivePanelInitialState = { runs: [], events: {}, smoothing };
     const overflow: { run: FollowedRun; events: TrainerEvent[] }[] = [];
     for (const dir of dirs) {
-      if (this.runs.has(dir.toString())) continue;
-      const run: FollowedRun = { info: runInfo(dir), dir, pending: [], reset: false };
+      if (this.runs.has(sourceKey(dir))) continue;
+      const run = newRun(dir);
       this.runs.set(run.info.key, run);
       initial.runs.push(run.info);
-      const tail = new EventTail(vscode.Uri.joinPath(dir, 'events.jsonl').fsPath);
+      const tail = tailOf(run);
       const first = await tail.read();
       this.reportIssues(run, first);
       initial.events[run.info.key] = first.events.slice(0, MAX_EMBEDDED);
@@ -83,17 +108,17 @@ export class LivePanel implements vscode.Disposable {
   }
 
   /** Adds a run to compare (the page is live: it gets an addRun message and the run's events). */
-  async addRun(dir: vscode.Uri): Promise<void> {
-    if (this.runs.has(dir.toString())) return;
-    const run: FollowedRun = { info: runInfo(dir), dir, pending: [], reset: false };
+  async addRun(dir: RunSource): Promise<void> {
+    if (this.runs.has(sourceKey(dir))) return;
+    const run = newRun(dir);
     this.runs.set(run.info.key, run);
     this.panel.title = this.title();
     this.post({ type: 'addRun', run: run.info });
-    this.follow(run, new EventTail(vscode.Uri.joinPath(dir, 'events.jsonl').fsPath));
+    this.follow(run, tailOf(run));
   }
 
-  has(dir: vscode.Uri): boolean {
-    return this.runs.has(dir.toString());
+  has(dir: RunSource): boolean {
+    return this.runs.has(sourceKey(dir));
   }
 
   private title(): string {
@@ -102,6 +127,7 @@ export class LivePanel implements vscode.Disposable {
   }
 
   private follow(run: FollowedRun, tail: EventTail): void {
+    if (run.verl?.toolHealthUrl) this.pollToolHealth(run, run.verl.toolHealthUrl);
     run.follower = followEvents(tail, {
       intervalMs: 500,
       onBatch: (batch) => {
@@ -114,6 +140,22 @@ export class LivePanel implements vscode.Disposable {
         this.scheduleFlush();
       },
     });
+  }
+
+  /** Polls the environment server's tool health every 2 s while the run is shown (loopback only, token in the path). */
+  private pollToolHealth(run: FollowedRun, url: string): void {
+    const poll = async () => {
+      try {
+        const res = await fetch(url, { signal: AbortSignal.timeout(1500) });
+        const body = (await res.json()) as { callers?: Record<string, never>; error?: { message?: string } };
+        if (!res.ok) throw new Error(body.error?.message ?? `HTTP ${res.status}`);
+        this.post({ type: 'toolHealth', run: run.info.key, callers: body.callers ?? {} });
+      } catch (e) {
+        this.post({ type: 'toolHealth', run: run.info.key, callers: {}, error: `tool health unavailable: ${(e as Error).message}` });
+      }
+    };
+    void poll();
+    run.healthTimer = setInterval(() => void poll(), 2000);
   }
 
   private reportIssues(run: FollowedRun, batch: TailBatch): void {
@@ -161,6 +203,7 @@ export class LivePanel implements vscode.Disposable {
         const run = this.runs.get(m.run);
         if (!run || this.runs.size <= 1) return;
         run.follower?.dispose();
+        if (run.healthTimer) clearInterval(run.healthTimer);
         this.runs.delete(m.run);
         this.panel.title = this.title();
         this.post({ type: 'removeRun', run: m.run });
@@ -169,14 +212,17 @@ export class LivePanel implements vscode.Disposable {
       case 'stepRollouts': {
         const run = this.runs.get(m.run);
         if (!run || !Number.isInteger(m.step)) return;
-        const answer = await listStepRollouts(run.dir, m.stage, m.step);
+        const answer = run.verl ? await listVerlStep(run.verl, m.step) : await listStepRollouts(run.dir, m.stage, m.step);
         this.post({ type: 'rollouts', run: m.run, stage: m.stage, step: m.step, ...answer });
         return;
       }
       case 'openRollout': {
         const run = this.runs.get(m.run);
         if (!run || !isSafeStageName(m.stage) || !Number.isInteger(m.line) || m.line < 0) return;
-        const doc = await vscode.workspace.openTextDocument(rolloutsFile(run.dir, m.stage));
+        const step = /^verl-(\d+)-\d+$/.exec(String(m.id))?.[1];
+        if (run.verl && (!run.verl.rolloutDir || step === undefined)) return;
+        const file = run.verl ? vscode.Uri.joinPath(run.verl.rolloutDir!, `${step}.jsonl`) : rolloutsFile(run.dir, m.stage);
+        const doc = await vscode.workspace.openTextDocument(file);
         const at = new vscode.Range(m.line, 0, m.line, 0);
         await vscode.window.showTextDocument(doc, { selection: at, preview: true, viewColumn: vscode.ViewColumn.Beside });
         return;
@@ -192,10 +238,24 @@ export class LivePanel implements vscode.Disposable {
 
   dispose(): void {
     if (this.flushTimer) clearTimeout(this.flushTimer);
-    for (const run of this.runs.values()) run.follower?.dispose();
+    for (const run of this.runs.values()) {
+      run.follower?.dispose();
+      if (run.healthTimer) clearInterval(run.healthTimer);
+    }
     this.runs.clear();
     for (const d of this.disposables.splice(0)) d.dispose();
     this.onDidDispose?.();
+  }
+}
+
+/** The rows of a verl step's dump (`<rollout_data_dir>/<step>.jsonl`). */
+async function listVerlStep(verl: VerlRunSource, step: number): Promise<{ items: RolloutItem[]; total: number; error?: string }> {
+  if (!verl.rolloutDir) return { items: [], total: 0, error: 'no rollout dump directory known for this verl run (trainer.rollout_data_dir)' };
+  const file = vscode.Uri.joinPath(verl.rolloutDir, `${step}.jsonl`);
+  try {
+    return verlStepItems(new TextDecoder().decode(await vscode.workspace.fs.readFile(file)));
+  } catch {
+    return { items: [], total: 0, error: `verl dumped no rollouts at step ${step} (${vscode.workspace.asRelativePath(file)})` };
   }
 }
 

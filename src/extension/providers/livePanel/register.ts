@@ -3,7 +3,8 @@
 // Stage pass it) and "Compare Run in Live Panel" (adds a run to the active panel).
 import * as vscode from 'vscode';
 import { LIVE_PANEL_VIEW_TYPE, type LivePanelSavedState } from '../../../../webview/live-panel/protocol';
-import { DEFAULT_SMOOTHING, LivePanel } from './panel';
+import { DEFAULT_SMOOTHING, LivePanel, type RunSource } from './panel';
+import { findRolloutDir, isVerlMetricsUri, watchExternalRun } from './externalRuns';
 
 const panels = new Set<LivePanel>();
 let active: LivePanel | undefined;
@@ -29,7 +30,8 @@ export function registerLivePanel(context: vscode.ExtensionContext, logChannel: 
     vscode.window.registerWebviewPanelSerializer(LIVE_PANEL_VIEW_TYPE, {
       // After a window reload: the page saved its runs and smoothing with setState; the events are re-read.
       async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: LivePanelSavedState | undefined) {
-        const dirs = (state?.runs ?? []).map((r) => vscode.Uri.parse(r.key));
+        const dirs: RunSource[] = (state?.runs ?? []).map((r) =>
+          r.engine === 'verl' ? { metrics: vscode.Uri.parse(r.key), rolloutDir: r.rolloutDir ? vscode.Uri.parse(r.rolloutDir) : undefined } : vscode.Uri.parse(r.key));
         await adopt(panel).show(dirs, state?.smoothing ?? DEFAULT_SMOOTHING);
       },
     }),
@@ -69,8 +71,23 @@ async function pickRunDir(title: string): Promise<vscode.Uri | undefined> {
   return chosen?.[0];
 }
 
+/** A verl metrics file given as a Uri (Runs view, Explorer) gets its rollout dump directory looked up. */
+async function sourceOf(arg: unknown): Promise<RunSource | undefined> {
+  if (arg && typeof arg === 'object' && 'metrics' in arg && (arg as { metrics: unknown }).metrics instanceof vscode.Uri) return arg as RunSource;
+  const dir = runDirFrom(arg);
+  if (dir && isVerlMetricsUri(dir)) return { metrics: dir, rolloutDir: await findRolloutDir(dir) };
+  return dir;
+}
+
+/** "CoA: Watch verl/TRL Run…" (command table): a verl metrics file or a CoA-protocol run, in a live panel. */
+export async function watchRun(arg?: unknown): Promise<void> {
+  const given = await sourceOf(arg);
+  if (given) return openLivePanel(given);
+  await watchExternalRun((source) => openLivePanel(source));
+}
+
 export async function openLivePanel(arg?: unknown): Promise<void> {
-  const dir = runDirFrom(arg) ?? (await pickRunDir('Open Live Training Panel'));
+  const dir = (await sourceOf(arg)) ?? (await pickRunDir('Open Live Training Panel'));
   if (!dir) return;
   const existing = [...panels].find((p) => p.has(dir));
   if (existing) {
@@ -88,7 +105,7 @@ export async function openLivePanel(arg?: unknown): Promise<void> {
 
 export async function addRunToLivePanel(arg?: unknown): Promise<void> {
   if (!active) return openLivePanel(arg);
-  const dir = runDirFrom(arg) ?? (await pickRunDir('Compare Run in Live Panel'));
+  const dir = (await sourceOf(arg)) ?? (await pickRunDir('Compare Run in Live Panel'));
   if (!dir) return;
   await active.addRun(dir);
   active.panel.reveal(undefined, true);

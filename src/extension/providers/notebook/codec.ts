@@ -2,6 +2,7 @@
 // step cells whose texts concatenate to its `response`; saving writes each record's original line back unless a
 // step changed, so unchanged records stay byte-identical, and bad lines, blank lines and line endings survive too.
 import { parseRecordLine } from '../../../core/jsonl';
+import { looksLikeVerlDump, verlLineParser } from '../../../core/importers/verl-rollouts';
 import type { RewardBreakdown, TrajectoryRecord } from '../../../core/record';
 import { RewardParams, describeFormula, formatOf, scoreRecords } from '../../../core/rewards';
 import type { Scheme } from '../../../core/record';
@@ -106,9 +107,17 @@ export function decodeNotebook(bytes: Uint8Array, options: DecodeOptions = {}): 
 /** The notebook for a file's text. */
 export function textToNotebook(text: string, options: DecodeOptions = {}): NotebookContent {
   const { lines, trailer } = splitLines(text);
-  const entries = lines.map((l) => ({ src: l, entry: parseRecordLine(l.raw, l.line) }));
-  return linesToNotebook(entries, trailer, options);
+  // A verl rollout dump (trainer.rollout_data_dir/<step>.jsonl) opens as it is: its rows read as records
+  // (src/core/importers/verl-rollouts.ts), read-only since saving would have to write verl's row format back.
+  const verl = lines.length > 0 && looksLikeVerlDump(lines[0].raw) ? verlLineParser() : undefined;
+  const parse = verl ?? parseRecordLine;
+  const entries = lines.map((l) => ({ src: l, entry: parse(l.raw, l.line) }));
+  const content = linesToNotebook(entries, trailer, options);
+  if (verl) (content.metadata[META_KEY] as NotebookMeta).readonly = VERL_DUMP_READONLY;
+  return content;
 }
+
+export const VERL_DUMP_READONLY = 'verl rollout dump: read-only here (coa convert --from verl-rollouts makes an editable *.coa.jsonl)';
 
 /** Cells for already-parsed lines (the filter commands reuse this on a subset). */
 export function linesToNotebook(

@@ -8,9 +8,12 @@ import { readRuns, runNode, stageChildren, stageNodes, type RunNode, type Status
 import { stageLabel } from '../../process/trainer';
 import { onRunsChanged, trainController, workspaceRoot } from '../train';
 import { dataFileNodes, dataNode, type DataNode } from './data';
+import { findVerlMetricsFiles } from '../livePanel/externalRuns';
 
-/** Run nodes plus the "data" node under each run (which data and model it used). */
-type Node = RunNode | DataNode;
+/** A verl metrics file found in the workspace (issue 16): a run CoA Studio did not start. */
+type VerlNode = { kind: 'verl'; id: string; uri: vscode.Uri };
+/** Run nodes plus the "data" node under each run (which data and model it used), and verl runs. */
+type Node = RunNode | DataNode | VerlNode;
 
 const ICONS: Record<Status, [string, string | undefined]> = {
   running: ['sync~spin', 'charts.blue'],
@@ -41,10 +44,13 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
     }, 1000);
   }
 
-  getChildren(node?: Node): Node[] {
+  async getChildren(node?: Node): Promise<Node[]> {
     const root = workspaceRoot();
     if (!root) return [];
-    if (!node) return readRuns(join(root, 'runs')).map((r) => runNode(r, stageLabel));
+    if (!node) {
+      const verl = await findVerlMetricsFiles().catch(() => []);
+      return [...readRuns(join(root, 'runs')).map((r) => runNode(r, stageLabel)), ...verl.map((uri): VerlNode => ({ kind: 'verl', id: `verl:${uri.toString()}`, uri }))];
+    }
     if (node.kind === 'run') {
       const data = dataNode(node.run);
       return [...stageNodes(node.run, stageLabel), ...(data ? [data] : [])];
@@ -56,6 +62,17 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
 
   getTreeItem(node: Node): vscode.TreeItem {
     if (node.kind === 'data' || node.kind === 'dataFile') return dataItem(node);
+    if (node.kind === 'verl') {
+      const item = new vscode.TreeItem(node.uri.path.split('/').pop()!.replace(/\.jsonl$/, ''), vscode.TreeItemCollapsibleState.None);
+      item.id = node.id;
+      item.description = `verl · ${vscode.workspace.asRelativePath(node.uri)}`;
+      item.tooltip = `verl metrics file (trainer.logger file): ${node.uri.fsPath}`;
+      item.iconPath = new vscode.ThemeIcon('graph');
+      item.contextValue = 'coaRun.verl';
+      item.resourceUri = node.uri;
+      item.command = { title: 'Watch in the live panel', command: 'coaStudio.watchRun', arguments: [node.uri] };
+      return item;
+    }
     const collapsible = node.kind === 'run' ? vscode.TreeItemCollapsibleState.Collapsed
       : node.kind === 'stage' && stageChildren(node.run, node.stage).length ? vscode.TreeItemCollapsibleState.Collapsed
         : vscode.TreeItemCollapsibleState.None;
@@ -115,8 +132,10 @@ export function registerRuns(context: vscode.ExtensionContext): RunsProvider {
   provider = new RunsProvider();
   const view = vscode.window.createTreeView('coaStudio.runs', { treeDataProvider: provider, showCollapseAll: true });
   const watcher = vscode.workspace.createFileSystemWatcher('**/runs/*/events.jsonl');
+  // verl metrics files appear anywhere ($VERL_FILE_LOGGER_ROOT/<project>/<experiment>.jsonl): new ones are looked for.
+  const jsonl = vscode.workspace.createFileSystemWatcher('**/*.jsonl', false, true, false);
   const refresh = () => provider?.refresh();
-  context.subscriptions.push(provider, view, watcher, watcher.onDidCreate(refresh), watcher.onDidChange(refresh), watcher.onDidDelete(refresh), onRunsChanged(refresh));
+  context.subscriptions.push(provider, view, watcher, jsonl, watcher.onDidCreate(refresh), watcher.onDidChange(refresh), watcher.onDidDelete(refresh), jsonl.onDidCreate(refresh), jsonl.onDidDelete(refresh), onRunsChanged(refresh));
   return provider;
 }
 

@@ -1,0 +1,212 @@
+"""TRL's GRPOTrainer in CoA Studio: a reward function that grades completions with the CoA grader, and a
+TrainerCallback that streams TRL's logs and the graded completions into a CoA run directory, so the live panel, the
+Runs view, the alerts and the trajectory notebook work on a TRL run as on one of ours. The three-line change to an
+existing script (docs/integrations.md):
+
+    from coa_trainer.integrations.trl import CoaRun
+    coa = CoaRun("runs/my-grpo")                                              # grader: COA_ENV_URL (grader.py)
+    trainer = GRPOTrainer(..., reward_funcs=[coa.reward, ...], callbacks=[coa.callback])
+
+What is written (rank 0 only), following TRL 1.16.0's interfaces (trl/trainer/grpo_trainer.py
+`_calculate_rewards`: reward functions get prompts, completions, completion_ids, every dataset column, trainer_state,
+log_metric; `log`: the averaged `_metrics` reach `TrainerCallback.on_log`):
+- runs/<id>/events.jsonl: run_started (on_train_begin), metrics + progress per on_log (TRL's numeric logs, and the
+  reward's own `coa/*` values logged through log_metric), alerts from the core (POST /v1/alerts), stage_finished.
+- runs/<id>/stages/<stage>/rollouts.coa.jsonl: one record per completion with the grader's breakdown as `reward`,
+  `meta` {run, stage, step, sample, group} (TRL repeats each prompt num_generations times: a group), token ids.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from transformers import TrainerCallback
+
+from ..alerts import AlertMonitor
+from ..events import EventWriter
+from .grader import golden_list, grader, reward_settings
+
+# TRL's metric names → the signals of the core's alert rules (src/core/alerts.ts). The coa/* ones are this module's.
+TRL_SIGNALS = {
+    "coa/tc": "tc",
+    "coa/all_wrong_groups": "all_wrong_groups",
+    "coa/format_error_rate": "format_error_rate",
+    "reward": "reward_mean",
+    "completions/mean_length": "response_len",
+    "tools/failure_frequency": "tool_failure_rate",
+}
+GOLDEN_COLUMNS = ("golden_answers", "answers", "answer", "ground_truth", "solution")
+
+
+def _text(x: Any) -> str:
+    """A prompt or completion as text: a string, or the contents of a conversational message list."""
+    if isinstance(x, str):
+        return x
+    if isinstance(x, list):
+        return "".join(m.get("content", "") if isinstance(m.get("content"), str) else "" for m in x
+                       if isinstance(m, dict))
+    return str(x)
+
+
+def _question(prompt: Any) -> str:
+    if isinstance(prompt, list):
+        users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+        if users:
+            return _text([users[-1]])
+    return _text(prompt)
+
+
+class CoaRun:
+    """One TRL run seen by CoA Studio. `env` defaults to the grader of COA_ENV_URL."""
+
+    def __init__(self, run_dir: str | Path, *, stage: str = "trl", scheme: str | None = None,
+                 params: dict | None = None, dialect: str | None = None, run_id: str | None = None,
+                 thresholds: dict | None = None, env: Any = None, sample_every: int = 1, echo: Any = None):
+        self.run_dir = Path(run_dir)
+        self.stage = stage
+        self.scheme, self.params, _ = reward_settings(scheme, params, None)
+        self.dialect = dialect
+        self.env = env
+        self.sample_every = sample_every
+        self.writer: EventWriter | None = None
+        self._run_id = run_id
+        self._echo = echo
+        self.monitor: AlertMonitor | None = None
+        self._thresholds = dict(thresholds or {})
+        self.rollouts = self.run_dir / "stages" / stage / "rollouts.coa.jsonl"
+        self.reward = self._make_reward()
+        self.callback = _Callback(self)
+
+    def grader(self) -> Any:
+        if self.env is None:
+            self.env = grader()
+        return self.env
+
+    def _open(self) -> EventWriter:
+        if self.writer is None:
+            self.writer = EventWriter(self.run_dir, self._run_id, echo=self._echo)
+        return self.writer
+
+    @property
+    def grade_run(self) -> str:
+        return f"{self._open().run}-{self.stage}"[:128]
+
+    # ------------------------------------------------------------ reward
+    def _make_reward(self) -> Callable[..., list[float]]:
+        run = self
+
+        def coa_reward(prompts: list, completions: list, completion_ids: list | None = None,
+                       trainer_state: Any = None, log_metric: Callable[[str, float], None] | None = None,
+                       **columns: Any) -> list[float]:
+            """The CoA grader's total per completion (TRL: `rewards/coa_reward/*`)."""
+            step = (getattr(trainer_state, "global_step", 0) or 0) + 1  # logged by on_log at the end of this step
+            golden_key = next((k for k in GOLDEN_COLUMNS if k in columns), None)
+            questions = columns.get("question") or [_question(p) for p in prompts]
+            records = []
+            groups: dict[str, int] = {}
+            for i, (p, c) in enumerate(zip(prompts, completions)):
+                key = json.dumps(p, sort_keys=True, default=str)
+                g = groups.setdefault(key, len(groups))
+                rec: dict[str, Any] = {
+                    "id": f"{run.stage}-{step}-{i}", "question": str(questions[i]),
+                    "golden_answers": golden_list(columns[golden_key][i]) if golden_key else [],
+                    "response": _text(c),
+                    "meta": {"run": run._open().run, "stage": run.stage, "step": step, "sample": i,
+                             "group": f"{step}-g{g}"},
+                }
+                if run.dialect:
+                    rec["dialect"] = run.dialect
+                if completion_ids is not None:
+                    rec["tokens"] = {"ids": [int(t) for t in completion_ids[i]]}
+                records.append(rec)
+            breakdowns = run.grader().grade([{k: v for k, v in r.items() if k != "tokens"} for r in records],
+                                            scheme=run.scheme, params=run.params or None, run=run.grade_run)
+            for r, b in zip(records, breakdowns):
+                r["reward"] = b
+            stats = _step_stats(breakdowns, [r["meta"]["group"] for r in records])
+            if log_metric is not None:
+                for k, v in stats.items():
+                    log_metric(f"coa/{k}", v)
+            if getattr(trainer_state, "is_world_process_zero", True):
+                run._write_rollouts(step, records)
+            return [float(b["total"]) for b in breakdowns]
+
+        return coa_reward
+
+    def _write_rollouts(self, step: int, records: list[dict]) -> None:
+        self.rollouts.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.rollouts, "a", encoding="utf-8") as f:
+            for r in records:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        if self.sample_every and step % self.sample_every == 0 and records:
+            self._open().emit("sample", stage=self.stage, step=step, record=records[0])
+
+
+def _step_stats(breakdowns: list[dict], groups: list[str]) -> dict[str, float]:
+    n = len(breakdowns)
+    correct: dict[str, bool] = {}
+    for b, g in zip(breakdowns, groups):
+        correct[g] = correct.get(g, False) or float(b["r_correct"]) > 0
+    return {
+        "em": sum(float(b["em"]) for b in breakdowns) / n,
+        "f1": sum(float(b["f1"]) for b in breakdowns) / n,
+        "tc": sum(float(b["tool_calls"]) for b in breakdowns) / n,
+        "format_error_rate": sum(0.0 if b["format_ok"] else 1.0 for b in breakdowns) / n,
+        "all_wrong_groups": sum(0.0 if c else 1.0 for c in correct.values()) / len(correct),
+    }
+
+
+class _Callback(TrainerCallback):
+    """TRL/transformers callback: run_started, metrics/progress per log, alerts, stage_finished."""
+
+    def __init__(self, run: CoaRun):
+        self.run = run
+        self.started = 0.0
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        import time
+
+        self.started = time.time()
+        if not state.is_world_process_zero:
+            return
+        config = {"engine": "trl", "output_dir": str(args.output_dir), "learning_rate": args.learning_rate,
+                  "scheme": self.run.scheme}
+        for key in ("num_generations", "max_completion_length", "beta", "loss_type"):
+            if hasattr(args, key):
+                config[key] = getattr(args, key)
+        self.run._open().emit("run_started", stage=self.run.stage, config=config, total_steps=int(state.max_steps),
+                              device=str(args.device), world_size=int(args.world_size))
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+        import math
+        import time
+
+        if not state.is_world_process_zero or not logs:
+            return
+        values = {k: (float(v) if math.isfinite(v) else None) for k, v in logs.items()
+                  if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if not values:
+            return
+        w = self.run._open()
+        step = int(state.global_step)
+        w.emit("metrics", stage=self.run.stage, step=step, values=values)
+        elapsed = time.time() - self.started
+        total = int(state.max_steps)
+        w.emit("progress", stage=self.run.stage, step=step, total=total, elapsed_s=elapsed,
+               eta_s=elapsed / step * (total - step) if step else None)
+        signals = {TRL_SIGNALS[k]: v for k, v in values.items() if k in TRL_SIGNALS and v is not None}
+        if signals:
+            if self.run.monitor is None:
+                self.run.monitor = AlertMonitor(self.run._thresholds, self.run.grader())
+            for a in self.run.monitor.update(step, signals):
+                w.emit("alert", stage=self.run.stage, step=step, kind=a.kind, severity=a.severity, message=a.message)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if not state.is_world_process_zero:
+            return
+        w = self.run._open()
+        w.emit("stage_finished", stage=self.run.stage, step=int(state.global_step), status="ok", checkpoint=None)
+        w.close()
+        self.run.writer = None

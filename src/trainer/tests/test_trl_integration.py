@@ -1,0 +1,130 @@
+"""TRL for real on CPU: a few GRPOTrainer steps on the realistic tiny model (Qwen2 shape, byte-level BPE, ChatML
+template; realistic_model.py) with CoA's reward (the grader through a real `coa env serve`) and callback
+(coa_trainer.integrations.trl). Then what the editor does with the run: the events file through the protocol
+validator and the live panel in headless Chromium (test/webview/check-events-file.ts), the rollouts through the
+notebook codec with rewards equal to `coa score` (test/unit/notebook/check-rollouts-file.ts)."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, env_server_available
+
+CORPUS = REPO / "examples" / "data" / "search-r1" / "corpus_example.jsonl"
+QUESTIONS = [("Who was Evan Morris a lobbyist for?", ["Genentech"]),
+             ("Where did Evan Morris work?", ["Washington, D.C."]),
+             ("When was Evan Morris born?", ["1977"]),
+             ("Which company owns Genentech?", ["Roche"])]
+STEPS = 3
+
+
+def _node() -> str | None:
+    return os.environ.get("COA_NODE") or shutil.which("node")
+
+
+@pytest.fixture(scope="module")
+def trl_run(tmp_path_factory, realistic_model_dir):
+    why = env_server_available()
+    if why:
+        pytest.skip(why)
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from coa_trainer.env_client import EnvClient
+    from coa_trainer.integrations.trl import CoaRun
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    tmp = tmp_path_factory.mktemp("trl")
+    env = EnvClient.start(CORPUS, dialect="search-r1", extra_args=["--index", str(tmp / "idx")])
+    try:
+        data = Dataset.from_list([{"prompt": [{"role": "user", "content": q}], "question": q, "golden_answers": a}
+                                  for q, a in QUESTIONS])
+        tok = AutoTokenizer.from_pretrained(realistic_model_dir)
+        model = AutoModelForCausalLM.from_pretrained(realistic_model_dir)
+        args = GRPOConfig(output_dir=str(tmp / "out"), max_steps=STEPS, per_device_train_batch_size=4,
+                          num_generations=4, max_completion_length=24, logging_steps=1, learning_rate=1e-3,
+                          use_cpu=True, report_to=[], save_strategy="no", seed=0, dataloader_num_workers=0,
+                          disable_tqdm=True)
+        # the three lines of docs/integrations.md (env given explicitly here instead of COA_ENV_URL)
+        coa = CoaRun(tmp / "runs" / "trl-grpo", env=env, dialect="search-r1")
+        trainer = GRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=data,
+                              reward_funcs=[coa.reward], callbacks=[coa.callback])
+        trainer.train()
+    finally:
+        env.stop()
+    return tmp / "runs" / "trl-grpo"
+
+
+def _events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_events_follow_the_protocol_and_carry_trl_and_coa_metrics(trl_run):
+    from coa_trainer.events import validate_event
+
+    events = _events(trl_run)
+    for e in events:
+        validate_event(e)
+    types = [e["type"] for e in events]
+    assert types[0] == "run_started" and types[-1] == "stage_finished"
+    metrics = [e for e in events if e["type"] == "metrics"]
+    assert [m["step"] for m in metrics if "loss" in m["values"]] == list(range(1, STEPS + 1))
+    first = metrics[0]["values"]
+    for key in ("loss", "reward", "rewards/coa_reward/mean", "coa/em", "coa/tc", "coa/all_wrong_groups",
+                "coa/format_error_rate", "completions/mean_length"):
+        assert key in first, key
+    assert [e["step"] for e in events if e["type"] == "sample"] == list(range(1, STEPS + 1))
+    # an untrained model answers nothing right: every group is all wrong, and the core's alert says so, once
+    assert all(m["values"]["coa/all_wrong_groups"] == 1.0 for m in metrics if "coa/all_wrong_groups" in m["values"])
+    assert [e["kind"] for e in events if e["type"] == "alert"] == ["all_wrong_groups"]
+
+
+def test_rollouts_are_records_with_the_graders_breakdown(trl_run):
+    rows = [json.loads(line) for line in
+            (trl_run / "stages" / "trl" / "rollouts.coa.jsonl").read_text().splitlines()]
+    assert len(rows) == STEPS * 4
+    assert sorted({r["meta"]["step"] for r in rows}) == list(range(1, STEPS + 1))
+    assert all(len(r["tokens"]["ids"]) > 0 and r["reward"]["scheme"] == "em" for r in rows)
+    assert {r["meta"]["group"] for r in rows if r["meta"]["step"] == 1} == {"1-g0"}  # 4 generations of one prompt
+    events = _events(trl_run)
+    reward_means = {e["step"]: e["values"]["rewards/coa_reward/mean"] for e in events
+                    if e["type"] == "metrics" and "rewards/coa_reward/mean" in e["values"]}
+    for step, mean in reward_means.items():
+        got = [r["reward"]["total"] for r in rows if r["meta"]["step"] == step]
+        assert abs(sum(got) / len(got) - mean) < 1e-6, step
+
+
+def test_the_live_panel_draws_the_run(trl_run):
+    node = _node()
+    if node is None or not Path("/usr/bin/chromium").exists():
+        pytest.skip("node or /usr/bin/chromium missing")
+    out = subprocess.run([node, "--import", "tsx", "test/webview/check-events-file.ts", str(trl_run / "events.jsonl"),
+                          "loss,reward,coa/tc,completions/mean_length"], cwd=REPO, capture_output=True, text=True,
+                         timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["tabs"] == ["trl"]
+    assert all(points == STEPS for points in result["charts"].values()), result
+
+
+def test_the_rollouts_open_in_the_notebook_with_the_rewards_of_coa_score(trl_run):
+    node = _node()
+    if node is None:
+        pytest.skip("node missing")
+    out = subprocess.run([node, "--import", "tsx", "test/unit/notebook/check-rollouts-file.ts",
+                          str(trl_run / "stages" / "trl" / "rollouts.coa.jsonl"), "em"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["records"] == STEPS * 4 and result["byte_identical"] is True
+    assert result["notebook_rewards"] == result["coa_score_rewards"] == result["stored_rewards"]
+    # Whole breakdowns are compared (total, EM, F1, codes, tool calls). An untrained model writes no answer, so they
+    # are alike here (COA006); varied rewards through the same codec: test/unit/notebook/verl-dump.test.ts.
+    assert all(b["violations"] for b in result["stored_rewards"])
