@@ -4,6 +4,9 @@
 export const DIALECT_NAMES = ['coa', 'search-r1', 'autocoa', 'hermes'] as const;
 export type DialectName = (typeof DIALECT_NAMES)[number];
 
+/** How a boxed-answer dialect opens its answer (AutoCoA's `\boxed{…}`, braces balanced). */
+export const BOXED_OPEN = '\\boxed{';
+
 export interface TagPair {
   open: string;
   close: string;

@@ -1,5 +1,6 @@
-"""Finds the JSON artefacts generated from the TypeScript core (scripts/gen-schemas.ts): the run-config schema and
-the dialect table and prompts. They are the single source of truth for config defaults and tag strings."""
+"""Finds the JSON artefacts generated from the TypeScript core (scripts/gen-schemas.ts): the run-config, event and
+record schemas, the dialect table and prompts, the rule codes. They are the single source of truth for config
+defaults, tag strings, the event protocol and the format codes."""
 
 from __future__ import annotations
 
@@ -44,3 +45,8 @@ def dialect_table() -> dict:
 def dialect_prompts() -> dict:
     """{dialect: {"system": str | None, "user": str with {question}}} from src/core/prompts.ts."""
     return load_schema_file("prompts.json")
+
+
+def codes_table() -> dict:
+    """{"rules": {code: {title, severity, toolCall, …}}, "record_rules": …, "tool_call_codes": [...]} (src/core/codes.ts)."""
+    return load_schema_file("codes.json")
