@@ -5,6 +5,7 @@
 //   schemas/events.schema.json      the trainer → editor event protocol (src/core/events.ts), one branch per type
 //   schemas/record.schema.json      the trajectory record (src/core/record.ts)
 //   schemas/codes.json              format rule codes (src/core/codes.ts), with the tool-call codes marked
+//   schemas/search.json             the search tool's stop words (src/env/tokenize.ts): benchmark names avoid them
 // dialects.json also carries `tokenizer_words`: the words observation layouts and answer syntax write themselves
 // (src/env/observations.ts layoutWords), which the embedded tokenizer's vocabulary includes.
 // Usage: node dist/gen-schemas.js [outDir]   (default: ./schemas, relative to the working directory)
@@ -18,6 +19,7 @@ import { EventSchema, PROTOCOL_VERSION } from '../src/core/events';
 import { RecordSchema } from '../src/core/record';
 import { RECORD_RULES, RULES } from '../src/core/codes';
 import { layoutWords } from '../src/env/observations';
+import { STOPWORDS } from '../src/env/tokenize';
 
 const outDir = resolve(process.argv[2] ?? 'schemas');
 mkdirSync(outDir, { recursive: true });
@@ -47,6 +49,7 @@ const files: [string, unknown][] = [
   ['events.schema.json', events],
   ['record.schema.json', record],
   ['codes.json', codes],
+  ['search.json', { stopwords: [...STOPWORDS].sort() }],
 ];
 for (const [name, value] of files) {
   writeFileSync(join(outDir, name), `${JSON.stringify(value, null, 2)}\n`);

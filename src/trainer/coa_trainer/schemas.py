@@ -50,3 +50,8 @@ def dialect_prompts() -> dict:
 def codes_table() -> dict:
     """{"rules": {code: {title, severity, toolCall, …}}, "record_rules": …, "tool_call_codes": [...]} (src/core/codes.ts)."""
     return load_schema_file("codes.json")
+
+
+def search_table() -> dict:
+    """{"stopwords": [...]}: the environment server's BM25 stop words (src/env/tokenize.ts)."""
+    return load_schema_file("search.json")
