@@ -6,6 +6,7 @@
 //   schemas/record.schema.json      the trajectory record (src/core/record.ts)
 //   schemas/codes.json              format rule codes (src/core/codes.ts), with the tool-call codes marked
 //   schemas/search.json             the search tool's stop words (src/env/tokenize.ts): benchmark names avoid them
+//   schemas/stages.json             the stage table, the whole-pipeline entry and the results table's settings
 // dialects.json also carries `tokenizer_words`: the words observation layouts and answer syntax write themselves
 // (src/env/observations.ts layoutWords), which the embedded tokenizer's vocabulary includes.
 // Usage: node dist/gen-schemas.js [outDir]   (default: ./schemas, relative to the working directory)
@@ -20,6 +21,7 @@ import { RecordSchema } from '../src/core/record';
 import { RECORD_RULES, RULES } from '../src/core/codes';
 import { layoutWords } from '../src/env/observations';
 import { STOPWORDS } from '../src/env/tokenize';
+import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE } from '../src/core/stages';
 
 const outDir = resolve(process.argv[2] ?? 'schemas');
 mkdirSync(outDir, { recursive: true });
@@ -50,6 +52,7 @@ const files: [string, unknown][] = [
   ['record.schema.json', record],
   ['codes.json', codes],
   ['search.json', { stopwords: [...STOPWORDS].sort() }],
+  ['stages.json', { stages: STAGE_TABLE, pipeline: PIPELINE_INFO, results: RESULT_SETTINGS }],
 ];
 for (const [name, value] of files) {
   writeFileSync(join(outDir, name), `${JSON.stringify(value, null, 2)}\n`);

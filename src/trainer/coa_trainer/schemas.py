@@ -55,3 +55,19 @@ def codes_table() -> dict:
 def search_table() -> dict:
     """{"stopwords": [...]}: the environment server's BM25 stop words (src/env/tokenize.ts)."""
     return load_schema_file("search.json")
+
+
+def stage_table() -> dict:
+    """{"stages": [{id, label, kind, from?, trains?, …}], "pipeline": {…}, "results": [{id, stage, mode, …}]}, in
+    pipeline order (src/core/stages.ts)."""
+    return load_schema_file("stages.json")
+
+
+def trainable_stages() -> tuple[str, ...]:
+    """What `train --stage` accepts, in pipeline order (a row with `trains` is a labelled run of another stage)."""
+    return tuple(s["id"] for s in stage_table()["stages"] if "trains" not in s)
+
+
+def rl_stages() -> tuple[str, ...]:
+    """Stage ids (labelled runs included) trained by GRPO with rollouts."""
+    return tuple(s["id"] for s in stage_table()["stages"] if s["kind"] == "rl")

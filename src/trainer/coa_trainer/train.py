@@ -12,6 +12,7 @@ from typing import Any
 from . import quiet  # noqa: F401  (silences library progress bars before they are imported)
 from .config import ConfigError, load_config
 from .events import EventWriter
+from .schemas import rl_stages
 
 from .runlayout import (  # noqa: F401  (re-exported: the stage layout's one home is runlayout)
     STAGE_ORDER, StageError, data_dir, final_dir, lr_lambda, resolve_init, stage_dir, vocabulary_texts,
@@ -65,7 +66,7 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
     from .stages import make_stage
 
     stage = args.stage
-    if stage in ("rl1", "rl2"):  # GRPO with rollouts: its own loop (rl.py)
+    if stage in rl_stages():  # GRPO with rollouts: its own loop (rl.py)
         from .rl import run_rl_stage
 
         return run_rl_stage(config, args, run_dir, writer, di)
