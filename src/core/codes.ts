@@ -40,7 +40,6 @@ export const RULES = {
 } as const;
 
 export type RuleCode = keyof typeof RULES;
-export const RULE_CODES = Object.keys(RULES) as RuleCode[];
 
 export interface FormatDiagnostic {
   code: RuleCode;

@@ -80,19 +80,6 @@ export function isDialectName(name: string): name is DialectName {
   return (DIALECT_NAMES as readonly string[]).includes(name);
 }
 
-/** Tag names (without brackets) that are structural in a dialect, excluding per-tool action tags. */
-export function structuralTagNames(d: Dialect): string[] {
-  const names = [bare(d.think.open), bare(d.observation.open)];
-  if (d.answer.style === 'tag') names.push(bare(d.answer.tags.open));
-  if (d.action.style !== 'per-tool') names.push(bare(d.action.tags.open), bare(d.action.tags.close));
-  return [...new Set(names)];
-}
-
-/** `<think>` → `think`, `</end_search>` → `end_search`. */
-export function bare(tag: string): string {
-  return tag.replace(/^<\/?/, '').replace(/>$/, '');
-}
-
 /**
  * Guess the dialect from the tags a text uses. Distinctive tags decide; plain `<search>` without
  * `<information>` is the default `coa`.

@@ -116,7 +116,6 @@ export const EventSchema = z.discriminatedUnion('type', [
 ]);
 export type TrainerEvent = z.infer<typeof EventSchema>;
 export type EventType = TrainerEvent['type'];
-export const EVENT_TYPES = EventSchema.options.map((o) => o.shape.type.value) as EventType[];
 
 export type ParsedEvent = { ok: true; event: TrainerEvent } | { ok: false; error: string };
 

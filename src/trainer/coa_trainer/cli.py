@@ -1,4 +1,5 @@
-"""Command line: `train`, `eval`, `data`. Heavy imports (torch) happen inside the commands so --help is fast."""
+"""Command line: `train`, `eval`, `export-onnx`, `pipeline`, `data`. Heavy imports (torch) happen inside the commands
+so --help is fast."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from .schemas import stage_table, trainable_stages
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m coa_trainer",
-        description="CoA Studio trainer (AutoCoA recipe): pretraining and SFT stages, evaluation, embedded benchmark.",
+        description="CoA Studio trainer (AutoCoA recipe): pretraining, SFT and RL stages, the whole pipeline, evaluation, "
+                    "ONNX export, embedded benchmark.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 

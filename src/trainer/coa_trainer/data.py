@@ -5,13 +5,11 @@ because the environment writes it) — never by searching decoded text."""
 from __future__ import annotations
 
 import bisect
-import json
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
-from .benchmark import Benchmark, Question, Segment, join_segments
+from .benchmark import Benchmark, Segment, join_segments
 from .dialects import Tags
 
 MASKED_KINDS_SFT2 = frozenset({"observation"})
@@ -285,8 +283,3 @@ def sft1_stream(bench: Benchmark, tok: Any, config: dict, t: Tags, seed: int) ->
         return items
 
     return Stream(epoch)
-
-
-def load_jsonl(path: Path) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
