@@ -80,6 +80,11 @@ export function isDialectName(name: string): name is DialectName {
   return (DIALECT_NAMES as readonly string[]).includes(name);
 }
 
+/** `<think>` → `think`, `</end_search>` → `end_search` (the grammar generator's tag names, scripts/grammar-gen.mjs). */
+export function bare(tag: string): string {
+  return tag.replace(/^<\/?/, '').replace(/>$/, '');
+}
+
 /**
  * Guess the dialect from the tags a text uses. Distinctive tags decide; plain `<search>` without
  * `<information>` is the default `coa`.

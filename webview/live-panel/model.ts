@@ -76,7 +76,7 @@ const has = (tokens: string[], words: string[]) => tokens.some((t) => words.some
 
 /** Which chart group a metric name belongs to (by its `_`/`/`/`.`-separated words). */
 export function groupOf(name: string): GroupId {
-  const tokens = name.toLowerCase().split(/[/_.\-]+/).filter(Boolean);
+  const tokens = name.toLowerCase().split(/[/_.-]+/).filter(Boolean);
   const exact = (words: string[]) => tokens.some((t) => words.includes(t));
   if (has(tokens, ['loss', 'reward', 'advantage', 'return', 'nll', 'margin'])) return 'loss';
   if (exact(['tc', 'tp', 'otc', 'all', 'turns', 'calls']) || has(tokens, ['tool', 'malformed', 'truncat', 'format', 'call'])) return 'agent';

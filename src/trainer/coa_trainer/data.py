@@ -96,7 +96,7 @@ def encode_trajectory(tok: Any, prompt_ids: list[int], response: str, segments: 
     kinds: list[str] = []
     mask: list[int] = []
     offsets: list[int] = []
-    for obs, a, b in runs:
+    for _obs, a, b in runs:
         enc = tok(response[a:b], add_special_tokens=False, return_offsets_mapping=True)
         for tid, (o, _) in zip(enc["input_ids"], enc["offset_mapping"]):
             kind = segments[max(0, bisect.bisect_right(starts, a + o) - 1)]["kind"]

@@ -1,7 +1,6 @@
-import json
 import re
 
-from coa_trainer.benchmark import RELATIONS, generate, write_benchmark
+from coa_trainer.benchmark import generate, write_benchmark
 from coa_trainer.config import validate_config
 from coa_trainer.dialects import tags
 from conftest import TINY, observed
