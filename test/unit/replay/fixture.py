@@ -31,16 +31,7 @@ def main() -> None:
             "intermediate_size": 64, "max_position": 128}
     model_dir = write_embedded_model({"model": {"embedded": spec}}, TEXTS, out / "model", seed=7)
     model, tok = load_model(model_dir, Runtime(torch.device("cpu"), None), trainable=True)
-    # Memorise one agent trajectory so the replay loop has real actions, observations and answers to follow
-    # (a random model never closes a tag).
-    seq = tok(PROBES[0] + MEMO, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    x = torch.tensor([seq])
-    for _ in range(150):
-        loss = model(input_ids=x, labels=x).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    loss = memorise(model, tok, PROBES[0] + MEMO)
     model.eval()
     model.save_pretrained(str(model_dir))
     export(model_dir, out / "onnx" / "model.onnx")
@@ -55,7 +46,7 @@ def main() -> None:
         "prompt_ids": prompt,
         "prompt_logits": logits.tolist(),
         "greedy_ids": greedy[0],
-        "final_loss": float(loss.detach()),
+        "final_loss": loss,
         "greedy_text": tok.decode(greedy[0], skip_special_tokens=False),
     }
     ref["alt"] = alt_tokenizer(out)
@@ -63,6 +54,19 @@ def main() -> None:
     ref["unigram"] = unigram_tokenizer(out)
     ref["realistic"] = realistic(out)
     (out / "ref.json").write_text(json.dumps(ref))
+
+
+def memorise(model, tok, text: str) -> float:
+    """Overfit `text` + EOS so the replay loop has real actions, observations and answers to follow (a random model
+    never closes a tag). Returns the final loss."""
+    x = torch.tensor([tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        loss = model(input_ids=x, labels=x).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return float(loss.detach())
 
 
 def alt_tokenizer(out: Path) -> dict:
@@ -158,18 +162,11 @@ def realistic(out: Path) -> dict:
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     probes = _probes(tok.backend_tokenizer, PROBES + ODD + [REAL_PROMPT + REAL_MEMO])
     model = AutoModelForCausalLM.from_pretrained(str(model_dir))
-    seq = tok(REAL_PROMPT + REAL_MEMO, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    x = torch.tensor([seq])
-    for _ in range(150):
-        loss = model(input_ids=x, labels=x).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    loss = memorise(model, tok, REAL_PROMPT + REAL_MEMO)
     model.save_pretrained(str(model_dir))
     export(model_dir, out / "realistic" / "onnx" / "model.onnx", dialect="search-r1")
     return {"probes": probes, "prompt": REAL_PROMPT, "memo": REAL_MEMO, "observation": REAL_OBS,
-            "final_loss": float(loss.detach())}
+            "final_loss": loss}
 
 
 if __name__ == "__main__":
