@@ -50,6 +50,11 @@ def train_command(args: Any) -> int:
         if isinstance(e, DataError):
             writer.emit("error", message=str(e), code="bad_data", stage=stage)
             return 2
+        from .env_client import EnvError
+
+        if isinstance(e, EnvError):  # RL tools and grading, the benchmark's oracle observations
+            writer.emit("error", message=f"environment server: {e}", code="env_unreachable", stage=stage)
+            return 3
         writer.emit("error", message=f"{type(e).__name__}: {e}" or type(e).__name__, code="internal", stage=stage,
                     detail=traceback.format_exc())
         return 1

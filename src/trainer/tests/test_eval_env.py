@@ -70,10 +70,17 @@ def test_eval_command_reports_metrics_per_split(tmp_path, write_config):
 
 
 def test_unreachable_environment_is_one_error_event(tmp_path, write_config):
-    cfg = write_config(merge(TINY, {"env": {"cli": str(tmp_path / "no-cli.js")}}))
+    bad = write_config(merge(TINY, {"env": {"cli": str(tmp_path / "no-cli.js")}}), "bad.run.json")
+    # pretrain writes the benchmark, whose oracle observations come from the server
+    first = tmp_path / "first"
+    assert run_trainer("train", "--stage", "pretrain", "--config", str(bad), "--run-dir", str(first)).returncode == 3
+    (err,) = [e for e in read_events(first) if e["type"] == "error"]
+    assert err["code"] == "env_unreachable" and "no-cli.js" in err["message"] and err["stage"] == "pretrain"
+    # the benchmark's files (observations cached) are there: eval still needs the server for its searches
     run = tmp_path / "run"
-    assert run_trainer("train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(run)).returncode == 0
-    r = run_trainer("eval", "--config", str(cfg), "--run-dir", str(run))
+    good = write_config(TINY)
+    assert run_trainer("train", "--stage", "pretrain", "--config", str(good), "--run-dir", str(run)).returncode == 0
+    r = run_trainer("eval", "--config", str(bad), "--run-dir", str(run))
     assert r.returncode == 3
     (err,) = [e for e in read_events(run) if e["type"] == "error"]
     assert err["code"] == "env_unreachable" and "no-cli.js" in err["message"]
