@@ -19,7 +19,10 @@ sys.path.insert(0, str(REPO / "src" / "trainer"))
 
 
 def _ensure_schemas() -> None:
-    if os.environ.get("COA_SCHEMAS_DIR") or (REPO / "schemas" / "run-config.schema.json").is_file():
+    # every file gen-schemas writes: a schemas/ from an older build lacks the newer ones
+    needed = ("run-config.schema.json", "events.schema.json", "record.schema.json", "codes.json", "dialects.json",
+              "prompts.json", "stages.json", "search.json")
+    if os.environ.get("COA_SCHEMAS_DIR") or all((REPO / "schemas" / n).is_file() for n in needed):
         return
     out = REPO / ".cache" / "schemas"
     node = os.environ.get("COA_NODE") or shutil.which("node")
