@@ -10,7 +10,7 @@ const browser = { platform: 'browser', target: 'es2022', format: 'iife', bundle:
 /** [entry, outfile, options] */
 const entries = [
   ['src/cli/main.ts', 'dist/cli.js', node],
-  ['src/extension/main.ts', 'dist/extension.js', { ...node, external: ['vscode', 'onnxruntime-node'] }],
+  ['src/extension/main.ts', 'dist/extension.js', { ...node, external: ['vscode', 'onnxruntime-node', 'tokenizers'] }], // native addons: shipped as node_modules
   ['src/server/main.ts', 'dist/server.js', node],
   ['scripts/gen-schemas.ts', 'dist/gen-schemas.js', node],
   ['src/extension/providers/browser/worker.ts', 'dist/browser-worker.js', node], // trajectory browser index (worker thread)

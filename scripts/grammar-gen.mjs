@@ -22,7 +22,7 @@ export const OUTPUTS = {
 
 /** Same tag-name shape as the core scanner's TAG_RE. */
 const NAME = String.raw`[A-Za-z_][A-Za-z0-9_.:-]{0,63}`;
-const reEscape = (s) => s.replace(/[.*+?^${}()|[\]\\\/-]/g, '\\$&');
+const reEscape = (s) => s.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
 const alt = (names) => [...new Set(names)].map(reEscape).join('|');
 
 /** Tag vocabulary of all four dialects, read from the core's dialect table. */

@@ -1,6 +1,6 @@
 // Builds the bundles, then packages the extension with @vscode/vsce into .cache/e2e/coa-studio.vsix.
 // What goes in is .vscodeignore's allow-list (bundles, grammars, schemas, format rules, trainer sources,
-// onnxruntime-node's runtime files for this platform). Prints `vsix: <path> <size> (<files> files)`.
+// onnxruntime-node's and tokenizers' runtime files for this platform). Prints `vsix: <path> <size> (<files> files)`.
 // vsce lists every file under the package root before applying .vscodeignore (only node_modules is pruned), which
 // here means walking .venv and .cache (GBs: ~90 s). So it runs on a staged copy without those; the allow-list
 // still decides what ships.
@@ -20,7 +20,12 @@ const TARGET = 'linux-x64';
 // Top-level entries never staged (build caches, environments, data, tests); .vscodeignore filters the rest.
 const NOT_STAGED = new Set(['node_modules', '.venv', '.cache', '.git', 'runs', 'bench', 'test', 'out', 'data']);
 // Runtime node_modules (what extension.js requires, kept external by esbuild) and the subpaths worth copying.
-const RUNTIME_MODULES = { 'onnxruntime-node': ['package.json', 'LICENSE', 'dist', `bin/napi-v6/${TARGET.replace('-', '/')}`], 'onnxruntime-common': ['package.json', 'dist/cjs'] };
+const RUNTIME_MODULES = {
+  'onnxruntime-node': ['package.json', 'LICENSE', 'dist', `bin/napi-v6/${TARGET.replace('-', '/')}`],
+  'onnxruntime-common': ['package.json', 'dist/cjs'],
+  // Hugging Face tokenizers' package holds every platform's binary (60 MB); its loader picks tokenizers.<platform>.node.
+  tokenizers: ['package.json', 'LICENSE', 'index.js', `tokenizers.${TARGET}-gnu.node`],
+};
 
 /**
  * The staged package root. Its package.json and onnxruntime-node's name only the runtime modules as dependencies
@@ -40,7 +45,7 @@ function stage(dir) {
     }
   }
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-  pkg.dependencies = { 'onnxruntime-node': pkg.dependencies['onnxruntime-node'] };
+  pkg.dependencies = { 'onnxruntime-node': pkg.dependencies['onnxruntime-node'], tokenizers: pkg.dependencies.tokenizers };
   delete pkg.scripts; // no prepare/postinstall side effects from vsce's npm calls
   writeFileSync(join(dir, 'package.json'), JSON.stringify(pkg, null, 2));
   const ort = join(dir, 'node_modules', 'onnxruntime-node', 'package.json');

@@ -47,6 +47,8 @@ function nodeSuite(name, dir, extra = {}) {
 
 export const suites = [
   { name: 'typecheck', command: () => [process.execPath, 'node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'] },
+  // typescript-eslint + ruff (eslint.config.mjs, ruff.toml); prints `lint: N passed, M failed` (files).
+  { name: 'lint', command: () => [process.execPath, 'scripts/lint.mjs'] },
   nodeSuite('unit', 'test/unit'),
   // Webview pages in headless Chromium (Debian chromium + playwright-core).
   nodeSuite('webview', 'test/webview', { before: () => [process.execPath, 'scripts/setup-e2e.mjs', '--system-only'] }),

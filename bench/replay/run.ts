@@ -85,7 +85,7 @@ async function main(): Promise<void> {
   const pct = (p: number) => turnMs[Math.min(turnMs.length - 1, Math.floor(p * turnMs.length))];
 
   // Decoding speed, batch 1, 256 new tokens, no stop token.
-  const prompt = model.tokenizer.encode((run.prompt_template ?? 'question : {question}\n').replace('{question}', records[0].question)).ids;
+  const prompt = (await model.tokenizer.encode((run.prompt_template ?? 'question : {question}\n').replace('{question}', records[0].question))).ids;
   t = performance.now();
   const kv = await generate(model.decoder(), prompt, { maxNewTokens: 256, stopIds: new Set() });
   const kvS = (performance.now() - t) / 1000;

@@ -12,10 +12,12 @@ export interface RuleInfo {
   strictOnly: boolean;
   /** Only checked on complete episodes (not on a response still being generated). */
   completeOnly: boolean;
+  /** The tool call itself is malformed (the trainer's "malformed calls" metric counts these). */
+  toolCall: boolean;
 }
 
-function rule(code: string, title: string, severity: Severity, opts: Partial<Pick<RuleInfo, 'strictOnly' | 'completeOnly'>> = {}): RuleInfo {
-  return { code, title, severity, strictOnly: opts.strictOnly ?? false, completeOnly: opts.completeOnly ?? false };
+function rule(code: string, title: string, severity: Severity, opts: Partial<Pick<RuleInfo, 'strictOnly' | 'completeOnly' | 'toolCall'>> = {}): RuleInfo {
+  return { code, title, severity, strictOnly: opts.strictOnly ?? false, completeOnly: opts.completeOnly ?? false, toolCall: opts.toolCall ?? false };
 }
 
 export const RULES = {
@@ -23,14 +25,14 @@ export const RULES = {
   COA002: rule('COA002', 'stray closing tag', 'error'),
   COA003: rule('COA003', 'forbidden nesting', 'error'),
   COA004: rule('COA004', 'observation without a preceding action', 'error'),
-  COA005: rule('COA005', 'action without observation', 'error'),
+  COA005: rule('COA005', 'action without observation', 'error', { toolCall: true }),
   COA006: rule('COA006', 'missing answer', 'error', { completeOnly: true }),
   COA007: rule('COA007', 'several answers', 'error'),
   COA008: rule('COA008', 'content after the answer', 'error'),
-  COA009: rule('COA009', 'empty action argument', 'error'),
-  COA010: rule('COA010', 'invalid tool-call JSON', 'error'),
-  COA011: rule('COA011', 'unknown tool', 'error'),
-  COA012: rule('COA012', 'turn limit exceeded', 'error'),
+  COA009: rule('COA009', 'empty action argument', 'error', { toolCall: true }),
+  COA010: rule('COA010', 'invalid tool-call JSON', 'error', { toolCall: true }),
+  COA011: rule('COA011', 'unknown tool', 'error', { toolCall: true }),
+  COA012: rule('COA012', 'turn limit exceeded', 'error', { toolCall: true }),
   COA013: rule('COA013', 'text outside tags', 'error', { strictOnly: true }),
   COA014: rule('COA014', 'action or answer without a preceding <think>', 'error', { strictOnly: true }),
   COA015: rule('COA015', 'empty answer', 'error'),
@@ -38,7 +40,6 @@ export const RULES = {
 } as const;
 
 export type RuleCode = keyof typeof RULES;
-export const RULE_CODES = Object.keys(RULES) as RuleCode[];
 
 export interface FormatDiagnostic {
   code: RuleCode;

@@ -4,6 +4,9 @@
 export const DIALECT_NAMES = ['coa', 'search-r1', 'autocoa', 'hermes'] as const;
 export type DialectName = (typeof DIALECT_NAMES)[number];
 
+/** How a boxed-answer dialect opens its answer (AutoCoA's `\boxed{…}`, braces balanced). */
+export const BOXED_OPEN = '\\boxed{';
+
 export interface TagPair {
   open: string;
   close: string;
@@ -77,15 +80,7 @@ export function isDialectName(name: string): name is DialectName {
   return (DIALECT_NAMES as readonly string[]).includes(name);
 }
 
-/** Tag names (without brackets) that are structural in a dialect, excluding per-tool action tags. */
-export function structuralTagNames(d: Dialect): string[] {
-  const names = [bare(d.think.open), bare(d.observation.open)];
-  if (d.answer.style === 'tag') names.push(bare(d.answer.tags.open));
-  if (d.action.style !== 'per-tool') names.push(bare(d.action.tags.open), bare(d.action.tags.close));
-  return [...new Set(names)];
-}
-
-/** `<think>` → `think`, `</end_search>` → `end_search`. */
+/** `<think>` → `think`, `</end_search>` → `end_search` (the grammar generator's tag names, scripts/grammar-gen.mjs). */
 export function bare(tag: string): string {
   return tag.replace(/^<\/?/, '').replace(/>$/, '');
 }

@@ -1,6 +1,7 @@
 // The trainer → editor event protocol (version 1). One JSON object per line in `runs/<id>/events.jsonl`,
-// also echoed on the trainer's stdout. The Python trainer mirrors this file (src/trainer/coa_trainer/events.py)
-// and both are checked against test/conformance/events.json.
+// also echoed on the trainer's stdout. scripts/gen-schemas.ts exports it as schemas/events.schema.json, which the
+// Python trainer validates against (src/trainer/coa_trainer/events.py); both are checked against
+// test/conformance/events.json.
 import { z } from 'zod';
 import { RecordSchema } from './record';
 
@@ -115,7 +116,6 @@ export const EventSchema = z.discriminatedUnion('type', [
 ]);
 export type TrainerEvent = z.infer<typeof EventSchema>;
 export type EventType = TrainerEvent['type'];
-export const EVENT_TYPES = EventSchema.options.map((o) => o.shape.type.value) as EventType[];
 
 export type ParsedEvent = { ok: true; event: TrainerEvent } | { ok: false; error: string };
 

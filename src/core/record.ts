@@ -2,6 +2,9 @@
 import { z } from 'zod';
 import { DIALECT_NAMES } from './dialects';
 
+/** Per-token arrays of `tokens`: each as long as `ids` when present. */
+export const PER_TOKEN_KEYS = ['loss_mask', 'logprobs', 'advantages', 'offsets'] as const;
+
 export const TokensSchema = z
   .object({
     ids: z.array(z.number().int()),
@@ -13,13 +16,16 @@ export const TokensSchema = z
   })
   .passthrough()
   .superRefine((t, ctx) => {
-    for (const key of ['loss_mask', 'logprobs', 'advantages', 'offsets'] as const) {
+    for (const key of PER_TOKEN_KEYS) {
       const arr = t[key];
       if (arr && arr.length !== t.ids.length) {
         ctx.addIssue({ code: 'custom', path: [key], message: `${key} has ${arr.length} entries but ids has ${t.ids.length}` });
       }
     }
-  });
+  })
+  // JSON Schema cannot compare lengths: the generated schema carries the rule as a keyword of its own, which the
+  // trainer's validator implements (coa_trainer/events.py).
+  .meta({ 'x-same-length-as': { ids: [...PER_TOKEN_KEYS] } });
 
 export const SCHEMES = ['em', 'f1', 'cover-em', 'autocoa', 'otc-ppo', 'otc-grpo'] as const;
 export type Scheme = (typeof SCHEMES)[number];

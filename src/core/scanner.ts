@@ -1,6 +1,6 @@
 // Scanner: response text → segments with exact character offsets, plus the structural problems met on the way
 // (unclosed, stray, nested tags). Never throws; segments partition the text in order.
-import { DEFAULT_TOOLS, DIALECTS, Dialect, DialectName, allTags } from './dialects';
+import { BOXED_OPEN, DEFAULT_TOOLS, DIALECTS, Dialect, DialectName, allTags } from './dialects';
 import type { FormatDiagnostic, RuleCode } from './codes';
 import { RULES } from './codes';
 
@@ -219,9 +219,9 @@ const tagList: Tag[] = [];
 function boxedTags(text: string): Tag[] {
   const out: Tag[] = [];
   for (let p = text.indexOf('\\'); p >= 0; p = text.indexOf('\\', p + 1)) {
-    if (text.startsWith('\\boxed{', p)) {
-      out.push({ start: p, end: p + 7, text: '\\boxed{', closing: false, role: 'answer', boxed: true });
-      p += 6;
+    if (text.startsWith(BOXED_OPEN, p)) {
+      out.push({ start: p, end: p + BOXED_OPEN.length, text: BOXED_OPEN, closing: false, role: 'answer', boxed: true });
+      p += BOXED_OPEN.length - 1;
     }
   }
   return out;

@@ -1,7 +1,7 @@
 // The one table of the AutoCoA pipeline's stages and of the results table's evaluation settings: id (as the trainer
 // writes it in events and under runs/<id>/stages/), label, and a short description. The Train Stage picker, the
 // live panel, the Runs view and anything else in TypeScript that names a stage reads it from here, so the words
-// agree everywhere. The trainer's own list is src/trainer/coa_trainer/pipeline.py (STEPS) and results.py (SETTINGS).
+// agree everywhere. The trainer reads it too: scripts/gen-schemas.ts writes it to schemas/stages.json.
 
 export interface StageInfo {
   id: string;
@@ -51,15 +51,17 @@ export interface ResultSetting {
   label: string;
   /** The stage whose final model is evaluated. */
   stage: string;
+  /** How it is evaluated: closed-book, the always-search workflow, or the agent deciding its own calls. */
+  mode: 'no-tool' | 'workflow' | 'agent';
   description: string;
 }
 
 export const RESULT_SETTINGS: readonly ResultSetting[] = [
-  { id: 'no-tool', label: 'No tool', stage: 'pretrain', description: 'The pretrained model answering closed-book, no tool calls.' },
-  { id: 'workflow', label: 'Workflow', stage: 'sft2', description: 'Always search once: the SFT-1+2 model answers with the first observation given.' },
-  { id: 'sft12', label: 'SFT-1+2', stage: 'sft2', description: 'The SFT-1+2 agent deciding its own tool calls.' },
-  { id: 'sft-rl', label: 'SFT + RL', stage: 'rl2', description: 'SFT-1/2/3 + RL-1 + RL-2.' },
-  { id: 'sft-rl-otc', label: 'SFT + RL (OTC)', stage: 'rl2-otc', description: 'The same with RL-2 trained by OTC-GRPO.' },
+  { id: 'no-tool', label: 'No tool', stage: 'pretrain', mode: 'no-tool', description: 'The pretrained model answering closed-book, no tool calls.' },
+  { id: 'workflow', label: 'Workflow', stage: 'sft2', mode: 'workflow', description: 'Always search once: the SFT-1+2 model answers with the first observation given.' },
+  { id: 'sft12', label: 'SFT-1+2', stage: 'sft2', mode: 'agent', description: 'The SFT-1+2 agent deciding its own tool calls.' },
+  { id: 'sft-rl', label: 'SFT + RL', stage: 'rl2', mode: 'agent', description: 'SFT-1/2/3 + RL-1 + RL-2.' },
+  { id: 'sft-rl-otc', label: 'SFT + RL (OTC)', stage: 'rl2-otc', mode: 'agent', description: 'The same with RL-2 trained by OTC-GRPO.' },
 ];
 
 const byId = new Map(STAGE_TABLE.map((s) => [s.id, s]));

@@ -54,3 +54,19 @@ export function formatObservation(dialect: DialectName, hits: ObservedPassage[])
       return coa(hits);
   }
 }
+
+/**
+ * The words an observation layout itself writes, whatever the passages say (`Doc`, `Title`, `No results`, Hermes'
+ * JSON keys …), read off empty and one-passage observations of every dialect. The embedded tokenizer's vocabulary
+ * includes them (generated into schemas/dialects.json), so a real observation never hits <unk> on its frame.
+ */
+export function layoutWords(dialects: readonly DialectName[]): string[] {
+  const words = new Set<string>();
+  const empty: ObservedPassage = { id: '', title: '', contents: '' };
+  for (const d of dialects) {
+    for (const hits of [[], [empty], [empty, empty]]) {
+      for (const w of formatObservation(d, hits).toLowerCase().match(/[a-z]+/g) ?? []) words.add(w);
+    }
+  }
+  return [...words].sort();
+}

@@ -1,62 +1,56 @@
 // The command table: every command the extension contributes, with its handler. package.json's
 // `contributes.commands` lists the same ids (a unit test keeps them in step).
 import * as vscode from 'vscode';
-import type { LanguageServerHandle } from './languageClient';
+import type { Ctx } from './ctx';
 import { openAsTrajectoryNotebook, openTrajectoryBrowser, showNotebookView } from './providers/notebook/register';
-import { addRunToLivePanel, openLivePanel, watchRun } from './providers/livePanel/register';
-import { pickCheckpoint, replayCommand } from './providers/replay/controller';
-import { toggleTokenView } from './providers/tokens/overlays';
 import { compareRunsCommand } from './providers/compare/panel';
-import { trainController, type TrainRequest } from './providers/train';
-import { cancelFromNode, deleteRun, exportOnnxFromNode, openRollouts, openRunPanel, refreshRuns, resumeFromNode, revealRun } from './providers/runs';
+import type { TrainRequest } from './providers/train';
+import { cancelFromNode, deleteRun, exportOnnxFromNode, openRollouts, openRunPanel, resumeFromNode, revealRun } from './providers/runs';
 
-export interface CommandContext {
-  extension: vscode.ExtensionContext;
-  languageServer: LanguageServerHandle;
-  log: vscode.LogOutputChannel;
-}
+/** Handlers get the context object (ctx.ts) and the command's arguments. */
+export type CommandContext = Ctx;
 
 export const COMMANDS = {
-  'coaStudio.restartLanguageServer': async (ctx: CommandContext) => {
+  'coaStudio.restartLanguageServer': async (ctx: Ctx) => {
     await ctx.languageServer.restart();
     ctx.log.info('language server restarted');
   },
-  'coaStudio.showFormatRules': async (ctx: CommandContext) => {
+  'coaStudio.showFormatRules': async (ctx: Ctx) => {
     const uri = vscode.Uri.joinPath(ctx.extension.extensionUri, 'docs', 'format-rules.md');
     await vscode.commands.executeCommand('markdown.showPreview', uri);
   },
-  'coaStudio.showLog': async (ctx: CommandContext) => ctx.log.show(),
+  'coaStudio.showLog': async (ctx: Ctx) => ctx.log.show(),
   'coaStudio.openAsTrajectoryNotebook': async () => openAsTrajectoryNotebook(),
   'coaStudio.openTrajectoryBrowser': async () => openTrajectoryBrowser(),
   'coaStudio.notebook.showFailures': async () => showNotebookView({ kind: 'failures' }),
   'coaStudio.notebook.showToolCalls': async () => showNotebookView('ask-tool-calls'),
   'coaStudio.notebook.sortByReward': async () => showNotebookView({ kind: 'sort', by: 'reward', order: 'desc' }),
-  'coaStudio.replayWithCheckpoint': async () => replayCommand('env'),
-  'coaStudio.replayInSimulatedEnvironment': async () => replayCommand('simulated'),
-  'coaStudio.pickReplayCheckpoint': async () => void (await pickCheckpoint()),
-  'coaStudio.tokens.toggleLossMask': async () => toggleTokenView('mask'),
-  'coaStudio.tokens.toggleLogprobs': async () => toggleTokenView('logprob'),
-  'coaStudio.tokens.toggleAdvantages': async () => toggleTokenView('advantage'),
-  'coaStudio.compareRuns': async (ctx: CommandContext) => compareRunsCommand(ctx.extension),
-  'coaStudio.openLivePanel': async (_ctx: CommandContext, runDir?: unknown) => openLivePanel(runDir),
-  'coaStudio.addRunToLivePanel': async (_ctx: CommandContext, runDir?: unknown) => addRunToLivePanel(runDir),
+  'coaStudio.replayWithCheckpoint': async (ctx: Ctx) => ctx.replay.command('env'),
+  'coaStudio.replayInSimulatedEnvironment': async (ctx: Ctx) => ctx.replay.command('simulated'),
+  'coaStudio.pickReplayCheckpoint': async (ctx: Ctx) => void (await ctx.replay.pickCheckpoint()),
+  'coaStudio.tokens.toggleLossMask': async (ctx: Ctx) => void ctx.tokens.toggle('mask'),
+  'coaStudio.tokens.toggleLogprobs': async (ctx: Ctx) => void ctx.tokens.toggle('logprob'),
+  'coaStudio.tokens.toggleAdvantages': async (ctx: Ctx) => void ctx.tokens.toggle('advantage'),
+  'coaStudio.compareRuns': async (ctx: Ctx) => compareRunsCommand(ctx.extension),
+  'coaStudio.openLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.open(runDir),
+  'coaStudio.addRunToLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.addRun(runDir),
   // Issue 16: runs CoA Studio did not start (verl metrics files, TRL runs written by our callback).
-  'coaStudio.watchRun': async (_ctx: CommandContext, source?: unknown) => watchRun(source),
+  'coaStudio.watchRun': async (ctx: Ctx, source?: unknown) => ctx.livePanels.watch(source),
   // Issue 7 host: training (trusted workspaces only; the handlers check again at run time) and the Runs view.
-  'coaStudio.trainStage': async (_ctx: CommandContext, request?: unknown) => trainController().trainStage(request as TrainRequest | undefined),
-  'coaStudio.resumeRun': async (_ctx: CommandContext, node?: unknown) => resumeFromNode(node),
-  'coaStudio.cancelRun': async (_ctx: CommandContext, node?: unknown) => cancelFromNode(node),
-  'coaStudio.runDemo': async () => trainController().runDemo(),
-  'coaStudio.runs.refresh': async () => refreshRuns(),
-  'coaStudio.runs.openPanel': async (_ctx: CommandContext, node?: unknown) => openRunPanel(node),
-  'coaStudio.runs.openRollouts': async (_ctx: CommandContext, node?: unknown) => openRollouts(node),
-  'coaStudio.runs.exportOnnx': async (_ctx: CommandContext, node?: unknown) => exportOnnxFromNode(node),
-  'coaStudio.runs.reveal': async (_ctx: CommandContext, node?: unknown) => revealRun(node),
-  'coaStudio.runs.delete': async (_ctx: CommandContext, node?: unknown) => deleteRun(node),
-} satisfies Record<string, (ctx: CommandContext) => Promise<void>>;
+  'coaStudio.trainStage': async (ctx: Ctx, request?: unknown) => ctx.train.trainStage(request as TrainRequest | undefined),
+  'coaStudio.resumeRun': async (ctx: Ctx, node?: unknown) => resumeFromNode(ctx.train, node),
+  'coaStudio.cancelRun': async (ctx: Ctx, node?: unknown) => cancelFromNode(ctx.train, node),
+  'coaStudio.runDemo': async (ctx: Ctx) => ctx.train.runDemo(),
+  'coaStudio.runs.refresh': async (ctx: Ctx) => ctx.runs.refresh(),
+  'coaStudio.runs.openPanel': async (_ctx: Ctx, node?: unknown) => openRunPanel(node),
+  'coaStudio.runs.openRollouts': async (_ctx: Ctx, node?: unknown) => openRollouts(node),
+  'coaStudio.runs.exportOnnx': async (ctx: Ctx, node?: unknown) => exportOnnxFromNode(ctx.train, node),
+  'coaStudio.runs.reveal': async (_ctx: Ctx, node?: unknown) => revealRun(node),
+  'coaStudio.runs.delete': async (ctx: Ctx, node?: unknown) => deleteRun(ctx.train, ctx.runs, node),
+} satisfies Record<string, (ctx: Ctx) => Promise<void>>;
 
 export type CommandId = keyof typeof COMMANDS;
 
-export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
-  return (Object.keys(COMMANDS) as CommandId[]).map((id) => vscode.commands.registerCommand(id, (...args: unknown[]) => (COMMANDS[id] as (ctx: CommandContext, ...rest: unknown[]) => Promise<void>)(ctx, ...args)));
+export function registerCommands(ctx: Ctx): vscode.Disposable[] {
+  return (Object.keys(COMMANDS) as CommandId[]).map((id) => vscode.commands.registerCommand(id, (...args: unknown[]) => (COMMANDS[id] as (ctx: Ctx, ...rest: unknown[]) => Promise<void>)(ctx, ...args)));
 }

@@ -1,7 +1,8 @@
-// Typed reader for the `coaStudio.*` settings (one place that knows their names and defaults).
+// Typed reader for the `coaStudio.*` settings (one place in the extension that knows their names).
 import * as vscode from 'vscode';
 import type { DialectName } from '../core/dialects';
 import type { Scheme } from '../core/record';
+import { settingDefault, type SettingName } from '../core/settingDefaults';
 
 export interface CoaConfig {
   dialect: DialectName | 'auto';
@@ -28,20 +29,22 @@ export interface CoaConfig {
 
 export function readConfig(scope?: vscode.ConfigurationScope): CoaConfig {
   const c = vscode.workspace.getConfiguration('coaStudio', scope);
+  // Fallbacks from the manifest's table (src/core/settingDefaults.ts), as VS Code's own defaults are.
+  const get = <K extends SettingName>(name: K) => c.get(name, settingDefault(name));
   return {
-    dialect: c.get('dialect', 'auto'),
-    rewardScheme: c.get('rewardScheme', 'em'),
-    strictness: c.get('strictness', 'lenient'),
-    tools: c.get('tools', ['search']),
-    otcC: c.get('otc.c', 4),
-    otcAlpha: c.get('otc.alpha', 1),
-    envServerUrl: c.get('envServer.url', ''),
-    envServerToken: c.get('envServer.token', ''),
-    replayCheckpoint: c.get('replay.checkpoint', ''),
-    replayTemperature: c.get('replay.temperature', 0),
-    python: c.get('python', ''),
-    notebookLargeFileMB: c.get('notebook.largeFileMB', 50),
-    cancelGraceSeconds: c.get('training.cancelGraceSeconds', 30),
-    openLivePanelOnStart: c.get('training.openLivePanel', true),
+    dialect: get('dialect') as CoaConfig['dialect'],
+    rewardScheme: get('rewardScheme') as Scheme,
+    strictness: get('strictness') as CoaConfig['strictness'],
+    tools: get('tools'),
+    otcC: get('otc.c'),
+    otcAlpha: get('otc.alpha'),
+    envServerUrl: get('envServer.url'),
+    envServerToken: get('envServer.token'),
+    replayCheckpoint: get('replay.checkpoint'),
+    replayTemperature: get('replay.temperature'),
+    python: get('python'),
+    notebookLargeFileMB: get('notebook.largeFileMB'),
+    cancelGraceSeconds: get('training.cancelGraceSeconds'),
+    openLivePanelOnStart: get('training.openLivePanel'),
   };
 }

@@ -1,7 +1,9 @@
-// Extension entry point: wires the language server, the command table and the log channel.
+// Extension entry point: builds the context object (ctx.ts) — log, language server, each feature — and registers
+// the command table with it.
 import * as vscode from 'vscode';
 import { z } from 'zod';
 import { registerCommands } from './commands';
+import type { Ctx } from './ctx';
 import { startLanguageServer } from './languageClient';
 import { registerTrajectoryNotebook } from './providers/notebook/register';
 import { registerLivePanel } from './providers/livePanel/register';
@@ -17,13 +19,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const log = vscode.window.createOutputChannel('CoA Studio', { log: true });
   context.subscriptions.push(log);
   const languageServer = await startLanguageServer(context, log);
-  context.subscriptions.push(languageServer, ...registerCommands({ extension: context, languageServer, log }));
+  context.subscriptions.push(languageServer);
   registerTrajectoryNotebook(context); // issue 8: trajectory notebook + large-file browser
-  registerLivePanel(context, log); // issue 7: live training panel (restored after reloads)
-  registerReplay(context, log); // issue 8: replay NotebookControllers (ONNX checkpoint, onnxruntime-node)
-  registerTokenOverlays(context); // issue 8: loss-mask / log-prob / advantage overlays
-  registerTrain(context, log); // issue 7: Train Stage / Resume / Cancel, process manager, status bar
-  registerRuns(context); // issue 7: the Runs view (activity bar "CoA Studio")
+  const train = registerTrain(context, log); // issue 7: Train Stage / Resume / Cancel, process manager, status bar
+  const ctx: Ctx = {
+    extension: context,
+    log,
+    languageServer,
+    livePanels: registerLivePanel(context, log), // issue 7: live training panel (restored after reloads)
+    replay: registerReplay(context, log), // issue 8: replay NotebookControllers (ONNX checkpoint, onnxruntime-node)
+    tokens: registerTokenOverlays(context), // issue 8: loss-mask / log-prob / advantage overlays
+    train,
+    runs: registerRuns(context, train), // issue 7: the Runs view (activity bar "CoA Studio")
+  };
+  context.subscriptions.push(...registerCommands(ctx));
   // Commands' enablement keys: true once the extension is up.
   await vscode.commands.executeCommand('setContext', 'coaStudio.active', true);
   log.info(`CoA Studio activated (workspace ${vscode.workspace.isTrusted ? 'trusted' : 'untrusted: read-only features only'})`);

@@ -7,6 +7,7 @@ import { parseToolCall } from '../core/scanner';
 import type { TrajectoryRecord } from '../core/record';
 import { CancelledError, generate, seededRandom } from './generate';
 import type { OnnxModel } from './model';
+import { TagIO } from './tags';
 
 export type ReplayMode = 'env' | 'simulated';
 
@@ -63,14 +64,9 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
   const tok = model.tokenizer;
   const info = model.info;
   if (opts.mode === 'env' && !opts.tool) throw new Error('replay in mode env needs a tool (the environment server)');
-  const id = (tag: string | null): number | undefined => (tag ? (info.tag_ids[tag] ?? tok.tokenToId(tag)) : undefined);
-  const aOpen = id(info.tags.action_open)!;
-  const aClose = id(info.tags.action_close)!;
-  const oOpen = id(info.tags.obs_open)!;
-  const oClose = id(info.tags.obs_close)!;
-  const ansClose = id(info.tags.answer_close);
+  const io = await TagIO.make(tok, info);
+  const turnStops = io.turnStops();
   const eos = info.eos_id ?? undefined;
-  const stops = new Set<number>([aClose, ...(ansClose !== undefined ? [ansClose] : []), ...(eos !== undefined ? [eos] : [])]);
   const maxTurns = opts.maxTurns ?? 4;
   const maxNew = opts.maxNewTokens ?? 128;
   const maxObs = opts.maxObservationTokens ?? 128;
@@ -80,7 +76,7 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
     if (opts.signal?.aborted) throw new CancelledError();
   };
 
-  const promptIds = tok.encode((opts.promptTemplate ?? info.prompt_template ?? DEFAULT_PROMPT).replace('{question}', question)).ids;
+  const promptIds = (await tok.encode((opts.promptTemplate ?? info.prompt_template ?? DEFAULT_PROMPT).replace('{question}', question))).ids;
   const dec = model.decoder();
   const r: ReplayResult = {
     promptIds, ids: [], lossMask: [], logprobs: [], steps: [], response: '', offsets: [],
@@ -100,16 +96,16 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
       break;
     }
     const t0 = performance.now();
-    const g = await generate(dec, pending, { maxNewTokens: budget, stopIds: stops, temperature: opts.temperature, random, signal: opts.signal });
+    const g = await generate(dec, pending, { maxNewTokens: budget, stopIds: turnStops.ids, stopStrings: turnStops.strings, temperature: opts.temperature, random, signal: opts.signal });
     // A stop token is returned but not yet in the cache: it is fed first next time.
     pending = g.stopped ? [g.ids[g.ids.length - 1]] : [];
     const first = r.ids.length;
     r.ids.push(...g.ids);
     r.lossMask.push(...g.ids.map(() => 1));
     r.logprobs.push(...g.logprobs);
-    const last = g.ids[g.ids.length - 1];
-    const stop: StopReason = !g.stopped ? 'limit' : last === aClose ? (turn < maxTurns ? 'action' : 'max-turns') : last === eos ? 'eos' : 'answer';
-    await push({ kind: 'model', first, ids: g.ids, text: tok.decode(g.ids), latencyMs: performance.now() - t0, stop });
+    const action = g.stopped && (await io.endedWithAction(g.ids));
+    const stop: StopReason = !g.stopped ? 'limit' : action ? (turn < maxTurns ? 'action' : 'max-turns') : g.ids[g.ids.length - 1] === eos ? 'eos' : 'answer';
+    await push({ kind: 'model', first, ids: g.ids, text: await tok.decode(g.ids), latencyMs: performance.now() - t0, stop });
     if (stop === 'limit') {
       r.truncated = true;
       break;
@@ -118,7 +114,7 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
       r.finished = stop !== 'max-turns';
       break;
     }
-    const query = actionQuery(tok.decode(between(r.ids, aOpen, aClose)), info.tags.action_open);
+    const query = actionQuery(await io.actionBody(g.ids), info.tags.action_open);
     r.toolCalls++;
     check();
     const t1 = performance.now();
@@ -134,28 +130,28 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
         toolError = (e as Error).message;
         r.toolFailures++;
       }
-      obsIds = tok.encode(`${info.tags.obs_open}${body}${info.tags.obs_close}`).ids.slice(0, maxObs + 2);
-      if (obsIds[obsIds.length - 1] !== oClose) obsIds.push(oClose); // a cut observation still closes
+      obsIds = (await io.observationIds(body, maxObs)).ids;
       pending = [...pending, ...obsIds];
     } else {
       // RL-1: the policy writes the observation after the opening tag; its tokens are masked like real ones.
       simulated = true;
-      const w = await generate(dec, [...pending, oOpen], {
-        maxNewTokens: Math.max(1, Math.min(maxObs, maxTotal - promptIds.length - r.ids.length - 1)),
-        stopIds: new Set([oClose, ...(eos !== undefined ? [eos] : [])]), temperature: opts.temperature, random, signal: opts.signal,
+      const open = await io.obsOpenIds();
+      const obsStops = io.obsStops();
+      const w = await generate(dec, [...pending, ...open], {
+        maxNewTokens: Math.max(1, Math.min(maxObs, maxTotal - promptIds.length - r.ids.length - open.length)),
+        stopIds: obsStops.ids, stopStrings: obsStops.strings, temperature: opts.temperature, random, signal: opts.signal,
       });
-      obsIds = [oOpen, ...w.ids];
-      if (w.ids[w.ids.length - 1] !== oClose) {
-        if (w.stopped) obsIds.pop(); // EOS inside an observation: replaced by its close
-        obsIds.push(oClose);
-      }
-      pending = [oClose];
+      const ended = w.stopped && w.ids[w.ids.length - 1] !== eos;
+      // EOS inside an observation is replaced by its close; a cut observation still closes.
+      const close = ended ? [] : await io.obsCloseIds();
+      obsIds = [...open, ...(w.stopped && !ended ? w.ids.slice(0, -1) : w.ids), ...close];
+      pending = w.stopped && ended ? [w.ids[w.ids.length - 1]] : close;
     }
     r.ids.push(...obsIds);
     r.lossMask.push(...obsIds.map(() => 0));
     r.logprobs.push(...obsIds.map(() => null));
     await push({
-      kind: 'observation', first: obsFirst, ids: obsIds, text: tok.decode(obsIds), latencyMs: performance.now() - t1,
+      kind: 'observation', first: obsFirst, ids: obsIds, text: await tok.decode(obsIds), latencyMs: performance.now() - t1,
       stop: 'observation', simulated, query, ...(toolError ? { toolError } : {}),
     });
     if (promptIds.length + r.ids.length >= maxTotal) {
@@ -163,16 +159,10 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
       break;
     }
   }
-  const decoded = tok.decodeWithOffsets(r.ids);
+  const decoded = await tok.decodeWithOffsets(r.ids);
   r.response = decoded.text;
   r.offsets = decoded.offsets;
   return r;
-}
-
-function between(ids: number[], open: number, close: number): number[] {
-  const end = ids.lastIndexOf(close);
-  const start = ids.lastIndexOf(open, end);
-  return start >= 0 && start < end ? ids.slice(start + 1, end) : [];
 }
 
 /** The search query of an action body: the text, or the `query` argument of a Hermes JSON call. */

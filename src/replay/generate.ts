@@ -1,11 +1,14 @@
 // KV-cached decoding on a Decoder: greedy (temperature 0) or sampled with a seeded generator, stopping at a stop
-// id (included) or a token limit. Log-probs are those of the sampling distribution, as the trainer's `generate`.
+// id or stop string (included) or a token limit. Log-probs are those of the sampling distribution, as the trainer's `generate`.
 import { lastRow, type Decoder } from './model';
 import { makeRandom } from '../env/random';
+import type { StringStops } from './tags';
 
 export interface GenerateOptions {
   maxNewTokens: number;
   stopIds: ReadonlySet<number>;
+  /** Stop once one of these strings has been generated (tags that are text for the tokenizer). */
+  stopStrings?: StringStops | null;
   /** 0 = greedy. */
   temperature?: number;
   /** Seeded random source in [0, 1) for sampling (see `seededRandom`). */
@@ -42,7 +45,7 @@ export async function generate(dec: Decoder, prefix: readonly number[], opts: Ge
     ids.push(id);
     logprobs.push(logprob);
     opts.onToken?.(id);
-    if (opts.stopIds.has(id)) return { ids, logprobs, stopped: true };
+    if (opts.stopIds.has(id) || (opts.stopStrings && (await opts.stopStrings.hit(ids)))) return { ids, logprobs, stopped: true };
     if (n + 1 < opts.maxNewTokens) row = lastRow(await dec.feed([id]));
   }
   // The last token is not in the cache yet when the limit ends generation; feed it so the cache matches `ids`.

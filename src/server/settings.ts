@@ -6,6 +6,7 @@ import { SCHEMES, Scheme } from '../core/record';
 import type { FormatOptions } from '../core/rules';
 import type { RewardParams } from '../core/rewards';
 import type { Strictness } from '../core/codes';
+import { settingDefault } from '../core/settingDefaults';
 
 export interface Settings {
   dialect: DialectName | 'auto';
@@ -16,13 +17,14 @@ export interface Settings {
   envServer: { url: string; token: string };
 }
 
+/** The manifest's defaults (package.json contributes.configuration, via src/core/settingDefaults.ts). */
 export const DEFAULT_SETTINGS: Settings = {
-  dialect: 'auto',
-  rewardScheme: 'em',
-  otc: { c: 4, alpha: 1 },
-  tools: ['search'],
-  strictness: 'lenient',
-  envServer: { url: '', token: '' },
+  dialect: settingDefault('dialect') as Settings['dialect'],
+  rewardScheme: settingDefault('rewardScheme') as Scheme,
+  otc: { c: settingDefault('otc.c'), alpha: settingDefault('otc.alpha') },
+  tools: settingDefault('tools'),
+  strictness: settingDefault('strictness') as Strictness,
+  envServer: { url: settingDefault('envServer.url'), token: settingDefault('envServer.token') },
 };
 
 const fields = {
@@ -53,7 +55,7 @@ export function parseSettings(section: unknown): Settings {
     otc: { c: pick(fields.c, otc.c ?? s['otc.c'], d.otc.c), alpha: pick(fields.alpha, otc.alpha ?? s['otc.alpha'], d.otc.alpha) },
     tools: pick(fields.tools, s.tools, d.tools),
     strictness: pick(fields.strictness, s.strictness, d.strictness),
-    envServer: { url: pick(fields.url, env.url, ''), token: pick(fields.token, env.token, '') },
+    envServer: { url: pick(fields.url, env.url, d.envServer.url), token: pick(fields.token, env.token, d.envServer.token) },
   };
 }
 

@@ -95,7 +95,7 @@ const PREFIX_GROUPS: [RegExp, GroupId][] = [
 /** Which chart group a metric name belongs to (known namespaces first, then by its `_`/`/`/`.`-separated words). */
 export function groupOf(name: string): GroupId {
   for (const [re, group] of PREFIX_GROUPS) if (re.test(name)) return group;
-  const tokens = name.toLowerCase().split(/[/_.\-]+/).filter(Boolean);
+  const tokens = name.toLowerCase().split(/[/_.-]+/).filter(Boolean);
   const exact = (words: string[]) => tokens.some((t) => words.includes(t));
   if (has(tokens, ['loss', 'reward', 'advantage', 'return', 'nll', 'margin'])) return 'loss';
   if (exact(['tc', 'tp', 'otc', 'all', 'turns', 'calls']) || has(tokens, ['tool', 'malformed', 'truncat', 'format', 'call'])) return 'agent';

@@ -141,7 +141,7 @@ function givenPair(file: string, l: JsonLine, dialect: DialectChoice, report: Pa
     if (!Array.isArray(o.golden_answers) || o.golden_answers.some((g) => typeof g !== 'string')) throw fieldError(file, l, ['golden_answers'], `expected a list of strings, got ${typeName(o.golden_answers)}`);
     golden = o.golden_answers as string[];
   }
-  const sides = (['chosen', 'rejected'] as const).map((key, i) => {
+  const sides = (['chosen', 'rejected'] as const).map((key) => {
     const response = responseOf(o[key]);
     if (response === null) throw fieldError(file, l, [key], `expected a string, {"response": …} or assistant messages, got ${typeName(o[key])}`);
     if (!response.trim()) throw fieldError(file, l, [key], 'empty response');

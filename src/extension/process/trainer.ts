@@ -9,7 +9,7 @@ export const STAGES = STAGE_TABLE.filter((s) => !s.trains).map((s) => ({ id: s.i
 export const PIPELINE = { id: PIPELINE_INFO.id, label: PIPELINE_INFO.label, detail: PIPELINE_INFO.description };
 
 /** Stages that talk to the environment server while training (RL-1 for the grader only, RL-2 also for tools). */
-export const ENV_STAGES: readonly string[] = ['rl1', 'rl2'];
+export const ENV_STAGES: readonly string[] = STAGE_TABLE.filter((s) => s.kind === 'rl' && !s.trains).map((s) => s.id);
 
 export const stageLabel = stageLabelOf;
 

@@ -7,10 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .rollout import RlTrajectory
-
-# format codes that mean a tool call itself was malformed (docs/format-rules.md): action without observation,
-# invalid JSON, empty argument, unknown tool, turn limit exceeded
-CALL_CODES = frozenset({"COA005", "COA009", "COA010", "COA011", "COA012"})
+from .schemas import codes_table
 
 
 def step_sums(trajs: list[RlTrajectory], breakdowns: list[dict], group_size: int, io: Any,
@@ -20,6 +17,8 @@ def step_sums(trajs: list[RlTrajectory], breakdowns: list[dict], group_size: int
         "format_errors", "groups", "groups_all_correct", "groups_all_wrong", "gen_tokens", "think_tokens",
         "retok_mismatches", "retok_drift")}
     drift = drift or [False] * len(trajs)
+    # format codes that mean a tool call itself was malformed (marked toolCall in src/core/codes.ts)
+    call_codes = set(codes_table()["tool_call_codes"])
     for tr, b, bad, dr in zip(trajs, breakdowns, retok, drift):
         r = float(b["total"])
         s["n"] += 1
@@ -32,7 +31,7 @@ def step_sums(trajs: list[RlTrajectory], breakdowns: list[dict], group_size: int
         s["failures"] += tr.tool_failures
         attempted = b["tool_calls"] > 0 or bool(tr.queries)
         s["called"] += float(attempted)
-        s["malformed"] += float(attempted and bool(CALL_CODES.intersection(b["violations"])))
+        s["malformed"] += float(attempted and bool(call_codes.intersection(b["violations"])))
         s["truncated"] += float(tr.truncated)
         s["format_errors"] += float(not b["format_ok"])
         s["gen_tokens"] += sum(tr.loss_mask)

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .dialects import Tags, tags as dialect_tags
+from .schemas import search_table
 
 BENCHMARK_VERSION = 4
 
@@ -41,11 +40,6 @@ TWO_HOP: dict[str, tuple[str, str, str]] = {
     "born_country": ("born_in", "located_in", "which country was {s} born in ?"),
     "employer_city": ("works_for", "based_in", "where is the employer of {s} based ?"),
     "company_country": ("based_in", "located_in", "which country is {s} based in ?"),
-}
-STOPWORDS = {  # the env server's BM25 stop set (src/env/tokenize.ts), mirrored for local retrieval
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
-    "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was",
-    "will", "with",
 }
 ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "kr", "st", "tr", "gl"]
 VOWELS = ["a", "e", "i", "o", "u"]
@@ -100,7 +94,9 @@ class Benchmark:
     top_k: int
     corpus: list[dict] = field(default_factory=list)
     redundant: set[str] = field(default_factory=set)  # train question ids whose teacher also searches known hops
-    _bm25: Any = None
+    # query → the environment server's coa observation for it (fetch_observations): the oracle's observations are
+    # what the server returns at evaluation and RL time, byte for byte
+    observations: dict[str, str] | None = None
 
     # ------------------------------------------------------------ text
     def statement(self, subject: str, relation: str) -> str:
@@ -122,11 +118,18 @@ class Benchmark:
     def split(self, name: str) -> list[Question]:
         return [q for q in self.questions if q.split == name]
 
-    # ------------------------------------------------------------ retrieval (mirror of the env server's BM25)
-    def search(self, query: str, k: int | None = None) -> list[dict]:
-        if self._bm25 is None:
-            self._bm25 = Bm25([d["contents"] for d in self.corpus])
-        return [self.corpus[i] for i in self._bm25.search(query, k or self.top_k)]
+    # ------------------------------------------------------------ observations (from the environment server)
+    def queries(self) -> list[str]:
+        """Every query an oracle trajectory can search: each entity's statement prefix of each of its relations
+        (hallucinated hops in SFT-1 pairs search other entities' facts too)."""
+        return [RELATIONS[rel][2].format(s=e) for rel, (stype, _, _, _) in RELATIONS.items()
+                for e in self.entities[stype]]
+
+    def observation(self, query: str) -> str:
+        if self.observations is None:
+            raise RuntimeError("the benchmark's observations are not fetched: ensure_benchmark_files(config, "
+                               "data_dir) or fetch_observations(bench, env) asks the environment server")
+        return self.observations[query]
 
     # ------------------------------------------------------------ oracle
     def hops_for(self, q: Question, override: dict[int, str] | None = None) -> list[Hop]:
@@ -161,7 +164,7 @@ class Benchmark:
             think.append(f"{hop.prefix} ?")
             segments.append(Segment("think", f"{t.think_open} {' '.join(think)} {t.think_close}"))
             segments.append(Segment("action", f"{t.action_open} {hop.prefix} {t.action_close}"))
-            obs = format_observation_coa(self.search(hop.prefix))
+            obs = self.observation(hop.prefix)
             segments.append(Segment("observation", f"{t.obs_open}{obs}{t.obs_close}"))
             think = [f"{hop.prefix} {hop.object} ."]
         segments.append(Segment("think", f"{t.think_open} {' '.join(think)} {t.think_close}"))
@@ -231,59 +234,12 @@ def continuation_end(text: str, start: int, t: Tags) -> int:
     return min(ends)
 
 
-def format_observation_coa(docs: list[dict]) -> str:
-    """Exactly the env server's coa observation (src/env/observations.ts `coa`)."""
-    if not docs:
-        return "\nNo results.\n"
-    blocks = []
-    for i, d in enumerate(docs):
-        title, _, text = d["contents"].partition("\n")
-        title = title[1:-1] if len(title) >= 2 and title.startswith('"') and title.endswith('"') else title
-        blocks.append(f"[{i + 1}] {title}\n{text}")
-    return "\n" + "\n\n".join(blocks) + "\n"
-
-
-class Bm25:
-    """The env server's BM25 (src/env/bm25.ts: k1 0.9, b 0.4, Lucene idf; ties to the earlier passage)."""
-
-    WORD = re.compile(r"[^\W_]+")
-
-    def __init__(self, docs: list[str], k1: float = 0.9, b: float = 0.4):
-        self.tfs = []
-        self.df: dict[str, int] = {}
-        lengths = []
-        for d in docs:
-            toks = self.tokenize(d)
-            lengths.append(len(toks))
-            tf: dict[str, int] = {}
-            for tok in toks:
-                tf[tok] = tf.get(tok, 0) + 1
-            self.tfs.append(tf)
-            for tok in tf:
-                self.df[tok] = self.df.get(tok, 0) + 1
-        n = len(docs)
-        avgdl = sum(lengths) / n if n else 0.0
-        self.n = n
-        self.norm = [k1 * (1 - b + ((b * dl) / avgdl if avgdl > 0 else 0)) for dl in lengths]
-
-    @classmethod
-    def tokenize(cls, text: str) -> list[str]:
-        return [w for w in cls.WORD.findall(text.lower()) if len(w) <= 64 and w not in STOPWORDS]
-
-    def search(self, query: str, k: int) -> list[int]:
-        counts: dict[str, int] = {}
-        for tok in self.tokenize(query):
-            if tok in self.df:
-                counts[tok] = counts.get(tok, 0) + 1
-        acc: dict[int, float] = {}
-        for tok, qtf in counts.items():
-            df = self.df[tok]
-            w = qtf * math.log(1 + (self.n - df + 0.5) / (df + 0.5))
-            for d, tf in enumerate(self.tfs):
-                c = tf.get(tok)
-                if c:
-                    acc[d] = acc.get(d, 0.0) + (w * c) / (c + self.norm[d])
-        return [d for d, _ in sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
+def fetch_observations(bench: Benchmark, env: Any) -> dict[str, str]:
+    """Every oracle query's coa observation, in one batched /v1/tools/search call to the environment server
+    (an EnvClient on this benchmark's corpus)."""
+    queries = bench.queries()
+    got = env.search(queries, top_k=bench.top_k, dialect="coa")["observations"]
+    return dict(zip(queries, got))
 
 
 # ---------------------------------------------------------------- generation
@@ -303,7 +259,7 @@ def generate(params: dict, seed: int) -> Benchmark:
     rng = random.Random(seed)
     taken: set[str] = {w for tpl in RELATIONS.values() for w in tpl[3].split()} | {"question", "answer"}
     taken |= {"person", "company", "city", "country", "what"}
-    taken |= {w for tpl in TWO_HOP.values() for w in tpl[2].split()} | STOPWORDS | {"results"}
+    taken |= {w for tpl in TWO_HOP.values() for w in tpl[2].split()} | set(search_table()["stopwords"]) | {"results"}
     entities = {
         "country": _names(rng, params["countries"], taken),
         "city": _names(rng, params["cities"], taken),
@@ -419,17 +375,58 @@ def fingerprint(params: dict, seed: int) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def benchmark_from_config(config: dict) -> Benchmark:
+def benchmark_from_config(config: dict, data_dir: Path | None = None) -> Benchmark:
+    """The benchmark of the config; with `data_dir`, its cached observations attached when they are there."""
     params = config["benchmark"]
     seed = params["seed"] if params["seed"] is not None else config["seed"]
-    return generate(params, seed)
+    bench = generate(params, seed)
+    if data_dir is not None:
+        bench.observations = _cached_observations(data_dir, fingerprint(params, seed))
+    return bench
 
 
-def ensure_benchmark_files(config: dict, data_dir: Path) -> Benchmark:
+OBSERVATIONS = "observations.json"
+
+
+def _cached_observations(data_dir: Path, fp: str) -> dict[str, str] | None:
+    path = data_dir / OBSERVATIONS
+    if not path.is_file():
+        return None
+    cached = json.loads(path.read_text(encoding="utf-8"))
+    return cached["observations"] if cached.get("fingerprint") == fp else None
+
+
+def ensure_observations(bench: Benchmark, config: dict, data_dir: Path, env: Any = None) -> None:
+    """Attach the oracle's observations: from data_dir's cache, else one batched call to the environment server
+    (`env`, or one started on data_dir/corpus.jsonl for the call), cached for the next stage."""
+    fp = fingerprint(config["benchmark"], bench.seed)
+    bench.observations = _cached_observations(data_dir, fp)
+    if bench.observations is not None:
+        return
+    corpus = data_dir / "corpus.jsonl"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    tmp = corpus.with_name(corpus.name + ".tmp")
+    tmp.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in bench.corpus), encoding="utf-8")
+    tmp.replace(corpus)
+    if env is None:
+        from .env_client import EnvClient
+
+        with EnvClient.start(corpus, "coa", config["env"]["node"], config["env"]["cli"]) as started:
+            bench.observations = fetch_observations(bench, started)
+    else:
+        bench.observations = fetch_observations(bench, env)
+    tmp = data_dir / (OBSERVATIONS + ".tmp")
+    tmp.write_text(json.dumps({"fingerprint": fp, "observations": bench.observations}, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
+    tmp.replace(data_dir / OBSERVATIONS)
+
+
+def ensure_benchmark_files(config: dict, data_dir: Path, env: Any = None) -> Benchmark:
     """Generate the benchmark and (re)write its files unless the same fingerprint is already there."""
     bench = benchmark_from_config(config)
     params = config["benchmark"]
     fp = fingerprint(params, bench.seed)
+    ensure_observations(bench, config, data_dir, env)
     stamp = data_dir / "manifest.json"
     if not (stamp.is_file() and json.loads(stamp.read_text()).get("fingerprint") == fp):
         write_benchmark(bench, data_dir, config["dialect"] if config["dialect"] == "coa" else "coa")

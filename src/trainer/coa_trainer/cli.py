@@ -1,22 +1,24 @@
-"""Command line: `train`, `eval`, `data`. Heavy imports (torch) happen inside the commands so --help is fast."""
+"""Command line: `train`, `eval`, `export-onnx`, `pipeline`, `data`. Heavy imports (torch) happen inside the commands
+so --help is fast."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-STAGES = ("pretrain", "sft1", "sft2", "sft3", "rl1", "rl2")
+from .schemas import stage_table, trainable_stages
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m coa_trainer",
-        description="CoA Studio trainer (AutoCoA recipe): pretraining and SFT stages, evaluation, embedded benchmark.",
+        description="CoA Studio trainer (AutoCoA recipe): pretraining, SFT and RL stages, the whole pipeline, evaluation, "
+                    "ONNX export, embedded benchmark.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="run one training stage")
-    train.add_argument("--stage", required=True, choices=STAGES)
+    train.add_argument("--stage", required=True, choices=trainable_stages())
     train.add_argument("--config", required=True, help="run config JSON (schemas/run-config.schema.json)")
     train.add_argument("--run-dir", required=True, help="run directory, e.g. runs/<id>")
     train.add_argument("--resume", action="store_true", help="continue from the stage's latest checkpoint")
@@ -48,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     pipe = sub.add_parser("pipeline", help="pretrain → SFT-1/2/3 → RL-1 → RL-2 (+ RL-2 OTC-GRPO) → results table")
     pipe.add_argument("--config", required=True)
     pipe.add_argument("--run-dir", required=True)
-    pipe.add_argument("--stages", default=None, help="comma list of pretrain,sft1,sft2,sft3,rl1,rl2,rl2-otc,results "
-                      "(default: all)")
+    steps = [s["id"] for s in stage_table()["stages"]] + ["results"]
+    pipe.add_argument("--stages", default=None, help=f"comma list of {','.join(steps)} (default: all)")
     pipe.add_argument("--resume", action="store_true", help="skip finished stages, resume the interrupted one")
     pipe.add_argument("--nproc-per-node", type=int, default=1, help="run each stage as N DDP processes (torchrun)")
     pipe.add_argument("--env-url", default=None, help="use a running env server instead of starting one")

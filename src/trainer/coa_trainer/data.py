@@ -5,13 +5,11 @@ because the environment writes it) — never by searching decoded text."""
 from __future__ import annotations
 
 import bisect
-import json
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
-from .benchmark import Benchmark, Question, Segment, join_segments
+from .benchmark import Benchmark, Segment, join_segments
 from .dialects import Tags
 
 MASKED_KINDS_SFT2 = frozenset({"observation"})
@@ -98,7 +96,7 @@ def encode_trajectory(tok: Any, prompt_ids: list[int], response: str, segments: 
     kinds: list[str] = []
     mask: list[int] = []
     offsets: list[int] = []
-    for obs, a, b in runs:
+    for _obs, a, b in runs:
         enc = tok(response[a:b], add_special_tokens=False, return_offsets_mapping=True)
         for tid, (o, _) in zip(enc["input_ids"], enc["offset_mapping"]):
             kind = segments[max(0, bisect.bisect_right(starts, a + o) - 1)]["kind"]
@@ -285,8 +283,3 @@ def sft1_stream(bench: Benchmark, tok: Any, config: dict, t: Tags, seed: int) ->
         return items
 
     return Stream(epoch)
-
-
-def load_jsonl(path: Path) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]

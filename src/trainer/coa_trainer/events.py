@@ -1,8 +1,7 @@
-"""Event protocol v1 — the Python mirror of src/core/events.ts (and the record of src/core/record.ts).
-
-EventWriter appends one JSON object per line to runs/<id>/events.jsonl (flushed per event) and echoes it on
-stdout. validate_event() accepts exactly what the zod schema accepts; both are checked against
-test/conformance/events.json."""
+"""Event protocol v1: EventWriter appends one JSON object per line to runs/<id>/events.jsonl (flushed per event)
+and echoes it on stdout. Events and records are validated against the JSON Schemas generated from the core
+(src/core/events.ts, src/core/record.ts → schemas/events.schema.json, schemas/record.schema.json); both languages
+are checked against test/conformance/events.json."""
 
 from __future__ import annotations
 
@@ -11,158 +10,74 @@ import math
 import os
 import sys
 import time
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
+
+from .schemas import load_schema_file
 
 PROTOCOL_VERSION = 1
-ALERT_KINDS = ("tool_call_explosion", "think_collapse", "all_wrong_groups", "reward_hacking", "tool_failures",
-               "nan_loss", "other")
-SCHEMES = ("em", "f1", "cover-em", "autocoa", "otc-ppo", "otc-grpo")
-DIALECT_NAMES = ("coa", "search-r1", "autocoa", "hermes")
-MAX_SAFE = 2**53 - 1
 
 
 class EventError(ValueError):
     pass
 
 
-# ---------------------------------------------------------------- validation (mirrors zod semantics)
+def _same_length_as(validator: Any, spec: dict, instance: Any, schema: dict) -> Any:
+    """The `x-same-length-as` keyword of the generated schemas ({"ids": [keys…]}: each key's array is as long
+    as ids); JSON Schema cannot compare lengths, so the core exports the rule as a keyword of its own."""
+    from jsonschema import ValidationError
 
-def _is_number(x: Any) -> bool:
-    # JSON numbers; zod's z.number() rejects NaN and ±Infinity, and booleans are not numbers in JS.
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _is_int(x: Any) -> bool:
-    return _is_number(x) and float(x).is_integer() and abs(x) <= MAX_SAFE
-
-
-def _is_str(x: Any, min_len: int = 0) -> bool:
-    return isinstance(x, str) and len(x) >= min_len
-
-
-Check = Callable[[Any], bool]
+    if not isinstance(instance, dict):
+        return
+    for ref, keys in spec.items():
+        for key in keys:
+            if isinstance(instance.get(key), list) and isinstance(instance.get(ref), list) \
+                    and len(instance[key]) != len(instance[ref]):
+                yield ValidationError(f"{key} has {len(instance[key])} entries but {ref} has {len(instance[ref])}",
+                                      path=[key])
 
 
-def _opt(check: Check) -> Check:
-    return check  # applied only when the key is present (see _fields)
+@lru_cache(maxsize=None)
+def _validator(schema_file: str, event_type: str | None = None) -> Any:
+    """A compiled validator for a generated schema (for events: the branch of one event type, for clear errors)."""
+    from jsonschema import Draft202012Validator, validators
+
+    schema = load_schema_file(schema_file)
+    if event_type is not None:
+        schema = {"$schema": schema["$schema"], **_branches()[event_type]}
+    cls = validators.extend(Draft202012Validator, {"x-same-length-as": _same_length_as})
+    return cls(schema)
 
 
-def _nullable(check: Check) -> Check:
-    return lambda x: x is None or check(x)
+@lru_cache(maxsize=None)
+def _branches() -> dict[str, dict]:
+    return {b["properties"]["type"]["const"]: b for b in load_schema_file("events.schema.json")["oneOf"]}
 
 
-def _array(check: Check) -> Check:
-    return lambda x: isinstance(x, list) and all(check(i) for i in x)
+def _first_error(validator: Any, value: Any) -> str | None:
+    from jsonschema.exceptions import best_match
 
-
-def _record(check: Check) -> Check:
-    return lambda x: isinstance(x, dict) and all(isinstance(k, str) and check(v) for k, v in x.items())
-
-
-def _literal(value: Any) -> Check:
-    return lambda x: x == value and type(x) is type(value)
-
-
-def _enum(values: tuple) -> Check:
-    return lambda x: isinstance(x, str) and x in values
-
-
-def _fields(obj: Any, required: dict[str, Check], optional: dict[str, Check] | None = None) -> str | None:
-    if not isinstance(obj, dict):
-        return "(root): expected object"
-    for key, check in required.items():
-        if key not in obj:
-            return f"{key}: required"
-        if not check(obj[key]):
-            return f"{key}: invalid value {obj[key]!r}"
-    for key, check in (optional or {}).items():
-        # zod's .optional() accepts a missing key or undefined; JSON has no undefined, so present means checked.
-        if key in obj and not check(obj[key]):
-            return f"{key}: invalid value {obj[key]!r}"
-    return None
-
-
-def _tokens_error(t: Any) -> str | None:
-    err = _fields(t, {"ids": _array(_is_int)}, {
-        "loss_mask": _array(_is_number),
-        "logprobs": _array(_nullable(_is_number)),
-        "advantages": _array(_is_number),
-        "offsets": _array(_is_int),
-    })
-    if err:
-        return err
-    for key in ("loss_mask", "logprobs", "advantages", "offsets"):
-        if key in t and len(t[key]) != len(t["ids"]):
-            return f"{key}: has {len(t[key])} entries but ids has {len(t['ids'])}"
-    return None
-
-
-def _breakdown_ok(b: Any) -> bool:
-    return _fields(b, {
-        "scheme": _enum(SCHEMES), "em": _is_number, "f1": _is_number, "format_ok": lambda x: isinstance(x, bool),
-        "violations": _array(_is_str), "tool_calls": _is_int, "optimal_tool_calls": _nullable(_is_int),
-        "r_tool": _is_number, "r_correct": _is_number, "total": _is_number,
-    }) is None
-
-
-def _meta_ok(m: Any) -> bool:
-    return _fields(m, {}, {
-        "run": _is_str, "stage": _is_str, "step": _is_int, "sample": _is_int,
-        "group": lambda x: _is_str(x) or _is_number(x),
-    }) is None
+    err = best_match(validator.iter_errors(value))
+    if err is None:
+        return None
+    where = ".".join(str(p) for p in err.absolute_path) or "(root)"
+    return f"{where}: {err.message}"
 
 
 def record_error(r: Any) -> str | None:
-    """Why a trajectory record is invalid (None if valid). Mirrors RecordSchema."""
-    err = _fields(r, {"id": lambda x: _is_str(x, 1), "question": _is_str, "response": _is_str}, {
-        "golden_answers": _array(_is_str), "dialect": _enum(DIALECT_NAMES), "reward": _breakdown_ok, "meta": _meta_ok,
-    })
-    if err:
-        return err
-    if "tokens" in r:
-        terr = _tokens_error(r["tokens"])
-        if terr:
-            return f"tokens.{terr}"
-    return None
-
-
-_nonneg_int = lambda x: _is_int(x) and x >= 0  # noqa: E731
-_finite_or_null = _nullable(_is_number)
-_STAGE_STEP = {"stage": lambda x: _is_str(x, 1), "step": _nonneg_int}
-
-_TYPES: dict[str, tuple[dict[str, Check], dict[str, Check]]] = {
-    "run_started": ({"stage": lambda x: _is_str(x, 1), "config": _record(lambda _: True), "total_steps": _nonneg_int,
-                     "device": _is_str, "world_size": lambda x: _is_int(x) and x > 0},
-                    {"pid": _is_int, "resumed_from": _nullable(_is_int)}),
-    "progress": ({**_STAGE_STEP, "total": _nonneg_int, "elapsed_s": lambda x: _is_number(x) and x >= 0,
-                  "eta_s": _nullable(lambda x: _is_number(x) and x >= 0)}, {}),
-    "metrics": ({**_STAGE_STEP, "values": _record(_finite_or_null)}, {}),
-    "sample": ({**_STAGE_STEP, "record": lambda x: record_error(x) is None}, {}),
-    "checkpoint": ({**_STAGE_STEP, "path": lambda x: _is_str(x, 1)}, {}),
-    "eval": ({**_STAGE_STEP, "split": lambda x: _is_str(x, 1), "metrics": _record(_finite_or_null)}, {}),
-    "alert": ({**_STAGE_STEP, "kind": _enum(ALERT_KINDS), "severity": _enum(("warning", "error")),
-               "message": lambda x: _is_str(x, 1)}, {}),
-    "stage_finished": ({**_STAGE_STEP, "status": _enum(("ok", "cancelled", "failed")),
-                        "checkpoint": _nullable(_is_str)}, {}),
-    "log": ({"level": _enum(("debug", "info", "warning", "error")), "message": _is_str}, {}),
-    "error": ({"message": lambda x: _is_str(x, 1)}, {"code": _is_str, "detail": _is_str, "stage": _is_str}),
-}
-EVENT_TYPES = tuple(_TYPES)
+    """Why a trajectory record is invalid (None if valid), by schemas/record.schema.json."""
+    return _first_error(_validator("record.schema.json"), r)
 
 
 def event_error(event: Any) -> str | None:
-    """Why an event is invalid under protocol v1 (None if valid)."""
-    base = _fields(event, {"v": _literal(PROTOCOL_VERSION), "time": _is_number, "run": lambda x: _is_str(x, 1),
-                           "type": _enum(EVENT_TYPES)})
-    if base:
-        return base
-    required, optional = _TYPES[event["type"]]
-    if event["type"] == "sample" and "record" in event:
-        rerr = record_error(event["record"])
-        if rerr:
-            return f"record.{rerr}"
-    return _fields(event, required, optional)
+    """Why an event is invalid under protocol v1 (None if valid), by schemas/events.schema.json."""
+    if not isinstance(event, dict):
+        return "(root): expected object"
+    kind = event.get("type")
+    if kind not in _branches():
+        return f"type: unknown event type {kind!r} (expected one of {', '.join(_branches())})"
+    return _first_error(_validator("events.schema.json", kind), event)
 
 
 def validate_event(event: Any) -> None:

@@ -83,7 +83,11 @@ def export(model_dir: Path, out: Path, opset: int = 17, dialect: str | None = No
     from .model import Runtime, load_model
 
     torch.set_num_threads(1)
-    model, tok = load_model(model_dir, Runtime(torch.device("cpu"), None), trainable=False)
+    # The vocabulary as trained: tags the checkpoint has as tokens stay tokens, tags that were text stay text
+    # (adding them here would give the graph fresh, untrained embeddings).
+    model, tok = load_model(model_dir, Runtime(torch.device("cpu"), None), trainable=False, special_tags=False)
+    if not getattr(tok, "is_fast", False):  # replay reads tokenizer.json with Hugging Face `tokenizers`
+        raise ValueError(f"{model_dir}: the tokenizer has no fast (tokenizer.json) form; the editor's replay needs one")
     model.eval()
     model.config.use_cache = True
     layers, kv_heads, head_dim = kv_shape(model.config)
@@ -125,12 +129,6 @@ def export(model_dir: Path, out: Path, opset: int = 17, dialect: str | None = No
         raise RuntimeError(f"ONNX logits differ from PyTorch by {max_delta:.3e} (> {TOLERANCE:g})")
 
     tok.save_pretrained(str(out.parent))
-    kind = json.loads((out.parent / "tokenizer.json").read_text()).get("model", {}).get("type") \
-        if (out.parent / "tokenizer.json").is_file() else None
-    if kind not in ("WordLevel", "BPE"):  # the model families src/replay/tokenizer.ts implements
-        print(f"export-onnx: warning: tokenizer model {kind!r} is not supported by the editor's replay engine yet "
-              "(WordLevel and byte-level BPE are); the ONNX graph itself is usable from any onnxruntime",
-              file=sys.stderr)
     meta = model_json(tok, model.config, layers, kv_heads, head_dim, vocab, dialect or _stage_dialect(model_dir))
     meta["prompt_template"] = prompt_template  # how the replay engine puts a question to the model
     meta["onnx"] = out.name
@@ -189,7 +187,8 @@ def _stage_dialect(model_dir: Path) -> str:
 def model_json(tok: Any, config: Any, layers: int, kv_heads: int, head_dim: int, vocab: int, dialect: str) -> dict:
     """What the TypeScript replay engine needs besides the graph and tokenizer.json."""
     t = tags(dialect)
-    tag_ids = {tag: tok.convert_tokens_to_ids(tag) for tag in all_tags()}
+    # Tags that are one token of the vocabulary (the others are text for this tokenizer).
+    tag_ids = {tag: i for tag in all_tags() if (i := tok.convert_tokens_to_ids(tag)) is not None and i != tok.unk_token_id}
     return {
         "format": "coa-onnx-1",
         "dialect": dialect,

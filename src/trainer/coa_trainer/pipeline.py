@@ -26,9 +26,10 @@ from typing import Any
 from . import quiet  # noqa: F401
 from .config import ConfigError, load_config
 from .events import EventWriter
+from .schemas import rl_stages, stage_table
 
-STEPS = ("pretrain", "sft1", "sft2", "sft3", "rl1", "rl2", "rl2-otc", "results")
-RL_STEPS = ("rl1", "rl2", "rl2-otc")
+STEPS = (*(s["id"] for s in stage_table()["stages"]), "results")  # src/core/stages.ts, then the results table
+RL_STEPS = rl_stages()
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
 
 

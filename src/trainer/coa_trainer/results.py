@@ -9,14 +9,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-# setting → (the stage whose final model is evaluated, how)
-SETTINGS: list[tuple[str, str, str]] = [
-    ("no-tool", "pretrain", "no-tool"),
-    ("workflow", "sft2", "workflow"),
-    ("sft12", "sft2", "agent"),
-    ("sft-rl", "rl2", "agent"),
-    ("sft-rl-otc", "rl2-otc", "agent"),
-]
+from .schemas import stage_table
+
+# setting → (the stage whose final model is evaluated, how): src/core/stages.ts RESULT_SETTINGS
+SETTINGS: list[tuple[str, str, str]] = [(r["id"], r["stage"], r["mode"]) for r in stage_table()["results"]]
 DESCRIPTIONS = {
     "no-tool": "the pretrained model (stages/pretrain/final), closed-book in the pretraining QA form; no tool calls, "
                "so TP is undefined, and that form has no tags, so no format errors are defined (—)",

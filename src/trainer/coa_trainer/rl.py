@@ -116,8 +116,6 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
 
     stage = args.stage
     scfg = config["stages"][stage]
-    if getattr(args, "reward_scheme", None):
-        scfg["reward"]["scheme"] = args.reward_scheme
     scheme, rparams = scfg["reward"]["scheme"], dict(scfg["reward"]["params"])
     P, G = scfg["prompts_per_step"], scfg["group_size"]
     if P % di.world_size:

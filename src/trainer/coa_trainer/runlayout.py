@@ -16,7 +16,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-STAGE_ORDER = ("pretrain", "sft1", "sft2", "sft3", "rl1", "rl2")
+from .schemas import trainable_stages
+
+STAGE_ORDER = trainable_stages()  # src/core/stages.ts
 
 
 class StageError(RuntimeError):

@@ -1,5 +1,6 @@
-"""Finds the JSON artefacts generated from the TypeScript core (scripts/gen-schemas.ts): the run-config schema and
-the dialect table and prompts. They are the single source of truth for config defaults and tag strings."""
+"""Finds the JSON artefacts generated from the TypeScript core (scripts/gen-schemas.ts): the run-config, event and
+record schemas, the dialect table and prompts, the rule codes. They are the single source of truth for config
+defaults, tag strings, the event protocol and the format codes."""
 
 from __future__ import annotations
 
@@ -44,3 +45,29 @@ def dialect_table() -> dict:
 def dialect_prompts() -> dict:
     """{dialect: {"system": str | None, "user": str with {question}}} from src/core/prompts.ts."""
     return load_schema_file("prompts.json")
+
+
+def codes_table() -> dict:
+    """{"rules": {code: {title, severity, toolCall, …}}, "record_rules": …, "tool_call_codes": [...]} (src/core/codes.ts)."""
+    return load_schema_file("codes.json")
+
+
+def search_table() -> dict:
+    """{"stopwords": [...]}: the environment server's BM25 stop words (src/env/tokenize.ts)."""
+    return load_schema_file("search.json")
+
+
+def stage_table() -> dict:
+    """{"stages": [{id, label, kind, from?, trains?, …}], "pipeline": {…}, "results": [{id, stage, mode, …}]}, in
+    pipeline order (src/core/stages.ts)."""
+    return load_schema_file("stages.json")
+
+
+def trainable_stages() -> tuple[str, ...]:
+    """What `train --stage` accepts, in pipeline order (a row with `trains` is a labelled run of another stage)."""
+    return tuple(s["id"] for s in stage_table()["stages"] if "trains" not in s)
+
+
+def rl_stages() -> tuple[str, ...]:
+    """Stage ids (labelled runs included) trained by GRPO with rollouts."""
+    return tuple(s["id"] for s in stage_table()["stages"] if s["kind"] == "rl")

@@ -127,6 +127,8 @@ def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) ->
             else benchmark_from_config(config)
     init = resolve_init(config, run_dir, stage, bench, di.rank == 0)
     di.barrier()
+    if bench is not None and bench.observations is None:  # other ranks: the observations rank 0 fetched and cached
+        bench = benchmark_from_config(config, data_dir(config, run_dir))
 
     torch.manual_seed(config["seed"])
     random.seed(config["seed"])

@@ -12,10 +12,9 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import AddedToken
 
 from .dialects import all_tags
+from .schemas import dialect_table
 
 PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
-# Words of the env server's observation layouts of every dialect, so real observations never hit <unk>.
-EXTRA_WORDS = ["doc", "title", "result", "no", "results", "name", "search", "content", "id", "text", "boxed"]
 PUNCT = list(".,:;?!'\"()[]{}<>/\\-_+=*&%$#@|~`^")
 
 
@@ -32,7 +31,9 @@ def vocabulary(texts: Iterable[str]) -> list[str]:
     tag_re = re.compile("|".join(re.escape(t) for t in sorted(all_tags(), key=len, reverse=True)))
     norm = normalizers.Lowercase()
     pre = pre_tokenizer()
-    words: set[str] = set(EXTRA_WORDS) | set(PUNCT) | {str(d) for d in range(10)}
+    # the words observation layouts and answer syntax write themselves (src/env/observations.ts layoutWords), so
+    # real observations never hit <unk>
+    words: set[str] = set(dialect_table()["tokenizer_words"]) | set(PUNCT) | {str(d) for d in range(10)}
     for text in texts:
         for piece, _ in pre.pre_tokenize_str(norm.normalize_str(tag_re.sub(" ", text))):
             words.add(piece)

@@ -12,6 +12,7 @@ from typing import Any
 from . import quiet  # noqa: F401  (silences library progress bars before they are imported)
 from .config import ConfigError, load_config
 from .events import EventWriter
+from .schemas import rl_stages
 
 from .runlayout import (  # noqa: F401  (re-exported: the stage layout's one home is runlayout)
     STAGE_ORDER, StageError, data_dir, final_dir, lr_lambda, resolve_init, stage_dir, vocabulary_texts,
@@ -49,6 +50,11 @@ def train_command(args: Any) -> int:
         if isinstance(e, DataError):
             writer.emit("error", message=str(e), code="bad_data", stage=stage)
             return 2
+        from .env_client import EnvError
+
+        if isinstance(e, EnvError):  # RL tools and grading, the benchmark's oracle observations
+            writer.emit("error", message=f"environment server: {e}", code="env_unreachable", stage=stage)
+            return 3
         writer.emit("error", message=f"{type(e).__name__}: {e}" or type(e).__name__, code="internal", stage=stage,
                     detail=traceback.format_exc())
         return 1
@@ -65,7 +71,7 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
     from .stages import make_stage
 
     stage = args.stage
-    if stage in ("rl1", "rl2"):  # GRPO with rollouts: its own loop (rl.py)
+    if stage in rl_stages():  # GRPO with rollouts: its own loop (rl.py)
         from .rl import run_rl_stage
 
         return run_rl_stage(config, args, run_dir, writer, di)

@@ -19,7 +19,10 @@ sys.path.insert(0, str(REPO / "src" / "trainer"))
 
 
 def _ensure_schemas() -> None:
-    if os.environ.get("COA_SCHEMAS_DIR") or (REPO / "schemas" / "run-config.schema.json").is_file():
+    # every file gen-schemas writes: a schemas/ from an older build lacks the newer ones
+    needed = ("run-config.schema.json", "events.schema.json", "record.schema.json", "codes.json", "dialects.json",
+              "prompts.json", "stages.json", "search.json")
+    if os.environ.get("COA_SCHEMAS_DIR") or all((REPO / "schemas" / n).is_file() for n in needed):
         return
     out = REPO / ".cache" / "schemas"
     node = os.environ.get("COA_NODE") or shutil.which("node")
@@ -83,6 +86,32 @@ def run_trainer(*args: str, env: dict | None = None, timeout: float = 240) -> su
 def read_events(run_dir: Path) -> list[dict]:
     with open(run_dir / "events.jsonl", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+_OBSERVED: dict[str, dict[str, str]] = {}
+
+
+def observed(bench):
+    """`bench` with its oracle observations from the real environment server on its corpus (one batched call; one
+    server per distinct corpus in a test session). Fails, never skips, when the server cannot run."""
+    import hashlib
+    import tempfile
+
+    from coa_trainer.benchmark import fetch_observations
+    from coa_trainer.env_client import EnvClient
+
+    key = hashlib.sha256(json.dumps([bench.corpus, bench.top_k, bench.queries()]).encode()).hexdigest()
+    if key not in _OBSERVED:
+        why = env_server_available()
+        if why is not None:
+            raise RuntimeError(f"the benchmark's observations come from the environment server: {why}")
+        with tempfile.TemporaryDirectory() as d:
+            corpus = Path(d) / "corpus.jsonl"
+            corpus.write_text("".join(json.dumps(c) + "\n" for c in bench.corpus), encoding="utf-8")
+            with EnvClient.start(corpus, "coa") as env:
+                _OBSERVED[key] = fetch_observations(bench, env)
+    bench.observations = _OBSERVED[key]
+    return bench
 
 
 def env_server_available() -> str | None:

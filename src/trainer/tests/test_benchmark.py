@@ -1,10 +1,9 @@
-import json
 import re
 
-from coa_trainer.benchmark import RELATIONS, generate, write_benchmark, Bm25
+from coa_trainer.benchmark import generate, write_benchmark
 from coa_trainer.config import validate_config
 from coa_trainer.dialects import tags
-from conftest import TINY
+from conftest import TINY, observed
 
 
 def params(**over):
@@ -12,9 +11,9 @@ def params(**over):
 
 
 def test_same_seed_same_files_other_seed_differs(tmp_path):
-    a = write_benchmark(generate(params(), 7), tmp_path / "a")
-    b = write_benchmark(generate(params(), 7), tmp_path / "b")
-    c = write_benchmark(generate(params(), 8), tmp_path / "c")
+    a = write_benchmark(observed(generate(params(), 7)), tmp_path / "a")
+    b = write_benchmark(observed(generate(params(), 7)), tmp_path / "b")
+    c = write_benchmark(observed(generate(params(), 8)), tmp_path / "c")
     names = ["corpus.jsonl", "pretrain.txt", "questions.jsonl", "oracle_train.jsonl", "oracle_dev.jsonl", "kb.json"]
     for n in names:
         assert (a / n).read_bytes() == (b / n).read_bytes(), n
@@ -58,7 +57,7 @@ def test_corpus_is_flashrag():
 
 
 def test_oracle_searches_exactly_the_unknown_hops_and_answers_correctly():
-    bench = generate(params(persons=40), 4)
+    bench = observed(generate(params(persons=40), 4))
     t = tags("coa")
     n_two_unknown = 0
     for q in bench.questions:
@@ -81,7 +80,7 @@ def test_oracle_searches_exactly_the_unknown_hops_and_answers_correctly():
 def test_sft1_pairs_share_prefix_and_flip_the_decision():
     import random
 
-    bench = generate(params(persons=30), 5)
+    bench = observed(generate(params(persons=30), 5))
     t = tags("coa")
     for q in bench.questions:
         for p in bench.pairs(q, t, random.Random(0)):
@@ -93,10 +92,3 @@ def test_sft1_pairs_share_prefix_and_flip_the_decision():
                 assert t.action_open not in p["rejected"], "rejected answers without acting"
             else:
                 assert p["rejected"].endswith(t.action_close)
-
-
-def test_local_bm25_ranks_like_the_server_formula():
-    bm = Bm25(['"x"\nfoo bar bar', '"y"\nfoo baz', '"z"\nqux'])
-    assert bm.search("bar", 3) == [0]
-    assert bm.search("foo", 3) == [1, 0]  # shorter document wins at equal tf
-    assert bm.search("the in", 3) == []  # stop words only

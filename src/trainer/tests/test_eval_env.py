@@ -2,10 +2,11 @@
 
 import json
 import os
+import re
 
 import pytest
 
-from coa_trainer.benchmark import format_observation_coa, generate
+from coa_trainer.benchmark import benchmark_from_config, ensure_benchmark_files
 from coa_trainer.config import validate_config
 from coa_trainer.dialects import tags
 from coa_trainer.env_client import EnvClient, EnvError
@@ -19,20 +20,31 @@ needs_server = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment 
 
 
 @needs_server
-def test_oracle_observations_equal_the_servers(tmp_path):
-    """The SFT data's observations are byte-identical to what the server returns at evaluation time."""
+def test_oracle_observations_equal_the_servers(tmp_path, monkeypatch):
+    """The SFT data's observations are byte-identical to what the server returns at evaluation time: they come from
+    one batched call to the server, cached beside the benchmark files for the next stages."""
     config = validate_config(TINY)
-    bench = generate(config["benchmark"], config["seed"])
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps(d) + "\n" for d in bench.corpus))
+    data = tmp_path / "data"
+    bench = ensure_benchmark_files(config, data)
     t = tags("coa")
-    queries = sorted({h.prefix for q in bench.questions for h in q.hops})
-    with EnvClient.start(corpus, "coa") as env:
-        got = env.search(queries, top_k=bench.top_k, dialect="coa")
-    assert len(got["observations"]) == len(queries)
-    for q, obs, hits in zip(queries, got["observations"], got["results"]):
-        assert obs == format_observation_coa(bench.search(q)), q
-        assert [h["id"] for h in hits] == [d["id"] for d in bench.search(q)]
+    pairs = []  # (query, observation text) of every oracle action
+    for split in ("train", "dev", "test"):
+        for line in (data / f"oracle_{split}.jsonl").read_text().splitlines():
+            resp = json.loads(line)["response"]
+            for m in re.finditer(re.escape(t.action_open) + r" (.*?) " + re.escape(t.action_close) + " " +
+                                 re.escape(t.obs_open) + r"(.*?)" + re.escape(t.obs_close), resp, re.S):
+                pairs.append((m.group(1), m.group(2)))
+    assert len(pairs) > len(bench.questions) // 2
+    queries = sorted({q for q, _ in pairs})
+    with EnvClient.start(data / "corpus.jsonl", "coa") as env:  # the evaluation's server, on the same corpus
+        got = dict(zip(queries, env.search(queries, top_k=bench.top_k, dialect="coa")["observations"]))
+    for q, obs in pairs:
+        assert obs == got[q], q
+    # the next stage reads the cache: no server is started (a node that cannot run proves it)
+    monkeypatch.setenv("COA_NODE", str(tmp_path / "no-node"))
+    again = ensure_benchmark_files(config, data)
+    assert again.observations == bench.observations
+    assert benchmark_from_config(config, data).observations == bench.observations
 
 
 @needs_server
@@ -58,10 +70,17 @@ def test_eval_command_reports_metrics_per_split(tmp_path, write_config):
 
 
 def test_unreachable_environment_is_one_error_event(tmp_path, write_config):
-    cfg = write_config(merge(TINY, {"env": {"cli": str(tmp_path / "no-cli.js")}}))
+    bad = write_config(merge(TINY, {"env": {"cli": str(tmp_path / "no-cli.js")}}), "bad.run.json")
+    # pretrain writes the benchmark, whose oracle observations come from the server
+    first = tmp_path / "first"
+    assert run_trainer("train", "--stage", "pretrain", "--config", str(bad), "--run-dir", str(first)).returncode == 3
+    (err,) = [e for e in read_events(first) if e["type"] == "error"]
+    assert err["code"] == "env_unreachable" and "no-cli.js" in err["message"] and err["stage"] == "pretrain"
+    # the benchmark's files (observations cached) are there: eval still needs the server for its searches
     run = tmp_path / "run"
-    assert run_trainer("train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(run)).returncode == 0
-    r = run_trainer("eval", "--config", str(cfg), "--run-dir", str(run))
+    good = write_config(TINY)
+    assert run_trainer("train", "--stage", "pretrain", "--config", str(good), "--run-dir", str(run)).returncode == 0
+    r = run_trainer("eval", "--config", str(bad), "--run-dir", str(run))
     assert r.returncode == 3
     (err,) = [e for e in read_events(run) if e["type"] == "error"]
     assert err["code"] == "env_unreachable" and "no-cli.js" in err["message"]

@@ -39,7 +39,7 @@ def test_sft1_loss_matches_hand_computation():
     for p in pairs:
         ctx = p.prompt_ids + p.prefix_ids
 
-        def mean_lp(cont):
+        def mean_lp(cont, ctx=ctx):
             seq = ctx + cont
             vals = [lp(m, seq[i - 1], seq[i]) for i in range(len(ctx), len(seq))]
             return sum(vals) / len(vals)

@@ -10,7 +10,7 @@ from coa_trainer.benchmark import fingerprint, generate, write_benchmark
 from coa_trainer.config import ConfigError, validate_config
 from coa_trainer.data import oracle_examples
 from coa_trainer.dialects import tags
-from conftest import TINY
+from conftest import TINY, observed
 
 
 def params(**over):
@@ -23,7 +23,7 @@ def actions(segments):
 
 @pytest.mark.parametrize("fraction", [0.25, 0.6, 1.0])
 def test_share_of_redundant_trajectories_is_as_configured(fraction):
-    bench = generate(params(persons=40, redundant_search_fraction=fraction), 5)
+    bench = observed(generate(params(persons=40, redundant_search_fraction=fraction), 5))
     t = tags("coa")
     eligible = [q for q in bench.split("train") if any(h.known for h in q.hops)]
     over = [q for q in eligible if actions(bench.oracle(q, t)) > q.optimal_tool_calls]
@@ -40,7 +40,7 @@ def test_share_of_redundant_trajectories_is_as_configured(fraction):
 
 
 def test_sft1_pairs_follow_the_teacher():
-    bench = generate(params(persons=40, redundant_search_fraction=0.5), 6)
+    bench = observed(generate(params(persons=40, redundant_search_fraction=0.5), 6))
     t = tags("coa")
     rng = random.Random(0)
     seen_redundant = 0
@@ -60,15 +60,15 @@ def test_default_zero_changes_nothing(tmp_path):
     base = params()
     assert base["redundant_search_fraction"] == 0
     legacy = {k: v for k, v in base.items() if k != "redundant_search_fraction"}
-    a = write_benchmark(generate(base, 7), tmp_path / "a")
-    b = write_benchmark(generate(legacy, 7), tmp_path / "b")
+    a = write_benchmark(observed(generate(base, 7)), tmp_path / "a")
+    b = write_benchmark(observed(generate(legacy, 7)), tmp_path / "b")
     for n in ["corpus.jsonl", "questions.jsonl", "oracle_train.jsonl", "oracle_dev.jsonl", "kb.json"]:
         assert (a / n).read_bytes() == (b / n).read_bytes(), n
     assert generate(base, 7).redundant == set()
     assert fingerprint(base, 7) == fingerprint(legacy, 7)
     assert fingerprint({**base, "redundant_search_fraction": 0.5}, 7) != fingerprint(base, 7)
     # the knowledge base and the splits do not depend on the fraction
-    c = write_benchmark(generate({**base, "redundant_search_fraction": 0.5}, 7), tmp_path / "c")
+    c = write_benchmark(observed(generate({**base, "redundant_search_fraction": 0.5}, 7)), tmp_path / "c")
     for n in ["corpus.jsonl", "questions.jsonl", "kb.json", "oracle_dev.jsonl", "oracle_test.jsonl"]:
         assert (a / n).read_bytes() == (c / n).read_bytes(), n
     rows = [json.loads(line) for line in (c / "oracle_train.jsonl").read_text().splitlines()]
@@ -83,7 +83,7 @@ def test_redundant_trajectories_count_as_chain_of_action(tmp_path):
 
     config = validate_config({**TINY, "benchmark": {**TINY.get("benchmark", {}), "persons": 40,
                                                     "redundant_search_fraction": 1.0}})
-    bench = generate(config["benchmark"], 8)
+    bench = observed(generate(config["benchmark"], 8))
     save_hf_tokenizer(build_tokenizer(vocabulary_texts(bench, config)), tmp_path)
     tok = AutoTokenizer.from_pretrained(str(tmp_path))
     examples = oracle_examples(bench, tok, config, tags("coa"), "train", frozenset({"observation"}), 512)

@@ -15,7 +15,7 @@ from coa_trainer.env_client import EnvClient
 from coa_trainer.model import Runtime, load_model, write_embedded_model
 from coa_trainer.rollout import retok_drift, retok_mismatch, rollout, token_offsets
 from coa_trainer.train import vocabulary_texts
-from conftest import TINY, env_server_available
+from conftest import TINY, env_server_available, observed
 
 UNAVAILABLE = env_server_available()
 if UNAVAILABLE is not None and os.environ.get("CI"):
@@ -27,7 +27,7 @@ needs_server = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment 
 def setup(tmp_path_factory):
     d = tmp_path_factory.mktemp("rollout")
     config = validate_config(TINY)
-    bench = make_bench(config["benchmark"], config["seed"])
+    bench = observed(make_bench(config["benchmark"], config["seed"]))
     write_embedded_model(config, vocabulary_texts(bench, config), d / "model", 0)
     rt = Runtime(torch.device("cpu"), None)
     model, tok = load_model(d / "model", rt, None, trainable=False)

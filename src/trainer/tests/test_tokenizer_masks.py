@@ -8,13 +8,13 @@ from coa_trainer.data import encode_segments, prompt_text, sft_stream
 from coa_trainer.dialects import all_tags, tags
 from coa_trainer.model import write_embedded_model, load_tokenizer
 from coa_trainer.train import vocabulary_texts
-from conftest import TINY
+from conftest import TINY, observed
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     config = validate_config(TINY)
-    bench = generate(config["benchmark"], config["seed"])
+    bench = observed(generate(config["benchmark"], config["seed"]))
     d = write_embedded_model(config, vocabulary_texts(bench, config), tmp_path_factory.mktemp("m") / "init", 0)
     return config, bench, load_tokenizer(d)
 

@@ -53,7 +53,8 @@ def _load_like_verl(reward_kwargs: dict):
     spec = importlib.util.spec_from_file_location("custom_module_verl_reward", str(MODULE))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    raw_fn = getattr(module, "compute_score")
+    function_name = "compute_score"  # verl's custom_reward_function.name (its default)
+    raw_fn = getattr(module, function_name)
 
     def _call_with_kwargs(raw_fn, extra_kwargs, *args, **kwargs):
         return raw_fn(*args, **{**kwargs, **extra_kwargs})

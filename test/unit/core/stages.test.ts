@@ -1,26 +1,37 @@
 // The one stage table: it names every stage the trainer's pipeline runs and every setting of its results table
-// (read from the Python sources, so a stage added there without a description here fails), and its words are the
+// (the trainer reads it from the generated schemas/stages.json: checked by running it), and its words are the
 // ones the issue asked for (RL-1 is the simulated environment, RL-2-OTC a sibling of RL-2).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RESULT_SETTINGS, STAGE_TABLE, stageFamily, stageInfo, stageLabelOf, stageOrder } from '../../../src/core/stages';
 import { STAGE_PICKS } from '../../../src/extension/providers/train/picks';
 
-const TRAINER = join(__dirname, '../../../src/trainer/coa_trainer');
+const REPO = join(__dirname, '../../..');
 
-test('every pipeline step of the trainer (pipeline.py STEPS) is in the table, in the same order', () => {
-  const src = readFileSync(join(TRAINER, 'pipeline.py'), 'utf8');
-  const steps = [.../^STEPS = \(([^)]*)\)/m.exec(src)![1].matchAll(/"([^"]+)"/g)].map((m) => m[1]).filter((s) => s !== 'results');
-  assert.deepEqual(steps, STAGE_TABLE.map((s) => s.id));
-});
+/** What the trainer makes of the table: schemas generated from this checkout's sources, read by its Python. */
+function trainerView(t: { after: (fn: () => void) => void }): { steps: string[]; stages: string[]; rl: string[]; settings: [string, string, string][] } {
+  const python = join(REPO, '.venv/bin/python');
+  if (!existsSync(python)) throw new Error(`${python} is missing: run npm run setup:python`);
+  const dir = mkdtempSync(join(tmpdir(), 'coa-stages-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  execFileSync(process.execPath, ['--import', 'tsx', 'scripts/gen-schemas.ts', dir], { cwd: REPO, stdio: 'ignore' });
+  const code = 'import json; from coa_trainer import pipeline, results, runlayout; from coa_trainer.cli import build_parser; ' +
+    'print(json.dumps({"steps": pipeline.STEPS, "stages": runlayout.STAGE_ORDER, "rl": pipeline.RL_STEPS, "settings": results.SETTINGS}))';
+  const out = execFileSync(python, ['-c', code], { cwd: REPO, encoding: 'utf8', env: { ...process.env, COA_SCHEMAS_DIR: dir, PYTHONPATH: join(REPO, 'src/trainer') } });
+  return JSON.parse(out);
+}
 
-test('every results setting of the trainer (results.py SETTINGS) is in the table with the stage it evaluates', () => {
-  const src = readFileSync(join(TRAINER, 'results.py'), 'utf8');
-  const block = /^SETTINGS[^=]*= \[([\s\S]*?)^\]/m.exec(src)![1];
-  const rows = [...block.matchAll(/\("([^"]+)", "([^"]+)", "[^"]+"\)/g)].map((m) => ({ id: m[1], stage: m[2] }));
-  assert.deepEqual(rows, RESULT_SETTINGS.map((s) => ({ id: s.id, stage: s.stage })));
+test('the trainer reads its stages, pipeline steps and results settings from the table (schemas/stages.json)', (t) => {
+  const v = trainerView(t);
+  assert.deepEqual(v.steps, [...STAGE_TABLE.map((s) => s.id), 'results']);
+  assert.deepEqual(v.stages, STAGE_TABLE.filter((s) => !s.trains).map((s) => s.id));
+  assert.deepEqual(v.rl, ['rl1', 'rl2', 'rl2-otc']);
+  assert.deepEqual(v.settings, RESULT_SETTINGS.map((s) => [s.id, s.stage, s.mode]));
+  assert.deepEqual(v.settings.map((s) => s[2]), ['no-tool', 'workflow', 'agent', 'agent', 'agent']);
 });
 
 test('descriptions: RL-1 simulated, RL-2 real tools, RL-2-OTC a sibling of RL-2 from RL-1', () => {

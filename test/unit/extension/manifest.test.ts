@@ -17,7 +17,7 @@ test('every contributed command is in the command table and has an enablement ke
 
 test('settings read by config.ts are all contributed', () => {
   const src = readFileSync(join(root, 'src/extension/config.ts'), 'utf8');
-  const read = [...src.matchAll(/c\.get\('([^']+)'/g)].map((m) => `coaStudio.${m[1]}`).sort();
+  const read = [...src.matchAll(/\bget\('([^']+)'/g)].map((m) => `coaStudio.${m[1]}`).sort();
   assert.deepEqual(read, Object.keys(pkg.contributes.configuration.properties).sort());
 });
 

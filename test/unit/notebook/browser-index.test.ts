@@ -20,7 +20,7 @@ const examples = readFileSync(join(root, 'examples/trajectories.coa.jsonl'), 'ut
 function makeFile(dir: string, copies: number): { path: string; lines: string[] } {
   const lines: string[] = [];
   for (let k = 0; k < copies; k++) {
-    examples.forEach((l, j) => {
+    examples.forEach((l) => {
       const r = JSON.parse(l);
       lines.push(JSON.stringify({ ...r, id: `${r.id}-${k}`, meta: { ...r.meta, stage: k % 2 ? 'rl' : 'sft2', step: k } }));
     });

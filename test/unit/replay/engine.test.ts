@@ -3,6 +3,7 @@
 // through the KV cache); greedy tokens identical; the agent loop with the real env server and simulated.
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OnnxModel, lastRow } from '../../../src/replay/model';
 import { generate, CancelledError } from '../../../src/replay/generate';
@@ -24,33 +25,51 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
-test('tokenizer: ids, offsets and decode identical to the Python tokenizer', () => {
+/** Offsets of decodeWithOffsets: non-decreasing, inside the text; where a token decodes to text of its own, there. */
+async function checkDecodeOffsets(tok: Tokenizer, ids: number[], label: string): Promise<void> {
+  const d = await tok.decodeWithOffsets(ids);
+  assert.equal(d.text, await tok.decode(ids), label);
+  const chars = [...d.text];
+  assert.equal(d.offsets.length, ids.length, label);
+  for (const [i, at] of d.offsets.entries()) {
+    assert.ok(at >= (d.offsets[i - 1] ?? 0) && at <= chars.length, `${label}: offset ${i}`);
+    const own = await tok.decode([ids[i]]);
+    if (own && !own.includes('\uFFFD')) assert.ok(chars.slice(at).join('').startsWith(own), `${label}: token ${i} ${JSON.stringify(own)} at ${at}`);
+  }
+}
+
+test('tokenizer: ids, offsets and decode identical to the Python tokenizer (WordLevel, byte-level BPE, Unigram)', async (t) => {
   const { dir, ref } = tinyModel();
-  const tok = Tokenizer.fromFile(join(dir, 'onnx/tokenizer.json'));
-  for (const p of ref.probes) {
-    const enc = tok.encode(p.text);
-    assert.deepEqual(enc.ids, p.ids, p.text);
-    assert.deepEqual(enc.offsets, p.offsets, p.text);
-    assert.equal(tok.decode(p.ids), p.decoded);
-  }
-  const alt = Tokenizer.fromFile(join(dir, 'alt_tokenizer.json'));
-  for (const p of ref.alt) {
-    const enc = alt.encode(p.text);
-    assert.deepEqual(enc.ids, p.ids, p.text);
-    assert.deepEqual(enc.offsets, p.offsets, p.text);
-    assert.equal(alt.decode(p.ids), p.decoded);
-  }
-  for (const style of ['gpt2', 'qwen2'] as const) {
-    const bpe = Tokenizer.fromFile(join(dir, `bpe_${style}.json`));
-    for (const p of ref.bpe[style]) {
-      assert.deepEqual(bpe.encode(p.text).ids, p.ids, `${style}: ${JSON.stringify(p.text)}`);
-      assert.equal(bpe.decode(p.ids), p.decoded, `${style} decode`);
+  const cases: [string, { text: string; ids: number[]; offsets?: number[]; decoded: string }[]][] = [
+    ['onnx/tokenizer.json', ref.probes], ['alt_tokenizer.json', ref.alt], ['bpe_gpt2.json', ref.bpe.gpt2], ['bpe_qwen2.json', ref.bpe.qwen2],
+    ['unigram.json', ref.unigram], ['realistic/onnx/tokenizer.json', ref.realistic.probes],
+  ];
+  for (const [file, probes] of cases) {
+    const tok = Tokenizer.fromFile(join(dir, file));
+    for (const p of probes) {
+      const label = `${file}: ${JSON.stringify(p.text)}`;
+      const enc = await tok.encode(p.text);
+      assert.deepEqual(enc.ids, p.ids, label);
+      if (p.offsets) assert.deepEqual(enc.offsets, p.offsets, label);
+      assert.equal(await tok.decode(p.ids), p.decoded, label);
+      await checkDecodeOffsets(tok, p.ids, label);
     }
   }
-  const d = tok.decodeWithOffsets(ref.probes[1].ids);
+  // The embedded default's word-level decoder joins tokens with spaces: each token's offset is its own text's.
+  const tok = Tokenizer.fromFile(join(dir, 'onnx/tokenizer.json'));
+  const d = await tok.decodeWithOffsets(ref.probes[1].ids);
   for (const [i, id] of ref.probes[1].ids.entries()) assert.equal(d.text.slice(d.offsets[i]).startsWith(tok.idToTokenText(id)!), true);
-  assert.throws(() => new Tokenizer({ model: { type: 'Unigram', vocab: [] } }, 'x/tokenizer.json'), (e: unknown) => e instanceof TokenizerError && /x\/tokenizer\.json: model type "Unigram"/.test(e.message));
-  assert.throws(() => new Tokenizer({ model: { type: 'BPE', vocab: {} } }, 'y.json'), /y\.json: BPE model without merges/);
+  // Byte-level BPE: the bytes of one character are several tokens, all at that character's start.
+  const bpe = Tokenizer.fromFile(join(dir, 'realistic/onnx/tokenizer.json'));
+  const emoji = await bpe.encode('a \u{1F600}b');
+  const eo = await bpe.decodeWithOffsets(emoji.ids);
+  assert.equal(eo.text, 'a \u{1F600}b');
+  assert.ok(emoji.ids.length >= 5, 'the emoji is split into byte tokens');
+  assert.deepEqual(eo.offsets.slice(-2), [2, 3]);
+  await assert.rejects(tok.decode([1e9]), (e: unknown) => e instanceof TokenizerError && /onnx\/tokenizer\.json: token id 1000000000 is outside/.test(e.message));
+  const bad = join(tempDir(t), 'tokenizer.json');
+  writeFileSync(bad, '{"model": {"type": "Nope"}}');
+  assert.throws(() => Tokenizer.fromFile(bad), (e: unknown) => e instanceof TokenizerError && e.message.startsWith(`${bad}: `));
 });
 
 test('logits match PyTorch (max |Δ| ≤ 1e-4) with and without the KV cache; greedy tokens identical', async () => {
@@ -70,7 +89,7 @@ test('logits match PyTorch (max |Δ| ≤ 1e-4) with and without the KV cache; gr
 
     const g = await generate(model.decoder(), ref.prompt_ids, { maxNewTokens: ref.greedy_ids.length, stopIds: new Set([model.info.eos_id!]) });
     assert.deepEqual(g.ids, ref.greedy_ids);
-    assert.equal(model.tokenizer.decode(g.ids), ref.greedy_text);
+    assert.equal(await model.tokenizer.decode(g.ids), ref.greedy_text);
     assert.ok(g.logprobs.every((x) => x <= 0));
 
     const ctl = new AbortController();
@@ -100,7 +119,7 @@ test('agent loop against the env server: action → observation (mask 0) → ans
   assert.equal(r.toolCalls, 1);
   assert.equal(r.finished, true);
   const obs = r.steps[1];
-  const expected = model.tokenizer.encode(`<observation>${await tool('book of sand author')}</observation>`).ids;
+  const expected = (await model.tokenizer.encode(`<observation>${await tool('book of sand author')}</observation>`)).ids;
   assert.deepEqual(obs.ids, expected);
   assert.deepEqual(r.lossMask, r.steps.flatMap((s) => s.ids.map(() => (s.kind === 'model' ? 1 : 0))));
   assert.ok(r.logprobs.every((x, i) => (r.lossMask[i] === 0) === (x === null)));
@@ -124,4 +143,35 @@ test('simulated environment: the model writes its own observation, masked; sampl
   const a = await replayQuestion(model, QUESTION, { mode: 'simulated', temperature: 1.5, seed: 3, maxNewTokens: 12 });
   const b = await replayQuestion(model, QUESTION, { mode: 'simulated', temperature: 1.5, seed: 3, maxNewTokens: 12 });
   assert.deepEqual(a.ids, b.ids);
+});
+
+test('byte-level BPE checkpoint with text tags (the realistic tiny model): stops on tag strings, query, observation, record', async (t) => {
+  const { dir, ref } = tinyModel();
+  const onnx = join(dir, 'realistic/onnx/model.onnx');
+  const model = await OnnxModel.load(onnx);
+  t.after(() => model.release());
+  assert.equal(model.tokenizer.tokenToId('</search>'), undefined, 'tags are text for this tokenizer');
+  const question = 'who wrote the book of sand ?';
+  const promptTemplate = ref.realistic.prompt.replace(question, '{question}');
+  // The environment answers with the observation the model memorised (the env server's path is tested above).
+  const queries: string[] = [];
+  const tool = async (q: string) => {
+    queries.push(q);
+    return ref.realistic.observation;
+  };
+  const r = await replayQuestion(model, question, { mode: 'env', tool, promptTemplate });
+  assert.deepEqual(queries, ['book of sand author']);
+  assert.deepEqual(r.steps.map((s) => [s.kind, s.stop]), [['model', 'action'], ['observation', 'observation'], ['model', 'answer']]);
+  // The turn stopped on the token that completed `</search>`, merged with the newlines after it (`>\n\n`).
+  assert.match(r.steps[0].text, /<search> book of sand author <\/search>\s*$/);
+  assert.deepEqual(r.steps[1].ids, (await model.tokenizer.encode(`<information>${ref.realistic.observation}</information>`)).ids);
+  assert.match(r.response, /borges <\/answer>$/);
+  const rec = replayRecord({ id: 'q1', question, golden_answers: ['borges'] }, r, model, { mode: 'env', checkpoint: onnx });
+  assert.equal(RecordSchema.safeParse(rec).success, true);
+  assert.equal(rec.response, await model.tokenizer.decode(r.ids));
+  assert.deepEqual(rec.tokens!.loss_mask, r.steps.flatMap((s) => s.ids.map(() => (s.kind === 'model' ? 1 : 0))));
+
+  const sim = await replayQuestion(model, question, { mode: 'simulated', promptTemplate, maxObservationTokens: 200 });
+  assert.deepEqual(sim.steps.slice(0, 2).map((s) => s.kind), ['model', 'observation']);
+  assert.match(sim.steps[1].text, /^<information>[^]*<\/information>$/);
 });

@@ -31,16 +31,7 @@ def main() -> None:
             "intermediate_size": 64, "max_position": 128}
     model_dir = write_embedded_model({"model": {"embedded": spec}}, TEXTS, out / "model", seed=7)
     model, tok = load_model(model_dir, Runtime(torch.device("cpu"), None), trainable=True)
-    # Memorise one agent trajectory so the replay loop has real actions, observations and answers to follow
-    # (a random model never closes a tag).
-    seq = tok(PROBES[0] + MEMO, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    x = torch.tensor([seq])
-    for _ in range(150):
-        loss = model(input_ids=x, labels=x).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    loss = memorise(model, tok, PROBES[0] + MEMO)
     model.eval()
     model.save_pretrained(str(model_dir))
     export(model_dir, out / "onnx" / "model.onnx")
@@ -55,12 +46,27 @@ def main() -> None:
         "prompt_ids": prompt,
         "prompt_logits": logits.tolist(),
         "greedy_ids": greedy[0],
-        "final_loss": float(loss.detach()),
+        "final_loss": loss,
         "greedy_text": tok.decode(greedy[0], skip_special_tokens=False),
     }
     ref["alt"] = alt_tokenizer(out)
     ref["bpe"] = {name: bpe_tokenizer(out, name) for name in ("gpt2", "qwen2")}
+    ref["unigram"] = unigram_tokenizer(out)
+    ref["realistic"] = realistic(out)
     (out / "ref.json").write_text(json.dumps(ref))
+
+
+def memorise(model, tok, text: str) -> float:
+    """Overfit `text` + EOS so the replay loop has real actions, observations and answers to follow (a random model
+    never closes a tag). Returns the final loss."""
+    x = torch.tensor([tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        loss = model(input_ids=x, labels=x).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return float(loss.detach())
 
 
 def alt_tokenizer(out: Path) -> dict:
@@ -110,6 +116,57 @@ def bpe_tokenizer(out: Path, style: str) -> list[dict]:
     probes = PROBES + ["Cafe\u0301 12abc34 x_y-z ;;\n\n  2024! 😀 naïve \t tab's WE'LL", "<answer>Borges</answer><eos>", "   "]
     return [{"text": p, "ids": tok.encode(p).ids, "decoded": tok.decode(tok.encode(p).ids, skip_special_tokens=False)}
             for p in probes]
+
+
+ODD = ["Cafe\u0301 12abc34 x_y-z ;;\n\n  2024! \U0001F600 naïve \t tab's WE'LL", "<answer>Borges</answer><eos>", "   ", ""]
+
+
+def _probes(tok, texts: list[str]) -> list[dict]:
+    """ids, start offsets (code points) and decoding of `texts` by a `tokenizers.Tokenizer`."""
+    encs = [tok.encode(t, add_special_tokens=False) for t in texts]
+    return [{"text": t, "ids": e.ids, "offsets": [a for a, _ in e.offsets], "decoded": tok.decode(e.ids, skip_special_tokens=False)}
+            for t, e in zip(texts, encs)]
+
+
+def unigram_tokenizer(out: Path) -> list[dict]:
+    """A SentencePiece-style Unigram tokenizer (NFKC, Metaspace pre-tokenizer and decoder, byte fallback off, <unk>)
+    trained on the fixture texts — the layout of T5/Llama-1-era SentencePiece models converted to tokenizer.json."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
+    trainer = trainers.UnigramTrainer(vocab_size=150, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False)
+    tok.train_from_iterator(TEXTS * 3, trainer=trainer)
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ("<eos>", "<answer>", "</answer>")])
+    tok.save(str(out / "unigram.json"))
+    return _probes(tok, PROBES + ODD)
+
+
+# The realistic tiny model (byte-level BPE, tags as text) memorises one Search-R1 trajectory, so replay has real
+# text-tag stops, queries and observations to follow.
+REAL_PROMPT = "question : who wrote the book of sand ?\n"
+REAL_OBS = "Doc 1(Title: \"Borges\") jorge luis borges wrote it in 1975 .\n"
+REAL_MEMO = (f"<think> I need to search. </think>\n<search> book of sand author </search>\n\n<information>{REAL_OBS}"
+             "</information>\n\n<answer> borges </answer>")
+
+
+def realistic(out: Path) -> dict:
+    """The realistic model's tokenizer on the probes; the model memorising REAL_MEMO, exported to realistic/onnx."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src" / "trainer" / "tests"))
+    import realistic_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model_dir = realistic_model.write(out / "realistic" / "model", seed=3)
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    probes = _probes(tok.backend_tokenizer, PROBES + ODD + [REAL_PROMPT + REAL_MEMO])
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir))
+    loss = memorise(model, tok, REAL_PROMPT + REAL_MEMO)
+    model.save_pretrained(str(model_dir))
+    export(model_dir, out / "realistic" / "onnx" / "model.onnx", dialect="search-r1")
+    return {"probes": probes, "prompt": REAL_PROMPT, "memo": REAL_MEMO, "observation": REAL_OBS,
+            "final_loss": loss}
 
 
 if __name__ == "__main__":

@@ -18,10 +18,17 @@ export interface Reference {
   alt: { text: string; ids: number[]; offsets: number[]; decoded: string }[];
   /** Probes through byte-level BPE tokenizers trained on the fixture texts (bpe_gpt2.json, bpe_qwen2.json). */
   bpe: Record<'gpt2' | 'qwen2', { text: string; ids: number[]; decoded: string }[]>;
+  /** Probes through a SentencePiece-style Unigram tokenizer (NFKC, Metaspace) trained on the fixture texts (unigram.json). */
+  unigram: Probe[];
+  /** The realistic tiny model (byte-level BPE, tags as text) memorising `prompt` + `memo`, exported to realistic/onnx. */
+  realistic: { probes: Probe[]; prompt: string; memo: string; observation: string };
 }
 
+type Probe = { text: string; ids: number[]; offsets: number[]; decoded: string };
+
 const SOURCES = ['test/unit/replay/fixture.py', 'src/trainer/coa_trainer/export_onnx.py', 'src/trainer/coa_trainer/model.py',
-  'src/trainer/coa_trainer/tokenizer.py', 'src/trainer/coa_trainer/generate.py', 'src/core/dialects.ts'];
+  'src/trainer/coa_trainer/tokenizer.py', 'src/trainer/coa_trainer/generate.py', 'src/core/dialects.ts',
+  'src/trainer/tests/realistic_model.py'];
 
 let built: { dir: string; onnx: string; ref: Reference } | undefined;
 

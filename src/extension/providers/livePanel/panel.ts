@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { EventTail, followEvents, formatIssue, type TailBatch } from '../../../core/eventTail';
 import type { TrainerEvent } from '../../../core/events';
 import { webviewHtml } from '../../webview/html';
-import { LIVE_PANEL_VIEW_TYPE, type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../../webview/live-panel/protocol';
+import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../../webview/live-panel/protocol';
 import { chunk, findRecordLine, isSafeStageName, rolloutsOfStep } from './records';
 import { isVerlMetricsUri, type VerlRunSource } from './externalRuns';
 import { verlTail } from '../../../core/verl/runTail';

@@ -6,37 +6,79 @@ import { LIVE_PANEL_VIEW_TYPE, type LivePanelSavedState } from '../../../../webv
 import { DEFAULT_SMOOTHING, LivePanel, type RunSource } from './panel';
 import { findRolloutDir, isVerlMetricsUri, watchExternalRun } from './externalRuns';
 
-const panels = new Set<LivePanel>();
-let active: LivePanel | undefined;
-let extensionUri: vscode.Uri | undefined;
-let log: vscode.LogOutputChannel | undefined;
+/** The open live panels (one per run set) and the one last focused, which "Compare Run" adds to. */
+export class LivePanels implements vscode.Disposable {
+  private readonly panels = new Set<LivePanel>();
+  private active: LivePanel | undefined;
 
-function adopt(panel: vscode.WebviewPanel): LivePanel {
-  const lp = new LivePanel(panel, extensionUri!, log!);
-  panels.add(lp);
-  active = lp;
-  panel.onDidChangeViewState((e) => e.webviewPanel.active && (active = lp));
-  lp.onDidDispose = () => {
-    panels.delete(lp);
-    if (active === lp) active = [...panels].pop();
-  };
-  return lp;
+  constructor(private readonly extensionUri: vscode.Uri, private readonly log: vscode.LogOutputChannel) {}
+
+  adopt(panel: vscode.WebviewPanel): LivePanel {
+    const lp = new LivePanel(panel, this.extensionUri, this.log);
+    this.panels.add(lp);
+    this.active = lp;
+    panel.onDidChangeViewState((e) => e.webviewPanel.active && (this.active = lp));
+    lp.onDidDispose = () => {
+      this.panels.delete(lp);
+      if (this.active === lp) this.active = [...this.panels].pop();
+    };
+    return lp;
+  }
+
+  /** Command "Open Live Training Panel" (argument: a run directory Uri, as the Runs view and Train Stage pass it). */
+  async open(arg?: unknown): Promise<void> {
+    const dir = (await sourceOf(arg)) ?? (await pickRunDir('Open Live Training Panel'));
+    if (!dir) return;
+    const existing = [...this.panels].find((p) => p.has(dir));
+    if (existing) {
+      existing.panel.reveal();
+      return;
+    }
+    const panel = vscode.window.createWebviewPanel(LIVE_PANEL_VIEW_TYPE, 'CoA Live', { viewColumn: vscode.ViewColumn.Active, preserveFocus: false }, {
+      enableScripts: true,
+      // Charts hold every point received; rebuilding them on each tab switch would mean re-reading the run.
+      retainContextWhenHidden: true,
+      localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview')],
+    });
+    await this.adopt(panel).show([dir]);
+  }
+
+  /** Command "Compare Run in Live Panel": adds a run to the active panel. */
+  async addRun(arg?: unknown): Promise<void> {
+    const active = this.active;
+    if (!active) return this.open(arg);
+    const dir = (await sourceOf(arg)) ?? (await pickRunDir('Compare Run in Live Panel'));
+    if (!dir) return;
+    await active.addRun(dir);
+    active.panel.reveal(undefined, true);
+  }
+
+  /** "CoA: Watch verl/TRL Run…" (issue 16): a verl metrics file or a CoA-protocol run, in a live panel. */
+  async watch(arg?: unknown): Promise<void> {
+    const given = await sourceOf(arg);
+    if (given) return this.open(given);
+    await watchExternalRun((source) => this.open(source));
+  }
+
+  dispose(): void {
+    [...this.panels].forEach((p) => p.panel.dispose());
+  }
 }
 
-export function registerLivePanel(context: vscode.ExtensionContext, logChannel: vscode.LogOutputChannel): void {
-  extensionUri = context.extensionUri;
-  log = logChannel;
+export function registerLivePanel(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): LivePanels {
+  const panels = new LivePanels(context.extensionUri, log);
   context.subscriptions.push(
     vscode.window.registerWebviewPanelSerializer(LIVE_PANEL_VIEW_TYPE, {
       // After a window reload: the page saved its runs and smoothing with setState; the events are re-read.
       async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: LivePanelSavedState | undefined) {
         const dirs: RunSource[] = (state?.runs ?? []).map((r) =>
           r.engine === 'verl' ? { metrics: vscode.Uri.parse(r.key), rolloutDir: r.rolloutDir ? vscode.Uri.parse(r.rolloutDir) : undefined } : vscode.Uri.parse(r.key));
-        await adopt(panel).show(dirs, state?.smoothing ?? DEFAULT_SMOOTHING);
+        await panels.adopt(panel).show(dirs, state?.smoothing ?? DEFAULT_SMOOTHING);
       },
     }),
-    { dispose: () => [...panels].forEach((p) => p.panel.dispose()) },
+    panels,
   );
+  return panels;
 }
 
 /** A run directory from a command argument: a Uri (of the directory or its events.jsonl), a path, or a tree item. */
@@ -77,36 +119,4 @@ async function sourceOf(arg: unknown): Promise<RunSource | undefined> {
   const dir = runDirFrom(arg);
   if (dir && isVerlMetricsUri(dir)) return { metrics: dir, rolloutDir: await findRolloutDir(dir) };
   return dir;
-}
-
-/** "CoA: Watch verl/TRL Run…" (command table): a verl metrics file or a CoA-protocol run, in a live panel. */
-export async function watchRun(arg?: unknown): Promise<void> {
-  const given = await sourceOf(arg);
-  if (given) return openLivePanel(given);
-  await watchExternalRun((source) => openLivePanel(source));
-}
-
-export async function openLivePanel(arg?: unknown): Promise<void> {
-  const dir = (await sourceOf(arg)) ?? (await pickRunDir('Open Live Training Panel'));
-  if (!dir) return;
-  const existing = [...panels].find((p) => p.has(dir));
-  if (existing) {
-    existing.panel.reveal();
-    return;
-  }
-  const panel = vscode.window.createWebviewPanel(LIVE_PANEL_VIEW_TYPE, 'CoA Live', { viewColumn: vscode.ViewColumn.Active, preserveFocus: false }, {
-    enableScripts: true,
-    // Charts hold every point received; rebuilding them on each tab switch would mean re-reading the run.
-    retainContextWhenHidden: true,
-    localResourceRoots: [vscode.Uri.joinPath(extensionUri!, 'dist', 'webview')],
-  });
-  await adopt(panel).show([dir]);
-}
-
-export async function addRunToLivePanel(arg?: unknown): Promise<void> {
-  if (!active) return openLivePanel(arg);
-  const dir = (await sourceOf(arg)) ?? (await pickRunDir('Compare Run in Live Panel'));
-  if (!dir) return;
-  await active.addRun(dir);
-  active.panel.reveal(undefined, true);
 }

@@ -183,7 +183,7 @@ type Piece = { meta: Pick<StepCellMeta, 'step' | 'start' | 'end' | 'segmentEnd' 
  */
 export function stepPieces(response: string, segments: readonly Segment[]): Piece[] {
   const pieces: Piece[] = [];
-  let leading = 0; // start of whitespace not yet owned by a piece
+  const leading = 0; // start of whitespace not yet owned by a piece
   for (const s of segments) {
     // Blank prose, or a blank untagged piece of an AutoCoA think block between two steps: not a step of its own.
     const untagged = s.kind === 'text' || (s.kind === 'think' && s.open === null && s.close === null);

@@ -42,8 +42,8 @@ export class TrajectorySerializer implements vscode.NotebookSerializer {
       return new TextEncoder().encode(notebookToText(fromVscode(data)));
     } catch (e) {
       // VS Code shows the message of a failed save; make it say what and why.
-      if (e instanceof SaveError) throw new Error(`CoA Studio: ${e.message}`);
-      throw new Error(`CoA Studio: cannot save the trajectory notebook: ${(e as Error).message}`);
+      if (e instanceof SaveError) throw new Error(`CoA Studio: ${e.message}`, { cause: e });
+      throw new Error(`CoA Studio: cannot save the trajectory notebook: ${(e as Error).message}`, { cause: e });
     }
   }
 }

@@ -27,11 +27,15 @@ interface State {
   servers: Map<string, Promise<RunningEnvServer>>;
   controllers: Map<string, vscode.NotebookController>;
 }
-let state: State | undefined;
 
-export function registerReplay(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): void {
+/** What the command table reaches of replay: the two replay commands and the checkpoint picker. */
+export interface Replay {
+  command(mode: ReplayMode): Promise<void>;
+  pickCheckpoint(): Promise<string | undefined>;
+}
+
+export function registerReplay(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Replay {
   const s: State = { context, log, models: new Map(), servers: new Map(), controllers: new Map() };
-  state = s;
   for (const type of NOTEBOOK_TYPES) {
     for (const mode of ['env', 'simulated'] as const) {
       const c = vscode.notebooks.createNotebookController(`coa-replay-${mode}-${type}`, type,
@@ -50,6 +54,7 @@ export function registerReplay(context: vscode.ExtensionContext, log: vscode.Log
       for (const m of s.models.values()) void m.model.then((x) => x.release(), () => undefined);
     },
   });
+  return { command: (mode) => replayCommand(s, mode), pickCheckpoint: () => pickCheckpoint(s) };
 }
 
 async function executeCells(s: State, c: vscode.NotebookController, mode: ReplayMode, cells: vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
@@ -78,10 +83,9 @@ async function executeCells(s: State, c: vscode.NotebookController, mode: Replay
 }
 
 /** Command: replay the record of the selected cell (asks for a checkpoint the first time). */
-export async function replayCommand(mode: ReplayMode): Promise<void> {
-  const s = state;
+async function replayCommand(s: State, mode: ReplayMode): Promise<void> {
   const editor = vscode.window.activeNotebookEditor;
-  if (!s || !editor || !isTrajectoryNotebook(editor.notebook.notebookType)) return void vscode.window.showInformationMessage('Open a trajectory notebook and select a cell of the record to replay.');
+  if (!editor || !isTrajectoryNotebook(editor.notebook.notebookType)) return void vscode.window.showInformationMessage('Open a trajectory notebook and select a cell of the record to replay.');
   const index = editor.selection?.start ?? 0;
   const cell = editor.notebook.cellAt(Math.min(index, editor.notebook.cellCount - 1));
   await vscode.window.withProgress(
@@ -99,9 +103,7 @@ export async function replayCommand(mode: ReplayMode): Promise<void> {
 }
 
 /** Command: choose the ONNX checkpoint replays use. */
-export async function pickCheckpoint(): Promise<string | undefined> {
-  const s = state;
-  if (!s) return undefined;
+async function pickCheckpoint(s: State): Promise<string | undefined> {
   const picked = await vscode.window.showOpenDialog({
     title: 'Exported checkpoint (python -m coa_trainer export-onnx … -o model.onnx)', canSelectMany: false, filters: { 'ONNX model': ['onnx'] },
   });
@@ -195,7 +197,7 @@ async function replayCell(s: State, notebook: vscode.NotebookDocument, cell: vsc
   const found = recordOf(notebook, cell);
   if (typeof found === 'string') throw new Error(found);
   let checkpoint = configuredCheckpoint() ?? s.context.workspaceState.get<string>(CHECKPOINT_KEY);
-  if (!checkpoint || !existsSync(checkpoint)) checkpoint = await pickCheckpoint();
+  if (!checkpoint || !existsSync(checkpoint)) checkpoint = await pickCheckpoint(s);
   if (!checkpoint) return false;
   report(`loading ${checkpoint}`);
   const model = await loadModel(s, checkpoint);

@@ -6,7 +6,8 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { readRuns, runNode, stageChildren, stageNodes, type RunNode, type Status } from './model';
 import { stageLabel } from '../../process/trainer';
-import { onRunsChanged, trainController, workspaceRoot } from '../train';
+import type { TrainController } from '../train';
+import { workspaceRoot } from '../../workspace';
 import { dataFileNodes, dataNode, type DataNode } from './data';
 import { findVerlMetricsFiles } from '../livePanel/externalRuns';
 
@@ -22,8 +23,6 @@ const ICONS: Record<Status, [string, string | undefined]> = {
   failed: ['error', 'testing.iconFailed'],
   pending: ['circle-outline', undefined],
 };
-
-let provider: RunsProvider | undefined;
 
 export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<Node | undefined>();
@@ -128,24 +127,20 @@ function dataItem(node: DataNode): vscode.TreeItem {
   return item;
 }
 
-export function registerRuns(context: vscode.ExtensionContext): RunsProvider {
-  provider = new RunsProvider();
+export function registerRuns(context: vscode.ExtensionContext, train: TrainController): RunsProvider {
+  const provider = new RunsProvider();
   const view = vscode.window.createTreeView('coaStudio.runs', { treeDataProvider: provider, showCollapseAll: true });
   const watcher = vscode.workspace.createFileSystemWatcher('**/runs/*/events.jsonl');
   // verl metrics files appear anywhere ($VERL_FILE_LOGGER_ROOT/<project>/<experiment>.jsonl): new ones are looked for.
   const jsonl = vscode.workspace.createFileSystemWatcher('**/*.jsonl', false, true, false);
-  const refresh = () => provider?.refresh();
-  context.subscriptions.push(provider, view, watcher, jsonl, watcher.onDidCreate(refresh), watcher.onDidChange(refresh), watcher.onDidDelete(refresh), jsonl.onDidCreate(refresh), jsonl.onDidDelete(refresh), onRunsChanged(refresh));
+  const refresh = () => provider.refresh();
+  context.subscriptions.push(provider, view, watcher, jsonl, watcher.onDidCreate(refresh), watcher.onDidChange(refresh), watcher.onDidDelete(refresh), jsonl.onDidCreate(refresh), jsonl.onDidDelete(refresh), train.onRunsChanged(refresh));
   return provider;
 }
 
 // ------------------------------------------------------------------ actions (command table entries)
 
 const runDirOf = (node: unknown): string | undefined => (node && typeof node === 'object' && 'run' in node ? (node as RunNode).run.dir : undefined);
-
-export function refreshRuns(): void {
-  provider?.refresh();
-}
 
 export async function openRunPanel(node?: unknown): Promise<void> {
   const dir = runDirOf(node);
@@ -160,23 +155,23 @@ export async function openRollouts(node?: unknown): Promise<void> {
 }
 
 /** From the tree (a node), or scripted: a run directory path, or { runDir, stage }. */
-export async function resumeFromNode(node?: unknown): Promise<void> {
-  if (typeof node === 'string') return trainController().resumeRun(node);
+export async function resumeFromNode(train: TrainController, node?: unknown): Promise<void> {
+  if (typeof node === 'string') return train.resumeRun(node);
   const o = node as { runDir?: string; stage?: string } | undefined;
-  if (o && typeof o.runDir === 'string') return trainController().resumeRun(o.runDir, o.stage);
+  if (o && typeof o.runDir === 'string') return train.resumeRun(o.runDir, o.stage);
   const n = node as RunNode | undefined;
-  await trainController().resumeRun(runDirOf(n), n && n.kind !== 'run' ? n.stage.name : undefined);
+  await train.resumeRun(runDirOf(n), n && n.kind !== 'run' ? n.stage.name : undefined);
 }
 
-export async function cancelFromNode(node?: unknown): Promise<void> {
-  await trainController().cancelRun(runDirOf(node));
+export async function cancelFromNode(train: TrainController, node?: unknown): Promise<void> {
+  await train.cancelRun(runDirOf(node));
 }
 
-export async function exportOnnxFromNode(node?: unknown): Promise<void> {
+export async function exportOnnxFromNode(train: TrainController, node?: unknown): Promise<void> {
   const n = node as RunNode | undefined;
   const finalDir = n?.kind === 'checkpoint' && n.final ? n.path : n?.kind === 'stage' ? n.stage.finalDir : undefined;
   if (!finalDir) return void vscode.window.showInformationMessage('CoA: pick a stage that finished (it has a final/ model directory) to export to ONNX.');
-  await trainController().exportOnnx(finalDir);
+  await train.exportOnnx(finalDir);
 }
 
 export async function revealRun(node?: unknown): Promise<void> {
@@ -185,12 +180,12 @@ export async function revealRun(node?: unknown): Promise<void> {
   if (path) await vscode.commands.executeCommand('revealInExplorer', vscode.Uri.file(path));
 }
 
-export async function deleteRun(node?: unknown): Promise<void> {
+export async function deleteRun(train: TrainController, runs: RunsProvider, node?: unknown): Promise<void> {
   const dir = runDirOf(node);
   if (!dir) return;
-  if (trainController().running.includes(dir)) return void vscode.window.showWarningMessage('CoA: cancel the run before deleting it.');
+  if (train.running.includes(dir)) return void vscode.window.showWarningMessage('CoA: cancel the run before deleting it.');
   const ok = await vscode.window.showWarningMessage(`Delete run ${(node as RunNode).run.id}? Its directory ${dir} (checkpoints, models, events) is removed permanently.`, { modal: true }, 'Delete');
   if (ok !== 'Delete') return;
   rmSync(dir, { recursive: true, force: true });
-  provider?.refresh();
+  runs.refresh();
 }

@@ -4,6 +4,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEvent, type TrainerEvent } from '../../../core/events';
+import { stageOrder } from '../../../core/stages';
 
 export type Status = 'running' | 'ok' | 'cancelled' | 'failed' | 'pending';
 
@@ -45,8 +46,6 @@ export interface RunInfo {
   /** mtime of events.jsonl (ms), for sorting newest first. */
   updated: number;
 }
-
-export const STAGE_ORDER = ['pretrain', 'sft1', 'sft2', 'sft3', 'rl1', 'rl2'];
 
 /** Is a process with this pid alive (signal 0)? Injected in tests. */
 export type IsAlive = (pid: number) => boolean;
@@ -199,10 +198,7 @@ export function configFromEvents(dir: string): Record<string, unknown> | null {
   return null;
 }
 
-const rank = (name: string) => {
-  const i = STAGE_ORDER.indexOf(name);
-  return i < 0 ? STAGE_ORDER.length : i;
-};
+const rank = stageOrder; // pipeline order of the one stage table (src/core/stages.ts)
 
 export function runStatus(stages: StageInfo[]): Status {
   if (stages.some((s) => s.status === 'running')) return 'running';

@@ -124,13 +124,8 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
   }
 }
 
-let overlays: TokenOverlays | undefined;
-
-export function registerTokenOverlays(context: vscode.ExtensionContext): void {
-  overlays = new TokenOverlays();
+export function registerTokenOverlays(context: vscode.ExtensionContext): TokenOverlays {
+  const overlays = new TokenOverlays();
   context.subscriptions.push(overlays);
-}
-
-export async function toggleTokenView(view: OverlayView): Promise<void> {
-  overlays?.toggle(view);
+  return overlays;
 }

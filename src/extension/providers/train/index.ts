@@ -1,7 +1,7 @@
 // "CoA: Train Stage", "CoA: Resume Run", "CoA: Cancel Run", "CoA: Run the Embedded Demo" and ONNX export: quick
-// picks → runs/<id>/config.json → the trainer spawned with the project's Python (process/manager.ts), the
-// environment server started for RL stages, progress in a cancellable notification and the status bar, and
-// the live panel opened on the run.
+// picks (./request.ts) → runs/<id>/config.json → the trainer spawned with the project's Python (process/manager.ts,
+// ./launch.ts), the environment server started for RL stages, progress in a cancellable notification and the status
+// bar (./progress.ts), and the live panel opened on the run.
 //
 // For the e2e tests (code-server + Playwright): the quick picks' exact texts are in ./picks.ts.
 //   Train Stage:  title 'CoA: Train Stage (1/4): stage'  items 'Pretrain' 'SFT-1' 'SFT-2' 'SFT-3' 'RL-1' 'RL-2' 'Whole pipeline'
@@ -17,36 +17,22 @@
 //   Data:         a config naming data files or a model directory is checked with `coa data check` before the
 //                 trainer starts; an error names the file, line and field and nothing is started.
 import * as vscode from 'vscode';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
-import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
-import { parseEvent } from '../../../core/events';
 import { readConfig } from '../../config';
-import { resolvePython } from '../../python';
-import { ManagedProcess, type ProcessResult } from '../../process/manager';
-import { startEnvServer, type RunningEnvServer } from '../../process/envServer';
-import { ENV_STAGES, PIPELINE, composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerEnv } from '../../process/trainer';
+import type { ManagedProcess, ProcessResult } from '../../process/manager';
+import type { RunningEnvServer } from '../../process/envServer';
+import { ENV_STAGES, PIPELINE, composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs } from '../../process/trainer';
+import { requireTrust, workspaceRoot } from '../../workspace';
 import { configFromEvents, readRun, readRuns } from '../runs/model';
-import { LABELS, PLACEHOLDERS, STAGE_PICKS, TITLES, checkpointLabel, looksLikeModelDir } from './picks';
+import { PLACEHOLDERS, TITLES } from './picks';
 import { absolutizeDataPaths, dataEntries } from '../../../core/data/paths';
-import { modelDirProblem } from '../../../core/data/model';
-import { runDataCheck } from '../../process/dataCheck';
-import { applyDataPicks, describeData, hasPicks, type DataErrorLocation, type DataPicks } from './data';
-import { pickDataFiles } from './dataPicks';
+import { applyDataPicks, hasPicks } from './data';
+import { Launcher } from './launch';
+import { RunProgress, TrainingStatus } from './progress';
+import { pickTrainRequest, readUserConfig, type TrainRequest } from './request';
 
-export interface TrainRequest {
-  stage: string;
-  /** Absolute or workspace-relative *.run.json; absent: the embedded default. */
-  config?: string;
-  /** HF model directory; absent: the embedded default model. */
-  model?: string;
-  /** Starting model directory (a stage's final/). */
-  checkpoint?: string;
-  /** Data files replacing the config's own (absolute paths). */
-  data?: DataPicks;
-  /** The embedded default model even though the config names model.path. */
-  embeddedModel?: boolean;
-}
+export type { TrainRequest } from './request';
 
 interface ActiveRun {
   runDir: string;
@@ -55,45 +41,22 @@ interface ActiveRun {
   env?: RunningEnvServer;
 }
 
-const runsChanged = new vscode.EventEmitter<void>();
-/** Fired when a run this extension started changes state (the Runs view refreshes). */
-export const onRunsChanged = runsChanged.event;
-
-let controller: TrainController | undefined;
-
 export function registerTrain(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): TrainController {
-  controller = new TrainController(context, log);
-  context.subscriptions.push(controller, runsChanged);
+  const controller = new TrainController(context, log);
+  context.subscriptions.push(controller);
   return controller;
-}
-
-export function trainController(): TrainController {
-  if (!controller) throw new Error('CoA Studio is still activating');
-  return controller;
-}
-
-/** Training, resuming, the environment server and ONNX export run code from the workspace: trusted only. */
-export async function requireTrust(what: string): Promise<boolean> {
-  if (vscode.workspace.isTrusted) return true;
-  const pick = await vscode.window.showWarningMessage(
-    `${what} is unavailable in an untrusted workspace: it runs the Python trainer and a local environment server with configs and code from this folder. Viewing runs, trajectories and panels still works.`,
-    'Manage Workspace Trust',
-  );
-  if (pick) await vscode.commands.executeCommand('workbench.trust.manage');
-  return false;
-}
-
-export function workspaceRoot(): string | undefined {
-  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
 }
 
 export class TrainController implements vscode.Disposable {
   private readonly active = new Map<string, ActiveRun>();
-  private readonly status: vscode.StatusBarItem;
+  private readonly status = new TrainingStatus();
+  private readonly launcher: Launcher;
+  private readonly runsChanged = new vscode.EventEmitter<void>();
+  /** Fired when a run this extension started changes state (the Runs view refreshes). */
+  readonly onRunsChanged = this.runsChanged.event;
 
   constructor(private readonly context: vscode.ExtensionContext, private readonly log: vscode.LogOutputChannel) {
-    this.status = vscode.window.createStatusBarItem('coaStudio.training', vscode.StatusBarAlignment.Left, 50);
-    this.status.name = 'CoA Studio training';
+    this.launcher = new Launcher(context.extensionPath, log);
   }
 
   dispose(): void {
@@ -102,6 +65,7 @@ export class TrainController implements vscode.Disposable {
       void run.env?.stop();
     }
     this.status.dispose();
+    this.runsChanged.dispose();
   }
 
   get running(): string[] {
@@ -114,9 +78,9 @@ export class TrainController implements vscode.Disposable {
     if (!(await requireTrust('Training'))) return;
     const root = workspaceRoot();
     if (!root) return void vscode.window.showErrorMessage('CoA: Train Stage needs an open folder: runs are written to <folder>/runs/<id>.');
-    const req = request?.stage ? request : await this.pickTrainRequest(root);
+    const req = request?.stage ? request : await pickTrainRequest(root);
     if (!req) return;
-    const userConfig = req.config ? this.readUserConfig(join(root, '.'), req.config) : null;
+    const userConfig = req.config ? readUserConfig(join(root, '.'), req.config) : null;
     if (userConfig === undefined) return;
     // runs/<id>/config.json is a copy: paths relative to the user's config file are made absolute first.
     let base = userConfig && req.config ? absolutizeDataPaths(userConfig, dirname(isAbsolute(req.config) ? req.config : join(root, req.config))) : userConfig;
@@ -129,12 +93,12 @@ export class TrainController implements vscode.Disposable {
       stage: req.stage,
       modelPath: req.model ?? null,
       initFrom: req.checkpoint ?? null,
-      cli: join(this.context.extensionPath, 'dist', 'cli.js'),
+      cli: this.launcher.cli,
     });
     mkdirSync(runDir, { recursive: true });
     const configPath = join(runDir, 'config.json');
     writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
-    if (dataEntries(config).length && !(await this.checkData(configPath, runDir))) return;
+    if (dataEntries(config).length && !(await this.launcher.checkData(configPath, runDir))) return;
     await this.start(runDir, req.stage, configPath, false);
   }
 
@@ -196,14 +160,7 @@ export class TrainController implements vscode.Disposable {
   async exportOnnx(finalDir: string): Promise<void> {
     if (!(await requireTrust('ONNX export'))) return;
     const out = join(finalDir, '..', 'onnx', 'model.onnx');
-    const proc = new ManagedProcess({
-      what: 'ONNX export',
-      command: this.python(),
-      args: exportOnnxArgs(finalDir, out),
-      cwd: workspaceRoot(),
-      env: this.childEnv(),
-      log: this.log,
-    });
+    const proc = this.launcher.pythonProcess('ONNX export', exportOnnxArgs(finalDir, out));
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `CoA: exporting ${relative(workspaceRoot() ?? '', finalDir)} to ONNX`, cancellable: true },
       (_p, token) => {
@@ -214,74 +171,29 @@ export class TrainController implements vscode.Disposable {
     if (result.status === 'ok') {
       const pick = await vscode.window.showInformationMessage(`CoA: exported ${out}`, 'Reveal');
       if (pick) await vscode.commands.executeCommand('revealInExplorer', vscode.Uri.file(out));
-    } else if (result.status === 'failed') await this.showFailure(result.message);
-    runsChanged.fire();
+    } else if (result.status === 'failed') await this.launcher.showFailure(result.message);
+    this.runsChanged.fire();
   }
 
   // ------------------------------------------------------------------ the run
-
-  private python(): string {
-    return resolvePython({
-      setting: readConfig().python,
-      workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
-      extensionPath: this.context.extensionPath,
-    }).path;
-  }
-
-  private childEnv(): NodeJS.ProcessEnv {
-    return trainerEnv({ base: process.env, extensionPath: this.context.extensionPath, node: process.execPath });
-  }
 
   private async start(runDir: string, stage: string, configPath: string, resume: boolean): Promise<void> {
     const runId = basename(runDir);
     const title = `CoA: ${resume ? 'resuming' : 'training'} ${stageLabel(stage)} (${runId})`;
     let env: RunningEnvServer | undefined;
     if (ENV_STAGES.includes(stage)) {
-      env = await this.startEnvFor(runDir, configPath);
+      env = await this.launcher.startEnvFor(runDir, configPath);
       if (!env) return;
     }
-    let errorMessage: string | undefined;
-    let reportProgress: ((message: string, increment?: number) => void) | undefined;
-    let lastPct = 0;
-    let lastLoss: number | null = null;
-    this.status.text = `$(sync~spin) CoA ${stageLabel(stage)}: starting`;
-    this.status.tooltip = `${title}\nClick to open the live panel`;
-    this.status.command = { title: 'Open live panel', command: 'coaStudio.openLivePanel', arguments: [vscode.Uri.file(runDir)] };
-    this.status.show();
-    const onEvent = (line: string): void => {
-      const parsed = parseEvent(line);
-      if (!parsed.ok) return;
-      const e = parsed.event;
-      if (e.type === 'metrics' && typeof e.values.loss === 'number') lastLoss = e.values.loss;
-      if (e.type === 'progress') {
-        const pct = e.total ? (100 * e.step) / e.total : 0;
-        const eta = e.eta_s !== null ? ` · ETA ${formatDuration(e.eta_s)}` : '';
-        const loss = lastLoss !== null ? ` · loss ${lastLoss.toFixed(3)}` : '';
-        this.status.text = `$(sync~spin) CoA ${stageLabel(e.stage)} ${e.step}/${e.total}${eta}`;
-        reportProgress?.(`${stageLabel(e.stage)} step ${e.step}/${e.total}${loss}${eta}`, Math.max(0, pct - lastPct));
-        lastPct = pct;
-      } else if (e.type === 'run_started') {
-        lastPct = 0;
-        reportProgress?.(`${stageLabel(e.stage)}: started on ${e.device}${e.resumed_from ? ` (resumed at step ${e.resumed_from})` : ''}`);
-        runsChanged.fire();
-      } else if (e.type === 'stage_finished' || e.type === 'checkpoint' || e.type === 'eval') runsChanged.fire();
-      else if (e.type === 'error') errorMessage = e.message;
-      else if (e.type === 'alert') this.log.warn(`alert ${e.kind} at ${e.stage} step ${e.step}: ${e.message}`);
-    };
-
-    const proc = new ManagedProcess({
-      what: 'trainer',
-      command: this.python(),
-      args: trainerArgs({ stage, config: configPath, runDir, resume, env: env && { url: env.url, token: env.token } }),
-      cwd: workspaceRoot(),
-      env: this.childEnv(),
-      log: this.log,
+    this.status.starting(title, runDir, stage);
+    const progress = new RunProgress(this.status, this.log, () => this.runsChanged.fire());
+    const proc = this.launcher.pythonProcess('trainer', trainerArgs({ stage, config: configPath, runDir, resume, env: env && { url: env.url, token: env.token } }), {
       secrets: env ? [env.token] : [],
       graceMs: readConfig().cancelGraceSeconds * 1000, // the trainer saves a checkpoint on SIGTERM
-      onJson: (_v, line) => onEvent(line),
+      onJson: (_v, line) => progress.onLine(line),
     });
     this.active.set(runDir, { runDir, stage, proc, env });
-    runsChanged.fire();
+    this.runsChanged.fire();
     // The live panel is another engineer's feature: open it when it is there.
     const commands = await vscode.commands.getCommands(true);
     if (readConfig().openLivePanelOnStart && commands.includes('coaStudio.openLivePanel')) void vscode.commands.executeCommand('coaStudio.openLivePanel', vscode.Uri.file(runDir));
@@ -289,17 +201,17 @@ export class TrainController implements vscode.Disposable {
     // The command returns once the trainer is spawned; the notification follows the run to its end.
     const ended = vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title, cancellable: true },
-      (progress, token) => {
-        reportProgress = (message, increment) => progress.report({ message, increment });
+      (p, token) => {
+        progress.attach(p);
         token.onCancellationRequested(() => {
-          reportProgress?.('cancelling: saving a checkpoint…');
+          progress.say('cancelling: saving a checkpoint…');
           void proc.cancel();
         });
         return proc.done;
       },
     );
     void Promise.resolve(ended)
-      .then((result) => this.ended(result, { runDir, stage, env, errorMessage: () => errorMessage }))
+      .then((result) => this.ended(result, { runDir, stage, env, errorMessage: () => progress.errorMessage }))
       .catch((e: unknown) => this.log.error(`run ${runId}: ${(e as Error).stack ?? e}`));
   }
 
@@ -309,7 +221,7 @@ export class TrainController implements vscode.Disposable {
     await env?.stop();
     this.active.delete(runDir);
     if (this.active.size === 0) this.status.hide();
-    runsChanged.fire();
+    this.runsChanged.fire();
     if (result.status === 'ok') {
       const pick = await vscode.window.showInformationMessage(`CoA: ${stageLabel(stage)} finished (${runId}).`, 'Open Live Panel');
       if (pick) await vscode.commands.executeCommand('coaStudio.openLivePanel', vscode.Uri.file(runDir));
@@ -320,197 +232,8 @@ export class TrainController implements vscode.Disposable {
       // The trainer's own error event says what was wrong more precisely than an exit code.
       const errorMessage = run.errorMessage();
       const message = errorMessage && result.kind === 'crash' ? `The trainer stopped: ${errorMessage}` : result.message;
-      await this.showFailure(message, runDir, stage);
+      await this.launcher.showFailure(message, () => this.resumeRun(runDir, stage));
     }
-  }
-
-  /**
-   * `coa data check` on the run's config; false when it fails: the new run directory (only the config just
-   * written) is removed and the error, naming the file, is shown without waiting for the user.
-   */
-  private async checkData(configPath: string, runDir: string): Promise<boolean> {
-    const abort = new AbortController();
-    const outcome = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'CoA: checking the run\'s data and model', cancellable: true },
-      (_p, token) => {
-        token.onCancellationRequested(() => abort.abort());
-        return runDataCheck({ node: process.execPath, cli: join(this.context.extensionPath, 'dist', 'cli.js'), config: configPath, env: this.childEnv(), signal: abort.signal });
-      },
-    );
-    if (outcome.ok) {
-      for (const f of outcome.result.files) this.log.info(`data check: ${f.key} ${f.path}: ${f.count}${f.summary ? ` ${JSON.stringify(f.summary)}` : ''}`);
-      if (outcome.result.built_pairs) this.log.info(`data check: SFT-1 pairs from data.sft: ${JSON.stringify(outcome.result.built_pairs)}`);
-      return true;
-    }
-    rmSync(runDir, { recursive: true, force: true });
-    if (outcome.cancelled) return false;
-    this.log.error(`data check: ${outcome.message}`);
-    void this.showDataError(outcome.message, outcome.location, configPath);
-    return false;
-  }
-
-  private async showDataError(message: string, loc: DataErrorLocation | null, configPath: string): Promise<void> {
-    // An error inside the run's own config copy is the user's config's error; the copy is removed.
-    const openable = loc && loc.file !== configPath && !/\.parquet$/i.test(loc.file) && existsSync(loc.file);
-    const pick = await vscode.window.showErrorMessage(`CoA: the run's data did not pass the check, nothing was started: ${message}`, ...(openable ? ['Open File'] : []), 'Show Log');
-    if (pick === 'Show Log') this.log.show();
-    if (pick === 'Open File' && loc) {
-      const pos = new vscode.Position(loc.line - 1, loc.column - 1);
-      await vscode.window.showTextDocument(vscode.Uri.file(loc.file), { selection: new vscode.Range(pos, pos) });
-    }
-  }
-
-  private async startEnvFor(runDir: string, configPath: string): Promise<RunningEnvServer | undefined> {
-    if (!(await requireTrust('The environment server'))) return undefined;
-    let config: Record<string, any> = {};
-    try {
-      config = JSON.parse(readFileSync(configPath, 'utf8'));
-    } catch {
-      /* the trainer reports a bad config itself */
-    }
-    const dataDir = config.benchmark?.data_dir ?? join(runDir, 'data');
-    const corpus: string = config.data?.corpus ?? config.env?.corpus ?? join(dataDir, 'corpus.jsonl');
-    if (!existsSync(corpus)) {
-      // The embedded benchmark (and its search corpus) is written by `coa_trainer data`: make it first.
-      const data = new ManagedProcess({
-        what: 'benchmark writer',
-        command: this.python(),
-        args: ['-m', 'coa_trainer', 'data', '--config', configPath, '--out', dataDir],
-        cwd: workspaceRoot(),
-        env: this.childEnv(),
-        log: this.log,
-      });
-      const r = await data.done;
-      if (r.status !== 'ok' || !existsSync(corpus)) {
-        await this.showFailure(r.message || `CoA: the search corpus ${corpus} is missing; set env.corpus in the run config.`);
-        return undefined;
-      }
-    }
-    try {
-      return await startEnvServer({
-        node: process.execPath,
-        cli: join(this.context.extensionPath, 'dist', 'cli.js'),
-        corpus,
-        dialect: config.dialect,
-        log: this.log,
-        env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
-      });
-    } catch (e) {
-      await this.showFailure((e as Error).message);
-      return undefined;
-    }
-  }
-
-  private async showFailure(message: string, runDir?: string, stage?: string): Promise<void> {
-    const actions = runDir ? ['Show Log', 'Resume Run'] : ['Show Log'];
-    const pick = await vscode.window.showErrorMessage(`CoA: ${message}`, ...actions);
-    if (pick === 'Show Log') this.log.show();
-    if (pick === 'Resume Run' && runDir) await this.resumeRun(runDir, stage);
-  }
-
-  // ------------------------------------------------------------------ picks
-
-  /** Reads a *.run.json (JSON with comments allowed); reports errors with line:column. undefined = failed. */
-  private readUserConfig(root: string, path: string): Record<string, unknown> | undefined {
-    const abs = path.startsWith('/') || /^[A-Za-z]:[\\/]/.test(path) ? path : join(root, path);
-    let text: string;
-    try {
-      text = readFileSync(abs, 'utf8');
-    } catch (e) {
-      void vscode.window.showErrorMessage(`CoA: cannot read ${abs}: ${(e as Error).message}`);
-      return undefined;
-    }
-    const errors: ParseError[] = [];
-    const value = parseJsonc(text, errors, { allowTrailingComma: true });
-    if (errors.length || !value || typeof value !== 'object' || Array.isArray(value)) {
-      const at = errors[0]?.offset ?? 0;
-      const before = text.slice(0, at).split('\n');
-      const where = `${abs}:${before.length}:${before[before.length - 1].length + 1}`;
-      void vscode.window.showErrorMessage(`CoA: ${where}: ${errors.length ? printParseErrorCode(errors[0].error) : 'the run config must be a JSON object'}`);
-      return undefined;
-    }
-    return value as Record<string, unknown>;
-  }
-
-  private async pickTrainRequest(root: string): Promise<TrainRequest | undefined> {
-    const stage = await vscode.window.showQuickPick(STAGE_PICKS.map((s) => ({ ...s })), { title: TITLES.stage, placeHolder: PLACEHOLDERS.stage, ignoreFocusOut: true });
-    if (!stage) return undefined;
-
-    const files = await vscode.workspace.findFiles('**/*.run.json', '{**/node_modules/**,**/runs/**}', 200);
-    const configItems = [
-      { label: LABELS.embeddedConfig, description: 'every setting at its default', path: undefined as string | undefined },
-      ...files.map((f) => ({ label: relative(root, f.fsPath), description: '', path: f.fsPath })).sort((a, b) => a.label.localeCompare(b.label)),
-      { label: LABELS.ownData, description: 'question sets, SFT trajectories, a corpus (default settings otherwise)', path: undefined as string | undefined },
-    ];
-    const config = await vscode.window.showQuickPick(configItems, { title: TITLES.config, placeHolder: PLACEHOLDERS.config, ignoreFocusOut: true });
-    if (!config) return undefined;
-
-    // The config's data and model are offered as they are, with the option to choose other files.
-    const chosen = config.path ? this.readUserConfig(root, config.path) : null;
-    if (chosen === undefined) return undefined;
-    let data: DataPicks | undefined;
-    if (config.label === LABELS.ownData) {
-      data = await pickDataFiles(null);
-      if (!data) return undefined;
-    } else if (chosen && describeData(chosen)) {
-      const dataPick = await vscode.window.showQuickPick(
-        [{ label: LABELS.configData, description: describeData(chosen)! }, { label: LABELS.changeData, description: 'questions, trajectories, pairs, corpus' }],
-        { title: TITLES.data, placeHolder: 'Train on the data the run config names, or choose other files', ignoreFocusOut: true },
-      );
-      if (!dataPick) return undefined;
-      if (dataPick.label === LABELS.changeData) {
-        data = await pickDataFiles(absolutizeDataPaths(chosen, dirname(config.path!)));
-        if (!data) return undefined;
-      }
-    }
-
-    const configModel = chosen ? dataEntries(chosen).find((e) => e.kind === 'model') : undefined;
-    const modelPick = await vscode.window.showQuickPick(
-      [
-        ...(configModel ? [{ label: LABELS.configModel, description: configModel.path }] : []),
-        { label: LABELS.embeddedModel, description: 'the small model trained from scratch on the embedded benchmark' },
-        { label: LABELS.hfModel, description: 'a directory with config.json, a tokenizer and weights' },
-      ],
-      { title: TITLES.model, placeHolder: PLACEHOLDERS.model, ignoreFocusOut: true },
-    );
-    if (!modelPick) return undefined;
-    let model: string | undefined;
-    if (modelPick.label === LABELS.hfModel) {
-      model = await this.browseModelDir('Use this model');
-      if (!model) return undefined;
-    }
-
-    const finals = readRuns(join(root, 'runs')).flatMap((r) => r.stages.filter((s) => s.finalDir).map((s) => ({ label: checkpointLabel(r.id, s.name), description: s.step !== null ? `step ${s.step}` : '', path: s.finalDir! })));
-    const ckpt = await vscode.window.showQuickPick(
-      [{ label: LABELS.noCheckpoint, description: stage.id === 'pretrain' || stage.id === PIPELINE.id ? '' : 'the stage needs model.path or init_from in the config', path: '' }, ...finals, { label: LABELS.browseCheckpoint, description: 'a model directory', path: '' }],
-      { title: TITLES.checkpoint, placeHolder: PLACEHOLDERS.checkpoint, ignoreFocusOut: true },
-    );
-    if (!ckpt) return undefined;
-    let checkpoint: string | undefined = ckpt.path || undefined;
-    if (ckpt.label === LABELS.browseCheckpoint) {
-      checkpoint = await this.browseModelDir('Start from this checkpoint');
-      if (!checkpoint) return undefined;
-    }
-    const embeddedModel = !!configModel && modelPick.label === LABELS.embeddedModel;
-    return { stage: stage.id, config: config.path, model, checkpoint, data, ...(embeddedModel ? { embeddedModel } : {}) };
-  }
-
-  private async browseModelDir(openLabel: string): Promise<string | undefined> {
-    const picked = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, canSelectMany: false, openLabel });
-    const dir = picked?.[0]?.fsPath;
-    if (!dir) return undefined;
-    let files: string[] = [];
-    try {
-      files = readdirSync(dir);
-    } catch {
-      /* reported below */
-    }
-    const problem = modelDirProblem(dir);
-    if (problem || !looksLikeModelDir(files)) {
-      void vscode.window.showErrorMessage(`CoA: ${problem ?? `${dir} is not a Hugging Face model directory (config.json and *.safetensors / *.bin expected).`}`);
-      return undefined;
-    }
-    return dir;
   }
 }
 
@@ -519,10 +242,4 @@ function recoverConfig(runDir: string, configPath: string): boolean {
   const config = configFromEvents(runDir);
   if (config) writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
   return config !== null;
-}
-
-function formatDuration(s: number): string {
-  if (s < 60) return `${Math.round(s)}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s`;
-  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }

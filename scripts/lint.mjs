@@ -1,0 +1,51 @@
+// The `lint` suite: ESLint with typescript-eslint (eslint.config.mjs) over the TypeScript and scripts, ruff
+// (ruff.toml) over the Python. Prints each problem as file:line:col rule message, then
+// `lint: N passed, M failed` where a file passes when neither linter reports anything in it.
+// Usage: node scripts/lint.mjs   (the fixes most rules have: npx eslint . --fix; .venv/bin/ruff check . --fix)
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+
+const root = resolve(import.meta.dirname, '..');
+const ruff = join(root, process.platform === 'win32' ? '.venv/Scripts/ruff.exe' : '.venv/bin/ruff');
+
+function run(argv) {
+  const r = spawnSync(argv[0], argv.slice(1), { cwd: root, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  if (r.error) throw new Error(`${argv[0]}: ${r.error.message}`);
+  return r;
+}
+
+/** [{ file, problems: [{ line, column, rule, message }] }] from both linters. */
+function lint() {
+  const files = [];
+  const es = run([process.execPath, join(root, 'node_modules/eslint/bin/eslint.js'), '.', '--format', 'json']);
+  if (!es.stdout.trim()) throw new Error(`eslint produced no report (exit ${es.status}): ${es.stderr.slice(-2000)}`);
+  for (const f of JSON.parse(es.stdout)) {
+    files.push({ file: relative(root, f.filePath), problems: f.messages.map((m) => ({ line: m.line ?? 0, column: m.column ?? 0, rule: m.ruleId ?? 'eslint', message: m.message })) });
+  }
+  if (!existsSync(ruff)) throw new Error(`${ruff} is missing: run npm run setup:python (ruff is pinned in src/trainer/requirements.txt)`);
+  const py = run([ruff, 'check', '.', '--output-format', 'json', '--exit-zero']);
+  const checked = run([ruff, 'check', '.', '--show-files']).stdout.split('\n').filter((l) => l.trim().endsWith('.py'));
+  const byFile = new Map(checked.map((f) => [relative(root, f.trim()), []]));
+  for (const d of JSON.parse(py.stdout || '[]')) {
+    const file = relative(root, d.filename);
+    if (!byFile.has(file)) byFile.set(file, []);
+    byFile.get(file).push({ line: d.location.row, column: d.location.column, rule: d.code ?? 'ruff', message: d.message });
+  }
+  for (const [file, problems] of byFile) files.push({ file, problems });
+  return files;
+}
+
+try {
+  const files = lint();
+  const bad = files.filter((f) => f.problems.length);
+  for (const f of bad) for (const p of f.problems) console.log(`${f.file}:${p.line}:${p.column} ${p.rule} ${p.message}`);
+  const problems = bad.reduce((n, f) => n + f.problems.length, 0);
+  console.log(`lint: ${files.length} files, ${problems} problems (eslint + ruff)`);
+  console.log(`lint: ${files.length - bad.length} passed, ${bad.length} failed`);
+  process.exit(bad.length ? 1 : 0);
+} catch (e) {
+  console.error(`lint: ${e.message}`);
+  console.log('lint: 0 passed, 1 failed');
+  process.exit(1);
+}

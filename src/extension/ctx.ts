@@ -1,0 +1,26 @@
+// The extension's context object, in the shape of rust-analyzer's editors/code `Ctx` (src/ctx.ts there): built once
+// in `activate`, it owns every long-lived part — the log, the language server, each feature's state — and it is what
+// command handlers receive, so who owns what is visible here rather than in module-level variables.
+import type * as vscode from 'vscode';
+import type { LanguageServerHandle } from './languageClient';
+import type { LivePanels } from './providers/livePanel/register';
+import type { Replay } from './providers/replay/controller';
+import type { RunsProvider } from './providers/runs';
+import type { TokenOverlays } from './providers/tokens/overlays';
+import type { TrainController } from './providers/train';
+
+export interface Ctx {
+  extension: vscode.ExtensionContext;
+  log: vscode.LogOutputChannel;
+  languageServer: LanguageServerHandle;
+  /** Open live training panels (restored after reloads). */
+  livePanels: LivePanels;
+  /** Replay NotebookControllers (ONNX checkpoint, onnxruntime-node). */
+  replay: Replay;
+  /** Loss-mask / log-prob / advantage overlays. */
+  tokens: TokenOverlays;
+  /** Train Stage / Resume / Cancel, the process manager, the status bar. */
+  train: TrainController;
+  /** The Runs view (activity bar "CoA Studio"). */
+  runs: RunsProvider;
+}

@@ -1,0 +1,130 @@
+// Train Stage's questions: the quick picks that turn into a TrainRequest (stage, run config, data, model,
+// starting checkpoint), and reading the chosen *.run.json. Texts the e2e tests click are in ./picks.ts.
+import * as vscode from 'vscode';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
+import { absolutizeDataPaths, dataEntries } from '../../../core/data/paths';
+import { modelDirProblem } from '../../../core/data/model';
+import { PIPELINE } from '../../process/trainer';
+import { readRuns } from '../runs/model';
+import { LABELS, PLACEHOLDERS, STAGE_PICKS, TITLES, checkpointLabel, looksLikeModelDir } from './picks';
+import { describeData, type DataPicks } from './data';
+import { pickDataFiles } from './dataPicks';
+
+export interface TrainRequest {
+  stage: string;
+  /** Absolute or workspace-relative *.run.json; absent: the embedded default. */
+  config?: string;
+  /** HF model directory; absent: the embedded default model. */
+  model?: string;
+  /** Starting model directory (a stage's final/). */
+  checkpoint?: string;
+  /** Data files replacing the config's own (absolute paths). */
+  data?: DataPicks;
+  /** The embedded default model even though the config names model.path. */
+  embeddedModel?: boolean;
+}
+
+/** Reads a *.run.json (JSON with comments allowed); reports errors with line:column. undefined = failed. */
+export function readUserConfig(root: string, path: string): Record<string, unknown> | undefined {
+  const abs = path.startsWith('/') || /^[A-Za-z]:[\\/]/.test(path) ? path : join(root, path);
+  let text: string;
+  try {
+    text = readFileSync(abs, 'utf8');
+  } catch (e) {
+    void vscode.window.showErrorMessage(`CoA: cannot read ${abs}: ${(e as Error).message}`);
+    return undefined;
+  }
+  const errors: ParseError[] = [];
+  const value = parseJsonc(text, errors, { allowTrailingComma: true });
+  if (errors.length || !value || typeof value !== 'object' || Array.isArray(value)) {
+    const at = errors[0]?.offset ?? 0;
+    const before = text.slice(0, at).split('\n');
+    const where = `${abs}:${before.length}:${before[before.length - 1].length + 1}`;
+    void vscode.window.showErrorMessage(`CoA: ${where}: ${errors.length ? printParseErrorCode(errors[0].error) : 'the run config must be a JSON object'}`);
+    return undefined;
+  }
+  return value as Record<string, unknown>;
+}
+
+export async function pickTrainRequest(root: string): Promise<TrainRequest | undefined> {
+  const stage = await vscode.window.showQuickPick(STAGE_PICKS.map((s) => ({ ...s })), { title: TITLES.stage, placeHolder: PLACEHOLDERS.stage, ignoreFocusOut: true });
+  if (!stage) return undefined;
+
+  const files = await vscode.workspace.findFiles('**/*.run.json', '{**/node_modules/**,**/runs/**}', 200);
+  const configItems = [
+    { label: LABELS.embeddedConfig, description: 'every setting at its default', path: undefined as string | undefined },
+    ...files.map((f) => ({ label: relative(root, f.fsPath), description: '', path: f.fsPath })).sort((a, b) => a.label.localeCompare(b.label)),
+    { label: LABELS.ownData, description: 'question sets, SFT trajectories, a corpus (default settings otherwise)', path: undefined as string | undefined },
+  ];
+  const config = await vscode.window.showQuickPick(configItems, { title: TITLES.config, placeHolder: PLACEHOLDERS.config, ignoreFocusOut: true });
+  if (!config) return undefined;
+
+  // The config's data and model are offered as they are, with the option to choose other files.
+  const chosen = config.path ? readUserConfig(root, config.path) : null;
+  if (chosen === undefined) return undefined;
+  let data: DataPicks | undefined;
+  if (config.label === LABELS.ownData) {
+    data = await pickDataFiles(null);
+    if (!data) return undefined;
+  } else if (chosen && describeData(chosen)) {
+    const dataPick = await vscode.window.showQuickPick(
+      [{ label: LABELS.configData, description: describeData(chosen)! }, { label: LABELS.changeData, description: 'questions, trajectories, pairs, corpus' }],
+      { title: TITLES.data, placeHolder: 'Train on the data the run config names, or choose other files', ignoreFocusOut: true },
+    );
+    if (!dataPick) return undefined;
+    if (dataPick.label === LABELS.changeData) {
+      data = await pickDataFiles(absolutizeDataPaths(chosen, dirname(config.path!)));
+      if (!data) return undefined;
+    }
+  }
+
+  const configModel = chosen ? dataEntries(chosen).find((e) => e.kind === 'model') : undefined;
+  const modelPick = await vscode.window.showQuickPick(
+    [
+      ...(configModel ? [{ label: LABELS.configModel, description: configModel.path }] : []),
+      { label: LABELS.embeddedModel, description: 'the small model trained from scratch on the embedded benchmark' },
+      { label: LABELS.hfModel, description: 'a directory with config.json, a tokenizer and weights' },
+    ],
+    { title: TITLES.model, placeHolder: PLACEHOLDERS.model, ignoreFocusOut: true },
+  );
+  if (!modelPick) return undefined;
+  let model: string | undefined;
+  if (modelPick.label === LABELS.hfModel) {
+    model = await browseModelDir('Use this model');
+    if (!model) return undefined;
+  }
+
+  const finals = readRuns(join(root, 'runs')).flatMap((r) => r.stages.filter((s) => s.finalDir).map((s) => ({ label: checkpointLabel(r.id, s.name), description: s.step !== null ? `step ${s.step}` : '', path: s.finalDir! })));
+  const ckpt = await vscode.window.showQuickPick(
+    [{ label: LABELS.noCheckpoint, description: stage.id === 'pretrain' || stage.id === PIPELINE.id ? '' : 'the stage needs model.path or init_from in the config', path: '' }, ...finals, { label: LABELS.browseCheckpoint, description: 'a model directory', path: '' }],
+    { title: TITLES.checkpoint, placeHolder: PLACEHOLDERS.checkpoint, ignoreFocusOut: true },
+  );
+  if (!ckpt) return undefined;
+  let checkpoint: string | undefined = ckpt.path || undefined;
+  if (ckpt.label === LABELS.browseCheckpoint) {
+    checkpoint = await browseModelDir('Start from this checkpoint');
+    if (!checkpoint) return undefined;
+  }
+  const embeddedModel = !!configModel && modelPick.label === LABELS.embeddedModel;
+  return { stage: stage.id, config: config.path, model, checkpoint, data, ...(embeddedModel ? { embeddedModel } : {}) };
+}
+
+async function browseModelDir(openLabel: string): Promise<string | undefined> {
+  const picked = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, canSelectMany: false, openLabel });
+  const dir = picked?.[0]?.fsPath;
+  if (!dir) return undefined;
+  let files: string[] = [];
+  try {
+    files = readdirSync(dir);
+  } catch {
+    /* reported below */
+  }
+  const problem = modelDirProblem(dir);
+  if (problem || !looksLikeModelDir(files)) {
+    void vscode.window.showErrorMessage(`CoA: ${problem ?? `${dir} is not a Hugging Face model directory (config.json and *.safetensors / *.bin expected).`}`);
+    return undefined;
+  }
+  return dir;
+}
