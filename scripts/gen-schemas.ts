@@ -2,6 +2,7 @@
 //   schemas/run-config.schema.json  the run config (JSON Schema, draft 2020-12) for the editor and the trainer
 //   schemas/dialects.json           the DIALECTS table + allTags(), so the trainer's tokenizer uses the same tags
 //   schemas/prompts.json            the per-dialect agent instruction (src/core/prompts.ts)
+//   schemas/names.json              the naming rule of run ids, stages and labels (src/core/names.ts)
 // Usage: node dist/gen-schemas.js [outDir]   (default: ./schemas, relative to the working directory)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -9,6 +10,7 @@ import { z } from 'zod';
 import { RunConfigSchema } from '../src/core/config';
 import { DIALECTS, DIALECT_NAMES, DEFAULT_TOOLS, allTags } from '../src/core/dialects';
 import { DIALECT_PROMPTS } from '../src/core/prompts';
+import { NAME_RULE } from '../src/core/names';
 
 const outDir = resolve(process.argv[2] ?? 'schemas');
 mkdirSync(outDir, { recursive: true });
@@ -25,6 +27,7 @@ const files: [string, unknown][] = [
   ['run-config.schema.json', runConfig],
   ['dialects.json', dialects],
   ['prompts.json', DIALECT_PROMPTS],
+  ['names.json', NAME_RULE],
 ];
 for (const [name, value] of files) {
   writeFileSync(join(outDir, name), `${JSON.stringify(value, null, 2)}\n`);
