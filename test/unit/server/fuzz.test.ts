@@ -157,7 +157,7 @@ test('a 5,000-level line: no throw, COA101 on it, the other lines diagnosed as w
   s.open('file:///w.coa.jsonl', 'coa-jsonl', 1, without);
   const diag = s.diagnose('file:///d.coa.jsonl');
   assert.deepEqual(diag.filter((d) => d.range.start.line === 1).map((d) => d.code), ['COA101']);
-  const key = (d: (typeof diag)[number], shift = 0) => [d.range.start.line - shift, d.range.start.character, d.range.end.character, d.code, d.message.replace(/ \(first on line \d+\)/, '')];
+  const key = (d: (typeof diag)[number], shift = 0) => [d.range.start.line - shift, d.range.start.character, d.range.end.character, d.code, String(d.message).replace(/ \(first on line \d+\)/, '')];
   const shifted = diag.filter((d) => d.range.start.line !== 1).map((d) => key(d, d.range.start.line > 1 ? 1 : 0));
   assert.deepEqual(shifted, s.diagnose('file:///w.coa.jsonl').map((d) => key(d)));
   // The BOM line is the same record as the line after it: same diagnostic codes, columns one further right.
