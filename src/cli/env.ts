@@ -103,7 +103,23 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
   const signal = await new Promise<NodeJS.Signals | 'parent exited'>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
-    parentGone = () => resolve('parent exited');
+    parentGone = () => {
+      parentGone = null;
+      // A trainer's stage outlives a killed pipeline for a moment (it finishes its step and checkpoints, grading
+      // with us): stop once no request has come or been in flight for 2 s, and at most 60 s after the parent died.
+      const gaveUp = Date.now() + 60_000;
+      let last = -1;
+      const idle = setInterval(() => {
+        const s = server.stats();
+        const seen = s.requests;
+        const inFlight = s.requests - s.ok - s.client_errors - s.server_errors;
+        if ((seen === last && inFlight === 0) || Date.now() > gaveUp) {
+          clearInterval(idle);
+          resolve('parent exited');
+        }
+        last = seen;
+      }, 2000);
+    };
   });
   await server.close();
   event({ event: 'stopped', signal });

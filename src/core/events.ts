@@ -1,6 +1,11 @@
 // The trainer → editor event protocol (version 1). One JSON object per line in `runs/<id>/events.jsonl`,
 // also echoed on the trainer's stdout. The Python trainer mirrors this file (src/trainer/coa_trainer/events.py)
 // and both are checked against test/conformance/events.json.
+// Exactly once across resume (docs/training.md, "Stopping, killing, resuming"): each (type, stage, step) of the step
+// events — metrics, progress, sample, checkpoint, eval, alert — appears at most once in the file. A stage resumed from
+// a checkpoint rewrites the file without its step events written after that checkpoint (a new file renamed into
+// place); readers following the file see a new inode, and eventTail.ts starts again from the top with `reset`.
+// run_started, stage_finished, log and error are per attempt (a resumed stage has its own run_started).
 import { z } from 'zod';
 import { RecordSchema } from './record';
 
