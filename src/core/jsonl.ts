@@ -52,8 +52,9 @@ export function parseRecordLine(raw: string, line: number, offset = 0, byteLengt
     entry.problem = { code: 'COA101', message: `invalid JSON: ${message.replace(/ in JSON at position \d+.*$/, '')}`, column, length: 1 };
     return entry;
   }
-  if (raw.length > 2 * MAX_NESTING && nestedDeeperThan(value, MAX_NESTING)) {
-    entry.problem = { code: 'COA101', message: `invalid JSON: nested deeper than ${MAX_NESTING} levels`, column: tooDeepAt(raw, MAX_NESTING) + 1, length: 1 };
+  const deep = nestingProblem(raw, value);
+  if (deep) {
+    entry.problem = { code: 'COA101', message: `invalid JSON: ${deep.message}`, column: deep.column, length: 1 };
     return entry;
   }
   const fast = plainRecord(value);
@@ -140,6 +141,14 @@ function inSchemaOrder(o: Record<string, unknown>, schema: readonly string[]): R
   for (const key of schema) if (key in o) copy[key] = o[key];
   for (const key in o) if (!schema.includes(key)) copy[key] = o[key];
   return copy;
+}
+
+/** For a line and its JSON.parse value: nested deeper than MAX_NESTING → the 1-based column of the bracket that goes too
+ * deep and a message; else null. Every reader that later walks the value recursively (jsonc-parser, JSON.stringify,
+ * zod) asks first. */
+export function nestingProblem(raw: string, value: unknown): { column: number; message: string } | null {
+  if (raw.length <= 2 * MAX_NESTING || !nestedDeeperThan(value, MAX_NESTING)) return null;
+  return { column: tooDeepAt(raw, MAX_NESTING) + 1, message: `nested deeper than ${MAX_NESTING} levels` };
 }
 
 /** Whether arrays/objects nest more than `max` levels in a parsed value: iterative, stops at the first too-deep one. */

@@ -56,6 +56,15 @@ test('validate/score/stats on 5,000-level nesting: file:line:col, no stack, late
   assert.doesNotMatch(st.out + st.err, NO_STACK);
 });
 
+test('data prepare on 5,000-level nesting: FILE:LINE:COL, exit 2, no stack', () => {
+  const file = join(dir, 'deep-questions.jsonl');
+  const prefix = '{"question":5,"golden_answers":["a"],"x":';
+  writeFileSync(file, `{"question":"q?","golden_answers":["a"]}\n${prefix}${'['.repeat(6000)}${']'.repeat(6000)}}\n`);
+  const r = coa('data', 'prepare', 'questions', file, '--out', join(dir, 'q.out.jsonl'));
+  assert.equal(r.code, 2, r.err);
+  assert.equal(r.err.trim(), `${file}:2:${prefix.length + 512}: error: record: not valid JSON here: nested deeper than 512 levels`);
+});
+
 test('a BOM is accepted and invalid UTF-8 is reported at file:line:col and copied byte for byte', () => {
   const file = join(dir, 'enc.jsonl');
   const bad = Buffer.concat([Buffer.from('{"id":"b","question":"ab'), Buffer.from([0xc3, 0x28]), Buffer.from('","response":"<think>t</think><answer>a</answer>"}')]);
