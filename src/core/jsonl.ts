@@ -147,8 +147,16 @@ function inSchemaOrder(o: Record<string, unknown>, schema: readonly string[]): R
  * deep and a message; else null. Every reader that later walks the value recursively (jsonc-parser, JSON.stringify,
  * zod) asks first. */
 export function nestingProblem(raw: string, value: unknown): { column: number; message: string } | null {
-  if (raw.length <= 2 * MAX_NESTING || !nestedDeeperThan(value, MAX_NESTING)) return null;
+  if (raw.length <= 2 * MAX_NESTING || countUpTo(raw, '[', MAX_NESTING + 1) + countUpTo(raw, '{', MAX_NESTING + 1) <= MAX_NESTING) return null;
+  if (!nestedDeeperThan(value, MAX_NESTING)) return null;
   return { column: tooDeepAt(raw, MAX_NESTING) + 1, message: `nested deeper than ${MAX_NESTING} levels` };
+}
+
+/** Occurrences of `ch` in `text`, counting stops at `limit` (indexOf jumps: cheap for the few brackets a record has). */
+function countUpTo(text: string, ch: string, limit: number): number {
+  let n = 0;
+  for (let i = text.indexOf(ch); i >= 0 && n < limit; i = text.indexOf(ch, i + 1)) n++;
+  return n;
 }
 
 /** Whether arrays/objects nest more than `max` levels in a parsed value: iterative, stops at the first too-deep one. */
