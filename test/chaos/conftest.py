@@ -5,7 +5,7 @@ import os
 from chaos_stats import STATS
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 — pytest's hook signature
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
     seed = os.environ.get("COA_CHAOS_SEED", "18")
     terminalreporter.write_line(
         f"chaos: {STATS['kills_survived']} of {STATS['kills']} SIGKILLs survived (seed {seed}), {STATS['resumes']} "

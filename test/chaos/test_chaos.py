@@ -21,7 +21,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from chaos_stats import STATS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +29,7 @@ _spec = importlib.util.spec_from_file_location("trainer_tests_conftest", REPO / 
 trainer_tests = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(trainer_tests)  # the tiny configs and the schema set-up of the trainer's own tests
 
-from coa_trainer.events import STEP_EVENTS, validate_event  # noqa: E402
+from coa_trainer.events import STEP_EVENTS, validate_event
 
 UNAVAILABLE = trainer_tests.env_server_available()
 if UNAVAILABLE is not None and os.environ.get("CI"):
@@ -87,7 +86,7 @@ def assert_nothing_left(run_dir: Path, within_s: float = 120) -> None:
 def drive(argv: list[str], run_dir: Path, kill: tuple[int, float] | None) -> int | None:
     """Run the trainer; with kill = (lines, delay): SIGKILL it `delay` seconds after its `lines`-th stdout line (0:
     after `delay` seconds from the start). Returns its exit code, or None when it was killed."""
-    log = open(run_dir.parent / f"{run_dir.name}.stderr.log", "a", encoding="utf-8")
+    log = open(run_dir.parent / f"{run_dir.name}.stderr.log", "a", encoding="utf-8")  # noqa: SIM115 — closed below
     proc = subprocess.Popen([PY, "-m", "coa_trainer", *argv], cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=log,
                             text=True)
     assert proc.stdout is not None

@@ -4,7 +4,7 @@ scripts/gen-schemas.ts): one rule, owned by the core, so a label can never be a 
 from __future__ import annotations
 
 import re
-from functools import cache, lru_cache
+from functools import cache
 
 from .schemas import load_schema_file
 

@@ -24,7 +24,7 @@ def test_label_that_is_not_a_plain_name_is_refused(tmp_path, label):
     (victim / "keep.txt").write_text("mine")
     run = tmp_path / "a" / "b" / "run"
     r = subprocess.run([PY, "-m", "coa_trainer", "train", "--stage", "sft2", "--config", "nope.json", "--run-dir",
-                        str(run), f"--label={label}"], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
+                        str(run), f"--label={label}"], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 2
     assert "--label" in r.stderr and "is not a valid name" in r.stderr and "Traceback" not in r.stderr
     assert not run.exists() and (victim / "keep.txt").read_text() == "mine"
@@ -100,7 +100,7 @@ def test_sigterm_during_startup_is_a_cancelled_stage_and_exit_130(tmp_path, tiny
                 time.sleep(0.002)
         assert proc.poll() is None
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
