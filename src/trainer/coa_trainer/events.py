@@ -4,7 +4,7 @@ EventWriter appends one JSON object per line to runs/<id>/events.jsonl (flushed 
 stdout. validate_event() accepts exactly what the zod schema accepts; both are checked against
 test/conformance/events.json.
 
-Exactly once across resume (docs/live-panel.md, "Resume"): a checkpoint records the events file's size
+Exactly once across resume (docs/training.md, "Stopping, killing, resuming"): a checkpoint records the events file's size
 (`resume_marks`); a stage resumed from it drops its own step events written after that point (`supersede`: the
 steps it is about to redo), by writing the file anew and renaming it over the old one. Readers following the file
 see a new inode and start again from the top (src/core/eventTail.ts reports a reset); writers still holding the old
