@@ -9,6 +9,7 @@
 //   schemas/stages.json             the stage table, the whole-pipeline entry and the results table's settings
 // dialects.json also carries `tokenizer_words`: the words observation layouts and answer syntax write themselves
 // (src/env/observations.ts layoutWords), which the embedded tokenizer's vocabulary includes.
+//   schemas/names.json              the naming rule of run ids, stages and labels (src/core/names.ts)
 // Usage: node dist/gen-schemas.js [outDir]   (default: ./schemas, relative to the working directory)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -22,6 +23,7 @@ import { RECORD_RULES, RULES } from '../src/core/codes';
 import { layoutWords } from '../src/env/observations';
 import { STOPWORDS } from '../src/env/tokenize';
 import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE } from '../src/core/stages';
+import { NAME_RULE } from '../src/core/names';
 
 const outDir = resolve(process.argv[2] ?? 'schemas');
 mkdirSync(outDir, { recursive: true });
@@ -53,6 +55,7 @@ const files: [string, unknown][] = [
   ['codes.json', codes],
   ['search.json', { stopwords: [...STOPWORDS].sort() }],
   ['stages.json', { stages: STAGE_TABLE, pipeline: PIPELINE_INFO, results: RESULT_SETTINGS }],
+  ['names.json', NAME_RULE],
 ];
 for (const [name, value] of files) {
   writeFileSync(join(outDir, name), `${JSON.stringify(value, null, 2)}\n`);

@@ -60,6 +60,13 @@ export const suites = [
     command: () => [venvPython, '-m', 'pytest', 'src/trainer/tests', '-q', '-p', 'no:cacheprovider', '--junitxml=.cache/python.xml'],
     counts: () => junitCounts('.cache/python.xml'),
   },
+  // Chaos drills (issue 18): seeded SIGKILLs of the pipeline, an SFT and an RL stage → nothing left running, resumes
+  // finish, the same final models as an uninterrupted run, each step event once; prints `chaos: N of M SIGKILLs survived …`.
+  {
+    name: 'chaos',
+    command: () => [venvPython, '-m', 'pytest', 'test/chaos', '-q', '-p', 'no:cacheprovider', '--junitxml=.cache/chaos.xml'],
+    counts: () => junitCounts('.cache/chaos.xml'),
+  },
   // Real-editor tests: code-server + Playwright (setup cached in .cache/e2e, ~5 min once); prints `e2e: N passed, M failed`.
   { name: 'e2e', command: () => [process.execPath, 'scripts/test-e2e.mjs'] },
 ];

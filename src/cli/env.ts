@@ -5,15 +5,18 @@ import { CliError, parseArgs } from './args';
 import { isDialectName, DIALECT_NAMES } from '../core/dialects';
 import { startEnvServer } from '../env/server';
 import { Retriever } from '../env/retriever';
-import type { BadLine } from '../env/corpus';
+import { CorpusError, type BadLine } from '../env/corpus';
 
 const USAGE = `coa env serve --corpus <corpus.jsonl> [--index <dir>] [--port 0] [--dialect coa|search-r1|autocoa|hermes]
               [--token T] [--fault-rate p] [--fault-seed n] [--latency-ms d] [--timeout-ms t] [--max-body-bytes n]
+              [--parent-pid P]   stop when process P exits (trainers pass their pid: no orphaned servers)
+              [--otc-max-runs n] [--otc-idle-s s]   bound the per-run OTC-GRPO states (default 256 runs, 6 h idle)
 coa env index --corpus <corpus.jsonl> [--index <dir>]      build (or verify) the saved BM25 index and exit`;
 
 const SERVE_FLAGS = {
   corpus: 'string', index: 'string', port: 'number', dialect: 'string', token: 'string', 'fault-rate': 'number',
   'fault-seed': 'number', 'latency-ms': 'number', 'timeout-ms': 'number', 'max-body-bytes': 'number', help: 'boolean',
+  'parent-pid': 'number', 'otc-max-runs': 'number', 'otc-idle-s': 'number',
 } as const;
 
 const event = (obj: Record<string, unknown>): void => {
@@ -55,8 +58,23 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
 
   process.once('SIGTERM', stopDuringStartup);
   process.once('SIGINT', stopDuringStartup);
+  const parentPid = num(flags, 'parent-pid', (n) => Number.isInteger(n) && n > 0, 'a process id');
+  let parentGone: (() => void) | null = () => stopDuringStartup('parent exited');
+  if (parentPid !== undefined) {
+    // A parent killed with SIGKILL cannot stop us: watch it (1 s poll, unref'd so it never keeps the process up).
+    // A dead parent that nobody has reaped yet still answers kill(pid, 0); our own ppid changes at its exit.
+    const ppid0 = process.ppid;
+    const gone = () => !isAlive(parentPid) || (parentPid === ppid0 && process.ppid !== ppid0);
+    const watch = setInterval(() => {
+      if (gone()) parentGone?.();
+    }, 1000);
+    watch.unref();
+    if (gone()) parentGone();
+  }
   const dialect = flags.dialect as string | undefined;
   if (dialect !== undefined && !isDialectName(dialect)) throw new CliError(`--dialect must be one of ${DIALECT_NAMES.join(', ')}, got "${dialect}"`);
+  const token = flags.token as string | undefined;
+  if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) throw new CliError('--token must be printable ASCII without spaces (it is sent as "Authorization: Bearer <token>")');
   const server = await openOrFail(
     () =>
       startEnvServer({
@@ -64,12 +82,14 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
         indexDir,
         dialect,
         port: num(flags, 'port', (n) => Number.isInteger(n) && n >= 0 && n <= 65535, 'an integer port 0-65535'),
-        token: flags.token as string | undefined,
+        token,
         faultRate: num(flags, 'fault-rate', (n) => n >= 0 && n <= 1, 'a probability in [0, 1]'),
         faultSeed: num(flags, 'fault-seed', (n) => Number.isInteger(n), 'an integer'),
         latencyMs: num(flags, 'latency-ms', (n) => n >= 0, '>= 0'),
         timeoutMs: num(flags, 'timeout-ms', (n) => n > 0, '> 0'),
         maxBodyBytes: num(flags, 'max-body-bytes', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
+        otcMaxRuns: num(flags, 'otc-max-runs', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
+        otcIdleMs: ((s) => (s === undefined ? undefined : s * 1000))(num(flags, 'otc-idle-s', (n) => n > 0, '> 0')),
         onProgress,
         onBadLine,
       }),
@@ -83,9 +103,26 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
 
   process.off('SIGTERM', stopDuringStartup);
   process.off('SIGINT', stopDuringStartup);
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+  const signal = await new Promise<NodeJS.Signals | 'parent exited'>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
+    parentGone = () => {
+      parentGone = null;
+      // A trainer's stage outlives a killed pipeline for a moment (it finishes its step and checkpoints, grading
+      // with us): stop once no request has come or been in flight for 2 s, and at most 60 s after the parent died.
+      const gaveUp = Date.now() + 60_000;
+      let last = -1;
+      const idle = setInterval(() => {
+        const s = server.stats();
+        const seen = s.requests;
+        const inFlight = s.requests - s.ok - s.client_errors - s.server_errors;
+        if ((seen === last && inFlight === 0) || Date.now() > gaveUp) {
+          clearInterval(idle);
+          resolve('parent exited');
+        }
+        last = seen;
+      }, 2000);
+    };
   });
   await server.close();
   event({ event: 'stopped', signal });
@@ -97,6 +134,7 @@ async function openOrFail<T>(open: () => Promise<T>, corpus: string): Promise<T>
   try {
     return await open();
   } catch (e) {
+    if (e instanceof CorpusError) throw new CliError(e.message);
     const err = e as NodeJS.ErrnoException;
     if (err.code === 'EADDRINUSE') throw new CliError(`port in use: ${err.message}`);
     if (err.code === 'ENOENT' || err.code === 'EACCES' || err.code === 'EISDIR' || err.code === 'ENOTDIR' || err.code === 'EROFS') {
@@ -107,7 +145,17 @@ async function openOrFail<T>(open: () => Promise<T>, corpus: string): Promise<T>
 }
 
 /** A signal while the index is still building: stop at once (the index file is written atomically). */
-function stopDuringStartup(signal: NodeJS.Signals): void {
+function stopDuringStartup(signal: NodeJS.Signals | 'parent exited'): void {
   event({ event: 'stopped', signal, during: 'startup' });
   process.exit(signal === 'SIGINT' ? 130 : 143);
+}
+
+/** Whether process `pid` still exists (signal 0 checks without sending; EPERM means it exists as another user). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

@@ -19,7 +19,8 @@ const USAGE = `coa — CoA Studio command line
   coa data check <run-config.json> [--json]
       users' data for the trainer (docs/training.md, "Data contract"); bad data: FILE:LINE:COL: error: FIELD: …, exit 2
 
-Dialects: coa, search-r1, autocoa, hermes (default: detect per record). Format codes: docs/format-rules.md`;
+Dialects: coa, search-r1, autocoa, hermes (default: detect per record). Format codes: docs/format-rules.md
+Exit codes: 0 done; 1 problems found in the input (validate); 2 usage, unreadable input or unwritable output`;
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;

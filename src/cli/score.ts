@@ -32,7 +32,7 @@ export async function runScore(args: ParsedArgs): Promise<number> {
         bad++;
         console.error(`${file}:${e.line}:${e.problem!.column}: error ${e.problem!.code} ${e.problem!.message} (copied unchanged)`);
         if (e.problem!.code === 'COA104') throw new CliError(`${file}: binary data, not a JSONL text file`);
-        await out.write(e.raw);
+        await out.write(e.bytes ?? e.raw); // invalid UTF-8: the original bytes, not the lossy decoding
         continue;
       }
       const [reward] = scoreRecords([e.record], scheme as Scheme, params, state);

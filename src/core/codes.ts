@@ -56,5 +56,6 @@ export const RECORD_RULES = {
   COA102: { code: 'COA102', title: 'record schema violation', severity: 'error' },
   COA103: { code: 'COA103', title: 'duplicate record id', severity: 'error' },
   COA104: { code: 'COA104', title: 'not a text file', severity: 'error' },
+  COA105: { code: 'COA105', title: 'invalid UTF-8', severity: 'error' },
 } as const;
 export type RecordCode = keyof typeof RECORD_RULES;

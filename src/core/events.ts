@@ -2,6 +2,11 @@
 // also echoed on the trainer's stdout. scripts/gen-schemas.ts exports it as schemas/events.schema.json, which the
 // Python trainer validates against (src/trainer/coa_trainer/events.py); both are checked against
 // test/conformance/events.json.
+// Exactly once across resume (docs/training.md, "Stopping, killing, resuming"): each (type, stage, step) of the step
+// events — metrics, progress, sample, checkpoint, eval, alert — appears at most once in the file. A stage resumed from
+// a checkpoint rewrites the file without its step events written after that checkpoint (a new file renamed into
+// place); readers following the file see a new inode, and eventTail.ts starts again from the top with `reset`.
+// run_started, stage_finished, log and error are per attempt (a resumed stage has its own run_started).
 import { z } from 'zod';
 import { RecordSchema } from './record';
 

@@ -13,3 +13,4 @@ export { importVerlParquet, extractQuestion, goldenAnswers } from './importers/v
 export { importSearchR1Transcripts } from './importers/search-r1';
 export { conversationToRecord } from './importers/openai';
 export * from './stages';
+export * from './names';

@@ -1,6 +1,11 @@
 // JSONL reading: streaming, constant memory, byte offsets kept, bad lines reported with line and column and
 // skipped (never fatal). The same per-line parser serves the CLI, the language server and the notebook.
+// Hostile input stays an error, never a crash: a UTF-8 BOM at the start of the file is skipped (offsets still count
+// its 3 bytes), invalid UTF-8 is COA105 at the first bad byte (never replaced silently), and a value nested deeper
+// than MAX_NESTING is COA101 at the bracket that goes too deep (jsonc-parser and JSON.stringify recurse, so a
+// 5,000-level line would overflow the stack in every later step).
 import { createReadStream } from 'node:fs';
+import { isUtf8 } from 'node:buffer';
 import { findNodeAtLocation, parseTree } from 'jsonc-parser';
 import { RecordSchema, TrajectoryRecord } from './record';
 import type { RecordCode } from './codes';
@@ -16,6 +21,9 @@ export interface LineProblem {
   path?: string;
 }
 
+/** Deepest nesting of arrays and objects a record may have (the trainer's Python json reader allows ~1,000). */
+export const MAX_NESTING = 512;
+
 export interface JsonlEntry {
   /** 1-based line number. */
   line: number;
@@ -23,6 +31,8 @@ export interface JsonlEntry {
   offset: number;
   byteLength: number;
   raw: string;
+  /** The line's bytes, only when they are not valid UTF-8 (raw is then lossy): copy these, not raw. */
+  bytes?: Buffer;
   record?: TrajectoryRecord;
   problem?: LineProblem;
 }
@@ -30,14 +40,21 @@ export interface JsonlEntry {
 /** Parse one line as a trajectory record. Never throws. */
 export function parseRecordLine(raw: string, line: number, offset = 0, byteLength = Buffer.byteLength(raw)): JsonlEntry {
   const entry: JsonlEntry = { line, offset, byteLength, raw };
+  // A BOM left at the start of a line (an editor's first line, files concatenated with cat) is not JSON text.
+  const bom = raw.charCodeAt(0) === 0xfeff ? 1 : 0;
   let value: unknown;
   try {
-    value = JSON.parse(raw);
+    value = JSON.parse(bom ? raw.slice(1) : raw);
   } catch (e) {
     const message = (e as Error).message;
     const pos = Number(/at position (\d+)/.exec(message)?.[1] ?? NaN);
-    const column = Number.isFinite(pos) ? pos + 1 : Math.max(1, raw.length);
+    const column = Number.isFinite(pos) ? pos + 1 + bom : Math.max(1, raw.length);
     entry.problem = { code: 'COA101', message: `invalid JSON: ${message.replace(/ in JSON at position \d+.*$/, '')}`, column, length: 1 };
+    return entry;
+  }
+  const deep = nestingProblem(raw, value);
+  if (deep) {
+    entry.problem = { code: 'COA101', message: `invalid JSON: ${deep.message}`, column: deep.column, length: 1 };
     return entry;
   }
   const fast = plainRecord(value);
@@ -52,11 +69,11 @@ export function parseRecordLine(raw: string, line: number, offset = 0, byteLengt
   }
   const issue = result.error.issues[0];
   const path = issue.path.map(String);
-  const where = locate(raw, issue.path as (string | number)[]);
+  const where = locate(bom ? raw.slice(1) : raw, issue.path as (string | number)[]);
   entry.problem = {
     code: 'COA102',
     message: `${path.length ? path.join('.') : 'record'}: ${issue.message}`,
-    column: where.start + 1,
+    column: where.start + 1 + bom,
     length: Math.max(1, where.length),
     path: path.join('.'),
   };
@@ -126,6 +143,66 @@ function inSchemaOrder(o: Record<string, unknown>, schema: readonly string[]): R
   return copy;
 }
 
+/** For a line and its JSON.parse value: nested deeper than MAX_NESTING → the 1-based column of the bracket that goes too
+ * deep and a message; else null. Every reader that later walks the value recursively (jsonc-parser, JSON.stringify,
+ * zod) asks first. */
+export function nestingProblem(raw: string, value: unknown): { column: number; message: string } | null {
+  if (raw.length <= 2 * MAX_NESTING || countUpTo(raw, '[', MAX_NESTING + 1) + countUpTo(raw, '{', MAX_NESTING + 1) <= MAX_NESTING) return null;
+  if (!nestedDeeperThan(value, MAX_NESTING)) return null;
+  return { column: tooDeepAt(raw, MAX_NESTING) + 1, message: `nested deeper than ${MAX_NESTING} levels` };
+}
+
+/** Occurrences of `ch` in `text`, counting stops at `limit` (indexOf jumps: cheap for the few brackets a record has). */
+function countUpTo(text: string, ch: string, limit: number): number {
+  let n = 0;
+  for (let i = text.indexOf(ch); i >= 0 && n < limit; i = text.indexOf(ch, i + 1)) n++;
+  return n;
+}
+
+/** Whether arrays/objects nest more than `max` levels in a parsed value: iterative, stops at the first too-deep one. */
+function nestedDeeperThan(value: unknown, max: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const stack: unknown[] = [value];
+  const depths: number[] = [1];
+  while (stack.length) {
+    const v = stack.pop() as Record<string, unknown> | unknown[];
+    const d = depths.pop()!;
+    if (d > max) return true;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const x = v[i];
+        if (typeof x === 'object' && x !== null) {
+          stack.push(x);
+          depths.push(d + 1);
+        }
+      }
+    } else {
+      for (const k in v) {
+        const x = v[k];
+        if (typeof x === 'object' && x !== null) {
+          stack.push(x);
+          depths.push(d + 1);
+        }
+      }
+    }
+  }
+  return false;
+}
+
+/** Offset of the first `[` or `{` (outside strings) that opens level max + 1 of a raw JSON line. */
+function tooDeepAt(raw: string, max: number): number {
+  let depth = 0;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 34 /* " */) {
+      for (i++; i < raw.length && raw.charCodeAt(i) !== 34; i++) if (raw.charCodeAt(i) === 92) i++;
+    } else if (c === 91 || c === 123) {
+      if (++depth > max) return i;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return 0;
+}
+
 /** Where a JSON path sits in a line: the value if present, else the enclosing object. */
 export function locate(raw: string, path: (string | number)[]): { start: number; length: number } {
   const root = parseTree(raw);
@@ -156,6 +233,7 @@ export async function* readJsonl(path: string, options: ReadOptions = {}): Async
   let offset = 0; // byte offset of the start of the pending line
   let first = true;
   for await (const chunk of stream as AsyncIterable<Buffer>) {
+    let start = 0;
     if (first) {
       first = false;
       if (looksBinary(chunk)) {
@@ -164,7 +242,6 @@ export async function* readJsonl(path: string, options: ReadOptions = {}): Async
         return;
       }
     }
-    let start = 0;
     for (let nl = chunk.indexOf(10, start); nl >= 0; nl = chunk.indexOf(10, start)) {
       const piece = chunk.subarray(start, nl);
       const buf = carryLength ? Buffer.concat([...carry, piece], carryLength + piece.length) : piece;
@@ -192,8 +269,9 @@ export async function* readJsonl(path: string, options: ReadOptions = {}): Async
 /** Split in-memory text (an editor document) into entries. */
 export function* iterateJsonlText(text: string): Generator<JsonlEntry> {
   let lineNo = 0;
-  let start = 0;
-  let byteOffset = 0;
+  const bom = text.charCodeAt(0) === 0xfeff;
+  let start = bom ? 1 : 0;
+  let byteOffset = bom ? 3 : 0;
   while (start <= text.length) {
     let nl = text.indexOf('\n', start);
     if (nl < 0) nl = text.length;
@@ -209,11 +287,50 @@ export function* iterateJsonlText(text: string): Generator<JsonlEntry> {
 }
 
 function lineEntry(buf: Buffer, lineNo: number, offset: number, parse = parseRecordLine): JsonlEntry | null {
+  // A UTF-8 BOM opening the file is not part of record 1 (its offset moves past the 3 bytes).
+  const bom = lineNo === 1 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
   let end = buf.length;
-  if (end > 0 && buf[end - 1] === 13) end--; // CRLF
-  const raw = buf.toString('utf8', 0, end);
+  if (end > bom && buf[end - 1] === 13) end--; // CRLF
+  const bytes = buf.subarray(bom, end);
+  offset += bom;
+  end -= bom;
+  const raw = bytes.toString('utf8');
   if (raw.trim() === '') return null;
+  if (!isUtf8(bytes)) {
+    const bad = firstInvalidUtf8(bytes);
+    return {
+      line: lineNo, offset, byteLength: end, raw, bytes: Buffer.from(bytes),
+      problem: { code: 'COA105', message: `invalid UTF-8: byte 0x${bytes[bad].toString(16).padStart(2, '0')} at byte ${bad + 1} of the line`, column: bytes.toString('utf8', 0, bad).length + 1, length: 1 },
+    };
+  }
   return parse(raw, lineNo, offset, end);
+}
+
+/** Index of the first byte that does not begin or continue a well-formed UTF-8 sequence (RFC 3629: no overlongs, no surrogates). */
+export function firstInvalidUtf8(b: Uint8Array): number {
+  for (let i = 0; i < b.length; ) {
+    const c = b[i];
+    let n: number;
+    let lo = 0x80;
+    let hi = 0xbf;
+    if (c < 0x80) n = 0;
+    else if (c >= 0xc2 && c <= 0xdf) n = 1;
+    else if (c >= 0xe0 && c <= 0xef) {
+      n = 2;
+      if (c === 0xe0) lo = 0xa0;
+      else if (c === 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      n = 3;
+      if (c === 0xf0) lo = 0x90;
+      else if (c === 0xf4) hi = 0x8f;
+    } else return i;
+    for (let k = 1; k <= n; k++) {
+      const x = b[i + k];
+      if (x === undefined || x < (k === 1 ? lo : 0x80) || x > (k === 1 ? hi : 0xbf)) return i;
+    }
+    i += n + 1;
+  }
+  return b.length;
 }
 
 /** NUL bytes do not occur in UTF-8 JSON text. */

@@ -25,6 +25,9 @@ export interface BadLine {
   message: string;
 }
 
+/** A corpus the server cannot serve (no valid passage): a user error, reported in one line by the CLI. */
+export class CorpusError extends Error {}
+
 /** Parse one corpus line; a string is the reason it is not a passage. */
 export function parsePassage(text: string): Passage | string {
   let value: unknown;

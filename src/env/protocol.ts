@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { DIALECT_NAMES, type DialectName } from '../core/dialects';
 import { RecordSchema, SCHEMES, type RewardBreakdown, type Scheme, type TrajectoryRecord } from '../core/record';
 import { RewardParamsSchema, type RewardParams } from '../core/rewards';
+import { NAME_RE, NAME_RULE_TEXT } from '../core/names';
 
 export const MAX_QUERIES = 1024;
 export const MAX_TOP_K = 100;
@@ -17,14 +18,14 @@ export const SearchRequestSchema = z
   })
   .strict();
 
-export const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export const RUN_ID = NAME_RE;
 
 export const GradeRequestSchema = z
   .object({
     records: z.array(RecordSchema),
     scheme: z.enum(SCHEMES),
     params: RewardParamsSchema.optional(),
-    run: z.string().regex(RUN_ID, 'run ids are 1-128 characters of A-Z a-z 0-9 . _ - (starting with a letter or digit)').optional(),
+    run: z.string().regex(RUN_ID, `run ids are ${NAME_RULE_TEXT}`).optional(),
   })
   .strict();
 

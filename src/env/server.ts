@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import type { DialectName } from '../core/dialects';
 import { OtcState, scoreRecords } from '../core/rewards';
+import { OtcStore } from './otcStore';
 import { Retriever, type OpenInfo, type OpenOptions } from './retriever';
 import { formatObservation } from './observations';
 import { HttpError, parseJson, readBody, sendError, sendJson } from './http';
@@ -15,6 +16,7 @@ import { makeRandom } from './random';
 import { authenticate, retrieve, RETRIEVE_PATH, routePath } from './retrieve';
 import { ToolHealth } from './toolHealth';
 import { alertsStep } from './alertsRoute';
+import { CorpusError } from './corpus';
 
 export interface EnvServerOptions extends OpenOptions {
   corpus: string;
@@ -33,6 +35,10 @@ export interface EnvServerOptions extends OpenOptions {
   maxBodyBytes?: number;
   /** Seed for fault injection (reproducible drills); default: unseeded. */
   faultSeed?: number;
+  /** OTC-GRPO states kept at once (least recently used evicted past it); default 256. */
+  otcMaxRuns?: number;
+  /** An OTC-GRPO state unused this long is dropped; default 6 h. */
+  otcIdleMs?: number;
 }
 
 export interface EnvServer {
@@ -71,8 +77,13 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
   const random = makeRandom(opts.faultSeed);
 
   const retriever = await Retriever.open(opts.corpus, opts);
+  if (retriever.passages === 0) {
+    // Every search would answer nothing and RL would train on empty observations: refuse to start instead.
+    retriever.close();
+    throw new CorpusError(`${opts.corpus}: no valid passages (each line must be {"id": …, "contents": "…"}; malformed lines are reported as bad_line events)`);
+  }
   const started = Date.now();
-  const runs = new Map<string, OtcState>();
+  const runs = new OtcStore({ maxRuns: opts.otcMaxRuns, idleMs: opts.otcIdleMs });
   const toolHealth = new ToolHealth(); // per-caller calls, failures, empty results, latency (src/env/toolHealth.ts)
   const stats: Record<string, number> = {
     requests: 0, ok: 0, client_errors: 0, server_errors: 0, injected_faults: 0, timeouts: 0, queries: 0, graded_records: 0,
@@ -86,7 +97,12 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
   };
 
   const runParam = (params: Record<string, string>): string => {
-    const run = decodeURIComponent(params.run);
+    let run: string;
+    try {
+      run = decodeURIComponent(params.run);
+    } catch {
+      throw new HttpError('invalid_request', `invalid run id: ${JSON.stringify(params.run)} is not valid percent-encoding`, 'run');
+    }
     if (!RUN_ID.test(run)) throw new HttpError('invalid_request', `invalid run id ${JSON.stringify(run)}`, 'run');
     return run;
   };
@@ -95,7 +111,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     {
       pattern: /^\/v1\/health$/,
       methods: {
-        GET: async () => ({ body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats } } }),
+        GET: async () => ({ body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats, otc_runs: runs.size, otc_evictions: runs.evictions } } }),
       },
     },
     { pattern: /^\/v1\/tools$/, methods: { GET: async () => ({ body: { tools: toolSpecs(retriever.passages) } }) } },
@@ -120,10 +136,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
         POST: async (_req, body) => {
           const g = validate(GradeRequestSchema, await body());
           let state: OtcState | undefined;
-          if (g.run !== undefined) {
-            state = runs.get(g.run) ?? new OtcState();
-            runs.set(g.run, state);
-          }
+          if (g.run !== undefined) state = runs.getOrCreate(g.run);
           const breakdowns = scoreRecords(g.records, g.scheme, g.params ?? {}, state);
           stats.graded_records += g.records.length;
           return { body: { breakdowns } };
@@ -158,6 +171,11 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
           }
           runs.set(run, state);
           return { body: { run, questions: state.size } };
+        },
+        DELETE: async (_req, _body, params) => {
+          const run = runParam(params);
+          if (!runs.delete(run)) throw new HttpError('unknown_run', `no OTC state for run ${JSON.stringify(run)}`);
+          return { body: { run, deleted: true } };
         },
       },
     },

@@ -60,7 +60,7 @@ export function lineGeometry(raw: string): LineGeometry | null {
  * instead of building nodes. null when the line is not a plain JSON object or a key has escapes.
  */
 function topLevelValues(raw: string): { response: number; id: { start: number; end: number } | null } | null {
-  let p = skipWs(raw, 0);
+  let p = skipWs(raw, raw.charCodeAt(0) === 0xfeff ? 1 : 0); // a BOM before the object (parseRecordLine skips it too)
   if (raw.charCodeAt(p) !== 123 /* { */) return null;
   p = skipWs(raw, p + 1);
   let response = -2; // -2: not met yet

@@ -2,7 +2,7 @@
 // and a line that is not a JSON object reported as a DataError. Streams, so large files stay in constant memory.
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { locate } from '../jsonl';
+import { locate, nestingProblem } from '../jsonl';
 import { DataError, typeName } from './errors';
 
 export interface JsonLine {
@@ -28,6 +28,8 @@ export async function* readJsonObjects(file: string): AsyncGenerator<JsonLine> {
       const col = Number.isFinite(pos) ? pos + 1 : Math.max(1, raw.length);
       throw new DataError(file, line, col, 'record', `not valid JSON (${message.replace(/ in JSON at position \d+.*$/, '')})`);
     }
+    const deep = nestingProblem(raw, value); // before anything walks it recursively (locate, zod, JSON.stringify)
+    if (deep) throw new DataError(file, line, deep.column, 'record', `not valid JSON here: ${deep.message}`);
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw new DataError(file, line, 1, 'record', `expected a JSON object, got ${typeName(value)}`);
     }

@@ -33,6 +33,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
   const token = randomBytes(24).toString('base64url');
   const args = [opts.cli, 'env', 'serve', '--corpus', opts.corpus, '--port', String(opts.port ?? 0), '--token', token];
   if (opts.dialect) args.push('--dialect', opts.dialect);
+  args.push('--parent-pid', String(process.pid)); // a crashed extension host leaves no server behind
   let listening: { url: string; token: string } | undefined;
   let onListening: (() => void) | undefined;
   const proc = new ManagedProcess({

@@ -1,6 +1,17 @@
 """`python -m coa_trainer …` entry point."""
 
-from .cli import main
+# First lines, before any heavy import: SIGTERM cancels cleanly from here on, and a child of a pipeline dies with it.
+from .lifecycle import StartupCancelled, cancel_during_startup, die_with_parent
+
+cancel_during_startup()
+cancelled = False
+try:
+    die_with_parent()
+    from . import cli  # noqa: F401  (argparse only: the commands import what they need)
+except StartupCancelled:  # SIGTERM while importing the command line: still a cancelled stage (cli.main says so)
+    cancelled = True
 
 if __name__ == "__main__":
-    main()
+    from .cli import main
+
+    main(cancelled=cancelled)

@@ -9,6 +9,17 @@ import sys
 from .schemas import stage_table, trainable_stages
 
 
+def name_arg(value: str) -> str:
+    """argparse type for --label: the one name rule of src/core/names.ts (schemas/names.json) — a plain path segment,
+    so stages/<label>/ can never leave the run directory."""
+    from .names import name_error
+
+    err = name_error(value)
+    if err:
+        raise argparse.ArgumentTypeError(err)
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m coa_trainer",
@@ -23,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--run-dir", required=True, help="run directory, e.g. runs/<id>")
     train.add_argument("--resume", action="store_true", help="continue from the stage's latest checkpoint")
     train.add_argument("--max-steps", type=int, default=None, help="override the stage's step count")
-    train.add_argument("--label", default=None, help="name of this stage run: stages/<label>/ and the events' stage "
+    train.add_argument("--label", default=None, type=name_arg, help="name of this stage run: stages/<label>/ and the events' stage "
                        "(default: the stage name; e.g. --stage rl2 --label rl2-otc)")
     train.add_argument("--env-url", default=None, help="RL stages: use a running env server instead of starting one")
     train.add_argument("--env-token", default=None)
@@ -64,8 +75,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, cancelled: bool = False) -> None:
+    """`cancelled`: SIGTERM came while __main__ was importing this module."""
+    import signal
+
+    from .lifecycle import StartupCancelled
+
+    # held while parsing (a SIGTERM then arrives inside the try below, where the run directory is known)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     args = build_parser().parse_args(argv)
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        if cancelled:
+            raise StartupCancelled("SIGTERM")
+        run_command(args)
+    except StartupCancelled:  # SIGTERM before the command took over signals (lifecycle.cancel_during_startup)
+        sys.exit(cancelled_at_startup(args))
+
+
+def cancelled_at_startup(args: argparse.Namespace) -> int:
+    """A stage or pipeline stopped while starting: its `stage_finished` (cancelled) still comes, exit 130."""
+    from pathlib import Path
+
+    from .events import EventWriter
+    from .lifecycle import RunLock, RunLockBusy, startup_step
+
+    if args.command in ("train", "pipeline"):
+        stage = (args.label or args.stage) if args.command == "train" else "pipeline"
+        step = startup_step(Path(args.run_dir), stage, args.resume) if args.command == "train" else 0
+        try:
+            lock = RunLock.acquire(Path(args.run_dir), args.command)  # never write into another trainer's run
+        except (RunLockBusy, OSError):
+            return 130
+        try:
+            with EventWriter(Path(args.run_dir)) as w:
+                w.emit("stage_finished", stage=stage, step=step, status="cancelled", checkpoint=None)
+        except OSError:
+            pass
+        finally:
+            lock.release()
+    return 130
+
+
+def run_command(args: argparse.Namespace) -> None:
     if args.command == "train":
         from .train import train_command
 

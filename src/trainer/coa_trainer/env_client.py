@@ -45,8 +45,9 @@ class EnvClient:
             raise EnvError(f"{cli_path} not found: build the CLI first (npm run build)")
         if not Path(corpus).is_file():
             raise EnvError(f"corpus {corpus} not found")
+        # --parent-pid: the server stops itself when this process dies, even by SIGKILL (no orphaned servers)
         argv = [node_exe, str(cli_path), "env", "serve", "--corpus", str(corpus), "--port", "0",
-                "--dialect", dialect, *(extra_args or [])]
+                "--dialect", dialect, "--parent-pid", str(os.getpid()), *(extra_args or [])]
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True, bufsize=1)

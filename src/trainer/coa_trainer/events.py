@@ -1,7 +1,13 @@
 """Event protocol v1: EventWriter appends one JSON object per line to runs/<id>/events.jsonl (flushed per event)
 and echoes it on stdout. Events and records are validated against the JSON Schemas generated from the core
 (src/core/events.ts, src/core/record.ts → schemas/events.schema.json, schemas/record.schema.json); both languages
-are checked against test/conformance/events.json."""
+are checked against test/conformance/events.json.
+
+Exactly once across resume (docs/training.md, "Stopping, killing, resuming"): a checkpoint records the events file's size
+(`resume_marks`); a stage resumed from it drops its own step events written after that point (`supersede`: the
+steps it is about to redo), by writing the file anew and renaming it over the old one. Readers following the file
+see a new inode and start again from the top (src/core/eventTail.ts reports a reset); writers still holding the old
+file reopen it before their next event."""
 
 from __future__ import annotations
 
@@ -17,6 +23,8 @@ from typing import Any, TextIO
 from .schemas import load_schema_file
 
 PROTOCOL_VERSION = 1
+# Events that belong to one step of one stage: after a resume each (type, stage, step) appears once in events.jsonl.
+STEP_EVENTS = ("metrics", "progress", "sample", "checkpoint", "eval", "alert")
 
 
 class EventError(ValueError):
@@ -127,9 +135,32 @@ class EventWriter:
         self.enabled = enabled
         self.path = self.run_dir / "events.jsonl"
         self._file = None
+        self._ino = 0
         if enabled:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "a", encoding="utf-8")
+            self._open()
+
+    def _open(self) -> None:
+        self._file = open(self.path, "a", encoding="utf-8")
+        self._ino = os.fstat(self._file.fileno()).st_ino
+        if self._file.tell() > 0:  # a line cut by a kill must not swallow the next event
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    self._file.write("\n")
+                    self._file.flush()
+
+    def _current_file(self) -> Any:
+        """The open file, reopened when another writer replaced events.jsonl (a resumed stage's supersede)."""
+        assert self._file is not None
+        try:
+            replaced = os.stat(self.path).st_ino != self._ino
+        except FileNotFoundError:
+            replaced = True
+        if replaced:
+            self._file.close()
+            self._open()
+        return self._file
 
     def emit(self, type: str, **fields: Any) -> dict:
         event = sanitize({"v": PROTOCOL_VERSION, "time": time.time(), "run": self.run, "type": type, **fields})
@@ -137,14 +168,55 @@ class EventWriter:
         if not self.enabled:
             return event
         line = json.dumps(event, allow_nan=False, ensure_ascii=False)
-        assert self._file is not None
-        self._file.write(line + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno()) if type in ("stage_finished", "error", "checkpoint") else None
+        f = self._current_file()
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno()) if type in ("stage_finished", "error", "checkpoint") else None
         if self.echo is not None:
             self.echo.write(line + "\n")
             self.echo.flush()
         return event
+
+    def resume_marks(self) -> dict:
+        """What a checkpoint records so that a resume from it can drop the events written after it."""
+        if not self.enabled:
+            return {}
+        return {"events_offset": self._current_file().tell()}
+
+    def supersede(self, stage: str, step: int, offset: int | None) -> int:
+        """Drop `stage`'s step events (STEP_EVENTS) with a step after `step` written at or after byte `offset` — the
+        steps a run resumed from that checkpoint does again. Everything else stays, in order. Atomic: a new file,
+        fsynced, renamed over events.jsonl. Returns how many events were dropped."""
+        if not self.enabled or not self.path.is_file():
+            return 0
+        with open(self.path, "rb") as f:
+            data = f.read()
+        start = min(max(offset or 0, 0), len(data))
+        start = data.rfind(b"\n", 0, start) + 1  # a whole line (an offset is always one; be safe)
+        kept: list[bytes] = []
+        dropped = 0
+        for raw in data[start:].splitlines(keepends=True):
+            try:
+                e = json.loads(raw)
+            except ValueError:  # a line cut by a kill: keep it as it is (readers report it)
+                kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
+                continue
+            if (isinstance(e, dict) and e.get("type") in STEP_EVENTS and e.get("stage") == stage
+                    and isinstance(e.get("step"), int) and e["step"] > step):
+                dropped += 1
+            else:
+                kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
+        if dropped == 0:
+            return 0
+        tmp = self.path.with_name(self.path.name + ".resume-tmp")
+        with open(tmp, "wb") as f:
+            f.write(data[:start])
+            f.writelines(kept)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        self._current_file()  # reopen ours now
+        return dropped
 
     def close(self) -> None:
         if self._file is not None:

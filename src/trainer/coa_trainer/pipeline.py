@@ -9,7 +9,11 @@ Each stage is `python -m coa_trainer train --stage …` in a child process (its 
 reaches only this process): its events go to runs/<id>/events.jsonl and are echoed on the shared stdout. This
 process adds `pipeline` events around them (run_started, progress per stage, stage_finished) and `eval` events per
 results row. SIGTERM/SIGINT: forwarded to the running stage as SIGTERM (it checkpoints and exits), then the server is
-stopped and the pipeline exits 130; `--resume` later skips finished stages and resumes the interrupted one."""
+stopped and the pipeline exits 130; `--resume` later skips finished stages and resumes the interrupted one.
+
+Nothing outlives a SIGKILLed pipeline (lifecycle.py): the stage gets SIGTERM from the kernel (parent-death signal)
+and checkpoints, the environment server stops itself (`--parent-pid`), and the run directory stays locked until the
+stage has exited, so a `--resume` cannot start a second trainer beside it."""
 
 from __future__ import annotations
 
@@ -71,8 +75,8 @@ def otc_config(config: dict, run_dir: Path) -> Path:
 
 
 class Pipeline:
-    def __init__(self, args: Any, config: dict, writer: EventWriter):
-        self.args, self.config, self.writer = args, config, writer
+    def __init__(self, args: Any, config: dict, writer: EventWriter, lock: Any = None):
+        self.args, self.config, self.writer, self.lock = args, config, writer, lock
         self.run_dir = Path(args.run_dir)
         self.child: subprocess.Popen | None = None
         self.cancelled = False
@@ -100,7 +104,9 @@ class Pipeline:
         launcher = [sys.executable]
         nproc = getattr(self.args, "nproc_per_node", 1) or 1
         if nproc > 1:  # DDP on this machine; multi-node: run the stages with torchrun yourself
-            launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+            # torchrun's launcher runs through lifecycle's entry so that it too dies with the pipeline
+            launcher += ["-m", "coa_trainer.lifecycle", "torch.distributed.run", "--standalone",
+                         f"--nproc_per_node={nproc}"]
         argv = [*launcher, "-m", "coa_trainer", "train", "--stage", stage, "--config", str(config_path),
                 "--run-dir", str(self.run_dir)]
         if step == "rl2-otc":
@@ -112,11 +118,14 @@ class Pipeline:
         return argv
 
     def run_stage(self, step: str) -> None:
+        from .lifecycle import child_env
+
         paths = [PACKAGE_PARENT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+        # the stage dies with us (COA_PARENT_PID) and runs under our run-directory lock (its descriptor inherited)
+        env = child_env({"PYTHONPATH": os.pathsep.join(paths), **(self.lock.child_env() if self.lock else {})})
         sys.stdout.flush()
         self.child = subprocess.Popen(self.stage_argv(step), stdin=subprocess.DEVNULL, env=env,
-                                      start_new_session=True)
+                                      start_new_session=True, pass_fds=(self.lock.fd,) if self.lock else ())
         try:
             code = self.child.wait()
         finally:
@@ -155,6 +164,8 @@ class Pipeline:
     def run(self, steps: list[str]) -> int:
         w = self.writer
         started = time.time()
+        if self.args.resume:  # this run reports every step's progress again (finished ones as skipped): once each
+            w.supersede("pipeline", 0, 0)
         w.emit("run_started", stage="pipeline", config=self.config, total_steps=len(steps), device="pipeline",
                world_size=1, pid=os.getpid(), resumed_from=None)
         done = 0
@@ -197,10 +208,19 @@ class Pipeline:
 
 def pipeline_command(args: Any) -> int:
     from .env_client import EnvError
+    from .lifecycle import RunLock, RunLockBusy
+    from .names import name_error
 
     run_dir = Path(args.run_dir)
+    if err := name_error(run_dir.resolve().name, "run id (the run directory's name)"):
+        print(f"coa_trainer: {err}", file=sys.stderr)
+        return 2
     try:
+        lock = RunLock.acquire(run_dir, "pipeline")
         writer = EventWriter(run_dir)
+    except RunLockBusy as e:
+        print(f"coa_trainer: {e}", file=sys.stderr)  # not an event: events.jsonl belongs to the trainer holding it
+        return 2
     except OSError as e:
         print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
         return 2
@@ -209,7 +229,7 @@ def pipeline_command(args: Any) -> int:
     try:
         config = load_config(args.config)
         steps = parse_steps(args.stages)
-        pipe = Pipeline(args, config, writer)
+        pipe = Pipeline(args, config, writer, lock)
         for s in old:
             signal.signal(s, pipe.on_signal)
         return pipe.run(steps)
@@ -229,3 +249,4 @@ def pipeline_command(args: Any) -> int:
         for s, h in old.items():
             signal.signal(s, h)
         writer.close()
+        lock.release()

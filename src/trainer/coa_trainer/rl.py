@@ -10,8 +10,8 @@ all-reduced so the logged numbers and the loss normalisation are global. Rank 0 
 from __future__ import annotations
 
 import json
+import os
 import random
-import re
 import time
 import zlib
 from pathlib import Path
@@ -47,7 +47,11 @@ def _connect_env(args: Any, config: dict, run_dir: Path, di: Any) -> tuple[Any, 
 
 
 def _grade_run_id(run: str, label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "-", f"{run}.{label}").lstrip("._-")[:128] or "run"
+    """The env server's OTC state key: <run>.<label> (both valid names), shortened with a hash past the length limit."""
+    from .names import is_valid_name
+
+    key = f"{run}.{label}"
+    return key if is_valid_name(key) else f"run-{zlib.crc32(key.encode()):08x}"
 
 
 def _record(tok: Any, q: Any, tr: RlTrajectory, advantage: float, breakdown: dict | None, meta: dict,
@@ -154,6 +158,11 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
             step = resumed_from = state["step"]
             extra = state.get("extra", {})
             monitor.load_state_dict(extra.get("alerts", {}))
+            rollouts = sdir / "rollouts.coa.jsonl"
+            if di.rank == 0 and extra.get("rollouts_offset") is not None and rollouts.is_file():
+                # the rollouts of the steps about to be redone were written after the checkpoint: exactly once
+                with open(rollouts, "r+b") as f:
+                    f.truncate(min(extra["rollouts_offset"], os.fstat(f.fileno()).st_size))
             if di.rank == 0 and extra.get("otc_state") is not None:
                 env.import_otc_state(grade_run, extra["otc_state"])
         elif di.rank == 0 and scheme == "otc-grpo":  # a fresh stage starts with no running minimum
@@ -272,8 +281,10 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
 def _checkpoint(ckpt_dir: Path, step: int, model: Any, opt: Any, sched: Any, label: str, env: Any, grade_run: str,
                 scheme: str, monitor: AlertMonitor, writer: Any, di: Any, save: Any, prune: Any = None) -> None:
     if di.rank == 0:
+        rollouts = ckpt_dir.parent / "rollouts.coa.jsonl"
         extra = {"otc_state": env.export_otc_state(grade_run) if scheme == "otc-grpo" else None,
-                 "alerts": monitor.state_dict()}
+                 "alerts": monitor.state_dict(), **writer.resume_marks(),
+                 "rollouts_offset": rollouts.stat().st_size if rollouts.is_file() else 0}
         path = save(ckpt_dir, step, step, model, opt, sched, label, extra)
         if prune is not None:
             prune(ckpt_dir, keep=2)

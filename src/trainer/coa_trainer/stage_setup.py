@@ -51,13 +51,19 @@ class StageRun:
         return self.flags["cancelled"]
 
     def latest_state(self) -> dict | None:
-        """The newest checkpoint loaded into model/optimiser/schedule when --resume, else None."""
+        """The newest checkpoint loaded into model/optimiser/schedule when --resume, else None. The events of the
+        steps after it (written before a kill) are dropped: they are about to be done again (events.py)."""
         from .checkpoint import latest_checkpoint, load_checkpoint
 
         if not getattr(self.args, "resume", False):
             return None
         path = latest_checkpoint(self.ckpt_dir)
-        return None if path is None else load_checkpoint(path, self.model, self.opt, self.sched)
+        if path is None:
+            return None
+        state = load_checkpoint(path, self.model, self.opt, self.sched)
+        if self.di.rank == 0:
+            self.writer.supersede(self.label, state["step"], state.get("extra", {}).get("events_offset"))
+        return state
 
     def started(self, resumed_from: int | None, describe: str) -> None:
         from .model import count_parameters

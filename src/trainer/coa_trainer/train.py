@@ -4,6 +4,7 @@ stages' loop (RL stages: rl.py). Set-up is stage_setup.setup_stage, the run layo
 from __future__ import annotations
 
 import math
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -22,6 +23,11 @@ from .runlayout import (  # noqa: F401  (re-exported: the stage layout's one hom
 def train_command(args: Any) -> int:
     run_dir = Path(args.run_dir)
     from .distributed import DistInfo
+    from .names import name_error
+
+    if err := name_error(run_dir.resolve().name, "run id (the run directory's name)"):
+        print(f"coa_trainer: {err}", file=sys.stderr)
+        return 2
 
     dist_info = DistInfo.from_env()
     try:
@@ -30,9 +36,21 @@ def train_command(args: Any) -> int:
         print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
         return 2
     stage = getattr(args, "label", None) or args.stage  # the name events carry (rl2 --label rl2-otc)
+    from .lifecycle import RunLock, RunLockBusy, StartupCancelled, startup_step
+
+    lock = None
     try:
+        if dist_info.rank == 0:  # one trainer per run directory (a pipeline's stage runs under the pipeline's lock)
+            lock = RunLock.acquire(run_dir, f"train --stage {args.stage}")
         config = load_config(args.config)
         return run_stage(config, args, run_dir, writer, dist_info)
+    except RunLockBusy as e:
+        print(f"coa_trainer: {e}", file=sys.stderr)  # not an event: events.jsonl belongs to the trainer holding it
+        return 2
+    except StartupCancelled:  # SIGTERM before the stage's own handler (imports, data, model load): nothing to save
+        writer.emit("stage_finished", stage=stage, step=startup_step(run_dir, stage, getattr(args, "resume", False)),
+                    status="cancelled", checkpoint=None)
+        return 130
     except ConfigError as e:
         writer.emit("error", message=str(e), code="bad_config", stage=stage)
         return 2
@@ -61,6 +79,8 @@ def train_command(args: Any) -> int:
     finally:
         writer.close()
         dist_info.shutdown()
+        if lock is not None:
+            lock.release()
 
 
 def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: Any) -> int:
@@ -82,6 +102,7 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
     run = setup_stage(config, args, run_dir, writer, di)
     model, opt, sched, params, total = run.model, run.opt, run.sched, run.params, run.total
     impl = make_stage(run)
+    stage = run.label  # --label names this run of the stage: stages/<label>/ and the events' stage (as in RL)
 
     step, cursor, resumed_from = 0, 0, None
     ckpt_dir = run.ckpt_dir
@@ -129,7 +150,7 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
             writer.emit("sample", stage=stage, step=step, record=impl.sample_record(batch[0], writer.run, step))
         if scfg["checkpoint_every"] and step % scfg["checkpoint_every"] == 0 and step < total:
             if di.rank == 0:
-                path = save_checkpoint(ckpt_dir, step, cursor, model, opt, sched, stage)
+                path = save_checkpoint(ckpt_dir, step, cursor, model, opt, sched, stage, writer.resume_marks())
                 prune_checkpoints(ckpt_dir, keep=2)
                 writer.emit("checkpoint", stage=stage, step=step, path=str(path))
             saved_at = step
@@ -137,7 +158,7 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
 
     if run.cancelled:
         if di.rank == 0 and saved_at != step:
-            path = save_checkpoint(ckpt_dir, step, cursor, model, opt, sched, stage)
+            path = save_checkpoint(ckpt_dir, step, cursor, model, opt, sched, stage, writer.resume_marks())
             writer.emit("checkpoint", stage=stage, step=step, path=str(path))
         writer.emit("stage_finished", stage=stage, step=step, status="cancelled", checkpoint=None)
         return 130

@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO / "src" / "trainer"))
 def _ensure_schemas() -> None:
     # every file gen-schemas writes: a schemas/ from an older build lacks the newer ones
     needed = ("run-config.schema.json", "events.schema.json", "record.schema.json", "codes.json", "dialects.json",
-              "prompts.json", "stages.json", "search.json")
+              "prompts.json", "stages.json", "search.json", "names.json")
     if os.environ.get("COA_SCHEMAS_DIR") or all((REPO / "schemas" / n).is_file() for n in needed):
         return
     out = REPO / ".cache" / "schemas"

@@ -1,7 +1,8 @@
 // EventTail on real files that are appended to, truncated and replaced while being read.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventTail, followEvents, formatIssue, type TailBatch } from '../../../src/core/eventTail';
@@ -147,6 +148,43 @@ test('followEvents sees every event of a file appended while it runs (created af
     assert.ok(batches.length > 1, 'read in several batches while being written');
   } finally {
     follower.dispose();
+    rmSync(d, { recursive: true, force: true });
+  }
+});
+
+// ---- issue 18: exactly-once events across resume, the reader's half (the writer's is test_reliability.py)
+
+test('a resume that drops the redone steps (the trainer\'s own rewrite) reaches a live tail as a reset, then once each', async (t) => {
+  const python = join(__dirname, '../../../.venv/bin/python');
+  if (!existsSync(python)) return t.skip('no .venv: the trainer writes the rewrite');
+  const d = dir();
+  const file = join(d, 'events.jsonl');
+  try {
+    const ev = (type: string, step: number, extra: object = {}) => JSON.stringify({ v: 1, time: step, run: 'r', type, stage: 'sft2', step, ...extra });
+    const m = (step: number, loss: number) => ev('metrics', step, { values: { loss } });
+    // The killed run: steps 1..6, a checkpoint after step 4 (its file offset is what the checkpoint records).
+    writeFileSync(file, [1, 2, 3, 4].map((s) => m(s, s)).join('\n') + '\n');
+    const offset = readFileSync(file).length;
+    appendFileSync(file, ev('checkpoint', 4, { path: 'c' }) + '\n' + [5, 6].map((s) => m(s, s)).join('\n') + '\n');
+    // A live reader (the panel) has seen all of it, duplicates-to-be included.
+    const tail = new EventTail(file);
+    let seen: TailBatch['events'] = [...(await tail.read()).events];
+    assert.equal(seen.length, 7);
+    // The resumed stage: the trainer's EventWriter drops steps 5, 6 written after the checkpoint, then redoes them.
+    const script = `import sys; from coa_trainer.events import EventWriter
+w = EventWriter(sys.argv[1], echo=None)
+print(w.supersede("sft2", 4, int(sys.argv[2])))`;
+    const r = spawnSync(python, ['-c', script, d, String(offset)], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: join(__dirname, '../../../src/trainer') } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), '2');
+    appendFileSync(file, [5, 6, 7].map((s) => m(s, s * 10)).join('\n') + '\n');
+    const batch = await tail.read();
+    assert.equal(batch.reset, true, 'the rewrite is a new file: the reader starts again from the top');
+    seen = batch.events;
+    const keys = seen.map((e) => `${e.type}/${'stage' in e ? e.stage : ''}/${'step' in e ? e.step : ''}`);
+    assert.equal(new Set(keys).size, keys.length, `duplicates: ${keys.join(' ')}`);
+    assert.deepEqual(seen.flatMap((e) => (e.type === 'metrics' ? [[e.step, e.values.loss]] : [])), [[1, 1], [2, 2], [3, 3], [4, 4], [5, 50], [6, 60], [7, 70]]);
+  } finally {
     rmSync(d, { recursive: true, force: true });
   }
 });

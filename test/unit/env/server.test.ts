@@ -165,9 +165,9 @@ test('unknown endpoints 404, wrong methods 405 with Allow', async () => {
   assert.equal(m.status, 405);
   assert.equal(m.json.error.code, 'method_not_allowed');
   assert.equal(m.headers.get('allow'), 'POST');
-  const d = await call('DELETE', '/v1/runs/r/otc-state');
+  const d = await call('PATCH', '/v1/runs/r/otc-state');
   assert.equal(d.status, 405);
-  assert.equal(d.headers.get('allow'), 'GET, PUT');
+  assert.equal(d.headers.get('allow'), 'GET, PUT, DELETE');
 });
 
 test('grader output equals scoreRecords for every scheme', async () => {

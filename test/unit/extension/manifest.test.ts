@@ -76,3 +76,19 @@ test('Watch verl/TRL Run is offered in any folder, before anything activated the
   assert.match(watch.enablement, /workspaceFolderCount > 0/);
   assert.doesNotMatch(watch.enablement, /isWorkspaceTrusted/); // viewing only: untrusted workspaces too
 });
+
+// ---- issue 18: an untrusted workspace cannot point replay's searches (with the user's token) at its own host
+
+test('replay needs a trusted workspace and the env server settings are restricted', () => {
+  const restricted: string[] = pkg.capabilities.untrustedWorkspaces.restrictedConfigurations ?? [];
+  for (const key of ['coaStudio.envServer.url', 'coaStudio.envServer.token', 'coaStudio.replay.checkpoint']) {
+    assert.ok(restricted.includes(key), `${key} is not in restrictedConfigurations`);
+    assert.ok(pkg.contributes.configuration.properties[key], `${key} is contributed`);
+  }
+  const byId = Object.fromEntries(pkg.contributes.commands.map((c: { command: string }) => [c.command, c]));
+  for (const id of ['coaStudio.replayWithCheckpoint', 'coaStudio.replayInSimulatedEnvironment']) assert.match(byId[id].enablement, /\bisWorkspaceTrusted\b/, id);
+  // The notebook controllers run cells without a command: the replay itself asks for trust first.
+  const src = readFileSync(join(root, 'src/extension/providers/replay/controller.ts'), 'utf8');
+  const body = src.slice(src.indexOf('async function replayCell('));
+  assert.ok(body.indexOf("requireTrust('Replay')") >= 0 && body.indexOf("requireTrust('Replay')") < body.indexOf('configuredCheckpoint()'), 'replayCell checks trust before it loads a model or reads the server settings');
+});

@@ -95,7 +95,7 @@ test('Search-R1 transcripts converted by the core round-trip and split into step
 test('bad lines become error cells and everything is written back verbatim (CRLF, blank lines, BOM, no final newline)', () => {
   const good = readFileSync(join(root, 'examples/trajectories.coa.jsonl'), 'utf8').split('\n')[0];
   const text = [
-    '\uFEFF' + good, // BOM: invalid JSON on line 1
+    '\uFEFF' + good, // BOM: skipped by the core (issue 18), so line 1 is a record; written back with its BOM
     '',
     '{"id": "x", "question": "q", "response": 5}', // schema error
     '   ',
@@ -106,15 +106,20 @@ test('bad lines become error cells and everything is written back verbatim (CRLF
   const { nb, out } = roundTrip(text);
   assert.equal(out, text);
   const errors = nb.cells.filter((c) => cellMeta(c.metadata)?.kind === 'error');
-  assert.equal(errors.length, 3);
-  const schema = cellMeta(errors[1].metadata)!;
+  assert.equal(errors.length, 2);
+  const schema = cellMeta(errors[0].metadata)!;
   assert.equal(schema.line, 3);
   assert.match((schema as { message: string }).message, /line:3:\d+: COA102 response/);
-  assert.equal(errors[2].value, '{"id": "broken", ');
-  assert.equal(nb.cells.filter((c) => cellMeta(c.metadata)?.kind === 'header').length, 2);
+  assert.equal(errors[1].value, '{"id": "broken", ');
+  assert.equal(nb.cells.filter((c) => cellMeta(c.metadata)?.kind === 'header').length, 3);
   // Fixing an error cell writes the fixed line.
-  errors[2].value = good.replace('"coa-direct"', '"fixed"');
-  assert.equal(notebookToText(nb).split('\n')[4], errors[2].value);
+  errors[1].value = good.replace('"coa-direct"', '"fixed"');
+  assert.equal(notebookToText(nb).split('\n')[4], errors[1].value);
+  // Editing the BOM record's first step keeps its BOM.
+  const first = nb.cells.find((c) => cellMeta(c.metadata)?.kind === 'step')!;
+  first.value = `${first.value} (edited)`;
+  const line1 = notebookToText(nb).split('\n')[0];
+  assert.ok(line1.startsWith('\uFEFF{') && JSON.parse(line1.slice(1)).response.includes('(edited)'));
 });
 
 test('an edited step cell rewrites only its record: new response, stale tokens and reward dropped, key order kept', () => {

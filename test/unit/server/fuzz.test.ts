@@ -13,8 +13,22 @@ const PIECES = ['<think>', '</think>', '<search>', '</search>', '<observation>',
 
 const response = fc.array(fc.oneof(fc.constantFrom(...PIECES), fc.string({ maxLength: 6 })), { maxLength: 40 }).map((a) => a.join(''));
 const recordLine = fc.record({ id: fc.string({ minLength: 1, maxLength: 4 }), question: fc.constantFrom('Q1?', 'Q2?'), golden_answers: fc.constant(['Paris']), response, dialect: fc.constantFrom(undefined, 'coa', 'search-r1', 'autocoa', 'hermes') }).map((r) => JSON.stringify(r));
+/** Issue 18: lines nested 5,000+ levels (in a record or bare), BOM-prefixed lines, invalid UTF-8 as an editor decodes it. */
+const deepLine = fc.tuple(fc.integer({ min: 5000, max: 9000 }), fc.constantFrom('[]', '{}'), fc.boolean()).map(([n, b, inRecord]) => {
+  const nest = b === '[]' ? '['.repeat(n) + ']'.repeat(n) : '{"k":'.repeat(n) + '1' + '}'.repeat(n);
+  return inRecord ? `{"id":"deep","question":"q","response":"<think>x</think>","x":${nest}}` : nest;
+});
+const hostileLine = fc.oneof(
+  deepLine,
+  fc.constantFrom(...EXAMPLE_LINES).map((l) => `\ufeff${l}`),
+  fc.tuple(fc.constantFrom(...EXAMPLE_LINES), fc.nat(), fc.constantFrom('\ufffd', '\ud800', '\udfff', '\ufffd\ufffd', '\ufeff')).map(([l, a, bad]) => {
+    const i = a % (l.length + 1);
+    return l.slice(0, i) + bad + l.slice(i);
+  }),
+);
 /** A line: a valid record, an example, or one of those cut, spliced or sprinkled with garbage. */
 const line = fc.oneof(
+  hostileLine,
   recordLine,
   fc.constantFrom(...EXAMPLE_LINES),
   fc.tuple(fc.constantFrom(...EXAMPLE_LINES), fc.nat(), fc.nat(), fc.string({ maxLength: 8 })).map(([l, a, b, s]) => {
@@ -130,4 +144,50 @@ test('stdio robustness: a 50 MB single line, binary garbage, a trainer appending
   const last = await c.diagnostics(uri, mark);
   assert.deepEqual(last.params.diagnostics, [], 'once complete, the appended file is clean');
   assert.equal((await c.request('textDocument/documentSymbol', { textDocument: { uri } })).length, 60);
+});
+
+test('a 5,000-level line: no throw, COA101 on it, the other lines diagnosed as without it, nothing stale after the edit', async (t) => {
+  ensureBuilt();
+  const deep = `{"id":"deep","question":"q","response":"r","x":${'['.repeat(6000)}${']'.repeat(6000)}}`;
+  const others = [EXAMPLE_LINES[0], `\ufeff${EXAMPLE_LINES[4]}`, EXAMPLE_LINES[4], '{"id":"u","question":"q\ufffd","response":"<think>x"}'];
+  const withDeep = [others[0], deep, ...others.slice(1)].join('\n');
+  const without = others.join('\n');
+  const s = new TrajectoryService();
+  s.open('file:///d.coa.jsonl', 'coa-jsonl', 1, withDeep);
+  s.open('file:///w.coa.jsonl', 'coa-jsonl', 1, without);
+  const diag = s.diagnose('file:///d.coa.jsonl');
+  assert.deepEqual(diag.filter((d) => d.range.start.line === 1).map((d) => d.code), ['COA101']);
+  const key = (d: (typeof diag)[number], shift = 0) => [d.range.start.line - shift, d.range.start.character, d.range.end.character, d.code, String(d.message).replace(/ \(first on line \d+\)/, '')];
+  const shifted = diag.filter((d) => d.range.start.line !== 1).map((d) => key(d, d.range.start.line > 1 ? 1 : 0));
+  assert.deepEqual(shifted, s.diagnose('file:///w.coa.jsonl').map((d) => key(d)));
+  // The BOM line is the same record as the line after it: same diagnostic codes, columns one further right.
+  const bomLine = diag.filter((d) => d.range.start.line === 2 && d.code !== 'COA103');
+  const plainLine = diag.filter((d) => d.range.start.line === 3 && d.code !== 'COA103');
+  assert.ok(bomLine.length > 0);
+  assert.deepEqual(bomLine.map((d) => [d.code, d.range.start.character - 1]), plainLine.map((d) => [d.code, d.range.start.character]));
+  for (const p of [{ line: 1, character: 10 }, { line: 1, character: 6000 }, { line: 2, character: 3 }]) {
+    await s.hover('file:///d.coa.jsonl', p);
+    s.completion('file:///d.coa.jsonl', p);
+  }
+  s.symbols('file:///d.coa.jsonl');
+  s.folding('file:///d.coa.jsonl');
+  s.semanticTokens('file:///d.coa.jsonl');
+  s.codeActions('file:///d.coa.jsonl', diag);
+
+  // Over stdio: the server publishes the same, then drops the COA101 when the line is deleted (no stale diagnostics).
+  const c = new LspClient();
+  t.after(() => c.shutdown());
+  await c.initialize();
+  const uri = 'file:///deep.coa.jsonl';
+  let mark = c.notifications.length;
+  c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'coa-jsonl', version: 1, text: withDeep } });
+  const first = await c.diagnostics(uri, mark);
+  assert.deepEqual(first.params.diagnostics.map((d: any) => [d.range.start.line, d.code]), diag.map((d) => [d.range.start.line, d.code]));
+  assert.deepEqual(await c.request('textDocument/documentSymbol', { textDocument: { uri } }, 10_000) !== undefined, true);
+  mark = c.notifications.length;
+  c.notify('textDocument/didChange', { textDocument: { uri, version: 2 }, contentChanges: [{ range: { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } }, text: '' }] });
+  const after = await c.diagnostics(uri, mark);
+  assert.deepEqual(after.params.diagnostics.map((d: any) => [d.range.start.line, d.code]), s.diagnose('file:///w.coa.jsonl').map((d) => [d.range.start.line, d.code]));
+  assert.equal(c.exited, undefined);
+  assert.doesNotMatch(c.stderr, /Error/);
 });

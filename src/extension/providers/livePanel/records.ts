@@ -1,5 +1,6 @@
 // Finding a sampled rollout in a stage's rollouts file, and the few names the host accepts from the webview.
 // No vscode import: unit-tested directly.
+import { isValidName } from '../../../core/names';
 
 /** 0-based line of the record whose `id` is `id` in a JSON Lines text, or -1. Cheap substring test first. */
 export function findRecordLine(text: string, id: string): number {
@@ -26,7 +27,7 @@ export function findRecordLine(text: string, id: string): number {
 
 /** A stage name from the webview becomes a path segment: only plain names, never `..` or separators. */
 export function isSafeStageName(stage: string): boolean {
-  return /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(stage) && !stage.includes('..');
+  return isValidName(stage);
 }
 
 /** Splits events into message-sized batches (postMessage clones them; very large messages stall the page). */

@@ -87,7 +87,7 @@ export function splitLines(text: string): { lines: SourceLine[]; trailer: string
 export function decodeBytes(bytes: Uint8Array): { text: string; readonly?: string } {
   if (bytes.subarray(0, 8192).includes(0)) return { text: '', readonly: 'binary data, not a JSONL text file (COA104)' };
   try {
-    // ignoreBOM: keep a BOM in the text so it is written back (it makes line 1 invalid JSON: an error cell).
+    // ignoreBOM: keep a BOM in the text so it is written back (the core skips it: line 1 is still a record).
     return { text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes) };
   } catch {
     return { text: new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes), readonly: 'not valid UTF-8: saving would change bytes' };
@@ -286,7 +286,8 @@ const normEol = (s: string) => s.replace(/\r\n?/g, '\n');
 
 /** A record's line: the original bytes when no step changed, else the original object with the new response. */
 export function writeRecord(header: HeaderCellMeta, steps: { value: string; meta?: StepCellMeta }[]): string {
-  const original = JSON.parse(header.raw) as { response: string; [k: string]: unknown };
+  const bom = header.raw.startsWith('\uFEFF') ? '\uFEFF' : ''; // kept on write, like every other byte of the line
+  const original = JSON.parse(header.raw.slice(bom.length)) as { response: string; [k: string]: unknown };
   const before = original.response;
   // An editor may normalise line endings inside a cell; that alone is not an edit.
   const parts = steps.map((s) => {
@@ -300,7 +301,7 @@ export function writeRecord(header: HeaderCellMeta, steps: { value: string; meta
   // Token ids, masks and offsets describe the old text and the stored reward scored it: both would now lie.
   delete edited.tokens;
   delete edited.reward;
-  return JSON.stringify(edited);
+  return bom + JSON.stringify(edited);
 }
 
 export function encodeNotebook(content: Parameters<typeof notebookToText>[0]): Uint8Array {

@@ -12,6 +12,7 @@ import type { ReplayMode } from '../../../replay/agent';
 import { OnnxModel } from '../../../replay/model';
 import { readConfig } from '../../config';
 import { startEnvServer, type RunningEnvServer } from '../../process/envServer';
+import { requireTrust } from '../../workspace';
 import { toVscode } from '../notebook/serializer';
 import { rewardOptions } from '../notebook/serializer';
 import { NOTEBOOK_TYPES, cellMeta, isTrajectoryNotebook } from '../notebook/cells';
@@ -194,6 +195,9 @@ function findCorpus(checkpoint: string): string | undefined {
 }
 
 async function replayCell(s: State, notebook: vscode.NotebookDocument, cell: vscode.NotebookCell, mode: ReplayMode, signal: AbortSignal, report: (msg: string) => void): Promise<boolean> {
+  // Replay runs a model file and sends searches (with the configured token) to a configured server: both can come
+  // from the workspace, so an untrusted one gets neither (coaStudio.envServer.* are restricted settings too).
+  if (!(await requireTrust('Replay'))) return false;
   const found = recordOf(notebook, cell);
   if (typeof found === 'string') throw new Error(found);
   let checkpoint = configuredCheckpoint() ?? s.context.workspaceState.get<string>(CHECKPOINT_KEY);

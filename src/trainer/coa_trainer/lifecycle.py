@@ -1,0 +1,167 @@
+"""Process lifecycle of the trainer (issue 18): signals from the first line, children that die with their parent, and
+one trainer per run directory. Standard library only — `__main__` imports this before anything heavy.
+
+- `cancel_during_startup()`: from the first line of `python -m coa_trainer`, SIGTERM raises StartupCancelled (a
+  BaseException, so no `except Exception` swallows it) until a command installs its own handler — a stage installs
+  its checkpoint-and-stop flag once its model is loaded (stage_setup). So SIGTERM during imports, data preparation or
+  model loading still ends in `stage_finished` (status cancelled) and exit 130, as the docs promise.
+- `die_with_parent()`: a child started with COA_PARENT_PID in its environment asks Linux for SIGTERM when its parent
+  dies (prctl PR_SET_PDEATHSIG); a SIGKILLed pipeline no longer leaves its stage training on. The environment server
+  (Node) gets the same through `--parent-pid` (src/cli/env.ts).
+- `RunLock`: an exclusive `flock` on runs/<id>/.coa-lock. The kernel drops it when its holder dies, so a lock file left by
+  a dead trainer is simply taken over (its recorded pid is only for the message). The pipeline passes its lock down to
+  its stage (an inherited descriptor, COA_RUN_LOCK): a stage still finishing after its pipeline was killed keeps the
+  directory locked until it exits, and a `--resume` started meanwhile is refused instead of racing it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+LOCK_NAME = ".coa-lock"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+class StartupCancelled(BaseException):
+    """SIGTERM/SIGINT before the command took over signal handling."""
+
+
+class RunLockBusy(RuntimeError):
+    """Another trainer holds the run directory."""
+
+
+# ---------------------------------------------------------------- signals from the first line
+
+def _raise_cancelled(signum: int, _frame: Any) -> None:
+    raise StartupCancelled(signal.Signals(signum).name)
+
+
+def cancel_during_startup() -> None:
+    signal.signal(signal.SIGTERM, _raise_cancelled)
+
+
+def startup_step(run_dir: Path, label: str, resume: bool) -> int:
+    """The step a stage cancelled during start-up stands at: its newest checkpoint's when resuming, else 0."""
+    if not resume:
+        return 0
+    ckpts = run_dir / "stages" / label / "checkpoints"
+    steps = [int(m.group(1)) for p in (ckpts.iterdir() if ckpts.is_dir() else ())
+             if (m := re.match(r"^step-(\d{6,})\.pt$", p.name))]
+    return max(steps, default=0)
+
+
+# ---------------------------------------------------------------- children die with their parent
+
+def die_with_parent() -> None:
+    """If COA_PARENT_PID is set: SIGTERM to us when our parent exits (Linux), and at once if it already has."""
+    parent = os.environ.get("COA_PARENT_PID")
+    if not parent or not parent.isdigit():
+        return
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the parent's own cleanup is all there is
+            pass
+    # The parent may have died before prctl: then nobody will send the signal. Under torchrun our parent is the
+    # launcher (not COA_PARENT_PID), which is fine as long as the pipeline is alive.
+    if os.getppid() != int(parent) and not pid_alive(int(parent)):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for a trainer child that must die with this process."""
+    return {**os.environ, "COA_PARENT_PID": str(os.getpid()), **(extra or {})}
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not reaped yet) is gone for our purposes
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+# ---------------------------------------------------------------- one trainer per run directory
+
+class RunLock:
+    def __init__(self, path: Path, fd: int, inherited: bool = False):
+        self.path, self.fd, self.inherited = path, fd, inherited
+
+    @classmethod
+    def acquire(cls, run_dir: Path, command: str) -> RunLock:
+        """Lock `run_dir` for this process, or raise RunLockBusy naming the holder. A lock passed down by the
+        pipeline (COA_RUN_LOCK naming this directory's lock file) is ours already."""
+        import fcntl
+
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = (run_dir / LOCK_NAME).resolve()
+        if os.environ.get("COA_RUN_LOCK") == str(path):
+            return cls(path, -1, inherited=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise RunLockBusy(_busy_message(run_dir, path)) from None
+        # Ours now — whatever a dead holder left in the file is stale: replace it.
+        info = json.dumps({"pid": os.getpid(), "command": command, "since": time.time()}).encode()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, info + b"\n", 0)
+        return cls(path, fd)
+
+    def child_env(self) -> dict[str, str]:
+        """Environment entries telling a child that it runs under this lock (pass `self.fd` in pass_fds too)."""
+        return {"COA_RUN_LOCK": str(self.path)}
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # closing the last descriptor drops the flock
+            self.fd = -1
+
+
+def _busy_message(run_dir: Path, path: Path) -> str:
+    try:
+        info = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        info = {}
+    pid = info.get("pid")
+    who = f"pid {pid}, `coa_trainer {info.get('command', '?')}`" if pid else "another process"
+    if isinstance(pid, int) and not pid_alive(pid):
+        who += " — it has exited, but a process it started (a stage saving its checkpoint) still holds the lock"
+    return (f"run directory {run_dir} is in use by another trainer ({who}); wait for it to finish or stop it "
+            f"(one trainer per run directory: two would write the same events.jsonl and checkpoints)")
+
+
+# ---------------------------------------------------------------- `python -m coa_trainer.lifecycle MODULE ARGS…`
+
+def _run_module_dying_with_parent() -> None:
+    """Runs MODULE as __main__ with ARGS after die_with_parent(): how the pipeline starts torchrun's launcher, which
+    is not our code and so cannot ask for the parent-death signal itself."""
+    import runpy
+
+    die_with_parent()
+    module, *rest = sys.argv[1:]
+    sys.argv = [module, *rest]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    _run_module_dying_with_parent()

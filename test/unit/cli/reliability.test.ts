@@ -1,0 +1,129 @@
+// Issue 18 (defects 5, 7, 8 and the server half of 1), as a user meets them: the built CLI in a child process.
+// Every bad input is one `coa: …` or `file:line:col: …` line and a documented exit code — never a Node stack.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const root = join(__dirname, '../../..');
+const bin = join(root, 'bin/coa.js');
+const dir = mkdtempSync(join(tmpdir(), 'coa-cli-rel-'));
+const coa = (...args: string[]) => {
+  const r = spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+};
+const good = (id: string) => JSON.stringify({ id, question: 'q', golden_answers: ['a'], response: '<think>t</think><answer>a</answer>' });
+const NO_STACK = /internal error|\n\s+at |RangeError|node:internal/;
+
+before(() => {
+  if (!existsSync(join(root, 'dist/cli.js'))) {
+    const b = spawnSync(process.execPath, [join(root, 'scripts/build.mjs')], { cwd: root, encoding: 'utf8' });
+    assert.equal(b.status, 0, b.stderr);
+  }
+});
+
+test('score -o into a missing directory or onto a directory: one clear line, exit 2 (not 1, "problems found")', () => {
+  const input = join(dir, 'in.jsonl');
+  writeFileSync(input, good('a') + '\n');
+  const missing = coa('score', input, '-o', join(dir, 'no/such/dir/x.jsonl'));
+  assert.equal(missing.code, 2, missing.err);
+  assert.match(missing.err, /^coa: cannot write .*x\.jsonl: its directory does not exist\n$/);
+  const onDir = coa('score', input, '-o', dir);
+  assert.equal(onDir.code, 2, onDir.err);
+  assert.match(onDir.err, /^coa: .*: is a directory, expected an output file\n$/);
+  assert.ok(!readdirSync(join(dir, '..')).some((f) => f.startsWith(`${dir.split('/').pop()}.tmp-`)), 'no temporary file left beside it');
+  // And a file it can write still works.
+  const ok = coa('score', input, '-o', join(dir, 'out.jsonl'));
+  assert.equal(ok.code, 0, ok.err);
+});
+
+test('validate/score/stats on 5,000-level nesting: file:line:col, no stack, later lines still checked', () => {
+  const file = join(dir, 'deep.jsonl');
+  const deepLine = `{"id":"d","question":"q","response":"r","x":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+  writeFileSync(file, [good('a'), deepLine, '{"id":"b","question":"q","response":"<think>x"}'].join('\n') + '\n');
+  const v = coa('validate', file);
+  assert.equal(v.code, 1);
+  assert.doesNotMatch(v.out + v.err, NO_STACK);
+  assert.match(v.out, new RegExp(`deep\\.jsonl:2:${deepLine.indexOf('[') + 512}: error COA101 invalid JSON: nested deeper than 512 levels`));
+  assert.match(v.out, /deep\.jsonl:3:\d+: error COA001/);
+  const s = coa('score', file, '-o', join(dir, 'deep.scored.jsonl'));
+  assert.equal(s.code, 0, s.err);
+  assert.doesNotMatch(s.err, NO_STACK);
+  assert.equal(readFileSync(join(dir, 'deep.scored.jsonl'), 'utf8').split('\n')[1], deepLine, 'the bad line is copied unchanged');
+  const st = coa('stats', file, '--json');
+  assert.doesNotMatch(st.out + st.err, NO_STACK);
+});
+
+test('data prepare on 5,000-level nesting: FILE:LINE:COL, exit 2, no stack', () => {
+  const file = join(dir, 'deep-questions.jsonl');
+  const prefix = '{"question":5,"golden_answers":["a"],"x":';
+  writeFileSync(file, `{"question":"q?","golden_answers":["a"]}\n${prefix}${'['.repeat(6000)}${']'.repeat(6000)}}\n`);
+  const r = coa('data', 'prepare', 'questions', file, '--out', join(dir, 'q.out.jsonl'));
+  assert.equal(r.code, 2, r.err);
+  assert.equal(r.err.trim(), `${file}:2:${prefix.length + 512}: error: record: not valid JSON here: nested deeper than 512 levels`);
+});
+
+test('a BOM is accepted and invalid UTF-8 is reported at file:line:col and copied byte for byte', () => {
+  const file = join(dir, 'enc.jsonl');
+  const bad = Buffer.concat([Buffer.from('{"id":"b","question":"ab'), Buffer.from([0xc3, 0x28]), Buffer.from('","response":"<think>t</think><answer>a</answer>"}')]);
+  writeFileSync(file, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(good('a') + '\n'), bad, Buffer.from('\n')]));
+  const v = coa('validate', file);
+  assert.equal(v.code, 1);
+  assert.equal(v.out, `${file}:2:25: error COA105 invalid UTF-8: byte 0xc3 at byte 25 of the line\n`);
+  const out = join(dir, 'enc.scored.jsonl');
+  const s = coa('score', file, '-o', out);
+  assert.equal(s.code, 0, s.err);
+  const written = readFileSync(out);
+  assert.equal(JSON.parse(written.toString('utf8').split('\n')[0]).id, 'a', 'record 1 scored despite the BOM');
+  assert.ok(written.includes(bad), 'the invalid line is copied with its original bytes');
+});
+
+test('env serve: a token with a space and a corpus without one valid passage are refused in one line', () => {
+  const corpus = join(dir, 'corpus.jsonl');
+  writeFileSync(corpus, JSON.stringify({ id: 'p1', contents: '"T"\ntext' }) + '\n');
+  const tok = coa('env', 'serve', '--corpus', corpus, '--token', 'a b');
+  assert.equal(tok.code, 2);
+  assert.match(tok.err, /^coa: --token must be printable ASCII without spaces/);
+  assert.doesNotMatch(tok.err, NO_STACK);
+  const empty = join(dir, 'empty-corpus.jsonl');
+  writeFileSync(empty, '{"id": "p1"}\nnot json\n\n');
+  const e = coa('env', 'serve', '--corpus', empty, '--index', join(dir, 'idx-empty'));
+  assert.equal(e.code, 2, e.err);
+  assert.match(e.err, /coa: .*empty-corpus\.jsonl: no valid passages/);
+  assert.doesNotMatch(e.err, NO_STACK);
+  assert.equal(e.out, '', 'never printed a listening line');
+});
+
+test('env serve --parent-pid: the server stops when its parent is SIGKILLed', async () => {
+  const corpus = join(dir, 'corpus2.jsonl');
+  writeFileSync(corpus, JSON.stringify({ id: 'p1', contents: '"T"\ntext' }) + '\n');
+  mkdirSync(join(dir, 'pp'), { recursive: true });
+  // The parent: a node process that starts the server with its own pid, prints the server's pid, then waits.
+  const parentSrc = `const { spawn } = require('node:child_process');
+const s = spawn(process.execPath, [${JSON.stringify(bin)}, 'env', 'serve', '--corpus', ${JSON.stringify(corpus)}, '--index', ${JSON.stringify(join(dir, 'pp'))}, '--parent-pid', String(process.pid)], { stdio: ['ignore', 'pipe', 'ignore'] });
+s.stdout.once('data', () => console.log(s.pid));
+s.once('exit', () => console.log(-1));
+setInterval(() => {}, 1000);`;
+  const parent = spawn(process.execPath, ['-e', parentSrc], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const serverPid = await new Promise<number>((resolve, reject) => {
+    parent.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
+    parent.once('exit', () => reject(new Error('parent exited early')));
+  });
+  assert.ok(serverPid > 0 && alive(serverPid), 'the server started');
+  parent.kill('SIGKILL');
+  const deadline = Date.now() + 20_000;
+  while (alive(serverPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(!alive(serverPid), 'the server outlived its parent');
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    // A zombie (exited, not yet reaped by init) counts as gone.
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
