@@ -7,7 +7,7 @@ import { addRunToLivePanel, openLivePanel } from './providers/livePanel/register
 import { pickCheckpoint, replayCommand } from './providers/replay/controller';
 import { toggleTokenView } from './providers/tokens/overlays';
 import { compareRunsCommand } from './providers/compare/panel';
-import { trainController, type TrainRequest } from './providers/train';
+import { trainController, type CollectRequest, type TrainRequest } from './providers/train';
 import { cancelFromNode, deleteRun, exportOnnxFromNode, openRollouts, openRunPanel, refreshRuns, resumeFromNode, revealRun } from './providers/runs';
 
 export interface CommandContext {
@@ -31,6 +31,7 @@ export const COMMANDS = {
   'coaStudio.notebook.showFailures': async () => showNotebookView({ kind: 'failures' }),
   'coaStudio.notebook.showToolCalls': async () => showNotebookView('ask-tool-calls'),
   'coaStudio.notebook.sortByReward': async () => showNotebookView({ kind: 'sort', by: 'reward', order: 'desc' }),
+  'coaStudio.notebook.filterByRewardAndMode': async () => showNotebookView('ask-filter'),
   'coaStudio.replayWithCheckpoint': async () => replayCommand('env'),
   'coaStudio.replayInSimulatedEnvironment': async () => replayCommand('simulated'),
   'coaStudio.pickReplayCheckpoint': async () => void (await pickCheckpoint()),
@@ -45,6 +46,7 @@ export const COMMANDS = {
   'coaStudio.resumeRun': async (_ctx: CommandContext, node?: unknown) => resumeFromNode(node),
   'coaStudio.cancelRun': async (_ctx: CommandContext, node?: unknown) => cancelFromNode(node),
   'coaStudio.runDemo': async () => trainController().runDemo(),
+  'coaStudio.collectTrajectories': async (_ctx: CommandContext, request?: unknown) => trainController().collectTrajectories(request as CollectRequest | undefined),
   'coaStudio.runs.refresh': async () => refreshRuns(),
   'coaStudio.runs.openPanel': async (_ctx: CommandContext, node?: unknown) => openRunPanel(node),
   'coaStudio.runs.openRollouts': async (_ctx: CommandContext, node?: unknown) => openRollouts(node),

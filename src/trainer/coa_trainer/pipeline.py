@@ -153,9 +153,11 @@ class Pipeline:
         from .results import compute_rows, detail_table, render_table, write_results
 
         split = "test"
+        from .collect import comparison_lines
+
         rows, details = compute_rows(self.run_dir, self.config, self.env, self.writer, split)
         json_path, md_path = write_results(self.run_dir, rows, split, self.config["eval"]["limit"],
-                                           detail_table(details))
+                                           detail_table(details) + comparison_lines(self.run_dir, rows))
         self.writer.emit("log", level="info", message=f"pipeline: results in {md_path} and {json_path}\n"
                          + render_table(rows))
 

@@ -42,6 +42,8 @@ pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment se
 PARQUET = REPO / "examples" / "data" / "autocoa" / "hotpotqa_train.parquet"
 CORPUS = REPO / "examples" / "data" / "search-r1" / "corpus_example.jsonl"
 NODE = [os.environ.get("COA_NODE") or shutil.which("node") or "node", str(REPO / "dist" / "cli.js")]
+# a short user turn (model.user_prompt) keeps sequences short: the test trains and samples on 1 CPU thread
+PROMPT = "Search with <search> query </search>, answer in <answer> </answer>. Question: {question}"
 
 
 # ---------------------------------------------------------------- fixtures: questions, a taught model, a server
@@ -75,7 +77,7 @@ def taught_model(realistic_model_dir, questions, work) -> Path:
     out = work / "taught"
     tok = AutoTokenizer.from_pretrained(str(realistic_model_dir))
     model = AutoModelForCausalLM.from_pretrained(str(realistic_model_dir))
-    config = validate_config({"dialect": "search-r1", "model": {"path": str(realistic_model_dir)}})
+    config = validate_config({"dialect": "search-r1", "model": {"path": str(realistic_model_dir), "user_prompt": PROMPT}})
     examples = []
     for i, line in enumerate(questions.read_text().splitlines()):
         q = json.loads(line)
@@ -116,7 +118,7 @@ def _free_port() -> int:
 
 def _config(questions: Path, teacher: dict, **collect) -> dict:
     base = {"teacher": teacher, "samples": 2, "temperature": 0, "max_new_tokens": 48, "batch_size": 4, "max_turns": 2}
-    return {"seed": 0, "threads": 1, "device": "cpu", "dialect": "search-r1",
+    return {"seed": 0, "threads": 1, "device": "cpu", "dialect": "search-r1", "model": {"user_prompt": PROMPT},
             "data": {"questions": {"train": str(questions)}, "corpus": str(CORPUS)},
             "collect": merge(base, collect)}
 

@@ -33,6 +33,8 @@ import { modelDirProblem } from '../../../core/data/model';
 import { runDataCheck } from '../../process/dataCheck';
 import { applyDataPicks, describeData, hasPicks, type DataErrorLocation, type DataPicks } from './data';
 import { pickDataFiles } from './dataPicks';
+import { COLLECT_LABELS, COLLECT_TITLES, collectionFiles, collectionSummary, configTeacher, endpointUrlProblem } from './collectPicks';
+import { COLLECT } from '../../process/trainer';
 
 export interface TrainRequest {
   stage: string;
@@ -46,6 +48,16 @@ export interface TrainRequest {
   data?: DataPicks;
   /** The embedded default model even though the config names model.path. */
   embeddedModel?: boolean;
+  /** Collect: an OpenAI-compatible endpoint as the teacher (collect.teacher.url). */
+  teacherUrl?: string;
+}
+
+/** "CoA: Collect Trajectories", scripted: the run config, the teacher (a model directory or an endpoint URL), data. */
+export interface CollectRequest {
+  config?: string;
+  teacher?: string;
+  teacherUrl?: string;
+  data?: DataPicks;
 }
 
 interface ActiveRun {
@@ -130,12 +142,23 @@ export class TrainController implements vscode.Disposable {
       modelPath: req.model ?? null,
       initFrom: req.checkpoint ?? null,
       cli: join(this.context.extensionPath, 'dist', 'cli.js'),
+      teacherUrl: req.teacherUrl ?? null,
     });
     mkdirSync(runDir, { recursive: true });
     const configPath = join(runDir, 'config.json');
     writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
     if (dataEntries(config).length && !(await this.checkData(configPath, runDir))) return;
     await this.start(runDir, req.stage, configPath, false);
+  }
+
+  /** "CoA: Collect Trajectories": Train Stage's config and data picks, then the teacher; the run is a `collect`. */
+  async collectTrajectories(request?: CollectRequest): Promise<void> {
+    if (!(await requireTrust('Collecting trajectories'))) return;
+    const root = workspaceRoot();
+    if (!root) return void vscode.window.showErrorMessage('CoA: Collect Trajectories needs an open folder: collections are written to <folder>/runs/<id>.');
+    const req = request ?? (await this.pickCollectRequest(root));
+    if (!req) return;
+    await this.trainStage({ stage: COLLECT.id, config: req.config, checkpoint: req.teacher, teacherUrl: req.teacherUrl, data: req.data });
   }
 
   async resumeRun(runDir?: string, stage?: string): Promise<void> {
@@ -310,7 +333,13 @@ export class TrainController implements vscode.Disposable {
     this.active.delete(runDir);
     if (this.active.size === 0) this.status.hide();
     runsChanged.fire();
-    if (result.status === 'ok') {
+    if (result.status === 'ok' && stage === COLLECT.id) {
+      // the collection opens in the trajectory notebook (filter it by reward and mode there)
+      const files = collectionFiles(runDir);
+      const pick = await vscode.window.showInformationMessage(`CoA: collection finished (${runId}): ${collectionSummary(runDir) ?? 'see its report'}.`, COLLECT_LABELS.openCollection, COLLECT_LABELS.openReport);
+      if (pick === COLLECT_LABELS.openCollection && existsSync(files.collection)) await vscode.commands.executeCommand('vscode.openWith', vscode.Uri.file(files.collection), 'coa-trajectories');
+      if (pick === COLLECT_LABELS.openReport && existsSync(files.report)) await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.file(files.report));
+    } else if (result.status === 'ok') {
       const pick = await vscode.window.showInformationMessage(`CoA: ${stageLabel(stage)} finished (${runId}).`, 'Open Live Panel');
       if (pick) await vscode.commands.executeCommand('coaStudio.openLivePanel', vscode.Uri.file(runDir));
     } else if (result.status === 'cancelled') {
@@ -493,6 +522,56 @@ export class TrainController implements vscode.Disposable {
     }
     const embeddedModel = !!configModel && modelPick.label === LABELS.embeddedModel;
     return { stage: stage.id, config: config.path, model, checkpoint, data, ...(embeddedModel ? { embeddedModel } : {}) };
+  }
+
+  private async pickCollectRequest(root: string): Promise<CollectRequest | undefined> {
+    const files = await vscode.workspace.findFiles('**/*.run.json', '{**/node_modules/**,**/runs/**}', 200);
+    const configItems = [
+      { label: LABELS.embeddedConfig, description: 'every setting at its default', path: undefined as string | undefined },
+      ...files.map((f) => ({ label: relative(root, f.fsPath), description: '', path: f.fsPath })).sort((a, b) => a.label.localeCompare(b.label)),
+      { label: LABELS.ownData, description: 'question sets and a corpus (default settings otherwise)', path: undefined as string | undefined },
+    ];
+    const config = await vscode.window.showQuickPick(configItems, { title: COLLECT_TITLES.config, placeHolder: PLACEHOLDERS.config, ignoreFocusOut: true });
+    if (!config) return undefined;
+    const chosen = config.path ? this.readUserConfig(root, config.path) : null;
+    if (chosen === undefined) return undefined;
+    let data: DataPicks | undefined;
+    if (config.label === LABELS.ownData) {
+      data = await pickDataFiles(null);
+      if (!data) return undefined;
+    } else if (chosen && describeData(chosen)) {
+      const dataPick = await vscode.window.showQuickPick(
+        [{ label: LABELS.configData, description: describeData(chosen)! }, { label: LABELS.changeData, description: 'questions, corpus' }],
+        { title: TITLES.data, placeHolder: 'Collect on the questions the run config names, or choose other files', ignoreFocusOut: true },
+      );
+      if (!dataPick) return undefined;
+      if (dataPick.label === LABELS.changeData) {
+        data = await pickDataFiles(absolutizeDataPaths(chosen, dirname(config.path!)));
+        if (!data) return undefined;
+      }
+    }
+    const own = configTeacher(chosen);
+    const finals = readRuns(join(root, 'runs')).flatMap((r) => r.stages.filter((s) => s.finalDir).map((s) => ({ label: checkpointLabel(r.id, s.name), description: s.step !== null ? `step ${s.step}` : '', path: s.finalDir! })));
+    const pick = await vscode.window.showQuickPick(
+      [
+        ...(own ? [{ label: COLLECT_LABELS.configTeacher, description: own, path: '' }] : []),
+        ...finals,
+        { label: COLLECT_LABELS.modelDir, description: 'a directory with config.json, a tokenizer and weights', path: '' },
+        { label: COLLECT_LABELS.endpoint, description: 'vLLM, SGLang, transformers serve, a hosted API (…/v1)', path: '' },
+      ],
+      { title: COLLECT_TITLES.teacher, placeHolder: 'Pick the teacher to sample trajectories from', ignoreFocusOut: true },
+    );
+    if (!pick) return undefined;
+    const req: CollectRequest = { config: config.path, data };
+    if (pick.label === COLLECT_LABELS.modelDir) {
+      req.teacher = await this.browseModelDir('Sample from this model');
+      if (!req.teacher) return undefined;
+    } else if (pick.label === COLLECT_LABELS.endpoint) {
+      const url = await vscode.window.showInputBox({ title: COLLECT_TITLES.url, prompt: 'Base URL of an OpenAI-compatible server (checked with GET /models before sampling)', value: 'http://127.0.0.1:8000/v1', ignoreFocusOut: true, validateInput: endpointUrlProblem });
+      if (!url) return undefined;
+      req.teacherUrl = url.trim();
+    } else if (pick.path) req.teacher = pick.path;
+    return req;
   }
 
   private async browseModelDir(openLabel: string): Promise<string | undefined> {
