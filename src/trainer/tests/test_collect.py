@@ -89,6 +89,7 @@ def taught_model(realistic_model_dir, questions, work) -> Path:
         r = tok(response, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
         examples.append((torch.tensor([p + r]), torch.tensor([[-100] * len(p) + r])))
     torch.manual_seed(0)
+    torch.set_num_threads(1)  # under CPU contention 2 threads ran ~15x slower than 1 (docs/NOTES.md)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for _ in range(100):
         for ids, labels in examples:
