@@ -88,8 +88,7 @@ def read_collection(path: Path, repair: bool) -> dict[str, dict]:
 def append_records(path: Path, records: list[dict]) -> None:
     """One write() per line, then flush + fsync: a kill leaves whole lines and at most one partial last line."""
     with open(path, "a", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
         f.flush()
         os.fsync(f.fileno())
 
@@ -161,9 +160,9 @@ def report_markdown(report: dict, settings: dict) -> str:
     t = settings["teacher"]
     who = t.get("path") or f"{t.get('url')} ({t.get('api')}, model {t.get('model')})"
     lines = [f"# Collection — {who}", "",
-             f"{report['collected']} trajectories of {report['questions']} questions ({', '.join(settings['modes'])}; "
-             f"K = {settings['samples']}, temperature {settings['sampling']['temperature']}), graded by the "
-             f"environment server (scheme {settings['reward']['scheme']}).", "",
+             (f"{report['collected']} trajectories of {report['questions']} questions ({', '.join(settings['modes'])}; "
+              f"K = {settings['samples']}, temperature {settings['sampling']['temperature']}), graded by the "
+              f"environment server (scheme {settings['reward']['scheme']})."), "",
              f"**Kept: {report['kept']}** ({report['questions_with_kept']} questions).", "",
              "| dropped because | trajectories |", "|---|---|"]
     words = {"incorrect": "wrong answer (rejection sampling)", "format": "format-rule error",
@@ -175,9 +174,9 @@ def report_markdown(report: dict, settings: dict) -> str:
     lines += [f"| {m} | {v.get('collected', 0)} | {v.get('correct', 0)} | {v.get('with_tools', 0)} | {v.get('kept', 0)} |"
               for m, v in report["by_mode"].items()]
     mix = report["sft_mix"]
-    lines += ["", f"SFT-2/3 data: {mix['with_tools']} trajectories with tool calls (CoA) and {mix['tool_free']} without "
-              f"(CoT); at coa_cot_ratio {mix['coa_cot_ratio']:g} an epoch takes every CoA one and "
-              f"{mix['tool_free_per_epoch']} CoT ones."]
+    lines += ["", (f"SFT-2/3 data: {mix['with_tools']} trajectories with tool calls (CoA) and {mix['tool_free']} "
+                   f"without (CoT); at coa_cot_ratio {mix['coa_cot_ratio']:g} an epoch takes every CoA one and "
+                   f"{mix['tool_free_per_epoch']} CoT ones.")]
     p = report["pairs"]
     if p.get("pairs"):
         kinds = ", ".join(f"{k} {v}" for k, v in p["by_kind"].items() if v)
@@ -271,7 +270,7 @@ class Collector:
         node, cli = find_cli(self.config)
         try:
             res = subprocess.run([node, str(cli), "data", "check", str(probe)], stdin=subprocess.DEVNULL,
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, check=False)
         finally:
             probe.unlink(missing_ok=True)
         if res.returncode != 0:
@@ -358,8 +357,8 @@ class Collector:
         c, config = self.ccfg, self.config
         t = tags(config["dialect"])
         seed = config["seed"] if c["seed"] is None else c["seed"]
-        limits = dict(max_turns=c["max_turns"], max_new_tokens=c["max_new_tokens"], max_obs_tokens=c["max_obs_tokens"],
-                      max_len=c["max_len"])
+        limits = {"max_turns": c["max_turns"], "max_new_tokens": c["max_new_tokens"],
+                  "max_obs_tokens": c["max_obs_tokens"], "max_len": c["max_len"]}
         counters = {"gen_tokens": 0.0}
 
         if teacher["kind"] == "model":
@@ -400,7 +399,7 @@ class Collector:
                     ids, mask, lps = ids[:-1], mask[:-1], lps[:-1]
                 return tok.decode(ids, skip_special_tokens=False), {"ids": ids, "loss_mask": mask, "logprobs": lps}
 
-            return {"rollout": rollout_batch, "response": response, "stats": lambda: {},
+            return {"rollout": rollout_batch, "response": response, "stats": dict,
                     "counters": counters,
                     "describe": {"device": str(rt.device), "name": f"the model directory {teacher['path']}"}}
 
@@ -550,7 +549,7 @@ class Collector:
             rep = self.dir / "pairs.report.json"
             res = subprocess.run([node, str(cli), "data", "prepare", "pairs", str(coll_path), "--out", str(pairs_path),
                                   "--per-question", str(self.ccfg["pairs_per_question"]), "--report", str(rep)],
-                                 stdin=subprocess.DEVNULL, capture_output=True, text=True)
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
             if res.returncode == 0:
                 pairs = json.loads(rep.read_text(encoding="utf-8"))
             elif "no pairs" in res.stderr:
@@ -661,8 +660,8 @@ def comparison_lines(run_dir: Path, rows: list[dict]) -> list[str]:
     teacher = info["settings"]["teacher"]
     who = teacher.get("path") or teacher.get("url")
     head = ["", "## SFT data collected from a teacher", "",
-            f"The SFT stages of this run trained on {info['kept']} trajectories kept of {info['collected']} collected "
-            f"from {who} (stages/collect/report.md; SFT-1 pairs built from all of them)."]
+            (f"The SFT stages of this run trained on {info['kept']} trajectories kept of {info['collected']} "
+             f"collected from {who} (stages/collect/report.md; SFT-1 pairs built from all of them).")]
     tp = Path(teacher["path"]) if teacher.get("path") else None
     other = tp.parents[2] / "results.json" if tp is not None and tp.parent.parent.name == "stages" else None
     if other is None or not other.is_file():

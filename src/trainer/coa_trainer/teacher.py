@@ -75,7 +75,7 @@ class Endpoint:
             self._count(http_errors=1)
             # 408/409/429 and 5xx are the server being busy or broken for a moment; other 4xx are our request
             raise RequestFailed(f"{method} {path} → HTTP {e.code}: {detail}", e.code in (408, 409, 429) or e.code >= 500)
-        except (TimeoutError, socket.timeout) as e:
+        except TimeoutError as e:
             self._count(timeouts=1)
             raise RequestFailed(f"{method} {path}: no answer within {self.timeout_s:g}s ({e})", True)
         except urllib.error.URLError as e:

@@ -26,10 +26,10 @@ import urllib.request
 from argparse import Namespace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import torch
-
 from coa_trainer.collect import collect_command
 from coa_trainer.events import record_error
 from conftest import REPO, env_server_available, merge, read_events
@@ -69,10 +69,9 @@ def questions(work) -> Path:
 def taught_model(realistic_model_dir, questions, work) -> Path:
     """The realistic model after 100 steps on three trajectories: two search (Search-R1 layout), one answers from
     memory. Greedy decoding then searches, reads the server's observation and answers."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from coa_trainer.config import validate_config
     from coa_trainer.prompts import prompt_string
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = work / "taught"
     tok = AutoTokenizer.from_pretrained(str(realistic_model_dir))
@@ -268,7 +267,7 @@ class Flaky(BaseHTTPRequestHandler):
     naming `always_fail` fail every time while `broken` is set. Stop strings are dropped from the text and named in
     `stop_reason`, as vLLM does."""
 
-    seen: dict[str, int] = {}
+    seen: ClassVar[dict[str, int]] = {}
     lock = threading.Lock()
     always_fail = "\0"
     broken = True

@@ -7,7 +7,12 @@ from __future__ import annotations
 import json
 
 from coa_trainer.agentio import AgentIO
-from coa_trainer.collect import append_records, comparison_lines, read_collection, select
+from coa_trainer.collect import (
+    append_records,
+    comparison_lines,
+    read_collection,
+    select,
+)
 from coa_trainer.dialects import tags
 from coa_trainer.teacher import Endpoint, EndpointSampler
 
