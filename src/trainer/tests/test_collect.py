@@ -171,6 +171,7 @@ def test_model_directory_and_transformers_serve_collect_the_same_trajectories(ta
     assert report["dropped"]["duplicate"] >= 1  # greedy: K identical samples, one kept
     kept = _records(direct, "selected.coa.jsonl")
     assert len(kept) == report["kept"] and all(r["reward"]["em"] == 1.0 and r["reward"]["format_ok"] for r in kept)
+    _sft_on_the_collection(work, questions, taught_model, direct, report)
 
     port = _free_port()
     cache = work / "hf-cache"
@@ -213,6 +214,28 @@ def test_model_directory_and_transformers_serve_collect_the_same_trajectories(ta
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def _sft_on_the_collection(work: Path, questions: Path, model: Path, run_dir: Path, report: dict) -> None:
+    """The run's SFT stages train on its collection (collect.use_for_sft): SFT-1 on the pairs the core built from
+    it, SFT-2 on the kept trajectories."""
+    from coa_trainer.train import train_command
+
+    config = merge(_config(questions, {"path": str(model)}), {
+        "model": {"path": str(model)},
+        "stages": {s: {"steps": 1, "batch_size": 2, "warmup_steps": 1, "log_every": 1, "max_len": 512}
+                   for s in ("sft1", "sft2")}})
+    cfg = work / "direct-sft.run.json"
+    cfg.write_text(json.dumps(config))
+    for stage in ("sft1", "sft2"):
+        args = Namespace(stage=stage, config=str(cfg), run_dir=str(run_dir), resume=False, max_steps=None, label=None,
+                         env_url=None, env_token=None)
+        assert train_command(args) == 0, [e for e in read_events(run_dir) if e["type"] == "error"]
+    logs = [e["message"] for e in read_events(run_dir) if e["type"] == "log"]
+    assert any(m.startswith("sft1: SFT data from this run's collection") for m in logs)
+    n_pairs = report["pairs"]["pairs"]
+    assert any(m.startswith("sft1:") and f"{n_pairs} pairs from your data" in m for m in logs)
+    assert any(m.startswith("sft2:") and "trajectories per epoch" in m for m in logs)
 
 
 # ---------------------------------------------------------------- SIGKILL + resume
