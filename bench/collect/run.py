@@ -65,9 +65,10 @@ def section(oracle: Path, student: Path) -> str:
         f", {report['questions']} train questions × {len(settings['modes'])} modes ({', '.join(settings['modes'])}) × "
         f"K = {settings['samples']}, temperature {s['temperature']}, ≤ {s['max_turns']} searches, "
         f"{s['max_new_tokens']} tokens per turn; graded by the environment server ({settings['reward']['scheme']}).", "",
-        "| collected | wall | samples/s (batch mean) | generated tokens/s (batch mean) | kept | wrong | format | duplicate | SFT-1 pairs |",
-        "|---|---|---|---|---|---|---|---|---|",
-        f"| {report['collected']} | {secs:.0f} s | {sum(rate) / len(rate):.1f} | {sum(gen) / len(gen):,.0f} | {report['kept']} | "
+        "| collected | wall (stage, with model load, grading, pairs) | samples/s overall | samples/s per batch (mean) | generated tokens/s per batch (mean) | kept | wrong | format | duplicate | SFT-1 pairs |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| {report['collected']} | {secs:.0f} s | {report['collected'] / secs:.1f} | {sum(rate) / len(rate):.1f} | "
+        f"{sum(gen) / len(gen):,.0f} | {report['kept']} | "
         f"{report['dropped']['incorrect']} | {report['dropped']['format']} | {report['dropped']['duplicate']} | "
         f"{report['pairs'].get('pairs', 0)} |", "",
         "Per mode: " + "; ".join(f"{m}: {v['correct']} of {v['collected']} correct, {v['kept']} kept"
