@@ -307,8 +307,11 @@ class Collector:
         if resume and settings_path.is_file():
             before = json.loads(settings_path.read_text(encoding="utf-8"))
             diff = [k for k in settings if before.get(k) != settings[k] and k != "teacher"]
-            diff += ["teacher"] if {k: v for k, v in before.get("teacher", {}).items() if k != "model"} != \
-                {k: v for k, v in teacher.items() if k != "model"} else []
+
+            def who(t: dict) -> dict:  # what the endpoint said about itself may differ between two starts
+                return {k: v for k, v in t.items() if k not in ("model", "stops_in_text")}
+
+            diff += ["teacher"] if who(before.get("teacher", {})) != who(teacher) else []
             if diff:
                 raise CollectError(f"--resume: {settings_path} was collected with other settings ({', '.join(diff)}); "
                                    "use another run directory for a different collection")
