@@ -191,6 +191,61 @@ export const DataSchema = z
   .strict();
 export type DataConfig = z.infer<typeof DataSchema>;
 
+/**
+ * `coa_trainer collect` (issue 13): questions × samples from a teacher, graded by the environment server, selected,
+ * and fed to the SFT stages of the same run (AutoCoA's way of building SFT data).
+ */
+export const CollectSchema = z
+  .object({
+    teacher: z
+      .object({
+        path: z.string().nullable().default(null).describe('Teacher model directory (Hugging Face), sampled by the trainer\'s own rollout loop. null: this run\'s latest finished stage, else model.path. Relative paths: against the run config\'s directory.'),
+        url: z.string().nullable().default(null).describe('OpenAI-compatible base URL (vLLM, SGLang, `transformers serve`, a hosted API), e.g. http://127.0.0.1:8000/v1. Set: the endpoint is the teacher.'),
+        api: z.enum(['completions', 'chat']).default('completions').describe('completions: /v1/completions with the prompt rendered here (needs a tokenizer: teacher.tokenizer or teacher.path) and stop strings; chat: /v1/chat/completions, observations sent as user turns.'),
+        model: z.string().nullable().default(null).describe('Model name sent to the endpoint (default: the first of GET /models).'),
+        tokenizer: z.string().nullable().default(null).describe('Tokenizer directory for an endpoint teacher: renders the chat-template prompt and counts tokens (default: teacher.path).'),
+        api_key_env: z.string().default('OPENAI_API_KEY').describe('Environment variable holding the endpoint\'s API key (sent as a Bearer token when set).'),
+        concurrency: posInt().default(8).describe('Requests in flight at once.'),
+        timeout_s: z.number().positive().default(120).describe('Seconds per request.'),
+        max_retries: int().nonnegative().default(4).describe('Retries of a failed request (exponential backoff); then the sample is counted as failed and collected again on --resume.'),
+        backoff_s: z.number().positive().default(1.0).describe('First retry delay; doubled at each retry.'),
+      })
+      .strict()
+      .default({ path: null, url: null, api: 'completions', model: null, tokenizer: null, api_key_env: 'OPENAI_API_KEY', concurrency: 8, timeout_s: 120, max_retries: 4, backoff_s: 1.0 }),
+    split: z.enum(['train', 'dev', 'test']).default('train').describe('Question split to sample (data.questions.<split>, or the embedded benchmark\'s).'),
+    limit: posInt().nullable().default(null).describe('Questions at most (null: all).'),
+    modes: z.array(z.enum(['coa', 'cot'])).min(1).default(['coa', 'cot']).describe('coa: the dialect\'s agent prompt, searches through the environment server; cot: the tool-free prompt, no tool.'),
+    samples: posInt().default(4).describe('Samples per question and mode (K).'),
+    temperature: z.number().min(0).default(0.7).describe('Sampling temperature (0: greedy).'),
+    top_p: z.number().positive().max(1).default(1.0).describe('Nucleus sampling (endpoint teachers; the model-directory teacher samples the full distribution).'),
+    seed: int().nullable().default(null).describe('Sampling seed (default: the run seed).'),
+    batch_size: posInt().default(16).describe('Trajectories per batch (one grading call, one progress step).'),
+    max_turns: posInt().default(4).describe('Tool calls allowed per trajectory.'),
+    max_new_tokens: posInt().default(512).describe('Tokens per turn.'),
+    max_obs_tokens: posInt().default(256).describe('Observation tokens at most per search.'),
+    max_len: posInt().default(4096).describe('Prompt + response tokens at most.'),
+    top_k: posInt().default(3).describe('Documents per search.'),
+    reward: z
+      .object({
+        scheme: z.enum(['em', 'f1', 'cover-em', 'autocoa']).default('em'),
+        params: z.record(z.string(), z.unknown()).default({}).describe('RewardParams of src/core/rewards.ts.'),
+      })
+      .strict()
+      .default({ scheme: 'em', params: {} }),
+    select: z
+      .object({
+        correct_only: z.boolean().default(true).describe('Rejection sampling: keep trajectories whose answer is correct (exact match).'),
+        format_clean: z.boolean().default(true).describe('Keep only trajectories without a format-rule error.'),
+        max_tool_calls: int().nonnegative().nullable().default(null).describe('Drop trajectories with more tool calls (null: no limit).'),
+        dedupe: z.boolean().default(true).describe('Drop a trajectory whose response is identical to a kept one of the same question.'),
+      })
+      .strict()
+      .default({ correct_only: true, format_clean: true, max_tool_calls: null, dedupe: true }),
+    pairs_per_question: posInt().default(1).describe('SFT-1 pairs per question built from the collection (coa data prepare pairs --per-question).'),
+    use_for_sft: z.boolean().default(true).describe('SFT stages of a run with a finished collection train on it (kept trajectories for SFT-2/3, pairs for SFT-1) instead of data.sft / the oracle.'),
+  })
+  .strict();
+
 export const RunConfigSchema = z
   .object({
     $schema: z.string().optional(),
@@ -232,6 +287,7 @@ export const RunConfigSchema = z
         tags_as_special_tokens: null, chat_template: true, system_prompt: null, user_prompt: null,
       }),
     benchmark: BenchmarkSchema.default(BenchmarkSchema.parse({})),
+    collect: CollectSchema.default(CollectSchema.parse({})).describe('Collect SFT data from a teacher (coa_trainer collect).'),
     data: DataSchema.nullable().default(null).describe('Your own questions, trajectories and corpus (null: the embedded benchmark).'),
     stages: z
       .object({

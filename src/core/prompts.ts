@@ -9,6 +9,11 @@ import type { DialectName } from './dialects';
 export interface DialectPrompt {
   system: string | null;
   user: string;
+  /**
+   * The user turn of chain-of-thought collection (`coa_trainer collect`, mode `cot`): the same answer format, no
+   * tool — AutoCoA sampled its teacher with a CoT prompt beside the CoA one and mixed both into SFT.
+   */
+  cot: string;
 }
 
 export const DIALECT_PROMPTS: Record<DialectName, DialectPrompt> = {
@@ -18,6 +23,10 @@ export const DIALECT_PROMPTS: Record<DialectName, DialectPrompt> = {
       'Answer the question. Think inside <think> and </think>. To look something up, write <search> query </search>; ' +
       'the results come back inside <observation> and </observation>. Search as often as you need, and not when you ' +
       'already know. Give the final answer inside <answer> and </answer>, for example <answer> Paris </answer>.\n' +
+      'Question: {question}\n',
+    cot:
+      'Answer the question. Think inside <think> and </think>, without any tool: answer from what you know. ' +
+      'Give the final answer inside <answer> and </answer>, for example <answer> Paris </answer>.\n' +
       'Question: {question}\n',
   },
   // Search-R1's training instruction (Jin et al. 2025, Apache-2.0), as its data scripts put it in the user turn.
@@ -30,6 +39,10 @@ export const DIALECT_PROMPTS: Record<DialectName, DialectPrompt> = {
       '</information>. You can search as many times as your want. If you find no further external knowledge ' +
       'needed, you can directly provide the answer inside <answer> and </answer>, without detailed illustrations. ' +
       'For example, <answer> Beijing </answer>. Question: {question}\n',
+    cot:
+      'Answer the given question. You must conduct reasoning inside <think> and </think> first. Then provide the ' +
+      'answer inside <answer> and </answer>, without detailed illustrations. For example, <answer> Beijing </answer>. ' +
+      'Question: {question}\n',
   },
   // AutoCoA's instruction as in its RL data (examples/data/autocoa/hotpotqa_train.parquet, MIT).
   autocoa: {
@@ -56,6 +69,9 @@ export const DIALECT_PROMPTS: Record<DialectName, DialectPrompt> = {
       '   - Incorporate the search results into your reasoning before finalizing your answer.\n' +
       '   - You should provide your final answer in the format \\boxed{YOUR_ANSWER}. \n\n' +
       "Now, please answer the user's question below: \n{question}\n\n",
+    cot:
+      'You are an intelligent reasoning assistant. Think step by step inside <think></think>, then give your final ' +
+      "answer in the format \\boxed{YOUR_ANSWER}.\n\nNow, please answer the user's question below: \n{question}\n\n",
   },
   hermes: {
     system:
@@ -63,5 +79,7 @@ export const DIALECT_PROMPTS: Record<DialectName, DialectPrompt> = {
       '"arguments": {"query": "..."}}</tool_call>; the result comes back inside <tool_response> and ' +
       '</tool_response>. Think inside <think> and </think>, and give the final answer inside <answer> and </answer>.',
     user: '{question}',
+    cot:
+      '{question}\nAnswer without tools: think inside <think> and </think>, then give the final answer inside <answer> and </answer>.',
   },
 };

@@ -8,7 +8,7 @@ export interface StageInfo {
   label: string;
   description: string;
   /** What the stage trains with: the loss family. */
-  kind: 'pretrain' | 'sft' | 'rl';
+  kind: 'pretrain' | 'sft' | 'rl' | 'collect';
   /** Where observations come from while training: none (no tools), the model itself, or the environment server. */
   observations: 'none' | 'teacher' | 'simulated' | 'environment';
   /** The stage whose final model it starts from (the pipeline's default). */
@@ -19,6 +19,13 @@ export interface StageInfo {
 
 export const STAGE_TABLE: readonly StageInfo[] = [
   { id: 'pretrain', label: 'Pretrain', kind: 'pretrain', observations: 'none', description: 'Language-model pretraining on the knowledge base (closed-book facts).' },
+  {
+    id: 'collect',
+    label: 'Collect',
+    kind: 'collect',
+    observations: 'environment',
+    description: 'SFT data from a teacher (a model directory or an OpenAI-compatible endpoint): K samples per question with the search tool (CoA) and without (CoT), graded, selected, paired (coa_trainer collect).',
+  },
   { id: 'sft1', label: 'SFT-1', kind: 'sft', observations: 'teacher', from: 'pretrain', description: 'When to act: pairwise log-prob loss, act vs. answer directly.' },
   { id: 'sft2', label: 'SFT-2', kind: 'sft', observations: 'teacher', from: 'sft1', description: 'How to act: chain-of-action SFT on teacher trajectories, observation tokens masked.' },
   { id: 'sft3', label: 'SFT-3', kind: 'sft', observations: 'teacher', from: 'sft2', description: 'World model: the same trajectories with observation tokens trained, so the model can simulate tools.' },

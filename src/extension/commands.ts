@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import { openAsTrajectoryNotebook, openTrajectoryBrowser, showNotebookView } from './providers/notebook/register';
 import { compareRunsCommand } from './providers/compare/panel';
-import type { TrainRequest } from './providers/train';
+import type { CollectRequest, TrainRequest } from './providers/train';
 import { cancelFromNode, deleteRun, exportOnnxFromNode, openRollouts, openRunPanel, resumeFromNode, revealRun } from './providers/runs';
 
 /** Handlers get the context object (ctx.ts) and the command's arguments. */
@@ -25,6 +25,7 @@ export const COMMANDS = {
   'coaStudio.notebook.showFailures': async () => showNotebookView({ kind: 'failures' }),
   'coaStudio.notebook.showToolCalls': async () => showNotebookView('ask-tool-calls'),
   'coaStudio.notebook.sortByReward': async () => showNotebookView({ kind: 'sort', by: 'reward', order: 'desc' }),
+  'coaStudio.notebook.filterByRewardAndMode': async () => showNotebookView('ask-filter'),
   'coaStudio.replayWithCheckpoint': async (ctx: Ctx) => ctx.replay.command('env'),
   'coaStudio.replayInSimulatedEnvironment': async (ctx: Ctx) => ctx.replay.command('simulated'),
   'coaStudio.pickReplayCheckpoint': async (ctx: Ctx) => void (await ctx.replay.pickCheckpoint()),
@@ -41,6 +42,7 @@ export const COMMANDS = {
   'coaStudio.resumeRun': async (ctx: Ctx, node?: unknown) => resumeFromNode(ctx.train, node),
   'coaStudio.cancelRun': async (ctx: Ctx, node?: unknown) => cancelFromNode(ctx.train, node),
   'coaStudio.runDemo': async (ctx: Ctx) => ctx.train.runDemo(),
+  'coaStudio.collectTrajectories': async (ctx: Ctx, request?: unknown) => ctx.train.collectTrajectories(request as CollectRequest | undefined),
   'coaStudio.runs.refresh': async (ctx: Ctx) => ctx.runs.refresh(),
   'coaStudio.runs.openPanel': async (_ctx: Ctx, node?: unknown) => openRunPanel(node),
   'coaStudio.runs.openRollouts': async (_ctx: Ctx, node?: unknown) => openRollouts(node),

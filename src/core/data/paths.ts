@@ -44,6 +44,8 @@ export function absolutizeDataPaths<T>(config: T, baseDir: string): T {
   const abs = (p: unknown) => (typeof p === 'string' && p !== '' && !isAbsolute(p) ? resolve(baseDir, p) : p);
   const model = obj(copy.model);
   if (model && typeof model.path === 'string') model.path = abs(model.path);
+  const teacher = obj(obj(copy.collect)?.teacher); // collect.teacher's directories, resolved like the data files
+  if (teacher) for (const key of ['path', 'tokenizer']) if (typeof teacher[key] === 'string') teacher[key] = abs(teacher[key]);
   const data = obj(copy.data);
   if (!data) return copy as T;
   const questions = obj(data.questions);

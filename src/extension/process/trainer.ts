@@ -5,11 +5,13 @@ import { join } from 'node:path';
 import { PIPELINE_INFO, STAGE_TABLE, stageLabelOf } from '../../core/stages';
 
 /** The stages `coa_trainer train --stage` accepts, with the picker's texts from the one stage table (src/core/stages.ts). */
-export const STAGES = STAGE_TABLE.filter((s) => !s.trains).map((s) => ({ id: s.id, label: s.label, detail: s.description }));
+export const STAGES = STAGE_TABLE.filter((s) => !s.trains && s.kind !== 'collect').map((s) => ({ id: s.id, label: s.label, detail: s.description }));
+/** `coa_trainer collect` ("CoA: Collect Trajectories"): not a `train --stage`, a command of its own. */
+export const COLLECT = { id: 'collect', label: stageLabelOf('collect') } as const;
 export const PIPELINE = { id: PIPELINE_INFO.id, label: PIPELINE_INFO.label, detail: PIPELINE_INFO.description };
 
 /** Stages that talk to the environment server while training (RL-1 for the grader only, RL-2 also for tools). */
-export const ENV_STAGES: readonly string[] = STAGE_TABLE.filter((s) => s.kind === 'rl' && !s.trains).map((s) => s.id);
+export const ENV_STAGES: readonly string[] = [...STAGE_TABLE.filter((s) => s.kind === 'rl' && !s.trains).map((s) => s.id), COLLECT.id];
 
 export const stageLabel = stageLabelOf;
 
@@ -28,7 +30,9 @@ export function trainerArgs(inv: TrainerInvocation): string[] {
     if (inv.resume) args.push('--resume');
     return args;
   }
-  const args = ['-m', 'coa_trainer', 'train', '--stage', inv.stage, '--config', inv.config, '--run-dir', inv.runDir];
+  const args = inv.stage === COLLECT.id
+    ? ['-m', 'coa_trainer', 'collect', '--config', inv.config, '--run-dir', inv.runDir]
+    : ['-m', 'coa_trainer', 'train', '--stage', inv.stage, '--config', inv.config, '--run-dir', inv.runDir];
   if (inv.resume) args.push('--resume');
   if (inv.env) args.push('--env-url', inv.env.url, '--env-token', inv.env.token);
   return args;
@@ -71,17 +75,24 @@ export interface RunConfigChoice {
   initFrom: string | null;
   /** The extension's dist/cli.js, used when the config does not name one. */
   cli: string;
+  /** Collect: an OpenAI-compatible endpoint as the teacher. */
+  teacherUrl?: string | null;
 }
 
 /**
  * The config written to runs/<id>/config.json: the user's file with the picks applied. The model pick sets
- * model.path; a starting checkpoint becomes stages.<stage>.init_from (for the whole pipeline: model.path).
+ * model.path; a starting checkpoint becomes stages.<stage>.init_from (for the whole pipeline: model.path); for a
+ * collection both name the teacher (collect.teacher.path), or an endpoint URL does (collect.teacher.url).
  */
 export function composeRunConfig(c: RunConfigChoice): Record<string, unknown> {
   const config = structuredClone(c.base ?? {}) as Record<string, any>;
   delete config.$schema;
-  if (c.modelPath) config.model = { ...(config.model ?? {}), path: c.modelPath };
-  if (c.initFrom) {
+  if (c.modelPath && c.stage !== COLLECT.id) config.model = { ...(config.model ?? {}), path: c.modelPath };
+  if (c.stage === COLLECT.id) {
+    // the picked model or run result is the teacher; an endpoint URL replaces the config's teacher as a whole
+    const teacher = c.teacherUrl ? { url: c.teacherUrl, path: null } : c.initFrom ?? c.modelPath ? { path: c.initFrom ?? c.modelPath, url: null } : null;
+    if (teacher) config.collect = { ...(config.collect ?? {}), teacher: { ...(config.collect?.teacher ?? {}), ...teacher } };
+  } else if (c.initFrom) {
     if (c.stage === PIPELINE.id) config.model = { ...(config.model ?? {}), path: c.initFrom };
     else {
       config.stages = { ...(config.stages ?? {}) };

@@ -21,13 +21,14 @@ class AgentIO:
     tok: Any
     t: Tags
     special: bool
+    extra_eos: tuple[int, ...] = ()
 
     @classmethod
-    def make(cls, tok: Any, t: Tags) -> "AgentIO":
+    def make(cls, tok: Any, t: Tags, extra_eos: tuple[int, ...] = ()) -> "AgentIO":
         """Special mode exactly when every tag the loop needs is one token of `tok`."""
         needed = [t.action_open, t.action_close, t.obs_open, t.obs_close] + ([t.answer_close] if t.answer_close else [])
         special = all(_single_id(tok, s) is not None for s in needed)
-        return cls(tok, t, special)
+        return cls(tok, t, special, tuple(i for i in extra_eos if i is not None and i != tok.eos_token_id))
 
     def id_of(self, s: str) -> int:
         i = _single_id(self.tok, s)
@@ -38,7 +39,7 @@ class AgentIO:
     def turn_stops(self) -> tuple[set[int], list[str]]:
         """(stop ids, stop strings) of a policy turn: the action's close, the answer's close, EOS."""
         closes = [self.t.action_close] + ([self.t.answer_close] if self.t.answer_close else [])
-        ids = {self.tok.eos_token_id}
+        ids = self.eos_ids()
         if self.special:
             return ids | {self.id_of(c) for c in closes}, []
         return ids, closes
@@ -54,12 +55,28 @@ class AgentIO:
             return False
         if self.special:
             return turn_ids[-1] == self.id_of(self.t.action_close)
-        if turn_ids[-1] == self.tok.eos_token_id:
+        if turn_ids[-1] in self.eos_ids():
             return False
-        text = self.tok.decode(turn_ids, skip_special_tokens=False)
+        return self.text_ended_with_action(self.tok.decode(turn_ids, skip_special_tokens=False))
+
+    def eos_ids(self) -> set[int]:
+        """Token ids that end a trajectory: the tokenizer's EOS plus `extra_eos` (a model's generation_config may
+        name several, as Qwen2.5's `[<|im_end|>, <|endoftext|>]` — what a server generating from the same
+        directory stops on)."""
+        return {self.tok.eos_token_id, *self.extra_eos}
+
+    def text_ended_with_action(self, text: str) -> bool:
+        """The text form (a turn as an OpenAI-compatible endpoint returns it): the last closing tag is the
+        action's."""
         a = text.rfind(self.t.action_close)
         b = text.rfind(self.t.answer_close) if self.t.answer_close else -1
         return a >= 0 and a >= b
+
+    def text_query(self, text: str) -> str:
+        """The query of the action that ends the turn `text`."""
+        end = text.rfind(self.t.action_close)
+        start = text.rfind(self.t.action_open, 0, max(end, 0))
+        return self._argument(text[start + len(self.t.action_open):end].strip()) if 0 <= start < end else ""
 
     def query(self, ids: list[int], turn_start: int) -> str:
         """The query of the action that ends `ids` (the turn began at `turn_start`)."""
@@ -70,10 +87,7 @@ class AgentIO:
             except ValueError:
                 return ""
             return self._argument(self.tok.decode(ids[start + 1:-1], skip_special_tokens=False).strip())
-        text = self.tok.decode(ids[turn_start:], skip_special_tokens=False)
-        end = text.rfind(self.t.action_close)
-        start = text.rfind(self.t.action_open, 0, max(end, 0))
-        return self._argument(text[start + len(self.t.action_open):end].strip()) if 0 <= start < end else ""
+        return self.text_query(self.tok.decode(ids[turn_start:], skip_special_tokens=False))
 
     def _argument(self, body: str) -> str:
         """Hermes-style calls carry `{"name": …, "arguments": {"query": …}}`: the search gets the query argument

@@ -62,11 +62,22 @@ def build_parser() -> argparse.ArgumentParser:
     pipe.add_argument("--config", required=True)
     pipe.add_argument("--run-dir", required=True)
     steps = [s["id"] for s in stage_table()["stages"]] + ["results"]
-    pipe.add_argument("--stages", default=None, help=f"comma list of {','.join(steps)} (default: all)")
+    pipe.add_argument("--stages", default=None, help=f"comma list of {','.join(steps)} (default: all but collect)")
     pipe.add_argument("--resume", action="store_true", help="skip finished stages, resume the interrupted one")
     pipe.add_argument("--nproc-per-node", type=int, default=1, help="run each stage as N DDP processes (torchrun)")
     pipe.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
     pipe.add_argument("--env-token", default=None)
+
+    col = sub.add_parser("collect", help="SFT data from a teacher (AutoCoA): sample, grade, select, pair")
+    col.add_argument("--config", required=True, help="run config; its `collect` section (schemas/run-config.schema.json)")
+    col.add_argument("--run-dir", required=True, help="run directory; the collection goes to stages/collect/")
+    col.add_argument("--resume", action="store_true", help="continue the collection in this run directory")
+    col.add_argument("--teacher", default=None, help="model directory or OpenAI-compatible URL (overrides "
+                     "collect.teacher)")
+    col.add_argument("--limit", type=int, default=None, help="questions at most (overrides collect.limit)")
+    col.add_argument("--samples", type=int, default=None, help="samples per question and mode (collect.samples)")
+    col.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
+    col.add_argument("--env-token", default=None)
 
     data = sub.add_parser("data", help="write the embedded benchmark (knowledge base, splits, corpus, oracle)")
     data.add_argument("--config", default=None)
@@ -134,6 +145,10 @@ def run_command(args: argparse.Namespace) -> None:
         from .pipeline import pipeline_command
 
         sys.exit(pipeline_command(args))
+    if args.command == "collect":
+        from .collect import collect_command
+
+        sys.exit(collect_command(args))
     if args.command == "data":
         from .benchmark import data_command
 

@@ -34,6 +34,7 @@ from .schemas import rl_stages, stage_table
 
 STEPS = (*(s["id"] for s in stage_table()["stages"]), "results")  # src/core/stages.ts, then the results table
 RL_STEPS = rl_stages()
+ENV_STEPS = (*RL_STEPS, "collect")  # steps that search or grade through the environment server
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
 
 
@@ -48,8 +49,8 @@ class PipelineError(RuntimeError):
 
 
 def parse_steps(text: str | None) -> list[str]:
-    if not text:
-        return list(STEPS)
+    if not text:  # collect only when asked: it needs a teacher, and the embedded recipe has the oracle
+        return [s for s in STEPS if s != "collect"]
     wanted = [s.strip() for s in text.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in STEPS]
     if unknown:
@@ -96,6 +97,10 @@ class Pipeline:
     def finished(self, label: str) -> bool:
         from .runlayout import final_dir
 
+        if label == "collect":  # a collection is data, not a model: its marker is stages/collect/collect.json
+            from .collect import finished
+
+            return finished(self.run_dir)
         return (final_dir(self.run_dir, label) / "coa_stage.json").is_file()
 
     def stage_argv(self, step: str) -> list[str]:
@@ -109,9 +114,12 @@ class Pipeline:
                          f"--nproc_per_node={nproc}"]
         argv = [*launcher, "-m", "coa_trainer", "train", "--stage", stage, "--config", str(config_path),
                 "--run-dir", str(self.run_dir)]
+        if step == "collect":  # one process: sampling is the teacher's (a model directory or an endpoint)
+            argv = [sys.executable, "-m", "coa_trainer", "collect", "--config", str(config_path), "--run-dir",
+                    str(self.run_dir)]
         if step == "rl2-otc":
             argv += ["--label", "rl2-otc"]
-        if step in RL_STEPS and self.env is not None:
+        if step in ENV_STEPS and self.env is not None:
             argv += ["--env-url", self.env.url, "--env-token", self.env.token]
         if self.args.resume:
             argv.append("--resume")
@@ -155,9 +163,11 @@ class Pipeline:
         from .results import compute_rows, detail_table, render_table, write_results
 
         split = "test"
+        from .collect import comparison_lines
+
         rows, details = compute_rows(self.run_dir, self.config, self.env, self.writer, split)
         json_path, md_path = write_results(self.run_dir, rows, split, self.config["eval"]["limit"],
-                                           detail_table(details))
+                                           detail_table(details) + comparison_lines(self.run_dir, rows))
         self.writer.emit("log", level="info", message=f"pipeline: results in {md_path} and {json_path}\n"
                          + render_table(rows))
 
@@ -170,7 +180,7 @@ class Pipeline:
                world_size=1, pid=os.getpid(), resumed_from=None)
         done = 0
         try:
-            if any(s in RL_STEPS or s == "results" for s in steps):
+            if any(s in ENV_STEPS or s == "results" for s in steps):
                 # a signal while the server starts only sets the flag (checked below), so that self.env is set
                 # and `finally` can stop the server (a mask would be inherited by the server process)
                 self.deferred = True

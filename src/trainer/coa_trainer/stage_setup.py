@@ -124,11 +124,19 @@ def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) ->
     rt = setup_runtime(config, di.world_size, di.local_rank)
     di.init(rt.device)
     bench = data = None
-    if own_data:
-        data = UserData(config, data_dir(config, run_dir) / "prepared", prepare=di.rank == 0)
+    collected = None
+    if stage in ("sft1", "sft2", "sft3"):  # a run with a finished collection trains on it (collect.use_for_sft)
+        from .collect import collected_data
+
+        collected = collected_data(config, run_dir, prepare=di.rank == 0)
+    if own_data or collected is not None:
+        data = collected or UserData(config, data_dir(config, run_dir) / "prepared", prepare=di.rank == 0)
         if di.rank == 0:
             _warm_data(data, stage, scfg)
-    else:
+    if collected is not None:
+        writer.emit("log", level="info", message=f"{label}: SFT data from this run's collection "
+                    f"({run_dir / 'stages' / 'collect'}; collect.use_for_sft)")
+    if not own_data:
         bench = ensure_benchmark_files(config, data_dir(config, run_dir)) if di.rank == 0 \
             else benchmark_from_config(config)
     init = resolve_init(config, run_dir, stage, bench, di.rank == 0)

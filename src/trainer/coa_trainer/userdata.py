@@ -62,12 +62,15 @@ def find_cli(config: dict) -> tuple[str, Path]:
 def resolve_data_paths(config: dict, config_dir: Path) -> dict:
     """Make the data section's paths absolute (relative ones are relative to the run config's directory), so a
     config copied elsewhere (the pipeline's rl2-otc.run.json) still names the same files."""
+    def fix(p: str | None) -> str | None:
+        return p if p is None or Path(p).is_absolute() else str((config_dir / p).resolve())
+
+    teacher = config.get("collect", {}).get("teacher")
+    if teacher:  # collect.teacher's directories, like the data files
+        teacher["path"], teacher["tokenizer"] = fix(teacher.get("path")), fix(teacher.get("tokenizer"))
     data = config.get("data")
     if not data:
         return config
-
-    def fix(p: str | None) -> str | None:
-        return p if p is None or Path(p).is_absolute() else str((config_dir / p).resolve())
 
     data["questions"] = {k: fix(v) for k, v in data["questions"].items()}
     data["sft"] = [fix(e) if isinstance(e, str) else {**e, "path": fix(e["path"])} for e in data["sft"]]

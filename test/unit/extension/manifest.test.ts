@@ -35,7 +35,7 @@ test('manifest basics and grammar files exist', () => {
 
 test('training, resume, the demo and ONNX export are enabled only in trusted workspaces', () => {
   const byId = Object.fromEntries(pkg.contributes.commands.map((c: { command: string }) => [c.command, c]));
-  for (const id of ['coaStudio.trainStage', 'coaStudio.resumeRun', 'coaStudio.runDemo', 'coaStudio.runs.exportOnnx']) {
+  for (const id of ['coaStudio.trainStage', 'coaStudio.resumeRun', 'coaStudio.runDemo', 'coaStudio.runs.exportOnnx', 'coaStudio.collectTrajectories']) {
     assert.match(byId[id].enablement, /\bisWorkspaceTrusted\b/, id);
     assert.doesNotMatch(byId[id].enablement, /!isWorkspaceTrusted/, id);
   }

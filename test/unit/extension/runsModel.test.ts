@@ -56,6 +56,27 @@ test('a finished pretrain and a cancelled sft1: stages, checkpoints, evals, roll
   }
 });
 
+test('a collection (coa_trainer collect): a stage without a model, its collection file as the rollouts node', () => {
+  const root = mkdtempSync(join(tmpdir(), 'coa-runs-'));
+  try {
+    const dir = makeRun(root, 'c1', [
+      ev('c1', { type: 'run_started', stage: 'collect', config: {}, total_steps: 24, device: 'cpu', world_size: 1, pid: 11 }),
+      ev('c1', { type: 'progress', stage: 'collect', step: 24, total: 24, elapsed_s: 3, eta_s: 0 }),
+      ev('c1', { type: 'eval', stage: 'collect', step: 24, split: 'train', metrics: { collected: 24, kept: 9 } }),
+      ev('c1', { type: 'stage_finished', stage: 'collect', step: 24, status: 'ok', checkpoint: 'runs/c1/stages/collect/selected.coa.jsonl' }),
+    ], ['stages/collect/collection.coa.jsonl', 'stages/collect/selected.coa.jsonl']);
+    const run = readRun(dir, 'c1', alive([]))!;
+    const [collect] = run.stages;
+    assert.deepEqual([collect.name, collect.status, collect.finalDir], ['collect', 'ok', null]);
+    assert.deepEqual(stageChildren(run, collect).map((n) => [n.kind, n.label, n.description]), [
+      ['eval', 'eval train', 'collected 24 · kept 9'],
+      ['rollouts', 'collection', 'collection.coa.jsonl'],
+    ]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 test('a started stage is running while its pid lives, failed once it is gone; an error event fails it', () => {
   const root = mkdtempSync(join(tmpdir(), 'coa-runs-'));
   try {

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerEnv, STAGES } from '../../../src/extension/process/trainer';
+import { composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerEnv, ENV_STAGES, STAGES } from '../../../src/extension/process/trainer';
+import { configTeacher, endpointUrlProblem } from '../../../src/extension/providers/train/collectPicks';
 import { LABELS, STAGE_PICKS, looksLikeModelDir } from '../../../src/extension/providers/train/picks';
 import { RunConfigSchema } from '../../../src/core/config';
 
@@ -33,6 +34,7 @@ test('the trainer CLI accepts every argument array we build (argparse of the rea
   for (const s of STAGES) check(trainerArgs({ stage: s.id, config: 'c.json', runDir: 'runs/x', resume: true }));
   check(trainerArgs({ stage: 'rl2', config: 'c.json', runDir: 'runs/x', env: { url: 'http://127.0.0.1:1', token: 'abc' } }));
   check(trainerArgs({ stage: 'pipeline', config: 'c.json', runDir: 'runs/x', resume: true }));
+  check(trainerArgs({ stage: 'collect', config: 'c.json', runDir: 'runs/x', resume: true, env: { url: 'http://127.0.0.1:1', token: 'abc' } }));
   check(exportOnnxArgs('f', 'o.onnx'));
 });
 
@@ -51,6 +53,26 @@ test('composeRunConfig: picks become model.path / stages.<stage>.init_from, and 
   RunConfigSchema.parse(embedded);
   const pipe = composeRunConfig({ base: { env: { cli: 'mine.js' } }, stage: 'pipeline', modelPath: null, initFrom: '/f', cli: '/x' }) as any;
   assert.deepEqual([pipe.model.path, pipe.env.cli], ['/f', 'mine.js']);
+});
+
+test('Collect Trajectories: `coa_trainer collect` with the env server, and the teacher picks in collect.teacher', () => {
+  assert.deepEqual(trainerArgs({ stage: 'collect', config: 'c', runDir: 'r', resume: true, env: { url: 'http://127.0.0.1:9', token: 't' } }),
+    ['-m', 'coa_trainer', 'collect', '--config', 'c', '--run-dir', 'r', '--resume', '--env-url', 'http://127.0.0.1:9', '--env-token', 't']);
+  assert.ok(ENV_STAGES.includes('collect') && !STAGES.some((s) => s.id === 'collect'), 'its own command, not a Train Stage pick');
+  const base = { model: { path: '/student' }, collect: { samples: 2, teacher: { url: 'http://old/v1', api: 'chat' as const } } };
+  const dir = composeRunConfig({ base, stage: 'collect', modelPath: null, initFrom: '/runs/a/stages/sft3/final', cli: '/x' }) as any;
+  assert.deepEqual(dir.collect, { samples: 2, teacher: { url: null, api: 'chat', path: '/runs/a/stages/sft3/final' } });
+  assert.equal(dir.model.path, '/student', 'the teacher pick leaves the student model alone');
+  RunConfigSchema.parse(dir);
+  const url = composeRunConfig({ base: null, stage: 'collect', modelPath: null, initFrom: null, teacherUrl: 'http://127.0.0.1:8000/v1', cli: '/x' }) as any;
+  assert.deepEqual(url.collect.teacher, { url: 'http://127.0.0.1:8000/v1', path: null });
+  RunConfigSchema.parse(url);
+  assert.equal(endpointUrlProblem('http://127.0.0.1:8000/v1'), null);
+  assert.match(endpointUrlProblem('127.0.0.1:8000')!, /http/);
+  assert.match(endpointUrlProblem('not a url')!, /not a URL/);
+  assert.equal(configTeacher(base), 'http://old/v1');
+  assert.equal(configTeacher({ collect: { teacher: { path: 'm' } } }), 'm');
+  assert.equal(configTeacher(null), null);
 });
 
 test('child environment, run ids, labels, model directories', () => {

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { viewNotebook } from '../../../src/extension/providers/notebook/filter';
+import { modesIn, viewNotebook } from '../../../src/extension/providers/notebook/filter';
 import { notebookToText } from '../../../src/extension/providers/notebook/codec';
 import { HeaderCellMeta, META_KEY, NotebookMeta, REWARD_MIME, RewardOutput, cellMeta } from '../../../src/extension/providers/notebook/cells';
 import { scoreRecords } from '../../../src/core/rewards';
@@ -36,4 +36,19 @@ test('more than N tool calls, and sort by reward (stable)', () => {
   const totals = sorted.cells.flatMap((c) => (c.outputs ?? []).flatMap((o) => o.filter((x) => x.mime === REWARD_MIME).map((x) => (x.data as RewardOutput).breakdown.total)));
   assert.equal(totals.length, records.length);
   assert.deepEqual(totals, [...totals].sort((a, b) => b - a));
+});
+
+test('filter by reward and mode: a collection\'s records by reward (> 0 / 0) and meta.mode', () => {
+  // records as `coa_trainer collect` writes them: meta.mode is coa or cot
+  const collection = records.map((r, i) => JSON.stringify({ ...r, meta: { ...(r.meta ?? {}), mode: i % 2 ? 'cot' : 'coa' } })).join('\n') + '\n';
+  const rewards = scoreRecords(records, 'em');
+  const wanted = records.filter((_, i) => i % 2 === 0 && rewards[i].total > 0).map((r) => r.id);
+  assert.ok(wanted.length > 0 && wanted.length < records.length / 2, 'some coa records earn a reward, not all');
+  const nb = viewNotebook(collection, { kind: 'filter', reward: 'positive', mode: 'coa' });
+  assert.deepEqual(ids(nb), wanted);
+  assert.equal((nb.metadata[META_KEY] as NotebookMeta).view?.description, 'reward > 0, mode coa');
+  assert.deepEqual(ids(viewNotebook(collection, { kind: 'filter', reward: 'zero', mode: null })), records.filter((_, i) => rewards[i].total <= 0).map((r) => r.id));
+  assert.deepEqual(ids(viewNotebook(collection, { kind: 'filter', reward: null, mode: 'cot' })), records.filter((_, i) => i % 2).map((r) => r.id));
+  assert.deepEqual(modesIn(collection), ['coa', 'cot']);
+  assert.deepEqual(modesIn(text), []);
 });

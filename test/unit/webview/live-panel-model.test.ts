@@ -222,3 +222,19 @@ test('step ticks are whole steps; values read with 4 significant digits', async 
   assert.equal(formatValue(12), '12');
   assert.equal(formatValue(0.00003), '3.00e-5');
 });
+
+test('a collection (coa_trainer collect) is a tab like a stage: before SFT-1, its throughput charted per sample', () => {
+  // events of a real run: runs/collect-student (docs/training.md, "What the collection measured"), trimmed
+  const events = read(join(__dirname, '../../fixtures/live-panel/collect.events.jsonl'));
+  const m = new PanelModel();
+  m.addRun({ key: 'c', label: 'collect-student' });
+  m.apply('c', events);
+  assert.deepEqual(m.tabs().map((t) => [t.id, t.label]), [['collect', 'Collect'], ['sft1', 'SFT-1']]);
+  assert.match(m.tabs()[0].description, /SFT data from a teacher/);
+  const collect = m.runs.get('c')!.stages.get('collect')!;
+  const rate = collect.metrics.get('samples_per_s')!;
+  assert.equal(rate.x.length, events.filter((e) => e.type === 'metrics' && e.stage === 'collect').length);
+  assert.equal(rate.x[rate.x.length - 1], 4848); // the step axis counts collected samples
+  assert.equal(m.metricsOf('collect').get('samples_per_s'), 'throughput');
+  assert.equal(collect.status, 'ok');
+});

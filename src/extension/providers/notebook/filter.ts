@@ -9,7 +9,9 @@ import { META_KEY, NotebookMeta } from './cells';
 export type ViewSpec =
   | { kind: 'failures' }
   | { kind: 'tool-calls'; more: number }
-  | { kind: 'sort'; by: 'reward' | 'tool-calls'; order: 'asc' | 'desc' };
+  | { kind: 'sort'; by: 'reward' | 'tool-calls'; order: 'asc' | 'desc' }
+  /** A collection (`coa_trainer collect`): by reward (> 0 / 0) and by `meta.mode` (coa / cot); null: any. */
+  | { kind: 'filter'; reward: 'positive' | 'zero' | null; mode: string | null };
 
 export function describeView(spec: ViewSpec): string {
   switch (spec.kind) {
@@ -19,6 +21,8 @@ export function describeView(spec: ViewSpec): string {
       return `trajectories with > ${spec.more} tool calls`;
     case 'sort':
       return `sorted by ${spec.by} (${spec.order === 'asc' ? 'lowest' : 'highest'} first)`;
+    case 'filter':
+      return [spec.reward === 'positive' ? 'reward > 0' : spec.reward === 'zero' ? 'reward 0' : null, spec.mode ? `mode ${spec.mode}` : null].filter(Boolean).join(', ') || 'every trajectory';
   }
 }
 
@@ -46,6 +50,10 @@ export function viewNotebook(text: string, spec: ViewSpec, options: DecodeOption
   let order = parsed.map((_, i) => i);
   if (spec.kind === 'failures') order = order.filter((i) => isFailure(rewards[i]));
   if (spec.kind === 'tool-calls') order = order.filter((i) => rewards[i].tool_calls > spec.more);
+  if (spec.kind === 'filter') {
+    if (spec.reward) order = order.filter((i) => (spec.reward === 'positive' ? rewards[i].total > 0 : rewards[i].total <= 0));
+    if (spec.mode) order = order.filter((i) => modeOf(parsed[i].entry.record!) === spec.mode);
+  }
   if (spec.kind === 'sort') {
     const key = (i: number) => (spec.by === 'reward' ? rewards[i].total : rewards[i].tool_calls);
     const sign = spec.order === 'asc' ? 1 : -1;
@@ -57,4 +65,21 @@ export function viewNotebook(text: string, spec: ViewSpec, options: DecodeOption
   const meta = content.metadata[META_KEY] as NotebookMeta;
   meta.view = { source: options.source ?? '', description: describeView(spec) };
   return { ...content, count: order.length, text: notebookToText(content), rewards: chosen };
+}
+
+/** A record's sampling mode (`meta.mode`, written by `coa_trainer collect`), or null. */
+export function modeOf(record: { meta?: Record<string, unknown> }): string | null {
+  const m = record.meta?.mode;
+  return typeof m === 'string' ? m : null;
+}
+
+/** The modes present in a file's text, in order of first appearance (for the filter's pick). */
+export function modesIn(text: string): string[] {
+  const out = new Set<string>();
+  for (const src of splitLines(text).lines) {
+    const r = parseRecordLine(src.raw, src.line).record;
+    const m = r ? modeOf(r) : null;
+    if (m) out.add(m);
+  }
+  return [...out];
 }

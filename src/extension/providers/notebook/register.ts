@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { LARGE_FILE_REASON, TrajectorySerializer, largeFileBytes, notebookDocumentText, rewardOptions, viewRewards } from './serializer';
 import { META_KEY, NOTEBOOK_TYPE, NOTEBOOK_TYPES, NOTEBOOK_TYPE_ANY_JSONL, NotebookMeta, isTrajectoryNotebook } from './cells';
-import { ViewSpec, viewNotebook } from './filter';
+import { ViewSpec, modesIn, viewNotebook } from './filter';
 import { DiagnosticCache, notebookDiagnostics } from './diagnostics';
 import { readConfig } from '../../config';
 import { BROWSER_VIEW_TYPE, registerTrajectoryBrowser } from '../browser/provider';
@@ -139,7 +139,7 @@ export async function openTrajectoryBrowser(): Promise<void> {
 }
 
 /** Filter/sort commands: a new untitled notebook with the matching records of the active trajectory notebook. */
-export async function showNotebookView(spec: ViewSpec | 'ask-tool-calls'): Promise<void> {
+export async function showNotebookView(spec: ViewSpec | 'ask-tool-calls' | 'ask-filter'): Promise<void> {
   const editor = vscode.window.activeNotebookEditor;
   if (!editor || !isTrajectoryNotebook(editor.notebook.notebookType)) return void vscode.window.showInformationMessage('Open a trajectory notebook first.');
   if (spec === 'ask-tool-calls') {
@@ -153,12 +153,25 @@ export async function showNotebookView(spec: ViewSpec | 'ask-tool-calls'): Promi
   } catch (e) {
     return void vscode.window.showErrorMessage(`CoA Studio: ${(e as Error).message}`);
   }
+  if (spec === 'ask-filter') {
+    const reward = await vscode.window.showQuickPick(
+      [{ label: 'Any reward', value: null }, { label: 'Reward > 0', value: 'positive' as const }, { label: 'Reward 0', value: 'zero' as const }],
+      { title: 'CoA: Filter Trajectories (1/2): reward', placeHolder: 'Keep trajectories by their reward (the notebook\'s scheme)' },
+    );
+    if (!reward) return;
+    const modes = modesIn(text);
+    const mode = modes.length
+      ? await vscode.window.showQuickPick([{ label: 'Any mode', value: null as string | null }, ...modes.map((m) => ({ label: m, value: m as string | null }))], { title: 'CoA: Filter Trajectories (2/2): mode', placeHolder: 'Keep trajectories sampled in this mode (meta.mode: coa with the tool, cot without)' })
+      : { value: null };
+    if (!mode) return;
+    spec = { kind: 'filter', reward: reward.value, mode: mode.value };
+  }
   const view = viewNotebook(text, spec, { ...rewardOptions(), source: editor.notebook.uri.fsPath });
   const meta = view.metadata[META_KEY] as NotebookMeta;
   // A view is a file of its own in a temp folder, opened through the serializer: VS Code drops the outputs of an
   // untitled notebook made from NotebookData, and the reward outputs are the point of a view.
   const base = basename(editor.notebook.uri.path).replace(/(\.coa)?\.jsonl$/, '');
-  const slug = spec.kind === 'failures' ? 'failures' : spec.kind === 'tool-calls' ? `more-than-${spec.more}-tool-calls` : `by-${spec.by}`;
+  const slug = spec.kind === 'failures' ? 'failures' : spec.kind === 'tool-calls' ? `more-than-${spec.more}-tool-calls` : spec.kind === 'filter' ? `filter-${spec.reward ?? 'any'}-${spec.mode ?? 'any'}` : `by-${spec.by}`;
   const file = join(mkdtempSync(join(tmpdir(), 'coa-studio-view-')), `${base}.${slug}.coa.jsonl`);
   writeFileSync(file, view.text);
   viewRewards.set(view.text, view.rewards);

@@ -175,7 +175,8 @@ export function readRun(dir: string, id: string, alive: IsAlive = isAlive): RunI
     if (s.finalDir) onDisk.push({ step: s.checkpoints.find((c) => c.final)?.step ?? null, path: s.finalDir, final: true });
     s.checkpoints = onDisk.sort((a, b) => Number(a.final) - Number(b.final) || (a.step ?? 0) - (b.step ?? 0));
     const rollouts = join(sdir, 'rollouts.coa.jsonl');
-    s.rollouts = existsSync(rollouts) ? rollouts : null;
+    const collection = join(sdir, 'collection.coa.jsonl'); // `coa_trainer collect` (stages/collect/)
+    s.rollouts = existsSync(rollouts) ? rollouts : existsSync(collection) ? collection : null;
     if (s.status === 'pending' && s.finalDir) s.status = 'ok';
   }
   const ordered = [...stages.values()].sort((a, b) => rank(a.name) - rank(b.name) || a.name.localeCompare(b.name));
@@ -274,6 +275,9 @@ export function stageChildren(run: RunInfo, stage: StageInfo): RunNode[] {
       stage,
     });
   }
-  if (stage.rollouts) nodes.push({ kind: 'rollouts', id: `${base}#rollouts`, label: 'rollouts', description: 'rollouts.coa.jsonl', path: stage.rollouts, run, stage });
+  if (stage.rollouts) {
+    const collection = stage.rollouts.endsWith('collection.coa.jsonl');
+    nodes.push({ kind: 'rollouts', id: `${base}#rollouts`, label: collection ? 'collection' : 'rollouts', description: collection ? 'collection.coa.jsonl' : 'rollouts.coa.jsonl', path: stage.rollouts, run, stage });
+  }
   return nodes;
 }

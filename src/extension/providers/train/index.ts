@@ -30,9 +30,11 @@ import { absolutizeDataPaths, dataEntries } from '../../../core/data/paths';
 import { applyDataPicks, hasPicks } from './data';
 import { Launcher } from './launch';
 import { RunProgress, TrainingStatus } from './progress';
-import { pickTrainRequest, readUserConfig, type TrainRequest } from './request';
+import { pickCollectRequest, pickTrainRequest, readUserConfig, type CollectRequest, type TrainRequest } from './request';
+import { COLLECT_LABELS, collectionFiles, collectionSummary } from './collectPicks';
+import { COLLECT } from '../../process/trainer';
 
-export type { TrainRequest } from './request';
+export type { CollectRequest, TrainRequest } from './request';
 
 interface ActiveRun {
   runDir: string;
@@ -94,12 +96,23 @@ export class TrainController implements vscode.Disposable {
       modelPath: req.model ?? null,
       initFrom: req.checkpoint ?? null,
       cli: this.launcher.cli,
+      teacherUrl: req.teacherUrl ?? null,
     });
     mkdirSync(runDir, { recursive: true });
     const configPath = join(runDir, 'config.json');
     writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
     if (dataEntries(config).length && !(await this.launcher.checkData(configPath, runDir))) return;
     await this.start(runDir, req.stage, configPath, false);
+  }
+
+  /** "CoA: Collect Trajectories": Train Stage's config and data picks, then the teacher; the run is a `collect`. */
+  async collectTrajectories(request?: CollectRequest): Promise<void> {
+    if (!(await requireTrust('Collecting trajectories'))) return;
+    const root = workspaceRoot();
+    if (!root) return void vscode.window.showErrorMessage('CoA: Collect Trajectories needs an open folder: collections are written to <folder>/runs/<id>.');
+    const req = request ?? (await pickCollectRequest(root));
+    if (!req) return;
+    await this.trainStage({ stage: COLLECT.id, config: req.config, checkpoint: req.teacher, teacherUrl: req.teacherUrl, data: req.data });
   }
 
   async resumeRun(runDir?: string, stage?: string): Promise<void> {
@@ -222,7 +235,13 @@ export class TrainController implements vscode.Disposable {
     this.active.delete(runDir);
     if (this.active.size === 0) this.status.hide();
     this.runsChanged.fire();
-    if (result.status === 'ok') {
+    if (result.status === 'ok' && stage === COLLECT.id) {
+      // the collection opens in the trajectory notebook (filter it by reward and mode there)
+      const files = collectionFiles(runDir);
+      const pick = await vscode.window.showInformationMessage(`CoA: collection finished (${runId}): ${collectionSummary(runDir) ?? 'see its report'}.`, COLLECT_LABELS.openCollection, COLLECT_LABELS.openReport);
+      if (pick === COLLECT_LABELS.openCollection && existsSync(files.collection)) await vscode.commands.executeCommand('vscode.openWith', vscode.Uri.file(files.collection), 'coa-trajectories');
+      if (pick === COLLECT_LABELS.openReport && existsSync(files.report)) await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.file(files.report));
+    } else if (result.status === 'ok') {
       const pick = await vscode.window.showInformationMessage(`CoA: ${stageLabel(stage)} finished (${runId}).`, 'Open Live Panel');
       if (pick) await vscode.commands.executeCommand('coaStudio.openLivePanel', vscode.Uri.file(runDir));
     } else if (result.status === 'cancelled') {

@@ -11,6 +11,7 @@ import { readRuns } from '../runs/model';
 import { LABELS, PLACEHOLDERS, STAGE_PICKS, TITLES, checkpointLabel, looksLikeModelDir } from './picks';
 import { describeData, type DataPicks } from './data';
 import { pickDataFiles } from './dataPicks';
+import { COLLECT_LABELS, COLLECT_TITLES, configTeacher, endpointUrlProblem } from './collectPicks';
 
 export interface TrainRequest {
   stage: string;
@@ -24,6 +25,16 @@ export interface TrainRequest {
   data?: DataPicks;
   /** The embedded default model even though the config names model.path. */
   embeddedModel?: boolean;
+  /** Collect: an OpenAI-compatible endpoint as the teacher (collect.teacher.url). */
+  teacherUrl?: string;
+}
+
+/** "CoA: Collect Trajectories", scripted: the run config, the teacher (a model directory or an endpoint URL), data. */
+export interface CollectRequest {
+  config?: string;
+  teacher?: string;
+  teacherUrl?: string;
+  data?: DataPicks;
 }
 
 /** Reads a *.run.json (JSON with comments allowed); reports errors with line:column. undefined = failed. */
@@ -109,6 +120,57 @@ export async function pickTrainRequest(root: string): Promise<TrainRequest | und
   }
   const embeddedModel = !!configModel && modelPick.label === LABELS.embeddedModel;
   return { stage: stage.id, config: config.path, model, checkpoint, data, ...(embeddedModel ? { embeddedModel } : {}) };
+}
+
+/** Collect Trajectories' questions: Train Stage's config and data picks, then the teacher. */
+export async function pickCollectRequest(root: string): Promise<CollectRequest | undefined> {
+  const files = await vscode.workspace.findFiles('**/*.run.json', '{**/node_modules/**,**/runs/**}', 200);
+  const configItems = [
+    { label: LABELS.embeddedConfig, description: 'every setting at its default', path: undefined as string | undefined },
+    ...files.map((f) => ({ label: relative(root, f.fsPath), description: '', path: f.fsPath })).sort((a, b) => a.label.localeCompare(b.label)),
+    { label: LABELS.ownData, description: 'question sets and a corpus (default settings otherwise)', path: undefined as string | undefined },
+  ];
+  const config = await vscode.window.showQuickPick(configItems, { title: COLLECT_TITLES.config, placeHolder: PLACEHOLDERS.config, ignoreFocusOut: true });
+  if (!config) return undefined;
+  const chosen = config.path ? readUserConfig(root, config.path) : null;
+  if (chosen === undefined) return undefined;
+  let data: DataPicks | undefined;
+  if (config.label === LABELS.ownData) {
+    data = await pickDataFiles(null);
+    if (!data) return undefined;
+  } else if (chosen && describeData(chosen)) {
+    const dataPick = await vscode.window.showQuickPick(
+      [{ label: LABELS.configData, description: describeData(chosen)! }, { label: LABELS.changeData, description: 'questions, corpus' }],
+      { title: TITLES.data, placeHolder: 'Collect on the questions the run config names, or choose other files', ignoreFocusOut: true },
+    );
+    if (!dataPick) return undefined;
+    if (dataPick.label === LABELS.changeData) {
+      data = await pickDataFiles(absolutizeDataPaths(chosen, dirname(config.path!)));
+      if (!data) return undefined;
+    }
+  }
+  const own = configTeacher(chosen);
+  const finals = readRuns(join(root, 'runs')).flatMap((r) => r.stages.filter((s) => s.finalDir).map((s) => ({ label: checkpointLabel(r.id, s.name), description: s.step !== null ? `step ${s.step}` : '', path: s.finalDir! })));
+  const pick = await vscode.window.showQuickPick(
+    [
+      ...(own ? [{ label: COLLECT_LABELS.configTeacher, description: own, path: '' }] : []),
+      ...finals,
+      { label: COLLECT_LABELS.modelDir, description: 'a directory with config.json, a tokenizer and weights', path: '' },
+      { label: COLLECT_LABELS.endpoint, description: 'vLLM, SGLang, transformers serve, a hosted API (…/v1)', path: '' },
+    ],
+    { title: COLLECT_TITLES.teacher, placeHolder: 'Pick the teacher to sample trajectories from', ignoreFocusOut: true },
+  );
+  if (!pick) return undefined;
+  const req: CollectRequest = { config: config.path, data };
+  if (pick.label === COLLECT_LABELS.modelDir) {
+    req.teacher = await browseModelDir('Sample from this model');
+    if (!req.teacher) return undefined;
+  } else if (pick.label === COLLECT_LABELS.endpoint) {
+    const url = await vscode.window.showInputBox({ title: COLLECT_TITLES.url, prompt: 'Base URL of an OpenAI-compatible server (checked with GET /models before sampling)', value: 'http://127.0.0.1:8000/v1', ignoreFocusOut: true, validateInput: endpointUrlProblem });
+    if (!url) return undefined;
+    req.teacherUrl = url.trim();
+  } else if (pick.path) req.teacher = pick.path;
+  return req;
 }
 
 async function browseModelDir(openLabel: string): Promise<string | undefined> {
