@@ -119,10 +119,12 @@ class TokenScorer(torch.nn.Module):
                     lp_c, ent_c = _head_chunk(head, hc, tc, temperature, with_entropy)
                 lp_parts.append(lp_c)
                 ent_parts.append(ent_c)
-        vals = torch.cat(lp_parts) * (0.0 if empty else 1.0)
-        logp = logp.reshape(-1).index_put((idx,), vals).reshape(B, T - 1)
+        # placed by (row, column) into fresh [B, T-1] tensors: no view of a flat buffer is returned (FSDP2 warns
+        # about views as module outputs)
+        where = (idx // (T - 1), idx % (T - 1))
+        logp = logp.index_put(where, torch.cat(lp_parts) * (0.0 if empty else 1.0))
         if ent is not None:
-            ent = ent.reshape(-1).index_put((idx,), torch.cat(ent_parts) * (0.0 if empty else 1.0)).reshape(B, T - 1)
+            ent = ent.index_put(where, torch.cat(ent_parts) * (0.0 if empty else 1.0))
         return logp, ent
 
 
