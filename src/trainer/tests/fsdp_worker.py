@@ -8,7 +8,6 @@ import random
 import sys
 
 import torch
-
 from coa_trainer.distributed import DistInfo
 from coa_trainer.fsdp import full_state_dict, gathered, shard
 from coa_trainer.generate import generate
