@@ -47,11 +47,13 @@ class StringStops:
 @torch.no_grad()
 def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
              device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
-             generator: torch.Generator | None = None, stop_strings: StringStops | None = None
-             ) -> tuple[list[list[int]], list[list[float]], list[bool]]:
+             generator: torch.Generator | None = None, stop_strings: StringStops | None = None,
+             static_cache: bool = False) -> tuple[list[list[int]], list[list[float]], list[bool]]:
     """Continue each prompt until a stop id or stop string (included) or max_new_tokens. Greedy when
     temperature == 0. Returns (new ids, their log-probs under the sampling distribution, whether each row
-    stopped on a stop)."""
+    stopped on a stop). `static_cache`: one KV cache allocated up front for the batch × (prompt + max_new_tokens)
+    (transformers StaticCache) instead of one that grows by concatenation every step — no per-step reallocation,
+    fixed shapes (what CUDA graphs need), but every step attends over the whole allocated length."""
     B = len(prompts)
     if B == 0:
         return [], [], []
@@ -79,6 +81,10 @@ def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids
     rows: list[list[int]] = [[] for _ in range(B)]
     done_host = [False] * B
     past = None
+    if static_cache:
+        from transformers import StaticCache
+
+        past = StaticCache(config=model.config, max_cache_len=T + max_new_tokens)
     step_ids, step_pos = ids, pos
     for _ in range(max_new_tokens):
         with autocast(device, dtype):
