@@ -2,7 +2,7 @@
 
 The decoder's last hidden states go through the LM head a chunk of positions at a time; each chunk's logits are
 recomputed in backward (activation checkpointing of the chunk), so at most one chunk of logits — `CHUNK_ELEMENTS`
-floats, 512 MiB — exists at once, whatever the batch, sequence length or vocabulary (Qwen2.5: 151,936 entries,
+floats, 256 MiB in fp32 — exists at once, whatever the batch, sequence length or vocabulary (Qwen2.5: 151,936 entries,
 where the full fp32 log-softmax of one 16 × 2,048 micro-batch is 20 GB). The price is one more LM-head matmul per
 scored token in backward. Only the positions asked for (`select`: the loss mask) go through the head at all, so
 prompt and observation tokens cost nothing there.
@@ -22,7 +22,7 @@ from torch.utils.checkpoint import checkpoint
 
 from .losses import autocast
 
-CHUNK_ELEMENTS = 1 << 27  # logits floats per chunk (512 MiB in fp32)
+CHUNK_ELEMENTS = 1 << 26  # logits floats per chunk (256 MiB in fp32; 441 positions at a 151,936 vocabulary)
 
 
 def _chunk_terms(logits: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
