@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import resource
@@ -36,18 +37,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src" / "trainer"))
 
-from coa_trainer import quiet  # noqa: E402,F401
-import torch  # noqa: E402
-
-from coa_trainer.data import Encoded  # noqa: E402
-from coa_trainer.distributed import DistInfo  # noqa: E402
-from coa_trainer.generate import generate  # noqa: E402
-from coa_trainer.grpo import Sample  # noqa: E402
-from coa_trainer.logprobs import TokenScorer  # noqa: E402
-from coa_trainer.losses import lm_count, lm_loss_parts  # noqa: E402
-from coa_trainer.microbatch import accumulate, clip_grad_norm  # noqa: E402
-from coa_trainer.optim import make_optimizer  # noqa: E402
-from coa_trainer.rl import policy_updates, release_cached_memory  # noqa: E402
+import torch
+from coa_trainer import quiet  # noqa: F401
+from coa_trainer.data import Encoded
+from coa_trainer.distributed import DistInfo
+from coa_trainer.generate import generate
+from coa_trainer.grpo import Sample
+from coa_trainer.logprobs import TokenScorer
+from coa_trainer.losses import lm_count, lm_loss_parts
+from coa_trainer.microbatch import accumulate, clip_grad_norm
+from coa_trainer.optim import make_optimizer
+from coa_trainer.rl import policy_updates, release_cached_memory
 
 VOCAB = 151_936  # Qwen2.5's
 # Qwen2.5-0.5B / -1.5B config.json shapes (huggingface.co/Qwen/Qwen2.5-0.5B, /Qwen2.5-1.5B); tiny keeps the vocabulary
@@ -178,7 +178,6 @@ def sft_bench(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt:
            "model_tflops": round(tok_s * flops_tok / 1e12, 4), "mfu": round(tok_s * flops_tok / 1e12 / tflops, 4),
            "loss_finite": bool(torch.isfinite(torch.tensor(loss))), "peak_gib": round(peak_memory(dev), 2),
            "params": sum(p.numel() for p in lm.parameters()), "activation_checkpointing": ckpt}
-    del model, lm, opt, params
     release_cached_memory(dev)
     return out
 
@@ -252,7 +251,6 @@ def rl_bench(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt: 
            "train_s": round(train_s, 2), "generate_peak_gib": round(gen_peak, 2),
            "train_peak_gib": round(peak_memory(dev), 2), "loss_finite": bool(torch.isfinite(
                torch.tensor(totals["loss_sum"])))}
-    del model, lm, ref, opt, params
     release_cached_memory(dev)
     return out
 
@@ -316,6 +314,7 @@ def main() -> None:
     sz = SIZES[dev.type]
     ckpt = args.activation_checkpointing
 
+    load_avg = round(os.getloadavg()[0], 1)
     tflops = matmul_tflops(dev, dtype)
     bandwidth = copy_bandwidth(dev)
     sft = sft_bench(args.shape, dev, dtype, sz, ckpt, tflops)
@@ -328,7 +327,7 @@ def main() -> None:
     result = {"device": device_name(dev), "device_type": dev.type, "shape": args.shape, "dtype": str(dtype),
               "threads": torch.get_num_threads(), "torch": torch.__version__, "matmul_tflops": round(tflops, 4),
               "bandwidth_gb_s": round(bandwidth / 1e9, 1), "sft": sft, "decode": decode, "rl": rl,
-              "sizes": sz, "date": time.strftime("%Y-%m-%d")}
+              "sizes": sz, "date": time.strftime("%Y-%m-%d"), "load_avg": load_avg}
     print(json.dumps(result))
     if args.write:
         write_section(result, args)
@@ -344,6 +343,10 @@ def write_section(r: dict, args: argparse.Namespace) -> None:
     if args.activation_checkpointing:
         cmd += " --activation-checkpointing"
     s, sz, rl = r["sft"], r["sizes"], r["rl"]
+    shp = SHAPES[r["shape"]]
+    shape_note = (f"Qwen2.5-{r['shape'].upper()}-shaped" if r["shape"] != "tiny" else "a tiny Qwen2 shape") + \
+        f" ({shp['num_hidden_layers']} layers × {shp['hidden_size']} hidden, {shp['num_attention_heads']} heads / " \
+        f"{shp['num_key_value_heads']} KV heads)"
     floor_note = ("HBM floor: (weight bytes + mean KV bytes) ÷ copy bandwidth measured here" if r["device_type"] == "cuda"
                   else "on CPU there is no HBM: the floor uses this machine's measured memcpy bandwidth")
     rows = "\n".join(
@@ -357,8 +360,8 @@ _Last run: {r['date']}_ — device: **{r['device']}**, {r['threads']} threads, {
 
 Command: `{cmd} --write`
 
-Model: Qwen2.5-{r['shape']}-shaped (tiny: 2 layers × 64 hidden) with the real {VOCAB:,}-entry vocabulary, random
-init, {s['params']:,} parameters. Measured in the same process: matmul {r['matmul_tflops']} TFLOP/s ({r['dtype']}),
+Model: {shape_note}, Qwen2.5's {VOCAB:,}-entry vocabulary, random init, {s['params']:,} parameters
+(never downloaded). 1-minute load average at the start: {r['load_avg']}. Measured in the same process: matmul {r['matmul_tflops']} TFLOP/s ({r['dtype']}),
 copy bandwidth {r['bandwidth_gb_s']} GB/s.
 
 | SFT (packed, {sz['sft_rows']} sequences of ≤ {sz['sft_len']} tokens, budget {sz['budget']}) | |
@@ -382,7 +385,7 @@ generate {rl['generate_s']} s, tools {tools}, train {rl['train_s']} s; peak memo
 train {rl['train_peak_gib']} GiB (caches released in between); loss finite: {'yes' if rl['loss_finite'] else '**no**'}.
 {"Peak memory on CPU is the process's peak RSS (it never goes down), not per phase." if r['device_type'] == 'cpu' else ''}
 """
-    pattern = re.compile(r"^" + re.escape(title) + r"\n.*?(?=^## |\Z)", re.S | re.M)
+    pattern = re.compile(r"^" + re.escape(title) + r"\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
     text = pattern.sub(section + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
     path.write_text(text)
 

@@ -44,6 +44,14 @@ class StringStops:
         return any(full.find(s, max(0, len(prev) - len(s) + 1)) >= 0 for s in self.strings)
 
 
+def _takes(model: Any, name: str) -> bool:
+    """Whether model.forward accepts keyword `name` (or any keyword: peft passes them on)."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
 @torch.no_grad()
 def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
              device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
@@ -81,6 +89,9 @@ def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids
     rows: list[list[int]] = [[] for _ in range(B)]
     done_host = [False] * B
     past = None
+    # logits of the last position only: the prefill's full [B, T, vocab] logits were 10 GB at batch 256 × 64 prompt
+    # tokens with Qwen2.5's 151,936-entry vocabulary (bench/gpu). Every transformers causal LM takes the argument.
+    last_only = {"logits_to_keep": 1} if _takes(model, "logits_to_keep") else {}
     if static_cache:
         from transformers import StaticCache
 
@@ -88,10 +99,8 @@ def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids
     step_ids, step_pos = ids, pos
     for _ in range(max_new_tokens):
         with autocast(device, dtype):
-            # logits of the last position only: the prefill's full [B, T, vocab] logits were 10 GB at batch 256 ×
-            # 64 prompt tokens with Qwen2.5's 151,936-entry vocabulary (bench/gpu)
             res = model(input_ids=step_ids, attention_mask=attn, position_ids=step_pos, past_key_values=past,
-                        use_cache=True, logits_to_keep=1)
+                        use_cache=True, **last_only)
         past = res.past_key_values
         logits = res.logits[:, -1].float()
         logp = torch.log_softmax(logits / temperature if temperature > 0 else logits, dim=-1)
