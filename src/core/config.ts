@@ -229,7 +229,7 @@ export const RunConfigSchema = z
         dtype: z
           .enum(['float32', 'bfloat16', 'auto'])
           .default('float32')
-          .describe('Dtype the weights are loaded (and trained) in. bfloat16 halves memory for large models; auto: the checkpoint\'s own torch_dtype. The top-level dtype is the autocast of the forward pass.'),
+          .describe('Dtype the weights are loaded (and trained) in. bfloat16: bf16 weights for forward, backward and generation, AdamW on fp32 master weights and moments (under FSDP the fp32 shards are the masters, computed in bf16); auto: the checkpoint\'s own torch_dtype. The top-level dtype is the autocast of the forward pass.'),
         attn_implementation: z
           .enum(['sdpa', 'eager', 'flash_attention_2'])
           .default('sdpa')
