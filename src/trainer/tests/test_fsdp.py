@@ -47,20 +47,22 @@ def base(tmp_path_factory):
     return d
 
 
-def _config(tmp_path, base, stages, name="run.json"):
+def _config(tmp_path, base, stages, name="run.json", **top):
     cfg = merge(TINY, {"benchmark": {"data_dir": str(base / "data")}, "distributed": {"strategy": "fsdp"},
-                       "stages": stages})
+                       "stages": stages, **top})
     p = tmp_path / name
     p.write_text(json.dumps(cfg))
     return p
 
 
 def test_fsdp_sft_stage_equals_one_process_and_resumes_bit_identically(tmp_path, base):
-    """SFT-2 with packed token-budget micro-batches (the ranks get different numbers of them): 2 FSDP processes log
-    one process's losses; the sharded checkpoint at step 2 resumes to exactly the uninterrupted steps 3-4; the final
-    directory is a plain HF model with one process's weights."""
+    """SFT-2 with packed token-budget micro-batches (the ranks get different numbers of them) and activation
+    checkpointing inside the FSDP units: 2 FSDP processes log one process's losses; the sharded checkpoint at step 2
+    resumes to exactly the uninterrupted steps 3-4; the final directory is a plain HF model with one process's
+    weights."""
     cfg = _config(tmp_path, base, {"sft2": {"steps": 4, "batch_size": 4, "checkpoint_every": 2, "packing": True,
-                                            "micro_batch_tokens": 200, "init_from": str(base / "model")}})
+                                            "micro_batch_tokens": 200, "init_from": str(base / "model")}},
+                  model={"gradient_checkpointing": True})
     one, two = tmp_path / "one", tmp_path / "two"
     r = run_trainer("train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(one))
     assert r.returncode == 0, r.stdout[-2000:]
