@@ -20,6 +20,14 @@ const stageBase = {
   checkpoint_every: int().nonnegative().default(0).describe('Checkpoint every N steps (0: only at the end).'),
   log_every: posInt().default(10).describe('Emit a metrics event every N steps.'),
   sample_every: int().nonnegative().default(0).describe('Emit a sample event every N steps (0: never).'),
+  micro_batch_tokens: posInt()
+    .nullable()
+    .default(null)
+    .describe('Token budget of one forward/backward: a (mini-)batch is cut into micro-batches of at most this many tokens (padded rows count their padding) and gradients accumulate. null: the whole batch in one pass.'),
+  packing: z
+    .boolean()
+    .default(false)
+    .describe('Pack each micro-batch\'s sequences into one row without padding (position ids restart per sequence, attention stays inside each sequence).'),
   init_from: z
     .string()
     .nullable()
@@ -268,7 +276,15 @@ export const RunConfigSchema = z
         dtype: z
           .enum(['float32', 'bfloat16', 'auto'])
           .default('float32')
-          .describe('Dtype the weights are loaded (and trained) in. bfloat16 halves memory for large models; auto: the checkpoint\'s own torch_dtype. The top-level dtype is the autocast of the forward pass.'),
+          .describe('Dtype the weights are loaded (and trained) in. bfloat16: bf16 weights for forward, backward and generation, AdamW on fp32 master weights and moments (under FSDP the fp32 shards are the masters, computed in bf16); auto: the checkpoint\'s own torch_dtype. The top-level dtype is the autocast of the forward pass.'),
+        attn_implementation: z
+          .enum(['sdpa', 'eager', 'flash_attention_2'])
+          .default('sdpa')
+          .describe('Attention kernel (transformers attn_implementation). flash_attention_2 needs the flash-attn package and a CUDA device.'),
+        gradient_checkpointing: z
+          .boolean()
+          .default(false)
+          .describe('Recompute each decoder layer\'s activations in backward instead of keeping them (less memory, about one more forward of compute).'),
         tags_as_special_tokens: z
           .boolean()
           .nullable()
@@ -284,8 +300,18 @@ export const RunConfigSchema = z
       .strict()
       .default({
         path: null, lora: null, embedded: EmbeddedModelSchema.parse({}), dtype: 'float32',
+        attn_implementation: 'sdpa', gradient_checkpointing: false,
         tags_as_special_tokens: null, chat_template: true, system_prompt: null, user_prompt: null,
       }),
+    distributed: z
+      .object({
+        strategy: z
+          .enum(['ddp', 'fsdp'])
+          .default('ddp')
+          .describe('Under torchrun: ddp (each process holds the whole model) or fsdp (FSDP2: parameters, gradients and optimiser state sharded per decoder layer; checkpoints written sharded by torch.distributed.checkpoint).'),
+      })
+      .strict()
+      .default({ strategy: 'ddp' }),
     benchmark: BenchmarkSchema.default(BenchmarkSchema.parse({})),
     collect: CollectSchema.default(CollectSchema.parse({})).describe('Collect SFT data from a teacher (coa_trainer collect).'),
     data: DataSchema.nullable().default(null).describe('Your own questions, trajectories and corpus (null: the embedded benchmark).'),

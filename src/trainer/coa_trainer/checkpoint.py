@@ -13,8 +13,9 @@ import numpy as np
 import torch
 
 from .model import trainable_state, unwrap
+from .optim import load_master_state, master_state
 
-NAME = re.compile(r"^step-(\d{6,})\.pt$")
+NAME = re.compile(r"^step-(\d{6,})\.(?:pt|dcp)$")  # .dcp: a sharded (FSDP2) checkpoint directory, fsdp.py
 
 
 def rng_state() -> dict:
@@ -39,7 +40,7 @@ def save_checkpoint(directory: Path, step: int, cursor: int, model: Any, opt: An
     tmp = directory / f".step-{step:06d}.pt.tmp"
     state = {"version": 1, "stage": stage, "step": step, "cursor": cursor, "model": trainable_state(model),
              "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "rng": rng_state(),
-             "extra": extra or {}}
+             "extra": extra or {}, "master": master_state(opt)}
     with open(tmp, "wb") as f:
         torch.save(state, f)
         f.flush()
@@ -66,6 +67,7 @@ def load_checkpoint(path: Path, model: Any, opt: Any, sched: Any) -> dict:
     if missing.unexpected_keys:
         raise RuntimeError(f"checkpoint {path} does not match the model: unexpected {missing.unexpected_keys[:3]}")
     opt.load_state_dict(state["optimizer"])
+    load_master_state(opt, state.get("master"))
     sched.load_state_dict(state["scheduler"])
     set_rng_state(state["rng"])
     return state
@@ -74,4 +76,9 @@ def load_checkpoint(path: Path, model: Any, opt: Any, sched: Any) -> dict:
 def prune_checkpoints(directory: Path, keep: int = 2) -> None:
     found = sorted((int(m.group(1)), p) for p in directory.iterdir() if (m := NAME.match(p.name)))
     for _, p in found[:-keep]:
-        p.unlink(missing_ok=True)
+        if p.is_dir():
+            import shutil
+
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)

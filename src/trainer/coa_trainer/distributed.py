@@ -47,6 +47,13 @@ class DistInfo:
         dist.all_reduce(t)
         return float(t.item())
 
+    def all_reduce_max(self, x: int) -> int:
+        if not self.active:
+            return x
+        t = torch.tensor([x], dtype=torch.int64, device=self._comm_device())
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return int(t.item())
+
     def all_reduce_dict(self, d: dict[str, float]) -> dict[str, float]:
         if not self.active:
             return d

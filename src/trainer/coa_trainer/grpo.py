@@ -11,9 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
-
-from .losses import autocast
 
 
 @dataclass
@@ -67,48 +64,43 @@ def grpo_token_terms(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch
     return per_token.sum(), count, extras
 
 
-def _collate(samples: list[Sample], pad_id: int, device: torch.device) -> tuple[torch.Tensor, ...]:
-    """Right-padded ids/attention, and per shifted target: mask, old log-probs, advantages, all [B, T-1]."""
-    seqs = [s.prompt_ids + s.ids for s in samples]
-    T = max(2, max(len(x) for x in seqs))
-    B = len(samples)
-    ids = torch.full((B, T), pad_id, dtype=torch.long)
-    attn = torch.zeros((B, T), dtype=torch.long)
-    mask = torch.zeros((B, T), dtype=torch.float32)
-    old = torch.zeros((B, T), dtype=torch.float32)
-    for i, (s, x) in enumerate(zip(samples, seqs)):
-        ids[i, :len(x)] = torch.tensor(x, dtype=torch.long)
-        attn[i, :len(x)] = 1
-        p = len(s.prompt_ids)
-        mask[i, p:p + len(s.ids)] = torch.tensor(s.loss_mask, dtype=torch.float32)
-        old[i, p:p + len(s.ids)] = torch.tensor([lp if lp is not None else 0.0 for lp in s.logprobs])
-    adv = torch.tensor([s.advantage for s in samples], dtype=torch.float32)
-    return ids.to(device), attn.to(device), mask[:, 1:].to(device), old[:, 1:].to(device), adv.to(device)
+def _targets(s: Sample, values: list[float]) -> list[float]:
+    """Per-target values of one sample's sequence (prompt + response), aligned with its targets (token t+1)."""
+    return ([0.0] * len(s.prompt_ids) + values)[1:]
 
 
-def _logits_logp(model: Any, ids: torch.Tensor, attn: torch.Tensor, temperature: float,
-                 dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """All-vocabulary log-probs at the sampling temperature [B, T-1, V], and the targets' [B, T-1]."""
-    with autocast(ids.device, dtype):
-        logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits
-    logp_all = F.log_softmax(logits[:, :-1].float() / temperature, dim=-1)
-    return logp_all, logp_all.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+def grpo_count(samples: list[Sample]) -> float:
+    """Trained tokens of a batch (what grpo_loss_parts returns as count), known before any forward."""
+    return float(sum(sum(_targets(s, [float(m > 0) for m in s.loss_mask])) for s in samples))
+
+
+def grpo_lengths(samples: list[Sample]) -> list[list[int]]:
+    return [[len(s.prompt_ids) + len(s.ids)] for s in samples]
 
 
 def grpo_loss_parts(model: Any, ref_model: Any | None, samples: list[Sample], pad_id: int, device: torch.device,
-                    dtype: torch.dtype | None, clip_eps: float, kl_coef: float, temperature: float
-                    ) -> tuple[torch.Tensor, float, dict[str, float]]:
-    """The GRPO loss pieces of a batch of trajectories (policy forward with grad, reference without)."""
-    ids, attn, mask, old, adv = _collate(samples, pad_id, device)
-    logp_all, logp = _logits_logp(model, ids, attn, temperature, dtype)
+                    dtype: torch.dtype | None, clip_eps: float, kl_coef: float, temperature: float,
+                    packed: bool = False) -> tuple[torch.Tensor, float, dict[str, float]]:
+    """The GRPO loss pieces of a batch of trajectories (policy forward with grad, reference without). Log-probs and
+    entropy come a chunk of positions at a time, only at trained positions (logprobs.TokenScorer)."""
+    from .logprobs import as_scorer
+    from .packing import layout
+
+    lay = layout([s.prompt_ids + s.ids for s in samples], pad_id, packed, device)
+    mask = lay.place([_targets(s, [float(m) for m in s.loss_mask]) for s in samples])
+    old = lay.place([_targets(s, [lp if lp is not None else 0.0 for lp in s.logprobs]) for s in samples])
+    adv = lay.place([[s.advantage] * (len(s.prompt_ids) + len(s.ids) - 1) for s in samples])
+    sel = mask > 0
+    logp, ent = as_scorer(model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
+                                 with_entropy=True, dtype=dtype)
     if ref_model is not None and kl_coef > 0:
         with torch.no_grad():
-            _, ref = _logits_logp(ref_model, ids, attn, temperature, dtype)
+            ref, _ = as_scorer(ref_model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
+                                          dtype=dtype)
     else:
         ref = logp.detach()  # no reference: k3 = 0
     loss_sum, count, extras = grpo_token_terms(logp, old, ref, adv, mask, clip_eps, kl_coef)
     with torch.no_grad():
-        ent = -(logp_all.exp() * logp_all).sum(-1)
         extras["entropy_sum"] = float((ent * mask).sum())
-        extras["train_tokens"] = float(attn.sum())
+        extras["train_tokens"] = float(lay.tokens)
     return loss_sum, count, extras

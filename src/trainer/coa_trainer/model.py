@@ -126,15 +126,40 @@ def load_tokenizer(model_dir: Path, special_tags: bool = True) -> Any:
     return tok
 
 
+def check_attn_implementation(name: str, device: torch.device) -> None:
+    """flash_attention_2 needs the flash-attn package and a CUDA device: say so before loading anything."""
+    if name != "flash_attention_2":
+        return
+    import importlib.util
+
+    from .config import ConfigError
+
+    if importlib.util.find_spec("flash_attn") is None:
+        raise ConfigError("model.attn_implementation is flash_attention_2 but the flash-attn package is not "
+                            "installed (pip install flash-attn), or use sdpa")
+    if device.type != "cuda":
+        raise ConfigError(f"model.attn_implementation flash_attention_2 runs on CUDA only (device is {device})")
+
+
 def load_model(model_dir: str | Path, rt: Runtime, lora: dict | None = None, trainable: bool = True,
-               special_tags: bool = True, weight_dtype: str = "float32") -> tuple[Any, Any]:
+               special_tags: bool = True, weight_dtype: str = "float32", attn_implementation: str = "sdpa",
+               gradient_checkpointing: bool = False) -> tuple[Any, Any]:
     """(model, tokenizer) from an HF directory, weights in `weight_dtype`; LoRA adapters added when `lora` is
     given. The embeddings are resized only when special tags were added to the tokenizer."""
     from transformers import AutoModelForCausalLM
 
     model_dir = check_model_dir(model_dir)
+    check_attn_implementation(attn_implementation, rt.device)
     tok = load_tokenizer(model_dir, special_tags)
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=WEIGHT_DTYPES[weight_dtype])
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=WEIGHT_DTYPES[weight_dtype],
+                                                 attn_implementation=attn_implementation)
+    if gradient_checkpointing and trainable:
+        # non-reentrant: works with frozen inputs (LoRA), under FSDP2 and with kwargs; same gradients, less memory
+        kw = {"use_reentrant": False}
+        if hasattr(model, "activation_checkpointing_enable"):  # transformers ≥ 5.2x; the old name warns there
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kw)
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
     if model.get_input_embeddings().weight.shape[0] < len(tok):
         model.resize_token_embeddings(len(tok))  # tags added to a user's tokenizer (tags_as_special_tokens)
     model.config.pad_token_id = tok.pad_token_id
@@ -150,15 +175,32 @@ def load_model(model_dir: str | Path, rt: Runtime, lora: dict | None = None, tra
     return model, tok
 
 
+def storage_dtype(config: dict, trainable: bool = True) -> str:
+    """The dtype parameters are stored in. Under FSDP2 a trained bfloat16 model keeps fp32 sharded parameters (the
+    master weights, 4 bytes / N ranks) and computes in bf16 through its MixedPrecisionPolicy (fsdp.py); a frozen
+    model (the RL reference) is stored as asked."""
+    want = config["model"].get("dtype", "float32")
+    if trainable and want == "bfloat16" and config.get("distributed", {}).get("strategy") == "fsdp":
+        return "float32"
+    return want
+
+
 def load_for_config(model_dir: str | Path, rt: Runtime, config: dict, trainable: bool = True,
                     lora: bool = True) -> tuple[Any, Any]:
-    """load_model with the run config's model choices (tags, weight dtype, LoRA)."""
-    return load_model(model_dir, rt, config["model"]["lora"] if lora else None, trainable,
-                      tags_as_special(config), config["model"].get("dtype", "float32"))
+    """load_model with the run config's model choices (tags, weight dtype, attention, checkpointing, LoRA)."""
+    m = config["model"]
+    return load_model(model_dir, rt, m["lora"] if lora else None, trainable, tags_as_special(config),
+                      storage_dtype(config, trainable), m.get("attn_implementation", "sdpa"),
+                      bool(m.get("gradient_checkpointing", False)))
 
 
 def unwrap(model: Any) -> Any:
-    return model.module if hasattr(model, "module") and isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    """The Hugging Face model inside DDP and the trainer's TokenScorer (logprobs.py)."""
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        model = model.module
+    from .logprobs import TokenScorer
+
+    return model.lm if isinstance(model, TokenScorer) else model
 
 
 def save_model_dir(model: Any, tok: Any, out_dir: Path, info: dict | None = None) -> Path:

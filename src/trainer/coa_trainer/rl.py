@@ -22,7 +22,7 @@ import torch
 from .agent_metrics import step_sums, step_values
 from .alerts import AlertMonitor
 from .data import Stream
-from .grpo import Sample, group_advantages, grpo_loss_parts
+from .grpo import Sample, group_advantages, grpo_count, grpo_lengths, grpo_loss_parts
 from .prompts import prompt_ids
 from .rollout import RlTrajectory, retok_drift, retok_mismatch, rollout, token_offsets
 from .runlayout import StageError, corpus_path, stage_dir
@@ -92,28 +92,33 @@ def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: l
     the second update on and the clipping becomes active. mini_batches = ppo_epochs = 1 is a single on-policy
     update. Returns the loss/kl/entropy/clip/ratio sums and the token count over all updates (rank-local, for the
     caller's all-reduce) and the mean pre-clip gradient norm."""
+    from .microbatch import accumulate, clip_grad_norm
+
     slices = mini_batch_slices(len(samples), group_size, scfg["mini_batches"])
     totals: dict[str, float] = {"count": 0.0, "loss_sum": 0.0}
     norms: list[float] = []
+
+    def loss_fn(m: Any, part: list[Sample]) -> Any:
+        return grpo_loss_parts(m, ref, part, pad_id, device, dtype, scfg["clip_eps"], scfg["kl_coef"],
+                               scfg["temperature"], scfg["packing"])
+
     for _ in range(scfg["ppo_epochs"]):
         for sl in slices:
-            loss_sum, count, extras = grpo_loss_parts(model, ref, samples[sl], pad_id, device, dtype,
-                                                      scfg["clip_eps"], scfg["kl_coef"], scfg["temperature"])
-            global_count = di.all_reduce_sum(count)  # the mini-batch's tokens on all ranks
-            loss = loss_sum / max(global_count, 1.0) * di.world_size  # DDP averages gradients over ranks
+            part = samples[sl]
             opt.zero_grad(set_to_none=True)
-            loss.backward()
-            norms.append(float(torch.nn.utils.clip_grad_norm_(params, scfg["grad_clip"])))
+            # micro-batches by token budget, each loss ÷ the mini-batch's global token count (microbatch.py)
+            acc = accumulate(model, part, grpo_lengths(part), grpo_count(part), loss_fn,
+                             scfg["micro_batch_tokens"], scfg["packing"], di)
+            norms.append(clip_grad_norm(params, scfg["grad_clip"]))
             opt.step()
-            totals["count"] += count
-            totals["loss_sum"] += float(loss_sum.detach())
-            for k, v in extras.items():
+            totals["count"] += acc.count
+            totals["loss_sum"] += acc.loss_sum
+            for k, v in acc.extras.items():
                 totals[k] = totals.get(k, 0.0) + v
     return totals, sum(norms) / len(norms)
 
 
 def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -> int:
-    from .checkpoint import prune_checkpoints, save_checkpoint
     from .evaluate import agent_eval
     from .model import load_for_config
     from .stage_setup import setup_stage
@@ -151,7 +156,6 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
     grade_run = _grade_run_id(writer.run, label)
     monitor = AlertMonitor(dict(scfg["alerts"]), env)  # rules in src/core/alerts.ts, via the server
     sdir = stage_dir(run_dir, label)
-    ckpt_dir = run.ckpt_dir
     step, resumed_from = 0, None
     try:
         if (state := run.latest_state()) is not None:
@@ -190,10 +194,12 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
             simulated = step < sim_steps
             prompts = [prompt_ids(tok, config, q.question) for q in qs for _ in range(G)]
             timings: dict[str, float] = {"generate": 0.0, "tools": 0.0}
-            trajs = rollout(policy, tok, prompts, t, None if simulated else tool, max_turns=scfg["max_turns"],
-                            max_new_tokens=scfg["max_new_tokens"], max_obs_tokens=scfg["max_obs_tokens"],
-                            max_len=scfg["max_len"], device=rt.device, dtype=rt.autocast_dtype,
-                            temperature=scfg["temperature"], generator=gen, timings=timings, io=io)
+            with run.gathered():  # FSDP2: full (bf16) parameters for the rollout, freed again before training
+                trajs = rollout(policy, tok, prompts, t, None if simulated else tool, max_turns=scfg["max_turns"],
+                                max_new_tokens=scfg["max_new_tokens"], max_obs_tokens=scfg["max_obs_tokens"],
+                                max_len=scfg["max_len"], device=rt.device, dtype=rt.autocast_dtype,
+                                temperature=scfg["temperature"], generator=gen, timings=timings, io=io)
+            release_cached_memory(rt.device)  # the rollout's KV caches, before the training forward
             owners = [q for q in qs for _ in range(G)]
             meta = [{"run": writer.run, "stage": label, "step": step + 1, "sample": i, "group": i // G}
                     for i in range(len(trajs))]
@@ -230,11 +236,14 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
                 "generate_s": s["generate_s"] / ws, "tools_s": s["tools_s"] / ws, "train_s": s["train_s"] / ws,
                 "step_s": time.time() - t0,
             }
-            if di.rank == 0 and has_dev and scfg["heldout_every"] and step % scfg["heldout_every"] == 0:
-                hcfg = {**config, "eval": {**config["eval"], "limit": scfg["heldout_limit"]}}
-                hm, _ = agent_eval(policy, tok, source, hcfg, "dev", rt, env, run=writer.run, stage=label, io=io)
-                values["heldout_em"] = hm["em"]
-                monitor.observe_heldout(float(hm["em"] or 0.0))
+            if has_dev and scfg["heldout_every"] and step % scfg["heldout_every"] == 0:
+                with run.gathered():
+                    if di.rank == 0:
+                        hcfg = {**config, "eval": {**config["eval"], "limit": scfg["heldout_limit"]}}
+                        hm, _ = agent_eval(policy, tok, source, hcfg, "dev", rt, env, run=writer.run, stage=label,
+                                           io=io)
+                        values["heldout_em"] = hm["em"]
+                        monitor.observe_heldout(float(hm["em"] or 0.0))
             if step % scfg["log_every"] == 0 or step == total:
                 writer.emit("metrics", stage=label, step=step, values=values)
                 elapsed = time.time() - started
@@ -256,20 +265,20 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
                 writer.emit("sample", stage=label, step=step, record=full[0])
             if scfg["checkpoint_every"] and step % scfg["checkpoint_every"] == 0 and step < total:
                 saved_at = step
-                _checkpoint(ckpt_dir, step, model, opt, sched, label, env, grade_run, scheme, monitor, writer, di,
-                            save_checkpoint, prune=prune_checkpoints)
+                _checkpoint(run, step, env, grade_run, scheme, monitor)
 
         if run.cancelled:
             if saved_at != step:  # a cancel right after a periodic checkpoint need not save the same step again
-                _checkpoint(ckpt_dir, step, model, opt, sched, label, env, grade_run, scheme, monitor, writer, di,
-                            save_checkpoint)
+                _checkpoint(run, step, env, grade_run, scheme, monitor, prune=False)
             writer.emit("stage_finished", stage=label, step=step, status="cancelled", checkpoint=None)
             return 130
         out = run.save_final(step)
-        if di.rank == 0 and has_dev:
-            policy.eval()
-            metrics, _ = agent_eval(policy, tok, source, config, "dev", rt, env, run=writer.run, stage=label, io=io)
-            writer.emit("eval", stage=label, step=step, split="dev", metrics=metrics)
+        with run.gathered():
+            if di.rank == 0 and has_dev:
+                policy.eval()
+                metrics, _ = agent_eval(policy, tok, source, config, "dev", rt, env, run=writer.run, stage=label,
+                                        io=io)
+                writer.emit("eval", stage=label, step=step, split="dev", metrics=metrics)
         di.barrier()
         writer.emit("stage_finished", stage=label, step=step, status="ok", checkpoint=str(out))
         return 0
@@ -278,15 +287,21 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
             env.stop()
 
 
-def _checkpoint(ckpt_dir: Path, step: int, model: Any, opt: Any, sched: Any, label: str, env: Any, grade_run: str,
-                scheme: str, monitor: AlertMonitor, writer: Any, di: Any, save: Any, prune: Any = None) -> None:
-    if di.rank == 0:
-        rollouts = ckpt_dir.parent / "rollouts.coa.jsonl"
+def _checkpoint(run: Any, step: int, env: Any, grade_run: str, scheme: str, monitor: AlertMonitor,
+                prune: bool = True) -> None:
+    """Every rank: the RL state (OTC running minima from the env server, alert baselines) rides in `extra`."""
+    extra = None
+    if run.di.rank == 0:
+        rollouts = run.ckpt_dir.parent / "rollouts.coa.jsonl"
         extra = {"otc_state": env.export_otc_state(grade_run) if scheme == "otc-grpo" else None,
-                 "alerts": monitor.state_dict(), **writer.resume_marks(),
+                 "alerts": monitor.state_dict(),
                  "rollouts_offset": rollouts.stat().st_size if rollouts.is_file() else 0}
-        path = save(ckpt_dir, step, step, model, opt, sched, label, extra)
-        if prune is not None:
-            prune(ckpt_dir, keep=2)
-        writer.emit("checkpoint", stage=label, step=step, path=str(path))
-    di.barrier()
+    if (path := run.save_checkpoint(step, step, extra, prune)) is not None:
+        run.writer.emit("checkpoint", stage=run.label, step=step, path=str(path))
+
+
+def release_cached_memory(device: torch.device) -> None:
+    """Hand the allocator's cached blocks (the finished rollout's KV caches) back, so the training step's
+    activations and the next rollout's cache are not fragmented around them. A no-op on CPU."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()

@@ -60,10 +60,50 @@ class StageRun:
         path = latest_checkpoint(self.ckpt_dir)
         if path is None:
             return None
-        state = load_checkpoint(path, self.model, self.opt, self.sched)
+        if self.sharded:
+            from .fsdp import load_sharded
+
+            state = load_sharded(path, self.model, self.opt, self.sched)
+        elif path.is_dir():
+            raise StageError(f"{path} is a sharded (FSDP) checkpoint; resume it with distributed.strategy fsdp "
+                             "and the same number of processes", "bad_config")
+        else:
+            state = load_checkpoint(path, self.model, self.opt, self.sched)
         if self.di.rank == 0:
-            self.writer.supersede(self.label, state["step"], state.get("extra", {}).get("events_offset"))
+            self.writer.supersede(self.label, state["step"], (state.get("extra") or {}).get("events_offset"))
         return state
+
+    @property
+    def sharded(self) -> bool:
+        from .fsdp import is_sharded
+
+        return is_sharded(self.model)
+
+    def gathered(self) -> Any:
+        """Context for generation / evaluation on `policy`: FSDP2's full parameters (every rank must enter it);
+        nothing to do otherwise."""
+        from .fsdp import gathered
+
+        return gathered(self.model)
+
+    def save_checkpoint(self, step: int, cursor: int, extra: dict | None = None, prune: bool = True) -> Path | None:
+        """Every rank calls this. DDP / one process: rank 0 writes one file; FSDP2: every rank writes its shards
+        (fsdp.save_sharded). Returns the path on rank 0 (None elsewhere); the caller emits the event."""
+        from .checkpoint import prune_checkpoints, save_checkpoint
+
+        # where events.jsonl stood: a resume from this checkpoint drops the step events written after it (events.py)
+        extra = {**(extra or {}), **self.writer.resume_marks()}
+        path = None
+        if self.sharded:
+            from .fsdp import save_sharded
+
+            path = save_sharded(self.ckpt_dir, step, cursor, self.model, self.opt, self.sched, self.label, extra)
+        elif self.di.rank == 0:
+            path = save_checkpoint(self.ckpt_dir, step, cursor, self.model, self.opt, self.sched, self.label, extra)
+        if self.di.rank == 0 and prune:
+            prune_checkpoints(self.ckpt_dir, keep=2)
+        self.di.barrier()
+        return path if self.di.rank == 0 else None
 
     def started(self, resumed_from: int | None, describe: str) -> None:
         from .model import count_parameters
@@ -80,10 +120,34 @@ class StageRun:
         from .model import save_model_dir
 
         out = final_dir(self.run_dir, self.label)
+        info = {"stage": self.label, "step": step}
+        if self.sharded:  # every rank: the weights are gathered to rank 0's CPU, for this export only
+            from .fsdp import full_state_dict
+
+            state = full_state_dict(self.model)
+            if self.di.rank == 0:
+                save_model_dir(self._plain_copy(state), self.tok, out, info)
+        elif self.di.rank == 0:
+            save_model_dir(self.model, self.tok, out, info)
         if self.di.rank == 0:
-            save_model_dir(self.model, self.tok, out, {"stage": self.label, "step": step})
             self.writer.emit("checkpoint", stage=self.label, step=step, path=str(out))
         return out
+
+    def _plain_copy(self, state: dict) -> Any:
+        """An unsharded CPU model (LoRA-wrapped like the trained one) holding the gathered weights, in the
+        dtype the config asked for."""
+        import torch
+
+        from .model import Runtime, load_for_config
+
+        cpu = {**self.config, "distributed": {"strategy": "ddp"}, "model": {**self.config["model"],
+               "gradient_checkpointing": False, "attn_implementation": "sdpa"}}
+        plain, _ = load_for_config(self.init, Runtime(torch.device("cpu"), None), cpu, trainable=False)
+        inner = {k.removeprefix("lm."): v for k, v in state.items()}
+        missing = plain.load_state_dict(inner, strict=False)
+        if missing.unexpected_keys or missing.missing_keys:
+            raise RuntimeError(f"gathered weights do not match the model: {missing}")
+        return plain
 
 
 def _warm_data(data: Any, stage: str, scfg: dict) -> None:
@@ -101,13 +165,26 @@ def _warm_data(data: Any, stage: str, scfg: dict) -> None:
         data.check_corpus()
 
 
+def _wrap(scorer: Any, config: dict, di: Any) -> Any:
+    """DDP, FSDP2 (distributed.strategy) or nothing (one process) around the trainer's TokenScorer."""
+    if di.active and config["distributed"]["strategy"] == "fsdp":
+        import torch
+
+        from .fsdp import shard
+
+        return shard(scorer, torch.bfloat16 if config["model"]["dtype"] == "bfloat16" else None)
+    return di.wrap(scorer)
+
+
 def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -> StageRun:
     import torch
 
     from .agentio import AgentIO
     from .benchmark import benchmark_from_config, ensure_benchmark_files
     from .dialects import tags
+    from .logprobs import TokenScorer
     from .model import load_for_config, setup_runtime, unwrap
+    from .optim import make_optimizer
     from .userdata import UserData
 
     stage = args.stage
@@ -148,10 +225,10 @@ def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) ->
     random.seed(config["seed"])
     model, tok = load_for_config(init, rt, config)
     t = tags(config["dialect"])
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=scfg["lr"], weight_decay=scfg["weight_decay"], betas=(0.9, 0.95))
+    wrapped = _wrap(TokenScorer(model), config, di)
+    params = [p for p in wrapped.parameters() if p.requires_grad]  # after sharding: FSDP2 swaps in DTensors
+    opt = make_optimizer(params, scfg["lr"], scfg["weight_decay"])
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg["warmup_steps"], total))
-    wrapped = di.wrap(model)
     run = StageRun(config, args, run_dir, writer, di, stage, label, scfg, total, rt, bench, data, init, wrapped,
                    unwrap(wrapped), tok, t, AgentIO.make(tok, t), params, opt, sched,
                    stage_dir(run_dir, label) / "checkpoints")

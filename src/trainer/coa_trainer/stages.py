@@ -12,7 +12,7 @@ from .benchmark import Benchmark
 from .data import (Encoded, Pair, oracle_examples, pair_stream, pretrain_stream, sft1_pairs, sft1_stream, sft_stream,
                    user_pairs, user_sft_stream)
 from .dialects import Tags
-from .losses import lm_loss_parts, sft1_loss_parts
+from .losses import lm_count, lm_loss_parts, sft1_lengths, sft1_loss_parts
 from .model import Runtime
 
 
@@ -38,7 +38,14 @@ class LmStage:
         return f"{n} trajectories per epoch (CoA:CoT {self.config['stages'][self.name]['coa_cot_ratio']}:1), {masked}"
 
     def loss_parts(self, model: Any, batch: list[Encoded]) -> tuple[torch.Tensor, float, dict]:
-        return lm_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype)
+        return lm_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
+                             self.config["stages"][self.name]["packing"])
+
+    def count(self, batch: list[Encoded]) -> float:
+        return lm_count(batch)
+
+    def lengths(self, batch: list[Encoded]) -> list[list[int]]:
+        return [[len(e.input_ids)] for e in batch]
 
     def metrics(self, stats: dict, count: float) -> dict:
         return {"trained_tokens": count}
@@ -100,7 +107,13 @@ class Sft1Stage:
 
     def loss_parts(self, model: Any, batch: list[Pair]) -> tuple[torch.Tensor, float, dict]:
         return sft1_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
-                               self.scfg["beta"], self.scfg["margin"], self.scfg["alpha"])
+                               self.scfg["beta"], self.scfg["margin"], self.scfg["alpha"], self.scfg["packing"])
+
+    def count(self, batch: list[Pair]) -> float:
+        return float(len(batch))
+
+    def lengths(self, batch: list[Pair]) -> list[list[int]]:
+        return sft1_lengths(batch)
 
     def metrics(self, stats: dict, count: float) -> dict:
         acts = stats["act_pairs"]

@@ -84,9 +84,7 @@ def train_command(args: Any) -> int:
 
 
 def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: Any) -> int:
-    import torch
-
-    from .checkpoint import save_checkpoint, prune_checkpoints
+    from .microbatch import accumulate, clip_grad_norm
     from .stage_setup import setup_stage
     from .stages import make_stage
 
@@ -105,7 +103,6 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
     stage = run.label  # --label names this run of the stage: stages/<label>/ and the events' stage (as in RL)
 
     step, cursor, resumed_from = 0, 0, None
-    ckpt_dir = run.ckpt_dir
     state = run.latest_state()
     if state is not None:
         step, cursor, resumed_from = state["step"], state["cursor"], state["step"]
@@ -119,19 +116,17 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
     while step < total and not run.cancelled:
         t0 = time.time()
         batch = impl.stream.take(cursor + di.rank * B_local, B_local)
-        loss_sum, count, extras = impl.loss_parts(model, batch)
-        global_count = di.all_reduce_sum(count)
-        # DDP averages gradients over ranks, so scale by world size: the gradient equals one process's on the
-        # global batch, normalised by the global count.
-        loss = loss_sum / max(global_count, 1.0) * di.world_size
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, scfg["grad_clip"])
+        # micro-batches by token budget; each loss divided by the global count (microbatch.py)
+        acc = accumulate(model, batch, impl.lengths(batch), impl.count(batch), impl.loss_parts,
+                         scfg["micro_batch_tokens"], scfg["packing"], di)
+        global_count = acc.global_count
+        grad_norm = clip_grad_norm(params, scfg["grad_clip"])
         opt.step()
         sched.step()
         step += 1
         cursor += scfg["batch_size"]
-        stats = di.all_reduce_dict({"loss_sum": float(loss_sum.detach()), **extras})
+        stats = di.all_reduce_dict({"loss_sum": acc.loss_sum, **acc.extras})
         dt = time.time() - t0
         window["tokens_per_s"] = stats.get("tokens", 0.0) / max(dt, 1e-9)
         values = {"loss": stats["loss_sum"] / max(global_count, 1.0), "lr": sched.get_last_lr()[0],
@@ -149,25 +144,22 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
         if scfg["sample_every"] and step % scfg["sample_every"] == 0 and di.rank == 0:
             writer.emit("sample", stage=stage, step=step, record=impl.sample_record(batch[0], writer.run, step))
         if scfg["checkpoint_every"] and step % scfg["checkpoint_every"] == 0 and step < total:
-            if di.rank == 0:
-                path = save_checkpoint(ckpt_dir, step, cursor, model, opt, sched, stage, writer.resume_marks())
-                prune_checkpoints(ckpt_dir, keep=2)
+            if (path := run.save_checkpoint(step, cursor)) is not None:
                 writer.emit("checkpoint", stage=stage, step=step, path=str(path))
             saved_at = step
-            di.barrier()
 
     if run.cancelled:
-        if di.rank == 0 and saved_at != step:
-            path = save_checkpoint(ckpt_dir, step, cursor, model, opt, sched, stage, writer.resume_marks())
+        if saved_at != step and (path := run.save_checkpoint(step, cursor, prune=False)) is not None:
             writer.emit("checkpoint", stage=stage, step=step, path=str(path))
         writer.emit("stage_finished", stage=stage, step=step, status="cancelled", checkpoint=None)
         return 130
     out = run.save_final(step)
-    if di.rank == 0:
-        plain = run.policy  # not through DDP: its forward would wait for collectives from the other ranks
-        plain.eval()
-        for split, metrics in impl.evaluate(plain).items():
-            writer.emit("eval", stage=stage, step=step, split=split, metrics=metrics)
+    with run.gathered():  # FSDP2: full parameters on every rank, so rank 0 alone can run the plain model
+        if di.rank == 0:
+            plain = run.policy  # not through DDP: its forward would wait for collectives from the other ranks
+            plain.eval()
+            for split, metrics in impl.evaluate(plain).items():
+                writer.emit("eval", stage=stage, step=step, split=split, metrics=metrics)
     di.barrier()
     writer.emit("stage_finished", stage=stage, step=step, status="ok", checkpoint=str(out))
     return 0

@@ -13,9 +13,12 @@ def _losses(run_dir, stage):
             and e["stage"] == stage]
 
 
-@pytest.mark.parametrize("stage", ["pretrain", "sft1"])
+@pytest.mark.parametrize("stage", ["pretrain", "sft1", "pretrain-packed"])
 def test_two_processes_equal_one(tmp_path, tiny_config, write_config, stage):
-    over = {"stages": {stage: {"steps": 5, "batch_size": 4}}}
+    # pretrain-packed: packed token-budget micro-batches, gradients accumulated under DDP's no_sync
+    extra = {"packing": True, "micro_batch_tokens": 48} if stage.endswith("-packed") else {}
+    stage = stage.removesuffix("-packed")
+    over = {"stages": {stage: {"steps": 5, "batch_size": 4, **extra}}}
     cfg = write_config(merge(tiny_config, over))
     if stage != "pretrain":
         base = tmp_path / "base"

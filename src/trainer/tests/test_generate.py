@@ -41,3 +41,20 @@ def test_batch_equals_one_by_one_with_early_stops():
 
 def test_zero_new_tokens_is_empty():
     assert generate(_model(), [[5], [6, 7]], 0, {1}, 0, CPU) == ([[], []], [[], []], [False, False])
+
+
+def test_a_static_kv_cache_for_the_batch_generates_the_same():
+    """The cache allocated up front for batch × (prompt + max_new_tokens) gives the growing cache's tokens and
+    log-probs, sampled (same generator seed) and greedy, with early stops."""
+    model = _model()
+    prompts = [[5, 6, 7], [9, 3], [4, 4, 4, 4, 2], [11]]
+    for temperature in (0.0, 1.0):
+        runs = []
+        for static in (False, True):
+            g = torch.Generator().manual_seed(3)
+            runs.append(generate(model, prompts, 8, {7}, 0, CPU, temperature=temperature, generator=g,
+                                 static_cache=static))
+        (a_ids, a_lp, a_st), (b_ids, b_lp, b_st) = runs
+        assert a_ids == b_ids and a_st == b_st
+        for x, y in zip(a_lp, b_lp):
+            assert x == pytest.approx(y, abs=1e-5)

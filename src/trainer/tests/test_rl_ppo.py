@@ -47,7 +47,7 @@ def _samples(model) -> list[Sample]:
 
 def _scfg(**over):
     return {"mini_batches": 1, "ppo_epochs": 1, "clip_eps": 0.05, "kl_coef": 0.0, "temperature": 1.0,
-            "grad_clip": 1.0, **over}
+            "grad_clip": 1.0, "micro_batch_tokens": None, "packing": False, **over}
 
 
 def _opt(model, lr):
