@@ -4,8 +4,7 @@
 import * as vscode from 'vscode';
 import { readConfig } from '../../config';
 import type { RewardParams } from '../../../core/rewards';
-import type { RewardBreakdown } from '../../../core/record';
-import { CellData, NotebookContent, SaveError, decodeNotebook, notebookToText } from './codec';
+import { CellData, NotebookContent, NotebookRewards, SaveError, decodeNotebook, notebookToText } from './codec';
 import { META_KEY, NotebookMeta } from './cells';
 
 /** NotebookMeta.readonly of the large-file stub (the opener looks for it). */
@@ -24,7 +23,7 @@ export function largeFileBytes(): number {
 }
 
 /** Whole-file rewards of view files about to be opened, by their exact text (consumed on open). */
-export const viewRewards = new Map<string, RewardBreakdown[]>();
+export const viewRewards = new Map<string, NotebookRewards>();
 
 export class TrajectorySerializer implements vscode.NotebookSerializer {
   deserializeNotebook(content: Uint8Array): vscode.NotebookData {
