@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import type { DialectName } from '../core/dialects';
 import type { Scheme } from '../core/record';
+import { DEFAULT_MAX_CELLS } from './providers/notebook/threshold';
 
 export interface CoaConfig {
   dialect: DialectName | 'auto';
@@ -20,6 +21,8 @@ export interface CoaConfig {
   python: string;
   /** Trajectory files above this size (MB) open in the paged browser instead of the notebook. */
   notebookLargeFileMB: number;
+  /** Trajectory files that would make more notebook cells than this open in the paged browser. */
+  notebookMaxCells: number;
   /** Seconds between SIGTERM (the trainer saves a checkpoint) and SIGKILL when a run is cancelled. */
   cancelGraceSeconds: number;
   /** Open the live panel when a run starts. */
@@ -41,6 +44,7 @@ export function readConfig(scope?: vscode.ConfigurationScope): CoaConfig {
     replayTemperature: c.get('replay.temperature', 0),
     python: c.get('python', ''),
     notebookLargeFileMB: c.get('notebook.largeFileMB', 50),
+    notebookMaxCells: c.get('notebook.maxCells', DEFAULT_MAX_CELLS),
     cancelGraceSeconds: c.get('training.cancelGraceSeconds', 30),
     openLivePanelOnStart: c.get('training.openLivePanel', true),
   };
