@@ -114,6 +114,9 @@ export function foldEvents(events: TrainerEvent[], alive: IsAlive = isAlive): Ma
         break;
     }
   }
+  // An evaluation (a results-table setting such as no-tool or sft-rl) has no run of its own: the pipeline writes
+  // its eval event once it is done. Such a stage is finished, not pending.
+  for (const [name, s] of stages) if (s.status === 'pending' && !pids.has(name) && s.evals.length) s.status = 'ok';
   // A stage that started and never finished: running if its process lives, otherwise it died (crash, kill -9).
   for (const [name, s] of stages) {
     if (s.status !== 'running') continue;
