@@ -123,6 +123,7 @@ test('the demo pipeline: evaluations (results settings) are finished, not pendin
     for (const setting of ['no-tool', 'workflow', 'sft12', 'sft-rl', 'sft-rl-otc']) assert.equal(status[setting], 'ok', setting);
     assert.ok(!Object.values(status).includes('pending'), JSON.stringify(status));
     assert.equal(run.status, 'ok');
+    assert.deepEqual(run.stages.map((s) => s.name), ['pretrain', 'sft1', 'sft2', 'sft3', 'rl1', 'rl2', 'rl2-otc', 'no-tool', 'workflow', 'sft12', 'sft-rl', 'sft-rl-otc', 'pipeline'], 'pipeline order, evaluations after the stages');
     // The menus of package.json, applied to the tree items' contextValue (`coaRun.<kind>.<status>`, runs/index.ts).
     const manifest = JSON.parse(readFileSync(join(__dirname, '../../../package.json'), 'utf8'));
     const resumes = (manifest.contributes.menus['view/item/context'] as { command: string; when: string }[]).filter((m) => m.command === 'coaStudio.resumeRun');

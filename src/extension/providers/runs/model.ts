@@ -4,6 +4,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEvent, type TrainerEvent } from '../../../core/events';
+import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE } from '../../../core/stages';
 
 export type Status = 'running' | 'ok' | 'cancelled' | 'failed' | 'pending';
 
@@ -46,7 +47,8 @@ export interface RunInfo {
   updated: number;
 }
 
-export const STAGE_ORDER = ['pretrain', 'sft1', 'sft2', 'sft3', 'rl1', 'rl2'];
+/** Tree order: the pipeline's stages, then the results table's evaluations, then the pipeline itself (stages.ts). */
+export const STAGE_ORDER = [...STAGE_TABLE.map((s) => s.id), ...RESULT_SETTINGS.map((s) => s.id), PIPELINE_INFO.id];
 
 /** Is a process with this pid alive (signal 0)? Injected in tests. */
 export type IsAlive = (pid: number) => boolean;

@@ -1,0 +1,183 @@
+// Issue 17 real-editor proof (editor side), in code-server with the packaged extension:
+// - a 3,000-record verl parquet converted by the core (`coa convert`) opens as a notebook of questions within a
+//   stated time, and "CoA: Train Stage" answers while it loads (the extension host is not walking cells);
+// - questions are data: a Questions view, no squiggles, Show Failures says there are none;
+// - step cells wrap (a long observation and the stray-tag squiggle stay on screen);
+// - token overlays and their hover in notebook cells; rewards under the record's own run's scheme; "no golden answers";
+// - the Runs view shows finished evaluations as finished; the walkthrough opens.
+// Screenshots: .cache/artifacts/e2e/quality-*.png.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openFile, pickQuick, repoRoot, runCommand, startEditor, webviewFrame, type Editor } from './harness';
+
+const RECORDS = 3000;
+/** Stated limit for open → first record shown (the measured figure is printed; bench/notebook has the series). */
+const OPEN_LIMIT_S = 60;
+
+/** The first RECORDS rows of AutoCoA's HotpotQA train parquet, converted by the core's converter. */
+function convertedQuestions(): string {
+  const out = join(mkdtempSync(join(tmpdir(), 'coa-e2e-convert-')), 'hotpotqa.coa.jsonl');
+  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'coa.js'), 'convert', '--from', 'verl-parquet', join(repoRoot, 'examples/data/autocoa/hotpotqa_train.parquet'), '-o', out], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const lines = readFileSync(out, 'utf8').split('\n').filter(Boolean);
+  assert.ok(lines.length >= RECORDS);
+  return lines.slice(0, RECORDS).join('\n') + '\n';
+}
+
+/** Real RL-2 rollouts (tokens with offsets, autocoa rewards stored by the run), a long observation with a stray
+ * closing tag at its end, and a record without golden answers. */
+function rollouts(): string {
+  const real = readFileSync(join(repoRoot, 'test/fixtures/live-panel/rl2.rollouts.coa.jsonl'), 'utf8').trim().split('\n');
+  const doc = 'Jaws is a 1975 American thriller film directed by Steven Spielberg, based on the 1974 novel by Peter Benchley. '.repeat(12);
+  const long = { id: 'long-observation', question: 'who wrote jaws?', golden_answers: ['Peter Benchley'], response: `<think>search it</think>\n<search>jaws novel author</search>\n<observation>${doc}</observation>\n<think>found</think></think>\n<answer>Peter Benchley</answer>` };
+  const nogold = { id: 'no-golden', question: 'an open question', response: '<think>guess</think>\n<answer>maybe</answer>' };
+  return [...real, JSON.stringify(long), JSON.stringify(nogold)].join('\n') + '\n';
+}
+
+const RUN = 'demo-20261124-190603';
+let ed: Editor;
+before(async () => {
+  ed = await startEditor({
+    name: 'quality',
+    files: {
+      'hotpotqa.coa.jsonl': convertedQuestions(),
+      'rollouts.coa.jsonl': rollouts(),
+      [`runs/${RUN}/events.jsonl`]: readFileSync(join(repoRoot, 'test/fixtures/live-panel/demo-pipeline.events.jsonl'), 'utf8'),
+    },
+  });
+});
+after(async () => {
+  await ed?.close();
+});
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+test(`a ${RECORDS.toLocaleString('en-US')}-record converted verl parquet opens as questions; Train Stage answers while it loads`, async () => {
+  // Let the extension finish activating first (its commands are listed once it is up): not what is measured.
+  await ed.page.keyboard.press('F1');
+  await ed.page.locator('.quick-input-widget input').fill('>CoA: Train Stage');
+  await ed.page.locator('.quick-input-list .monaco-list-row', { hasText: 'CoA: Train Stage' }).first().waitFor({ timeout: 120_000 });
+  await ed.page.keyboard.press('Escape');
+  const t0 = Date.now();
+  await openFile(ed.page, 'hotpotqa.coa.jsonl');
+  // While the notebook loads: a command served by the extension host opens its picker.
+  const c0 = Date.now();
+  await runCommand(ed.page, 'CoA: Train Stage');
+  await ed.page.locator('.quick-input-widget .quick-input-title', { hasText: 'CoA: Train Stage (1/4)' }).waitFor({ timeout: 120_000 });
+  const commandMs = Date.now() - c0;
+  await ed.shot('quality-train-stage-while-loading');
+  await ed.page.keyboard.press('Escape');
+  // First page: the Questions view and the first question rendered in the notebook.
+  const frame = await webviewFrame(ed.page, async (f) => (await f.getByText('Questions', { exact: true }).count()) > 0, 180_000);
+  const firstQuestion = frame.getByText(/Which|What|Who|When|Where|How|Are|Is|Was|Did/).first();
+  await firstQuestion.waitFor({ timeout: 60_000 });
+  const openMs = Date.now() - t0;
+  await ed.shot('quality-questions-notebook');
+  console.log(`open → first page ${seconds(openMs)}; Train Stage picker ${seconds(commandMs)} after it was asked for, while the notebook loaded`);
+  assert.ok(openMs < OPEN_LIMIT_S * 1000, `open took ${seconds(openMs)} (limit ${OPEN_LIMIT_S} s)`);
+  const view = await frame.getByText(/questions \(no responses yet\)/).first().innerText();
+  assert.match(view, /3,000 questions/);
+  assert.match(view, /golden answers on 3,000 \(100 %\)/);
+  assert.match(view, /sources: HotpotQA 3,000/);
+  // No cell has a format error: no squiggles, nothing in Problems.
+  assert.equal(await ed.page.locator('.notebook-editor .squiggly-error').count(), 0);
+  // Scrolling far down stays responsive: the end of the notebook renders.
+  const s0 = Date.now();
+  await ed.page.locator('.notebook-editor').first().click({ position: { x: 400, y: 300 } });
+  await ed.page.keyboard.press('Control+End');
+  await frame.getByText(/line 3000/).first().waitFor({ timeout: 60_000 });
+  console.log(`scroll to the last of ${RECORDS} questions ${seconds(Date.now() - s0)}`);
+  await ed.shot('quality-questions-end');
+});
+
+test('Show Failures on questions says there are none (fast, no blank notebook)', async () => {
+  const t0 = Date.now();
+  await runCommand(ed.page, 'CoA: Show Failures');
+  const toast = ed.page.locator('.notification-toast', { hasText: 'no failures' }).first();
+  await toast.waitFor({ timeout: 60_000 });
+  console.log(`Show Failures answered in ${seconds(Date.now() - t0)}`);
+  await ed.shot('quality-show-failures-none');
+  assert.match(await toast.innerText(), /no failures .* in hotpotqa\.coa\.jsonl/);
+});
+
+test('rollouts: rewards under the run\'s own scheme, "no golden answers", wrapped step cells', async () => {
+  await openFile(ed.page, 'rollouts.coa.jsonl');
+  const frame = await webviewFrame(ed.page, async (f) => (await f.locator('.coa-reward').count()) > 0);
+  await frame.locator('.coa-reward').first().waitFor({ timeout: 60_000 });
+  const first = await frame.locator('.coa-reward').first().innerText();
+  assert.match(first, /· autocoa/, 'recomputed with the scheme its run stored');
+  assert.match(first, /stored by its run/);
+  assert.match(first, /recomputed with em/, 'the configured scheme is offered');
+  await ed.shot('quality-stored-reward');
+  const nogold = frame.locator('.coa-reward', { hasText: 'no golden answers' });
+  // The long observation wraps: its cell shows several visual lines for one text line, the squiggle on screen.
+  // The notebook list is virtual: go to its end (the last two records) so their cells exist.
+  await ed.page.locator('.notebook-editor .code-cell-row').first().click({ position: { x: 5, y: 5 } }).catch(() => {});
+  await ed.page.keyboard.press('Escape');
+  await ed.page.keyboard.press('Control+End');
+  const cell = ed.page.locator('.notebook-editor .code-cell-row', { hasText: 'Jaws is a 1975' }).first();
+  await cell.waitFor({ timeout: 60_000 });
+  await cell.scrollIntoViewIfNeeded();
+  const wrapped = await cell.locator('.view-line').count();
+  assert.ok(wrapped > 3, `a ~1,300-character observation should wrap (visual lines: ${wrapped})`);
+  const stray = ed.page.locator('.notebook-editor .code-cell-row', { hasText: 'found' }).locator('.squiggly-error').first();
+  await stray.waitFor({ timeout: 60_000 });
+  const box = await stray.boundingBox();
+  assert.ok(box && box.x + box.width <= 1600, `the stray-tag squiggle is on screen (${JSON.stringify(box)})`);
+  await ed.shot('quality-wrapped-cells');
+  await nogold.first().waitFor({ timeout: 60_000 });
+  assert.match(await nogold.first().innerText(), /not measured \(no golden answers\)/);
+  await ed.shot('quality-no-golden');
+});
+
+test('token overlays in notebook cells, with the hover of the text editor', async () => {
+  await ed.page.keyboard.press('Control+Home');
+  await runCommand(ed.page, 'CoA: Toggle Token Overlay: Log-prob Heat Map');
+  assert.equal(await ed.page.locator('.notification-toast', { hasText: 'nothing to overlay' }).count(), 0);
+  // Decorations land in the step cells' editors (inline background colours from the heat map).
+  const decorated = ed.page.locator('.notebook-editor .code-cell-row .view-lines span[class*="ced-"]').first();
+  const found = await decorated.waitFor({ timeout: 60_000 }).then(() => true, () => false);
+  if (!found) {
+    await ed.shot('quality-token-overlay-missing');
+    const classes = await ed.page.evaluate(() => [...new Set(Array.from(document.querySelectorAll('.notebook-editor .code-cell-row .view-lines span')).map((e) => e.className))].slice(0, 40));
+    assert.fail(`no decorated token in the visible cells; span classes: ${JSON.stringify(classes)}`);
+  }
+  await ed.shot('quality-token-overlay');
+  await decorated.hover();
+  const hover = ed.page.locator('.monaco-hover', { hasText: 'log-prob' }).first();
+  await hover.waitFor({ timeout: 30_000 });
+  const text = await hover.innerText();
+  await ed.shot('quality-token-hover');
+  assert.match(text, /token \d+/);
+  assert.match(text, /advantage/);
+  await runCommand(ed.page, 'CoA: Toggle Token Overlay: Log-prob Heat Map');
+});
+
+test('Runs view: the pipeline\'s evaluations are finished, not pending', async () => {
+  await ed.page.locator('.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]').first().click();
+  const run = ed.page.locator('.sidebar .monaco-list-row', { hasText: RUN }).first();
+  await run.waitFor({ timeout: 60_000 });
+  await run.click();
+  await ed.page.keyboard.press('ArrowRight');
+  const evalRow = ed.page.locator('.sidebar .monaco-list-row', { hasText: 'SFT + RL (OTC)' }).first();
+  await evalRow.waitFor({ timeout: 30_000 });
+  await ed.shot('quality-runs-evaluations');
+  const rows = await ed.page.locator('.sidebar .monaco-list-row').allInnerTexts();
+  assert.ok(!rows.some((r) => /pending/.test(r)), `no stage pending: ${rows.join(' | ')}`);
+  assert.match(await evalRow.innerText(), /ok/);
+});
+
+test('the walkthrough: open a trajectory, train a stage, watch the panel, open rollouts', async () => {
+  await runCommand(ed.page, 'Welcome: Open Walkthrough');
+  await pickQuick(ed.page, 'Get Started with CoA Studio');
+  const steps = ed.page.locator('.gettingStartedContainer .getting-started-step');
+  await ed.page.locator('.gettingStartedContainer', { hasText: 'Get Started with CoA Studio' }).first().waitFor({ timeout: 60_000 });
+  await ed.page.waitForTimeout(1500);
+  await ed.shot('quality-walkthrough');
+  const text = (await steps.allInnerTexts()).join('\n');
+  for (const title of ['Open a trajectory', 'Train a stage', 'Watch the live panel', 'Open rollouts']) assert.match(text, new RegExp(title));
+});
