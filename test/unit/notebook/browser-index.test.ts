@@ -106,3 +106,21 @@ test('query: failures, tool calls, stage, step, sort by reward, paging and jump'
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('browser: questions (converted verl rows) show without a reward and are never failures', async () => {
+  const { importVerlParquet } = await import('../../../src/core/importers/verl-parquet');
+  const dir = mkdtempSync(join(tmpdir(), 'coa-browser-'));
+  try {
+    const questions = (await importVerlParquet(join(root, 'examples/data/autocoa/hotpotqa_dev.parquet'))).slice(0, 50);
+    const path = join(dir, 'q.coa.jsonl');
+    writeFileSync(path, [...questions.map((q) => JSON.stringify(q)), examples[0]].join('\n') + '\n');
+    const index: RecordSummary[] = [];
+    await buildIndex(path, (rows) => index.push(...rows));
+    assert.equal(index.filter((r) => r.isQuestion).length, 50);
+    assert.ok(index.filter((r) => r.isQuestion).every((r) => r.reward === null && r.formatOk === null));
+    const failures = runQuery(index, { failuresOnly: true, pageSize: 1000 });
+    assert.ok(failures.rows.every((r) => !r.isQuestion));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -38,7 +38,7 @@ const keyOf: Record<Exclude<SortKey, 'file'>, (r: RecordSummary) => number | nul
 
 export function matches(r: RecordSummary, q: BrowserQuery): boolean {
   if (q.errorsOnly) return r.error !== undefined;
-  if (q.failuresOnly && !(r.error === undefined && ((r.reward ?? 0) <= 0 || r.formatOk === false))) return false;
+  if (q.failuresOnly && (r.isQuestion || !(r.error === undefined && ((r.reward ?? 0) <= 0 || r.formatOk === false)))) return false;
   if (q.em != null && r.em !== q.em) return false;
   if (q.minReward != null && !((r.reward ?? -Infinity) >= q.minReward)) return false;
   if (q.moreToolCalls != null && !((r.toolCalls ?? -1) > q.moreToolCalls)) return false;
