@@ -6,13 +6,15 @@
 // stall meanwhile — measured by a probe extension (bench/notebook/probe) that shares the host's event loop.
 // Usage: COA_E2E_VSIX=<vsix> node --import tsx bench/notebook/editor.ts [--sizes 3000,30000,300000]
 //        [--notebook-max-cells N (raise the limit to time the notebook itself above it)] [--no-write]
+//        COA_PROBE_PROFILE=<file.cpuprofile> also profiles the extension host from its start to the end of the filter.
 // Needs the e2e setup (node scripts/setup-e2e.mjs) and a packaged vsix (node scripts/package-vsix.mjs --out …).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Frame, Page } from 'playwright-core';
 import { importVerlParquet } from '../../src/core/importers/verl-parquet';
+import { DEFAULT_MAX_CELLS } from '../../src/extension/providers/notebook/threshold';
 import { openFile, repoRoot, startEditor, webviewFrame } from '../../test/e2e/harness';
 import { writeResults } from '../results';
 
@@ -144,6 +146,12 @@ async function measure(n: number, probe: string, work: string): Promise<Row> {
     await ed.shot('filtered');
     const t1 = Date.now();
     await page.waitForTimeout(1500); // the probe writes every 250 ms
+    const profile = process.env.COA_PROBE_PROFILE;
+    if (profile) {
+      writeFileSync(`${profile}.stop`, '');
+      for (let i = 0; i < 60 && !existsSync(profile); i++) await page.waitForTimeout(500);
+      rmSync(`${profile}.stop`, { force: true });
+    }
     return { records: n, mb: Buffer.byteLength(text) / 1e6, view, openMs, commandMs, scrollMs, filterMs, stallMs: longestStall(probeOut, t0, t1) };
   } finally {
     await ed.close();
@@ -177,7 +185,7 @@ view or the browser's first rows are drawn. Train Stage = asked for right after 
 (the extension host answering while the file loads). Scroll = 40 wheel turns in the notebook until a question below
 line 100 is drawn / 10 pages in the browser. Filter = Show Failures (a "no failures" message) / the browser's failures
 box. Longest stall = the extension host's longest event-loop gap from the open to the end of the filter (probe
-extension, bench/notebook/probe). ${forcedCells ? `\`coaStudio.notebook.maxCells\` raised to ${forcedCells.toLocaleString('en-US')} for this run.` : 'Default limits (coaStudio.notebook.maxCells 5,000).'}
+extension, bench/notebook/probe). ${forcedCells ? `\`coaStudio.notebook.maxCells\` raised to ${forcedCells.toLocaleString('en-US')} for this run.` : `Default limits (coaStudio.notebook.maxCells ${DEFAULT_MAX_CELLS.toLocaleString('en-US')}).`}
 
 | records | file | opens in | open → first page | Train Stage picker | scroll | filter | longest extension-host stall |
 | --- | --- | --- | --- | --- | --- | --- | --- |

@@ -12,10 +12,15 @@ export interface QuestionSummary {
   sources: [string, number][];
 }
 
-function sourceOf(r: TrajectoryRecord): string {
+/** Where a question comes from: meta.data_source, meta.source or meta.dataset (as verl and FlashRAG write it). */
+export function sourceOf(r: TrajectoryRecord): string {
   const m = (r.meta ?? {}) as Record<string, unknown>;
   for (const key of ['data_source', 'source', 'dataset']) if (typeof m[key] === 'string' && m[key]) return m[key] as string;
   return 'unknown source';
+}
+
+export function hasGolden(r: TrajectoryRecord): boolean {
+  return r.golden_answers?.some((g) => g.trim() !== '') ?? false;
 }
 
 /** Counts questions one record at a time (a 300k-line file is never held). */
@@ -25,11 +30,14 @@ export class QuestionTally {
   private readonly sources = new Map<string, number>();
 
   add(r: TrajectoryRecord): void {
-    if (!isQuestion(r)) return;
+    if (isQuestion(r)) this.addQuestion(hasGolden(r), sourceOf(r));
+  }
+
+  /** One question already reduced to what is counted (the browser's index keeps only this). */
+  addQuestion(golden: boolean, source: string): void {
     this.questions++;
-    if (r.golden_answers?.some((g) => g.trim() !== '')) this.withGolden++;
-    const s = sourceOf(r);
-    this.sources.set(s, (this.sources.get(s) ?? 0) + 1);
+    if (golden) this.withGolden++;
+    this.sources.set(source, (this.sources.get(source) ?? 0) + 1);
   }
 
   summary(): QuestionSummary {

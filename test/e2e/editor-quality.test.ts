@@ -1,7 +1,7 @@
 // Issue 17 real-editor proof (editor side), in code-server with the packaged extension:
-// - a 3,000-record verl parquet converted by the core (`coa convert`) opens as a notebook of questions within a
-//   stated time, and "CoA: Train Stage" answers while it loads (the extension host is not walking cells);
-// - questions are data: a Questions view, no squiggles, Show Failures says there are none;
+// - a 3,000-record verl parquet converted by the core (`coa convert`) opens within a stated time — in the paged
+//   browser, as 3,000 cells is above coaStudio.notebook.maxCells — and "CoA: Train Stage" answers meanwhile;
+// - questions are data: a Questions view (notebook) / line (browser), no squiggles, no failures;
 // - step cells wrap (a long observation and the stray-tag squiggle stay on screen);
 // - token overlays and their hover in notebook cells; rewards under the record's own run's scheme; "no golden answers";
 // - the Runs view shows finished evaluations as finished; the walkthrough opens.
@@ -18,14 +18,14 @@ const RECORDS = 3000;
 /** Stated limit for open → first record shown (the measured figure is printed; bench/notebook has the series). */
 const OPEN_LIMIT_S = 60;
 
-/** The first RECORDS rows of AutoCoA's HotpotQA train parquet, converted by the core's converter. */
-function convertedQuestions(): string {
+/** The first `n` rows of one of AutoCoA's HotpotQA parquets, converted by the core's converter (`coa convert`). */
+function convertedQuestions(parquet: string, n: number): string {
   const out = join(mkdtempSync(join(tmpdir(), 'coa-e2e-convert-')), 'hotpotqa.coa.jsonl');
-  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'coa.js'), 'convert', '--from', 'verl-parquet', join(repoRoot, 'examples/data/autocoa/hotpotqa_train.parquet'), '-o', out], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'coa.js'), 'convert', '--from', 'verl-parquet', join(repoRoot, 'examples/data/autocoa', parquet), '-o', out], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   const lines = readFileSync(out, 'utf8').split('\n').filter(Boolean);
-  assert.ok(lines.length >= RECORDS);
-  return lines.slice(0, RECORDS).join('\n') + '\n';
+  assert.ok(lines.length >= n);
+  return lines.slice(0, n).join('\n') + '\n';
 }
 
 /** Real RL-2 rollouts (tokens with offsets, autocoa rewards stored by the run), a long observation with a stray
@@ -44,7 +44,8 @@ before(async () => {
   ed = await startEditor({
     name: 'quality',
     files: {
-      'hotpotqa.coa.jsonl': convertedQuestions(),
+      'hotpotqa.coa.jsonl': convertedQuestions('hotpotqa_train.parquet', RECORDS),
+      'hotpotqa_dev.coa.jsonl': convertedQuestions('hotpotqa_dev.parquet', 400),
       'rollouts.coa.jsonl': rollouts(),
       [`runs/${RUN}/events.jsonl`]: readFileSync(join(repoRoot, 'test/fixtures/live-panel/demo-pipeline.events.jsonl'), 'utf8'),
     },
@@ -83,50 +84,62 @@ async function scrollNotebookTo(target: { count(): Promise<number> }, timeout = 
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-test(`a ${RECORDS.toLocaleString('en-US')}-record converted verl parquet opens as questions; Train Stage answers while it loads`, async () => {
+test(`a ${RECORDS.toLocaleString('en-US')}-record converted verl parquet opens at once in the paged browser; Train Stage answers while it loads`, async () => {
   // Let the extension finish activating first (its commands are listed once it is up): not what is measured.
   await waitListed('CoA: Train Stage');
   const t0 = Date.now();
   await openFile(ed.page, 'hotpotqa.coa.jsonl');
-  // While the notebook loads: a command served by the extension host opens its picker.
+  // While the file opens: a command served by the extension host opens its picker.
   const c0 = Date.now();
   await runCommand(ed.page, 'CoA: Train Stage');
   await ed.page.locator('.quick-input-widget .quick-input-title', { hasText: 'CoA: Train Stage (1/4)' }).waitFor({ timeout: 120_000 });
   const commandMs = Date.now() - c0;
   await ed.shot('quality-train-stage-while-loading');
   await ed.page.keyboard.press('Escape');
-  // First page: the Questions view and the first question rendered in the notebook.
-  const frame = await webviewFrame(ed.page, async (f) => (await f.getByText('Questions', { exact: true }).count()) > 0, 180_000);
-  const firstQuestion = frame.getByText(/Which|What|Who|When|Where|How|Are|Is|Was|Did/).first();
-  await firstQuestion.waitFor({ timeout: 60_000 });
+  // 3,000 cells is above coaStudio.notebook.maxCells: the browser, its first page and the questions line.
+  const frame = await webviewFrame(ed.page, async (f) => (await f.locator('tr.row').count()) > 0, 180_000);
   const openMs = Date.now() - t0;
-  await ed.shot('quality-questions-notebook');
-  console.log(`open → first page ${seconds(openMs)}; Train Stage picker ${seconds(commandMs)} after it was asked for, while the notebook loaded`);
+  const line = frame.locator('#questions');
+  await line.filter({ hasText: /3,000 questions/ }).waitFor({ timeout: 120_000 });
+  await ed.shot('quality-questions-browser');
+  console.log(`open → first page ${seconds(openMs)} (browser); Train Stage picker ${seconds(commandMs)} after it was asked for, while the file opened`);
   assert.ok(openMs < OPEN_LIMIT_S * 1000, `open took ${seconds(openMs)} (limit ${OPEN_LIMIT_S} s)`);
+  assert.match(await line.innerText(), /golden answers on 3,000 \(100 %\) · sources: HotpotQA 3,000/);
+  assert.match(await frame.locator('tr.row').first().innerText(), /question/);
+  // The failures box: none (questions have not failed).
+  await frame.locator('#failures').check();
+  await frame.locator('#pageinfo', { hasText: / 0 matching/ }).waitFor({ timeout: 60_000 });
+  await ed.shot('quality-questions-browser-no-failures');
+});
+
+test('400 questions (the dev parquet, converted) open as a notebook: the Questions view, one cell each, no squiggles', async () => {
+  await openFile(ed.page, 'hotpotqa_dev.coa.jsonl');
+  const frame = await webviewFrame(ed.page, async (f) => (await f.getByText('Questions', { exact: true }).count()) > 0, 180_000);
   const view = await frame.getByText(/questions \(no responses yet\)/).first().innerText();
-  assert.match(view, /3,000 questions/);
-  assert.match(view, /golden answers on 3,000 \(100 %\)/);
-  assert.match(view, /sources: HotpotQA 3,000/);
-  // No cell has a format error: no squiggles, nothing in Problems.
+  await ed.shot('quality-questions-notebook');
+  assert.match(view, /400 questions/);
+  assert.match(view, /golden answers on 400 \(100 %\)/);
+  assert.match(view, /sources: HotpotQA 400/);
   assert.equal(await ed.page.locator('.notebook-editor .squiggly-error').count(), 0);
+  assert.equal(await ed.page.locator('.notebook-editor .code-cell-row').count(), 0, 'a question has no step cell');
   // Scrolling stays responsive: 40 wheel turns down, then the questions there are drawn.
   const s0 = Date.now();
   const box = await ed.page.locator('.notebook-editor').first().boundingBox();
   await ed.page.mouse.move((box?.x ?? 400) + 300, (box?.y ?? 200) + 300);
   for (let i = 0; i < 40; i++) await ed.page.mouse.wheel(0, 2000);
   await frame.getByText(/^line \d{3,}$/).first().waitFor({ timeout: 60_000 });
-  console.log(`scroll 40 wheel turns (${RECORDS} questions) until drawn ${seconds(Date.now() - s0)}`);
-  await ed.shot('quality-questions-end');
+  console.log(`scroll 40 wheel turns (400 questions) until drawn ${seconds(Date.now() - s0)}`);
+  await ed.shot('quality-questions-scrolled');
 });
 
-test('Show Failures on questions says there are none (fast, no blank notebook)', async () => {
+test('Show Failures on a questions notebook says there are none (fast, no blank notebook)', async () => {
   const t0 = Date.now();
   await runCommand(ed.page, 'CoA: Show Failures');
   const toast = ed.page.locator('.notification-toast', { hasText: 'no failures' }).first();
   await toast.waitFor({ timeout: 60_000 });
   console.log(`Show Failures answered in ${seconds(Date.now() - t0)}`);
   await ed.shot('quality-show-failures-none');
-  assert.match(await toast.innerText(), /no failures .* in hotpotqa\.coa\.jsonl/);
+  assert.match(await toast.innerText(), /no failures .* in hotpotqa_dev\.coa\.jsonl/);
 });
 
 test('rollouts: rewards under the run\'s own scheme, "no golden answers", wrapped step cells', async () => {

@@ -18,6 +18,24 @@ exports.activate = function activate() {
     fs.appendFileSync(out, JSON.stringify({ t: Date.now(), max: Math.round(windowMax) }) + '\n');
     windowMax = 0;
   }, 250);
+  // Optional: a CPU profile of the extension host (every extension in it) from activation until the file
+  // $COA_PROBE_PROFILE.stop appears, written to $COA_PROBE_PROFILE (.cpuprofile: Chrome DevTools, VS Code) — what a
+  // stall is made of. bench/notebook/editor.ts --profile drives it.
+  const profile = process.env.COA_PROBE_PROFILE;
+  if (profile) {
+    const inspector = require('node:inspector');
+    const session = new inspector.Session();
+    session.connect();
+    session.post('Profiler.enable', () => session.post('Profiler.start'));
+    const poll = setInterval(() => {
+      if (!fs.existsSync(`${profile}.stop`)) return;
+      clearInterval(poll);
+      session.post('Profiler.stop', (err, res) => {
+        fs.writeFileSync(profile, err ? JSON.stringify({ error: String(err) }) : JSON.stringify(res.profile));
+        session.disconnect();
+      });
+    }, 250);
+  }
   exports.deactivate = () => {
     clearInterval(tick);
     clearInterval(flush);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { build } from 'esbuild';
 import { buildIndex, firstRecords, readLines } from '../../../src/extension/providers/browser/indexer';
-import { findPage, runQuery, stagesOf } from '../../../src/extension/providers/browser/query';
+import { findPage, questionsLine, runQuery, stagesOf } from '../../../src/extension/providers/browser/query';
 import type { RecordSummary } from '../../../src/extension/providers/browser/summary';
 import type { WorkerMessage } from '../../../src/extension/providers/browser/worker';
 import { scoreRecords } from '../../../src/core/rewards';
@@ -120,6 +120,8 @@ test('browser: questions (converted verl rows) show without a reward and are nev
     assert.ok(index.filter((r) => r.isQuestion).every((r) => r.reward === null && r.formatOk === null));
     const failures = runQuery(index, { failuresOnly: true, pageSize: 1000 });
     assert.ok(failures.rows.every((r) => !r.isQuestion));
+    assert.equal(questionsLine(index), '50 questions (no responses yet) · golden answers on 50 (100 %) · sources: HotpotQA 50');
+    assert.equal(questionsLine(index.filter((r) => !r.isQuestion)), '');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
