@@ -115,7 +115,7 @@ test(`a ${RECORDS.toLocaleString('en-US')}-record converted verl parquet opens a
 test('400 questions (the dev parquet, converted) open as a notebook: the Questions view, one cell each, no squiggles', async () => {
   await openFile(ed.page, 'hotpotqa_dev.coa.jsonl');
   const frame = await webviewFrame(ed.page, async (f) => (await f.getByText('Questions', { exact: true }).count()) > 0, 180_000);
-  const view = await frame.getByText(/questions \(no responses yet\)/).first().innerText();
+  const view = (await frame.getByText(/questions \(no responses yet\)/).first().textContent()) ?? '';
   await ed.shot('quality-questions-notebook');
   assert.match(view, /400 questions/);
   assert.match(view, /golden answers on 400 \(100 %\)/);
@@ -160,7 +160,11 @@ test('rollouts: rewards under the run\'s own scheme, "no golden answers", wrappe
   // The cell is laid out once it is on screen: wait for its real layout.
   let wrapped = 0;
   for (let i = 0; i < 40 && (wrapped = await cell.locator('.view-line').count()) <= 3; i++) await ed.page.waitForTimeout(500);
-  assert.ok(wrapped > 3, `a ~1,300-character observation should wrap (visual lines: ${wrapped})`);
+  if (wrapped <= 3) {
+    await ed.shot('quality-wrap-missing');
+    const lines = await cell.locator('.view-line').allTextContents();
+    assert.fail(`a ~1,300-character observation should wrap (visual lines: ${wrapped}: ${JSON.stringify(lines.map((l) => l.slice(0, 80) + '…' + l.length))}, box ${JSON.stringify(await cell.boundingBox())})`);
+  }
   const stray = ed.page.locator('.notebook-editor .code-cell-row', { hasText: 'found' }).locator('.squiggly-error').first();
   await stray.waitFor({ timeout: 60_000 });
   const box = await stray.boundingBox();
@@ -187,19 +191,22 @@ test('token overlays in notebook cells, with the hover of the text editor', asyn
     assert.fail(`no decorated token in the visible cells; span classes: ${JSON.stringify(classes)}`);
   }
   await ed.shot('quality-token-overlay');
-  // Hover the first token of the first step cell on screen (every token of these rollouts has a log-prob).
-  const lines = ed.page.locator('.notebook-editor .code-cell-row .view-line');
+  // Hover a decorated token on screen (every token of these rollouts has a log-prob).
+  const marks = ed.page.locator('.notebook-editor .code-cell-row [class*="ced-"]');
   let target: { x: number; y: number; width: number; height: number } | null = null;
-  for (let i = 0; i < (await lines.count()) && !target; i++) {
-    const b = await lines.nth(i).boundingBox();
-    if (b && b.y > 120 && b.y < 900) target = b;
+  for (let i = 0; i < (await marks.count()) && !target; i++) {
+    const b = await marks.nth(i).boundingBox();
+    if (b && b.width > 4 && b.y > 150 && b.y < 900) target = b;
   }
-  assert.ok(target, 'a step cell line on screen');
-  await ed.page.mouse.move(target.x + 12, target.y + target.height / 2);
-  await ed.page.waitForTimeout(300);
-  await ed.page.mouse.move(target.x + 14, target.y + target.height / 2);
+  assert.ok(target, 'a decorated token on screen');
+  await ed.page.mouse.move(target.x + target.width / 2, target.y + target.height / 2);
+  await ed.page.waitForTimeout(800);
+  await ed.page.mouse.move(target.x + target.width / 2 + 1, target.y + target.height / 2);
   const hover = ed.page.locator('.monaco-hover', { hasText: 'log-prob' }).first();
-  await hover.waitFor({ timeout: 30_000 });
+  await hover.waitFor({ timeout: 30_000 }).catch(async (e) => {
+    await ed.shot('quality-token-hover-missing');
+    throw e;
+  });
   const text = await hover.innerText();
   await ed.shot('quality-token-hover');
   assert.match(text, /token \d+/);
