@@ -186,8 +186,13 @@ test('rollouts: rewards under the run\'s own scheme, "no golden answers", wrappe
   }
   assert.ok(box && box.x + box.width <= 1600, `the stray-tag squiggle is on screen (${JSON.stringify(box)})`);
   await ed.shot('quality-wrapped-squiggle');
-  await nogold.first().waitFor({ timeout: 60_000 });
-  assert.match(await nogold.first().innerText(), /not measured \(no golden answers\)/);
+  // The last record (no golden answers): its output is drawn, shown once scrolled to.
+  await nogold.first().waitFor({ state: 'attached', timeout: 60_000 });
+  assert.match((await nogold.first().textContent()) ?? '', /not measured \(no golden answers\)/);
+  const last = await cell.boundingBox();
+  if (last) await ed.page.mouse.move(last.x + 200, Math.min(Math.max(last.y + 20, 150), 950));
+  for (let i = 0; i < 8; i++) await ed.page.mouse.wheel(0, 400);
+  await ed.page.waitForTimeout(1500);
   await ed.shot('quality-no-golden');
 });
 
