@@ -4,6 +4,8 @@ import { RECORD_RULES } from '../core/codes';
 import { readJsonl } from '../core/jsonl';
 import { mapStringAt } from '../core/jsonstring';
 import { checkFormat, FormatOptions } from '../core/rules';
+import { isQuestion } from '../core/record';
+import { QuestionTally, describeQuestions } from '../core/questionSummary';
 import { CliError, ParsedArgs } from './args';
 import { formatOptions, requireFile } from './common';
 
@@ -13,6 +15,7 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
   let errors = 0;
   let warnings = 0;
   let records = 0;
+  const questions = new QuestionTally();
   const report = (file: string, line: number, col: number, severity: string, code: string, message: string) => {
     if (severity === 'error') errors++;
     else warnings++;
@@ -39,6 +42,11 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
         const col = entry.raw.indexOf(JSON.stringify(record.id)) + 1;
         report(file, entry.line, Math.max(1, col), 'error', 'COA103', `duplicate id "${record.id}" (first on line ${firstLine})`);
       } else seen.set(record.id, entry.line);
+      // A question (no response yet) is prompt-only data: the format rules are for responses (core/record.ts).
+      if (isQuestion(record)) {
+        questions.add(record);
+        continue;
+      }
       const result = checkFormat(record.response, { ...options, dialect: record.dialect ?? options.dialect });
       if (result.diagnostics.length === 0) continue;
       const map = mapStringAt(entry.raw, ['response']);
@@ -49,6 +57,8 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
     }
   }
   console.error(`validate: ${records} records, ${errors} errors, ${warnings} warnings`);
+  const asked = questions.summary();
+  if (asked.questions) console.error(`validate: ${describeQuestions(asked)}`);
   return errors > 0 ? 1 : 0;
 }
 

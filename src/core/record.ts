@@ -72,6 +72,18 @@ export const RecordSchema = z
 
 export type TrajectoryRecord = z.infer<typeof RecordSchema>;
 
+/**
+ * A question, not a trajectory: a record whose response was never generated — `response: ""` and no `tokens` (a
+ * model that stopped at once still leaves its stop token). `response` stays a required key (the event protocol's
+ * sample records need it too); converters write "" for prompt-only rows. Prompt-only datasets (a converted verl
+ * parquet, `coa data prepare questions` input) are made of these. The format rules do not apply to a question
+ * (no COA006 "missing answer"); views count questions apart from failures. Scoring is unchanged: a response sent
+ * to a grader was generated, so an empty one is a trajectory that failed. Rule: docs/format-rules.md.
+ */
+export function isQuestion(record: Pick<TrajectoryRecord, 'response' | 'tokens'>): boolean {
+  return record.response === '' && record.tokens === undefined;
+}
+
 /** One JSON line; keys keep the order they were parsed in, so an unchanged record writes back as it was read. */
 export function serializeRecord(record: TrajectoryRecord): string {
   return JSON.stringify(record);

@@ -21,6 +21,8 @@ export interface CoaConfig {
   python: string;
   /** Trajectory files above this size (MB) open in the paged browser instead of the notebook. */
   notebookLargeFileMB: number;
+  /** Trajectory files that would make more notebook cells than this open in the paged browser. */
+  notebookMaxCells: number;
   /** Seconds between SIGTERM (the trainer saves a checkpoint) and SIGKILL when a run is cancelled. */
   cancelGraceSeconds: number;
   /** Open the live panel when a run starts. */
@@ -46,5 +48,6 @@ export function readConfig(scope?: vscode.ConfigurationScope): CoaConfig {
     notebookLargeFileMB: get('notebook.largeFileMB'),
     cancelGraceSeconds: get('training.cancelGraceSeconds'),
     openLivePanelOnStart: get('training.openLivePanel'),
+    notebookMaxCells: get('notebook.maxCells'),
   };
 }

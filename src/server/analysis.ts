@@ -6,7 +6,7 @@ import { RECORD_RULES } from '../core/codes';
 import { DIALECTS, DialectName } from '../core/dialects';
 import { checkFormat, FormatOptions, FormatReport } from '../core/rules';
 import type { Segment } from '../core/scanner';
-import type { TrajectoryRecord } from '../core/record';
+import { isQuestion, type TrajectoryRecord } from '../core/record';
 import { formatOptions, Settings } from './settings';
 import { HUGE_LINE, LineGeometry, lineGeometry } from './positions';
 
@@ -76,6 +76,8 @@ export function analyzeLine(line: string, settings: Settings): LineResult {
     return result('problem', undefined, undefined, [diagnostic], p.code === 'COA102' && raw.includes('"response"'));
   }
   const record = entry.record!;
+  // A question (no response generated yet) is data, not a failed trajectory: no format rules (record.ts).
+  if (isQuestion(record)) return result('record', record.id, record.question, [], true);
   const report = checkFormat(record.response, optionsFor(settings, record.dialect));
   const out = result('record', record.id, record.question, [], true);
   if (report.diagnostics.length === 0) return out;

@@ -29,6 +29,8 @@ export interface EditorOptions {
   files?: Record<string, string>;
   /** Extra user settings. */
   settings?: Record<string, unknown>;
+  /** More .vsix files installed next to the extension (bench/notebook's extension-host probe). */
+  extraVsix?: string[];
 }
 
 export interface Editor {
@@ -76,10 +78,10 @@ function codeServerArgs(userData: string, extensions: string): string[] {
 }
 
 /** Installs the vsix into a fresh extensions dir (code-server's own CLI, same dirs as the server). */
-function installVsix(userData: string, extensions: string): void {
-  if (!existsSync(paths.vsix)) throw new Error(`no vsix at ${paths.vsix}: run node scripts/package-vsix.mjs`);
-  const r = spawnSync(paths.node, [...codeServerArgs(userData, extensions), '--install-extension', paths.vsix, '--force'], { encoding: 'utf8', timeout: 180_000 });
-  if (r.status !== 0) throw new Error(`installing ${paths.vsix} failed (exit ${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
+function installVsix(userData: string, extensions: string, vsix = paths.vsix): void {
+  if (!existsSync(vsix)) throw new Error(`no vsix at ${vsix}: run node scripts/package-vsix.mjs`);
+  const r = spawnSync(paths.node, [...codeServerArgs(userData, extensions), '--install-extension', vsix, '--force'], { encoding: 'utf8', timeout: 180_000 });
+  if (r.status !== 0) throw new Error(`installing ${vsix} failed (exit ${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
 }
 
 async function waitHttp(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
@@ -153,6 +155,7 @@ export async function startEditor(opts: EditorOptions): Promise<Editor> {
 
   try {
     installVsix(userData, extensions);
+    for (const extra of opts.extraVsix ?? []) installVsix(userData, extensions, extra);
     const port = await freePort();
     const logFile = join(artifactsDir, `${opts.name}-code-server.log`);
     const log = createWriteStream(logFile);

@@ -31,7 +31,7 @@ test('trajectory browser page: first page on first paint, query results, record 
   const browser = await launchChromium();
   try {
     const first = await firstRecords(path, 50);
-    const html = renderWebviewHtml({ title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: 'f.coa.jsonl', size: 1, pageSize: 50, first } }, ORIGIN, (p) => `${ORIGIN}/${p}`);
+    const html = renderWebviewHtml({ title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: 'f.coa.jsonl', size: 1, pageSize: 50, first, questions: '' } }, ORIGIN, (p) => `${ORIGIN}/${p}`);
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));

@@ -17,9 +17,16 @@ const ORIGIN = 'http://renderer.test';
 const THEME = `--vscode-foreground: rgb(204, 204, 204); --vscode-font-family: sans-serif; --vscode-descriptionForeground: rgb(157, 157, 157);
   --vscode-testing-iconPassed: rgb(1, 160, 2); --vscode-errorForeground: rgb(240, 3, 4); --vscode-editorWidget-border: rgb(50, 50, 50);`;
 
+const rewardsOf = (text: string, scheme: 'otc-grpo' | 'em') =>
+  textToNotebook(text, { scheme }).cells.flatMap((c) => (c.outputs ?? []).flatMap((o) => o.filter((i) => i.mime === REWARD_MIME).map((i) => i.data as RewardOutput)));
+
 function outputs(): RewardOutput[] {
-  const nb = textToNotebook(readFileSync(join(ROOT, 'examples/trajectories.coa.jsonl'), 'utf8'), { scheme: 'otc-grpo' });
-  return nb.cells.flatMap((c) => (c.outputs ?? []).flatMap((o) => o.filter((i) => i.mime === REWARD_MIME).map((i) => i.data as RewardOutput)));
+  // The example file, plus a record without golden answers and one whose run stored an autocoa reward.
+  const extra = [
+    { id: 'no-golden', question: 'q', response: '<think>t</think><answer>x</answer>' },
+    { id: 'stored', question: 'q', golden_answers: ['y'], response: '<think>t</think><answer>x</answer>', reward: { scheme: 'autocoa', em: 0, f1: 0, format_ok: true, violations: [], tool_calls: 0, optimal_tool_calls: null, r_tool: 1, r_correct: 0, total: 0 } },
+  ];
+  return [...rewardsOf(readFileSync(join(ROOT, 'examples/trajectories.coa.jsonl'), 'utf8'), 'otc-grpo'), ...rewardsOf(extra.map((r) => JSON.stringify(r)).join('\n'), 'em')];
 }
 
 test('reward renderer draws every breakdown of a real file with theme colours and no console error', { timeout: 60_000 }, async () => {
@@ -66,6 +73,7 @@ window.__done = true;
         format: el.querySelector('.coa-format td')?.textContent ?? '',
         tools: el.querySelector('.coa-tools td')?.textContent ?? '',
         answer: el.querySelector('.coa-answer td')?.textContent ?? '',
+        text: (el as HTMLElement).innerText,
         rows: el.querySelectorAll('tr').length,
       })),
     );
@@ -74,14 +82,21 @@ window.__done = true;
       const b = data[k].breakdown;
       assert.equal(d.total, `reward ${Math.round(b.total * 10000) / 10000}`);
       // Theme colours: green from --vscode-testing-iconPassed for a reward, red from --vscode-errorForeground.
-      assert.equal(d.colour, b.total > 0 ? 'rgb(1, 160, 2)' : 'rgb(240, 3, 4)');
+      // Without golden answers a 0 measures nothing: dim, not red, and said in words.
+      assert.equal(d.colour, data[k].golden.length === 0 ? 'rgb(157, 157, 157)' : b.total > 0 ? 'rgb(1, 160, 2)' : 'rgb(240, 3, 4)');
+      if (data[k].golden.length === 0) assert.match(d.text, /no golden answers/);
       assert.equal(d.format, b.format_ok ? 'ok' : `errors: ${b.violations.join(', ')}`);
       assert.match(d.tools, new RegExp(`^m = ${b.tool_calls}`));
       assert.equal(d.answer, data[k].answer ?? '— (none)');
-      assert.ok(d.rows >= 8);
+      assert.ok(d.rows >= 7);
     });
     assert.ok(drawn.some((d) => d.colour === 'rgb(1, 160, 2)') && drawn.some((d) => d.colour === 'rgb(240, 3, 4)'), 'the example mixes rewarded and failed trajectories');
     assert.ok(drawn.some((d) => /optimal n = \d/.test(d.tools)), 'OTC-GRPO shows the optimal tool-call count');
+    // The stored autocoa reward is shown next to its recomputation (same scheme: no "differs"), em offered.
+    const stored = drawn[data.findIndex((o) => o.id === 'stored')].text;
+    assert.match(stored, /stored by its run\s+0 \(autocoa\) — recomputed the same/);
+    assert.match(stored, /recomputed with em\s+0/);
+    assert.doesNotMatch(stored, /differs/);
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();

@@ -8,6 +8,8 @@ interface InitialState {
   size: number;
   pageSize: number;
   first: RecordSummary[];
+  /** The questions line (records without responses yet), '' when there are none. */
+  questions: string;
 }
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
 
@@ -40,6 +42,7 @@ document.head.appendChild(style);
 const root = document.createElement('div');
 root.innerHTML = `
 <div class="bar"><strong id="file"></strong><span class="status" id="status"></span></div>
+<div class="bar" id="questions" hidden></div>
 <div class="bar">
   <label><input type="checkbox" id="failures"> failures</label>
   <label><input type="checkbox" id="errors"> bad lines</label>
@@ -99,11 +102,11 @@ function drawRows(rows: RecordSummary[]): void {
       tr.dataset.i = String(r.i);
       const cells = r.error
         ? [String(r.line), '', 'bad line', '', '', '', '', r.error]
-        : [String(r.line), r.id, fmt(r.reward), fmt(r.em), fmt(r.toolCalls), r.stage ?? '', r.step === null ? '' : String(r.step), r.question];
+        : [String(r.line), r.id, r.isQuestion ? 'question' : fmt(r.reward), fmt(r.em), fmt(r.toolCalls), r.stage ?? '', r.step === null ? '' : String(r.step), r.question];
       cells.forEach((text, k) => {
         const td = document.createElement('td');
         td.textContent = text;
-        if (k === 2) td.className = r.error || (r.reward ?? 0) <= 0 || r.formatOk === false ? 'bad' : 'ok';
+        if (k === 2) td.className = r.isQuestion ? '' : r.error || (r.reward ?? 0) <= 0 || r.formatOk === false ? 'bad' : 'ok';
         tr.appendChild(td);
       });
       tr.addEventListener('click', () => {
@@ -173,12 +176,22 @@ window.addEventListener('message', (e: MessageEvent) => {
     const sel = $<HTMLSelectElement>('stage');
     const have = new Set(Array.from(sel.options, (o) => o.value));
     for (const s of m.stages as string[]) if (!have.has(s)) sel.add(new Option(s, s));
+    drawQuestions(m.questions ?? '');
     drawPage(m.result);
   } else if (m.type === 'record') drawRecord(m);
   else if (m.type === 'error') $('status').textContent = ` · ${m.message}`;
 });
 
+/** The questions view in one line: prompt-only records are a dataset, not failures. */
+function drawQuestions(line: string | undefined): void {
+  line ??= '';
+  const el = $('questions');
+  el.hidden = line === '';
+  el.textContent = line ? `Questions: ${line}${done ? '' : ' (so far)'}` : '';
+}
+
 // First paint: the first page came embedded in the HTML.
 drawRows(init.first);
+drawQuestions(init.questions);
 $('pageinfo').textContent = ' page 1 ';
 $('status').textContent = ' · indexing…';

@@ -39,7 +39,9 @@ export function renderReward(o: RewardOutput, element: HTMLElement): void {
   const total = document.createElement('strong');
   total.className = 'coa-total';
   total.textContent = `reward ${num(b.total)}`;
-  total.style.color = b.total > 0 ? GOOD : BAD;
+  // Without golden answers nothing can be right or wrong: no red for a 0 that measures nothing.
+  const noGolden = o.golden.length === 0;
+  total.style.color = noGolden ? DIM : b.total > 0 ? GOOD : BAD;
   title.append(total, ` · ${b.scheme}`);
   root.appendChild(title);
 
@@ -59,14 +61,21 @@ export function renderReward(o: RewardOutput, element: HTMLElement): void {
     table.appendChild(tr);
   };
   row('answer', o.answer === null ? '— (none)' : o.answer, o.answer === null ? BAD : undefined, 'coa-answer');
-  row('golden', o.golden.length ? o.golden.join(' · ') : '—', undefined, 'coa-golden');
-  row('EM', num(b.em), b.em > 0 ? GOOD : BAD, 'coa-em');
-  row('F1', num(b.f1), undefined, 'coa-f1');
+  row('golden', noGolden ? 'no golden answers' : o.golden.join(' · '), noGolden ? DIM : undefined, 'coa-golden');
+  if (noGolden) row('EM / F1', 'not measured (no golden answers)', DIM, 'coa-em');
+  else {
+    row('EM', num(b.em), b.em > 0 ? GOOD : BAD, 'coa-em');
+    row('F1', num(b.f1), undefined, 'coa-f1');
+  }
   row('format', b.format_ok ? 'ok' : `errors: ${b.violations.join(', ')}`, b.format_ok ? GOOD : BAD, 'coa-format');
   row('tool calls', `m = ${b.tool_calls}${b.optimal_tool_calls !== null ? `, optimal n = ${b.optimal_tool_calls}` : ''}`, undefined, 'coa-tools');
   row('r_tool × r_correct', `${num(b.r_tool)} × ${num(b.r_correct)}`, undefined, 'coa-factors');
   row('formula', o.formula, DIM, 'coa-formula');
-  if (o.stored) row('stored in record', `${num(o.stored.total)} (${o.stored.scheme}) — differs from the recomputed reward`, BAD, 'coa-stored');
+  // The record's own run scored it with o.stored.scheme; `b` is recomputed under that scheme, so they compare.
+  if (o.stored) {
+    row('stored by its run', `${num(o.stored.total)} (${o.stored.scheme})${o.storedDiffers ? ' — differs from the recomputed reward' : ' — recomputed the same'}`, o.storedDiffers ? BAD : undefined, 'coa-stored');
+  }
+  if (o.setting) row(`recomputed with ${o.setting.scheme}`, `${num(o.setting.total)} (coaStudio.rewardScheme)`, DIM, 'coa-setting');
   root.appendChild(table);
   element.replaceChildren(root);
 }

@@ -103,8 +103,14 @@ export function composeRunConfig(c: RunConfigChoice): Record<string, unknown> {
   return config;
 }
 
-/** runs/<id>: a sortable UTC time plus the stage, e.g. 20261122-031500-sft2. */
-export function makeRunId(now: Date, stage: string): string {
+/**
+ * runs/<id>: the run config's `name` (when it has one), a sortable UTC time and the stage, e.g.
+ * hotpot-qwen-20261122-031500-sft2 — so runs of different configs tell themselves apart in the Runs view.
+ */
+export function makeRunId(now: Date, stage: string, name?: string): string {
   const p = (n: number) => String(n).padStart(2, '0');
-  return `${now.getUTCFullYear()}${p(now.getUTCMonth() + 1)}${p(now.getUTCDate())}-${p(now.getUTCHours())}${p(now.getUTCMinutes())}${p(now.getUTCSeconds())}-${stage}`;
+  const stamp = `${now.getUTCFullYear()}${p(now.getUTCMonth() + 1)}${p(now.getUTCDate())}-${p(now.getUTCHours())}${p(now.getUTCMinutes())}${p(now.getUTCSeconds())}-${stage}`;
+  // A path segment: letters, digits, . _ - only; never empty, never a leading dot.
+  const slug = (name ?? '').toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[-.]+|-+$/g, '').slice(0, 40);
+  return slug ? `${slug}-${stamp}` : stamp;
 }

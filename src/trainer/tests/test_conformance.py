@@ -79,3 +79,24 @@ def test_answer_normalisation_vectors():
     for pred, golden, want in vectors["em"]:
         got = float(pred is not None and any(normalize_answer(pred) == normalize_answer(g) for g in golden))
         assert got == want, pred
+
+
+def test_record_vectors_through_the_cli(tmp_path):
+    """Which records are questions (prompt-only rows: no format rules) is the core's rule; the trainer meets it
+    through `coa validate`, which must report exactly the vectors' codes for each record."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node not on PATH")
+    cases = json.loads((VECTORS / "records.json").read_text())["cases"]
+    assert cases, "no record vectors"
+    for case in cases:
+        path = tmp_path / "r.coa.jsonl"
+        path.write_text(json.dumps(case["record"]) + "\n")
+        out = subprocess.run([node, str(REPO / "bin" / "coa.js"), "validate", str(path)], capture_output=True, text=True, check=False)
+        codes = [line.split()[2] for line in out.stdout.splitlines() if line.strip()]
+        assert codes == case["expect"]["codes"], f"{case['name']}: {out.stdout}{out.stderr}"
+        assert out.returncode == (1 if case["expect"]["codes"] else 0), case["name"]
+        assert ("question" in out.stderr) == case["expect"]["question"], f"{case['name']}: {out.stderr}"

@@ -8,7 +8,9 @@ import { checkFormat, FormatOptions } from '../../../src/core/rules';
 import { scoreRecords, RewardParams } from '../../../src/core/rewards';
 import { coverExactMatch, exactMatch, f1Score, normalizeAnswer } from '../../../src/core/answer';
 import { parseEvent } from '../../../src/core/events';
-import type { Scheme, TrajectoryRecord } from '../../../src/core/record';
+import { isQuestion, type Scheme, type TrajectoryRecord } from '../../../src/core/record';
+import { analyzeLine } from '../../../src/server/analysis';
+import { DEFAULT_SETTINGS } from '../../../src/server/settings';
 import { formatVector } from '../../conformance/project';
 
 const load = (name: string) => JSON.parse(readFileSync(join(__dirname, '../../conformance', name), 'utf8'));
@@ -53,4 +55,14 @@ test('event vectors', () => {
     assert.ok(r.ok, `should accept ${e.type}: ${r.ok ? '' : r.error}`);
   }
   for (const { event, why } of v.invalid) assert.equal(parseEvent(JSON.stringify(event)).ok, false, `should reject: ${why}`);
+});
+
+test('record vectors: questions (prompt-only rows) get no format codes; generated responses do', async (t) => {
+  for (const c of load('records.json').cases as { name: string; record: TrajectoryRecord; expect: { question: boolean; codes: string[] } }[]) {
+    await t.test(c.name, () => {
+      assert.equal(isQuestion(c.record), c.expect.question);
+      // The editor's file check (the language server's per-line analysis) reports exactly these codes.
+      assert.deepEqual(analyzeLine(JSON.stringify(c.record), DEFAULT_SETTINGS).diagnostics.map((d) => d.code), c.expect.codes);
+    });
+  }
 });

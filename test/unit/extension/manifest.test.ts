@@ -92,3 +92,21 @@ test('replay needs a trusted workspace and the env server settings are restricte
   const body = src.slice(src.indexOf('async function replayCell('));
   assert.ok(body.indexOf("requireTrust('Replay')") >= 0 && body.indexOf("requireTrust('Replay')") < body.indexOf('configuredCheckpoint()'), 'replayCell checks trust before it loads a model or reads the server settings');
 });
+
+test('the walkthrough: four steps (open a trajectory, train a stage, watch the panel, open rollouts), media shipped, links and completion events name real commands', () => {
+  const [w] = pkg.contributes.walkthroughs;
+  assert.deepEqual(w.steps.map((s: { id: string }) => s.id), ['openTrajectory', 'trainStage', 'watchPanel', 'openRollouts']);
+  const ours = new Set(pkg.contributes.commands.map((c: { command: string }) => c.command));
+  // Built-in commands used by the steps, and the view's own focus command VS Code makes for coaStudio.runs.
+  const builtin = new Set(['workbench.action.files.openFile', 'coaStudio.runs.focus']);
+  for (const s of w.steps) {
+    assert.ok(existsSync(join(root, s.media.markdown)), `${s.id}: ${s.media.markdown} missing`);
+    const ignore = readFileSync(join(root, '.vscodeignore'), 'utf8');
+    assert.match(ignore, /^!media\/\*\*$/m, 'media/ is shipped in the vsix');
+    const links = [...s.description.matchAll(/\(command:([\w.]+)\)/g)].map((m: RegExpMatchArray) => m[1]);
+    assert.ok(links.length >= 1, `${s.id} has a button`);
+    for (const c of [...links, ...s.completionEvents.filter((e: string) => e.startsWith('onCommand:')).map((e: string) => e.slice('onCommand:'.length))]) {
+      assert.ok(ours.has(c) || builtin.has(c), `${s.id}: unknown command ${c}`);
+    }
+  }
+});

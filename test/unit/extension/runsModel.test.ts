@@ -133,3 +133,28 @@ test('configFromEvents: a terminal run (no config.json) can be resumed with the 
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('the demo pipeline: evaluations (results settings) are finished, not pending; Resume is offered only on cancelled or failed runs', async () => {
+  const { readFileSync } = await import('node:fs');
+  const root = mkdtempSync(join(tmpdir(), 'coa-runs-'));
+  try {
+    const lines = readFileSync(join(__dirname, '../../fixtures/live-panel/demo-pipeline.events.jsonl'), 'utf8').split('\n').filter(Boolean);
+    const run = readRun(makeRun(root, 'demo', lines), 'demo', alive([]))!;
+    const status = Object.fromEntries(run.stages.map((s) => [s.name, s.status]));
+    for (const setting of ['no-tool', 'workflow', 'sft12', 'sft-rl', 'sft-rl-otc']) assert.equal(status[setting], 'ok', setting);
+    assert.ok(!Object.values(status).includes('pending'), JSON.stringify(status));
+    assert.equal(run.status, 'ok');
+    assert.deepEqual(run.stages.map((s) => s.name), ['pretrain', 'sft1', 'sft2', 'sft3', 'rl1', 'rl2', 'rl2-otc', 'no-tool', 'workflow', 'sft12', 'sft-rl', 'sft-rl-otc', 'pipeline'], 'pipeline order, evaluations after the stages');
+    // The menus of package.json, applied to the tree items' contextValue (`coaRun.<kind>.<status>`, runs/index.ts).
+    const manifest = JSON.parse(readFileSync(join(__dirname, '../../../package.json'), 'utf8'));
+    const resumes = (manifest.contributes.menus['view/item/context'] as { command: string; when: string }[]).filter((m) => m.command === 'coaStudio.resumeRun');
+    assert.ok(resumes.length > 0);
+    for (const m of resumes) {
+      const re = new RegExp(/viewItem =~ \/(.*)\/$/.exec(m.when)![1]);
+      for (const st of ['ok', 'running', 'pending']) assert.ok(!re.test(`coaRun.run.${st}`) && !re.test(`coaRun.stage.${st}`), `Resume offered on a ${st} run: ${m.when}`);
+      for (const st of ['cancelled', 'failed']) assert.ok(re.test(`coaRun.run.${st}`), `Resume missing on a ${st} run`);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

@@ -80,6 +80,9 @@ test('child environment, run ids, labels, model directories', () => {
   assert.equal(env.PYTHONPATH, `${join('/ext', 'src', 'trainer')}:/old`);
   assert.deepEqual([env.PYTHONUNBUFFERED, env.COA_NODE, env.PATH], ['1', '/usr/bin/node', '/bin']);
   assert.equal(makeRunId(new Date(Date.UTC(2026, 10, 2, 3, 4, 5)), 'sft1'), '20261102-030405-sft1');
+  // The config's name leads the id, made safe as a path segment.
+  assert.equal(makeRunId(new Date(Date.UTC(2026, 10, 2, 3, 4, 5)), 'rl2', 'HotpotQA Qwen/0.5B'), 'hotpotqa-qwen-0.5b-20261102-030405-rl2');
+  assert.equal(makeRunId(new Date(Date.UTC(2026, 10, 2, 3, 4, 5)), 'rl2', '../..'), '20261102-030405-rl2');
   assert.deepEqual(STAGE_PICKS.map((s) => s.label), ['Pretrain', 'SFT-1', 'SFT-2', 'SFT-3', 'RL-1', 'RL-2', 'Whole pipeline']);
   assert.equal(stageLabel('rl2'), 'RL-2');
   assert.equal(stageLabel('rl2-otc'), 'RL-2-OTC'); // from the one stage table (src/core/stages.ts)

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { build } from 'esbuild';
 import { buildIndex, firstRecords, readLines } from '../../../src/extension/providers/browser/indexer';
-import { findPage, runQuery, stagesOf } from '../../../src/extension/providers/browser/query';
+import { findPage, questionsLine, runQuery, stagesOf } from '../../../src/extension/providers/browser/query';
 import type { RecordSummary } from '../../../src/extension/providers/browser/summary';
 import type { WorkerMessage } from '../../../src/extension/providers/browser/worker';
 import { scoreRecords } from '../../../src/core/rewards';
@@ -102,6 +102,26 @@ test('query: failures, tool calls, stage, step, sort by reward, paging and jump'
     assert.deepEqual(findPage(index, { pageSize: 25 }, target.id), { page: 3, i: 77 });
     assert.deepEqual(findPage(index, { pageSize: 25 }, String(target.line)), { page: 3, i: 77 });
     assert.equal(findPage(index, { pageSize: 25 }, 'no-such-id'), null);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('browser: questions (converted verl rows) show without a reward and are never failures', async () => {
+  const { importVerlParquet } = await import('../../../src/core/importers/verl-parquet');
+  const dir = mkdtempSync(join(tmpdir(), 'coa-browser-'));
+  try {
+    const questions = (await importVerlParquet(join(root, 'examples/data/autocoa/hotpotqa_dev.parquet'))).slice(0, 50);
+    const path = join(dir, 'q.coa.jsonl');
+    writeFileSync(path, [...questions.map((q) => JSON.stringify(q)), examples[0]].join('\n') + '\n');
+    const index: RecordSummary[] = [];
+    await buildIndex(path, (rows) => index.push(...rows));
+    assert.equal(index.filter((r) => r.isQuestion).length, 50);
+    assert.ok(index.filter((r) => r.isQuestion).every((r) => r.reward === null && r.formatOk === null));
+    const failures = runQuery(index, { failuresOnly: true, pageSize: 1000 });
+    assert.ok(failures.rows.every((r) => !r.isQuestion));
+    assert.equal(questionsLine(index), '50 questions (no responses yet) · golden answers on 50 (100 %) · sources: HotpotQA 50');
+    assert.equal(questionsLine(index.filter((r) => !r.isQuestion)), '');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -24,7 +24,7 @@ test('show failures: exactly the records the core scores 0 or with format errors
   const lines = notebookToText(nb).split('\n').filter(Boolean);
   assert.deepEqual(lines, text.split('\n').filter((l) => expected.some((id) => l.includes(`"id": "${id}"`))));
   assert.equal(nb.text, lines.join('\n') + '\n');
-  assert.deepEqual(nb.rewards, rewards.filter((b) => b.total <= 0 || !b.format_ok));
+  assert.deepEqual(nb.rewards.own, rewards.filter((b) => b.total <= 0 || !b.format_ok));
 });
 
 test('more than N tool calls, and sort by reward (stable)', () => {

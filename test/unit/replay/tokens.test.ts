@@ -57,3 +57,30 @@ test('lines without usable tokens say why', () => {
   assert.deepEqual(tokenSpans(JSON.stringify({ id: 'a', question: 'q', response: 'r' })), { spans: null, reason: 'no tokens' });
   assert.deepEqual(tokenSpans(JSON.stringify({ id: 'a', question: 'q', response: 'r', tokens: { ids: [1] } })), { spans: null, reason: 'tokens without offsets' });
 });
+
+test('notebook step cells: each cell gets the tokens of its piece of the response, in cell offsets', async () => {
+  const { textToNotebook } = await import('../../../src/extension/providers/notebook/codec');
+  const { cellMeta } = await import('../../../src/extension/providers/notebook/cells');
+  const { cellTokenSpans } = await import('../../../src/extension/providers/tokens/mapping');
+  const line = JSON.stringify(RECORD);
+  const nb = textToNotebook(line + '\n');
+  const header = cellMeta(nb.cells[0].metadata);
+  assert.equal(header?.kind, 'header');
+  const raw = header!.kind === 'header' ? header!.raw : '';
+  const seen: string[] = [];
+  for (const cell of nb.cells.slice(1)) {
+    const m = cellMeta(cell.metadata);
+    assert.equal(m?.kind, 'step');
+    if (m?.kind !== 'step') continue;
+    const r = cellTokenSpans(raw, m.start, m.end, cell.value);
+    assert.ok(r.spans, `cell ${m.index}: ${'reason' in r ? r.reason : ''}`);
+    for (const s of r.spans) {
+      assert.equal(cell.value.slice(s.start, s.end), s.text, 'the cell text under a span is the token');
+      seen.push(s.text);
+    }
+  }
+  assert.deepEqual(seen, PIECES, 'every token lands in exactly one cell, in order');
+  // An edited cell has no overlay (the tokens describe the old text).
+  const step = cellMeta(nb.cells[1].metadata)!;
+  if (step.kind === 'step') assert.deepEqual(cellTokenSpans(raw, step.start, step.end, nb.cells[1].value + 'x'), { spans: null, reason: 'cell edited' });
+});

@@ -11,7 +11,7 @@ import { rewardOptions, toVscode } from '../notebook/serializer';
 import { checkFormat } from '../../../core/rules';
 import { parseRecordLine } from '../../../core/jsonl';
 import { firstRecords, readLines } from './indexer';
-import { BrowserQuery, findPage, runQuery, stagesOf } from './query';
+import { BrowserQuery, findPage, questionsLine, runQuery, stagesOf } from './query';
 import { BROWSER_VIEW_TYPE, RecordSummary } from './summary';
 import type { WorkerMessage } from './worker';
 
@@ -45,7 +45,7 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
     const extensionUri = this.context.extensionUri;
     panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist')] };
     panel.webview.html = renderWebviewHtml(
-      { title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: vscode.workspace.asRelativePath(document.uri), size, pageSize: PAGE_SIZE, first } },
+      { title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: vscode.workspace.asRelativePath(document.uri), size, pageSize: PAGE_SIZE, first, questions: questionsLine(first) } },
       panel.webview.cspSource,
       (p) => panel.webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, p)).toString(),
     );
@@ -62,7 +62,7 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
       queried = true;
       const result = runQuery(index, q);
       pageFull = result.rows.length === result.pageSize;
-      post({ type: 'page', result, indexed: index.length, done, bytes, size, stages: stagesOf(index) });
+      post({ type: 'page', result, indexed: index.length, done, bytes, size, stages: stagesOf(index), questions: questionsLine(index.length ? index : first) });
     };
 
     const worker = new Worker(vscode.Uri.joinPath(extensionUri, 'dist', 'browser-worker.js').fsPath, { workerData: { path, ...opts } });

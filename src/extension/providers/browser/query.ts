@@ -1,5 +1,6 @@
 // Filter, sort and page the browser's index. Pure; runs in the extension host on the (possibly partial) index.
 import type { RecordSummary } from './summary';
+import { QuestionTally, describeQuestions } from '../../../core/questionSummary';
 
 export type SortKey = 'file' | 'reward' | 'em' | 'tool-calls' | 'step';
 
@@ -38,7 +39,7 @@ const keyOf: Record<Exclude<SortKey, 'file'>, (r: RecordSummary) => number | nul
 
 export function matches(r: RecordSummary, q: BrowserQuery): boolean {
   if (q.errorsOnly) return r.error !== undefined;
-  if (q.failuresOnly && !(r.error === undefined && ((r.reward ?? 0) <= 0 || r.formatOk === false))) return false;
+  if (q.failuresOnly && (r.isQuestion || !(r.error === undefined && ((r.reward ?? 0) <= 0 || r.formatOk === false)))) return false;
   if (q.em != null && r.em !== q.em) return false;
   if (q.minReward != null && !((r.reward ?? -Infinity) >= q.minReward)) return false;
   if (q.moreToolCalls != null && !((r.toolCalls ?? -1) > q.moreToolCalls)) return false;
@@ -78,4 +79,12 @@ export function findPage(index: readonly RecordSummary[], q: BrowserQuery, targe
 /** Distinct stages seen so far (the stage filter's choices). */
 export function stagesOf(index: readonly RecordSummary[]): string[] {
   return [...new Set(index.map((r) => r.stage).filter((s): s is string => s !== null))].sort();
+}
+
+/** The questions line of the browser (the notebook's Questions view, in one line), or '' without questions. */
+export function questionsLine(index: readonly RecordSummary[]): string {
+  const tally = new QuestionTally();
+  for (const r of index) if (r.isQuestion) tally.addQuestion(r.hasGolden ?? false, r.source ?? 'unknown source');
+  const s = tally.summary();
+  return s.questions ? describeQuestions(s) : '';
 }

@@ -3,7 +3,8 @@
 // file has to fit in the extension host next to everything else.
 import type { JsonlEntry } from '../../../core/jsonl';
 import { RewardParams, scoreRecords } from '../../../core/rewards';
-import type { RewardBreakdown, Scheme } from '../../../core/record';
+import { isQuestion, type RewardBreakdown, type Scheme } from '../../../core/record';
+import { hasGolden, sourceOf } from '../../../core/questionSummary';
 
 export interface RecordSummary {
   /** 0-based position among the file's non-blank lines. */
@@ -21,6 +22,11 @@ export interface RecordSummary {
   step: number | null;
   /** The question, cut to QUESTION_CHARS for the table. */
   question: string;
+  /** A question: no response generated yet (shown without a reward, never a failure), with what the questions
+   *  line counts: whether it has golden answers and its source. */
+  isQuestion?: boolean;
+  hasGolden?: boolean;
+  source?: string;
   error?: string;
 }
 
@@ -61,6 +67,8 @@ function row(entry: JsonlEntry, i: number, b: RewardBreakdown | undefined): Reco
     const p = entry.problem!;
     return { ...base, id: '', reward: null, em: null, toolCalls: null, formatOk: null, stage: null, step: null, question: entry.raw.slice(0, QUESTION_CHARS), error: `${entry.line}:${p.column}: ${p.code} ${p.message}` };
   }
+  // A question (no response yet, core isQuestion) has no reward to show and is not a failure.
+  if (isQuestion(r)) return { ...base, id: r.id, reward: null, em: null, toolCalls: null, formatOk: null, stage: r.meta?.stage ?? null, step: r.meta?.step ?? null, question: r.question.slice(0, QUESTION_CHARS), isQuestion: true, hasGolden: hasGolden(r), source: sourceOf(r) };
   return {
     ...base,
     id: r.id,

@@ -17,8 +17,8 @@ export function isTrajectoryNotebook(notebookType: string): boolean {
 }
 /** Language of step cells: the `coa` grammar highlights them. */
 export const STEP_LANGUAGE = 'coa';
-/** Language of error cells (a bad line shown verbatim). */
-export const ERROR_LANGUAGE = 'json';
+/** Language of error cells (a bad line shown verbatim): ours, not `json`, so the built-in JSON language client never activates for, nor validates, notebook cells. */
+export const ERROR_LANGUAGE = 'coa-jsonl';
 /** Custom MIME type of the reward breakdown output (drawn by webview/notebook-renderer). */
 export const REWARD_MIME = 'application/vnd.coa-studio.reward+json';
 /** Renderer id (`contributes.notebookRenderer[].id`). */
@@ -32,8 +32,10 @@ export const META_KEY = 'coa';
  * - `step`: code cell holding one piece of the record's `response` (a scanner segment, tags included). The step
  *   cells of a record, concatenated in order, ARE its response; whitespace between steps rides on the step before.
  * - `error`: a line that is not a valid record (COA101–104), shown and written back verbatim.
+ * - `summary`: Markdown cell first in a file holding questions (records with no response yet, core isQuestion):
+ *   how many, golden-answer coverage, sources. Generated; not written back. A question has a header cell only.
  */
-export type CellKind = 'header' | 'step' | 'error';
+export type CellKind = 'header' | 'step' | 'error' | 'summary';
 
 /** Step kinds are the scanner's segment kinds ('text': prose outside any tag, e.g. a prompt echo). */
 export type StepKind = SegmentKind;
@@ -85,7 +87,14 @@ export interface ErrorCellMeta extends CellMetaBase {
   column: number;
 }
 
-export type CellMeta = HeaderCellMeta | StepCellMeta | ErrorCellMeta;
+/** The generated questions view at the top of a file with questions (records without responses); never saved. */
+export interface SummaryCellMeta {
+  kind: 'summary';
+  record: -1;
+  line: 0;
+}
+
+export type CellMeta = HeaderCellMeta | StepCellMeta | ErrorCellMeta | SummaryCellMeta;
 
 /** Notebook-level metadata: what follows the last line (blank lines) so the file tail survives a save. */
 export interface NotebookMeta {
@@ -102,8 +111,14 @@ export interface RewardOutput {
   breakdown: RewardBreakdown;
   /** The formula in words (core/rewards.ts describeFormula). */
   formula: string;
-  /** Reward stored in the record itself, when present and different from the recomputed one. */
+  /**
+   * Reward stored in the record itself (its own run's scheme), when present. `breakdown` is recomputed under the
+   * stored scheme, so the two are comparable; `storedDiffers` says whether they disagree.
+   */
   stored?: RewardBreakdown;
+  storedDiffers?: boolean;
+  /** The recomputation under the configured scheme (coaStudio.rewardScheme) when it is not the record's own. */
+  setting?: RewardBreakdown;
   /** Answer extracted from the response (null: none) and the golden answers, for the table. */
   answer: string | null;
   golden: string[];
@@ -114,5 +129,5 @@ export function cellMeta(metadata: { [key: string]: unknown } | undefined): Cell
   const m = metadata?.[META_KEY];
   if (!m || typeof m !== 'object') return undefined;
   const kind = (m as { kind?: unknown }).kind;
-  return kind === 'header' || kind === 'step' || kind === 'error' ? (m as CellMeta) : undefined;
+  return kind === 'header' || kind === 'step' || kind === 'error' || kind === 'summary' ? (m as CellMeta) : undefined;
 }

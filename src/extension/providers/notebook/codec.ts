@@ -3,7 +3,8 @@
 // step changed, so unchanged records stay byte-identical, and bad lines, blank lines and line endings survive too.
 import { parseRecordLine } from '../../../core/jsonl';
 import { looksLikeVerlDump, verlLineParser } from '../../../core/importers/verl-rollouts';
-import type { RewardBreakdown, TrajectoryRecord } from '../../../core/record';
+import { isQuestion, type RewardBreakdown, type TrajectoryRecord } from '../../../core/record';
+import { describeQuestions, summarizeQuestions, type QuestionSummary } from '../../../core/questionSummary';
 import { RewardParams, describeFormula, formatOf, scoreRecords } from '../../../core/rewards';
 import type { Scheme } from '../../../core/record';
 import type { Segment } from '../../../core/scanner';
@@ -18,6 +19,7 @@ import {
   RewardOutput,
   STEP_LANGUAGE,
   StepCellMeta,
+  SummaryCellMeta,
   cellMeta,
 } from './cells';
 
@@ -44,8 +46,8 @@ export interface DecodeOptions {
   params?: RewardParams;
   /** Shown in error messages (the file's path). */
   source?: string;
-  /** Precomputed breakdowns, one per valid record in order (views reuse the whole file's rewards). */
-  rewards?: RewardBreakdown[];
+  /** Precomputed rewards, one per valid record in order (views reuse the whole file's rewards). */
+  rewards?: NotebookRewards;
 }
 
 /** One line of the file as read: its text without terminator, the terminator and the blank lines before it. */
@@ -119,6 +121,34 @@ export function textToNotebook(text: string, options: DecodeOptions = {}): Noteb
 
 export const VERL_DUMP_READONLY = 'verl rollout dump: read-only here (coa convert --from verl-rollouts makes an editable *.coa.jsonl)';
 
+/**
+ * Rewards as the notebook shows them: each record under its own run's scheme (the scheme of its stored `reward`,
+ * else the configured one), so a rollout scored with `autocoa` is recomputed with `autocoa` and compared with what
+ * its run stored; plus, for records whose own scheme is not the configured one, the recomputation under the
+ * configured scheme. Records are scored together per scheme (OTC-GRPO's n is per question across the file).
+ */
+export interface NotebookRewards {
+  own: RewardBreakdown[];
+  /** Under the configured scheme, where it differs from the record's own (else undefined). */
+  setting: (RewardBreakdown | undefined)[];
+}
+
+export function scoreForNotebook(records: readonly TrajectoryRecord[], scheme: Scheme, params: RewardParams): NotebookRewards {
+  const own: RewardBreakdown[] = new Array(records.length);
+  const setting: (RewardBreakdown | undefined)[] = new Array(records.length).fill(undefined);
+  const bySchemeIdx = new Map<Scheme, number[]>();
+  records.forEach((r, i) => {
+    const s = r.reward?.scheme ?? scheme;
+    const idx = bySchemeIdx.get(s);
+    if (idx) idx.push(i);
+    else bySchemeIdx.set(s, [i]);
+  });
+  for (const [s, idx] of bySchemeIdx) scoreRecords(idx.map((i) => records[i]), s, params).forEach((b, k) => (own[idx[k]] = b));
+  const foreign = records.flatMap((r, i) => (r.reward && r.reward.scheme !== scheme ? [i] : []));
+  if (foreign.length) scoreRecords(foreign.map((i) => records[i]), scheme, params).forEach((b, k) => (setting[foreign[k]] = b));
+  return { own, setting };
+}
+
 /** Cells for already-parsed lines (the filter commands reuse this on a subset). */
 export function linesToNotebook(
   entries: { src: SourceLine; entry: ReturnType<typeof parseRecordLine> }[],
@@ -128,10 +158,11 @@ export function linesToNotebook(
   const scheme = options.scheme ?? 'em';
   const params = options.params ?? {};
   const records = entries.flatMap((e) => (e.entry.record ? [e.entry.record] : []));
-  // One call for the whole file: OTC-GRPO's n is the minimum over the file's correct answers to a question.
-  const rewards = options.rewards ?? scoreRecords(records, scheme, params);
-  const formula = describeFormula(scheme, params);
+  // One pass for the whole file: OTC-GRPO's n is the minimum over the file's correct answers to a question.
+  const rewards = options.rewards ?? scoreForNotebook(records, scheme, params);
   const cells: CellData[] = [];
+  const asked = summarizeQuestions(records);
+  if (asked.questions) cells.push(summaryCell(asked, records.length));
   let k = 0;
   entries.forEach(({ src, entry }, index) => {
     if (!entry.record) {
@@ -139,10 +170,27 @@ export function linesToNotebook(
       cells.push(errorCell(src, index, p.code, `${options.source ?? 'line'}:${src.line}:${p.column}: ${p.code} ${p.message}`, p.column));
       return;
     }
-    cells.push(...recordCells(entry.record, src, index, { breakdown: rewards[k++], formula, params }));
+    const i = k++;
+    cells.push(...recordCells(entry.record, src, index, { breakdown: rewards.own[i], setting: rewards.setting[i], params, configured: scheme }));
   });
   const meta: NotebookMeta = { trailer };
   return { cells, metadata: { [META_KEY]: meta } };
+}
+
+/** The questions view: what a prompt-only dataset (or the prompt-only part of a file) holds. */
+function summaryCell(s: QuestionSummary, records: number): CellData {
+  const meta: SummaryCellMeta = { kind: 'summary', record: -1, line: 0 };
+  const lines = [
+    `### Questions`,
+    '',
+    describeQuestions(s).replace(/^([\d,]+ questions?)/, '**$1**'),
+    '',
+    s.questions === records
+      ? '*A prompt-only dataset: questions and golden answers, no responses yet — train on it or generate rollouts, nothing here has failed.*'
+      : `*${(records - s.questions).toLocaleString('en-US')} of the ${records.toLocaleString('en-US')} records have responses; the others are questions waiting for one.*`,
+  ];
+  if (s.withGolden < s.questions) lines.push('', `${(s.questions - s.withGolden).toLocaleString('en-US')} question(s) have **no golden answers**: they cannot be scored.`);
+  return { kind: 'markup', value: lines.join('\n'), languageId: 'markdown', metadata: { [META_KEY]: meta } };
 }
 
 function errorCell(src: SourceLine, record: number, code: string, message: string, column: number): CellData {
@@ -160,17 +208,26 @@ function recordCells(
   r: TrajectoryRecord,
   src: SourceLine,
   index: number,
-  reward: { breakdown: RewardOutput['breakdown']; formula: string; params: RewardParams },
+  reward: { breakdown: RewardBreakdown; setting?: RewardBreakdown; params: RewardParams; configured: Scheme },
 ): CellData[] {
   const header: HeaderCellMeta = { kind: 'header', record: index, line: src.line, raw: src.raw, eol: src.eol, gap: src.gap, id: r.id };
   const cells: CellData[] = [{ kind: 'markup', value: headerMarkdown(r, src.line), languageId: 'markdown', metadata: { [META_KEY]: header } }];
+  // A question has nothing to show but its header: no empty step cell, no reward (one cell per record keeps a
+  // 3,000-question dataset at 3,000 cells). A code cell added under the header becomes its response on save.
+  if (isQuestion(r)) return cells;
   const report = formatOf(r, reward.params);
   for (const [i, piece] of stepPieces(r.response, report.segments).entries()) {
     const meta: StepCellMeta = { kind: 'step', record: index, line: src.line, index: i, ...piece.meta };
     cells.push({ kind: 'code', value: r.response.slice(piece.meta.start, piece.meta.end), languageId: STEP_LANGUAGE, metadata: { [META_KEY]: meta } });
   }
-  const out: RewardOutput = { id: r.id, breakdown: reward.breakdown, formula: reward.formula, answer: report.answer, golden: r.golden_answers ?? [] };
-  if (r.reward && JSON.stringify(r.reward) !== JSON.stringify(reward.breakdown)) out.stored = r.reward;
+  const b = reward.breakdown;
+  const out: RewardOutput = { id: r.id, breakdown: b, formula: describeFormula(b.scheme, reward.params), answer: report.answer, golden: r.golden_answers ?? [] };
+  if (r.reward) {
+    out.stored = r.reward;
+    // Same scheme by construction (scoreForNotebook): compare what the reward is made of, not float noise.
+    out.storedDiffers = Math.abs(r.reward.total - b.total) > 1e-9 || r.reward.format_ok !== b.format_ok;
+  }
+  if (reward.setting) out.setting = reward.setting;
   cells[cells.length - 1].outputs = [[{ mime: REWARD_MIME, data: out }, { mime: 'text/plain', data: rewardText(out) }]];
   return cells;
 }
@@ -226,7 +283,9 @@ export function rewardText(o: RewardOutput): string {
     `answer ${o.answer === null ? '—' : JSON.stringify(o.answer)}  golden ${JSON.stringify(o.golden)}`,
     o.formula,
   ];
-  if (o.stored) lines.push(`stored reward ${o.stored.total} (${o.stored.scheme}) differs from the recomputed one`);
+  if (o.stored) lines.push(`stored reward ${o.stored.total} (${o.stored.scheme}, the record's own run)${o.storedDiffers ? ' differs from the recomputed one' : ': recomputed the same'}`);
+  if (o.setting) lines.push(`under ${o.setting.scheme} (coaStudio.rewardScheme): ${o.setting.total}`);
+  if (!o.golden.length) lines.push('no golden answers: EM and F1 cannot be measured');
   return lines.join('\n');
 }
 

@@ -1,9 +1,8 @@
 // "Show failures", "> N tool calls", "sort by reward": a view of a trajectory file as a new notebook holding the
 // matching records (the source is never reordered or changed). Pure; the commands in commands.ts call it.
 import { parseRecordLine } from '../../../core/jsonl';
-import { scoreRecords } from '../../../core/rewards';
-import type { RewardBreakdown } from '../../../core/record';
-import { DecodeOptions, NotebookContent, linesToNotebook, notebookToText, splitLines } from './codec';
+import { isQuestion, type RewardBreakdown } from '../../../core/record';
+import { DecodeOptions, NotebookContent, NotebookRewards, linesToNotebook, notebookToText, scoreForNotebook, splitLines } from './codec';
 import { META_KEY, NotebookMeta } from './cells';
 
 export type ViewSpec =
@@ -40,15 +39,17 @@ export interface ViewResult extends NotebookContent {
   count: number;
   /** The view as file text (the chosen lines, each as it was) and the whole-file rewards of its records. */
   text: string;
-  rewards: RewardBreakdown[];
+  rewards: NotebookRewards;
 }
 
 export function viewNotebook(text: string, spec: ViewSpec, options: DecodeOptions = {}): ViewResult {
   const { lines } = splitLines(text);
   const parsed = lines.map((src) => ({ src: { ...src, gap: '', eol: '\n' }, entry: parseRecordLine(src.raw, src.line) })).filter((e) => e.entry.record);
-  const rewards = scoreRecords(parsed.map((e) => e.entry.record!), options.scheme ?? 'em', options.params ?? {});
+  const all = scoreForNotebook(parsed.map((e) => e.entry.record!), options.scheme ?? 'em', options.params ?? {});
+  const rewards = all.own;
   let order = parsed.map((_, i) => i);
-  if (spec.kind === 'failures') order = order.filter((i) => isFailure(rewards[i]));
+  // A question (no response yet) has not failed: it has not been tried.
+  if (spec.kind === 'failures') order = order.filter((i) => !isQuestion(parsed[i].entry.record!) && isFailure(rewards[i]));
   if (spec.kind === 'tool-calls') order = order.filter((i) => rewards[i].tool_calls > spec.more);
   if (spec.kind === 'filter') {
     if (spec.reward) order = order.filter((i) => (spec.reward === 'positive' ? rewards[i].total > 0 : rewards[i].total <= 0));
@@ -60,7 +61,7 @@ export function viewNotebook(text: string, spec: ViewSpec, options: DecodeOption
     order.sort((a, b) => sign * (key(a) - key(b)) || a - b); // stable: file order breaks ties
   }
   // Score the subset with the whole file's rewards: re-scoring a subset would change OTC-GRPO's n.
-  const chosen = order.map((i) => rewards[i]);
+  const chosen: NotebookRewards = { own: order.map((i) => all.own[i]), setting: order.map((i) => all.setting[i]) };
   const content = linesToNotebook(order.map((i) => parsed[i]), '', { ...options, rewards: chosen });
   const meta = content.metadata[META_KEY] as NotebookMeta;
   meta.view = { source: options.source ?? '', description: describeView(spec) };

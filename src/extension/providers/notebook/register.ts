@@ -4,7 +4,8 @@ import * as vscode from 'vscode';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { LARGE_FILE_REASON, TrajectorySerializer, largeFileBytes, notebookDocumentText, rewardOptions, viewRewards } from './serializer';
+import { LARGE_FILE_REASON, TrajectorySerializer, largeFileBytes, notebookDocumentText, notebookLimits, rewardOptions, viewRewards } from './serializer';
+import { TooLarge, describeTooLarge, tooLargeBeforeParsing } from './threshold';
 import { META_KEY, NOTEBOOK_TYPE, NOTEBOOK_TYPES, NOTEBOOK_TYPE_ANY_JSONL, NotebookMeta, isTrajectoryNotebook } from './cells';
 import { ViewSpec, modesIn, viewNotebook } from './filter';
 import { DiagnosticCache, notebookDiagnostics } from './diagnostics';
@@ -31,6 +32,7 @@ function registerCellDiagnostics(context: vscode.ExtensionContext): void {
   const collection = vscode.languages.createDiagnosticCollection('coa-notebook');
   const timers = new Map<string, ReturnType<typeof setTimeout>>();
   const caches = new Map<string, DiagnosticCache>();
+  const shown = new Map<string, Map<string, vscode.Uri>>();
   const update = (doc: vscode.NotebookDocument) => {
     if (!isTrajectoryNotebook(doc.notebookType)) return;
     const cells = doc.getCells();
@@ -51,7 +53,18 @@ function registerCellDiagnostics(context: vscode.ExtensionContext): void {
       diag.source = 'coa';
       byCell.set(d.cell, [...(byCell.get(d.cell) ?? []), diag]);
     }
-    cells.forEach((cell, i) => collection.set(cell.document.uri, byCell.get(i) ?? []));
+    // Touch only cells that have findings now or had them before: one set() per cell of a 5,000-cell notebook
+    // would be 5,000 messages to the window for nothing.
+    const key = doc.uri.toString();
+    const before = shown.get(key) ?? new Map<string, vscode.Uri>();
+    const now = new Map<string, vscode.Uri>();
+    for (const [i, diags] of byCell) {
+      const uri = cells[i].document.uri;
+      now.set(uri.toString(), uri);
+      collection.set(uri, diags);
+    }
+    for (const [k, uri] of before) if (!now.has(k)) collection.delete(uri);
+    shown.set(key, now);
   };
   const later = (doc: vscode.NotebookDocument) => {
     const key = doc.uri.toString();
@@ -64,7 +77,8 @@ function registerCellDiagnostics(context: vscode.ExtensionContext): void {
     vscode.workspace.onDidChangeNotebookDocument((e) => later(e.notebook)),
     vscode.workspace.onDidCloseNotebookDocument((doc) => {
       caches.delete(doc.uri.toString());
-      doc.getCells().forEach((cell) => collection.delete(cell.document.uri));
+      shown.get(doc.uri.toString())?.forEach((uri) => collection.delete(uri));
+      shown.delete(doc.uri.toString());
     }),
     // Settings change what the rules say: start over.
     vscode.workspace.onDidChangeConfiguration((e) => {
@@ -124,12 +138,29 @@ function activeTabUri(): vscode.Uri | undefined {
   return undefined;
 }
 
-/** "Open as Trajectory Notebook": any .jsonl (the active editor's file), or the browser above the threshold. */
+/**
+ * "Open as Trajectory Notebook" (the text editor's and the browser's title bar): any .jsonl, as a notebook when it
+ * fits the limits (threshold.ts); otherwise it says why and stays in (or goes to) the browser.
+ */
 export async function openAsTrajectoryNotebook(): Promise<void> {
   const uri = activeUri();
   if (!uri) return void vscode.window.showInformationMessage('Open a .jsonl file first.');
-  const size = uri.scheme === 'file' ? (await vscode.workspace.fs.stat(uri)).size : 0;
-  await vscode.commands.executeCommand('vscode.openWith', uri, size > largeFileBytes() ? BROWSER_VIEW_TYPE : uri.path.endsWith('.coa.jsonl') ? NOTEBOOK_TYPE : NOTEBOOK_TYPE_ANY_JSONL);
+  const limits = notebookLimits();
+  let tooLarge: TooLarge | null = null;
+  if (uri.scheme === 'file') {
+    const size = (await vscode.workspace.fs.stat(uri)).size;
+    tooLarge = size > limits.maxBytes ? { why: 'bytes', bytes: size, limit: limits.maxBytes } : tooLargeBeforeParsing(await vscode.workspace.fs.readFile(uri), limits);
+  }
+  if (tooLarge) {
+    await vscode.commands.executeCommand('vscode.openWith', uri, BROWSER_VIEW_TYPE);
+    const pick = await vscode.window.showInformationMessage(
+      `CoA: ${describeTooLarge(tooLarge).replace(/`/g, '')}: it stays in the trajectory browser. Filter there and open single records as notebooks, or raise the limit.`,
+      'Open Setting',
+    );
+    if (pick) await vscode.commands.executeCommand('workbench.action.openSettings', tooLarge.why === 'bytes' ? 'coaStudio.notebook.largeFileMB' : 'coaStudio.notebook.maxCells');
+    return;
+  }
+  await vscode.commands.executeCommand('vscode.openWith', uri, uri.path.endsWith('.coa.jsonl') ? NOTEBOOK_TYPE : NOTEBOOK_TYPE_ANY_JSONL);
 }
 
 export async function openTrajectoryBrowser(): Promise<void> {
@@ -168,6 +199,8 @@ export async function showNotebookView(spec: ViewSpec | 'ask-tool-calls' | 'ask-
   }
   const view = viewNotebook(text, spec, { ...rewardOptions(), source: editor.notebook.uri.fsPath });
   const meta = view.metadata[META_KEY] as NotebookMeta;
+  // Nothing matches: say so instead of opening an empty notebook.
+  if (view.count === 0) return void vscode.window.showInformationMessage(`CoA: no ${meta.view?.description ?? 'records'} in ${basename(editor.notebook.uri.path)}.`);
   // A view is a file of its own in a temp folder, opened through the serializer: VS Code drops the outputs of an
   // untitled notebook made from NotebookData, and the reward outputs are the point of a view.
   const base = basename(editor.notebook.uri.path).replace(/(\.coa)?\.jsonl$/, '');

@@ -1,12 +1,13 @@
 // vscode.NotebookSerializer for trajectory files: a thin adapter over codec.ts (which holds all the logic and is
 // tested without VS Code). Files above the large-file threshold become a one-cell stub that hands the file to the
-// paged trajectory browser, so a 500 MB file is never parsed into cells.
+// paged trajectory browser, so a 500 MB file is never parsed into cells; so do files that would make more cells
+// than VS Code handles fluidly (threshold.ts).
 import * as vscode from 'vscode';
 import { readConfig } from '../../config';
 import type { RewardParams } from '../../../core/rewards';
-import type { RewardBreakdown } from '../../../core/record';
-import { CellData, NotebookContent, SaveError, decodeNotebook, notebookToText } from './codec';
+import { CellData, NotebookContent, NotebookRewards, SaveError, decodeNotebook, notebookToText } from './codec';
 import { META_KEY, NotebookMeta } from './cells';
+import { NotebookLimits, TooLarge, describeTooLarge, tooLargeBeforeParsing, tooManyCells } from './threshold';
 
 /** NotebookMeta.readonly of the large-file stub (the opener looks for it). */
 export const LARGE_FILE_REASON = 'large file: opened in the trajectory browser';
@@ -23,18 +24,26 @@ export function largeFileBytes(): number {
   return Math.max(1, readConfig().notebookLargeFileMB) * 1024 * 1024;
 }
 
+export function notebookLimits(): NotebookLimits {
+  return { maxBytes: largeFileBytes(), maxCells: Math.max(1, readConfig().notebookMaxCells) };
+}
+
 /** Whole-file rewards of view files about to be opened, by their exact text (consumed on open). */
-export const viewRewards = new Map<string, RewardBreakdown[]>();
+export const viewRewards = new Map<string, NotebookRewards>();
 
 export class TrajectorySerializer implements vscode.NotebookSerializer {
   deserializeNotebook(content: Uint8Array): vscode.NotebookData {
-    if (content.byteLength > largeFileBytes()) return toVscode(largeFileStub(content.byteLength));
+    const limits = notebookLimits();
+    const early = tooLargeBeforeParsing(content, limits);
+    if (early) return toVscode(largeFileStub(early));
     const options = rewardOptions();
     // A filter/sort view shows the rewards of the whole file it came from (OTC-GRPO's n), not of the subset.
     const text = viewRewards.size ? new TextDecoder().decode(content) : '';
     const rewards = viewRewards.get(text);
     viewRewards.delete(text);
-    return toVscode(decodeNotebook(content, rewards ? { ...options, rewards } : options));
+    const decoded = decodeNotebook(content, rewards ? { ...options, rewards } : options);
+    const late = tooManyCells(decoded.cells.length, limits);
+    return toVscode(late ? largeFileStub(late) : decoded);
   }
 
   serializeNotebook(data: vscode.NotebookData): Uint8Array {
@@ -48,10 +57,9 @@ export class TrajectorySerializer implements vscode.NotebookSerializer {
   }
 }
 
-function largeFileStub(bytes: number): NotebookContent {
+function largeFileStub(t: TooLarge): NotebookContent {
   const meta: NotebookMeta = { trailer: '', readonly: LARGE_FILE_REASON };
-  const mb = (bytes / 1024 / 1024).toFixed(0);
-  const text = `**${mb} MB** is above \`coaStudio.notebook.largeFileMB\`: this file opens in the paged trajectory browser instead. [Open the trajectory browser](command:coaStudio.openTrajectoryBrowser)`;
+  const text = `**${describeTooLarge(t)}**: this file opens in the paged trajectory browser instead. [Open the trajectory browser](command:coaStudio.openTrajectoryBrowser)`;
   return { cells: [{ kind: 'markup', value: text, languageId: 'markdown' }], metadata: { [META_KEY]: meta } };
 }
 

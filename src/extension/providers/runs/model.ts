@@ -4,7 +4,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEvent, type TrainerEvent } from '../../../core/events';
-import { stageOrder } from '../../../core/stages';
+import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE } from '../../../core/stages';
 
 export type Status = 'running' | 'ok' | 'cancelled' | 'failed' | 'pending';
 
@@ -46,6 +46,9 @@ export interface RunInfo {
   /** mtime of events.jsonl (ms), for sorting newest first. */
   updated: number;
 }
+
+/** Tree order: the pipeline's stages, then the results table's evaluations, then the pipeline itself (stages.ts). */
+export const STAGE_ORDER = [...STAGE_TABLE.map((s) => s.id), ...RESULT_SETTINGS.map((s) => s.id), PIPELINE_INFO.id];
 
 /** Is a process with this pid alive (signal 0)? Injected in tests. */
 export type IsAlive = (pid: number) => boolean;
@@ -113,6 +116,9 @@ export function foldEvents(events: TrainerEvent[], alive: IsAlive = isAlive): Ma
         break;
     }
   }
+  // An evaluation (a results-table setting such as no-tool or sft-rl) has no run of its own: the pipeline writes
+  // its eval event once it is done. Such a stage is finished, not pending.
+  for (const [name, s] of stages) if (s.status === 'pending' && !pids.has(name) && s.evals.length) s.status = 'ok';
   // A stage that started and never finished: running if its process lives, otherwise it died (crash, kill -9).
   for (const [name, s] of stages) {
     if (s.status !== 'running') continue;
@@ -199,7 +205,10 @@ export function configFromEvents(dir: string): Record<string, unknown> | null {
   return null;
 }
 
-const rank = stageOrder; // pipeline order of the one stage table (src/core/stages.ts)
+const rank = (name: string) => {
+  const i = STAGE_ORDER.indexOf(name);
+  return i < 0 ? STAGE_ORDER.length : i;
+};
 
 export function runStatus(stages: StageInfo[]): Status {
   if (stages.some((s) => s.status === 'running')) return 'running';

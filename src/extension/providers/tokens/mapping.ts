@@ -2,14 +2,15 @@
 // in raw line columns (JSON escapes accounted for), the style bucket of each span for each view, and the hover
 // text. No `vscode` import: unit-tested directly.
 import { mapStringAt } from '../../../core/jsonstring';
-import { RecordSchema } from '../../../core/record';
+import { RecordSchema, type TrajectoryRecord } from '../../../core/record';
 
 export type OverlayView = 'mask' | 'logprob' | 'advantage';
 export const OVERLAY_VIEWS: readonly OverlayView[] = ['mask', 'logprob', 'advantage'];
 
 export interface TokenSpan {
   index: number;
-  /** Raw columns in the JSON line, end exclusive. */
+  /** Raw columns in the JSON line (tokenSpans), offsets in the response or a cell's text (responseTokenSpans,
+   *  cellTokenSpans); end exclusive. */
   start: number;
   end: number;
   id: number;
@@ -24,20 +25,31 @@ export type SpansResult = { spans: TokenSpan[] } | { spans: null; reason: string
 
 /** Spans of one JSONL line. Lines without tokens or offsets give a reason instead (shown by the toggle). */
 export function tokenSpans(raw: string): SpansResult {
+  const parsed = parseLine(raw);
+  if ('reason' in parsed) return { spans: null, reason: parsed.reason };
+  const inResponse = responseTokenSpans(parsed.record);
+  if (!inResponse.spans) return inResponse;
+  const map = mapStringAt(raw, ['response']);
+  if (!map) return { spans: null, reason: 'no response string' };
+  return { spans: inResponse.spans.map((s) => ({ ...s, start: map.toRaw(s.start), end: map.toRaw(s.end) })) };
+}
+
+function parseLine(raw: string): { record: TrajectoryRecord } | { reason: string } {
   let value: unknown;
   try {
     value = JSON.parse(raw);
   } catch {
-    return { spans: null, reason: 'not valid JSON' };
+    return { reason: 'not valid JSON' };
   }
   const parsed = RecordSchema.safeParse(value);
-  if (!parsed.success) return { spans: null, reason: 'not a valid record' };
-  const r = parsed.data;
+  return parsed.success ? { record: parsed.data } : { reason: 'not a valid record' };
+}
+
+/** One span per token with start/end as UTF-16 offsets into `response`. */
+export function responseTokenSpans(r: TrajectoryRecord): SpansResult {
   const t = r.tokens;
   if (!t) return { spans: null, reason: 'no tokens' };
   if (!t.offsets) return { spans: null, reason: 'tokens without offsets' };
-  const map = mapStringAt(raw, ['response']);
-  if (!map) return { spans: null, reason: 'no response string' };
   const response = r.response;
   const toUtf16 = codePointsToUtf16(response);
   const spans: TokenSpan[] = [];
@@ -47,9 +59,31 @@ export function tokenSpans(raw: string): SpansResult {
     if (b < a) b = a; // offsets out of order: a zero-width span rather than a wrong one
     while (b > a && /\s/.test(response[b - 1])) b--; // the separator before the next token is not this token
     spans.push({
-      index: i, start: map.toRaw(a), end: map.toRaw(b), id: t.ids[i], text: response.slice(a, b),
+      index: i, start: a, end: b, id: t.ids[i], text: response.slice(a, b),
       mask: t.loss_mask?.[i] ?? null, logprob: t.logprobs?.[i] ?? null, advantage: t.advantages?.[i] ?? null,
     });
+  }
+  return { spans };
+}
+
+/**
+ * Spans of one notebook step cell: the record's line (the header cell keeps it), the cell's [start, end) in the
+ * response (its metadata) and the cell's current text. Offsets come back relative to the cell text. A cell whose
+ * text no longer matches the record (edited) has no overlay: the tokens describe the text as it was.
+ */
+export function cellTokenSpans(raw: string, cellStart: number, cellEnd: number, cellText: string): SpansResult {
+  const parsed = parseLine(raw);
+  if ('reason' in parsed) return { spans: null, reason: parsed.reason };
+  const r = parsed.record;
+  if (r.response.slice(cellStart, cellEnd) !== cellText) return { spans: null, reason: 'cell edited' };
+  const all = responseTokenSpans(r);
+  if (!all.spans) return all;
+  const spans: TokenSpan[] = [];
+  for (const s of all.spans) {
+    if (s.end <= cellStart || s.start >= cellEnd) continue;
+    const start = Math.max(s.start, cellStart) - cellStart;
+    const end = Math.min(s.end, cellEnd) - cellStart;
+    spans.push({ ...s, start, end });
   }
   return { spans };
 }

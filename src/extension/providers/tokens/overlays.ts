@@ -1,8 +1,13 @@
-// Token overlays in text editors of trajectory files: per view (loss mask, log-prob heat map, advantage sign) a
-// set of decoration types, toggled by one command each; a hover with token id, text, log-prob, mask and
-// advantage while any view is on. Only visible lines are decorated, so a large file costs what the screen shows.
+// Token overlays in text editors of trajectory files and in the step cells of trajectory notebooks: per view (loss
+// mask, log-prob heat map, advantage sign) a set of decoration types, toggled by one command each; a hover with
+// token id, text, log-prob, mask and advantage while any view is on. Only visible lines and visible cells are
+// decorated, so a large file costs what the screen shows (cells are found from the visible notebook editors'
+// ranges, never by walking a notebook's cells).
 import * as vscode from 'vscode';
-import { type OverlayView, OVERLAY_VIEWS, STYLE_KEYS, groupByStyle, hoverMarkdown, spanAt, tokenSpans, type SpansResult } from './mapping';
+import { type OverlayView, OVERLAY_VIEWS, STYLE_KEYS, cellTokenSpans, groupByStyle, hoverMarkdown, spanAt, tokenSpans, type SpansResult, type TokenSpan } from './mapping';
+import { cellMeta, isTrajectoryNotebook } from '../notebook/cells';
+
+const CELL_SCHEME = 'vscode-notebook-cell';
 
 const MAX_LINE_CHARS = 2_000_000; // a line beyond this is not parsed for overlays (a hover must stay instant)
 
@@ -40,8 +45,58 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
         for (const ed of vscode.window.visibleTextEditors) if (ed.document === e.document) this.refresh(ed);
       }),
       vscode.workspace.onDidCloseTextDocument((d) => this.cache.delete(d.uri.toString())),
-      vscode.languages.registerHoverProvider([{ language: 'coa-jsonl' }, { language: 'jsonl' }, { pattern: '**/*.jsonl' }], this),
+      vscode.window.onDidChangeNotebookEditorVisibleRanges(() => this.refreshAll()),
+      vscode.workspace.onDidChangeNotebookDocument(() => {
+        this.cells.clear();
+        this.cellSpans.clear();
+      }),
+      vscode.languages.registerHoverProvider([{ language: 'coa-jsonl' }, { language: 'jsonl' }, { pattern: '**/*.jsonl' }, { scheme: CELL_SCHEME, language: 'coa' }], this),
     );
+  }
+
+  /** Step cells of the visible trajectory notebooks, by cell document URI (rebuilt from visible ranges only). */
+  private readonly cells = new Map<string, vscode.NotebookCell>();
+  private visibleCells(): Map<string, vscode.NotebookCell> {
+    this.cells.clear();
+    for (const ed of vscode.window.visibleNotebookEditors) {
+      if (!isTrajectoryNotebook(ed.notebook.notebookType)) continue;
+      for (const range of ed.visibleRanges) for (const cell of ed.notebook.getCells(range)) this.cells.set(cell.document.uri.toString(), cell);
+    }
+    return this.cells;
+  }
+
+  /** Spans of a step cell in cell-text offsets: the record's line is kept by its header cell, above it. */
+  private readonly cellSpans = new Map<string, SpansResult>();
+  private cellSpansOf(doc: vscode.TextDocument): SpansResult {
+    // Cached per cell version: each step cell would otherwise re-parse its whole record on every scroll.
+    const key = `${doc.uri.toString()}@${doc.version}`;
+    let r = this.cellSpans.get(key);
+    if (!r) {
+      if (this.cellSpans.size > 500) this.cellSpans.clear();
+      this.cellSpans.set(key, (r = this.computeCellSpans(doc)));
+    }
+    return r;
+  }
+
+  private computeCellSpans(doc: vscode.TextDocument): SpansResult {
+    const cell = this.cells.get(doc.uri.toString()) ?? this.visibleCells().get(doc.uri.toString());
+    const meta = cellMeta(cell?.metadata);
+    if (!cell || meta?.kind !== 'step') return { spans: null, reason: 'not a step cell' };
+    for (let i = cell.index - 1; i >= 0 && i >= cell.index - 1 - meta.index; i--) {
+      const h = cellMeta(cell.notebook.cellAt(i).metadata);
+      if (h?.kind === 'header') return cellTokenSpans(h.raw, meta.start, meta.end, doc.getText());
+    }
+    return { spans: null, reason: 'no record header' };
+  }
+
+  private rangesOf(doc: vscode.TextDocument, line: number | null): { spans: TokenSpan[]; range: (s: TokenSpan) => vscode.Range }[] {
+    if (doc.uri.scheme === CELL_SCHEME) {
+      const { spans } = this.cellSpansOf(doc);
+      return spans ? [{ spans, range: (s) => new vscode.Range(doc.positionAt(s.start), doc.positionAt(s.end)) }] : [];
+    }
+    if (line === null) return [];
+    const { spans } = this.spansOf(doc, line);
+    return spans ? [{ spans, range: (s) => new vscode.Range(line, s.start, line, s.end) }] : [];
   }
 
   /** The toggle command of one view; returns the new state. */
@@ -50,7 +105,7 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
     else this.on.add(view);
     void vscode.commands.executeCommand('setContext', `coaStudio.tokens.${view}`, this.on.has(view));
     this.refreshAll();
-    const ed = vscode.window.activeTextEditor;
+    const ed = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === CELL_SCHEME);
     if (this.on.has(view) && ed && !this.anyTokens(ed)) {
       void vscode.window.showInformationMessage('No visible record has `tokens` with `offsets`: nothing to overlay here.');
     }
@@ -74,6 +129,7 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
   }
 
   private anyTokens(ed: vscode.TextEditor): boolean {
+    if (ed.document.uri.scheme === CELL_SCHEME) return vscode.window.visibleTextEditors.some((e) => e.document.uri.scheme === CELL_SCHEME && this.cellSpansOf(e.document).spans);
     return ed.visibleRanges.some((r) => {
       for (let l = r.start.line; l <= r.end.line; l++) if (this.spansOf(ed.document, l).spans) return true;
       return false;
@@ -81,16 +137,26 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
   }
 
   private isTrajectoryFile(doc: vscode.TextDocument): boolean {
-    return doc.languageId === 'coa-jsonl' || doc.fileName.endsWith('.jsonl');
+    return doc.uri.scheme !== CELL_SCHEME && (doc.languageId === 'coa-jsonl' || doc.fileName.endsWith('.jsonl'));
   }
 
   private refreshAll(): void {
+    this.cells.clear();
     for (const ed of vscode.window.visibleTextEditors) this.refresh(ed);
   }
 
   private refresh(ed: vscode.TextEditor): void {
     const ranges = new Map<string, vscode.Range[]>();
-    if (this.on.size && this.isTrajectoryFile(ed.document)) {
+    if (this.on.size && ed.document.uri.scheme === CELL_SCHEME && ed.document.languageId === 'coa') {
+      for (const { spans, range } of this.rangesOf(ed.document, null)) {
+        for (const view of this.on) {
+          for (const [key, list] of groupByStyle(view, spans)) {
+            const k = `${view}:${key}`;
+            ranges.set(k, [...(ranges.get(k) ?? []), ...list.map(range)]);
+          }
+        }
+      }
+    } else if (this.on.size && this.isTrajectoryFile(ed.document)) {
       for (const vr of ed.visibleRanges) {
         for (let l = vr.start.line; l <= vr.end.line && l < ed.document.lineCount; l++) {
           const { spans } = this.spansOf(ed.document, l);
@@ -111,6 +177,11 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
 
   provideHover(doc: vscode.TextDocument, pos: vscode.Position): vscode.Hover | undefined {
     if (!this.on.size) return undefined;
+    if (doc.uri.scheme === CELL_SCHEME) {
+      const [found] = this.rangesOf(doc, null);
+      const s = found && spanAt(found.spans, doc.offsetAt(pos));
+      return s ? new vscode.Hover(new vscode.MarkdownString(hoverMarkdown(s)), found.range(s)) : undefined;
+    }
     const { spans } = this.spansOf(doc, pos.line);
     const s = spans && spanAt(spans, pos.character);
     if (!s) return undefined;

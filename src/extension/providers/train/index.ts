@@ -88,8 +88,9 @@ export class TrainController implements vscode.Disposable {
     let base = userConfig && req.config ? absolutizeDataPaths(userConfig, dirname(isAbsolute(req.config) ? req.config : join(root, req.config))) : userConfig;
     if (hasPicks(req.data)) base = applyDataPicks(base ?? {}, req.data);
     if (req.embeddedModel && base && typeof base.model === 'object' && base.model) base = { ...base, model: { ...base.model, path: null } };
-    let runDir = join(root, 'runs', makeRunId(new Date(), req.stage));
-    for (let i = 2; existsSync(runDir); i++) runDir = join(root, 'runs', `${makeRunId(new Date(), req.stage)}-${i}`);
+    const runName = typeof base?.name === 'string' ? base.name : undefined;
+    let runDir = join(root, 'runs', makeRunId(new Date(), req.stage, runName));
+    for (let i = 2; existsSync(runDir); i++) runDir = join(root, 'runs', `${makeRunId(new Date(), req.stage, runName)}-${i}`);
     const config = composeRunConfig({
       base,
       stage: req.stage,
