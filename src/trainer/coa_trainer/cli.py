@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     pipe.add_argument("--nproc-per-node", type=int, default=1, help="run each stage as N DDP processes (torchrun)")
     pipe.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
     pipe.add_argument("--env-token", default=None)
+    pipe.add_argument("--split", choices=("dev", "test"), default="test",
+                      help="split of the results table: test (default; what is reported) or dev (choose settings)")
+    pipe.add_argument("--seeds", type=int, default=1, help="N > 1: the whole pipeline for seeds S … S+N-1 (S: the "
+                      "config's seed), each in <run-dir>/seed-<s>/, then the table as mean ± sd and per seed")
 
     data = sub.add_parser("data", help="write the embedded benchmark (knowledge base, splits, corpus, oracle)")
     data.add_argument("--config", default=None)
