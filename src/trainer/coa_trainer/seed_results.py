@@ -72,11 +72,21 @@ def seed_verdicts(per_seed: list[dict]) -> list[str]:
     # EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL): AutoCoA's ordering, seed by seed
     chain = ("no-tool", "workflow", "sft12", "sft-rl")
     order: list[bool | None] = []
+    broken: list[str] = []  # per failing seed, the links of the chain that do not hold
     for p in per_seed:
         ems = [_em(p, s) for s in chain]
-        order.append(None if any(e is None for e in ems) else ems[0] < ems[1] < ems[2] <= ems[3])
+        if any(e is None for e in ems):
+            order.append(None)
+            continue
+        bad = [f"{a} {x:.3f} {'>' if i == 2 else '≥'} {b} {y:.3f}"
+               for i, (a, b, x, y) in enumerate(zip(chain, chain[1:], ems, ems[1:]))
+               if (x > y if i == 2 else x >= y)]
+        order.append(not bad)
+        if bad:
+            broken.append(f"seed {p['seed']}: {', '.join(bad)}")
     if any(f is not None for f in order):
-        lines.append(f"- EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL) on {_count(order)}{failing(order)}.")
+        why = f" ({'; '.join(broken)})" if broken else ""
+        lines.append(f"- EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL) on {_count(order)}{failing(order)}{why}.")
 
     def paired(a: str, b: str, key: str = "em") -> list[tuple[float, float] | None]:
         out: list[tuple[float, float] | None] = []
