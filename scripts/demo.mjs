@@ -1,4 +1,4 @@
-// `npm run demo [-- --config C --run-dir runs/<id> --resume --stages a,b]`: the whole AutoCoA recipe on the embedded
+// `npm run demo [-- --config C --run-dir runs/<id> --resume --stages a,b --seeds N --split dev|test]`: the whole AutoCoA recipe on the embedded
 // default — pretrain → SFT-1 → SFT-2 → SFT-3 → RL-1 → RL-2 and RL-2 with OTC-GRPO, the environment server started
 // and stopped by the pipeline (`python -m coa_trainer pipeline`), progress rendered from the JSON events the
 // trainer echoes, then the results table (test split). Ctrl-C asks the pipeline to checkpoint and stop; run again
@@ -34,6 +34,9 @@ for (const [path, hint] of [
 const argv = ['-m', 'coa_trainer', 'pipeline', '--config', config, '--run-dir', runDir];
 if (args.includes('--resume')) argv.push('--resume');
 if (opt('--stages')) argv.push('--stages', opt('--stages'));
+// --seeds N: the whole pipeline per seed, then mean ± sd over seeds (N × the time of one); --split dev: choose settings
+if (opt('--seeds')) argv.push('--seeds', opt('--seeds'));
+if (opt('--split')) argv.push('--split', opt('--split'));
 console.log(`demo: ${relative(root, config)} → ${relative(root, runDir)}`);
 const started = Date.now();
 // Own process group: a terminal Ctrl-C reaches only this script, which asks the pipeline to stop cleanly.

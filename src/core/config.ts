@@ -98,9 +98,9 @@ const rlStage = (steps: number, simulated: number) =>
         .describe('Share of steps (the first ones) with simulated observations: RL-1 → RL-2 mixing inside a stage.'),
       top_k: posInt().default(2).describe('Documents per real search.'),
       question_split: z
-        .enum(['train', 'dev'])
+        .enum(['train', 'rl', 'dev'])
         .default('train')
-        .describe('Questions RL samples from. The SFT stages memorise train (greedy train EM 1.0), so RL there only sees sampling noise; dev is for experiments (then report test only).'),
+        .describe('Questions RL samples from. The SFT stages memorise train (greedy train EM 1.0), so RL there only sees sampling noise; rl: the embedded benchmark\'s held-out RL questions (benchmark.rl_fraction), which SFT never saw; dev is for experiments (then report test only).'),
       reward: z
         .object({
           scheme: z.enum(['autocoa', 'em', 'f1', 'otc-grpo', 'otc-ppo']).default('autocoa'),
@@ -147,6 +147,12 @@ export const BenchmarkSchema = z
     famous_fraction: z.number().min(0).max(1).default(0.4).describe('Share of entities whose facts are pretrained.'),
     dev_fraction: z.number().min(0).max(0.5).default(0.15),
     test_fraction: z.number().min(0).max(0.5).default(0.15),
+    rl_fraction: z
+      .number()
+      .min(0)
+      .max(0.5)
+      .default(0)
+      .describe('Share of the questions (per kind and known pattern, taken from train) held out for RL: the rl split, which no SFT stage sees (RL samples it with stages.rl1|rl2.question_split "rl"). dev and test do not change with it.'),
     top_k: posInt().default(2).describe('Documents per search in oracle trajectories.'),
     redundant_search_fraction: z
       .number()

@@ -9,6 +9,9 @@ Oracle trajectories (coa dialect) are the analogue of AutoCoA's teacher samples:
 statement inside <think>; a hop it does not know ends the thought with `?` and is searched. So the decision
 "act or answer" is the token after e.g. `x born in` — `?` (search) or the entity (answer from memory).
 
+`rl_fraction` holds out a fourth split, `rl`, for the RL stages: questions no SFT stage trained on (no oracle file is
+written for it), so GRPO gets a real signal instead of the sampling noise of memorised train questions.
+
 `redundant_search_fraction` makes the teacher over-call, as SFT data from always-search workflows or teachers
 does: that share of the train questions with a known hop (`Benchmark.redundant`) is rendered searching every hop,
 known ones too, in the SFT-2/3 trajectories and the SFT-1 pairs alike. Dev/test and the optimum stay as they are,
@@ -298,6 +301,9 @@ def generate(params: dict, seed: int) -> Benchmark:
     # Splits go by question, stratified by (kind, known pattern) so every split has every kind. A tiny model
     # cannot learn to copy names it never wrote, so dev/test subjects also occur in other training questions;
     # what is held out is the (subject, relation) pair: whether to search it and what the answer is.
+    # The rl split (rl_fraction) comes out of what would be train, after dev and test and with no draw of its own,
+    # so dev, test and everything generated later are the same whatever the fraction: SFT trains `train`, RL samples
+    # `rl` (questions no SFT stage saw), hyper-parameters are chosen on `dev`, results reported on `test`.
     strata: dict[tuple, list[Question]] = {}
     for q in questions:
         strata.setdefault((q.kind, tuple(h.known for h in q.hops)), []).append(q)
@@ -306,8 +312,10 @@ def generate(params: dict, seed: int) -> Benchmark:
         rng.shuffle(group)
         n_dev = round(len(group) * params["dev_fraction"])
         n_test = round(len(group) * params["test_fraction"])
+        n_rl = round(len(group) * params.get("rl_fraction", 0.0))
         for i, q in enumerate(group):
-            q.split = "dev" if i < n_dev else "test" if i < n_dev + n_test else "train"
+            q.split = "dev" if i < n_dev else "test" if i < n_dev + n_test else \
+                "rl" if i < n_dev + n_test + n_rl else "train"
     bench = Benchmark(seed, entities, famous, facts, questions, params["top_k"])
     # an over-calling teacher: its own rng, so the knowledge base and splits do not depend on the fraction
     eligible = [q for q in questions if q.split == "train" and any(h.known for h in q.hops)]
@@ -371,6 +379,8 @@ def write_benchmark(bench: Benchmark, out: Path, dialect: str = "coa") -> Path:
 def fingerprint(params: dict, seed: int) -> str:
     keys = ("persons", "companies", "cities", "countries", "famous_fraction", "dev_fraction", "test_fraction", "top_k")
     extra = {"redundant_search_fraction": f} if (f := params.get("redundant_search_fraction", 0.0)) else {}
+    if r := params.get("rl_fraction", 0.0):  # absent when 0, so fingerprints of older runs stay valid
+        extra["rl_fraction"] = r
     blob = json.dumps({"v": BENCHMARK_VERSION, "seed": seed, **{k: params[k] for k in keys}, **extra}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -446,7 +456,7 @@ def data_command(args: Any) -> int:
     if args.seed is not None:
         config["benchmark"]["seed"] = args.seed
     bench = ensure_benchmark_files(config, Path(args.out))
-    counts = {s: len(bench.split(s)) for s in ("train", "dev", "test")}
+    counts = {s: len(bench.split(s)) for s in ("train", "rl", "dev", "test")}
     print(json.dumps({"out": str(args.out), "questions": counts, "corpus": len(bench.corpus),
                       "pretrain_lines": len(bench.pretrain_lines())}))
     return 0

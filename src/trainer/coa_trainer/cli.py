@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     pipe.add_argument("--nproc-per-node", type=int, default=1, help="run each stage as N DDP processes (torchrun)")
     pipe.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
     pipe.add_argument("--env-token", default=None)
+    pipe.add_argument("--split", choices=("dev", "test"), default="test",
+                      help="split of the results table: test (default; what is reported) or dev (choose settings)")
+    pipe.add_argument("--seeds", type=int, default=1, help="N > 1: the whole pipeline for seeds S … S+N-1 (S: the "
+                      "config's seed), each in <run-dir>/seed-<s>/, then the table as mean ± sd and per seed")
 
     col = sub.add_parser("collect", help="SFT data from a teacher (AutoCoA): sample, grade, select, pair")
     col.add_argument("--config", required=True, help="run config; its `collect` section (schemas/run-config.schema.json)")

@@ -160,14 +160,15 @@ class Pipeline:
         self.writer.emit("log", level="info", message=f"pipeline: environment server at {self.env.url}")
 
     def results(self) -> None:
-        from .results import compute_rows, detail_table, render_table, write_results
+        from .results import compute_rows, detail_table, optimal_tc, render_table, write_results
 
-        split = "test"
+        split = getattr(self.args, "split", None) or "test"
         from .collect import comparison_lines
 
         rows, details = compute_rows(self.run_dir, self.config, self.env, self.writer, split)
         json_path, md_path = write_results(self.run_dir, rows, split, self.config["eval"]["limit"],
-                                           detail_table(details) + comparison_lines(self.run_dir, rows))
+                                           detail_table(details) + comparison_lines(self.run_dir, rows),
+                                           optimal_tc(details))
         self.writer.emit("log", level="info", message=f"pipeline: results in {md_path} and {json_path}\n"
                          + render_table(rows))
 
@@ -239,6 +240,13 @@ def pipeline_command(args: Any) -> int:
     try:
         config = load_config(args.config)
         steps = parse_steps(args.stages)
+        seeds = getattr(args, "seeds", 1)
+        if seeds is not None and seeds < 1:
+            raise ConfigError(f"--seeds {seeds}: give at least 1")
+        if seeds and seeds > 1:  # a whole pipeline per seed, then the mean ± sd table (seeds.py)
+            from .seeds import run_seeds
+
+            return run_seeds(args, config, writer, steps)
         pipe = Pipeline(args, config, writer, lock)
         for s in old:
             signal.signal(s, pipe.on_signal)

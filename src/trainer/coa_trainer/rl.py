@@ -144,6 +144,10 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
         ref.requires_grad_(False)
     source = run.source
     train_qs = source.split(scfg["question_split"])
+    if not train_qs:  # the sampler would stop later with "empty training set": say which setting to change
+        hint = "set benchmark.rl_fraction above 0" if scfg["question_split"] == "rl" else "check the data section"
+        raise StageError(f"stages.{stage}.question_split is {scfg['question_split']!r} but that split has no "
+                         f"questions ({hint})", "bad_config")
     has_dev = bool(source.split("dev"))
 
     def epoch(e: int) -> list[Any]:

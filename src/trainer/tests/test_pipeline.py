@@ -57,7 +57,8 @@ def test_pipeline_end_to_end(tmp_path, write_config):
     assert [e["status"] for e in events if e["type"] == "stage_finished" and e["stage"] == "pipeline"] == ["ok"]
 
     results = json.loads((run / "results.json").read_text())
-    assert list(results) == ["rows"]
+    assert list(results) == ["rows", "split", "tc_optimal", "otc_headroom"] and results["split"] == "test"
+    assert 0 <= results["tc_optimal"] <= 2 and results["otc_headroom"]["tc_optimal"] == results["tc_optimal"]
     assert [row["setting"] for row in results["rows"]] == SETTINGS
     for row in results["rows"]:
         assert set(row) == {"setting", "em", "tc", "tp", "format_error_rate"}
