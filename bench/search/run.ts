@@ -123,7 +123,7 @@ async function phaseOurs(n: number, nq: number): Promise<unknown> {
   return {
     passages: r.passages,
     terms: r.index.terms,
-    postings: r.index.data.postingDocs.length,
+    postings: r.index.postings,
     load_s: loadS,
     index_mb: statSync(join(dir, 'bm25.idx')).size / 2 ** 20,
     rss_loaded_mb: rssMb(),
