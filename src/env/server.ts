@@ -6,11 +6,12 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import type { DialectName } from '../core/dialects';
-import { OtcState, scoreRecords } from '../core/rewards';
+import { OtcState } from '../core/rewards';
 import { Retriever, type OpenInfo, type OpenOptions } from './retriever';
-import { formatObservation } from './observations';
-import { checkBearer, HttpError, parseJson, readBody, sendError, sendJson } from './http';
-import { describeIssues, GradeRequestSchema, RUN_ID, SearchRequestSchema, toolSpecs, type SearchResponse } from './protocol';
+import { checkBearer, HttpError, parseJson, readBody, sendError, sendJson, sendJsonText } from './http';
+import { SearchPool } from './search-pool';
+import { joinSearchResponse } from './env-work';
+import { describeIssues, RUN_ID, SearchRequestSchema, toolSpecs } from './protocol';
 import { makeRandom } from './random';
 
 export interface EnvServerOptions extends OpenOptions {
@@ -30,6 +31,8 @@ export interface EnvServerOptions extends OpenOptions {
   maxBodyBytes?: number;
   /** Seed for fault injection (reproducible drills); default: unseeded. */
   faultSeed?: number;
+  /** Worker threads for search and grade work (they share the index); default: one per CPU core. */
+  workers?: number;
 }
 
 export interface EnvServer {
@@ -45,7 +48,13 @@ export interface EnvServer {
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 
-type Handler = (req: IncomingMessage, body: () => Promise<unknown>, params: Record<string, string>) => Promise<{ status?: number; body: unknown }>;
+/** `raw`: the request body bytes; `signal`: aborted when the request times out (work still running is then abandoned). */
+type HandlerContext = { raw: Buffer; signal: AbortSignal };
+/** A reply is `body` (serialised here) or `raw`, JSON text already serialised by a worker thread. */
+type Reply = { status?: number; body: unknown; raw?: string };
+type Handler = (req: IncomingMessage, body: () => Promise<unknown>, params: Record<string, string>, ctx: HandlerContext) => Promise<Reply>;
+/** Search bodies up to this size are parsed on the event loop (and their queries spread over the workers); larger ones are parsed by a worker. */
+const INLINE_PARSE_BYTES = 64 * 1024;
 interface Route {
   pattern: RegExp;
   methods: Record<string, Handler>;
@@ -68,6 +77,22 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
   const random = makeRandom(opts.faultSeed);
 
   const retriever = await Retriever.open(opts.corpus, opts);
+  // Search and grade work runs in worker threads sharing the index, never on this event loop (health stays prompt).
+  const pool = new SearchPool(retriever, opts.workers);
+  // Grades of one run are serialised from the moment they read its OTC state, so each sees the previous one's updates.
+  const runLocks = new Map<string, Promise<void>>();
+  const lockRun = async (run: string): Promise<() => void> => {
+    const prev = runLocks.get(run) ?? Promise.resolve();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const mine = prev.then(() => gate);
+    runLocks.set(run, mine);
+    await prev;
+    return () => {
+      release();
+      if (runLocks.get(run) === mine) runLocks.delete(run);
+    };
+  };
   const started = Date.now();
   const runs = new Map<string, OtcState>();
   const stats: Record<string, number> = {
@@ -91,7 +116,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     {
       pattern: /^\/v1\/health$/,
       methods: {
-        GET: async () => ({ body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats } } }),
+        GET: async () => ({ body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats, workers: pool.size, workers_recycled: pool.recycled } } }),
       },
     },
     { pattern: /^\/v1\/tools$/, methods: { GET: async () => ({ body: { tools: toolSpecs(retriever.passages) } }) } },
@@ -99,13 +124,21 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       pattern: /^\/v1\/tools\/search$/,
       faulty: true,
       methods: {
-        POST: async (_req, body) => {
+        POST: async (_req, body, _params, { raw, signal }) => {
+          if (raw.length > INLINE_PARSE_BYTES) {
+            const r = await pool.run<{ results: string; observations: string; queries: number }>({ kind: 'search-raw', body: raw, dialect: defaultDialect }, { signal });
+            stats.queries += r.queries;
+            return { body: null, raw: joinSearchResponse([r]) };
+          }
           const q = validate(SearchRequestSchema, await body());
           const dialect = q.dialect ?? defaultDialect;
-          const results = q.queries.map((query) => retriever.search(query, q.top_k));
+          // A batch is cut into one contiguous slice per worker; the answers are joined in order.
+          const per = Math.ceil(q.queries.length / pool.size);
+          const slices = [];
+          for (let i = 0; i < q.queries.length; i += per) slices.push(q.queries.slice(i, i + per));
+          const parts = await Promise.all(slices.map((queries) => pool.run<{ results: string; observations: string }>({ kind: 'search', queries, topK: q.top_k, dialect }, { signal })));
           stats.queries += q.queries.length;
-          const out: SearchResponse = { results, observations: results.map((hits) => formatObservation(dialect, hits)) };
-          return { body: out };
+          return { body: null, raw: joinSearchResponse(parts) };
         },
       },
     },
@@ -113,16 +146,36 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       pattern: /^\/v1\/grade$/,
       faulty: true,
       methods: {
-        POST: async (_req, body) => {
-          const g = validate(GradeRequestSchema, await body());
-          let state: OtcState | undefined;
-          if (g.run !== undefined) {
-            state = runs.get(g.run) ?? new OtcState();
-            runs.set(g.run, state);
+        POST: async (_req, _body, _params, { raw, signal }) => {
+          // Parsing, validation and scoring run in a worker; it asks for the run's OTC minima of its questions.
+          let release: (() => void) | undefined;
+          try {
+            const g = await pool.run<{ json: string; records: number; run?: string; updates?: unknown }>(
+              { kind: 'grade', body: raw },
+              {
+                signal,
+                onState: async ({ run, questions }) => {
+                  release = await lockRun(run);
+                  const state = runs.get(run);
+                  const subset = new OtcState();
+                  for (const q of questions) {
+                    const n = state?.get(q);
+                    if (n !== undefined) subset.observe(q, n);
+                  }
+                  return subset.toJSON();
+                },
+              },
+            );
+            if (g.run !== undefined) {
+              const state = runs.get(g.run) ?? new OtcState();
+              runs.set(g.run, state);
+              if (g.updates) for (const [q, n] of Object.entries(OtcState.fromJSON(g.updates).toJSON().min_tool_calls)) state.observe(q, n);
+            }
+            stats.graded_records += g.records;
+            return { body: null, raw: g.json };
+          } finally {
+            release?.();
           }
-          const breakdowns = scoreRecords(g.records, g.scheme, g.params ?? {}, state);
-          stats.graded_records += g.records.length;
-          return { body: { breakdowns } };
         },
       },
     },
@@ -157,7 +210,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
 
   const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<{ status?: number; body: unknown }> {
+  async function handle(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<Reply> {
     checkBearer(req, token);
     const path = (req.url ?? '/').split('?')[0];
     const route = routes.find((r) => r.pattern.test(path));
@@ -178,23 +231,27 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       }
     }
     if (res.headersSent) return { body: null }; // timed out meanwhile: do no work for nobody
-    return handler(req, async () => parseJson(raw), params);
+    return handler(req, async () => parseJson(raw), params, { raw, signal });
   }
 
   const server = createServer((req, res) => {
     stats.requests++;
     let timer: NodeJS.Timeout | undefined;
+    const abort = new AbortController();
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         stats.timeouts++;
-        reject(new HttpError('timeout', `request took longer than ${timeoutMs} ms`, undefined, { connection: 'close' }));
+        const err = new HttpError('timeout', `request took longer than ${timeoutMs} ms`, undefined, { connection: 'close' });
+        reject(err);
+        abort.abort(err); // abandons its worker-thread work (the thread is replaced)
       }, timeoutMs);
       timer.unref();
     });
-    Promise.race([handle(req, res), timeout])
-      .then(({ status, body }) => {
+    Promise.race([handle(req, res, abort.signal), timeout])
+      .then(({ status, body, raw }) => {
         stats.ok++;
-        sendJson(res, status ?? 200, body);
+        if (raw !== undefined) sendJsonText(res, status ?? 200, raw);
+        else sendJson(res, status ?? 200, body);
       })
       .catch((e: unknown) => {
         const err = e instanceof HttpError ? e : new HttpError('internal', `internal error: ${(e as Error)?.message ?? String(e)}`);
@@ -237,8 +294,10 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
         force.unref();
         server.close(() => {
           clearTimeout(force);
-          retriever.close();
-          resolve();
+          void pool.close().finally(() => {
+            retriever.close();
+            resolve();
+          });
         });
         server.closeIdleConnections();
       });
