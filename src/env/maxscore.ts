@@ -11,6 +11,11 @@
 //    passage they hit, in increasing order, is then completed with the non-essential terms (largest bound
 //    first), stopping as soon as its score plus what the remaining terms could add is ≤ θ.
 //
+// Before the scan, θ starts from a floor: the k-th best partial score among the postings of the query's
+// rarest terms (up to SEED_POSTINGS of them, scored term-at-a-time). At least k passages score that
+// much, so anything below it can be skipped from the first window on, instead of θ creeping up from
+// the weak passages that happen to come first in the corpus.
+//
 // Passages are visited in increasing order and scores are exact sums of per-term contributions in units
 // of 2^-24 (bm25.ts), so a candidate that can at most tie θ can never win (the heap's passages all come
 // earlier and win ties): pruning on "≤ θ" is exact, and the result equals exhaustive scoring bit for bit.
@@ -19,6 +24,8 @@ import { BLOCK, blockCount, packedWords, unpackDocs, unpackOne, type PackedPosti
 const NO_DOC = 0x7fffffff;
 /** Passages per scoring sub-window (the score array and its bitset). */
 const WIN = 4096;
+/** Postings of the rarest terms scored up front to find θ's floor. */
+const SEED_POSTINGS = 8192;
 
 /** Fixed-size min-heap of (score, passage), worst at the root; better = higher score, then lower passage. */
 export class TopK {
@@ -102,6 +109,11 @@ export class MaxScoreSearcher {
   private order = new Int32Array(0);
   private buf = new Int32Array(0);
   private readonly acc = new Float64Array(WIN);
+  private seedAcc: Float64Array | null = null;
+  private readonly seedDocs = new Int32Array(SEED_POSTINGS + BLOCK);
+  private readonly seedBuf = new Int32Array(BLOCK);
+  /** Lower bound of the final k-th best score, minus one unit (pruning is "bound ≤ θ"). */
+  private floor = -1;
   private readonly seen = new Int32Array(WIN / 32);
 
   constructor(
@@ -148,6 +160,7 @@ export class MaxScoreSearcher {
     }
     const top = new TopK(k);
     const passages = this.norm.length;
+    this.floor = this.seedFloor(n, k) - 1;
     let nNE = 0; // order[0..nNE) are non-essential (after a partition)
     let windowMin = 0;
     while (windowMin < passages) {
@@ -187,7 +200,7 @@ export class MaxScoreSearcher {
         }
         order[j + 1] = t;
       }
-      const theta = top.threshold();
+      const theta = this.theta(top);
       let sum = 0;
       nNE = 0;
       while (nNE < n && sum + wm[order[nNE]] <= theta) {
@@ -197,6 +210,54 @@ export class MaxScoreSearcher {
       windowMin = nNE < n ? this.scoreWindow(windowMin, windowMax, nNE, n, top, sum + wm[order[nNE]]) : windowMax + 1;
     }
     return top;
+  }
+
+  /**
+   * A candidate must score above this: the heap's k-th best (whose passages all come earlier, so an equal
+   * score loses), and at least the floor.
+   */
+  private theta(top: TopK): number {
+    const h = top.threshold();
+    return h > this.floor ? h : this.floor;
+  }
+
+  /**
+   * The k-th best partial score over the postings of the rarest query terms (their sum, at most
+   * SEED_POSTINGS postings): a lower bound of the final k-th best score (0 when under k passages).
+   */
+  private seedFloor(n: number, k: number): number {
+    const { df, wq, first, end } = this;
+    const terms: number[] = [];
+    for (let t = 0; t < n; t++) terms.push(t);
+    terms.sort((a, b) => df[a] - df[b] || a - b);
+    const acc = (this.seedAcc ??= new Float64Array(this.norm.length));
+    const { blockLast, blockWord, blockBits, postingWords } = this.p;
+    const docs = this.seedDocs;
+    const buf = this.seedBuf;
+    let touched = 0;
+    for (const t of terms) {
+      if (touched + df[t] > SEED_POSTINGS) break;
+      for (let b = first[t]; b < end[t]; b++) {
+        const cnt = blockCount(b, first[t], df[t]);
+        const bits = blockBits[b];
+        const db = bits & 0xff;
+        unpackDocs(postingWords, blockWord[b], db, cnt, b === first[t] ? -1 : blockLast[b - 1], buf, 0);
+        const tfw = blockWord[b] + packedWords(cnt, db);
+        for (let j = 0; j < cnt; j++) {
+          const d = buf[j];
+          const tf = unpackOne(postingWords, tfw, bits >>> 8, j);
+          if (acc[d] === 0) docs[touched++] = d;
+          acc[d] += Math.ceil((wq[t] * tf) / (tf + this.norm[d]));
+        }
+      }
+    }
+    const top = new TopK(k);
+    for (let i = 0; i < touched; i++) {
+      const d = docs[i];
+      top.offer(acc[d], d);
+      acc[d] = 0;
+    }
+    return top.len < k ? 0 : top.threshold();
   }
 
   /** Move term t's block cursor to the first block that can hold a passage ≥ target (no decoding). */
@@ -325,20 +386,20 @@ export class MaxScoreSearcher {
         }
       }
       s0 = s1 + 1;
-      if (top.threshold() >= repartitionAt) return s0;
+      if (this.theta(top) >= repartitionAt) return s0;
     }
     return hi + 1;
   }
 
   /** Add the non-essential terms to a candidate's essential score while it can still enter the top k. */
   private complete(d: number, s: number, nNE: number, top: TopK, prefix: Float64Array): void {
-    let theta = top.threshold();
+    let theta = this.theta(top);
     for (let j = nNE - 1; j >= 0; j--) {
       if (s + prefix[j] <= theta) return;
       const t = this.order[j];
       if (this.advance(t, d) === d) s += this.contrib(t, d);
     }
-    theta = top.threshold();
+    theta = this.theta(top);
     if (s > theta) top.offer(s, d);
   }
 }

@@ -70,7 +70,7 @@ export class SearchPool {
    * cancels (the promise then rejects with the signal's reason).
    */
   run<T>(task: Task, opts: { signal?: AbortSignal; transfer?: ArrayBuffer[]; onState?: (req: StateRequest) => Promise<unknown> } = {}): Promise<T> {
-    if (this.closed) return Promise.reject(new Error('search pool is closed'));
+    if (this.closed) return Promise.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
     if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
     return new Promise<T>((resolve, reject) => {
       const job: Job = { id: this.nextId++, task, transfer: opts.transfer ?? [], resolve: resolve as (v: unknown) => void, reject, onState: opts.onState, signal: opts.signal };
@@ -171,7 +171,7 @@ export class SearchPool {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const job of this.queue.splice(0)) job.reject(new Error('search pool closed'));
+    for (const job of this.queue.splice(0)) job.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
   }
 }

@@ -140,7 +140,20 @@ public class LuceneBench {
     for (Map.Entry<String, Long> e : byExt.entrySet()) exts.append(exts.length() == 0 ? "" : ",").append('"').append(e.getKey()).append("\":").append(e.getValue());
     Runtime rt = Runtime.getRuntime();
     System.out.println("{\"docs\":" + docs + ",\"build_s\":" + buildS + ",\"bytes\":" + total + ",\"inverted_bytes\":" + inverted
-        + ",\"heap_used_mb\":" + (rt.totalMemory() - rt.freeMemory()) / 1048576.0 + ",\"by_ext\":{" + exts + "}}");
+        + ",\"heap_used_mb\":" + (rt.totalMemory() - rt.freeMemory()) / 1048576.0 + ",\"peak_rss_mb\":" + procStatusMb("VmHWM")
+        + ",\"by_ext\":{" + exts + "}}");
+  }
+
+  /** A memory figure of this process from /proc/self/status (Linux), in MiB; -1 elsewhere. */
+  static double procStatusMb(String key) {
+    try {
+      for (String l : Files.readAllLines(Paths.get("/proc/self/status"))) {
+        if (l.startsWith(key + ":")) return Long.parseLong(l.replaceAll("[^0-9]", "")) / 1024.0;
+      }
+    } catch (IOException e) {
+      // not Linux
+    }
+    return -1;
   }
 
   /** The string value of a top-level key in a one-line JSON object (the corpus is FlashRAG JSONL). */
@@ -221,6 +234,7 @@ public class LuceneBench {
           break;
         }
         case "topk": out.println(topk(sets.get(a[1]), Integer.parseInt(a[2]), Paths.get(a[3]))); break;
+        case "rss": out.println("{\"rss_mb\":" + procStatusMb("VmRSS") + ",\"peak_rss_mb\":" + procStatusMb("VmHWM") + "}"); break;
         case "quit": for (ExecutorService p : pools.values()) p.shutdown(); reader.close(); return;
         default: out.println("{\"error\":\"unknown command " + a[0] + "\"}");
       }
