@@ -1,6 +1,7 @@
 // bench/search: our BM25 (src/env) against Lucene itself, same corpus, same queries, same run.
 // Usage: node --import tsx bench/search/run.ts [--size 1000000] [--rounds 5] [--title 2048] [--common 1024]
-//        [--threads <cores>] [--no-lucene]
+//        [--threads <cores>] [--no-lucene] [--reuse-index]
+// --reuse-index keeps indexes (and their build figures) from an earlier run with the same --size.
 // Both engines are built from scratch here, then run as long-lived child processes (engine-host.ts and
 // lucene/LuceneBench.java, one line protocol) that receive the same query files; every measurement is
 // taken in interleaved rounds (the two engines alternate, first one changing every round) and reported
@@ -131,11 +132,18 @@ async function main(): Promise<void> {
   const file = corpusFile(size);
 
   // ---- builds (ours, then Lucene), each in its own process
-  console.error(`building ours @ ${size}…`);
-  const b = spawnSync(process.execPath, ['--max-old-space-size=8192', '--import', 'tsx', __filename, '--phase', 'build', '--n', String(size)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  if (b.status !== 0) throw new Error(`our build failed (exit ${b.status})`);
-  const oursBuild = JSON.parse(b.stdout.trim().split('\n').at(-1)!);
+  const reuse = process.argv.includes('--reuse-index');
+  const saved = (name: string) => join(WORK, `build-${name}-${size}.json`);
   const oursDir = join(WORK, `ours-index-${size}`);
+  let oursBuild: any;
+  if (reuse && existsSync(saved('ours')) && readIndexHeader(oursDir)) oursBuild = JSON.parse(readFileSync(saved('ours'), 'utf8'));
+  else {
+    console.error(`building ours @ ${size}…`);
+    const b = spawnSync(process.execPath, ['--max-old-space-size=8192', '--import', 'tsx', __filename, '--phase', 'build', '--n', String(size)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    if (b.status !== 0) throw new Error(`our build failed (exit ${b.status})`);
+    oursBuild = { ...JSON.parse(b.stdout.trim().split('\n').at(-1)!), loadavg: loadavg() };
+    writeFileSync(saved('ours'), JSON.stringify(oursBuild));
+  }
   const header = readIndexHeader(oursDir)!;
   const oursBytes = statSync(join(oursDir, 'bm25.idx')).size;
   // Passage locators (byte offset + length per passage) play the part of Lucene's stored ids: not inverted index.
@@ -145,12 +153,14 @@ async function main(): Promise<void> {
   let luceneBuild: any = null;
   const luceneDir = join(WORK, `lucene-index-${size}`);
   if ('skipped' in lucene) console.error(`Lucene skipped: ${lucene.skipped}`);
+  else if (reuse && existsSync(saved('lucene')) && existsSync(luceneDir)) luceneBuild = JSON.parse(readFileSync(saved('lucene'), 'utf8'));
   else {
     console.error(`building Lucene ${lucene.version} @ ${size}…`);
     rmSync(luceneDir, { recursive: true, force: true });
     const r = spawnSync(lucene.java, ['-Xms2g', '-Xmx2g', '-cp', lucene.classpath, 'LuceneBench', 'index', file, luceneDir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
     if (r.status !== 0) throw new Error(`Lucene index build failed (exit ${r.status})`);
-    luceneBuild = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
+    luceneBuild = { ...JSON.parse(r.stdout.trim().split('\n').at(-1)!), loadavg: loadavg() };
+    writeFileSync(saved('lucene'), JSON.stringify(luceneBuild));
   }
 
   // ---- queries: title + three text words (the old set), and five words of passage text; warm-up sets use other passages
@@ -247,7 +257,7 @@ async function main(): Promise<void> {
     if (l) ratios.push(`${m.key}: ${f(ratio, 2)}× Lucene's queries/s (median of rounds), p99 ${f(stat(o, lat[1]).med, 3)} vs ${f(stat(l, lat[1]).med, 3)} ms`);
   }
   const httpRows = Object.entries(res.http).map(([k, xs]) => `| ${k} | ${f(stat(xs, 'qps').med)} (${f(stat(xs, 'qps').min)}–${f(stat(xs, 'qps').max)}) | ${f(stat(xs, 'p50_ms').med, 2)} | ${f(stat(xs, 'p99_ms').med, 2)} |`);
-  const cmd = `node --import tsx bench/search/run.ts --size ${size} --rounds ${rounds} --title ${nTitle} --common ${nCommon} --threads ${threads}`;
+  const cmd = `node --import tsx bench/search/run.ts --size ${size} --rounds ${rounds} --title ${nTitle} --common ${nCommon} --threads ${threads}${reuse ? ' --reuse-index' : ''}`;
   const lv = luceneBuild;
   const body = [
     `Command: \`${cmd}\``,
@@ -285,6 +295,7 @@ async function main(): Promise<void> {
       : `| Lucene | skipped: ${'skipped' in lucene ? lucene.skipped : ''} | | | | |`,
     '',
     lv ? `Index size ratio (inverted index): ${f(oursInverted / lv.inverted_bytes, 2)}× Lucene's. Ours loads in ${f(oursReady.load_s, 2)} s.` : '',
+    `Load average during the builds (1/5/15 min): ours ${(oursBuild.loadavg ?? []).map((x: number) => f(x, 2)).join(' / ')}${lv ? `, Lucene ${(lv.loadavg ?? []).map((x: number) => f(x, 2)).join(' / ')}` : ''}.`,
     '',
     `Ours over HTTP (\`POST /v1/tools/search\`, search-r1 observations with passage text, node:http keep-alive client in the`,
     `orchestrator process, server in the engine process with ${threads} workers), title queries:`,

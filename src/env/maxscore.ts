@@ -19,13 +19,18 @@
 // Passages are visited in increasing order and scores are exact sums of per-term contributions in units
 // of 2^-24 (bm25.ts), so a candidate that can at most tie θ can never win (the heap's passages all come
 // earlier and win ties): pruning on "≤ θ" is exact, and the result equals exhaustive scoring bit for bit.
-import { BLOCK, blockCount, packedWords, unpackDocs, unpackOne, type PackedPostings } from './postings';
+import * as codec from './postings';
+import type { PackedPostings } from './postings';
+
+// Local bindings of the codec: under a per-module CommonJS transform (tsx, used by tests and benches) every
+// use of an imported name is a property read through a getter, which the hot loops below should not pay.
+const { BLOCK, blockCount, packedWords, unpackDocs, unpackOne } = codec;
 
 const NO_DOC = 0x7fffffff;
 /** Passages per scoring sub-window (the score array and its bitset). */
 const WIN = 4096;
 /** Postings of the rarest terms scored up front to find θ's floor. */
-const SEED_POSTINGS = 8192;
+const SEED_POSTINGS = Number(process.env.COA_SEED ?? 1024);
 
 /** Fixed-size min-heap of (score, passage), worst at the root; better = higher score, then lower passage. */
 export class TopK {
@@ -115,6 +120,7 @@ export class MaxScoreSearcher {
   /** Lower bound of the final k-th best score, minus one unit (pruning is "bound ≤ θ"). */
   private floor = -1;
   private readonly seen = new Int32Array(WIN / 32);
+  private readonly hit = new Int32Array(WIN);
 
   constructor(
     private readonly p: PackedPostings & { postingStarts: Uint32Array },
@@ -349,7 +355,16 @@ export class MaxScoreSearcher {
    * (then one more term is non-essential, and a new window with the new partition is cheaper).
    */
   private scoreWindow(lo: number, hi: number, nNE: number, n: number, top: TopK, repartitionAt: number): number {
-    const { order, acc, seen, prefix } = this;
+    const { order, acc, seen, hit, prefix } = this;
+    if (nNE === n - 1) {
+      // One essential term: its postings are the candidates, already in order (no score array needed).
+      const t = order[nNE];
+      for (let d = this.advance(t, lo); d <= hi; d = this.next(t)) {
+        this.complete(d, this.contrib(t, d), nNE, top, prefix);
+        if (this.theta(top) >= repartitionAt) return d + 1;
+      }
+      return hi + 1;
+    }
     let s0 = lo;
     while (s0 <= hi) {
       // Skip to the first passage any essential term has (no empty sub-windows).
@@ -361,15 +376,31 @@ export class MaxScoreSearcher {
       if (next > hi) return hi + 1;
       s0 = next;
       const s1 = Math.min(hi, s0 + WIN - 1);
+      let hits = 0;
       for (let i = nNE; i < n; i++) {
         const t = order[i];
         let d = this.doc[t];
         while (d <= s1) {
           const x = d - s0;
+          if (acc[x] === 0) hit[hits++] = x;
           acc[x] += this.contrib(t, d);
           seen[x >>> 5] |= 1 << (x & 31);
           d = this.next(t);
         }
+      }
+      if (hits <= 64) {
+        // Few candidates: sort them instead of scanning the whole bitset.
+        const xs = hit.subarray(0, hits).sort();
+        for (let j = 0; j < hits; j++) {
+          const x = xs[j];
+          seen[x >>> 5] = 0;
+          const s = acc[x];
+          acc[x] = 0;
+          this.complete(s0 + x, s, nNE, top, prefix);
+        }
+        s0 = s1 + 1;
+        if (this.theta(top) >= repartitionAt) return s0;
+        continue;
       }
       const words = ((s1 - s0) >>> 5) + 1;
       for (let w = 0; w < words; w++) {

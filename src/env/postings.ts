@@ -49,6 +49,28 @@ export function packBits(values: Uint32Array, n: number, bits: number, out: Grow
 /** Words taken by `n` values of `bits` bits. */
 export const packedWords = (n: number, bits: number): number => (n * bits + 31) >>> 5;
 
+type FullBlockDecoder = (words: Uint32Array, w: number, prev: number, out: Int32Array, off: number) => void;
+
+/**
+ * A decoder of one full block (BLOCK gaps) at a fixed bit width, unrolled with constant word offsets and
+ * shifts (what Lucene's generated ForUtil does in Java): about 3× faster than the generic loop in V8.
+ * Generated once per width at load time from this fixed template; no input reaches the generated code.
+ */
+function fullBlockDecoder(bits: number): FullBlockDecoder {
+  const mask = 0xffffffff >>> (32 - bits);
+  let body = 'let p = prev;\n';
+  for (let i = 0; i < BLOCK; i++) {
+    const bit = i * bits;
+    const w = bit >>> 5;
+    const sh = bit & 31;
+    const v = sh + bits <= 32 ? `(words[w + ${w}] >>> ${sh})` : `((words[w + ${w}] >>> ${sh}) | (words[w + ${w + 1}] << ${32 - sh}))`;
+    body += `p += (${v} & ${mask}) + 1; out[off + ${i}] = p;\n`;
+  }
+  return new Function('words', 'w', 'prev', 'out', 'off', body) as FullBlockDecoder;
+}
+
+const FULL_BLOCK_DECODERS: FullBlockDecoder[] = Array.from({ length: 32 }, (_, bits) => (bits === 0 ? () => {} : fullBlockDecoder(bits)));
+
 /**
  * Decode the passage numbers of one block into out[off..off+n): gaps (stored minus 1) summed onto `prev`,
  * the last passage of the previous block (−1 for a term's first block).
@@ -58,7 +80,24 @@ export function unpackDocs(words: Uint32Array, w: number, bits: number, n: numbe
     for (let i = 0; i < n; i++) out[off + i] = ++prev;
     return;
   }
+  if (n === BLOCK) {
+    FULL_BLOCK_DECODERS[bits](words, w, prev, out, off);
+    return;
+  }
   const mask = 0xffffffff >>> (32 - bits);
+  if (w + packedWords(n, bits) < words.length) {
+    // Branch-free: each value from two adjacent words (the second may belong to the next block; the
+    // `(x << 1) << (31 − sh)` form makes it contribute nothing when the value starts a word).
+    let bit = 0;
+    for (let i = 0; i < n; i++) {
+      const wi = w + (bit >>> 5);
+      const sh = bit & 31;
+      prev += (((words[wi] >>> sh) | ((words[wi + 1] << 1) << (31 - sh))) & mask) + 1;
+      out[off + i] = prev;
+      bit += bits;
+    }
+    return;
+  }
   let cur = words[w];
   let used = 0;
   for (let i = 0; i < n; i++) {
