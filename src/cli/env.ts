@@ -9,11 +9,12 @@ import type { BadLine } from '../env/corpus';
 
 const USAGE = `coa env serve --corpus <corpus.jsonl> [--index <dir>] [--port 0] [--dialect coa|search-r1|autocoa|hermes]
               [--token T] [--fault-rate p] [--fault-seed n] [--latency-ms d] [--timeout-ms t] [--max-body-bytes n]
+              [--workers n]
 coa env index --corpus <corpus.jsonl> [--index <dir>]      build (or verify) the saved BM25 index and exit`;
 
 const SERVE_FLAGS = {
   corpus: 'string', index: 'string', port: 'number', dialect: 'string', token: 'string', 'fault-rate': 'number',
-  'fault-seed': 'number', 'latency-ms': 'number', 'timeout-ms': 'number', 'max-body-bytes': 'number', help: 'boolean',
+  'fault-seed': 'number', 'latency-ms': 'number', 'timeout-ms': 'number', 'max-body-bytes': 'number', workers: 'number', help: 'boolean',
 } as const;
 
 const event = (obj: Record<string, unknown>): void => {
@@ -70,6 +71,7 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
         latencyMs: num(flags, 'latency-ms', (n) => n >= 0, '>= 0'),
         timeoutMs: num(flags, 'timeout-ms', (n) => n > 0, '> 0'),
         maxBodyBytes: num(flags, 'max-body-bytes', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
+        workers: num(flags, 'workers', (n) => Number.isInteger(n) && n >= 1 && n <= 256, 'an integer 1-256'),
         onProgress,
         onBadLine,
       }),
