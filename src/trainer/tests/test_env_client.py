@@ -72,8 +72,10 @@ class Relay:
 
 
 @pytest.fixture(scope="module")
-def server():
-    with EnvClient.start(CORPUS, "coa") as env:
+def server(tmp_path_factory):
+    corpus = tmp_path_factory.mktemp("env") / "corpus.jsonl"  # its index is written beside it, not in the repo
+    corpus.write_bytes(CORPUS.read_bytes())
+    with EnvClient.start(corpus, "coa") as env:
         yield env
 
 
