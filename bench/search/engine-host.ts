@@ -5,7 +5,7 @@
 import { createInterface } from 'node:readline';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Retriever } from '../../src/env/retriever';
-import { SearchPool } from '../../src/env/search-pool';
+import { SearchPool, sliceBatch } from '../../src/env/search-pool';
 import { startEnvServer, type EnvServer } from '../../src/env/server';
 
 const BATCH = 64;
@@ -21,8 +21,7 @@ async function main(): Promise<void> {
   const r = await Retriever.open(corpus, { indexDir });
   const loadS = (performance.now() - t0) / 1000;
   const pool = new SearchPool(r, workers);
-  // Wait until every worker thread is up (a first task each), so the first round does not pay for it.
-  await Promise.all(Array.from({ length: workers }, () => pool.run({ kind: 'search-docs', queries: ['warm'], topK: 3 })));
+  await pool.ready(); // every worker thread up, so the first round does not pay for starting them
   const sets = new Map<string, string[]>();
   let server: EnvServer | null = null;
   const out = (x: unknown) => process.stdout.write(`${JSON.stringify(x)}\n`);
@@ -61,11 +60,8 @@ async function main(): Promise<void> {
         if (threads === 1) {
           for (const q of part) sink += r.index.search(q, k).length;
         } else {
-          // One contiguous slice per worker thread, as the server does.
-          const per = Math.ceil(part.length / threads);
-          const res = await Promise.all(
-            Array.from({ length: threads }, (_, i) => pool.run<{ docs: Int32Array }>({ kind: 'search-docs', queries: part.slice(i * per, (i + 1) * per), topK: k })),
-          );
+          // Sliced over the worker threads as the server does.
+          const res = await Promise.all(sliceBatch(part, threads).map((queries) => pool.run<{ docs: Int32Array }>({ kind: 'search-docs', queries, topK: k })));
           for (const x of res) sink += x.docs.filter((d) => d >= 0).length;
         }
         lat.push(performance.now() - s);

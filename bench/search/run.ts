@@ -272,7 +272,7 @@ async function main(): Promise<void> {
     'runs, lower-case, ASCII folding, the same 33 stopwords, tokens > 64 chars dropped, no stemming), postings with docs + freqs',
     '(no positions), one segment (forceMerge(1)), IndexSearcher.search(BooleanQuery of SHOULD TermQuerys, k), no executor.',
     `Ours: Bm25Index.search in-process (single, batch on 1 thread) and the SearchPool of ${threads} worker threads sharing the index`,
-    `(batch on ${threads} threads: a batch of 64 cut into ${threads} slices, as the server does); Lucene: a fixed pool of ${threads} threads, one task per query.`,
+    `(batch on ${threads} threads: a batch of 64 cut into ${4 * threads} slices of ${Math.ceil(64 / (4 * threads))} handed to free workers, as the server does); Lucene: a fixed pool of ${threads} threads, one task per query.`,
     `Each engine is warmed up on other queries first; then ${rounds} rounds, engines alternating (who goes first flips each round).`,
     `Cells: queries/s median (min–max over rounds) | p50 | p99 in ms (per query; per batch of 64 for batches), medians over rounds.`,
     '',

@@ -27,6 +27,8 @@ interface Job {
 interface Slot {
   worker: Worker;
   job: Job | null;
+  /** The thread has loaded its index views and takes tasks (until then tasks wait in the queue, cancellable for free). */
+  ready: boolean;
 }
 
 /** Starts a worker: the bundled dist/env-worker.js beside this bundle, or the TypeScript source under tsx (tests, benches). */
@@ -39,6 +41,17 @@ function spawn(init: WorkerInit): Worker {
   return new Worker(`require(${JSON.stringify(tsx)}); require(${JSON.stringify(source)});`, { eval: true, workerData: init });
 }
 
+/**
+ * Cut a batch into contiguous slices for the pool: about four per worker, so a worker that finishes early
+ * (or one the OS deschedules) does not leave the others waiting on one big slice; answers are joined in order.
+ */
+export function sliceBatch<T>(items: readonly T[], workers: number): T[][] {
+  const per = Math.max(1, Math.ceil(items.length / (workers * 4)));
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += per) out.push(items.slice(i, i + per));
+  return out;
+}
+
 export class SearchPool {
   readonly size: number;
   private readonly init: WorkerInit;
@@ -48,6 +61,7 @@ export class SearchPool {
   private closed = false;
   /** Threads terminated because their task was cancelled (for /v1/health stats). */
   recycled = 0;
+  private readonly readyWaiters: (() => void)[] = [];
 
   constructor(retriever: Retriever, size = availableParallelism()) {
     if (!(Number.isInteger(size) && size >= 1)) throw new Error(`search workers must be an integer >= 1, got ${size}`);
@@ -57,12 +71,17 @@ export class SearchPool {
   }
 
   private start(): Slot {
-    const slot: Slot = { worker: spawn(this.init), job: null };
+    const slot: Slot = { worker: spawn(this.init), job: null, ready: false };
     slot.worker.on('message', (m: WorkerReply) => this.onMessage(slot, m));
     slot.worker.on('error', (e) => this.onDeath(slot, e));
     slot.worker.on('exit', (code) => this.onDeath(slot, new Error(`search worker exited with code ${code}`)));
-    slot.worker.unref();
-    return slot;
+    return slot; // referenced while starting (someone may be waiting for it), unreferenced when idle
+  }
+
+  /** Resolves once every thread is up (tasks can be queued before; this is for benchmarks and tests). */
+  ready(): Promise<void> {
+    if (this.slots.every((s) => s.ready)) return Promise.resolve();
+    return new Promise((r) => this.readyWaiters.push(r));
   }
 
   /**
@@ -86,7 +105,7 @@ export class SearchPool {
   private pump(): void {
     for (const slot of this.slots) {
       if (this.queue.length === 0) return;
-      if (slot.job) continue;
+      if (slot.job || !slot.ready) continue;
       const job = this.queue.shift()!;
       slot.job = job;
       slot.worker.ref(); // keep the process alive while work is in flight
@@ -105,6 +124,13 @@ export class SearchPool {
   }
 
   private onMessage(slot: Slot, m: WorkerReply): void {
+    if ('ready' in m) {
+      slot.ready = true;
+      if (!slot.job) slot.worker.unref();
+      if (this.slots.every((x) => x.ready)) for (const w of this.readyWaiters.splice(0)) w();
+      this.pump();
+      return;
+    }
     const job = slot.job;
     if (!job || job.id !== m.id) return;
     if ('needState' in m) {

@@ -26,7 +26,8 @@ export type TaskMessage = { id: number; task: Task } | { id: number; state: unkn
 export type WorkerReply =
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: { code: string; message: string; path?: string; headers?: Record<string, string> } }
-  | { id: number; needState: StateRequest };
+  | { id: number; needState: StateRequest }
+  | { ready: true };
 
 const port = parentPort;
 if (!port) throw new Error('search-worker.ts must run in a worker thread');
@@ -61,6 +62,8 @@ async function run(id: number, task: Task): Promise<unknown> {
       });
   }
 }
+
+port.postMessage({ ready: true } satisfies WorkerReply);
 
 port.on('message', (msg: TaskMessage) => {
   if ('state' in msg) {

@@ -9,7 +9,7 @@ import type { DialectName } from '../core/dialects';
 import { OtcState } from '../core/rewards';
 import { Retriever, type OpenInfo, type OpenOptions } from './retriever';
 import { checkBearer, HttpError, parseJson, readBody, sendError, sendJson, sendJsonText } from './http';
-import { SearchPool } from './search-pool';
+import { SearchPool, sliceBatch } from './search-pool';
 import { joinSearchResponse } from './env-work';
 import { describeIssues, RUN_ID, SearchRequestSchema, toolSpecs } from './protocol';
 import { makeRandom } from './random';
@@ -132,11 +132,8 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
           }
           const q = validate(SearchRequestSchema, await body());
           const dialect = q.dialect ?? defaultDialect;
-          // A batch is cut into one contiguous slice per worker; the answers are joined in order.
-          const per = Math.ceil(q.queries.length / pool.size);
-          const slices = [];
-          for (let i = 0; i < q.queries.length; i += per) slices.push(q.queries.slice(i, i + per));
-          const parts = await Promise.all(slices.map((queries) => pool.run<{ results: string; observations: string }>({ kind: 'search', queries, topK: q.top_k, dialect }, { signal })));
+          // A batch is cut into contiguous slices spread over the workers; the answers are joined in order.
+          const parts = await Promise.all(sliceBatch(q.queries, pool.size).map((queries) => pool.run<{ results: string; observations: string }>({ kind: 'search', queries, topK: q.top_k, dialect }, { signal })));
           stats.queries += q.queries.length;
           return { body: null, raw: joinSearchResponse(parts) };
         },
