@@ -3,7 +3,8 @@
 import { readCorpus, countLines, type BadLine } from './corpus';
 import { forEachToken } from './tokenize';
 import { Grow } from './grow';
-import { DEFAULT_B, DEFAULT_K1, passageNorms, type Bm25Data } from './bm25';
+import { DEFAULT_B, DEFAULT_K1, type Bm25Data } from './bm25';
+import { passageNorms } from './norms';
 import { BLOCK, bitsFor, packBits, type PackedPostings } from './postings';
 
 export interface BuildOptions {

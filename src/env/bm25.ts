@@ -11,6 +11,8 @@
 import { forEachToken } from './tokenize';
 import { BLOCK, blockCount, packedWords, unpackDocs, unpackOne, type PackedPostings } from './postings';
 import { MaxScoreSearcher, TopK } from './maxscore';
+import { passageNormCodes, passageNorms } from './norms';
+
 
 export const DEFAULT_K1 = 0.9;
 export const DEFAULT_B = 0.4;
@@ -38,22 +40,12 @@ export interface Hit {
   score: number;
 }
 
-/** k1·(1 − b + b·dl/avgdl) per passage, as float32: the build's block-maxes and every query use these same values. */
-export function passageNorms(docTokens: Uint32Array, k1: number, b: number): Float32Array {
-  const n = docTokens.length;
-  let total = 0;
-  for (let i = 0; i < n; i++) total += docTokens[i];
-  const avgdl = n > 0 ? total / n : 0;
-  const norm = new Float32Array(n);
-  for (let i = 0; i < n; i++) norm[i] = k1 * (1 - b + (avgdl > 0 ? (b * docTokens[i]) / avgdl : 0));
-  return norm;
-}
 
 export class Bm25Index {
   readonly passages: number;
   readonly terms: number;
   readonly postings: number;
-  readonly norm: Float32Array;
+  private normArray: Float32Array | null = null;
   private readonly blob: Buffer;
   private searcher: MaxScoreSearcher | null = null;
 
@@ -61,7 +53,6 @@ export class Bm25Index {
     this.passages = data.docTokens.length;
     this.terms = data.termIds.length;
     this.postings = data.postingStarts[this.terms] ?? 0;
-    this.norm = passageNorms(data.docTokens, data.k1, data.b);
     this.blob = Buffer.from(data.termBlob.buffer, data.termBlob.byteOffset, data.termBlob.byteLength);
   }
 
@@ -108,7 +99,7 @@ export class Bm25Index {
   search(query: string, k: number): Hit[] {
     const { ids, weights } = this.queryTerms(query);
     if (ids.length === 0 || k <= 0) return [];
-    this.searcher ??= new MaxScoreSearcher(this.data, this.norm);
+    this.searcher ??= new MaxScoreSearcher(this.data, passageNormCodes(this.data.docTokens, this.data.k1, this.data.b));
     return this.searcher.search(ids, weights, k).sorted();
   }
 
@@ -117,6 +108,7 @@ export class Bm25Index {
     const { ids, weights } = this.queryTerms(query);
     if (ids.length === 0 || k <= 0) return [];
     const acc = new Float64Array(this.passages);
+    const norm = (this.normArray ??= passageNorms(this.data.docTokens, this.data.k1, this.data.b));
     const { termBlocks, blockLast, blockWord, blockBits, postingWords, postingStarts } = this.data;
     const docs = new Int32Array(BLOCK);
     ids.forEach((id, i) => {
@@ -132,7 +124,7 @@ export class Bm25Index {
         for (let j = 0; j < n; j++) {
           const d = docs[j];
           const tf = unpackOne(postingWords, tfWord, tb, j);
-          acc[d] += Math.ceil((wq * tf) / (tf + this.norm[d]));
+          acc[d] += Math.ceil((wq * tf) / (tf + norm[d]));
         }
       }
     });

@@ -21,6 +21,7 @@
 // earlier and win ties): pruning on "≤ θ" is exact, and the result equals exhaustive scoring bit for bit.
 import * as codec from './postings';
 import type { PackedPostings } from './postings';
+import { longPassageNorm, type NormCodes } from './norms';
 
 // Local bindings of the codec: under a per-module CommonJS transform (tsx, used by tests and benches) every
 // use of an imported name is a property read through a getter, which the hot loops below should not pay.
@@ -124,8 +125,18 @@ export class MaxScoreSearcher {
 
   constructor(
     private readonly p: PackedPostings & { postingStarts: Uint32Array },
-    private readonly norm: Float32Array,
-  ) {}
+    private readonly norms: NormCodes,
+  ) {
+    this.passages = norms.code.length;
+  }
+
+  private readonly passages: number;
+
+  /** The norm of passage d (see NormCodes: one byte read for all but very long passages). */
+  private norm(d: number): number {
+    const c = this.norms.code[d];
+    return c < 255 ? this.norms.table[c] : longPassageNorm(this.norms, d);
+  }
 
   private grow(n: number): void {
     if (n <= this.cap) return;
@@ -165,7 +176,7 @@ export class MaxScoreSearcher {
       order[t] = t;
     }
     const top = new TopK(k);
-    const passages = this.norm.length;
+    const passages = this.passages;
     this.floor = this.seedFloor(n, k) - 1;
     let nNE = 0; // order[0..nNE) are non-essential (after a partition)
     let windowMin = 0;
@@ -236,7 +247,7 @@ export class MaxScoreSearcher {
     const terms: number[] = [];
     for (let t = 0; t < n; t++) terms.push(t);
     terms.sort((a, b) => df[a] - df[b] || a - b);
-    const acc = (this.seedAcc ??= new Float64Array(this.norm.length));
+    const acc = (this.seedAcc ??= new Float64Array(this.passages));
     const { blockLast, blockWord, blockBits, postingWords } = this.p;
     const docs = this.seedDocs;
     const buf = this.seedBuf;
@@ -253,7 +264,7 @@ export class MaxScoreSearcher {
           const d = buf[j];
           const tf = unpackOne(postingWords, tfw, bits >>> 8, j);
           if (acc[d] === 0) docs[touched++] = d;
-          acc[d] += Math.ceil((wq[t] * tf) / (tf + this.norm[d]));
+          acc[d] += Math.ceil((wq[t] * tf) / (tf + this.norm(d)));
         }
       }
     }
@@ -347,7 +358,7 @@ export class MaxScoreSearcher {
   /** Contribution (score units) of term t at its current position, passage d. */
   private contrib(t: number, d: number): number {
     const tf = unpackOne(this.p.postingWords, this.tfWord[t], this.tfBits[t], this.pos[t]);
-    return Math.ceil((this.wq[t] * tf) / (tf + this.norm[d]));
+    return Math.ceil((this.wq[t] * tf) / (tf + this.norm(d)));
   }
 
   /**
@@ -390,9 +401,17 @@ export class MaxScoreSearcher {
       }
       if (hits <= 64) {
         // Few candidates: sort them instead of scanning the whole bitset.
-        const xs = hit.subarray(0, hits).sort();
+        for (let j = 1; j < hits; j++) {
+          const x = hit[j];
+          let i = j - 1;
+          while (i >= 0 && hit[i] > x) {
+            hit[i + 1] = hit[i];
+            i--;
+          }
+          hit[i + 1] = x;
+        }
         for (let j = 0; j < hits; j++) {
-          const x = xs[j];
+          const x = hit[j];
           seen[x >>> 5] = 0;
           const s = acc[x];
           acc[x] = 0;
@@ -425,9 +444,15 @@ export class MaxScoreSearcher {
   /** Add the non-essential terms to a candidate's essential score while it can still enter the top k. */
   private complete(d: number, s: number, nNE: number, top: TopK, prefix: Float64Array): void {
     let theta = this.theta(top);
+    const { blockMax } = this.p;
     for (let j = nNE - 1; j >= 0; j--) {
       if (s + prefix[j] <= theta) return;
       const t = this.order[j];
+      // Before decoding the block that may hold d, bound this term by that block's own maximum.
+      this.shallow(t, d);
+      if (this.doc[t] === NO_DOC) continue;
+      const b = this.blk[t];
+      if (this.dec[t] !== b && s + Math.ceil(this.wq[t] * blockMax[b]) + (j > 0 ? prefix[j - 1] : 0) <= theta) return;
       if (this.advance(t, d) === d) s += this.contrib(t, d);
     }
     theta = this.theta(top);
