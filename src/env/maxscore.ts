@@ -11,8 +11,8 @@
 //    passage they hit, in increasing order, is then completed with the non-essential terms (largest bound
 //    first), stopping as soon as its score plus what the remaining terms could add is ≤ θ.
 //
-// Before the scan, θ starts from a floor: the k-th best partial score among the postings of the query's
-// rarest terms (up to SEED_POSTINGS of them, scored term-at-a-time). At least k passages score that
+// Before the scan, θ starts from a floor: the k-th best contribution among the postings of the query's
+// rarest term (up to SEED_POSTINGS of them). At least k passages score that
 // much, so anything below it can be skipped from the first window on, instead of θ creeping up from
 // the weak passages that happen to come first in the corpus.
 //
@@ -30,8 +30,8 @@ const { BLOCK, blockCount, packedWords, unpackDocs, unpackOne } = codec;
 const NO_DOC = 0x7fffffff;
 /** Passages per scoring sub-window (the score array and its bitset). */
 const WIN = 4096;
-/** Postings of the rarest terms scored up front to find θ's floor. */
-const SEED_POSTINGS = Number(process.env.COA_SEED ?? 1024);
+/** Postings of the rarest term scored up front to find θ's floor. */
+const SEED_POSTINGS = 1024;
 
 /** Fixed-size min-heap of (score, passage), worst at the root; better = higher score, then lower passage. */
 export class TopK {
@@ -115,8 +115,6 @@ export class MaxScoreSearcher {
   private order = new Int32Array(0);
   private buf = new Int32Array(0);
   private readonly acc = new Float64Array(WIN);
-  private seedAcc: Float64Array | null = null;
-  private readonly seedDocs = new Int32Array(SEED_POSTINGS + BLOCK);
   private readonly seedBuf = new Int32Array(BLOCK);
   /** Lower bound of the final k-th best score, minus one unit (pruning is "bound ≤ θ"). */
   private floor = -1;
@@ -239,40 +237,29 @@ export class MaxScoreSearcher {
   }
 
   /**
-   * The k-th best partial score over the postings of the rarest query terms (their sum, at most
-   * SEED_POSTINGS postings): a lower bound of the final k-th best score (0 when under k passages).
+   * The k-th best contribution among (up to SEED_POSTINGS of) the postings of the rarest query term: a lower
+   * bound of the final k-th best score, since those passages score at least that (0 when under k postings).
    */
   private seedFloor(n: number, k: number): number {
     const { df, wq, first, end } = this;
-    const terms: number[] = [];
-    for (let t = 0; t < n; t++) terms.push(t);
-    terms.sort((a, b) => df[a] - df[b] || a - b);
-    const acc = (this.seedAcc ??= new Float64Array(this.passages));
+    let t = 0;
+    for (let i = 1; i < n; i++) if (df[i] < df[t]) t = i;
     const { blockLast, blockWord, blockBits, postingWords } = this.p;
-    const docs = this.seedDocs;
     const buf = this.seedBuf;
-    let touched = 0;
-    for (const t of terms) {
-      if (touched + df[t] > SEED_POSTINGS) break;
-      for (let b = first[t]; b < end[t]; b++) {
-        const cnt = blockCount(b, first[t], df[t]);
-        const bits = blockBits[b];
-        const db = bits & 0xff;
-        unpackDocs(postingWords, blockWord[b], db, cnt, b === first[t] ? -1 : blockLast[b - 1], buf, 0);
-        const tfw = blockWord[b] + packedWords(cnt, db);
-        for (let j = 0; j < cnt; j++) {
-          const d = buf[j];
-          const tf = unpackOne(postingWords, tfw, bits >>> 8, j);
-          if (acc[d] === 0) docs[touched++] = d;
-          acc[d] += Math.ceil((wq[t] * tf) / (tf + this.norm(d)));
-        }
-      }
-    }
     const top = new TopK(k);
-    for (let i = 0; i < touched; i++) {
-      const d = docs[i];
-      top.offer(acc[d], d);
-      acc[d] = 0;
+    let seen = 0;
+    for (let b = first[t]; b < end[t] && seen < SEED_POSTINGS; b++) {
+      const cnt = blockCount(b, first[t], df[t]);
+      const bits = blockBits[b];
+      const db = bits & 0xff;
+      unpackDocs(postingWords, blockWord[b], db, cnt, b === first[t] ? -1 : blockLast[b - 1], buf, 0);
+      const tfw = blockWord[b] + packedWords(cnt, db);
+      for (let j = 0; j < cnt; j++) {
+        const d = buf[j];
+        const tf = unpackOne(postingWords, tfw, bits >>> 8, j);
+        top.offer(Math.ceil((wq[t] * tf) / (tf + this.norm(d))), d);
+      }
+      seen += cnt;
     }
     return top.len < k ? 0 : top.threshold();
   }
