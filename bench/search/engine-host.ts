@@ -91,7 +91,8 @@ async function main(): Promise<void> {
       await pool.close();
       r.close();
       out({ bye: true });
-      return;
+      process.exit(0); // stdin may stay open: leave now
+
     } else out({ error: `unknown command ${cmd}` });
   }
 }

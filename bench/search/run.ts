@@ -38,6 +38,11 @@ class Host {
     this.lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
     child.on('exit', (code) => code !== 0 && code !== null && console.error(`${name} exited with code ${code}`));
   }
+  /** End the child if it has not exited by itself (and close its stdin). */
+  stop(): void {
+    this.child.stdin?.end();
+    if (this.child.exitCode === null) this.child.kill();
+  }
   async next(): Promise<any> {
     const r = await this.lines.next();
     if (r.done) throw new Error(`${this.name} closed its output`);
@@ -238,7 +243,8 @@ async function main(): Promise<void> {
   }
   const oursRss = await ours.cmd('rss');
   const lucRss = luc ? await luc.cmd('rss') : null;
-  for (const h of hosts) h.cmd('quit').catch(() => {});
+  for (const h of hosts) await h.cmd('quit').catch(() => {});
+  for (const h of hosts) h.stop();
   const load1 = loadavg();
 
   // ---- report

@@ -235,7 +235,7 @@ public class LuceneBench {
         }
         case "topk": out.println(topk(sets.get(a[1]), Integer.parseInt(a[2]), Paths.get(a[3]))); break;
         case "rss": out.println("{\"rss_mb\":" + procStatusMb("VmRSS") + ",\"peak_rss_mb\":" + procStatusMb("VmHWM") + "}"); break;
-        case "quit": for (ExecutorService p : pools.values()) p.shutdown(); reader.close(); return;
+        case "quit": for (ExecutorService p : pools.values()) p.shutdown(); reader.close(); out.println("{\"bye\":true}"); return;
         default: out.println("{\"error\":\"unknown command " + a[0] + "\"}");
       }
     }
