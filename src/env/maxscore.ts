@@ -11,8 +11,8 @@
 //    passage they hit, in increasing order, is then completed with the non-essential terms (largest bound
 //    first), stopping as soon as its score plus what the remaining terms could add is ≤ θ.
 //
-// Before the scan, θ starts from a floor: the k-th best contribution among the postings of the query's
-// rarest term (up to SEED_POSTINGS of them). At least k passages score that
+// Before the scan, θ starts from a floor: the best k-th contribution of any single query term, taken from
+// a few of its most promising blocks (by block-max). At least k passages score that
 // much, so anything below it can be skipped from the first window on, instead of θ creeping up from
 // the weak passages that happen to come first in the corpus.
 //
@@ -30,8 +30,8 @@ const { BLOCK, blockCount, packedWords, unpackDocs, unpackOne } = codec;
 const NO_DOC = 0x7fffffff;
 /** Passages per scoring sub-window (the score array and its bitset). */
 const WIN = 4096;
-/** Postings of the rarest term scored up front to find θ's floor. */
-const SEED_POSTINGS = 1024;
+/** Posting blocks decoded up front to find θ's floor. */
+const SEED_BLOCKS = 16;
 
 /** Fixed-size min-heap of (score, passage), worst at the root; better = higher score, then lower passage. */
 export class TopK {
@@ -237,31 +237,39 @@ export class MaxScoreSearcher {
   }
 
   /**
-   * The k-th best contribution among (up to SEED_POSTINGS of) the postings of the rarest query term: a lower
-   * bound of the final k-th best score, since those passages score at least that (0 when under k postings).
+   * A lower bound of the final k-th best score: for each query term, the k-th best contribution among the
+   * postings of its most promising blocks (those whose block-max could still beat what is already known),
+   * at most SEED_BLOCKS decoded in all, rarest terms first. k passages score at least that much.
    */
   private seedFloor(n: number, k: number): number {
     const { df, wq, first, end } = this;
-    let t = 0;
-    for (let i = 1; i < n; i++) if (df[i] < df[t]) t = i;
-    const { blockLast, blockWord, blockBits, postingWords } = this.p;
+    const { blockLast, blockWord, blockBits, blockMax, postingWords } = this.p;
+    const terms: number[] = [];
+    for (let t = 0; t < n; t++) terms.push(t);
+    terms.sort((a, b) => df[a] - df[b] || a - b);
     const buf = this.seedBuf;
-    const top = new TopK(k);
-    let seen = 0;
-    for (let b = first[t]; b < end[t] && seen < SEED_POSTINGS; b++) {
-      const cnt = blockCount(b, first[t], df[t]);
-      const bits = blockBits[b];
-      const db = bits & 0xff;
-      unpackDocs(postingWords, blockWord[b], db, cnt, b === first[t] ? -1 : blockLast[b - 1], buf, 0);
-      const tfw = blockWord[b] + packedWords(cnt, db);
-      for (let j = 0; j < cnt; j++) {
-        const d = buf[j];
-        const tf = unpackOne(postingWords, tfw, bits >>> 8, j);
-        top.offer(Math.ceil((wq[t] * tf) / (tf + this.norm(d))), d);
+    let floor = 0;
+    let budget = SEED_BLOCKS;
+    for (const t of terms) {
+      if (budget <= 0) break;
+      const top = new TopK(k);
+      for (let b = first[t]; b < end[t] && budget > 0; b++) {
+        const bound = Math.ceil(wq[t] * blockMax[b]);
+        if (bound <= floor || (top.len === k && bound <= top.threshold())) continue;
+        budget--;
+        const cnt = blockCount(b, first[t], df[t]);
+        const bits = blockBits[b];
+        const db = bits & 0xff;
+        unpackDocs(postingWords, blockWord[b], db, cnt, b === first[t] ? -1 : blockLast[b - 1], buf, 0);
+        const tfw = blockWord[b] + packedWords(cnt, db);
+        for (let j = 0; j < cnt; j++) {
+          const tf = unpackOne(postingWords, tfw, bits >>> 8, j);
+          top.offer(Math.ceil((wq[t] * tf) / (tf + this.norm(buf[j]))), buf[j]);
+        }
       }
-      seen += cnt;
+      if (top.len === k && top.threshold() > floor) floor = top.threshold();
     }
-    return top.len < k ? 0 : top.threshold();
+    return floor;
   }
 
   /** Move term t's block cursor to the first block that can hold a passage ≥ target (no decoding). */
@@ -321,6 +329,8 @@ export class MaxScoreSearcher {
     const buf = this.buf;
     const base = t * BLOCK;
     let p = this.pos[t];
+    const cnt = this.cnt[t];
+    while (p + 16 < cnt && buf[base + p + 16] < target) p += 16;
     while (buf[base + p] < target) p++;
     this.pos[t] = p;
     return (this.doc[t] = buf[base + p]);
@@ -342,9 +352,14 @@ export class MaxScoreSearcher {
     return (this.doc[t] = this.buf[t * BLOCK]);
   }
 
+  /** Term frequency of term t at its current position. */
+  private tf(t: number): number {
+    return unpackOne(this.p.postingWords, this.tfWord[t], this.tfBits[t], this.pos[t]);
+  }
+
   /** Contribution (score units) of term t at its current position, passage d. */
   private contrib(t: number, d: number): number {
-    const tf = unpackOne(this.p.postingWords, this.tfWord[t], this.tfBits[t], this.pos[t]);
+    const tf = this.tf(t);
     return Math.ceil((this.wq[t] * tf) / (tf + this.norm(d)));
   }
 
@@ -357,8 +372,14 @@ export class MaxScoreSearcher {
     if (nNE === n - 1) {
       // One essential term: its postings are the candidates, already in order (no score array needed).
       const t = order[nNE];
+      const rest = nNE > 0 ? prefix[nNE - 1] : 0;
+      const wq = this.wq[t];
+      const minNorm = this.norms.min;
       for (let d = this.advance(t, lo); d <= hi; d = this.next(t)) {
-        this.complete(d, this.contrib(t, d), nNE, top, prefix);
+        // Bound with the smallest norm first: most candidates are dropped without reading their own norm.
+        const tf = this.tf(t);
+        if (Math.ceil((wq * tf) / (tf + minNorm)) + rest <= this.theta(top)) continue;
+        this.complete(d, Math.ceil((wq * tf) / (tf + this.norm(d))), nNE, top, prefix);
         if (this.theta(top) >= repartitionAt) return d + 1;
       }
       return hi + 1;

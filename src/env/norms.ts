@@ -31,15 +31,21 @@ export interface NormCodes {
   k1: number;
   b: number;
   avgdl: number;
+  /** The smallest norm of any passage (the shortest one's): tf/(tf + min) bounds a contribution without reading its norm. */
+  min: number;
 }
 
 export function passageNormCodes(docTokens: Uint32Array, k1: number, b: number): NormCodes {
   const avgdl = averageLength(docTokens);
   const code = new Uint8Array(docTokens.length);
-  for (let i = 0; i < code.length; i++) code[i] = Math.min(255, docTokens[i]);
+  let minDl = Infinity;
+  for (let i = 0; i < code.length; i++) {
+    code[i] = Math.min(255, docTokens[i]);
+    if (docTokens[i] < minDl) minDl = docTokens[i];
+  }
   const table = new Float64Array(255);
   for (let l = 0; l < 255; l++) table[l] = normOf(l, k1, b, avgdl);
-  return { code, table, docTokens, k1, b, avgdl };
+  return { code, table, docTokens, k1, b, avgdl, min: code.length > 0 ? normOf(minDl, k1, b, avgdl) : 0 };
 }
 
 export const longPassageNorm = (n: NormCodes, d: number): number => normOf(n.docTokens[d], n.k1, n.b, n.avgdl);
