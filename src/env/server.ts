@@ -152,7 +152,12 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
               {
                 signal,
                 onState: async ({ run, questions }) => {
-                  release = await lockRun(run);
+                  const unlock = await lockRun(run);
+                  if (signal.aborted) {
+                    unlock(); // timed out while waiting for the run's previous grade: never hold its lock
+                    throw signal.reason;
+                  }
+                  release = unlock;
                   const state = runs.get(run);
                   const subset = new OtcState();
                   for (const q of questions) {

@@ -141,3 +141,24 @@ test('a batch is spread over the workers and answered in request order', async (
     assert.equal(batch.json.observations[i], one.json.observations[0], q);
   }
 });
+
+test('concurrent OTC-GRPO grades of one run are serialised: each sees the other, in one order or the other', async (t) => {
+  const dir = tempDir(t);
+  const srv = await startEnvServer({ corpus: EXAMPLE_CORPUS, indexDir: join(dir, 'idx'), workers: 2 });
+  t.after(() => srv.close());
+  // Bulk records (other questions) make both grades run at the same time on the two workers.
+  const bulk = (tag: string) => Array.from({ length: 3000 }, (_, i) => correctAfter(`${tag}${i}`, `bulk ${tag} ${i % 300}`, 6));
+  const a = [correctAfter('a1', 'Q1', 2), correctAfter('a2', 'Q2', 5), ...bulk('a')];
+  const b = [correctAfter('b1', 'Q1', 4), correctAfter('b2', 'Q2', 1), ...bulk('b')];
+  const grade = (records: unknown[]) => send(srv, 'POST', '/v1/grade', JSON.stringify({ records, scheme: 'otc-grpo', run: 'shared' }));
+  const [ra, rb] = await Promise.all([grade(a).done, grade(b).done]);
+  assert.equal(ra.status, 200);
+  assert.equal(rb.status, 200);
+  const seen = (r: any) => [r.json.breakdowns[0].optimal_tool_calls, r.json.breakdowns[1].optimal_tool_calls];
+  const aFirst = seen(ra).join() === '2,5' && seen(rb).join() === '2,1';
+  const bFirst = seen(rb).join() === '4,1' && seen(ra).join() === '2,1';
+  assert.ok(aFirst || bFirst, `a saw ${seen(ra)}, b saw ${seen(rb)}: neither saw the other`);
+  const state = await send(srv, 'GET', '/v1/runs/shared/otc-state').done;
+  assert.equal(state.json.min_tool_calls.Q1, 2);
+  assert.equal(state.json.min_tool_calls.Q2, 1);
+});
