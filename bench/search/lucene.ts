@@ -3,7 +3,7 @@
 // compiled with javac, all into the git-ignored bench/.work/lucene. Returns null, with the reason, when
 // the machine has no JDK or Maven (the benchmark then runs without Lucene and says so).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 const SRC = join(__dirname, 'lucene');
@@ -27,7 +27,7 @@ export function buildLucene(): LuceneHarness | { skipped: string } {
   const mvn = which('mvn');
   const missing = [!java && 'java', !javac && 'javac', !mvn && 'mvn'].filter(Boolean);
   if (missing.length > 0) return { skipped: `no ${missing.join(', ')} on PATH (needs a JDK 17+ and Maven)` };
-  const version = /<lucene\.version>([^<]+)</.exec(require('node:fs').readFileSync(join(SRC, 'pom.xml'), 'utf8'))![1];
+  const version = /<lucene\.version>([^<]+)</.exec(readFileSync(join(SRC, 'pom.xml'), 'utf8'))![1];
   const lib = join(WORK, `lib-${version}`);
   const classes = join(WORK, 'classes');
   mkdirSync(WORK, { recursive: true });
