@@ -36,10 +36,12 @@ class Host {
     private readonly child: ChildProcess,
   ) {
     this.lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
-    child.on('exit', (code) => code !== 0 && code !== null && console.error(`${name} exited with code ${code}`));
+    child.on('exit', (code, signal) => !this.stopping && (code !== 0 || signal) && console.error(`${name} exited with ${signal ?? `code ${code}`}`));
   }
   /** End the child if it has not exited by itself (and close its stdin). */
+  private stopping = false;
   stop(): void {
+    this.stopping = true;
     this.child.stdin?.end();
     if (this.child.exitCode === null) this.child.kill();
   }
