@@ -222,6 +222,17 @@ export class MaxScoreSearcher {
         sum += wm[order[nNE]];
         prefix[nNE++] = sum;
       }
+      if (nNE < n - 1) {
+        // When all terms but the strongest together cannot beat θ, the strongest is required: its postings
+        // alone are the candidates and every other term is only looked up (Lucene's MaxScoreBulkScorer does
+        // the same with a "required" clause).
+        let rest = sum;
+        for (let i = nNE; i < n - 1; i++) rest += wm[order[i]];
+        if (rest <= theta) {
+          for (let i = nNE; i < n - 1; i++) prefix[i] = sum += wm[order[i]];
+          nNE = n - 1;
+        }
+      }
       windowMin = nNE < n ? this.scoreWindow(windowMin, windowMax, nNE, n, top, sum + wm[order[nNE]]) : windowMax + 1;
     }
     return top;
