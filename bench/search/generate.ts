@@ -69,6 +69,16 @@ export class SyntheticCorpus {
     return [p.title, pick(), pick(), pick()].join(' ');
   }
 
+  /**
+   * Five words drawn from the text of passage `target` (not its title): with the Zipfian vocabulary these
+   * are mostly common words, the case where early termination cannot lean on a rare term.
+   */
+  commonQuery(target: number, salt = 0): string {
+    const p = this.passage(target);
+    const rnd = makeRandom(this.seed * 104_729 + target * 17 + salt);
+    return Array.from({ length: 5 }, () => p.words[2 + Math.floor(rnd() * (p.words.length - 2))]).join(' ');
+  }
+
   /** Write passages 0..n-1 (temp file + rename, so an interrupted run leaves no half corpus). */
   write(file: string, n: number, onProgress?: (done: number) => void): void {
     const tmp = `${file}.${process.pid}.tmp`;

@@ -1,16 +1,21 @@
-// bench/search: our BM25 (src/env) vs minisearch on the same generated corpus and queries, top-3.
-// Usage: node --import tsx bench/search/run.ts [--size 1000000] [--shared-size 100000] [--queries 2000] [--ms-queries 300]
-// Each engine runs in its own child process (no shared heap or GC); results go to bench/RESULTS.md.
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+// bench/search: our BM25 (src/env) against Lucene itself, same corpus, same queries, same run.
+// Usage: node --import tsx bench/search/run.ts [--size 1000000] [--rounds 5] [--title 2048] [--common 1024]
+//        [--threads <cores>] [--no-lucene] [--reuse-index]
+// --reuse-index keeps indexes (and their build figures) from an earlier run with the same --size.
+// Both engines are built from scratch here, then run as long-lived child processes (engine-host.ts and
+// lucene/LuceneBench.java, one line protocol) that receive the same query files; every measurement is
+// taken in interleaved rounds (the two engines alternate, first one changing every round) and reported
+// as min / median over rounds. Lucene is skipped, with a printed reason, when no JDK/Maven is present.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cpus, totalmem } from 'node:os';
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { Agent, request } from 'node:http';
-import MiniSearch from 'minisearch';
 import { SyntheticCorpus } from './generate';
+import { buildLucene } from './lucene';
 import { Retriever } from '../../src/env/retriever';
-import { readCorpus } from '../../src/env/corpus';
-import { startEnvServer } from '../../src/env/server';
+import { readIndexHeader } from '../../src/env/index-file';
 import { writeResults } from '../results';
 
 const WORK = join(__dirname, '..', '.work', 'search');
@@ -19,151 +24,38 @@ const arg = (name: string, dflt: number): number => {
   return i > 0 ? Number(process.argv[i + 1]) : dflt;
 };
 const SEED = 1;
+const K = 3;
 const corpusFile = (n: number) => join(WORK, `corpus-${n}-s${SEED}.jsonl`);
+const MiB = 2 ** 20;
 
-interface Latency {
-  qps: number;
-  p50_ms: number;
-  p99_ms: number;
-  hit_at_1: number;
-}
-
-function queriesFor(n: number, count: number): { q: string; target: string }[] {
-  const c = new SyntheticCorpus(SEED);
-  return Array.from({ length: count }, (_, i) => {
-    const target = Math.floor(((i + 0.5) / count) * n);
-    return { q: c.query(target, i), target: String(target) };
-  });
-}
-
-/** Sequential single-query latency; warm-up queries (other targets) are not timed. */
-function timeQueries(search: (q: string) => string | undefined, qs: { q: string; target: string }[], warm: { q: string }[]): Latency {
-  for (const w of warm) search(w.q);
-  const lat: number[] = [];
-  let hits = 0;
-  const t0 = performance.now();
-  for (const { q, target } of qs) {
-    const s = performance.now();
-    const top = search(q);
-    lat.push(performance.now() - s);
-    if (top === target) hits++;
+/** A child engine speaking one JSON line per command. */
+class Host {
+  private lines: AsyncIterator<string>;
+  constructor(
+    readonly name: string,
+    private readonly child: ChildProcess,
+  ) {
+    this.lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+    child.on('exit', (code, signal) => !this.stopping && (code !== 0 || signal) && console.error(`${name} exited with ${signal ?? `code ${code}`}`));
   }
-  const total = performance.now() - t0;
-  lat.sort((a, b) => a - b);
-  const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
-  return { qps: (qs.length / total) * 1000, p50_ms: pct(0.5), p99_ms: pct(0.99), hit_at_1: hits / qs.length };
-}
-
-const rssMb = () => process.memoryUsage().rss / 2 ** 20;
-
-const peakRssMb = () => process.resourceUsage().maxRSS / 1024;
-
-/** Build from scratch in its own process, so the query phase below measures a fresh load. */
-async function phaseOursBuild(n: number): Promise<unknown> {
-  const file = corpusFile(n);
-  const dir = join(WORK, `ours-index-${n}`);
-  rmSync(dir, { recursive: true, force: true });
-  const t0 = performance.now();
-  const built = await Retriever.open(file, { indexDir: dir });
-  const buildS = (performance.now() - t0) / 1000;
-  built.close();
-  return { build_s: buildS, rss_after_build_mb: rssMb(), peak_rss_build_mb: peakRssMb() };
-}
-
-async function phaseOurs(n: number, nq: number): Promise<unknown> {
-  const file = corpusFile(n);
-  const dir = join(WORK, `ours-index-${n}`);
-  const t1 = performance.now();
-  const r = await Retriever.open(file, { indexDir: dir });
-  const loadS = (performance.now() - t1) / 1000;
-  if (r.info.source !== 'loaded') throw new Error('second open did not load the saved index');
-  const qs = queriesFor(n, nq);
-  const warm = queriesFor(n, 200).map((x, i) => ({ q: `${x.q} w${i}` }));
-  const engine = timeQueries((q) => {
-    const h = r.index.search(q, 3)[0];
-    return h === undefined ? undefined : String(h.doc); // generated ids equal passage numbers
-  }, qs, warm);
-  const withText = timeQueries((q) => r.search(q, 3)[0]?.id, qs, []);
-  // End to end over HTTP: one query per request, 8 in flight (a trainer's rollout workers). The
-  // client runs in this same process with node:http keep-alive (lighter than fetch), so the figure
-  // includes client-side cost too.
-  const server = await startEnvServer({ corpus: file, indexDir: dir });
-  const agent = new Agent({ keepAlive: true, maxSockets: 8 });
-  const post = (q: string) =>
-    new Promise<void>((resolve, reject) => {
-      const body = JSON.stringify({ queries: [q], top_k: 3, dialect: 'search-r1' });
-      const req = request(`${server.url}/v1/tools/search`, { method: 'POST', agent, headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode}`));
-          else resolve(void JSON.parse(Buffer.concat(chunks).toString('utf8')));
-        });
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
-  const lat: number[] = [];
-  let next = 0;
-  for (const w of warm.slice(0, 50)) await post(w.q);
-  const h0 = performance.now();
-  const worker = async () => {
-    while (next < qs.length) {
-      const { q } = qs[next++];
-      const s = performance.now();
-      await post(q);
-      lat.push(performance.now() - s);
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
-  const httpTotal = performance.now() - h0;
-  agent.destroy();
-  await server.close();
-  lat.sort((a, b) => a - b);
-  return {
-    passages: r.passages,
-    terms: r.index.terms,
-    postings: r.index.data.postingDocs.length,
-    load_s: loadS,
-    index_mb: statSync(join(dir, 'bm25.idx')).size / 2 ** 20,
-    rss_loaded_mb: rssMb(),
-    peak_rss_mb: peakRssMb(),
-    engine,
-    with_text: withText,
-    http: { qps: (qs.length / httpTotal) * 1000, p50_ms: lat[Math.floor(lat.length / 2)], p99_ms: lat[Math.floor(lat.length * 0.99)] },
-  };
-}
-
-async function phaseMinisearch(n: number, nq: number): Promise<unknown> {
-  const file = corpusFile(n);
-  const t0 = performance.now();
-  // Defaults: BM25-like scoring, OR of terms, no prefix/fuzzy; only the id is kept per document.
-  const ms = new MiniSearch({ fields: ['contents'], idField: 'id' });
-  for await (const row of readCorpus(file, () => {})) ms.add(row.passage);
-  const buildS = (performance.now() - t0) / 1000;
-  const buildRss = rssMb();
-  const buildPeak = peakRssMb();
-  let serialized: number | null = null;
-  try {
-    serialized = JSON.stringify(ms).length / 2 ** 20;
-  } catch {
-    serialized = null; // larger than V8's maximum string length
+  /** End the child if it has not exited by itself (and close its stdin). */
+  private stopping = false;
+  stop(): void {
+    this.stopping = true;
+    this.child.stdin?.end();
+    if (this.child.exitCode === null) this.child.kill();
   }
-  const qs = queriesFor(n, nq);
-  const warm = queriesFor(n, 20).map((x, i) => ({ q: `${x.q} w${i}` }));
-  const engine = timeQueries((q) => ms.search(q).slice(0, 3)[0]?.id as string | undefined, qs, warm);
-  return { passages: ms.documentCount, build_s: buildS, index_mb: serialized, rss_after_build_mb: buildRss, peak_rss_build_mb: buildPeak, peak_rss_mb: peakRssMb(), engine };
-}
-
-function runPhase(phase: string, n: number, nq: number, heapMb: number): any {
-  const r = spawnSync(process.execPath, [`--max-old-space-size=${heapMb}`, '--import', 'tsx', __filename, '--phase', phase, '--n', String(n), '--nq', String(nq)], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-    maxBuffer: 1 << 24,
-  });
-  if (r.status !== 0) throw new Error(`${phase} ${n} failed (exit ${r.status})`);
-  const last = r.stdout.trim().split('\n').at(-1)!;
-  return JSON.parse(last);
+  async next(): Promise<any> {
+    const r = await this.lines.next();
+    if (r.done) throw new Error(`${this.name} closed its output`);
+    return JSON.parse(r.value);
+  }
+  async cmd(line: string): Promise<any> {
+    this.child.stdin!.write(`${line}\n`);
+    const r = await this.next();
+    if (r.error) throw new Error(`${this.name}: ${r.error}`);
+    return r;
+  }
 }
 
 function ensureCorpus(n: number): number {
@@ -174,62 +66,254 @@ function ensureCorpus(n: number): number {
     new SyntheticCorpus(SEED).write(file, n, (done) => process.stderr.write(`\rgenerating ${n}: ${done}`));
     process.stderr.write(`\rgenerated ${n} passages in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
   }
-  return statSync(file).size / 2 ** 20;
+  return statSync(file).size / MiB;
 }
 
-const f = (x: number, d = 1) => x.toFixed(d);
-const fmtLat = (l: Latency) => `${f(l.qps, 0)} | ${f(l.p50_ms, 3)} | ${f(l.p99_ms, 3)} | ${f(l.hit_at_1 * 100)}%`;
+/** Our build, in its own process (fresh heap; peak RSS of the build alone). */
+async function phaseBuild(n: number): Promise<void> {
+  const dir = join(WORK, `ours-index-${n}`);
+  rmSync(dir, { recursive: true, force: true });
+  const t0 = performance.now();
+  const r = await Retriever.open(corpusFile(n), { indexDir: dir });
+  const buildS = (performance.now() - t0) / 1000;
+  r.close();
+  console.log(JSON.stringify({ build_s: buildS, peak_rss_mb: process.resourceUsage().maxRSS / 1024 }));
+}
+
+function writeQueries(name: string, qs: string[]): string {
+  const file = join(WORK, `queries-${name}.txt`);
+  writeFileSync(file, qs.map((q) => q.replace(/\s+/g, ' ')).join('\n') + '\n');
+  return file;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** HTTP load against our server: `inFlight` concurrent clients, `perRequest` queries per request. */
+async function httpRound(url: string, token: string, qs: string[], perRequest: number, inFlight: number): Promise<{ qps: number; p50_ms: number; p99_ms: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: inFlight });
+  const post = (queries: string[]) =>
+    new Promise<void>((resolve, reject) => {
+      const body = JSON.stringify({ queries, top_k: K, dialect: 'search-r1' });
+      const req = request(`${url}/v1/tools/search`, { method: 'POST', agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => (res.statusCode === 200 ? resolve(void JSON.parse(Buffer.concat(chunks).toString('utf8'))) : reject(new Error(`HTTP ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  const reqs: string[][] = [];
+  for (let i = 0; i + perRequest <= qs.length; i += perRequest) reqs.push(qs.slice(i, i + perRequest));
+  const lat: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < reqs.length) {
+        const q = reqs[next++];
+        const s = performance.now();
+        await post(q);
+        lat.push(performance.now() - s);
+      }
+    }),
+  );
+  const total = performance.now() - t0;
+  agent.destroy();
+  lat.sort((a, b) => a - b);
+  return { qps: ((reqs.length * perRequest) / total) * 1000, p50_ms: lat[Math.floor(lat.length / 2)], p99_ms: lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.99))] };
+}
 
 async function main(): Promise<void> {
-  const phase = process.argv[process.argv.indexOf('--phase') + 1];
-  if (process.argv.includes('--phase')) {
-    const n = arg('n', 0);
-    const nq = arg('nq', 0);
-    const out = phase === 'ours-build' ? await phaseOursBuild(n) : phase === 'ours' ? await phaseOurs(n, nq) : await phaseMinisearch(n, nq);
-    console.log(JSON.stringify(out));
-    return;
-  }
+  if (process.argv.includes('--phase')) return phaseBuild(arg('n', 0));
   const size = arg('size', 1_000_000);
-  const shared = arg('shared-size', 100_000);
-  const nq = arg('queries', 2000);
-  const msq = arg('ms-queries', 300);
-  const sharedMb = ensureCorpus(shared);
-  const bigMb = ensureCorpus(size);
-  console.error(`ours @ ${shared}…`);
-  const oursShared = { ...runPhase('ours-build', shared, 0, 4096), ...runPhase('ours', shared, msq, 4096) };
-  console.error(`minisearch @ ${shared}…`);
-  const ms = runPhase('minisearch', shared, msq, 16384);
-  console.error(`ours @ ${size}…`);
-  const oursBig = { ...runPhase('ours-build', size, 0, 8192), ...runPhase('ours', size, nq, 8192) };
-  const cmd = `node --import tsx bench/search/run.ts --size ${size} --shared-size ${shared} --queries ${nq} --ms-queries ${msq}`;
-  const row = (name: string, r: any) =>
-    `| ${name} | ${r.passages.toLocaleString('en')} | ${f(r.build_s)} s | ${r.index_mb === null ? 'n/a' : `${f(r.index_mb)} MB`} | ${f(r.peak_rss_build_mb, 0)} MB | ${f(r.peak_rss_mb, 0)} MB | ${fmtLat(r.engine)} |`;
+  const rounds = arg('rounds', 5);
+  const nTitle = arg('title', 2048);
+  const nCommon = arg('common', 1024);
+  const threads = arg('threads', availableParallelism());
+  const load0 = loadavg();
+  const started = new Date();
+  const corpusMb = ensureCorpus(size);
+  const file = corpusFile(size);
+
+  // ---- builds (ours, then Lucene), each in its own process
+  const reuse = process.argv.includes('--reuse-index');
+  const saved = (name: string) => join(WORK, `build-${name}-${size}.json`);
+  const oursDir = join(WORK, `ours-index-${size}`);
+  let oursBuild: any;
+  if (reuse && existsSync(saved('ours')) && readIndexHeader(oursDir)) oursBuild = JSON.parse(readFileSync(saved('ours'), 'utf8'));
+  else {
+    console.error(`building ours @ ${size}…`);
+    const b = spawnSync(process.execPath, ['--max-old-space-size=8192', '--import', 'tsx', __filename, '--phase', 'build', '--n', String(size)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    if (b.status !== 0) throw new Error(`our build failed (exit ${b.status})`);
+    oursBuild = { ...JSON.parse(b.stdout.trim().split('\n').at(-1)!), loadavg: loadavg() };
+    writeFileSync(saved('ours'), JSON.stringify(oursBuild));
+  }
+  const header = readIndexHeader(oursDir)!;
+  const oursBytes = statSync(join(oursDir, 'bm25.idx')).size;
+  // Passage locators (byte offset + length per passage) play the part of Lucene's stored ids: not inverted index.
+  const oursInverted = oursBytes - header.sections.docOffsets[1] - header.sections.docBytes[1];
+
+  const lucene = process.argv.includes('--no-lucene') ? { skipped: '--no-lucene given' } : buildLucene();
+  let luceneBuild: any = null;
+  const luceneDir = join(WORK, `lucene-index-${size}`);
+  if ('skipped' in lucene) console.error(`Lucene skipped: ${lucene.skipped}`);
+  else if (reuse && existsSync(saved('lucene')) && existsSync(luceneDir)) luceneBuild = JSON.parse(readFileSync(saved('lucene'), 'utf8'));
+  else {
+    console.error(`building Lucene ${lucene.version} @ ${size}…`);
+    rmSync(luceneDir, { recursive: true, force: true });
+    const r = spawnSync(lucene.java, ['-Xms2g', '-Xmx2g', '-cp', lucene.classpath, 'LuceneBench', 'index', file, luceneDir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    if (r.status !== 0) throw new Error(`Lucene index build failed (exit ${r.status})`);
+    luceneBuild = { ...JSON.parse(r.stdout.trim().split('\n').at(-1)!), loadavg: loadavg() };
+    writeFileSync(saved('lucene'), JSON.stringify(luceneBuild));
+  }
+
+  // ---- queries: title + three text words (the old set), and five words of passage text; warm-up sets use other passages
+  const c = new SyntheticCorpus(SEED);
+  const target = (i: number, count: number, shift = 0) => Math.floor(((i + 0.5 + shift) / count) * size) % size;
+  const files = {
+    title: writeQueries('title', Array.from({ length: nTitle }, (_, i) => c.query(target(i, nTitle), i))),
+    common: writeQueries('common', Array.from({ length: nCommon }, (_, i) => c.commonQuery(target(i, nCommon), i))),
+    warmTitle: writeQueries('warm-title', Array.from({ length: 1024 }, (_, i) => c.query(target(i, 1024, 0.37), 10_000 + i))),
+    warmCommon: writeQueries('warm-common', Array.from({ length: 1024 }, (_, i) => c.commonQuery(target(i, 1024, 0.37), 10_000 + i))),
+  };
+
+  // ---- engines up
+  const ours = new Host('ours', spawn(process.execPath, ['--max-old-space-size=4096', '--import', 'tsx', join(__dirname, 'engine-host.ts'), file, oursDir, String(threads)], { stdio: ['pipe', 'pipe', 'inherit'] }));
+  const oursReady = await ours.next();
+  const hosts = [ours];
+  let luc: Host | null = null;
+  if (!('skipped' in lucene)) {
+    luc = new Host('lucene', spawn(lucene.java, ['-Xms1g', '-Xmx1g', '-cp', lucene.classpath, 'LuceneBench', 'serve', luceneDir], { stdio: ['pipe', 'pipe', 'inherit'] }));
+    await luc.next();
+    hosts.push(luc);
+  }
+  for (const h of hosts) for (const f of Object.values(files)) await h.cmd(`load ${f}`);
+  console.error('warming up…');
+  for (let w = 0; w < 2; w++) {
+    for (const h of hosts) {
+      for (const f of [files.warmTitle, files.warmCommon]) {
+        await h.cmd(`single ${f} ${K}`);
+        await h.cmd(`batch ${f} ${K} 1`);
+        await h.cmd(`batch ${f} ${K} ${threads}`);
+      }
+    }
+  }
+
+  // ---- exactness and agreement
+  const exact = { title: await ours.cmd(`exact ${files.title} ${K}`), common: await ours.cmd(`exact ${files.common} ${K}`) };
+  let agreement: { top1: number; top3: number; n: number } | null = null;
+  if (luc) {
+    const a = join(WORK, 'top-ours.tsv');
+    const l = join(WORK, 'top-lucene.tsv');
+    await ours.cmd(`topk ${files.title} ${K} ${a}`);
+    await luc.cmd(`topk ${files.title} ${K} ${l}`);
+    const A = readFileSync(a, 'utf8').split('\n');
+    const L = readFileSync(l, 'utf8').split('\n');
+    let top1 = 0;
+    let top3 = 0;
+    for (let i = 0; i < nTitle; i++) {
+      if (A[i].split('\t')[0] === L[i].split('\t')[0]) top1++;
+      if (A[i] === L[i]) top3++;
+    }
+    agreement = { top1, top3, n: nTitle };
+  }
+
+  // ---- interleaved rounds
+  const measures: { key: string; cmd: string }[] = [
+    { key: 'single title', cmd: `single ${files.title} ${K}` },
+    { key: 'single common', cmd: `single ${files.common} ${K}` },
+    { key: 'batch64 1 thread title', cmd: `batch ${files.title} ${K} 1` },
+    { key: 'batch64 1 thread common', cmd: `batch ${files.common} ${K} 1` },
+    { key: `batch64 ${threads} threads title`, cmd: `batch ${files.title} ${K} ${threads}` },
+    { key: `batch64 ${threads} threads common`, cmd: `batch ${files.common} ${K} ${threads}` },
+  ];
+  const res: Record<string, Record<string, any[]>> = { ours: {}, lucene: {}, http: {} };
+  const { url, token } = await ours.cmd('http');
+  const titleQs = readFileSync(files.title, 'utf8').trim().split('\n');
+  await httpRound(url, token, titleQs.slice(0, 256), 1, 8); // warm the server's workers
+  for (let r = 0; r < rounds; r++) {
+    console.error(`round ${r + 1}/${rounds}…`);
+    for (const m of measures) {
+      const order = r % 2 === 0 ? hosts : [...hosts].reverse();
+      for (const h of order) (res[h.name][m.key] ??= []).push(await h.cmd(m.cmd));
+    }
+    (res.http['1 query/request, 8 in flight'] ??= []).push(await httpRound(url, token, titleQs, 1, 8));
+    (res.http['64 queries/request, 1 in flight'] ??= []).push(await httpRound(url, token, titleQs, 64, 1));
+  }
+  const oursRss = await ours.cmd('rss');
+  const lucRss = luc ? await luc.cmd('rss') : null;
+  for (const h of hosts) await h.cmd('quit').catch(() => {});
+  for (const h of hosts) h.stop();
+  const load1 = loadavg();
+
+  // ---- report
+  const f = (x: number, d = 0) => x.toFixed(d);
+  const stat = (xs: any[], key: string) => ({ min: Math.min(...xs.map((x) => x[key])), med: median(xs.map((x) => x[key])), max: Math.max(...xs.map((x) => x[key])) });
+  const rows: string[] = [];
+  const ratios: string[] = [];
+  for (const m of measures) {
+    const o = res.ours[m.key];
+    const l = res.lucene[m.key];
+    const lat = m.key.startsWith('single') ? ['p50_ms', 'p99_ms'] : ['batch_p50_ms', 'batch_p99_ms'];
+    const cell = (xs: any[] | undefined) =>
+      xs ? `${f(stat(xs, 'qps').med)} (${f(stat(xs, 'qps').min)}–${f(stat(xs, 'qps').max)}) | ${f(stat(xs, lat[0]).med, 3)} | ${f(stat(xs, lat[1]).med, 3)}` : 'n/a | n/a | n/a';
+    const ratio = l ? stat(o, 'qps').med / stat(l, 'qps').med : NaN;
+    rows.push(`| ${m.key} | ${cell(o)} | ${cell(l)} | ${l ? `${f(ratio, 2)}×` : 'n/a'} |`);
+    if (l) ratios.push(`${m.key}: ${f(ratio, 2)}× Lucene's queries/s (median of rounds), p99 ${f(stat(o, lat[1]).med, 3)} vs ${f(stat(l, lat[1]).med, 3)} ms`);
+  }
+  const httpRows = Object.entries(res.http).map(([k, xs]) => `| ${k} | ${f(stat(xs, 'qps').med)} (${f(stat(xs, 'qps').min)}–${f(stat(xs, 'qps').max)}) | ${f(stat(xs, 'p50_ms').med, 2)} | ${f(stat(xs, 'p99_ms').med, 2)} |`);
+  const cmd = `node --import tsx bench/search/run.ts --size ${size} --rounds ${rounds} --title ${nTitle} --common ${nCommon} --threads ${threads}${reuse ? ' --reuse-index' : ''}`;
+  const lv = luceneBuild;
   const body = [
     `Command: \`${cmd}\``,
-    `Machine: ${process.platform} ${process.arch}, Node ${process.version}, ${cpus().length} cores (shared; single-threaded search).`,
+    `Machine: ${process.platform} ${process.arch}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${f(totalmem() / 2 ** 30)} GiB, Node ${process.version}${'skipped' in lucene ? '' : `, Java ${lucene.javaVersion}, Lucene ${lucene.version}`}.`,
+    `Load average (1/5/15 min) at start ${load0.map((x) => f(x, 2)).join(' / ')}, at end ${load1.map((x) => f(x, 2)).join(' / ')} — the machine is shared; compare ratios taken in this same run, not absolute figures across runs.`,
+    `Started ${started.toISOString()}.`,
     '',
-    `Corpus: generated FlashRAG-format passages (bench/search/generate.ts, seed ${SEED}): ~100 words each from a Zipfian`,
-    `vocabulary of 200k made-up words, plus a two-word title; ${shared.toLocaleString('en')} passages = ${f(sharedMb)} MB, ${size.toLocaleString('en')} = ${f(bigMb)} MB.`,
-    'Queries: title + three words of a target passage (so a few rare and several very common terms); top-3; timed one at',
-    'a time after a warm-up; hit@1 = target passage ranked first. minisearch 7.2 defaults (OR, BM25-style scoring, no',
-    'prefix/fuzzy) over the `contents` field; its index size is its JSON serialisation; ours is the `bm25.idx` file.',
-    `Side by side at ${shared.toLocaleString('en')} passages: there minisearch already takes ${f(ms.build_s, 0)} s to build, peaks at ${f(ms.peak_rss_mb / 1024, 2)} GB RSS and`,
-    `needs ${f(ms.engine.p50_ms, 0)} ms per query (p50). Scaled linearly to ${size.toLocaleString('en')}: ~${f((ms.peak_rss_mb / 1024) * (size / shared), 0)} GB (this machine has ${f(totalmem() / 2 ** 30, 0)} GB),`,
-    `~${f((ms.build_s * size) / shared / 60, 0)} min of build and ~${f((ms.engine.p50_ms * size) / shared / 1000, 1)} s per query, which does not fit a few-minutes run on 2 cores, so at ${size.toLocaleString('en')} ours runs alone.`,
+    `Corpus: bench/search/generate.ts, seed ${SEED}: ${size.toLocaleString('en')} FlashRAG passages (${f(corpusMb)} MiB), ~100 words each from a Zipfian`,
+    'vocabulary of 200k made-up words, plus a two-word title. Query sets (same files for both engines): **title** =',
+    `title + three words of a target passage (${nTitle}), **common** = five words drawn from a target passage's text, mostly`,
+    `common words (${nCommon}). Top-${K}. Both engines: k1 0.9, b 0.4; Lucene's analyzer mirrors src/env/tokenize.ts (letter/digit`,
+    'runs, lower-case, ASCII folding, the same 33 stopwords, tokens > 64 chars dropped, no stemming), postings with docs + freqs',
+    '(no positions), one segment (forceMerge(1)), IndexSearcher.search(BooleanQuery of SHOULD TermQuerys, k), no executor.',
+    `Ours: Bm25Index.search in-process (single, batch on 1 thread) and the SearchPool of ${threads} worker threads sharing the index`,
+    `(batch on ${threads} threads: a batch of 64 cut into ${4 * threads} slices of ${Math.ceil(64 / (4 * threads))} handed to free workers, as the server does); Lucene: a fixed pool of ${threads} threads, one task per query.`,
+    `Each engine is warmed up on other queries first; then ${rounds} rounds, engines alternating (who goes first flips each round).`,
+    `Cells: queries/s median (min–max over rounds) | p50 | p99 in ms (per query; per batch of 64 for batches), medians over rounds.`,
     '',
-    '| engine | passages | build | index size | peak RSS building | peak RSS querying | queries/s | p50 ms | p99 ms | hit@1 |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
-    row('minisearch', ms),
-    row('coa BM25', oursShared),
-    row('coa BM25', oursBig),
+    `| measurement | ours q/s | ours p50 | ours p99 | Lucene q/s | Lucene p50 | Lucene p99 | ours ÷ Lucene |`,
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...rows,
     '',
-    `Speed-up at ${shared.toLocaleString('en')}: ${f(oursShared.engine.qps / ms.engine.qps, 0)}× minisearch's queries/s (target ≥ 3×); p99 at ${size.toLocaleString('en')}: ${f(oursBig.engine.p99_ms, 2)} ms (target ≤ 20 ms).`,
+    ...ratios.map((r) => `- ${r}`),
     '',
-    `At ${size.toLocaleString('en')} passages (${oursBig.terms.toLocaleString('en')} terms, ${oursBig.postings.toLocaleString('en')} postings):`,
-    `- built in ${f(oursBig.build_s, 0)} s (peak RSS ${f(oursBig.peak_rss_build_mb, 0)} MB, one thread); the saved index reloads in a fresh process in ${f(oursBig.load_s, 2)} s (RSS of that process after its query and HTTP runs: ${f(oursBig.rss_loaded_mb, 0)} MB);`,
-    `- with passage text read back from the corpus (Retriever.search): ${f(oursBig.with_text.qps, 0)} queries/s, p50 ${f(oursBig.with_text.p50_ms, 3)} ms, p99 ${f(oursBig.with_text.p99_ms, 3)} ms;`,
-    `- over HTTP (\`POST /v1/tools/search\`, one query per request, 8 in flight, search-r1 observations): ${f(oursBig.http.qps, 0)} requests/s, p50 ${f(oursBig.http.p50_ms, 2)} ms, p99 ${f(oursBig.http.p99_ms, 2)} ms.`,
-  ].join('\n');
+    `Exact top-${K}: pruned search identical to exhaustive scoring (same passages, bit-identical scores) on ${exact.title.identical}/${exact.title.n} title and ${exact.common.identical}/${exact.common.n} common queries.`,
+    agreement
+      ? `Agreement with Lucene (title queries): same top-1 passage on ${agreement.top1}/${agreement.n}, same top-${K} list on ${agreement.top3}/${agreement.n} (Lucene stores document lengths in one byte, so its scores differ slightly).`
+      : '',
+    '',
+    '| index | build | peak RSS building | file size | inverted index | RSS serving |',
+    '| --- | --- | --- | --- | --- | --- |',
+    `| ours (bm25.idx, format 3) | ${f(oursBuild.build_s, 1)} s (1 thread) | ${f(oursBuild.peak_rss_mb)} MiB | ${f(oursBytes / MiB, 1)} MiB | ${f(oursInverted / MiB, 1)} MiB | ${f(oursRss.rss_mb)} MiB (index read once into shared memory; ${threads} workers) |`,
+    lv
+      ? `| Lucene ${'skipped' in lucene ? '' : lucene.version} | ${f(lv.build_s, 1)} s (1 indexing thread, incl. forceMerge) | ${f(lv.peak_rss_mb)} MiB (JVM -Xmx2g) | ${f(lv.bytes / MiB, 1)} MiB | ${f(lv.inverted_bytes / MiB, 1)} MiB (.doc ${f(lv.by_ext.doc / MiB, 1)}, .tim/.tip ${f(((lv.by_ext.tim ?? 0) + (lv.by_ext.tip ?? 0)) / MiB, 1)}, norms ${f(((lv.by_ext.nvd ?? 0) + (lv.by_ext.nvm ?? 0)) / MiB, 1)}) | ${f(lucRss.rss_mb)} MiB (mmap pages counted) |`
+      : `| Lucene | skipped: ${'skipped' in lucene ? lucene.skipped : ''} | | | | |`,
+    '',
+    lv ? `Index size ratio (inverted index): ${f(oursInverted / lv.inverted_bytes, 2)}× Lucene's. Ours loads in ${f(oursReady.load_s, 2)} s.` : '',
+    `Load average during the builds (1/5/15 min): ours ${(oursBuild.loadavg ?? []).map((x: number) => f(x, 2)).join(' / ')}${lv ? `, Lucene ${(lv.loadavg ?? []).map((x: number) => f(x, 2)).join(' / ')}` : ''}.`,
+    '',
+    `Ours over HTTP (\`POST /v1/tools/search\`, search-r1 observations with passage text, node:http keep-alive client in the`,
+    `orchestrator process, server in the engine process with ${threads} workers), title queries:`,
+    '',
+    '| load | queries/s median (min–max) | p50 ms per request | p99 ms per request |',
+    '| --- | --- | --- | --- |',
+    ...httpRows,
+  ]
+    .filter((l, i, a) => !(l === '' && a[i - 1] === ''))
+    .join('\n');
   writeResults('bench/search', body);
   console.log(body);
 }

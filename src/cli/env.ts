@@ -11,11 +11,12 @@ const USAGE = `coa env serve --corpus <corpus.jsonl> [--index <dir>] [--port 0] 
               [--token T] [--fault-rate p] [--fault-seed n] [--latency-ms d] [--timeout-ms t] [--max-body-bytes n]
               [--parent-pid P]   stop when process P exits (trainers pass their pid: no orphaned servers)
               [--otc-max-runs n] [--otc-idle-s s]   bound the per-run OTC-GRPO states (default 256 runs, 6 h idle)
+              [--workers n]      worker threads for searches and grades (default: one per core)
 coa env index --corpus <corpus.jsonl> [--index <dir>]      build (or verify) the saved BM25 index and exit`;
 
 const SERVE_FLAGS = {
   corpus: 'string', index: 'string', port: 'number', dialect: 'string', token: 'string', 'fault-rate': 'number',
-  'fault-seed': 'number', 'latency-ms': 'number', 'timeout-ms': 'number', 'max-body-bytes': 'number', help: 'boolean',
+  'fault-seed': 'number', 'latency-ms': 'number', 'timeout-ms': 'number', 'max-body-bytes': 'number', workers: 'number', help: 'boolean',
   'parent-pid': 'number', 'otc-max-runs': 'number', 'otc-idle-s': 'number',
 } as const;
 
@@ -90,6 +91,7 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
         maxBodyBytes: num(flags, 'max-body-bytes', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
         otcMaxRuns: num(flags, 'otc-max-runs', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
         otcIdleMs: ((s) => (s === undefined ? undefined : s * 1000))(num(flags, 'otc-idle-s', (n) => n > 0, '> 0')),
+        workers: num(flags, 'workers', (n) => Number.isInteger(n) && n >= 1 && n <= 256, 'an integer 1-256'),
         onProgress,
         onBadLine,
       }),

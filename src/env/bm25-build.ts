@@ -4,6 +4,8 @@ import { readCorpus, countLines, type BadLine } from './corpus';
 import { forEachToken } from './tokenize';
 import { Grow } from './grow';
 import { DEFAULT_B, DEFAULT_K1, type Bm25Data } from './bm25';
+import { passageNorms } from './norms';
+import { BLOCK, bitsFor, packBits, type PackedPostings } from './postings';
 
 export interface BuildOptions {
   k1?: number;
@@ -103,6 +105,11 @@ export async function buildBm25(corpusFile: string, opts: BuildOptions = {}): Pr
     }
   }
 
+  const k1 = opts.k1 ?? DEFAULT_K1;
+  const b = opts.b ?? DEFAULT_B;
+  const docTokensArr = docTokens.trimmed();
+  const packed = packPostings(postingStarts, postingDocs, postingTfs, passageNorms(docTokensArr, k1, b));
+
   // Vocabulary sorted by JS string order (the order Bm25Index.termId's binary search compares in).
   const order = Array.from({ length: nTerms }, (_, i) => i);
   order.sort((a, b) => (termNames[a] < termNames[b] ? -1 : termNames[a] > termNames[b] ? 1 : 0));
@@ -115,17 +122,67 @@ export async function buildBm25(corpusFile: string, opts: BuildOptions = {}): Pr
   return {
     badLines,
     data: {
-      k1: opts.k1 ?? DEFAULT_K1,
-      b: opts.b ?? DEFAULT_B,
+      k1,
+      b,
       termBlob,
       termStarts,
       termIds: Uint32Array.from(order),
       postingStarts,
-      postingDocs,
-      postingTfs,
+      ...packed,
       docOffsets: docOffsets.trimmed(),
       docBytes: docBytes.trimmed(),
-      docTokens: docTokens.trimmed(),
+      docTokens: docTokensArr,
     },
   };
+}
+
+/**
+ * Cut each term's postings into blocks of BLOCK and bit-pack them (postings.ts): passage gaps − 1 and
+ * tf − 1 at the block's widths, plus the block's last passage and its block-max tf/(tf + norm), rounded up
+ * (as float32, times 1 + 1e-6) so it stays an upper bound of the float64 values queries compute.
+ */
+export function packPostings(postingStarts: Uint32Array, docs: Uint32Array, tfs: Uint16Array, norm: Float32Array): PackedPostings {
+  const nTerms = postingStarts.length - 1;
+  const termBlocks = new Uint32Array(nTerms + 1);
+  for (let t = 0; t < nTerms; t++) termBlocks[t + 1] = termBlocks[t] + Math.ceil((postingStarts[t + 1] - postingStarts[t]) / BLOCK);
+  const nBlocks = termBlocks[nTerms];
+  const blockLast = new Uint32Array(nBlocks);
+  const blockWord = new Uint32Array(nBlocks);
+  const blockBits = new Uint16Array(nBlocks);
+  const blockMax = new Float32Array(nBlocks);
+  const words = new Grow(Uint32Array, 1 << 20);
+  const gaps = new Uint32Array(BLOCK);
+  const tfm1 = new Uint32Array(BLOCK);
+  let blk = 0;
+  for (let t = 0; t < nTerms; t++) {
+    let prev = -1;
+    for (let start = postingStarts[t], end = postingStarts[t + 1]; start < end; start += BLOCK) {
+      const n = Math.min(BLOCK, end - start);
+      let orGap = 0;
+      let orTf = 0;
+      let max = 0;
+      for (let i = 0; i < n; i++) {
+        const d = docs[start + i];
+        const tf = tfs[start + i];
+        gaps[i] = d - prev - 1;
+        tfm1[i] = tf - 1;
+        orGap |= gaps[i];
+        orTf |= tfm1[i];
+        prev = d;
+        const f = tf / (tf + norm[d]);
+        if (f > max) max = f;
+      }
+      const gb = bitsFor(orGap);
+      const tb = bitsFor(orTf);
+      if (words.length > 0xffffffff - 2 * BLOCK) throw new Error('corpus too large: postings exceed the 16 GiB index limit');
+      blockWord[blk] = words.length;
+      packBits(gaps, n, gb, words);
+      packBits(tfm1, n, tb, words);
+      blockLast[blk] = prev;
+      blockBits[blk] = gb | (tb << 8);
+      blockMax[blk] = Math.fround(max * (1 + 1e-6));
+      blk++;
+    }
+  }
+  return { termBlocks, blockLast, blockWord, blockBits, blockMax, postingWords: words.trimmed() };
 }

@@ -19,7 +19,12 @@ export class HttpError extends Error {
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.destroyed) return;
-  const text = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/** A reply whose JSON text is already serialised (by a worker thread). */
+export function sendJsonText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),

@@ -1,6 +1,8 @@
 // The on-disk index: one file `bm25.idx` = magic, a JSON header (corpus fingerprint, parameters,
 // section table), then the typed arrays of Bm25Data as raw little-endian sections, 8-byte aligned.
-// Loading is a few large reads straight into typed arrays: no parsing, no per-term objects.
+// Loading is one read of the data area into a SharedArrayBuffer with typed-array views on it: no parsing,
+// no per-term objects, and search worker threads (search-pool.ts) share the same memory instead of copies.
+// Format 3: block-compressed postings (postings.ts); an index of another format is rebuilt.
 import { openSync, readSync, writeSync, closeSync, renameSync, mkdirSync, unlinkSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Bm25Data } from './bm25';
@@ -9,7 +11,7 @@ import { TOKENIZER_VERSION } from './tokenize';
 
 export const INDEX_FILE = 'bm25.idx';
 const MAGIC = Buffer.from('COABM25\n', 'latin1');
-const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 
 export interface IndexHeader {
   format: number;
@@ -28,17 +30,21 @@ export interface IndexHeader {
 }
 
 type SectionName = Exclude<keyof Bm25Data, 'k1' | 'b'>;
-const SECTIONS: { name: SectionName; ctor: { new (buf: ArrayBuffer): ArrayBufferView; BYTES_PER_ELEMENT: number } }[] = [
+type ViewCtor = { new (buf: ArrayBufferLike, byteOffset: number, length: number): ArrayBufferView; BYTES_PER_ELEMENT: number };
+const SECTIONS: { name: SectionName; ctor: ViewCtor }[] = [
   { name: 'termBlob', ctor: Uint8Array },
   { name: 'termStarts', ctor: Uint32Array },
   { name: 'termIds', ctor: Uint32Array },
   { name: 'postingStarts', ctor: Uint32Array },
-  { name: 'postingDocs', ctor: Uint32Array },
-  { name: 'postingTfs', ctor: Uint16Array },
+  { name: 'termBlocks', ctor: Uint32Array },
+  { name: 'blockLast', ctor: Uint32Array },
+  { name: 'blockWord', ctor: Uint32Array },
+  { name: 'blockBits', ctor: Uint16Array },
+  { name: 'blockMax', ctor: Float32Array },
+  { name: 'postingWords', ctor: Uint32Array },
   { name: 'docOffsets', ctor: Float64Array },
   { name: 'docBytes', ctor: Uint32Array },
   { name: 'docTokens', ctor: Uint32Array },
-  { name: 'termMaxFactors', ctor: Float32Array },
 ];
 
 if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error('the BM25 index format assumes a little-endian machine');
@@ -67,7 +73,7 @@ export function writeIndex(dir: string, data: Bm25Data, info: HeaderInfo): { pat
     b: data.b,
     passages: data.docTokens.length,
     terms: data.termIds.length,
-    postings: data.postingDocs.length,
+    postings: data.postingStarts[data.termIds.length] ?? 0,
     sections,
   };
   const json = Buffer.from(JSON.stringify(header), 'utf8');
@@ -142,26 +148,46 @@ function readHeader(fd: number): { header: IndexHeader; dataStart: number } {
   return { header, dataStart: align8(first.length + jsonLen) };
 }
 
-export function readIndex(dir: string): { header: IndexHeader; data: Bm25Data } {
+/** The index data area in one SharedArrayBuffer, plus the header that locates each section in it. */
+export interface SharedIndex {
+  header: IndexHeader;
+  buffer: SharedArrayBuffer;
+}
+
+export function readIndex(dir: string): SharedIndex & { data: Bm25Data } {
   const fd = openSync(join(dir, INDEX_FILE), 'r');
   try {
     const { header, dataStart } = readHeader(fd);
     if (header.format !== FORMAT_VERSION) throw new Error(`index format ${header.format}, expected ${FORMAT_VERSION}`);
     const size = fstatSync(fd).size;
-    const out: Partial<Record<SectionName, ArrayBufferView>> = {};
+    let dataEnd = 0; // bytes to read: up to the end of the last non-empty section
+    let extent = 0; // the buffer covers every section's offset, empty ones included
     for (const s of SECTIONS) {
       const entry = header.sections[s.name];
       if (!entry) throw new Error(`index file lacks section ${s.name}`);
       const [off, len] = entry;
-      if (dataStart + off + len > size || len % s.ctor.BYTES_PER_ELEMENT !== 0) throw new Error(`index section ${s.name} is damaged`);
-      const buf = new ArrayBuffer(len);
-      readAll(fd, new Uint8Array(buf), dataStart + off);
-      out[s.name] = new s.ctor(buf);
+      // An empty section (an empty corpus) has no bytes: its aligned offset may lie past the file's last byte.
+      if ((len > 0 && dataStart + off + len > size) || len % s.ctor.BYTES_PER_ELEMENT !== 0 || off % 8 !== 0) throw new Error(`index section ${s.name} is damaged`);
+      if (len > 0) dataEnd = Math.max(dataEnd, off + len);
+      extent = Math.max(extent, off + len);
     }
-    const data = { ...(out as Omit<Bm25Data, 'k1' | 'b'>), k1: header.k1, b: header.b } as Bm25Data;
-    if (data.docTokens.length !== header.passages || data.termIds.length !== header.terms) throw new Error('index counts do not match its header');
-    return { header, data };
+    const buffer = new SharedArrayBuffer(align8(extent));
+    readAll(fd, new Uint8Array(buffer, 0, dataEnd), dataStart);
+    const shared = { header, buffer };
+    return { ...shared, data: indexData(shared) };
   } finally {
     closeSync(fd);
   }
+}
+
+/** Typed-array views of a loaded index (cheap: no copy; what each worker thread does with the shared buffer). */
+export function indexData({ header, buffer }: SharedIndex): Bm25Data {
+  const out: Partial<Record<SectionName, ArrayBufferView>> = {};
+  for (const s of SECTIONS) {
+    const [off, len] = header.sections[s.name];
+    out[s.name] = new s.ctor(buffer, off, len / s.ctor.BYTES_PER_ELEMENT);
+  }
+  const data = { ...(out as Omit<Bm25Data, 'k1' | 'b'>), k1: header.k1, b: header.b } as Bm25Data;
+  if (data.docTokens.length !== header.passages || data.termIds.length !== header.terms) throw new Error('index counts do not match its header');
+  return data;
 }

@@ -101,6 +101,7 @@ export const ERROR_CODES = {
   method_not_allowed: 405,
   body_too_large: 413,
   injected_fault: 503,
+  shutting_down: 503,
   timeout: 504,
   internal: 500,
 } as const;

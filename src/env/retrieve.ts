@@ -63,14 +63,19 @@ export function routePath(url: string | undefined): string {
   return m ? m[1] : path;
 }
 
-export async function retrieve(body: unknown, search: (query: string, k: number) => SearchHit[] | Promise<SearchHit[]>): Promise<RetrieveResponse> {
+/**
+ * Answers a retrieve request. `searchBatch` runs the queries (in the server: on its worker threads, so the event
+ * loop never searches); `counts` come back for tool health.
+ */
+export async function retrieve(body: unknown, searchBatch: (queries: string[], k: number) => Promise<SearchHit[][]>): Promise<{ response: RetrieveResponse; counts: { queries: number; empty: number } }> {
   const r = RetrieveRequestSchema.safeParse(body);
   if (!r.success) {
     const { message, path } = describeIssues(r.error);
     throw new HttpError('invalid_request', message, path);
   }
   const k = r.data.topk || DEFAULT_RETRIEVE_TOP_K;
-  const hits = await Promise.all(r.data.queries.map((q) => search(q, k)));
-  if (r.data.return_scores) return { result: hits.map((list) => list.map((h) => ({ document: { id: h.id, contents: h.contents }, score: h.score }))) };
-  return { result: hits.map((list) => list.map((h) => ({ id: h.id, contents: h.contents }))) };
+  const hits = r.data.queries.length ? await searchBatch(r.data.queries, k) : [];
+  const counts = { queries: hits.length, empty: hits.filter((l) => l.length === 0).length };
+  if (r.data.return_scores) return { response: { result: hits.map((list) => list.map((h) => ({ document: { id: h.id, contents: h.contents }, score: h.score }))) }, counts };
+  return { response: { result: hits.map((list) => list.map((h) => ({ id: h.id, contents: h.contents }))) }, counts };
 }

@@ -7,7 +7,7 @@ import { homedir } from 'node:os';
 import { Bm25Index, DEFAULT_B, DEFAULT_K1 } from './bm25';
 import { buildBm25, type BuildOptions } from './bm25-build';
 import { fingerprintCorpus, parsePassage, sameFingerprint, splitContents } from './corpus';
-import { readIndex, readIndexHeader, writeIndex, type IndexHeader } from './index-file';
+import { FORMAT_VERSION, readIndex, readIndexHeader, writeIndex, type IndexHeader, type SharedIndex } from './index-file';
 import { TOKENIZER_VERSION } from './tokenize';
 
 export interface SearchHit {
@@ -50,6 +50,7 @@ export function defaultIndexDir(corpus: string): string {
 /** Why the saved index cannot be used for this corpus, or null if it can. */
 function staleReason(header: IndexHeader | null, fp: ReturnType<typeof fingerprintCorpus>, k1: number, b: number): string | null {
   if (!header) return 'no saved index';
+  if (header.format !== FORMAT_VERSION) return `index format ${header.format} (current: ${FORMAT_VERSION})`;
   if (header.tokenizer !== TOKENIZER_VERSION) return 'tokenizer changed';
   if (header.k1 !== k1 || header.b !== b) return 'k1/b changed';
   if (!sameFingerprint(header.fingerprint, fp)) return 'corpus changed';
@@ -58,10 +59,12 @@ function staleReason(header: IndexHeader | null, fp: ReturnType<typeof fingerpri
 
 export class Retriever {
   private fd: number;
-  private constructor(
+  constructor(
     readonly corpus: string,
     readonly index: Bm25Index,
     readonly info: OpenInfo,
+    /** The loaded index file (shared memory), for search worker threads. */
+    readonly shared: SharedIndex,
   ) {
     this.fd = openSync(corpus, 'r');
   }
@@ -76,9 +79,9 @@ export class Retriever {
     let reason = staleReason(readIndexHeader(indexDir), fp, k1, b);
     if (reason === null) {
       try {
-        const { header, data } = readIndex(indexDir);
+        const { header, buffer, data } = readIndex(indexDir);
         const info: OpenInfo = { indexDir, source: 'loaded', ms: Date.now() - started, header };
-        return new Retriever(corpus, new Bm25Index(data), info);
+        return new Retriever(corpus, new Bm25Index(data), info, { header, buffer });
       } catch (e) {
         reason = `saved index unreadable: ${(e as Error).message}`;
       }
@@ -87,14 +90,17 @@ export class Retriever {
     const { data, badLines } = await buildBm25(corpus, { k1, b, onProgress: opts.onProgress, onBadLine: opts.onBadLine });
     // The corpus may have changed while we read it; then the offsets are unreliable: refuse.
     if (!sameFingerprint(fingerprintCorpus(corpus), fp)) throw new Error(`${corpus}: the corpus changed while the index was being built`);
-    const index = new Bm25Index(data);
-    data.termMaxFactors = index.allMaxFactors();
     mkdirSync(indexDir, { recursive: true });
     const { path } = writeIndex(indexDir, data, { corpus, fingerprint: fp, bad_lines: badLines, build_ms: Date.now() - buildStart });
-    const header = readIndexHeader(indexDir);
-    if (!header) throw new Error(`${path}: index was written but cannot be read back`);
-    const info: OpenInfo = { indexDir, source: 'built', reason, ms: Date.now() - started, header };
-    return new Retriever(corpus, index, info);
+    // Serve from the file just written (one shared buffer, and proof that it reads back).
+    let loaded: ReturnType<typeof readIndex>;
+    try {
+      loaded = readIndex(indexDir);
+    } catch (e) {
+      throw new Error(`${path}: index was written but cannot be read back: ${(e as Error).message}`, { cause: e });
+    }
+    const info: OpenInfo = { indexDir, source: 'built', reason, ms: Date.now() - started, header: loaded.header };
+    return new Retriever(corpus, new Bm25Index(loaded.data), info, { header: loaded.header, buffer: loaded.buffer });
   }
 
   get passages(): number {

@@ -6,12 +6,13 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import type { DialectName } from '../core/dialects';
-import { OtcState, scoreRecords } from '../core/rewards';
+import { OtcState } from '../core/rewards';
 import { OtcStore } from './otcStore';
-import { Retriever, type OpenInfo, type OpenOptions } from './retriever';
-import { formatObservation } from './observations';
-import { HttpError, parseJson, readBody, sendError, sendJson } from './http';
-import { describeIssues, GradeRequestSchema, RUN_ID, SearchRequestSchema, toolSpecs, type SearchResponse } from './protocol';
+import { Retriever, type OpenInfo, type OpenOptions, type SearchHit } from './retriever';
+import { HttpError, parseJson, readBody, sendError, sendJson, sendJsonText } from './http';
+import { SearchPool, sliceBatch } from './search-pool';
+import { joinSearchResponse } from './env-work';
+import { describeIssues, RUN_ID, SearchRequestSchema, toolSpecs } from './protocol';
 import { makeRandom } from './random';
 import { authenticate, retrieve, RETRIEVE_PATH, routePath } from './retrieve';
 import { ToolHealth } from './toolHealth';
@@ -39,6 +40,8 @@ export interface EnvServerOptions extends OpenOptions {
   otcMaxRuns?: number;
   /** An OTC-GRPO state unused this long is dropped; default 6 h. */
   otcIdleMs?: number;
+  /** Worker threads for search and grade work (they share the index); default: one per CPU core. */
+  workers?: number;
 }
 
 export interface EnvServer {
@@ -54,7 +57,14 @@ export interface EnvServer {
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 
-type Handler = (req: IncomingMessage, body: () => Promise<unknown>, params: Record<string, string>) => Promise<{ status?: number; body: unknown }>;
+/** `raw`: the request body bytes; `signal`: aborted when the request times out (work still running is then abandoned). */
+type HandlerContext = { raw: Buffer; signal: AbortSignal };
+/** A reply is `body` (serialised here) or `raw`, JSON text already serialised by a worker thread. */
+/** `raw`: the answer already serialised (by a worker); `toolCounts`: queries and empty results of a tool answer, for tool health. */
+type Reply = { status?: number; body: unknown; raw?: string; toolCounts?: { queries: number; empty: number } };
+type Handler = (req: IncomingMessage, body: () => Promise<unknown>, params: Record<string, string>, ctx: HandlerContext) => Promise<Reply>;
+/** Search bodies up to this size are parsed on the event loop (and their queries spread over the workers); larger ones are parsed by a worker. */
+const INLINE_PARSE_BYTES = 64 * 1024;
 interface Route {
   pattern: RegExp;
   methods: Record<string, Handler>;
@@ -82,6 +92,22 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     retriever.close();
     throw new CorpusError(`${opts.corpus}: no valid passages (each line must be {"id": …, "contents": "…"}; malformed lines are reported as bad_line events)`);
   }
+  // Search and grade work runs in worker threads sharing the index, never on this event loop (health stays prompt).
+  const pool = new SearchPool(retriever, opts.workers);
+  // Grades of one run are serialised from the moment they read its OTC state, so each sees the previous one's updates.
+  const runLocks = new Map<string, Promise<void>>();
+  const lockRun = async (run: string): Promise<() => void> => {
+    const prev = runLocks.get(run) ?? Promise.resolve();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const mine = prev.then(() => gate);
+    runLocks.set(run, mine);
+    await prev;
+    return () => {
+      release();
+      if (runLocks.get(run) === mine) runLocks.delete(run);
+    };
+  };
   const started = Date.now();
   const runs = new OtcStore({ maxRuns: opts.otcMaxRuns, idleMs: opts.otcIdleMs });
   const toolHealth = new ToolHealth(); // per-caller calls, failures, empty results, latency (src/env/toolHealth.ts)
@@ -111,7 +137,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     {
       pattern: /^\/v1\/health$/,
       methods: {
-        GET: async () => ({ body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats, otc_runs: runs.size, otc_evictions: runs.evictions } } }),
+        GET: async () => ({ body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats, otc_runs: runs.size, otc_evictions: runs.evictions, workers: pool.size, workers_recycled: pool.recycled } } }),
       },
     },
     { pattern: /^\/v1\/tools$/, methods: { GET: async () => ({ body: { tools: toolSpecs(retriever.passages) } }) } },
@@ -119,13 +145,19 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       pattern: /^\/v1\/tools\/search$/,
       faulty: true,
       methods: {
-        POST: async (_req, body) => {
+        POST: async (_req, body, _params, { raw, signal }) => {
+          if (raw.length > INLINE_PARSE_BYTES) {
+            const r = await pool.run<{ results: string; observations: string; queries: number; empty: number }>({ kind: 'search-raw', body: raw, dialect: defaultDialect }, { signal });
+            stats.queries += r.queries;
+            return { body: null, raw: joinSearchResponse([r]), toolCounts: { queries: r.queries, empty: r.empty } };
+          }
           const q = validate(SearchRequestSchema, await body());
           const dialect = q.dialect ?? defaultDialect;
-          const results = q.queries.map((query) => retriever.search(query, q.top_k));
+          // A batch is cut into contiguous slices spread over the workers; the answers are joined in order.
+          const parts = await Promise.all(sliceBatch(q.queries, pool.size).map((queries) => pool.run<{ results: string; observations: string; empty: number }>({ kind: 'search', queries, topK: q.top_k, dialect }, { signal })));
           stats.queries += q.queries.length;
-          const out: SearchResponse = { results, observations: results.map((hits) => formatObservation(dialect, hits)) };
-          return { body: out };
+          const empty = parts.reduce((n, p) => n + p.empty, 0);
+          return { body: null, raw: joinSearchResponse(parts), toolCounts: { queries: q.queries.length, empty } };
         },
       },
     },
@@ -133,18 +165,58 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       pattern: /^\/v1\/grade$/,
       faulty: true,
       methods: {
-        POST: async (_req, body) => {
-          const g = validate(GradeRequestSchema, await body());
-          let state: OtcState | undefined;
-          if (g.run !== undefined) state = runs.getOrCreate(g.run);
-          const breakdowns = scoreRecords(g.records, g.scheme, g.params ?? {}, state);
-          stats.graded_records += g.records.length;
-          return { body: { breakdowns } };
+        POST: async (_req, _body, _params, { raw, signal }) => {
+          // Parsing, validation and scoring run in a worker; it asks for the run's OTC minima of its questions.
+          let release: (() => void) | undefined;
+          try {
+            const g = await pool.run<{ json: string; records: number; run?: string; updates?: unknown }>(
+              { kind: 'grade', body: raw },
+              {
+                signal,
+                onState: async ({ run, questions }) => {
+                  const unlock = await lockRun(run);
+                  if (signal.aborted) {
+                    unlock(); // timed out while waiting for the run's previous grade: never hold its lock
+                    throw signal.reason;
+                  }
+                  release = unlock;
+                  const state = runs.get(run);
+                  const subset = new OtcState();
+                  for (const q of questions) {
+                    const n = state?.get(q);
+                    if (n !== undefined) subset.observe(q, n);
+                  }
+                  return subset.toJSON();
+                },
+              },
+            );
+            if (g.run !== undefined) {
+              const state = runs.get(g.run) ?? new OtcState();
+              runs.set(g.run, state);
+              if (g.updates) for (const [q, n] of Object.entries(OtcState.fromJSON(g.updates).toJSON().min_tool_calls)) state.observe(q, n);
+            }
+            stats.graded_records += g.records;
+            return { body: null, raw: g.json };
+          } finally {
+            release?.();
+          }
         },
       },
     },
     // Search-R1's / verl's retrieval protocol (src/env/retrieve.ts), tool health, and the core's alerts.
-    { pattern: RETRIEVE_PATH, faulty: true, methods: { POST: async (_req, body) => ({ body: await retrieve(await body(), (q, k) => retriever.search(q, k)) }) } },
+    {
+      pattern: RETRIEVE_PATH,
+      faulty: true,
+      methods: {
+        POST: async (_req, body, _params, { signal }) => {
+          const searchBatch = async (queries: string[], topK: number) =>
+            (await Promise.all(sliceBatch(queries, pool.size).map((part) => pool.run<SearchHit[][]>({ kind: 'search-hits', queries: part, topK }, { signal })))).flat();
+          const { response, counts } = await retrieve(await body(), searchBatch);
+          stats.queries += counts.queries;
+          return { body: response, toolCounts: counts };
+        },
+      },
+    },
     { pattern: /^\/v1\/tool-health$/, methods: { GET: async () => ({ body: toolHealth.snapshot() }) } },
     { pattern: /^\/v1\/alerts$/, methods: { POST: async (_req, body) => ({ body: alertsStep(await body()) }) } },
     {
@@ -183,7 +255,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
 
   const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<{ status?: number; body: unknown }> {
+  async function handle(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<Reply> {
     const path = authenticate(req, token); // Authorization: Bearer, or /t/<token>/… for clients that only take a URL
     const route = routes.find((r) => r.pattern.test(path));
     if (!route) throw new HttpError('not_found', `no endpoint ${path}`);
@@ -203,25 +275,29 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       }
     }
     if (res.headersSent) return { body: null }; // timed out meanwhile: do no work for nobody
-    return handler(req, async () => parseJson(raw), params);
+    return handler(req, async () => parseJson(raw), params, { raw, signal });
   }
 
   const server = createServer((req, res) => {
     stats.requests++;
     const toolDone = toolHealth.start(routePath(req.url));
     let timer: NodeJS.Timeout | undefined;
+    const abort = new AbortController();
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         stats.timeouts++;
-        reject(new HttpError('timeout', `request took longer than ${timeoutMs} ms`, undefined, { connection: 'close' }));
+        const err = new HttpError('timeout', `request took longer than ${timeoutMs} ms`, undefined, { connection: 'close' });
+        reject(err);
+        abort.abort(err); // abandons its worker-thread work (the thread is replaced)
       }, timeoutMs);
       timer.unref();
     });
-    Promise.race([handle(req, res), timeout])
-      .then(({ status, body }) => {
+    Promise.race([handle(req, res, abort.signal), timeout])
+      .then(({ status, body, raw, toolCounts }) => {
         stats.ok++;
-        toolDone?.(true, body);
-        sendJson(res, status ?? 200, body);
+        toolDone?.(true, body, undefined, toolCounts);
+        if (raw !== undefined) sendJsonText(res, status ?? 200, raw);
+        else sendJson(res, status ?? 200, body);
       })
       .catch((e: unknown) => {
         const err = e instanceof HttpError ? e : new HttpError('internal', `internal error: ${(e as Error)?.message ?? String(e)}`);
@@ -265,8 +341,10 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
         force.unref();
         server.close(() => {
           clearTimeout(force);
-          retriever.close();
-          resolve();
+          void pool.close().finally(() => {
+            retriever.close();
+            resolve();
+          });
         });
         server.closeIdleConnections();
       });

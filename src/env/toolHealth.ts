@@ -59,14 +59,15 @@ export class ToolHealth {
   constructor(private readonly now: () => number = () => performance.now()) {}
 
   /** Starts timing a request; returns its completion callback, or undefined when the path is not a tool call. */
-  start(path: string): ((ok: boolean, body: unknown, error?: string) => void) | undefined {
+  start(path: string): ((ok: boolean, body: unknown, error?: string, counts?: { queries: number; empty: number }) => void) | undefined {
     const caller = toolCaller(path);
     if (caller === null) return undefined;
     const t0 = this.now();
-    return (ok, body, error) => this.record(caller, this.now() - t0, ok, body, error);
+    return (ok, body, error, counts) => this.record(caller, this.now() - t0, ok, body, error, counts);
   }
 
-  record(caller: string, ms: number, ok: boolean, body: unknown, error?: string): void {
+  /** `counts`: queries and empty results when the answer was serialised elsewhere (a worker); else read off `body`. */
+  record(caller: string, ms: number, ok: boolean, body: unknown, error?: string, counts?: { queries: number; empty: number }): void {
     let s = this.callers.get(caller);
     if (!s) this.callers.set(caller, (s = { calls: 0, failures: 0, queries: 0, empty: 0, latencies: new Float64Array(LATENCY_WINDOW), recorded: 0, lastError: null, lastCall: null }));
     s.calls++;
@@ -77,7 +78,7 @@ export class ToolHealth {
       s.lastError = error ?? 'failed';
       return;
     }
-    const { queries, empty } = emptyResults(body);
+    const { queries, empty } = counts ?? emptyResults(body);
     s.queries += queries;
     s.empty += empty;
   }

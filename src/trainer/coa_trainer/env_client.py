@@ -1,9 +1,11 @@
 """Client for the environment server (`coa env serve`, src/env): starts it as a child process (argument list, no
-shell), reads its `{"event":"listening","url","token"}` line, calls /v1/tools/search and /v1/grade with urllib,
-and stops it. Or attaches to a server that is already running (url + token)."""
+shell), reads its `{"event":"listening","url","token"}` line, calls /v1/tools/search and /v1/grade, and stops it.
+Or attaches to a server that is already running (url + token). Calls keep one HTTP/1.1 connection alive per
+thread (rollout workers call from several threads) and reconnect once when the server has dropped it."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import queue
@@ -11,8 +13,7 @@ import shutil
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,12 @@ class EnvClient:
         self.timeout_s = timeout_s
         self.process: subprocess.Popen | None = None
         self.stderr_tail: list[str] = []
+        parsed = urllib.parse.urlsplit(self.url)
+        if parsed.scheme != "http" or not parsed.hostname:
+            raise EnvError(f"environment server url must be http://host:port, got {url!r}")
+        self._host, self._port, self._prefix = parsed.hostname, parsed.port or 80, parsed.path
+        self._local = threading.local()  # one kept-alive connection per calling thread
+        self.connections_opened = 0
 
     # ------------------------------------------------------------ lifecycle
     @classmethod
@@ -96,7 +103,15 @@ class EnvClient:
                 threading.Thread(target=lambda: [None for _ in iter(lines.get, None)], daemon=True).start()
                 return client
 
+    def close(self) -> None:
+        """Close this thread's kept-alive connection (a later call opens a new one)."""
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            conn.close()
+
     def stop(self) -> None:
+        self.close()
         proc, self.process = self.process, None
         if proc is None or proc.poll() is not None:
             return
@@ -114,19 +129,51 @@ class EnvClient:
         self.stop()
 
     # ------------------------------------------------------------ calls
+    def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
+        """This thread's connection, and whether it was already used (so may have been dropped by the server)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn, True
+        conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
+        self._local.conn = conn
+        self.connections_opened += 1
+        return conn, False
+
+    def _exchange(self, method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        for attempt in (0, 1):
+            conn, reused = self._connection()
+            try:
+                conn.request(method, self._prefix + path, body=data, headers=headers)
+                resp = conn.getresponse()
+                payload = resp.read()
+                if resp.will_close:  # the server closes after this answer (e.g. 413, 504): start afresh next time
+                    self.close()
+                return resp.status, payload
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
+                self.close()
+                # A kept-alive connection the server closed while idle fails before any answer: reconnect once.
+                if reused and attempt == 0:
+                    continue
+                raise EnvError(f"{method} {path} failed: {e}") from e
+            except (OSError, http.client.HTTPException) as e:
+                self.close()
+                raise EnvError(f"{method} {path} failed: {e}") from e
+        raise AssertionError("unreachable")
+
     def _json(self, method: str, path: str, body: dict | None = None) -> dict:
         """One authenticated JSON request; every failure is an EnvError naming the method and path."""
         data = json.dumps(body).encode("utf-8") if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method, headers={
-            "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        status, payload = self._exchange(method, path, data)
+        if not 200 <= status < 300:
+            detail = payload.decode("utf-8", "replace")[:500]
+            raise EnvError(f"{method} {path} → HTTP {status}: {detail}")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                return json.loads(resp.read().decode("utf-8"))
-        except urllib.error.HTTPError as e:
-            detail = e.read().decode("utf-8", "replace")[:500]
-            raise EnvError(f"{method} {path} → HTTP {e.code}: {detail}") from e
-        except (urllib.error.URLError, OSError) as e:
-            raise EnvError(f"{method} {path} failed: {getattr(e, 'reason', e)}") from e
+            return json.loads(payload.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise EnvError(f"{method} {path} → HTTP {status} with a non-JSON body: {payload[:200]!r}") from e
 
     def _post(self, path: str, body: dict) -> dict:
         return self._json("POST", path, body)

@@ -191,3 +191,22 @@ test('early termination returns exactly the exhaustive top k (ids, order, scores
   }
   assert.equal(checked, 480);
 });
+
+test('an index of an older format (2: uncompressed postings) is rebuilt, with the reason', async (t) => {
+  const dir = tempDir(t);
+  const { file } = writeKnownCorpus(dir, 60);
+  const idx = join(dir, 'idx');
+  (await Retriever.open(file, { indexDir: idx })).close();
+  const path = join(idx, 'bm25.idx');
+  const bytes = readFileSync(path);
+  const at = bytes.indexOf('"format":3');
+  assert.ok(at > 0);
+  bytes.write('"format":2', at, 'latin1');
+  writeFileSync(path, bytes);
+  const r = await Retriever.open(file, { indexDir: idx });
+  t.after(() => r.close());
+  assert.equal(r.info.source, 'built');
+  assert.equal(r.info.reason, 'index format 2 (current: 3)');
+  assert.equal(readIndexHeader(idx)?.format, 3);
+  assert.equal(r.search('zq5x', 1)[0].id, 'p5');
+});

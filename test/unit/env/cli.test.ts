@@ -70,6 +70,7 @@ test('env serve / index: bad flags and missing corpus are one-line errors', () =
     [['serve', '--corpus', '/nonexistent/c.jsonl'], /\/nonexistent\/c\.jsonl: ENOENT/],
     [['serve', '--corpus', 'x', '--dialect', 'react'], /--dialect must be one of coa, search-r1, autocoa, hermes/],
     [['serve', '--corpus', 'x', '--fault-rate', '2'], /--fault-rate must be a probability/],
+    [['serve', '--corpus', 'x', '--workers', '0'], /--workers must be an integer 1-256/],
     [['serve', '--corpus', 'x', '--port', 'abc'], /expects a number/],
     [['serve', '--corpus', 'x', '--bogus'], /unknown option --bogus/],
     [['frobnicate'], /unknown subcommand "env frobnicate"/],

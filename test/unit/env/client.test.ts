@@ -2,6 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { createServer, connect, type Socket } from 'node:net';
 import { startEnvServer } from '../../../src/env/server';
 import { EnvClient, EnvError } from '../../../src/env/client';
 import { scoreRecords } from '../../../src/core/rewards';
@@ -68,4 +69,38 @@ test('EnvClient: client-side timeout is an explicit error', async (t) => {
   t.after(() => server.close());
   const client = new EnvClient({ url: server.url, token: server.token, timeoutMs: 100 });
   await assert.rejects(client.search({ queries: ['x'] }), { code: 'client_timeout', status: 0 });
+});
+
+test('EnvClient: one kept-alive connection for many calls, and a new one when the server dropped it', async (t) => {
+  const dir = tempDir(t);
+  const server = await startEnvServer({ corpus: EXAMPLE_CORPUS, indexDir: join(dir, 'idx') });
+  // A TCP relay in front of the server counts connections and can drop them all.
+  const open = new Set<Socket>();
+  let connections = 0;
+  const relay = createServer((inbound) => {
+    connections++;
+    const outbound = connect(server.port, '127.0.0.1');
+    open.add(inbound);
+    inbound.on('close', () => open.delete(inbound));
+    inbound.on('error', () => outbound.destroy());
+    outbound.on('error', () => inbound.destroy());
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+  const port = (relay.address() as { port: number }).port;
+  const client = new EnvClient({ url: `http://127.0.0.1:${port}`, token: server.token });
+  t.after(async () => {
+    client.close();
+    relay.close();
+    for (const s of open) s.destroy();
+    await server.close();
+  });
+  for (let i = 0; i < 10; i++) assert.equal((await client.search({ queries: ['Evan Morris'], top_k: 1 })).results[0][0].id, '0');
+  await client.health();
+  assert.equal(connections, 1, 'eleven sequential calls share one connection');
+  for (const s of open) s.destroy(); // the server side goes away while the client keeps the socket
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal((await client.health()).passages, 10);
+  assert.equal(connections, 2);
+  await assert.rejects(new EnvClient({ url: 'https://127.0.0.1:1', token: 'x' }).health(), { code: 'bad_url', status: 0 });
 });

@@ -1,0 +1,205 @@
+// A pool of search worker threads sharing one loaded index (SharedArrayBuffer): the environment
+// server's searches and grades run here, never on its event loop, so /v1/health answers at once
+// whatever else is running. A task cancelled through its AbortSignal (the server's --timeout-ms) is
+// dropped from the queue, or, when already running, abandoned by terminating its thread; a fresh
+// thread takes its place (cheap: the index is shared, not reloaded).
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
+import { HttpError } from './http';
+import type { Retriever } from './retriever';
+import type { StateRequest } from './env-work';
+import type { Task, TaskMessage, WorkerInit, WorkerReply } from './search-worker';
+import type { ErrorCode } from './protocol';
+
+interface Job {
+  id: number;
+  task: Task;
+  transfer: ArrayBuffer[];
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+  onState?: (req: StateRequest) => Promise<unknown>;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+}
+
+interface Slot {
+  worker: Worker;
+  job: Job | null;
+  /** The thread has loaded its index views and takes tasks (until then tasks wait in the queue, cancellable for free). */
+  ready: boolean;
+}
+
+/** Starts a worker: the bundled dist/env-worker.js beside this bundle, or the TypeScript source under tsx (tests, benches). */
+function spawn(init: WorkerInit): Worker {
+  const bundled = join(__dirname, 'env-worker.js');
+  if (existsSync(bundled)) return new Worker(bundled, { workerData: init });
+  const source = join(__dirname, 'search-worker.ts');
+  // Worker threads do not inherit tsx's loader hooks: register tsx's CommonJS hook inside the thread first.
+  // (createRequire: resolved at run time, so bundlers leave the dev-only dependency alone)
+  const tsx = createRequire(__filename).resolve('tsx/cjs');
+  return new Worker(`require(${JSON.stringify(tsx)}); require(${JSON.stringify(source)});`, { eval: true, workerData: init });
+}
+
+/**
+ * Cut a batch into contiguous slices for the pool: about four per worker, so a worker that finishes early
+ * (or one the OS deschedules) does not leave the others waiting on one big slice; answers are joined in order.
+ */
+export function sliceBatch<T>(items: readonly T[], workers: number): T[][] {
+  const per = Math.max(1, Math.ceil(items.length / (workers * 4)));
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += per) out.push(items.slice(i, i + per));
+  return out;
+}
+
+export class SearchPool {
+  readonly size: number;
+  private readonly init: WorkerInit;
+  private readonly slots: Slot[] = [];
+  private readonly queue: Job[] = [];
+  private nextId = 1;
+  private closed = false;
+  /** Threads terminated because their task was cancelled (for /v1/health stats). */
+  recycled = 0;
+  private readonly readyWaiters: (() => void)[] = [];
+
+  constructor(retriever: Retriever, size = availableParallelism()) {
+    if (!(Number.isInteger(size) && size >= 1)) throw new Error(`search workers must be an integer >= 1, got ${size}`);
+    this.size = size;
+    this.init = { corpus: retriever.corpus, shared: retriever.shared, info: retriever.info };
+    for (let i = 0; i < size; i++) this.slots.push(this.start());
+  }
+
+  private start(): Slot {
+    const slot: Slot = { worker: spawn(this.init), job: null, ready: false };
+    slot.worker.on('message', (m: WorkerReply) => this.onMessage(slot, m));
+    slot.worker.on('error', (e) => this.onDeath(slot, e));
+    slot.worker.on('exit', (code) => this.onDeath(slot, new Error(`search worker exited with code ${code}`)));
+    return slot; // referenced while starting (someone may be waiting for it), unreferenced when idle
+  }
+
+  /** Resolves once every thread is up (tasks can be queued before; this is for benchmarks and tests). */
+  ready(): Promise<void> {
+    if (this.slots.every((s) => s.ready)) return Promise.resolve();
+    return new Promise((r) => this.readyWaiters.push(r));
+  }
+
+  /**
+   * Run a task on the next free thread. `onState` answers a grade's request for OTC state; `signal`
+   * cancels (the promise then rejects with the signal's reason).
+   */
+  run<T>(task: Task, opts: { signal?: AbortSignal; transfer?: ArrayBuffer[]; onState?: (req: StateRequest) => Promise<unknown> } = {}): Promise<T> {
+    if (this.closed) return Promise.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
+    if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
+    return new Promise<T>((resolve, reject) => {
+      const job: Job = { id: this.nextId++, task, transfer: opts.transfer ?? [], resolve: resolve as (v: unknown) => void, reject, onState: opts.onState, signal: opts.signal };
+      if (opts.signal) {
+        job.onAbort = () => this.cancel(job);
+        opts.signal.addEventListener('abort', job.onAbort, { once: true });
+      }
+      this.queue.push(job);
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    for (const slot of this.slots) {
+      if (this.queue.length === 0) return;
+      if (slot.job || !slot.ready) continue;
+      const job = this.queue.shift()!;
+      slot.job = job;
+      slot.worker.ref(); // keep the process alive while work is in flight
+      slot.worker.postMessage({ id: job.id, task: job.task } satisfies TaskMessage, job.transfer);
+    }
+  }
+
+  private settle(job: Job): void {
+    if (job.signal && job.onAbort) job.signal.removeEventListener('abort', job.onAbort);
+  }
+
+  private free(slot: Slot): void {
+    slot.job = null;
+    slot.worker.unref();
+    this.pump();
+  }
+
+  private onMessage(slot: Slot, m: WorkerReply): void {
+    if ('ready' in m) {
+      slot.ready = true;
+      if (!slot.job) slot.worker.unref();
+      if (this.slots.every((x) => x.ready)) for (const w of this.readyWaiters.splice(0)) w();
+      this.pump();
+      return;
+    }
+    const job = slot.job;
+    if (!job || job.id !== m.id) return;
+    if ('needState' in m) {
+      const ask = job.onState ?? (() => Promise.reject(new Error('this task cannot ask for state')));
+      ask(m.needState).then(
+        (state) => {
+          if (slot.job === job) slot.worker.postMessage({ id: job.id, state } satisfies TaskMessage);
+        },
+        (e) => this.fail(slot, job, e),
+      );
+      return;
+    }
+    this.settle(job);
+    this.free(slot);
+    if (m.ok) job.resolve(m.value);
+    else {
+      const { code, message, path, headers } = m.error;
+      job.reject(new HttpError(code as ErrorCode, message, path, headers));
+    }
+  }
+
+  /** A job failed on the main side (e.g. its state request): abandon the thread that runs it. */
+  private fail(slot: Slot, job: Job, e: unknown): void {
+    if (slot.job !== job) return;
+    this.settle(job);
+    this.replace(slot);
+    job.reject(e);
+  }
+
+  private onDeath(slot: Slot, e: Error): void {
+    const i = this.slots.indexOf(slot);
+    if (i < 0 || this.closed) return; // already replaced, or shutting down
+    const job = slot.job;
+    this.slots[i] = this.start();
+    if (job) {
+      this.settle(job);
+      job.reject(new HttpError('internal', `search worker failed: ${e.message}`));
+    }
+    this.pump();
+  }
+
+  private cancel(job: Job): void {
+    const q = this.queue.indexOf(job);
+    if (q >= 0) {
+      this.queue.splice(q, 1);
+      job.reject(job.signal?.reason);
+      return;
+    }
+    const slot = this.slots.find((s) => s.job === job);
+    if (!slot) return;
+    this.recycled++;
+    this.replace(slot);
+    job.reject(job.signal?.reason);
+  }
+
+  /** Terminate a slot's thread (its task is abandoned) and start a fresh one in its place. */
+  private replace(slot: Slot): void {
+    const i = this.slots.indexOf(slot);
+    if (i < 0) return;
+    this.slots[i] = this.start();
+    void slot.worker.terminate();
+    this.pump();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const job of this.queue.splice(0)) job.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
+    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+  }
+}
