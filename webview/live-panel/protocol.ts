@@ -1,5 +1,6 @@
 // Messages between the extension host (src/extension/providers/livePanel) and the live panel webview, and the
 // state embedded in the page / saved by vscode.setState for restoring after a window reload.
+import type { CallerHealth } from '../../src/env/toolHealth';
 import type { TrainerEvent } from '../../src/core/events';
 import type { TailIssue } from '../../src/core/eventTail';
 
@@ -15,15 +16,8 @@ export interface LivePanelRun {
   rolloutDir?: string;
 }
 
-/** One caller's tool health as the environment server reports it (src/env/toolHealth.ts CallerHealth). */
-export interface ToolHealthRow {
-  calls: number;
-  failures: number;
-  queries: number;
-  empty_results: number;
-  latency_ms: { p50: number | null; p99: number | null };
-  last_error: string | null;
-}
+/** One caller's tool health as the environment server reports it (GET /v1/tool-health). */
+export type ToolHealthRow = Omit<CallerHealth, 'last_call'>;
 
 /** Embedded in the page (`#initial-state`): the runs and every event read so far, so the first paint is complete. */
 export interface LivePanelInitialState {

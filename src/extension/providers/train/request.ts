@@ -59,20 +59,22 @@ export function readUserConfig(root: string, path: string): Record<string, unkno
   return value as Record<string, unknown>;
 }
 
-export async function pickTrainRequest(root: string): Promise<TrainRequest | undefined> {
-  const stage = await vscode.window.showQuickPick(STAGE_PICKS.map((s) => ({ ...s })), { title: TITLES.stage, placeHolder: PLACEHOLDERS.stage, ignoreFocusOut: true });
-  if (!stage) return undefined;
-
+/**
+ * The run config (a *.run.json of the workspace, the embedded default, or "your own data") and its data: the
+ * config's data as it is, or other files. Train Stage and Collect Trajectories ask these the same way.
+ */
+async function pickConfigAndData(
+  root: string,
+  texts: { title: string; ownData: string; changeData: string; dataPlaceholder: string },
+): Promise<{ config: { path?: string }; chosen: Record<string, unknown> | null; data?: DataPicks } | undefined> {
   const files = await vscode.workspace.findFiles('**/*.run.json', '{**/node_modules/**,**/runs/**}', 200);
   const configItems = [
     { label: LABELS.embeddedConfig, description: 'every setting at its default', path: undefined as string | undefined },
     ...files.map((f) => ({ label: relative(root, f.fsPath), description: '', path: f.fsPath })).sort((a, b) => a.label.localeCompare(b.label)),
-    { label: LABELS.ownData, description: 'question sets, SFT trajectories, a corpus (default settings otherwise)', path: undefined as string | undefined },
+    { label: LABELS.ownData, description: texts.ownData, path: undefined as string | undefined },
   ];
-  const config = await vscode.window.showQuickPick(configItems, { title: TITLES.config, placeHolder: PLACEHOLDERS.config, ignoreFocusOut: true });
+  const config = await vscode.window.showQuickPick(configItems, { title: texts.title, placeHolder: PLACEHOLDERS.config, ignoreFocusOut: true });
   if (!config) return undefined;
-
-  // The config's data and model are offered as they are, with the option to choose other files.
   const chosen = config.path ? readUserConfig(root, config.path) : null;
   if (chosen === undefined) return undefined;
   let data: DataPicks | undefined;
@@ -81,8 +83,8 @@ export async function pickTrainRequest(root: string): Promise<TrainRequest | und
     if (!data) return undefined;
   } else if (chosen && describeData(chosen)) {
     const dataPick = await vscode.window.showQuickPick(
-      [{ label: LABELS.configData, description: describeData(chosen)! }, { label: LABELS.changeData, description: 'questions, trajectories, pairs, corpus' }],
-      { title: TITLES.data, placeHolder: 'Train on the data the run config names, or choose other files', ignoreFocusOut: true },
+      [{ label: LABELS.configData, description: describeData(chosen)! }, { label: LABELS.changeData, description: texts.changeData }],
+      { title: TITLES.data, placeHolder: texts.dataPlaceholder, ignoreFocusOut: true },
     );
     if (!dataPick) return undefined;
     if (dataPick.label === LABELS.changeData) {
@@ -90,6 +92,21 @@ export async function pickTrainRequest(root: string): Promise<TrainRequest | und
       if (!data) return undefined;
     }
   }
+  return { config, chosen, data };
+}
+
+export async function pickTrainRequest(root: string): Promise<TrainRequest | undefined> {
+  const stage = await vscode.window.showQuickPick(STAGE_PICKS.map((s) => ({ ...s })), { title: TITLES.stage, placeHolder: PLACEHOLDERS.stage, ignoreFocusOut: true });
+  if (!stage) return undefined;
+
+  const picked = await pickConfigAndData(root, {
+    title: TITLES.config,
+    ownData: 'question sets, SFT trajectories, a corpus (default settings otherwise)',
+    changeData: 'questions, trajectories, pairs, corpus',
+    dataPlaceholder: 'Train on the data the run config names, or choose other files',
+  });
+  if (!picked) return undefined;
+  const { config, chosen, data } = picked;
 
   const configModel = chosen ? dataEntries(chosen).find((e) => e.kind === 'model') : undefined;
   const modelPick = await vscode.window.showQuickPick(
@@ -124,31 +141,14 @@ export async function pickTrainRequest(root: string): Promise<TrainRequest | und
 
 /** Collect Trajectories' questions: Train Stage's config and data picks, then the teacher. */
 export async function pickCollectRequest(root: string): Promise<CollectRequest | undefined> {
-  const files = await vscode.workspace.findFiles('**/*.run.json', '{**/node_modules/**,**/runs/**}', 200);
-  const configItems = [
-    { label: LABELS.embeddedConfig, description: 'every setting at its default', path: undefined as string | undefined },
-    ...files.map((f) => ({ label: relative(root, f.fsPath), description: '', path: f.fsPath })).sort((a, b) => a.label.localeCompare(b.label)),
-    { label: LABELS.ownData, description: 'question sets and a corpus (default settings otherwise)', path: undefined as string | undefined },
-  ];
-  const config = await vscode.window.showQuickPick(configItems, { title: COLLECT_TITLES.config, placeHolder: PLACEHOLDERS.config, ignoreFocusOut: true });
-  if (!config) return undefined;
-  const chosen = config.path ? readUserConfig(root, config.path) : null;
-  if (chosen === undefined) return undefined;
-  let data: DataPicks | undefined;
-  if (config.label === LABELS.ownData) {
-    data = await pickDataFiles(null);
-    if (!data) return undefined;
-  } else if (chosen && describeData(chosen)) {
-    const dataPick = await vscode.window.showQuickPick(
-      [{ label: LABELS.configData, description: describeData(chosen)! }, { label: LABELS.changeData, description: 'questions, corpus' }],
-      { title: TITLES.data, placeHolder: 'Collect on the questions the run config names, or choose other files', ignoreFocusOut: true },
-    );
-    if (!dataPick) return undefined;
-    if (dataPick.label === LABELS.changeData) {
-      data = await pickDataFiles(absolutizeDataPaths(chosen, dirname(config.path!)));
-      if (!data) return undefined;
-    }
-  }
+  const picked = await pickConfigAndData(root, {
+    title: COLLECT_TITLES.config,
+    ownData: 'question sets and a corpus (default settings otherwise)',
+    changeData: 'questions, corpus',
+    dataPlaceholder: 'Collect on the questions the run config names, or choose other files',
+  });
+  if (!picked) return undefined;
+  const { config, chosen, data } = picked;
   const own = configTeacher(chosen);
   const finals = readRuns(join(root, 'runs')).flatMap((r) => r.stages.filter((s) => s.finalDir).map((s) => ({ label: checkpointLabel(r.id, s.name), description: s.step !== null ? `step ${s.step}` : '', path: s.finalDir! })));
   const pick = await vscode.window.showQuickPick(
