@@ -92,8 +92,12 @@ def test_fsdp_sft_stage_equals_one_process_and_resumes_bit_identically(tmp_path,
                  "--resume")
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     assert [e["resumed_from"] for e in read_events(resumed) if e["type"] == "run_started"] == [None, 2]
-    again = [e for e in read_events(resumed) if e["type"] == "metrics"][4:]
+    events = read_events(resumed)
+    second = max(i for i, e in enumerate(events) if e["type"] == "run_started")
+    again = [e for e in events[second:] if e["type"] == "metrics"]
     assert [e["step"] for e in again] == [3, 4]
+    # exactly once across the resume: the first attempt's steps 3-4 were dropped from events.jsonl (events.py)
+    assert [e["step"] for e in events if e["type"] == "metrics"] == [1, 2, 3, 4]
     for e in again:
         for k in ("loss", "grad_norm", "lr"):
             assert e["values"][k] == m2[e["step"]][k], (e["step"], k)

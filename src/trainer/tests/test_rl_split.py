@@ -10,7 +10,7 @@ from coa_trainer.benchmark import fingerprint, generate, write_benchmark
 from coa_trainer.config import ConfigError, validate_config
 from coa_trainer.data import sft_stream
 from coa_trainer.dialects import tags
-from conftest import TINY, env_server_available, merge, read_events, run_trainer
+from conftest import TINY, env_server_available, merge, observed, read_events, run_trainer
 
 SPLITS = ("train", "rl", "dev", "test")
 
@@ -51,7 +51,7 @@ def test_sft_data_never_holds_an_rl_question(tmp_path):
 
     config = validate_config(merge(TINY, {"benchmark": {"persons": 40, "rl_fraction": 0.25,
                                                         "redundant_search_fraction": 0.5}}))
-    bench = generate(config["benchmark"], 6)
+    bench = observed(generate(config["benchmark"], 6))  # oracle observations from the environment server
     rl = ids(bench, "rl")
     held_out = rl | ids(bench, "dev") | ids(bench, "test")
     assert not bench.redundant & held_out  # the over-calling teacher only rewrites train questions
