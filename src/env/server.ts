@@ -82,7 +82,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
   if (!(latencyMs >= 0)) throw new Error(`latency must be >= 0 ms, got ${latencyMs}`);
   if (!(timeoutMs > 0)) throw new Error(`timeout must be > 0 ms, got ${timeoutMs}`);
   if (!(maxBody > 0)) throw new Error(`max body bytes must be > 0, got ${maxBody}`);
-  const token = opts.token ?? randomBytes(32).toString('base64url');
+  const token = opts.token ?? randomBytes(32).toString('hex');
   if (!/^[\x21-\x7e]+$/.test(token)) throw new Error('token must be printable ASCII without spaces');
   const random = makeRandom(opts.faultSeed);
 

@@ -30,7 +30,7 @@ export interface RunningEnvServer {
 export class EnvServerError extends Error {}
 
 export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnvServer> {
-  const token = randomBytes(24).toString('base64url');
+  const token = randomBytes(24).toString('hex');
   const args = [opts.cli, 'env', 'serve', '--corpus', opts.corpus, '--port', String(opts.port ?? 0), '--token', token];
   if (opts.dialect) args.push('--dialect', opts.dialect);
   args.push('--parent-pid', String(process.pid)); // a crashed extension host leaves no server behind

@@ -34,7 +34,7 @@ export function trainerArgs(inv: TrainerInvocation): string[] {
     ? ['-m', 'coa_trainer', 'collect', '--config', inv.config, '--run-dir', inv.runDir]
     : ['-m', 'coa_trainer', 'train', '--stage', inv.stage, '--config', inv.config, '--run-dir', inv.runDir];
   if (inv.resume) args.push('--resume');
-  if (inv.env) args.push('--env-url', inv.env.url, '--env-token', inv.env.token);
+  if (inv.env) args.push(`--env-url=${inv.env.url}`, `--env-token=${inv.env.token}`); // '=': a token may start with '-'
   return args;
 }
 

@@ -120,7 +120,7 @@ class Pipeline:
         if step == "rl2-otc":
             argv += ["--label", "rl2-otc"]
         if step in ENV_STEPS and self.env is not None:
-            argv += ["--env-url", self.env.url, "--env-token", self.env.token]
+            argv += [f"--env-url={self.env.url}", f"--env-token={self.env.token}"]  # "=": a token may start with "-"
         if self.args.resume:
             argv.append("--resume")
         return argv

@@ -54,7 +54,7 @@ def _config(tmp_path, base_run, name="run.json", **rl):
 
 
 def _env_args(env):
-    return ["--env-url", env.url, "--env-token", env.token]
+    return [f"--env-url={env.url}", f"--env-token={env.token}"]
 
 
 def _metrics(run_dir, stage):

@@ -16,7 +16,7 @@ test('trainer argument arrays: stage, resume, env server, pipeline, ONNX export'
   assert.deepEqual(trainerArgs({ stage: 'sft2', config: 'runs/a/config.json', runDir: 'runs/a' }),
     ['-m', 'coa_trainer', 'train', '--stage', 'sft2', '--config', 'runs/a/config.json', '--run-dir', 'runs/a']);
   assert.deepEqual(trainerArgs({ stage: 'rl1', config: 'c', runDir: 'r', resume: true, env: { url: 'http://127.0.0.1:9', token: 't k' } }),
-    ['-m', 'coa_trainer', 'train', '--stage', 'rl1', '--config', 'c', '--run-dir', 'r', '--resume', '--env-url', 'http://127.0.0.1:9', '--env-token', 't k']);
+    ['-m', 'coa_trainer', 'train', '--stage', 'rl1', '--config', 'c', '--run-dir', 'r', '--resume', '--env-url=http://127.0.0.1:9', '--env-token=t k']);
   assert.deepEqual(trainerArgs({ stage: 'pipeline', config: 'c', runDir: 'r', resume: true }), ['-m', 'coa_trainer', 'pipeline', '--config', 'c', '--run-dir', 'r', '--resume']);
   assert.deepEqual(exportOnnxArgs('runs/a/stages/sft3/final', 'runs/a/stages/sft3/onnx/model.onnx'),
     ['-m', 'coa_trainer', 'export-onnx', '--checkpoint', 'runs/a/stages/sft3/final', '-o', 'runs/a/stages/sft3/onnx/model.onnx']);
@@ -33,6 +33,8 @@ test('the trainer CLI accepts every argument array we build (argparse of the rea
   };
   for (const s of STAGES) check(trainerArgs({ stage: s.id, config: 'c.json', runDir: 'runs/x', resume: true }));
   check(trainerArgs({ stage: 'rl2', config: 'c.json', runDir: 'runs/x', env: { url: 'http://127.0.0.1:1', token: 'abc' } }));
+  // A random token may start with '-': argparse must still read it as the value (it did not with '--env-token T').
+  check(trainerArgs({ stage: 'rl2', config: 'c.json', runDir: 'runs/x', env: { url: 'http://127.0.0.1:1', token: '-Xy_z' } }));
   check(trainerArgs({ stage: 'pipeline', config: 'c.json', runDir: 'runs/x', resume: true }));
   check(trainerArgs({ stage: 'collect', config: 'c.json', runDir: 'runs/x', resume: true, env: { url: 'http://127.0.0.1:1', token: 'abc' } }));
   check(exportOnnxArgs('f', 'o.onnx'));
@@ -57,7 +59,7 @@ test('composeRunConfig: picks become model.path / stages.<stage>.init_from, and 
 
 test('Collect Trajectories: `coa_trainer collect` with the env server, and the teacher picks in collect.teacher', () => {
   assert.deepEqual(trainerArgs({ stage: 'collect', config: 'c', runDir: 'r', resume: true, env: { url: 'http://127.0.0.1:9', token: 't' } }),
-    ['-m', 'coa_trainer', 'collect', '--config', 'c', '--run-dir', 'r', '--resume', '--env-url', 'http://127.0.0.1:9', '--env-token', 't']);
+    ['-m', 'coa_trainer', 'collect', '--config', 'c', '--run-dir', 'r', '--resume', '--env-url=http://127.0.0.1:9', '--env-token=t']);
   assert.ok(ENV_STAGES.includes('collect') && !STAGES.some((s) => s.id === 'collect'), 'its own command, not a Train Stage pick');
   const base = { model: { path: '/student' }, collect: { samples: 2, teacher: { url: 'http://old/v1', api: 'chat' as const } } };
   const dir = composeRunConfig({ base, stage: 'collect', modelPath: null, initFrom: '/runs/a/stages/sft3/final', cli: '/x' }) as any;
