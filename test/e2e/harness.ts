@@ -299,5 +299,17 @@ export async function webviewFrame(page: Page, match: (f: Frame) => Promise<bool
     }
     await page.waitForTimeout(500);
   }
-  throw new Error(`no webview frame matched within ${timeout / 1000} s (frames: ${page.frames().map((f) => f.url()).join(', ')})`);
+  throw new Error(`no webview frame matched within ${timeout / 1000} s (frames: ${page.frames().map((f) => f.url()).join(', ')}; webview hosts: ${await webviewHostStates(page)})`);
+}
+
+/** What each webview host frame (VS Code's pre/index.html) holds: whether a service worker controls it and whether
+ * its content frame exists. Seen once (session 4): a host frame without a content frame for 180 s, no error. */
+async function webviewHostStates(page: Page): Promise<string> {
+  const hosts = page.frames().filter((f) => /webview\/browser\/pre\/index\.html/.test(f.url()));
+  const states = await Promise.all(hosts.map((f) => f.evaluate(() => JSON.stringify({
+    controlled: Boolean(navigator.serviceWorker?.controller),
+    active: Boolean(document.getElementById('active-frame')),
+    pending: Boolean(document.getElementById('pending-frame')),
+  })).catch((e: Error) => `unreadable: ${e.message.split('\n')[0]}`)));
+  return states.join(', ') || 'none';
 }
