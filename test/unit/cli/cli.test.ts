@@ -93,6 +93,23 @@ test('stats --json gives the paper columns per dialect and per stage', () => {
   assert.equal(sft2.tp, 3 / 3);
 });
 
+test('stats counts questions apart: a converted parquet is data, not 400 format errors', () => {
+  const out = join(dir, 'stats-dev.coa.jsonl');
+  assert.equal(coa('convert', '--from', 'verl-parquet', join(root, 'examples/data/autocoa/hotpotqa_dev.parquet'), '-o', out).code, 0);
+  const mixed = join(dir, 'stats-mixed.coa.jsonl');
+  const trajectories = readFileSync(join(root, 'examples/trajectories.coa.jsonl'), 'utf8');
+  writeFileSync(mixed, readFileSync(out, 'utf8') + trajectories);
+  const alone = JSON.parse(coa('stats', 'examples/trajectories.coa.jsonl', '--json').out);
+  const r = coa('stats', mixed, '--json');
+  assert.equal(r.code, 0, r.err);
+  const j = JSON.parse(r.out);
+  assert.equal(j.questions, 400);
+  assert.deepEqual(j.rows, alone.rows, 'the questions change no row');
+  const table = coa('stats', out);
+  assert.equal(table.code, 0, table.err);
+  assert.match(table.out, /400 questions without a response skipped/);
+});
+
 test('convert: AutoCoA parquet, Search-R1 transcripts and OpenAI chats', () => {
   const parquet = join(root, 'examples/data/autocoa/hotpotqa_dev.parquet');
   const out = join(dir, 'dev.coa.jsonl');
