@@ -1,8 +1,8 @@
 // JSON lines for the data importers: every line numbered (blank ones too, so numbers match an editor), parsed,
-// and a line that is not a JSON object reported as a DataError. Streams, so large files stay in constant memory.
-import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { locate, nestingProblem } from '../jsonl';
+// and a line that is not a JSON object reported as a DataError. Lines come from the core's byte-level reader
+// (`readJsonl`), so invalid UTF-8 is an error at its column, never replaced silently by U+FFFD, and a BOM or CRLF is
+// handled as everywhere else. Streams, so large files stay in constant memory.
+import { JsonlEntry, locate, nestingProblem, readJsonl } from '../jsonl';
 import { DataError, typeName } from './errors';
 
 export interface JsonLine {
@@ -11,14 +11,16 @@ export interface JsonLine {
   value: Record<string, unknown>;
 }
 
+/** The reader's line, unparsed: this module parses it itself (a data row is not a trajectory record). */
+const keepLine = (raw: string, line: number, offset = 0, byteLength = 0): JsonlEntry => ({ line, offset, byteLength, raw });
+
 export async function* readJsonObjects(file: string): AsyncGenerator<JsonLine> {
-  const rl = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity });
-  let line = 0;
-  for await (let raw of rl) {
-    line++;
-    if (line === 1 && raw.charCodeAt(0) === 0xfeff) raw = raw.slice(1); // BOM
+  for await (const entry of readJsonl(file, { parse: keepLine })) {
+    const { line, problem } = entry;
+    if (problem) throw new DataError(file, line, problem.column, 'record', problem.code === 'COA104' ? 'binary data, not a JSONL text file' : problem.message);
+    let raw = entry.raw;
+    if (raw.charCodeAt(0) === 0xfeff) raw = raw.slice(1); // a BOM left inside the file (files joined with cat)
     if (raw.includes('\u0000')) throw new DataError(file, line, raw.indexOf('\u0000') + 1, 'record', 'binary data, not a JSONL text file');
-    if (raw.trim() === '') continue;
     let value: unknown;
     try {
       value = JSON.parse(raw);

@@ -65,6 +65,30 @@ test('data prepare on 5,000-level nesting: FILE:LINE:COL, exit 2, no stack', () 
   assert.equal(r.err.trim(), `${file}:2:${prefix.length + 512}: error: record: not valid JSON here: nested deeper than 512 levels`);
 });
 
+test('data prepare: invalid UTF-8 is an error at FILE:LINE:COL, never a silent U+FFFD; a BOM and CRLF are fine', () => {
+  const cases = {
+    questions: ['{"question":"q?","golden_answers":["a"]}', '{"question":"who '],
+    sft: ['{"id":"a","question":"q?","response":"<answer>a</answer>"}', '{"question":"who '],
+  };
+  for (const [kind, [first, head]] of Object.entries(cases)) {
+    const file = join(dir, `enc-${kind}.jsonl`);
+    const bad = Buffer.concat([Buffer.from(head), Buffer.from([0xff]), Buffer.from(' is","id":"b","response":"<answer>x</answer>","golden_answers":["x"]}')]);
+    writeFileSync(file, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`${first}\r\n\r\n`), bad, Buffer.from('\n')]));
+    const out = join(dir, `enc-${kind}.out.jsonl`);
+    const r = coa('data', 'prepare', kind, file, '--out', out);
+    assert.equal(r.code, 2, r.err);
+    assert.equal(r.err.trim(), `${file}:3:18: error: record: invalid UTF-8: byte 0xff at byte 18 of the line`);
+    assert.ok(!existsSync(out), 'nothing written');
+  }
+  const ok = join(dir, 'enc-ok.jsonl');
+  writeFileSync(ok, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"question":"q?","golden_answers":["a"]}\r\n\r\n{"question":"caf\u00e9 \ufffd?","golden_answers":["b"]}\r\n')]));
+  const out = join(dir, 'enc-ok.out.jsonl');
+  const r = coa('data', 'prepare', 'questions', ok, '--out', out);
+  assert.equal(r.code, 0, r.err);
+  const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(rows.map((q) => [q.question, q.origin.line]), [['q?', 1], ['caf\u00e9 \ufffd?', 3]], 'a real U+FFFD in the file is kept; line numbers count blank lines');
+});
+
 test('a BOM is accepted and invalid UTF-8 is reported at file:line:col and copied byte for byte', () => {
   const file = join(dir, 'enc.jsonl');
   const bad = Buffer.concat([Buffer.from('{"id":"b","question":"ab'), Buffer.from([0xc3, 0x28]), Buffer.from('","response":"<think>t</think><answer>a</answer>"}')]);
