@@ -311,5 +311,11 @@ async function webviewHostStates(page: Page): Promise<string> {
     active: Boolean(document.getElementById('active-frame')),
     pending: Boolean(document.getElementById('pending-frame')),
   })).catch((e: Error) => `unreadable: ${e.message.split('\n')[0]}`)));
-  return states.join(', ') || 'none';
+  const contents = page.frames().filter((f) => /webview\/browser\/pre\/fake\.html/.test(f.url()));
+  const inside = await Promise.all(contents.map((f) => f.evaluate(() => JSON.stringify({
+    readyState: document.readyState,
+    scripts: document.scripts.length,
+    text: (document.body?.innerText ?? '').slice(0, 300),
+  })).catch((e: Error) => `unreadable: ${e.message.split('\n')[0]}`)));
+  return `${states.join(', ') || 'none'}; content frames: ${inside.join(', ') || 'none'}`;
 }
