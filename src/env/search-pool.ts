@@ -204,7 +204,7 @@ export class SearchPool {
     this.closed = true;
     for (const job of this.queue.splice(0)) job.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
     // A referenced timer keeps the process alive until every thread has reported its exit: terminate()'s promise
-    // alone did not always (about 1 server close in 100, with a thread still starting, the process exited with
+    // alone did not always (about 1 server close in 80, with a thread still starting, the process exited with
     // close() pending, so an awaiting test teardown never resumed). It also bounds the wait, should a thread's
     // exit never be reported.
     let timer: NodeJS.Timeout | undefined;
