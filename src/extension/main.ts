@@ -20,7 +20,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(log);
   const languageServer = await startLanguageServer(context, log);
   context.subscriptions.push(languageServer);
-  registerTrajectoryNotebook(context); // issue 8: trajectory notebook + large-file browser
+  registerTrajectoryNotebook(context, log); // issue 8: trajectory notebook + large-file browser
   const train = registerTrain(context, log); // issue 7: Train Stage / Resume / Cancel, process manager, status bar
   const ctx: Ctx = {
     extension: context,

@@ -51,6 +51,8 @@ test('trajectory browser page: first page on first paint, query results, record 
     });
     const ids = await page.$$eval('#rows tr', (trs) => trs.map((tr) => tr.children[1].textContent));
     assert.deepEqual(ids, first.map((r) => r.id));
+    // Having drawn, the page tells the host it runs (the host's ready watchdog re-sets silent pages).
+    assert.deepEqual(await page.evaluate(() => (window as unknown as { __posted: unknown[] }).__posted), [{ type: 'ready' }]);
 
     // The host answers a query (failures, sorted by reward) from the real index.
     const index: RecordSummary[] = [];

@@ -195,3 +195,5 @@ drawRows(init.first);
 drawQuestions(init.questions);
 $('pageinfo').textContent = ' page 1 ';
 $('status').textContent = ' · indexing…';
+// The host re-sets this page's HTML until it hears from it (a stalled script load is otherwise a blank panel).
+vscode.postMessage({ type: 'ready' });

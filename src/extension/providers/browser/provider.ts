@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { renderWebviewHtml } from '../../webview/html';
+import { renderUntilReady } from '../../webview/readyWatchdog';
 import { textToNotebook } from '../notebook/codec';
 import { NOTEBOOK_TYPE } from '../notebook/cells';
 import { rewardOptions, toVscode } from '../notebook/serializer';
@@ -19,11 +20,11 @@ export { BROWSER_VIEW_TYPE };
 const PAGE_SIZE = 50;
 
 /** Messages from the page. */
-type FromPage = { type: 'query'; query: BrowserQuery } | { type: 'jump'; query: BrowserQuery; target: string } | { type: 'open'; i: number } | { type: 'notebook'; i: number };
+type FromPage = { type: 'ready' } | { type: 'query'; query: BrowserQuery } | { type: 'jump'; query: BrowserQuery; target: string } | { type: 'open'; i: number } | { type: 'notebook'; i: number };
 
-export function registerTrajectoryBrowser(context: vscode.ExtensionContext): void {
+export function registerTrajectoryBrowser(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): void {
   context.subscriptions.push(
-    vscode.window.registerCustomEditorProvider(BROWSER_VIEW_TYPE, new TrajectoryBrowserProvider(context), {
+    vscode.window.registerCustomEditorProvider(BROWSER_VIEW_TYPE, new TrajectoryBrowserProvider(context, log), {
       webviewOptions: { retainContextWhenHidden: false },
       supportsMultipleEditorsPerDocument: true,
     }),
@@ -31,7 +32,10 @@ export function registerTrajectoryBrowser(context: vscode.ExtensionContext): voi
 }
 
 class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
-  constructor(private readonly context: vscode.ExtensionContext) {}
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
 
   openCustomDocument(uri: vscode.Uri): vscode.CustomDocument {
     return { uri, dispose: () => {} };
@@ -44,10 +48,15 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
     const first = await firstRecords(path, PAGE_SIZE, opts);
     const extensionUri = this.context.extensionUri;
     panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist')] };
-    panel.webview.html = renderWebviewHtml(
-      { title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: vscode.workspace.asRelativePath(document.uri), size, pageSize: PAGE_SIZE, first, questions: questionsLine(first) } },
-      panel.webview.cspSource,
-      (p) => panel.webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, p)).toString(),
+    const initialState = { file: vscode.workspace.asRelativePath(document.uri), size, pageSize: PAGE_SIZE, first, questions: questionsLine(first) };
+    const watchdog = renderUntilReady(
+      panel.webview,
+      () => renderWebviewHtml(
+        { title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState },
+        panel.webview.cspSource,
+        (p) => panel.webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, p)).toString(),
+      ),
+      { onStall: (attempt, gaveUp) => (gaveUp ? this.log.error(`trajectory browser for ${path}: the page never started after ${attempt} reloads`) : this.log.warn(`trajectory browser for ${path}: no word from the page; reloading it (attempt ${attempt})`)) },
     );
 
     const index: RecordSummary[] = [];
@@ -87,7 +96,10 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
       }
     });
     worker.on('error', (e) => post({ type: 'error', message: `indexing ${path} failed: ${e.message}` }));
-    panel.onDidDispose(() => void worker.terminate());
+    panel.onDidDispose(() => {
+      watchdog.dispose();
+      void worker.terminate();
+    });
 
     panel.webview.onDidReceiveMessage(async (m: FromPage) => {
       if (m.type === 'query') answer(m.query);

@@ -12,7 +12,7 @@ import { DiagnosticCache, notebookDiagnostics } from './diagnostics';
 import { readConfig } from '../../config';
 import { BROWSER_VIEW_TYPE, registerTrajectoryBrowser } from '../browser/provider';
 
-export function registerTrajectoryNotebook(context: vscode.ExtensionContext): void {
+export function registerTrajectoryNotebook(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): void {
   context.subscriptions.push(
     // Outputs are derived (rewards are recomputed on open): never written, never making the notebook dirty.
     ...NOTEBOOK_TYPES.map((type) => vscode.workspace.registerNotebookSerializer(type, new TrajectorySerializer(), { transientOutputs: true })),
@@ -22,7 +22,7 @@ export function registerTrajectoryNotebook(context: vscode.ExtensionContext): vo
     vscode.window.tabGroups.onDidChangeTabs((e) => [...e.opened, ...e.changed].forEach((tab) => void redirectLargeTab(tab))),
   );
   vscode.window.tabGroups.all.forEach((g) => g.tabs.forEach((tab) => void redirectLargeTab(tab)));
-  registerTrajectoryBrowser(context);
+  registerTrajectoryBrowser(context, log);
   registerCellDiagnostics(context);
   for (const doc of vscode.workspace.notebookDocuments) void redirectLargeFile(doc);
 }
