@@ -13,5 +13,6 @@ except StartupCancelled:  # SIGTERM while importing the command line: still a ca
 
 if __name__ == "__main__":
     from .cli import main
+    from .distributed import run_and_exit
 
-    main(cancelled=cancelled)
+    run_and_exit(lambda: main(cancelled=cancelled))

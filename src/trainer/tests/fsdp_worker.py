@@ -8,7 +8,7 @@ import random
 import sys
 
 import torch
-from coa_trainer.distributed import DistInfo
+from coa_trainer.distributed import DistInfo, run_and_exit
 from coa_trainer.fsdp import full_state_dict, gathered, shard
 from coa_trainer.generate import generate
 from coa_trainer.grpo import Sample
@@ -76,4 +76,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    run_and_exit(lambda: main(sys.argv[1]))

@@ -43,3 +43,40 @@ def test_two_processes_equal_one(tmp_path, tiny_config, write_config, stage):
     assert len(a) == len(b) == 5
     for (sa, la), (sb, lb) in zip(a, b):
         assert sa == sb and abs(la - lb) <= 1e-5 * max(1.0, abs(la)), (sa, la, lb)
+
+
+def test_a_rank_that_joined_a_group_exits_with_its_status_and_its_output(tmp_path):
+    """distributed.run_and_exit ends a torchrun worker without the interpreter's finalization (where gloo's worker
+    threads can abort the process): the status each rank chose still reaches torchrun (0 and 7), and what each rank
+    printed reaches its stdout and stderr."""
+    script = tmp_path / "rank.py"
+    script.write_text(
+        "import sys, torch\n"
+        "import torch.distributed as dist\n"
+        "from coa_trainer.distributed import DistInfo, run_and_exit\n"
+        "def main():\n"
+        "    di = DistInfo.from_env()\n"
+        "    di.init(torch.device('cpu'))\n"
+        "    got = [None, None]\n"
+        "    dist.all_gather_object(got, di.rank)\n"
+        "    print(f'rank {di.rank} saw {got}', end='')\n"
+        "    sys.stderr.write(f'rank {di.rank} err')\n"
+        "    di.shutdown()\n"
+        "    sys.exit(int(sys.argv[1]) if di.rank == 1 else 0)\n"
+        "run_and_exit(main)\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1",
+           "GLOO_SOCKET_IFNAME": "lo"}
+
+    def torchrun(code: int) -> subprocess.CompletedProcess:
+        return subprocess.run([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--tee=3",
+                               str(script), str(code)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    ok = torchrun(0)
+    assert ok.returncode == 0, (ok.stdout + ok.stderr)[-3000:]
+    for rank in (0, 1):
+        assert f"rank {rank} saw [0, 1]" in ok.stdout and f"rank {rank} err" in ok.stderr
+    failed = torchrun(7)
+    assert failed.returncode != 0
+    assert "exitcode  : 7" in failed.stderr, failed.stderr[-3000:]
+    assert "rank 1 saw [0, 1]" in failed.stdout
