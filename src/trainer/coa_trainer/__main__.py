@@ -1,7 +1,7 @@
 """`python -m coa_trainer …` entry point."""
 
 # First lines, before any heavy import: SIGTERM cancels cleanly from here on, and a child of a pipeline dies with it.
-from .lifecycle import StartupCancelled, cancel_during_startup, die_with_parent
+from .lifecycle import StartupCancelled, cancel_during_startup, die_with_parent, run_and_exit
 
 cancel_during_startup()
 cancelled = False
@@ -13,6 +13,5 @@ except StartupCancelled:  # SIGTERM while importing the command line: still a ca
 
 if __name__ == "__main__":
     from .cli import main
-    from .distributed import run_and_exit
 
     run_and_exit(lambda: main(cancelled=cancelled))

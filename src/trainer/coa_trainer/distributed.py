@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +26,9 @@ class DistInfo:
         if self.world_size > 1 and not dist.is_initialized():
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
             self.active = True
-            global _joined_a_group
-            _joined_a_group = True
+            from .lifecycle import skip_finalization_at_exit
+
+            skip_finalization_at_exit()
         self.device = device
 
     def wrap(self, model: Any) -> Any:
@@ -75,38 +73,3 @@ class DistInfo:
             dist.destroy_process_group()
             self.active = False
 
-
-# Set once this process has joined a process group (see run_and_exit).
-_joined_a_group = False
-
-
-def run_and_exit(main: Callable[[], None]) -> None:
-    """Runs `main` and exits with its status. A process that joined a process group ends with os._exit once its output
-    is flushed, skipping the interpreter's finalization.
-
-    Why: gloo's worker threads release a finished collective's work object some time after the caller's wait() has
-    returned, and destroy_process_group does not stop them while anything (an FSDP module's mesh) still holds the
-    group. If that release drops the last reference to a tensor Python has let go of, the thread takes the GIL to free
-    the Python object; once Py_FinalizeEx has begun, take_gil ends the thread with pthread_exit, whose unwinding through
-    the work's noexcept destructor calls std::terminate: "terminate called without an active exception", SIGABRT, and
-    torchrun reports the whole run failed after it succeeded. Seen in 3 of 140 two-rank runs of tests/fsdp_worker.py
-    under OMP_NUM_THREADS=1 (core dump: ~AsyncAllgatherWork -> decref_pyobject -> take_gil -> pthread_exit ->
-    terminate, the main thread in Py_FinalizeEx). PyTorch's own attempt to destroy groups before finalization
-    (pytorch#179291) was abandoned. Everything a stage writes is closed before `main` returns; nothing of ours needs
-    finalization (no atexit handlers)."""
-    try:
-        main()
-        code: Any = 0
-    except SystemExit as e:
-        code = e.code
-    if not _joined_a_group:
-        sys.exit(code)
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):  # sys.exit("message") prints the message and exits 1
-        print(code, file=sys.stderr)
-        code = 1
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)

@@ -12,6 +12,8 @@ one trainer per run directory. Standard library only — `__main__` imports this
   a dead trainer is simply taken over (its recorded pid is only for the message). The pipeline passes its lock down to
   its stage (an inherited descriptor, COA_RUN_LOCK): a stage still finishing after its pipeline was killed keeps the
   directory locked until it exits, and a `--resume` started meanwhile is refused instead of racing it.
+- `run_and_exit(main)`: a process that joined a torch process group ends with os._exit once its output is flushed
+  (the interpreter's finalization is where gloo's worker threads can abort a rank that succeeded; see there).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +164,50 @@ def _run_module_dying_with_parent() -> None:
     module, *rest = sys.argv[1:]
     sys.argv = [module, *rest]
     runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+# Set by distributed.DistInfo.init once this process has joined a process group (see run_and_exit).
+_skip_finalization = False
+
+
+def skip_finalization_at_exit() -> None:
+    global _skip_finalization
+    _skip_finalization = True
+
+
+def run_and_exit(main: Callable[[], None]) -> None:
+    """Runs `main` and exits with its status. A process that joined a process group ends with os._exit once its output
+    is flushed, skipping the interpreter's finalization.
+
+    Why: gloo's worker threads release a finished collective's work object some time after the caller's wait() has
+    returned, and destroy_process_group does not stop them while anything (an FSDP module's mesh) still holds the
+    group. If that release drops the last reference to a tensor Python has let go of, the thread takes the GIL to free
+    the Python object; once Py_FinalizeEx has begun, take_gil ends the thread with pthread_exit, whose unwinding through
+    the work's noexcept destructor calls std::terminate: "terminate called without an active exception", SIGABRT, and
+    torchrun reports the whole run failed after it succeeded. Seen in 3 of 140 two-rank runs of tests/fsdp_worker.py
+    under OMP_NUM_THREADS=1 (core dump: ~AsyncAllgatherWork -> decref_pyobject -> take_gil -> pthread_exit ->
+    terminate, the main thread in Py_FinalizeEx). PyTorch's own attempt to destroy groups before finalization
+    (pytorch#179291) was abandoned. Everything a stage writes is closed before `main` returns; nothing of ours needs
+    finalization (no atexit handlers). Lives here, standard library only, because `__main__` imports it while a SIGTERM
+    still cancels the start (an import of torch there would turn that cancel into a traceback)."""
+    try:
+        main()
+        code: Any = 0
+    except SystemExit as e:
+        code = e.code
+    if not _skip_finalization:
+        sys.exit(code)
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message") prints the message and exits 1
+        print(code, file=sys.stderr)
+        code = 1
+    import logging
+
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

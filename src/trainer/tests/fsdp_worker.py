@@ -8,7 +8,8 @@ import random
 import sys
 
 import torch
-from coa_trainer.distributed import DistInfo, run_and_exit
+from coa_trainer.distributed import DistInfo
+from coa_trainer.lifecycle import run_and_exit
 from coa_trainer.fsdp import full_state_dict, gathered, shard
 from coa_trainer.generate import generate
 from coa_trainer.grpo import Sample

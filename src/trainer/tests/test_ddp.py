@@ -46,14 +46,15 @@ def test_two_processes_equal_one(tmp_path, tiny_config, write_config, stage):
 
 
 def test_a_rank_that_joined_a_group_exits_with_its_status_and_its_output(tmp_path):
-    """distributed.run_and_exit ends a torchrun worker without the interpreter's finalization (where gloo's worker
+    """lifecycle.run_and_exit ends a torchrun worker without the interpreter's finalization (where gloo's worker
     threads can abort the process): the status each rank chose still reaches torchrun (0 and 7), and what each rank
     printed reaches its stdout and stderr."""
     script = tmp_path / "rank.py"
     script.write_text(
         "import sys, torch\n"
         "import torch.distributed as dist\n"
-        "from coa_trainer.distributed import DistInfo, run_and_exit\n"
+        "from coa_trainer.distributed import DistInfo\n"
+        "from coa_trainer.lifecycle import run_and_exit\n"
         "def main():\n"
         "    di = DistInfo.from_env()\n"
         "    di.init(torch.device('cpu'))\n"
