@@ -184,7 +184,7 @@ def run_and_exit(main: Callable[[], None]) -> None:
     group. If that release drops the last reference to a tensor Python has let go of, the thread takes the GIL to free
     the Python object; once Py_FinalizeEx has begun, take_gil ends the thread with pthread_exit, whose unwinding through
     the work's noexcept destructor calls std::terminate: "terminate called without an active exception", SIGABRT, and
-    torchrun reports the whole run failed after it succeeded. Seen in 3 of 140 two-rank runs of tests/fsdp_worker.py
+    torchrun reports the whole run failed after it succeeded. Seen in 3 of 94 two-rank runs of tests/fsdp_worker.py
     under OMP_NUM_THREADS=1 (core dump: ~AsyncAllgatherWork -> decref_pyobject -> take_gil -> pthread_exit ->
     terminate, the main thread in Py_FinalizeEx). PyTorch's own attempt to destroy groups before finalization
     (pytorch#179291) was abandoned. Everything a stage writes is closed before `main` returns; nothing of ours needs
