@@ -72,4 +72,3 @@ class DistInfo:
         if self.active and dist.is_initialized():
             dist.destroy_process_group()
             self.active = False
-

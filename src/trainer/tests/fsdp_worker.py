@@ -9,10 +9,10 @@ import sys
 
 import torch
 from coa_trainer.distributed import DistInfo
-from coa_trainer.lifecycle import run_and_exit
 from coa_trainer.fsdp import full_state_dict, gathered, shard
 from coa_trainer.generate import generate
 from coa_trainer.grpo import Sample
+from coa_trainer.lifecycle import run_and_exit
 from coa_trainer.logprobs import TokenScorer
 from coa_trainer.optim import make_optimizer
 from coa_trainer.rl import policy_updates

@@ -48,16 +48,17 @@ def test_two_processes_equal_one(tmp_path, tiny_config, write_config, stage):
 def test_a_rank_that_joined_a_group_exits_with_its_status_and_its_output(tmp_path):
     """lifecycle.run_and_exit ends a torchrun worker without the interpreter's finalization (where gloo's worker
     threads can abort the process): the status each rank chose still reaches torchrun (0 and 7), and what each rank
-    printed reaches its stdout and stderr."""
+    printed reaches its stdout and stderr; the interpreter's exit handlers never run (finalization was skipped)."""
     script = tmp_path / "rank.py"
     script.write_text(
-        "import sys, torch\n"
+        "import atexit, sys, torch\n"
         "import torch.distributed as dist\n"
         "from coa_trainer.distributed import DistInfo\n"
         "from coa_trainer.lifecycle import run_and_exit\n"
         "def main():\n"
         "    di = DistInfo.from_env()\n"
         "    di.init(torch.device('cpu'))\n"
+        "    atexit.register(lambda: print(f'rank {di.rank} finalized'))\n"
         "    got = [None, None]\n"
         "    dist.all_gather_object(got, di.rank)\n"
         "    print(f'rank {di.rank} saw {got}', end='')\n"
@@ -77,6 +78,7 @@ def test_a_rank_that_joined_a_group_exits_with_its_status_and_its_output(tmp_pat
     assert ok.returncode == 0, (ok.stdout + ok.stderr)[-3000:]
     for rank in (0, 1):
         assert f"rank {rank} saw [0, 1]" in ok.stdout and f"rank {rank} err" in ok.stderr
+    assert "finalized" not in ok.stdout
     failed = torchrun(7)
     assert failed.returncode != 0
     assert "exitcode  : 7" in failed.stderr, failed.stderr[-3000:]
