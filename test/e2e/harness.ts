@@ -177,6 +177,7 @@ export async function startEditor(opts: EditorOptions): Promise<Editor> {
         '--disable-component-update', '--disable-sync'],
     });
     page = context.pages()[0] ?? (await context.newPage());
+    traceWebviews(context, page, join(artifactsDir, `${opts.name}-webview.log`));
     const consoleErrors: string[] = [];
     page.on('console', (m) => {
       if (m.type() !== 'error') return;
@@ -200,6 +201,52 @@ export async function startEditor(opts: EditorOptions): Promise<Editor> {
     await close();
     throw e;
   }
+}
+
+// What the webviews' frames and VS Code's webview service worker say, and every webview resource that failed to
+// load: the evidence for a page that stays blank (its script never ran). consoleErrors drops "Failed to load
+// resource" as workbench noise; here, for webview URLs, it is kept. Also kept per page for webviewFrame's error.
+const WEBVIEW_URL = /webview\/browser\/pre\/|vscode-resource|vscode-cdn|service-worker/;
+const webviewTraces = new WeakMap<Page, string[]>();
+
+function traceWebviews(context: BrowserContext, page: Page, file: string): void {
+  const out = createWriteStream(file);
+  const lines: string[] = [];
+  webviewTraces.set(page, lines);
+  const t0 = Date.now();
+  const note = (what: string) => {
+    const line = `${((Date.now() - t0) / 1000).toFixed(1).padStart(7)} s ${what}`;
+    lines.push(line);
+    if (lines.length > 200) lines.shift();
+    out.write(`${line}\n`);
+  };
+  page.on('console', (m) => {
+    const where = m.location().url;
+    if (WEBVIEW_URL.test(where) || /webview|service ?worker|load-resource/i.test(m.text())) note(`console.${m.type()} [${where}] ${m.text()}`);
+  });
+  page.on('pageerror', (e) => note(`pageerror ${e.message.split('\n')[0]}`));
+  page.on('requestfailed', (r) => { if (WEBVIEW_URL.test(r.url())) note(`requestfailed ${r.url()} ${r.failure()?.errorText ?? ''}`); });
+  page.on('response', (r) => {
+    if (WEBVIEW_URL.test(r.url()) && (r.status() >= 400 || /\.js(\?|$)/.test(r.url()))) note(`response ${r.status()}${r.fromServiceWorker() ? ' (service worker)' : ''} ${r.url()}`);
+  });
+  page.on('frameattached', (f) => { if (WEBVIEW_URL.test(f.url()) || f.name() === 'active-frame') note(`frame attached ${f.name()} ${f.url()}`); });
+  page.on('framenavigated', (f) => {
+    if (!WEBVIEW_URL.test(f.url())) return;
+    note(`frame navigated ${f.name()} ${f.url()}`);
+    // Which service worker ended up controlling a webview host: VS Code's webview worker (service-worker.js) serves
+    // its resources; code-server's own (serviceWorker.js) answers none of them.
+    if (/pre\/index\.html/.test(f.url())) {
+      setTimeout(() => void f.evaluate(() => navigator.serviceWorker?.controller?.scriptURL ?? 'none')
+        .then((u) => note(`webview host ${new URL(f.url()).searchParams.get('id')} controlled by ${u.replace(/^.*\/|\?.*$/g, '')}`), () => {}), 3000);
+    }
+  });
+  const worker = (w: { url(): string; on(e: 'console', l: (m: { type(): string; text(): string }) => void): unknown }) => {
+    note(`service worker ${w.url()}`);
+    w.on('console', (m) => note(`service worker console.${m.type()} ${m.text()}`));
+  };
+  context.serviceWorkers().forEach(worker);
+  context.on('serviceworker', worker);
+  page.once('close', () => out.end());
 }
 
 /** Files of the repository as a files map (for EditorOptions.files), keyed by their base name. */
@@ -299,7 +346,8 @@ export async function webviewFrame(page: Page, match: (f: Frame) => Promise<bool
     }
     await page.waitForTimeout(500);
   }
-  throw new Error(`no webview frame matched within ${timeout / 1000} s (frames: ${page.frames().map((f) => f.url()).join(', ')}; webview hosts: ${await webviewHostStates(page)})`);
+  const trace = (webviewTraces.get(page) ?? []).slice(-25).join('\n    ');
+  throw new Error(`no webview frame matched within ${timeout / 1000} s (frames: ${page.frames().map((f) => f.url()).join(', ')}; webview hosts: ${await webviewHostStates(page)})\n  webview trace (last 25):\n    ${trace || 'nothing'}`);
 }
 
 /** What each webview host frame (VS Code's pre/index.html) holds: whether a service worker controls it and whether
@@ -307,13 +355,14 @@ export async function webviewFrame(page: Page, match: (f: Frame) => Promise<bool
 async function webviewHostStates(page: Page): Promise<string> {
   const hosts = page.frames().filter((f) => /webview\/browser\/pre\/index\.html/.test(f.url()));
   const states = await Promise.all(hosts.map((f) => f.evaluate(() => JSON.stringify({
-    controlled: Boolean(navigator.serviceWorker?.controller),
+    controlled: navigator.serviceWorker?.controller?.scriptURL.replace(/^.*\/|\?.*$/g, '') ?? false,
     active: Boolean(document.getElementById('active-frame')),
     pending: Boolean(document.getElementById('pending-frame')),
   })).catch((e: Error) => `unreadable: ${e.message.split('\n')[0]}`)));
   const contents = page.frames().filter((f) => /webview\/browser\/pre\/fake\.html/.test(f.url()));
   const inside = await Promise.all(contents.map((f) => f.evaluate(() => JSON.stringify({
     readyState: document.readyState,
+    controller: navigator.serviceWorker?.controller?.scriptURL.replace(/^.*\/|\?.*$/g, '') ?? null,
     scripts: document.scripts.length,
     text: (document.body?.innerText ?? '').slice(0, 300),
   })).catch((e: Error) => `unreadable: ${e.message.split('\n')[0]}`)));

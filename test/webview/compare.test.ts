@@ -24,7 +24,7 @@ test('compare page: summary, one row per question with Δ, details side by side,
   const a = [rec('a1', 'Capital of France?', 'lyon'), rec('a2', 'Who wrote <b>it</b>?', 'paris'), rec('a3', 'Only A', 'x')].join('\n');
   const b = [rec('b1', 'capital of france?', 'paris', 2), rec('b2', 'Who wrote <b>it</b>?', 'paris'), '{bad'].join('\n');
   const state = pageState(compareRuns({ text: a, label: 'a.jsonl' }, { text: b, label: 'b.jsonl' }, 'em'));
-  const html = renderWebviewHtml({ title: 'Compare runs', scripts: ['compare.js'], initialState: state, body: '<div id="app"></div>' }, ORIGIN, (p) => `${ORIGIN}/${p}`);
+  const html = renderWebviewHtml({ title: 'Compare runs', scripts: ['compare.js'], initialState: state, body: '<div id="app"></div>' }, ORIGIN, (p) => `${ORIGIN}/${p}`, (p) => readFileSync(join(OUT, p), 'utf8'));
 
   const browser = await launchChromium();
   try {
@@ -35,7 +35,6 @@ test('compare page: summary, one row per question with Δ, details side by side,
     await page.route(`${ORIGIN}/**`, (route) => {
       const url = new URL(route.request().url());
       if (url.pathname === '/') return route.fulfill({ contentType: 'text/html', body: html });
-      if (url.pathname === '/compare.js') return route.fulfill({ contentType: 'text/javascript', body: readFileSync(join(OUT, 'compare.js')) });
       return route.fulfill({ status: 404, body: '' });
     });
     await page.goto(`${ORIGIN}/`);

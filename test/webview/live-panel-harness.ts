@@ -83,7 +83,7 @@ export async function openPanel(initialState: LivePanelInitialState): Promise<Ha
       return;
     }
     if (path === '/') {
-      const html = renderWebviewHtml({ title: 'CoA live training', scripts: ['live-panel.js'], styles: ['live-panel.css'], initialState }, origin, (p) => `${origin}/${p}`);
+      const html = renderWebviewHtml({ title: 'CoA live training', scripts: ['live-panel.js'], styles: ['live-panel.css'], initialState }, origin, (p) => `${origin}/${p}`, (p) => readFileSync(join(OUT, p), 'utf8'));
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html);
       return;
     }

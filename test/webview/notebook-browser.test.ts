@@ -31,7 +31,7 @@ test('trajectory browser page: first page on first paint, query results, record 
   const browser = await launchChromium();
   try {
     const first = await firstRecords(path, 50);
-    const html = renderWebviewHtml({ title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: 'f.coa.jsonl', size: 1, pageSize: 50, first, questions: '' } }, ORIGIN, (p) => `${ORIGIN}/${p}`);
+    const html = renderWebviewHtml({ title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: 'f.coa.jsonl', size: 1, pageSize: 50, first, questions: '' } }, ORIGIN, (p) => `${ORIGIN}/${p}`, () => readFileSync(join(OUT, 'browser.js'), 'utf8'));
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
@@ -41,7 +41,6 @@ test('trajectory browser page: first page on first paint, query results, record 
     await page.route(`${ORIGIN}/**`, (route) => {
       const url = new URL(route.request().url());
       if (url.pathname === '/') return route.fulfill({ contentType: 'text/html', body: html });
-      if (url.pathname === '/dist/webview/browser.js') return route.fulfill({ contentType: 'text/javascript', body: readFileSync(join(OUT, 'browser.js')) });
       return route.fulfill({ status: 404, body: '' });
     });
     await page.goto(`${ORIGIN}/`);

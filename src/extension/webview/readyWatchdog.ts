@@ -1,7 +1,8 @@
-// A page whose script never runs is a blank panel with no error anywhere: VS Code's webview host sometimes stalls a
-// resource load (microsoft/vscode#125993-like), and nothing retries it. Our pages post `{ type: 'ready' }` once they
-// have drawn from their embedded state; until a message arrives, the HTML is set again, freshly rendered (a new
-// nonce, so new resource loads), a bounded number of times.
+// A page whose script never runs is a blank panel with no error anywhere. Our pages post `{ type: 'ready' }` once
+// they have drawn from their embedded state; until a message arrives, the HTML is set again, freshly rendered (a new
+// nonce), a bounded number of times, then the caller is told it gave up. The one cause seen (code-server: a webview
+// host left under code-server's own service worker, so its script load hung) is not cured by new HTML in the same
+// host: html.ts inlines scripts for it. This stays as the bounded safety net for whatever else stops a page.
 import type * as vscode from 'vscode';
 
 /** The part of a vscode.Webview the watchdog uses (so it is testable without VS Code). */

@@ -4,7 +4,7 @@
 import * as vscode from 'vscode';
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { renderWebviewHtml } from '../../webview/html';
+import { extensionScripts, renderWebviewHtml } from '../../webview/html';
 import { renderUntilReady } from '../../webview/readyWatchdog';
 import { textToNotebook } from '../notebook/codec';
 import { NOTEBOOK_TYPE } from '../notebook/cells';
@@ -55,8 +55,20 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
         { title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState },
         panel.webview.cspSource,
         (p) => panel.webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, p)).toString(),
+        extensionScripts(extensionUri.fsPath),
       ),
-      { onStall: (attempt, gaveUp) => (gaveUp ? this.log.error(`trajectory browser for ${path}: the page never started after ${attempt} reloads`) : this.log.warn(`trajectory browser for ${path}: no word from the page; reloading it (attempt ${attempt})`)) },
+      {
+        onStall: (attempt, gaveUp) => {
+          if (!gaveUp) return this.log.warn(`trajectory browser for ${path}: no word from the page; reloading it (attempt ${attempt})`);
+          this.log.error(`trajectory browser for ${path}: the page never started after ${attempt} reloads`);
+          // A new editor gets a new webview host; the stuck one is closed rather than left blank.
+          void vscode.window.showWarningMessage(`CoA: the trajectory browser for ${vscode.workspace.asRelativePath(document.uri)} did not start (see the CoA Studio log).`, 'Reopen').then((pick) => {
+            if (pick !== 'Reopen') return;
+            panel.dispose();
+            void vscode.commands.executeCommand('vscode.openWith', document.uri, BROWSER_VIEW_TYPE);
+          });
+        },
+      },
     );
 
     const index: RecordSummary[] = [];
