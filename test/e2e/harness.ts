@@ -214,11 +214,13 @@ function traceWebviews(context: BrowserContext, page: Page, file: string): void 
   const lines: string[] = [];
   webviewTraces.set(page, lines);
   const t0 = Date.now();
+  // Workers and delayed host checks can still speak after the page closed: never write to the ended stream.
+  let open = true;
   const note = (what: string) => {
     const line = `${((Date.now() - t0) / 1000).toFixed(1).padStart(7)} s ${what}`;
     lines.push(line);
     if (lines.length > 200) lines.shift();
-    out.write(`${line}\n`);
+    if (open) out.write(`${line}\n`);
   };
   page.on('console', (m) => {
     const where = m.location().url;
@@ -246,7 +248,10 @@ function traceWebviews(context: BrowserContext, page: Page, file: string): void 
   };
   context.serviceWorkers().forEach(worker);
   context.on('serviceworker', worker);
-  page.once('close', () => out.end());
+  page.once('close', () => {
+    open = false;
+    out.end();
+  });
 }
 
 /** Files of the repository as a files map (for EditorOptions.files), keyed by their base name. */

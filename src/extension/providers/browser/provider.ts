@@ -4,7 +4,7 @@
 import * as vscode from 'vscode';
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { extensionScripts, renderWebviewHtml } from '../../webview/html';
+import { webviewHtml } from '../../webview/html';
 import { renderUntilReady } from '../../webview/readyWatchdog';
 import { textToNotebook } from '../notebook/codec';
 import { NOTEBOOK_TYPE } from '../notebook/cells';
@@ -51,12 +51,8 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
     const initialState = { file: vscode.workspace.asRelativePath(document.uri), size, pageSize: PAGE_SIZE, first, questions: questionsLine(first) };
     const watchdog = renderUntilReady(
       panel.webview,
-      () => renderWebviewHtml(
-        { title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState },
-        panel.webview.cspSource,
-        (p) => panel.webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, p)).toString(),
-        extensionScripts(extensionUri.fsPath),
-      ),
+      // Each call renders afresh: a new nonce per attempt.
+      () => webviewHtml(panel.webview, extensionUri, { title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState }, vscode.Uri.joinPath),
       {
         onStall: (attempt, gaveUp) => {
           if (!gaveUp) return this.log.warn(`trajectory browser for ${path}: no word from the page; reloading it (attempt ${attempt})`);
