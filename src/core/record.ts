@@ -53,6 +53,8 @@ export const MetaSchema = z
     step: z.number().int().optional(),
     sample: z.number().int().optional(),
     group: z.union([z.string(), z.number()]).optional(),
+    /** What per-question reward state (OTC-GRPO's running minimum) is kept per, when not the question text. */
+    question_key: z.string().optional(),
   })
   .passthrough();
 

@@ -85,6 +85,17 @@ function keyOf(question: string): string {
   return question.trim();
 }
 
+/**
+ * What OTC-GRPO's running minimum is kept per: `meta.question_key` when the caller names the question itself, else
+ * the question text. verl's reward call carries no question text (its parquets' `extra_info` is only `{index,
+ * split}`), so its adapter keys by data source, split and row index; keying every such call by an empty question
+ * made all questions share one minimum.
+ */
+export function questionKey(record: Pick<TrajectoryRecord, 'question' | 'meta'>): string {
+  const key = record.meta?.question_key;
+  return typeof key === 'string' && key.trim() !== '' ? key : record.question;
+}
+
 /** Format-check a record's response with the reward's parameters. */
 export function formatOf(record: TrajectoryRecord, params: RewardParams = {}): FormatReport {
   const p = RewardParamsSchema.parse(params);
@@ -98,7 +109,7 @@ export function formatOf(record: TrajectoryRecord, params: RewardParams = {}): F
 
 /**
  * Score records with one scheme. OTC-GRPO takes n per question from the correct trajectories among `records`
- * (grouped by question text) and, when `state` is given, from its running minimum, which it also updates.
+ * (grouped by `questionKey`: `meta.question_key` or the question text) and, when `state` is given, from its running minimum, which it also updates.
  * When a question has no correct trajectory yet, n is unknown (optimal_tool_calls = null) and r_tool falls back
  * to the n = 0 branch; that only matters for display, since r_correct is then 0.
  */
@@ -111,8 +122,8 @@ export function scoreRecords(records: readonly TrajectoryRecord[], scheme: Schem
     const batch = new OtcState();
     records.forEach((r, i) => {
       if (parts[i].correct > 0) {
-        batch.observe(r.question, parts[i].format.toolCalls);
-        state?.observe(r.question, parts[i].format.toolCalls);
+        batch.observe(questionKey(r), parts[i].format.toolCalls);
+        state?.observe(questionKey(r), parts[i].format.toolCalls);
       }
     });
     optimal = (q) => {
@@ -131,7 +142,7 @@ export function scoreRecords(records: readonly TrajectoryRecord[], scheme: Schem
     let rTool = 1;
     if (scheme === 'otc-ppo') rTool = otcPpoToolReward(m, p.c);
     if (scheme === 'otc-grpo') {
-      n = optimal(r.question) ?? null;
+      n = optimal(questionKey(r)) ?? null;
       rTool = otcGrpoToolReward(m, n ?? 0, p.c);
     }
     const otc = scheme === 'otc-ppo' || scheme === 'otc-grpo';

@@ -4,7 +4,7 @@
 // HttpError with the same codes and paths as the server's own checks (docs/env-server.md).
 import { z } from 'zod';
 import type { DialectName } from '../core/dialects';
-import { OtcState, scoreRecords } from '../core/rewards';
+import { OtcState, questionKey, scoreRecords } from '../core/rewards';
 import { HttpError, parseJson } from './http';
 import { describeIssues, GradeRequestSchema, SearchRequestSchema } from './protocol';
 import { formatObservation } from './observations';
@@ -60,7 +60,7 @@ export async function gradeRequest(
   const g = validateRequest(GradeRequestSchema, parseJson(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength)));
   let state: OtcState | undefined;
   if (g.run !== undefined && g.scheme === 'otc-grpo') {
-    state = OtcState.fromJSON(await getState({ run: g.run, questions: [...new Set(g.records.map((r) => r.question))] }));
+    state = OtcState.fromJSON(await getState({ run: g.run, questions: [...new Set(g.records.map(questionKey))] }));
   }
   const breakdowns = scoreRecords(g.records, g.scheme, g.params ?? {}, state);
   return { json: JSON.stringify({ breakdowns }), records: g.records.length, run: g.run, updates: state?.toJSON() };

@@ -27,6 +27,7 @@ from coa_trainer.integrations import grader
 CORPUS = REPO / "examples" / "data" / "search-r1" / "corpus_example.jsonl"
 MODULE = REPO / "src" / "trainer" / "coa_trainer" / "integrations" / "verl_reward.py"
 DUMP = REPO / "test" / "fixtures" / "verl" / "rollouts" / "3.jsonl"
+AUTOCOA_TEST = REPO / "examples" / "data" / "autocoa" / "all_test.parquet"
 ROWS = [json.loads(line) for line in DUMP.read_text().splitlines()]
 
 
@@ -62,14 +63,15 @@ def _load_like_verl(reward_kwargs: dict):
     return partial(_call_with_kwargs, raw_fn, reward_kwargs)
 
 
-def _naive_manager(compute_score, rows):
-    """The loop of NaiveRewardManager.__call__ after decoding: one call per sample, keyword arguments only."""
+def _naive_manager(compute_score, rows, extra_infos=None, data_source="searchR1_nq"):
+    """The loop of NaiveRewardManager.__call__ after decoding: one call per sample, keyword arguments only. extra_info
+    is the dataset row's own (Search-R1's and AutoCoA's parquets: `{index, split}`), plus the two keys verl adds."""
     rewards, reward_extra_info = [], defaultdict(list)
     for i, row in enumerate(rows):
-        extra_info = {"index": i, "question": row["input"].split("Question: ")[1].split("\n")[0]}
+        extra_info = dict(extra_infos[i]) if extra_infos else {"index": i, "split": "train"}
         extra_info["num_turns"] = 4
         extra_info["rollout_reward_scores"] = {}
-        score = compute_score(data_source="searchR1_nq", solution_str=row["output"], ground_truth=row["gts"],
+        score = compute_score(data_source=data_source, solution_str=row["output"], ground_truth=row["gts"],
                               extra_info=extra_info)
         assert isinstance(score, dict)
         rewards.append(score["score"])
@@ -110,6 +112,37 @@ def test_reward_kwargs_pick_the_scheme(env_url):
     assert set(extra["scheme"]) == {"otc-grpo"}
     assert any(n >= 0 for n in extra["optimal_tool_calls"])  # the running minimum kept by the server for this run
     assert any(r < 1.0 for r in extra["r_tool"])  # extra searches cost
+
+
+def test_otc_grpo_minimum_is_per_question_on_autocoa_parquet_rows(env_url):
+    """AutoCoA's published test parquet, read as verl's RLHFDataset reads it (pandas/pyarrow rows: numpy arrays,
+    `extra_info` = {index, split}); a group of samples per question as GRPO makes them. A correct two-search answer to
+    one question is optimal for that question whatever another question needed: score 1.0, not cos(π/4) = 0.707."""
+    import pandas as pd
+
+    df = pd.read_parquet(AUTOCOA_TEST)
+    a, b = df.iloc[0], df.iloc[1]
+    assert set(a["extra_info"]) == {"index", "split"}  # no question text reaches the reward function
+
+    def boxed(answer: str, searches: int) -> str:
+        steps = "".join(f"<begin_search> query {k} </end_search>\n<search_result> text </search_result>\n"
+                        for k in range(searches))
+        return f"Let me think.\n{steps}So.\n</think>\n\nThe answer is \\boxed{{{answer}}}."
+
+    gold_a, gold_b = list(a["reward_model"]["ground_truth"]), list(b["reward_model"]["ground_truth"])
+    rows = [{"output": boxed(gold_a[0], 0), "gts": a["reward_model"]["ground_truth"]},
+            {"output": boxed(gold_b[0], 2), "gts": b["reward_model"]["ground_truth"]},
+            {"output": boxed(gold_b[0], 3), "gts": b["reward_model"]["ground_truth"]}]
+    fn = _load_like_verl({"scheme": "otc-grpo", "run": "verl-test-otc-keys"})
+    rewards, extra = _naive_manager(fn, rows, [a["extra_info"], b["extra_info"], b["extra_info"]],
+                                    data_source=a["data_source"])
+    assert extra["em"] == [1.0, 1.0, 1.0] and extra["format_codes"] == ["", "", ""]
+    assert extra["optimal_tool_calls"] == [0, 2, 2]
+    assert rewards[:2] == [1.0, 1.0]
+    assert rewards[2] == pytest.approx(0.951056516295)  # m=3, n=2: sin(2.4π/4)
+    # the same question in the next step keeps its own minimum (the server's running state for this run)
+    rewards, extra = _naive_manager(fn, rows[2:], [b["extra_info"]], data_source=a["data_source"])
+    assert extra["optimal_tool_calls"] == [2] and rewards == [pytest.approx(0.951056516295)]
 
 
 def test_missing_server_is_a_clear_error(monkeypatch):
