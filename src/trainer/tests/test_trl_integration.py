@@ -128,3 +128,52 @@ def test_the_rollouts_open_in_the_notebook_with_the_rewards_of_coa_score(trl_run
     # Whole breakdowns are compared (total, EM, F1, codes, tool calls). An untrained model writes no answer, so they
     # are alike here (COA006); varied rewards through the same codec: test/unit/notebook/verl-dump.test.ts.
     assert all(b["violations"] for b in result["stored_rewards"])
+
+
+AUTOCOA_TEST = REPO / "examples" / "data" / "autocoa" / "all_test.parquet"
+
+
+def test_reward_reads_verl_ground_truth_through_trls_own_call(realistic_model_dir, tmp_path):
+    """AutoCoA's published parquet loaded with `datasets` (verl layout: `prompt` chat, `reward_model.ground_truth`, no
+    golden_answers column) and GRPOTrainer's own `_calculate_rewards`: right answers earn 1 and the rollouts carry
+    the parquet's golden answers (they were [] and every reward 0). A dataset with no golden answers is an error."""
+    why = env_server_available()
+    if why:
+        pytest.skip(why)
+    from datasets import load_dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from coa_trainer.env_client import EnvClient
+    from coa_trainer.integrations.trl import CoaRun
+
+    data = load_dataset("parquet", data_files=str(AUTOCOA_TEST), split="train").select(range(2))
+    assert "golden_answers" not in data.column_names and "reward_model" in data.column_names
+    tok = AutoTokenizer.from_pretrained(realistic_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(realistic_model_dir)
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=4, num_generations=2,
+                      max_completion_length=8, use_cpu=True, report_to=[], save_strategy="no", disable_tqdm=True)
+    env = EnvClient.start(CORPUS, dialect="autocoa", extra_args=["--index", str(tmp_path / "idx")])
+    try:
+        coa = CoaRun(tmp_path / "runs" / "trl-autocoa", env=env, scheme="autocoa")
+        trainer = GRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=data,
+                              reward_funcs=[coa.reward], callbacks=[coa.callback])
+        inputs = [data[0], data[0], data[1], data[1]]
+        golds = [list(x["reward_model"]["ground_truth"]) for x in inputs]
+        answers = [golds[0][0], "wrong", golds[2][0], "also wrong"]
+        completions = [[{"role": "assistant", "content": f"Let me think.\n</think>\n\nThe answer is \\boxed{{{a}}}."}]
+                       for a in answers]
+        completion_ids = [tok(c[0]["content"])["input_ids"] for c in completions]
+        rewards = trainer._calculate_rewards(inputs, [x["prompt"] for x in inputs], completions, completion_ids)
+        assert rewards[:, 0].tolist() == [1.0, 0.0, 1.0, 0.0]
+        rows = [json.loads(line) for line in coa.rollouts.read_text().splitlines()]
+        assert [r["golden_answers"] for r in rows] == golds
+        assert rows[0]["question"].rstrip().endswith(inputs[0]["prompt"][-1]["content"].rstrip().splitlines()[-1])
+
+        bare = data.remove_columns(["reward_model"])
+        trainer = GRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=bare,
+                              reward_funcs=[coa.reward])
+        with pytest.raises(ValueError, match="no golden answers .*reward_model.ground_truth"):
+            trainer._calculate_rewards([bare[0]], [bare[0]["prompt"]], completions[:1], completion_ids[:1])
+    finally:
+        env.stop()

@@ -102,7 +102,7 @@ class CoaRun:
                        **columns: Any) -> list[float]:
             """The CoA grader's total per completion (TRL: `rewards/coa_reward/*`)."""
             step = (getattr(trainer_state, "global_step", 0) or 0) + 1  # logged by on_log at the end of this step
-            golden_key = next((k for k in GOLDEN_COLUMNS if k in columns), None)
+            golden = golden_answers(columns)
             questions = columns.get("question") or [_question(p) for p in prompts]
             records = []
             groups: dict[str, int] = {}
@@ -111,7 +111,7 @@ class CoaRun:
                 g = groups.setdefault(key, len(groups))
                 rec: dict[str, Any] = {
                     "id": f"{run.stage}-{step}-{i}", "question": str(questions[i]),
-                    "golden_answers": golden_list(columns[golden_key][i]) if golden_key else [],
+                    "golden_answers": golden[i],
                     "response": _text(c),
                     "meta": {"run": run._open().run, "stage": run.stage, "step": step, "sample": i,
                              "group": f"{step}-g{g}"},
@@ -142,6 +142,27 @@ class CoaRun:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
         if self.sample_every and step % self.sample_every == 0 and records:
             self._open().emit("sample", stage=self.stage, step=step, record=records[0])
+
+
+def golden_answers(columns: dict[str, list]) -> list[list[str]]:
+    """Each completion's golden answers from the dataset's columns, as TRL passes them: a FlashRAG / Search-R1 column
+    (`golden_answers`, `answers`, …) or verl's `reward_model.ground_truth` (AutoCoA's and Search-R1's published
+    parquets loaded with `datasets`). No column: an error, not a reward of 0 for every completion."""
+    key = next((k for k in GOLDEN_COLUMNS if k in columns), None)
+    if key is not None:
+        return [golden_list(v) for v in columns[key]]
+    if "reward_model" in columns:
+        out = []
+        for i, rm in enumerate(columns["reward_model"]):
+            if not isinstance(rm, dict) or "ground_truth" not in rm:
+                raise ValueError(f"coa_reward: row {i} of the batch has reward_model {rm!r} without 'ground_truth' "
+                                 "(verl's layout is reward_model: {'ground_truth': …, 'style': 'rule'})")
+            out.append(golden_list(rm["ground_truth"]))
+        return out
+    shown = ", ".join(sorted(columns)) or "none"
+    raise ValueError(f"coa_reward: the dataset has no golden answers (columns: {shown}); add a "
+                     f"{' / '.join(GOLDEN_COLUMNS)} column or verl's reward_model.ground_truth — without them every "
+                     f"reward would be 0")
 
 
 def _step_stats(breakdowns: list[dict], groups: list[str]) -> dict[str, float]:
