@@ -37,6 +37,7 @@ export const RULES = {
   COA014: rule('COA014', 'action or answer without a preceding <think>', 'error', { strictOnly: true }),
   COA015: rule('COA015', 'empty answer', 'error'),
   COA016: rule('COA016', 'tag from another dialect', 'warning'),
+  COA017: rule('COA017', 'tag opened again before it is closed', 'error'),
 } as const;
 
 export type RuleCode = keyof typeof RULES;

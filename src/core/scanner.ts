@@ -42,7 +42,7 @@ export interface ScanResult {
   dialect: DialectName;
   text: string;
   segments: Segment[];
-  /** Structural problems (COA001–COA003, COA010, COA016); the rule checker adds the rest. */
+  /** Structural problems (COA001–COA003, COA010, COA016, COA017); the rule checker adds the rest. */
   problems: (FormatDiagnostic & { atEnd?: boolean })[];
 }
 
@@ -445,10 +445,20 @@ class Scanner {
     if (t.boxed) return this.boxed(i, depth);
     const kind: SegmentKind = t.role === 'observation' ? 'observation' : t.role === 'answer' ? 'answer' : 'action';
     const closeIdx = this.nextIndex(this.closeTextFor(t), i);
+    // The same tag opened again before the close: this one was never closed, and the close belongs to the later
+    // one. Taking the first close would swallow everything between (an unclosed <search> eating the observation,
+    // think and search that follow it) and pass the format gate; so it ends where the next step starts (COA017).
+    const again = closeIdx >= 0 ? this.nextIndex(t.text, i) : -1;
     let end: number;
     let close: Span | null = null;
     let next: number;
-    if (closeIdx >= 0) {
+    if (again >= 0 && again < closeIdx) {
+      const o = this.nextOpening(i);
+      const stop = o >= 0 && o < again ? o : again;
+      end = this.tags[stop].start;
+      next = stop;
+      this.problem('COA017', t, `${t.text} is opened again before it is closed (${this.tags[closeIdx].text} closes the later one)`);
+    } else if (closeIdx >= 0) {
       const c = this.tags[closeIdx];
       close = { start: c.start, end: c.end };
       end = c.end;

@@ -135,7 +135,8 @@ function formatDiagnostics(report: FormatReport): LocalDiagnostic[] {
   return report.diagnostics.map((d) => {
     const out: LocalDiagnostic = { start: d.start, end: d.end, code: d.code, severity: d.severity, message: d.message };
     if (d.code === 'COA002') out.fix = { title: `Remove stray ${report.text.slice(d.start, d.end)}`, start: d.start, end: d.end, newText: '' };
-    if (d.code === 'COA001') {
+    // An unclosed tag, or one opened again before its close (COA017: the scanner ends it where the next step starts).
+    if (d.code === 'COA001' || d.code === 'COA017') {
       const seg = report.segments.find((s) => s.open && s.open.start === d.start && s.close === null);
       const close = seg && closingTag(seg, report.text, report.dialect);
       if (seg && close) {
