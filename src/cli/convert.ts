@@ -1,11 +1,10 @@
 // `coa convert --from verl-parquet|verl-rollouts|search-r1|openai <in> -o <out>`.
-import { readFileSync } from 'node:fs';
 import { importVerlParquet } from '../core/importers/verl-parquet';
 import { importSearchR1Transcripts } from '../core/importers/search-r1';
 import { conversationToRecord } from '../core/importers/openai';
 import type { TrajectoryRecord } from '../core/record';
 import { CliError, ParsedArgs } from './args';
-import { requireFile } from './common';
+import { readTextInput, requireFile } from './common';
 import { LineWriter } from './output';
 import { convertVerlRollouts } from './convertVerl';
 
@@ -31,7 +30,7 @@ export async function runConvert(args: ParsedArgs): Promise<number> {
       throw new CliError(`${input}: not a readable parquet file (${(e as Error).message})`);
     }
   } else {
-    const text = readFileSync(input, 'utf8');
+    const text = readTextInput(input);
     if (text.includes('\u0000')) throw new CliError(`${input}: binary data, not a text file`);
     if (from === 'search-r1') records = importSearchR1Transcripts(text);
     else {

@@ -1,12 +1,13 @@
 // `coa convert --from verl-rollouts <dir|file> -o out.coa.jsonl`: verl's rollout dumps (src/core/importers/
 // verl-rollouts.ts) in step order, each record format-checked with the core's rules (the dialect detected per
 // record); a line that is not a dump row is reported as file:line:column with its field and skipped.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { dumpFiles, importVerlRollouts } from '../core/importers/verl-rollouts';
 import { formatOf } from '../core/rewards';
 import type { TrajectoryRecord } from '../core/record';
 import { CliError } from './args';
+import { readTextInput } from './common';
 
 export interface VerlConvertResult {
   records: TrajectoryRecord[];
@@ -34,7 +35,7 @@ export function convertVerlRollouts(input: string, log: (line: string) => void =
   const counts = new Map<string, number>();
   let shown = 0;
   for (const file of verlDumpPaths(input)) {
-    const text = readFileSync(file, 'utf8');
+    const text = readTextInput(file);
     if (text.includes('\u0000')) throw new CliError(`${file}: binary data, not a verl rollout dump`);
     const { records, issues } = importVerlRollouts(text);
     out.files++;
