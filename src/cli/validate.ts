@@ -4,6 +4,7 @@ import { RECORD_RULES } from '../core/codes';
 import { readJsonl } from '../core/jsonl';
 import { mapStringAt } from '../core/jsonstring';
 import { checkFormat, FormatOptions } from '../core/rules';
+import { recordFormatOptions } from '../core/recordFormat';
 import { isQuestion } from '../core/record';
 import { QuestionTally, describeQuestions } from '../core/questionSummary';
 import { CliError, ParsedArgs } from './args';
@@ -47,7 +48,7 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
         questions.add(record);
         continue;
       }
-      const result = checkFormat(record.response, { ...options, dialect: record.dialect ?? options.dialect });
+      const result = checkFormat(record.response, recordFormatOptions(record, options));
       if (result.diagnostics.length === 0) continue;
       const map = mapStringAt(entry.raw, ['response']);
       for (const d of result.diagnostics) {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { DIALECT_NAMES } from './dialects';
 import { coverExactMatch, exactMatch, f1Score } from './answer';
 import { checkFormat, FormatReport } from './rules';
+import { recordFormatOptions } from './recordFormat';
 import type { RewardBreakdown, Scheme, TrajectoryRecord } from './record';
 
 export const RewardParamsSchema = z
@@ -98,13 +99,11 @@ export function questionKey(record: Pick<TrajectoryRecord, 'question' | 'meta'>)
 
 /** Format-check a record's response with the reward's parameters. */
 export function formatOf(record: TrajectoryRecord, params: RewardParams = {}): FormatReport {
-  const p = RewardParamsSchema.parse(params);
-  return checkFormat(record.response, {
-    dialect: record.dialect ?? p.dialect,
-    strictness: p.strictness,
-    tools: p.tools,
-    maxTurns: p.max_turns,
-  });
+  return formatWith(record, RewardParamsSchema.parse(params));
+}
+
+function formatWith(record: TrajectoryRecord, p: ResolvedParams): FormatReport {
+  return checkFormat(record.response, recordFormatOptions(record, { dialect: p.dialect, strictness: p.strictness, tools: p.tools, maxTurns: p.max_turns }));
 }
 
 /**
@@ -163,7 +162,7 @@ export function scoreRecords(records: readonly TrajectoryRecord[], scheme: Schem
 }
 
 function correctness(r: TrajectoryRecord, scheme: Scheme, p: ResolvedParams) {
-  const format = checkFormat(r.response, { dialect: r.dialect ?? p.dialect, strictness: p.strictness, tools: p.tools, maxTurns: p.max_turns });
+  const format = formatWith(r, p);
   const golden = r.golden_answers ?? [];
   const em = exactMatch(format.answer, golden);
   const f1 = round(f1Score(format.answer, golden));

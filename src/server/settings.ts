@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { DIALECT_NAMES, DialectName } from '../core/dialects';
 import { SCHEMES, Scheme } from '../core/record';
 import type { FormatOptions } from '../core/rules';
+import { recordFormatOptions } from '../core/recordFormat';
 import type { RewardParams } from '../core/rewards';
 import type { Strictness } from '../core/codes';
 import { settingDefault } from '../core/settingDefaults';
@@ -59,8 +60,9 @@ export function parseSettings(section: unknown): Settings {
   };
 }
 
+/** The settings' format options; a record's own dialect wins over the setting (core/recordFormat.ts). */
 export function formatOptions(s: Settings, recordDialect?: DialectName): FormatOptions {
-  return { dialect: recordDialect ?? s.dialect, strictness: s.strictness, tools: s.tools };
+  return recordFormatOptions({ dialect: recordDialect }, { dialect: s.dialect, strictness: s.strictness, tools: s.tools });
 }
 
 export function rewardParams(s: Settings): RewardParams {

@@ -67,6 +67,20 @@ def test_format_vectors_through_the_grader(env):
         assert sorted(b["violations"]) == errors, case["name"]
 
 
+@needs_server
+def test_record_vectors_through_the_grader(env):
+    """The reward's format gate gives a record the codes the editor and `coa validate` give it: its violations are
+    the vector's error codes (the record's own dialect field wins over detection, as everywhere)."""
+    codes = json.loads((REPO / "schemas" / "codes.json").read_text())
+    severity = {code: r["severity"] for code, r in codes["rules"].items()}
+    cases = [c for c in json.loads((VECTORS / "records.json").read_text())["cases"] if not c["expect"]["question"]]
+    assert cases, "no record vectors"
+    got = env.grade([c["record"] for c in cases], scheme="autocoa")
+    for case, b in zip(cases, got):
+        errors = list(dict.fromkeys(code for code in case["expect"]["codes"] if severity.get(code) == "error"))
+        assert (b["violations"], b["format_ok"]) == (errors, not errors), case["name"]
+
+
 def test_answer_normalisation_vectors():
     """The closed-book check in evaluate.py normalises answers itself (no server during pretraining):
     it must agree with the core on the shared answer vectors."""

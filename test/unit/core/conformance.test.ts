@@ -10,7 +10,10 @@ import { coverExactMatch, exactMatch, f1Score, normalizeAnswer } from '../../../
 import { parseEvent } from '../../../src/core/events';
 import { isQuestion, type Scheme, type TrajectoryRecord } from '../../../src/core/record';
 import { analyzeLine } from '../../../src/server/analysis';
-import { DEFAULT_SETTINGS } from '../../../src/server/settings';
+import { DEFAULT_SETTINGS, formatOptions, rewardParams } from '../../../src/server/settings';
+import { RULES } from '../../../src/core/codes';
+import { textToNotebook } from '../../../src/extension/providers/notebook/codec';
+import { notebookDiagnostics } from '../../../src/extension/providers/notebook/diagnostics';
 import { formatVector } from '../../conformance/project';
 
 const load = (name: string) => JSON.parse(readFileSync(join(__dirname, '../../conformance', name), 'utf8'));
@@ -57,12 +60,22 @@ test('event vectors', () => {
   for (const { event, why } of v.invalid) assert.equal(parseEvent(JSON.stringify(event)).ok, false, `should reject: ${why}`);
 });
 
-test('record vectors: questions (prompt-only rows) get no format codes; generated responses do', async (t) => {
+test('record vectors: the language server, the notebook and the reward give each record the same codes', async (t) => {
   for (const c of load('records.json').cases as { name: string; record: TrajectoryRecord; expect: { question: boolean; codes: string[] } }[]) {
     await t.test(c.name, () => {
       assert.equal(isQuestion(c.record), c.expect.question);
+      const line = JSON.stringify(c.record);
       // The editor's file check (the language server's per-line analysis) reports exactly these codes.
-      assert.deepEqual(analyzeLine(JSON.stringify(c.record), DEFAULT_SETTINGS).diagnostics.map((d) => d.code), c.expect.codes);
+      assert.deepEqual(analyzeLine(line, DEFAULT_SETTINGS).diagnostics.map((d) => d.code), c.expect.codes, 'language server');
+      // The notebook, opened on the same line with the same settings, finds them in the record's step cells.
+      const nb = textToNotebook(line, { params: rewardParams(DEFAULT_SETTINGS) });
+      assert.deepEqual(notebookDiagnostics(nb.cells, formatOptions(DEFAULT_SETTINGS)).map((d) => d.code), c.expect.codes, 'notebook');
+      // The reward's format gate: its violations are the errors among them (a question is graded as an empty response).
+      if (!c.expect.question) {
+        const [b] = scoreRecords([c.record], 'autocoa', rewardParams(DEFAULT_SETTINGS));
+        const errors = [...new Set(c.expect.codes.filter((code) => code in RULES && RULES[code as keyof typeof RULES].severity === 'error'))];
+        assert.deepEqual([b.violations, b.format_ok], [errors, errors.length === 0], 'reward');
+      }
     });
   }
 });

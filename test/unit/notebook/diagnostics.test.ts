@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { textToNotebook } from '../../../src/extension/providers/notebook/codec';
-import { notebookDiagnostics, recordDiagnostics } from '../../../src/extension/providers/notebook/diagnostics';
+import { cellMessage, notebookDiagnostics, recordDiagnostics } from '../../../src/extension/providers/notebook/diagnostics';
 import { checkFormat } from '../../../src/core/rules';
 import { cellMeta } from '../../../src/extension/providers/notebook/cells';
 
@@ -57,4 +57,16 @@ test('with a cache, only records whose cells changed are checked again', () => {
   const recordOf = (d: { cell: number }) => cellMeta(nb.cells[d.cell].metadata)!.record;
   assert.ok(after.filter((d) => recordOf(d) !== record).every((d) => d.code === 'CACHED'));
   assert.deepEqual(after.filter((d) => recordOf(d) === record).map((d) => d.code), ['COA008']);
+});
+
+test('each finding names its record (id and line): Problems shows a cell only as "Ln 1, Col 1"', () => {
+  const lines = [
+    JSON.stringify({ id: 'ok-1', question: 'q', response: '<think>a</think><answer>x</answer>' }),
+    '',
+    JSON.stringify({ id: 'bad-2', question: 'q', response: '<think>a</think><search>q</search><answer>x</answer>' }),
+  ];
+  const nb = textToNotebook(lines.join('\n'));
+  const [d] = notebookDiagnostics(nb.cells);
+  assert.deepEqual([d.code, d.record], ['COA005', { id: 'bad-2', line: 3 }]);
+  assert.equal(cellMessage(d), `bad-2 (line 3): ${d.message}`);
 });

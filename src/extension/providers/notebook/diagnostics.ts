@@ -1,9 +1,13 @@
 // Format diagnostics for step cells: a step alone is not a trajectory (a lone <think> has "no answer"), so the
 // rules run on the whole record — its step cells joined, as saving would join them — and each finding is
-// placed in the cell that holds its start, clipped to that cell. Pure; register.ts shows them.
+// placed in the cell that holds its start, clipped to that cell. The options are the core's for that record
+// (recordFormatOptions: its own `dialect` wins), so a record gets the codes `coa validate`, the language server and
+// the reward give it. Pure; register.ts shows them.
 import { checkFormat, FormatOptions } from '../../../core/rules';
 import type { Severity } from '../../../core/codes';
-import { cellMeta } from './cells';
+import { parseRecordLine } from '../../../core/jsonl';
+import { recordFormatOptions } from '../../../core/recordFormat';
+import { cellMeta, type HeaderCellMeta } from './cells';
 
 export interface CellDiagnostic {
   /** Index into the cells given. */
@@ -14,6 +18,8 @@ export interface CellDiagnostic {
   code: string;
   severity: Severity;
   message: string;
+  /** The record it belongs to (Problems lists a cell as "Ln 1, Col 1" of a cell: the id and line say which). */
+  record?: { id: string; line: number };
 }
 
 interface CellLike {
@@ -36,21 +42,25 @@ export function notebookDiagnostics(cells: readonly CellLike[], options: FormatO
   const out: CellDiagnostic[] = [];
   const seen = new Map<string, CellDiagnostic[]>();
   let group: number[] | null = null;
+  let header: HeaderCellMeta | null = null;
   const flush = () => {
-    if (group?.length) {
+    if (group?.length && header) {
       const g = group;
+      const h = header;
       const k = cache ? g.map((i) => cache.key(i)).join('|') : '';
-      const found = (cache && cache.records.get(k)) ?? recordDiagnostics(g.map((i) => cells[i].value), options);
+      const found = (cache && cache.records.get(k)) ?? recordDiagnostics(g.map((i) => cells[i].value), recordFormatOptions({ dialect: dialectOf(h) }, options));
       if (cache) seen.set(k, found);
-      out.push(...found.map((d) => ({ ...d, cell: g[d.cell] })));
+      for (const d of found) out.push({ ...d, cell: g[d.cell], record: { id: h.id, line: h.line } });
     }
     group = null;
+    header = null;
   };
   cells.forEach((cell, i) => {
     const meta = cellMeta(cell.metadata);
     if (meta?.kind === 'header') {
       flush();
       group = [];
+      header = meta;
     } else if (meta?.kind === 'error') flush();
     else if (cell.kind === 'code' && group) group.push(i);
   });
@@ -58,6 +68,16 @@ export function notebookDiagnostics(cells: readonly CellLike[], options: FormatO
   // Keep only the records that still exist.
   if (cache) cache.records = seen;
   return out;
+}
+
+/** The `dialect` field of the record a header cell was made from (its line as read; undefined when it has none). */
+function dialectOf(h: HeaderCellMeta) {
+  return parseRecordLine(h.raw, h.line, 0, 0).record?.dialect;
+}
+
+/** The message Problems shows for a cell's finding: which record and line, since a cell has no line of the file. */
+export function cellMessage(d: CellDiagnostic): string {
+  return d.record ? `${d.record.id} (line ${d.record.line.toLocaleString('en-US')}): ${d.message}` : d.message;
 }
 
 /** Diagnostics of one record given its step cell texts (cell indices are positions in `texts`). */

@@ -8,7 +8,7 @@ import { LARGE_FILE_REASON, TrajectorySerializer, largeFileBytes, notebookDocume
 import { TooLarge, describeTooLarge, tooLargeBeforeParsing } from './threshold';
 import { META_KEY, NOTEBOOK_TYPE, NOTEBOOK_TYPES, NOTEBOOK_TYPE_ANY_JSONL, NotebookMeta, isTrajectoryNotebook } from './cells';
 import { ViewSpec, modesIn, viewNotebook } from './filter';
-import { DiagnosticCache, notebookDiagnostics } from './diagnostics';
+import { DiagnosticCache, cellMessage, notebookDiagnostics } from './diagnostics';
 import { readConfig } from '../../config';
 import { BROWSER_VIEW_TYPE, registerTrajectoryBrowser } from '../browser/provider';
 
@@ -34,7 +34,8 @@ function registerCellDiagnostics(context: vscode.ExtensionContext): void {
   const caches = new Map<string, DiagnosticCache>();
   const shown = new Map<string, Map<string, vscode.Uri>>();
   const update = (doc: vscode.NotebookDocument) => {
-    if (!isTrajectoryNotebook(doc.notebookType)) return;
+    // A change's timer can fire after its notebook closed: its cells' findings would stay in Problems for good.
+    if (!isTrajectoryNotebook(doc.notebookType) || doc.isClosed) return;
     const cells = doc.getCells();
     const c = readConfig();
     const cache = caches.get(doc.uri.toString()) ?? { key: () => '', records: new Map() };
@@ -48,7 +49,7 @@ function registerCellDiagnostics(context: vscode.ExtensionContext): void {
     const byCell = new Map<number, vscode.Diagnostic[]>();
     for (const d of found) {
       const docu = cells[d.cell].document;
-      const diag = new vscode.Diagnostic(new vscode.Range(docu.positionAt(d.start), docu.positionAt(d.end)), d.message, d.severity === 'error' ? vscode.DiagnosticSeverity.Error : vscode.DiagnosticSeverity.Warning);
+      const diag = new vscode.Diagnostic(new vscode.Range(docu.positionAt(d.start), docu.positionAt(d.end)), cellMessage(d), d.severity === 'error' ? vscode.DiagnosticSeverity.Error : vscode.DiagnosticSeverity.Warning);
       diag.code = d.code;
       diag.source = 'coa';
       byCell.set(d.cell, [...(byCell.get(d.cell) ?? []), diag]);
@@ -76,6 +77,8 @@ function registerCellDiagnostics(context: vscode.ExtensionContext): void {
     vscode.workspace.onDidOpenNotebookDocument(update),
     vscode.workspace.onDidChangeNotebookDocument((e) => later(e.notebook)),
     vscode.workspace.onDidCloseNotebookDocument((doc) => {
+      clearTimeout(timers.get(doc.uri.toString()));
+      timers.delete(doc.uri.toString());
       caches.delete(doc.uri.toString());
       shown.get(doc.uri.toString())?.forEach((uri) => collection.delete(uri));
       shown.delete(doc.uri.toString());
