@@ -1,4 +1,6 @@
 // `coa convert --from verl-parquet|verl-rollouts|search-r1|openai <in> -o <out>`.
+import { DataError } from '../core/data/errors';
+import { emptyIdReport, idSummary } from '../core/data/ids';
 import { importVerlParquet } from '../core/importers/verl-parquet';
 import { importSearchR1Transcripts } from '../core/importers/search-r1';
 import { conversationToRecord } from '../core/importers/openai';
@@ -24,11 +26,15 @@ export async function runConvert(args: ParsedArgs): Promise<number> {
   if (from === 'verl-rollouts') {
     ({ records, skipped } = convertVerlRollouts(input));
   } else if (from === 'verl-parquet') {
+    const ids = emptyIdReport();
     try {
-      records = await importVerlParquet(input);
+      records = await importVerlParquet(input, { strictIds: args.flags['strict-ids'] === true, ids });
     } catch (e) {
+      if (e instanceof DataError) throw new CliError(e.message);
       throw new CliError(`${input}: not a readable parquet file (${(e as Error).message})`);
     }
+    const line = idSummary(ids);
+    if (line) console.error(`${input}: ${line}`);
   } else {
     const text = readTextInput(input);
     if (text.includes('\u0000')) throw new CliError(`${input}: binary data, not a text file`);

@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { checkRunConfig } from '../core/data/check';
 import { DataError } from '../core/data/errors';
 import { buildPairs, emptyPairReport, PairRecord, readPairInputs } from '../core/data/pairs';
+import { emptyIdReport, idSummary } from '../core/data/ids';
 import { readQuestions } from '../core/data/questions';
 import { DialectChoice, emptySftSummary, isDialectChoice, readSft, SftRecord } from '../core/data/sft';
 import { DIALECT_NAMES } from '../core/dialects';
@@ -12,7 +13,7 @@ import { CliError, parseArgs } from './args';
 import { requireFile } from './common';
 import { LineWriter } from './output';
 
-const PREPARE_FLAGS = { out: 'string', o: 'string', dialect: 'string', report: 'string', 'per-question': 'number' } as const;
+const PREPARE_FLAGS = { out: 'string', o: 'string', dialect: 'string', report: 'string', 'per-question': 'number', 'strict-ids': 'boolean' } as const;
 
 export async function runDataCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
@@ -56,7 +57,7 @@ async function prepare(kind: 'questions' | 'sft' | 'pairs', files: string[], fla
   const writer = new LineWriter(out);
   let summary: object;
   try {
-    if (kind === 'questions') summary = await prepareQuestions(files[0], writer);
+    if (kind === 'questions') summary = await prepareQuestions(files[0], writer, flags['strict-ids'] === true);
     else if (kind === 'sft') summary = await prepareSft(files[0], dialect, writer);
     else summary = await preparePairs(files, dialect, perQuestion, writer);
     await writer.close();
@@ -70,17 +71,20 @@ async function prepare(kind: 'questions' | 'sft' | 'pairs', files: string[], fla
   return 0;
 }
 
-async function prepareQuestions(file: string, writer: LineWriter): Promise<object> {
+async function prepareQuestions(file: string, writer: LineWriter, strictIds: boolean): Promise<object> {
   let records = 0;
   const sources: Record<string, number> = {};
-  for await (const q of readQuestions(file)) {
+  const ids = emptyIdReport();
+  for await (const q of readQuestions(file, { strictIds, ids })) {
     records++;
     const s = q.data_source ?? '(none)';
     sources[s] = (sources[s] ?? 0) + 1;
     await writer.write(JSON.stringify(q));
   }
   if (records === 0) throw new DataError(file, 1, 1, 'record', 'no questions in this file');
-  return { records, data_sources: sources };
+  const line = idSummary(ids);
+  if (line) console.error(`${file}: ${line}`);
+  return { records, data_sources: sources, ids };
 }
 
 async function prepareSft(file: string, dialect: DialectChoice, writer: LineWriter): Promise<object> {
@@ -108,7 +112,11 @@ async function preparePairs(files: string[], dialect: DialectChoice, perQuestion
 
 function printCheck(r: Awaited<ReturnType<typeof checkRunConfig>>): void {
   if (!r.data) console.log(`${r.config}: no data section — the embedded benchmark`);
-  for (const f of r.files) console.log(`${f.key}: ${f.path}: ${f.kind === 'model' ? 'model directory ok' : `${f.count} ${f.kind === 'corpus' ? 'passages' : f.kind === 'pairs' ? 'pairs' : f.kind === 'sft' ? 'trajectories' : 'questions'}`}${f.summary ? ` ${JSON.stringify(f.summary)}` : ''}`);
+  for (const f of r.files) {
+    console.log(`${f.key}: ${f.path}: ${f.kind === 'model' ? 'model directory ok' : `${f.count} ${f.kind === 'corpus' ? 'passages' : f.kind === 'pairs' ? 'pairs' : f.kind === 'sft' ? 'trajectories' : 'questions'}`}${f.summary ? ` ${JSON.stringify(f.summary)}` : ''}`);
+    const ids = f.ids && idSummary(f.ids);
+    if (ids) console.log(`${f.key}: ${ids}`);
+  }
   if (r.built_pairs) console.log(`SFT-1 pairs built from data.sft: ${JSON.stringify(r.built_pairs)}`);
   console.log('data check: ok');
 }

@@ -13,9 +13,9 @@ const USAGE = `coa — CoA Studio command line
       write the records with "reward" filled (OTC-GRPO groups by question across the file)
   coa stats <files…> [--scheme S] [--json]
       count, EM, F1, TC, TP, format-error rate — overall, per dialect, per meta.stage
-  coa convert --from verl-parquet|verl-rollouts|search-r1|openai <in> -o <out.coa.jsonl>
+  coa convert --from verl-parquet|verl-rollouts|search-r1|openai <in> -o <out.coa.jsonl> [--strict-ids]
   coa env serve --corpus <corpus.jsonl> [--port 0] …   (see docs/env-server.md)
-  coa data prepare questions|sft|pairs <file…> --out <out.jsonl> [--dialect D] [--report r.json]
+  coa data prepare questions|sft|pairs <file…> --out <out.jsonl> [--dialect D] [--report r.json] [--strict-ids]
   coa data check <run-config.json> [--json]
       users' data for the trainer (docs/training.md, "Data contract"); bad data: FILE:LINE:COL: error: FIELD: …, exit 2
 
@@ -36,7 +36,7 @@ export async function main(argv: string[]): Promise<number> {
     case 'stats':
       return runStats(parseArgs(rest, { ...VALIDATE_FLAGS, scheme: 'string', json: 'boolean' }));
     case 'convert':
-      return runConvert(parseArgs(rest, { from: 'string', o: 'string', output: 'string' }));
+      return runConvert(parseArgs(rest, { from: 'string', o: 'string', output: 'string', 'strict-ids': 'boolean' }));
     case 'data': {
       const { runDataCommand } = await import('./data');
       return runDataCommand(rest);

@@ -201,6 +201,10 @@ export const DataSchema = z
       .default(null)
       .describe('SFT-1 pairs file (chosen/rejected JSONL). null: pairs are built from data.sft (coa data prepare pairs).'),
     corpus: dataPath().nullable().default(null).describe('FlashRAG corpus JSONL ({"id", "contents"}) the environment server searches.'),
+    strict_ids: z
+      .boolean()
+      .default(false)
+      .describe('Refuse a question file that repeats an id. false: exact repeat rows are dropped and ids repeated across sources are qualified by source (e.g. TriviaQA_dev/dev_0), with a summary (coa data prepare questions --strict-ids).'),
   })
   .strict();
 export type DataConfig = z.infer<typeof DataSchema>;

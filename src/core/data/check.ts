@@ -6,6 +6,7 @@ import { RunConfigSchema, type RunConfig } from '../config';
 import { locate } from '../jsonl';
 import { readCorpus } from '../../env/corpus';
 import { DataError } from './errors';
+import { emptyIdReport, IdReport, idSummary } from './ids';
 import { modelDirProblem } from './model';
 import { buildPairs, emptyPairReport, PairReport, readPairInputs } from './pairs';
 import { readQuestions } from './questions';
@@ -18,6 +19,8 @@ export interface DataFileCheck {
   kind: 'questions' | 'sft' | 'pairs' | 'corpus' | 'model';
   count: number;
   summary?: SftSummary | PairReport;
+  /** Questions: what happened to repeated ids (absent when none repeat). */
+  ids?: IdReport;
 }
 
 export interface CheckResult {
@@ -93,9 +96,10 @@ export async function checkRunConfig(configPath: string): Promise<CheckResult> {
     if (!p) continue;
     const full = file(`data.questions.${split}`, p);
     let count = 0;
-    for await (const _ of readQuestions(full)) count++;
+    const ids = emptyIdReport();
+    for await (const _ of readQuestions(full, { strictIds: data.strict_ids, ids })) count++;
     if (count === 0) throw new DataError(full, 1, 1, 'record', 'no questions in this file');
-    result.files.push({ key: `data.questions.${split}`, path: full, kind: 'questions', count });
+    result.files.push({ key: `data.questions.${split}`, path: full, kind: 'questions', count, ...(idSummary(ids) ? { ids } : {}) });
   }
   const trajectories: SftRecord[] = [];
   for (const [i, entry] of data.sft.entries()) {

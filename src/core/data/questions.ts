@@ -6,6 +6,7 @@ import { basename } from 'node:path';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
 import { extractQuestion, plain, promptText, strictGoldenAnswers } from '../importers/verl-parquet';
 import { DataError, Origin, typeName } from './errors';
+import { IdOptions, IdRow, planIds, rowSource } from './ids';
 import { fieldError, JsonLine, readJsonObjects } from './lines';
 
 export interface QuestionRecord {
@@ -20,27 +21,42 @@ export function isParquet(file: string): boolean {
   return /\.parquet$/i.test(file);
 }
 
-/** Every question of `file`, in file order; throws DataError on the first bad one (or a duplicate id). */
-export async function* readQuestions(file: string): AsyncGenerator<QuestionRecord> {
-  const seen = new Map<string, number>();
-  const source = isParquet(file) ? parquetQuestions(file) : jsonlQuestions(file);
-  for await (const q of source) {
-    const first = seen.get(q.id);
-    if (first !== undefined) throw new DataError(file, q.origin.line, 1, 'id', `duplicate id "${q.id}" (first on line ${first})`);
-    seen.set(q.id, q.origin.line);
-    yield q;
+/**
+ * Every question of `file`, in file order; throws DataError on the first bad one. Repeated ids are resolved by
+ * `planIds` (exact repeats dropped, ids repeated across sources qualified by source): one pass over the file to
+ * decide, one to yield, so a large file is never held whole.
+ */
+export async function* readQuestions(file: string, opts: IdOptions = {}): AsyncGenerator<QuestionRecord> {
+  const source = () => (isParquet(file) ? parquetQuestions(file) : jsonlQuestions(file));
+  const rows: IdRow[] = [];
+  for await (const { q, from } of source()) {
+    rows.push({ id: q.id, source: from, content: JSON.stringify([q.question, q.golden_answers, q.data_source]), line: q.origin.line });
+  }
+  const plan = planIds(file, rows, opts.strictIds);
+  if (opts.ids) Object.assign(opts.ids, plan.report);
+  let i = 0;
+  for await (const { q } of source()) {
+    const at = i++;
+    if (plan.drop.has(at)) continue;
+    yield { ...q, id: plan.rename.get(at) ?? q.id };
   }
 }
 
-export async function loadQuestions(file: string): Promise<QuestionRecord[]> {
+export async function loadQuestions(file: string, opts: IdOptions = {}): Promise<QuestionRecord[]> {
   const out: QuestionRecord[] = [];
-  for await (const q of readQuestions(file)) out.push(q);
+  for await (const q of readQuestions(file, opts)) out.push(q);
   return out;
+}
+
+/** A question and the source its row names (a `source_file` stem or its data source), for id resolution. */
+interface SourcedQuestion {
+  q: QuestionRecord;
+  from: string | null;
 }
 
 type Row = Record<string, unknown>;
 
-async function* parquetQuestions(file: string): AsyncGenerator<QuestionRecord> {
+async function* parquetQuestions(file: string): AsyncGenerator<SourcedQuestion> {
   let buffer;
   let columns: string[];
   try {
@@ -56,20 +72,24 @@ async function* parquetQuestions(file: string): AsyncGenerator<QuestionRecord> {
     throw new DataError(file, 1, 1, 'reward_model', `missing column (a verl parquet needs "reward_model.ground_truth" or "golden_answers"; ${listed})`);
   }
   const rows = (await parquetReadObjects({ file: buffer })) as Row[];
-  for (let i = 0; i < rows.length; i++) yield rowQuestion(file, plain(rows[i]) as Row, i + 1, (field, message) => new DataError(file, i + 1, 1, field, message));
+  for (let i = 0; i < rows.length; i++) {
+    const r = plain(rows[i]) as Row;
+    yield { q: rowQuestion(file, r, i + 1, (field, message) => new DataError(file, i + 1, 1, field, message)), from: rowSource(r) };
+  }
 }
 
-async function* jsonlQuestions(file: string): AsyncGenerator<QuestionRecord> {
+async function* jsonlQuestions(file: string): AsyncGenerator<SourcedQuestion> {
   const stem = basename(file).replace(/(\.coa)?\.jsonl?$/i, '');
   for await (const l of readJsonObjects(file)) {
     const o = l.value;
     const at = (field: string, message: string) => fieldError(file, l, field.split('.'), message);
     // verl rows written as JSONL (golden answers in reward_model): the same reading as the parquet rows.
     if ('reward_model' in o && !('golden_answers' in o) && ('prompt' in o || 'question' in o)) {
-      yield rowQuestion(file, o, l.line, at, stem);
+      yield { q: rowQuestion(file, o, l.line, at, stem), from: rowSource(o) };
       continue;
     }
-    yield jsonQuestion(file, l, stem);
+    const q = jsonQuestion(file, l, stem);
+    yield { q, from: rowSource(o) };
   }
 }
 

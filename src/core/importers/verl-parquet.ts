@@ -1,6 +1,7 @@
 // verl / AutoCoA / Search-R1 RL datasets (parquet) → records. The question is taken out of the chat prompt,
 // without the instructions around it.
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
+import { IdOptions, planIds, rowSource } from '../data/ids';
 import type { TrajectoryRecord } from '../record';
 
 // Markers after which the question follows, in the prompts of the datasets we know.
@@ -73,7 +74,7 @@ export function rowToRecord(row: Row, index: number): TrajectoryRecord {
   const reward = (r.reward_model ?? {}) as Row;
   const id = typeof r._id === 'string' ? r._id : typeof r.id === 'string' ? r.id : `${r.data_source ?? 'row'}-${extra.index ?? index}`;
   const meta: Row = {};
-  for (const key of ['data_source', 'level', 'ability']) if (r[key] !== undefined) meta[key] = r[key];
+  for (const key of ['data_source', 'source_file', 'level', 'ability']) if (r[key] !== undefined) meta[key] = r[key];
   if (extra.split !== undefined) meta.split = extra.split;
   if (extra.index !== undefined) meta.index = extra.index;
   return {
@@ -85,8 +86,18 @@ export function rowToRecord(row: Row, index: number): TrajectoryRecord {
   };
 }
 
-export async function importVerlParquet(path: string): Promise<TrajectoryRecord[]> {
+/**
+ * Every row of a verl parquet as a question record. Repeated ids are resolved as `coa data prepare` resolves them
+ * (src/core/data/ids.ts): exact repeats (all but `extra_info.index`) dropped, ids repeated across sources qualified.
+ */
+export async function importVerlParquet(path: string, opts: IdOptions = {}): Promise<TrajectoryRecord[]> {
   const file = await asyncBufferFromFile(path);
   const rows = (await parquetReadObjects({ file })) as Row[];
-  return rows.map(rowToRecord);
+  const records = rows.map(rowToRecord);
+  const plan = planIds(path, records.map((r, i) => {
+    const { index: _index, ...meta } = (r.meta ?? {}) as Row;
+    return { id: r.id, source: rowSource(plain(rows[i]) as Row), content: JSON.stringify([r.question, r.golden_answers, meta]), line: i + 1 };
+  }), opts.strictIds);
+  if (opts.ids) Object.assign(opts.ids, plan.report);
+  return records.flatMap((r, i) => (plan.drop.has(i) ? [] : [{ ...r, id: plan.rename.get(i) ?? r.id }]));
 }

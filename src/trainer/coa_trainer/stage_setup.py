@@ -210,6 +210,8 @@ def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) ->
         data = collected or UserData(config, data_dir(config, run_dir) / "prepared", prepare=di.rank == 0)
         if di.rank == 0:
             _warm_data(data, stage, scfg)
+            for note in getattr(data, "notes", []):
+                writer.emit("log", level="warning", message=f"{label}: {note}")
     if collected is not None:
         writer.emit("log", level="info", message=f"{label}: SFT data from this run's collection "
                     f"({run_dir / 'stages' / 'collect'}; collect.use_for_sft)")

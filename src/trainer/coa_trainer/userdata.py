@@ -84,24 +84,30 @@ class UserData:
         self.config, self.data = config, config["data"]
         self.cache_dir, self.prepare = cache_dir, prepare
         self._questions: dict[str, list[UserQuestion]] = {}
+        self.notes: list[str] = []  # what the importers said of the data (ids made unique, …), for the run's log
 
     # ------------------------------------------------------------ the CLI
     def _prepared(self, kind: str, inputs: list[str], extra: list[str] | None = None) -> Path:
         key = json.dumps([kind, extra or [], [(str(Path(p).resolve()), *_stat(p)) for p in inputs]])
         out = self.cache_dir / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
-        if out.is_file() or not self.prepare:
-            return out
-        self._cli(["data", "prepare", kind, *inputs, "--out", str(out), *(extra or [])])
+        notes = out.with_suffix(".notes.txt")  # the importer's own lines, kept with the cached file
+        if not out.is_file() and self.prepare:
+            said = self._cli(["data", "prepare", kind, *inputs, "--out", str(out), *(extra or [])])
+            notes.write_text("".join(f"{ln}\n" for ln in said if not ln.startswith("{")), encoding="utf-8")
+        if notes.is_file():
+            self.notes += [ln for ln in notes.read_text(encoding="utf-8").splitlines() if ln and ln not in self.notes]
         return out
 
-    def _cli(self, args: list[str]) -> None:
+    def _cli(self, args: list[str]) -> list[str]:
+        """Runs the core's CLI; returns the lines it wrote to stderr."""
         node, cli = find_cli(self.config)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         res = subprocess.run([node, str(cli), *args], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
         if res.returncode != 0:
-            lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
             msg = next((ln for ln in lines if ": error: " in ln), lines[-1] if lines else f"exit {res.returncode}")
             raise DataError(msg)
+        return lines
 
     def check_corpus(self) -> None:
         """data.corpus through the core's corpus check (`coa data check` on a config naming only it): the
@@ -136,7 +142,8 @@ class UserData:
         """Questions of a split (train, dev, test); [] when the data section names none."""
         if name not in self._questions:
             path = self.data["questions"].get(name)
-            rows = self._read(self._prepared("questions", [path])) if path else []
+            strict = ["--strict-ids"] if self.data.get("strict_ids") else []
+            rows = self._read(self._prepared("questions", [path], strict)) if path else []
             self._questions[name] = [UserQuestion(r["id"], r["question"], list(r["golden_answers"]),
                                                   r.get("data_source")) for r in rows]
         return self._questions[name]

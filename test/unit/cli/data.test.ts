@@ -27,7 +27,35 @@ test('prepare questions: the AutoCoA parquet as contract records, summary on std
   assert.equal(qs.length, 400);
   for (const q of qs) assert.deepEqual(Object.keys(q), ['id', 'question', 'golden_answers', 'data_source', 'origin']);
   assert.deepEqual(qs[1].origin, { file: 'examples/data/autocoa/hotpotqa_dev.parquet', line: 2 });
-  assert.deepEqual(JSON.parse(r.err.trim()), { kind: 'questions', out, records: 400, data_sources: { HotpotQA: 400 } });
+  assert.deepEqual(JSON.parse(r.err.trim()), {
+    kind: 'questions', out, records: 400, data_sources: { HotpotQA: 400 },
+    ids: { exact_duplicates_dropped: 0, ids_qualified: 0, rows_renamed: 0, examples: [] },
+  });
+});
+
+test('AutoCoA\'s test parquet (ids repeated across source files): prepare and convert give the same unique ids and say so; --strict-ids refuses', () => {
+  const parquet = 'examples/data/autocoa/all_test.parquet';
+  const out = join(dir, 'all-test.jsonl');
+  const r = coa('data', 'prepare', 'questions', parquet, '--out', out);
+  assert.equal(r.code, 0, r.err);
+  const qs = lines(out);
+  assert.equal(qs.length, 2935);
+  assert.equal(new Set(qs.map((q) => q.id)).size, 2935);
+  assert.match(r.err, /all_test\.parquet: ids: 1 exact repeat row\(s\) dropped; 343 id\(s\) repeated on 712 distinct rows qualified by source \(dev_4558 → 2WIKI_dev\/dev_4558, dev_3469 → /);
+  const converted = join(dir, 'all-test.coa.jsonl');
+  const c = coa('convert', '--from', 'verl-parquet', parquet, '-o', converted);
+  assert.equal(c.code, 0, c.err);
+  assert.match(c.err, /ids: 1 exact repeat row\(s\) dropped; 343 id\(s\)/);
+  assert.deepEqual(lines(converted).map((x) => x.id), qs.map((q) => q.id));
+  const v = coa('validate', converted);
+  assert.doesNotMatch(v.out + v.err, /COA103/, 'no duplicate ids left for validate to report');
+
+  const strictOut = join(dir, 'strict.jsonl');
+  const s = coa('data', 'prepare', 'questions', parquet, '--out', strictOut, '--strict-ids');
+  assert.equal(s.code, 2);
+  assert.match(s.err, /all_test\.parquet:666:1: error: id: duplicate id "dev_265" \(first on line 493;/);
+  assert.equal(existsSync(strictOut), false);
+  assert.equal(coa('convert', '--from', 'verl-parquet', parquet, '-o', strictOut, '--strict-ids').code, 2);
 });
 
 test('prepare sft and pairs: contract fields, --report, code-point offsets', () => {

@@ -5,6 +5,8 @@ import { mkdtempSync, mkdirSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadQuestions } from '../../../src/core/data/questions';
+import { emptyIdReport, idSummary } from '../../../src/core/data/ids';
+import { importVerlParquet } from '../../../src/core/importers/verl-parquet';
 import { loadSft, prepareTrajectory, emptySftSummary } from '../../../src/core/data/sft';
 import { buildPairs, emptyPairReport, readPairInputs } from '../../../src/core/data/pairs';
 import { checkRunConfig } from '../../../src/core/data/check';
@@ -45,7 +47,7 @@ async function dataError(fn: () => Promise<unknown>, file: string, line: number,
 test('the embedded default has no data section', () => {
   assert.equal(RunConfigSchema.parse({}).data, null);
   const d = RunConfigSchema.parse({ data: { questions: { train: 'a.parquet' } } }).data!;
-  assert.deepEqual(d, { questions: { train: 'a.parquet', dev: null, test: null }, sft: [], sft1_pairs: null, corpus: null });
+  assert.deepEqual(d, { questions: { train: 'a.parquet', dev: null, test: null }, sft: [], sft1_pairs: null, corpus: null, strict_ids: false });
 });
 
 test('AutoCoA parquet questions: every row, question out of the instructions, origin = row + 1', async () => {
@@ -117,7 +119,6 @@ test('bad JSONL questions: one error naming file, line, column and field', async
     [{ id: 'b', question: 'q', golden_answers: 42 }, 'golden_answers', /got number/],
     [{ id: 'b', question: 'q', golden_answers: ['x', 1] }, 'golden_answers.1', /number, expected a string/],
     [{ id: 'b', question: 'q', golden_answers: [] }, 'golden_answers', /empty list/],
-    [{ id: 'a', question: 'q', golden_answers: ['x'] }, 'id', /duplicate id "a" \(first on line 1\)/],
     ['{"id": "b", "question": ', 'record', /not valid JSON/],
     ['[1, 2]', 'record', /expected a JSON object, got a list/],
   ];
@@ -129,6 +130,34 @@ test('bad JSONL questions: one error naming file, line, column and field', async
       assert.equal(raw.slice(e.column - 1, e.column - 1 + JSON.stringify((bad as { golden_answers: unknown }).golden_answers).length), JSON.stringify((bad as { golden_answers: unknown }).golden_answers), 'the column points at the field');
     }
   }
+});
+
+test('repeated ids: exact repeats dropped, ids repeated across sources qualified, the same in every importer; --strict-ids refuses', async () => {
+  const ok = { id: 'a', question: 'q?', golden_answers: ['x'] };
+  // JSONL: an exact repeat is dropped; the same id on another question (no source named) is qualified by line.
+  const p = file([ok, ok, { ...ok, question: 'other?' }, { id: 'b', question: 'q?', golden_answers: ['x'] }]);
+  const ids = emptyIdReport();
+  const qs = await loadQuestions(p, { ids });
+  assert.deepEqual(qs.map((q) => [q.id, q.question, q.origin.line]), [['a@1', 'q?', 1], ['a@3', 'other?', 3], ['b', 'q?', 4]]);
+  assert.deepEqual(ids, { exact_duplicates_dropped: 1, ids_qualified: 1, rows_renamed: 2, examples: [['a', 'a@1']] });
+  await dataError(() => loadQuestions(p, { strictIds: true }), p, 2, 'id', /duplicate id "a" \(first on line 1; without --strict-ids/);
+
+  // AutoCoA's published test set: 2,936 rows from seven source files, every data_source "HotpotQA".
+  const parquet = join(examples, 'autocoa/all_test.parquet');
+  const report = emptyIdReport();
+  const all = await loadQuestions(parquet, { ids: report });
+  assert.equal(all.length, 2935);
+  assert.equal(new Set(all.map((q) => q.id)).size, 2935);
+  assert.deepEqual({ ...report, examples: [] }, { exact_duplicates_dropped: 1, ids_qualified: 343, rows_renamed: 712, examples: [] });
+  const dev0 = all.filter((q) => q.id.endsWith('/dev_0')).map((q) => q.id).sort();
+  assert.deepEqual(dev0, ['Fanout_dev/dev_0', 'TriviaQA_dev/dev_0']);
+  assert.equal(all.filter((q) => q.id === 'TriviaQA_dev/dev_2063').length, 1, 'the exact repeat is dropped once');
+  assert.match(idSummary(report) ?? '', /^ids: 1 exact repeat row\(s\) dropped; 343 id\(s\) repeated on 712 distinct rows qualified by source/);
+  // coa convert's importer gives the same ids, in the same order
+  const converted = await importVerlParquet(parquet);
+  assert.deepEqual(converted.map((r) => r.id), all.map((q) => q.id));
+  assert.equal((converted[0].meta as { source_file?: string }).source_file, '2WIKI_dev.json');
+  await dataError(() => loadQuestions(parquet, { strictIds: true }), parquet, 666, 'id', /duplicate id "dev_265" \(first on line 493;/);
 });
 
 test('code points: offsets count an astral character once, as Python does', () => {
