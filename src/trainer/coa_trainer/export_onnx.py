@@ -78,10 +78,24 @@ def _inputs(ids: list[list[int]], past: list[torch.Tensor], past_len: int) -> tu
     return (x, attn, pos, *past)
 
 
+def model_file_target(out: Path) -> Path:
+    """The file the export writes: a symbolic link's target (the link stays). Anything but a regular file is refused
+    before any work: the export renames a temporary file onto it and reads it back, so a FIFO or a device node would
+    be replaced by a plain file (issue 34)."""
+    if out.is_symlink():
+        if not out.exists():
+            raise ValueError(f"{out}: is a symbolic link to a missing file; give the model file itself as -o")
+        out = out.resolve()
+    if out.exists() and not out.is_file():
+        raise ValueError(f"{out}: is not a regular file (a directory, FIFO or device); give a model.onnx path as -o")
+    return out
+
+
 def export(model_dir: Path, out: Path, opset: int = 17, dialect: str | None = None,
            prompt_template: str = "question : {question}\n") -> dict:
     from .model import Runtime, load_model
 
+    out = model_file_target(out)
     torch.set_num_threads(1)
     # The vocabulary as trained: tags the checkpoint has as tokens stay tokens, tags that were text stay text
     # (adding them here would give the graph fresh, untrained embeddings).

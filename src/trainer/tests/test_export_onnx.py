@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 import torch
 from onnx.reference import ReferenceEvaluator
 
@@ -66,3 +68,34 @@ def test_export_onnx_missing_dir_is_clear_error(tmp_path):
                          text=True, timeout=120)
     assert res.returncode == 1
     assert "does not exist" in res.stderr
+
+
+def test_export_onnx_never_replaces_a_fifo_or_device_and_writes_through_a_link(tmp_path):
+    """Issue 34: the export renamed its temporary file onto -o, so a FIFO (or, as root, /dev/full) became a plain file
+    and a symbolic link was replaced by the model. Now a link's target is written and kept as a link; the rest is a
+    one-line error before any work."""
+    import os
+
+    from coa_trainer.export_onnx import model_file_target
+
+    fifo = tmp_path / "model.fifo"
+    os.mkfifo(fifo)
+    res = subprocess.run([sys.executable, "-m", "coa_trainer", "export-onnx", "--checkpoint", str(tmp_path / "none"),
+                          "-o", str(fifo)], cwd=REPO / "src" / "trainer", capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1
+    assert res.stderr.strip().splitlines() == [f"export-onnx: {fifo}: is not a regular file (a directory, FIFO or "
+                                               "device); give a model.onnx path as -o"]
+    assert fifo.is_fifo()
+    for node in ("/dev/null", "/dev/full"):
+        with pytest.raises(ValueError, match="is not a regular file"):
+            model_file_target(Path(node))
+    real = tmp_path / "real" / "model.onnx"
+    real.parent.mkdir()
+    real.write_bytes(b"old")
+    link = tmp_path / "model.onnx"
+    link.symlink_to(real)
+    assert model_file_target(link) == real.resolve()
+    dangling = tmp_path / "dangling.onnx"
+    dangling.symlink_to(tmp_path / "gone.onnx")
+    with pytest.raises(ValueError, match="symbolic link to a missing file"):
+        model_file_target(dangling)
