@@ -1,6 +1,7 @@
 // Starts the trajectory language server (dist/server.js) over stdio with vscode-languageclient.
 import * as vscode from 'vscode';
 import { LanguageClient, LanguageClientOptions, ServerOptions, TransportKind, type DynamicFeature, type StaticFeature } from 'vscode-languageclient/node';
+import { OpenFileDiagnostics } from './openFileDiagnostics';
 
 export interface LanguageServerHandle extends vscode.Disposable {
   restart(): Promise<void>;
@@ -57,15 +58,24 @@ export async function startLanguageServer(context: vscode.ExtensionContext, log:
     run: { module, transport: TransportKind.stdio },
     debug: { module, transport: TransportKind.stdio, options: { execArgv: ['--nolazy', '--inspect=6010'] } },
   };
+  const openFiles = new OpenFileDiagnostics();
   const clientOptions: LanguageClientOptions = {
     documentSelector: DOCUMENT_SELECTOR,
     synchronize: { configurationSection: 'coaStudio' },
     outputChannel: log,
+    middleware: openFiles.middleware,
   };
   const client = new TrajectoryLanguageClient('coaStudio', 'CoA Studio Trajectories', serverOptions, clientOptions);
   await client.start();
+  openFiles.collection = client.diagnostics;
   return {
-    restart: () => client.restart(),
-    dispose: () => void client.stop(),
+    restart: async () => {
+      await client.restart();
+      openFiles.collection = client.diagnostics;
+    },
+    dispose: () => {
+      openFiles.dispose();
+      void client.stop();
+    },
   };
 }

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { configFromEvents, readRun, readRuns, stageNodes, stageChildren, runNode } from '../../../src/extension/providers/runs/model';
+import { configFromEvents, readRun, readRuns, resumable, stageNodes, stageChildren, runNode } from '../../../src/extension/providers/runs/model';
 
 const alive = (pids: number[]) => (pid: number) => pids.includes(pid);
 const ev = (run: string, e: Record<string, unknown>) => JSON.stringify({ v: 1, time: 1_700_000_000, run, ...e });
@@ -145,15 +145,39 @@ test('the demo pipeline: evaluations (results settings) are finished, not pendin
     assert.ok(!Object.values(status).includes('pending'), JSON.stringify(status));
     assert.equal(run.status, 'ok');
     assert.deepEqual(run.stages.map((s) => s.name), ['pretrain', 'sft1', 'sft2', 'sft3', 'rl1', 'rl2', 'rl2-otc', 'no-tool', 'workflow', 'sft12', 'sft-rl', 'sft-rl-otc', 'pipeline'], 'pipeline order, evaluations after the stages');
-    // The menus of package.json, applied to the tree items' contextValue (`coaRun.<kind>.<status>`, runs/index.ts).
+    // The menus of package.json, applied to the tree items' contextValue (`coaRun.<kind>.<status>[.resumable]`, runs/index.ts).
     const manifest = JSON.parse(readFileSync(join(__dirname, '../../../package.json'), 'utf8'));
     const resumes = (manifest.contributes.menus['view/item/context'] as { command: string; when: string }[]).filter((m) => m.command === 'coaStudio.resumeRun');
     assert.ok(resumes.length > 0);
     for (const m of resumes) {
       const re = new RegExp(/viewItem =~ \/(.*)\/$/.exec(m.when)![1]);
       for (const st of ['ok', 'running', 'pending']) assert.ok(!re.test(`coaRun.run.${st}`) && !re.test(`coaRun.stage.${st}`), `Resume offered on a ${st} run: ${m.when}`);
-      for (const st of ['cancelled', 'failed']) assert.ok(re.test(`coaRun.run.${st}`), `Resume missing on a ${st} run`);
+      for (const st of ['cancelled', 'failed']) {
+        assert.ok(re.test(`coaRun.run.${st}.resumable`) && re.test(`coaRun.stage.${st}.resumable`), `Resume missing on a ${st} run with a checkpoint`);
+        assert.ok(!re.test(`coaRun.run.${st}`) && !re.test(`coaRun.stage.${st}`), `Resume offered on a ${st} run without a checkpoint: ${m.when}`);
+      }
     }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('resumable: a failed or cancelled stage with a step checkpoint (.pt or a sharded .dcp/), never one that failed before its first', () => {
+  const root = mkdtempSync(join(tmpdir(), 'coa-runs-'));
+  try {
+    const started = (stage: string) => ev('r4', { type: 'run_started', stage, config: {}, total_steps: 9, device: 'cpu', world_size: 1 });
+    const dir = makeRun(root, 'r4', [
+      started('pretrain'), ev('r4', { type: 'stage_finished', stage: 'pretrain', step: 9, status: 'ok', checkpoint: 'stages/pretrain/final' }),
+      // SFT-2 with nothing to start from: fails at once, no checkpoint (issue 33.8: its failure offered "Resume Run").
+      started('sft2'), ev('r4', { type: 'error', stage: 'sft2', message: 'stage sft2 needs a model' }),
+      started('sft1'), ev('r4', { type: 'stage_finished', stage: 'sft1', step: 4, status: 'cancelled', checkpoint: null }),
+      started('sft3'), ev('r4', { type: 'error', stage: 'sft3', message: 'boom' }),
+    ], ['stages/pretrain/final/config.json', 'stages/pretrain/checkpoints/step-000004.pt', 'stages/sft1/checkpoints/step-000004.pt', 'stages/sft1/checkpoints/.step-000008.pt.tmp', 'stages/sft3/checkpoints/step-000002.dcp/meta.pt']);
+    const run = readRun(dir, 'r4', alive([]))!;
+    const by = Object.fromEntries(run.stages.map((s) => [s.name, s]));
+    assert.deepEqual(Object.fromEntries(run.stages.map((s) => [s.name, resumable(s)])), { pretrain: false, sft1: true, sft2: false, sft3: true });
+    assert.deepEqual(by.sft1.checkpoints.map((c) => c.step), [4], 'a checkpoint being written is not one');
+    assert.deepEqual(by.sft3.checkpoints.map((c) => [c.step, c.final]), [[2, false]]);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -4,7 +4,7 @@
 import * as vscode from 'vscode';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { readRuns, runNode, stageChildren, stageNodes, type RunNode, type Status } from './model';
+import { readRuns, resumable, runNode, stageChildren, stageNodes, type RunNode, type Status } from './model';
 import { stageLabel } from '../../process/trainer';
 import type { TrainController } from '../train';
 import { workspaceRoot } from '../../workspace';
@@ -82,9 +82,12 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
     if (node.kind === 'run' || node.kind === 'stage') {
       const [icon, color] = ICONS[node.status];
       item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
-      item.contextValue = `coaRun.${node.kind}.${node.status}`;
+      // `.resumable`: Resume Run is offered only where a checkpoint exists to resume from (package.json menus).
+      const canResume = node.kind === 'stage' ? resumable(node.stage) : node.run.stages.some(resumable);
+      item.contextValue = `coaRun.${node.kind}.${node.status}${canResume ? '.resumable' : ''}`;
       item.tooltip = node.kind === 'stage' && node.stage.error ? `${node.label}: ${node.stage.error}` : `${node.run.dir}`;
-      if (node.kind === 'run') item.resourceUri = vscode.Uri.file(node.run.dir);
+      // No resourceUri on runs: VS Code would decorate the run with the problems of the files under its folder, so
+      // a rollout file's format errors (the model's, not the run's) turned a finished run red with "9+".
     } else if (node.kind === 'checkpoint') {
       item.iconPath = new vscode.ThemeIcon(node.final ? 'package' : 'save');
       item.contextValue = node.final ? 'coaRun.final' : 'coaRun.checkpoint';
@@ -96,7 +99,7 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
     } else {
       item.iconPath = new vscode.ThemeIcon('notebook');
       item.contextValue = 'coaRun.rollouts';
-      item.resourceUri = vscode.Uri.file(node.path);
+      // Nor on rollouts: format errors in them are what the model wrote, not a failure of the run (see above).
       item.command = { title: 'Open rollouts', command: 'vscode.open', arguments: [vscode.Uri.file(node.path)] };
     }
     return item;

@@ -91,7 +91,7 @@ export function foldEvents(events: TrainerEvent[], alive: IsAlive = isAlive): Ma
         break;
       case 'checkpoint': {
         const s = get(e.stage);
-        const final = !e.path.endsWith('.pt');
+        const final = !/\.(pt|dcp)\/?$/.test(e.path);
         s.checkpoints = s.checkpoints.filter((c) => c.path !== e.path);
         s.checkpoints.push({ step: e.step, path: e.path, final });
         break;
@@ -174,7 +174,8 @@ export function readRun(dir: string, id: string, alive: IsAlive = isAlive): RunI
     const sdir = join(dir, 'stages', name);
     const s = stages.get(name) ?? newStage(name);
     stages.set(name, s);
-    const pts = listDir(join(sdir, 'checkpoints')).filter((f) => f.endsWith('.pt')).map((f) => join(sdir, 'checkpoints', f));
+    // step-N.pt, or step-N.dcp/ (a sharded FSDP2 checkpoint, coa_trainer/fsdp.py); not a .tmp being written.
+    const pts = listDir(join(sdir, 'checkpoints')).filter((f) => /^step-\d+\.(pt|dcp)$/.test(f)).map((f) => join(sdir, 'checkpoints', f));
     const finalDir = join(sdir, 'final');
     s.finalDir = existsSync(join(finalDir, 'config.json')) ? finalDir : null;
     const onDisk: CheckpointInfo[] = pts.map((p) => ({ step: stepOf(p.slice(sdir.length)), path: p, final: false }));
@@ -187,6 +188,14 @@ export function readRun(dir: string, id: string, alive: IsAlive = isAlive): RunI
   }
   const ordered = [...stages.values()].sort((a, b) => rank(a.name) - rank(b.name) || a.name.localeCompare(b.name));
   return { id, dir, status: runStatus(ordered), stages: ordered, badLines, updated };
+}
+
+/**
+ * Can "Resume Run" continue this stage? Only from a resumable checkpoint: a stage that failed before its first one
+ * (SFT-2 with no model to start from) would fail the same way again, so Resume is not offered for it.
+ */
+export function resumable(stage: StageInfo): boolean {
+  return stage.status !== 'ok' && stage.status !== 'running' && stage.checkpoints.some((c) => !c.final);
 }
 
 /** The config of the run's last run_started event (the full config, defaults applied), or null. */

@@ -24,7 +24,7 @@ import type { ManagedProcess, ProcessResult } from '../../process/manager';
 import type { RunningEnvServer } from '../../process/envServer';
 import { ENV_STAGES, PIPELINE, composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs } from '../../process/trainer';
 import { requireTrust, workspaceRoot } from '../../workspace';
-import { configFromEvents, readRun, readRuns } from '../runs/model';
+import { configFromEvents, readRun, readRuns, resumable } from '../runs/model';
 import { PLACEHOLDERS, TITLES } from './picks';
 import { absolutizeDataPaths, dataEntries } from '../../../core/data/paths';
 import { applyDataPicks, hasPicks } from './data';
@@ -245,16 +245,25 @@ export class TrainController implements vscode.Disposable {
     } else if (result.status === 'ok') {
       const pick = await vscode.window.showInformationMessage(`CoA: ${stageLabel(stage)} finished (${runId}).`, 'Open Live Panel');
       if (pick) await vscode.commands.executeCommand('coaStudio.openLivePanel', vscode.Uri.file(runDir));
-    } else if (result.status === 'cancelled') {
+    } else if (result.status === 'cancelled' && canResume(runDir, stage)) {
       const pick = await vscode.window.showInformationMessage(`CoA: ${stageLabel(stage)} cancelled (${runId}); the trainer saved a checkpoint.`, 'Resume Run');
       if (pick) await this.resumeRun(runDir, stage);
+    } else if (result.status === 'cancelled') {
+      void vscode.window.showInformationMessage(`CoA: ${stageLabel(stage)} cancelled (${runId}) before its first checkpoint; train it again to start over.`);
     } else {
       // The trainer's own error event says what was wrong more precisely than an exit code.
       const errorMessage = run.errorMessage();
       const message = errorMessage && result.kind === 'crash' ? `The trainer stopped: ${errorMessage}` : result.message;
-      await this.launcher.showFailure(message, () => this.resumeRun(runDir, stage));
+      // "Resume Run" only from a checkpoint: a stage that failed before its first one would fail the same way again.
+      await this.launcher.showFailure(message, canResume(runDir, stage) ? () => this.resumeRun(runDir, stage) : undefined);
     }
   }
+}
+
+/** The stage (the pipeline: any of its stages) has a checkpoint Resume Run can continue from. */
+function canResume(runDir: string, stage: string): boolean {
+  const run = readRun(runDir, basename(runDir));
+  return !!run?.stages.some((s) => (stage === PIPELINE.id || s.name === stage) && resumable(s));
 }
 
 /** A run started from a terminal has no runs/<id>/config.json: take it from its last run_started event. */

@@ -1,6 +1,8 @@
 // The stable texts of the Train Stage / Resume Run quick picks (the e2e tests select items by these labels) and
 // the pure helpers behind the picks. No vscode import.
 import { STAGES, PIPELINE } from '../../process/trainer';
+import { STAGE_TABLE, stageLabelOf } from '../../../core/stages';
+import type { RunInfo } from '../runs/model';
 
 export const TITLES = {
   stage: 'CoA: Train Stage (1/4): stage',
@@ -44,4 +46,57 @@ export const checkpointLabel = (runId: string, stage: string) => `${runId} / ${s
 /** Is this directory a Hugging Face model directory (what `model.path` / `init_from` accept)? */
 export function looksLikeModelDir(files: string[]): boolean {
   return files.includes('config.json') && files.some((f) => /\.(safetensors|bin)$/.test(f) || f === 'adapter_config.json');
+}
+
+/** A finished stage's model (stages/<stage>/final) as the checkpoint step offers it. */
+export interface FinalCheckpoint {
+  runId: string;
+  stage: string;
+  step: number | null;
+  path: string;
+  /** When its run last changed (ms): newer runs are proposed first. */
+  updated: number;
+}
+
+export interface CheckpointItem {
+  label: string;
+  description: string;
+  path: string;
+}
+
+/** Every final model of the workspace's runs, newest run first. */
+export function finalCheckpoints(runs: readonly RunInfo[]): FinalCheckpoint[] {
+  return [...runs].sort((a, b) => b.updated - a.updated).flatMap((r) => r.stages.filter((s) => s.finalDir).map((s) => ({ runId: r.id, stage: s.name, step: s.step, path: s.finalDir!, updated: r.updated })));
+}
+
+/** The stages a stage starts from, nearest first (SFT-2 → SFT-1 → pretrain; core/stages.ts `from`). */
+function startingStages(stage: string): string[] {
+  const chain: string[] = [];
+  for (let s = STAGE_TABLE.find((x) => x.id === stage)?.from; s && !chain.includes(s); s = STAGE_TABLE.find((x) => x.id === s)?.from) chain.push(s);
+  return chain;
+}
+
+/**
+ * The starting-checkpoint step's items. A stage that starts from an earlier one's model (every stage but pretrain)
+ * is offered, first, each run's final model of the nearest earlier stage it has (the model the trainer itself would
+ * start from in that run): "None (start fresh)" first made SFT-2 fail with "needs a model". "None" comes first only
+ * where it works: pretrain, the whole pipeline, or a model picked in the step before.
+ */
+export function checkpointItems(stage: string, finals: readonly FinalCheckpoint[], modelPicked: boolean): CheckpointItem[] {
+  const item = (f: FinalCheckpoint, why = ''): CheckpointItem => ({ label: checkpointLabel(f.runId, f.stage), description: [f.step !== null ? `step ${f.step}` : '', why].filter(Boolean).join(' · '), path: f.path });
+  const chain = startingStages(stage);
+  const freshWorks = chain.length === 0 || modelPicked;
+  const none: CheckpointItem = { label: LABELS.noCheckpoint, description: freshWorks ? '' : 'the stage needs model.path or init_from in the config', path: '' };
+  const proposed: FinalCheckpoint[] = [];
+  if (!freshWorks) {
+    for (const runId of new Set(finals.map((f) => f.runId))) {
+      const own = finals.filter((f) => f.runId === runId);
+      const from = chain.map((s) => own.find((f) => f.stage === s)).find((f) => f !== undefined);
+      if (from) proposed.push(from);
+    }
+  }
+  const rest = finals.filter((f) => !proposed.includes(f)).map((f) => item(f));
+  const browse: CheckpointItem = { label: LABELS.browseCheckpoint, description: 'a model directory', path: '' };
+  if (!proposed.length) return [none, ...rest, browse];
+  return [...proposed.map((f) => item(f, `the ${stageLabelOf(f.stage)} result ${stageLabelOf(stage)} starts from`)), none, ...rest, browse];
 }

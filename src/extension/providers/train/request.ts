@@ -6,9 +6,8 @@ import { dirname, join, relative } from 'node:path';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import { absolutizeDataPaths, dataEntries } from '../../../core/data/paths';
 import { modelDirProblem } from '../../../core/data/model';
-import { PIPELINE } from '../../process/trainer';
 import { readRuns } from '../runs/model';
-import { LABELS, PLACEHOLDERS, STAGE_PICKS, TITLES, checkpointLabel, looksLikeModelDir } from './picks';
+import { LABELS, PLACEHOLDERS, STAGE_PICKS, TITLES, checkpointItems, checkpointLabel, finalCheckpoints, looksLikeModelDir } from './picks';
 import { describeData, type DataPicks } from './data';
 import { pickDataFiles } from './dataPicks';
 import { COLLECT_LABELS, COLLECT_TITLES, configTeacher, endpointUrlProblem } from './collectPicks';
@@ -124,9 +123,9 @@ export async function pickTrainRequest(root: string): Promise<TrainRequest | und
     if (!model) return undefined;
   }
 
-  const finals = readRuns(join(root, 'runs')).flatMap((r) => r.stages.filter((s) => s.finalDir).map((s) => ({ label: checkpointLabel(r.id, s.name), description: s.step !== null ? `step ${s.step}` : '', path: s.finalDir! })));
+  const modelPicked = modelPick.label !== LABELS.embeddedModel;
   const ckpt = await vscode.window.showQuickPick(
-    [{ label: LABELS.noCheckpoint, description: stage.id === 'pretrain' || stage.id === PIPELINE.id ? '' : 'the stage needs model.path or init_from in the config', path: '' }, ...finals, { label: LABELS.browseCheckpoint, description: 'a model directory', path: '' }],
+    checkpointItems(stage.id, finalCheckpoints(readRuns(join(root, 'runs'))), modelPicked),
     { title: TITLES.checkpoint, placeHolder: PLACEHOLDERS.checkpoint, ignoreFocusOut: true },
   );
   if (!ckpt) return undefined;
@@ -150,7 +149,7 @@ export async function pickCollectRequest(root: string): Promise<CollectRequest |
   if (!picked) return undefined;
   const { config, chosen, data } = picked;
   const own = configTeacher(chosen);
-  const finals = readRuns(join(root, 'runs')).flatMap((r) => r.stages.filter((s) => s.finalDir).map((s) => ({ label: checkpointLabel(r.id, s.name), description: s.step !== null ? `step ${s.step}` : '', path: s.finalDir! })));
+  const finals = finalCheckpoints(readRuns(join(root, 'runs'))).map((f) => ({ label: checkpointLabel(f.runId, f.stage), description: f.step !== null ? `step ${f.step}` : '', path: f.path }));
   const pick = await vscode.window.showQuickPick(
     [
       ...(own ? [{ label: COLLECT_LABELS.configTeacher, description: own, path: '' }] : []),
