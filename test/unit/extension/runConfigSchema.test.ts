@@ -49,6 +49,22 @@ test('the example run configs validate', async () => {
   assert.deepEqual((await validate(JSON.stringify(composed, null, 2))).map(messageOf), []);
 });
 
+test('the example configs validate anywhere: copied out of the repository, through the contributed schema alone', async () => {
+  // Only the schema package.json contributes is served: a relative "$schema" (the examples had one) would not load
+  // from the copy ("Unable to load schema"), which is what a user copying an example met.
+  const contributed = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).contributes.jsonValidation as { fileMatch: string[] }[]).flatMap((v) => v.fileMatch);
+  assert.ok(contributed.includes('*.run.json'));
+  for (const file of ['examples/embedded-demo.run.json', 'examples/collect-embedded.run.json']) {
+    const text = readFileSync(join(root, file), 'utf8');
+    assert.equal(JSON.parse(text).$schema, undefined, `${file}: a relative $schema breaks once the file is copied`);
+    const ls = getLanguageService({ schemaRequestService: async (u) => (u === schemaUri ? schemaText : Promise.reject(new Error(`Unable to load schema from ${u}`))) });
+    ls.configure({ validate: true, allowComments: true, schemas: [{ uri: schemaUri, fileMatch: contributed }] });
+    const doc = TextDocument.create('file:///home/user/elsewhere/my.run.json', 'json', 1, text);
+    const diags = await ls.doValidation(doc, ls.parseJSONDocument(doc), { comments: 'ignore', trailingCommas: 'error' });
+    assert.deepEqual(diags.map(messageOf), [], file);
+  }
+});
+
 test('a bad run config: the error sits on the offending property (line/column) and names the problem', async () => {
   const text = '{\n  "seed": 1,\n  "stages": {\n    "sft2": { "steps": -5, "lr": 0.001 }\n  },\n  "modle": {}\n}\n';
   const diags = await validate(text);
