@@ -1,5 +1,5 @@
 // Shared CLI plumbing: reading inputs safely and turning flags into core options.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { DIALECT_NAMES, isDialectName } from '../core/dialects';
 import type { FormatOptions } from '../core/rules';
 import type { RewardParams } from '../core/rewards';
@@ -8,15 +8,6 @@ import { CliError, ParsedArgs } from './args';
 export function requireFile(path: string): void {
   if (!existsSync(path)) throw new CliError(`${path}: no such file`);
   if (statSync(path).isDirectory()) throw new CliError(`${path}: is a directory, expected a file`);
-}
-
-/**
- * A whole input file as text, without the UTF-8 byte order mark an editor may have written first: a BOM before
- * line 1's JSON made that line invalid JSON, so importers silently skipped the first record (issue 34).
- */
-export function readTextInput(path: string): string {
-  const text = readFileSync(path, 'utf8');
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 export function formatOptions(args: ParsedArgs): FormatOptions & { dialect: FormatOptions['dialect'] } {

@@ -8,11 +8,12 @@ import { Retriever } from '../env/retriever';
 import { CorpusError, type BadLine } from '../env/corpus';
 
 const USAGE = `coa env serve --corpus <corpus.jsonl> [--index <dir>] [--port 0] [--dialect coa|search-r1|autocoa|hermes]
-              [--token T] [--fault-rate p] [--fault-seed n] [--latency-ms d] [--timeout-ms t] [--max-body-bytes n]
+              [--fault-rate p] [--fault-seed n] [--latency-ms d] [--timeout-ms t] [--max-body-bytes n]
               [--parent-pid P]   stop when process P exits (trainers pass their pid: no orphaned servers)
               [--otc-max-runs n] [--otc-idle-s s]   bound the per-run OTC-GRPO states (default 256 runs, 6 h idle)
               [--workers n]      worker threads for searches and grades (default: one per core)
-coa env index --corpus <corpus.jsonl> [--index <dir>]      build (or verify) the saved BM25 index and exit`;
+coa env index --corpus <corpus.jsonl> [--index <dir>]      build (or verify) the saved BM25 index and exit
+The token: COA_ENV_TOKEN if set (never a flag: every local user can read command lines with ps), else a random one.`;
 
 const SERVE_FLAGS = {
   corpus: 'string', index: 'string', port: 'number', dialect: 'string', token: 'string', 'fault-rate': 'number',
@@ -74,8 +75,11 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
   }
   const dialect = flags.dialect as string | undefined;
   if (dialect !== undefined && !isDialectName(dialect)) throw new CliError(`--dialect must be one of ${DIALECT_NAMES.join(', ')}, got "${dialect}"`);
-  const token = flags.token as string | undefined;
-  if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) throw new CliError('--token must be printable ASCII without spaces (it is sent as "Authorization: Bearer <token>")');
+  // The token never comes from the command line: any local user reads every process's arguments with `ps`, and the
+  // token lets them rewrite a run's OTC state (issue 34). The flag is known only to say so.
+  if (flags.token !== undefined) throw new CliError('--token would show the token to every local user (ps); set COA_ENV_TOKEN in the environment instead');
+  const token = process.env.COA_ENV_TOKEN || undefined;
+  if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) throw new CliError('COA_ENV_TOKEN must be printable ASCII without spaces (it is sent as "Authorization: Bearer <token>")');
   const server = await openOrFail(
     () =>
       startEnvServer({

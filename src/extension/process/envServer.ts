@@ -1,5 +1,6 @@
 // The environment server for one run: `node dist/cli.js env serve` on 127.0.0.1 (port 0 = a free port) with a
-// per-run random token, ready once it printed its `listening` line and answered GET /v1/health; stopped with the
+// per-run random token (in the child's environment, COA_ENV_TOKEN: never on its command line, which every local
+// user can read with ps), ready once it printed its `listening` line and answered GET /v1/health; stopped with the
 // run. No vscode import (unit-tested with the real server).
 import { randomBytes } from 'node:crypto';
 import { ManagedProcess, type LogSink, type ProcessResult } from './manager';
@@ -31,7 +32,7 @@ export class EnvServerError extends Error {}
 
 export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnvServer> {
   const token = randomBytes(24).toString('hex');
-  const args = [opts.cli, 'env', 'serve', '--corpus', opts.corpus, '--port', String(opts.port ?? 0), '--token', token];
+  const args = [opts.cli, 'env', 'serve', '--corpus', opts.corpus, '--port', String(opts.port ?? 0)];
   if (opts.dialect) args.push('--dialect', opts.dialect);
   args.push('--parent-pid', String(process.pid)); // a crashed extension host leaves no server behind
   let listening: { url: string; token: string } | undefined;
@@ -40,7 +41,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
     what: 'environment server',
     command: opts.node,
     args,
-    env: opts.env,
+    env: { ...(opts.env ?? process.env), COA_ENV_TOKEN: token },
     log: opts.log,
     secrets: [token],
     graceMs: 5_000,

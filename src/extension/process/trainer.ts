@@ -34,8 +34,16 @@ export function trainerArgs(inv: TrainerInvocation): string[] {
     ? ['-m', 'coa_trainer', 'collect', '--config', inv.config, '--run-dir', inv.runDir]
     : ['-m', 'coa_trainer', 'train', '--stage', inv.stage, '--config', inv.config, '--run-dir', inv.runDir];
   if (inv.resume) args.push('--resume');
-  if (inv.env) args.push(`--env-url=${inv.env.url}`, `--env-token=${inv.env.token}`); // '=': a token may start with '-'
+  if (inv.env) args.push(`--env-url=${inv.env.url}`); // the token goes in the environment: trainerTokenEnv
   return args;
+}
+
+/**
+ * The environment entries that carry a run's env-server token to the trainer (COA_ENV_TOKEN). Never an argument:
+ * any local user reads every process's command line with `ps`, and the token lets them rewrite the run's OTC state.
+ */
+export function trainerTokenEnv(inv: Pick<TrainerInvocation, 'env'>): NodeJS.ProcessEnv {
+  return inv.env ? { COA_ENV_TOKEN: inv.env.token } : {};
 }
 
 export function exportOnnxArgs(finalDir: string, out: string): string[] {

@@ -4,6 +4,7 @@ so --help is fast."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .schemas import stage_table, trainable_stages
@@ -18,6 +19,19 @@ def name_arg(value: str) -> str:
     if err:
         raise argparse.ArgumentTypeError(err)
     return value
+
+
+TOKEN_FLAG_HELP = "refused: set COA_ENV_TOKEN instead (a command line is visible to every local user)"
+
+
+def token_from_environment(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The environment server's token comes from COA_ENV_TOKEN, never from the command line: any local user reads
+    every process's arguments with `ps`, and the token lets them rewrite a run's OTC state (issue 34)."""
+    if not hasattr(args, "env_token"):
+        return
+    if args.env_token is not None:
+        parser.error("--env-token would show the token to every local user (ps); set COA_ENV_TOKEN instead")
+    args.env_token = os.environ.get("COA_ENV_TOKEN")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--label", default=None, type=name_arg, help="name of this stage run: stages/<label>/ and the events' stage "
                        "(default: the stage name; e.g. --stage rl2 --label rl2-otc)")
     train.add_argument("--env-url", default=None, help="RL stages: use a running env server instead of starting one")
-    train.add_argument("--env-token", default=None)
+    train.add_argument("--env-token", default=None, help=TOKEN_FLAG_HELP)
 
     ev = sub.add_parser("eval", help="greedy evaluation (agent mode uses the environment server)")
     ev.add_argument("--config", required=True)
@@ -48,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="agent: tool loop against the env server; no-tool: tags but searches refused; plain: QA prompt")
     ev.add_argument("--limit", type=int, default=None, help="questions per split")
     ev.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
-    ev.add_argument("--env-token", default=None)
+    ev.add_argument("--env-token", default=None, help=TOKEN_FLAG_HELP)
 
     onnx = sub.add_parser("export-onnx", help="export an HF model dir to ONNX with KV cache, for the editor's replay")
     onnx.add_argument("--checkpoint", required=True, help="HF model directory, e.g. runs/<id>/stages/<stage>/final")
@@ -66,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipe.add_argument("--resume", action="store_true", help="skip finished stages, resume the interrupted one")
     pipe.add_argument("--nproc-per-node", type=int, default=1, help="run each stage as N DDP processes (torchrun)")
     pipe.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
-    pipe.add_argument("--env-token", default=None)
+    pipe.add_argument("--env-token", default=None, help=TOKEN_FLAG_HELP)
     pipe.add_argument("--split", choices=("dev", "test"), default="test",
                       help="split of the results table: test (default; what is reported) or dev (choose settings)")
     pipe.add_argument("--seeds", type=int, default=1, help="N > 1: the whole pipeline for seeds S … S+N-1 (S: the "
@@ -81,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     col.add_argument("--limit", type=int, default=None, help="questions at most (overrides collect.limit)")
     col.add_argument("--samples", type=int, default=None, help="samples per question and mode (collect.samples)")
     col.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
-    col.add_argument("--env-token", default=None)
+    col.add_argument("--env-token", default=None, help=TOKEN_FLAG_HELP)
 
     data = sub.add_parser("data", help="write the embedded benchmark (knowledge base, splits, corpus, oracle)")
     data.add_argument("--config", default=None)
@@ -98,7 +112,9 @@ def main(argv: list[str] | None = None, cancelled: bool = False) -> None:
 
     # held while parsing (a SIGTERM then arrives inside the try below, where the run directory is known)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    token_from_environment(parser, args)
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         if cancelled:

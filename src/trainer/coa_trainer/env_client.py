@@ -55,9 +55,11 @@ class EnvClient:
         # --parent-pid: the server stops itself when this process dies, even by SIGKILL (no orphaned servers)
         argv = [node_exe, str(cli_path), "env", "serve", "--corpus", str(corpus), "--port", "0",
                 "--dialect", dialect, "--parent-pid", str(os.getpid()), *(extra_args or [])]
+        # a server of our own gets a fresh random token (it prints it on stdout), not one meant for another server
+        env = {k: v for k, v in os.environ.items() if k != "COA_ENV_TOKEN"}
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, bufsize=1)
+                                    text=True, bufsize=1, env=env)
         except OSError as e:
             raise EnvError(f"cannot start {node_exe}: {e.strerror}") from e
         lines: "queue.Queue[str | None]" = queue.Queue()

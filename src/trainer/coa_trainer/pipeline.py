@@ -1,4 +1,4 @@
-"""`python -m coa_trainer pipeline --config C --run-dir runs/<id> [--stages …] [--env-url U --env-token T]`.
+"""`python -m coa_trainer pipeline --config C --run-dir runs/<id> [--stages …] [--env-url U]` (token: COA_ENV_TOKEN).
 
 The whole AutoCoA recipe into one run directory: pretrain → sft1 → sft2 → sft3 → rl1 → rl2, a second RL-2 with
 OTC-GRPO from the same RL-1 result (label rl2-otc, into stages/rl2-otc/), then the results table on the test split
@@ -120,7 +120,7 @@ class Pipeline:
         if step == "rl2-otc":
             argv += ["--label", "rl2-otc"]
         if step in ENV_STEPS and self.env is not None:
-            argv += [f"--env-url={self.env.url}", f"--env-token={self.env.token}"]  # "=": a token may start with "-"
+            argv.append(f"--env-url={self.env.url}")  # its token goes in COA_ENV_TOKEN (run_stage), never on argv
         if self.args.resume:
             argv.append("--resume")
         return argv
@@ -130,7 +130,9 @@ class Pipeline:
 
         paths = [PACKAGE_PARENT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         # the stage dies with us (COA_PARENT_PID) and runs under our run-directory lock (its descriptor inherited)
-        env = child_env({"PYTHONPATH": os.pathsep.join(paths), **(self.lock.child_env() if self.lock else {})})
+        # the server's token in the environment: a command line is visible to every local user (ps)
+        token = {"COA_ENV_TOKEN": self.env.token} if step in ENV_STEPS and self.env is not None else {}
+        env = child_env({"PYTHONPATH": os.pathsep.join(paths), **(self.lock.child_env() if self.lock else {}), **token})
         sys.stdout.flush()
         self.child = subprocess.Popen(self.stage_argv(step), stdin=subprocess.DEVNULL, env=env,
                                       start_new_session=True, pass_fds=(self.lock.fd,) if self.lock else ())

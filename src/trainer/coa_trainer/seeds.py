@@ -75,7 +75,7 @@ class SeedRunner:
         if (getattr(a, "nproc_per_node", 1) or 1) > 1:
             argv += ["--nproc-per-node", str(a.nproc_per_node)]
         if a.env_url:
-            argv += [f"--env-url={a.env_url}", f"--env-token={a.env_token or ''}"]  # "=": a token may start with "-"
+            argv.append(f"--env-url={a.env_url}")  # the token: COA_ENV_TOKEN, inherited (never on a command line)
         return argv
 
     def run_seed(self, seed: int) -> None:

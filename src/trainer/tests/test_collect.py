@@ -246,9 +246,9 @@ def test_sigkill_mid_collection_then_resume_loses_and_repeats_nothing(taught_mod
     cfg.write_text(json.dumps(config))
     run_dir = work / "kill"
     coll = run_dir / "stages" / "collect" / "collection.coa.jsonl"
-    e = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1"}
+    e = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1", "COA_ENV_TOKEN": env.token}
     proc = subprocess.Popen([sys.executable, "-m", "coa_trainer", "collect", "--config", str(cfg), "--run-dir",
-                             str(run_dir), f"--env-url={env.url}", f"--env-token={env.token}"], cwd=REPO, env=e,
+                             str(run_dir), f"--env-url={env.url}"], cwd=REPO, env=e,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 240
     while not (coll.is_file() and coll.read_text().count("\n") >= 4):  # two batches written, more to come

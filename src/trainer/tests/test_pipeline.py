@@ -135,3 +135,20 @@ def test_comparisons_report_what_the_numbers_say():
     assert "does NOT beat" in text and "does NOT cut tool calls and does NOT keep EM" in text
     lines = comparisons([row("sft-rl", 0.7, 1.0), row("sft-rl-otc", 0.7, 0.99)])  # −1 %: seed noise, not a cut
     assert "OTC barely changes tool calls and keeps EM" in "\n".join(lines)
+
+
+def test_stage_command_lines_never_carry_the_env_token(tmp_path):
+    """Issue 34: the pipeline gave its RL stages `--env-token=<token>`, and any local user reads every command line
+    with `ps` (then rewrites the run's OTC state). The token goes in the stage's environment (COA_ENV_TOKEN) instead;
+    the end-to-end test above proves the stages still reach the server with it."""
+    from coa_trainer.cli import build_parser
+    from coa_trainer.env_client import EnvClient
+    from coa_trainer.pipeline import Pipeline
+
+    args = build_parser().parse_args(["pipeline", "--config", str(tmp_path / "run.json"), "--run-dir", str(tmp_path)])
+    p = Pipeline(args, {}, writer=None)
+    p.env = EnvClient("http://127.0.0.1:9", "s3cret-t0ken")
+    for step in ("rl1", "rl2", "collect"):
+        argv = p.stage_argv(step)
+        assert "--env-url=http://127.0.0.1:9" in argv
+        assert not any("s3cret" in a or a.startswith("--env-token") for a in argv), argv

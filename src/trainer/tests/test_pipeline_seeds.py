@@ -96,7 +96,7 @@ def test_bad_seed_count_and_shared_server_are_config_errors(tmp_path, write_conf
     (err,) = [e for e in read_events(tmp_path / "a") if e["type"] == "error"]
     assert err["code"] == "bad_config" and "--seeds 0" in err["message"]
     r = run_trainer("pipeline", "--config", cfg, "--run-dir", str(tmp_path / "b"), "--seeds", "2",
-                    "--env-url", "http://127.0.0.1:9", "--env-token", "x")
+                    "--env-url", "http://127.0.0.1:9", env={"COA_ENV_TOKEN": "x"})
     assert r.returncode == 2
     (err,) = [e for e in read_events(tmp_path / "b") if e["type"] == "error"]
     assert "own knowledge base and corpus" in err["message"]

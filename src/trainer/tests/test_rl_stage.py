@@ -54,7 +54,12 @@ def _config(tmp_path, base_run, name="run.json", **rl):
 
 
 def _env_args(env):
-    return [f"--env-url={env.url}", f"--env-token={env.token}"]
+    return [f"--env-url={env.url}"]
+
+
+def _env_vars(env):
+    """The server's token travels in the environment, never on the command line (issue 34)."""
+    return {"COA_ENV_TOKEN": env.token}
 
 
 def _metrics(run_dir, stage):
@@ -104,12 +109,12 @@ def test_rl2_label_events_sigterm_and_bit_exact_resume(tmp_path, base):
     cfg = _config(tmp_path, base_run, steps=steps, checkpoint_every=2, reward={"scheme": "otc-grpo", "params": {}})
     label = ["--stage", "rl2", "--label", "rl2-otc", "--config", str(cfg)]
     a = tmp_path / "a"
-    r = run_trainer("train", *label, "--run-dir", str(a), *_env_args(env))
+    r = run_trainer("train", *label, "--run-dir", str(a), *_env_args(env), env=_env_vars(env))
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     _check_events_and_rollouts(a, "rl2-otc", steps, RL["group_size"])
 
     b = tmp_path / "b"
-    e = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1"}
+    e = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1", **_env_vars(env)}
     proc = subprocess.Popen([PY, "-m", "coa_trainer", "train", *label, "--run-dir", str(b), *_env_args(env)],
                             cwd=REPO, env=e, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -129,7 +134,7 @@ def test_rl2_label_events_sigterm_and_bit_exact_resume(tmp_path, base):
     state["extra"]["otc_state"] = {"version": 1, "min_tool_calls": {"a question from before the restart ?": 1}}
     torch.save(state, ckpt)
 
-    r = run_trainer("train", *label, "--run-dir", str(b), "--resume", *_env_args(env))
+    r = run_trainer("train", *label, "--run-dir", str(b), "--resume", *_env_args(env), env=_env_vars(env))
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     assert [x["resumed_from"] for x in read_events(b) if x["type"] == "run_started"] == [None, k]
     ma, mb = _metrics(a, "rl2-otc"), _metrics(b, "rl2-otc")
@@ -145,7 +150,8 @@ def test_torchrun_two_processes_equal_one(tmp_path, base):
     base_run, env = base
     cfg = _config(tmp_path, base_run, steps=2, temperature=0.001, heldout_every=0, sample_every=0)
     one = tmp_path / "one"
-    r = run_trainer("train", "--stage", "rl2", "--config", str(cfg), "--run-dir", str(one), *_env_args(env))
+    r = run_trainer("train", "--stage", "rl2", "--config", str(cfg), "--run-dir", str(one), *_env_args(env),
+                    env=_env_vars(env))
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     two = tmp_path / "two"
     e = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}

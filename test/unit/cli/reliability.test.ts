@@ -10,8 +10,9 @@ import { join } from 'node:path';
 const root = join(__dirname, '../../..');
 const bin = join(root, 'bin/coa.js');
 const dir = mkdtempSync(join(tmpdir(), 'coa-cli-rel-'));
-const coa = (...args: string[]) => {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+const coa = (...args: string[]) => coaWith({}, ...args);
+const coaWith = (env: NodeJS.ProcessEnv, ...args: string[]) => {
+  const r = spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
   return { code: r.status, out: r.stdout, err: r.stderr };
 };
 const good = (id: string) => JSON.stringify({ id, question: 'q', golden_answers: ['a'], response: '<think>t</think><answer>a</answer>' });
@@ -104,12 +105,16 @@ test('a BOM is accepted and invalid UTF-8 is reported at file:line:col and copie
   assert.ok(written.includes(bad), 'the invalid line is copied with its original bytes');
 });
 
-test('env serve: a token with a space and a corpus without one valid passage are refused in one line', () => {
+test('env serve: a token on the command line, a token with a space and a corpus without one valid passage are refused in one line', () => {
   const corpus = join(dir, 'corpus.jsonl');
   writeFileSync(corpus, JSON.stringify({ id: 'p1', contents: '"T"\ntext' }) + '\n');
-  const tok = coa('env', 'serve', '--corpus', corpus, '--token', 'a b');
+  const flag = coa('env', 'serve', '--corpus', corpus, '--token', 'abc');
+  assert.equal(flag.code, 2);
+  assert.equal(flag.err, 'coa: --token would show the token to every local user (ps); set COA_ENV_TOKEN in the environment instead\n');
+  assert.equal(flag.out, '', 'never listened');
+  const tok = coaWith({ COA_ENV_TOKEN: 'a b' }, 'env', 'serve', '--corpus', corpus);
   assert.equal(tok.code, 2);
-  assert.match(tok.err, /^coa: --token must be printable ASCII without spaces/);
+  assert.match(tok.err, /^coa: COA_ENV_TOKEN must be printable ASCII without spaces/);
   assert.doesNotMatch(tok.err, NO_STACK);
   const empty = join(dir, 'empty-corpus.jsonl');
   writeFileSync(empty, '{"id": "p1"}\nnot json\n\n');

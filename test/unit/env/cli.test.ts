@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { tempDir, writeKnownCorpus } from './helpers';
 
 const ENTRY = join(__dirname, 'cli-entry.ts');
-const node = (args: string[]) => spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+const node = (args: string[], env: NodeJS.ProcessEnv = {}) => spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
 
 function lines(stream: NodeJS.ReadableStream, onLine: (l: string) => void): void {
   let buf = '';
@@ -26,7 +26,8 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   test(`env serve: progress, one listening line, serves, stops on ${signal}`, { timeout: 60_000 }, async (t) => {
     const dir = tempDir(t);
     const { file, facts } = writeKnownCorpus(dir, 5000);
-    const child = node(['serve', '--corpus', file, '--index', join(dir, 'idx'), '--port', '0', '--dialect', 'search-r1', '--token', 'tok-123']);
+    // The token comes from the environment (never a flag: command lines are public to local users).
+    const child = node(['serve', '--corpus', file, '--index', join(dir, 'idx'), '--port', '0', '--dialect', 'search-r1'], { COA_ENV_TOKEN: 'tok-123' });
     t.after(() => child.exitCode === null && child.kill('SIGKILL'));
     const stdout: string[] = [];
     const stderr: string[] = [];

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManagedProcess, type LogSink } from '../../../src/extension/process/manager';
@@ -165,6 +165,10 @@ test('env server: starts on 127.0.0.1 with a per-run token, is healthy, stops wi
     assert.equal(denied.status, 401);
     const token = env.token;
     assert.ok(!log.lines.some((l) => l.includes(token)), "the token is not logged");
+    // Nor on the server's command line, which every local user reads with ps (issue 34): it is in its environment.
+    const cmdline = readFileSync(`/proc/${env.process.pid}/cmdline`, 'utf8');
+    assert.ok(cmdline.includes('env\0serve'), cmdline);
+    assert.ok(!cmdline.includes(token), `the token is on the command line: ${cmdline.split('\0').join(' ')}`);
     const r = await env.stop();
     assert.equal(r.status, 'ok'); // the server handles SIGTERM by closing and exiting 0
     assert.equal(env!.process.running, false);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerEnv, ENV_STAGES, STAGES } from '../../../src/extension/process/trainer';
+import { composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerEnv, trainerTokenEnv, ENV_STAGES, STAGES } from '../../../src/extension/process/trainer';
 import { configTeacher, endpointUrlProblem } from '../../../src/extension/providers/train/collectPicks';
 import { LABELS, STAGE_PICKS, looksLikeModelDir } from '../../../src/extension/providers/train/picks';
 import { RunConfigSchema } from '../../../src/core/config';
@@ -15,8 +15,11 @@ const root = join(__dirname, '../../..');
 test('trainer argument arrays: stage, resume, env server, pipeline, ONNX export', () => {
   assert.deepEqual(trainerArgs({ stage: 'sft2', config: 'runs/a/config.json', runDir: 'runs/a' }),
     ['-m', 'coa_trainer', 'train', '--stage', 'sft2', '--config', 'runs/a/config.json', '--run-dir', 'runs/a']);
-  assert.deepEqual(trainerArgs({ stage: 'rl1', config: 'c', runDir: 'r', resume: true, env: { url: 'http://127.0.0.1:9', token: 't k' } }),
-    ['-m', 'coa_trainer', 'train', '--stage', 'rl1', '--config', 'c', '--run-dir', 'r', '--resume', '--env-url=http://127.0.0.1:9', '--env-token=t k']);
+  // The token never goes on the command line (any local user reads it with ps): it travels as COA_ENV_TOKEN.
+  const rl1 = { stage: 'rl1', config: 'c', runDir: 'r', resume: true, env: { url: 'http://127.0.0.1:9', token: 't k' } };
+  assert.deepEqual(trainerArgs(rl1), ['-m', 'coa_trainer', 'train', '--stage', 'rl1', '--config', 'c', '--run-dir', 'r', '--resume', '--env-url=http://127.0.0.1:9']);
+  assert.deepEqual(trainerTokenEnv(rl1), { COA_ENV_TOKEN: 't k' });
+  assert.deepEqual(trainerTokenEnv({}), {});
   assert.deepEqual(trainerArgs({ stage: 'pipeline', config: 'c', runDir: 'r', resume: true }), ['-m', 'coa_trainer', 'pipeline', '--config', 'c', '--run-dir', 'r', '--resume']);
   assert.deepEqual(exportOnnxArgs('runs/a/stages/sft3/final', 'runs/a/stages/sft3/onnx/model.onnx'),
     ['-m', 'coa_trainer', 'export-onnx', '--checkpoint', 'runs/a/stages/sft3/final', '-o', 'runs/a/stages/sft3/onnx/model.onnx']);
@@ -26,18 +29,24 @@ test('the trainer CLI accepts every argument array we build (argparse of the rea
   const python = join(root, '.venv/bin/python');
   // No skip: `npm install` creates .venv, and a suite that passes without it proves nothing.
   assert.ok(existsSync(python), `${python} is missing: run npm install (it creates the trainer's .venv)`);
-  const check = (args: string[]) => {
-    // parse_args only: build_parser() is the CLI's own parser; no training happens.
-    const code = `import sys; from coa_trainer.cli import build_parser; build_parser().parse_args(sys.argv[1:])`;
-    execFileSync(python, ['-c', code, ...args.slice(2)], { env: trainerEnv({ base: process.env, extensionPath: root, node: process.execPath }), stdio: 'pipe' });
+  // parse_args and the token's reading only (the CLI's own functions); no training happens. Prints the token read.
+  const code = `import sys; from coa_trainer.cli import build_parser, token_from_environment
+p = build_parser(); a = p.parse_args(sys.argv[1:]); token_from_environment(p, a); print(getattr(a, "env_token", None))`;
+  const check = (inv: Parameters<typeof trainerArgs>[0] | string[]) => {
+    const args = Array.isArray(inv) ? inv : trainerArgs(inv);
+    const env = { ...trainerEnv({ base: process.env, extensionPath: root, node: process.execPath }), ...(Array.isArray(inv) ? {} : trainerTokenEnv(inv)) };
+    return execFileSync(python, ['-c', code, ...args.slice(2)], { env, stdio: 'pipe', encoding: 'utf8' }).trim();
   };
-  for (const s of STAGES) check(trainerArgs({ stage: s.id, config: 'c.json', runDir: 'runs/x', resume: true }));
-  check(trainerArgs({ stage: 'rl2', config: 'c.json', runDir: 'runs/x', env: { url: 'http://127.0.0.1:1', token: 'abc' } }));
-  // A random token may start with '-': argparse must still read it as the value (it did not with '--env-token T').
-  check(trainerArgs({ stage: 'rl2', config: 'c.json', runDir: 'runs/x', env: { url: 'http://127.0.0.1:1', token: '-Xy_z' } }));
-  check(trainerArgs({ stage: 'pipeline', config: 'c.json', runDir: 'runs/x', resume: true }));
-  check(trainerArgs({ stage: 'collect', config: 'c.json', runDir: 'runs/x', resume: true, env: { url: 'http://127.0.0.1:1', token: 'abc' } }));
+  for (const s of STAGES) check({ stage: s.id, config: 'c.json', runDir: 'runs/x', resume: true });
+  assert.equal(check({ stage: 'rl2', config: 'c.json', runDir: 'runs/x', env: { url: 'http://127.0.0.1:1', token: 'abc' } }), 'abc');
+  // A random token may start with '-' (argparse once read '--env-token -X…' as a missing value): none of that now.
+  assert.equal(check({ stage: 'rl2', config: 'c.json', runDir: 'runs/x', env: { url: 'http://127.0.0.1:1', token: '-Xy_z' } }), '-Xy_z');
+  check({ stage: 'pipeline', config: 'c.json', runDir: 'runs/x', resume: true });
+  assert.equal(check({ stage: 'collect', config: 'c.json', runDir: 'runs/x', resume: true, env: { url: 'http://127.0.0.1:1', token: 'abc' } }), 'abc');
   check(exportOnnxArgs('f', 'o.onnx'));
+  // A token given on the command line anyway is refused, naming the variable to use.
+  assert.throws(() => check(['-m', 'coa_trainer', 'train', '--stage', 'rl2', '--config', 'c', '--run-dir', 'r', '--env-token=abc']), (e: { stderr: string }) =>
+    e.stderr.includes('--env-token would show the token to every local user (ps); set COA_ENV_TOKEN instead'));
 });
 
 test('composeRunConfig: picks become model.path / stages.<stage>.init_from, and the result is a valid run config', () => {
@@ -59,7 +68,7 @@ test('composeRunConfig: picks become model.path / stages.<stage>.init_from, and 
 
 test('Collect Trajectories: `coa_trainer collect` with the env server, and the teacher picks in collect.teacher', () => {
   assert.deepEqual(trainerArgs({ stage: 'collect', config: 'c', runDir: 'r', resume: true, env: { url: 'http://127.0.0.1:9', token: 't' } }),
-    ['-m', 'coa_trainer', 'collect', '--config', 'c', '--run-dir', 'r', '--resume', '--env-url=http://127.0.0.1:9', '--env-token=t']);
+    ['-m', 'coa_trainer', 'collect', '--config', 'c', '--run-dir', 'r', '--resume', '--env-url=http://127.0.0.1:9']);
   assert.ok(ENV_STAGES.includes('collect') && !STAGES.some((s) => s.id === 'collect'), 'its own command, not a Train Stage pick');
   const base = { model: { path: '/student' }, collect: { samples: 2, teacher: { url: 'http://old/v1', api: 'chat' as const } } };
   const dir = composeRunConfig({ base, stage: 'collect', modelPath: null, initFrom: '/runs/a/stages/sft3/final', cli: '/x' }) as any;

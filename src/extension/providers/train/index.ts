@@ -22,7 +22,7 @@ import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import { readConfig } from '../../config';
 import type { ManagedProcess, ProcessResult } from '../../process/manager';
 import type { RunningEnvServer } from '../../process/envServer';
-import { ENV_STAGES, PIPELINE, composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs } from '../../process/trainer';
+import { ENV_STAGES, PIPELINE, composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerTokenEnv } from '../../process/trainer';
 import { requireTrust, workspaceRoot } from '../../workspace';
 import { configFromEvents, readRun, readRuns, resumable } from '../runs/model';
 import { PLACEHOLDERS, TITLES } from './picks';
@@ -201,7 +201,9 @@ export class TrainController implements vscode.Disposable {
     }
     this.status.starting(title, runDir, stage);
     const progress = new RunProgress(this.status, this.log, () => this.runsChanged.fire());
-    const proc = this.launcher.pythonProcess('trainer', trainerArgs({ stage, config: configPath, runDir, resume, env: env && { url: env.url, token: env.token } }), {
+    const inv = { stage, config: configPath, runDir, resume, env: env && { url: env.url, token: env.token } };
+    const proc = this.launcher.pythonProcess('trainer', trainerArgs(inv), {
+      env: { ...this.launcher.childEnv(), ...trainerTokenEnv(inv) },
       secrets: env ? [env.token] : [],
       graceMs: readConfig().cancelGraceSeconds * 1000, // the trainer saves a checkpoint on SIGTERM
       onJson: (_v, line) => progress.onLine(line),
