@@ -16,7 +16,10 @@ const stageBase = {
   warmup_steps: int().nonnegative().default(20).describe('Linear warm-up steps, then cosine decay to 10%.'),
   weight_decay: z.number().nonnegative().default(0.0),
   grad_clip: z.number().positive().default(1.0).describe('Max gradient norm.'),
-  max_len: posInt().default(320).describe('Sequences are truncated to this many tokens.'),
+  max_len: posInt()
+    .nullable()
+    .default(null)
+    .describe('Prompt + response tokens at most (longer examples are cut). null: from the data — the longest example, capped at the model\'s context. The stage says how many examples a cap cuts, and stops when nothing is left to train.'),
   checkpoint_every: int().nonnegative().default(0).describe('Checkpoint every N steps (0: only at the end).'),
   log_every: posInt().default(10).describe('Emit a metrics event every N steps.'),
   sample_every: int().nonnegative().default(0).describe('Emit a sample event every N steps (0: never).'),
@@ -35,7 +38,13 @@ const stageBase = {
     .describe('Model directory to start from (default: the previous stage of this run, or model.path).'),
 };
 
-export const LmStageSchema = z.object({ ...stageBase, steps: posInt().default(600) }).strict();
+export const LmStageSchema = z
+  .object({
+    ...stageBase,
+    steps: posInt().default(600),
+    max_len: posInt().default(320).describe('Tokens per packed pretraining sample (lines joined until this many).'),
+  })
+  .strict();
 
 export const Sft1StageSchema = z
   .object({
@@ -76,7 +85,10 @@ const rlStage = (steps: number, simulated: number) =>
       steps: posInt().default(steps),
       lr: z.number().positive().default(2e-4),
       warmup_steps: int().nonnegative().default(2),
-      max_len: posInt().default(384).describe('Prompt + response tokens at most; a rollout reaching it is truncated.'),
+      max_len: posInt()
+        .nullable()
+        .default(null)
+        .describe('Prompt + response tokens at most; a rollout reaching it is truncated. null: the model\'s context (max_turns, max_new_tokens and max_obs_tokens bound a rollout anyway; no cap when the model does not say). Questions whose prompt leaves no room are counted, and the stage stops when none has any.'),
       log_every: posInt().default(1),
       sample_every: int().nonnegative().default(5).describe('Emit a sample event (and append to rollouts.coa.jsonl) every N steps.'),
       prompts_per_step: posInt().default(8).describe('Questions per step (global; split across DDP ranks, groups kept whole).'),
@@ -352,12 +364,15 @@ export const RunConfigSchema = z
         batch_size: posInt().default(32),
         top_k: posInt().default(2),
         max_obs_tokens: posInt().default(256).describe('Observation tokens at most per search (longer ones are cut).'),
-        max_len: posInt().default(1024).describe('Prompt + response tokens at most; a rollout reaching it is truncated.'),
+        max_len: posInt()
+          .nullable()
+          .default(null)
+          .describe('Prompt + response tokens at most; a rollout reaching it is truncated. null: the model\'s context (no cap when the model does not say).'),
       })
       .strict()
       .default({
         splits: ['dev'], limit: null, max_turns: 4, max_new_tokens: 48, batch_size: 32, top_k: 2,
-        max_obs_tokens: 256, max_len: 1024,
+        max_obs_tokens: 256, max_len: null,
       }),
     env: z
       .object({

@@ -135,7 +135,8 @@ def select(records: list[dict], sel: dict) -> tuple[list[dict], dict[str, int], 
 
 
 def build_report(records: list[dict], kept: list[dict], dropped: dict[str, int], reasons: list[str | None],
-                 modes: list[str], failed: int, teacher_stats: dict, pairs: dict, ratio: float) -> dict:
+                 modes: list[str], failed: int, teacher_stats: dict, pairs: dict, ratio: float,
+                 empty_responses: int = 0) -> dict:
     by_mode: dict[str, dict[str, int]] = {}
     for rec, reason in zip(records, reasons):
         m = by_mode.setdefault(rec["meta"]["mode"], {"collected": 0, "correct": 0, "kept": 0, "with_tools": 0})
@@ -145,11 +146,12 @@ def build_report(records: list[dict], kept: list[dict], dropped: dict[str, int],
         m["with_tools"] += int(rec["reward"]["tool_calls"] > 0)
     coa = sum(1 for r in kept if r["reward"]["tool_calls"] > 0)
     cot = len(kept) - coa
-    # what user_sft_stream does with them (data.py): every CoA trajectory, CoT ones at coa_cot_ratio : 1
+    # what sft_mix_stream does with them (data.py): every CoA trajectory, CoT ones at coa_cot_ratio : 1
     cot_used = min(cot, max(1, round(coa / ratio))) if cot and coa else cot
     return {
         "collected": len(records), "questions": len({r["question"] for r in records}), "kept": len(kept),
-        "dropped": dropped, "failed_samples": failed, "by_mode": {m: by_mode.get(m, {}) for m in modes},
+        "dropped": dropped, "failed_samples": failed, "empty_responses": empty_responses,
+        "by_mode": {m: by_mode.get(m, {}) for m in modes},
         "questions_with_kept": len({r["question"] for r in kept}),
         "sft_mix": {"with_tools": coa, "tool_free": cot, "coa_cot_ratio": ratio, "tool_free_per_epoch": cot_used},
         "pairs": pairs, "teacher": teacher_stats,
@@ -168,8 +170,11 @@ def report_markdown(report: dict, settings: dict) -> str:
     words = {"incorrect": "wrong answer (rejection sampling)", "format": "format-rule error",
              "too_many_tool_calls": "more tool calls than allowed", "duplicate": "same response as a kept one"}
     lines += [f"| {words[k]} | {v} |" for k, v in report["dropped"].items()]
-    if report["failed_samples"]:
-        lines += [f"| teacher failed (retries spent; `--resume` samples them again) | {report['failed_samples']} |"]
+    empty = report.get("empty_responses", 0)
+    if report["failed_samples"] - empty:
+        lines += [f"| teacher failed (retries spent; `--resume` samples them again) | {report['failed_samples'] - empty} |"]
+    if empty:
+        lines += [f"| teacher answered nothing (empty response; `--resume` samples them again) | {empty} |"]
     lines += ["", "| mode | collected | correct | with tools | kept |", "|---|---|---|---|---|"]
     lines += [f"| {m} | {v.get('collected', 0)} | {v.get('correct', 0)} | {v.get('with_tools', 0)} | {v.get('kept', 0)} |"
               for m, v in report["by_mode"].items()]
@@ -218,6 +223,7 @@ class Collector:
         self.cancelled = False
         self.env: Any = None
         self.own_env = False
+        self.empty_responses = 0  # samples the teacher answered with nothing (counted among the failed ones)
 
     # ------------------------------------------------------------ set-up (every check before sampling)
     def questions(self) -> list[Any]:
@@ -232,6 +238,8 @@ class Collector:
                 raise CollectError(f"collect needs data.questions.{split} (collect.split is {split})")
             qs = data.split(split)
             data.check_corpus()
+            for note in data.notes:
+                self.writer.emit("log", level="warning", message=f"{COLLECT_DIR}: {note}")
         else:
             qs = ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir)).split(split)
         from .userdata import golden
@@ -474,7 +482,7 @@ class Collector:
     def sample(self, todo: list[Work], already: int, total: int, teacher: dict, coll_path: Path,
                settings: dict) -> int:
         w, c = self.writer, self.ccfg
-        started, done, failed = time.time(), already, 0
+        started, done, failed, empty = time.time(), already, 0, 0
         meta_teacher = {k: v for k, v in settings["teacher"].items() if v is not None}
         B = c["batch_size"]
         for b in range(0, len(todo), B):
@@ -485,11 +493,16 @@ class Collector:
             gen_before = teacher["counters"]["gen_tokens"]
             trajs = teacher["rollout"](works, b // B)
             records, owners = [], []
+            empty_before = empty
             for x, tr in zip(works, trajs):
                 if tr.error is not None:
                     failed += 1
                     continue
                 response, tokens = teacher["response"](tr)
+                if not response.strip():  # an API or `transformers serve` may answer nothing: a failed sample
+                    failed += 1
+                    empty += 1
+                    continue
                 rec: dict[str, Any] = {"id": x.key, "question": x.q.question, "golden_answers": _golden(x.q),
                                        "response": response, "dialect": self.config["dialect"]}
                 if tokens is not None:
@@ -533,6 +546,11 @@ class Collector:
                 w.emit("alert", stage=COLLECT_DIR, step=done, kind="other", severity="warning",
                        message=f"{len(errors)} sample(s) of this batch failed at the teacher after retries "
                                f"({failed} so far; last: {errors[-1][:200]}); --resume samples them again")
+            if empty > empty_before:
+                w.emit("alert", stage=COLLECT_DIR, step=done, kind="other", severity="warning",
+                       message=f"the teacher answered {empty - empty_before} sample(s) of this batch with an empty "
+                               f"response ({empty} so far): counted as failed samples; --resume samples them again")
+        self.empty_responses = empty
         return failed
 
     def finish(self, coll_path: Path, work: list[Work], settings: dict, failed: int, teacher_stats: dict) -> int:
@@ -547,6 +565,7 @@ class Collector:
         pairs: dict = {}
         pairs_path = self.dir / "pairs.jsonl"
         pairs_path.unlink(missing_ok=True)
+        pair_error = None
         if records:
             node, cli = find_cli(self.config)
             rep = self.dir / "pairs.report.json"
@@ -557,14 +576,17 @@ class Collector:
                 pairs = json.loads(rep.read_text(encoding="utf-8"))
             elif "no pairs" in res.stderr:
                 pairs = {"pairs": 0, "error": res.stderr.strip().split(": error: ")[-1][:300]}
-            else:
-                raise DataError(next((ln for ln in res.stderr.splitlines() if ": error: " in ln), res.stderr[-300:]))
+            else:  # the report is written first: a collection is never lost to its pairs
+                pair_error = next((ln for ln in res.stderr.splitlines() if ": error: " in ln), res.stderr[-300:])
+                pairs = {"pairs": 0, "error": pair_error.split(": error: ")[-1][:300]}
         ratio = float(self.config["stages"]["sft2"]["coa_cot_ratio"])
         report = build_report(records, kept, dropped, reasons, list(self.ccfg["modes"]), failed, teacher_stats, pairs,
-                              ratio)
+                              ratio, self.empty_responses)
         write_atomic(self.dir / "report.json", json.dumps(report, indent=2) + "\n")
         md = report_markdown(report, settings)
         write_atomic(self.dir / "report.md", md)
+        if pair_error is not None:
+            raise DataError(pair_error)
         write_atomic(self.dir / "collect.json", json.dumps({"stage": COLLECT_DIR, "settings": settings,
                                                             "collected": len(records), "kept": len(kept),
                                                             "selected": str(sel_path),

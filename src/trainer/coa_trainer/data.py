@@ -112,12 +112,10 @@ def encode_trajectory(tok: Any, prompt_ids: list[int], response: str, segments: 
     return Encoded(list(prompt_ids), ids, kinds, mask, offsets, response)
 
 
-def user_sft_stream(records: list[dict], tok: Any, config: dict, stage: str, seed: int) -> Stream:
-    """SFT-2 / SFT-3 on the user's trajectories (data.sft through the core): CoA (≥ 1 tool call) : CoT = ratio : 1
-    as for the embedded benchmark."""
+def user_sft_examples(records: list[dict], tok: Any, config: dict, stage: str) -> list[Encoded]:
+    """SFT-2 / SFT-3 examples from the user's trajectories (data.sft through the core), not yet cut to max_len."""
     from .prompts import prompt_ids
 
-    scfg = config["stages"][stage]
     masked = MASKED_KINDS_SFT2 if stage == "sft2" else frozenset()
     examples = []
     for r in records:
@@ -126,14 +124,21 @@ def user_sft_stream(records: list[dict], tok: Any, config: dict, stage: str, see
         e = encode_trajectory(tok, pids, r["response"], r["segments"], masked)
         e.meta = {"id": r["id"], "question": r["question"], "golden_answers": r["golden_answers"],
                   "coa": r["tool_calls"] > 0, "dialect": r["dialect"]}
-        examples.append(truncate(e, scfg["max_len"]))
+        examples.append(e)
+    return examples
+
+
+def sft_mix_stream(examples: list[Encoded], config: dict, stage: str, seed: int) -> Stream:
+    """SFT-2 / SFT-3 samples: every chain-of-action example (≥ 1 tool call) each epoch and a different subset of the
+    chain-of-thought ones, CoA : CoT = coa_cot_ratio : 1 (AutoCoA used 5:1); all CoT when there is no CoA."""
+    scfg = config["stages"][stage]
     coa = [e for e in examples if e.meta["coa"]]
     cot = [e for e in examples if not e.meta["coa"]]
     n_cot = min(len(cot), max(1, round(len(coa) / scfg["coa_cot_ratio"]))) if cot and coa else len(cot)
 
     def epoch(e: int) -> list[Encoded]:
         rng = random.Random(f"{seed}/{stage}/{e}")
-        items = coa + rng.sample(cot, n_cot)
+        items = coa + rng.sample(cot, n_cot)  # a different CoT subset each epoch
         rng.shuffle(items)
         return items
 
@@ -220,7 +225,8 @@ def pretrain_stream(bench: Benchmark, tok: Any, seed: int, max_len: int, lines_p
 
 
 def oracle_examples(bench: Benchmark, tok: Any, config: dict, t: Tags, split: str, masked: frozenset[str],
-                    max_len: int) -> list[Encoded]:
+                    max_len: int | None = None) -> list[Encoded]:
+    """The benchmark's oracle trajectories of a split, cut to `max_len` when given."""
     out = []
     for q in bench.split(split):
         segments = bench.oracle(q, t)
@@ -228,27 +234,16 @@ def oracle_examples(bench: Benchmark, tok: Any, config: dict, t: Tags, split: st
         # chain of action = the teacher searched (with redundant searches that includes some known questions)
         e.meta = {"id": q.id, "question": q.question, "answer": q.answer,
                   "coa": any(s.kind == "action" for s in segments)}
-        out.append(truncate(e, max_len))
+        out.append(truncate(e, max_len) if max_len is not None else e)
     return out
 
 
-def sft_stream(bench: Benchmark, tok: Any, config: dict, t: Tags, stage: str, seed: int) -> Stream:
-    """SFT-2 / SFT-3: oracle trajectories of the train split, chain-of-action : chain-of-thought = ratio : 1.
-    SFT-2 masks observation segments; SFT-3 trains on them (world model)."""
-    scfg = config["stages"][stage]
+def sft_stream(bench: Benchmark, tok: Any, config: dict, t: Tags, stage: str, seed: int,
+               max_len: int | None = None) -> Stream:
+    """SFT-2 / SFT-3 on the benchmark: oracle trajectories of the train split in the CoA : CoT mix. SFT-2 masks
+    observation segments; SFT-3 trains on them (world model)."""
     masked = MASKED_KINDS_SFT2 if stage == "sft2" else frozenset()
-    examples = oracle_examples(bench, tok, config, t, "train", masked, scfg["max_len"])
-    coa = [e for e in examples if e.meta["coa"]]
-    cot = [e for e in examples if not e.meta["coa"]]
-    n_cot = min(len(cot), max(1, round(len(coa) / scfg["coa_cot_ratio"]))) if cot else 0
-
-    def epoch(e: int) -> list[Encoded]:
-        rng = random.Random(f"{seed}/{stage}/{e}")
-        items = coa + rng.sample(cot, n_cot)  # a different CoT subset each epoch
-        rng.shuffle(items)
-        return items
-
-    return Stream(epoch)
+    return sft_mix_stream(oracle_examples(bench, tok, config, t, "train", masked, max_len), config, stage, seed)
 
 
 @dataclass

@@ -80,10 +80,13 @@ def eval_rollout(model: Any, tok: Any, config: dict, prompts: list[list[int]], t
     """Greedy rollouts with eval's limits — the RL stages' loop (rollout.rollout), so eval and RL sample alike."""
     from .dialects import tags
 
+    from .lengths import model_context, resolve_max_len
+
     ecfg = config["eval"]
+    max_len = resolve_max_len(ecfg["max_len"], None, model_context(model))
     return rollout(model, tok, prompts, tags(config["dialect"]), tool, max_turns=ecfg["max_turns"],
                    max_new_tokens=ecfg["max_new_tokens"], max_obs_tokens=ecfg["max_obs_tokens"],
-                   max_len=ecfg["max_len"], device=rt.device, dtype=rt.autocast_dtype, temperature=0.0,
+                   max_len=max_len, device=rt.device, dtype=rt.autocast_dtype, temperature=0.0,
                    simulate=False, io=io)
 
 

@@ -23,6 +23,7 @@ from .agent_metrics import step_sums, step_values
 from .alerts import AlertMonitor
 from .data import Stream
 from .grpo import Sample, group_advantages, grpo_count, grpo_lengths, grpo_loss_parts
+from .lengths import model_context, resolve_max_len, rollout_report
 from .prompts import prompt_ids
 from .rollout import RlTrajectory, retok_drift, retok_mismatch, rollout, token_offsets
 from .runlayout import StageError, corpus_path, stage_dir
@@ -149,6 +150,13 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
         raise StageError(f"stages.{stage}.question_split is {scfg['question_split']!r} but that split has no "
                          f"questions ({hint})", "bad_config")
     has_dev = bool(source.split("dev"))
+    max_len = resolve_max_len(scfg["max_len"], None, model_context(policy))
+    every = -(-len(train_qs) // 2000)  # a large question set is measured on an even sample of 2,000 prompts
+    measured = train_qs[::every]
+    room = rollout_report(f"{label} questions" + (f" (every {every}th of {len(train_qs)})" if every > 1 else ""),
+                          [len(prompt_ids(tok, config, q.question)) for q in measured], max_len,
+                          scfg["max_len"] is None, scfg["max_new_tokens"])
+    room.require_tokens(label)  # no question leaves room to generate: stop now, not after empty rollouts
 
     def epoch(e: int) -> list[Any]:
         qs = list(train_qs)
@@ -178,7 +186,9 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
         di.barrier()
         sim_steps = round(scfg["simulated_fraction"] * total)
         run.started(resumed_from, f"GRPO, {P} questions × G={G} per step, reward {scheme}, {sim_steps} of {total} "
-                    f"steps with simulated observations")
+                    f"steps with simulated observations, max_len {max_len}")
+        if (note := room.line()) is not None:
+            writer.emit("log", level="warning", message=f"{label}: {note}")
 
         def tool(queries: list[str]) -> list[str | None]:
             try:
@@ -201,7 +211,7 @@ def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -
             with run.gathered():  # FSDP2: full (bf16) parameters for the rollout, freed again before training
                 trajs = rollout(policy, tok, prompts, t, None if simulated else tool, max_turns=scfg["max_turns"],
                                 max_new_tokens=scfg["max_new_tokens"], max_obs_tokens=scfg["max_obs_tokens"],
-                                max_len=scfg["max_len"], device=rt.device, dtype=rt.autocast_dtype,
+                                max_len=max_len, device=rt.device, dtype=rt.autocast_dtype,
                                 temperature=scfg["temperature"], generator=gen, timings=timings, io=io)
             release_cached_memory(rt.device)  # the rollout's KV caches, before the training forward
             owners = [q for q in qs for _ in range(G)]

@@ -9,33 +9,49 @@ from typing import Any
 import torch
 
 from .benchmark import Benchmark
-from .data import (Encoded, Pair, oracle_examples, pair_stream, pretrain_stream, sft1_pairs, sft1_stream, sft_stream,
-                   user_pairs, user_sft_stream)
+from .data import (MASKED_KINDS_SFT2, Encoded, Pair, oracle_examples, pair_stream, pretrain_stream, sft1_pairs,
+                   sft1_stream, sft_mix_stream, truncate, user_pairs, user_sft_examples)
 from .dialects import Tags
+from .lengths import model_context, resolve_max_len, sft_report
 from .losses import lm_count, lm_loss_parts, sft1_lengths, sft1_loss_parts
 from .model import Runtime
+from .runlayout import StageError
 
 
 class LmStage:
     """pretrain, SFT-2 (observations masked) and SFT-3 (observations trained): masked token NLL."""
 
     def __init__(self, name: str, config: dict, bench: Benchmark | None, tok: Any, t: Tags, rt: Runtime,
-                 data: Any = None):
+                 data: Any = None, context: int | None = None):
         self.name, self.config, self.bench, self.tok, self.t, self.rt, self.data = name, config, bench, tok, t, rt, data
         scfg = config["stages"][name]
+        self.notes: list[str] = []  # what the length cap does to the data, for the run's log
         if name == "pretrain":
-            self.stream = pretrain_stream(bench, tok, config["seed"], scfg["max_len"])
-        elif data is not None:
-            self.stream = user_sft_stream(data.sft_records(), tok, config, name, config["seed"])
+            self.max_len = scfg["max_len"]
+            self.stream = pretrain_stream(bench, tok, config["seed"], self.max_len)
+            return
+        if data is not None:
+            examples = user_sft_examples(data.sft_records(), tok, config, name)
+            if not examples:
+                raise StageError(f"{name} has no trajectories to train on: data.sft names none (give *.coa.jsonl "
+                                 "trajectories or OpenAI chats there, or run collect first)", "bad_data")
         else:
-            self.stream = sft_stream(bench, tok, config, t, name, config["seed"])
+            examples = oracle_examples(bench, tok, config, t, "train", MASKED_KINDS_SFT2 if name == "sft2" else frozenset())
+        need = max((len(e.input_ids) for e in examples), default=None)
+        self.max_len = resolve_max_len(scfg["max_len"], need, context)
+        report = sft_report(f"{name} examples", examples, self.max_len, scfg["max_len"] is None)
+        report.require_tokens(name)
+        self.notes += [line] if (line := report.line()) else []
+        cut = [truncate(e, self.max_len) for e in examples]
+        self.stream = sft_mix_stream(cut, config, name, config["seed"])
 
     def describe(self) -> str:
         n = self.stream.epoch_size()
         if self.name == "pretrain":
             return f"{len(self.bench.pretrain_lines())} pretraining lines packed into {n} samples per epoch"
         masked = "observations masked" if self.name == "sft2" else "observations trained"
-        return f"{n} trajectories per epoch (CoA:CoT {self.config['stages'][self.name]['coa_cot_ratio']}:1), {masked}"
+        return (f"{n} trajectories per epoch (CoA:CoT {self.config['stages'][self.name]['coa_cot_ratio']}:1), {masked}, "
+                f"max_len {self.max_len}")
 
     def loss_parts(self, model: Any, batch: list[Encoded]) -> tuple[torch.Tensor, float, dict]:
         return lm_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
@@ -71,8 +87,7 @@ class LmStage:
             return {}
         # SFT-2/3: held-out masked NLL on the dev oracle trajectories
         masked = frozenset({"observation"}) if self.name == "sft2" else frozenset()
-        dev = oracle_examples(self.bench, self.tok, self.config, self.t, "dev", masked,
-                              self.config["stages"][self.name]["max_len"])
+        dev = oracle_examples(self.bench, self.tok, self.config, self.t, "dev", masked, self.max_len)
         total, count = 0.0, 0.0
         for i in range(0, len(dev), 32):
             s, c, _ = lm_loss_parts(model, dev[i:i + 32], self.tok.pad_token_id, self.rt.device,
@@ -153,4 +168,4 @@ def make_stage(run: Any) -> Any:
     """The stage implementation for a stage_setup.StageRun."""
     if run.stage == "sft1":
         return Sft1Stage(run.config, run.bench, run.tok, run.t, run.rt, run.data)
-    return LmStage(run.stage, run.config, run.bench, run.tok, run.t, run.rt, run.data)
+    return LmStage(run.stage, run.config, run.bench, run.tok, run.t, run.rt, run.data, model_context(run.policy))

@@ -107,6 +107,8 @@ def run_stage(config: dict, args: Any, run_dir: Path, writer: EventWriter, di: A
     if state is not None:
         step, cursor, resumed_from = state["step"], state["cursor"], state["step"]
     run.started(resumed_from, impl.describe())
+    for note in getattr(impl, "notes", []):
+        writer.emit("log", level="warning", message=f"{stage}: {note}")
 
     started = time.time()
     saved_at = resumed_from  # the step of the newest checkpoint on disk: a cancel right after it need not save again

@@ -372,6 +372,48 @@ def test_misbehaving_endpoint_is_retried_and_counted_never_a_crash(realistic_mod
         server.server_close()
 
 
+class Blank(Flaky):
+    """A well-behaved completions server that answers some prompts with nothing: "" for one question, whitespace for
+    another (an API, or `transformers serve` when the model stops at once, can do either)."""
+
+    blanks: ClassVar[dict[str, str]] = {}
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        text = next((t for marker, t in self.blanks.items() if marker in body["prompt"]),
+                    "<think> I know it. </think>\n<answer> Joanne Harris </answer>")
+        self._send(200, {"object": "text_completion", "model": "blank-teacher",
+                         "choices": [{"index": 0, "text": text, "finish_reason": "stop", "stop_reason": None}],
+                         "usage": {"prompt_tokens": 10, "completion_tokens": 0 if not text.strip() else 8,
+                                   "total_tokens": 18}})
+
+
+def test_empty_teacher_responses_are_failed_samples_and_the_report_is_written(realistic_model_dir, questions, env,
+                                                                            work):
+    qs = [json.loads(line)["question"] for line in questions.read_text().splitlines()]
+    Blank.blanks = {qs[0][:20]: "", qs[1][:20]: "  \n"}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Blank)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        teacher = {"url": f"http://127.0.0.1:{server.server_address[1]}/v1", "tokenizer": str(realistic_model_dir),
+                   "max_retries": 0}
+        config = _config(questions, teacher, modes=["coa"], samples=1)
+        for resume in (False, True):  # the resume meets the same empty answers: the same outcome, not a crash
+            code, run_dir = _collect(work, config, "blank", env, resume=resume)
+            events = read_events(run_dir)
+            assert code == 0, [e for e in events if e["type"] == "error"]
+            assert events[-1]["type"] == "stage_finished" and events[-1]["status"] == "ok"
+            assert [r["question"] for r in _records(run_dir)] == [qs[2]]
+            report = json.loads((run_dir / "stages" / "collect" / "report.json").read_text())
+            assert report["failed_samples"] == 2 and report["empty_responses"] == 2 and report["collected"] == 1
+            assert "| teacher answered nothing (empty response; `--resume` samples them again) | 2 |" in \
+                (run_dir / "stages" / "collect" / "report.md").read_text()
+            assert any(e["type"] == "alert" and "empty response" in e["message"] for e in events)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 # ---------------------------------------------------------------- bad input: one clear error before sampling
 
 def test_bad_teacher_or_questions_stop_before_sampling(realistic_model_dir, questions, env, work):
