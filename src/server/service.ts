@@ -25,6 +25,9 @@ const FULL_TOKENS_MAX_LINES = 5000;
 const STEP_SYMBOLS_MAX_RECORDS = 5000;
 /** Per-line cap on published diagnostics (a garbage line can hold millions of stray tags). */
 const MAX_LINE_DIAGNOSTICS = 100;
+/** Per-document cap: past it one summary diagnostic stands for the rest. Every publish sends the whole list, and an
+ * editor gains nothing from its 40,000th problem (issue 34: 6,667 per publish of an 18 MB file, 2.2 MB each). */
+export const MAX_DOCUMENT_DIAGNOSTICS = 1000;
 
 type Kind = 'coa' | 'jsonl' | 'plain-jsonl';
 
@@ -124,6 +127,11 @@ export class TrajectoryService {
     return this.docs.has(uri);
   }
 
+  /** The document version the last open or change gave. */
+  version(uri: string): number | undefined {
+    return this.docs.get(uri)?.model.version;
+  }
+
   uris(): string[] {
     return [...this.docs.keys()];
   }
@@ -185,7 +193,10 @@ export class TrajectoryService {
     if (!d) return [];
     if (d.kind === 'coa') {
       const s = this.coaState(d);
-      return s.diagnostics.map((x) => toDiagnostic(x, this.coaRange(s, x.start, x.end), uri, x.fix && this.coaRange(s, x.fix.start, x.fix.end)));
+      const shown = s.diagnostics.slice(0, MAX_DOCUMENT_DIAGNOSTICS).map((x) => toDiagnostic(x, this.coaRange(s, x.start, x.end), uri, x.fix && this.coaRange(s, x.fix.start, x.fix.end)));
+      const hidden = s.diagnostics.length - shown.length;
+      if (hidden > 0) shown.push(moreProblems(hidden, this.coaRange(s, s.diagnostics[shown.length].start, s.diagnostics[shown.length].start)));
+      return shown;
     }
     if (this.isBinary(d)) {
       return [{ range: Range.create(0, 0, 0, 1), severity: DiagnosticSeverity.Error, code: 'COA104', source: 'coa', message: 'binary data, not a JSONL text file' }];
@@ -211,6 +222,12 @@ export class TrajectoryService {
           out.push({ range: Range.create(i, col, i, col + quoted.length), severity: DiagnosticSeverity.Error, code: 'COA103', source: 'coa', message: `duplicate id "${r.id}" (first on line ${first + 1})` });
         }
       }
+    }
+    if (out.length > MAX_DOCUMENT_DIAGNOSTICS) {
+      const hidden = out.length - MAX_DOCUMENT_DIAGNOSTICS;
+      const at = out[MAX_DOCUMENT_DIAGNOSTICS].range.start;
+      out.length = MAX_DOCUMENT_DIAGNOSTICS;
+      out.push(moreProblems(hidden, Range.create(at, at)));
     }
     return out;
   }
@@ -474,6 +491,12 @@ function toDiagnostic(x: LocalDiagnostic, range: Range, uri: string, fixRange?: 
   const diag: Diagnostic = { range, severity: x.severity === 'error' ? DiagnosticSeverity.Error : DiagnosticSeverity.Warning, code: x.code, source: 'coa', message: x.message };
   if (x.fix && fixRange) diag.data = { uri, fix: { title: x.fix.title, range: fixRange, newText: x.fix.newText } };
   return diag;
+}
+
+/** The summary that stands for the problems past MAX_DOCUMENT_DIAGNOSTICS, placed where the first of them is. */
+function moreProblems(hidden: number, range: Range): Diagnostic {
+  const message = `${hidden} more problem${hidden === 1 ? '' : 's'} in this file not shown (at most ${MAX_DOCUMENT_DIAGNOSTICS} per file); \`coa validate <file>\` lists them all`;
+  return { range, severity: DiagnosticSeverity.Warning, source: 'coa', message };
 }
 
 function offsetToPosition(lineStarts: number[], off: number): Position {
