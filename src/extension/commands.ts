@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import { openAsTrajectoryNotebook, openTrajectoryBrowser, showNotebookView } from './providers/notebook/register';
 import { compareRunsCommand } from './providers/compare/panel';
+import { convertToTrajectories } from './providers/convert';
 import type { CollectRequest, TrainRequest } from './providers/train';
 import { cancelFromNode, deleteRun, exportOnnxFromNode, openRollouts, openRunPanel, resumeFromNode, revealRun } from './providers/runs';
 
@@ -22,6 +23,8 @@ export const COMMANDS = {
   'coaStudio.showLog': async (ctx: Ctx) => ctx.log.show(),
   'coaStudio.openAsTrajectoryNotebook': async () => openAsTrajectoryNotebook(),
   'coaStudio.openTrajectoryBrowser': async () => openTrajectoryBrowser(),
+  // Issue 33: parquet, verl dumps, Search-R1 transcripts, OpenAI chats → *.coa.jsonl (the core's conversion, as coa convert).
+  'coaStudio.convertToTrajectories': async (ctx: Ctx, uri?: unknown) => convertToTrajectories(ctx.log, uri),
   'coaStudio.notebook.showFailures': async () => showNotebookView({ kind: 'failures' }),
   'coaStudio.notebook.showToolCalls': async () => showNotebookView('ask-tool-calls'),
   'coaStudio.notebook.sortByReward': async () => showNotebookView({ kind: 'sort', by: 'reward', order: 'desc' }),

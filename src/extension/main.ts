@@ -11,6 +11,7 @@ import { registerReplay } from './providers/replay/controller';
 import { registerTokenOverlays } from './providers/tokens/overlays';
 import { registerTrain } from './providers/train';
 import { registerRuns } from './providers/runs';
+import { registerConvertOffers } from './providers/convert';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   // zod's JIT probes `navigator` on its first parse, which the extension host reports as an error; the host only
@@ -33,6 +34,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     runs: registerRuns(context, train), // issue 7: the Runs view (activity bar "CoA Studio")
   };
   context.subscriptions.push(...registerCommands(ctx));
+  registerConvertOffers(context, log); // issue 33: a parquet, dump, transcript or chat file opened → offer the conversion
   // Commands' enablement keys: true once the extension is up.
   await vscode.commands.executeCommand('setContext', 'coaStudio.active', true);
   log.info(`CoA Studio activated (workspace ${vscode.workspace.isTrusted ? 'trusted' : 'untrusted: read-only features only'})`);

@@ -256,7 +256,7 @@ test('Runs view: the pipeline\'s evaluations are finished, not pending', async (
   assert.match(await evalRow.innerText(), /ok/);
 });
 
-test('the walkthrough: open a trajectory, train a stage, watch the panel, open rollouts', async () => {
+test('the walkthrough: run the demo, watch the panel, open rollouts, open a trajectory, train a stage', async () => {
   await runCommand(ed.page, 'Welcome: Open Walkthrough');
   await pickQuick(ed.page, 'Get Started with CoA Studio');
   const steps = ed.page.locator('.gettingStartedContainer .getting-started-step');
@@ -264,5 +264,5 @@ test('the walkthrough: open a trajectory, train a stage, watch the panel, open r
   await ed.page.waitForTimeout(1500);
   await ed.shot('quality-walkthrough');
   const text = (await steps.allInnerTexts()).join('\n');
-  for (const title of ['Open a trajectory', 'Train a stage', 'Watch the live panel', 'Open rollouts']) assert.match(text, new RegExp(title));
+  for (const title of ['Run the demo', 'Open a trajectory', 'Train a stage', 'Watch the live panel', 'Open rollouts']) assert.match(text, new RegExp(title));
 });

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { STAGE_PICKS } from '../../../src/extension/providers/train/picks';
 
 const root = join(__dirname, '../../..');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -93,9 +94,9 @@ test('replay needs a trusted workspace and the env server settings are restricte
   assert.ok(body.indexOf("requireTrust('Replay')") >= 0 && body.indexOf("requireTrust('Replay')") < body.indexOf('configuredCheckpoint()'), 'replayCell checks trust before it loads a model or reads the server settings');
 });
 
-test('the walkthrough: four steps (open a trajectory, train a stage, watch the panel, open rollouts), media shipped, links and completion events name real commands', () => {
+test('the walkthrough: starts with the demo, then the panel, rollouts, your own trajectories, a stage; media shipped, links and completion events name real commands', () => {
   const [w] = pkg.contributes.walkthroughs;
-  assert.deepEqual(w.steps.map((s: { id: string }) => s.id), ['openTrajectory', 'trainStage', 'watchPanel', 'openRollouts']);
+  assert.deepEqual(w.steps.map((s: { id: string }) => s.id), ['runDemo', 'watchPanel', 'openRollouts', 'openTrajectory', 'trainStage']);
   const ours = new Set(pkg.contributes.commands.map((c: { command: string }) => c.command));
   // Built-in commands used by the steps, and the view's own focus command VS Code makes for coaStudio.runs.
   const builtin = new Set(['workbench.action.files.openFile', 'coaStudio.runs.focus']);
@@ -109,4 +110,19 @@ test('the walkthrough: four steps (open a trajectory, train a stage, watch the p
       assert.ok(ours.has(c) || builtin.has(c), `${s.id}: unknown command ${c}`);
     }
   }
+});
+
+test('the walkthrough says what a .vsix user can do: no coa command line as the way, only stages Train Stage offers', () => {
+  const [w] = pkg.contributes.walkthroughs;
+  for (const s of w.steps) {
+    const md = readFileSync(join(root, s.media.markdown), 'utf8');
+    // `coa …` exists only in a clone of the repository; a line may mention it after the editor's way.
+    for (const line of md.split('\n').filter((l: string) => /`(npx )?coa \w/.test(l))) assert.match(line, /clone of the repository/, `${s.media.markdown}: ${line}`);
+  }
+  const offered = new Set(STAGE_PICKS.map((p) => p.label));
+  const table = readFileSync(join(root, 'media/walkthrough/train-stage.md'), 'utf8').split('\n').filter((l) => /^\| [A-Z]/.test(l) && !l.startsWith('| stage')).map((l) => l.split('|')[1].trim());
+  assert.ok(table.length >= 6);
+  for (const label of table) assert.ok(offered.has(label), `train-stage.md lists ${label}, which Train Stage does not offer`);
+  const step = w.steps.find((s: { id: string }) => s.id === 'trainStage');
+  for (const label of /\(([^)]*)\) or the whole pipeline/.exec(step.description)![1].split(', ')) assert.ok(offered.has(label) || label === 'SFT-1/2/3', `${label} in the step text`);
 });

@@ -119,7 +119,7 @@ export function textToNotebook(text: string, options: DecodeOptions = {}): Noteb
   return content;
 }
 
-export const VERL_DUMP_READONLY = 'verl rollout dump: read-only here (coa convert --from verl-rollouts makes an editable *.coa.jsonl)';
+export const VERL_DUMP_READONLY = 'verl rollout dump: read-only here ("CoA: Convert to Trajectories…", or coa convert --from verl-rollouts, makes an editable *.coa.jsonl)';
 
 /**
  * Rewards as the notebook shows them: each record under its own run's scheme (the scheme of its stored `reward`,
