@@ -1,67 +1,27 @@
 // "Compare runs", the pure part: two rollout files (or two checkpoints' replays) → one row per question with each
 // side's trajectories, their reward breakdowns (src/core/rewards.ts, each file scored as a whole, so OTC-GRPO's
-// per-question minimum is that file's) and the difference B − A. No `vscode` import.
+// per-question minimum is that file's) and the difference B − A, per step and over a window of steps
+// (./aggregate.ts). No `vscode` import.
 import { iterateJsonlText } from '../../../core/jsonl';
-import type { RewardBreakdown, Scheme, TrajectoryRecord } from '../../../core/record';
+import type { Scheme, TrajectoryRecord } from '../../../core/record';
 import { type RewardParams, describeFormula, scoreRecords } from '../../../core/rewards';
+import { defaultWindow, means, stepTable, summarize, windowRows, type CompareRow, type Sample, type StepRow, type StepWindow, type Summary } from './aggregate';
 
-export interface Sample {
-  id: string;
-  line: number;
-  response: string;
-  breakdown: RewardBreakdown;
-}
-
-export interface Means {
-  n: number;
-  total: number;
-  em: number;
-  f1: number;
-  tool_calls: number;
-  format_ok: number;
-}
-
-export interface Side {
-  samples: Sample[];
-  mean: Means;
-}
-
-export interface CompareRow {
-  question: string;
-  golden: string[];
-  a: Side | null;
-  b: Side | null;
-  /** B − A of the means; null when a side has no trajectory for the question. */
-  delta: Omit<Means, 'n'> | null;
-}
+export type { CompareRow, Means, Sample, Side, StepRow, StepWindow, Summary } from './aggregate';
 
 export interface CompareModel {
   scheme: Scheme;
   formula: string;
   a: { label: string; records: number; invalid: { line: number; message: string }[] };
   b: { label: string; records: number; invalid: { line: number; message: string }[] };
+  /** Every question with every sample of each side, all steps (the page re-windows these). */
+  all: CompareRow[];
+  /** Mean reward per step of each side (empty when the records carry no meta.step). */
+  steps: StepRow[];
+  /** The window `rows` and `summary` cover: the last step both runs have, or all records. */
+  window: StepWindow;
   rows: CompareRow[];
-  summary: { a: Means; b: Means; delta: Omit<Means, 'n'>; shared: number; onlyA: number; onlyB: number };
-}
-
-const KEYS = ['total', 'em', 'f1', 'tool_calls', 'format_ok'] as const;
-
-export function means(breakdowns: readonly RewardBreakdown[]): Means {
-  const m: Means = { n: breakdowns.length, total: 0, em: 0, f1: 0, tool_calls: 0, format_ok: 0 };
-  if (!breakdowns.length) return m;
-  for (const b of breakdowns) {
-    m.total += b.total;
-    m.em += b.em;
-    m.f1 += b.f1;
-    m.tool_calls += b.tool_calls;
-    m.format_ok += b.format_ok ? 1 : 0;
-  }
-  for (const k of KEYS) m[k] /= breakdowns.length;
-  return m;
-}
-
-function diff(a: Means, b: Means): Omit<Means, 'n'> {
-  return { total: b.total - a.total, em: b.em - a.em, f1: b.f1 - a.f1, tool_calls: b.tool_calls - a.tool_calls, format_ok: b.format_ok - a.format_ok };
+  summary: Summary;
 }
 
 /** Questions are matched by their text with whitespace and case folded (ids differ between runs). */
@@ -81,7 +41,7 @@ function readSide(text: string, label: string, scheme: Scheme, params: RewardPar
   records.forEach(({ r, line }, i) => {
     const k = questionKey(r.question);
     const g = byQ.get(k) ?? { question: r.question, golden: r.golden_answers ?? [], samples: [] };
-    g.samples.push({ id: r.id, line, response: r.response, breakdown: scored[i] });
+    g.samples.push({ id: r.id, line, step: typeof r.meta?.step === 'number' ? r.meta.step : null, response: r.response, breakdown: scored[i] });
     byQ.set(k, g);
   });
   return { byQ, info: { label, records: records.length, invalid } };
@@ -91,22 +51,14 @@ export function compareRuns(a: { text: string; label: string }, b: { text: strin
   const A = readSide(a.text, a.label, scheme, params);
   const B = readSide(b.text, b.label, scheme, params);
   const keys = [...new Set([...A.byQ.keys(), ...B.byQ.keys()])];
-  const rows: CompareRow[] = keys.map((k) => {
+  const side = (g?: { samples: Sample[] }) => (g ? { samples: g.samples, mean: means(g.samples.map((x) => x.breakdown)) } : null);
+  const all = windowRows(keys.map((k) => {
     const x = A.byQ.get(k);
     const y = B.byQ.get(k);
-    const side = (g: typeof x): Side | null => (g ? { samples: g.samples, mean: means(g.samples.map((s) => s.breakdown)) } : null);
-    const sa = side(x);
-    const sb = side(y);
-    return { question: (x ?? y)!.question, golden: (x ?? y)!.golden, a: sa, b: sb, delta: sa && sb ? diff(sa.mean, sb.mean) : null };
-  });
-  // Largest changes first: where the runs disagree is what a comparison is for.
-  rows.sort((p, q) => Math.abs(q.delta?.total ?? 0) - Math.abs(p.delta?.total ?? 0) || p.question.localeCompare(q.question));
-  const shared = rows.filter((r) => r.delta);
-  // Summary over shared questions only, so a question one run skipped does not skew the comparison.
-  const sa = means(shared.flatMap((r) => r.a!.samples.map((s) => s.breakdown)));
-  const sb = means(shared.flatMap((r) => r.b!.samples.map((s) => s.breakdown)));
-  return {
-    scheme, formula: describeFormula(scheme, params), a: A.info, b: B.info, rows,
-    summary: { a: sa, b: sb, delta: diff(sa, sb), shared: shared.length, onlyA: rows.filter((r) => r.a && !r.b).length, onlyB: rows.filter((r) => r.b && !r.a).length },
-  };
+    return { question: (x ?? y)!.question, golden: (x ?? y)!.golden, a: side(x), b: side(y), delta: null };
+  }), { kind: 'all' });
+  const steps = stepTable(all);
+  const window = defaultWindow(steps);
+  const rows = windowRows(all, window);
+  return { scheme, formula: describeFormula(scheme, params), a: A.info, b: B.info, all, steps, window, rows, summary: summarize(rows) };
 }
