@@ -1,5 +1,6 @@
 // Shared CLI plumbing: reading inputs safely and turning flags into core options.
-import { existsSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { guessSource, SOURCE_INFO } from '../core/convert';
 import { DIALECT_NAMES, isDialectName } from '../core/dialects';
 import type { FormatOptions } from '../core/rules';
 import type { RewardParams } from '../core/rewards';
@@ -36,4 +37,29 @@ export function rewardParams(args: ParsedArgs): RewardParams {
     ...(f.maxTurns !== undefined ? { max_turns: f.maxTurns } : {}),
     dialect: f.dialect ?? 'auto',
   };
+}
+
+/**
+ * When `file` is another engine's file rather than trajectory JSONL (a verl parquet, Search-R1 transcripts, OpenAI
+ * chats, a verl rollout dump), the one line saying which `coa convert` makes it one; null otherwise. `validate` and
+ * `stats` used to answer a parquet with "binary data" and a transcript with a page of invalid-JSON errors.
+ */
+export function convertHint(file: string): string | null {
+  const buf = Buffer.alloc(4096);
+  let n = 0;
+  try {
+    const fd = openSync(file, 'r');
+    try {
+      n = readSync(fd, buf, 0, buf.length, 0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+  const head = buf.subarray(0, n);
+  const parquet = head.subarray(0, 4).toString('latin1') === 'PAR1';
+  const source = parquet ? 'verl-parquet' : guessSource(file, head.toString('utf8'));
+  if (!source) return null;
+  return `this is a ${SOURCE_INFO[source].label} file, not trajectory JSONL: convert it first with \`coa convert --from ${source} ${file} -o ${file.replace(/\.(parquet|jsonl|json|txt)$/i, '')}.coa.jsonl\``;
 }

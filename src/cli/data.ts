@@ -118,5 +118,6 @@ function printCheck(r: Awaited<ReturnType<typeof checkRunConfig>>): void {
     if (ids) console.log(`${f.key}: ${ids}`);
   }
   if (r.built_pairs) console.log(`SFT-1 pairs built from data.sft: ${JSON.stringify(r.built_pairs)}`);
-  console.log('data check: ok');
+  for (const w of r.warnings) console.log(`warning: ${w}`);
+  console.log(r.warnings.length ? `data check: ok, ${r.warnings.length} warning(s)` : 'data check: ok');
 }

@@ -8,7 +8,7 @@ import { recordFormatOptions } from '../core/recordFormat';
 import { isQuestion } from '../core/record';
 import { QuestionTally, describeQuestions } from '../core/questionSummary';
 import { CliError, ParsedArgs } from './args';
-import { formatOptions, requireFile } from './common';
+import { convertHint, formatOptions, requireFile } from './common';
 
 export async function runValidate(args: ParsedArgs): Promise<number> {
   if (args.positional.length === 0) throw new CliError('validate: give one or more files');
@@ -27,6 +27,11 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
     if (file.endsWith('.coa')) {
       records++;
       validateRaw(file, options, report);
+      continue;
+    }
+    const hint = convertHint(file);
+    if (hint) {
+      report(file, 1, 1, 'error', 'COA104', hint);
       continue;
     }
     const seen = new Map<string, number>();

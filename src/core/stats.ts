@@ -1,35 +1,54 @@
-// Aggregate statistics over scored trajectories: the columns of the papers' result tables.
+// Aggregate statistics over scored trajectories: the columns of the papers' result tables. EM, F1 and TP need golden
+// answers: they are averaged over the trajectories that have some (`graded`) and are null — "n/a" — when none has,
+// so a file of unlabelled rollouts does not read as "EM 0.0 %".
 import type { DialectName } from './dialects';
 import type { RewardBreakdown } from './record';
 
 export interface StatsRow {
   group: string;
   count: number;
-  em: number;
-  f1: number;
+  /** Trajectories with golden answers: EM, F1 and TP are over these. */
+  graded: number;
+  em: number | null;
+  f1: number | null;
   /** TC: mean tool calls per trajectory. */
   tc: number;
-  /** TP: Σ correct / Σ tool calls (OTC's tool productivity); null when no tool was called. */
+  /** TP: Σ correct / Σ tool calls over the graded trajectories (OTC's tool productivity); null when none called one. */
   tp: number | null;
   format_error_rate: number;
 }
 
-export class StatsAccumulator {
-  private readonly groups = new Map<string, { n: number; em: number; f1: number; calls: number; bad: number }>();
+interface Sums {
+  n: number;
+  graded: number;
+  em: number;
+  f1: number;
+  calls: number;
+  gradedCalls: number;
+  bad: number;
+}
 
-  add(b: RewardBreakdown, keys: { dialect: DialectName; stage?: string }): void {
-    this.bump('all', b);
-    this.bump(`dialect=${keys.dialect}`, b);
-    if (keys.stage !== undefined) this.bump(`stage=${keys.stage}`, b);
+export class StatsAccumulator {
+  private readonly groups = new Map<string, Sums>();
+
+  /** `graded`: the trajectory has golden answers (its EM and F1 mean something). */
+  add(b: RewardBreakdown, keys: { dialect: DialectName; stage?: string }, graded = true): void {
+    this.bump('all', b, graded);
+    this.bump(`dialect=${keys.dialect}`, b, graded);
+    if (keys.stage !== undefined) this.bump(`stage=${keys.stage}`, b, graded);
   }
 
-  private bump(key: string, b: RewardBreakdown): void {
-    const g = this.groups.get(key) ?? { n: 0, em: 0, f1: 0, calls: 0, bad: 0 };
+  private bump(key: string, b: RewardBreakdown, graded: boolean): void {
+    const g = this.groups.get(key) ?? { n: 0, graded: 0, em: 0, f1: 0, calls: 0, gradedCalls: 0, bad: 0 };
     g.n++;
-    g.em += b.em;
-    g.f1 += b.f1;
     g.calls += b.tool_calls;
     g.bad += b.format_ok ? 0 : 1;
+    if (graded) {
+      g.graded++;
+      g.em += b.em;
+      g.f1 += b.f1;
+      g.gradedCalls += b.tool_calls;
+    }
     this.groups.set(key, g);
   }
 
@@ -40,10 +59,11 @@ export class StatsAccumulator {
       .map(([group, g]) => ({
         group,
         count: g.n,
-        em: g.em / g.n,
-        f1: g.f1 / g.n,
+        graded: g.graded,
+        em: g.graded ? g.em / g.graded : null,
+        f1: g.graded ? g.f1 / g.graded : null,
         tc: g.calls / g.n,
-        tp: g.calls > 0 ? g.em / g.calls : null,
+        tp: g.gradedCalls > 0 ? g.em / g.gradedCalls : null,
         format_error_rate: g.bad / g.n,
       }));
   }
@@ -57,6 +77,6 @@ export function formatStatsTable(rows: StatsRow[]): string {
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }
 
-function pct(x: number): string {
-  return `${(100 * x).toFixed(1)}%`;
+function pct(x: number | null): string {
+  return x === null ? 'n/a' : `${(100 * x).toFixed(1)}%`;
 }

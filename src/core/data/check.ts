@@ -30,6 +30,8 @@ export interface CheckResult {
   files: DataFileCheck[];
   /** Pairs built from data.sft when data.sft1_pairs is not given. */
   built_pairs?: PairReport;
+  /** What the data leaves some stage without (no SFT data, no SFT-1 pair): not errors, a run may not need it. */
+  warnings: string[];
 }
 
 /** Parse and validate the config file; errors point into it. */
@@ -75,7 +77,7 @@ export function resolveDataPath(configPath: string, p: string): string {
 /** Check every file; throws the first DataError. */
 export async function checkRunConfig(configPath: string): Promise<CheckResult> {
   const { config, raw } = loadRunConfig(configPath);
-  const result: CheckResult = { config: configPath, data: config.data !== null, files: [] };
+  const result: CheckResult = { config: configPath, data: config.data !== null, files: [], warnings: [] };
   const file = (key: string, p: string): string => {
     const full = resolveDataPath(configPath, p);
     const path = key.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k));
@@ -121,6 +123,12 @@ export async function checkRunConfig(configPath: string): Promise<CheckResult> {
   } else if (trajectories.length) {
     result.built_pairs = emptyPairReport();
     buildPairs(trajectories, 1, result.built_pairs);
+    if (result.built_pairs.pairs === 0) {
+      result.warnings.push(`SFT-1 pairs built from data.sft: 0 — no question has both a correct and a wrong trajectory (skipped: ${JSON.stringify(result.built_pairs.skipped_questions)}), so SFT-1 has nothing to train on; give data.sft1_pairs or collect first`);
+    }
+  }
+  if (!data.sft.length && !data.sft1_pairs) {
+    result.warnings.push('no SFT data (data.sft and data.sft1_pairs are empty): SFT-1/2/3 have nothing to train on unless this run collects first (coa_trainer collect); RL and eval need only data.questions');
   }
   if (data.corpus) {
     const full = file('data.corpus', data.corpus);

@@ -13,6 +13,7 @@ import { detectDialect } from '../dialects';
 import type { TrajectoryRecord } from '../record';
 import { extractQuestion, goldenAnswers } from './verl-parquet';
 import { parseRecordLine, type JsonlEntry } from '../jsonl';
+import { parsePythonJson } from '../pythonJson';
 
 type Row = Record<string, unknown>;
 
@@ -84,7 +85,7 @@ export function importVerlRollouts(text: string): { records: TrajectoryRecord[];
     if (!line.trim()) return;
     let value: unknown;
     try {
-      value = JSON.parse(line);
+      value = parsePythonJson(line);
     } catch (e) {
       const m = /position (\d+)/.exec((e as Error).message);
       issues.push({ line: i + 1, column: m ? Number(m[1]) + 1 : 1, message: `invalid JSON: ${(e as Error).message}` });
@@ -161,7 +162,7 @@ export function verlStepItems(text: string, limit = 500): { items: VerlStepItem[
     if (!raw.trim()) return;
     let o: unknown;
     try {
-      o = JSON.parse(raw);
+      o = parsePythonJson(raw);
     } catch {
       return;
     }
@@ -184,7 +185,7 @@ export function verlLineParser(): (raw: string, line: number, offset?: number, b
   return (raw, line, offset = 0, byteLength = Buffer.byteLength(raw)) => {
     let value: unknown;
     try {
-      value = JSON.parse(raw);
+      value = parsePythonJson(raw);
     } catch {
       return parseRecordLine(raw, line, offset, byteLength);
     }
@@ -198,7 +199,7 @@ export function verlLineParser(): (raw: string, line: number, offset?: number, b
 /** Is this text (its first non-blank line) a verl rollout dump? */
 export function looksLikeVerlDump(firstLine: string): boolean {
   try {
-    return isVerlRolloutRow(JSON.parse(firstLine));
+    return isVerlRolloutRow(parsePythonJson(firstLine));
   } catch {
     return false;
   }

@@ -162,14 +162,15 @@ class Pipeline:
         self.writer.emit("log", level="info", message=f"pipeline: environment server at {self.env.url}")
 
     def results(self) -> None:
-        from .results import compute_rows, detail_table, optimal_tc, render_table, write_results
+        from .results import compute_rows, detail_table, missing_split, optimal_tc, render_table, write_results
 
         split = getattr(self.args, "split", None) or "test"
         from .collect import comparison_lines
 
         rows, details = compute_rows(self.run_dir, self.config, self.env, self.writer, split)
         json_path, md_path = write_results(self.run_dir, rows, split, self.config["eval"]["limit"],
-                                           detail_table(details) + comparison_lines(self.run_dir, rows),
+                                           [f"- **No questions**: {why}." for why in [missing_split(self.config, split)]
+                                            if why] + detail_table(details) + comparison_lines(self.run_dir, rows),
                                            optimal_tc(details))
         self.writer.emit("log", level="info", message=f"pipeline: results in {md_path} and {json_path}\n"
                          + render_table(rows))

@@ -27,6 +27,16 @@ DESCRIPTIONS = {
 ROW_KEYS = ("em", "tc", "tp", "format_error_rate")
 
 
+def missing_split(config: dict, split: str) -> str | None:
+    """Why every row would be empty: a run on its own data whose config names no questions for the split."""
+    data = config.get("data")
+    if data is None or data["questions"].get(split):
+        return None
+    return (f"the run config names no data.questions.{split}, so the results table ({split} split) has no question "
+            f"to evaluate and every row is empty: give data.questions.{split}, or pick a split it has "
+            "(pipeline --split dev)")
+
+
 def compute_rows(run_dir: Path, config: dict, env: Any, writer: Any, split: str = "test",
                  settings: list[str] | None = None, on_row: Callable[[int, int, str], None] | None = None
                  ) -> tuple[list[dict], dict[str, dict]]:
@@ -39,6 +49,8 @@ def compute_rows(run_dir: Path, config: dict, env: Any, writer: Any, split: str 
     from .runlayout import data_dir, final_dir
     from .userdata import UserData
 
+    if (why := missing_split(config, split)) is not None:
+        writer.emit("log", level="warning", message=f"results: {why}")
     rt = setup_runtime(config)
     own = config.get("data") is not None
     bench = UserData(config, data_dir(config, run_dir) / "prepared") if own \

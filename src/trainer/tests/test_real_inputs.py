@@ -107,3 +107,14 @@ def test_a_cap_that_leaves_nothing_to_train_stops_the_stage_saying_why(realistic
     (err,) = _errors(events)
     assert code == 2 and err["code"] == "bad_data" and "sft2 has no trajectories to train on" in err["message"]
     assert "Traceback" not in json.dumps(events)
+
+
+def test_results_without_test_questions_say_so(realistic_model_dir, tmp_path):
+    """A run on its own data with no data.questions.test: the results table cannot be filled, and says why (it was
+    all "—" without a word)."""
+    code, events = _run(tmp_path, "no-test", _config(realistic_model_dir), "pipeline", "--stages", "results")
+    assert code == 0, _errors(events)
+    warned = [e["message"] for e in events if e["type"] == "log" and e["level"] == "warning"]
+    assert any(m.startswith("results: the run config names no data.questions.test") for m in warned)
+    md = (tmp_path / "no-test" / "results.md").read_text()
+    assert "- **No questions**: the run config names no data.questions.test" in md

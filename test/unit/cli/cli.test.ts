@@ -93,6 +93,46 @@ test('stats --json gives the paper columns per dialect and per stage', () => {
   assert.equal(sft2.tp, 3 / 3);
 });
 
+test('stats: EM, F1 and TP are n/a for trajectories without golden answers, not 0 %', () => {
+  const file = join(dir, 'stats-unlabelled.coa.jsonl');
+  const t = (id: string, answer: string, golden?: string[]) => JSON.stringify({ id, question: 'q', ...(golden ? { golden_answers: golden } : {}), response: `<think>x</think><search>q</search><observation>o</observation><answer>${answer}</answer>` });
+  writeFileSync(file, [t('a', 'Paris'), t('b', 'Rome')].join('\n') + '\n');
+  const none = coa('stats', file, '--json');
+  assert.equal(none.code, 0, none.err);
+  const all = JSON.parse(none.out).rows[0];
+  assert.deepEqual([all.count, all.graded, all.em, all.f1, all.tp, all.tc], [2, 0, null, null, null, 1]);
+  assert.equal(JSON.parse(none.out).ungraded, 2);
+  const table = coa('stats', file);
+  assert.match(table.out, /^all\s+2\s+n\/a\s+n\/a\s+1\.00\s+—\s+0\.0%$/m);
+  assert.match(table.out, /2 trajectories without golden answers: EM, F1 and TP are over the other 0 — n\/a/);
+  // mixed: EM over the labelled one only (was 1 of 2 = 50 %)
+  writeFileSync(file, [t('a', 'Paris', ['Paris']), t('b', 'Rome')].join('\n') + '\n');
+  const mixed = JSON.parse(coa('stats', file, '--json').out).rows[0];
+  assert.deepEqual([mixed.graded, mixed.em, mixed.tp], [1, 1, 1]);
+});
+
+test('validate and stats on another engine\'s file name the coa convert to run', () => {
+  const cases: [string, string][] = [
+    ['examples/data/autocoa/all_test.parquet', 'verl-parquet'],
+    ['examples/search-r1-transcripts.txt', 'search-r1'],
+    ['examples/openai-chats.jsonl', 'openai'],
+    ['test/fixtures/verl/rollouts/3.jsonl', 'verl-rollouts'],
+  ];
+  for (const [file, from] of cases) {
+    const v = coa('validate', file);
+    assert.equal(v.code, 1, `${file}: ${v.err}`);
+    assert.equal(v.out.trim().split('\n').length, 1, `one line, not a page of JSON errors: ${v.out}`);
+    assert.match(v.out, new RegExp(`^${file.replace(/\./g, '\\.')}:1:1: error COA104 this is a .* file, not trajectory JSONL: convert it first with \`coa convert --from ${from} ${file.replace(/\./g, '\\.')} -o `));
+    const s = coa('stats', file);
+    assert.equal(s.code, 2);
+    assert.match(s.err, new RegExp(`coa convert --from ${from} `));
+  }
+  // a parquet by its bytes, whatever its name
+  const renamed = join(dir, 'questions.data');
+  writeFileSync(renamed, readFileSync(join(root, 'examples/data/autocoa/hotpotqa_dev.parquet')));
+  assert.match(coa('validate', renamed).out, /coa convert --from verl-parquet /);
+});
+
 test('stats counts questions apart: a converted parquet is data, not 400 format errors', () => {
   const out = join(dir, 'stats-dev.coa.jsonl');
   assert.equal(coa('convert', '--from', 'verl-parquet', join(root, 'examples/data/autocoa/hotpotqa_dev.parquet'), '-o', out).code, 0);

@@ -110,6 +110,17 @@ test('check: counts per file, exit 2 with the error naming the file', () => {
   const ok = coa('data', 'check', cfg, '--json');
   assert.equal(ok.code, 0, ok.err);
   assert.deepEqual(JSON.parse(ok.out).files.map((f: { key: string; count: number }) => [f.key, f.count]), [['data.questions.train', 6144], ['data.corpus', 10]]);
+  // questions but no SFT data: "ok" for RL, and a warning that the SFT stages have nothing to train on
+  assert.match(JSON.parse(ok.out).warnings.join('\n'), /^no SFT data \(data\.sft and data\.sft1_pairs are empty\)/);
+  const text = coa('data', 'check', cfg);
+  assert.match(text.out, /\nwarning: no SFT data .*\ndata check: ok, 1 warning\(s\)\n$/);
+  // SFT trajectories from which no pair can be built (every answer right): SFT-1 would train on nothing
+  const right = join(dir, 'all-right.coa.jsonl');
+  writeFileSync(right, `${JSON.stringify({ id: 'a', question: 'who wrote jaws?', golden_answers: ['Peter Benchley'], response: '<think>x</think><answer>Peter Benchley</answer>' })}\n`);
+  writeFileSync(cfg, JSON.stringify({ data: { sft: [right] } }));
+  const noPairs = coa('data', 'check', cfg);
+  assert.equal(noPairs.code, 0, noPairs.err);
+  assert.match(noPairs.out, /warning: SFT-1 pairs built from data\.sft: 0 — no question has both a correct and a wrong trajectory/);
   const corpus = join(dir, 'corpus.jsonl');
   writeFileSync(corpus, '{"id": "0", "contents": "x"}\n{"id": "1", "content": "x"}\n');
   writeFileSync(cfg, JSON.stringify({ data: { corpus: 'corpus.jsonl' } }));

@@ -104,6 +104,23 @@ test('bad dump lines are named by line, column and field, the rest is kept', () 
   assert.deepEqual(issues.map((i) => [i.line, i.column, i.message.split(':')[0]]), [[2, 16, 'output'], [3, 2, 'invalid JSON']]);
 });
 
+test('a dump row with NaN (Python json.dumps of a NaN score) is kept, the NaN read as null; strings keep "NaN"', () => {
+  const row = (score: string, extra = '') => `{"input": "user\\nQuestion: NaN or Infinity?\\nassistant\\n", "output": "<answer>NaN</answer>", "gts": ["NaN"], "score": ${score}, "step": 3${extra}}`;
+  const text = [row('NaN', ', "acc": NaN'), row('-Infinity'), row('Infinity', ', "f1": [NaN, 1.0]'), row('1.0')].join('\n');
+  const { records, issues } = importVerlRollouts(text);
+  assert.deepEqual(issues, []);
+  assert.equal(records.length, 4);
+  const verl = records.map((r) => (r as unknown as { verl: Record<string, unknown> }).verl);
+  assert.deepEqual(verl.map((v) => v.score), [null, null, null, 1]);
+  assert.equal(verl[0].acc, null);
+  assert.deepEqual(verl[2].f1, [null, 1]);
+  assert.equal(records[0].question, 'NaN or Infinity?');
+  assert.equal(records[0].response, '<answer>NaN</answer>');
+  assert.deepEqual(records[0].golden_answers, ['NaN']);
+  // a line that is bad for another reason is still reported, not rescued
+  assert.equal(importVerlRollouts('{"input": NaN, "output": "x"').issues.length, 1);
+});
+
 test('coa convert --from verl-rollouts <dir>: step order, format checked, rewards equal `coa score`', (t) => {
   const d = tmp(t);
   const out = join(d, 'verl.coa.jsonl');

@@ -53,6 +53,7 @@ export class Launcher {
     if (outcome.ok) {
       for (const f of outcome.result.files) this.log.info(`data check: ${f.key} ${f.path}: ${f.count}${f.summary ? ` ${JSON.stringify(f.summary)}` : ''}`);
       if (outcome.result.built_pairs) this.log.info(`data check: SFT-1 pairs from data.sft: ${JSON.stringify(outcome.result.built_pairs)}`);
+      for (const w of outcome.result.warnings ?? []) this.log.warn(`data check: ${w}`);
       return true;
     }
     rmSync(runDir, { recursive: true, force: true });
