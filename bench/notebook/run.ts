@@ -80,7 +80,7 @@ async function main(): Promise<void> {
           w.on('message', (m: WorkerMessage) => {
             if (m.type === 'batch') for (const r of m.rows) index.push(r); // structured-cloned into this thread, as in the editor
             else if (m.type === 'done') void w.terminate().then(() => resolve());
-            else reject(new Error(m.message));
+            else if (m.type === 'error') reject(new Error(m.message));
           });
           w.on('error', reject);
         });

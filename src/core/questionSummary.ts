@@ -2,20 +2,27 @@
 // carry golden answers (a question without them cannot be scored), and where they come from. The notebook's
 // questions view and `coa validate` print it, so a dataset is described as a dataset, not as failures.
 import { isQuestion, type TrajectoryRecord } from './record';
+import { rowSource } from './data/ids';
 
 export interface QuestionSummary {
   /** Records that are questions (no response yet). */
   questions: number;
   /** Of those, the ones with at least one golden answer. */
   withGolden: number;
-  /** Questions per source (meta.data_source, meta.source or meta.dataset; "unknown source" otherwise), most first. */
+  /** Questions per source (sourceOf; "unknown source" otherwise), most first. */
   sources: [string, number][];
 }
 
-/** Where a question comes from: meta.data_source, meta.source or meta.dataset (as verl and FlashRAG write it). */
+/**
+ * Where a question comes from: its row's source as the importers name it (data/ids.ts rowSource: AutoCoA's merged
+ * test set's `source_file` stem — its data_source is "HotpotQA" on every row — else verl's data_source), else
+ * meta.source or meta.dataset (FlashRAG).
+ */
 export function sourceOf(r: TrajectoryRecord): string {
   const m = (r.meta ?? {}) as Record<string, unknown>;
-  for (const key of ['data_source', 'source', 'dataset']) if (typeof m[key] === 'string' && m[key]) return m[key] as string;
+  const row = rowSource(m);
+  if (row) return row;
+  for (const key of ['source', 'dataset']) if (typeof m[key] === 'string' && m[key]) return m[key] as string;
   return 'unknown source';
 }
 

@@ -3,6 +3,8 @@
 import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import { openAsTrajectoryNotebook, openTrajectoryBrowser, showNotebookView } from './providers/notebook/register';
+import { openRecordCommand } from './providers/notebook/recordView';
+import { chooseOverlays } from './providers/tokens/legend';
 import { compareRunsCommand } from './providers/compare/panel';
 import { convertToTrajectories } from './providers/convert';
 import type { CollectRequest, TrainRequest } from './providers/train';
@@ -25,6 +27,8 @@ export const COMMANDS = {
   'coaStudio.openTrajectoryBrowser': async () => openTrajectoryBrowser(),
   // Issue 33: parquet, verl dumps, Search-R1 transcripts, OpenAI chats → *.coa.jsonl (the core's conversion, as coa convert).
   'coaStudio.convertToTrajectories': async (ctx: Ctx, uri?: unknown) => convertToTrajectories(ctx.log, uri),
+  // Issue 33: one record of a file of any size in its record view ({ file, line, offset?, length? }; beside the caller).
+  'coaStudio.openRecord': async (ctx: Ctx, where?: unknown, options?: unknown) => openRecordCommand(ctx.records, where, options),
   'coaStudio.notebook.showFailures': async () => showNotebookView({ kind: 'failures' }),
   'coaStudio.notebook.showToolCalls': async () => showNotebookView('ask-tool-calls'),
   'coaStudio.notebook.sortByReward': async () => showNotebookView({ kind: 'sort', by: 'reward', order: 'desc' }),
@@ -35,6 +39,7 @@ export const COMMANDS = {
   'coaStudio.tokens.toggleLossMask': async (ctx: Ctx) => void ctx.tokens.toggle('mask'),
   'coaStudio.tokens.toggleLogprobs': async (ctx: Ctx) => void ctx.tokens.toggle('logprob'),
   'coaStudio.tokens.toggleAdvantages': async (ctx: Ctx) => void ctx.tokens.toggle('advantage'),
+  'coaStudio.tokens.chooseOverlays': async (ctx: Ctx) => chooseOverlays(ctx.tokens),
   'coaStudio.compareRuns': async (ctx: Ctx) => compareRunsCommand(ctx.extension),
   'coaStudio.openLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.open(runDir),
   'coaStudio.addRunToLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.addRun(runDir),

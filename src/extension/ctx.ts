@@ -4,6 +4,7 @@
 import type * as vscode from 'vscode';
 import type { LanguageServerHandle } from './languageClient';
 import type { LivePanels } from './providers/livePanel/register';
+import type { RecordViews } from './providers/notebook/recordView';
 import type { Replay } from './providers/replay/controller';
 import type { RunsProvider } from './providers/runs';
 import type { TokenOverlays } from './providers/tokens/overlays';
@@ -23,4 +24,6 @@ export interface Ctx {
   train: TrainController;
   /** The Runs view (activity bar "CoA Studio"). */
   runs: RunsProvider;
+  /** Record views: one record of a file of any size as a notebook (coa-record: documents). */
+  records: RecordViews;
 }

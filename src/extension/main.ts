@@ -21,7 +21,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(log);
   const languageServer = await startLanguageServer(context, log);
   context.subscriptions.push(languageServer);
-  registerTrajectoryNotebook(context, log); // issue 8: trajectory notebook + large-file browser
+  const records = registerTrajectoryNotebook(context, log); // issue 8: trajectory notebook + large-file browser; issue 33: record views
   const train = registerTrain(context, log); // issue 7: Train Stage / Resume / Cancel, process manager, status bar
   const ctx: Ctx = {
     extension: context,
@@ -32,6 +32,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     tokens: registerTokenOverlays(context), // issue 8: loss-mask / log-prob / advantage overlays
     train,
     runs: registerRuns(context, train), // issue 7: the Runs view (activity bar "CoA Studio")
+    records,
   };
   context.subscriptions.push(...registerCommands(ctx));
   registerConvertOffers(context, log); // issue 33: a parquet, dump, transcript or chat file opened → offer the conversion

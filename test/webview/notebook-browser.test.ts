@@ -1,7 +1,9 @@
 // The large-file trajectory browser page in headless Chromium: served with the page renderWebviewHtml makes
 // (nonce-only CSP) and the first page read by the real indexer embedded, as the custom editor does. Checks the
-// first paint (before any message), a page of query results from the real index, the record view and the
-// messages the page posts; no console errors (a CSP violation would be one).
+// first paint (before any message), a page of query results from the real index, a row opening its record (the
+// host opens the record view beside), keyboard moves; then AutoCoA's 2,936-question test set: the questions
+// columns, sticky headers, Ctrl+F into the text search, the hit count from the real search; no console errors
+// (a CSP violation would be one).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,11 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { renderWebviewHtml } from '../../src/extension/webview/html';
-import { buildIndex, firstRecords, readLines } from '../../src/extension/providers/browser/indexer';
-import { runQuery } from '../../src/extension/providers/browser/query';
+import { buildIndex, firstRecords } from '../../src/extension/providers/browser/indexer';
+import { questionsLine, runQuery, tableKind } from '../../src/extension/providers/browser/query';
+import { searchFile } from '../../src/extension/providers/browser/search';
 import type { RecordSummary } from '../../src/extension/providers/browser/summary';
-import { checkFormat } from '../../src/core/rules';
+import { importVerlParquet } from '../../src/core/importers/verl-parquet';
+import { serializeRecord } from '../../src/core/record';
 import { launchChromium } from './chromium';
+import type { Browser, Page } from 'playwright-core';
 
 const ROOT = join(__dirname, '../..');
 const OUT = join(ROOT, '.cache/webview-test/notebook-browser');
@@ -31,7 +36,7 @@ test('trajectory browser page: first page on first paint, query results, record 
   const browser = await launchChromium();
   try {
     const first = await firstRecords(path, 50);
-    const html = renderWebviewHtml({ title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: 'f.coa.jsonl', size: 1, pageSize: 50, first, questions: '' } }, ORIGIN, (p) => `${ORIGIN}/${p}`, () => readFileSync(join(OUT, 'browser.js'), 'utf8'));
+    const html = renderWebviewHtml({ title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: 'f.coa.jsonl', size: 1, pageSize: 50, first, questions: '', kind: tableKind(first) } }, ORIGIN, (p) => `${ORIGIN}/${p}`, () => readFileSync(join(OUT, 'browser.js'), 'utf8'));
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
@@ -67,17 +72,89 @@ test('trajectory browser page: first page on first paint, query results, record 
     assert.match((await page.textContent('#status')) ?? '', new RegExp(`${index.length} records indexed`));
     assert.match((await page.textContent('#pageinfo')) ?? '', new RegExp(`${result.total} matching`));
 
-    // Clicking a row asks for the record; the record view colours its steps.
+    // Clicking a row asks the host to open that record (in the record view, beside); the browser keeps the focus.
     await page.click('#rows tr:first-child');
     const open = await page.evaluate(() => (window as unknown as { __posted: { type: string; i?: number }[] }).__posted.at(-1));
-    assert.deepEqual(open, { type: 'open', i: result.rows[0].i });
-    const row = result.rows[0];
-    const record = JSON.parse((await readLines(path, [row]))[0]);
-    const segments = checkFormat(record.response).segments.map((s) => ({ kind: s.kind, start: s.start, end: s.end }));
-    await page.evaluate((m) => window.postMessage(m, '*'), { type: 'record', row, record, raw: null, segments });
-    await page.waitForSelector('#detail pre span');
-    assert.equal(await page.textContent('#detail pre'), record.response);
-    assert.deepEqual(await page.$$eval('#detail pre span', (s) => s.map((x) => x.className)), segments.map((s) => `s-${s.kind}`));
+    assert.deepEqual(open, { type: 'open', i: result.rows[0].i, focus: false });
+    assert.equal(await page.getAttribute('#rows tr:first-child', 'class'), 'row sel');
+    // ↓ moves to the next record and opens it; Enter moves into its record view.
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    const moves = await page.evaluate(() => (window as unknown as { __posted: { type: string; i?: number; focus?: boolean }[] }).__posted.slice(-2));
+    assert.deepEqual(moves, [{ type: 'open', i: result.rows[1].i, focus: false }, { type: 'open', i: result.rows[1].i, focus: true }]);
+    assert.deepEqual(await page.$$eval('thead th', (th) => th.map((x) => x.textContent)), ['line', 'id', 'reward', 'EM', 'tools', 'stage', 'step', 'question']);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+async function showPage(browser: Browser, html: string, problems: string[]): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 600 } });
+  page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
+  page.on('pageerror', (e) => problems.push(e.message));
+  await page.addInitScript('window.__posted = []; window.acquireVsCodeApi = () => ({ postMessage: (m) => window.__posted.push(m) });');
+  await page.route(`${ORIGIN}/**`, (route) => (new URL(route.request().url()).pathname === '/' ? route.fulfill({ contentType: 'text/html', body: html }) : route.fulfill({ status: 404, body: '' })));
+  await page.goto(`${ORIGIN}/`);
+  return page;
+}
+
+const posted = (page: Page) => page.evaluate(() => (window as unknown as { __posted: { type: string; [k: string]: unknown }[] }).__posted);
+
+test('AutoCoA\'s 2,936-question test set: question / golden answers / source columns, sticky headers, Ctrl+F searches the text with a hit count', { timeout: 60_000 }, async () => {
+  mkdirSync(OUT, { recursive: true });
+  await build({ entryPoints: [join(ROOT, 'webview/browser/main.ts')], outfile: join(OUT, 'browser.js'), bundle: true, format: 'iife', platform: 'browser', target: 'es2022', logLevel: 'warning' });
+  const dir = mkdtempSync(join(tmpdir(), 'coa-browser-questions-'));
+  const path = join(dir, 'all_test.coa.jsonl');
+  const records = await importVerlParquet(join(ROOT, 'examples/data/autocoa/all_test.parquet'));
+  writeFileSync(path, records.map((r) => serializeRecord(r)).join('\n') + '\n');
+  const browser = await launchChromium();
+  const problems: string[] = [];
+  try {
+    const first = await firstRecords(path, 50);
+    const initialState = { file: 'all_test.coa.jsonl', size: 1, pageSize: 50, first, questions: questionsLine(first), kind: tableKind(first) };
+    const html = renderWebviewHtml({ title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState }, ORIGIN, (p) => `${ORIGIN}/${p}`, () => readFileSync(join(OUT, 'browser.js'), 'utf8'));
+    const page = await showPage(browser, html, problems);
+    await page.waitForSelector('#rows tr', { timeout: 10_000 });
+    assert.deepEqual(await page.$$eval('thead th', (th) => th.map((x) => x.textContent)), ['line', 'id', 'question', 'golden answers', 'source']);
+    const firstRow = await page.$$eval('#rows tr:first-child td', (td) => td.map((x) => x.textContent));
+    assert.deepEqual(firstRow, ['1', first[0].id, first[0].question, records[0].golden_answers!.join(' · '), first[0].source!]);
+    assert.notEqual(first[0].source, 'HotpotQA', 'the row\'s source file, not the data_source every row shares');
+    // Reward filters are hidden for a question set; failures stays (it answers that none failed).
+    assert.equal(await page.isVisible('#minReward'), false);
+    assert.equal(await page.isVisible('#failures'), true);
+    // Sticky headers: scrolled to the bottom of the page, the header row is still at the top of the viewport.
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    const top = await page.$eval('thead th', (th) => th.getBoundingClientRect().top);
+    assert.ok(top >= 0 && top < 5, `header top ${top} px after scrolling ${await page.evaluate(() => window.scrollY)} px`);
+    // Ctrl+F goes to the search box; typing and Enter ask the host to search.
+    await page.click('#rows tr:nth-child(3) td:nth-child(2)');
+    await page.keyboard.press('Control+f');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'search');
+    await page.keyboard.type('Drogo');
+    await page.keyboard.press('Enter');
+    const ask = (await posted(page)).filter((m) => m.type === 'search').at(-1);
+    assert.deepEqual(ask, { type: 'search', text: 'Drogo', field: 'all' });
+    // The host's answers: the search running (Stop shown), then done with the real hits, and the page of hits.
+    await page.evaluate((m) => window.postMessage(m, '*'), { type: 'search', text: 'Drogo', count: 0, running: true, bytes: 100 });
+    await page.waitForSelector('#search-cancel:not([hidden])');
+    await page.click('#search-cancel');
+    assert.deepEqual((await posted(page)).at(-1), { type: 'cancelSearch' });
+    const hits: number[] = [];
+    await searchFile(path, 'Drogo', (h) => hits.push(...h));
+    const index: RecordSummary[] = [];
+    await buildIndex(path, (rows) => index.push(...rows));
+    const result = runQuery(index, { pageSize: 50 }, new Set(hits));
+    await page.evaluate((m) => window.postMessage(m, '*'), { type: 'search', text: 'Drogo', count: hits.length, running: false, bytes: 1 });
+    await page.evaluate((m) => window.postMessage(m, '*'), { type: 'page', result, indexed: index.length, done: true, bytes: 1, size: 1, stages: [], questions: questionsLine(index) });
+    await page.waitForFunction(() => document.querySelectorAll('#rows tr').length === 1);
+    assert.equal(await page.textContent('#search-status'), '1 record with “Drogo”');
+    assert.equal(await page.isVisible('#search-cancel'), false);
+    assert.match((await page.textContent('#rows tr td:nth-child(3)')) ?? '', /Drogo Of Champagne/);
+    assert.match((await page.textContent('#pageinfo')) ?? '', /1 matching/);
+    mkdirSync(join(ROOT, 'test-results'), { recursive: true });
+    await page.screenshot({ path: join(ROOT, 'test-results', 'browser-questions-search.png') });
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();

@@ -1,6 +1,7 @@
-// The trajectory browser page: a table of one page of records (filters, sort, paging, jump) and the selected
-// record's steps. Draws the first page from the embedded state at once; everything else comes from the host.
-import type { BrowserQuery, QueryResult } from '../../src/extension/providers/browser/query';
+// The trajectory browser page: a table of one page of records (filters, sort, paging, jump, text search) whose
+// columns suit the file (questions or trajectories); a row opens its record in the record view beside the browser
+// (the host does that). Draws the first page from the embedded state at once; everything else comes from the host.
+import type { BrowserQuery, QueryResult, TableKind } from '../../src/extension/providers/browser/query';
 import type { RecordSummary } from '../../src/extension/providers/browser/summary';
 
 interface InitialState {
@@ -10,6 +11,7 @@ interface InitialState {
   first: RecordSummary[];
   /** The questions line (records without responses yet), '' when there are none. */
   questions: string;
+  kind: TableKind;
 }
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
 
@@ -28,14 +30,15 @@ input, select, button { background: var(--vscode-input-background); color: var(-
 button { background: var(--vscode-button-background); color: var(--vscode-button-foreground); cursor: pointer; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: 2px 6px; border-bottom: 1px solid var(--vscode-editorWidget-border, #8884); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; max-width: 40vw; }
+thead th { position: sticky; top: 0; z-index: 1; background: var(--vscode-editor-background); color: var(--vscode-descriptionForeground); font-weight: 600; box-shadow: 0 1px 0 var(--vscode-editorWidget-border, #8884); }
+tr.row:focus { outline: 1px solid var(--vscode-focusBorder); outline-offset: -1px; }
+#search { width: 16em; }
+.hits { font-variant-numeric: tabular-nums; }
 tr.row:hover { background: var(--vscode-list-hoverBackground); cursor: pointer; }
 tr.sel { background: var(--vscode-list-activeSelectionBackground); color: var(--vscode-list-activeSelectionForeground); }
 .ok { color: var(--vscode-testing-iconPassed, green); } .bad { color: var(--vscode-errorForeground, red); }
 .status { color: var(--vscode-descriptionForeground); }
 .w4 { width: 4em; } .w5 { width: 5em; } .w10 { width: 10em; }
-pre { white-space: pre-wrap; font-family: var(--vscode-editor-font-family); background: var(--vscode-textCodeBlock-background); padding: 6px; }
-.s-think { color: var(--vscode-descriptionForeground); } .s-action { color: var(--vscode-symbolIcon-functionForeground, #b180d7); font-weight: bold; }
-.s-observation { color: var(--vscode-symbolIcon-stringForeground, #ce9178); } .s-answer { color: var(--vscode-testing-iconPassed, #73c991); font-weight: bold; }
 `;
 document.head.appendChild(style);
 
@@ -43,7 +46,13 @@ const root = document.createElement('div');
 root.innerHTML = `
 <div class="bar"><strong id="file"></strong><span class="status" id="status"></span></div>
 <div class="bar" id="questions" hidden></div>
-<div class="bar">
+<div class="bar" role="search">
+  <label>search <input id="search" type="search" placeholder="text (Ctrl+F)" aria-label="Search the text of questions, responses and answers" spellcheck="false"></label>
+  <select id="search-field" aria-label="Search in"><option value="all">questions, responses, answers</option><option value="question">questions</option><option value="response">responses</option><option value="answers">golden answers</option></select>
+  <button id="search-cancel" hidden>Stop</button>
+  <span class="status hits" id="search-status" aria-live="polite"></span>
+</div>
+<div class="bar" id="filters">
   <label><input type="checkbox" id="failures"> failures</label>
   <label><input type="checkbox" id="errors"> bad lines</label>
   <label>EM <select id="em"><option value="">any</option><option value="1">1</option><option value="0">0</option></select></label>
@@ -56,8 +65,7 @@ root.innerHTML = `
   <label>jump <input id="jump" placeholder="id or line" class="w10"></label>
 </div>
 <div class="bar"><button id="prev">◀</button><span id="pageinfo"></span><button id="next">▶</button></div>
-<table><thead><tr><th>line</th><th>id</th><th>reward</th><th>EM</th><th>tools</th><th>stage</th><th>step</th><th>question</th></tr></thead><tbody id="rows"></tbody></table>
-<div id="detail"></div>`;
+<table><thead><tr id="head"></tr></thead><tbody id="rows"></tbody></table>`;
 document.body.prepend(root);
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 $('file').textContent = init.file;
@@ -93,26 +101,78 @@ $('jump').addEventListener('keydown', (e) => {
 
 const fmt = (x: number | null) => (x === null ? '—' : String(Math.round(x * 1000) / 1000));
 
+/** Columns by the file's kind: a question set is read by its questions, answers and sources; trajectories by rewards. */
+interface Column {
+  title: string;
+  cell(r: RecordSummary): string;
+  cls?(r: RecordSummary): string;
+}
+const rewardClass = (r: RecordSummary) => (r.isQuestion ? '' : r.error || (r.reward ?? 0) <= 0 || r.formatOk === false ? 'bad' : 'ok');
+const COLUMNS: Record<TableKind, Column[]> = {
+  questions: [
+    { title: 'line', cell: (r) => String(r.line) },
+    { title: 'id', cell: (r) => r.id },
+    { title: 'question', cell: (r) => (r.error ? r.error : r.question) },
+    { title: 'golden answers', cell: (r) => (r.error ? '' : r.golden || '—') },
+    { title: 'source', cell: (r) => (r.error ? 'bad line' : r.isQuestion ? (r.source ?? '') : `trajectory · reward ${fmt(r.reward)}`), cls: (r) => (r.error ? 'bad' : '') },
+  ],
+  trajectories: [
+    { title: 'line', cell: (r) => String(r.line) },
+    { title: 'id', cell: (r) => r.id },
+    { title: 'reward', cell: (r) => (r.error ? 'bad line' : r.isQuestion ? 'question' : fmt(r.reward)), cls: rewardClass },
+    { title: 'EM', cell: (r) => (r.error ? '' : fmt(r.em)) },
+    { title: 'tools', cell: (r) => (r.error ? '' : fmt(r.toolCalls)) },
+    { title: 'stage', cell: (r) => r.stage ?? '' },
+    { title: 'step', cell: (r) => (r.step === null ? '' : String(r.step)) },
+    { title: 'question', cell: (r) => (r.error ? r.error : r.question) },
+  ],
+};
+const columns = COLUMNS[init.kind] ?? COLUMNS.trajectories;
+$('head').replaceChildren(...columns.map((c) => Object.assign(document.createElement('th'), { textContent: c.title, scope: 'col' })));
+document.body.dataset.kind = init.kind;
+// Reward filters mean nothing for a question set (failures stays: it answers "none", questions never fail).
+if (init.kind === 'questions') for (const id of ['em', 'minReward', 'tools']) ($(id).closest('label') as HTMLElement).hidden = true;
+
+/** The record last opened (kept selected across pages and redraws). */
+let selected: number | null = null;
+
+function select(tr: HTMLElement, focus: boolean): void {
+  $('rows').querySelectorAll('tr.sel').forEach((x) => x.classList.remove('sel'));
+  tr.classList.add('sel');
+  selected = Number(tr.dataset.i);
+  vscode.postMessage({ type: 'open', i: selected, focus });
+}
+
 function drawRows(rows: RecordSummary[]): void {
   const body = $('rows');
   body.replaceChildren(
     ...rows.map((r) => {
       const tr = document.createElement('tr');
-      tr.className = 'row';
+      tr.className = r.i === selected ? 'row sel' : 'row';
       tr.dataset.i = String(r.i);
-      const cells = r.error
-        ? [String(r.line), '', 'bad line', '', '', '', '', r.error]
-        : [String(r.line), r.id, r.isQuestion ? 'question' : fmt(r.reward), fmt(r.em), fmt(r.toolCalls), r.stage ?? '', r.step === null ? '' : String(r.step), r.question];
-      cells.forEach((text, k) => {
+      tr.tabIndex = 0;
+      for (const c of columns) {
         const td = document.createElement('td');
-        td.textContent = text;
-        if (k === 2) td.className = r.isQuestion ? '' : r.error || (r.reward ?? 0) <= 0 || r.formatOk === false ? 'bad' : 'ok';
+        td.textContent = c.cell(r);
+        td.title = td.textContent;
+        const cls = c.cls?.(r);
+        if (cls) td.className = cls;
         tr.appendChild(td);
-      });
-      tr.addEventListener('click', () => {
-        body.querySelectorAll('tr.sel').forEach((x) => x.classList.remove('sel'));
-        tr.classList.add('sel');
-        vscode.postMessage({ type: 'open', i: r.i });
+      }
+      // One click opens the record beside the browser, which keeps the focus (the next click replaces it, as a
+      // preview does); a double click or Enter moves there.
+      tr.addEventListener('click', () => select(tr, false));
+      tr.addEventListener('dblclick', () => select(tr, true));
+      tr.addEventListener('keydown', (e) => {
+        if (e.key === 'Enter') select(tr, true);
+        else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+          const next = (e.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling) as HTMLElement | null;
+          if (next) {
+            e.preventDefault();
+            next.focus();
+            select(next, false);
+          }
+        }
       });
       return tr;
     }),
@@ -131,37 +191,54 @@ function drawPage(result: QueryResult): void {
   query.page = result.page;
 }
 
-interface RecordMsg {
-  row: RecordSummary;
-  record: { id: string; question: string; golden_answers?: string[]; response: string } | null;
-  raw: string | null;
-  segments: { kind: string; start: number; end: number }[];
+// ---- text search: the host streams the file in a worker; the page shows the hits as they are counted ----------
+const searchInput = $<HTMLInputElement>('search');
+let searchTimer: ReturnType<typeof setTimeout> | undefined;
+function startSearch(): void {
+  clearTimeout(searchTimer);
+  vscode.postMessage({ type: 'search', text: searchInput.value, field: $<HTMLSelectElement>('search-field').value });
+}
+searchInput.addEventListener('input', () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(startSearch, 300);
+});
+searchInput.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter') startSearch();
+  else if (e.key === 'Escape' && searchInput.value) {
+    searchInput.value = '';
+    startSearch();
+  }
+});
+$('search-field').addEventListener('change', startSearch);
+$('search-cancel').addEventListener('click', () => vscode.postMessage({ type: 'cancelSearch' }));
+// Ctrl+F (⌘F) is the search box: the browser's rows are pages of a file the page never holds whole.
+window.addEventListener('keydown', (e) => {
+  if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === 'f') {
+    e.preventDefault();
+    searchInput.focus();
+    searchInput.select();
+  }
+});
+
+interface SearchMsg {
+  text: string;
+  count: number;
+  running: boolean;
+  bytes: number;
+  error?: string;
 }
 
-function drawRecord(m: RecordMsg): void {
-  const detail = $('detail');
-  detail.replaceChildren();
-  const h = document.createElement('h3');
-  h.textContent = m.record ? `${m.record.id} (line ${m.row.line})` : `line ${m.row.line}: ${m.row.error ?? ''}`;
-  detail.appendChild(h);
-  const pre = document.createElement('pre');
-  if (!m.record) pre.textContent = m.raw ?? '';
+function drawSearch(m: SearchMsg): void {
+  $('search-cancel').hidden = !m.running;
+  const el = $('search-status');
+  el.dataset.count = String(m.count);
+  el.dataset.running = String(m.running);
+  if (!m.text) el.textContent = '';
   else {
-    const q = document.createElement('p');
-    q.textContent = `Question: ${m.record.question} — golden: ${(m.record.golden_answers ?? []).join(' · ')}`;
-    detail.appendChild(q);
-    for (const s of m.segments) {
-      const span = document.createElement('span');
-      span.className = `s-${s.kind}`;
-      span.textContent = m.record.response.slice(s.start, s.end);
-      pre.appendChild(span);
-    }
-    const open = document.createElement('button');
-    open.textContent = 'Open as notebook';
-    open.addEventListener('click', () => vscode.postMessage({ type: 'notebook', i: m.row.i }));
-    detail.appendChild(open);
+    const pct = init.size ? Math.min(100, Math.round((100 * m.bytes) / init.size)) : 100;
+    const n = `${m.count.toLocaleString()} record${m.count === 1 ? '' : 's'} with “${m.text}”`;
+    el.textContent = m.running ? `${n} so far · searching… ${pct}%` : m.error === 'cancelled' ? `${n} (stopped at ${pct}%)` : m.error ? `${n} · search failed: ${m.error}` : n;
   }
-  detail.appendChild(pre);
 }
 
 window.addEventListener('message', (e: MessageEvent) => {
@@ -178,8 +255,11 @@ window.addEventListener('message', (e: MessageEvent) => {
     for (const s of m.stages as string[]) if (!have.has(s)) sel.add(new Option(s, s));
     drawQuestions(m.questions ?? '');
     drawPage(m.result);
-  } else if (m.type === 'record') drawRecord(m);
-  else if (m.type === 'error') $('status').textContent = ` · ${m.message}`;
+  } else if (m.type === 'search') drawSearch(m);
+  else if (m.type === 'selected') {
+    selected = m.i;
+    $('rows').querySelectorAll<HTMLElement>('tr.row').forEach((tr) => tr.classList.toggle('sel', Number(tr.dataset.i) === selected));
+  } else if (m.type === 'error') $('status').textContent = ` · ${m.message}`;
 });
 
 /** The questions view in one line: prompt-only records are a dataset, not failures. */

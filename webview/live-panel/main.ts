@@ -157,9 +157,10 @@ function rebuildTab(): void {
 
 // ---- rollouts -----------------------------------------------------------------------------------------------
 let stepQuery: StepRollouts | null = null;
-function openRollout(item: { id: string; line: number }): void {
+function openRollout(item: { id: string; line: number; offset?: number; length?: number }): void {
   if (!stepQuery) return;
-  vscode.postMessage({ type: 'openRollout', run: stepQuery.run, stage: stepQuery.stage, id: item.id, line: item.line });
+  const at = item.offset !== undefined && item.length !== undefined ? { offset: item.offset, length: item.length } : {};
+  vscode.postMessage({ type: 'openRollout', run: stepQuery.run, stage: stepQuery.stage, id: item.id, line: item.line, ...at });
 }
 renderStepRollouts(stepRolloutsEl, model, null, openRollout);
 

@@ -41,8 +41,10 @@ export interface LivePanelSavedState {
 /** One rollout of a step, as the host lists it from the stage's rollouts file. */
 export interface RolloutItem {
   id: string;
-  /** 0-based line in the rollouts file. */
+  /** 0-based line in the rollouts file; where its bytes are, when the host knows (a hint it checks). */
   line: number;
+  offset?: number;
+  length?: number;
   question: string;
   reward: number | null;
   /** Tool calls of the trajectory when the record says (reward.tool_calls), else null. */
@@ -67,5 +69,5 @@ export type PanelToHost =
   | { type: 'removeRun'; run: string }
   /** A point of a chart was clicked: list the rollouts the stage wrote at that step. */
   | { type: 'stepRollouts'; run: string; stage: string; step: number }
-  /** Open one listed rollout (its line in the stage's rollouts file). */
-  | { type: 'openRollout'; run: string; stage: string; id: string; line: number };
+  /** Open one listed rollout (its line in the stage's rollouts file) in the record view. */
+  | { type: 'openRollout'; run: string; stage: string; id: string; line: number; offset?: number; length?: number };

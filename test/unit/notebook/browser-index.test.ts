@@ -62,7 +62,7 @@ test('index: offsets read back every line exactly, summaries agree with the core
       w.on('message', (m: WorkerMessage) => {
         if (m.type === 'batch') fromWorker.push(...(m.rows as RecordSummary[]));
         else if (m.type === 'done') void w.terminate().then(() => resolve());
-        else reject(new Error(m.message));
+        else if (m.type === 'error') reject(new Error(m.message));
       });
       w.on('error', reject);
     });

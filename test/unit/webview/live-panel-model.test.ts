@@ -177,7 +177,10 @@ test('the host lists the rollouts of one step from a real rollouts file', async 
   assert.ok(total > 0);
   assert.deepEqual(items.map((r) => r.line), expected.map(([, i]) => i));
   const first = JSON.parse(expected[0][0]);
-  assert.deepEqual(items[0], { id: first.id, line: expected[0][1], question: first.question, reward: first.reward.total, toolCalls: first.reward.tool_calls });
+  const offset = lines.slice(0, expected[0][1]).reduce((n, l) => n + Buffer.byteLength(l) + 1, 0);
+  assert.deepEqual(items[0], { id: first.id, line: expected[0][1], offset, length: Buffer.byteLength(expected[0][0]), question: first.question, reward: first.reward.total, toolCalls: first.reward.tool_calls });
+  // The offset is where the line's bytes are in the file the lines were read from.
+  assert.equal(Buffer.from(lines.join('\n')).subarray(offset, offset + items[0].length).toString(), expected[0][0]);
   assert.equal((await rolloutsOfStep(lines, 99)).total, 0);
   assert.equal((await rolloutsOfStep(lines, 2, 1)).items.length, 1, 'limit');
   assert.equal((await rolloutsOfStep(['{"id":"x","meta":{"step":2}', 'garbage "step": 2'], 2)).total, 0, 'a half-written line is skipped');

@@ -34,7 +34,7 @@ export async function buildIndex(path: string, onBatch: (rows: RecordSummary[], 
 }
 
 /** verl rollout dumps are read as records (src/core/importers/verl-rollouts.ts), decided on the file's first line. */
-async function readOptions(path: string): Promise<ReadOptions> {
+export async function readOptions(path: string): Promise<ReadOptions> {
   const fh = await open(path, 'r');
   try {
     const head = Buffer.alloc(256 * 1024);

@@ -6,13 +6,11 @@ import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { webviewHtml } from '../../webview/html';
 import { renderUntilReady } from '../../webview/readyWatchdog';
-import { textToNotebook } from '../notebook/codec';
-import { NOTEBOOK_TYPE } from '../notebook/cells';
-import { rewardOptions, toVscode } from '../notebook/serializer';
-import { checkFormat } from '../../../core/rules';
-import { parseRecordLine } from '../../../core/jsonl';
-import { firstRecords, readLines } from './indexer';
-import { BrowserQuery, findPage, questionsLine, runQuery, stagesOf } from './query';
+import { rewardOptions } from '../notebook/serializer';
+import type { RecordViews } from '../notebook/recordView';
+import { firstRecords } from './indexer';
+import { BrowserQuery, findPage, questionsLine, runQuery, stagesOf, tableKind } from './query';
+import type { SearchField } from './search';
 import { BROWSER_VIEW_TYPE, RecordSummary } from './summary';
 import type { WorkerMessage } from './worker';
 
@@ -20,11 +18,17 @@ export { BROWSER_VIEW_TYPE };
 const PAGE_SIZE = 50;
 
 /** Messages from the page. */
-type FromPage = { type: 'ready' } | { type: 'query'; query: BrowserQuery } | { type: 'jump'; query: BrowserQuery; target: string } | { type: 'open'; i: number } | { type: 'notebook'; i: number };
+type FromPage =
+  | { type: 'ready' }
+  | { type: 'query'; query: BrowserQuery }
+  | { type: 'jump'; query: BrowserQuery; target: string }
+  | { type: 'open'; i: number; focus?: boolean }
+  | { type: 'search'; text: string; field?: SearchField }
+  | { type: 'cancelSearch' };
 
-export function registerTrajectoryBrowser(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): void {
+export function registerTrajectoryBrowser(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, records: RecordViews): void {
   context.subscriptions.push(
-    vscode.window.registerCustomEditorProvider(BROWSER_VIEW_TYPE, new TrajectoryBrowserProvider(context, log), {
+    vscode.window.registerCustomEditorProvider(BROWSER_VIEW_TYPE, new TrajectoryBrowserProvider(context, log, records), {
       webviewOptions: { retainContextWhenHidden: false },
       supportsMultipleEditorsPerDocument: true,
     }),
@@ -35,6 +39,7 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
   constructor(
     private readonly context: vscode.ExtensionContext,
     private readonly log: vscode.LogOutputChannel,
+    private readonly records: RecordViews,
   ) {}
 
   openCustomDocument(uri: vscode.Uri): vscode.CustomDocument {
@@ -48,7 +53,7 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
     const first = await firstRecords(path, PAGE_SIZE, opts);
     const extensionUri = this.context.extensionUri;
     panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist')] };
-    const initialState = { file: vscode.workspace.asRelativePath(document.uri), size, pageSize: PAGE_SIZE, first, questions: questionsLine(first) };
+    const initialState = { file: vscode.workspace.asRelativePath(document.uri), size, pageSize: PAGE_SIZE, first, questions: questionsLine(first), kind: tableKind(first) };
     const watchdog = renderUntilReady(
       panel.webview,
       // Each call renders afresh: a new nonce per attempt.
@@ -74,15 +79,19 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
     const post = (m: unknown) => void panel.webview.postMessage(m);
     let queried = false;
     let pageFull = true;
+    const search = new TextSearch(workerPath(extensionUri), path, (state) => {
+      post({ type: 'search', ...state });
+      answer(last);
+    });
     const answer = (q: BrowserQuery) => {
       last = q;
       queried = true;
-      const result = runQuery(index, q);
+      const result = runQuery(index, q, search.hits);
       pageFull = result.rows.length === result.pageSize;
       post({ type: 'page', result, indexed: index.length, done, bytes, size, stages: stagesOf(index), questions: questionsLine(index.length ? index : first) });
     };
 
-    const worker = new Worker(vscode.Uri.joinPath(extensionUri, 'dist', 'browser-worker.js').fsPath, { workerData: { path, ...opts } });
+    const worker = new Worker(workerPath(extensionUri), { workerData: { path, ...opts } });
     let lastPost = 0;
     worker.on('message', (m: WorkerMessage) => {
       if (m.type === 'batch') {
@@ -99,44 +108,123 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
       } else if (m.type === 'done') {
         done = true;
         answer(last);
-      } else {
+      } else if (m.type === 'error') {
         post({ type: 'error', message: `indexing ${path} failed: ${m.message}` });
       }
     });
     worker.on('error', (e) => post({ type: 'error', message: `indexing ${path} failed: ${e.message}` }));
     panel.onDidDispose(() => {
       watchdog.dispose();
+      search.stop();
       void worker.terminate();
     });
 
+    /** A record of the file in its record view, beside the browser (the browser keeps the focus unless asked). */
+    const openRecord = async (row: RecordSummary, focus: boolean) => {
+      try {
+        await this.records.open({ file: document.uri, line: row.line, offset: row.offset, length: row.length }, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: !focus, preview: !focus });
+      } catch (e) {
+        post({ type: 'error', message: `cannot open line ${row.line}: ${(e as Error).message}` });
+      }
+    };
+
     panel.webview.onDidReceiveMessage(async (m: FromPage) => {
       if (m.type === 'query') answer(m.query);
+      else if (m.type === 'search') search.start(m.text, m.field);
+      else if (m.type === 'cancelSearch') search.cancel();
       else if (m.type === 'jump') {
-        const hit = findPage(index, m.query, m.target);
+        const hit = findPage(index, m.query, m.target, search.hits);
         if (!hit) post({ type: 'error', message: `no record "${m.target}" ${done ? '' : 'in the part indexed so far'}` });
         else {
           answer({ ...m.query, page: hit.page });
-          await this.sendRecord(path, index[hit.i], post);
+          post({ type: 'selected', i: hit.i });
+          await openRecord(index[hit.i], false);
         }
       } else if (m.type === 'open') {
         const row = index[m.i] ?? first[m.i];
-        if (row) await this.sendRecord(path, row, post);
-      } else if (m.type === 'notebook') {
-        const row = index[m.i] ?? first[m.i];
-        if (!row) return;
-        const [raw] = await readLines(path, [row]);
-        const nb = toVscode(textToNotebook(raw, { ...opts, source: path }));
-        await vscode.window.showNotebookDocument(await vscode.workspace.openNotebookDocument(NOTEBOOK_TYPE, nb));
+        if (row) await openRecord(row, m.focus === true);
       }
     });
   }
+}
 
-  /** One record, read at its offset, with its step segments for colouring. */
-  private async sendRecord(path: string, row: RecordSummary, post: (m: unknown) => void): Promise<void> {
-    const [raw] = await readLines(path, [row]);
-    const entry = parseRecordLine(raw, row.line);
-    const r = entry.record;
-    const segments = r ? checkFormat(r.response, { dialect: r.dialect ?? rewardOptions().params.dialect }).segments.map((s) => ({ kind: s.kind, start: s.start, end: s.end })) : [];
-    post({ type: 'record', row, record: r ?? null, raw: r ? null : raw.slice(0, 20000), segments });
+/** What the page shows of a search: its text, hits so far, whether it still runs, how far into the file. */
+interface SearchState {
+  text: string;
+  count: number;
+  running: boolean;
+  bytes: number;
+  error?: string;
+}
+
+const workerPath = (extensionUri: vscode.Uri) => vscode.Uri.joinPath(extensionUri, 'dist', 'browser-worker.js').fsPath;
+
+/**
+ * The browser's text search: one worker per search streaming the file (search.ts); a new search or an empty text
+ * stops the one running. `hits` is what it found so far (null: no search), the page's filter.
+ */
+class TextSearch {
+  hits: Set<number> | null = null;
+  private worker: Worker | undefined;
+  private lastPost = 0;
+  private state = { text: '', count: 0, running: false, bytes: 0 };
+
+  constructor(
+    private readonly workerFile: string,
+    private readonly path: string,
+    private readonly report: (state: SearchState) => void,
+  ) {}
+
+  private onChange(state: SearchState): void {
+    this.state = state;
+    this.report(state);
+  }
+
+  start(text: string, field: SearchField = 'all'): void {
+    this.stop();
+    const needle = text.trim();
+    if (!needle) {
+      this.hits = null;
+      this.onChange({ text: '', count: 0, running: false, bytes: 0 });
+      return;
+    }
+    const hits = new Set<number>();
+    this.hits = hits;
+    const worker = new Worker(this.workerFile, { workerData: { path: this.path, search: { text: needle, field } } });
+    this.worker = worker;
+    let bytes = 0;
+    worker.on('message', (m: WorkerMessage) => {
+      if (this.worker !== worker) return; // a newer search took over
+      if (m.type === 'hits') {
+        for (const i of m.hits) hits.add(i);
+        bytes = m.bytes;
+        const now = Date.now();
+        if (now - this.lastPost > 200) {
+          this.lastPost = now;
+          this.onChange({ text: needle, count: hits.size, running: true, bytes });
+        }
+      } else if (m.type === 'done') {
+        this.worker = undefined;
+        void worker.terminate();
+        this.onChange({ text: needle, count: hits.size, running: false, bytes });
+      } else if (m.type === 'error') {
+        this.worker = undefined;
+        this.onChange({ text: needle, count: hits.size, running: false, bytes, error: m.message });
+      }
+    });
+    worker.on('error', (e) => this.worker === worker && this.onChange({ text: needle, count: hits.size, running: false, bytes, error: e.message }));
+    this.onChange({ text: needle, count: 0, running: true, bytes: 0 });
+  }
+
+  /** Cancel the running search: its hits so far stay the filter, counted as cut short. */
+  cancel(): void {
+    if (!this.worker) return;
+    this.stop();
+    this.onChange({ ...this.state, count: this.hits?.size ?? 0, running: false, error: 'cancelled' });
+  }
+
+  stop(): void {
+    void this.worker?.terminate();
+    this.worker = undefined;
   }
 }

@@ -37,7 +37,9 @@ const keyOf: Record<Exclude<SortKey, 'file'>, (r: RecordSummary) => number | nul
   step: (r) => r.step,
 };
 
-export function matches(r: RecordSummary, q: BrowserQuery): boolean {
+/** `hits`: the records a text search found (search.ts), when one is on. */
+export function matches(r: RecordSummary, q: BrowserQuery, hits?: ReadonlySet<number> | null): boolean {
+  if (hits && !hits.has(r.i)) return false;
   if (q.errorsOnly) return r.error !== undefined;
   if (q.failuresOnly && (r.isQuestion || !(r.error === undefined && ((r.reward ?? 0) <= 0 || r.formatOk === false)))) return false;
   if (q.em != null && r.em !== q.em) return false;
@@ -48,9 +50,9 @@ export function matches(r: RecordSummary, q: BrowserQuery): boolean {
   return true;
 }
 
-export function runQuery(index: readonly RecordSummary[], q: BrowserQuery): QueryResult {
+export function runQuery(index: readonly RecordSummary[], q: BrowserQuery, hits?: ReadonlySet<number> | null): QueryResult {
   const pageSize = Math.max(1, q.pageSize ?? 50);
-  let rows = index.filter((r) => matches(r, q));
+  let rows = index.filter((r) => matches(r, q, hits));
   if (q.sort && q.sort !== 'file') {
     const key = keyOf[q.sort];
     const sign = q.order === 'desc' ? -1 : 1;
@@ -68,9 +70,9 @@ export function runQuery(index: readonly RecordSummary[], q: BrowserQuery): Quer
 }
 
 /** Jump: the page of the query's result holding the record with this id, or at this 1-based line. */
-export function findPage(index: readonly RecordSummary[], q: BrowserQuery, target: string): { page: number; i: number } | null {
+export function findPage(index: readonly RecordSummary[], q: BrowserQuery, target: string, hits?: ReadonlySet<number> | null): { page: number; i: number } | null {
   const line = /^\d+$/.test(target.trim()) ? Number(target.trim()) : null;
-  const all = runQuery(index, { ...q, page: 0, pageSize: Number.MAX_SAFE_INTEGER }).rows;
+  const all = runQuery(index, { ...q, page: 0, pageSize: Number.MAX_SAFE_INTEGER }, hits).rows;
   const pos = all.findIndex((r) => r.id === target.trim() || (line !== null && r.line === line));
   if (pos < 0) return null;
   return { page: Math.floor(pos / Math.max(1, q.pageSize ?? 50)), i: all[pos].i };
@@ -87,4 +89,13 @@ export function questionsLine(index: readonly RecordSummary[]): string {
   for (const r of index) if (r.isQuestion) tally.addQuestion(r.hasGolden ?? false, r.source ?? 'unknown source');
   const s = tally.summary();
   return s.questions ? describeQuestions(s) : '';
+}
+
+/** How the table is laid out: a prompt-only dataset (question, golden answers, source) or trajectories (rewards). */
+export type TableKind = 'questions' | 'trajectories';
+
+/** The layout for a file, from its first records: questions when every valid one is a question. */
+export function tableKind(rows: readonly RecordSummary[]): TableKind {
+  const valid = rows.filter((r) => r.error === undefined);
+  return valid.length > 0 && valid.every((r) => r.isQuestion) ? 'questions' : 'trajectories';
 }

@@ -27,6 +27,8 @@ export interface RecordSummary {
   isQuestion?: boolean;
   hasGolden?: boolean;
   source?: string;
+  /** A question's golden answers, joined with ' · ' and cut to QUESTION_CHARS (the questions table's column). */
+  golden?: string;
   error?: string;
 }
 
@@ -68,7 +70,7 @@ function row(entry: JsonlEntry, i: number, b: RewardBreakdown | undefined): Reco
     return { ...base, id: '', reward: null, em: null, toolCalls: null, formatOk: null, stage: null, step: null, question: entry.raw.slice(0, QUESTION_CHARS), error: `${entry.line}:${p.column}: ${p.code} ${p.message}` };
   }
   // A question (no response yet, core isQuestion) has no reward to show and is not a failure.
-  if (isQuestion(r)) return { ...base, id: r.id, reward: null, em: null, toolCalls: null, formatOk: null, stage: r.meta?.stage ?? null, step: r.meta?.step ?? null, question: r.question.slice(0, QUESTION_CHARS), isQuestion: true, hasGolden: hasGolden(r), source: sourceOf(r) };
+  if (isQuestion(r)) return { ...base, id: r.id, reward: null, em: null, toolCalls: null, formatOk: null, stage: r.meta?.stage ?? null, step: r.meta?.step ?? null, question: r.question.slice(0, QUESTION_CHARS), isQuestion: true, hasGolden: hasGolden(r), source: sourceOf(r), golden: (r.golden_answers ?? []).join(' · ').slice(0, QUESTION_CHARS) };
   return {
     ...base,
     id: r.id,

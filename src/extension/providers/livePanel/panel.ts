@@ -2,7 +2,9 @@
 // The page is created with everything read so far embedded (first paint is complete); later events go in batches
 // by postMessage, at most one message per run per BATCH_MS, once the page says it is listening.
 import * as vscode from 'vscode';
-import { createReadStream } from 'node:fs';
+import { createReadStream, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { EventTail, followEvents, formatIssue, type TailBatch } from '../../../core/eventTail';
 import type { TrainerEvent } from '../../../core/events';
@@ -12,6 +14,7 @@ import { chunk, findRecordLine, isSafeStageName, rolloutsOfStep } from './record
 import { isVerlMetricsUri, type VerlRunSource } from './externalRuns';
 import { verlTail } from '../../../core/verl/runTail';
 import { verlStepItems } from '../../../core/importers/verl-rollouts';
+import { safeName } from '../notebook/recordFile';
 
 const BATCH_MS = 100;
 /** Smoothing a new panel starts with (TensorBoard's default): raw values faint, the smoothed line solid. */
@@ -222,9 +225,8 @@ export class LivePanel implements vscode.Disposable {
         const step = /^verl-(\d+)-\d+$/.exec(String(m.id))?.[1];
         if (run.verl && (!run.verl.rolloutDir || step === undefined)) return;
         const file = run.verl ? vscode.Uri.joinPath(run.verl.rolloutDir!, `${step}.jsonl`) : rolloutsFile(run.dir, m.stage);
-        const doc = await vscode.workspace.openTextDocument(file);
-        const at = new vscode.Range(m.line, 0, m.line, 0);
-        await vscode.window.showTextDocument(doc, { selection: at, preview: true, viewColumn: vscode.ViewColumn.Beside });
+        // The record view, beside the panel (the charts stay in view), whatever the size of the rollouts file.
+        await vscode.commands.executeCommand('coaStudio.openRecord', { file, line: m.line + 1, offset: m.offset, length: m.length }, { viewColumn: vscode.ViewColumn.Beside });
         return;
       }
       case 'openSample': {
@@ -275,28 +277,39 @@ async function listStepRollouts(runDir: vscode.Uri, stage: string, step: number)
 }
 
 /**
- * Opens a sampled rollout with highlighting: the stage's rollouts.coa.jsonl at the record's line when the trainer
- * wrote one containing it, otherwise an untitled coa-jsonl document holding the record from the event.
+ * Opens a sampled rollout in the record view: the stage's rollouts.coa.jsonl at the record's line when the trainer
+ * wrote one containing it, otherwise the record from the event, written to a file of its own in a temp folder (an
+ * untitled notebook would lose its reward output).
  */
 export async function openSample(runDir: vscode.Uri, stage: string, id: string, record: unknown, log: vscode.LogOutputChannel): Promise<void> {
+  const beside = { viewColumn: vscode.ViewColumn.Beside };
   if (isSafeStageName(stage)) {
-    const file = vscode.Uri.joinPath(runDir, 'stages', stage, 'rollouts.coa.jsonl');
-    try {
-      const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(file));
-      const line = findRecordLine(text, id);
-      if (line >= 0) {
-        const doc = await vscode.workspace.openTextDocument(file);
-        const at = new vscode.Range(line, 0, line, 0);
-        await vscode.window.showTextDocument(doc, { selection: at, preview: true, viewColumn: vscode.ViewColumn.Beside });
-        return;
-      }
-    } catch {
-      // no rollouts file for this stage: fall through to the record itself
-    }
+    const file = rolloutsFile(runDir, stage);
+    const found = await findRecordIn(file.fsPath, id).catch(() => null);
+    if (found) return void (await vscode.commands.executeCommand('coaStudio.openRecord', { file, line: found.line + 1, offset: found.offset, length: found.length }, beside));
   } else {
     log.warn(`live panel: ignored a rollout with an unexpected stage name ${JSON.stringify(stage)}`);
   }
-  const doc = await vscode.workspace.openTextDocument({ language: 'coa-jsonl', content: JSON.stringify(record) + '\n' });
-  // Beside the panel, so the charts stay in view (and the panel stays the visible, restorable tab of its group).
-  await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
+  const dir = mkdtempSync(join(tmpdir(), 'coa-studio-sample-'));
+  const file = join(dir, `${safeName(id)}.coa.jsonl`);
+  writeFileSync(file, JSON.stringify(record) + '\n');
+  await vscode.commands.executeCommand('coaStudio.openRecord', { file: vscode.Uri.file(file), line: 1 }, beside);
+}
+
+/** The line of the record `id` in a rollouts file, read line by line (the file may be large). */
+async function findRecordIn(path: string, id: string): Promise<{ line: number; offset: number; length: number } | null> {
+  const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+  const needle = JSON.stringify(id);
+  let line = -1;
+  let offset = 0;
+  for await (const row of lines) {
+    line++;
+    const at = offset;
+    offset += Buffer.byteLength(row) + 1;
+    if (row.includes(needle) && findRecordLine(row, id) === 0) {
+      lines.close();
+      return { line, offset: at, length: Buffer.byteLength(row) };
+    }
+  }
+  return null;
 }

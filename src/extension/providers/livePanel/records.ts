@@ -39,7 +39,10 @@ export function chunk<T>(items: T[], size: number): T[][] {
 
 export interface StepRollout {
   id: string;
+  /** 0-based line in the file, and where its bytes are (a hint for the record view, assuming '\n' terminators). */
   line: number;
+  offset: number;
+  length: number;
   question: string;
   reward: number | null;
   toolCalls: number | null;
@@ -54,10 +57,14 @@ export async function rolloutsOfStep(lines: Iterable<string> | AsyncIterable<str
   const items: StepRollout[] = [];
   let total = 0;
   let line = -1;
+  let next = 0;
   const needle = `"step": ${step}`;
   const compact = `"step":${step}`;
   for await (const row of lines) {
     line++;
+    const offset = next;
+    const length = Buffer.byteLength(row);
+    next += length + 1;
     if (!row.includes(needle) && !row.includes(compact)) continue; // most lines are other steps: skip the parse
     let r: { id?: unknown; question?: unknown; meta?: { step?: unknown }; reward?: { total?: unknown; tool_calls?: unknown } | null };
     try {
@@ -69,7 +76,7 @@ export async function rolloutsOfStep(lines: Iterable<string> | AsyncIterable<str
     total++;
     if (items.length >= limit) continue;
     const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-    items.push({ id: r.id, line, question: typeof r.question === 'string' ? r.question : '', reward: num(r.reward?.total), toolCalls: num(r.reward?.tool_calls) });
+    items.push({ id: r.id, line, offset, length, question: typeof r.question === 'string' ? r.question : '', reward: num(r.reward?.total), toolCalls: num(r.reward?.tool_calls) });
   }
   return { items, total };
 }

@@ -103,6 +103,8 @@ export interface NotebookMeta {
   readonly?: string;
   /** A filtered/sorted subset of another file (opened untitled; "Save As" writes the subset). */
   view?: { source: string; description: string };
+  /** A record view (recordView.ts): one record of a bigger file, at this line of it (shown by its file name). */
+  record?: { line: number; file: string };
 }
 
 /** The reward output's payload (REWARD_MIME): the breakdown plus what the renderer needs to explain it. */

@@ -5,7 +5,7 @@ import { parseRecordLine } from '../../../core/jsonl';
 import { looksLikeVerlDump, verlLineParser } from '../../../core/importers/verl-rollouts';
 import { isQuestion, type RewardBreakdown, type TrajectoryRecord } from '../../../core/record';
 import { describeQuestions, summarizeQuestions, type QuestionSummary } from '../../../core/questionSummary';
-import { RewardParams, describeFormula, formatOf, scoreRecords } from '../../../core/rewards';
+import { OtcState, RewardParams, describeFormula, formatOf, questionKey, scoreRecords } from '../../../core/rewards';
 import type { Scheme } from '../../../core/record';
 import type { Segment } from '../../../core/scanner';
 import {
@@ -48,6 +48,11 @@ export interface DecodeOptions {
   source?: string;
   /** Precomputed rewards, one per valid record in order (views reuse the whole file's rewards). */
   rewards?: NotebookRewards;
+  /**
+   * The text is one record cut from a bigger file (the record view, recordView.ts): the line number its first line
+   * has there, and the file's name for the header ("line 1,451 of rl2-otc/rollouts.coa.jsonl").
+   */
+  within?: { line: number; file: string };
 }
 
 /** One line of the file as read: its text without terminator, the terminator and the blank lines before it. */
@@ -59,11 +64,11 @@ export interface SourceLine {
 }
 
 /** Split text into non-blank lines, keeping every byte that is not a line (blank lines, terminators). */
-export function splitLines(text: string): { lines: SourceLine[]; trailer: string } {
+export function splitLines(text: string, firstLine = 1): { lines: SourceLine[]; trailer: string } {
   const lines: SourceLine[] = [];
   let gap = '';
   let start = 0;
-  let lineNo = 0;
+  let lineNo = firstLine - 1;
   while (start < text.length) {
     let nl = text.indexOf('\n', start);
     const last = nl < 0;
@@ -108,7 +113,7 @@ export function decodeNotebook(bytes: Uint8Array, options: DecodeOptions = {}): 
 
 /** The notebook for a file's text. */
 export function textToNotebook(text: string, options: DecodeOptions = {}): NotebookContent {
-  const { lines, trailer } = splitLines(text);
+  const { lines, trailer } = splitLines(text, options.within?.line);
   // A verl rollout dump (trainer.rollout_data_dir/<step>.jsonl) opens as it is: its rows read as records
   // (src/core/importers/verl-rollouts.ts), read-only since saving would have to write verl's row format back.
   const verl = lines.length > 0 && looksLikeVerlDump(lines[0].raw) ? verlLineParser() : undefined;
@@ -143,7 +148,20 @@ export function scoreForNotebook(records: readonly TrajectoryRecord[], scheme: S
     if (idx) idx.push(i);
     else bySchemeIdx.set(s, [i]);
   });
-  for (const [s, idx] of bySchemeIdx) scoreRecords(idx.map((i) => records[i]), s, params).forEach((b, k) => (own[idx[k]] = b));
+  for (const [s, idx] of bySchemeIdx) {
+    // A stored OTC-GRPO reward names the n its run used (the group's fewest tool calls among correct answers, at
+    // that step): such a record is rescored with that n, so a record read alone or among other steps' rollouts of
+    // the same question is still compared with its own group's reward.
+    const withN = s === 'otc-grpo' ? idx.filter((i) => typeof records[i].reward?.optimal_tool_calls === 'number') : [];
+    const alone = new Set(withN);
+    const rest = alone.size ? idx.filter((i) => !alone.has(i)) : idx;
+    scoreRecords(rest.map((i) => records[i]), s, params).forEach((b, k) => (own[rest[k]] = b));
+    for (const i of withN) {
+      const state = new OtcState();
+      state.observe(questionKey(records[i]), records[i].reward!.optimal_tool_calls!);
+      own[i] = scoreRecords([records[i]], s, params, state)[0];
+    }
+  }
   const foreign = records.flatMap((r, i) => (r.reward && r.reward.scheme !== scheme ? [i] : []));
   if (foreign.length) scoreRecords(foreign.map((i) => records[i]), scheme, params).forEach((b, k) => (setting[foreign[k]] = b));
   return { own, setting };
@@ -171,9 +189,9 @@ export function linesToNotebook(
       return;
     }
     const i = k++;
-    cells.push(...recordCells(entry.record, src, index, { breakdown: rewards.own[i], setting: rewards.setting[i], params, configured: scheme }));
+    cells.push(...recordCells(entry.record, src, index, { breakdown: rewards.own[i], setting: rewards.setting[i], params, configured: scheme }, options.within?.file));
   });
-  const meta: NotebookMeta = { trailer };
+  const meta: NotebookMeta = { trailer, ...(options.within ? { record: options.within } : {}) };
   return { cells, metadata: { [META_KEY]: meta } };
 }
 
@@ -209,9 +227,10 @@ function recordCells(
   src: SourceLine,
   index: number,
   reward: { breakdown: RewardBreakdown; setting?: RewardBreakdown; params: RewardParams; configured: Scheme },
+  file?: string,
 ): CellData[] {
   const header: HeaderCellMeta = { kind: 'header', record: index, line: src.line, raw: src.raw, eol: src.eol, gap: src.gap, id: r.id };
-  const cells: CellData[] = [{ kind: 'markup', value: headerMarkdown(r, src.line), languageId: 'markdown', metadata: { [META_KEY]: header } }];
+  const cells: CellData[] = [{ kind: 'markup', value: headerMarkdown(r, src.line, file), languageId: 'markdown', metadata: { [META_KEY]: header } }];
   // A question has nothing to show but its header: no empty step cell, no reward (one cell per record keeps a
   // 3,000-question dataset at 3,000 cells). A code cell added under the header becomes its response on save.
   if (isQuestion(r)) return cells;
@@ -266,12 +285,12 @@ function md(text: string): string {
 }
 
 /** The header cell: generated from the record (edits to it are not written back). */
-export function headerMarkdown(r: TrajectoryRecord, line: number): string {
+export function headerMarkdown(r: TrajectoryRecord, line: number, file?: string): string {
   const meta = r.meta ?? {};
   const metaParts = (['run', 'stage', 'step', 'sample'] as const).filter((k) => meta[k] !== undefined).map((k) => `${k} **${md(String(meta[k]))}**`);
   const lines = [`### ${md(r.id)}`, '', `**Question:** ${md(r.question)}`, ''];
   if (r.golden_answers?.length) lines.push(`**Golden answers:** ${r.golden_answers.map(md).join(' · ')}`, '');
-  lines.push(`*line ${line}${r.dialect ? ` · dialect ${r.dialect}` : ''}${metaParts.length ? ` · ${metaParts.join(' · ')}` : ''}*`);
+  lines.push(`*line ${line.toLocaleString('en-US')}${file ? ` of ${md(file)}` : ''}${r.dialect ? ` · dialect ${r.dialect}` : ''}${metaParts.length ? ` · ${metaParts.join(' · ')}` : ''}*`);
   return lines.join('\n');
 }
 

@@ -11,8 +11,10 @@ import { ViewSpec, modesIn, viewNotebook } from './filter';
 import { DiagnosticCache, cellMessage, notebookDiagnostics } from './diagnostics';
 import { readConfig } from '../../config';
 import { BROWSER_VIEW_TYPE, registerTrajectoryBrowser } from '../browser/provider';
+import { RecordViews, recordViewSource, registerRecordViews } from './recordView';
 
-export function registerTrajectoryNotebook(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): void {
+export function registerTrajectoryNotebook(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): RecordViews {
+  const records = registerRecordViews(context, log);
   context.subscriptions.push(
     // Outputs are derived (rewards are recomputed on open): never written, never making the notebook dirty.
     ...NOTEBOOK_TYPES.map((type) => vscode.workspace.registerNotebookSerializer(type, new TrajectorySerializer(), { transientOutputs: true })),
@@ -22,9 +24,10 @@ export function registerTrajectoryNotebook(context: vscode.ExtensionContext, log
     vscode.window.tabGroups.onDidChangeTabs((e) => [...e.opened, ...e.changed].forEach((tab) => void redirectLargeTab(tab))),
   );
   vscode.window.tabGroups.all.forEach((g) => g.tabs.forEach((tab) => void redirectLargeTab(tab)));
-  registerTrajectoryBrowser(context, log);
+  registerTrajectoryBrowser(context, log, records);
   registerCellDiagnostics(context);
   for (const doc of vscode.workspace.notebookDocuments) void redirectLargeFile(doc);
+  return records;
 }
 
 /** Format diagnostics of whole records shown on their step cells, refreshed as cells are edited. */
@@ -132,7 +135,9 @@ async function openInBrowserInstead(uri: vscode.Uri, viewColumn?: vscode.ViewCol
 }
 
 function activeUri(): vscode.Uri | undefined {
-  return vscode.window.activeNotebookEditor?.notebook.uri ?? vscode.window.activeTextEditor?.document.uri ?? activeTabUri();
+  const uri = vscode.window.activeNotebookEditor?.notebook.uri ?? vscode.window.activeTextEditor?.document.uri ?? activeTabUri();
+  // A record view stands for its file.
+  return uri && (recordViewSource(uri)?.file ?? uri);
 }
 
 function activeTabUri(): vscode.Uri | undefined {

@@ -30,6 +30,11 @@ export function notebookLimits(): NotebookLimits {
 
 /** Whole-file rewards of view files about to be opened, by their exact text (consumed on open). */
 export const viewRewards = new Map<string, NotebookRewards>();
+/**
+ * Record views about to be opened (recordView.ts), by their exact text: the line and file the record comes from.
+ * A serializer is given bytes, never the document's URI, so the file system provider leaves this beside them.
+ */
+export const recordViews = new Map<string, { line: number; file: string }>();
 
 export class TrajectorySerializer implements vscode.NotebookSerializer {
   deserializeNotebook(content: Uint8Array): vscode.NotebookData {
@@ -38,10 +43,12 @@ export class TrajectorySerializer implements vscode.NotebookSerializer {
     if (early) return toVscode(largeFileStub(early));
     const options = rewardOptions();
     // A filter/sort view shows the rewards of the whole file it came from (OTC-GRPO's n), not of the subset.
-    const text = viewRewards.size ? new TextDecoder().decode(content) : '';
+    const text = viewRewards.size || recordViews.size ? new TextDecoder().decode(content) : '';
     const rewards = viewRewards.get(text);
     viewRewards.delete(text);
-    const decoded = decodeNotebook(content, rewards ? { ...options, rewards } : options);
+    const within = recordViews.get(text);
+    recordViews.delete(text);
+    const decoded = decodeNotebook(content, { ...options, ...(rewards ? { rewards } : {}), ...(within ? { within } : {}) });
     const late = tooManyCells(decoded.cells.length, limits);
     return toVscode(late ? largeFileStub(late) : decoded);
   }

@@ -6,31 +6,28 @@
 import * as vscode from 'vscode';
 import { type OverlayView, OVERLAY_VIEWS, STYLE_KEYS, cellTokenSpans, groupByStyle, hoverMarkdown, spanAt, tokenSpans, type SpansResult, type TokenSpan } from './mapping';
 import { cellMeta, isTrajectoryNotebook } from '../notebook/cells';
+import { OVERLAY_STYLES } from './styles';
+import { registerOverlayLegend } from './legend';
 
 const CELL_SCHEME = 'vscode-notebook-cell';
 
 const MAX_LINE_CHARS = 2_000_000; // a line beyond this is not parsed for overlays (a hover must stay instant)
 
 function decorationFor(view: OverlayView, key: string): vscode.TextEditorDecorationType {
-  const heat = ['rgba(0,160,0,0.10)', 'rgba(160,200,0,0.22)', 'rgba(230,180,0,0.30)', 'rgba(240,110,0,0.38)', 'rgba(230,20,20,0.45)'];
-  switch (`${view}:${key}`) {
-    case 'mask:trained':
-      return vscode.window.createTextEditorDecorationType({ backgroundColor: 'rgba(40,160,255,0.18)', borderRadius: '2px' });
-    case 'mask:masked':
-      return vscode.window.createTextEditorDecorationType({ opacity: '0.45', textDecoration: 'line-through rgba(128,128,128,0.6)' });
-    case 'advantage:positive':
-      return vscode.window.createTextEditorDecorationType({ borderWidth: '0 0 2px 0', borderStyle: 'solid', borderColor: 'rgba(0,170,0,0.9)' });
-    case 'advantage:negative':
-      return vscode.window.createTextEditorDecorationType({ borderWidth: '0 0 2px 0', borderStyle: 'solid', borderColor: 'rgba(220,0,0,0.9)' });
-    case 'advantage:zero':
-      return vscode.window.createTextEditorDecorationType({ borderWidth: '0 0 1px 0', borderStyle: 'dotted', borderColor: 'rgba(128,128,128,0.7)' });
-    default:
-      return vscode.window.createTextEditorDecorationType({ backgroundColor: heat[Number(key.slice(2))] ?? heat[4] });
-  }
+  const s = OVERLAY_STYLES[view][key] ?? OVERLAY_STYLES.logprob.lp4;
+  if (s.lineStyle === 'through') return vscode.window.createTextEditorDecorationType({ opacity: s.faded ? '0.45' : undefined, textDecoration: `line-through ${s.line}` });
+  if (s.line) return vscode.window.createTextEditorDecorationType({ borderWidth: s.lineStyle === 'dotted' ? '0 0 1px 0' : '0 0 2px 0', borderStyle: s.lineStyle, borderColor: s.line });
+  return vscode.window.createTextEditorDecorationType({ backgroundColor: s.background, borderRadius: view === 'mask' ? '2px' : undefined });
 }
 
 export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
   private readonly on = new Set<OverlayView>();
+  private readonly changed = new vscode.EventEmitter<ReadonlySet<OverlayView>>();
+  /** The set of overlays that are on changed (the legend listens). */
+  readonly onDidChange = this.changed.event;
+  get active(): ReadonlySet<OverlayView> {
+    return this.on;
+  }
   private readonly types = new Map<string, vscode.TextEditorDecorationType>();
   private readonly cache = new Map<string, { version: number; lines: Map<number, SpansResult> }>();
   private readonly disposables: vscode.Disposable[] = [];
@@ -101,15 +98,22 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
 
   /** The toggle command of one view; returns the new state. */
   toggle(view: OverlayView): boolean {
-    if (this.on.has(view)) this.on.delete(view);
-    else this.on.add(view);
-    void vscode.commands.executeCommand('setContext', `coaStudio.tokens.${view}`, this.on.has(view));
-    this.refreshAll();
+    this.set(view, !this.on.has(view));
     const ed = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === CELL_SCHEME);
     if (this.on.has(view) && ed && !this.anyTokens(ed)) {
       void vscode.window.showInformationMessage('No visible record has `tokens` with `offsets`: nothing to overlay here.');
     }
     return this.on.has(view);
+  }
+
+  /** Turn one overlay on or off (the toggle commands, the legend's chooser). */
+  set(view: OverlayView, on: boolean): void {
+    if (on === this.on.has(view)) return;
+    if (on) this.on.add(view);
+    else this.on.delete(view);
+    void vscode.commands.executeCommand('setContext', `coaStudio.tokens.${view}`, on);
+    this.refreshAll();
+    this.changed.fire(this.on);
   }
 
   private spansOf(doc: vscode.TextDocument, line: number): SpansResult {
@@ -190,6 +194,7 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
   }
 
   dispose(): void {
+    this.changed.dispose();
     for (const d of this.disposables) d.dispose();
     for (const t of this.types.values()) t.dispose();
   }
@@ -198,5 +203,6 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
 export function registerTokenOverlays(context: vscode.ExtensionContext): TokenOverlays {
   const overlays = new TokenOverlays();
   context.subscriptions.push(overlays);
+  registerOverlayLegend(context, overlays);
   return overlays;
 }
