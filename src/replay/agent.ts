@@ -59,6 +59,8 @@ export interface ReplayResult {
 }
 
 export const DEFAULT_PROMPT = 'question : {question}\n';
+/** coa_trainer/lengths.py NO_CAP. */
+export const NO_CAP = 2 ** 31 - 1;
 
 export async function replayQuestion(model: OnnxModel, question: string, opts: ReplayOptions): Promise<ReplayResult> {
   const tok = model.tokenizer;
@@ -70,7 +72,8 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
   const maxTurns = opts.maxTurns ?? 4;
   const maxNew = opts.maxNewTokens ?? 128;
   const maxObs = opts.maxObservationTokens ?? 128;
-  const maxTotal = opts.maxTotal ?? 1024;
+  // The trainer's `max_len: null`: the model's context, else no cap (its rollouts are bounded by the turn limits).
+  const maxTotal = opts.maxTotal ?? info.context ?? NO_CAP;
   const random = seededRandom(opts.seed ?? 0);
   const check = () => {
     if (opts.signal?.aborted) throw new CancelledError();
@@ -104,7 +107,10 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
     r.lossMask.push(...g.ids.map(() => 1));
     r.logprobs.push(...g.logprobs);
     const action = g.stopped && (await io.endedWithAction(g.ids));
-    const stop: StopReason = !g.stopped ? 'limit' : action ? (turn < maxTurns ? 'action' : 'max-turns') : g.ids[g.ids.length - 1] === eos ? 'eos' : 'answer';
+    // As the trainer's run_turns: an action gets its observation only within max_turns and while the trajectory is
+    // shorter than max_len; otherwise it ends there.
+    const room = promptIds.length + r.ids.length < maxTotal;
+    const stop: StopReason = !g.stopped ? 'limit' : action ? (turn >= maxTurns ? 'max-turns' : room ? 'action' : 'limit') : g.ids[g.ids.length - 1] === eos ? 'eos' : 'answer';
     await push({ kind: 'model', first, ids: g.ids, text: await tok.decode(g.ids), latencyMs: performance.now() - t0, stop });
     if (stop === 'limit') {
       r.truncated = true;
@@ -114,7 +120,7 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
       r.finished = stop !== 'max-turns';
       break;
     }
-    const query = actionQuery(await io.actionBody(g.ids), info.tags.action_open);
+    const query = actionQuery(await io.actionBody(g.ids, r.ids), info.tags.action_open);
     r.toolCalls++;
     check();
     const t1 = performance.now();

@@ -28,6 +28,8 @@ export interface ModelInfo {
   kv: { layers: number; kv_heads: number; head_dim: number };
   /** The run config's prompt_template at export time. */
   prompt_template?: string;
+  /** Positions the model was built for (HF max_position_embeddings); absent in older exports. */
+  context?: number | null;
 }
 
 export class ModelLoadError extends Error {}

@@ -63,12 +63,17 @@ export class TagIO {
     return a >= 0 && a >= (this.tags.answer_close ? text.lastIndexOf(this.tags.answer_close) : -1);
   }
 
-  /** The body of the action that ends `turn` (the query, or a JSON call for the Hermes dialect). */
-  async actionBody(turn: readonly number[]): Promise<string> {
+  /**
+   * The body of the action that ends `turn` (the query, or a JSON call for the Hermes dialect). `response`: every
+   * id generated so far, `turn` its last turn. As the trainer's AgentIO.query: with tag tokens the body runs from
+   * the last action-opening id of the whole response to the closing id — for a turn that closed an action it never
+   * opened, that reaches back into earlier turns (the query training sent; the format rules flag such a turn) —
+   * and with text tags only the turn's own text is read.
+   */
+  async actionBody(turn: readonly number[], response: readonly number[] = turn): Promise<string> {
     if (this.special) {
-      const end = turn.lastIndexOf(this.id(this.tags.action_close));
-      const start = turn.lastIndexOf(this.id(this.tags.action_open), end);
-      return start >= 0 && start < end ? this.tok.decode(turn.slice(start + 1, end)) : '';
+      const start = response.lastIndexOf(this.id(this.tags.action_open));
+      return start >= 0 && start < response.length - 1 ? this.tok.decode(response.slice(start + 1, -1)) : '';
     }
     const text = await this.tok.decode(turn);
     const end = text.lastIndexOf(this.tags.action_close);

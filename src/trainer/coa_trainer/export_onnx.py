@@ -213,6 +213,8 @@ def model_json(tok: Any, config: Any, layers: int, kv_heads: int, head_dim: int,
         "vocab_size": vocab,
         "kv": {"layers": layers, "kv_heads": kv_heads, "head_dim": head_dim},
         "model_type": getattr(config, "model_type", None),
+        # the context a `max_len: null` rollout is capped at (lengths.resolve_max_len), for the replay engine
+        "context": getattr(config, "max_position_embeddings", None),
     }
 
 

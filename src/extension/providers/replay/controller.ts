@@ -10,6 +10,9 @@ import type { TrajectoryRecord } from '../../../core/record';
 import { EnvClient } from '../../../env/client';
 import type { ReplayMode } from '../../../replay/agent';
 import { OnnxModel } from '../../../replay/model';
+import { describeSettings, replaySettings, settingsFrom, type ReplaySettings } from '../../../replay/runSettings';
+import { RunConfigSchema } from '../../../core/config';
+import { isDialectName } from '../../../core/dialects';
 import { readConfig } from '../../config';
 import { startEnvServer, type RunningEnvServer } from '../../process/envServer';
 import { requireTrust } from '../../workspace';
@@ -161,13 +164,18 @@ async function loadModel(s: State, path: string): Promise<OnnxModel> {
   return model;
 }
 
-/** The env server's search tool: the configured server, else one started for the checkpoint's run corpus. */
-async function envTool(s: State, checkpoint: string, dialect: string): Promise<(q: string) => Promise<string>> {
+/**
+ * The env server's search tool: the configured server, else one started for the run's corpus, searching as many
+ * documents as the run did (its top_k).
+ */
+async function envTool(s: State, checkpoint: string, settings: ReplaySettings): Promise<(q: string) => Promise<string>> {
   const cfg = readConfig();
+  const dialect = settings.dialect;
   let url = cfg.envServerUrl;
   let token = cfg.envServerToken;
   if (!url) {
-    const corpus = findCorpus(checkpoint) ?? (await vscode.window.showOpenDialog({ title: 'Search corpus for the environment server (FlashRAG JSONL)', filters: { JSONL: ['jsonl'] } }))?.[0]?.fsPath;
+    const runCorpus = settings.corpus && existsSync(settings.corpus) ? settings.corpus : undefined;
+    const corpus = runCorpus ?? findCorpus(checkpoint) ?? (await vscode.window.showOpenDialog({ title: 'Search corpus for the environment server (FlashRAG JSONL)', filters: { JSONL: ['jsonl'] } }))?.[0]?.fsPath;
     if (!corpus) throw new Error('no environment server: set coaStudio.envServer.url or pick a corpus');
     let server = s.servers.get(corpus);
     if (!server) {
@@ -181,7 +189,7 @@ async function envTool(s: State, checkpoint: string, dialect: string): Promise<(
     ({ url, token } = await server);
   }
   const client = new EnvClient({ url, token, retries: 2 });
-  return async (q) => (await client.search({ queries: [q], top_k: 3, dialect: dialect as 'coa' })).observations[0];
+  return async (q) => (await client.search({ queries: [q], top_k: settings.topK, dialect })).observations[0];
 }
 
 /** runs/<id>/data/corpus.jsonl above an exported checkpoint, when there is one. */
@@ -192,6 +200,19 @@ function findCorpus(checkpoint: string): string | undefined {
     if (dirname(d) === d) break;
   }
   return undefined;
+}
+
+/**
+ * The run's own settings (src/replay/runSettings.ts); for a checkpoint outside any run directory, the run config
+ * defaults with the editor's reward scheme, said as such.
+ */
+function settingsFor(checkpoint: string, record: TrajectoryRecord, model: OnnxModel): ReplaySettings {
+  const own = replaySettings(checkpoint, record);
+  if (own) return own;
+  const { scheme, params } = rewardOptions();
+  const defaults = settingsFrom(RunConfigSchema.parse({}), null, 'the run config defaults (the checkpoint is in no run directory) and the editor\'s reward scheme', null);
+  const dialect = isDialectName(model.info.dialect) ? model.info.dialect : defaults.dialect;
+  return { ...defaults, dialect, promptTemplate: model.info.prompt_template ?? defaults.promptTemplate, scheme, params };
 }
 
 async function replayCell(s: State, notebook: vscode.NotebookDocument, cell: vscode.NotebookCell, mode: ReplayMode, signal: AbortSignal, report: (msg: string) => void): Promise<boolean> {
@@ -205,7 +226,10 @@ async function replayCell(s: State, notebook: vscode.NotebookDocument, cell: vsc
   if (!checkpoint) return false;
   report(`loading ${checkpoint}`);
   const model = await loadModel(s, checkpoint);
-  const tool = mode === 'env' ? await envTool(s, checkpoint, model.info.dialect) : undefined;
+  const settings = settingsFor(checkpoint, found.record, model);
+  report(describeSettings(settings));
+  s.log.info(`replay of ${found.record.id}: ${describeSettings(settings)}`);
+  const tool = mode === 'env' ? await envTool(s, checkpoint, settings) : undefined;
   // The group of cells this replay owns: inserted after the record, tracked by position and count.
   const start = found.last + 1;
   let count = 0;
@@ -216,7 +240,9 @@ async function replayCell(s: State, notebook: vscode.NotebookDocument, cell: vsc
   };
   const t0 = Date.now();
   const result = await runReplaySession({
-    model, source: found.record, mode, tool, signal, ...rewardOptions(), ...sampling(),
+    model, source: found.record, mode, tool, signal, ...sampling(),
+    scheme: settings.scheme, params: settings.params, promptTemplate: settings.promptTemplate, maxTurns: settings.maxTurns,
+    maxNewTokens: settings.maxNewTokens, maxObservationTokens: settings.maxObsTokens, maxTotal: settings.maxLen ?? undefined,
     sink: {
       append: async (cells) => {
         await edit(new vscode.NotebookRange(start + count, start + count), cells);

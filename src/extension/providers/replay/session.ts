@@ -31,6 +31,11 @@ export interface SessionOptions {
   seed?: number;
   maxTurns?: number;
   maxNewTokens?: number;
+  maxObservationTokens?: number;
+  /** Prompt + response tokens at most (the run's max_len). */
+  maxTotal?: number;
+  /** How the question is put to the model (the run's prompt_template). */
+  promptTemplate?: string;
   scheme?: Scheme;
   params?: RewardParams;
 }
@@ -57,6 +62,7 @@ export async function runReplaySession(o: SessionOptions): Promise<SessionResult
   try {
     const result = await replayQuestion(o.model, o.source.question, {
       mode: o.mode, tool: o.tool, signal: o.signal, temperature: o.temperature, seed: o.seed, maxTurns: o.maxTurns, maxNewTokens: o.maxNewTokens,
+      maxObservationTokens: o.maxObservationTokens, maxTotal: o.maxTotal, promptTemplate: o.promptTemplate,
       onStep: async (step) => {
         await o.sink.append([provisionalCell(step, steps, run)]);
         steps++;
