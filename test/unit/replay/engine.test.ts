@@ -127,7 +127,11 @@ test('agent loop against the env server: action → observation (mask 0) → ans
   const rec = replayRecord({ id: 'q1', question: QUESTION, golden_answers: ['borges'] }, r, model, { mode: 'env', checkpoint: onnx });
   assert.equal(RecordSchema.safeParse(rec).success, true);
   for (const [i, id] of rec.tokens!.ids.entries()) assert.ok(rec.response.slice(rec.tokens!.offsets![i]).startsWith(model.tokenizer.idToTokenText(id)!));
-  assert.deepEqual(checkFormat(rec.response, { dialect: 'coa' }).diagnostics.filter((d) => d.severity === 'error'), []);
+  // The example corpus has no passage on the book of sand ("No results."), and the tiny model goes on with what it
+  // memorised: `<answer> borges ) … </observation> <answer> borges </answer>`. An answer opened again before its
+  // close is a format error (COA017, issue 33.5; the old scanner let the second </answer> close the first) and so
+  // is the second answer.
+  assert.deepEqual(checkFormat(rec.response, { dialect: 'coa' }).diagnostics.filter((d) => d.severity === 'error').map((d) => d.code), ['COA017', 'COA007']);
 });
 
 test('simulated environment: the model writes its own observation, masked; sampling is seeded', async (t) => {
