@@ -65,9 +65,9 @@ test('clicking a reward step lists the rollouts of that step from the run\'s rol
   assert.deepEqual(await list.locator('li[data-id]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.id)), expected);
   await ed.shot('demo-step-rollouts');
   await list.locator('li[data-id]').first().click();
-  await ed.page.locator('.tabs-container .tab', { hasText: 'rollouts.coa.jsonl' }).first().waitFor({ timeout: 60_000 });
-  // The editor opened at the rollout's line: its id is in the visible text.
-  await ed.page.locator('.view-lines', { hasText: expected[0] }).first().waitFor({ timeout: 30_000 });
+  // The rollout opens in its record view (a notebook of that one record, named after it), beside the panel.
+  await ed.page.locator('.tabs-container .tab', { hasText: `${expected[0]}.coa.jsonl` }).first().waitFor({ timeout: 60_000 });
+  await ed.page.locator('.notebook-editor .code-cell-row').first().waitFor({ timeout: 30_000 });
   await ed.shot('demo-rollout-opened');
 });
 

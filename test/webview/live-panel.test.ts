@@ -292,3 +292,89 @@ test('RL metrics grouped by name, unknown ones under Other, runs overlaid, alert
     await h.close();
   }
 });
+
+/** A stage whose metrics are the awkward ones: constant, zero, empty, a single point, float noise, huge, tiny, negative. */
+function awkwardEvents(run: string): TrainerEvent[] {
+  const out: TrainerEvent[] = [{ v: 1, time: 1, run, type: 'run_started', stage: 'sft1', config: {}, total_steps: 30, device: 'cpu', world_size: 1 }];
+  for (let s = 1; s <= 30; s++) {
+    const values: Record<string, number | null> = {
+      loss: 2 * Math.exp(-s / 4) + 1e-4, constant: 0.5, zero: 0, empty: null, one_point: s === 7 ? 3 : null,
+      lr_noise: s % 2 ? 0.0002 : 0.00019999999999999998, huge: s % 2 ? 1e300 : 3e300, tiny: 1e-30 * s, negative: -3 - s / 10, big_constant: 1e17,
+    };
+    out.push({ v: 1, time: 1 + s, run, type: 'metrics', stage: 'sft1', step: s, values });
+  }
+  return out;
+}
+
+test('every chart survives resizes (constant, empty, huge, float-noise series): responsive columns, plots as wide as their boxes, log scale, continuous smoothing', { timeout: 90_000 }, async () => {
+  const run = { key: 'file:///runs/awkward', label: 'awkward' };
+  const events = awkwardEvents('awkward');
+  const h = await openPanel({ runs: [run], events: { [run.key]: events }, smoothing: 0.6 });
+  try {
+    const metrics = Object.keys((events[1] as { values: Record<string, unknown> }).values);
+    // Tall enough that every chart is in view (plots are made only for boxes in view).
+    const layout = async (width: number) => {
+      await h.page.setViewportSize({ width, height: 3200 });
+      await h.page.waitForFunction((n) => document.querySelectorAll('.chart.drawn').length === n, metrics.length, { timeout: 10_000 });
+      await h.page.waitForTimeout(300); // resize observers, then uPlot's redraw
+      return h.page.$$eval('.chart', (boxes) => boxes.map((b) => {
+        const box = b as HTMLElement;
+        const canvas = box.querySelector('canvas') as HTMLCanvasElement | null;
+        return { metric: box.dataset.metric!, left: Math.round(box.getBoundingClientRect().left), box: box.clientWidth, plot: canvas ? canvas.getBoundingClientRect().width : 0, grid: (box.parentElement as HTMLElement).clientWidth };
+      }));
+    };
+    for (const width of [1600, 700, 360, 2600, 1000, 1600, 480, 1600]) {
+      const boxes = await layout(width);
+      const columns = new Set(boxes.map((b) => b.left)).size;
+      const grid = boxes[0].grid;
+      // Columns of at least 340 px (gap 8), never more than 4.
+      const expected = Math.min(4, Math.max(1, Math.floor((grid + 8) / (340 + 8))));
+      assert.equal(columns, Math.min(expected, metrics.length), `${width} px: ${columns} columns in a ${grid} px grid`);
+      if (width === 1600) assert.ok(columns >= 2, `at 1,600 px the charts sit in ${columns} columns`);
+      for (const b of boxes) assert.ok(Math.abs(b.plot - Math.max(200, b.box - 10)) <= 1, `${width} px: ${b.metric}'s plot is ${b.plot} px in a ${b.box} px box`);
+      assert.deepEqual(h.errors, [], `no error at ${width} px`);
+    }
+    await h.page.screenshot({ path: join(ARTIFACTS, 'live-panel-awkward-resized.png') });
+    // Every chart drew its line after all that: pixels of the line's colour (#3794ff) in the plot.
+    const drawn = await h.page.$$eval('.chart', (boxes) => Object.fromEntries(boxes.map((b) => {
+      const canvas = b.querySelector('canvas') as HTMLCanvasElement;
+      const px = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+      let blue = 0;
+      for (let i = 0; i < px.length; i += 4) if (Math.abs(px[i] - 0x37) < 40 && Math.abs(px[i + 1] - 0x94) < 40 && px[i + 2] > 200) blue++;
+      return [(b as HTMLElement).dataset.metric!, blue];
+    })));
+    for (const m of metrics.filter((x) => x !== 'empty')) assert.ok(drawn[m] > 20, `${m}: its line is drawn (${drawn[m]} px)`);
+    assert.ok(drawn.empty < 5, 'the empty series draws nothing');
+    // Log scale, per chart: the loss over four decades gets power-of-ten ticks; the state is kept.
+    await h.page.click('.chart[data-metric="loss"] .log');
+    await h.page.waitForSelector('.chart[data-metric="loss"][data-scale="log"].drawn canvas');
+    await h.page.waitForTimeout(200);
+    const ticks = ((await h.page.getAttribute('.chart[data-metric="loss"]', 'data-yticks')) ?? '').split(' ').map(Number);
+    assert.ok(ticks.length >= 2 && ticks.every((t) => Math.abs(Math.log10(t) - Math.round(Math.log10(t))) < 1e-9 || /^[125]/.test(String(t))), `log ticks ${ticks}`);
+    assert.deepEqual(((await h.page.evaluate(() => (window as unknown as { __state: { log?: string[] } }).__state)) as { log?: string[] }).log, ['sft1\nloss']);
+    // A chart with nothing above zero says so on a log scale instead of drawing nothing silently.
+    await h.page.click('.chart[data-metric="zero"] .log');
+    await h.page.locator('.chart[data-metric="zero"] .readout', { hasText: 'no value above 0' }).waitFor({ timeout: 5000 });
+    // Smoothing is continuous: 0.87 is a value no list offered; the readout's smoothed value is the debiased EMA.
+    const before = await h.page.textContent('.chart[data-metric="loss"] .readout .v');
+    await h.page.$eval('#smoothing', (el) => {
+      const input = el as HTMLInputElement;
+      input.value = '0.87';
+      input.dispatchEvent(new Event('input'));
+      input.dispatchEvent(new Event('change'));
+    });
+    await h.page.waitForFunction((b) => document.querySelector('.chart[data-metric="loss"] .readout .v')?.textContent !== b, before, { timeout: 5000 });
+    assert.equal(await h.page.textContent('#smoothing-value'), '0.87');
+    const losses = events.slice(1).map((e) => (e as { values: Record<string, number> }).values.loss);
+    let ema = 0;
+    losses.forEach((v) => (ema = 0.87 * ema + 0.13 * v));
+    const expected = ema / (1 - 0.87 ** losses.length);
+    assert.equal(await h.page.textContent('.chart[data-metric="loss"] .readout .v'), Number(expected.toPrecision(4)).toString());
+    assert.equal(((await h.page.evaluate(() => (window as unknown as { __state: { smoothing: number } }).__state)) as { smoothing: number }).smoothing, 0.87);
+    await h.page.setViewportSize({ width: 1600, height: 1000 });
+    await h.page.screenshot({ path: join(ARTIFACTS, 'live-panel-awkward-log.png') });
+    assert.deepEqual(h.errors, []);
+  } finally {
+    await h.close();
+  }
+});

@@ -1,12 +1,14 @@
-// The charts of one tab (one stage family): a box per metric, grouped by kind, pinned ones first. Each chart draws
+// The charts of one tab (one stage family): a box per metric, grouped by kind, pinned ones first, in a responsive
+// grid (CSS: 1 column when narrow, up to 4 when wide; each plot as wide as its box, resized with it). Each chart draws
 // every line of the tab (run × sibling stage) twice: the raw values faint, the smoothed ones solid. Axes: step within
-// the stage (whole steps only) and the metric. Hovering shows every line's value at that step under the title;
-// alerts are marked on the step axis; clicking a step asks the host for the rollouts written at it. A uPlot is
-// created only when its box scrolls into view and updated only while in view, so a run with hundreds of metrics
-// costs the plots on screen.
+// the stage (whole steps only) and the metric, linear or log (per chart). Hovering shows every line's value at that
+// step under the title; alerts are marked on the step axis; clicking a step asks the host for the rollouts written at
+// it. A uPlot is created only when its box scrolls into view and updated only while in view, so a run with hundreds
+// of metrics costs the plots on screen. Ticks and ranges are ours (format.ts), always finite: uPlot's own splitter
+// can loop forever on ranges its increment table does not cover ("RangeError: Invalid array length").
 import uPlot from 'uplot';
 import { GROUPS, matchesFilter, readout, type ChartData, type GroupId, type Line, type PanelModel } from './model';
-import { STEP_INCRS, formatValue, tickLabels, yAxisWidth } from './format';
+import { STEP_INCRS, formatValue, logTickLabels, logTicks, niceTicks, safeRange, tickLabels, yAxisWidth } from './format';
 import { cssVar, el, icon, lineColour, withAlpha } from './dom';
 
 export interface ChartsHost {
@@ -20,12 +22,17 @@ export interface ChartsHost {
   clickable(line: Line): boolean;
   /** Lines the user hid by clicking their legend entry. */
   hidden(line: Line): boolean;
+  /** Charts drawn on a log y scale, as `<tab>\n<metric>`. */
+  logScale: Set<string>;
+  onLog(tab: string, name: string): void;
 }
 
 interface ChartBox {
   name: string;
   box: HTMLElement;
   readout: HTMLElement;
+  /** The plot's width now (follows the box's). */
+  width: number;
   plot?: uPlot;
   data?: ChartData;
   /** In or near the viewport (only those plots are updated as data arrives; the others when they come back). */
@@ -36,6 +43,9 @@ interface ChartBox {
 
 const HEIGHT = 190;
 const RAW_ALPHA = 0.3;
+/** Box padding + border (style.css .chart): the plot is the box's content width. */
+const BOX_CHROME = 10;
+const MIN_PLOT_WIDTH = 200;
 
 export class TabCharts {
   readonly charts = new Map<string, ChartBox>();
@@ -77,22 +87,19 @@ export class TabCharts {
       // When the latest charts scrolled into view were drawn, in ms since the page started (bench/live-panel reads it).
       document.body.dataset.plottedAt = performance.now().toFixed(1);
     }, { rootMargin: '300px' });
-    // Only a width change resizes the plots: the tab's height changes with every filter keystroke and new chart.
-    let width = this.width();
-    this.resize = new ResizeObserver(() => {
-      const w = this.width();
-      if (w === width) return;
-      width = w;
-      for (const c of this.charts.values()) c.plot?.setSize({ width: w, height: HEIGHT });
+    // Each plot follows its box's width (the grid's columns change with the panel's width); only a width change
+    // resizes: heights change with every filter keystroke and new chart.
+    this.resize = new ResizeObserver((entries) => {
+      for (const e of entries) {
+        const c = this.charts.get((e.target as HTMLElement).dataset.metric!);
+        if (!c) continue;
+        const w = plotWidth(c.box);
+        if (w === null || w === c.width) continue;
+        c.width = w;
+        c.plot?.setSize({ width: w, height: HEIGHT });
+      }
     });
-    this.resize.observe(root);
     this.sync();
-  }
-
-  private width(): number {
-    const w = this.root.clientWidth || 600;
-    // Two charts a row when there is room (box padding + border + gap ≈ 20 px each).
-    return Math.max(260, w >= 760 ? Math.floor(w / 2) - 22 : w - 12);
   }
 
   /** Adds boxes for metrics new to the tab and refreshes the data of the plots that exist. */
@@ -113,12 +120,41 @@ export class TabCharts {
     const pinned = this.host.pinned.has(`${this.tab}\n${name}`);
     const pin = el('button', { class: 'icon-button pin', title: pinned ? 'Unpin' : 'Pin to the top', 'aria-label': `${pinned ? 'Unpin' : 'Pin'} ${name}`, 'aria-pressed': String(pinned) }, icon(pinned ? 'pinned' : 'pin'));
     pin.addEventListener('click', () => this.host.onPin(this.tab, name));
+    const log = this.isLog(name);
+    const logButton = el('button', { class: 'icon-button log', title: log ? 'Linear y scale' : 'Log y scale', 'aria-label': `Log scale for ${name}`, 'aria-pressed': String(log) }, 'log');
+    logButton.addEventListener('click', () => this.host.onLog(this.tab, name));
     const readoutEl = el('div', { class: 'readout', 'aria-live': 'off' });
-    const box = el('div', { class: 'chart', 'data-metric': name, 'data-group': group, 'data-points': '0' }, el('div', { class: 'chart-title' }, el('span', { class: 'name', title: name }, name), pin), readoutEl);
+    const box = el('div', { class: 'chart', 'data-metric': name, 'data-group': group, 'data-points': '0', 'data-scale': log ? 'log' : 'linear' }, el('div', { class: 'chart-title' }, el('span', { class: 'name', title: name }, name), logButton, pin), readoutEl);
     box.style.minHeight = `${HEIGHT + 36}px`; // CSSOM: the page's CSP has no 'unsafe-inline'
     (pinned ? this.pinnedGrid : this.groups.get(group)!.grid).append(box);
     this.observer.observe(box);
-    return { name, box, readout: readoutEl, visible: false, stale: false };
+    this.resize.observe(box);
+    return { name, box, readout: readoutEl, width: 0, visible: false, stale: false };
+  }
+
+  private isLog(name: string): boolean {
+    return this.host.logScale.has(`${this.tab}\n${name}`);
+  }
+
+  /** A chart switched between linear and log y: its plot is made again (the scale is part of its options). */
+  setLog(name: string, log: boolean): void {
+    const c = this.charts.get(name);
+    if (!c) return;
+    const button = c.box.querySelector('.log')!;
+    button.setAttribute('aria-pressed', String(log));
+    button.setAttribute('title', log ? 'Linear y scale' : 'Log y scale');
+    c.box.dataset.scale = log ? 'log' : 'linear';
+    c.plot?.destroy();
+    c.plot = undefined;
+    if (c.visible) this.ensurePlot(name);
+  }
+
+  /** New smoothing: every plot's data again (only those in view now; the others when they come back). */
+  resmooth(): void {
+    for (const c of this.charts.values()) {
+      if (c.plot && c.visible) this.update(c);
+      else if (c.plot) c.stale = true;
+    }
   }
 
   /** Moves a chart between the pinned section and its group. */
@@ -150,8 +186,9 @@ export class TabCharts {
   private ensurePlot(name: string): void {
     const c = this.charts.get(name);
     if (!c || c.plot) return;
+    c.width = plotWidth(c.box) ?? MIN_PLOT_WIDTH;
     c.data = this.host.model.chartData(this.lines, name, this.host.smoothing());
-    c.plot = new uPlot(this.options(c), toAligned(c.data), c.box);
+    c.plot = new uPlot(this.options(c), toAligned(c.data, this.isLog(name)), c.box);
     c.box.dataset.points = String(c.data.x.length);
     c.box.classList.add('drawn');
     this.showReadout(c, null);
@@ -160,7 +197,7 @@ export class TabCharts {
   private update(c: ChartBox): void {
     c.stale = false;
     c.data = this.host.model.chartData(this.lines, c.name, this.host.smoothing());
-    c.plot!.setData(toAligned(c.data));
+    c.plot!.setData(toAligned(c.data, this.isLog(c.name)));
     this.showReadout(c, c.plot!.cursor.idx ?? null);
   }
 
@@ -180,19 +217,23 @@ export class TabCharts {
     this.lines.forEach((l, i) => {
       const colour = lineColour(i);
       const shown = !this.host.hidden(l);
-      series.push({ label: `${l.label} raw`, stroke: smoothing > 0 ? withAlpha(colour, RAW_ALPHA) : colour, width: smoothing > 0 ? 1 : 1.5, spanGaps: true, points: { show: false }, show: shown });
-      series.push({ label: l.label, stroke: colour, width: 1.75, spanGaps: true, show: shown && smoothing > 0 });
+      // The solid line (smoothed, or raw when smoothing is off) marks its points when it has too few to be a line:
+      // uPlot's own rule hides points by density, and a lone point among many steps would draw nothing.
+      const solid = { show: (u: uPlot, si: number) => fewPoints(u.data[si] as (number | null)[]), size: 6, fill: colour };
+      series.push({ label: `${l.label} raw`, stroke: smoothing > 0 ? withAlpha(colour, RAW_ALPHA) : colour, width: smoothing > 0 ? 1 : 1.5, spanGaps: true, points: smoothing > 0 ? { show: false } : solid, show: shown });
+      series.push({ label: l.label, stroke: colour, width: 1.75, spanGaps: true, points: solid, show: shown && smoothing > 0 });
     });
     const clickable = this.lines.map((l) => this.host.clickable(l) && !this.host.hidden(l));
+    const log = this.isLog(c.name);
     return {
-      width: this.width(),
+      width: c.width,
       height: HEIGHT,
       legend: { show: false },
       cursor: { sync: { key: `coa-live-${this.tab}` }, drag: { x: true, y: false } },
       scales: {
-        x: { time: false, range: (_u, min, max) => (min === max ? [Math.max(0, min - 1), max + 1] : [min, max]) },
-        // A flat series (e.g. EM 0 before learning starts) gets a unit range instead of uPlot's 0–100.
-        y: { range: (_u, min, max) => (min === max ? [min - 1, max + 1] : uPlot.rangeNum(min, max, 0.1, true)) },
+        x: { time: false, range: (_u, min, max) => (min === max || min === null || max === null ? [Math.max(0, (min ?? 0) - 1), (max ?? 0) + 1] : [min, max]) },
+        // A flat series (e.g. EM 0 before learning starts) gets a range around its value instead of uPlot's 0–100.
+        y: log ? { distr: 3, log: 10, range: (_u, min, max) => safeRange(min, max, true) } : { range: (_u, min, max) => safeRange(min, max, false) },
       },
       axes: [
         {
@@ -202,12 +243,22 @@ export class TabCharts {
           labelFont: font,
           font,
           incrs: STEP_INCRS,
+          splits: (u, _i, min, max) => niceTicks(min, max, Math.max(2, (u.width - 80) / 70), true),
           values: (_u, splits) => {
             c.box.dataset.xticks = splits.join(' '); // readable from the page (the webview test checks whole steps)
             return splits.map((v) => String(Math.round(v)));
           },
         },
-        { ...axisColours, label: c.name, labelSize: 16, labelFont: font, font, size: (_u, values) => yAxisWidth(values), values: (_u, splits) => tickLabels(splits) },
+        {
+          ...axisColours, label: c.name, labelSize: 16, labelFont: font, font, size: (_u, values) => yAxisWidth(values),
+          splits: (_u, _i, min, max) => (log ? logTicks(min, max, 5) : niceTicks(min, max, 4)),
+          // uPlot thins log ticks by default (nulls in `values`); ours are already few.
+          filter: (_u, splits) => splits,
+          values: (_u, splits) => {
+            c.box.dataset.yticks = splits.join(' '); // readable from the page (the webview test checks log ticks)
+            return log ? logTickLabels(splits) : tickLabels(splits);
+          },
+        },
       ],
       series,
       hooks: {
@@ -220,7 +271,7 @@ export class TabCharts {
               if (u.select.width > 2) return; // the end of a drag-zoom, not a click
               const idx = u.cursor.idx;
               if (idx == null || !c.data) return;
-              const line = this.nearestLine(u, c.data, idx, clickable);
+              const line = this.nearestLine(u, c.data, idx, clickable, this.isLog(c.name));
               if (line >= 0) this.host.onStep(this.lines[line], c.data.x[idx]);
             });
           },
@@ -231,12 +282,12 @@ export class TabCharts {
   }
 
   /** The clickable line whose value at `idx` is nearest the pointer (vertically). */
-  private nearestLine(u: uPlot, data: ChartData, idx: number, clickable: boolean[]): number {
+  private nearestLine(u: uPlot, data: ChartData, idx: number, clickable: boolean[], log: boolean): number {
     let best = -1;
     let bestD = Infinity;
     data.smooth.forEach((col, i) => {
       const v = col[idx] ?? data.raw[i][idx];
-      if (!clickable[i] || v == null) return;
+      if (!clickable[i] || v == null || (log && v <= 0)) return;
       const d = Math.abs(u.valToPos(v, 'y') - (u.cursor.top ?? 0));
       if (d < bestD) [best, bestD] = [i, d];
     });
@@ -265,6 +316,7 @@ export class TabCharts {
         return el('span', { class: 'row', 'data-line': String(i), 'data-raw': r.raw === null ? '' : String(r.raw) }, swatch, `${r.label} `, value, smoothing > 0 && r.raw !== null ? el('span', { class: 'raw' }, ` raw ${formatValue(r.raw)}`) : '');
       }),
       ...alerts.map((a) => el('span', { class: `row alert ${a.severity}` }, icon(a.severity === 'error' ? 'error' : 'warning'), ` ${a.kind}: ${a.message}`)),
+      ...(this.isLog(c.name) && !data.raw.some((col) => col.some((v) => v !== null && v > 0)) ? [el('span', { class: 'row muted' }, 'no value above 0: nothing to draw on a log scale')] : []),
     );
   }
 
@@ -316,8 +368,23 @@ export class TabCharts {
   }
 }
 
-function toAligned(d: ChartData): uPlot.AlignedData {
+/** uPlot's columns: x, then raw and smoothed per line. On a log scale, values ≤ 0 are left out (no log of them). */
+function toAligned(d: ChartData, log = false): uPlot.AlignedData {
   const cols: (number | null)[][] = [];
-  d.raw.forEach((r, i) => cols.push(r, d.smooth[i]));
+  const keep = log ? (col: (number | null)[]) => col.map((v) => (v !== null && v > 0 ? v : null)) : (col: (number | null)[]) => col;
+  d.raw.forEach((r, i) => cols.push(keep(r), keep(d.smooth[i])));
   return [d.x, ...cols] as uPlot.AlignedData;
+}
+
+/** Fewer than 3 values: a line cannot show them. */
+function fewPoints(col: (number | null)[] | undefined): boolean {
+  let n = 0;
+  for (const v of col ?? []) if (v !== null && v !== undefined && ++n >= 3) return false;
+  return true;
+}
+
+/** The plot width a chart box gives (its content width), or null while it has none (hidden, not laid out). */
+function plotWidth(box: HTMLElement): number | null {
+  const w = box.clientWidth;
+  return w > 0 ? Math.max(MIN_PLOT_WIDTH, Math.floor(w - BOX_CHROME)) : null;
 }

@@ -11,6 +11,11 @@ export function tickLabels(splits: number[]): string[] {
   return splits.map((v) => v.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals }));
 }
 
+/** Log-scale tick labels: each value as itself (0.001, 10, 5e+6), not with the decimals of a linear step. */
+export function logTickLabels(splits: (number | null)[]): string[] {
+  return splits.map((v) => (v === null ? '' : v >= 1e-3 && v < 1e5 ? String(Number(v.toPrecision(6))) : v.toExponential(0)));
+}
+
 /** Y axis width in px for its tick labels: wide enough that a slowly decaying learning rate's digits are not cut. */
 export function yAxisWidth(labels: string[] | null | undefined): number {
   const longest = Math.max(0, ...(labels ?? []).map((l) => l.length));
@@ -28,4 +33,64 @@ export function formatValue(v: number | null | undefined): string {
   if (a >= 1e5 || a < 1e-3) return v.toExponential(2);
   if (Number.isInteger(v)) return String(v);
   return Number(v.toPrecision(4)).toString();
+}
+
+/**
+ * At most about `count` round tick values covering [min, max] (steps of 1, 2, 2.5 or 5 × 10^k), always a short
+ * finite array: uPlot's own splitter loops `val += incr` and, when no increment of its table fits the range (one
+ * far beyond 1e16, a zero-height plot), is handed incr 0 and grows an array until "Invalid array length".
+ */
+export function niceTicks(min: number, max: number, count: number, integer = false): number[] {
+  if (!Number.isFinite(min) || !Number.isFinite(max)) return [];
+  if (max < min) [min, max] = [max, min];
+  const n = Math.max(1, Math.min(50, Math.floor(count)));
+  if (max === min) return [min];
+  const raw = (max - min) / n;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  let step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
+  if (integer) step = Math.max(1, Math.round(step));
+  const first = Math.ceil(min / step - 1e-9);
+  const out: number[] = [];
+  for (let k = first; k * step <= max + step * 1e-9 && out.length <= n + 1; k++) {
+    const v = k * step;
+    // Print-friendly: 0.30000000000000004 → 0.3 (the digits of the step, plus a few).
+    out.push(Number(v.toPrecision(12)));
+  }
+  // Steps too small for doubles (a range of 1e-30 around 1e17): the ends, at least.
+  return out.length ? out : [min, max];
+}
+
+/** Log-scale ticks: the powers of 10 in [min, max] (min > 0); with few decades, 2 and 5 times them too. */
+export function logTicks(min: number, max: number, count: number): number[] {
+  if (!(min > 0) || !(max > 0) || !Number.isFinite(min) || !Number.isFinite(max)) return [];
+  const lo = Math.floor(Math.log10(min));
+  const hi = Math.ceil(Math.log10(max));
+  const decades = Math.max(1, hi - lo);
+  const every = Math.max(1, Math.ceil(decades / Math.max(1, count)));
+  const mults = decades * 3 <= count ? [1, 2, 5] : [1];
+  const out: number[] = [];
+  for (let e = lo; e <= hi; e += every) for (const m of mults) {
+    const v = Number((m * 10 ** e).toPrecision(12));
+    if (v >= min * (1 - 1e-9) && v <= max * (1 + 1e-9)) out.push(v);
+  }
+  return out.length ? out : [min, max];
+}
+
+/** A y range that uPlot can draw: finite, of non-zero height (a constant series gets ±10 % of its value, or ±1). */
+export function safeRange(min: number | null, max: number | null, log: boolean): [number, number] {
+  if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return log ? [1, 10] : [0, 1];
+  if (log) {
+    const lo = 10 ** Math.floor(Math.log10(min));
+    const hi = 10 ** Math.ceil(Math.log10(max));
+    return hi > lo ? [lo, hi] : [lo / 10, hi * 10];
+  }
+  const span = max - min;
+  const mid = (max + min) / 2;
+  // Equal, or different only by float noise: draw it as the constant it is.
+  if (span <= Math.abs(mid) * 1e-12 || span === 0) {
+    const pad = mid === 0 ? 1 : Math.abs(mid) * 0.1;
+    return [mid - pad, mid + pad];
+  }
+  const pad = span * 0.1;
+  return [min >= 0 && min - pad < 0 ? 0 : min - pad, max + pad];
 }

@@ -6,8 +6,6 @@ import 'uplot/dist/uPlot.min.css';
 import '@vscode/codicons/dist/codicon.css';
 import '@vscode-elements/elements/dist/vscode-button/index.js';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
-import '@vscode-elements/elements/dist/vscode-single-select/index.js';
-import '@vscode-elements/elements/dist/vscode-option/index.js';
 import './style.css';
 import { stageInfo } from '../../src/core/stages';
 import { PanelModel } from './model';
@@ -30,6 +28,7 @@ const saved = vscode.getState();
 const model = new PanelModel();
 let smoothing = initial?.smoothing ?? 0;
 const pinned = new Set(saved?.pinned ?? []);
+const logScale = new Set(saved?.log ?? []);
 /** Lines hidden from the legend, as `<run>\n<stage>`. */
 const hiddenLines = new Set<string>();
 const lineKey = (l: { run: string; stage: string }) => `${l.run}\n${l.stage}`;
@@ -41,7 +40,8 @@ function toggleLine(l: { run: string; stage: string }): void {
 /** The tab the user picked; until then the panel follows the stage being trained. */
 let pickedTab: string | undefined = saved?.tab;
 let filter = saved?.filter ?? '';
-const SMOOTHING_CHOICES = [0, 0.6, 0.8, 0.9, 0.95, 0.99];
+/** The smoothing slider's top (TensorBoard's): an EMA weight of 0.99 already averages ~100 steps. */
+const SMOOTHING_MAX = 0.99;
 const RENDER_INTERVAL_MS = 250;
 const SAMPLES_SHOWN = 100;
 
@@ -51,8 +51,9 @@ if (ownSheet && !document.getElementById('vscode-codicon-stylesheet')) ownSheet.
 
 // ---- layout -------------------------------------------------------------------------------------------------
 const countEl = el('span', { id: 'event-count' }, '0');
-const smoothingSelect = el('vscode-single-select', { id: 'smoothing', 'aria-label': 'Smoothing' });
-for (const c of SMOOTHING_CHOICES) smoothingSelect.append(el('vscode-option', { value: String(c) }, c === 0 ? 'off' : String(c)));
+// Continuous, as W&B's and TensorBoard's: an EMA weight from 0 (raw) to 0.99.
+const smoothingInput = el('input', { id: 'smoothing', type: 'range', min: '0', max: String(SMOOTHING_MAX), step: '0.01', 'aria-label': 'Smoothing (exponential moving average weight)' });
+const smoothingValue = el('output', { id: 'smoothing-value', for: 'smoothing' });
 const filterInput = el('input', { id: 'filter', type: 'search', placeholder: 'Filter charts (e.g. reward, tool)', 'aria-label': 'Filter charts', spellcheck: 'false' });
 filterInput.value = filter;
 const addRunButton = el('vscode-button', { id: 'add-run', icon: 'add', secondary: '' }, 'Compare run…');
@@ -74,7 +75,7 @@ document.body.append(
     {},
     el('h1', {}, icon('pulse'), ' CoA live training'),
     el('span', { class: 'count' }, el('vscode-badge', { variant: 'counter' }, countEl), ' events'),
-    el('label', { class: 'smoothing' }, 'Smoothing ', smoothingSelect),
+    el('label', { class: 'smoothing' }, 'Smoothing ', smoothingInput, smoothingValue),
     el('label', { class: 'filter' }, icon('filter'), filterInput),
     addRunButton,
   ),
@@ -85,12 +86,29 @@ document.body.append(
   tabsEl,
   el('main', {}, el('div', { class: 'tab-body' }, tabHeadEl, chartsEl, resultsEl), el('aside', {}, el('h2', {}, icon('list-selection'), ' Rollouts of a step'), stepRolloutsEl, el('h2', {}, icon('list-unordered'), ' Sampled rollouts'), samplesList)),
 );
-(smoothingSelect as HTMLElement & { value: string }).value = String(smoothing);
-smoothingSelect.addEventListener('change', () => {
-  smoothing = Number((smoothingSelect as HTMLElement & { value: string }).value) || 0;
-  saveState();
-  rebuildTab(); // raw/smoothed styles are part of each chart's options
+smoothingInput.value = String(smoothing);
+const showSmoothing = () => (smoothingValue.textContent = smoothing > 0 ? smoothing.toFixed(2) : 'off');
+showSmoothing();
+let smoothingFrame = 0;
+smoothingInput.addEventListener('input', () => {
+  const was = smoothing;
+  smoothing = Math.min(SMOOTHING_MAX, Math.max(0, Number(smoothingInput.value) || 0));
+  showSmoothing();
+  // Dragging fires many events: at most one redraw per frame. Switching smoothing on or off changes every chart's
+  // series styles (raw faint under a solid smoothed line), so those charts are built again; otherwise only data.
+  if ((was > 0) !== (smoothing > 0)) {
+    cancelAnimationFrame(smoothingFrame);
+    smoothingFrame = 0;
+    rebuildTab();
+  } else if (!smoothingFrame) {
+    smoothingFrame = requestAnimationFrame(() => {
+      smoothingFrame = 0;
+      charts?.resmooth();
+      if (shownTab) renderTabHead(tabHeadEl, model, model.tabs().find((t) => t.id === shownTab), smoothing, isHidden, toggleLine);
+    });
+  }
 });
+smoothingInput.addEventListener('change', saveState);
 filterInput.addEventListener('input', () => {
   filter = filterInput.value;
   charts?.applyFilter(filter);
@@ -140,6 +158,15 @@ const host = {
     vscode.postMessage({ type: 'stepRollouts', run: line.run, stage: line.stage, step });
   },
   hidden: isHidden,
+  logScale,
+  onLog(tab: string, name: string) {
+    const key = `${tab}\n${name}`;
+    const on = !logScale.has(key);
+    if (on) logScale.add(key);
+    else logScale.delete(key);
+    charts?.setLog(name, on);
+    saveState();
+  },
   clickable(line: { run: string; stage: string }) {
     const run = model.runs.get(line.run);
     // A verl run with a known dump directory: every step may have a dump (<rollout_data_dir>/<step>.jsonl).
@@ -244,7 +271,7 @@ let issueCount = 0;
 const issuesMore = el('div', { class: 'more' });
 
 function saveState(): void {
-  vscode.setState({ runs: [...model.runs.values()].map((r) => r.info), smoothing, pinned: [...pinned], ...(pickedTab ? { tab: pickedTab } : {}), ...(filter ? { filter } : {}) });
+  vscode.setState({ runs: [...model.runs.values()].map((r) => r.info), smoothing, pinned: [...pinned], ...(logScale.size ? { log: [...logScale] } : {}), ...(pickedTab ? { tab: pickedTab } : {}), ...(filter ? { filter } : {}) });
 }
 
 window.addEventListener('message', (ev: MessageEvent<HostToPanel>) => {

@@ -32,6 +32,8 @@ export interface LivePanelSavedState {
   smoothing: number;
   /** Charts pinned to the top of their tab, as `<tab>\n<metric>` (kept by the page across reloads). */
   pinned?: string[];
+  /** Charts on a log y scale, as `<tab>\n<metric>`. */
+  log?: string[];
   /** The tab the user picked (a stage family, or 'results'). */
   tab?: string;
   /** The chart filter box's text. */

@@ -241,3 +241,33 @@ test('a collection (coa_trainer collect) is a tab like a stage: before SFT-1, it
   assert.equal(m.metricsOf('collect').get('samples_per_s'), 'throughput');
   assert.equal(collect.status, 'ok');
 });
+
+test('chart ticks and ranges are always short, finite and drawable (uPlot loops forever on ranges its table misses)', async () => {
+  const { niceTicks, logTicks, safeRange, logTickLabels } = await import('../../../webview/live-panel/format');
+  assert.deepEqual(niceTicks(0, 1, 4), [0, 0.25, 0.5, 0.75, 1]);
+  assert.deepEqual(niceTicks(1, 64, 6, true), [20, 40, 60]);
+  assert.deepEqual(niceTicks(1, 3, 8, true), [1, 2, 3], 'whole steps only');
+  assert.deepEqual(niceTicks(0.1, 0.3, 2), [0.1, 0.2, 0.3], 'no 0.30000000000000004');
+  assert.deepEqual(niceTicks(5, 5, 4), [5]);
+  assert.deepEqual(niceTicks(NaN, 1, 4), []);
+  // Ranges no increment table covers: still a handful of ticks.
+  for (const [a, b] of [[1e300, 3e300], [-1e308, 1e308], [1e-300, 2e-300], [1e17, 1e17 + 32], [0.00019999999999999998, 0.0002]] as const) {
+    const t = niceTicks(a, b, 5);
+    assert.ok(t.length >= 1 && t.length <= 7 && t.every(Number.isFinite), `${a}..${b}: ${t}`);
+  }
+  assert.deepEqual(logTicks(0.001, 10, 5), [0.001, 0.01, 0.1, 1, 10]);
+  assert.deepEqual(logTicks(1, 10, 5), [1, 2, 5, 10]);
+  assert.ok(logTicks(1e-300, 1e300, 5).length <= 7);
+  assert.deepEqual(logTicks(0, 10, 5), []);
+  assert.deepEqual(logTickLabels([0.001, 1, 10, 1e6, null]), ['0.001', '1', '10', '1e+6', '']);
+  // A constant (or float-noise) series gets a range around its value; nothing, a unit range; log, whole decades.
+  assert.deepEqual(safeRange(0.5, 0.5, false), [0.45, 0.55]);
+  assert.deepEqual(safeRange(0, 0, false), [-1, 1]);
+  const [lo, hi] = safeRange(0.00019999999999999998, 0.0002, false);
+  assert.ok(hi - lo > 1e-5, 'float noise is drawn as the constant it is');
+  assert.deepEqual(safeRange(null, null, false), [0, 1]);
+  assert.deepEqual(safeRange(0.0012, 2, true), [0.001, 10]);
+  assert.deepEqual(safeRange(10, 10, true), [1, 100]);
+  assert.deepEqual(safeRange(2, 12, false), [1, 13]);
+  assert.deepEqual(safeRange(0.5, 10, false), [0, 10.95]);
+});

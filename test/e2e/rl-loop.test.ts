@@ -1,8 +1,9 @@
-// Issue 33 real-editor proof, on a whole demo pipeline run's own files (test/fixtures/demo-run: RL-2 and RL-2-OTC
-// rollouts of 1,536 records each, the RL-2-OTC checkpoint): in code-server, a click on a reward chart point lists
+// Issue 33 real-editor proof of the RL engineer's loop, on a whole demo pipeline run's own files
+// (test/fixtures/demo-run: RL-2 and RL-2-OTC rollouts of 1,536 records each, the RL-2-OTC checkpoint), in code-server:
+// the live panel at 1,600 px lays its charts in columns and survives resizes; a click on a reward chart point lists
 // that step's rollouts and one opens in the record view — steps as cells, the reward breakdown, token overlays with
-// their legend — without the whole file as a notebook and without an Untitled copy; the browser's row opens the same
-// view beside it. Screenshots: .cache/artifacts/e2e/record-view-*.png; timings printed as diagnostics.
+// their legend — without the whole file as a notebook and without an Untitled copy. Screenshots:
+// .cache/artifacts/e2e/rl-loop-*.png; timings printed as diagnostics (bench/live-panel measures them).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -15,17 +16,59 @@ let ed: Editor;
 let panel: Frame;
 
 before(async () => {
-  ed = await startEditor({ name: 'record-view' });
+  ed = await startEditor({ name: 'rl-loop' });
   demoRun(join(ed.workspace, 'runs', RUN));
 });
 after(async () => {
   await ed?.close();
 });
 
-test('a chart point of a 1,536-record run opens one rollout in the record view: steps, reward, overlays and legend', async (t) => {
+/** Per drawn chart: its box and plot widths, its position, and how many coloured (line) pixels its canvas holds. */
+const chartState = () =>
+  panel.$$eval('.chart.drawn', (boxes) =>
+    boxes.map((b) => {
+      const box = b as HTMLElement;
+      const canvas = box.querySelector('canvas') as HTMLCanvasElement;
+      const px = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+      let coloured = 0; // lines are saturated theme colours; axes, grid and background are grey
+      for (let i = 0; i < px.length; i += 4) if (px[i + 3] > 100 && Math.max(px[i], px[i + 1], px[i + 2]) - Math.min(px[i], px[i + 1], px[i + 2]) > 80) coloured++;
+      return { metric: box.dataset.metric!, group: box.dataset.group!, left: Math.round(box.getBoundingClientRect().left), box: box.clientWidth, plot: canvas.getBoundingClientRect().width, coloured };
+    }));
+
+test('the live panel of a whole pipeline run at 1,600 px: charts in columns; Ctrl+B twice leaves every chart drawn, constant ones too', async (t) => {
   await runCommand(ed.page, 'CoA: Open Live Training Panel');
   await pickQuick(ed.page, RUN);
   panel = await webviewFrame(ed.page, async (f) => (await f.locator('.chart[data-metric="reward_mean"].drawn').count()) > 0, 90_000);
+  const errors: string[] = [];
+  ed.page.on('console', (m) => m.type() === 'error' && /uPlot|RangeError|live-panel|Invalid array/i.test(m.text()) && errors.push(m.text()));
+  const before = await chartState();
+  const columns = new Set(before.map((c) => c.left)).size;
+  t.diagnostic(`1,600 px window: ${columns} chart columns, charts ${before[0].box} px wide`);
+  assert.ok(columns >= 2, `${columns} column(s) of charts at 1,600 px`);
+  await ed.shot('panel-1600');
+  // Ctrl+B twice (the side bar hidden, then shown again), twice over: the panel is resized each time.
+  for (let i = 0; i < 4; i++) {
+    await ed.page.keyboard.press('Control+B');
+    await ed.page.waitForTimeout(600);
+  }
+  // Scroll through the tab so every chart is made and drawn (plots exist only for boxes in view).
+  for (let y = 0; y < 20_000; y += 700) {
+    await panel.evaluate((to) => window.scrollTo(0, to), y);
+    await ed.page.waitForTimeout(150);
+  }
+  await ed.page.waitForTimeout(500);
+  const after = await chartState();
+  for (const c of after) {
+    assert.ok(Math.abs(c.plot - Math.max(200, c.box - 10)) <= 1, `${c.metric}: a ${c.plot} px plot in a ${c.box} px box`);
+    assert.ok(c.coloured > 20, `${c.metric} is drawn after the resizes (${c.coloured} coloured px)`);
+  }
+  for (const constant of ['tool_failure_rate', 'clip_frac']) assert.ok(after.some((c) => c.metric === constant), `${constant} (constant) was drawn`);
+  await panel.evaluate(() => window.scrollTo(0, 0));
+  await ed.shot('panel-after-resizes');
+  assert.deepEqual(errors, []);
+});
+
+test('a chart point of a 1,536-record run opens one rollout in the record view: steps, reward, overlays and legend', async (t) => {
   const over = panel.locator('.chart[data-metric="reward_mean"] .u-over');
   const box = (await over.boundingBox())!;
   await over.click({ position: { x: box.width * 0.6, y: box.height * 0.5 } });
