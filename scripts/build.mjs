@@ -13,6 +13,7 @@ const entries = [
   ['src/extension/main.ts', 'dist/extension.js', { ...node, external: ['vscode', 'onnxruntime-node', 'tokenizers'] }], // native addons: shipped as node_modules
   ['src/server/main.ts', 'dist/server.js', node],
   ['src/env/search-worker.ts', 'dist/env-worker.js', node], // env server search/grade worker threads (started by src/env/search-pool.ts)
+  ['src/env/otc-worker.ts', 'dist/otc-worker.js', node], // env server OTC-GRPO state thread (started by src/env/otcStates.ts)
   ['scripts/gen-schemas.ts', 'dist/gen-schemas.js', node],
   ['src/extension/providers/browser/worker.ts', 'dist/browser-worker.js', node], // trajectory browser index (worker thread)
   ['webview/browser/main.ts', 'dist/webview/browser.js', browser],

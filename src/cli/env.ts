@@ -6,11 +6,14 @@ import { isDialectName, DIALECT_NAMES } from '../core/dialects';
 import { startEnvServer } from '../env/server';
 import { Retriever } from '../env/retriever';
 import { CorpusError, type BadLine } from '../env/corpus';
+import { watchParent, whenIdle } from './parentWatch';
 
 const USAGE = `coa env serve --corpus <corpus.jsonl> [--index <dir>] [--port 0] [--dialect coa|search-r1|autocoa|hermes]
               [--fault-rate p] [--fault-seed n] [--latency-ms d] [--timeout-ms t] [--max-body-bytes n]
+              [--max-reply-bytes n]   refuse answers larger than this (default 64 MiB)
               [--parent-pid P]   stop when process P exits (trainers pass their pid: no orphaned servers)
-              [--otc-max-runs n] [--otc-idle-s s]   bound the per-run OTC-GRPO states (default 256 runs, 6 h idle)
+              [--otc-max-runs n] [--otc-max-mb m] [--otc-idle-s s]   bound the per-run OTC-GRPO states
+                                 (default 256 runs, 256 MiB estimated, 6 h idle)
               [--workers n]      worker threads for searches and grades (default: one per core)
 coa env index --corpus <corpus.jsonl> [--index <dir>]      build (or verify) the saved BM25 index and exit
 The token: COA_ENV_TOKEN if set (never a flag: every local user can read command lines with ps), else a random one.`;
@@ -18,7 +21,7 @@ The token: COA_ENV_TOKEN if set (never a flag: every local user can read command
 const SERVE_FLAGS = {
   corpus: 'string', index: 'string', port: 'number', dialect: 'string', token: 'string', 'fault-rate': 'number',
   'fault-seed': 'number', 'latency-ms': 'number', 'timeout-ms': 'number', 'max-body-bytes': 'number', workers: 'number', help: 'boolean',
-  'parent-pid': 'number', 'otc-max-runs': 'number', 'otc-idle-s': 'number',
+  'parent-pid': 'number', 'otc-max-runs': 'number', 'otc-idle-s': 'number', 'otc-max-mb': 'number', 'max-reply-bytes': 'number',
 } as const;
 
 const event = (obj: Record<string, unknown>): void => {
@@ -61,18 +64,9 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
   process.once('SIGTERM', stopDuringStartup);
   process.once('SIGINT', stopDuringStartup);
   const parentPid = num(flags, 'parent-pid', (n) => Number.isInteger(n) && n > 0, 'a process id');
-  let parentGone: (() => void) | null = () => stopDuringStartup('parent exited');
-  if (parentPid !== undefined) {
-    // A parent killed with SIGKILL cannot stop us: watch it (1 s poll, unref'd so it never keeps the process up).
-    // A dead parent that nobody has reaped yet still answers kill(pid, 0); our own ppid changes at its exit.
-    const ppid0 = process.ppid;
-    const gone = () => !isAlive(parentPid) || (parentPid === ppid0 && process.ppid !== ppid0);
-    const watch = setInterval(() => {
-      if (gone()) parentGone?.();
-    }, 1000);
-    watch.unref();
-    if (gone()) parentGone();
-  }
+  // A parent killed with SIGKILL cannot stop us: watch it (src/cli/parentWatch.ts).
+  let parentGone: () => void = () => stopDuringStartup('parent exited');
+  if (parentPid !== undefined) watchParent(parentPid, () => parentGone());
   const dialect = flags.dialect as string | undefined;
   if (dialect !== undefined && !isDialectName(dialect)) throw new CliError(`--dialect must be one of ${DIALECT_NAMES.join(', ')}, got "${dialect}"`);
   // The token never comes from the command line: any local user reads every process's arguments with `ps`, and the
@@ -93,7 +87,9 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
         latencyMs: num(flags, 'latency-ms', (n) => n >= 0, '>= 0'),
         timeoutMs: num(flags, 'timeout-ms', (n) => n > 0, '> 0'),
         maxBodyBytes: num(flags, 'max-body-bytes', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
+        maxReplyBytes: num(flags, 'max-reply-bytes', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
         otcMaxRuns: num(flags, 'otc-max-runs', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
+        otcMaxBytes: ((mb) => (mb === undefined ? undefined : Math.round(mb * 2 ** 20)))(num(flags, 'otc-max-mb', (n) => n > 0, '> 0')),
         otcIdleMs: ((s) => (s === undefined ? undefined : s * 1000))(num(flags, 'otc-idle-s', (n) => n > 0, '> 0')),
         workers: num(flags, 'workers', (n) => Number.isInteger(n) && n >= 1 && n <= 256, 'an integer 1-256'),
         onProgress,
@@ -112,23 +108,9 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
   const signal = await new Promise<NodeJS.Signals | 'parent exited'>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
-    parentGone = () => {
-      parentGone = null;
-      // A trainer's stage outlives a killed pipeline for a moment (it finishes its step and checkpoints, grading
-      // with us): stop once no request has come or been in flight for 2 s, and at most 60 s after the parent died.
-      const gaveUp = Date.now() + 60_000;
-      let last = -1;
-      const idle = setInterval(() => {
-        const s = server.stats();
-        const seen = s.requests;
-        const inFlight = s.requests - s.ok - s.client_errors - s.server_errors;
-        if ((seen === last && inFlight === 0) || Date.now() > gaveUp) {
-          clearInterval(idle);
-          resolve('parent exited');
-        }
-        last = seen;
-      }, 2000);
-    };
+    // A trainer's stage may outlive a killed pipeline for a moment (it finishes its step and checkpoints, grading
+    // with us): stop once nothing is using the server (parentWatch.ts's mayStop).
+    parentGone = () => void whenIdle(() => server.activity()).then(() => resolve('parent exited'));
   });
   await server.close();
   event({ event: 'stopped', signal });
@@ -154,14 +136,4 @@ async function openOrFail<T>(open: () => Promise<T>, corpus: string): Promise<T>
 function stopDuringStartup(signal: NodeJS.Signals | 'parent exited'): void {
   event({ event: 'stopped', signal, during: 'startup' });
   process.exit(signal === 'SIGINT' ? 130 : 143);
-}
-
-/** Whether process `pid` still exists (signal 0 checks without sending; EPERM means it exists as another user). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

@@ -34,6 +34,27 @@ export function sendJsonText(res: ServerResponse, status: number, text: string, 
   res.end(text);
 }
 
+/**
+ * A reply whose JSON is a sequence of parts: short framing strings and UTF-8 byte arrays made by worker threads.
+ * The parts are written as they are — nothing is joined, flattened or re-encoded on the event loop (a 244 MB search
+ * answer built as one string stalled /v1/health for seconds, issue 34).
+ */
+export function sendJsonParts(res: ServerResponse, status: number, parts: readonly (string | Uint8Array)[]): void {
+  if (res.headersSent || res.destroyed) return;
+  let length = 0;
+  for (const p of parts) length += typeof p === 'string' ? Buffer.byteLength(p) : p.byteLength;
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': length, 'cache-control': 'no-store' });
+  for (const p of parts) res.write(p);
+  res.end();
+}
+
+/** A request body as bytes a worker thread can take over without a copy (a body that is a view of a pool is copied). */
+export function movableBody(body: Buffer): { bytes: Uint8Array; transfer: ArrayBuffer[] } {
+  const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
+  const bytes = whole ? body : new Uint8Array(body);
+  return { bytes, transfer: [bytes.buffer as ArrayBuffer] };
+}
+
 export function sendError(res: ServerResponse, err: HttpError): void {
   const body: ErrorBody = { error: { code: err.code, message: err.message } };
   if (err.path !== undefined) body.error.path = err.path;

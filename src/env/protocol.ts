@@ -100,6 +100,8 @@ export const ERROR_CODES = {
   unknown_run: 404,
   method_not_allowed: 405,
   body_too_large: 413,
+  state_too_large: 413,
+  reply_too_large: 400,
   injected_fault: 503,
   shutting_down: 503,
   timeout: 504,

@@ -15,8 +15,7 @@ import type { IncomingMessage } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { checkBearer, HttpError } from './http';
-import { describeIssues, MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K } from './protocol';
-import type { SearchHit } from './retriever';
+import { MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K } from './protocol';
 
 export const DEFAULT_RETRIEVE_TOP_K = 3;
 /** The retrieve endpoint: /retrieve, or /<caller>/retrieve to keep tool health apart per caller. */
@@ -28,6 +27,7 @@ export const RetrieveRequestSchema = z.object({
   return_scores: z.boolean().default(false),
 });
 
+/** The answer: one list per query (built by env-work.ts's retrieveFragments in a worker thread). */
 export interface RetrieveDocument {
   id: string;
   contents: string;
@@ -61,21 +61,4 @@ export function routePath(url: string | undefined): string {
   const path = (url ?? '/').split('?')[0];
   const m = /^\/t\/[^/]*(\/.*)$/.exec(path);
   return m ? m[1] : path;
-}
-
-/**
- * Answers a retrieve request. `searchBatch` runs the queries (in the server: on its worker threads, so the event
- * loop never searches); `counts` come back for tool health.
- */
-export async function retrieve(body: unknown, searchBatch: (queries: string[], k: number) => Promise<SearchHit[][]>): Promise<{ response: RetrieveResponse; counts: { queries: number; empty: number } }> {
-  const r = RetrieveRequestSchema.safeParse(body);
-  if (!r.success) {
-    const { message, path } = describeIssues(r.error);
-    throw new HttpError('invalid_request', message, path);
-  }
-  const k = r.data.topk || DEFAULT_RETRIEVE_TOP_K;
-  const hits = r.data.queries.length ? await searchBatch(r.data.queries, k) : [];
-  const counts = { queries: hits.length, empty: hits.filter((l) => l.length === 0).length };
-  if (r.data.return_scores) return { response: { result: hits.map((list) => list.map((h) => ({ document: { id: h.id, contents: h.contents }, score: h.score }))) }, counts };
-  return { response: { result: hits.map((list) => list.map((h) => ({ id: h.id, contents: h.contents }))) }, counts };
 }

@@ -3,11 +3,9 @@
 // whatever else is running. A task cancelled through its AbortSignal (the server's --timeout-ms) is
 // dropped from the queue, or, when already running, abandoned by terminating its thread; a fresh
 // thread takes its place (cheap: the index is shared, not reloaded).
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
+import { startWorker } from './workerThread';
 import { HttpError } from './http';
 import type { Retriever } from './retriever';
 import type { StateRequest } from './env-work';
@@ -32,15 +30,9 @@ interface Slot {
   ready: boolean;
 }
 
-/** Starts a worker: the bundled dist/env-worker.js beside this bundle, or the TypeScript source under tsx (tests, benches). */
+/** Starts a search worker (src/env/search-worker.ts, bundled as dist/env-worker.js). */
 function spawn(init: WorkerInit): Worker {
-  const bundled = join(__dirname, 'env-worker.js');
-  if (existsSync(bundled)) return new Worker(bundled, { workerData: init });
-  const source = join(__dirname, 'search-worker.ts');
-  // Worker threads do not inherit tsx's loader hooks: register tsx's CommonJS hook inside the thread first.
-  // (createRequire: resolved at run time, so bundlers leave the dev-only dependency alone)
-  const tsx = createRequire(__filename).resolve('tsx/cjs');
-  return new Worker(`require(${JSON.stringify(tsx)}); require(${JSON.stringify(source)});`, { eval: true, workerData: init });
+  return startWorker('env-worker.js', 'search-worker.ts', { workerData: init });
 }
 
 /**

@@ -6,7 +6,8 @@ import { Bm25Index } from './bm25';
 import { indexData, type SharedIndex } from './index-file';
 import { Retriever, type OpenInfo } from './retriever';
 import { HttpError } from './http';
-import { gradeRequest, parseSearchRequest, searchFragments, type StateRequest } from './env-work';
+import { alertsRequest, gradeRequest, parseRetrieveRequest, parseSearchRequest, retrieveFragments, searchFragments, type StateRequest } from './env-work';
+import { parseJson } from './http';
 import type { DialectName } from '../core/dialects';
 
 export interface WorkerInit {
@@ -15,11 +16,14 @@ export interface WorkerInit {
   info: OpenInfo;
 }
 
+/** `maxBytes`: the server's reply limit (an answer past it is refused while it is being built). */
 export type Task =
-  | { kind: 'search'; queries: string[]; topK: number; dialect: DialectName }
-  | { kind: 'search-raw'; body: Uint8Array; dialect: DialectName }
+  | { kind: 'search'; queries: string[]; topK: number; dialect: DialectName; maxBytes?: number }
+  | { kind: 'search-raw'; body: Uint8Array; dialect: DialectName; maxBytes?: number }
   | { kind: 'search-docs'; queries: string[]; topK: number }
-  | { kind: 'search-hits'; queries: string[]; topK: number }
+  | { kind: 'retrieve'; queries: string[]; topK: number; returnScores: boolean; maxBytes?: number }
+  | { kind: 'retrieve-raw'; body: Uint8Array; maxBytes?: number }
+  | { kind: 'alerts'; body: Uint8Array; maxBytes?: number }
   | { kind: 'grade'; body: Uint8Array };
 
 export type TaskMessage = { id: number; task: Task } | { id: number; state: unknown };
@@ -39,14 +43,19 @@ const waiting = new Map<number, (state: unknown) => void>();
 async function run(id: number, task: Task): Promise<unknown> {
   switch (task.kind) {
     case 'search':
-      return searchFragments(retriever, task.queries, task.topK, task.dialect);
+      return searchFragments(retriever, task.queries, task.topK, task.dialect, task.maxBytes);
     case 'search-raw': {
       const q = parseSearchRequest(task.body);
-      return { ...searchFragments(retriever, q.queries, q.top_k, q.dialect ?? task.dialect), queries: q.queries.length };
+      return { ...searchFragments(retriever, q.queries, q.top_k, q.dialect ?? task.dialect, task.maxBytes), queries: q.queries.length };
     }
-    case 'search-hits':
-      // The retrieve protocol (retrieve.ts) shapes its own answer from the hits.
-      return task.queries.map((q) => retriever.search(q, task.topK));
+    case 'retrieve':
+      return retrieveFragments(retriever, task.queries, task.topK, task.returnScores, task.maxBytes);
+    case 'retrieve-raw': {
+      const r = parseRetrieveRequest(parseJson(Buffer.from(task.body.buffer, task.body.byteOffset, task.body.byteLength)));
+      return { ...retrieveFragments(retriever, r.queries, r.k, r.returnScores, task.maxBytes), queries: r.queries.length };
+    }
+    case 'alerts':
+      return alertsRequest(task.body, task.maxBytes);
     case 'search-docs': {
       // Engine only (the benchmark's batch figures): passage numbers and scores, k per query.
       const docs = new Int32Array(task.queries.length * task.topK).fill(-1);
@@ -77,7 +86,7 @@ port.on('message', (msg: TaskMessage) => {
     return;
   }
   run(msg.id, msg.task).then(
-    (value) => port.postMessage({ id: msg.id, ok: true, value } satisfies WorkerReply),
+    (value) => port.postMessage({ id: msg.id, ok: true, value } satisfies WorkerReply, transferables(value)),
     (e: unknown) => {
       const error =
         e instanceof HttpError
@@ -87,3 +96,16 @@ port.on('message', (msg: TaskMessage) => {
     },
   );
 });
+
+/**
+ * The memory of the answer's byte arrays, moved to the server's thread instead of copied — only arrays that own
+ * their whole buffer (env-work.ts's ownedUtf8): moving a view of a shared pool would take the pool away.
+ */
+function transferables(value: unknown): ArrayBuffer[] {
+  const owned = (v: unknown): v is Uint8Array => v instanceof Uint8Array && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength && v.buffer instanceof ArrayBuffer;
+  if (owned(value)) return [value.buffer as ArrayBuffer];
+  if (!value || typeof value !== 'object') return [];
+  const out: ArrayBuffer[] = [];
+  for (const v of Object.values(value)) if (owned(v) && !out.includes(v.buffer as ArrayBuffer)) out.push(v.buffer as ArrayBuffer);
+  return out;
+}

@@ -4,17 +4,15 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { z } from 'zod';
 import type { DialectName } from '../core/dialects';
-import { OtcState } from '../core/rewards';
-import { OtcStore } from './otcStore';
-import { Retriever, type OpenInfo, type OpenOptions, type SearchHit } from './retriever';
-import { HttpError, parseJson, readBody, sendError, sendJson, sendJsonText } from './http';
+import { OtcStates } from './otcStates';
+import { Retriever, type OpenInfo, type OpenOptions } from './retriever';
+import { HttpError, movableBody, parseJson, readBody, sendError, sendJson, sendJsonParts } from './http';
 import { SearchPool, sliceBatch } from './search-pool';
-import { joinSearchResponse } from './env-work';
-import { describeIssues, RUN_ID, SearchRequestSchema, toolSpecs } from './protocol';
+import { parseRetrieveRequest, replyTooLarge, retrieveResponseParts, searchResponseParts, validateRequest } from './env-work';
+import { RUN_ID, SearchRequestSchema, toolSpecs } from './protocol';
 import { makeRandom } from './random';
-import { authenticate, retrieve, RETRIEVE_PATH, routePath } from './retrieve';
+import { authenticate, RETRIEVE_PATH, routePath } from './retrieve';
 import { ToolHealth } from './toolHealth';
 import { alertsStep } from './alertsRoute';
 import { CorpusError } from './corpus';
@@ -38,6 +36,10 @@ export interface EnvServerOptions extends OpenOptions {
   faultSeed?: number;
   /** OTC-GRPO states kept at once (least recently used evicted past it); default 256. */
   otcMaxRuns?: number;
+  /** Estimated memory of all OTC-GRPO states together (least recently used evicted past it); default 256 MiB. */
+  otcMaxBytes?: number;
+  /** Largest answer; a request whose answer would be larger gets 400 `reply_too_large`. Default 64 MiB. */
+  maxReplyBytes?: number;
   /** An OTC-GRPO state unused this long is dropped; default 6 h. */
   otcIdleMs?: number;
   /** Worker threads for search and grade work (they share the index); default: one per CPU core. */
@@ -51,19 +53,29 @@ export interface EnvServer {
   index: OpenInfo;
   /** Counters since start (also in /v1/health). */
   stats(): Record<string, number>;
+  /** Requests being answered, client connections open, and when the last request started or ended (ms epoch). */
+  activity(): { inFlight: number; connections: number; lastRequestAt: number };
   close(): Promise<void>;
 }
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_MAX_REPLY_BYTES = 64 * 1024 * 1024;
+/** How long /v1/health waits for the OTC state thread's answers still pending, so its counts are current. */
+const HEALTH_STATE_WAIT_MS = 25;
 
 /** `raw`: the request body bytes; `signal`: aborted when the request times out (work still running is then abandoned). */
 type HandlerContext = { raw: Buffer; signal: AbortSignal };
-/** A reply is `body` (serialised here) or `raw`, JSON text already serialised by a worker thread. */
-/** `raw`: the answer already serialised (by a worker); `toolCounts`: queries and empty results of a tool answer, for tool health. */
-type Reply = { status?: number; body: unknown; raw?: string; toolCounts?: { queries: number; empty: number } };
+/**
+ * A reply is `body` (small, serialised here) or `parts`, JSON already serialised by a worker thread (http.ts
+ * sendJsonParts); `toolCounts`: queries and empty results of a tool answer, for tool health.
+ */
+type Reply = { status?: number; body: unknown; parts?: (string | Uint8Array)[]; toolCounts?: { queries: number; empty: number } };
 type Handler = (req: IncomingMessage, body: () => Promise<unknown>, params: Record<string, string>, ctx: HandlerContext) => Promise<Reply>;
-/** Search bodies up to this size are parsed on the event loop (and their queries spread over the workers); larger ones are parsed by a worker. */
+/**
+ * Bodies up to this size are parsed on the event loop (under a millisecond; a search's queries are then spread over
+ * the workers); larger ones go whole to a worker thread, which parses, validates, answers and serialises.
+ */
 const INLINE_PARSE_BYTES = 64 * 1024;
 interface Route {
   pattern: RegExp;
@@ -75,6 +87,7 @@ interface Route {
 export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxReply = opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
   const faultRate = opts.faultRate ?? 0;
   const latencyMs = opts.latencyMs ?? 0;
   const defaultDialect: DialectName = opts.dialect ?? 'coa';
@@ -82,6 +95,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
   if (!(latencyMs >= 0)) throw new Error(`latency must be >= 0 ms, got ${latencyMs}`);
   if (!(timeoutMs > 0)) throw new Error(`timeout must be > 0 ms, got ${timeoutMs}`);
   if (!(maxBody > 0)) throw new Error(`max body bytes must be > 0, got ${maxBody}`);
+  if (!(maxReply > 0)) throw new Error(`max reply bytes must be > 0, got ${maxReply}`);
   const token = opts.token ?? randomBytes(32).toString('hex');
   if (!/^[\x21-\x7e]+$/.test(token)) throw new Error('token must be printable ASCII without spaces');
   const random = makeRandom(opts.faultSeed);
@@ -109,17 +123,16 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     };
   };
   const started = Date.now();
-  const runs = new OtcStore({ maxRuns: opts.otcMaxRuns, idleMs: opts.otcIdleMs });
-  const toolHealth = new ToolHealth(); // per-caller calls, failures, empty results, latency (src/env/toolHealth.ts)
+  // Per-run OTC-GRPO states, in their own thread, bounded by runs, bytes and idleness (otcStates.ts, otc-worker.ts).
+  const otc = new OtcStates({ maxRuns: opts.otcMaxRuns, maxBytes: opts.otcMaxBytes, idleMs: opts.otcIdleMs });
+  const toolHealth = new ToolHealth(); // per-caller calls, failures, empty results, latency; bounded (src/env/toolHealth.ts)
   const stats: Record<string, number> = {
     requests: 0, ok: 0, client_errors: 0, server_errors: 0, injected_faults: 0, timeouts: 0, queries: 0, graded_records: 0,
   };
 
-  const validate = <T>(schema: z.ZodType<T>, value: unknown): T => {
-    const r = schema.safeParse(value);
-    if (r.success) return r.data;
-    const { message, path } = describeIssues(r.error);
-    throw new HttpError('invalid_request', message, path);
+  /** Answer parts' total size against --max-reply-bytes (each worker checked its own part already). */
+  const checkReply = (parts: { byteLength: number }[]): void => {
+    if (parts.reduce((n, p) => n + p.byteLength, 0) > maxReply) throw replyTooLarge(maxReply);
   };
 
   const runParam = (params: Record<string, string>): string => {
@@ -137,7 +150,11 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     {
       pattern: /^\/v1\/health$/,
       methods: {
-        GET: async () => ({ body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats, otc_runs: runs.size, otc_evictions: runs.evictions, workers: pool.size, workers_recycled: pool.recycled } } }),
+        GET: async () => {
+          await otc.settled(HEALTH_STATE_WAIT_MS);
+          const o = otc.stats;
+          return { body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats, otc_runs: o.runs, otc_evictions: o.evictions, otc_bytes: o.bytes, tool_health_bytes: toolHealth.memoryBytes, workers: pool.size, workers_recycled: pool.recycled } } };
+        },
       },
     },
     { pattern: /^\/v1\/tools$/, methods: { GET: async () => ({ body: { tools: toolSpecs(retriever.passages) } }) } },
@@ -146,18 +163,22 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       faulty: true,
       methods: {
         POST: async (_req, body, _params, { raw, signal }) => {
+          type Part = { results: Uint8Array; observations: Uint8Array; empty: number };
           if (raw.length > INLINE_PARSE_BYTES) {
-            const r = await pool.run<{ results: string; observations: string; queries: number; empty: number }>({ kind: 'search-raw', body: raw, dialect: defaultDialect }, { signal });
+            const { bytes, transfer } = movableBody(raw);
+            const r = await pool.run<Part & { queries: number }>({ kind: 'search-raw', body: bytes, dialect: defaultDialect, maxBytes: maxReply }, { signal, transfer });
+            checkReply([r.results, r.observations]);
             stats.queries += r.queries;
-            return { body: null, raw: joinSearchResponse([r]), toolCounts: { queries: r.queries, empty: r.empty } };
+            return { body: null, parts: searchResponseParts([r]), toolCounts: { queries: r.queries, empty: r.empty } };
           }
-          const q = validate(SearchRequestSchema, await body());
+          const q = validateRequest(SearchRequestSchema, await body());
           const dialect = q.dialect ?? defaultDialect;
           // A batch is cut into contiguous slices spread over the workers; the answers are joined in order.
-          const parts = await Promise.all(sliceBatch(q.queries, pool.size).map((queries) => pool.run<{ results: string; observations: string; empty: number }>({ kind: 'search', queries, topK: q.top_k, dialect }, { signal })));
+          const parts = await Promise.all(sliceBatch(q.queries, pool.size).map((queries) => pool.run<Part>({ kind: 'search', queries, topK: q.top_k, dialect, maxBytes: maxReply }, { signal })));
+          checkReply(parts.flatMap((p) => [p.results, p.observations]));
           stats.queries += q.queries.length;
           const empty = parts.reduce((n, p) => n + p.empty, 0);
-          return { body: null, raw: joinSearchResponse(parts), toolCounts: { queries: q.queries.length, empty } };
+          return { body: null, parts: searchResponseParts(parts), toolCounts: { queries: q.queries.length, empty } };
         },
       },
     },
@@ -169,10 +190,12 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
           // Parsing, validation and scoring run in a worker; it asks for the run's OTC minima of its questions.
           let release: (() => void) | undefined;
           try {
-            const g = await pool.run<{ json: string; records: number; run?: string; updates?: unknown }>(
-              { kind: 'grade', body: raw },
+            const { bytes, transfer } = movableBody(raw);
+            const g = await pool.run<{ json: Uint8Array; records: number; run?: string; updates?: Record<string, number> }>(
+              { kind: 'grade', body: bytes },
               {
                 signal,
+                transfer,
                 onState: async ({ run, questions }) => {
                   const unlock = await lockRun(run);
                   if (signal.aborted) {
@@ -180,23 +203,16 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
                     throw signal.reason;
                   }
                   release = unlock;
-                  const state = runs.get(run);
-                  const subset = new OtcState();
-                  for (const q of questions) {
-                    const n = state?.get(q);
-                    if (n !== undefined) subset.observe(q, n);
-                  }
-                  return subset.toJSON();
+                  return { version: 1, min_tool_calls: await otc.subset(run, questions) };
                 },
               },
             );
-            if (g.run !== undefined) {
-              const state = runs.get(g.run) ?? new OtcState();
-              runs.set(g.run, state);
-              if (g.updates) for (const [q, n] of Object.entries(OtcState.fromJSON(g.updates).toJSON().min_tool_calls)) state.observe(q, n);
-            }
+            // Decided here, synchronously: a grade that timed out never updates its run's state; one that did not
+            // has its update posted before any later request of the run can read the state.
+            if (signal.aborted) throw signal.reason;
+            if (g.run !== undefined) otc.observe(g.run, g.updates ?? {});
             stats.graded_records += g.records;
-            return { body: null, raw: g.json };
+            return { body: null, parts: [g.json] };
           } finally {
             release?.();
           }
@@ -208,45 +224,55 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       pattern: RETRIEVE_PATH,
       faulty: true,
       methods: {
-        POST: async (_req, body, _params, { signal }) => {
-          const searchBatch = async (queries: string[], topK: number) =>
-            (await Promise.all(sliceBatch(queries, pool.size).map((part) => pool.run<SearchHit[][]>({ kind: 'search-hits', queries: part, topK }, { signal })))).flat();
-          const { response, counts } = await retrieve(await body(), searchBatch);
-          stats.queries += counts.queries;
-          return { body: response, toolCounts: counts };
+        POST: async (_req, body, _params, { raw, signal }) => {
+          type Part = { result: Uint8Array; empty: number };
+          let parts: Part[];
+          let queries: number;
+          if (raw.length > INLINE_PARSE_BYTES) {
+            const { bytes, transfer } = movableBody(raw);
+            const r = await pool.run<Part & { queries: number }>({ kind: 'retrieve-raw', body: bytes, maxBytes: maxReply }, { signal, transfer });
+            parts = [r];
+            queries = r.queries;
+          } else {
+            const r = parseRetrieveRequest(await body());
+            parts = await Promise.all(sliceBatch(r.queries, pool.size).map((part) => pool.run<Part>({ kind: 'retrieve', queries: part, topK: r.k, returnScores: r.returnScores, maxBytes: maxReply }, { signal })));
+            queries = r.queries.length;
+          }
+          checkReply(parts.map((p) => p.result));
+          stats.queries += queries;
+          return { body: null, parts: retrieveResponseParts(parts), toolCounts: { queries, empty: parts.reduce((n, p) => n + p.empty, 0) } };
         },
       },
     },
     { pattern: /^\/v1\/tool-health$/, methods: { GET: async () => ({ body: toolHealth.snapshot() }) } },
-    { pattern: /^\/v1\/alerts$/, methods: { POST: async (_req, body) => ({ body: alertsStep(await body()) }) } },
+    {
+      pattern: /^\/v1\/alerts$/,
+      methods: {
+        POST: async (_req, body, _params, { raw, signal }) => {
+          if (raw.length <= INLINE_PARSE_BYTES) return { body: alertsStep(await body()) };
+          const { bytes, transfer } = movableBody(raw);
+          return { body: null, parts: [await pool.run<Uint8Array>({ kind: 'alerts', body: bytes, maxBytes: maxReply }, { signal, transfer })] };
+        },
+      },
+    },
     {
       pattern: /^\/v1\/runs\/(?<run>[^/]+)\/otc-state$/,
       methods: {
         GET: async (_req, _body, params) => {
           const run = runParam(params);
-          const state = runs.get(run);
+          const state = await otc.get(run);
           if (!state) throw new HttpError('unknown_run', `no OTC state for run ${JSON.stringify(run)}: it has not graded with "run" set nor been imported`);
-          return { body: state.toJSON() };
+          return { body: null, parts: [state] };
         },
-        PUT: async (_req, body, params) => {
+        // The body is parsed and checked by the state thread (a 1.2M-question state took the event loop 9 s).
+        PUT: async (_req, _body, params, { raw, signal }) => {
           const run = runParam(params);
-          const value = await body();
-          let state: OtcState;
-          try {
-            state = OtcState.fromJSON(value);
-          } catch (e) {
-            if (e instanceof z.ZodError) {
-              const { message, path } = describeIssues(e);
-              throw new HttpError('invalid_request', message, path);
-            }
-            throw e;
-          }
-          runs.set(run, state);
-          return { body: { run, questions: state.size } };
+          const { questions } = await otc.put(run, raw, signal);
+          return { body: { run, questions } };
         },
         DELETE: async (_req, _body, params) => {
           const run = runParam(params);
-          if (!runs.delete(run)) throw new HttpError('unknown_run', `no OTC state for run ${JSON.stringify(run)}`);
+          if (!(await otc.delete(run))) throw new HttpError('unknown_run', `no OTC state for run ${JSON.stringify(run)}`);
           return { body: { run, deleted: true } };
         },
       },
@@ -278,8 +304,22 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     return handler(req, async () => parseJson(raw), params, { raw, signal });
   }
 
+  let inFlight = 0;
+  let connections = 0;
+  let lastRequestAt = Date.now();
   const server = createServer((req, res) => {
     stats.requests++;
+    inFlight++;
+    lastRequestAt = Date.now();
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      inFlight--;
+      lastRequestAt = Date.now();
+    };
+    res.once('finish', end);
+    res.once('close', end);
     const toolDone = toolHealth.start(routePath(req.url));
     let timer: NodeJS.Timeout | undefined;
     const abort = new AbortController();
@@ -293,10 +333,10 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       timer.unref();
     });
     Promise.race([handle(req, res, abort.signal), timeout])
-      .then(({ status, body, raw, toolCounts }) => {
+      .then(({ status, body, parts, toolCounts }) => {
         stats.ok++;
         toolDone?.(true, body, undefined, toolCounts);
-        if (raw !== undefined) sendJsonText(res, status ?? 200, raw);
+        if (parts !== undefined) sendJsonParts(res, status ?? 200, parts);
         else sendJson(res, status ?? 200, body);
       })
       .catch((e: unknown) => {
@@ -316,15 +356,26 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     else socket.destroy();
   });
   server.keepAliveTimeout = 5_000;
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    // A deep backlog: trainers open hundreds of connections at once.
-    server.listen({ host: '127.0.0.1', port: opts.port ?? 0, backlog: 4096 }, () => {
-      server.off('error', reject);
-      resolve();
-    });
+  server.on('connection', (socket) => {
+    connections++;
+    socket.once('close', () => connections--);
   });
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      // A deep backlog: trainers open hundreds of connections at once.
+      server.listen({ host: '127.0.0.1', port: opts.port ?? 0, backlog: 4096 }, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (e) {
+    // A port in use: nothing may keep the process up (the CLI reports the error and exits).
+    await Promise.allSettled([pool.close(), otc.close()]);
+    retriever.close();
+    throw e;
+  }
   const port = (server.address() as AddressInfo).port;
 
   let closing: Promise<void> | null = null;
@@ -334,6 +385,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     token,
     index: retriever.info,
     stats: () => ({ ...stats }),
+    activity: () => ({ inFlight, connections, lastRequestAt }),
     close() {
       closing ??= new Promise<void>((resolve) => {
         // Finish requests in flight, drop idle keep-alive sockets now, force the rest after a grace period.
@@ -341,7 +393,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
         force.unref();
         server.close(() => {
           clearTimeout(force);
-          void pool.close().finally(() => {
+          void Promise.allSettled([pool.close(), otc.close()]).finally(() => {
             retriever.close();
             resolve();
           });

@@ -3,9 +3,19 @@
 // and Search-R1's client keeps none, so a tool that silently fails or finds nothing is invisible in their logs; the
 // server that answers sees every call. Exposed at GET /v1/tool-health (docs/env-server.md) and drawn by the live
 // panel. A caller is named by the URL it posts to: /t/<token>/<caller>/retrieve, or "retrieve" / "search".
+// Caller names come from URLs anyone with the token can invent, so the table is bounded by bytes (issue 34: 60k
+// names → 1,054 MB resident, a 12.7 MB reply): least recently seen callers go past TOOL_HEALTH_MAX_BYTES, each
+// caller's latency ring grows only as it is used, and the reply lists the most recently seen REPORTED_CALLERS.
 import { RUN_ID } from './protocol';
 
 export const LATENCY_WINDOW = 2048;
+/** Memory for the whole table (estimated: fixed fields, the name, the latency ring, the last error). */
+export const TOOL_HEALTH_MAX_BYTES = 4 * 1024 * 1024;
+/** Callers in one GET /v1/tool-health reply (the most recently seen; the rest are counted). */
+export const REPORTED_CALLERS = 100;
+const FIRST_RING = 16;
+const CALLER_BYTES = 256;
+const MAX_ERROR_CHARS = 300;
 
 export interface CallerHealth {
   calls: number;
@@ -22,6 +32,10 @@ export interface CallerHealth {
 export interface ToolHealthSnapshot {
   uptime_s: number;
   callers: Record<string, CallerHealth>;
+  /** Callers kept but not in `callers` (seen less recently than the REPORTED_CALLERS listed). */
+  callers_omitted: number;
+  /** Callers dropped to stay within the memory budget since start. */
+  callers_evicted: number;
 }
 
 interface CallerState {
@@ -52,11 +66,26 @@ export function emptyResults(body: unknown): { queries: number; empty: number } 
   return { queries: lists.length, empty: lists.filter((l) => Array.isArray(l) && l.length === 0).length };
 }
 
+function callerBytes(name: string, s: CallerState): number {
+  return CALLER_BYTES + 2 * (name.length + (s.lastError?.length ?? 0)) + s.latencies.byteLength;
+}
+
 export class ToolHealth {
+  /** Map order is recency order: a call moves its caller to the end, eviction takes from the front. */
   private readonly callers = new Map<string, CallerState>();
   private readonly started = Date.now();
+  private bytes = 0;
+  private evicted = 0;
 
-  constructor(private readonly now: () => number = () => performance.now()) {}
+  constructor(
+    private readonly now: () => number = () => performance.now(),
+    private readonly maxBytes = TOOL_HEALTH_MAX_BYTES,
+  ) {}
+
+  /** Estimated memory of the table (what the budget bounds). */
+  get memoryBytes(): number {
+    return this.bytes;
+  }
 
   /** Starts timing a request; returns its completion callback, or undefined when the path is not a tool call. */
   start(path: string): ((ok: boolean, body: unknown, error?: string, counts?: { queries: number; empty: number }) => void) | undefined {
@@ -69,24 +98,41 @@ export class ToolHealth {
   /** `counts`: queries and empty results when the answer was serialised elsewhere (a worker); else read off `body`. */
   record(caller: string, ms: number, ok: boolean, body: unknown, error?: string, counts?: { queries: number; empty: number }): void {
     let s = this.callers.get(caller);
-    if (!s) this.callers.set(caller, (s = { calls: 0, failures: 0, queries: 0, empty: 0, latencies: new Float64Array(LATENCY_WINDOW), recorded: 0, lastError: null, lastCall: null }));
+    if (s) {
+      this.callers.delete(caller);
+      this.bytes -= callerBytes(caller, s);
+    } else s = { calls: 0, failures: 0, queries: 0, empty: 0, latencies: new Float64Array(FIRST_RING), recorded: 0, lastError: null, lastCall: null };
+    this.callers.set(caller, s);
     s.calls++;
     s.lastCall = Date.now() / 1000;
-    s.latencies[s.recorded++ % LATENCY_WINDOW] = ms;
+    if (s.recorded === s.latencies.length && s.latencies.length < LATENCY_WINDOW) {
+      const grown = new Float64Array(Math.min(LATENCY_WINDOW, 2 * s.latencies.length));
+      grown.set(s.latencies);
+      s.latencies = grown;
+    }
+    s.latencies[s.recorded++ % s.latencies.length] = ms;
     if (!ok) {
       s.failures++;
-      s.lastError = error ?? 'failed';
-      return;
+      s.lastError = (error ?? 'failed').slice(0, MAX_ERROR_CHARS);
+    } else {
+      const { queries, empty } = counts ?? emptyResults(body);
+      s.queries += queries;
+      s.empty += empty;
     }
-    const { queries, empty } = counts ?? emptyResults(body);
-    s.queries += queries;
-    s.empty += empty;
+    this.bytes += callerBytes(caller, s);
+    for (const [name, old] of this.callers) {
+      if (this.bytes <= this.maxBytes || name === caller) break;
+      this.callers.delete(name);
+      this.bytes -= callerBytes(name, old);
+      this.evicted++;
+    }
   }
 
   snapshot(): ToolHealthSnapshot {
     const callers: Record<string, CallerHealth> = {};
-    for (const [name, s] of [...this.callers].sort(([a], [b]) => a.localeCompare(b))) {
-      const lat = Array.from(s.latencies.subarray(0, Math.min(s.recorded, LATENCY_WINDOW))).sort((a, b) => a - b);
+    const recent = [...this.callers].slice(-REPORTED_CALLERS);
+    for (const [name, s] of recent.sort(([a], [b]) => a.localeCompare(b))) {
+      const lat = Array.from(s.latencies.subarray(0, Math.min(s.recorded, s.latencies.length))).sort((a, b) => a - b);
       callers[name] = {
         calls: s.calls,
         failures: s.failures,
@@ -97,7 +143,7 @@ export class ToolHealth {
         last_call: s.lastCall,
       };
     }
-    return { uptime_s: (Date.now() - this.started) / 1000, callers };
+    return { uptime_s: (Date.now() - this.started) / 1000, callers, callers_omitted: this.callers.size - recent.length, callers_evicted: this.evicted };
   }
 }
 

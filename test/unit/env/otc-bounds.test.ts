@@ -17,10 +17,10 @@ async function call(srv: EnvServer, method: string, path: string, body?: unknown
 test('OtcStore: the least recently used run goes past the cap, an idle one after the limit', () => {
   let now = 0;
   const store = new OtcStore({ maxRuns: 2, idleMs: 1000, now: () => now });
-  store.getOrCreate('a').observe('q', 3);
-  store.getOrCreate('b');
+  store.observe('a', { q: 3 });
+  store.observe('b', {});
   assert.equal(store.get('a')?.get('q'), 3); // a is now the most recently used
-  store.getOrCreate('c');
+  store.observe('c', {});
   assert.equal(store.size, 2);
   assert.equal(store.get('b'), undefined, 'b was the least recently used');
   assert.equal(store.get('a')?.get('q'), 3);

@@ -110,8 +110,8 @@ test('pool: a cancelled running task is abandoned, its thread replaced, and the 
   await assert.rejects(slow, /cancelled by the test/);
   assert.equal(pool.recycled, 1);
   // The task queued behind it runs on the fresh thread.
-  const r = (await queued) as { results: string };
-  assert.equal(JSON.parse(`[${r.results}]`)[0][0].title, retriever.search('Pavia Cathedral dome', 1)[0].title);
+  const r = (await queued) as { results: Uint8Array };
+  assert.equal(JSON.parse(`[${Buffer.from(r.results).toString('utf8')}]`)[0][0].title, retriever.search('Pavia Cathedral dome', 1)[0].title);
 });
 
 test('pool: a task cancelled while its thread is still starting is dropped without recycling', async (t) => {
@@ -123,8 +123,8 @@ test('pool: a task cancelled while its thread is still starting is dropped witho
   const dropped = pool.run({ kind: 'search', queries: ['Pavia'], topK: 1, dialect: 'coa' }, { signal: abort.signal });
   abort.abort(new Error('gone'));
   await assert.rejects(dropped, /gone/);
-  const r = (await pool.run({ kind: 'search', queries: ['Pavia Cathedral dome'], topK: 1, dialect: 'coa' })) as { results: string };
-  assert.equal(JSON.parse(`[${r.results}]`)[0].length, 1);
+  const r = (await pool.run({ kind: 'search', queries: ['Pavia Cathedral dome'], topK: 1, dialect: 'coa' })) as { results: Uint8Array };
+  assert.equal(JSON.parse(`[${Buffer.from(r.results).toString('utf8')}]`)[0].length, 1);
   assert.equal(pool.recycled, 0);
 });
 

@@ -1,0 +1,136 @@
+// The server's side of the OTC-GRPO state thread (otc-worker.ts): requests in order, answers by id. Updates that
+// must never be undone by a timeout (a grade's new minima, a PUT's commit) are posted at the moment the server
+// decides them, synchronously after checking the request's deadline, and not waited for: the thread applies its
+// messages in order, so every later read sees them. The thread's heap is capped (resourceLimits): a state set that
+// outgrew the byte estimate ends that thread, not the server; its states are then lost (counted as evictions)
+// and a fresh thread takes over.
+import type { Worker } from 'node:worker_threads';
+import { HttpError, movableBody } from './http';
+import type { ErrorCode } from './protocol';
+import { startWorker } from './workerThread';
+import { DEFAULT_OTC_MAX_BYTES } from './otcStore';
+import type { OtcInit, OtcReply, OtcRequest, OtcStats } from './otc-worker';
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+/** The heap the state thread may use: twice the budget (the estimate is an upper bound) plus a PUT being parsed. */
+export function otcHeapMb(maxBytes = DEFAULT_OTC_MAX_BYTES): number {
+  return Math.ceil((2 * maxBytes) / 2 ** 20) + 768;
+}
+
+export class OtcStates {
+  private worker!: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private closed = false;
+  private idleWaiters: (() => void)[] = [];
+  /** As of the thread's last answer. */
+  stats: OtcStats = { runs: 0, evictions: 0, bytes: 0 };
+  /** Evictions before the current thread (states lost with a thread that died). */
+  private lostEvictions = 0;
+
+  constructor(private readonly init: OtcInit) {
+    this.start();
+  }
+
+  private start(): void {
+    const w = startWorker('otc-worker.js', 'otc-worker.ts', { workerData: this.init, resourceLimits: { maxOldGenerationSizeMb: otcHeapMb(this.init.maxBytes) } });
+    this.worker = w;
+    w.unref(); // referenced only while requests are in flight
+    w.on('message', (m: OtcReply) => {
+      if (w !== this.worker) return;
+      this.stats = { ...m.stats, evictions: m.stats.evictions + this.lostEvictions };
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      if (this.pending.size === 0) {
+        w.unref();
+        for (const f of this.idleWaiters.splice(0)) f();
+      }
+      if (m.ok) p.resolve(m.value);
+      else p.reject(new HttpError(m.error.code as ErrorCode, m.error.message, m.error.path));
+    });
+    const died = (why: string) => {
+      if (w !== this.worker || this.closed) return;
+      const lost = this.stats.runs;
+      process.stderr.write(`${JSON.stringify({ event: 'otc_state_lost', runs: lost, message: why })}\n`);
+      this.lostEvictions = this.stats.evictions + lost;
+      this.stats = { runs: 0, evictions: this.lostEvictions, bytes: 0 };
+      for (const p of this.pending.values()) p.reject(new HttpError('internal', `OTC state thread failed: ${why}`));
+      this.pending.clear();
+      for (const f of this.idleWaiters.splice(0)) f();
+      this.start();
+    };
+    w.on('error', (e) => died(e.message));
+    w.on('exit', (code) => died(`exited with code ${code}`));
+  }
+
+  /** Posts a request now; its answer comes later (in order with every other request). */
+  private post(req: OtcRequest, transfer: ArrayBuffer[] = []): { id: number; answer: Promise<unknown> } {
+    if (this.closed) return { id: 0, answer: Promise.reject(new HttpError('shutting_down', 'the environment server is shutting down')) };
+    const id = this.nextId++;
+    const answer = new Promise<unknown>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    this.worker.ref();
+    this.worker.postMessage({ id, req }, transfer);
+    return { id, answer };
+  }
+
+  /** The run's minima of these questions (a grade asks before scoring). */
+  subset(run: string, questions: string[]): Promise<Record<string, number>> {
+    return this.post({ op: 'subset', run, questions }).answer as Promise<Record<string, number>>;
+  }
+
+  /** Lowers the run's minima, creating it (a grade with `run` set). Applied in order; not waited for. */
+  observe(run: string, minima: Record<string, number>): void {
+    this.post({ op: 'observe', run, minima }).answer.catch(() => undefined);
+  }
+
+  /** The run's state as JSON bytes, or null when there is none. */
+  async get(run: string): Promise<Uint8Array | null> {
+    return (await this.post({ op: 'get', run }).answer) as Uint8Array | null;
+  }
+
+  /**
+   * Replaces the run's state with the one in `body` (bytes moved to the thread, not copied). Committed only if the
+   * request has not timed out once the thread has checked it; the answer is its question count.
+   */
+  async put(run: string, body: Buffer, signal: AbortSignal): Promise<{ questions: number }> {
+    const { bytes, transfer } = movableBody(body);
+    const { id, answer } = this.post({ op: 'put', run, body: bytes }, transfer);
+    const checked = (await answer) as { questions: number };
+    if (signal.aborted) {
+      this.post({ op: 'discard', put: id }).answer.catch(() => undefined);
+      throw signal.reason;
+    }
+    this.post({ op: 'commit', put: id }).answer.catch(() => undefined);
+    return checked;
+  }
+
+  async delete(run: string): Promise<boolean> {
+    return (await this.post({ op: 'delete', run }).answer) as boolean;
+  }
+
+  /** Resolves once every request posted so far is answered, or after `maxMs` (so counts read then are current). */
+  settled(maxMs: number): Promise<void> {
+    if (this.pending.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, maxMs);
+      timer.unref();
+      this.idleWaiters.push(() => (clearTimeout(timer), resolve()));
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const p of this.pending.values()) p.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
+    this.pending.clear();
+    // A referenced timer keeps the process up until the thread has gone (as SearchPool.close does, for the same
+    // reason: terminate()'s promise alone did not always), and bounds the wait.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.worker.terminate(), new Promise((r) => (timer = setTimeout(r, 5_000)))]);
+    clearTimeout(timer);
+  }
+}
