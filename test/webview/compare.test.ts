@@ -18,13 +18,18 @@ const ORIGIN = 'http://compare.test';
 const rec = (id: string, question: string, answer: string, searches = 0) =>
   JSON.stringify({ id, question, golden_answers: ['paris'], response: `${'<search> q </search> <observation> d </observation> '.repeat(searches)}<answer> ${answer} </answer>` });
 
-test('compare page: summary, one row per question with Δ, details side by side, no CSP or console error', { timeout: 60_000 }, async () => {
+/** The page for a comparison of two files' texts: bundled as the build does, served with its state embedded. */
+async function comparePage(a: string, b: string): Promise<string> {
   mkdirSync(OUT, { recursive: true });
   await build({ entryPoints: [join(ROOT, 'webview/compare/main.ts')], outfile: join(OUT, 'compare.js'), bundle: true, format: 'iife', platform: 'browser', target: 'es2022', logLevel: 'warning' });
+  const state = pageState(compareRuns({ text: a, label: 'a.jsonl' }, { text: b, label: 'b.jsonl' }, 'em'));
+  return renderWebviewHtml({ title: 'Compare runs', scripts: ['compare.js'], initialState: state, body: '<div id="app"></div>' }, ORIGIN, (p) => `${ORIGIN}/${p}`, (p) => readFileSync(join(OUT, p), 'utf8'));
+}
+
+test('compare page: summary, one row per question with Δ, details side by side, no CSP or console error', { timeout: 60_000 }, async () => {
   const a = [rec('a1', 'Capital of France?', 'lyon'), rec('a2', 'Who wrote <b>it</b>?', 'paris'), rec('a3', 'Only A', 'x')].join('\n');
   const b = [rec('b1', 'capital of france?', 'paris', 2), rec('b2', 'Who wrote <b>it</b>?', 'paris'), '{bad'].join('\n');
-  const state = pageState(compareRuns({ text: a, label: 'a.jsonl' }, { text: b, label: 'b.jsonl' }, 'em'));
-  const html = renderWebviewHtml({ title: 'Compare runs', scripts: ['compare.js'], initialState: state, body: '<div id="app"></div>' }, ORIGIN, (p) => `${ORIGIN}/${p}`, (p) => readFileSync(join(OUT, p), 'utf8'));
+  const html = await comparePage(a, b);
 
   const browser = await launchChromium();
   try {
@@ -70,13 +75,10 @@ test('compare page: summary, one row per question with Δ, details side by side,
 });
 
 test('compare page on RL rollouts: reward per step, the summary over the last shared step, pooled on request', { timeout: 60_000 }, async () => {
-  mkdirSync(OUT, { recursive: true });
-  await build({ entryPoints: [join(ROOT, 'webview/compare/main.ts')], outfile: join(OUT, 'compare.js'), bundle: true, format: 'iife', platform: 'browser', target: 'es2022', logLevel: 'warning' });
   const at = (id: string, step: number, answer: string) => JSON.stringify({ ...JSON.parse(rec(id, 'Capital of France?', answer)), meta: { stage: 'rl2', step } });
   const a = [at('a1', 1, 'lyon'), at('a2', 1, 'lyon'), at('a3', 2, 'paris'), at('a4', 2, 'paris')].join('\n');
   const b = [at('b1', 1, 'paris'), at('b2', 2, 'lyon')].join('\n');
-  const state = pageState(compareRuns({ text: a, label: 'a.jsonl' }, { text: b, label: 'b.jsonl' }, 'em'));
-  const html = renderWebviewHtml({ title: 'Compare runs', scripts: ['compare.js'], initialState: state, body: '<div id="app"></div>' }, ORIGIN, (p) => `${ORIGIN}/${p}`, (p) => readFileSync(join(OUT, p), 'utf8'));
+  const html = await comparePage(a, b);
   const browser = await launchChromium();
   try {
     const page = await browser.newPage();

@@ -6,7 +6,7 @@
 // .cache/ keyed by the sources that shape it.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TrajectoryRecord } from '../../../src/core/record';
 import { REPO } from './fixture';
@@ -22,10 +22,19 @@ export const EVAL_RUN_CONFIG = {
   eval: { splits: ['dev'], limit: 12, max_turns: 2, max_new_tokens: 24, top_k: 1, max_obs_tokens: 40, max_len: 220 },
 };
 
-const SOURCES = ['test/unit/replay/evalRun.ts', 'src/trainer/coa_trainer/rollout.py', 'src/trainer/coa_trainer/agentio.py',
-  'src/trainer/coa_trainer/generate.py', 'src/trainer/coa_trainer/evaluate.py', 'src/trainer/coa_trainer/export_onnx.py',
-  'src/trainer/coa_trainer/model.py', 'src/trainer/coa_trainer/tokenizer.py', 'src/trainer/coa_trainer/benchmark.py',
-  'src/trainer/coa_trainer/prompts.py', 'src/core/dialects.ts', 'src/env/observations.ts'];
+/** What shapes the run: this file, every module of the trainer (wherever it lives in the package), the tags and
+ * the observation layout. A change to any of them rebuilds it. */
+function sources(): string[] {
+  const trainer: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(join(REPO, d), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      if (e.isDirectory() && e.name !== '__pycache__') walk(`${d}/${e.name}`);
+      else if (e.name.endsWith('.py')) trainer.push(`${d}/${e.name}`);
+    }
+  };
+  walk('src/trainer/coa_trainer');
+  return ['test/unit/replay/evalRun.ts', 'src/core/dialects.ts', 'src/env/observations.ts', ...trainer];
+}
 
 export interface EvalRun {
   runDir: string;
@@ -41,7 +50,7 @@ export function evalRun(): EvalRun {
   if (!existsSync(python)) throw new Error(`${python} is missing: run npm run setup:python (the replay proof trains a tiny run with it)`);
   if (!existsSync(join(REPO, 'dist/cli.js'))) throw new Error('dist/cli.js is missing: run npm run build (the evaluation searches through the environment server)');
   const hash = createHash('sha256');
-  for (const f of SOURCES) hash.update(readFileSync(join(REPO, f)));
+  for (const f of sources()) hash.update(f).update(readFileSync(join(REPO, f)));
   const dir = join(REPO, '.cache', `replay-eval-run-${hash.digest('hex').slice(0, 12)}`);
   const runDir = join(dir, 'run');
   if (!existsSync(join(dir, 'done'))) {
