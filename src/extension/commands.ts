@@ -36,6 +36,8 @@ export const COMMANDS = {
   'coaStudio.replayWithCheckpoint': async (ctx: Ctx) => ctx.replay.command('env'),
   'coaStudio.replayInSimulatedEnvironment': async (ctx: Ctx) => ctx.replay.command('simulated'),
   'coaStudio.pickReplayCheckpoint': async (ctx: Ctx) => void (await ctx.replay.pickCheckpoint()),
+  // Issue 33 ★: a step (edited or not) given, the rest regenerated with the checkpoint; original and fork side by side.
+  'coaStudio.forkFromStep': async (ctx: Ctx, cell?: unknown) => ctx.replay.fork(cell),
   'coaStudio.tokens.toggleLossMask': async (ctx: Ctx) => void ctx.tokens.toggle('mask'),
   'coaStudio.tokens.toggleLogprobs': async (ctx: Ctx) => void ctx.tokens.toggle('logprob'),
   'coaStudio.tokens.toggleAdvantages': async (ctx: Ctx) => void ctx.tokens.toggle('advantage'),

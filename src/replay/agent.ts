@@ -8,6 +8,7 @@ import type { TrajectoryRecord } from '../core/record';
 import { CancelledError, generate, seededRandom } from './generate';
 import type { OnnxModel } from './model';
 import { TagIO } from './tags';
+import { continueFrom } from './fork';
 
 export type ReplayMode = 'env' | 'simulated';
 
@@ -17,6 +18,8 @@ export interface ReplayOptions {
   tool?: (query: string) => Promise<string>;
   /** How a question is put to the model (the run config's prompt_template). */
   promptTemplate?: string;
+  /** Fork: continue this response (a record's steps up to one, maybe edited) instead of starting from the prompt. */
+  prefix?: string;
   maxTurns?: number;
   maxNewTokens?: number;
   maxObservationTokens?: number;
@@ -56,6 +59,8 @@ export interface ReplayResult {
   toolFailures: number;
   finished: boolean;
   truncated: boolean;
+  /** Fork: how many of `ids` (the first ones) were given, not generated. */
+  given?: number;
 }
 
 export const DEFAULT_PROMPT = 'question : {question}\n';
@@ -91,36 +96,8 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
   };
   // What the next generate call must feed first: the prompt, then whatever was appended but not yet fed.
   let pending: number[] = promptIds.slice();
-  for (let turn = 0; ; turn++) {
-    check();
-    const budget = Math.min(maxNew, maxTotal - promptIds.length - r.ids.length);
-    if (budget <= 0) {
-      r.truncated = true;
-      break;
-    }
-    const t0 = performance.now();
-    const g = await generate(dec, pending, { maxNewTokens: budget, stopIds: turnStops.ids, stopStrings: turnStops.strings, temperature: opts.temperature, random, signal: opts.signal });
-    // A stop token is returned but not yet in the cache: it is fed first next time.
-    pending = g.stopped ? [g.ids[g.ids.length - 1]] : [];
-    const first = r.ids.length;
-    r.ids.push(...g.ids);
-    r.lossMask.push(...g.ids.map(() => 1));
-    r.logprobs.push(...g.logprobs);
-    const action = g.stopped && (await io.endedWithAction(g.ids));
-    // As the trainer's run_turns: an action gets its observation only within max_turns and while the trajectory is
-    // shorter than max_len; otherwise it ends there.
-    const room = promptIds.length + r.ids.length < maxTotal;
-    const stop: StopReason = !g.stopped ? 'limit' : action ? (turn >= maxTurns ? 'max-turns' : room ? 'action' : 'limit') : g.ids[g.ids.length - 1] === eos ? 'eos' : 'answer';
-    await push({ kind: 'model', first, ids: g.ids, text: await tok.decode(g.ids), latencyMs: performance.now() - t0, stop });
-    if (stop === 'limit') {
-      r.truncated = true;
-      break;
-    }
-    if (stop !== 'action') {
-      r.finished = stop !== 'max-turns';
-      break;
-    }
-    const query = actionQuery(await io.actionBody(g.ids, r.ids), info.tags.action_open);
+  /** The observation for an action's query: the environment's (RL-2) or the model's own (RL-1, simulated). */
+  const observe = async (query: string) => {
     r.toolCalls++;
     check();
     const t1 = performance.now();
@@ -160,6 +137,61 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
       kind: 'observation', first: obsFirst, ids: obsIds, text: await tok.decode(obsIds), latencyMs: performance.now() - t1,
       stop: 'observation', simulated, query, ...(toolError ? { toolError } : {}),
     });
+  };
+
+  // A fork continues a given response (edited or not): its tokens are fed as they are, never trained (mask 0, no
+  // log-prob); generation resumes where it ends — after an action, with that action's observation.
+  let firstTurn = 0;
+  let done = false;
+  if (opts.prefix !== undefined) {
+    const given = continueFrom(opts.prefix, info.dialect);
+    const ids = given.text ? (await tok.encode(given.text)).ids : [];
+    r.ids.push(...ids);
+    r.lossMask.push(...ids.map(() => 0));
+    r.logprobs.push(...ids.map(() => null));
+    r.given = ids.length;
+    pending.push(...ids);
+    r.toolCalls = given.actions - (given.query !== null ? 1 : 0);
+    firstTurn = given.actions;
+    if (given.answered) {
+      r.finished = true;
+      done = true;
+    } else if (given.query !== null) {
+      // The action's own turn was turn `actions - 1`: within max_turns it gets its observation, else it ends here.
+      if (given.actions - 1 >= maxTurns || promptIds.length + r.ids.length >= maxTotal) done = true;
+      else await observe(given.query);
+    }
+  }
+  for (let turn = firstTurn; !done; turn++) {
+    check();
+    const budget = Math.min(maxNew, maxTotal - promptIds.length - r.ids.length);
+    if (budget <= 0) {
+      r.truncated = true;
+      break;
+    }
+    const t0 = performance.now();
+    const g = await generate(dec, pending, { maxNewTokens: budget, stopIds: turnStops.ids, stopStrings: turnStops.strings, temperature: opts.temperature, random, signal: opts.signal });
+    // A stop token is returned but not yet in the cache: it is fed first next time.
+    pending = g.stopped ? [g.ids[g.ids.length - 1]] : [];
+    const first = r.ids.length;
+    r.ids.push(...g.ids);
+    r.lossMask.push(...g.ids.map(() => 1));
+    r.logprobs.push(...g.logprobs);
+    const action = g.stopped && (await io.endedWithAction(g.ids));
+    // As the trainer's run_turns: an action gets its observation only within max_turns and while the trajectory is
+    // shorter than max_len; otherwise it ends there.
+    const room = promptIds.length + r.ids.length < maxTotal;
+    const stop: StopReason = !g.stopped ? 'limit' : action ? (turn >= maxTurns ? 'max-turns' : room ? 'action' : 'limit') : g.ids[g.ids.length - 1] === eos ? 'eos' : 'answer';
+    await push({ kind: 'model', first, ids: g.ids, text: await tok.decode(g.ids), latencyMs: performance.now() - t0, stop });
+    if (stop === 'limit') {
+      r.truncated = true;
+      break;
+    }
+    if (stop !== 'action') {
+      r.finished = stop !== 'max-turns';
+      break;
+    }
+    await observe(actionQuery(await io.actionBody(g.ids, r.ids), info.tags.action_open));
     if (promptIds.length + r.ids.length >= maxTotal) {
       r.truncated = true;
       break;

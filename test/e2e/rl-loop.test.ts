@@ -2,14 +2,16 @@
 // (test/fixtures/demo-run: RL-2 and RL-2-OTC rollouts of 1,536 records each, the RL-2-OTC checkpoint), in code-server:
 // the live panel at 1,600 px lays its charts in columns and survives resizes; a click on a reward chart point lists
 // that step's rollouts and one opens in the record view — steps as cells, the reward breakdown, token overlays with
-// their legend — without the whole file as a notebook and without an Untitled copy. Screenshots:
+// their legend — without the whole file as a notebook and without an Untitled copy; a step edited there and forked
+// regenerates the rest with the stage's checkpoint, the fork beside the original with both rewards. Screenshots:
 // .cache/artifacts/e2e/rl-loop-*.png; timings printed as diagnostics (bench/live-panel measures them).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Frame } from 'playwright-core';
 import { pickQuick, runCommand, startEditor, webviewFrame, type Editor } from './harness';
-import { demoRun } from '../fixtures/demoRun';
+import { readFileSync } from 'node:fs';
+import { demoRunWithOnnx } from '../fixtures/demoRun';
 
 const RUN = 'demo-issue33';
 let ed: Editor;
@@ -17,7 +19,8 @@ let panel: Frame;
 
 before(async () => {
   ed = await startEditor({ name: 'rl-loop' });
-  demoRun(join(ed.workspace, 'runs', RUN));
+  // The whole run, its RL-2-OTC checkpoint exported where the Runs view's "Export ONNX" puts it (the fork finds it).
+  demoRunWithOnnx(join(ed.workspace, 'runs', RUN));
 });
 after(async () => {
   await ed?.close();
@@ -101,4 +104,41 @@ test('a chart point of a 1,536-record run opens one rollout in the record view: 
   assert.equal(await ed.page.locator('.tabs-container .tab', { hasText: /Untitled/ }).count(), 0);
   assert.equal(await ed.page.locator('.tabs-container .tab.dirty').count(), 0);
   assert.deepEqual(ed.consoleErrors.filter((e) => /byteLength|_createOutputCreationMessage|coa/i.test(e)), []);
+});
+
+test('★ fork: the last thought edited in the record view, the rest regenerated with the stage\'s checkpoint; original and fork side by side with both rewards', async (t) => {
+  // The record view of the previous test: q0488-40-0 answered "panis" (golden "gubre"), reward 0. Its last thought
+  // says so; edit it to "gubre" and fork from there.
+  const think = ed.page.locator('.notebook-editor .code-cell-row', { hasText: 'vaman born in panis' }).first();
+  // The word selected and replaced (retyping the tags, the editor would auto-close them a second time).
+  const text = '<think> vaman born in panis . </think>';
+  await think.locator('.view-line', { hasText: 'vaman born in panis' }).click();
+  await ed.page.keyboard.press('Home');
+  for (let i = 0; i < text.indexOf('panis'); i++) await ed.page.keyboard.press('ArrowRight');
+  for (let i = 0; i < 'panis'.length; i++) await ed.page.keyboard.press('Shift+ArrowRight');
+  await ed.page.keyboard.insertText('gubre');
+  await ed.page.locator('.notebook-editor .code-cell-row .view-line', { hasText: /born\sin\sgubre\s\.\s*<\/think>/ }).waitFor({ timeout: 10_000 });
+  await ed.page.locator('.tabs-container .tab.dirty', { hasText: '.coa.jsonl' }).first().waitFor({ timeout: 10_000 });
+  const t0 = Date.now();
+  await runCommand(ed.page, 'CoA: Fork Trajectory from This Step');
+  const note = ed.page.locator('.notification-toast', { hasText: /#fork-\d+ — reward/ }).first();
+  await note.waitFor({ timeout: 120_000 });
+  const message = await note.innerText();
+  t.diagnostic(`fork in ${Date.now() - t0} ms: ${message.replace(/\s+/g, ' ')}`);
+  assert.match(message, /q0488-40-0#fork-3 — reward 0 \(otc-grpo\) → 1 \(otc-grpo\); answer "panis" → "gubre"/);
+  // The fork's record view opened beside the original (its own tab), with its reward drawn; the original reverted.
+  await ed.page.locator('.tabs-container .tab', { hasText: 'q0488-40-0#fork-3.coa.jsonl' }).waitFor({ timeout: 30_000 });
+  const rewards = await webviewFrame(ed.page, async (f) => (await f.locator('.coa-reward').count()) > 0 && (await f.getByText(/fork_of|q0488-40-0#fork-3/).count()) > 0, 60_000);
+  assert.ok(await rewards.locator('.coa-reward').count());
+  assert.equal(await rewards.getByText(/Fork of q0488-40-0 from step 4 \(think, edited\) — its reward 0 \(otc-grpo\)/).count(), 1, 'the fork\'s header names the original\'s reward');
+  await ed.page.waitForTimeout(1000);
+  await ed.shot('fork-side-by-side');
+  assert.equal(await ed.page.locator('.tabs-container .tab.dirty').count(), 0, 'the original is back to what it was');
+  const groups = await ed.page.locator('.editor-group-container').count();
+  assert.ok(groups >= 3, `live panel, original and fork in ${groups} groups`);
+  // The fork is a record of its own, beside the rollouts it came from.
+  const forks = readFileSync(join(ed.workspace, 'runs', RUN, 'stages/rl2-otc/rollouts.forks.coa.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(forks.length, 1);
+  assert.deepEqual([forks[0].id, forks[0].meta.fork_of, forks[0].meta.fork_edited, forks[0].reward.total], ['q0488-40-0#fork-3', 'q0488-40-0', true, 1]);
+  assert.ok(forks[0].meta.given_tokens > 0);
 });

@@ -21,10 +21,11 @@ import { rewardOptions } from '../notebook/serializer';
 import { NOTEBOOK_TYPES, cellMeta, isTrajectoryNotebook } from '../notebook/cells';
 import type { CellData } from '../notebook/codec';
 import { runReplaySession } from './session';
+import { forkFromStep } from './fork';
 
 const CHECKPOINT_KEY = 'coaStudio.replay.checkpoint';
 
-interface State {
+export interface State {
   context: vscode.ExtensionContext;
   log: vscode.LogOutputChannel;
   models: Map<string, { mtime: number; model: Promise<OnnxModel> }>;
@@ -32,10 +33,11 @@ interface State {
   controllers: Map<string, vscode.NotebookController>;
 }
 
-/** What the command table reaches of replay: the two replay commands and the checkpoint picker. */
+/** What the command table reaches of replay: the two replay commands, the checkpoint picker and the fork (fork.ts). */
 export interface Replay {
   command(mode: ReplayMode): Promise<void>;
   pickCheckpoint(): Promise<string | undefined>;
+  fork(cell?: unknown): Promise<void>;
 }
 
 export function registerReplay(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Replay {
@@ -58,7 +60,7 @@ export function registerReplay(context: vscode.ExtensionContext, log: vscode.Log
       for (const m of s.models.values()) void m.model.then((x) => x.release(), () => undefined);
     },
   });
-  return { command: (mode) => replayCommand(s, mode), pickCheckpoint: () => pickCheckpoint(s) };
+  return { command: (mode) => replayCommand(s, mode), pickCheckpoint: () => pickCheckpoint(s), fork: (cell) => forkFromStep(s, cell) };
 }
 
 async function executeCells(s: State, c: vscode.NotebookController, mode: ReplayMode, cells: vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
@@ -107,7 +109,7 @@ async function replayCommand(s: State, mode: ReplayMode): Promise<void> {
 }
 
 /** Command: choose the ONNX checkpoint replays use. */
-async function pickCheckpoint(s: State): Promise<string | undefined> {
+export async function pickCheckpoint(s: State): Promise<string | undefined> {
   const picked = await vscode.window.showOpenDialog({
     title: 'Exported checkpoint (python -m coa_trainer export-onnx … -o model.onnx)', canSelectMany: false, filters: { 'ONNX model': ['onnx'] },
   });
@@ -117,20 +119,20 @@ async function pickCheckpoint(s: State): Promise<string | undefined> {
 }
 
 /** Greedy by default; a sampled replay gets a fresh seed, kept in the record's meta so it can be repeated. */
-function sampling(): { temperature: number; seed: number } {
+export function sampling(): { temperature: number; seed: number } {
   const temperature = Math.max(0, Number(readConfig().replayTemperature) || 0);
   return { temperature, seed: temperature > 0 ? Math.floor(Math.random() * 2 ** 31) : 0 };
 }
 
 /** `coaStudio.replay.checkpoint`, resolved against the first workspace folder; undefined when unset. */
-function configuredCheckpoint(): string | undefined {
+export function configuredCheckpoint(): string | undefined {
   const p = readConfig().replayCheckpoint.trim();
   if (!p) return undefined;
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   return isAbsolute(p) || !folder ? p : join(folder, p);
 }
 
-function recordOf(notebook: vscode.NotebookDocument, cell: vscode.NotebookCell): { record: TrajectoryRecord; last: number } | string {
+export function recordOf(notebook: vscode.NotebookDocument, cell: vscode.NotebookCell): { record: TrajectoryRecord; last: number } | string {
   const meta = cellMeta(cell.metadata);
   if (!meta || meta.kind === 'error') return 'Select a cell of a valid record to replay.';
   let header: vscode.NotebookCell | undefined;
@@ -154,7 +156,7 @@ function recordOf(notebook: vscode.NotebookDocument, cell: vscode.NotebookCell):
   return { record: parsed.record, last };
 }
 
-async function loadModel(s: State, path: string): Promise<OnnxModel> {
+export async function loadModel(s: State, path: string): Promise<OnnxModel> {
   const mtime = statSync(path).mtimeMs;
   const cached = s.models.get(path);
   if (cached && cached.mtime === mtime) return cached.model;
@@ -168,7 +170,7 @@ async function loadModel(s: State, path: string): Promise<OnnxModel> {
  * The env server's search tool: the configured server, else one started for the run's corpus, searching as many
  * documents as the run did (its top_k).
  */
-async function envTool(s: State, checkpoint: string, settings: ReplaySettings): Promise<(q: string) => Promise<string>> {
+export async function envTool(s: State, checkpoint: string, settings: ReplaySettings): Promise<(q: string) => Promise<string>> {
   const cfg = readConfig();
   const dialect = settings.dialect;
   let url = cfg.envServerUrl;
@@ -206,7 +208,7 @@ function findCorpus(checkpoint: string): string | undefined {
  * The run's own settings (src/replay/runSettings.ts); for a checkpoint outside any run directory, the run config
  * defaults with the editor's reward scheme, said as such.
  */
-function settingsFor(checkpoint: string, record: TrajectoryRecord, model: OnnxModel): ReplaySettings {
+export function settingsFor(checkpoint: string, record: TrajectoryRecord, model: OnnxModel): ReplaySettings {
   const own = replaySettings(checkpoint, record);
   if (own) return own;
   const { scheme, params } = rewardOptions();
