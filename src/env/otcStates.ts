@@ -23,7 +23,7 @@ export function otcHeapMb(maxBytes = DEFAULT_OTC_MAX_BYTES): number {
 
 export class OtcStates {
   private worker!: Worker;
-  private readonly pending = new Map<number, Pending>();
+  private readonly pending = new Map<number, Pending & { heavy: boolean }>();
   private nextId = 1;
   private closed = false;
   private idleWaiters: (() => void)[] = [];
@@ -72,7 +72,9 @@ export class OtcStates {
   private post(req: OtcRequest, transfer: ArrayBuffer[] = []): { id: number; answer: Promise<unknown> } {
     if (this.closed) return { id: 0, answer: Promise.reject(new HttpError('shutting_down', 'the environment server is shutting down')) };
     const id = this.nextId++;
-    const answer = new Promise<unknown>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    // Parsing a PUT or serialising a GET of a big state takes the thread seconds; the rest take microseconds.
+    const heavy = req.op === 'put' || req.op === 'get';
+    const answer = new Promise<unknown>((resolve, reject) => this.pending.set(id, { resolve, reject, heavy }));
     this.worker.ref();
     this.worker.postMessage({ id, req }, transfer);
     return { id, answer };
@@ -113,9 +115,12 @@ export class OtcStates {
     return (await this.post({ op: 'delete', run }).answer) as boolean;
   }
 
-  /** Resolves once every request posted so far is answered, or after `maxMs` (so counts read then are current). */
+  /**
+   * Resolves once every request posted so far is answered, or after `maxMs` (so counts read then are current) — at
+   * once while a big state is being parsed or serialised: the counts then are those from before it.
+   */
   settled(maxMs: number): Promise<void> {
-    if (this.pending.size === 0) return Promise.resolve();
+    if (this.pending.size === 0 || [...this.pending.values()].some((p) => p.heavy)) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, maxMs);
       timer.unref();

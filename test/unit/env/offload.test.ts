@@ -5,9 +5,10 @@
 // outcome, never wall-clock thresholds (bench/reliability measures the latencies).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
 import { join } from 'node:path';
 import { startEnvServer, type EnvServer } from '../../../src/env/server';
+import { readBody } from '../../../src/env/http';
 import { EXAMPLE_CORPUS, tempDir } from './helpers';
 
 let finished = 0;
@@ -87,4 +88,33 @@ test('a 600k-question PUT otc-state: health answered meanwhile, 504 at --timeout
   // The server goes on: a state that is parsed in time is kept.
   const ok = await send(srv, 'PUT', '/v1/runs/big/otc-state', stateBody(1000)).done;
   assert.deepEqual([ok.status, ok.json], [200, { run: 'big', questions: 1000 }]);
+});
+
+test('readBody: declared, chunked and over-limit bodies; a large declared body is read into memory of its own', async (t) => {
+  const got: { body?: Buffer; error?: string }[] = [];
+  const server = createServer((req, res) => {
+    readBody(req, 4_000_000).then(
+      (body) => (got.push({ body }), res.end('ok')),
+      (e: Error) => (got.push({ error: e.message }), res.end('no')),
+    );
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(() => server.close());
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
+  const post = (body: Buffer, chunked = false) => new Promise<void>((resolve) => {
+    const req = request(url, { method: 'POST', agent: false, headers: chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': body.length } }, (res) => (res.resume(), res.on('end', resolve)));
+    req.on('error', () => resolve());
+    for (let i = 0; i < body.length; i += 100_000) req.write(body.subarray(i, i + 100_000));
+    req.end();
+  });
+  const bytes = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => i % 251));
+  for (const [n, chunked] of [[500_000, false], [3_000_000, false], [3_000_000, true], [0, false]] as const) {
+    await post(bytes(n), chunked);
+    const r = got.pop()!;
+    assert.ok(r.body, r.error);
+    assert.ok(r.body.equals(bytes(n)), `${n} bytes${chunked ? ', chunked' : ''}`);
+    if (n >= 1_000_000 && !chunked) assert.equal(r.body.buffer.byteLength, n, 'a large declared body owns its memory (movable to a worker)');
+  }
+  await post(bytes(5_000_000), true);
+  assert.match(got.pop()!.error ?? '', /request body exceeds 4000000 bytes/);
 });
