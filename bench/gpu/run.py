@@ -38,16 +38,16 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src" / "trainer"))
 
 import torch
-from coa_trainer import quiet  # noqa: F401
-from coa_trainer.data import Encoded
-from coa_trainer.distributed import DistInfo
-from coa_trainer.generate import generate
-from coa_trainer.grpo import Sample
-from coa_trainer.logprobs import TokenScorer
-from coa_trainer.losses import lm_count, lm_loss_parts
-from coa_trainer.microbatch import accumulate, clip_grad_norm
-from coa_trainer.optim import make_optimizer
-from coa_trainer.rl import policy_updates, release_cached_memory
+from coa_trainer.base import quiet  # noqa: F401
+from coa_trainer.data.samples import Encoded
+from coa_trainer.base.distributed import DistInfo
+from coa_trainer.rollout.generate import generate
+from coa_trainer.algos.grpo import Sample
+from coa_trainer.model.scoring import TokenScorer
+from coa_trainer.algos.losses import lm_count, lm_loss_parts
+from coa_trainer.algos.microbatch import accumulate, clip_grad_norm
+from coa_trainer.model.optim import make_optimizer
+from coa_trainer.stages.rl import policy_updates, release_cached_memory
 
 VOCAB = 151_936  # Qwen2.5's
 # Qwen2.5-0.5B / -1.5B config.json shapes (huggingface.co/Qwen/Qwen2.5-0.5B, /Qwen2.5-1.5B); tiny keeps the vocabulary
@@ -235,7 +235,7 @@ def rl_bench(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt: 
     reset_peak(dev)
     lm.train()
     rewards = torch.rand(len(prompts), generator=torch.Generator().manual_seed(3)).tolist()
-    from coa_trainer.grpo import group_advantages
+    from coa_trainer.algos.grpo import group_advantages
 
     adv = group_advantages(rewards, G, True)
     samples = [Sample(p, n, [1] * len(n), lp, a) for p, n, lp, a in zip(prompts, new, lps, adv)]
@@ -259,11 +259,11 @@ def tool_call(n: int) -> tuple[float | None, str]:
     """One batched search of n queries (benchmark questions) against the env server on the embedded corpus."""
     import tempfile
 
-    from coa_trainer.env_client import EnvClient, EnvError
+    from coa_trainer.env.client import EnvClient, EnvError
 
     try:
-        from coa_trainer.benchmark import ensure_benchmark_files
-        from coa_trainer.config import validate_config
+        from coa_trainer.data.benchmark import ensure_benchmark_files
+        from coa_trainer.base.config import validate_config
 
         with tempfile.TemporaryDirectory() as tmp:
             config = validate_config({})

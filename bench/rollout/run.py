@@ -1,5 +1,5 @@
 """bench/rollout: (1) batched generation tokens/s with vs without the KV cache, (2) one RL step's time split into
-generate / tools / train, measured by running the real RL-2 stage (`train --stage rl2`, rl.py) and reading the
+generate / tools / train, measured by running the real RL-2 stage (`train --stage rl2`, stages/rl.py) and reading the
 `generate_s`, `tools_s`, `train_s`, `step_s` values of its metrics events.
 
     .venv/bin/python bench/rollout/run.py [--threads 2] [--batch 32] [--new-tokens 256] [--rl-steps 4]
@@ -26,16 +26,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src" / "trainer"))
 
-from coa_trainer import quiet  # noqa: E402,F401
+from coa_trainer.base import quiet  # noqa: E402,F401
 import torch  # noqa: E402
 
-from coa_trainer.benchmark import benchmark_from_config  # noqa: E402
-from coa_trainer.config import validate_config  # noqa: E402
-from coa_trainer.data import encode_text, prompt_text  # noqa: E402
-from coa_trainer.generate import generate  # noqa: E402
-from coa_trainer.losses import autocast  # noqa: E402
-from coa_trainer.model import count_parameters, load_model, setup_runtime, write_embedded_model  # noqa: E402
-from coa_trainer.train import vocabulary_texts  # noqa: E402
+from coa_trainer.data.benchmark import benchmark_from_config  # noqa: E402
+from coa_trainer.base.config import validate_config  # noqa: E402
+from coa_trainer.data.samples import encode_text, prompt_text  # noqa: E402
+from coa_trainer.rollout.generate import generate  # noqa: E402
+from coa_trainer.model.scoring import autocast  # noqa: E402
+from coa_trainer.model.load import count_parameters, load_model, setup_runtime, write_embedded_model  # noqa: E402
+from coa_trainer.data.benchmark import vocabulary_texts  # noqa: E402
 
 
 @torch.no_grad()

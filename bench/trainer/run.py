@@ -21,16 +21,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src" / "trainer"))
 
-from coa_trainer import quiet  # noqa: E402,F401
+from coa_trainer.base import quiet  # noqa: E402,F401
 import torch  # noqa: E402
 
-from coa_trainer.benchmark import benchmark_from_config  # noqa: E402
-from coa_trainer.config import validate_config  # noqa: E402
-from coa_trainer.data import sft_stream  # noqa: E402
-from coa_trainer.dialects import tags  # noqa: E402
-from coa_trainer.losses import lm_loss_parts  # noqa: E402
-from coa_trainer.model import count_parameters, load_model, setup_runtime, write_embedded_model  # noqa: E402
-from coa_trainer.train import vocabulary_texts  # noqa: E402
+from coa_trainer.data.benchmark import benchmark_from_config  # noqa: E402
+from coa_trainer.base.config import validate_config  # noqa: E402
+from coa_trainer.data.samples import sft_stream  # noqa: E402
+from coa_trainer.data.dialects import tags  # noqa: E402
+from coa_trainer.algos.losses import lm_loss_parts  # noqa: E402
+from coa_trainer.model.load import count_parameters, load_model, setup_runtime, write_embedded_model  # noqa: E402
+from coa_trainer.data.benchmark import vocabulary_texts  # noqa: E402
 
 
 def matmul_gflops(device: torch.device, n: int, seconds: float = 2.0, dtype: torch.dtype = torch.float32) -> float:

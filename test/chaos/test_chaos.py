@@ -29,7 +29,7 @@ _spec = importlib.util.spec_from_file_location("trainer_tests_conftest", REPO / 
 trainer_tests = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(trainer_tests)  # the tiny configs and the schema set-up of the trainer's own tests
 
-from coa_trainer.events import STEP_EVENTS, validate_event  # noqa: E402 (after the path set-up above)
+from coa_trainer.base.events import STEP_EVENTS, validate_event  # noqa: E402 (after the path set-up above)
 
 UNAVAILABLE = trainer_tests.env_server_available()
 if UNAVAILABLE is not None and os.environ.get("CI"):

@@ -1,7 +1,7 @@
 """`python -m coa_trainer …` entry point."""
 
 # First lines, before any heavy import: SIGTERM cancels cleanly from here on, and a child of a pipeline dies with it.
-from .lifecycle import StartupCancelled, cancel_during_startup, die_with_parent, run_and_exit
+from .base.lifecycle import StartupCancelled, cancel_during_startup, die_with_parent, run_and_exit
 
 cancel_during_startup()
 cancelled = False

@@ -7,13 +7,13 @@ import argparse
 import os
 import sys
 
-from .schemas import stage_table, trainable_stages
+from .contracts.schemas import stage_table, trainable_stages
 
 
 def name_arg(value: str) -> str:
     """argparse type for --label: the one name rule of src/core/names.ts (schemas/names.json) — a plain path segment,
     so stages/<label>/ can never leave the run directory."""
-    from .names import name_error
+    from .base.names import name_error
 
     err = name_error(value)
     if err:
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None, cancelled: bool = False) -> None:
     """`cancelled`: SIGTERM came while __main__ was importing this module."""
     import signal
 
-    from .lifecycle import StartupCancelled
+    from .base.lifecycle import StartupCancelled
 
     # held while parsing (a SIGTERM then arrives inside the try below, where the run directory is known)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
@@ -128,8 +128,8 @@ def cancelled_at_startup(args: argparse.Namespace) -> int:
     """A stage or pipeline stopped while starting: its `stage_finished` (cancelled) still comes, exit 130."""
     from pathlib import Path
 
-    from .events import EventWriter
-    from .lifecycle import RunLock, RunLockBusy, startup_step
+    from .base.events import EventWriter
+    from .base.lifecycle import RunLock, RunLockBusy, startup_step
 
     if args.command in ("train", "pipeline"):
         stage = (args.label or args.stage) if args.command == "train" else "pipeline"
@@ -150,26 +150,26 @@ def cancelled_at_startup(args: argparse.Namespace) -> int:
 
 def run_command(args: argparse.Namespace) -> None:
     if args.command == "train":
-        from .train import train_command
+        from .stages.train import train_command
 
         sys.exit(train_command(args))
     if args.command == "eval":
-        from .evaluate import eval_command
+        from .evaluation.agent import eval_command
 
         sys.exit(eval_command(args))
     if args.command == "export-onnx":
-        from .export_onnx import export_command
+        from .model.export_onnx import export_command
 
         sys.exit(export_command(args))
     if args.command == "pipeline":
-        from .pipeline import pipeline_command
+        from .pipeline.command import pipeline_command
 
         sys.exit(pipeline_command(args))
     if args.command == "collect":
-        from .collect import collect_command
+        from .stages.collect import collect_command
 
         sys.exit(collect_command(args))
     if args.command == "data":
-        from .benchmark import data_command
+        from .data.benchmark import data_command
 
         sys.exit(data_command(args))

@@ -97,8 +97,8 @@ def observed(bench):
     import hashlib
     import tempfile
 
-    from coa_trainer.benchmark import fetch_observations
-    from coa_trainer.env_client import EnvClient
+    from coa_trainer.data.benchmark import fetch_observations
+    from coa_trainer.env.client import EnvClient
 
     key = hashlib.sha256(json.dumps([bench.corpus, bench.top_k, bench.queries()]).encode()).hexdigest()
     if key not in _OBSERVED:

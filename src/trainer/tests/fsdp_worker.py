@@ -8,14 +8,14 @@ import random
 import sys
 
 import torch
-from coa_trainer.distributed import DistInfo
-from coa_trainer.fsdp import full_state_dict, gathered, shard
-from coa_trainer.generate import generate
-from coa_trainer.grpo import Sample
-from coa_trainer.lifecycle import run_and_exit
-from coa_trainer.logprobs import TokenScorer
-from coa_trainer.optim import make_optimizer
-from coa_trainer.rl import policy_updates
+from coa_trainer.base.distributed import DistInfo
+from coa_trainer.model.fsdp import full_state_dict, gathered, shard
+from coa_trainer.rollout.generate import generate
+from coa_trainer.algos.grpo import Sample
+from coa_trainer.base.lifecycle import run_and_exit
+from coa_trainer.model.scoring import TokenScorer
+from coa_trainer.model.optim import make_optimizer
+from coa_trainer.stages.rl import policy_updates
 
 V, G, GROUPS = 61, 2, 4
 CPU = torch.device("cpu")
@@ -49,7 +49,7 @@ def main(out: str) -> None:
     model = shard(scorer, None) if di.active else scorer
     ref = tiny(1)
     prompts, samples = batch()
-    per = len(samples) // di.world_size  # whole groups per rank, in order (as rl.py takes them)
+    per = len(samples) // di.world_size  # whole groups per rank, in order (as stages/rl.py takes them)
     mine = slice(di.rank * per, (di.rank + 1) * per)
     with gathered(model):
         new, _, _ = generate(scorer.lm, prompts[mine], 6, set(), 0, CPU)

@@ -5,8 +5,8 @@ checkpoint round trip and from a checkpoint written before the rules moved (whol
 import pytest
 
 from conftest import REPO, env_server_available
-from coa_trainer.alerts import AlertMonitor
-from coa_trainer.env_client import EnvClient, EnvError
+from coa_trainer.env.alerts import AlertMonitor
+from coa_trainer.env.client import EnvClient, EnvError
 
 TH = {"tool_call_explosion": 2.0, "think_collapse": 0.5, "all_wrong_groups": 0.5, "tool_failure_rate": 0.2,
       "window": 3}

@@ -1,8 +1,8 @@
 import re
 
-from coa_trainer.benchmark import generate, write_benchmark
-from coa_trainer.config import validate_config
-from coa_trainer.dialects import tags
+from coa_trainer.data.benchmark import generate, write_benchmark
+from coa_trainer.base.config import validate_config
+from coa_trainer.data.dialects import tags
 from conftest import TINY, observed
 
 

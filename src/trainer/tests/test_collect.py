@@ -30,8 +30,8 @@ from typing import ClassVar
 
 import pytest
 import torch
-from coa_trainer.collect import collect_command
-from coa_trainer.events import record_error
+from coa_trainer.stages.collect import collect_command
+from coa_trainer.base.events import record_error
 from conftest import REPO, env_server_available, merge, read_events
 
 UNAVAILABLE = env_server_available()
@@ -69,8 +69,8 @@ def questions(work) -> Path:
 def taught_model(realistic_model_dir, questions, work) -> Path:
     """The realistic model after 100 steps on three trajectories: two search (Search-R1 layout), one answers from
     memory. Greedy decoding then searches, reads the server's observation and answers."""
-    from coa_trainer.config import validate_config
-    from coa_trainer.prompts import prompt_string
+    from coa_trainer.base.config import validate_config
+    from coa_trainer.data.prompts import prompt_string
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = work / "taught"
@@ -103,7 +103,7 @@ def taught_model(realistic_model_dir, questions, work) -> Path:
 
 @pytest.fixture(scope="module")
 def env(work):
-    from coa_trainer.env_client import EnvClient
+    from coa_trainer.env.client import EnvClient
 
     client = EnvClient.start(CORPUS, "search-r1")
     yield client
@@ -219,7 +219,7 @@ def test_model_directory_and_transformers_serve_collect_the_same_trajectories(ta
 def _sft_on_the_collection(work: Path, questions: Path, model: Path, run_dir: Path, report: dict) -> None:
     """The run's SFT stages train on its collection (collect.use_for_sft): SFT-1 on the pairs the core built from
     it, SFT-2 on the kept trajectories."""
-    from coa_trainer.train import train_command
+    from coa_trainer.stages.train import train_command
 
     config = merge(_config(questions, {"path": str(model)}), {
         "model": {"path": str(model)},

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 
-from coa_trainer.agentio import AgentIO
-from coa_trainer.collect import (
+from coa_trainer.rollout.agentio import AgentIO
+from coa_trainer.stages.collect import (
     append_records,
     comparison_lines,
     read_collection,
     select,
 )
-from coa_trainer.dialects import tags
-from coa_trainer.teacher import Endpoint, EndpointSampler
+from coa_trainer.data.dialects import tags
+from coa_trainer.rollout.teacher import Endpoint, EndpointSampler
 
 SEL = {"correct_only": True, "format_clean": True, "max_tool_calls": 2, "dedupe": True}
 

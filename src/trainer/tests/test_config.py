@@ -1,8 +1,8 @@
 
 import pytest
 
-from coa_trainer.config import ConfigError, default_config, load_config, validate_config
-from coa_trainer.schemas import run_config_schema
+from coa_trainer.base.config import ConfigError, default_config, load_config, validate_config
+from coa_trainer.contracts.schemas import run_config_schema
 
 
 def test_defaults_come_from_the_schema():

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from coa_trainer.env_client import EnvClient
+from coa_trainer.env.client import EnvClient
 from conftest import REPO
 from test_eval_env import UNAVAILABLE
 
@@ -82,9 +82,9 @@ def test_record_vectors_through_the_grader(env):
 
 
 def test_answer_normalisation_vectors():
-    """The closed-book check in evaluate.py normalises answers itself (no server during pretraining):
+    """The closed-book check in evaluation/agent.py normalises answers itself (no server during pretraining):
     it must agree with the core on the shared answer vectors."""
-    from coa_trainer.evaluate import normalize_answer
+    from coa_trainer.evaluation.agent import normalize_answer
 
     vectors = json.loads((VECTORS / "answers.json").read_text())
     assert vectors["normalize"], "no normalisation vectors"

@@ -53,8 +53,8 @@ def test_a_rank_that_joined_a_group_exits_with_its_status_and_its_output(tmp_pat
     script.write_text(
         "import atexit, sys, torch\n"
         "import torch.distributed as dist\n"
-        "from coa_trainer.distributed import DistInfo\n"
-        "from coa_trainer.lifecycle import run_and_exit\n"
+        "from coa_trainer.base.distributed import DistInfo\n"
+        "from coa_trainer.base.lifecycle import run_and_exit\n"
         "def main():\n"
         "    di = DistInfo.from_env()\n"
         "    di.init(torch.device('cpu'))\n"

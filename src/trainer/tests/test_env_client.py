@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coa_trainer.env_client import EnvClient, EnvError
+from coa_trainer.env.client import EnvClient, EnvError
 from conftest import env_server_available
 
 UNAVAILABLE = env_server_available()

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from coa_trainer.benchmark import benchmark_from_config, ensure_benchmark_files
-from coa_trainer.config import validate_config
-from coa_trainer.dialects import tags
-from coa_trainer.env_client import EnvClient, EnvError
+from coa_trainer.data.benchmark import benchmark_from_config, ensure_benchmark_files
+from coa_trainer.base.config import validate_config
+from coa_trainer.data.dialects import tags
+from coa_trainer.env.client import EnvClient, EnvError
 from conftest import TINY, env_server_available, merge, read_events, run_trainer
 
 UNAVAILABLE = env_server_available()

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from coa_trainer.events import EventError, EventWriter, event_error, parse_event_line, validate_event
+from coa_trainer.base.events import EventError, EventWriter, event_error, parse_event_line, validate_event
 from conftest import REPO
 
 VECTORS = REPO / "test" / "conformance" / "events.json"

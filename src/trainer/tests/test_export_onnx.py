@@ -15,7 +15,7 @@ import pytest
 import torch
 from onnx.reference import ReferenceEvaluator
 
-from coa_trainer.model import Runtime, load_model, write_embedded_model
+from coa_trainer.model.load import Runtime, load_model, write_embedded_model
 
 from conftest import REPO
 
@@ -76,7 +76,7 @@ def test_export_onnx_never_replaces_a_fifo_or_device_and_writes_through_a_link(t
     one-line error before any work."""
     import os
 
-    from coa_trainer.export_onnx import model_file_target
+    from coa_trainer.model.export_onnx import model_file_target
 
     fifo = tmp_path / "model.fifo"
     os.mkfifo(fifo)

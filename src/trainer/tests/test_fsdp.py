@@ -35,10 +35,10 @@ def metrics(run_dir, stage):
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     """The tiny embedded model (random weights) and the benchmark files, shared by the stage tests."""
-    from coa_trainer.benchmark import ensure_benchmark_files
-    from coa_trainer.config import validate_config
-    from coa_trainer.model import write_embedded_model
-    from coa_trainer.train import vocabulary_texts
+    from coa_trainer.data.benchmark import ensure_benchmark_files
+    from coa_trainer.base.config import validate_config
+    from coa_trainer.model.load import write_embedded_model
+    from coa_trainer.data.benchmark import vocabulary_texts
 
     d = tmp_path_factory.mktemp("fsdpbase")
     config = validate_config(TINY)
@@ -96,7 +96,7 @@ def test_fsdp_sft_stage_equals_one_process_and_resumes_bit_identically(tmp_path,
     second = max(i for i, e in enumerate(events) if e["type"] == "run_started")
     again = [e for e in events[second:] if e["type"] == "metrics"]
     assert [e["step"] for e in again] == [3, 4]
-    # exactly once across the resume: the first attempt's steps 3-4 were dropped from events.jsonl (events.py)
+    # exactly once across the resume: the first attempt's steps 3-4 were dropped from events.jsonl (base/events.py)
     assert [e["step"] for e in events if e["type"] == "metrics"] == [1, 2, 3, 4]
     for e in again:
         for k in ("loss", "grad_norm", "lr"):

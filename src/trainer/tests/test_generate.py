@@ -4,7 +4,7 @@ and log-probs (the per-step results are gathered on the device and read back onc
 import pytest
 import torch
 
-from coa_trainer.generate import generate
+from coa_trainer.rollout.generate import generate
 
 CPU = torch.device("cpu")
 

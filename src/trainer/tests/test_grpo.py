@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from coa_trainer.grpo import Sample, group_advantages, grpo_loss_parts, grpo_token_terms
+from coa_trainer.algos.grpo import Sample, group_advantages, grpo_loss_parts, grpo_token_terms
 
 
 def test_group_advantages_centre_and_scale():

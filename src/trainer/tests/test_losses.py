@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from coa_trainer.data import Encoded, Pair
-from coa_trainer.losses import lm_loss_parts, sft1_loss_parts
+from coa_trainer.data.samples import Encoded, Pair
+from coa_trainer.algos.losses import lm_loss_parts, sft1_loss_parts
 
 
 class TableLM(torch.nn.Module):

@@ -5,12 +5,12 @@ import json
 import torch
 from tokenizers import Tokenizer, models, normalizers
 
-from coa_trainer.benchmark import generate
-from coa_trainer.config import validate_config
-from coa_trainer.dialects import all_tags
-from coa_trainer.model import count_parameters, load_model, setup_runtime, write_embedded_model
-from coa_trainer.tokenizer import EOS, PAD, UNK, pre_tokenizer, vocabulary
-from coa_trainer.train import vocabulary_texts
+from coa_trainer.data.benchmark import generate
+from coa_trainer.base.config import validate_config
+from coa_trainer.data.dialects import all_tags
+from coa_trainer.model.load import count_parameters, load_model, setup_runtime, write_embedded_model
+from coa_trainer.data.tokenizer import EOS, PAD, UNK, pre_tokenizer, vocabulary
+from coa_trainer.data.benchmark import vocabulary_texts
 from conftest import TINY, merge, observed, read_events, run_trainer
 
 
@@ -18,7 +18,7 @@ def test_embedded_default_is_small():
     config = validate_config({})
     bench = observed(generate(config["benchmark"], config["seed"]))
     from transformers import AutoModelForCausalLM
-    from coa_trainer.model import embedded_hf_config
+    from coa_trainer.model.load import embedded_hf_config
 
     cfg = embedded_hf_config(config["model"]["embedded"], len(vocabulary(vocabulary_texts(bench, config))) + 40, 0, 2)
     n = count_parameters(AutoModelForCausalLM.from_config(cfg))
@@ -70,7 +70,7 @@ def test_user_model_dir_with_lora_trains_and_chains(tmp_path, write_config):
 
 def test_loader_adds_missing_tags_as_single_tokens_when_asked(tmp_path):
     """model.tags_as_special_tokens: true — the embedded default's choice, an option for users' models."""
-    from coa_trainer.model import load_for_config
+    from coa_trainer.model.load import load_for_config
 
     config = validate_config(merge(TINY, {"model": {"tags_as_special_tokens": True}}))
     model_dir, base_vocab = _user_model_dir(tmp_path, config)

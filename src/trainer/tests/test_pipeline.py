@@ -10,8 +10,8 @@ import urllib.request
 
 import pytest
 
-from coa_trainer.events import validate_event
-from coa_trainer.results import comparisons
+from coa_trainer.base.events import validate_event
+from coa_trainer.evaluation.results import comparisons
 from conftest import PY, REPO, TINY, env_server_available, merge, read_events, run_trainer
 
 UNAVAILABLE = env_server_available()
@@ -142,8 +142,8 @@ def test_stage_command_lines_never_carry_the_env_token(tmp_path):
     with `ps` (then rewrites the run's OTC state). The token goes in the stage's environment (COA_ENV_TOKEN) instead;
     the end-to-end test above proves the stages still reach the server with it."""
     from coa_trainer.cli import build_parser
-    from coa_trainer.env_client import EnvClient
-    from coa_trainer.pipeline import Pipeline
+    from coa_trainer.env.client import EnvClient
+    from coa_trainer.pipeline.pipeline import Pipeline
 
     args = build_parser().parse_args(["pipeline", "--config", str(tmp_path / "run.json"), "--run-dir", str(tmp_path)])
     p = Pipeline(args, {}, writer=None)

@@ -6,6 +6,7 @@ tokenised it, ids stay end to end (re-tokenisation mismatches 0), and SFT-1/2/3 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -14,15 +15,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from coa_trainer.agentio import AgentIO
-from coa_trainer.config import validate_config
-from coa_trainer.data import encode_trajectory
-from coa_trainer.dialects import tags
-from coa_trainer.generate import StringStops, generate
-from coa_trainer.model import Runtime, load_for_config
-from coa_trainer.prompts import prompt_string
-from coa_trainer.rollout import retok_drift, retok_mismatch, rollout
-from coa_trainer.schemas import dialect_prompts
+from coa_trainer.rollout.agentio import AgentIO
+from coa_trainer.base.config import validate_config
+from coa_trainer.data.samples import encode_trajectory
+from coa_trainer.data.dialects import tags
+from coa_trainer.rollout.generate import StringStops, generate
+from coa_trainer.model.load import Runtime, load_for_config
+from coa_trainer.data.prompts import prompt_string
+from coa_trainer.rollout.loop import retok_drift, retok_mismatch, rollout
+from coa_trainer.contracts.schemas import dialect_prompts
 from conftest import REPO, env_server_available, merge, read_events, run_trainer
 
 UNAVAILABLE = env_server_available()
@@ -276,12 +277,12 @@ def test_eval_runs_the_rl_loop_with_evals_own_limits(realistic_model_dir, tmp_pa
     no separate loop with its own hard-coded limits."""
     from transformers import AutoTokenizer
 
-    import coa_trainer.baselines as baselines
-    import coa_trainer.evaluate as evaluate
-    import coa_trainer.rollout as rollout_mod
+    import coa_trainer.evaluation.baselines as baselines
+    import coa_trainer.evaluation.agent as evaluate
+    import coa_trainer.rollout.loop as rollout_mod
 
     assert evaluate.rollout is rollout_mod.rollout and baselines.eval_rollout is evaluate.eval_rollout
-    assert not hasattr(__import__("coa_trainer.generate").generate, "rollout")
+    assert not hasattr(importlib.import_module("coa_trainer.rollout.generate"), "rollout")
     tok = AutoTokenizer.from_pretrained(str(realistic_model_dir))
     config = validate_config(_config(realistic_model_dir, tmp_path / "t.jsonl", eval={"max_obs_tokens": 5}))
     io = AgentIO.make(tok, tags("search-r1"))

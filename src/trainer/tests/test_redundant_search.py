@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from coa_trainer.benchmark import fingerprint, generate, write_benchmark
-from coa_trainer.config import ConfigError, validate_config
-from coa_trainer.data import oracle_examples
-from coa_trainer.dialects import tags
+from coa_trainer.data.benchmark import fingerprint, generate, write_benchmark
+from coa_trainer.base.config import ConfigError, validate_config
+from coa_trainer.data.samples import oracle_examples
+from coa_trainer.data.dialects import tags
 from conftest import TINY, observed
 
 
@@ -77,8 +77,8 @@ def test_default_zero_changes_nothing(tmp_path):
 
 def test_redundant_trajectories_count_as_chain_of_action(tmp_path):
     """The SFT-2/3 mix puts a known question that the teacher searched with the chain-of-action samples."""
-    from coa_trainer.tokenizer import build_tokenizer, save_hf_tokenizer
-    from coa_trainer.train import vocabulary_texts
+    from coa_trainer.data.tokenizer import build_tokenizer, save_hf_tokenizer
+    from coa_trainer.data.benchmark import vocabulary_texts
     from transformers import AutoTokenizer
 
     config = validate_config({**TINY, "benchmark": {**TINY.get("benchmark", {}), "persons": 40,

@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-from coa_trainer.events import STEP_EVENTS, EventWriter
-from coa_trainer.lifecycle import LOCK_NAME, RunLock, RunLockBusy
+from coa_trainer.base.events import STEP_EVENTS, EventWriter
+from coa_trainer.base.lifecycle import LOCK_NAME, RunLock, RunLockBusy
 from conftest import PY, REPO, merge, read_events, run_trainer
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1"}

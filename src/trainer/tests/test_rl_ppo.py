@@ -8,9 +8,9 @@ import json
 import pytest
 import torch
 
-from coa_trainer.distributed import DistInfo
-from coa_trainer.grpo import Sample, group_advantages, grpo_loss_parts
-from coa_trainer.rl import mini_batch_slices, policy_updates
+from coa_trainer.base.distributed import DistInfo
+from coa_trainer.algos.grpo import Sample, group_advantages, grpo_loss_parts
+from coa_trainer.stages.rl import mini_batch_slices, policy_updates
 from conftest import TINY, merge, read_events, run_trainer
 
 G = 2
@@ -127,7 +127,7 @@ def test_ppo_epochs_reuse_the_batch():
 
 
 def test_config_fields_and_the_stage_check(tmp_path):
-    from coa_trainer.config import ConfigError, validate_config
+    from coa_trainer.base.config import ConfigError, validate_config
 
     c = validate_config(TINY)
     assert (c["stages"]["rl1"]["mini_batches"], c["stages"]["rl2"]["ppo_epochs"]) == (1, 1)

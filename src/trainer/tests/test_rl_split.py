@@ -6,10 +6,10 @@ import json
 import os
 
 import pytest
-from coa_trainer.benchmark import fingerprint, generate, write_benchmark
-from coa_trainer.config import ConfigError, validate_config
-from coa_trainer.data import sft_stream
-from coa_trainer.dialects import tags
+from coa_trainer.data.benchmark import fingerprint, generate, write_benchmark
+from coa_trainer.base.config import ConfigError, validate_config
+from coa_trainer.data.samples import sft_stream
+from coa_trainer.data.dialects import tags
 from conftest import TINY, env_server_available, merge, observed, read_events, run_trainer
 
 SPLITS = ("train", "rl", "dev", "test")
@@ -45,8 +45,8 @@ def test_four_disjoint_splits_with_rl_taken_from_train_only():
 
 
 def test_sft_data_never_holds_an_rl_question(tmp_path):
-    from coa_trainer.tokenizer import build_tokenizer, save_hf_tokenizer
-    from coa_trainer.train import vocabulary_texts
+    from coa_trainer.data.tokenizer import build_tokenizer, save_hf_tokenizer
+    from coa_trainer.data.benchmark import vocabulary_texts
     from transformers import AutoTokenizer
 
     config = validate_config(merge(TINY, {"benchmark": {"persons": 40, "rl_fraction": 0.25,
@@ -95,9 +95,9 @@ if UNAVAILABLE is not None and os.environ.get("CI"):
 def test_rl_stage_samples_only_rl_questions(tmp_path, write_config):
     """A real rl1 stage (random tiny model, 3 steps × 4 questions) with question_split rl: every rollout's question
     is an rl question. With rl_fraction 0 the same setting stops with a clear bad_config error."""
-    from coa_trainer.benchmark import ensure_benchmark_files
-    from coa_trainer.model import write_embedded_model
-    from coa_trainer.train import vocabulary_texts
+    from coa_trainer.data.benchmark import ensure_benchmark_files
+    from coa_trainer.model.load import write_embedded_model
+    from coa_trainer.data.benchmark import vocabulary_texts
 
     rl = {"steps": 3, "prompts_per_step": 4, "group_size": 2, "max_new_tokens": 12, "max_turns": 1,
           "sample_every": 1, "heldout_every": 0, "warmup_steps": 1, "question_split": "rl"}

@@ -10,8 +10,8 @@ import urllib.request
 import pytest
 import torch
 
-from coa_trainer.env_client import EnvClient
-from coa_trainer.events import event_error, record_error
+from coa_trainer.env.client import EnvClient
+from coa_trainer.base.events import event_error, record_error
 from conftest import PY, REPO, TINY, env_server_available, merge, read_events, run_trainer
 
 UNAVAILABLE = env_server_available()
@@ -30,10 +30,10 @@ METRICS = ("reward_mean", "reward_std", "em", "f1", "tc", "tp", "tool_failure_ra
 def base(tmp_path_factory):
     """The tiny embedded model (random weights: RL only needs a policy), the benchmark files and an env server on
     its corpus, shared by the tests."""
-    from coa_trainer.benchmark import ensure_benchmark_files
-    from coa_trainer.config import validate_config
-    from coa_trainer.model import write_embedded_model
-    from coa_trainer.train import vocabulary_texts
+    from coa_trainer.data.benchmark import ensure_benchmark_files
+    from coa_trainer.base.config import validate_config
+    from coa_trainer.model.load import write_embedded_model
+    from coa_trainer.data.benchmark import vocabulary_texts
 
     d = tmp_path_factory.mktemp("rlbase")
     config = validate_config(TINY)

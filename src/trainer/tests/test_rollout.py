@@ -7,14 +7,14 @@ import os
 import pytest
 import torch
 
-from coa_trainer.benchmark import generate as make_bench
-from coa_trainer.config import validate_config
-from coa_trainer.data import encode_text, prompt_text
-from coa_trainer.dialects import tags
-from coa_trainer.env_client import EnvClient
-from coa_trainer.model import Runtime, load_model, write_embedded_model
-from coa_trainer.rollout import retok_drift, retok_mismatch, rollout, token_offsets
-from coa_trainer.train import vocabulary_texts
+from coa_trainer.data.benchmark import generate as make_bench
+from coa_trainer.base.config import validate_config
+from coa_trainer.data.samples import encode_text, prompt_text
+from coa_trainer.data.dialects import tags
+from coa_trainer.env.client import EnvClient
+from coa_trainer.model.load import Runtime, load_model, write_embedded_model
+from coa_trainer.rollout.loop import retok_drift, retok_mismatch, rollout, token_offsets
+from coa_trainer.data.benchmark import vocabulary_texts
 from conftest import TINY, env_server_available, observed
 
 UNAVAILABLE = env_server_available()

@@ -7,17 +7,17 @@ import random
 
 import pytest
 import torch
-from coa_trainer import logprobs
-from coa_trainer.config import ConfigError
-from coa_trainer.data import Encoded, Pair
-from coa_trainer.distributed import DistInfo
-from coa_trainer.grpo import Sample, grpo_count, grpo_lengths, grpo_loss_parts
-from coa_trainer.logprobs import TokenScorer, full_token_logprobs
-from coa_trainer.losses import lm_count, lm_loss_parts, sft1_lengths, sft1_loss_parts
-from coa_trainer.microbatch import accumulate
-from coa_trainer.model import Runtime, load_model
-from coa_trainer.optim import load_master_state, make_optimizer, master_state
-from coa_trainer.packing import layout, micro_batches
+from coa_trainer.model import scoring as logprobs
+from coa_trainer.base.config import ConfigError
+from coa_trainer.data.samples import Encoded, Pair
+from coa_trainer.base.distributed import DistInfo
+from coa_trainer.algos.grpo import Sample, grpo_count, grpo_lengths, grpo_loss_parts
+from coa_trainer.model.scoring import TokenScorer, full_token_logprobs
+from coa_trainer.algos.losses import lm_count, lm_loss_parts, sft1_lengths, sft1_loss_parts
+from coa_trainer.algos.microbatch import accumulate
+from coa_trainer.model.load import Runtime, load_model
+from coa_trainer.model.optim import load_master_state, make_optimizer, master_state
+from coa_trainer.model.packing import layout, micro_batches
 from conftest import TINY, merge, read_events, run_trainer
 
 CPU = torch.device("cpu")
@@ -254,7 +254,7 @@ def test_bf16_weights_train_with_fp32_master_weights_and_resume_exactly(model_di
         assert p.grad is None and p.dtype == torch.bfloat16
 
     # a checkpoint keeps the masters: two more steps after a reload repeat the uninterrupted ones bit for bit
-    from coa_trainer.checkpoint import load_checkpoint, save_checkpoint
+    from coa_trainer.model.checkpoint import load_checkpoint, save_checkpoint
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
     path = save_checkpoint(tmp_path, 1, 0, lm, opt, sched, "sft2")

@@ -1,12 +1,12 @@
-"""The multi-seed results (seed_results.py) and the OTC headroom (results.otc_headroom) from synthetic per-seed
+"""The multi-seed results (evaluation/seed_results.py) and the OTC headroom (results.otc_headroom) from synthetic per-seed
 results: exact means, sample sds, seed counts and verdict sentences, and the files `pipeline --seeds` writes."""
 
 import json
 import math
 
 import pytest
-from coa_trainer.results import comparisons, otc_headroom
-from coa_trainer.seed_results import (
+from coa_trainer.evaluation.results import comparisons, otc_headroom
+from coa_trainer.evaluation.seed_results import (
     aggregate_rows,
     mean_sd,
     seed_verdicts,

@@ -2,12 +2,12 @@
 
 import pytest
 
-from coa_trainer.benchmark import generate, join_segments
-from coa_trainer.config import validate_config
-from coa_trainer.data import encode_segments, prompt_text, sft_stream
-from coa_trainer.dialects import all_tags, tags
-from coa_trainer.model import write_embedded_model, load_tokenizer
-from coa_trainer.train import vocabulary_texts
+from coa_trainer.data.benchmark import generate, join_segments
+from coa_trainer.base.config import validate_config
+from coa_trainer.data.samples import encode_segments, prompt_text, sft_stream
+from coa_trainer.data.dialects import all_tags, tags
+from coa_trainer.model.load import write_embedded_model, load_tokenizer
+from coa_trainer.data.benchmark import vocabulary_texts
 from conftest import TINY, observed
 
 

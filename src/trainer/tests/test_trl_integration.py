@@ -36,7 +36,7 @@ def trl_run(tmp_path_factory, realistic_model_dir):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from coa_trainer.env_client import EnvClient
+    from coa_trainer.env.client import EnvClient
     from coa_trainer.integrations.trl import CoaRun
 
     torch.set_num_threads(1)
@@ -67,7 +67,7 @@ def _events(run_dir: Path) -> list[dict]:
 
 
 def test_events_follow_the_protocol_and_carry_trl_and_coa_metrics(trl_run):
-    from coa_trainer.events import validate_event
+    from coa_trainer.base.events import validate_event
 
     events = _events(trl_run)
     for e in events:
@@ -144,7 +144,7 @@ def test_reward_reads_verl_ground_truth_through_trls_own_call(realistic_model_di
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from coa_trainer.env_client import EnvClient
+    from coa_trainer.env.client import EnvClient
     from coa_trainer.integrations.trl import CoaRun
 
     data = load_dataset("parquet", data_files=str(AUTOCOA_TEST), split="train").select(range(2))

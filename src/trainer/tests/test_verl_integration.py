@@ -21,7 +21,7 @@ from functools import partial
 import pytest
 
 from conftest import REPO, env_server_available
-from coa_trainer.env_client import EnvClient, EnvError
+from coa_trainer.env.client import EnvClient, EnvError
 from coa_trainer.integrations import grader
 
 CORPUS = REPO / "examples" / "data" / "search-r1" / "corpus_example.jsonl"

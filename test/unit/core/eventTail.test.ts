@@ -171,7 +171,7 @@ test('a resume that drops the redone steps (the trainer\'s own rewrite) reaches 
     let seen: TailBatch['events'] = [...(await tail.read()).events];
     assert.equal(seen.length, 7);
     // The resumed stage: the trainer's EventWriter drops steps 5, 6 written after the checkpoint, then redoes them.
-    const script = `import sys; from coa_trainer.events import EventWriter
+    const script = `import sys; from coa_trainer.base.events import EventWriter
 w = EventWriter(sys.argv[1], echo=None)
 print(w.supersede("sft2", 4, int(sys.argv[2])))`;
     const r = spawnSync(python, ['-c', script, d, String(offset)], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: join(__dirname, '../../../src/trainer') } });

@@ -19,7 +19,7 @@ function trainerView(t: { after: (fn: () => void) => void }): { steps: string[];
   const dir = mkdtempSync(join(tmpdir(), 'coa-stages-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   execFileSync(process.execPath, ['--import', 'tsx', 'scripts/gen-schemas.ts', dir], { cwd: REPO, stdio: 'ignore' });
-  const code = 'import json; from coa_trainer import pipeline, results, runlayout; from coa_trainer.cli import build_parser; ' +
+  const code = 'import json; from coa_trainer.pipeline import pipeline; from coa_trainer.evaluation import results; from coa_trainer.base import runlayout; from coa_trainer.cli import build_parser; ' +
     'print(json.dumps({"steps": pipeline.STEPS, "stages": runlayout.STAGE_ORDER, "rl": pipeline.RL_STEPS, "settings": results.SETTINGS}))';
   const out = execFileSync(python, ['-c', code], { cwd: REPO, encoding: 'utf8', env: { ...process.env, COA_SCHEMAS_DIR: dir, PYTHONPATH: join(REPO, 'src/trainer') } });
   return JSON.parse(out);

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 
-from coa_trainer.export_onnx import export
-from coa_trainer.generate import generate
-from coa_trainer.model import Runtime, load_model, write_embedded_model
+from coa_trainer.model.export_onnx import export
+from coa_trainer.rollout.generate import generate
+from coa_trainer.model.load import Runtime, load_model, write_embedded_model
 
 TEXTS = [
     "question : who wrote the book of sand ? <think> i should search </think> <search> book of sand author </search>",

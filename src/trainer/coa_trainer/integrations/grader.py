@@ -16,7 +16,7 @@ import os
 import threading
 from typing import Any
 
-from ..env_client import EnvClient, EnvError
+from ..env.client import EnvClient, EnvError
 
 _lock = threading.Lock()
 _client: EnvClient | None = None

@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 from transformers import TrainerCallback
 
-from ..alerts import AlertMonitor
-from ..events import EventWriter
+from ..env.alerts import AlertMonitor
+from ..base.events import EventWriter
 from .grader import golden_list, grader, reward_settings
 
 # TRL's metric names → the signals of the core's alert rules (src/core/alerts.ts). The coa/* ones are this module's.

@@ -1,0 +1,106 @@
+"""GRPO: group-relative advantages and the clipped policy loss with a k3 KL to a frozen reference.
+
+The loss is a token mean over model-generated tokens only: observation tokens (loss mask 0) are out of the
+numerator, the denominator *and* the KL — AutoCoA masks them only in the advantages. Masked positions are replaced
+before any exp(), so whatever log-probs or advantages sit there cannot leak in (not even as inf · 0 = NaN).
+Returns (sum, count, extras) like the other stage losses so the trainer divides by the global count under DDP."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass
+class Sample:
+    """One trajectory to train on: response ids with loss mask, the sampler's log-probs (None where mask 0)."""
+
+    prompt_ids: list[int]
+    ids: list[int]
+    loss_mask: list[int]
+    logprobs: list[float | None]
+    advantage: float
+
+
+def group_advantages(rewards: list[float], group_size: int, std_normalize: bool, eps: float = 1e-6) -> list[float]:
+    """r − mean(group), optionally ÷ (std(group) + eps); groups are consecutive runs of `group_size` rewards."""
+    if len(rewards) % group_size:
+        raise ValueError(f"{len(rewards)} rewards do not split into groups of {group_size}")
+    out: list[float] = []
+    for g in range(0, len(rewards), group_size):
+        r = torch.tensor(rewards[g:g + group_size], dtype=torch.float64)
+        a = r - r.mean()
+        if std_normalize:
+            # population std (unbiased=False) so G = 1 gives 0 advantage, not NaN
+            a = a / (r.std(unbiased=False) + eps)
+        out += a.tolist()
+    return out
+
+
+def grpo_token_terms(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, adv: torch.Tensor,
+                     mask: torch.Tensor, clip_eps: float, kl_coef: float) -> tuple[torch.Tensor, float, dict]:
+    """Per-token GRPO terms on [B, T] tensors (adv broadcast per row or per token); mask 1 = model-generated.
+    loss_t = −min(ρ·A, clip(ρ, 1±ε)·A) + β·k3,  ρ = exp(logp − old),  k3 = exp(ref − logp) − (ref − logp) − 1."""
+    m = mask > 0
+    zero = torch.zeros_like(logp)
+    if adv.dim() == 1:
+        adv = adv[:, None].expand_as(logp)
+    adv = torch.where(m, adv, zero)
+    log_ratio = torch.where(m, logp - old_logp, zero)
+    ratio = torch.exp(log_ratio)
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * adv
+    pg = -torch.minimum(unclipped, clipped)
+    d = torch.where(m, ref_logp - logp, zero)
+    k3 = torch.exp(d) - d - 1
+    per_token = torch.where(m, pg + kl_coef * k3, zero)
+    count = float(m.sum().item())
+    with torch.no_grad():
+        clip_hit = m & (clipped < unclipped)  # the clipped branch is the active one
+        extras = {"kl_sum": float((k3 * m).sum()), "clip_sum": float(clip_hit.sum()),
+                  "pg_sum": float((pg * m).sum()), "ratio_sum": float((ratio * m).sum())}
+    return per_token.sum(), count, extras
+
+
+def _targets(s: Sample, values: list[float]) -> list[float]:
+    """Per-target values of one sample's sequence (prompt + response), aligned with its targets (token t+1)."""
+    return ([0.0] * len(s.prompt_ids) + values)[1:]
+
+
+def grpo_count(samples: list[Sample]) -> float:
+    """Trained tokens of a batch (what grpo_loss_parts returns as count), known before any forward."""
+    return float(sum(sum(_targets(s, [float(m > 0) for m in s.loss_mask])) for s in samples))
+
+
+def grpo_lengths(samples: list[Sample]) -> list[list[int]]:
+    return [[len(s.prompt_ids) + len(s.ids)] for s in samples]
+
+
+def grpo_loss_parts(model: Any, ref_model: Any | None, samples: list[Sample], pad_id: int, device: torch.device,
+                    dtype: torch.dtype | None, clip_eps: float, kl_coef: float, temperature: float,
+                    packed: bool = False) -> tuple[torch.Tensor, float, dict[str, float]]:
+    """The GRPO loss pieces of a batch of trajectories (policy forward with grad, reference without). Log-probs and
+    entropy come a chunk of positions at a time, only at trained positions (logprobs.TokenScorer)."""
+    from ..model.scoring import as_scorer
+    from ..model.packing import layout
+
+    lay = layout([s.prompt_ids + s.ids for s in samples], pad_id, packed, device)
+    mask = lay.place([_targets(s, [float(m) for m in s.loss_mask]) for s in samples])
+    old = lay.place([_targets(s, [lp if lp is not None else 0.0 for lp in s.logprobs]) for s in samples])
+    adv = lay.place([[s.advantage] * (len(s.prompt_ids) + len(s.ids) - 1) for s in samples])
+    sel = mask > 0
+    logp, ent = as_scorer(model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
+                                 with_entropy=True, dtype=dtype)
+    if ref_model is not None and kl_coef > 0:
+        with torch.no_grad():
+            ref, _ = as_scorer(ref_model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
+                                          dtype=dtype)
+    else:
+        ref = logp.detach()  # no reference: k3 = 0
+    loss_sum, count, extras = grpo_token_terms(logp, old, ref, adv, mask, clip_eps, kl_coef)
+    with torch.no_grad():
+        extras["entropy_sum"] = float((ent * mask).sum())
+        extras["train_tokens"] = float(lay.tokens)
+    return loss_sum, count, extras

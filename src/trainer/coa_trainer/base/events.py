@@ -1,0 +1,230 @@
+"""Event protocol v1: EventWriter appends one JSON object per line to runs/<id>/events.jsonl (flushed per event)
+and echoes it on stdout. Events and records are validated against the JSON Schemas generated from the core
+(src/core/events.ts, src/core/record.ts → schemas/events.schema.json, schemas/record.schema.json); both languages
+are checked against test/conformance/events.json.
+
+Exactly once across resume (docs/training.md, "Stopping, killing, resuming"): a checkpoint records the events file's size
+(`resume_marks`); a stage resumed from it drops its own step events written after that point (`supersede`: the
+steps it is about to redo), by writing the file anew and renaming it over the old one. Readers following the file
+see a new inode and start again from the top (src/core/eventTail.ts reports a reset); writers still holding the old
+file reopen it before their next event."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..contracts.schemas import load_schema_file
+
+PROTOCOL_VERSION = 1
+# Events that belong to one step of one stage: after a resume each (type, stage, step) appears once in events.jsonl.
+STEP_EVENTS = ("metrics", "progress", "sample", "checkpoint", "eval", "alert")
+
+
+class EventError(ValueError):
+    pass
+
+
+def _same_length_as(validator: Any, spec: dict, instance: Any, schema: dict) -> Any:
+    """The `x-same-length-as` keyword of the generated schemas ({"ids": [keys…]}: each key's array is as long
+    as ids); JSON Schema cannot compare lengths, so the core exports the rule as a keyword of its own."""
+    from jsonschema import ValidationError
+
+    if not isinstance(instance, dict):
+        return
+    for ref, keys in spec.items():
+        for key in keys:
+            if isinstance(instance.get(key), list) and isinstance(instance.get(ref), list) \
+                    and len(instance[key]) != len(instance[ref]):
+                yield ValidationError(f"{key} has {len(instance[key])} entries but {ref} has {len(instance[ref])}",
+                                      path=[key])
+
+
+@lru_cache(maxsize=None)
+def _validator(schema_file: str, event_type: str | None = None) -> Any:
+    """A compiled validator for a generated schema (for events: the branch of one event type, for clear errors)."""
+    from jsonschema import Draft202012Validator, validators
+
+    schema = load_schema_file(schema_file)
+    if event_type is not None:
+        schema = {"$schema": schema["$schema"], **_branches()[event_type]}
+    cls = validators.extend(Draft202012Validator, {"x-same-length-as": _same_length_as})
+    return cls(schema)
+
+
+@lru_cache(maxsize=None)
+def _branches() -> dict[str, dict]:
+    return {b["properties"]["type"]["const"]: b for b in load_schema_file("events.schema.json")["oneOf"]}
+
+
+def _first_error(validator: Any, value: Any) -> str | None:
+    from jsonschema.exceptions import best_match
+
+    err = best_match(validator.iter_errors(value))
+    if err is None:
+        return None
+    where = ".".join(str(p) for p in err.absolute_path) or "(root)"
+    return f"{where}: {err.message}"
+
+
+def record_error(r: Any) -> str | None:
+    """Why a trajectory record is invalid (None if valid), by schemas/record.schema.json."""
+    return _first_error(_validator("record.schema.json"), r)
+
+
+def event_error(event: Any) -> str | None:
+    """Why an event is invalid under protocol v1 (None if valid), by schemas/events.schema.json."""
+    if not isinstance(event, dict):
+        return "(root): expected object"
+    kind = event.get("type")
+    if kind not in _branches():
+        return f"type: unknown event type {kind!r} (expected one of {', '.join(_branches())})"
+    return _first_error(_validator("events.schema.json", kind), event)
+
+
+def validate_event(event: Any) -> None:
+    err = event_error(event)
+    if err:
+        raise EventError(err)
+
+
+def parse_event_line(line: str) -> dict:
+    """Parse one events.jsonl line; raises EventError (NaN/Infinity literals are not JSON)."""
+    def no_constants(name: str) -> Any:
+        raise EventError(f"invalid JSON: {name} is not a JSON number")
+
+    try:
+        value = json.loads(line, parse_constant=no_constants)
+    except json.JSONDecodeError as e:
+        raise EventError(f"invalid JSON: {e.msg}") from e
+    validate_event(value)
+    return value
+
+
+# ---------------------------------------------------------------- writing
+
+def sanitize(value: Any) -> Any:
+    """NaN/±inf → None (JSON has no NaN); tensors/numpy scalars → Python numbers; tuples → lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): sanitize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [sanitize(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
+        return sanitize(value.item())
+    return value
+
+
+class EventWriter:
+    """Appends validated events to <run_dir>/events.jsonl and echoes them on stdout.
+
+    Only one process writes (rank 0 under DDP): other ranks get enabled=False and emit nothing."""
+
+    def __init__(self, run_dir: str | Path, run_id: str | None = None, *, echo: TextIO | None = sys.stdout,
+                 enabled: bool = True):
+        self.run_dir = Path(run_dir)
+        self.run = run_id or self.run_dir.resolve().name
+        self.echo = echo
+        self.enabled = enabled
+        self.path = self.run_dir / "events.jsonl"
+        self._file = None
+        self._ino = 0
+        if enabled:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self._open()
+
+    def _open(self) -> None:
+        self._file = open(self.path, "a", encoding="utf-8")
+        self._ino = os.fstat(self._file.fileno()).st_ino
+        if self._file.tell() > 0:  # a line cut by a kill must not swallow the next event
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    self._file.write("\n")
+                    self._file.flush()
+
+    def _current_file(self) -> Any:
+        """The open file, reopened when another writer replaced events.jsonl (a resumed stage's supersede)."""
+        assert self._file is not None
+        try:
+            replaced = os.stat(self.path).st_ino != self._ino
+        except FileNotFoundError:
+            replaced = True
+        if replaced:
+            self._file.close()
+            self._open()
+        return self._file
+
+    def emit(self, type: str, **fields: Any) -> dict:
+        event = sanitize({"v": PROTOCOL_VERSION, "time": time.time(), "run": self.run, "type": type, **fields})
+        validate_event(event)  # a malformed event is a trainer bug: fail loudly rather than confuse the editor
+        if not self.enabled:
+            return event
+        line = json.dumps(event, allow_nan=False, ensure_ascii=False)
+        f = self._current_file()
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno()) if type in ("stage_finished", "error", "checkpoint") else None
+        if self.echo is not None:
+            self.echo.write(line + "\n")
+            self.echo.flush()
+        return event
+
+    def resume_marks(self) -> dict:
+        """What a checkpoint records so that a resume from it can drop the events written after it."""
+        if not self.enabled:
+            return {}
+        return {"events_offset": self._current_file().tell()}
+
+    def supersede(self, stage: str, step: int, offset: int | None) -> int:
+        """Drop `stage`'s step events (STEP_EVENTS) with a step after `step` written at or after byte `offset` — the
+        steps a run resumed from that checkpoint does again. Everything else stays, in order. Atomic: a new file,
+        fsynced, renamed over events.jsonl. Returns how many events were dropped."""
+        if not self.enabled or not self.path.is_file():
+            return 0
+        with open(self.path, "rb") as f:
+            data = f.read()
+        start = min(max(offset or 0, 0), len(data))
+        start = data.rfind(b"\n", 0, start) + 1  # a whole line (an offset is always one; be safe)
+        kept: list[bytes] = []
+        dropped = 0
+        for raw in data[start:].splitlines(keepends=True):
+            try:
+                e = json.loads(raw)
+            except ValueError:  # a line cut by a kill: keep it as it is (readers report it)
+                kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
+                continue
+            if (isinstance(e, dict) and e.get("type") in STEP_EVENTS and e.get("stage") == stage
+                    and isinstance(e.get("step"), int) and e["step"] > step):
+                dropped += 1
+            else:
+                kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
+        if dropped == 0:
+            return 0
+        tmp = self.path.with_name(self.path.name + ".resume-tmp")
+        with open(tmp, "wb") as f:
+            f.write(data[:start])
+            f.writelines(kept)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        self._current_file()  # reopen ours now
+        return dropped
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> "EventWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,65 @@
+"""The embedded default's tokenizer: word-level over the synthetic vocabulary, built with `tokenizers`, with every
+dialect tag one special token. Word-level keeps decode → encode an identity on anything the model can write
+(no merge ambiguity), which the RL stages rely on (re-tokenisation mismatches must be 0)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+from tokenizers import AddedToken
+
+from ..data.dialects import all_tags
+from ..contracts.schemas import dialect_table
+
+PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
+PUNCT = list(".,:;?!'\"()[]{}<>/\\-_+=*&%$#@|~`^")
+
+
+def pre_tokenizer() -> pre_tokenizers.PreTokenizer:
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.WhitespaceSplit(),
+        pre_tokenizers.Punctuation("isolated"),
+        pre_tokenizers.Digits(individual_digits=True),
+    ])
+
+
+def vocabulary(texts: Iterable[str]) -> list[str]:
+    """Sorted words of `texts` as the pre-tokenizer splits them (tags removed), plus digits and punctuation."""
+    tag_re = re.compile("|".join(re.escape(t) for t in sorted(all_tags(), key=len, reverse=True)))
+    norm = normalizers.Lowercase()
+    pre = pre_tokenizer()
+    # the words observation layouts and answer syntax write themselves (src/env/observations.ts layoutWords), so
+    # real observations never hit <unk>
+    words: set[str] = set(dialect_table()["tokenizer_words"]) | set(PUNCT) | {str(d) for d in range(10)}
+    for text in texts:
+        for piece, _ in pre.pre_tokenize_str(norm.normalize_str(tag_re.sub(" ", text))):
+            words.add(piece)
+    return sorted(words)
+
+
+def build_tokenizer(texts: Iterable[str]) -> Tokenizer:
+    tags = all_tags()
+    specials = [PAD, UNK, EOS, *tags]
+    vocab = {tok: i for i, tok in enumerate(specials)}
+    for w in vocabulary(texts):
+        vocab.setdefault(w, len(vocab))
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins tokens with single spaces
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+    return tok
+
+
+def save_hf_tokenizer(tok: Tokenizer, out_dir: Path) -> None:
+    """Save as a transformers fast tokenizer (AutoTokenizer.from_pretrained loads it)."""
+    from transformers import PreTrainedTokenizerFast
+
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token=PAD, unk_token=UNK, eos_token=EOS,
+        additional_special_tokens=list(all_tags()), padding_side="left", clean_up_tokenization_spaces=False,
+    )
+    hf.save_pretrained(str(out_dir))

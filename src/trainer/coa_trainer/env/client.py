@@ -1,0 +1,222 @@
+"""Client for the environment server (`coa env serve`, src/env): starts it as a child process (argument list, no
+shell), reads its `{"event":"listening","url","token"}` line, calls /v1/tools/search and /v1/grade, and stops it.
+Or attaches to a server that is already running (url + token). Calls keep one HTTP/1.1 connection alive per
+thread (rollout workers call from several threads) and reconnect once when the server has dropped it."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import queue
+import shutil
+import subprocess
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from ..contracts.schemas import REPO_ROOT
+
+
+class EnvError(RuntimeError):
+    """The environment server could not be started or reached, or answered with an error."""
+
+
+class EnvClient:
+    def __init__(self, url: str, token: str, timeout_s: float = 60.0):
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout_s = timeout_s
+        self.process: subprocess.Popen | None = None
+        self.stderr_tail: list[str] = []
+        parsed = urllib.parse.urlsplit(self.url)
+        if parsed.scheme != "http" or not parsed.hostname:
+            raise EnvError(f"environment server url must be http://host:port, got {url!r}")
+        self._host, self._port, self._prefix = parsed.hostname, parsed.port or 80, parsed.path
+        self._local = threading.local()  # one kept-alive connection per calling thread
+        self.connections_opened = 0
+
+    # ------------------------------------------------------------ lifecycle
+    @classmethod
+    def start(cls, corpus: str | Path, dialect: str = "coa", node: str | None = None, cli: str | Path | None = None,
+              startup_timeout_s: float = 30.0, extra_args: list[str] | None = None) -> "EnvClient":
+        node_exe = node or os.environ.get("COA_NODE") or shutil.which("node")
+        if not node_exe:
+            raise EnvError("node not found: put it on PATH or set COA_NODE (the environment server is Node)")
+        cli_path = Path(cli) if cli else REPO_ROOT / "dist" / "cli.js"
+        if not cli_path.is_absolute() and not cli_path.exists():
+            cli_path = REPO_ROOT / cli_path
+        if not cli_path.is_file():
+            raise EnvError(f"{cli_path} not found: build the CLI first (npm run build)")
+        if not Path(corpus).is_file():
+            raise EnvError(f"corpus {corpus} not found")
+        # --parent-pid: the server stops itself when this process dies, even by SIGKILL (no orphaned servers)
+        argv = [node_exe, str(cli_path), "env", "serve", "--corpus", str(corpus), "--port", "0",
+                "--dialect", dialect, "--parent-pid", str(os.getpid()), *(extra_args or [])]
+        # a server of our own gets a fresh random token (it prints it on stdout), not one meant for another server
+        env = {k: v for k, v in os.environ.items() if k != "COA_ENV_TOKEN"}
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, bufsize=1, env=env)
+        except OSError as e:
+            raise EnvError(f"cannot start {node_exe}: {e.strerror}") from e
+        lines: "queue.Queue[str | None]" = queue.Queue()
+        stderr_tail: list[str] = []
+
+        def pump_stdout() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        def pump_stderr() -> None:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                stderr_tail.append(line.rstrip())
+                del stderr_tail[:-20]
+
+        threading.Thread(target=pump_stdout, daemon=True).start()
+        threading.Thread(target=pump_stderr, daemon=True).start()
+        deadline = time.time() + startup_timeout_s
+        while True:
+            remaining = deadline - time.time()
+            if remaining <= 0:
+                proc.kill()
+                raise EnvError(f"environment server did not report listening within {startup_timeout_s:.0f}s")
+            try:
+                line = lines.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if line is None:
+                proc.wait(timeout=5)
+                tail = "\n".join(stderr_tail[-5:])
+                raise EnvError(f"environment server exited with code {proc.returncode} before listening: {tail}")
+            try:
+                msg = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(msg, dict) and msg.get("event") == "listening":
+                client = cls(msg["url"], msg["token"])
+                client.process = proc
+                client.stderr_tail = stderr_tail
+                # keep draining stdout so the child never blocks on a full pipe
+                threading.Thread(target=lambda: [None for _ in iter(lines.get, None)], daemon=True).start()
+                return client
+
+    def close(self) -> None:
+        """Close this thread's kept-alive connection (a later call opens a new one)."""
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            conn.close()
+
+    def stop(self) -> None:
+        self.close()
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+    def __enter__(self) -> "EnvClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------ calls
+    def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
+        """This thread's connection, and whether it was already used (so may have been dropped by the server)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn, True
+        conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
+        self._local.conn = conn
+        self.connections_opened += 1
+        return conn, False
+
+    def _exchange(self, method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        for attempt in (0, 1):
+            conn, reused = self._connection()
+            try:
+                conn.request(method, self._prefix + path, body=data, headers=headers)
+                resp = conn.getresponse()
+                payload = resp.read()
+                if resp.will_close:  # the server closes after this answer (e.g. 413, 504): start afresh next time
+                    self.close()
+                return resp.status, payload
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
+                self.close()
+                # A kept-alive connection the server closed while idle fails before any answer: reconnect once.
+                if reused and attempt == 0:
+                    continue
+                raise EnvError(f"{method} {path} failed: {e}") from e
+            except (OSError, http.client.HTTPException) as e:
+                self.close()
+                raise EnvError(f"{method} {path} failed: {e}") from e
+        raise AssertionError("unreachable")
+
+    def _json(self, method: str, path: str, body: dict | None = None) -> dict:
+        """One authenticated JSON request; every failure is an EnvError naming the method and path."""
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        status, payload = self._exchange(method, path, data)
+        if not 200 <= status < 300:
+            detail = payload.decode("utf-8", "replace")[:500]
+            raise EnvError(f"{method} {path} → HTTP {status}: {detail}")
+        try:
+            return json.loads(payload.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise EnvError(f"{method} {path} → HTTP {status} with a non-JSON body: {payload[:200]!r}") from e
+
+    def _post(self, path: str, body: dict) -> dict:
+        return self._json("POST", path, body)
+
+    def health(self) -> dict:
+        return self._json("GET", "/v1/health")
+
+    def search(self, queries: list[str], top_k: int = 3, dialect: str = "coa") -> dict:
+        """{"results": [[{id,title,contents,score}]], "observations": [text between the observation tags]}"""
+        if not queries:
+            return {"results": [], "observations": []}
+        return self._post("/v1/tools/search", {"queries": queries, "top_k": top_k, "dialect": dialect})
+
+    def grade(self, records: list[dict], scheme: str = "em", params: dict | None = None, run: str | None = None
+              ) -> list[dict]:
+        body: dict[str, Any] = {"records": records, "scheme": scheme}
+        if params is not None:
+            body["params"] = params
+        if run is not None:
+            body["run"] = run
+        return self._post("/v1/grade", body)["breakdowns"]
+
+    def alerts(self, step: int, values: dict, thresholds: dict | None = None, state: dict | None = None,
+               heldout: float | None = None) -> dict:
+        """The core's agent alerts for one step: {"alerts": [{kind, severity, message}], "state": new state}."""
+        body: dict[str, Any] = {"step": step, "values": values, "thresholds": thresholds or {}}
+        if state:
+            body["state"] = state
+        if heldout is not None:
+            body["heldout"] = heldout
+        return self._post("/v1/alerts", body)
+
+    # ------------------------------------------------------------ OTC-GRPO state (saved in RL checkpoints)
+    def export_otc_state(self, run: str) -> dict | None:
+        """The run's running per-question minimum of tool calls; None when the run has no state yet."""
+        try:
+            return self._json("GET", f"/v1/runs/{run}/otc-state")
+        except EnvError as e:
+            if "HTTP 404" in str(e):
+                return None
+            raise
+
+    def import_otc_state(self, run: str, state: dict) -> dict:
+        return self._json("PUT", f"/v1/runs/{run}/otc-state", state)

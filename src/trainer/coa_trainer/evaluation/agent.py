@@ -1,0 +1,269 @@
+"""Evaluation.
+- plain: the pretraining QA form (`question : … \\n answer :`), greedy, no tags — the base model's closed-book EM,
+  computed here (SQuAD normalisation) because it is the pretraining stage's own check.
+- agent: greedy tool loop against the real environment server; every trajectory is graded by the server's
+  /v1/grade so reward and format rules live only in TypeScript. Metrics per split: EM, F1, TC (tool calls per
+  question), TP (correct answers per tool call), format-error rate; an `eval` event per split and a table.
+- no-tool: the agent prompt with tools refused (an action ends the trajectory), graded by the server likewise."""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..base import quiet  # noqa: F401
+from ..data.benchmark import Benchmark
+from ..data.samples import encode_text, prompt_text
+from ..rollout.generate import generate
+from ..data.prompts import prompt_ids
+from ..rollout.loop import rollout
+from ..data.userdata import golden
+
+
+def normalize_answer(s: str) -> str:
+    """SQuAD/Search-R1 normalisation, as src/core/answer.ts (kept in step by test/conformance/answers.json).
+    Closed-book evaluation runs inside training, where no environment server is up to grade."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+@torch.no_grad()
+def plain_eval(model: Any, tok: Any, bench: Benchmark, config: dict, split: str, rt: Any, batch_size: int = 64
+               ) -> tuple[dict, list[dict]]:
+    """Closed-book EM in the pretraining QA form, overall and by known/unknown and hops."""
+    questions = bench.split(split)
+    rows = []
+    for i in range(0, len(questions), batch_size):
+        qs = questions[i:i + batch_size]
+        prompts = [encode_text(tok, prompt_text(config, q.question) + "answer :")[0] for q in qs]
+        outs, _, _ = generate(model, prompts, 6, {tok.eos_token_id}, tok.pad_token_id, rt.device, rt.autocast_dtype)
+        for q, ids in zip(qs, outs):
+            pred = tok.decode([t for t in ids if t != tok.eos_token_id], skip_special_tokens=True).strip()
+            rows.append({"id": q.id, "pred": pred, "answer": q.answer, "known": q.known, "hops": len(q.hops),
+                         "em": float(normalize_answer(pred) == normalize_answer(q.answer))})
+
+    def mean(sel: list[dict]) -> float | None:
+        return sum(r["em"] for r in sel) / len(sel) if sel else None
+
+    metrics = {
+        "em": mean(rows),
+        "em_known": mean([r for r in rows if r["known"]]),
+        "em_unknown": mean([r for r in rows if not r["known"]]),
+        "em_known_1hop": mean([r for r in rows if r["known"] and r["hops"] == 1]),
+        "em_unknown_1hop": mean([r for r in rows if not r["known"] and r["hops"] == 1]),
+        "em_known_2hop": mean([r for r in rows if r["known"] and r["hops"] == 2]),
+        "questions": float(len(rows)),
+    }
+    return metrics, rows
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _rate(rows: list[dict], pred) -> float | None:
+    """Mean of pred over the rows whose question knows its optimum (the embedded benchmark's; users' do not)."""
+    sel = [r for r in rows if r["optimal"] is not None]
+    return _mean([1.0 if pred(r) else 0.0 for r in sel]) if sel else None
+
+
+def eval_rollout(model: Any, tok: Any, config: dict, prompts: list[list[int]], tool: Any, rt: Any, io: Any = None,
+                 ) -> list:
+    """Greedy rollouts with eval's limits — the RL stages' loop (rollout.rollout), so eval and RL sample alike."""
+    from ..data.dialects import tags
+
+    from ..data.lengths import resolve_max_len
+    from ..model.load import model_context
+
+    ecfg = config["eval"]
+    max_len = resolve_max_len(ecfg["max_len"], None, model_context(model))
+    return rollout(model, tok, prompts, tags(config["dialect"]), tool, max_turns=ecfg["max_turns"],
+                   max_new_tokens=ecfg["max_new_tokens"], max_obs_tokens=ecfg["max_obs_tokens"],
+                   max_len=max_len, device=rt.device, dtype=rt.autocast_dtype, temperature=0.0,
+                   simulate=False, io=io)
+
+
+@torch.no_grad()
+def agent_eval(model: Any, tok: Any, bench: Any, config: dict, split: str, rt: Any, env: Any,
+               tools: bool = True, run: str | None = None, stage: str = "eval", io: Any = None
+               ) -> tuple[dict, list[dict]]:
+    """Greedy rollouts with the search tool served by `env`, graded by the server (scheme em). `bench`: the
+    embedded benchmark or the user's data (anything with split())."""
+    ecfg = config["eval"]
+    questions = bench.split(split)
+    if ecfg["limit"]:
+        questions = questions[: ecfg["limit"]]
+    failures = {"n": 0}
+
+    def tool(queries: list[str]) -> list[str | None]:
+        try:
+            return list(env.search(queries, top_k=ecfg["top_k"], dialect=config["dialect"])["observations"])
+        except Exception:  # noqa: BLE001 — a failed call is an observation-less turn, counted below
+            failures["n"] += len(queries)
+            return [None] * len(queries)
+
+    records: list[dict] = []
+    trajs_all = []
+    for i in range(0, len(questions), ecfg["batch_size"]):
+        qs = questions[i:i + ecfg["batch_size"]]
+        prompts = [prompt_ids(tok, config, q.question) for q in qs]
+        trajs = eval_rollout(model, tok, config, prompts, tool if tools else None, rt, io)
+        for j, (q, tr) in enumerate(zip(qs, trajs)):
+            records.append({
+                "id": q.id, "question": q.question, "golden_answers": golden(q),
+                "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": config["dialect"],
+                "tokens": {"ids": tr.ids, "loss_mask": tr.loss_mask},
+                "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {})},
+            })
+            trajs_all.append((q, tr))
+    breakdowns = []
+    for i in range(0, len(records), 256):
+        breakdowns += env.grade(records[i:i + 256], scheme="em")
+    rows = []
+    for rec, b, (q, tr) in zip(records, breakdowns, trajs_all):
+        rec["reward"] = b
+        rows.append({"em": float(b["em"]), "f1": float(b["f1"]), "format_ok": bool(b["format_ok"]),
+                     "tc": int(b["tool_calls"]), "optimal": q.optimal_tool_calls, "known": q.known,
+                     "hops": len(q.hops), "truncated": tr.truncated, "failures": tr.tool_failures})
+    total_tc = sum(r["tc"] for r in rows)
+    metrics = {
+        "em": _mean([r["em"] for r in rows]),
+        "f1": _mean([r["f1"] for r in rows]),
+        "tc": _mean([float(r["tc"]) for r in rows]),
+        "tp": (sum(r["em"] for r in rows) / total_tc) if total_tc else None,
+        "format_error_rate": _mean([0.0 if r["format_ok"] else 1.0 for r in rows]),
+        "em_known": _mean([r["em"] for r in rows if r["known"] is True]),
+        "em_unknown": _mean([r["em"] for r in rows if r["known"] is False]),
+        "em_2hop": _mean([r["em"] for r in rows if r["hops"] == 2]),
+        "tc_optimal": _mean([float(r["optimal"]) for r in rows if r["optimal"] is not None]),
+        "tc_exact_rate": _rate(rows, lambda r: r["tc"] == r["optimal"]),
+        "overcall_rate": _rate(rows, lambda r: r["tc"] > r["optimal"]),
+        "undercall_rate": _rate(rows, lambda r: r["tc"] < r["optimal"]),
+        "truncated_rate": _mean([1.0 if r["truncated"] else 0.0 for r in rows]),
+        "tool_failure_rate": failures["n"] / max(1, sum(len(tr.queries) for _, tr in trajs_all)),
+        "questions": float(len(rows)),
+    }
+    return metrics, records
+
+
+TABLE_COLUMNS = ("em", "f1", "tc", "tp", "format_error_rate", "em_known", "em_unknown", "tc_optimal")
+
+
+def format_table(rows: list[tuple[str, dict]]) -> str:
+    head = "| split | " + " | ".join(TABLE_COLUMNS) + " |"
+    sep = "|" + "---|" * (len(TABLE_COLUMNS) + 1)
+    body = []
+    for name, m in rows:
+        cells = ["—" if m.get(c) is None else f"{m[c]:.3f}" for c in TABLE_COLUMNS]
+        body.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join([head, sep, *body])
+
+
+def latest_stage_dir(run_dir: Path) -> tuple[str, Path] | None:
+    from ..base.runlayout import STAGE_ORDER, final_dir
+
+    for stage in reversed(STAGE_ORDER):
+        if (final_dir(run_dir, stage) / "config.json").is_file():
+            return stage, final_dir(run_dir, stage)
+    return None
+
+
+def eval_command(args: Any) -> int:
+    import sys
+    import traceback
+
+    from ..data.benchmark import ensure_benchmark_files
+    from ..base.config import ConfigError, load_config
+    from ..env.client import EnvClient, EnvError
+    from ..base.events import EventWriter
+    from ..model.load import ModelDirError, load_for_config, setup_runtime
+    from ..base.runlayout import corpus_path, data_dir
+    from ..data.userdata import DataError, UserData
+
+    run_dir = Path(args.run_dir)
+    writer = EventWriter(run_dir)
+    env = None
+    try:
+        config = load_config(args.config)
+        if args.limit:
+            config["eval"]["limit"] = args.limit
+        splits = args.split or config["eval"]["splits"]
+        if args.model:
+            model_dir, stage = Path(args.model), "eval"
+        else:
+            found = latest_stage_dir(run_dir)
+            if found is None:
+                raise ModelDirError(f"no finished stage in {run_dir} (train one, or pass --model)")
+            stage, model_dir = found
+        step = 0
+        info = model_dir / "coa_stage.json"
+        if info.is_file():
+            meta = json.loads(info.read_text())
+            stage, step = meta.get("stage", stage), int(meta.get("step", 0))
+        rt = setup_runtime(config)
+        if config.get("data") is not None:
+            bench = UserData(config, data_dir(config, run_dir) / "prepared")
+            if args.mode == "plain":
+                raise DataError("--mode plain is the embedded benchmark's closed-book form; use agent or no-tool")
+            for split in splits:
+                bench.split(split)  # bad data fails here, before any model is loaded
+            if not args.env_url:
+                bench.check_corpus()
+        else:
+            bench = ensure_benchmark_files(config, data_dir(config, run_dir))
+        model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)
+        model.eval()
+        if args.mode != "plain":
+            if args.env_url:
+                env = EnvClient(args.env_url, args.env_token or "")
+            else:
+                env = EnvClient.start(corpus_path(config, run_dir), config["dialect"], config["env"]["node"], config["env"]["cli"],
+                                      config["env"]["startup_timeout_s"])
+        results = []
+        out_dir = run_dir / "eval"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for split in splits:
+            t0 = time.time()
+            if args.mode == "plain":
+                metrics, rows = plain_eval(model, tok, bench, config, split, rt)
+            else:
+                metrics, rows = agent_eval(model, tok, bench, config, split, rt, env, tools=args.mode == "agent",
+                                           run=writer.run, stage=stage)
+            metrics["seconds"] = time.time() - t0
+            writer.emit("eval", stage=stage, step=step, split=split, metrics={"mode_agent": float(args.mode == "agent"),
+                                                                             **metrics})
+            with open(out_dir / f"{stage}-{args.mode}-{split}.jsonl", "w", encoding="utf-8") as f:
+                for r in rows:
+                    f.write(json.dumps(r) + "\n")
+            results.append((split, metrics))
+        table = format_table(results)
+        (out_dir / f"{stage}-{args.mode}.md").write_text(f"{stage} ({args.mode})\n\n{table}\n", encoding="utf-8")
+        print(table, file=sys.stderr)
+        return 0
+    except ConfigError as e:
+        writer.emit("error", message=str(e), code="bad_config")
+        return 2
+    except ModelDirError as e:
+        writer.emit("error", message=str(e), code="missing_model")
+        return 2
+    except DataError as e:
+        writer.emit("error", message=str(e), code="bad_data")
+        return 2
+    except EnvError as e:
+        writer.emit("error", message=f"environment server: {e}", code="env_unreachable")
+        return 3
+    except Exception as e:  # noqa: BLE001
+        writer.emit("error", message=f"{type(e).__name__}: {e}", code="internal", detail=traceback.format_exc())
+        return 1
+    finally:
+        if env is not None:
+            env.stop()
+        writer.close()

@@ -1,0 +1,157 @@
+"""Per-token log-probs and entropy of a causal LM without a [batch, seq, vocab] log-softmax.
+
+The decoder's last hidden states go through the LM head a chunk of positions at a time; each chunk's logits are
+recomputed in backward (activation checkpointing of the chunk), so at most one chunk of logits — `CHUNK_ELEMENTS`
+floats, 256 MiB in fp32 — exists at once, whatever the batch, sequence length or vocabulary (Qwen2.5: 151,936 entries,
+where the full fp32 log-softmax of one 16 × 2,048 micro-batch is 20 GB). The price is one more LM-head matmul per
+scored token in backward. Only the positions asked for (`select`: the loss mask) go through the head at all, so
+prompt and observation tokens cost nothing there.
+
+`TokenScorer` wraps the model as the module the trainer calls (and DDP / FSDP2 wrap), so the LM head's matmuls run
+inside the wrapped module's forward: FSDP2's root all-gathers the embedding / head once, DDP sees every parameter
+used. A model we cannot split into decoder + head (no `get_decoder`, logit soft-capping or scaling in its forward:
+Gemma, Cohere …) is scored from its own logits, still without the fp32 log-softmax copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import contextlib
+
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+
+CHUNK_ELEMENTS = 1 << 26  # logits floats per chunk (256 MiB in fp32; 441 positions at a 151,936 vocabulary)
+
+
+def _chunk_terms(logits: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log p(target), entropy) of [N, V] logits at `temperature`; entropy is 0-sized when not asked."""
+    z = logits.float()
+    if temperature != 1.0:
+        z = z / temperature
+    lse = torch.logsumexp(z, dim=-1)
+    logp = z.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - lse
+    if not with_entropy:
+        return logp, z.new_zeros(0)
+    with torch.no_grad():  # a metric: no gradient flows through it
+        ent = lse - (torch.softmax(z, dim=-1) * z).sum(-1)
+    return logp, ent
+
+
+def _head_chunk(head: Any, h: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    return _chunk_terms(head(h), targets, temperature, with_entropy)
+
+
+def split_head(lm: Any) -> tuple[Any, Any] | None:
+    """(decoder, lm_head) when the model's logits are exactly lm_head(decoder(...).last_hidden_state); else None."""
+    base = lm.get_base_model() if hasattr(lm, "get_base_model") else lm  # peft
+    cfg = getattr(base, "config", None)
+    if cfg is None or not hasattr(base, "get_decoder") or not hasattr(base, "get_output_embeddings"):
+        return None
+    if getattr(cfg, "final_logit_softcapping", None) is not None or getattr(cfg, "logit_scale", None) is not None:
+        return None
+    try:
+        decoder, head = base.get_decoder(), base.get_output_embeddings()
+    except (AttributeError, NotImplementedError):
+        return None
+    if decoder is None or head is None or decoder is base:
+        return None
+    return decoder, head
+
+
+def chunk_rows(n_positions: int, vocab: int) -> int:
+    return max(1, CHUNK_ELEMENTS // max(1, vocab))
+
+
+class TokenScorer(torch.nn.Module):
+    """`scorer(ids, attention_mask, position_ids, select=…, temperature=…, with_entropy=…)` → (logp, entropy), both
+    [B, T-1] float32: log p(ids[:, t+1] | ids[:, :t+1]) at the sampling temperature, 0 where `select` is False
+    (entropy: None unless asked). `attention_mask=None` with `position_ids` restarting at 0 = packed rows
+    (transformers builds the block-diagonal causal mask; flash-attention takes the varlen path)."""
+
+    def __init__(self, lm: Any):
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None, select: torch.Tensor | None = None,
+                temperature: float = 1.0, with_entropy: bool = False, dtype: torch.dtype | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        B, T = input_ids.shape
+        targets = input_ids[:, 1:]
+        sel = torch.ones_like(targets, dtype=torch.bool) if select is None else select.bool()
+        kw: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask, "use_cache": False}
+        if position_ids is not None:
+            kw["position_ids"] = position_ids
+        parts = split_head(self.lm)
+        logp = torch.zeros((B, T - 1), dtype=torch.float32, device=input_ids.device)
+        ent = torch.zeros_like(logp) if with_entropy else None
+        idx = sel.reshape(-1).nonzero().squeeze(-1)
+        # nothing selected: still score one position (times 0 below) so every parameter gets a gradient — DDP and
+        # FSDP2 expect the same parameters used on every rank
+        empty = idx.numel() == 0
+        if empty:
+            idx = torch.zeros(1, dtype=torch.long, device=input_ids.device)
+        with autocast(input_ids.device, dtype):
+            if parts is None:  # scored from the model's own logits, chunked over positions
+                logits = self.lm(**kw).logits[:, :-1].reshape(B * (T - 1), -1)
+                h, head = logits, None
+            else:
+                decoder, head = parts
+                h = decoder(**kw).last_hidden_state[:, :-1].reshape(B * (T - 1), -1)
+            flat_t = targets.reshape(-1)
+            vocab = head.weight.shape[0] if head is not None and hasattr(head, "weight") else h.shape[-1]
+            step = chunk_rows(idx.numel(), vocab)
+            lp_parts, ent_parts = [], []
+            for s in range(0, idx.numel(), step):
+                rows = idx[s:s + step]
+                hc, tc = h.index_select(0, rows), flat_t.index_select(0, rows)
+                if head is None:
+                    lp_c, ent_c = _chunk_terms(hc, tc, temperature, with_entropy)
+                elif torch.is_grad_enabled() and hc.requires_grad:
+                    # recomputed in backward: only this chunk's logits are ever alive
+                    lp_c, ent_c = checkpoint(_head_chunk, head, hc, tc, temperature, with_entropy,
+                                             use_reentrant=False)
+                else:
+                    lp_c, ent_c = _head_chunk(head, hc, tc, temperature, with_entropy)
+                lp_parts.append(lp_c)
+                ent_parts.append(ent_c)
+        # placed by (row, column) into fresh [B, T-1] tensors: no view of a flat buffer is returned (FSDP2 warns
+        # about views as module outputs)
+        where = (idx // (T - 1), idx % (T - 1))
+        logp = logp.index_put(where, torch.cat(lp_parts) * (0.0 if empty else 1.0))
+        if ent is not None:
+            ent = ent.index_put(where, torch.cat(ent_parts) * (0.0 if empty else 1.0))
+        return logp, ent
+
+
+def as_scorer(model: Any) -> Any:
+    """The model itself when it is (or wraps, DDP / FSDP2) a TokenScorer; otherwise a TokenScorer around it."""
+    inner = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    return model if isinstance(inner, TokenScorer) else TokenScorer(model)
+
+
+def full_token_logprobs(model: Any, ids: torch.Tensor, attn: torch.Tensor | None, temperature: float = 1.0
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reference: every logit, one [B, T-1, V] log-softmax (what the trainer did before; tests compare)."""
+    logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits
+    logp_all = F.log_softmax(logits[:, :-1].float() / temperature, dim=-1)
+    ent = -(logp_all.exp() * logp_all).sum(-1)
+    return logp_all.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1), ent
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None) -> Any:
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def token_logprobs(model: Any, ids: torch.Tensor, attn: torch.Tensor | None, dtype: torch.dtype | None = None,
+                   position_ids: torch.Tensor | None = None, select: torch.Tensor | None = None) -> torch.Tensor:
+    """log p(ids[:, t+1] | ids[:, :t+1]) for every position (0 outside `select`), [B, T-1], in float32, without a
+    full-vocabulary log-softmax (logprobs.TokenScorer)."""
+    return as_scorer(model)(ids, attn, position_ids, select=select, dtype=dtype)[0]

@@ -1,0 +1,65 @@
+"""`python -m coa_trainer pipeline`: one pipeline, or one per seed (--seeds N), with the run lock, the signal handlers
+and one error event for whatever stops it."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from ..base.config import ConfigError, load_config
+from ..base.events import EventWriter
+from ..base.lifecycle import RunLock, RunLockBusy
+from ..base.names import name_error
+from ..env.client import EnvError
+from .pipeline import Cancelled, Pipeline, parse_steps
+from .seeds import run_seeds
+
+
+def pipeline_command(args: Any) -> int:
+    run_dir = Path(args.run_dir)
+    if err := name_error(run_dir.resolve().name, "run id (the run directory's name)"):
+        print(f"coa_trainer: {err}", file=sys.stderr)
+        return 2
+    try:
+        lock = RunLock.acquire(run_dir, "pipeline")
+        writer = EventWriter(run_dir)
+    except RunLockBusy as e:
+        print(f"coa_trainer: {e}", file=sys.stderr)  # not an event: events.jsonl belongs to the trainer holding it
+        return 2
+    except OSError as e:
+        print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
+        return 2
+    pipe = None
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        config = load_config(args.config)
+        steps = parse_steps(args.stages)
+        seeds = getattr(args, "seeds", 1)
+        if seeds is not None and seeds < 1:
+            raise ConfigError(f"--seeds {seeds}: give at least 1")
+        if seeds and seeds > 1:  # a whole pipeline per seed, then the mean ± sd table (pipeline/seeds.py)
+            return run_seeds(args, config, writer, steps)
+        pipe = Pipeline(args, config, writer, lock)
+        for s in old:
+            signal.signal(s, pipe.on_signal)
+        return pipe.run(steps)
+    except ConfigError as e:
+        writer.emit("error", message=str(e), code="bad_config", stage="pipeline")
+        return 2
+    except EnvError as e:
+        writer.emit("error", message=f"environment server: {e}", code="env_unreachable", stage="pipeline")
+        return 3
+    except Cancelled:
+        return 130
+    except Exception as e:  # noqa: BLE001 — one error event, never a bare traceback
+        writer.emit("error", message=f"{type(e).__name__}: {e}", code="internal", stage="pipeline",
+                    detail=traceback.format_exc())
+        return 1
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        writer.close()
+        lock.release()

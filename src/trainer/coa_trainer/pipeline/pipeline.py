@@ -1,0 +1,219 @@
+"""`python -m coa_trainer pipeline --config C --run-dir runs/<id> [--stages …] [--env-url U]` (token: COA_ENV_TOKEN).
+
+The whole AutoCoA recipe into one run directory: pretrain → sft1 → sft2 → sft3 → rl1 → rl2, a second RL-2 with
+OTC-GRPO from the same RL-1 result (label rl2-otc, into stages/rl2-otc/), then the results table on the test split
+(evaluation/results.py). One environment server serves every stage and the evaluation: started here (127.0.0.1, per-run token)
+unless --env-url is given, and stopped on success, error and SIGTERM.
+
+Each stage is `python -m coa_trainer train --stage …` in a child process (its own session, so a terminal's Ctrl-C
+reaches only this process): its events go to runs/<id>/events.jsonl and are echoed on the shared stdout. This
+process adds `pipeline` events around them (run_started, progress per stage, stage_finished) and `eval` events per
+results row. SIGTERM/SIGINT: forwarded to the running stage as SIGTERM (it checkpoints and exits), then the server is
+stopped and the pipeline exits 130; `--resume` later skips finished stages and resumes the interrupted one.
+
+Nothing outlives a SIGKILLed pipeline (base/lifecycle.py): the stage gets SIGTERM from the kernel (parent-death signal)
+and checkpoints, the environment server stops itself (`--parent-pid`), and the run directory stays locked until the
+stage has exited, so a `--resume` cannot start a second trainer beside it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..base import quiet  # noqa: F401
+from ..base.config import ConfigError
+from ..base.events import EventWriter
+from ..contracts.schemas import rl_stages, stage_table
+
+STEPS = (*(s["id"] for s in stage_table()["stages"]), "results")  # src/core/stages.ts, then the results table
+RL_STEPS = rl_stages()
+ENV_STEPS = (*RL_STEPS, "collect")  # steps that search or grade through the environment server
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+
+
+class Cancelled(Exception):
+    pass
+
+
+class PipelineError(RuntimeError):
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
+
+
+def parse_steps(text: str | None) -> list[str]:
+    if not text:  # collect only when asked: it needs a teacher, and the embedded recipe has the oracle
+        return [s for s in STEPS if s != "collect"]
+    wanted = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in STEPS]
+    if unknown:
+        raise ConfigError(f"--stages: unknown {', '.join(unknown)} (known: {', '.join(STEPS)})")
+    return [s for s in STEPS if s in wanted]  # always in pipeline order
+
+
+def otc_config(config: dict, run_dir: Path) -> Path:
+    """The run config of the OTC-GRPO RL-2: the same, with the reward scheme switched and RL-2's own start (RL-1's
+    result in the embedded recipe; SFT-3's when a user's pipeline skips RL-1)."""
+    from ..stages.setup import resolve_init
+
+    if "rl2" not in config["stages"]:
+        raise PipelineError("this trainer has no rl2 stage (stages.rl2 is not in the run config schema)", "bad_config")
+    derived = json.loads(json.dumps(config))
+    rl2 = derived["stages"]["rl2"]
+    rl2["reward"] = {**rl2.get("reward", {}), "scheme": "otc-grpo"}
+    rl2["init_from"] = str(resolve_init(config, run_dir, "rl2", None, False))
+    path = run_dir / "pipeline" / "rl2-otc.run.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(derived, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+class Pipeline:
+    def __init__(self, args: Any, config: dict, writer: EventWriter, lock: Any = None):
+        self.args, self.config, self.writer, self.lock = args, config, writer, lock
+        self.run_dir = Path(args.run_dir)
+        self.child: subprocess.Popen | None = None
+        self.cancelled = False
+        self.deferred = False  # True while a signal must not interrupt (see run)
+        self.env: Any = None
+
+    # ------------------------------------------------------------ signals
+    def on_signal(self, signum: int, _frame: Any) -> None:
+        self.cancelled = True
+        child = self.child
+        if child is not None and child.poll() is None:
+            child.send_signal(signal.SIGTERM)  # the stage checkpoints and exits; run() sees its exit code
+        elif not self.deferred:
+            raise Cancelled(signal.Signals(signum).name)
+
+    # ------------------------------------------------------------ stages
+    def finished(self, label: str) -> bool:
+        from ..base.runlayout import final_dir
+
+        if label == "collect":  # a collection is data, not a model: its marker is stages/collect/collect.json
+            from ..stages.collect import finished
+
+            return finished(self.run_dir)
+        return (final_dir(self.run_dir, label) / "coa_stage.json").is_file()
+
+    def stage_argv(self, step: str) -> list[str]:
+        stage = "rl2" if step == "rl2-otc" else step
+        config_path = otc_config(self.config, self.run_dir) if step == "rl2-otc" else Path(self.args.config)
+        launcher = [sys.executable]
+        nproc = getattr(self.args, "nproc_per_node", 1) or 1
+        if nproc > 1:  # DDP on this machine; multi-node: run the stages with torchrun yourself
+            # torchrun's launcher runs through lifecycle's entry so that it too dies with the pipeline
+            launcher += ["-m", "coa_trainer.lifecycle", "torch.distributed.run", "--standalone",
+                         f"--nproc_per_node={nproc}"]
+        argv = [*launcher, "-m", "coa_trainer", "train", "--stage", stage, "--config", str(config_path),
+                "--run-dir", str(self.run_dir)]
+        if step == "collect":  # one process: sampling is the teacher's (a model directory or an endpoint)
+            argv = [sys.executable, "-m", "coa_trainer", "collect", "--config", str(config_path), "--run-dir",
+                    str(self.run_dir)]
+        if step == "rl2-otc":
+            argv += ["--label", "rl2-otc"]
+        if step in ENV_STEPS and self.env is not None:
+            argv.append(f"--env-url={self.env.url}")  # its token goes in COA_ENV_TOKEN (run_stage), never on argv
+        if self.args.resume:
+            argv.append("--resume")
+        return argv
+
+    def run_stage(self, step: str) -> None:
+        from ..base.lifecycle import child_env
+
+        paths = [PACKAGE_PARENT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        # the stage dies with us (COA_PARENT_PID) and runs under our run-directory lock (its descriptor inherited)
+        # the server's token in the environment: a command line is visible to every local user (ps)
+        token = {"COA_ENV_TOKEN": self.env.token} if step in ENV_STEPS and self.env is not None else {}
+        env = child_env({"PYTHONPATH": os.pathsep.join(paths), **(self.lock.child_env() if self.lock else {}), **token})
+        sys.stdout.flush()
+        self.child = subprocess.Popen(self.stage_argv(step), stdin=subprocess.DEVNULL, env=env,
+                                      start_new_session=True, pass_fds=(self.lock.fd,) if self.lock else ())
+        try:
+            code = self.child.wait()
+        finally:
+            self.child = None
+        if self.cancelled:
+            raise Cancelled("SIGTERM")
+        if code != 0:
+            raise PipelineError(f"stage {step} failed (exit {code}); its error event above says why", "stage_failed")
+
+    def start_env(self) -> None:
+        from ..data.benchmark import ensure_benchmark_files
+        from ..env.client import EnvClient
+        from ..base.runlayout import corpus_path, data_dir
+
+        if self.args.env_url:
+            self.env = EnvClient(self.args.env_url, self.args.env_token or "")
+            self.env.health()
+            return
+        # the corpus is part of the benchmark files: write them now (the pretrain stage would otherwise)
+        if self.config.get("data") is None:
+            ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir))
+        self.env = EnvClient.start(corpus_path(self.config, self.run_dir), self.config["dialect"], self.config["env"]["node"],
+                                   self.config["env"]["cli"], self.config["env"]["startup_timeout_s"])
+        self.writer.emit("log", level="info", message=f"pipeline: environment server at {self.env.url}")
+
+    def results(self) -> None:
+        from ..evaluation.results import compute_rows, detail_table, missing_split, optimal_tc, render_table, write_results
+
+        split = getattr(self.args, "split", None) or "test"
+        from ..stages.collect import comparison_lines
+
+        rows, details = compute_rows(self.run_dir, self.config, self.env, self.writer, split)
+        json_path, md_path = write_results(self.run_dir, rows, split, self.config["eval"]["limit"],
+                                           [f"- **No questions**: {why}." for why in [missing_split(self.config, split)]
+                                            if why] + detail_table(details) + comparison_lines(self.run_dir, rows),
+                                           optimal_tc(details))
+        self.writer.emit("log", level="info", message=f"pipeline: results in {md_path} and {json_path}\n"
+                         + render_table(rows))
+
+    def run(self, steps: list[str]) -> int:
+        w = self.writer
+        started = time.time()
+        if self.args.resume:  # this run reports every step's progress again (finished ones as skipped): once each
+            w.supersede("pipeline", 0, 0)
+        w.emit("run_started", stage="pipeline", config=self.config, total_steps=len(steps), device="pipeline",
+               world_size=1, pid=os.getpid(), resumed_from=None)
+        done = 0
+        try:
+            if any(s in ENV_STEPS or s == "results" for s in steps):
+                # a signal while the server starts only sets the flag (checked below), so that self.env is set
+                # and `finally` can stop the server (a mask would be inherited by the server process)
+                self.deferred = True
+                try:
+                    self.start_env()
+                finally:
+                    self.deferred = False
+            for step in steps:
+                if self.cancelled:
+                    raise Cancelled("SIGTERM")
+                if step != "results" and self.args.resume and self.finished(step):
+                    w.emit("log", level="info", message=f"pipeline: {step} already finished, skipped")
+                else:
+                    w.emit("log", level="info", message=f"pipeline: {step} ({done + 1}/{len(steps)})")
+                    self.run_stage(step) if step != "results" else self.results()
+                done += 1
+                elapsed = time.time() - started
+                w.emit("progress", stage="pipeline", step=done, total=len(steps), elapsed_s=elapsed, eta_s=None)
+            w.emit("stage_finished", stage="pipeline", step=done, status="ok", checkpoint=None)
+            return 0
+        except Cancelled:
+            w.emit("stage_finished", stage="pipeline", step=done, status="cancelled", checkpoint=None)
+            return 130
+        except PipelineError as e:
+            w.emit("error", message=str(e), code=e.code, stage="pipeline")
+            w.emit("stage_finished", stage="pipeline", step=done, status="failed", checkpoint=None)
+            return 1
+        except Exception:
+            w.emit("stage_finished", stage="pipeline", step=done, status="failed", checkpoint=None)
+            raise  # pipeline_command turns it into one error event
+        finally:
+            if self.env is not None and not self.args.env_url:
+                self.env.stop()

@@ -1,0 +1,153 @@
+"""`pipeline --seeds N`: the whole pipeline once per seed S … S+N-1 (S: the run config's seed), one after another,
+each in <run-dir>/seed-<s>/ with its own run config (pipeline/seed-<s>.run.json: only `seed` differs), its own
+environment server, knowledge base (benchmark.seed null follows the run seed), question split and models — the
+seeds share nothing but code. Then results.md / results.json in <run-dir> as mean ± sd per row, the per-seed rows
+and seed-level verdicts (evaluation/seed_results.py).
+
+Each seed is `python -m coa_trainer pipeline` in a child process (its own session); its events go to its own
+seed-<s>/events.jsonl and are echoed on the shared stdout. This process writes `seeds` events to <run-dir>/events.jsonl
+(run_started, a progress per seed, stage_finished). SIGTERM/SIGINT go to the running seed's pipeline as SIGTERM (its
+stage checkpoints), then this exits 130; `--resume` skips seeds whose results are written for the same split and
+resumes the interrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..base.config import ConfigError
+from ..pipeline.pipeline import PACKAGE_PARENT, Cancelled, PipelineError
+
+
+def seed_config(config: dict, seed: int, run_dir: Path) -> Path:
+    """The run config of one seed: the loaded config (data paths already absolute) with `seed` replaced."""
+    derived = json.loads(json.dumps(config))
+    derived["seed"] = seed
+    path = run_dir / "pipeline" / f"seed-{seed}.run.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(derived, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def seed_dir(run_dir: Path, seed: int) -> Path:
+    return run_dir / f"seed-{seed}"
+
+
+def seed_done(run_dir: Path, seed: int, split: str) -> bool:
+    path = seed_dir(run_dir, seed) / "results.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("split") == split
+    except (OSError, ValueError):
+        return False
+
+
+class SeedRunner:
+    def __init__(self, args: Any, config: dict, writer: Any):
+        self.args, self.config, self.writer = args, config, writer
+        self.run_dir = Path(args.run_dir)
+        self.split = getattr(args, "split", None) or "test"
+        self.child: subprocess.Popen | None = None
+        self.cancelled = False
+
+    def on_signal(self, signum: int, _frame: Any) -> None:
+        self.cancelled = True
+        child = self.child
+        if child is not None and child.poll() is None:
+            child.send_signal(signal.SIGTERM)  # that seed's pipeline stops its stage (checkpoint) and its server
+        else:
+            raise Cancelled(signal.Signals(signum).name)
+
+    def argv(self, seed: int) -> list[str]:
+        a = self.args
+        argv = [sys.executable, "-m", "coa_trainer", "pipeline", "--config",
+                str(seed_config(self.config, seed, self.run_dir)), "--run-dir", str(seed_dir(self.run_dir, seed)),
+                "--split", self.split]
+        if a.stages:
+            argv += ["--stages", a.stages]
+        if a.resume:
+            argv.append("--resume")
+        if (getattr(a, "nproc_per_node", 1) or 1) > 1:
+            argv += ["--nproc-per-node", str(a.nproc_per_node)]
+        if a.env_url:
+            argv.append(f"--env-url={a.env_url}")  # the token: COA_ENV_TOKEN, inherited (never on a command line)
+        return argv
+
+    def run_seed(self, seed: int) -> None:
+        paths = [PACKAGE_PARENT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        from ..base.lifecycle import child_env
+
+        # COA_PARENT_PID: a seed's pipeline dies with this runner, as a stage dies with its pipeline (base/lifecycle.py)
+        env = child_env({"PYTHONPATH": os.pathsep.join(paths)})
+        sys.stdout.flush()
+        self.child = subprocess.Popen(self.argv(seed), stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        try:
+            code = self.child.wait()
+        finally:
+            self.child = None
+        if self.cancelled:
+            raise Cancelled("SIGTERM")
+        if code != 0:
+            raise PipelineError(f"seed {seed} failed (exit {code}); see {seed_dir(self.run_dir, seed)}/events.jsonl",
+                                "stage_failed")
+
+    def run(self, seeds: list[int], steps: list[str]) -> int:
+        from ..evaluation.seed_results import load_seed_results, write_seed_results
+
+        w = self.writer
+        started = time.time()
+        w.emit("run_started", stage="seeds", config=self.config, total_steps=len(seeds), device="pipeline",
+               world_size=1, pid=os.getpid(), resumed_from=None)
+        w.emit("log", level="info", message=f"seeds: {len(seeds)} whole pipelines (seeds {seeds[0]}…{seeds[-1]}), one "
+               f"after another, so about {len(seeds)}× the time of one (the demo: 4–13 min each on 2 shared cores)")
+        done = 0
+        try:
+            for seed in seeds:
+                if self.cancelled:
+                    raise Cancelled("SIGTERM")
+                t0 = time.time()
+                if self.args.resume and "results" in steps and seed_done(self.run_dir, seed, self.split):
+                    w.emit("log", level="info", message=f"seeds: seed {seed} already has its results, skipped")
+                else:
+                    w.emit("log", level="info", message=f"seeds: seed {seed} ({done + 1}/{len(seeds)}) → "
+                           f"{seed_dir(self.run_dir, seed)}")
+                    self.run_seed(seed)
+                    w.emit("log", level="info", message=f"seeds: seed {seed} took {time.time() - t0:.0f} s")
+                done += 1
+                elapsed = time.time() - started
+                w.emit("progress", stage="seeds", step=done, total=len(seeds), elapsed_s=elapsed,
+                       eta_s=elapsed / done * (len(seeds) - done))
+            if "results" in steps:
+                per_seed = [load_seed_results(seed_dir(self.run_dir, s), s) for s in seeds]
+                json_path, md_path = write_seed_results(self.run_dir, per_seed, self.split,
+                                                        self.config["eval"]["limit"])
+                verdicts = json.loads(json_path.read_text())["verdicts"]
+                w.emit("log", level="info", message=f"seeds: results over {len(seeds)} seeds in {md_path} and "
+                       f"{json_path}\n" + "\n".join(verdicts))
+            w.emit("stage_finished", stage="seeds", step=done, status="ok", checkpoint=None)
+            return 0
+        except Cancelled:
+            w.emit("stage_finished", stage="seeds", step=done, status="cancelled", checkpoint=None)
+            return 130
+        except PipelineError as e:
+            w.emit("error", message=str(e), code=e.code, stage="seeds")
+            w.emit("stage_finished", stage="seeds", step=done, status="failed", checkpoint=None)
+            return 1
+
+
+def run_seeds(args: Any, config: dict, writer: Any, steps: list[str]) -> int:
+    """Called by pipeline_command for --seeds N > 1 (it restores the signal handlers set here)."""
+    n = args.seeds
+    if config.get("data") is None and args.env_url:
+        raise ConfigError("--seeds with --env-url: every seed of the embedded benchmark has its own knowledge base "
+                          "and corpus, so each seed's pipeline starts its own environment server (leave --env-url out)")
+    seeds = [config["seed"] + i for i in range(n)]
+    runner = SeedRunner(args, config, writer)
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, runner.on_signal)
+    return runner.run(seeds, steps)

@@ -1,0 +1,245 @@
+"""The multi-turn rollout loop — the one loop RL (rl1/rl2), evaluation and the workflow baseline run: batched
+sampling with a KV cache (generate.generate), token ids end to end.
+
+Each turn generates until an action's closing tag, the answer's closing tag or EOS (tag ids, or tag strings
+however BPE tokenised them: agentio.AgentIO). After an action:
+- real tool (RL-2, eval): the query goes to `tool`, the observation is tokenised once (cut at `max_obs_tokens`) and
+  appended as `<observation>…</observation>` ids with loss mask 0;
+- simulated (RL-1, AutoCoA): the observation opening tag is appended and the policy itself writes the observation
+  until the closing tag or `max_obs_tokens`; those tokens are mask 0 as well;
+- no tools (`simulate=False`, `tool=None`: eval's no-tool mode, the workflow baseline's answer turn): the action
+  ends the trajectory.
+The turn logic is `run_turns`; what produces a turn's continuation is a `Sampler`: `ModelSampler` here (the
+trainer's model), `teacher.EndpointSampler` for an OpenAI-compatible endpoint (coa_trainer collect). Ids are never
+decoded and re-encoded between turns by the model sampler. Every turn's context is recorded (length + CRC), and
+`retok_mismatch` checks that each is a prefix of the ids finally trained — 0 mismatches with ids end to end.
+`retok_drift` says whether decode → encode of a finished response would give other ids (a text-based loop would
+train on those: informative, non-zero for byte-level BPE)."""
+
+from __future__ import annotations
+
+import time
+import zlib
+from array import array
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import torch
+
+from ..rollout.agentio import AgentIO
+from ..data.dialects import Tags
+from ..rollout.generate import StringStops, generate
+
+
+@dataclass
+class RlTrajectory:
+    """One trajectory of the loop. Ids samplers fill ids/loss_mask/logprobs (the text is their decoding); text
+    samplers (an OpenAI-compatible endpoint) fill `text` and leave the ids empty. Either way it becomes the same
+    `*.coa.jsonl` record (collect.trajectory_record, rl._record)."""
+
+    prompt_ids: list[int]
+    ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    logprobs: list[float | None] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    tool_failures: int = 0
+    simulated: bool = False
+    truncated: bool = False  # hit max_new_tokens in a turn, max_len, or max_obs_tokens on a real observation
+    finished: bool = False  # ended on an answer / EOS (not a limit, not a refused action)
+    contexts: list[tuple[int, int]] = field(default_factory=list)  # (length, crc32) of each turn's model input
+    prompt: str = ""  # text samplers: the prompt text (or chat messages' rendering) the teacher saw
+    text: str = ""  # text samplers: the response so far
+    length: int = 0  # text samplers: prompt + response tokens as far as known (the server's usage)
+    error: str | None = None  # text samplers: the teacher failed for this trajectory (retries exhausted)
+
+
+@dataclass
+class TurnOut:
+    """What a sampler produced for one trajectory in one turn (already appended to it by the sampler)."""
+
+    stopped: bool  # on a stop (closing tag / EOS), not a length limit
+    action: bool  # the turn ended on the action's closing tag
+    start: int  # where the turn began in the trajectory (ids: index; text: character offset)
+
+
+class Sampler(Protocol):
+    """"Produce the next continuation" — the one thing that differs between the trainer's model (ids, batched
+    KV-cached generation) and a teacher behind an OpenAI-compatible endpoint (text). The turn logic around it
+    (stop at the closing action tag, call the tool, append the observation, continue, limits) is `run_turns`."""
+
+    def turn(self, trajs: list[RlTrajectory], max_new_tokens: int, timings: dict) -> list[TurnOut]: ...
+
+    def query(self, tr: RlTrajectory, start: int) -> str: ...
+
+    def observe(self, tr: RlTrajectory, text: str, max_obs_tokens: int) -> None: ...
+
+    def simulate(self, trajs: list[RlTrajectory], max_obs_tokens: int, timings: dict) -> None: ...
+
+    def size(self, tr: RlTrajectory) -> int: ...
+
+    def cut(self, tr: RlTrajectory, max_len: int) -> None: ...
+
+
+def _crc(ids: list[int]) -> int:
+    return zlib.crc32(array("q", ids).tobytes())
+
+
+def rollout(model: Any, tok: Any, prompts: list[list[int]], t: Tags, tool: Callable[[list[str]], list[str | None]] | None,
+            *, max_turns: int, max_new_tokens: int, max_obs_tokens: int, max_len: int, device: torch.device,
+            dtype: torch.dtype | None, temperature: float = 0.0, generator: torch.Generator | None = None,
+            timings: dict[str, float] | None = None, simulate: bool | None = None,
+            io: AgentIO | None = None) -> list[RlTrajectory]:
+    """`tool=None` → simulated observations written by `model` unless `simulate=False` (then an action ends the
+    trajectory). `timings` accumulates generate/tools seconds. Greedy when temperature == 0."""
+    sampler = ModelSampler(model, io or AgentIO.make(tok, t), device, dtype, temperature, generator)
+    simulate = tool is None if simulate is None else simulate
+    trajs = [RlTrajectory(list(p), simulated=simulate) for p in prompts]
+    return run_turns(sampler, trajs, tool, max_turns=max_turns, max_new_tokens=max_new_tokens,
+                     max_obs_tokens=max_obs_tokens, max_len=max_len, simulate=simulate, timings=timings)
+
+
+def run_turns(sampler: Sampler, trajs: list[RlTrajectory], tool: Callable[[list[str]], list[str | None]] | None,
+              *, max_turns: int, max_new_tokens: int, max_obs_tokens: int, max_len: int, simulate: bool = False,
+              timings: dict[str, float] | None = None) -> list[RlTrajectory]:
+    """The multi-turn loop: each active trajectory gets its next continuation; one that ended on an action (and
+    is within max_turns and max_len) gets the tool's observation — or, simulated, the sampler's own — appended,
+    and goes on. A trajectory whose sampler failed (`error`) leaves the loop as it is."""
+    timings = timings if timings is not None else {}
+    active = [tr for tr in trajs if tr.error is None]
+    turn = 0
+    while active:
+        outs = sampler.turn(active, max_new_tokens, timings)
+        calls: list[tuple[RlTrajectory, int]] = []
+        for tr, out in zip(active, outs):
+            if tr.error is not None:
+                continue
+            if not out.stopped:
+                tr.truncated = True
+            elif not out.action:
+                tr.finished = True
+            elif (tool is not None or simulate) and turn < max_turns and sampler.size(tr) < max_len:
+                calls.append((tr, out.start))
+        turn += 1
+        if not calls:
+            break
+        if tool is None:
+            for tr, _ in calls:
+                tr.queries.append("")
+            sampler.simulate([tr for tr, _ in calls], max_obs_tokens, timings)
+        else:
+            queries = [sampler.query(tr, start) for tr, start in calls]
+            t0 = time.time()
+            texts = tool(queries)
+            timings["tools"] = timings.get("tools", 0.0) + time.time() - t0
+            for (tr, _), q, text in zip(calls, queries, texts):
+                tr.queries.append(q)
+                if text is None:  # the call failed: an empty observation, counted as a tool failure
+                    tr.tool_failures += 1
+                    text = ""
+                sampler.observe(tr, text, max_obs_tokens)
+        active = []
+        for tr, _ in calls:
+            if sampler.size(tr) >= max_len:
+                tr.truncated = True
+            else:
+                active.append(tr)
+    for tr in trajs:  # the model may run past max_len in its last turn: cut, and say so
+        sampler.cut(tr, max_len)
+    return trajs
+
+
+class ModelSampler:
+    """The trainer's own model: batched KV-cached generation (generate.generate), ids end to end — an observation
+    is tokenised once and appended (mask 0), nothing is decoded and re-encoded between turns."""
+
+    def __init__(self, model: Any, io: AgentIO, device: torch.device, dtype: torch.dtype | None,
+                 temperature: float = 0.0, generator: torch.Generator | None = None):
+        self.model, self.io, self.tok = model, io, io.tok
+        self.device, self.dtype, self.temperature, self.generator = device, dtype, temperature, generator
+        stop_ids, stop_strs = io.turn_stops()
+        self.stop_ids, self.strings = stop_ids, (StringStops(self.tok, stop_strs) if stop_strs else None)
+
+    def turn(self, trajs: list[RlTrajectory], max_new_tokens: int, timings: dict) -> list[TurnOut]:
+        t0 = time.time()
+        contexts = [tr.prompt_ids + tr.ids for tr in trajs]
+        for tr, c in zip(trajs, contexts):
+            tr.contexts.append((len(c), _crc(c)))
+        new, lps, stopped = generate(self.model, contexts, max_new_tokens, self.stop_ids, self.tok.pad_token_id,
+                                     self.device, self.dtype, self.temperature, self.generator, self.strings)
+        timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
+        outs = []
+        for tr, ids, lp, st in zip(trajs, new, lps, stopped):
+            start = len(tr.ids)
+            tr.ids += ids
+            tr.loss_mask += [1] * len(ids)
+            tr.logprobs += lp
+            outs.append(TurnOut(st, st and self.io.ended_with_action(ids), start))
+        return outs
+
+    def query(self, tr: RlTrajectory, start: int) -> str:
+        return self.io.query(tr.ids, start)
+
+    def observe(self, tr: RlTrajectory, text: str, max_obs_tokens: int) -> None:
+        ids, cut = self.io.observation_ids(text, max_obs_tokens)
+        tr.truncated = tr.truncated or cut
+        self._append_obs(tr, ids)
+
+    def simulate(self, trajs: list[RlTrajectory], max_obs_tokens: int, timings: dict) -> None:
+        """The policy writes the observation after the opening tag; cut at the closing tag or max_obs_tokens
+        (then the closing tag is appended)."""
+        io = self.io
+        o_open = io.obs_open_ids()
+        stop_ids, stop_strs = io.obs_stops()
+        t0 = time.time()
+        contexts = [tr.prompt_ids + tr.ids + o_open for tr in trajs]
+        for tr, c in zip(trajs, contexts):
+            tr.contexts.append((len(c), _crc(c)))
+        new, _, stopped = generate(self.model, contexts, max_obs_tokens, stop_ids, self.tok.pad_token_id, self.device,
+                                   self.dtype, self.temperature, self.generator,
+                                   StringStops(self.tok, stop_strs) if stop_strs else None)
+        timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
+        for tr, ids, st in zip(trajs, new, stopped):
+            self._append_obs(tr, [*o_open, *ids] if st else [*o_open, *ids, *io.obs_close_ids()])
+
+    @staticmethod
+    def _append_obs(tr: RlTrajectory, ids: list[int]) -> None:
+        tr.ids += ids
+        tr.loss_mask += [0] * len(ids)
+        tr.logprobs += [None] * len(ids)
+
+    def size(self, tr: RlTrajectory) -> int:
+        return len(tr.prompt_ids) + len(tr.ids)
+
+    def cut(self, tr: RlTrajectory, max_len: int) -> None:
+        keep = max(0, max_len - len(tr.prompt_ids))
+        if len(tr.ids) > keep:
+            tr.ids, tr.loss_mask, tr.logprobs, tr.truncated = tr.ids[:keep], tr.loss_mask[:keep], tr.logprobs[:keep], True
+            tr.finished = False
+
+
+def retok_mismatch(tr: RlTrajectory) -> bool:
+    """Whether some turn's model input is not a prefix of the ids that are trained (prompt + response): what a
+    loop that decodes and re-encodes between turns would show. Always False here (ids end to end) — checked,
+    not assumed. (A context longer than the trained ids — the last turn cut at max_len — cannot be compared.)"""
+    full = tr.prompt_ids + tr.ids
+    return any(n <= len(full) and _crc(full[:n]) != c for n, c in tr.contexts)
+
+
+def retok_drift(tok: Any, ids: list[int]) -> bool:
+    """Whether decode → encode of a response changes its ids (byte-level BPE merges differently across the seam
+    between a generated tag and an appended observation; the word-level embedded tokenizer never drifts)."""
+    text = tok.decode(ids, skip_special_tokens=False)
+    return list(tok(text, add_special_tokens=False)["input_ids"]) != list(ids)
+
+
+def token_offsets(tok: Any, ids: list[int], response: str) -> list[int] | None:
+    """Character offset of each token in `response`, when the decoder joins single-token pieces with one space
+    (the embedded word-level tokenizer); None otherwise (offsets are optional in a record)."""
+    pieces = [tok.decode([i], skip_special_tokens=False) for i in ids]
+    if " ".join(pieces) != response:
+        return None
+    out, pos = [], 0
+    for p in pieces:
+        out.append(pos)
+        pos += len(p) + 1
+    return out

@@ -1,0 +1,718 @@
+"""`python -m coa_trainer collect --config C --run-dir runs/<id> [--resume]` — SFT data the AutoCoA way: questions ×
+K samples per question from a teacher, in CoA mode (the dialect's agent prompt, searches through the environment
+server) and/or CoT mode (the tool-free prompt), every trajectory graded by the server's /v1/grade, then selection
+(rejection sampling and filters), SFT-1 pairs by the core's pair builder, and the CoA : CoT mix for SFT-2/3.
+
+Run directory (stages/collect/):
+  settings.json          what is being collected (teacher, modes, K, sampling): --resume refuses other settings
+  collection.coa.jsonl   every graded trajectory, append-only; record id `<question id>:<mode>:<k>` is the dedupe key
+  selected.coa.jsonl     the kept trajectories (SFT-2/3 data), written atomically at the end
+  pairs.jsonl            SFT-1 pairs over the whole collection (`coa data prepare pairs`, the core's builder)
+  report.json, report.md kept / dropped by reason, by mode, pair counts, teacher errors
+  collect.json           written last: the collection is finished (the pipeline's and the SFT stages' marker)
+
+Resume after SIGKILL: a line is written with one write() and the file is fsynced after every batch, so at most
+the last line is partial; --resume cuts it off, reads the ids already there and samples only the rest — no record
+lost, none twice. SIGTERM finishes the batch in flight, then exits 130.
+
+The teacher produces continuations inside the trainer's own multi-turn loop (rollout.run_turns): a model directory
+through rollout.ModelSampler, an OpenAI-compatible endpoint through teacher.EndpointSampler."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import traceback
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..base import quiet  # noqa: F401
+
+COLLECT_DIR = "collect"
+
+
+class CollectError(RuntimeError):
+    def __init__(self, message: str, code: str = "bad_config"):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Work:
+    q: Any
+    mode: str
+    k: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.q.id}:{self.mode}:{self.k}"
+
+
+def collect_dir(run_dir: Path) -> Path:
+    from ..base.runlayout import stage_dir
+
+    return stage_dir(run_dir, COLLECT_DIR)
+
+
+def finished(run_dir: Path) -> bool:
+    return (collect_dir(run_dir) / "collect.json").is_file()
+
+
+# ---------------------------------------------------------------- the collection file (append-only, resumable)
+
+def read_collection(path: Path, repair: bool) -> dict[str, dict]:
+    """Records of the collection by id. `repair`: a last line without its newline (a write cut by SIGKILL) is
+    removed from the file first. A repeated id keeps its first record."""
+    if not path.is_file():
+        return {}
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data) and repair:
+        with open(path, "r+b") as f:
+            f.truncate(end)
+            f.flush()
+            os.fsync(f.fileno())
+    out: dict[str, dict] = {}
+    for line in data[:end].decode("utf-8").splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            out.setdefault(rec["id"], rec)
+    return out
+
+
+def append_records(path: Path, records: list[dict]) -> None:
+    """One write() per line, then flush + fsync: a kill leaves whole lines and at most one partial last line."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+
+
+# ---------------------------------------------------------------- selection (rejection sampling + filters)
+
+DROP_REASONS = ("incorrect", "format", "too_many_tool_calls", "duplicate")
+
+
+def select(records: list[dict], sel: dict) -> tuple[list[dict], dict[str, int], list[str | None]]:
+    """(kept records, dropped count per reason, the reason of each record or None when kept). A record is dropped
+    for the first reason that applies, in DROP_REASONS order."""
+    kept: list[dict] = []
+    dropped = {r: 0 for r in DROP_REASONS}
+    seen: set[tuple[str, str]] = set()
+    reasons: list[str | None] = []
+    for rec in records:
+        b = rec["reward"]
+        reason = None
+        if sel["correct_only"] and float(b["em"]) != 1.0:
+            reason = "incorrect"
+        elif sel["format_clean"] and not b["format_ok"]:
+            reason = "format"
+        elif sel["max_tool_calls"] is not None and int(b["tool_calls"]) > sel["max_tool_calls"]:
+            reason = "too_many_tool_calls"
+        elif sel["dedupe"] and (rec["question"], rec["response"]) in seen:
+            reason = "duplicate"
+        reasons.append(reason)
+        if reason:
+            dropped[reason] += 1
+        else:
+            seen.add((rec["question"], rec["response"]))
+            kept.append(rec)
+    return kept, dropped, reasons
+
+
+def build_report(records: list[dict], kept: list[dict], dropped: dict[str, int], reasons: list[str | None],
+                 modes: list[str], failed: int, teacher_stats: dict, pairs: dict, ratio: float,
+                 empty_responses: int = 0) -> dict:
+    by_mode: dict[str, dict[str, int]] = {}
+    for rec, reason in zip(records, reasons):
+        m = by_mode.setdefault(rec["meta"]["mode"], {"collected": 0, "correct": 0, "kept": 0, "with_tools": 0})
+        m["collected"] += 1
+        m["correct"] += int(float(rec["reward"]["em"]) == 1.0)
+        m["kept"] += int(reason is None)
+        m["with_tools"] += int(rec["reward"]["tool_calls"] > 0)
+    coa = sum(1 for r in kept if r["reward"]["tool_calls"] > 0)
+    cot = len(kept) - coa
+    # what sft_mix_stream does with them (data/samples.py): every CoA trajectory, CoT ones at coa_cot_ratio : 1
+    cot_used = min(cot, max(1, round(coa / ratio))) if cot and coa else cot
+    return {
+        "collected": len(records), "questions": len({r["question"] for r in records}), "kept": len(kept),
+        "dropped": dropped, "failed_samples": failed, "empty_responses": empty_responses,
+        "by_mode": {m: by_mode.get(m, {}) for m in modes},
+        "questions_with_kept": len({r["question"] for r in kept}),
+        "sft_mix": {"with_tools": coa, "tool_free": cot, "coa_cot_ratio": ratio, "tool_free_per_epoch": cot_used},
+        "pairs": pairs, "teacher": teacher_stats,
+    }
+
+
+def report_markdown(report: dict, settings: dict) -> str:
+    t = settings["teacher"]
+    who = t.get("path") or f"{t.get('url')} ({t.get('api')}, model {t.get('model')})"
+    lines = [f"# Collection — {who}", "",
+             (f"{report['collected']} trajectories of {report['questions']} questions ({', '.join(settings['modes'])}; "
+              f"K = {settings['samples']}, temperature {settings['sampling']['temperature']}), graded by the "
+              f"environment server (scheme {settings['reward']['scheme']})."), "",
+             f"**Kept: {report['kept']}** ({report['questions_with_kept']} questions).", "",
+             "| dropped because | trajectories |", "|---|---|"]
+    words = {"incorrect": "wrong answer (rejection sampling)", "format": "format-rule error",
+             "too_many_tool_calls": "more tool calls than allowed", "duplicate": "same response as a kept one"}
+    lines += [f"| {words[k]} | {v} |" for k, v in report["dropped"].items()]
+    empty = report.get("empty_responses", 0)
+    if report["failed_samples"] - empty:
+        lines += [f"| teacher failed (retries spent; `--resume` samples them again) | {report['failed_samples'] - empty} |"]
+    if empty:
+        lines += [f"| teacher answered nothing (empty response; `--resume` samples them again) | {empty} |"]
+    lines += ["", "| mode | collected | correct | with tools | kept |", "|---|---|---|---|---|"]
+    lines += [f"| {m} | {v.get('collected', 0)} | {v.get('correct', 0)} | {v.get('with_tools', 0)} | {v.get('kept', 0)} |"
+              for m, v in report["by_mode"].items()]
+    mix = report["sft_mix"]
+    lines += ["", (f"SFT-2/3 data: {mix['with_tools']} trajectories with tool calls (CoA) and {mix['tool_free']} "
+                   f"without (CoT); at coa_cot_ratio {mix['coa_cot_ratio']:g} an epoch takes every CoA one and "
+                   f"{mix['tool_free_per_epoch']} CoT ones.")]
+    p = report["pairs"]
+    if p.get("pairs"):
+        kinds = ", ".join(f"{k} {v}" for k, v in p["by_kind"].items() if v)
+        lines += ["", f"SFT-1 pairs: {p['pairs']} ({kinds}); questions skipped: {json.dumps(p['skipped_questions'])}."]
+    else:
+        lines += ["", f"SFT-1 pairs: none ({p.get('error', 'no question has both a correct and a wrong trajectory')})."]
+    ts = report["teacher"]
+    if ts:
+        lines += ["", "Teacher requests: " + ", ".join(f"{k} {v:g}" for k, v in ts.items() if v) + "."]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- the collected data as SFT data
+
+def collected_data(config: dict, run_dir: Path, prepare: bool = True) -> Any:
+    """A userdata.UserData whose SFT trajectories are this run's kept collection and whose SFT-1 pairs are the ones
+    built from it — or None when the run has no finished collection (or collect.use_for_sft is off)."""
+    from ..base.runlayout import data_dir
+    from ..data.userdata import UserData
+
+    cdir = collect_dir(run_dir)
+    if not config["collect"]["use_for_sft"] or not finished(run_dir):
+        return None
+    own = config.get("data") or {}
+    data = {"questions": own.get("questions") or {"train": None, "dev": None, "test": None},
+            "sft": [str(cdir / "selected.coa.jsonl")],
+            "sft1_pairs": str(cdir / "pairs.jsonl") if (cdir / "pairs.jsonl").is_file() else None,
+            "corpus": own.get("corpus")}
+    return UserData({**config, "data": data}, data_dir(config, run_dir) / "prepared", prepare=prepare)
+
+
+# ---------------------------------------------------------------- the command
+
+class Collector:
+    def __init__(self, config: dict, args: Any, run_dir: Path, writer: Any):
+        self.config, self.args, self.run_dir, self.writer = config, args, run_dir, writer
+        self.ccfg = config["collect"]
+        self.dir = collect_dir(run_dir)
+        self.cancelled = False
+        self.env: Any = None
+        self.own_env = False
+        self.empty_responses = 0  # samples the teacher answered with nothing (counted among the failed ones)
+
+    # ------------------------------------------------------------ set-up (every check before sampling)
+    def questions(self) -> list[Any]:
+        from ..data.benchmark import ensure_benchmark_files
+        from ..base.runlayout import data_dir
+        from ..data.userdata import UserData
+
+        split = self.ccfg["split"]
+        if self.config.get("data") is not None:
+            data = UserData(self.config, data_dir(self.config, self.run_dir) / "prepared")
+            if not data.has_questions(split):
+                raise CollectError(f"collect needs data.questions.{split} (collect.split is {split})")
+            qs = data.split(split)
+            data.check_corpus()
+            for note in data.notes:
+                self.writer.emit("log", level="warning", message=f"{COLLECT_DIR}: {note}")
+        else:
+            qs = ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir)).split(split)
+        from ..data.userdata import golden
+
+        for q in qs:
+            if not [g for g in golden(q) if g.strip()]:
+                raise CollectError(f"question {q.id} has no golden answer: collection grades every trajectory against "
+                                   "them (rejection sampling)", "bad_data")
+        if not qs:
+            raise CollectError(f"no questions in split {split}", "bad_data")
+        return qs[: self.ccfg["limit"]] if self.ccfg["limit"] else qs
+
+    def teacher_settings(self) -> dict:
+        from ..base.runlayout import STAGE_ORDER, final_dir
+
+        t = self.ccfg["teacher"]
+        if t["url"]:
+            return {"kind": "endpoint", "url": t["url"], "api": t["api"], "model": t["model"],
+                    "tokenizer": t["tokenizer"] or t["path"]}
+        path = t["path"]
+        if not path:
+            found = [final_dir(self.run_dir, s) for s in reversed(STAGE_ORDER)
+                     if (final_dir(self.run_dir, s) / "config.json").is_file()]
+            path = str(found[0]) if found else self.config["model"]["path"]
+        if not path:
+            raise CollectError("collect needs a teacher: collect.teacher.path (a model directory) or "
+                               "collect.teacher.url (an OpenAI-compatible endpoint), or a finished stage in this run")
+        return {"kind": "model", "path": str(Path(path).resolve())}
+
+    def check_model_dir(self, path: str) -> None:
+        """The core's model-directory check (config.json and a tokenizer), as `coa data check` does it."""
+        from ..data.userdata import DataError, find_cli
+
+        probe = self.dir / "teacher-check.json"
+        probe.write_text(json.dumps({"model": {"path": path}}) + "\n", encoding="utf-8")
+        node, cli = find_cli(self.config)
+        try:
+            res = subprocess.run([node, str(cli), "data", "check", str(probe)], stdin=subprocess.DEVNULL,
+                                 capture_output=True, text=True, check=False)
+        finally:
+            probe.unlink(missing_ok=True)
+        if res.returncode != 0:
+            line = next((ln for ln in res.stderr.splitlines() if ": error: " in ln), res.stderr.strip()[-300:])
+            msg = line.split(": error: ", 1)[1] if ": error: " in line else line
+            raise DataError(f"teacher {msg.removeprefix('model.path: ')}")
+
+    def settings(self, teacher: dict) -> dict:
+        c = self.ccfg
+        return {"teacher": teacher, "split": c["split"], "limit": c["limit"], "modes": list(c["modes"]),
+                "samples": c["samples"], "dialect": self.config["dialect"], "reward": c["reward"],
+                "sampling": {"temperature": c["temperature"], "top_p": c["top_p"],
+                             "seed": self.config["seed"] if c["seed"] is None else c["seed"],
+                             "max_new_tokens": c["max_new_tokens"], "max_turns": c["max_turns"],
+                             "max_obs_tokens": c["max_obs_tokens"], "max_len": c["max_len"], "top_k": c["top_k"]}}
+
+    # ------------------------------------------------------------ run
+    def run(self) -> int:
+        w = self.writer
+        self.dir.mkdir(parents=True, exist_ok=True)
+        coll_path = self.dir / "collection.coa.jsonl"
+        resume = bool(getattr(self.args, "resume", False))
+        if coll_path.is_file() and not resume:
+            raise CollectError(f"{coll_path} exists: pass --resume to continue that collection (or use another run "
+                               "directory)")
+        questions = self.questions()  # bad data stops here
+        self.first_question = questions[0].question
+        teacher = self.teacher_settings()
+        if teacher["kind"] == "model":
+            self.check_model_dir(teacher["path"])
+        settings = self.settings(teacher)
+        sampler_factory = self.make_teacher(teacher)  # endpoint probed, tokenizer loaded: before any sampling
+        settings_path = self.dir / "settings.json"
+        if resume and settings_path.is_file():
+            before = json.loads(settings_path.read_text(encoding="utf-8"))
+            diff = [k for k in settings if before.get(k) != settings[k] and k != "teacher"]
+
+            def who(t: dict) -> dict:  # what the endpoint said about itself may differ between two starts
+                return {k: v for k, v in t.items() if k not in ("model", "stops_in_text")}
+
+            diff += ["teacher"] if who(before.get("teacher", {})) != who(teacher) else []
+            if diff:
+                raise CollectError(f"--resume: {settings_path} was collected with other settings ({', '.join(diff)}); "
+                                   "use another run directory for a different collection")
+        write_atomic(settings_path, json.dumps(settings, indent=2) + "\n")
+        (self.dir / "collect.json").unlink(missing_ok=True)
+
+        done = read_collection(coll_path, repair=True)
+        work = [Work(q, m, k) for m in self.ccfg["modes"] for q in questions for k in range(self.ccfg["samples"])]
+        todo = [x for x in work if x.key not in done]
+        total = len(work)
+        sampler_desc = sampler_factory["describe"]
+        w.emit("run_started", stage=COLLECT_DIR, config=self.config, total_steps=total,
+               device=sampler_desc["device"], world_size=1, pid=os.getpid(),
+               resumed_from=len(done) if resume and done else None)
+        w.emit("log", level="info", message=f"collect: {len(questions)} questions × {len(self.ccfg['modes'])} "
+               f"mode(s) × K={self.ccfg['samples']} = {total} samples from {sampler_desc['name']}"
+               + (f"; {total - len(todo)} already collected, {len(todo)} to go" if done else ""))
+        self.start_env()
+        failed = self.sample(todo, len(work) - len(todo), total, sampler_factory, coll_path, settings)
+        if self.cancelled:
+            w.emit("stage_finished", stage=COLLECT_DIR, step=len(read_collection(coll_path, False)),
+                   status="cancelled", checkpoint=None)
+            return 130
+        return self.finish(coll_path, work, settings, failed, sampler_factory["stats"]())
+
+    def start_env(self) -> None:
+        from ..env.client import EnvClient
+        from ..base.runlayout import corpus_path
+
+        if getattr(self.args, "env_url", None):
+            self.env = EnvClient(self.args.env_url, self.args.env_token or "")
+            self.env.health()
+            return
+        self.env = EnvClient.start(corpus_path(self.config, self.run_dir), self.config["dialect"],
+                                   self.config["env"]["node"], self.config["env"]["cli"],
+                                   self.config["env"]["startup_timeout_s"])
+        self.own_env = True
+
+    def make_teacher(self, teacher: dict) -> dict:
+        """{"rollout": fn(works, batch_no) -> trajectories, "describe", "stats", "tokens"} for the teacher."""
+        from ..rollout.agentio import AgentIO
+        from ..data.dialects import tags
+        from ..data.prompts import chat_messages, prompt_ids, prompt_string
+        from ..rollout.loop import ModelSampler, RlTrajectory, run_turns
+
+        c, config = self.ccfg, self.config
+        t = tags(config["dialect"])
+        seed = config["seed"] if c["seed"] is None else c["seed"]
+        limits = {"max_turns": c["max_turns"], "max_new_tokens": c["max_new_tokens"],
+                  "max_obs_tokens": c["max_obs_tokens"], "max_len": c["max_len"]}
+        counters = {"gen_tokens": 0.0}
+
+        if teacher["kind"] == "model":
+            import torch
+
+            from ..model.load import load_model, setup_runtime
+
+            rt = setup_runtime(config)
+            # the teacher's vocabulary is used as it is: tags that are single tokens there (the embedded default's
+            # stage directories) are read as ids, others as text (AgentIO.make)
+            model, tok = load_model(teacher["path"], rt, None, trainable=False, special_tags=False,
+                                    weight_dtype=config["model"].get("dtype", "float32"))
+            model.eval()
+            gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+            extra = tuple(gen_eos) if isinstance(gen_eos, (list, tuple)) else ((gen_eos,) if gen_eos is not None else ())
+            io = AgentIO.make(tok, t, extra)
+            generator = torch.Generator(device=rt.device)
+
+            def rollout_batch(works: list[Work], batch_no: int) -> list[Any]:
+                generator.manual_seed(zlib.crc32(f"{seed}/collect/{works[0].key}".encode()))
+                sampler = ModelSampler(model, io, rt.device, rt.autocast_dtype, c["temperature"], generator)
+                out: list[Any] = [None] * len(works)
+                for mode in c["modes"]:
+                    idx = [i for i, x in enumerate(works) if x.mode == mode]
+                    if not idx:
+                        continue
+                    trajs = [RlTrajectory(prompt_ids(tok, config, works[i].q.question, mode=mode)) for i in idx]
+                    with torch.no_grad():
+                        run_turns(sampler, trajs, self.tool if mode == "coa" else None, **limits)
+                    for i, tr in zip(idx, trajs):
+                        out[i] = tr
+                        counters["gen_tokens"] += sum(tr.loss_mask)
+                return out
+
+            def response(tr: Any) -> tuple[str, dict | None]:
+                ids, mask, lps = tr.ids, tr.loss_mask, tr.logprobs
+                if ids and ids[-1] in io.eos_ids() and mask[-1] == 1:  # the end of turn is not part of the text
+                    ids, mask, lps = ids[:-1], mask[:-1], lps[:-1]
+                return tok.decode(ids, skip_special_tokens=False), {"ids": ids, "loss_mask": mask, "logprobs": lps}
+
+            return {"rollout": rollout_batch, "response": response, "stats": dict,
+                    "counters": counters,
+                    "describe": {"device": str(rt.device), "name": f"the model directory {teacher['path']}"}}
+
+        from ..rollout.teacher import Endpoint, EndpointSampler, TeacherError, api_key
+
+        tc = c["teacher"]
+        tok = None
+        if teacher["tokenizer"]:
+            from ..model.load import load_tokenizer
+
+            try:
+                tok = load_tokenizer(Path(teacher["tokenizer"]), special_tags=False)
+            except (OSError, ValueError) as e:
+                raise TeacherError(f"collect.teacher.tokenizer {teacher['tokenizer']}: no usable tokenizer ({e})") from e
+        elif teacher["api"] == "completions":
+            raise TeacherError("collect.teacher.api \"completions\" renders the prompt here: give the teacher's "
+                               "tokenizer (collect.teacher.tokenizer, a directory with its chat template), or use "
+                               "api \"chat\"")
+        endpoint = Endpoint(teacher["url"], api_key=api_key(tc["api_key_env"]), timeout_s=tc["timeout_s"],
+                            max_retries=tc["max_retries"], backoff_s=tc["backoff_s"])
+        teacher["model"] = endpoint.probe(teacher["model"], teacher["api"])
+        io = AgentIO(tok, t, False) if tok is None else AgentIO.make(tok, t)
+        if io.special:
+            io = AgentIO(tok, t, False)  # an endpoint returns text: tags are read as text whatever the tokenizer
+        sampler = EndpointSampler(endpoint, io, teacher["model"], teacher["api"], temperature=c["temperature"],
+                                  top_p=c["top_p"], concurrency=tc["concurrency"], seed=seed)
+        q0 = self.first_question
+        msgs0 = chat_messages(config, q0, config["dialect"], c["modes"][0])
+        echo = sampler.probe_stops("" if tok is None else prompt_string(tok, config, q0, mode=c["modes"][0]), msgs0)
+        teacher["stops_in_text"] = echo
+        self.writer.emit("log", level="info", message="collect: the endpoint " + {
+            True: "returns matched stop strings in its text", False: "drops matched stop strings from its text",
+            None: "did not show whether it returns matched stop strings (an unclosed tag at a stop is closed)"}[echo])
+
+        def rollout_batch(works: list[Work], batch_no: int) -> list[Any]:
+            out: list[Any] = [None] * len(works)
+            before = endpoint.stats["completion_tokens"]
+            for mode in c["modes"]:
+                idx = [i for i, x in enumerate(works) if x.mode == mode]
+                if not idx:
+                    continue
+                trajs = []
+                for i in idx:
+                    tr = RlTrajectory([])
+                    q = works[i].q.question
+                    if teacher["api"] == "chat":
+                        msgs = chat_messages(config, q, config["dialect"], mode)
+                        sampler.start(tr, "\n".join(m["content"] for m in msgs), msgs, works[i].key)
+                    else:
+                        sampler.start(tr, prompt_string(tok, config, q, mode=mode), None, works[i].key)
+                    trajs.append(tr)
+                run_turns(sampler, trajs, self.tool if mode == "coa" else None, **limits)
+                for i, tr in zip(idx, trajs):
+                    out[i] = tr
+            counters["gen_tokens"] += endpoint.stats["completion_tokens"] - before
+            return out
+
+        return {"rollout": rollout_batch, "response": lambda tr: (tr.text, None), "counters": counters,
+                "stats": lambda: dict(endpoint.stats),
+                "describe": {"device": f"endpoint {teacher['url']}",
+                             "name": f"the endpoint {teacher['url']} ({teacher['api']}, model {teacher['model']})"}}
+
+    def tool(self, queries: list[str]) -> list[str | None]:
+        try:
+            return list(self.env.search(queries, top_k=self.ccfg["top_k"], dialect=self.config["dialect"])["observations"])
+        except Exception:  # noqa: BLE001 — a failed search is an empty observation, counted as a tool failure
+            return [None] * len(queries)
+
+    def sample(self, todo: list[Work], already: int, total: int, teacher: dict, coll_path: Path,
+               settings: dict) -> int:
+        w, c = self.writer, self.ccfg
+        started, done, failed, empty = time.time(), already, 0, 0
+        meta_teacher = {k: v for k, v in settings["teacher"].items() if v is not None}
+        B = c["batch_size"]
+        for b in range(0, len(todo), B):
+            if self.cancelled:
+                break
+            works = todo[b:b + B]
+            t0 = time.time()
+            gen_before = teacher["counters"]["gen_tokens"]
+            trajs = teacher["rollout"](works, b // B)
+            records, owners = [], []
+            empty_before = empty
+            for x, tr in zip(works, trajs):
+                if tr.error is not None:
+                    failed += 1
+                    continue
+                response, tokens = teacher["response"](tr)
+                if not response.strip():  # an API or `transformers serve` may answer nothing: a failed sample
+                    failed += 1
+                    empty += 1
+                    continue
+                rec: dict[str, Any] = {"id": x.key, "question": x.q.question, "golden_answers": _golden(x.q),
+                                       "response": response, "dialect": self.config["dialect"]}
+                if tokens is not None:
+                    rec["tokens"] = tokens
+                rec["meta"] = {"run": w.run, "stage": COLLECT_DIR, "step": done + len(records) + 1, "sample": x.k,
+                               "group": str(x.q.id), "mode": x.mode, "teacher": meta_teacher,
+                               "sampling": settings["sampling"], "truncated": tr.truncated, "finished": tr.finished,
+                               "tool_failures": tr.tool_failures}
+                records.append(rec)
+                owners.append(tr)
+            if records:
+                grade = [{k: r[k] for k in ("id", "question", "golden_answers", "response", "dialect")} for r in records]
+                breakdowns = self.env.grade(grade, scheme=c["reward"]["scheme"], params=dict(c["reward"]["params"]))
+                for r, bd in zip(records, breakdowns):
+                    r["reward"] = bd
+                append_records(coll_path, records)
+            done += len(records)
+            dt = time.time() - t0
+            n = max(1, len(records))
+            stats = teacher["stats"]()
+            values = {
+                "collected": float(done), "failed": float(failed),
+                "correct_rate": sum(float(r["reward"]["em"]) for r in records) / n if records else None,
+                "format_error_rate": sum(0.0 if r["reward"]["format_ok"] else 1.0 for r in records) / n if records else None,
+                "tool_calls": sum(r["reward"]["tool_calls"] for r in records) / n if records else None,
+                "tool_failures": float(sum(tr.tool_failures for tr in owners)),
+                "truncated_rate": sum(1.0 for tr in owners if tr.truncated) / n if records else None,
+                "samples_per_s": len(records) / max(dt, 1e-9),
+                "gen_tokens_per_s": (teacher["counters"]["gen_tokens"] - gen_before) / max(dt, 1e-9),
+                **{f"teacher_{k}": float(v) for k, v in stats.items() if k != "completion_tokens"},
+            }
+            w.emit("metrics", stage=COLLECT_DIR, step=done, values=values)
+            elapsed = time.time() - started
+            rate = (done - already) / elapsed if elapsed > 0 else 0.0
+            w.emit("progress", stage=COLLECT_DIR, step=done, total=total, elapsed_s=elapsed,
+                   eta_s=(total - done - failed) / rate if rate > 0 else None)
+            if records:
+                w.emit("sample", stage=COLLECT_DIR, step=done, record=records[0])
+            errors = [tr.error for tr in trajs if tr.error is not None]
+            if errors:  # counted, never fatal: the samples are left out and a --resume samples them again
+                w.emit("alert", stage=COLLECT_DIR, step=done, kind="other", severity="warning",
+                       message=f"{len(errors)} sample(s) of this batch failed at the teacher after retries "
+                               f"({failed} so far; last: {errors[-1][:200]}); --resume samples them again")
+            if empty > empty_before:
+                w.emit("alert", stage=COLLECT_DIR, step=done, kind="other", severity="warning",
+                       message=f"the teacher answered {empty - empty_before} sample(s) of this batch with an empty "
+                               f"response ({empty} so far): counted as failed samples; --resume samples them again")
+        self.empty_responses = empty
+        return failed
+
+    def finish(self, coll_path: Path, work: list[Work], settings: dict, failed: int, teacher_stats: dict) -> int:
+        from ..data.userdata import DataError, find_cli
+
+        w = self.writer
+        by_id = read_collection(coll_path, repair=False)
+        records = [by_id[x.key] for x in work if x.key in by_id]  # collection order, whatever the resume history
+        kept, dropped, reasons = select(records, self.ccfg["select"])
+        sel_path = self.dir / "selected.coa.jsonl"
+        write_atomic(sel_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+        pairs: dict = {}
+        pairs_path = self.dir / "pairs.jsonl"
+        pairs_path.unlink(missing_ok=True)
+        pair_error = None
+        if records:
+            node, cli = find_cli(self.config)
+            rep = self.dir / "pairs.report.json"
+            res = subprocess.run([node, str(cli), "data", "prepare", "pairs", str(coll_path), "--out", str(pairs_path),
+                                  "--per-question", str(self.ccfg["pairs_per_question"]), "--report", str(rep)],
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+            if res.returncode == 0:
+                pairs = json.loads(rep.read_text(encoding="utf-8"))
+            elif "no pairs" in res.stderr:
+                pairs = {"pairs": 0, "error": res.stderr.strip().split(": error: ")[-1][:300]}
+            else:  # the report is written first: a collection is never lost to its pairs
+                pair_error = next((ln for ln in res.stderr.splitlines() if ": error: " in ln), res.stderr[-300:])
+                pairs = {"pairs": 0, "error": pair_error.split(": error: ")[-1][:300]}
+        ratio = float(self.config["stages"]["sft2"]["coa_cot_ratio"])
+        report = build_report(records, kept, dropped, reasons, list(self.ccfg["modes"]), failed, teacher_stats, pairs,
+                              ratio, self.empty_responses)
+        write_atomic(self.dir / "report.json", json.dumps(report, indent=2) + "\n")
+        md = report_markdown(report, settings)
+        write_atomic(self.dir / "report.md", md)
+        if pair_error is not None:
+            raise DataError(pair_error)
+        write_atomic(self.dir / "collect.json", json.dumps({"stage": COLLECT_DIR, "settings": settings,
+                                                            "collected": len(records), "kept": len(kept),
+                                                            "selected": str(sel_path),
+                                                            "pairs": str(pairs_path) if pairs_path.is_file() else None,
+                                                            "failed_samples": failed}, indent=2) + "\n")
+        w.emit("eval", stage=COLLECT_DIR, step=len(records), split=self.ccfg["split"],
+               metrics={"collected": float(len(records)), "kept": float(len(kept)), "failed": float(failed),
+                        "kept_rate": len(kept) / len(records) if records else None,
+                        "pairs": float(pairs.get("pairs", 0)),
+                        **{f"dropped_{k}": float(v) for k, v in dropped.items()}})
+        w.emit("log", level="info", message=f"collect: {md}")
+        w.emit("stage_finished", stage=COLLECT_DIR, step=len(records), status="ok", checkpoint=str(sel_path))
+        return 0
+
+    def on_signal(self, *_: Any) -> None:
+        self.cancelled = True
+
+    def close(self) -> None:
+        if self.env is not None and self.own_env:
+            self.env.stop()
+
+
+def _golden(q: Any) -> list[str]:
+    from ..data.userdata import golden
+
+    return golden(q)
+
+
+def collect_command(args: Any) -> int:
+    from ..base.config import ConfigError, load_config
+    from ..env.client import EnvError
+    from ..base.events import EventWriter
+    from ..model.load import ModelDirError
+    from ..rollout.teacher import TeacherError
+    from ..data.userdata import DataError
+
+    run_dir = Path(args.run_dir)
+    try:
+        writer = EventWriter(run_dir)
+    except OSError as e:
+        print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
+        return 2
+    collector = None
+    old = signal.getsignal(signal.SIGTERM)
+    try:
+        config = load_config(args.config)
+        for key in ("limit", "samples"):
+            if getattr(args, key, None):
+                config["collect"][key] = getattr(args, key)
+        if getattr(args, "teacher", None):
+            t = config["collect"]["teacher"]
+            if args.teacher.startswith(("http://", "https://")):
+                t["url"] = args.teacher
+            else:
+                t["path"], t["url"] = str(Path(args.teacher).resolve()), None
+        collector = Collector(config, args, run_dir, writer)
+        signal.signal(signal.SIGTERM, collector.on_signal)
+        return collector.run()
+    except ConfigError as e:
+        writer.emit("error", message=str(e), code="bad_config", stage=COLLECT_DIR)
+        return 2
+    except (DataError, ModelDirError) as e:
+        writer.emit("error", message=str(e), code="bad_data" if isinstance(e, DataError) else "missing_model",
+                    stage=COLLECT_DIR)
+        return 2
+    except TeacherError as e:
+        writer.emit("error", message=str(e), code="bad_teacher", stage=COLLECT_DIR)
+        return 2
+    except CollectError as e:
+        writer.emit("error", message=str(e), code=e.code, stage=COLLECT_DIR)
+        return 2
+    except EnvError as e:
+        writer.emit("error", message=f"environment server: {e}", code="env_unreachable", stage=COLLECT_DIR)
+        return 3
+    except Exception as e:  # noqa: BLE001 — one error event, never a bare traceback
+        writer.emit("error", message=f"{type(e).__name__}: {e}", code="internal", stage=COLLECT_DIR,
+                    detail=traceback.format_exc())
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        if collector is not None:
+            collector.close()
+        writer.close()
+
+
+# ---------------------------------------------------------------- the results table's comparison
+
+def comparison_lines(run_dir: Path, rows: list[dict]) -> list[str]:
+    """For results.md: when this run's SFT data is a collection whose teacher is another run's stage result
+    (`<run>/stages/<stage>/final`) and that run has a results table (trained on the embedded oracle, or on other
+    data), each setting both tables have, side by side, with the difference — measured, whichever way it goes."""
+    info_path = collect_dir(run_dir) / "collect.json"
+    if not info_path.is_file():
+        return []
+    info = json.loads(info_path.read_text(encoding="utf-8"))
+    teacher = info["settings"]["teacher"]
+    who = teacher.get("path") or teacher.get("url")
+    head = ["", "## SFT data collected from a teacher", "",
+            (f"The SFT stages of this run trained on {info['kept']} trajectories kept of {info['collected']} "
+             f"collected from {who} (stages/collect/report.md; SFT-1 pairs built from all of them).")]
+    tp = Path(teacher["path"]) if teacher.get("path") else None
+    other = tp.parents[2] / "results.json" if tp is not None and tp.parent.parent.name == "stages" else None
+    if other is None or not other.is_file():
+        return head + ["", "The teacher is not a run with a results table here, so there is nothing to compare with."]
+    theirs = {r["setting"]: r for r in json.loads(other.read_text(encoding="utf-8"))["rows"]}
+    lines = ["", f"Against {other.parent.name} (the teacher's own run, its SFT data as that run configured it):", "",
+             "| setting | EM here | EM there | Δ EM | TC here | TC there | format errors here | there |",
+             "|---|---|---|---|---|---|---|---|"]
+
+    def cell(v: Any) -> str:
+        return "—" if v is None else f"{v:.3f}"
+
+    found = False
+    for r in rows:
+        o = theirs.get(r["setting"])
+        if o is None or r.get("em") is None or o.get("em") is None:
+            continue
+        found = True
+        lines.append(f"| {r['setting']} | {cell(r['em'])} | {cell(o['em'])} | {r['em'] - o['em']:+.3f} | {cell(r['tc'])} | "
+                     f"{cell(o['tc'])} | {cell(r['format_error_rate'])} | {cell(o['format_error_rate'])} |")
+    if not found:
+        return head + ["", f"{other} has no setting evaluated in both runs."]
+    def verdict(d: float) -> str:  # the results table's own threshold for "barely changes" is relative; EM: 0.02
+        return "higher" if d > 0.02 else ("lower" if d < -0.02 else "about the same (within 0.02)")
+
+    summary = [f"- {r['setting']}: EM {r['em']:.3f} with the collected data vs {theirs[r['setting']]['em']:.3f}: "
+               f"{verdict(r['em'] - theirs[r['setting']]['em'])}." for r in rows
+               if r.get("em") is not None and theirs.get(r["setting"], {}).get("em") is not None]
+    return head + lines + ["", *summary]

@@ -1,0 +1,266 @@
+"""One set-up for every training stage (SFT and RL): runtime and process group, the data source (the embedded
+benchmark, or the user's data through the core's importers), init resolution, model + tokenizer with the run
+config's model choices, optimiser and schedule, DDP wrapping, the SIGTERM flag, resume, run_started, and the final
+save. The loops (train.run_lm_stage, rl.run_rl_stage) only differ in what one step does."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..base.errors import StageError
+from ..base.runlayout import STAGE_ORDER, data_dir, final_dir, stage_dir
+from ..model.optim import lr_lambda
+
+
+@dataclass
+class StageRun:
+    config: dict
+    args: Any
+    run_dir: Path
+    writer: Any
+    di: Any
+    stage: str  # the stage kind (sft2, rl2 …)
+    label: str  # the name events and directories carry (rl2-otc)
+    scfg: dict
+    total: int
+    rt: Any
+    bench: Any  # the embedded Benchmark, or None with the user's data
+    data: Any  # userdata.UserData, or None
+    init: Path
+    model: Any  # DDP-wrapped when distributed
+    policy: Any  # the plain model (generation, saving)
+    tok: Any
+    t: Any  # dialect Tags
+    io: Any  # agentio.AgentIO
+    params: list
+    opt: Any
+    sched: Any
+    ckpt_dir: Path
+    flags: dict = field(default_factory=lambda: {"cancelled": False})
+
+    @property
+    def source(self) -> Any:
+        """What questions come from: bench.split / data.split."""
+        return self.data if self.data is not None else self.bench
+
+    @property
+    def cancelled(self) -> bool:
+        return self.flags["cancelled"]
+
+    def latest_state(self) -> dict | None:
+        """The newest checkpoint loaded into model/optimiser/schedule when --resume, else None. The events of the
+        steps after it (written before a kill) are dropped: they are about to be done again (base/events.py)."""
+        from ..model.checkpoint import latest_checkpoint, load_checkpoint
+
+        if not getattr(self.args, "resume", False):
+            return None
+        path = latest_checkpoint(self.ckpt_dir)
+        if path is None:
+            return None
+        if self.sharded:
+            from ..model.fsdp import load_sharded
+
+            state = load_sharded(path, self.model, self.opt, self.sched)
+        elif path.is_dir():
+            raise StageError(f"{path} is a sharded (FSDP) checkpoint; resume it with distributed.strategy fsdp "
+                             "and the same number of processes", "bad_config")
+        else:
+            state = load_checkpoint(path, self.model, self.opt, self.sched)
+        if self.di.rank == 0:
+            self.writer.supersede(self.label, state["step"], (state.get("extra") or {}).get("events_offset"))
+        return state
+
+    @property
+    def sharded(self) -> bool:
+        from ..model.fsdp import is_sharded
+
+        return is_sharded(self.model)
+
+    def gathered(self) -> Any:
+        """Context for generation / evaluation on `policy`: FSDP2's full parameters (every rank must enter it);
+        nothing to do otherwise."""
+        from ..model.fsdp import gathered
+
+        return gathered(self.model)
+
+    def save_checkpoint(self, step: int, cursor: int, extra: dict | None = None, prune: bool = True) -> Path | None:
+        """Every rank calls this. DDP / one process: rank 0 writes one file; FSDP2: every rank writes its shards
+        (fsdp.save_sharded). Returns the path on rank 0 (None elsewhere); the caller emits the event."""
+        from ..model.checkpoint import prune_checkpoints, save_checkpoint
+
+        # where events.jsonl stood: a resume from this checkpoint drops the step events written after it (base/events.py)
+        extra = {**(extra or {}), **self.writer.resume_marks()}
+        path = None
+        if self.sharded:
+            from ..model.fsdp import save_sharded
+
+            path = save_sharded(self.ckpt_dir, step, cursor, self.model, self.opt, self.sched, self.label, extra)
+        elif self.di.rank == 0:
+            path = save_checkpoint(self.ckpt_dir, step, cursor, self.model, self.opt, self.sched, self.label, extra)
+        if self.di.rank == 0 and prune:
+            prune_checkpoints(self.ckpt_dir, keep=2)
+        self.di.barrier()
+        return path if self.di.rank == 0 else None
+
+    def started(self, resumed_from: int | None, describe: str) -> None:
+        from ..model.load import count_parameters
+
+        self.writer.emit("run_started", stage=self.label, config=self.config, total_steps=self.total,
+                         device=str(self.rt.device), world_size=self.di.world_size, pid=os.getpid(),
+                         resumed_from=resumed_from)
+        mode = "tags as special tokens" if self.io.special else "tags as text"
+        self.writer.emit("log", level="info", message=f"{self.label}: {count_parameters(self.model):,} parameters "
+                         f"from {self.init} ({mode}); {describe}")
+
+    def save_final(self, step: int) -> Path:
+        """Rank 0 writes stages/<label>/final (HF directory + coa_stage.json) and says so."""
+        from ..model.load import save_model_dir
+
+        out = final_dir(self.run_dir, self.label)
+        info = {"stage": self.label, "step": step}
+        if self.sharded:  # every rank: the weights are gathered to rank 0's CPU, for this export only
+            from ..model.fsdp import full_state_dict
+
+            state = full_state_dict(self.model)
+            if self.di.rank == 0:
+                save_model_dir(self._plain_copy(state), self.tok, out, info)
+        elif self.di.rank == 0:
+            save_model_dir(self.model, self.tok, out, info)
+        if self.di.rank == 0:
+            self.writer.emit("checkpoint", stage=self.label, step=step, path=str(out))
+        return out
+
+    def _plain_copy(self, state: dict) -> Any:
+        """An unsharded CPU model (LoRA-wrapped like the trained one) holding the gathered weights, in the
+        dtype the config asked for."""
+        import torch
+
+        from ..model.load import Runtime, load_for_config
+
+        cpu = {**self.config, "distributed": {"strategy": "ddp"}, "model": {**self.config["model"],
+               "gradient_checkpointing": False, "attn_implementation": "sdpa"}}
+        plain, _ = load_for_config(self.init, Runtime(torch.device("cpu"), None), cpu, trainable=False)
+        inner = {k.removeprefix("lm."): v for k, v in state.items()}
+        missing = plain.load_state_dict(inner, strict=False)
+        if missing.unexpected_keys or missing.missing_keys:
+            raise RuntimeError(f"gathered weights do not match the model: {missing}")
+        return plain
+
+
+def _warm_data(data: Any, stage: str, scfg: dict) -> None:
+    """Run the core's importers for what this stage reads, before any training (bad data fails here)."""
+    if stage == "sft1":
+        data.pairs()
+    elif stage in ("sft2", "sft3"):
+        data.sft_records()
+    elif stage in ("rl1", "rl2"):
+        if not data.has_questions(scfg["question_split"]):
+            raise StageError(f"{stage} needs data.questions.{scfg['question_split']}", "bad_config")
+        data.split(scfg["question_split"])
+        if data.has_questions("dev"):
+            data.split("dev")
+        data.check_corpus()
+
+
+def _wrap(scorer: Any, config: dict, di: Any) -> Any:
+    """DDP, FSDP2 (distributed.strategy) or nothing (one process) around the trainer's TokenScorer."""
+    if di.active and config["distributed"]["strategy"] == "fsdp":
+        import torch
+
+        from ..model.fsdp import shard
+
+        return shard(scorer, torch.bfloat16 if config["model"]["dtype"] == "bfloat16" else None)
+    return di.wrap(scorer)
+
+
+def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -> StageRun:
+    import torch
+
+    from ..rollout.agentio import AgentIO
+    from ..data.benchmark import benchmark_from_config, ensure_benchmark_files
+    from ..data.dialects import tags
+    from ..model.scoring import TokenScorer
+    from ..model.load import load_for_config, setup_runtime, unwrap
+    from ..model.optim import make_optimizer
+    from ..data.userdata import UserData
+
+    stage = args.stage
+    label = getattr(args, "label", None) or stage
+    scfg = config["stages"][stage]
+    total = args.max_steps or scfg["steps"]
+    own_data = config.get("data") is not None
+    if not own_data and config["dialect"] != "coa":
+        raise StageError("the embedded benchmark's trajectories are written in the coa dialect; set dialect to coa "
+                         "(or train on your own data: run config `data`)", "bad_config")
+    if own_data and stage == "pretrain":
+        raise StageError("pretrain trains the embedded default on the embedded benchmark; with your own data set "
+                         "model.path and start at sft1", "bad_config")
+    rt = setup_runtime(config, di.world_size, di.local_rank)
+    di.init(rt.device)
+    bench = data = None
+    collected = None
+    if stage in ("sft1", "sft2", "sft3"):  # a run with a finished collection trains on it (collect.use_for_sft)
+        from ..stages.collect import collected_data
+
+        collected = collected_data(config, run_dir, prepare=di.rank == 0)
+    if own_data or collected is not None:
+        data = collected or UserData(config, data_dir(config, run_dir) / "prepared", prepare=di.rank == 0)
+        if di.rank == 0:
+            _warm_data(data, stage, scfg)
+            for note in getattr(data, "notes", []):
+                writer.emit("log", level="warning", message=f"{label}: {note}")
+    if collected is not None:
+        writer.emit("log", level="info", message=f"{label}: SFT data from this run's collection "
+                    f"({run_dir / 'stages' / 'collect'}; collect.use_for_sft)")
+    if not own_data:
+        bench = ensure_benchmark_files(config, data_dir(config, run_dir)) if di.rank == 0 \
+            else benchmark_from_config(config)
+    init = resolve_init(config, run_dir, stage, bench, di.rank == 0)
+    di.barrier()
+    if bench is not None and bench.observations is None:  # other ranks: the observations rank 0 fetched and cached
+        bench = benchmark_from_config(config, data_dir(config, run_dir))
+
+    torch.manual_seed(config["seed"])
+    random.seed(config["seed"])
+    model, tok = load_for_config(init, rt, config)
+    t = tags(config["dialect"])
+    wrapped = _wrap(TokenScorer(model), config, di)
+    params = [p for p in wrapped.parameters() if p.requires_grad]  # after sharding: FSDP2 swaps in DTensors
+    opt = make_optimizer(params, scfg["lr"], scfg["weight_decay"])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg["warmup_steps"], total))
+    run = StageRun(config, args, run_dir, writer, di, stage, label, scfg, total, rt, bench, data, init, wrapped,
+                   unwrap(wrapped), tok, t, AgentIO.make(tok, t), params, opt, sched,
+                   stage_dir(run_dir, label) / "checkpoints")
+    signal.signal(signal.SIGTERM, lambda *_: run.flags.__setitem__("cancelled", True))
+    return run
+
+
+def resolve_init(config: dict, run_dir: Path, stage: str, bench: Any, is_main: bool) -> Path:
+    """Where a stage starts: init_from, else the latest earlier stage of this run, else model.path / the embedded
+    default (pretrain, or any stage when model.path is a real model)."""
+    from ..data.benchmark import vocabulary_texts
+    from ..model.load import ModelDirError, check_model_dir, write_embedded_model
+
+    init_from = config["stages"][stage]["init_from"]
+    if init_from:
+        return check_model_dir(init_from)
+    for prev in reversed(STAGE_ORDER[: STAGE_ORDER.index(stage)]):
+        if (final_dir(run_dir, prev) / "config.json").is_file():
+            return final_dir(run_dir, prev)
+    if config["model"]["path"]:
+        return check_model_dir(config["model"]["path"])
+    if stage != "pretrain":
+        raise ModelDirError(f"stage {stage} needs a model: run the earlier stages into {run_dir}, or set "
+                            f"model.path or stages.{stage}.init_from")
+    if bench is None:
+        raise ModelDirError("pretrain builds the embedded default from the embedded benchmark; with your own data "
+                            "set model.path and start at sft1")
+    target = run_dir / "model-init"
+    if is_main:
+        write_embedded_model(config, vocabulary_texts(bench, config), target, config["seed"])
+    return target

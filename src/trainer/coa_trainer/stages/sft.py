@@ -1,0 +1,172 @@
+"""The four LM stages as data stream + loss + metrics + end-of-stage check. The training loop (stages/train.py) and the
+set-up (stages/setup.py) are shared. Data: the embedded benchmark's oracle trajectories, or — with a run config
+`data` section — the user's trajectories and pairs through the core (data/userdata.py), masks from its segments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..data.benchmark import Benchmark
+from ..data.samples import (MASKED_KINDS_SFT2, Encoded, Pair, oracle_examples, pair_stream, pretrain_stream, sft1_pairs,
+                   sft1_stream, sft_mix_stream, truncate, user_pairs, user_sft_examples)
+from ..data.dialects import Tags
+from ..data.lengths import resolve_max_len, sft_report
+from ..model.load import model_context
+from ..algos.losses import lm_count, lm_loss_parts, sft1_lengths, sft1_loss_parts
+from ..model.load import Runtime
+from ..base.errors import StageError
+
+
+class LmStage:
+    """pretrain, SFT-2 (observations masked) and SFT-3 (observations trained): masked token NLL."""
+
+    def __init__(self, name: str, config: dict, bench: Benchmark | None, tok: Any, t: Tags, rt: Runtime,
+                 data: Any = None, context: int | None = None):
+        self.name, self.config, self.bench, self.tok, self.t, self.rt, self.data = name, config, bench, tok, t, rt, data
+        scfg = config["stages"][name]
+        self.notes: list[str] = []  # what the length cap does to the data, for the run's log
+        if name == "pretrain":
+            self.max_len = scfg["max_len"]
+            self.stream = pretrain_stream(bench, tok, config["seed"], self.max_len)
+            return
+        if data is not None:
+            examples = user_sft_examples(data.sft_records(), tok, config, name)
+            if not examples:
+                raise StageError(f"{name} has no trajectories to train on: data.sft names none (give *.coa.jsonl "
+                                 "trajectories or OpenAI chats there, or run collect first)", "bad_data")
+        else:
+            examples = oracle_examples(bench, tok, config, t, "train", MASKED_KINDS_SFT2 if name == "sft2" else frozenset())
+        need = max((len(e.input_ids) for e in examples), default=None)
+        self.max_len = resolve_max_len(scfg["max_len"], need, context)
+        report = sft_report(f"{name} examples", examples, self.max_len, scfg["max_len"] is None)
+        report.require_tokens(name)
+        self.notes += [line] if (line := report.line()) else []
+        cut = [truncate(e, self.max_len) for e in examples]
+        self.stream = sft_mix_stream(cut, config, name, config["seed"])
+
+    def describe(self) -> str:
+        n = self.stream.epoch_size()
+        if self.name == "pretrain":
+            return f"{len(self.bench.pretrain_lines())} pretraining lines packed into {n} samples per epoch"
+        masked = "observations masked" if self.name == "sft2" else "observations trained"
+        return (f"{n} trajectories per epoch (CoA:CoT {self.config['stages'][self.name]['coa_cot_ratio']}:1), {masked}, "
+                f"max_len {self.max_len}")
+
+    def loss_parts(self, model: Any, batch: list[Encoded]) -> tuple[torch.Tensor, float, dict]:
+        return lm_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
+                             self.config["stages"][self.name]["packing"])
+
+    def count(self, batch: list[Encoded]) -> float:
+        return lm_count(batch)
+
+    def lengths(self, batch: list[Encoded]) -> list[list[int]]:
+        return [[len(e.input_ids)] for e in batch]
+
+    def metrics(self, stats: dict, count: float) -> dict:
+        return {"trained_tokens": count}
+
+    def sample_record(self, e: Encoded, run: str, step: int) -> dict:
+        response = e.response or self.tok.decode(e.ids, skip_special_tokens=False)
+        golden = e.meta.get("golden_answers") or ([e.meta["answer"]] if "answer" in e.meta else [])
+        return {
+            "id": e.meta.get("id", f"{self.name}-{step}"), "question": e.meta.get("question", ""),
+            "golden_answers": golden, "response": response, "dialect": e.meta.get("dialect", "coa"),
+            "tokens": {"ids": e.ids, "loss_mask": e.loss_mask,
+                       **({"offsets": e.offsets} if e.response else {})},
+            "meta": {"run": run, "stage": self.name, "step": step, "sample": 0},
+        }
+
+    @torch.no_grad()
+    def evaluate(self, model: Any) -> dict[str, dict]:
+        if self.name == "pretrain":
+            from ..evaluation.agent import plain_eval
+
+            return {"dev": plain_eval(model, self.tok, self.bench, self.config, "dev", self.rt)[0]}
+        if self.data is not None:  # users' SFT data has no held-out trajectories: the agent eval is `eval`
+            return {}
+        # SFT-2/3: held-out masked NLL on the dev oracle trajectories
+        masked = frozenset({"observation"}) if self.name == "sft2" else frozenset()
+        dev = oracle_examples(self.bench, self.tok, self.config, self.t, "dev", masked, self.max_len)
+        total, count = 0.0, 0.0
+        for i in range(0, len(dev), 32):
+            s, c, _ = lm_loss_parts(model, dev[i:i + 32], self.tok.pad_token_id, self.rt.device,
+                                    self.rt.autocast_dtype)
+            total, count = total + float(s), count + c
+        return {"dev": {"loss": total / max(count, 1.0), "trajectories": float(len(dev))}}
+
+
+class Sft1Stage:
+    """AutoCoA SFT-1 (when to act): contrastive pairs at each decision point."""
+
+    name = "sft1"
+
+    def __init__(self, config: dict, bench: Benchmark | None, tok: Any, t: Tags, rt: Runtime, data: Any = None):
+        self.config, self.bench, self.tok, self.t, self.rt, self.data = config, bench, tok, t, rt, data
+        self.scfg = config["stages"]["sft1"]
+        if data is not None:
+            self.pairs = user_pairs(data.pairs(), tok, config)
+            self.stream = pair_stream(self.pairs, config["seed"])
+        else:
+            self.stream = sft1_stream(bench, tok, config, t, config["seed"])
+
+    def describe(self) -> str:
+        if self.data is not None:
+            kinds: dict[str, int] = {}
+            for p in self.pairs:
+                kinds[p.meta["kind"]] = kinds.get(p.meta["kind"], 0) + 1
+            by_kind = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+            return f"{len(self.pairs)} pairs from your data ({by_kind}; beta {self.scfg['beta']})"
+        return (f"{self.stream.epoch_size()} contrastive pairs (beta {self.scfg['beta']}, margin {self.scfg['margin']},"
+                f" alpha {self.scfg['alpha']})")
+
+    def loss_parts(self, model: Any, batch: list[Pair]) -> tuple[torch.Tensor, float, dict]:
+        return sft1_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
+                               self.scfg["beta"], self.scfg["margin"], self.scfg["alpha"], self.scfg["packing"])
+
+    def count(self, batch: list[Pair]) -> float:
+        return float(len(batch))
+
+    def lengths(self, batch: list[Pair]) -> list[list[int]]:
+        return sft1_lengths(batch)
+
+    def metrics(self, stats: dict, count: float) -> dict:
+        acts = stats["act_pairs"]
+        answers = count - acts
+        return {
+            "pair_acc": stats["pair_correct"] / max(count, 1.0),
+            "act_acc": stats["act_correct"] / acts if acts else None,
+            "answer_acc": (stats["pair_correct"] - stats["act_correct"]) / answers if answers else None,
+            "logp_chosen": stats["logp_chosen"] / max(count, 1.0),
+            "logp_rejected": stats["logp_rejected"] / max(count, 1.0),
+        }
+
+    def sample_record(self, p: Pair, run: str, step: int) -> dict:
+        ids = p.prefix_ids + p.chosen_ids
+        mask = p.chosen_mask if p.chosen_mask is not None else [1] * len(p.chosen_ids)
+        return {
+            "id": f"sft1-{step}", "question": self.tok.decode(p.prompt_ids, skip_special_tokens=False),
+            "response": self.tok.decode(ids, skip_special_tokens=False), "dialect": self.config["dialect"],
+            "tokens": {"ids": ids, "loss_mask": [0] * len(p.prefix_ids) + list(mask)},
+            "meta": {"run": run, "stage": "sft1", "step": step, "sample": 0, "group": "act" if p.act else "answer"},
+        }
+
+    @torch.no_grad()
+    def evaluate(self, model: Any) -> dict[str, dict]:
+        if self.data is not None:  # users' pairs have no dev split
+            return {}
+        pairs = sft1_pairs(self.bench, self.tok, self.config, self.t, "dev", self.config["seed"])
+        stats: dict[str, float] = {}
+        for i in range(0, len(pairs), 32):
+            _, _, ex = self.loss_parts(model, pairs[i:i + 32])
+            for k, v in ex.items():
+                stats[k] = stats.get(k, 0.0) + v
+        return {"dev": {k: v for k, v in self.metrics(stats, float(len(pairs))).items()}}
+
+
+def make_stage(run: Any) -> Any:
+    """The stage implementation for a stage_setup.StageRun."""
+    if run.stage == "sft1":
+        return Sft1Stage(run.config, run.bench, run.tok, run.t, run.rt, run.data)
+    return LmStage(run.stage, run.config, run.bench, run.tok, run.t, run.rt, run.data, model_context(run.policy))
