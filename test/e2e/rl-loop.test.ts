@@ -3,13 +3,16 @@
 // the live panel at 1,600 px lays its charts in columns and survives resizes; a click on a reward chart point lists
 // that step's rollouts and one opens in the record view — steps as cells, the reward breakdown, token overlays with
 // their legend — without the whole file as a notebook and without an Untitled copy; a step edited there and forked
-// regenerates the rest with the stage's checkpoint, the fork beside the original with both rewards. Screenshots:
+// regenerates the rest with the stage's checkpoint, the fork beside the original with both rewards; the browser opens
+// records beside it (and Problems leads back to them); its text search finds a name among AutoCoA's 2,936 test
+// questions (converted from the parquet). Screenshots:
 // .cache/artifacts/e2e/rl-loop-*.png; timings printed as diagnostics (bench/live-panel measures them).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Frame } from 'playwright-core';
-import { pickQuick, runCommand, startEditor, webviewFrame, type Editor } from './harness';
+import { execFileSync } from 'node:child_process';
+import { pickQuick, repoRoot, runCommand, startEditor, webviewFrame, type Editor } from './harness';
 import { readFileSync } from 'node:fs';
 import { demoRunWithOnnx } from '../fixtures/demoRun';
 
@@ -141,4 +144,71 @@ test('★ fork: the last thought edited in the record view, the rest regenerated
   assert.equal(forks.length, 1);
   assert.deepEqual([forks[0].id, forks[0].meta.fork_of, forks[0].meta.fork_edited, forks[0].reward.total], ['q0488-40-0#fork-3', 'q0488-40-0', true, 1]);
   assert.ok(forks[0].meta.given_tokens > 0);
+});
+
+/** Quick Open on a path (several files share the name), Enter on its first match. */
+async function quickOpen(path: string): Promise<void> {
+  await ed.page.keyboard.press('Escape');
+  await ed.page.keyboard.press('Control+P');
+  const input = ed.page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 30_000 });
+  await input.fill(path);
+  await ed.page.locator('.quick-input-list .monaco-list-row', { hasText: path.split('/').pop()! }).first().waitFor({ timeout: 60_000 });
+  await ed.page.waitForTimeout(500);
+  await ed.page.keyboard.press('Enter');
+}
+
+test('the browser of a 1,536-record rollouts file opens a record beside it; its format errors in Problems lead back to the record view', async () => {
+  await ed.page.keyboard.press('Control+K');
+  await ed.page.keyboard.press('Control+W'); // close every editor: a clean layout
+  await quickOpen('rl2-otc/rollouts.coa.jsonl');
+  // 1,536 records make more cells than coaStudio.notebook.maxCells: the file stays in the browser.
+  const browser = await webviewFrame(ed.page, async (f) => (await f.locator('#rows tr.row').count()) > 0, 120_000);
+  await browser.locator('#status', { hasText: /1,536 records indexed/ }).waitFor({ timeout: 60_000 });
+  await browser.locator('#jump').fill('q0118-5-74');
+  await browser.locator('#jump').press('Enter');
+  await ed.page.locator('.tabs-container .tab', { hasText: 'q0118-5-74.coa.jsonl' }).waitFor({ timeout: 30_000 });
+  assert.equal(await browser.locator('#rows tr.sel td:nth-child(2)').textContent(), 'q0118-5-74', 'the record is selected in the browser');
+  assert.equal(await ed.page.locator('.tabs-container .tab', { hasText: /^rollouts\.coa\.jsonl/ }).count(), 1, 'the browser stays open beside it');
+  // Its format errors (repeated answers) are in Problems, on its cells; a click there shows the record view's cell.
+  await ed.page.keyboard.press('Control+Shift+M');
+  const problem = ed.page.locator('.markers-panel .monaco-list-row', { hasText: /COA00[23]/ }).first();
+  await problem.waitFor({ timeout: 30_000 });
+  await ed.shot('browser-record-problems');
+  await problem.click();
+  await ed.page.keyboard.press('Enter');
+  await ed.page.locator('.tabs-container .tab.active', { hasText: 'q0118-5-74.coa.jsonl' }).first().waitFor({ timeout: 15_000 });
+  // The record view is the active editor, on one of its step cells (the status bar counts its cells).
+  await ed.page.locator('.part.statusbar .statusbar-item', { hasText: /Cell [2-9] of \d+/ }).first().waitFor({ timeout: 15_000 });
+});
+
+test('AutoCoA\'s 2,936-row test parquet, converted: the browser\'s text search (Ctrl+F) finds "Drogo" and opens its question beside', async (t) => {
+  const out = join(ed.workspace, 'all_test.coa.jsonl');
+  execFileSync(process.execPath, [join(repoRoot, 'dist/cli.js'), 'convert', '--from', 'verl-parquet', join(repoRoot, 'examples/data/autocoa/all_test.parquet'), '-o', out], { stdio: 'ignore' });
+  await quickOpen('all_test.coa.jsonl');
+  const browser = await webviewFrame(ed.page, async (f) => (await f.locator('body[data-kind="questions"] #rows tr.row').count()) > 0, 120_000);
+  assert.deepEqual(await browser.locator('thead th').allInnerTexts(), ['line', 'id', 'question', 'golden answers', 'source']);
+  // Ctrl+F with the focus in the browser (on its status line: a row click would open a record).
+  await browser.locator('#status').click();
+  await ed.page.keyboard.press('Control+F');
+  await browser.locator('#search:focus').waitFor({ timeout: 10_000 });
+  const t0 = Date.now();
+  await ed.page.keyboard.type('Drogo');
+  await ed.page.keyboard.press('Enter');
+  const status = browser.locator('#search-status[data-running="false"]', { hasText: 'Drogo' });
+  await status.waitFor({ timeout: 60_000 });
+  t.diagnostic(`search "Drogo" in 2,935 questions: ${Date.now() - t0} ms (typing included)`);
+  assert.equal(await status.textContent(), '1 record with “Drogo”');
+  await browser.locator('#rows tr.row').first().waitFor({ timeout: 10_000 });
+  assert.equal(await browser.locator('#rows tr.row').count(), 1);
+  assert.match((await browser.locator('#rows tr.row td').nth(2).textContent()) ?? '', /Drogo Of Champagne/);
+  await ed.shot('browser-search-drogo');
+  await browser.locator('#rows tr.row').first().click();
+  await ed.page.locator('.tabs-container .tab', { hasText: 'dev_4468.coa.jsonl' }).waitFor({ timeout: 30_000 });
+  // The record view's header (a Markdown cell, drawn in the notebook's webview; the browser has no headings).
+  const view = await webviewFrame(ed.page, async (f) => (await f.locator('h3', { hasText: 'dev_4468' }).count()) > 0, 60_000);
+  assert.ok(await view.getByText(/Drogo Of Champagne/).count(), 'its question in the header');
+  assert.ok(await view.getByText(/Pepin of Herstal/).count(), 'its golden answer in the header');
+  assert.ok(await view.getByText(/line 17 of all_test\.coa\.jsonl/).count(), 'its line of the file');
+  await ed.shot('browser-search-record');
 });

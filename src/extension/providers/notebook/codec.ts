@@ -180,7 +180,8 @@ export function linesToNotebook(
   const rewards = options.rewards ?? scoreForNotebook(records, scheme, params);
   const cells: CellData[] = [];
   const asked = summarizeQuestions(records);
-  if (asked.questions) cells.push(summaryCell(asked, records.length));
+  // A record view shows one record: a summary of "1 question" would say nothing its header does not.
+  if (asked.questions && !options.within) cells.push(summaryCell(asked, records.length));
   let k = 0;
   entries.forEach(({ src, entry }, index) => {
     if (!entry.record) {
