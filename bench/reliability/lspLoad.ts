@@ -1,0 +1,101 @@
+// The language server under issue 34's load: an 18 MB trajectory file with ~6,667 diagnostics, 1,000 quick edits sent
+// at once as a fast typist's editor does, then a hover — over stdio with the built dist/server.js; and a `.coa` with
+// 40,000 unclosed <think> (diagnostics in-process).
+import { mkdirSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureBuilt, LspClient } from '../../test/unit/server/lsp-client';
+import { TrajectoryService } from '../../src/server/service';
+
+const WORK = join(__dirname, '../.work');
+const URI = 'file:///bench/burst.coa.jsonl';
+
+/** ~18 MB, 20,000 records; every third has an unclosed <think> (one COA001 each: ~6,667 diagnostics). */
+function file18mb(): string {
+  const file = join(WORK, 'lsp-burst-18mb-v2.coa.jsonl');
+  if (existsSync(file)) return readFileSync(file, 'utf8');
+  mkdirSync(WORK, { recursive: true });
+  const filler = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(7);
+  const lines: string[] = [];
+  for (let i = 0; i < 20_000; i++) {
+    const think = i % 3 === 0 ? `<think>step ${i} ${filler}` : `<think>step ${i} ${filler}</think>`;
+    const response = `${think}\n<search>query ${i}</search>\n<observation>Doc 1(Title: "T${i}") ${filler}</observation>\n<answer>answer ${i % 13}</answer>`;
+    lines.push(JSON.stringify({ id: `r${i}`, question: `question ${i >> 3}?`, golden_answers: [`answer ${i % 11}`], response }));
+  }
+  const text = lines.join('\n') + '\n';
+  writeFileSync(file, text);
+  return text;
+}
+
+/** Problems in the generated file: one unclosed <think> in every third record. */
+export const BURST_FILE_PROBLEMS = Math.ceil(20_000 / 3);
+
+export interface LspFigure {
+  mb: number;
+  /** Published on open (a server that caps them publishes fewer than BURST_FILE_PROBLEMS). */
+  diagnostics: number;
+  openMs: number;
+  hoverMs: number;
+  publishes: number;
+  publishedMb: number;
+  settledMs: number;
+}
+
+export async function editBurst(edits = 1000): Promise<LspFigure> {
+  ensureBuilt();
+  const text = file18mb();
+  const lines = text.split('\n');
+  const c = new LspClient({});
+  try {
+    await c.initialize();
+    let mark = c.notifications.length;
+    let t0 = performance.now();
+    c.notify('textDocument/didOpen', { textDocument: { uri: URI, languageId: 'coa-jsonl', version: 1, text } });
+    const first = await c.waitFor((m) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === URI, 120_000, mark);
+    const openMs = performance.now() - t0;
+    mark = c.notifications.length;
+    // Toggle a character in one answer, 1,000 times, everything written at once; then ask for a hover.
+    const line = 1;
+    const col = lines[line].lastIndexOf('answer ') + 7;
+    let version = 1;
+    for (let k = 0; k < edits; k++) {
+      c.notify('textDocument/didChange', { textDocument: { uri: URI, version: ++version }, contentChanges: [{ range: { start: { line, character: col }, end: { line, character: col + 1 } }, text: k % 2 ? '1' : '9' }] });
+    }
+    t0 = performance.now();
+    await c.request('textDocument/hover', { textDocument: { uri: URI }, position: { line: 4, character: lines[4].lastIndexOf('</answer>') - 2 } }, 600_000);
+    const hoverMs = performance.now() - t0;
+    // The burst's publishes: until one carries the last version (a server that sends no version: until 2 s quiet).
+    const isPublish = (m: { method?: string; params?: any }) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === URI;
+    let quietSince = performance.now();
+    let seen = 0;
+    for (;;) {
+      const got = c.notifications.slice(mark).filter(isPublish);
+      if (got.some((m) => m.params.version === version)) break;
+      if (got.length !== seen) {
+        seen = got.length;
+        quietSince = performance.now();
+      }
+      if (performance.now() - quietSince > 2000) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const settledMs = performance.now() - t0;
+    const published = c.notifications.slice(mark).filter(isPublish);
+    const publishedMb = published.reduce((n, m) => n + JSON.stringify(m).length, 0) / 1e6;
+    const fig = { mb: text.length / 1e6, diagnostics: first.params.diagnostics.length, openMs, hoverMs, publishes: published.length, publishedMb, settledMs };
+    console.log(`lsp: ${fig.mb.toFixed(1)} MB, ${fig.diagnostics} diagnostics published on open (${openMs.toFixed(0)} ms); after ${edits} edits: hover ${hoverMs.toFixed(0)} ms, ${fig.publishes} publishes, ${publishedMb.toFixed(1)} MB sent`);
+    return fig;
+  } finally {
+    await c.shutdown();
+  }
+}
+
+/** Diagnostics of a `.coa` with `n` unclosed <think> (each with its quick fix), in-process, ms. */
+export function unclosedTags(n = 40_000): { kb: number; ms: number; diagnostics: number } {
+  const text = '<think> x '.repeat(n) + '<answer>a</answer>';
+  const s = new TrajectoryService();
+  s.open('file:///bench/unclosed.coa', 'coa', 1, text);
+  const t0 = performance.now();
+  const d = s.diagnose('file:///bench/unclosed.coa');
+  const fig = { kb: text.length / 1e3, ms: performance.now() - t0, diagnostics: d.length };
+  console.log(`lsp: .coa with ${n} unclosed <think> (${fig.kb.toFixed(0)} KB): ${fig.ms.toFixed(0)} ms, ${fig.diagnostics} diagnostics`);
+  return fig;
+}
