@@ -1,39 +1,21 @@
 // Wires TrajectoryService to an LSP connection: incremental sync, settings pulled with workspace/configuration,
-// diagnostics pushed per document once its changes pause (only its latest version). Nothing here runs user code, so
+// diagnostics pushed per document as publishSchedule.ts says (its latest version). Nothing here runs user code, so
 // untrusted workspaces are fine.
 import {
   Connection, DidChangeConfigurationNotification, InitializeResult, TextDocumentSyncKind,
 } from 'vscode-languageserver';
 import { TOKEN_TYPES, TrajectoryService } from './service';
 import { parseSettings } from './settings';
+import { PublishSchedule } from './publishSchedule';
 
 export const SETTINGS_SECTION = 'coaStudio';
-
-/**
- * A document's diagnostics go out this long after its last change, or at the latest this long after the first
- * change not yet published. vscode-jsonrpc hands the server one message per event-loop turn, so the old "next turn"
- * grouping published after every single edit: 1,000 quick edits to an 18 MB file with 6,667 diagnostics sent
- * 2.2 GB and answered a hover queued behind them after 107 s (issue 34). Now a burst publishes once or twice.
- */
-export const PUBLISH_DELAY_MS = 50;
-export const PUBLISH_MAX_DELAY_MS = 300;
 
 export function wire(connection: Connection, service = new TrajectoryService()): TrajectoryService {
   let pullConfig = false;
   let dynamicConfig = false;
-  /** Per document: the timer of its next publish and when its oldest unpublished change came. */
-  const pending = new Map<string, { timer: NodeJS.Timeout; since: number }>();
-
-  const schedule = (uri: string) => {
-    const now = Date.now();
-    const p = pending.get(uri);
-    if (p) clearTimeout(p.timer);
-    const since = p?.since ?? now;
-    const delay = Math.max(0, Math.min(PUBLISH_DELAY_MS, since + PUBLISH_MAX_DELAY_MS - now));
-    pending.set(uri, { since, timer: setTimeout(() => publish(uri), delay) });
-  };
+  // Per document: at once after a quiet moment, else once a burst of changes pauses (publishSchedule.ts).
+  const schedule = new PublishSchedule((uri) => publish(uri));
   const publish = (uri: string) => {
-    pending.delete(uri);
     if (!service.has(uri)) return;
     try {
       // The version lets the client drop diagnostics of a text it no longer shows.
@@ -55,7 +37,7 @@ export function wire(connection: Connection, service = new TrajectoryService()):
     }
     if (section === undefined) return;
     service.setSettings(parseSettings(section));
-    for (const uri of service.uris()) schedule(uri);
+    for (const uri of service.uris()) schedule.changed(uri);
   };
 
   connection.onInitialize((params): InitializeResult => {
@@ -85,17 +67,16 @@ export function wire(connection: Connection, service = new TrajectoryService()):
   connection.onDidChangeConfiguration((p) => void loadSettings(p.settings));
 
   connection.onDidOpenTextDocument(({ textDocument: t }) => {
-    if (service.open(t.uri, t.languageId, t.version, t.text)) schedule(t.uri);
+    if (service.open(t.uri, t.languageId, t.version, t.text)) schedule.changed(t.uri);
   });
   connection.onDidChangeTextDocument(({ textDocument: t, contentChanges }) => {
     if (!service.has(t.uri)) return;
     service.change(t.uri, t.version ?? 0, contentChanges);
-    schedule(t.uri);
+    schedule.changed(t.uri);
   });
   connection.onDidCloseTextDocument(({ textDocument: t }) => {
     service.close(t.uri);
-    clearTimeout(pending.get(t.uri)?.timer);
-    pending.delete(t.uri);
+    schedule.closed(t.uri);
     void connection.sendDiagnostics({ uri: t.uri, diagnostics: [] });
   });
 
