@@ -6,10 +6,10 @@
 // .cache/ keyed by the sources that shape it.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TrajectoryRecord } from '../../../src/core/record';
-import { REPO } from './fixture';
+import { REPO, trainerSources } from './fixture';
 
 export const EVAL_RUN_CONFIG = {
   seed: 3, threads: 1, device: 'cpu',
@@ -22,19 +22,8 @@ export const EVAL_RUN_CONFIG = {
   eval: { splits: ['dev'], limit: 12, max_turns: 2, max_new_tokens: 24, top_k: 1, max_obs_tokens: 40, max_len: 220 },
 };
 
-/** What shapes the run: this file, every module of the trainer (wherever it lives in the package), the tags and
- * the observation layout. A change to any of them rebuilds it. */
-function sources(): string[] {
-  const trainer: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(join(REPO, d), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      if (e.isDirectory() && e.name !== '__pycache__') walk(`${d}/${e.name}`);
-      else if (e.name.endsWith('.py')) trainer.push(`${d}/${e.name}`);
-    }
-  };
-  walk('src/trainer/coa_trainer');
-  return ['test/unit/replay/evalRun.ts', 'src/core/dialects.ts', 'src/env/observations.ts', ...trainer];
-}
+/** What shapes the run: this file, every module of the trainer, the tags and the observation layout. */
+const sources = () => ['test/unit/replay/evalRun.ts', 'src/core/dialects.ts', 'src/env/observations.ts', ...trainerSources()];
 
 export interface EvalRun {
   runDir: string;
@@ -63,10 +52,16 @@ export function evalRun(): EvalRun {
       cwd: REPO, env: { ...process.env, PYTHONPATH: join(REPO, 'src/trainer'), OMP_NUM_THREADS: '1' }, stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000,
     });
     const tmpRun = join(tmp, 'run');
-    run('train', '--stage', 'pretrain', '--config', config, '--run-dir', tmpRun);
-    run('train', '--stage', 'sft2', '--config', config, '--run-dir', tmpRun);
-    run('eval', '--config', config, '--run-dir', tmpRun, '--split', 'dev');
-    run('export-onnx', '--checkpoint', join(tmpRun, 'stages/sft2/final'), '-o', join(tmpRun, 'stages/sft2/onnx/model.onnx'));
+    try {
+      run('train', '--stage', 'pretrain', '--config', config, '--run-dir', tmpRun);
+      run('train', '--stage', 'sft2', '--config', config, '--run-dir', tmpRun);
+      run('eval', '--config', config, '--run-dir', tmpRun, '--split', 'dev');
+      run('export-onnx', '--checkpoint', join(tmpRun, 'stages/sft2/final'), '-o', join(tmpRun, 'stages/sft2/onnx/model.onnx'));
+    } catch (e) {
+      rmSync(tmp, { recursive: true, force: true }); // nothing half-built is left in .cache
+      const err = e as Error & { stderr?: Buffer };
+      throw new Error(`building the replay proof's run failed: ${err.message.split('\n')[0]}\n${err.stderr?.toString().slice(-2000) ?? ''}`, { cause: e });
+    }
     writeFileSync(join(tmp, 'done'), '');
     try {
       renameSync(tmp, dir);

@@ -3,7 +3,7 @@
 // the sources that shape it, so the replay test files share one build (~15 s on 2 cores).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 export const REPO = resolve(__dirname, '../../..');
@@ -26,9 +26,23 @@ export interface Reference {
 
 type Probe = { text: string; ids: number[]; offsets: number[]; decoded: string };
 
-const SOURCES = ['test/unit/replay/fixture.py', 'src/trainer/coa_trainer/export_onnx.py', 'src/trainer/coa_trainer/model.py',
-  'src/trainer/coa_trainer/tokenizer.py', 'src/trainer/coa_trainer/generate.py', 'src/core/dialects.ts',
-  'src/trainer/tests/realistic_model.py'];
+/**
+ * Every module of the trainer, wherever it lives in the package (the package was reorganised into floors: a fixed
+ * list of paths broke the build key), relative to the repository.
+ */
+export function trainerSources(): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(join(REPO, d), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      if (e.isDirectory() && e.name !== '__pycache__') walk(`${d}/${e.name}`);
+      else if (e.name.endsWith('.py')) out.push(`${d}/${e.name}`);
+    }
+  };
+  walk('src/trainer/coa_trainer');
+  return out;
+}
+
+const SOURCES = () => ['test/unit/replay/fixture.py', 'src/core/dialects.ts', 'src/trainer/tests/realistic_model.py', ...trainerSources()];
 
 let built: { dir: string; onnx: string; ref: Reference } | undefined;
 
@@ -37,7 +51,7 @@ export function tinyModel(): { dir: string; onnx: string; ref: Reference } {
   const python = join(REPO, '.venv/bin/python');
   if (!existsSync(python)) throw new Error(`${python} is missing: run npm run setup:python (the replay tests export a model with it)`);
   const hash = createHash('sha256');
-  for (const f of SOURCES) hash.update(readFileSync(join(REPO, f)));
+  for (const f of SOURCES()) hash.update(f).update(readFileSync(join(REPO, f)));
   const dir = join(REPO, '.cache', `replay-fixture-${hash.digest('hex').slice(0, 12)}`);
   if (!existsSync(join(dir, 'ref.json'))) {
     const tmp = `${dir}.tmp-${process.pid}`;
