@@ -8,6 +8,7 @@ import { Agent, request } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { mkdirSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isAlive } from '../../src/cli/parentWatch';
 
 export interface Server {
   url: string;
@@ -264,18 +265,9 @@ setInterval(() => {}, 1000);`;
     const pid = await new Promise<number>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim()))));
     const t0 = performance.now();
     parent.kill('SIGKILL');
-    while (alive(pid)) await new Promise((r) => setTimeout(r, 10));
+    while (isAlive(pid)) await new Promise((r) => setTimeout(r, 10));
     out.push(performance.now() - t0);
   }
   console.log(`outlives a SIGKILLed parent by: ${out.map((x) => x.toFixed(0)).join(', ')} ms`);
   return out;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  } catch {
-    return false;
-  }
 }

@@ -5,6 +5,8 @@
 // process's connections close with it) — or, with a connection open, none of its requests for QUIET_MS: a killed
 // pipeline's stage, still connected, finishes its step and saves its OTC state first. Never later than MAX_WAIT_MS.
 
+import { readFileSync } from 'node:fs';
+
 export const PARENT_POLL_MS = 200;
 export const QUIET_MS = 2_000;
 export const MAX_WAIT_MS = 60_000;
@@ -23,13 +25,20 @@ export function mayStop(a: ServerActivity, now: number, goneAt: number): boolean
   return a.connections === 0 || now - a.lastRequestAt >= QUIET_MS;
 }
 
-/** Whether process `pid` still exists (signal 0 checks without sending; EPERM means it exists as another user). */
+/**
+ * Whether process `pid` still runs: signal 0 checks without sending (EPERM: it exists, as another user); a zombie
+ * (exited, not reaped yet) has gone (Linux: /proc/<pid>/status; elsewhere the signal's answer stands).
+ */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== 'ENOENT';
   }
 }
 

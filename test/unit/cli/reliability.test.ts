@@ -6,6 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isAlive } from '../../../src/cli/parentWatch';
 
 const root = join(__dirname, '../../..');
 const bin = join(root, 'bin/coa.js');
@@ -140,19 +141,10 @@ setInterval(() => {}, 1000);`;
     parent.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
     parent.once('exit', () => reject(new Error('parent exited early')));
   });
-  assert.ok(serverPid > 0 && alive(serverPid), 'the server started');
+  assert.ok(serverPid > 0 && isAlive(serverPid), 'the server started');
   parent.kill('SIGKILL');
   const deadline = Date.now() + 20_000;
-  while (alive(serverPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  assert.ok(!alive(serverPid), 'the server outlived its parent');
+  while (isAlive(serverPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(!isAlive(serverPid), 'the server outlived its parent');
 });
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    // A zombie (exited, not yet reaped by init) counts as gone.
-    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  } catch {
-    return false;
-  }
-}

@@ -1,9 +1,11 @@
 // Shared by the env tests: temp dirs, a generated corpus with known answers, and a reference BM25.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeRandom } from '../../../src/env/random';
 import { tokenize } from '../../../src/env/tokenize';
+import type { EnvServer } from '../../../src/env/server';
 
 export const EXAMPLE_CORPUS = join(__dirname, '../../../examples/data/search-r1/corpus_example.jsonl');
 
@@ -85,4 +87,29 @@ export function referenceScorer(docs: string[], k1 = 0.9, b = 0.4): (query: stri
       return score;
     });
   };
+}
+
+/** A request in flight: `flushed` once its whole body is on the socket; `done` with the answer and its finishing order. */
+export interface Sent {
+  flushed: Promise<void>;
+  done: Promise<{ status: number; json: any; order: number }>;
+}
+
+let finished = 0;
+
+/** A request on a connection of its own, for tests that compare which of several answers came first. */
+export function send(srv: EnvServer, method: string, path: string, body?: string | Buffer): Sent {
+  let flushed!: () => void;
+  const f = new Promise<void>((r) => (flushed = r));
+  const done = new Promise<{ status: number; json: any; order: number }>((resolve, reject) => {
+    const req = request(`${srv.url}${path}`, { method, agent: false, headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')), order: ++finished }));
+    });
+    req.on('error', reject);
+    req.on('finish', () => flushed());
+    req.end(body);
+  });
+  return { flushed: f, done };
 }

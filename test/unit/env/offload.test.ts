@@ -7,28 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request } from 'node:http';
 import { join } from 'node:path';
-import { startEnvServer, type EnvServer } from '../../../src/env/server';
+import { startEnvServer } from '../../../src/env/server';
 import { readBody } from '../../../src/env/http';
-import { EXAMPLE_CORPUS, tempDir } from './helpers';
-
-let finished = 0;
-
-/** A request whose `flushed` resolves once its whole body has gone to the socket; `done` records the answer order. */
-function send(srv: EnvServer, method: string, path: string, body?: Buffer | string) {
-  let flushed!: () => void;
-  const f = new Promise<void>((r) => (flushed = r));
-  const done = new Promise<{ status: number; json: any; order: number }>((resolve, reject) => {
-    const req = request(`${srv.url}${path}`, { method, agent: false, headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')), order: ++finished }));
-    });
-    req.on('error', reject);
-    req.on('finish', () => flushed());
-    req.end(body);
-  });
-  return { flushed: f, done };
-}
+import { EXAMPLE_CORPUS, send, tempDir } from './helpers';
 
 /** About `mb` MB of JSON around a long array: parsing it is real work (what an attacker or a runaway client sends). */
 function hugeBody(prefix: string, suffix: string, mb: number): Buffer {

@@ -4,37 +4,12 @@
 // Assertions are about order and behaviour, never about wall-clock thresholds.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { join } from 'node:path';
-import { startEnvServer, type EnvServer } from '../../../src/env/server';
+import { startEnvServer } from '../../../src/env/server';
 import { SearchPool } from '../../../src/env/search-pool';
 import { Retriever } from '../../../src/env/retriever';
-import { EXAMPLE_CORPUS, tempDir } from './helpers';
+import { EXAMPLE_CORPUS, send, tempDir } from './helpers';
 import { correctAfter } from './records';
-
-interface Sent {
-  /** The whole body has been handed to the socket. */
-  flushed: Promise<void>;
-  done: Promise<{ status: number; json: any; order: number }>;
-}
-
-let finished = 0;
-
-function send(srv: EnvServer, method: string, path: string, body?: string): Sent {
-  let flushed!: () => void;
-  const f = new Promise<void>((r) => (flushed = r));
-  const done = new Promise<{ status: number; json: any; order: number }>((resolve, reject) => {
-    const req = request(`${srv.url}${path}`, { method, agent: false, headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')), order: ++finished }));
-    });
-    req.on('error', reject);
-    req.on('finish', () => flushed());
-    req.end(body);
-  });
-  return { flushed: f, done };
-}
 
 /** A grade request that takes the grader seconds (thousands of long multi-call trajectories). */
 function heavyGrade(n = 6000): string {

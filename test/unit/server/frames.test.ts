@@ -12,13 +12,19 @@ const frame = (body: string) => {
   return Buffer.concat([Buffer.from(`Content-Length: ${bytes.length}\r\n\r\n`), bytes]);
 };
 
-test('frames split anywhere, several per chunk and multi-byte text all arrive whole and in order', () => {
+/** A reader on a stream the test writes to, with what it delivered and the errors it fired. */
+function reading() {
   const input = new PassThrough();
   const reader = new StrictFrameReader(input);
   const got: unknown[] = [];
   const errors: Error[] = [];
   reader.listen((m) => got.push(m));
   reader.onError((e) => errors.push(e));
+  return { input, got, errors };
+}
+
+test('frames split anywhere, several per chunk and multi-byte text all arrive whole and in order', () => {
+  const { input, got, errors } = reading();
   const messages = [{ jsonrpc: '2.0', id: 1, method: 'a' }, { jsonrpc: '2.0', method: 'b', params: { text: 'héllo — 日本 🎉' } }, { jsonrpc: '2.0', id: 2, result: null }];
   const bytes = Buffer.concat([...messages.map((m) => frame(JSON.stringify(m))), Buffer.from('Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n'), frame('{"jsonrpc":"2.0","method":"c"}')]);
   // One byte at a time (a UTF-8 character and the header's blank line split over chunks), then all at once.
@@ -52,12 +58,7 @@ test('the reader stops at the first bad frame (a body that is not JSON, not UTF-
     [Buffer.from('X'.repeat(9000)), /no end of header/],
     [Buffer.from('Content-Length: 2\r\n\r\n[]'), /not a JSON-RPC object/],
   ] as const) {
-    const input = new PassThrough();
-    const reader = new StrictFrameReader(input);
-    const got: unknown[] = [];
-    const errors: Error[] = [];
-    reader.listen((m) => got.push(m));
-    reader.onError((e) => errors.push(e));
+    const { input, got, errors } = reading();
     input.write(bytes);
     input.write(frame('{"jsonrpc":"2.0","method":"after"}'));
     assert.equal(errors.length, 1, String(message));
