@@ -4,8 +4,7 @@
 // the notebook's large-file threshold, the notebook deserialize and unchanged-save times.
 // Usage: node --import tsx bench/notebook/run.ts [--sizes 10,100,500] [--no-write]
 // Files are generated in a temp directory, which is deleted afterwards.
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -14,30 +13,12 @@ import { firstRecords } from '../../src/extension/providers/browser/indexer';
 import type { WorkerMessage } from '../../src/extension/providers/browser/worker';
 import { decodeNotebook, encodeNotebook } from '../../src/extension/providers/notebook/codec';
 import { writeResults } from '../results';
+import { generate } from './generate';
 
 const arg = (k: string, d: string) => (process.argv.includes(k) ? process.argv[process.argv.indexOf(k) + 1] : d);
 const sizes = arg('--sizes', '10,100,500').split(',').map(Number);
 const THRESHOLD_MB = 50; // coaStudio.notebook.largeFileMB default
 const PAGE = 50;
-
-/** Records like a rollout file: 0–3 searches with ~700-char observations, some format errors, stages and steps. */
-async function generate(path: string, mb: number): Promise<number> {
-  const out = createWriteStream(path);
-  const doc = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(12);
-  let bytes = 0;
-  let i = 0;
-  for (; bytes < mb * 1e6; i++) {
-    let response = '';
-    for (let s = 0; s < i % 4; s++) response += `<think>step ${s} of ${i}</think>\n<search>query ${i} ${s}</search>\n<observation>Doc 1(Title: "T${i}") ${doc}</observation>\n`;
-    response += i % 10 === 7 ? `<think>oops <answer>a${i}</answer>` : `<think>done</think>\n<answer>answer ${i % 97}</answer>`;
-    const line = JSON.stringify({ id: `r${i}`, question: `question ${i}?`, golden_answers: [`answer ${i % 89}`], response, meta: { stage: i % 3 ? 'rl2' : 'rl1', step: i >> 6, sample: i & 63 } }) + '\n';
-    bytes += Buffer.byteLength(line);
-    if (!out.write(line)) await once(out, 'drain');
-  }
-  out.end();
-  await once(out, 'finish');
-  return i;
-}
 
 /** Longest gap between 5 ms ticks of the main thread while `work` runs: how long the window would freeze. */
 async function withStallMonitor<T>(work: () => Promise<T>): Promise<{ value: T; maxStallMs: number }> {
