@@ -139,17 +139,21 @@ function pickTab(id: string): void {
   draw(true);
 }
 
+/** A chart's per-chart choice (pinned, log scale) flipped and saved; returns whether it is now on. */
+function toggleChart(set: Set<string>, tab: string, name: string): boolean {
+  const key = `${tab}\n${name}`;
+  const on = !set.delete(key);
+  if (on) set.add(key);
+  saveState();
+  return on;
+}
+
 const host = {
   model,
   smoothing: () => smoothing,
   pinned,
   onPin(tab: string, name: string) {
-    const key = `${tab}\n${name}`;
-    const on = !pinned.has(key);
-    if (on) pinned.add(key);
-    else pinned.delete(key);
-    charts?.setPinned(name, on);
-    saveState();
+    charts?.setPinned(name, toggleChart(pinned, tab, name));
   },
   onStep(line: { run: string; stage: string }, clicked: number) {
     const step = model.rolloutStep(line.run, line.stage, clicked);
@@ -160,12 +164,7 @@ const host = {
   hidden: isHidden,
   logScale,
   onLog(tab: string, name: string) {
-    const key = `${tab}\n${name}`;
-    const on = !logScale.has(key);
-    if (on) logScale.add(key);
-    else logScale.delete(key);
-    charts?.setLog(name, on);
-    saveState();
+    charts?.setLog(name, toggleChart(logScale, tab, name));
   },
   clickable(line: { run: string; stage: string }) {
     const run = model.runs.get(line.run);
