@@ -5,7 +5,8 @@ import { CliError, parseArgs } from './args';
 import { isDialectName, DIALECT_NAMES } from '../core/dialects';
 import { startEnvServer } from '../env/server';
 import { Retriever } from '../env/retriever';
-import { CorpusError, type BadLine } from '../env/corpus';
+import { CorpusError } from '../env/corpus';
+import type { BadLine } from '../core/corpus';
 import { watchParent, whenIdle } from './parentWatch';
 
 const USAGE = `coa env serve --corpus <corpus.jsonl> [--index <dir>] [--port 0] [--dialect coa|search-r1|autocoa|hermes]

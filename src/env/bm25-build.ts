@@ -1,6 +1,6 @@
 // Builds BM25 data from a corpus in one streaming pass: passages → (term id, tf) rows of a forward
 // index in typed arrays → inverted with a counting sort. No per-term JS arrays, so 1M passages fit.
-import { readCorpus, countLines, type BadLine } from './corpus';
+import { readCorpus, countLines, type BadLine } from '../core/corpus';
 import { forEachToken } from './tokenize';
 import { Grow } from './grow';
 import { DEFAULT_B, DEFAULT_K1, type Bm25Data } from './bm25';

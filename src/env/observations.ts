@@ -2,7 +2,7 @@
 // observation tags (tags excluded). Layouts follow the training code each dialect comes from, so a
 // model trained there sees the same bytes here. Documented in docs/env-server.md.
 import type { DialectName } from '../core/dialects';
-import { splitContents } from './corpus';
+import { splitContents } from '../core/corpus';
 
 export interface ObservedPassage {
   id: string;

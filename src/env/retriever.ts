@@ -6,7 +6,8 @@ import { dirname, join, resolve, basename } from 'node:path';
 import { homedir } from 'node:os';
 import { Bm25Index, DEFAULT_B, DEFAULT_K1 } from './bm25';
 import { buildBm25, type BuildOptions } from './bm25-build';
-import { fingerprintCorpus, parsePassage, sameFingerprint, splitContents } from './corpus';
+import { fingerprintCorpus, sameFingerprint } from './corpus';
+import { parsePassage, splitContents } from '../core/corpus';
 import { FORMAT_VERSION, readIndex, readIndexHeader, writeIndex, type IndexHeader, type SharedIndex } from './index-file';
 import { TOKENIZER_VERSION } from './tokenize';
 

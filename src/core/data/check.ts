@@ -4,7 +4,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { RunConfigSchema, type RunConfig } from '../config';
 import { locate } from '../jsonl';
-import { readCorpus } from '../../env/corpus';
+import { readCorpus } from '../corpus';
 import { DataError } from './errors';
 import { emptyIdReport, IdReport, idSummary } from './ids';
 import { modelDirProblem } from './model';

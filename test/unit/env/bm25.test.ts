@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync, writeFileSync, utimesSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Retriever } from '../../../src/env/retriever';
-import { readCorpus, type BadLine } from '../../../src/env/corpus';
+import { readCorpus, type BadLine } from '../../../src/core/corpus';
 import { tokenize } from '../../../src/env/tokenize';
 import { readIndexHeader } from '../../../src/env/index-file';
 import { tempDir, writeKnownCorpus, writeSkewedCorpus, referenceBm25, referenceScorer } from './helpers';
