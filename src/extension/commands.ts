@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import { openAsTrajectoryNotebook, openTrajectoryBrowser, showNotebookView } from './providers/notebook/register';
 import { openRecordCommand } from './providers/notebook/recordView';
+import { runSourceArg } from './providers/livePanel/register';
 import { chooseOverlays } from './providers/tokens/legend';
 import { compareRunsCommand } from './providers/compare/panel';
 import { convertToTrajectories } from './providers/convert';
@@ -43,10 +44,10 @@ export const COMMANDS = {
   'coaStudio.tokens.toggleAdvantages': async (ctx: Ctx) => void ctx.tokens.toggle('advantage'),
   'coaStudio.tokens.chooseOverlays': async (ctx: Ctx) => chooseOverlays(ctx.tokens),
   'coaStudio.compareRuns': async (ctx: Ctx) => compareRunsCommand(ctx.extension),
-  'coaStudio.openLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.open(runDir),
-  'coaStudio.addRunToLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.addRun(runDir),
+  'coaStudio.openLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.open(runSourceArg(runDir)),
+  'coaStudio.addRunToLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.addRun(runSourceArg(runDir)),
   // Issue 16: runs CoA Studio did not start (verl metrics files, TRL runs written by our callback).
-  'coaStudio.watchRun': async (ctx: Ctx, source?: unknown) => ctx.livePanels.watch(source),
+  'coaStudio.watchRun': async (ctx: Ctx, source?: unknown) => ctx.livePanels.watch(runSourceArg(source)),
   // Issue 7 host: training (trusted workspaces only; the handlers check again at run time) and the Runs view.
   'coaStudio.trainStage': async (ctx: Ctx, request?: unknown) => ctx.train.trainStage(request as TrainRequest | undefined),
   'coaStudio.resumeRun': async (ctx: Ctx, node?: unknown) => resumeFromNode(ctx.train, node),
@@ -54,7 +55,7 @@ export const COMMANDS = {
   'coaStudio.runDemo': async (ctx: Ctx) => ctx.train.runDemo(),
   'coaStudio.collectTrajectories': async (ctx: Ctx, request?: unknown) => ctx.train.collectTrajectories(request as CollectRequest | undefined),
   'coaStudio.runs.refresh': async (ctx: Ctx) => ctx.runs.refresh(),
-  'coaStudio.runs.openPanel': async (_ctx: Ctx, node?: unknown) => openRunPanel(node),
+  'coaStudio.runs.openPanel': async (ctx: Ctx, node?: unknown) => openRunPanel(ctx.livePanels, node),
   'coaStudio.runs.openRollouts': async (_ctx: Ctx, node?: unknown) => openRollouts(node),
   'coaStudio.runs.exportOnnx': async (ctx: Ctx, node?: unknown) => exportOnnxFromNode(ctx.train, node),
   'coaStudio.runs.reveal': async (_ctx: Ctx, node?: unknown) => revealRun(node),

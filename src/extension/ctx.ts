@@ -1,6 +1,8 @@
 // The extension's context object, in the shape of rust-analyzer's editors/code `Ctx` (src/ctx.ts there): built once
 // in `activate`, it owns every long-lived part — the log, the language server, each feature's state — and it is what
-// command handlers receive, so who owns what is visible here rather than in module-level variables.
+// command handlers receive, so who owns what is visible here rather than in module-level variables. Features call
+// each other through these typed members (`ctx.livePanels.open(runDir)`, `ctx.records.show(loc)`), handed to them
+// as `Pick<Ctx, …>` when main.ts builds them; `coaStudio.*` commands are the user's (palette, menus, status bar).
 import type * as vscode from 'vscode';
 import type { LanguageServerHandle } from './languageClient';
 import type { LivePanels } from './providers/livePanel/register';

@@ -21,14 +21,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(log);
   const languageServer = await startLanguageServer(context, log);
   context.subscriptions.push(languageServer);
+  // Built in dependency order: a feature is handed the parts of the context it calls (typed methods, not commands).
   const records = registerTrajectoryNotebook(context, log); // issue 8: trajectory notebook + large-file browser; issue 33: record views
-  const train = registerTrain(context, log); // issue 7: Train Stage / Resume / Cancel, process manager, status bar
+  const livePanels = registerLivePanel(context, log, records); // issue 7: live training panel (restored after reloads)
+  const train = registerTrain(context, log, { livePanels }); // issue 7: Train Stage / Resume / Cancel, process manager, status bar
   const ctx: Ctx = {
     extension: context,
     log,
     languageServer,
-    livePanels: registerLivePanel(context, log), // issue 7: live training panel (restored after reloads)
-    replay: registerReplay(context, log), // issue 8: replay NotebookControllers (ONNX checkpoint, onnxruntime-node)
+    livePanels,
+    replay: registerReplay(context, log, { records, train }), // issue 8: replay NotebookControllers (ONNX checkpoint, onnxruntime-node)
     tokens: registerTokenOverlays(context), // issue 8: loss-mask / log-prob / advantage overlays
     train,
     runs: registerRuns(context, train), // issue 7: the Runs view (activity bar "CoA Studio")

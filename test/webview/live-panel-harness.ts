@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, existsSync } from 'node:fs';
 import { extname, join, normalize } from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
 import { renderWebviewHtml } from '../../src/extension/webview/html';
-import type { LivePanelInitialState } from '../../webview/live-panel/protocol';
+import type { LivePanelInitialState } from '../../src/shared/protocols/livePanel';
 import { launchChromium } from './chromium';
 
 export const ROOT = join(__dirname, '../..');
@@ -145,4 +145,9 @@ export async function shownCount(page: Page): Promise<number> {
 export async function chartPoints(page: Page, metric: string): Promise<number> {
   const v = await page.locator(`.chart[data-metric="${metric}"]`).getAttribute('data-points', { timeout: 2000 }).catch(() => null);
   return v === null ? -1 : Number(v);
+}
+
+/** Waits until a metric's chart holds `n` points (the page draws received events on its next render). */
+export async function waitForPoints(page: Page, metric: string, n: number, timeout = 10_000): Promise<void> {
+  await page.waitForFunction(({ metric, n }) => document.querySelector<HTMLElement>(`.chart[data-metric="${metric}"]`)?.dataset.points === String(n), { metric, n }, { timeout, polling: 50 });
 }

@@ -2,21 +2,14 @@
 // columns suit the file (questions or trajectories); a row opens its record in the record view beside the browser
 // (the host does that). Draws the first page from the embedded state at once; everything else comes from the host.
 import type { BrowserQuery, QueryResult, TableKind } from '../../src/extension/providers/browser/query';
+import type { SearchField } from '../../src/extension/providers/browser/search';
 import type { RecordSummary } from '../../src/extension/providers/browser/summary';
+import type { BrowserInitialState, BrowserSearchState, BrowserToHost, HostToBrowser } from '../../src/shared/protocols/browser';
 
-interface InitialState {
-  file: string;
-  size: number;
-  pageSize: number;
-  first: RecordSummary[];
-  /** The questions line (records without responses yet), '' when there are none. */
-  questions: string;
-  kind: TableKind;
-}
-declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
+declare function acquireVsCodeApi(): { postMessage(m: BrowserToHost): void };
 
 const vscode = acquireVsCodeApi();
-const init = JSON.parse(document.getElementById('initial-state')!.textContent!) as InitialState;
+const init = JSON.parse(document.getElementById('initial-state')!.textContent!) as BrowserInitialState;
 let query: BrowserQuery = { pageSize: init.pageSize, page: 0, sort: 'file', order: 'asc' };
 let indexed = 0;
 let done = false;
@@ -196,7 +189,7 @@ const searchInput = $<HTMLInputElement>('search');
 let searchTimer: ReturnType<typeof setTimeout> | undefined;
 function startSearch(): void {
   clearTimeout(searchTimer);
-  vscode.postMessage({ type: 'search', text: searchInput.value, field: $<HTMLSelectElement>('search-field').value });
+  vscode.postMessage({ type: 'search', text: searchInput.value, field: $<HTMLSelectElement>('search-field').value as SearchField });
 }
 searchInput.addEventListener('input', () => {
   clearTimeout(searchTimer);
@@ -220,15 +213,7 @@ window.addEventListener('keydown', (e) => {
   }
 });
 
-interface SearchMsg {
-  text: string;
-  count: number;
-  running: boolean;
-  bytes: number;
-  error?: string;
-}
-
-function drawSearch(m: SearchMsg): void {
+function drawSearch(m: BrowserSearchState): void {
   $('search-cancel').hidden = !m.running;
   const el = $('search-status');
   el.dataset.count = String(m.count);
@@ -242,7 +227,7 @@ function drawSearch(m: SearchMsg): void {
 }
 
 window.addEventListener('message', (e: MessageEvent) => {
-  const m = e.data;
+  const m = e.data as HostToBrowser;
   if (m.type === 'progress') {
     indexed = m.indexed;
     drawStatus(m.bytes, m.size);
@@ -252,7 +237,7 @@ window.addEventListener('message', (e: MessageEvent) => {
     drawStatus(m.bytes, m.size);
     const sel = $<HTMLSelectElement>('stage');
     const have = new Set(Array.from(sel.options, (o) => o.value));
-    for (const s of m.stages as string[]) if (!have.has(s)) sel.add(new Option(s, s));
+    for (const s of m.stages) if (!have.has(s)) sel.add(new Option(s, s));
     drawQuestions(m.questions ?? '');
     drawPage(m.result);
   } else if (m.type === 'search') drawSearch(m);

@@ -3,10 +3,10 @@
 // one collapsible row per question with each side's trajectories and reward breakdowns side by side and the
 // difference B − A. State comes embedded in the page (#initial-state); no messages, no remote content.
 import type { CompareRow, Means, Sample, Side, StepRow, StepWindow } from '../../src/extension/providers/compare/model';
-import type { PageState } from '../../src/extension/providers/compare/panel-state';
+import type { ComparePageState } from '../../src/shared/protocols/compare';
 import { summarize, windowRows } from '../../src/extension/providers/compare/aggregate';
 
-type State = PageState;
+type State = ComparePageState;
 
 const state = JSON.parse(document.getElementById('initial-state')?.textContent ?? 'null') as State | null;
 const nonce = (document.currentScript as HTMLScriptElement | null)?.nonce ?? '';

@@ -13,18 +13,10 @@ import { BrowserQuery, findPage, questionsLine, runQuery, stagesOf, tableKind } 
 import type { SearchField } from './search';
 import { BROWSER_VIEW_TYPE, RecordSummary } from './summary';
 import type { WorkerMessage } from './worker';
+import type { BrowserInitialState, BrowserSearchState, BrowserToHost, HostToBrowser } from '../../../shared/protocols/browser';
 
 export { BROWSER_VIEW_TYPE };
 const PAGE_SIZE = 50;
-
-/** Messages from the page. */
-type FromPage =
-  | { type: 'ready' }
-  | { type: 'query'; query: BrowserQuery }
-  | { type: 'jump'; query: BrowserQuery; target: string }
-  | { type: 'open'; i: number; focus?: boolean }
-  | { type: 'search'; text: string; field?: SearchField }
-  | { type: 'cancelSearch' };
 
 export function registerTrajectoryBrowser(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, records: RecordViews): void {
   context.subscriptions.push(
@@ -53,7 +45,7 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
     const first = await firstRecords(path, PAGE_SIZE, opts);
     const extensionUri = this.context.extensionUri;
     panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist')] };
-    const initialState = { file: vscode.workspace.asRelativePath(document.uri), size, pageSize: PAGE_SIZE, first, questions: questionsLine(first), kind: tableKind(first) };
+    const initialState: BrowserInitialState = { file: vscode.workspace.asRelativePath(document.uri), size, pageSize: PAGE_SIZE, first, questions: questionsLine(first), kind: tableKind(first) };
     const watchdog = renderUntilReady(
       panel.webview,
       // Each call renders afresh: a new nonce per attempt.
@@ -76,7 +68,7 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
     let done = false;
     let bytes = 0;
     let last: BrowserQuery = { pageSize: PAGE_SIZE };
-    const post = (m: unknown) => void panel.webview.postMessage(m);
+    const post = (m: HostToBrowser) => void panel.webview.postMessage(m);
     let queried = false;
     let pageFull = true;
     const search = new TextSearch(workerPath(extensionUri), path, (state) => {
@@ -128,7 +120,7 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
       }
     };
 
-    panel.webview.onDidReceiveMessage(async (m: FromPage) => {
+    panel.webview.onDidReceiveMessage(async (m: BrowserToHost) => {
       if (m.type === 'query') answer(m.query);
       else if (m.type === 'search') search.start(m.text, m.field);
       else if (m.type === 'cancelSearch') search.cancel();
@@ -148,15 +140,6 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
   }
 }
 
-/** What the page shows of a search: its text, hits so far, whether it still runs, how far into the file. */
-interface SearchState {
-  text: string;
-  count: number;
-  running: boolean;
-  bytes: number;
-  error?: string;
-}
-
 const workerPath = (extensionUri: vscode.Uri) => vscode.Uri.joinPath(extensionUri, 'dist', 'browser-worker.js').fsPath;
 
 /**
@@ -172,10 +155,10 @@ class TextSearch {
   constructor(
     private readonly workerFile: string,
     private readonly path: string,
-    private readonly report: (state: SearchState) => void,
+    private readonly report: (state: BrowserSearchState) => void,
   ) {}
 
-  private onChange(state: SearchState): void {
+  private onChange(state: BrowserSearchState): void {
     this.state = state;
     this.report(state);
   }

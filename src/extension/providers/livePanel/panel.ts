@@ -9,7 +9,8 @@ import { createInterface } from 'node:readline';
 import { EventTail, followEvents, formatIssue, type TailBatch } from '../../../core/eventTail';
 import type { TrainerEvent } from '../../../core/events';
 import { webviewHtml } from '../../webview/html';
-import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../../webview/live-panel/protocol';
+import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../shared/protocols/livePanel';
+import type { RecordViews } from '../notebook/recordView';
 import { chunk, findRecordLine, isSafeStageName, rolloutsOfStep } from './records';
 import { isVerlMetricsUri, type VerlRunSource } from './externalRuns';
 import { verlTail } from '../../../core/verl/runTail';
@@ -55,6 +56,12 @@ function tailOf(run: FollowedRun): EventTail {
   return new EventTail(vscode.Uri.joinPath(run.dir, 'events.jsonl').fsPath);
 }
 
+/** What a panel reaches of the rest of the extension: record views, and "+" (add a run, picked, to the panel). */
+export interface LivePanelHost {
+  records: RecordViews;
+  addRun(): Promise<void>;
+}
+
 const sourceKey = (source: RunSource) => (source instanceof vscode.Uri ? source : source.metrics).toString();
 
 export class LivePanel implements vscode.Disposable {
@@ -72,6 +79,7 @@ export class LivePanel implements vscode.Disposable {
     readonly panel: vscode.WebviewPanel,
     private readonly extensionUri: vscode.Uri,
     private readonly log: vscode.LogOutputChannel,
+    private readonly host: LivePanelHost,
   ) {
     panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist', 'webview')] };
     this.disposables.push(
@@ -200,7 +208,7 @@ export class LivePanel implements vscode.Disposable {
         this.scheduleFlush();
         return;
       case 'addRun':
-        await vscode.commands.executeCommand('coaStudio.addRunToLivePanel');
+        await this.host.addRun();
         return;
       case 'removeRun': {
         const run = this.runs.get(m.run);
@@ -226,13 +234,13 @@ export class LivePanel implements vscode.Disposable {
         if (run.verl && (!run.verl.rolloutDir || step === undefined)) return;
         const file = run.verl ? vscode.Uri.joinPath(run.verl.rolloutDir!, `${step}.jsonl`) : rolloutsFile(run.dir, m.stage);
         // The record view, beside the panel (the charts stay in view), whatever the size of the rollouts file.
-        await vscode.commands.executeCommand('coaStudio.openRecord', { file, line: m.line + 1, offset: m.offset, length: m.length }, { viewColumn: vscode.ViewColumn.Beside });
+        await this.host.records.show({ file, line: m.line + 1, offset: m.offset, length: m.length }, { viewColumn: vscode.ViewColumn.Beside });
         return;
       }
       case 'openSample': {
         const run = this.runs.get(m.run);
         if (!run) return;
-        await openSample(run.dir, m.stage, String(m.id), m.record, this.log);
+        await openSample(this.host.records, run.dir, m.stage, String(m.id), m.record, this.log);
         return;
       }
     }
@@ -281,19 +289,19 @@ async function listStepRollouts(runDir: vscode.Uri, stage: string, step: number)
  * wrote one containing it, otherwise the record from the event, written to a file of its own in a temp folder (an
  * untitled notebook would lose its reward output).
  */
-export async function openSample(runDir: vscode.Uri, stage: string, id: string, record: unknown, log: vscode.LogOutputChannel): Promise<void> {
+async function openSample(records: RecordViews, runDir: vscode.Uri, stage: string, id: string, record: unknown, log: vscode.LogOutputChannel): Promise<void> {
   const beside = { viewColumn: vscode.ViewColumn.Beside };
   if (isSafeStageName(stage)) {
     const file = rolloutsFile(runDir, stage);
     const found = await findRecordIn(file.fsPath, id).catch(() => null);
-    if (found) return void (await vscode.commands.executeCommand('coaStudio.openRecord', { file, line: found.line + 1, offset: found.offset, length: found.length }, beside));
+    if (found) return records.show({ file, line: found.line + 1, offset: found.offset, length: found.length }, beside);
   } else {
     log.warn(`live panel: ignored a rollout with an unexpected stage name ${JSON.stringify(stage)}`);
   }
   const dir = mkdtempSync(join(tmpdir(), 'coa-studio-sample-'));
   const file = join(dir, `${safeName(id)}.coa.jsonl`);
   writeFileSync(file, JSON.stringify(record) + '\n');
-  await vscode.commands.executeCommand('coaStudio.openRecord', { file: vscode.Uri.file(file), line: 1 }, beside);
+  await records.show({ file: vscode.Uri.file(file), line: 1 }, beside);
 }
 
 /** The line of the record `id` in a rollouts file, read line by line (the file may be large). */

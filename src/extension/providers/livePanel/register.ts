@@ -1,8 +1,10 @@
-// The live panel's registration (serializer for window reloads) and its two commands, which the command table in
-// commands.ts points at: "Open Live Training Panel" (argument: a run directory Uri, as the Runs view and Train
-// Stage pass it) and "Compare Run in Live Panel" (adds a run to the active panel).
+// The live panel's registration (serializer for window reloads) and `LivePanels`, the context's typed seam for it
+// (`ctx.livePanels`): Train Stage, the Runs view and the panel's own "+" call `open` / `addRun` / `watch` with a run
+// source. The commands in commands.ts ("Open Live Training Panel", "Compare Run in Live Panel", "Watch verl/TRL
+// Run…") are the palette's and the status bar's way in; they parse their argument with `runSourceArg`.
 import * as vscode from 'vscode';
-import { LIVE_PANEL_VIEW_TYPE, type LivePanelSavedState } from '../../../../webview/live-panel/protocol';
+import { LIVE_PANEL_VIEW_TYPE, type LivePanelSavedState } from '../../../shared/protocols/livePanel';
+import type { RecordViews } from '../notebook/recordView';
 import { DEFAULT_SMOOTHING, LivePanel, type RunSource } from './panel';
 import { findRolloutDir, isVerlMetricsUri, watchExternalRun } from './externalRuns';
 
@@ -11,10 +13,14 @@ export class LivePanels implements vscode.Disposable {
   private readonly panels = new Set<LivePanel>();
   private active: LivePanel | undefined;
 
-  constructor(private readonly extensionUri: vscode.Uri, private readonly log: vscode.LogOutputChannel) {}
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly records: RecordViews,
+  ) {}
 
   adopt(panel: vscode.WebviewPanel): LivePanel {
-    const lp = new LivePanel(panel, this.extensionUri, this.log);
+    const lp = new LivePanel(panel, this.extensionUri, this.log, { records: this.records, addRun: () => this.addRun() });
     this.panels.add(lp);
     this.active = lp;
     panel.onDidChangeViewState((e) => e.webviewPanel.active && (this.active = lp));
@@ -25,9 +31,9 @@ export class LivePanels implements vscode.Disposable {
     return lp;
   }
 
-  /** Command "Open Live Training Panel" (argument: a run directory Uri, as the Runs view and Train Stage pass it). */
-  async open(arg?: unknown): Promise<void> {
-    const dir = (await sourceOf(arg)) ?? (await pickRunDir('Open Live Training Panel'));
+  /** Shows `source` (a run directory or a verl run) in a panel, the one already showing it if any; none: a pick. */
+  async open(source?: RunSource): Promise<void> {
+    const dir = source ? await withRolloutDir(source) : await pickRunDir('Open Live Training Panel');
     if (!dir) return;
     const existing = [...this.panels].find((p) => p.has(dir));
     if (existing) {
@@ -43,21 +49,20 @@ export class LivePanels implements vscode.Disposable {
     await this.adopt(panel).show([dir]);
   }
 
-  /** Command "Compare Run in Live Panel": adds a run to the active panel. */
-  async addRun(arg?: unknown): Promise<void> {
+  /** Adds `source` to the panel last focused, to compare (none open: opens one); none given: a pick. */
+  async addRun(source?: RunSource): Promise<void> {
     const active = this.active;
-    if (!active) return this.open(arg);
-    const dir = (await sourceOf(arg)) ?? (await pickRunDir('Compare Run in Live Panel'));
+    if (!active) return this.open(source);
+    const dir = source ? await withRolloutDir(source) : await pickRunDir('Compare Run in Live Panel');
     if (!dir) return;
     await active.addRun(dir);
     active.panel.reveal(undefined, true);
   }
 
   /** "CoA: Watch verl/TRL Run…" (issue 16): a verl metrics file or a CoA-protocol run, in a live panel. */
-  async watch(arg?: unknown): Promise<void> {
-    const given = await sourceOf(arg);
-    if (given) return this.open(given);
-    await watchExternalRun((source) => this.open(source));
+  async watch(source?: RunSource): Promise<void> {
+    if (source) return this.open(source);
+    await watchExternalRun((picked) => this.open(picked));
   }
 
   dispose(): void {
@@ -65,8 +70,8 @@ export class LivePanels implements vscode.Disposable {
   }
 }
 
-export function registerLivePanel(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): LivePanels {
-  const panels = new LivePanels(context.extensionUri, log);
+export function registerLivePanel(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, records: RecordViews): LivePanels {
+  const panels = new LivePanels(context.extensionUri, log, records);
   context.subscriptions.push(
     vscode.window.registerWebviewPanelSerializer(LIVE_PANEL_VIEW_TYPE, {
       // After a window reload: the page saved its runs and smoothing with setState; the events are re-read.
@@ -81,17 +86,13 @@ export function registerLivePanel(context: vscode.ExtensionContext, log: vscode.
   return panels;
 }
 
-/** A run directory from a command argument: a Uri (of the directory or its events.jsonl), a path, or a tree item. */
-export function runDirFrom(arg: unknown): vscode.Uri | undefined {
-  let uri: vscode.Uri | undefined;
-  if (arg instanceof vscode.Uri) uri = arg;
-  else if (typeof arg === 'string' && arg) uri = vscode.Uri.file(arg);
-  else if (arg && typeof arg === 'object') {
-    const o = arg as { resourceUri?: unknown; uri?: unknown; runDir?: unknown; dir?: unknown };
-    for (const v of [o.runDir, o.resourceUri, o.uri, o.dir]) if (v !== undefined && (uri = runDirFrom(v))) break;
-  }
-  if (uri && uri.path.endsWith('/events.jsonl')) uri = vscode.Uri.joinPath(uri, '..');
-  return uri;
+/**
+ * The argument of the live panel's commands: a Uri (a run directory, its events.jsonl, or a verl metrics file — the
+ * status bar and the Runs view's verl items pass one) or a path (scripted callers); anything else: none (a pick).
+ */
+export function runSourceArg(arg: unknown): vscode.Uri | undefined {
+  const uri = arg instanceof vscode.Uri ? arg : typeof arg === 'string' && arg ? vscode.Uri.file(arg) : undefined;
+  return uri && uri.path.endsWith('/events.jsonl') ? vscode.Uri.joinPath(uri, '..') : uri;
 }
 
 /** Quick pick over the workspace's runs (newest first), or a folder chosen by hand. */
@@ -114,9 +115,6 @@ async function pickRunDir(title: string): Promise<vscode.Uri | undefined> {
 }
 
 /** A verl metrics file given as a Uri (Runs view, Explorer) gets its rollout dump directory looked up. */
-async function sourceOf(arg: unknown): Promise<RunSource | undefined> {
-  if (arg && typeof arg === 'object' && 'metrics' in arg && (arg as { metrics: unknown }).metrics instanceof vscode.Uri) return arg as RunSource;
-  const dir = runDirFrom(arg);
-  if (dir && isVerlMetricsUri(dir)) return { metrics: dir, rolloutDir: await findRolloutDir(dir) };
-  return dir;
+async function withRolloutDir(source: RunSource): Promise<RunSource> {
+  return source instanceof vscode.Uri && isVerlMetricsUri(source) ? { metrics: source, rolloutDir: await findRolloutDir(source) } : source;
 }

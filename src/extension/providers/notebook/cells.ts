@@ -2,7 +2,8 @@
 // replay controller: notebook type id, cell kinds, the metadata every cell carries and the reward output's MIME.
 // No `vscode` import: everything here is plain data so the serializer and its tests run outside the editor.
 import type { SegmentKind } from '../../../core/scanner';
-import type { RewardBreakdown } from '../../../core/record';
+// The reward output is the host↔renderer protocol; it lives with the other page protocols.
+export { RENDERER_ID, REWARD_MIME, type RewardOutput } from '../../../shared/protocols/rewardOutput';
 
 /** `contributes.notebooks[].type` (package.json): the default editor of `*.coa.jsonl`, and of filtered views. */
 export const NOTEBOOK_TYPE = 'coa-trajectories';
@@ -19,10 +20,6 @@ export function isTrajectoryNotebook(notebookType: string): boolean {
 export const STEP_LANGUAGE = 'coa';
 /** Language of error cells (a bad line shown verbatim): ours, not `json`, so the built-in JSON language client never activates for, nor validates, notebook cells. */
 export const ERROR_LANGUAGE = 'coa-jsonl';
-/** Custom MIME type of the reward breakdown output (drawn by webview/notebook-renderer). */
-export const REWARD_MIME = 'application/vnd.coa-studio.reward+json';
-/** Renderer id (`contributes.notebookRenderer[].id`). */
-export const RENDERER_ID = 'coa-studio.reward-renderer';
 /** Key under which our data sits in `NotebookCellData.metadata` and `NotebookData.metadata`. */
 export const META_KEY = 'coa';
 
@@ -105,25 +102,6 @@ export interface NotebookMeta {
   view?: { source: string; description: string };
   /** A record view (recordView.ts): one record of a bigger file, at this line of it (shown by its file name). */
   record?: { line: number; file: string };
-}
-
-/** The reward output's payload (REWARD_MIME): the breakdown plus what the renderer needs to explain it. */
-export interface RewardOutput {
-  id: string;
-  breakdown: RewardBreakdown;
-  /** The formula in words (core/rewards.ts describeFormula). */
-  formula: string;
-  /**
-   * Reward stored in the record itself (its own run's scheme), when present. `breakdown` is recomputed under the
-   * stored scheme, so the two are comparable; `storedDiffers` says whether they disagree.
-   */
-  stored?: RewardBreakdown;
-  storedDiffers?: boolean;
-  /** The recomputation under the configured scheme (coaStudio.rewardScheme) when it is not the record's own. */
-  setting?: RewardBreakdown;
-  /** Answer extracted from the response (null: none) and the golden answers, for the table. */
-  answer: string | null;
-  golden: string[];
 }
 
 /** Read our metadata from a cell's metadata bag (undefined for cells the user added). */

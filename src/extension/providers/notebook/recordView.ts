@@ -52,6 +52,15 @@ export class RecordViews implements vscode.FileSystemProvider, vscode.Disposable
     return vscode.window.showNotebookDocument(doc, { viewColumn: options.viewColumn, preserveFocus: options.preserveFocus, preview: options.preview ?? true });
   }
 
+  /** Open the record at `loc` (beside the active editor unless told otherwise); a failure is said, not thrown. */
+  async show(loc: RecordLocation, options: OpenRecordOptions = {}): Promise<void> {
+    try {
+      await this.open(loc, { ...options, viewColumn: options.viewColumn ?? vscode.ViewColumn.Beside });
+    } catch (e) {
+      void vscode.window.showErrorMessage(`CoA: cannot open line ${loc.line} of ${vscode.workspace.asRelativePath(loc.file)}: ${(e as Error).message}`);
+    }
+  }
+
   // ---- FileSystemProvider ---------------------------------------------------------------------------------
 
   watch(): vscode.Disposable {
@@ -170,7 +179,7 @@ export function registerRecordViews(context: vscode.ExtensionContext, log: vscod
   return views;
 }
 
-/** Arguments of the `coaStudio.openRecord` command (the live panel, the browser, diagnostics' links). */
+/** Arguments of the `coaStudio.openRecord` command (scripted callers and command links; features call `show`). */
 export function recordLocationFrom(arg: unknown): RecordLocation | undefined {
   if (!arg || typeof arg !== 'object') return undefined;
   const o = arg as { file?: unknown; line?: unknown; offset?: unknown; length?: unknown };
@@ -181,14 +190,20 @@ export function recordLocationFrom(arg: unknown): RecordLocation | undefined {
   return { file, line, offset: num(o.offset), length: num(o.length) };
 }
 
-/** `coaStudio.openRecord`: a record view beside the active editor unless told otherwise; errors said, not thrown. */
+/** The options argument of `coaStudio.openRecord`, kept to the fields it knows. */
+function openRecordOptionsFrom(arg: unknown): OpenRecordOptions {
+  if (!arg || typeof arg !== 'object') return {};
+  const o = arg as Record<string, unknown>;
+  return {
+    viewColumn: typeof o.viewColumn === 'number' ? (o.viewColumn as vscode.ViewColumn) : undefined,
+    preserveFocus: typeof o.preserveFocus === 'boolean' ? o.preserveFocus : undefined,
+    preview: typeof o.preview === 'boolean' ? o.preview : undefined,
+  };
+}
+
+/** `coaStudio.openRecord`: the command's arguments parsed, then `RecordViews.show`. */
 export async function openRecordCommand(views: RecordViews, where: unknown, options: unknown): Promise<void> {
   const loc = recordLocationFrom(where);
   if (!loc) return void vscode.window.showInformationMessage('CoA: Open Record needs a file and a line ({ file, line }).');
-  const o = (options && typeof options === 'object' ? options : {}) as OpenRecordOptions;
-  try {
-    await views.open(loc, { viewColumn: o.viewColumn ?? vscode.ViewColumn.Beside, preserveFocus: o.preserveFocus, preview: o.preview });
-  } catch (e) {
-    void vscode.window.showErrorMessage(`CoA: cannot open line ${loc.line} of ${vscode.workspace.asRelativePath(loc.file)}: ${(e as Error).message}`);
-  }
+  await views.show(loc, openRecordOptionsFrom(options));
 }

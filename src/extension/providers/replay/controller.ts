@@ -22,11 +22,16 @@ import { NOTEBOOK_TYPES, cellMeta, isTrajectoryNotebook } from '../notebook/cell
 import type { CellData } from '../notebook/codec';
 import { runReplaySession } from './session';
 import { forkFromStep } from './fork';
+import type { Ctx } from '../../ctx';
 
 const CHECKPOINT_KEY = 'coaStudio.replay.checkpoint';
 
+/** What replay reaches of the rest of the extension: record views (a fork opens in one) and ONNX export. */
+export type ReplaySeams = Pick<Ctx, 'records' | 'train'>;
+
 export interface State {
   context: vscode.ExtensionContext;
+  seams: ReplaySeams;
   log: vscode.LogOutputChannel;
   models: Map<string, { mtime: number; model: Promise<OnnxModel> }>;
   servers: Map<string, Promise<RunningEnvServer>>;
@@ -40,8 +45,8 @@ export interface Replay {
   fork(cell?: unknown): Promise<void>;
 }
 
-export function registerReplay(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Replay {
-  const s: State = { context, log, models: new Map(), servers: new Map(), controllers: new Map() };
+export function registerReplay(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, seams: ReplaySeams): Replay {
+  const s: State = { context, seams, log, models: new Map(), servers: new Map(), controllers: new Map() };
   for (const type of NOTEBOOK_TYPES) {
     for (const mode of ['env', 'simulated'] as const) {
       const c = vscode.notebooks.createNotebookController(`coa-replay-${mode}-${type}`, type,

@@ -68,7 +68,7 @@ export async function forkFromStep(s: State, arg?: unknown): Promise<void> {
     await vscode.window.showNotebookDocument(cell.notebook);
     await vscode.commands.executeCommand('workbench.action.files.revert');
   }
-  await vscode.commands.executeCommand('coaStudio.openRecord', { file: vscode.Uri.file(where.file), line: where.line }, { viewColumn: vscode.ViewColumn.Beside, preview: false });
+  await s.seams.records.show({ file: vscode.Uri.file(where.file), line: where.line }, { viewColumn: vscode.ViewColumn.Beside, preview: false });
   const before = source.reward ? `${source.reward.total} (${source.reward.scheme})` : 'not stored';
   void vscode.window.showInformationMessage(`CoA: ${forked.id} — reward ${before} → ${forked.reward!.total} (${forked.reward!.scheme}); answer ${JSON.stringify(answerOf(source))} → ${JSON.stringify(answerOf(forked))}.`);
 }
@@ -102,7 +102,7 @@ async function checkpointFor(s: State, file: string | null, record: TrajectoryRe
     if (existsSync(join(stageDir, 'final'))) {
       const pick = await vscode.window.showInformationMessage(`CoA: fork ${record.id} with ${basename(stageDir)}'s final checkpoint? It is exported to ONNX first (stages/${basename(stageDir)}/onnx).`, 'Export and Fork', 'Pick a Checkpoint…');
       if (pick === 'Export and Fork') {
-        await vscode.commands.executeCommand('coaStudio.runs.exportOnnx', { kind: 'checkpoint', final: true, path: join(stageDir, 'final') });
+        await s.seams.train.exportOnnx(join(stageDir, 'final'));
         if (existsSync(onnx)) return onnx;
         return undefined;
       }

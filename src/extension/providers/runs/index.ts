@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { readRuns, resumable, runNode, stageChildren, stageNodes, type RunNode, type Status } from './model';
 import { stageLabel } from '../../process/trainer';
 import type { TrainController } from '../train';
+import type { LivePanels } from '../livePanel/register';
 import { workspaceRoot } from '../../workspace';
 import { dataFileNodes, dataNode, type DataNode } from './data';
 import { findVerlMetricsFiles } from '../livePanel/externalRuns';
@@ -145,9 +146,9 @@ export function registerRuns(context: vscode.ExtensionContext, train: TrainContr
 
 const runDirOf = (node: unknown): string | undefined => (node && typeof node === 'object' && 'run' in node ? (node as RunNode).run.dir : undefined);
 
-export async function openRunPanel(node?: unknown): Promise<void> {
+export async function openRunPanel(livePanels: LivePanels, node?: unknown): Promise<void> {
   const dir = runDirOf(node);
-  await vscode.commands.executeCommand('coaStudio.openLivePanel', dir ? vscode.Uri.file(dir) : undefined);
+  await livePanels.open(dir ? vscode.Uri.file(dir) : undefined);
 }
 
 export async function openRollouts(node?: unknown): Promise<void> {

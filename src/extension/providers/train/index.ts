@@ -20,6 +20,7 @@ import * as vscode from 'vscode';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import { readConfig } from '../../config';
+import type { Ctx } from '../../ctx';
 import type { ManagedProcess, ProcessResult } from '../../process/manager';
 import type { RunningEnvServer } from '../../process/envServer';
 import { ENV_STAGES, PIPELINE, composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerTokenEnv } from '../../process/trainer';
@@ -43,8 +44,11 @@ interface ActiveRun {
   env?: RunningEnvServer;
 }
 
-export function registerTrain(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): TrainController {
-  const controller = new TrainController(context, log);
+/** What training reaches of the rest of the extension: the live panel, opened on each run it starts. */
+export type TrainSeams = Pick<Ctx, 'livePanels'>;
+
+export function registerTrain(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, seams: TrainSeams): TrainController {
+  const controller = new TrainController(context, log, seams);
   context.subscriptions.push(controller);
   return controller;
 }
@@ -57,7 +61,11 @@ export class TrainController implements vscode.Disposable {
   /** Fired when a run this extension started changes state (the Runs view refreshes). */
   readonly onRunsChanged = this.runsChanged.event;
 
-  constructor(private readonly context: vscode.ExtensionContext, private readonly log: vscode.LogOutputChannel) {
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly seams: TrainSeams,
+  ) {
     this.launcher = new Launcher(context.extensionPath, log);
   }
 
@@ -210,9 +218,7 @@ export class TrainController implements vscode.Disposable {
     });
     this.active.set(runDir, { runDir, stage, proc, env });
     this.runsChanged.fire();
-    // The live panel is another engineer's feature: open it when it is there.
-    const commands = await vscode.commands.getCommands(true);
-    if (readConfig().openLivePanelOnStart && commands.includes('coaStudio.openLivePanel')) void vscode.commands.executeCommand('coaStudio.openLivePanel', vscode.Uri.file(runDir));
+    if (readConfig().openLivePanelOnStart) void this.seams.livePanels.open(vscode.Uri.file(runDir));
 
     // The command returns once the trainer is spawned; the notification follows the run to its end.
     const ended = vscode.window.withProgress(
@@ -246,7 +252,7 @@ export class TrainController implements vscode.Disposable {
       if (pick === COLLECT_LABELS.openReport && existsSync(files.report)) await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.file(files.report));
     } else if (result.status === 'ok') {
       const pick = await vscode.window.showInformationMessage(`CoA: ${stageLabel(stage)} finished (${runId}).`, 'Open Live Panel');
-      if (pick) await vscode.commands.executeCommand('coaStudio.openLivePanel', vscode.Uri.file(runDir));
+      if (pick) await this.seams.livePanels.open(vscode.Uri.file(runDir));
     } else if (result.status === 'cancelled' && canResume(runDir, stage)) {
       const pick = await vscode.window.showInformationMessage(`CoA: ${stageLabel(stage)} cancelled (${runId}); the trainer saved a checkpoint.`, 'Resume Run');
       if (pick) await this.resumeRun(runDir, stage);
