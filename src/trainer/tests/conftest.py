@@ -16,6 +16,10 @@ REPO = Path(__file__).resolve().parents[3]
 PY = sys.executable
 # This checkout's trainer first: the venv's .pth may point at another checkout of the repository (a worktree).
 sys.path.insert(0, str(REPO / "src" / "trainer"))
+# Under CI a skipped test fails unless test/skip-allowlist.json lists it (test/skip_policy.py): a missing
+# prerequisite must not pass as a skip.
+sys.path.append(str(REPO / "test"))
+from skip_policy import pytest_runtest_makereport  # noqa: E402,F401
 
 
 def _ensure_schemas() -> None:
