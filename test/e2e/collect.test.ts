@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { paths, pickQuick, repoRoot, runCommand, startEditor, type Editor } from './harness';
+import { paths, pickQuick, repoRoot, runCommand, startEditor, until, type Editor } from './harness';
 
 /** Events of a run directory, parsed (a partly written last line is skipped). */
 function readEvents(runDir: string): Record<string, any>[] {
@@ -48,17 +48,10 @@ test('"CoA: Collect Trajectories": picks, a collection with the env server, open
   await pickQuick(ed.page, 'collect.run.json', 'CoA: Collect Trajectories (1/2)');
   await pickQuick(ed.page, 'Data from the run config', 'CoA: Train Stage: data');
   await pickQuick(ed.page, 'Teacher from the run config', 'CoA: Collect Trajectories (2/2)');
-  const deadline = Date.now() + 300_000;
-  let runDir = '';
-  while (Date.now() < deadline) {
+  const runDir = await until('the collection to finish (its stage_finished event)', () => {
     const id = (existsSync(runsDir) ? readdirSync(runsDir) : []).find((d) => !before.has(d) && d.endsWith('-collect'));
-    if (id && readEvents(join(runsDir, id)).some((e) => e.type === 'stage_finished' && e.stage === 'collect')) {
-      runDir = join(runsDir, id);
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-  assert.ok(runDir, 'the collection finished within 5 minutes');
+    return id && readEvents(join(runsDir, id)).some((e) => e.type === 'stage_finished' && e.stage === 'collect') && join(runsDir, id);
+  }, 300_000);
   const events = readEvents(runDir);
   const finished = events.find((e) => e.type === 'stage_finished')!;
   assert.equal(finished.status, 'ok', JSON.stringify(events.filter((e) => e.type === 'error')));

@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pickQuick, runCommand, startEditor, type Editor } from './harness';
+import { pickQuick, runCommand, startEditor, until, type Editor } from './harness';
 
 const RUN = '20261124-000000-sft2';
 const ev = (e: Record<string, unknown>) => JSON.stringify({ v: 1, time: 1_790_000_000, run: RUN, ...e });
@@ -74,13 +74,8 @@ test('a config without data goes from the config straight to the model pick, unc
   // No data step: the next quick pick is the model.
   await pickQuick(ed.page, 'Embedded default model', 'CoA: Train Stage (3/4)');
   await pickQuick(ed.page, 'None (start fresh)', 'CoA: Train Stage (4/4)');
-  const deadline = Date.now() + 60_000;
-  let created: string | undefined;
-  while (!created && Date.now() < deadline) {
-    created = readdirSync(join(ed.workspace, 'runs')).find((d) => !before.has(d) && d.endsWith('-sft2'));
-    if (!created) await new Promise((r) => setTimeout(r, 500));
-  }
-  assert.ok(created, 'the run directory is created (the trainer is started; SFT-2 without a model then stops on its own)');
+  // The run directory is created (the trainer is started; SFT-2 without a model then stops on its own).
+  const created = await until('the new run directory', () => readdirSync(join(ed.workspace, 'runs')).find((d) => !before.has(d) && d.endsWith('-sft2')), 60_000);
   const config = JSON.parse(readFileSync(join(ed.workspace, 'runs', created, 'config.json'), 'utf8'));
   assert.equal(config.seed, 5);
   assert.equal(config.data, undefined);
@@ -94,13 +89,8 @@ test('good data passes the check; the run\'s config copy holds the data paths re
   await pickQuick(ed.page, 'Data from the run config', 'CoA: Train Stage: data');
   await pickQuick(ed.page, 'Embedded default model', 'CoA: Train Stage (3/4)');
   await pickQuick(ed.page, 'None (start fresh)', 'CoA: Train Stage (4/4)');
-  const deadline = Date.now() + 90_000;
-  let created: string | undefined;
-  while (!created && Date.now() < deadline) {
-    created = readdirSync(join(ed.workspace, 'runs')).find((d) => !before.has(d) && d.endsWith('-sft2') && existsSync(join(ed.workspace, 'runs', d, 'events.jsonl')));
-    if (!created) await new Promise((r) => setTimeout(r, 500));
-  }
-  assert.ok(created, 'the check passed and the trainer was started (it writes events.jsonl)');
+  // The check passed and the trainer was started (it writes events.jsonl).
+  const created = await until('the trainer\'s events.jsonl in a new run directory', () => readdirSync(join(ed.workspace, 'runs')).find((d) => !before.has(d) && d.endsWith('-sft2') && existsSync(join(ed.workspace, 'runs', d, 'events.jsonl'))), 90_000);
   const config = JSON.parse(readFileSync(join(ed.workspace, 'runs', created, 'config.json'), 'utf8'));
   assert.equal(config.data.questions.dev, join(ed.workspace, 'data', 'good.jsonl'));
 });

@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openFile, pickQuick, repoRoot, runCommand, startEditor, webviewFrame, type Editor } from './harness';
+import { openFile, pickQuick, repoRoot, runCommand, startEditor, until, webviewFrame, type Editor } from './harness';
 
 const RECORDS = 3000;
 /** Stated limit for open → first record shown (the measured figure is printed; bench/notebook has the series). */
@@ -65,8 +65,8 @@ async function waitListed(title: string, timeout = 180_000): Promise<void> {
     const ok = await ed.page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 5_000 }).then(() => true, () => false);
     await ed.page.keyboard.press('Escape');
     if (ok) return;
+    // Not listed within 5 s: the extension is still activating. Ask again.
     if (Date.now() > deadline) throw new Error(`"${title}" never listed`);
-    await ed.page.waitForTimeout(2000);
   }
 }
 
@@ -74,12 +74,18 @@ async function waitListed(title: string, timeout = 180_000): Promise<void> {
 async function scrollNotebookTo(target: { count(): Promise<number> }, timeout = 90_000): Promise<void> {
   const box = await ed.page.locator('.notebook-editor').first().boundingBox();
   await ed.page.mouse.move((box?.x ?? 400) + (box?.width ?? 800) / 2, (box?.y ?? 200) + (box?.height ?? 600) / 2);
-  const deadline = Date.now() + timeout;
-  while ((await target.count()) === 0) {
-    if (Date.now() > deadline) throw new Error('scrolled to the end without finding the target');
-    await ed.page.mouse.wheel(0, 4000);
-    await ed.page.waitForTimeout(150);
-  }
+  await until('the target cell, scrolling down', async () => (await target.count()) > 0 || void (await ed.page.mouse.wheel(0, 4000)), timeout);
+}
+
+/** Waits until `target` stops moving (a scroll has been drawn): two reads of its box, one poll apart, agree. */
+async function settled(target: { boundingBox(): Promise<{ x: number; y: number } | null> }, timeout = 10_000): Promise<void> {
+  let last = '';
+  await until('the scroll to settle', async () => {
+    const now = JSON.stringify(await target.boundingBox());
+    const same = now === last;
+    last = now;
+    return same;
+  }, timeout).catch(() => undefined);
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -172,9 +178,10 @@ test('rollouts: rewards under the run\'s own scheme, "no golden answers", wrappe
     // Over the cell's own editor (wheel over an output's webview is not always passed on to the list).
     if (b) await ed.page.mouse.move(b.x + 200, Math.min(b.y + 20, 950));
     await ed.page.mouse.wheel(0, 300);
-    await ed.page.waitForTimeout(400);
+    await settled(cell);
   }
-  await ed.page.waitForTimeout(1000);
+  // Wrapped once laid out at the editor's width: several visual lines (asserted below, with what was drawn).
+  await until('the long observation drawn wrapped', async () => (await cell.locator('.view-line').count()) >= 2, 10_000).catch(() => undefined);
   // Wrapped: the ~1,330-character line is drawn as several visual lines of screen width, the first one starting
   // with the tag and the second continuing the same text.
   const lines = await cell.locator('.view-line').allTextContents();
@@ -187,11 +194,7 @@ test('rollouts: rewards under the run\'s own scheme, "no golden answers", wrappe
     const boxes = await Promise.all((await ed.page.locator('.notebook-editor .code-cell-row .squiggly-error').all()).map((l) => l.boundingBox()));
     return boxes.find((b): b is Box => !!b && b.y > top && b.y < 1000);
   };
-  let box = await squiggleBelow();
-  for (let i = 0; i < 60 && !box; i++) {
-    await ed.page.waitForTimeout(500);
-    box = await squiggleBelow();
-  }
+  const box = await until('the stray-tag squiggle below the observation', squiggleBelow, 30_000).catch(() => undefined);
   assert.ok(box && box.x + box.width <= 1600, `the stray-tag squiggle is on screen (${JSON.stringify(box)})`);
   await ed.shot('quality-wrapped-squiggle');
   // The last record (no golden answers): its output is drawn, shown once scrolled to.
@@ -200,14 +203,14 @@ test('rollouts: rewards under the run\'s own scheme, "no golden answers", wrappe
   const last = await cell.boundingBox();
   if (last) await ed.page.mouse.move(last.x + 200, Math.min(Math.max(last.y + 20, 150), 950));
   for (let i = 0; i < 8; i++) await ed.page.mouse.wheel(0, 400);
-  await ed.page.waitForTimeout(1500);
+  await settled(ed.page.locator('.notebook-editor .code-cell-row').last());
   await ed.shot('quality-no-golden');
 });
 
 test('token overlays in notebook cells, with the hover of the text editor', async () => {
   // Back to the top: the first rollout's step cells.
   for (let i = 0; i < 30; i++) await ed.page.mouse.wheel(0, -4000);
-  await ed.page.waitForTimeout(1000);
+  await settled(ed.page.locator('.notebook-editor .code-cell-row').first());
   await runCommand(ed.page, 'CoA: Toggle Token Overlay: Log-prob Heat Map');
   assert.equal(await ed.page.locator('.notification-toast', { hasText: 'nothing to overlay' }).count(), 0);
   // Decorations land in the step cells' editors (inline background colours from the heat map).
@@ -228,11 +231,13 @@ test('token overlays in notebook cells, with the hover of the text editor', asyn
     if (b && b.width > 4 && b.y > 150 && b.y < 900) target = b;
   }
   assert.ok(target, 'a decorated token on screen');
-  await ed.page.mouse.move(target.x + target.width / 2, target.y + target.height / 2);
-  await ed.page.waitForTimeout(800);
-  await ed.page.mouse.move(target.x + target.width / 2 + 1, target.y + target.height / 2);
   const hover = ed.page.locator('.monaco-hover', { hasText: 'log-prob' }).first();
-  await hover.waitFor({ timeout: 30_000 }).catch(async (e) => {
+  // The hover shows once the mouse rests on the token; while it has not, the mouse is nudged a pixel every 2 s.
+  const [cx, cy] = [target.x + target.width / 2, target.y + target.height / 2];
+  await ed.page.mouse.move(cx, cy);
+  let polls = 0;
+  const nudge = async () => (++polls % 20 === 0 ? ed.page.mouse.move(cx + ((polls / 20) % 2), cy) : undefined);
+  await until('the token hover', async () => (await hover.isVisible()) || void (await nudge()), 30_000).catch(async (e) => {
     await ed.shot('quality-token-hover-missing');
     throw e;
   });
@@ -262,8 +267,9 @@ test('the walkthrough: run the demo, watch the panel, open rollouts, open a traj
   await pickQuick(ed.page, 'Get Started with CoA Studio');
   const steps = ed.page.locator('.gettingStartedContainer .getting-started-step');
   await ed.page.locator('.gettingStartedContainer', { hasText: 'Get Started with CoA Studio' }).first().waitFor({ timeout: 60_000 });
-  await ed.page.waitForTimeout(1500);
+  const titles = ['Run the demo', 'Open a trajectory', 'Train a stage', 'Watch the live panel', 'Open rollouts'];
+  const read = async () => (await steps.allInnerTexts()).join('\n');
+  const text = await until('the walkthrough\'s steps drawn', async () => { const t = await read(); return titles.every((x) => t.includes(x)) && t; }, 30_000).catch(read);
   await ed.shot('quality-walkthrough');
-  const text = (await steps.allInnerTexts()).join('\n');
-  for (const title of ['Run the demo', 'Open a trajectory', 'Train a stage', 'Watch the live panel', 'Open rollouts']) assert.match(text, new RegExp(title));
+  for (const title of titles) assert.match(text, new RegExp(title));
 });

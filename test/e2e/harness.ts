@@ -259,6 +259,26 @@ export function repoFiles(...rel: string[]): Record<string, string> {
   return Object.fromEntries(rel.map((r) => [r.split('/').pop()!, readFileSync(join(repoRoot, r), 'utf8')]));
 }
 
+// ---- waiting on conditions ----
+
+/** How often `until` looks again: short, as it only reads state (no fixed sleep stands in for a condition). */
+const POLL_MS = 100;
+
+/**
+ * Waits for a state no element or event announces (a file the trainer writes, a count in the status bar): `probe`
+ * is asked every POLL_MS until it returns something truthy, which is returned. Throws, naming `what`, at the
+ * deadline. Elements are waited for with Playwright's own `locator.waitFor` / `waitForFunction` instead.
+ */
+export async function until<T>(what: string, probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
+
 // ---- workbench helpers ----
 
 /**
@@ -284,8 +304,8 @@ export async function runCommand(page: Page, title: string, timeout = 90_000): P
     const found = await row.waitFor({ timeout: 5_000 }).then(() => true, () => false);
     if (found) return row.click();
     if (Date.now() > deadline) throw new Error(`command "${title}" not in the command palette after ${timeout / 1000} s`);
+    // Not listed within 5 s: the extension is still activating (its enablement key unset). Ask again.
     await page.keyboard.press('Escape');
-    await page.waitForTimeout(2000);
   }
 }
 
@@ -298,12 +318,11 @@ export async function pickQuick(page: Page, label: string | RegExp, title?: stri
   const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: label }).first();
   await row.waitFor({ state: 'visible', timeout });
   await row.click();
-  // A click during the list's re-render can be lost: accept with Enter if this pick is still open.
-  await page.waitForTimeout(500);
-  const stillOpen = title
-    ? await page.locator('.quick-input-widget .quick-input-title', { hasText: title }).isVisible()
-    : await row.isVisible();
-  if (stillOpen && (await row.isVisible())) {
+  // A click during the list's re-render can be lost: accept with Enter if this pick is still open once the click
+  // has had its chance to close it.
+  const pick = title ? page.locator('.quick-input-widget .quick-input-title', { hasText: title }) : row;
+  const closed = await pick.waitFor({ state: 'hidden', timeout: 2000 }).then(() => true, () => false);
+  if (!closed && (await row.isVisible())) {
     await row.hover();
     await page.keyboard.press('Enter');
   }
@@ -326,7 +345,8 @@ export async function openFile(page: Page, name: string, attempts = 3): Promise<
       if (i >= attempts) throw new Error(`Quick Open never listed ${name} (${attempts} attempts)`);
       continue;
     }
-    await page.waitForTimeout(300);
+    // The list may still show the previous, unfiltered items: click once the filtered list has the file focused.
+    await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: name }).waitFor({ timeout: 10_000 }).catch(() => undefined);
     await row.click();
     const opened = await tab.waitFor({ timeout: i < attempts ? 15_000 : 60_000 }).then(() => true, () => false);
     if (opened) return;

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openFile, repoFiles, repoRoot, startEditor, waitLanguage, type Editor } from './harness';
+import { openFile, repoFiles, repoRoot, startEditor, until, waitLanguage, type Editor } from './harness';
 
 // A format error the core reports: a search after the answer (COA008 content after the answer, COA005 no observation).
 const BAD = '<think>Search first.</think>\n<search>Herman Wouk</search>\n<observation>Doc 1(Title: "Herman Wouk") an author.</observation>\n<answer>Herman Wouk</answer>\n<search>after the answer</search>\n';
@@ -40,19 +40,26 @@ async function tokenColour(text: string): Promise<string | null> {
 test('a .coa file gets the CoA language and per-kind tag colours', async () => {
   await openFile(ed.page, 'episode.coa');
   await waitLanguage(ed.page, 'CoA Trajectory');
-  // Semantic tokens from the language server may repaint after the grammar: wait for a stable paint.
-  await ed.page.waitForTimeout(3000);
-  const colours: Record<string, string | null> = {};
-  for (const t of ['think', 'search', 'observation', 'answer']) colours[t] = await tokenColour(t);
+  const paint = async () => {
+    const colours: Record<string, string | null> = {};
+    for (const t of ['think', 'search', 'observation', 'answer']) colours[t] = await tokenColour(t);
+    const plain = await ed.page.evaluate(() => {
+      const el = document.querySelector('.editor-group-container.active .monaco-editor .view-lines');
+      return el ? getComputedStyle(el).color : null;
+    });
+    return { colours, plain, distinct: new Set(Object.values(colours)) };
+  };
+  // The grammar paints first, semantic tokens from the language server may repaint after it: wait until the tags
+  // carry per-kind colours (what is asserted below), then assert on that paint.
+  const painted = async () => {
+    const p = await paint();
+    return Object.values(p.colours).every(Boolean) && p.distinct.size >= 3 && !p.distinct.has(p.plain) ? p : undefined;
+  };
+  const { colours, plain, distinct } = await until('per-kind tag colours in episode.coa', painted, 30_000).catch(paint);
   await ed.shot('episode-tokens');
   for (const [t, c] of Object.entries(colours)) assert.ok(c, `no rendered token "${t}" in episode.coa`);
-  const distinct = new Set(Object.values(colours));
   assert.ok(distinct.size >= 3, `tag names should carry distinct colours per kind, got ${JSON.stringify(colours)}`);
-  const plain = await ed.page.evaluate(() => {
-    const el = document.querySelector('.editor-group-container.active .monaco-editor .view-lines');
-    return el ? getComputedStyle(el).color : null;
-  });
-  assert.ok(!distinct.has(plain!), `tag colours should differ from plain text ${plain}: ${JSON.stringify(colours)}`);
+  assert.ok(!distinct.has(plain), `tag colours should differ from plain text ${plain}: ${JSON.stringify(colours)}`);
 });
 
 test('a format error is squiggled and counted in Problems like the CLI counts it', async () => {
@@ -63,12 +70,11 @@ test('a format error is squiggled and counted in Problems like the CLI counts it
   const squiggle = ed.page.locator('.editor-group-container.active .monaco-editor .squiggly-error').first();
   await squiggle.waitFor({ state: 'attached', timeout: 60_000 });
   const problems = ed.page.locator('[id="status.problems"]');
-  let label = '';
-  for (let i = 0; i < 60; i++) {
-    label = (await problems.getAttribute('aria-label')) ?? (await problems.innerText());
-    if (new RegExp(`Errors?: ${expected}\\b`).test(label)) break;
-    await ed.page.waitForTimeout(500);
-  }
+  const read = async () => (await problems.getAttribute('aria-label')) ?? (await problems.innerText());
+  const label = await until(`Problems to count ${expected} errors`, async () => {
+    const l = await read();
+    return new RegExp(`Errors?: ${expected}\\b`).test(l) && l;
+  }, 30_000).catch(read);
   await ed.page.keyboard.press('Control+Shift+M');
   await ed.page.locator('.markers-panel .monaco-list-row').first().waitFor({ timeout: 30_000 });
   await ed.shot('bad-problems');

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openFile, repoFiles, repoRoot, startEditor, webviewFrame, type Editor } from './harness';
+import { openFile, repoFiles, repoRoot, startEditor, until, webviewFrame, type Editor } from './harness';
 
 const FILE = 'examples/trajectories.coa.jsonl';
 
@@ -37,8 +37,7 @@ test('a .coa.jsonl file opens as a trajectory notebook with highlighted step cel
   // Step cells are in the coa language: the cell's language label and the grammar's per-kind colours.
   const lang = ed.page.locator('.notebook-editor .cell-statusbar-container', { hasText: 'CoA Trajectory' }).first();
   await lang.waitFor({ timeout: 60_000 });
-  await ed.page.waitForTimeout(2000);
-  const colours = await ed.page.evaluate(() => {
+  const paint = () => ed.page.evaluate(() => {
     const out: Record<string, string> = {};
     for (const span of Array.from(document.querySelectorAll('.notebook-editor .code-cell-row .view-lines .view-line span span'))) {
       const t = (span.textContent ?? '').replace(/\u00a0/g, ' ').trim();
@@ -47,6 +46,13 @@ test('a .coa.jsonl file opens as a trajectory notebook with highlighted step cel
     const body = document.querySelector('.notebook-editor .code-cell-row .view-lines');
     return { tags: out, plain: body ? getComputedStyle(body).color : '' };
   });
+  // The cells' grammar paints once the coa language is attached: wait for coloured tags (asserted below).
+  const coloured = async () => {
+    const p = await paint();
+    const kinds = new Set(Object.values(p.tags));
+    return Object.keys(p.tags).length >= 2 && kinds.size >= 2 && !kinds.has(p.plain) ? p : undefined;
+  };
+  const colours = await until('coloured tags in the step cells', coloured, 30_000).catch(paint);
   await ed.shot('cells');
   assert.ok(Object.keys(colours.tags).length >= 2, `expected tag tokens in step cells, got ${JSON.stringify(colours)}`);
   const distinct = new Set(Object.values(colours.tags));

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openFile, runCommand, startEditor, webviewFrame, type Editor } from './harness';
+import { openFile, runCommand, startEditor, until, webviewFrame, type Editor } from './harness';
 import { tinyModel } from '../unit/replay/fixture';
 import { startEnvServer, type EnvServer } from '../../src/env/server';
 
@@ -40,9 +40,9 @@ async function cellCount(): Promise<number> {
 async function replay(command: string, expectCells: number): Promise<void> {
   await ed.page.locator('.notebook-editor .code-cell-row').first().click();
   await runCommand(ed.page, command);
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline && (await cellCount()) < expectCells) await ed.page.waitForTimeout(500);
-  await ed.page.waitForTimeout(1000); // the final cells replace the provisional ones in one edit
+  await until(`${expectCells} cells`, async () => (await cellCount()) >= expectCells, 90_000).catch(() => undefined);
+  // The final cells replace the provisional ones in one edit before the command's progress notification closes.
+  await ed.page.locator('.notification-toast', { hasText: /Replaying (with checkpoint|in a simulated environment)/ }).first().waitFor({ state: 'hidden', timeout: 90_000 });
 }
 
 test('replay in the simulated environment appends step cells with latencies', async () => {
@@ -69,13 +69,8 @@ test('replay with the checkpoint calls the environment server; saving keeps the 
   assert.ok(env.stats().queries > queries, `the env server answered the search (stats ${JSON.stringify(env.stats())})`);
   await ed.page.keyboard.press('Control+S');
   const file = join(ed.workspace, 'q.coa.jsonl');
-  const deadline = Date.now() + 30_000;
-  let lines: string[] = [];
-  while (Date.now() < deadline) {
-    lines = readFileSync(file, 'utf8').split('\n').filter((l) => l);
-    if (lines.length === 3) break;
-    await ed.page.waitForTimeout(500);
-  }
+  const read = () => readFileSync(file, 'utf8').split('\n').filter((l) => l);
+  const lines = await until('the saved file\'s 3 lines', () => read().length === 3 && read(), 30_000).catch(read);
   assert.equal(lines.length, 3);
   assert.equal(lines[0], RECORD);
   const ids = lines.slice(1).map((l) => JSON.parse(l).id).sort();
@@ -102,12 +97,8 @@ test('token overlays: loss-mask decorations and the token hover on a record with
   await ed.page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: 30_000 });
   await runCommand(ed.page, 'CoA: Toggle Token Overlay: Loss Mask');
   // Trained tokens get a background (an overlay div per range); masked ones are dimmed inline.
-  const deadline = Date.now() + 30_000;
-  let overlays = 0;
-  while (Date.now() < deadline && overlays === 0) {
-    overlays = await ed.page.locator('.monaco-editor .view-overlays .cdr').count();
-    if (!overlays) await ed.page.waitForTimeout(500);
-  }
+  const overlays = await ed.page.locator('.monaco-editor .view-overlays .cdr').first().waitFor({ timeout: 30_000 })
+    .then(() => ed.page.locator('.monaco-editor .view-overlays .cdr').count(), () => 0);
   await ed.shot('tokens');
   assert.ok(overlays > 0, 'trained tokens are highlighted');
   // Masked tokens are dimmed: an inline decoration splits `doc` into its own span with reduced opacity.

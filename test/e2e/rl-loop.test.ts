@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Frame } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
-import { pickQuick, repoRoot, runCommand, startEditor, webviewFrame, type Editor } from './harness';
+import { pickQuick, repoRoot, runCommand, startEditor, until, webviewFrame, type Editor } from './harness';
 import { readFileSync } from 'node:fs';
 import { demoRunWithOnnx } from '../fixtures/demoRun';
 
@@ -41,6 +41,18 @@ const chartState = () =>
       return { metric: box.dataset.metric!, group: box.dataset.group!, left: Math.round(box.getBoundingClientRect().left), box: box.clientWidth, plot: canvas.getBoundingClientRect().width, coloured };
     }));
 
+/** In the panel's page: every chart's plot is as wide as its box allows (asserted below, with details). */
+const plotsFollowBoxes = () => Array.from(document.querySelectorAll<HTMLElement>('.chart.drawn')).every((box) => {
+  const canvas = box.querySelector('canvas');
+  return canvas && Math.abs(canvas.getBoundingClientRect().width - Math.max(200, box.clientWidth - 10)) <= 1;
+});
+
+/** In the panel's page: each chart whose box is in view has its plot made and drawn. */
+const chartsInViewDrawn = () => Array.from(document.querySelectorAll<HTMLElement>('.chart')).every((box) => {
+  const r = box.getBoundingClientRect();
+  return r.bottom < 0 || r.top > window.innerHeight || (box.classList.contains('drawn') && box.querySelector('canvas'));
+});
+
 test('the live panel of a whole pipeline run at 1,600 px: charts in columns; Ctrl+B twice leaves every chart drawn, constant ones too', async (t) => {
   await runCommand(ed.page, 'CoA: Open Live Training Panel');
   await pickQuick(ed.page, RUN);
@@ -52,17 +64,23 @@ test('the live panel of a whole pipeline run at 1,600 px: charts in columns; Ctr
   t.diagnostic(`1,600 px window: ${columns} chart columns, charts ${before[0].box} px wide`);
   assert.ok(columns >= 2, `${columns} column(s) of charts at 1,600 px`);
   await ed.shot('panel-1600');
-  // Ctrl+B twice (the side bar hidden, then shown again), twice over: the panel is resized each time.
+  // Ctrl+B twice (the side bar hidden, then shown again), twice over: the panel is resized each time — once the
+  // side bar has toggled and the panel's charts have followed the new width.
+  const sidebar = ed.page.locator('.part.sidebar');
+  const width = () => panel.evaluate(() => document.documentElement.clientWidth);
   for (let i = 0; i < 4; i++) {
+    const [shown, before] = [await sidebar.isVisible(), await width()];
     await ed.page.keyboard.press('Control+B');
-    await ed.page.waitForTimeout(600);
+    await sidebar.waitFor({ state: shown ? 'hidden' : 'visible', timeout: 10_000 });
+    await until('the live panel resized', async () => (await width()) !== before, 10_000);
+    await panel.waitForFunction(plotsFollowBoxes, undefined, { timeout: 10_000 }).catch(() => undefined);
   }
   // Scroll through the tab so every chart is made and drawn (plots exist only for boxes in view).
   for (let y = 0; y < 20_000; y += 700) {
     await panel.evaluate((to) => window.scrollTo(0, to), y);
-    await ed.page.waitForTimeout(150);
+    await panel.waitForFunction(chartsInViewDrawn, undefined, { timeout: 10_000, polling: 50 }).catch(() => undefined);
   }
-  await ed.page.waitForTimeout(500);
+  await panel.waitForFunction(plotsFollowBoxes, undefined, { timeout: 10_000 }).catch(() => undefined);
   const after = await chartState();
   for (const c of after) {
     assert.ok(Math.abs(c.plot - Math.max(200, c.box - 10)) <= 1, `${c.metric}: a ${c.plot} px plot in a ${c.box} px box`);
@@ -134,7 +152,7 @@ test('★ fork: the last thought edited in the record view, the rest regenerated
   const rewards = await webviewFrame(ed.page, async (f) => (await f.locator('.coa-reward').count()) > 0 && (await f.getByText(/fork_of|q0488-40-0#fork-3/).count()) > 0, 60_000);
   assert.ok(await rewards.locator('.coa-reward').count());
   assert.equal(await rewards.getByText(/Fork of q0488-40-0 from step 4 \(think, edited\) — its reward 0 \(otc-grpo\)/).count(), 1, 'the fork\'s header names the original\'s reward');
-  await ed.page.waitForTimeout(1000);
+  await until('the original reverted (no dirty tab)', async () => (await ed.page.locator('.tabs-container .tab.dirty').count()) === 0, 10_000).catch(() => undefined);
   await ed.shot('fork-side-by-side');
   assert.equal(await ed.page.locator('.tabs-container .tab.dirty').count(), 0, 'the original is back to what it was');
   const groups = await ed.page.locator('.editor-group-container').count();
@@ -154,7 +172,9 @@ async function quickOpen(path: string): Promise<void> {
   await input.waitFor({ state: 'visible', timeout: 30_000 });
   await input.fill(path);
   await ed.page.locator('.quick-input-list .monaco-list-row', { hasText: path.split('/').pop()! }).first().waitFor({ timeout: 60_000 });
-  await ed.page.waitForTimeout(500);
+  // Enter opens the focused row: once the filtered list focuses the file in that folder (several share its name).
+  const focused = path.split('/').slice(-2).reduce((row, part) => row.filter({ hasText: part }), ed.page.locator('.quick-input-list .monaco-list-row.focused'));
+  await focused.waitFor({ timeout: 10_000 }).catch(() => undefined);
   await ed.page.keyboard.press('Enter');
 }
 

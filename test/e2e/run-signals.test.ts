@@ -13,7 +13,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, cpSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openFile, pickQuick, repoRoot, runCommand, startEditor, type Editor } from './harness';
+import { openFile, pickQuick, repoRoot, runCommand, startEditor, until, type Editor } from './harness';
 import { demoRun, demoRunFile } from '../fixtures/demoRun';
 import { evalRun } from '../unit/replay/evalRun';
 
@@ -59,35 +59,26 @@ const problemsLabel = async () => {
 };
 const errorCount = async () => Number(/Errors?: (\d+)/.exec(await problemsLabel())?.[1] ?? (/No Problems/i.test(await problemsLabel()) ? 0 : NaN));
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-    await ed.page.waitForTimeout(500);
-  }
-}
-
 test('a rollout file\'s problems go when its tab closes, and never paint the finished run red in the Runs view', async () => {
   await openFile(ed.page, 'rollouts.jsonl');
   const open = await until('the rollout file\'s format errors in Problems', async () => ((await errorCount()) > 0 ? errorCount() : false), 90_000);
-  // The Runs view: the run is ok, and no problem decoration (colour, "9+" badge) reaches its row.
-  await ed.page.locator('.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]').first().click();
-  const row = ed.page.locator('.sidebar .monaco-list-row', { hasText: DEMO }).first();
-  await row.waitFor({ timeout: 60_000 });
-  await ed.page.waitForTimeout(1500); // decorations are applied after the row is drawn
-  await ed.shot('signals-runs-view');
   // A row's problem decoration: a decoration class on its label, or a badge ("9+") drawn as ::after content.
   const decorationOf = (el: Element) => Array.from(el.querySelectorAll('*')).map((e) => `${getComputedStyle(e, '::after').content}|${e.className}`).filter((s) => /\d/.test(s.split('|')[0]) || /monaco-decoration/.test(s)).join(' ; ');
-  const decoration = await row.evaluate(decorationOf);
-  assert.equal(decoration, '', `the run row carries a problem decoration: ${decoration}`);
-  assert.match(await row.innerText(), /ok/);
-  // The same check sees the decoration where VS Code does draw one: the Explorer's folder holding the file.
+  // First the control: VS Code does decorate the Explorer's folder holding the file, so the problems' decorations
+  // are known to the workbench before the Runs view is looked at (a decoration there would be drawn by then too).
   await ed.page.keyboard.press('Control+Shift+E');
   const folder = ed.page.locator('.explorer-folders-view .monaco-list-row', { hasText: /^runs$/ }).first();
   await folder.waitFor({ timeout: 30_000 });
   await until('the Explorer\'s problem decoration on runs/', async () => (await folder.evaluate(decorationOf)) !== '', 30_000);
+  // The Runs view: the run is ok, and no problem decoration (colour, "9+" badge) reaches its row.
+  await ed.page.locator('.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]').first().click();
+  const row = ed.page.locator('.sidebar .monaco-list-row', { hasText: DEMO }).first();
+  await row.waitFor({ timeout: 60_000 });
+  await row.locator('.monaco-icon-label').first().waitFor({ timeout: 10_000 });
+  await ed.shot('signals-runs-view');
+  const decoration = await row.evaluate(decorationOf);
+  assert.equal(decoration, '', `the run row carries a problem decoration: ${decoration}`);
+  assert.match(await row.innerText(), /ok/);
   // Close the tab: its problems leave (VS Code keeps the document open behind the scenes; they used to stay).
   await ed.page.locator('.tabs-container .tab', { hasText: 'rollouts.jsonl' }).first().click();
   await ed.page.keyboard.press('Control+W');
@@ -165,11 +156,7 @@ test('a stored greedy evaluation record replayed with its checkpoint saves the s
   // Cells are drawn as they scroll into view.
   const area = (await ed.page.locator('.part.editor').boundingBox())!;
   await ed.page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
-  for (let i = 0; i < 40 && !(await cell.isVisible()); i++) {
-    await ed.page.mouse.wheel(0, 300);
-    await ed.page.waitForTimeout(250);
-  }
-  await cell.waitFor({ timeout: 30_000 });
+  await until('the record\'s action cell in view', async () => (await cell.isVisible()) || void (await ed.page.mouse.wheel(0, 300)), 30_000);
   // Select it (the notebook's overlay takes pointer events: click where the cell is drawn).
   const box = (await cell.boundingBox())!;
   await ed.page.mouse.click(box.x + box.width / 2, box.y + Math.min(box.height / 2, 20));
@@ -179,7 +166,7 @@ test('a stored greedy evaluation record replayed with its checkpoint saves the s
   const saved = await until('the replay saved as a line of the file', async () => {
     await ed.page.locator('.tabs-container .tab.active').first().click();
     await ed.page.keyboard.press('Control+S');
-    await ed.page.waitForTimeout(1000);
+    await ed.page.locator('.tabs-container .tab.active.dirty').waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
     const lines = readFileSync(join(ed.workspace, evalFile), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; tokens?: { ids: number[] } });
     return lines.find((l) => l.id === `${target.id}#replay-env` && l.tokens);
   }, 180_000);

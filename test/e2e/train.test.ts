@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Frame } from 'playwright-core';
-import { paths, pickQuick, repoRoot, runCommand, startEditor, webviewFrame, type Editor } from './harness';
+import { paths, pickQuick, repoRoot, runCommand, startEditor, until, webviewFrame, type Editor } from './harness';
 
 /** A short run on a tiny model: many cheap steps (so there is time to watch and cancel), frequent checkpoints. */
 function shortConfig(steps: number): string {
@@ -29,16 +29,6 @@ export function readEvents(runDir: string): Record<string, any>[] {
   return readFileSync(file, 'utf8').split('\n').flatMap((l) => {
     try { return l.trim() ? [JSON.parse(l)] : []; } catch { return []; }
   });
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const v = await probe();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
 }
 
 /** Total points drawn by the live panel's charts, per metric. */
@@ -157,7 +147,6 @@ test('"CoA: Resume Run" continues the cancelled run past its last step', async (
   await pickQuick(ed.page, runId(), 'CoA: Resume Run (1/2)');
   await ed.shot('resume-pick-stage');
   await pickQuick(ed.page, /^pretrain/, 'CoA: Resume Run (2/2)');
-  await ed.page.waitForTimeout(1000);
   await ed.shot('resume-picked');
   const resumed = await until('a resumed run_started', () => readEvents(runDir).filter((e) => e.type === 'run_started').slice(1).find((e) => e.resumed_from != null), 120_000);
   await until(`metrics past step ${stoppedAt}`, () => metricSteps().some((s) => s > stoppedAt), 180_000);

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ARTIFACTS, ROOT, chartPoints, openPanel, shownCount } from './live-panel-harness';
+import { ARTIFACTS, ROOT, chartPoints, openPanel, shownCount, waitForPoints } from './live-panel-harness';
 import type { TrainerEvent } from '../../src/core/events';
 import { parseEvent } from '../../src/core/events';
 
@@ -83,11 +83,13 @@ test(`a recorded stream at ${RATE} events/s for ${SECONDS} s: none lost, charts 
       },
       { events, run: RUN.key, rate: RATE },
     );
-    // Charts move while the stream is running.
+    // Charts move while the stream is running: looked at when the feeder has sent a quarter, a half, three quarters.
     const seen: number[] = [];
     const canvases: string[] = [];
     for (let t = 1; t <= 3; t++) {
-      await h.page.waitForTimeout((SECONDS * 1000) / 4);
+      await h.page.waitForFunction((n) => (window as unknown as { __feed: { sent: number } }).__feed.sent >= n, Math.floor((total * t) / 4), { timeout: 60_000, polling: 100 });
+      // …and the panel has drawn what it received by then.
+      await h.page.waitForFunction((n) => Number(document.body.dataset.received) >= n, Math.floor((total * t) / 4), { timeout: 10_000, polling: 50 });
       seen.push(await chartPoints(h.page, 'loss'));
       canvases.push(await h.page.locator('.chart[data-metric="loss"] canvas').evaluate((c) => (c as HTMLCanvasElement).toDataURL()));
     }
@@ -95,7 +97,7 @@ test(`a recorded stream at ${RATE} events/s for ${SECONDS} s: none lost, charts 
     const sent = await h.page.evaluate(() => (window as unknown as { __feed: { sent: number } }).__feed.sent);
     assert.equal(sent, total);
     await h.page.waitForFunction((n) => document.body.dataset.received === String(n), total, { timeout: 10_000, polling: 100 });
-    await h.page.waitForTimeout(400); // one more render period, so the charts show the last batch
+    await waitForPoints(h.page, 'loss', lossPoints); // the charts show the last batch
     assert.equal(await shownCount(h.page), total, 'the count shown equals the count sent');
     assert.ok(seen[0] > 0 && seen[0] < seen[1] && seen[1] < seen[2], `loss chart grew during the stream: ${seen}`);
     assert.equal(new Set(canvases).size, 3, 'the loss chart was redrawn');
@@ -264,7 +266,7 @@ test('RL metrics grouped by name, unknown ones under Other, runs overlaid, alert
       window.postMessage({ type: 'events', run: run.key, events }, '*');
     }, { run: b, events: rlEvents('b', 1) });
     await h.page.waitForFunction((n) => document.body.dataset.received === String(n), initialEvents.length * 2, { timeout: 5000 });
-    await h.page.waitForTimeout(400);
+    await h.page.locator('#legend .legend-item').nth(1).waitFor({ timeout: 5000 });
     assert.equal(await h.page.locator('#runs .run').count(), 2);
     assert.deepEqual(await h.page.locator('#legend .legend-item b').allTextContents(), ['a · RL-1', 'b · RL-1']);
     assert.match((await group.textContent()) ?? '', /^2 × all-wrong groups/);
@@ -276,8 +278,9 @@ test('RL metrics grouped by name, unknown ones under Other, runs overlaid, alert
     const state = await h.page.evaluate(() => (window as unknown as { __state: unknown }).__state);
     assert.deepEqual(state, { runs: [a, b], smoothing: 0.6, pinned: [] });
     // A reset (file truncated) replaces the run's data.
+    const received = Number(await h.page.evaluate(() => document.body.dataset.received));
     await h.page.evaluate(({ key, events }) => window.postMessage({ type: 'events', run: key, events, reset: true }, '*'), { key: a.key, events: rlEvents('a', 2).slice(0, 4) });
-    await h.page.waitForTimeout(500);
+    await h.page.waitForFunction((n) => document.body.dataset.received === String(n), received + 4, { timeout: 5000 });
     assert.equal(await chartPoints(h.page, 'kl'), 10); // b still has 10 steps on the same x
     // Malformed lines the host skipped: the first three in full, the rest counted.
     const issues = [1, 2, 3, 4, 5].map((line) => ({ file: '/runs/a/events.jsonl', line, column: 7, message: 'invalid JSON' }));
@@ -316,7 +319,11 @@ test('every chart survives resizes (constant, empty, huge, float-noise series): 
     const layout = async (width: number) => {
       await h.page.setViewportSize({ width, height: 3200 });
       await h.page.waitForFunction((n) => document.querySelectorAll('.chart.drawn').length === n, metrics.length, { timeout: 10_000 });
-      await h.page.waitForTimeout(300); // resize observers, then uPlot's redraw
+      // Resize observers, then uPlot's redraw: every plot as wide as its box (what is asserted below, with details).
+      await h.page.waitForFunction(() => Array.from(document.querySelectorAll<HTMLElement>('.chart')).every((box) => {
+        const canvas = box.querySelector('canvas');
+        return canvas && Math.abs(canvas.getBoundingClientRect().width - Math.max(200, box.clientWidth - 10)) <= 1;
+      }), undefined, { timeout: 5000, polling: 50 }).catch(() => undefined);
       return h.page.$$eval('.chart', (boxes) => boxes.map((b) => {
         const box = b as HTMLElement;
         const canvas = box.querySelector('canvas') as HTMLCanvasElement | null;
@@ -346,9 +353,10 @@ test('every chart survives resizes (constant, empty, huge, float-noise series): 
     for (const m of metrics.filter((x) => x !== 'empty')) assert.ok(drawn[m] > 20, `${m}: its line is drawn (${drawn[m]} px)`);
     assert.ok(drawn.empty < 5, 'the empty series draws nothing');
     // Log scale, per chart: the loss over four decades gets power-of-ten ticks; the state is kept.
+    const linearTicks = await h.page.getAttribute('.chart[data-metric="loss"]', 'data-yticks');
     await h.page.click('.chart[data-metric="loss"] .log');
     await h.page.waitForSelector('.chart[data-metric="loss"][data-scale="log"].drawn canvas');
-    await h.page.waitForTimeout(200);
+    await h.page.waitForFunction((before) => document.querySelector('.chart[data-metric="loss"]')?.getAttribute('data-yticks') !== before, linearTicks, { timeout: 5000 });
     const ticks = ((await h.page.getAttribute('.chart[data-metric="loss"]', 'data-yticks')) ?? '').split(' ').map(Number);
     assert.ok(ticks.length >= 2 && ticks.every((t) => Math.abs(Math.log10(t) - Math.round(Math.log10(t))) < 1e-9 || /^[125]/.test(String(t))), `log ticks ${ticks}`);
     assert.deepEqual(((await h.page.evaluate(() => (window as unknown as { __state: { log?: string[] } }).__state)) as { log?: string[] }).log, ['sft1\nloss']);
