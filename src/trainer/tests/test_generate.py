@@ -1,10 +1,11 @@
 """Batched KV-cached generation equals each prompt generated alone: rows that stop early keep exactly their tokens
-and log-probs (the per-step results are gathered on the device and read back once)."""
+and log-probs — the rollout engine (`generate`) and the reference loop (`reference_generate`, whose per-step results
+are gathered on the device and read back once) alike. test_engine.py compares the two with each other."""
 
 import pytest
 import torch
 
-from coa_trainer.rollout.generate import generate
+from coa_trainer.rollout.generate import generate, reference_generate
 
 CPU = torch.device("cpu")
 
@@ -25,12 +26,13 @@ def _teacher_forced_logprobs(model, prompt, new):
     return [float(logp[len(prompt) - 1 + k, t]) for k, t in enumerate(new)]
 
 
-def test_batch_equals_one_by_one_with_early_stops():
+@pytest.mark.parametrize("gen", [generate, reference_generate], ids=["engine", "reference"])
+def test_batch_equals_one_by_one_with_early_stops(gen):
     model = _model()
     prompts = [[5, 6, 7], [9, 3], [4, 4, 4, 4, 2], [11]]
-    alone = [generate(model, [p], 8, set(), 0, CPU)[0][0] for p in prompts]
+    alone = [gen(model, [p], 8, set(), 0, CPU)[0][0] for p in prompts]
     stop = alone[0][2]  # row 0 stops at its third token; others stop wherever this id first appears, if at all
-    out, lps, stopped = generate(model, prompts, 8, {stop}, 0, CPU)
+    out, lps, stopped = gen(model, prompts, 8, {stop}, 0, CPU)
     for p, full, got, lp, st in zip(prompts, alone, out, lps, stopped):
         cut = full.index(stop) + 1 if stop in full else len(full)
         assert got == full[:cut]
@@ -39,8 +41,9 @@ def test_batch_equals_one_by_one_with_early_stops():
     assert stopped[0] and len(out[0]) == 3
 
 
-def test_zero_new_tokens_is_empty():
-    assert generate(_model(), [[5], [6, 7]], 0, {1}, 0, CPU) == ([[], []], [[], []], [False, False])
+@pytest.mark.parametrize("gen", [generate, reference_generate], ids=["engine", "reference"])
+def test_zero_new_tokens_is_empty(gen):
+    assert gen(_model(), [[5], [6, 7]], 0, {1}, 0, CPU) == ([[], []], [[], []], [False, False])
 
 
 def test_a_static_kv_cache_for_the_batch_generates_the_same():
@@ -52,8 +55,8 @@ def test_a_static_kv_cache_for_the_batch_generates_the_same():
         runs = []
         for static in (False, True):
             g = torch.Generator().manual_seed(3)
-            runs.append(generate(model, prompts, 8, {7}, 0, CPU, temperature=temperature, generator=g,
-                                 static_cache=static))
+            runs.append(reference_generate(model, prompts, 8, {7}, 0, CPU, temperature=temperature, generator=g,
+                                           static_cache=static))
         (a_ids, a_lp, a_st), (b_ids, b_lp, b_st) = runs
         assert a_ids == b_ids and a_st == b_st
         for x, y in zip(a_lp, b_lp):

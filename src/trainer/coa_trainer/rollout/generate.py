@@ -1,14 +1,53 @@
-"""Batched generation with a KV cache (left padding), greedy or sampled, with per-token log-probs; stops on token
-ids or on strings (`StringStops`). The multi-turn tool loop built on it is `rollout.rollout` (RL, eval and the
-workflow baseline all use that one loop)."""
+"""Batched generation, greedy or sampled, with per-token log-probs; stops on token ids or on strings.
+
+`generate` runs the rollout engine (engine.py, continuous.py: static KV cache, device-side sampling and stops,
+continuous batching, CUDA graphs on CUDA) for every model it supports (kvmodel.engine_support), and otherwise
+`reference_generate`: the plain loop over the model's own forward with transformers' KV cache (left padding), which
+is also the reference the engine is tested against token for token. The multi-turn tool loop built on both is
+`loop.rollout` (RL, eval and the workflow baseline all use that one loop)."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
 
 from ..model.scoring import autocast
+
+_ENGINES: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def engine_for(model: Any, device: torch.device, dtype: torch.dtype | None) -> Any:
+    """The model's rollout engine on `device` (made once, kept while the model lives), or None when the engine does
+    not support the model (kvmodel.engine_support says why)."""
+    from .engine import Engine
+    from .kvmodel import engine_support
+
+    if engine_support(model) is not None:
+        return None
+    per = _ENGINES.get(model)
+    if per is None:
+        per = _ENGINES[model] = {}
+    key = (str(torch.device(device)), dtype)
+    if key not in per:
+        per[key] = Engine(model, torch.device(device), dtype)
+    return per[key]
+
+
+def release_engines(model: Any) -> None:
+    """Free the KV caches and captured graphs the model's engines hold (they are made again on the next call)."""
+    for eng in (_ENGINES.get(model) or {}).values():
+        eng.free()
+
+
+def seed_base(generator: torch.Generator | None, temperature: float) -> int:
+    """One draw from the caller's generator (or torch's global one): the base of every trajectory's seed."""
+    if temperature <= 0:
+        return 0
+    if generator is None:
+        return int(torch.randint(0, 2**62, (1,)).item())
+    return int(torch.randint(0, 2**62, (1,), generator=generator, device=generator.device).item())
 
 
 class StringStops:
@@ -56,9 +95,41 @@ def _takes(model: Any, name: str) -> bool:
 def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
              device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
              generator: torch.Generator | None = None, stop_strings: StringStops | None = None,
-             static_cache: bool = False) -> tuple[list[list[int]], list[list[float]], list[bool]]:
+             top_p: float = 1.0, slots: int | None = None) -> tuple[list[list[int]], list[list[float]], list[bool]]:
     """Continue each prompt until a stop id or stop string (included) or max_new_tokens. Greedy when
-    temperature == 0. Returns (new ids, their log-probs under the sampling distribution, whether each row
+    temperature == 0. Returns (new ids, their log-probs under the sampling distribution, whether each row stopped on
+    a stop). The engine when it supports the model (sampled rows then depend on their own seed only: sampling.py;
+    `slots`: rows decoded at once, the others queue), `reference_generate` otherwise (which samples the full
+    distribution: top_p is the engine's)."""
+    eng = engine_for(model, device, dtype)
+    if eng is None:
+        return reference_generate(model, prompts, max_new_tokens, stop_ids, pad_id, device, dtype, temperature,
+                                  generator, stop_strings)
+    B = len(prompts)
+    if B == 0:
+        return [], [], []
+    if max_new_tokens <= 0:
+        return [[] for _ in range(B)], [[] for _ in range(B)], [False] * B
+    from .continuous import Continuous, Job, Limits
+    from .trajectory import RlTrajectory
+    from .sampling import trajectory_seed
+
+    strings = stop_strings.strings if stop_strings else []
+    stops = eng.stop_table(stop_strings.tok if stop_strings else None, [(set(stop_ids), strings)])
+    base = seed_base(generator, temperature)
+    jobs = [Job(i, RlTrajectory(list(p)), seed=trajectory_seed(base, i)) for i, p in enumerate(prompts)]
+    limits = Limits(max_turns=0, max_new_tokens=max_new_tokens, max_obs_tokens=0, max_len=1 << 62, simulate=False)
+    Continuous(eng, None, jobs, limits, None, temperature, top_p, pad_id, stops, agent=False, slots=slots).run()
+    return [j.tr.ids for j in jobs], [j.tr.logprobs for j in jobs], [j.hit for j in jobs]
+
+
+@torch.no_grad()
+def reference_generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
+                       device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
+                       generator: torch.Generator | None = None, stop_strings: StringStops | None = None,
+                       static_cache: bool = False) -> tuple[list[list[int]], list[list[float]], list[bool]]:
+    """The reference loop: the model's own forward with transformers' KV cache, one host step per token. Continue
+    each prompt until a stop id or stop string (included) or max_new_tokens. Greedy when temperature == 0. Returns (new ids, their log-probs under the sampling distribution, whether each row
     stopped on a stop). `static_cache`: one KV cache allocated up front for the batch × (prompt + max_new_tokens)
     (transformers StaticCache) instead of one that grows by concatenation every step — no per-step reallocation,
     fixed shapes (what CUDA graphs need), but every step attends over the whole allocated length."""

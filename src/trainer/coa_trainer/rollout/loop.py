@@ -10,7 +10,11 @@ however BPE tokenised them: agentio.AgentIO). After an action:
 - no tools (`simulate=False`, `tool=None`: eval's no-tool mode, the workflow baseline's answer turn): the action
   ends the trajectory.
 The turn logic is `run_turns`; what produces a turn's continuation is a `Sampler`: `ModelSampler` here (the
-trainer's model), `teacher.EndpointSampler` for an OpenAI-compatible endpoint (coa_trainer collect). Ids are never
+trainer's model), `teacher.EndpointSampler` for an OpenAI-compatible endpoint (coa_trainer collect). With the
+trainer's model, `run_turns` hands the whole loop to the rollout engine when it supports the model
+(continuous.py: the same turn logic per trajectory, continuous batching, tool calls beside decoding, observations
+appended to each slot's KV cache); `ModelSampler.turn` below, one batched `reference_generate` per turn, is the
+reference it is tested against and the path of models the engine does not run. Ids are never
 decoded and re-encoded between turns by the model sampler. Every turn's context is recorded (length + CRC), and
 `retok_mismatch` checks that each is a prefix of the ids finally trained — 0 mismatches with ids end to end.
 `retok_drift` says whether decode → encode of a finished response would give other ids (a text-based loop would
@@ -19,38 +23,15 @@ train on those: informative, non-zero for byte-level BPE)."""
 from __future__ import annotations
 
 import time
-import zlib
-from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 import torch
 
 from ..rollout.agentio import AgentIO
 from ..data.dialects import Tags
-from ..rollout.generate import StringStops, generate
-
-
-@dataclass
-class RlTrajectory:
-    """One trajectory of the loop. Ids samplers fill ids/loss_mask/logprobs (the text is their decoding); text
-    samplers (an OpenAI-compatible endpoint) fill `text` and leave the ids empty. Either way it becomes the same
-    `*.coa.jsonl` record (collect.trajectory_record, rl._record)."""
-
-    prompt_ids: list[int]
-    ids: list[int] = field(default_factory=list)
-    loss_mask: list[int] = field(default_factory=list)
-    logprobs: list[float | None] = field(default_factory=list)
-    queries: list[str] = field(default_factory=list)
-    tool_failures: int = 0
-    simulated: bool = False
-    truncated: bool = False  # hit max_new_tokens in a turn, max_len, or max_obs_tokens on a real observation
-    finished: bool = False  # ended on an answer / EOS (not a limit, not a refused action)
-    contexts: list[tuple[int, int]] = field(default_factory=list)  # (length, crc32) of each turn's model input
-    prompt: str = ""  # text samplers: the prompt text (or chat messages' rendering) the teacher saw
-    text: str = ""  # text samplers: the response so far
-    length: int = 0  # text samplers: prompt + response tokens as far as known (the server's usage)
-    error: str | None = None  # text samplers: the teacher failed for this trajectory (retries exhausted)
+from ..rollout.generate import StringStops, reference_generate
+from ..rollout.trajectory import RlTrajectory, crc as _crc
 
 
 @dataclass
@@ -80,18 +61,17 @@ class Sampler(Protocol):
     def cut(self, tr: RlTrajectory, max_len: int) -> None: ...
 
 
-def _crc(ids: list[int]) -> int:
-    return zlib.crc32(array("q", ids).tobytes())
-
-
 def rollout(model: Any, tok: Any, prompts: list[list[int]], t: Tags, tool: Callable[[list[str]], list[str | None]] | None,
             *, max_turns: int, max_new_tokens: int, max_obs_tokens: int, max_len: int, device: torch.device,
             dtype: torch.dtype | None, temperature: float = 0.0, generator: torch.Generator | None = None,
             timings: dict[str, float] | None = None, simulate: bool | None = None,
-            io: AgentIO | None = None) -> list[RlTrajectory]:
+            io: AgentIO | None = None, top_p: float = 1.0, engine: bool = True, slots: int | None = None
+            ) -> list[RlTrajectory]:
     """`tool=None` → simulated observations written by `model` unless `simulate=False` (then an action ends the
-    trajectory). `timings` accumulates generate/tools seconds. Greedy when temperature == 0."""
-    sampler = ModelSampler(model, io or AgentIO.make(tok, t), device, dtype, temperature, generator)
+    trajectory). `timings` accumulates generate/tools seconds. Greedy when temperature == 0. `engine=False`: the
+    reference sampler even where the engine runs the model; `slots`: trajectories the engine decodes at once."""
+    sampler = ModelSampler(model, io or AgentIO.make(tok, t), device, dtype, temperature, generator, top_p, engine,
+                           slots)
     simulate = tool is None if simulate is None else simulate
     trajs = [RlTrajectory(list(p), simulated=simulate) for p in prompts]
     return run_turns(sampler, trajs, tool, max_turns=max_turns, max_new_tokens=max_new_tokens,
@@ -105,6 +85,10 @@ def run_turns(sampler: Sampler, trajs: list[RlTrajectory], tool: Callable[[list[
     is within max_turns and max_len) gets the tool's observation — or, simulated, the sampler's own — appended,
     and goes on. A trajectory whose sampler failed (`error`) leaves the loop as it is."""
     timings = timings if timings is not None else {}
+    if isinstance(sampler, ModelSampler) and sampler.run_engine(
+            trajs, tool, max_turns=max_turns, max_new_tokens=max_new_tokens, max_obs_tokens=max_obs_tokens,
+            max_len=max_len, simulate=simulate, timings=timings):
+        return trajs
     active = [tr for tr in trajs if tr.error is None]
     turn = 0
     while active:
@@ -149,23 +133,48 @@ def run_turns(sampler: Sampler, trajs: list[RlTrajectory], tool: Callable[[list[
 
 
 class ModelSampler:
-    """The trainer's own model: batched KV-cached generation (generate.generate), ids end to end — an observation
-    is tokenised once and appended (mask 0), nothing is decoded and re-encoded between turns."""
+    """The trainer's own model, ids end to end — an observation is tokenised once and appended (mask 0), nothing is
+    decoded and re-encoded between turns. `run_engine` runs the whole loop on the rollout engine; `turn` /
+    `simulate` are the reference path (one batched `reference_generate` per turn)."""
 
     def __init__(self, model: Any, io: AgentIO, device: torch.device, dtype: torch.dtype | None,
-                 temperature: float = 0.0, generator: torch.Generator | None = None):
+                 temperature: float = 0.0, generator: torch.Generator | None = None, top_p: float = 1.0,
+                 engine: bool = True, slots: int | None = None):
         self.model, self.io, self.tok = model, io, io.tok
         self.device, self.dtype, self.temperature, self.generator = device, dtype, temperature, generator
+        self.top_p, self.engine, self.slots = top_p, engine, slots
         stop_ids, stop_strs = io.turn_stops()
         self.stop_ids, self.strings = stop_ids, (StringStops(self.tok, stop_strs) if stop_strs else None)
+
+    def run_engine(self, trajs: list[RlTrajectory], tool: Callable[[list[str]], list[str | None]] | None, *,
+                   max_turns: int, max_new_tokens: int, max_obs_tokens: int, max_len: int, simulate: bool,
+                   timings: dict[str, float]) -> bool:
+        """The whole multi-turn loop on the rollout engine (continuous.py); False when the engine does not run this
+        model (or `engine=False`): the caller takes the reference path."""
+        from .continuous import Continuous, Job, Limits
+        from .generate import engine_for, seed_base
+        from .sampling import trajectory_seed
+
+        eng = engine_for(self.model, self.device, self.dtype) if self.engine else None
+        if eng is None:
+            return False
+        stops = eng.stop_table(self.tok, [self.io.turn_stops(), self.io.obs_stops()])
+        base = seed_base(self.generator, self.temperature)
+        jobs = [Job(i, tr, seed=trajectory_seed(base, i)) for i, tr in enumerate(trajs) if tr.error is None]
+        limits = Limits(max_turns, max_new_tokens, max_obs_tokens, max_len, simulate)
+        with torch.no_grad():
+            Continuous(eng, self.io, jobs, limits, tool, self.temperature, self.top_p, self.tok.pad_token_id, stops,
+                       timings=timings, slots=self.slots).run()
+        return True
 
     def turn(self, trajs: list[RlTrajectory], max_new_tokens: int, timings: dict) -> list[TurnOut]:
         t0 = time.time()
         contexts = [tr.prompt_ids + tr.ids for tr in trajs]
         for tr, c in zip(trajs, contexts):
             tr.contexts.append((len(c), _crc(c)))
-        new, lps, stopped = generate(self.model, contexts, max_new_tokens, self.stop_ids, self.tok.pad_token_id,
-                                     self.device, self.dtype, self.temperature, self.generator, self.strings)
+        new, lps, stopped = reference_generate(self.model, contexts, max_new_tokens, self.stop_ids,
+                                               self.tok.pad_token_id, self.device, self.dtype, self.temperature,
+                                               self.generator, self.strings)
         timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
         outs = []
         for tr, ids, lp, st in zip(trajs, new, lps, stopped):
@@ -194,9 +203,9 @@ class ModelSampler:
         contexts = [tr.prompt_ids + tr.ids + o_open for tr in trajs]
         for tr, c in zip(trajs, contexts):
             tr.contexts.append((len(c), _crc(c)))
-        new, _, stopped = generate(self.model, contexts, max_obs_tokens, stop_ids, self.tok.pad_token_id, self.device,
-                                   self.dtype, self.temperature, self.generator,
-                                   StringStops(self.tok, stop_strs) if stop_strs else None)
+        new, _, stopped = reference_generate(self.model, contexts, max_obs_tokens, stop_ids, self.tok.pad_token_id,
+                                             self.device, self.dtype, self.temperature, self.generator,
+                                             StringStops(self.tok, stop_strs) if stop_strs else None)
         timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
         for tr, ids, st in zip(trajs, new, stopped):
             self._append_obs(tr, [*o_open, *ids] if st else [*o_open, *ids, *io.obs_close_ids()])

@@ -1,0 +1,210 @@
+"""The rollout engine (static KV cache, device-side sampling and stops, continuous batching, observations appended
+to the cache) against the reference loop (`reference_generate`, `run_turns` with the reference sampler): greedy
+rollouts equal token for token — with refilled slots, stop strings that byte-level BPE merges with what follows,
+tool observations appended without re-encoding earlier turns, simulated observations — and log-probs within float
+tolerance. Sampled rows depend on their own seed only."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import agent_model
+from coa_trainer.data.dialects import tags
+from coa_trainer.model.load import Runtime, load_model
+from coa_trainer.rollout.agentio import AgentIO
+from coa_trainer.rollout.generate import StringStops, engine_for, generate, reference_generate
+from coa_trainer.rollout.loop import retok_mismatch, rollout
+from coa_trainer.rollout.sampling import choose
+from coa_trainer.rollout.stoptable import StopTable
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models: a second thread only contends (several times slower on a loaded 2-core machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _random_qwen2(vocab: int = 500, seed: int = 1):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = Qwen2Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
+    return Qwen2ForCausalLM(cfg).eval()
+
+
+def _prompts(n: int, vocab: int, seed: int = 0) -> list[list[int]]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(5, vocab, (int(k),), generator=g).tolist() for k in torch.randint(1, 40, (n,), generator=g)]
+
+
+@pytest.fixture(scope="module")
+def agent_dirs(realistic_model_dir, tmp_path_factory):
+    d = tmp_path_factory.mktemp("agent")
+    return {special: agent_model.write(d / f"special-{special}", realistic_model_dir, special)
+            for special in (False, True)}
+
+
+def _load(path, special):
+    return load_model(path, Runtime(CPU, None), None, trainable=False, special_tags=special)
+
+
+def test_engine_equals_the_reference_loop_greedy_with_refilled_slots():
+    model = _random_qwen2()
+    prompts = _prompts(20, 500)
+    ref = reference_generate(model, prompts, 60, {3, 4}, 0, CPU)
+    eng = engine_for(model, CPU, None)
+    assert eng is not None
+    for slots in (None, 3):  # 3 slots for 20 rows: most rows start in a slot another row has just left
+        out = generate(model, prompts, 60, {3, 4}, 0, CPU, slots=slots)
+        assert out[0] == ref[0] and out[2] == ref[2]
+        for a, b in zip(out[1], ref[1]):
+            assert a == pytest.approx(b, abs=1e-4)
+    assert any(ref[2]) and not all(ref[2])  # some rows stopped, others ran to the budget
+
+
+def test_stop_table_equals_string_stops_on_real_bpe_text(realistic_model_dir):
+    """Every prefix of real transcripts: the device automaton hits exactly where StringStops.hit does."""
+    from transformers import AutoTokenizer
+
+    from realistic_model import training_texts
+
+    tok = AutoTokenizer.from_pretrained(str(realistic_model_dir))
+    strings = ["</search>", "</answer>", "</information>", "\n\n"]
+    ref = StringStops(tok, strings)
+    table = StopTable(tok, [({tok.eos_token_id}, strings)], len(tok), CPU)
+    texts = [t for t in training_texts() if "</" in t][:12] + [agent_model.transcript(q) for q in agent_model.QUESTIONS]
+    merged = hits = 0
+    for text in texts:
+        ids = tok(text, add_special_tokens=False)["input_ids"][:400]
+        state = table.fresh_state(1)
+        since = 0  # a hit starts a new phase: both checks then look at the tokens after it only
+        for k, t in enumerate(ids):
+            hit, state = table.step(torch.tensor([t]), state, torch.zeros(1, dtype=torch.long))
+            want = t == tok.eos_token_id or ref.hit(ids[since:k + 1])
+            assert bool(hit) == want, (text[:60], k, tok.decode(ids[since:k + 1]))
+            if want:
+                hits += 1
+                merged += not any(tok.decode([t]).endswith(s) for s in strings)
+                state, since = table.fresh_state(1), k + 1
+    assert hits > 40 and merged > 5  # stops inside merged tokens (`>\n\n`, `>\n`) were exercised
+
+
+def test_engine_stops_on_strings_however_bpe_merged_them(agent_dirs):
+    model, tok = _load(agent_dirs[False], False)
+    prompts = [tok(agent_model.prompt(q), add_special_tokens=False)["input_ids"] for q in agent_model.QUESTIONS]
+    stops = StringStops(tok, ["</search>"])
+    ref = reference_generate(model, prompts, 40, {tok.eos_token_id}, tok.pad_token_id, CPU, stop_strings=stops)
+    out = generate(model, prompts, 40, {tok.eos_token_id}, tok.pad_token_id, CPU, stop_strings=stops, slots=4)
+    assert out[0] == ref[0] and out[2] == ref[2]
+    assert all(ref[2])
+    # the trained model writes `</search>` + `\n\n` as `</`, `search`, `>\n\n`: the stop is inside the last token
+    assert any(tok.decode([ids[-1]]) != ">" for ids in ref[0])
+
+
+@pytest.mark.parametrize("special", [False, True], ids=["text-tags", "special-tags"])
+def test_multi_turn_rollouts_equal_the_reference_and_never_re_encode_a_turn(agent_dirs, special):
+    model, tok = _load(agent_dirs[special], special)
+    t = tags("search-r1")
+    io = AgentIO.make(tok, t)
+    assert io.special == special
+    qs = agent_model.QUESTIONS + ["Who built Gamma Tower", "Where is Helix"]
+    prompts = [tok(agent_model.prompt(q), add_special_tokens=False)["input_ids"] for q in qs]
+    calls: list[list[str]] = []
+
+    def tool(queries):
+        calls.append(list(queries))
+        return [agent_model.observation(q) if "Delta" not in q else None for q in queries]  # one failing query
+
+    kw = dict(max_turns=3, max_new_tokens=40, max_obs_tokens=30, max_len=400, device=CPU, dtype=None,
+              temperature=0.0)
+    ref = rollout(model, tok, prompts, t, tool, engine=False, **kw)
+    eng = engine_for(model, CPU, None)
+    before = eng.stats.prefill_tokens
+    out = rollout(model, tok, prompts, t, tool, slots=3, **kw)
+    for a, b in zip(ref, out):
+        assert (b.ids, b.loss_mask, b.queries, b.contexts) == (a.ids, a.loss_mask, a.queries, a.contexts)
+        assert (b.truncated, b.finished, b.tool_failures) == (a.truncated, a.finished, a.tool_failures)
+        assert [x is None for x in b.logprobs] == [x is None for x in a.logprobs]
+        assert [x for x in b.logprobs if x is not None] == pytest.approx([x for x in a.logprobs if x is not None],
+                                                                        abs=1e-4)
+        assert not retok_mismatch(b)
+    n_calls = sum(len(tr.queries) for tr in out)
+    assert n_calls >= 8 and sum(tr.finished for tr in out) >= 1 and sum(tr.tool_failures for tr in out) >= 1
+    # each chunk the cache received: the prompt once, then per call the turn's last sampled token and the
+    # observation — never an earlier turn again
+    obs = sum(len(io.observation_ids(agent_model.observation(q) if "Delta" not in q else "", 30)[0])
+              for tr in out for q in tr.queries)
+    assert eng.stats.prefill_tokens - before == sum(map(len, prompts)) + n_calls + obs
+
+
+def test_simulated_observations_equal_the_reference(agent_dirs):
+    model, tok = _load(agent_dirs[True], True)
+    t = tags("search-r1")
+    prompts = [tok(agent_model.prompt(q), add_special_tokens=False)["input_ids"] for q in agent_model.QUESTIONS]
+    kw = dict(max_turns=2, max_new_tokens=40, max_obs_tokens=12, max_len=400, device=CPU, dtype=None,
+              temperature=0.0, simulate=True)
+    ref = rollout(model, tok, prompts, t, None, engine=False, **kw)
+    out = rollout(model, tok, prompts, t, None, slots=4, **kw)
+    o_open = tok.convert_tokens_to_ids(t.obs_open)
+    assert sum(tr.ids.count(o_open) for tr in ref) >= 6  # the policy wrote observations
+    for a, b in zip(ref, out):
+        assert (b.ids, b.loss_mask, b.queries, b.contexts, b.truncated, b.finished) == \
+            (a.ids, a.loss_mask, a.queries, a.contexts, a.truncated, a.finished)
+
+
+def test_sampled_rows_depend_on_their_own_seed_only():
+    """Same seed → same trajectories with 2 slots or all at once; log-probs are the temperature's log-softmax."""
+    model = _random_qwen2(vocab=300, seed=2)
+    prompts = _prompts(9, 300, seed=4)
+    runs = [generate(model, prompts, 24, {7}, 0, CPU, temperature=0.8, top_p=top_p,
+                     generator=torch.Generator().manual_seed(5), slots=slots)
+            for top_p in (1.0, 0.9) for slots in (None, 2)]
+    for a, b in (runs[:2], runs[2:]):
+        assert a[0] == b[0] and a[2] == b[2]
+        assert [x for r in a[1] for x in r] == pytest.approx([x for r in b[1] for x in r], abs=1e-4)
+    assert runs[0][0] != runs[2][0]  # top-p changed what was drawn
+    other = generate(model, prompts, 24, {7}, 0, CPU, temperature=0.8, generator=torch.Generator().manual_seed(6))
+    assert other[0] != runs[0][0]
+    for p, new, lp in zip(prompts, runs[0][0], runs[0][1]):
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([p + new])).logits[0].float()
+        want = torch.log_softmax(logits / 0.8, -1)[len(p) - 1:-1].gather(-1, torch.tensor(new)[:, None]).squeeze(-1)
+        assert lp == pytest.approx(want.tolist(), abs=1e-4)
+
+
+def test_top_p_draws_from_the_nucleus_in_proportion():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(1, 50, generator=g) * 2
+    n = 20000
+    seeds = torch.full((n,), 12345, dtype=torch.long)
+    counters = torch.arange(n, dtype=torch.long)
+    for top_p in (1.0, 0.7):
+        tok, lp = choose(logits.expand(n, -1), 1.0, top_p, seeds, counters)
+        p = torch.softmax(logits[0], -1)
+        sp, order = p.sort(descending=True)
+        keep = order[(sp.cumsum(0) - sp) < top_p]
+        assert set(tok.tolist()) <= set(keep.tolist())
+        want = torch.zeros(50)
+        want[keep] = p[keep] / p[keep].sum()
+        freq = torch.bincount(tok, minlength=50).float() / n
+        assert (freq - want).abs().max() < 0.015
+        assert torch.allclose(lp, torch.log_softmax(logits[0], -1)[tok], atol=1e-6)
+
+
+def test_models_the_engine_does_not_run_take_the_reference_loop():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from coa_trainer.rollout.kvmodel import engine_support
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=32, n_layer=1, n_head=2, n_positions=64)).eval()
+    assert "gpt2" in engine_support(model) and engine_for(model, CPU, None) is None
+    prompts = _prompts(5, 64)
+    assert generate(model, prompts, 10, {3}, 0, CPU) == reference_generate(model, prompts, 10, {3}, 0, CPU)
