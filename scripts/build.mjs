@@ -31,6 +31,11 @@ for (const [entry, outfile, options] of entries) {
   await build({ ...options, entryPoints: [entry], outfile });
   built.push(outfile);
 }
-// Artefacts other languages read (run-config JSON Schema, dialect tags) come from the TypeScript sources.
-if (built.includes('dist/gen-schemas.js')) execFileSync(process.execPath, ['dist/gen-schemas.js', 'schemas'], { stdio: ['ignore', 'ignore', 'inherit'] });
+// Artefacts other languages read (run-config JSON Schema, dialect tags) come from the TypeScript sources: schemas/ for
+// the editor and the tests, and the same files inside the Python package (its contracts travel with it: a trainer
+// installed from src/trainer reads them there), then the typed Python classes generated from them.
+if (built.includes('dist/gen-schemas.js')) {
+  for (const out of ['schemas', 'src/trainer/coa_trainer/contracts/json']) execFileSync(process.execPath, ['dist/gen-schemas.js', out], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(process.execPath, ['scripts/gen-python-contracts.mjs'], { stdio: ['ignore', 'ignore', 'inherit'] });
+}
 console.log(`build: ${built.length} bundles in ${Date.now() - started} ms (${built.join(', ')})`);

@@ -10,6 +10,8 @@
 // dialects.json also carries `tokenizer_words`: the words observation layouts and answer syntax write themselves
 // (src/env/observations.ts layoutWords), which the embedded tokenizer's vocabulary includes.
 //   schemas/names.json              the naming rule of run ids, stages and labels (src/core/names.ts)
+//   schemas/errors.json             the trainer's error codes and exit statuses (src/core/events.ts TRAINER_ERRORS)
+//   schemas/python/*.schema.json    the same contracts shaped for the generated Python classes (gen-python-contracts.mjs)
 // Usage: node dist/gen-schemas.js [outDir]   (default: ./schemas, relative to the working directory)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -17,12 +19,12 @@ import { z } from 'zod';
 import { RunConfigSchema } from '../src/core/config';
 import { BOXED_OPEN, DIALECTS, DIALECT_NAMES, DEFAULT_TOOLS, allTags } from '../src/core/dialects';
 import { DIALECT_PROMPTS } from '../src/core/prompts';
-import { EventSchema, PROTOCOL_VERSION } from '../src/core/events';
+import { EventSchema, PROTOCOL_VERSION, TRAINER_ERRORS, TRAINER_ERROR_CODES } from '../src/core/events';
 import { RecordSchema } from '../src/core/record';
 import { RECORD_RULES, RULES } from '../src/core/codes';
 import { layoutWords } from '../src/env/observations';
 import { STOPWORDS } from '../src/env/tokenize';
-import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE } from '../src/core/stages';
+import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE, StageInfoSchema } from '../src/core/stages';
 import { NAME_RULE } from '../src/core/names';
 
 const outDir = resolve(process.argv[2] ?? 'schemas');
@@ -46,6 +48,54 @@ const events = {
 const record = { ...z.toJSONSchema(RecordSchema, draft), $id: 'https://coa-studio.dev/schemas/record.schema.json', title: 'CoA trajectory record' };
 const codes = { rules: RULES, record_rules: RECORD_RULES, tool_call_codes: Object.values(RULES).filter((r) => r.toolCall).map((r) => r.code) };
 
+// The run config for generated Python classes (scripts/gen-python-contracts.mjs → coa_trainer/contracts/run_config.py):
+// the *output* shape (after defaults: every field present, nullable only where null is a value), each object named,
+// and `anyOf [T, null]` of a scalar written as `type: [T, "null"]` so the generator types it `T | None` rather than
+// wrapping it in a class of its own.
+const PYTHON_CLASS_NAMES: Record<string, string> = {
+  '': 'RunConfig', model: 'ModelConfig', 'model.lora': 'LoraConfig', 'model.embedded': 'EmbeddedModelConfig',
+  distributed: 'DistributedConfig', benchmark: 'BenchmarkConfig', collect: 'CollectConfig', 'collect.teacher': 'TeacherConfig',
+  'collect.reward': 'CollectReward', 'collect.select': 'CollectSelect', data: 'DataConfig', 'data.questions': 'QuestionFiles',
+  'data.sft[]': 'SftFile', stages: 'StagesConfig', 'stages.pretrain': 'PretrainStage', 'stages.sft1': 'Sft1Stage',
+  'stages.sft2': 'SftMixStage', 'stages.sft3': 'SftMixStage', 'stages.rl1': 'RlStage', 'stages.rl2': 'RlStage',
+  'stages.rl1.reward': 'RlReward', 'stages.rl2.reward': 'RlReward', 'stages.rl1.alerts': 'AlertThresholds',
+  'stages.rl2.alerts': 'AlertThresholds', eval: 'EvalConfig', env: 'EnvConfig',
+};
+
+type Json = Record<string, unknown>;
+const CHECKED_ELSEWHERE = ['default', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems'];
+function forPython(schema: Json, names: Record<string, string>): Json {
+  const copy = JSON.parse(JSON.stringify(schema)) as Json;
+  const unnamed: string[] = [];
+  const visit = (node: Json, path: string): void => {
+    // Values are checked against the input schema (defaults filled) before a class is made: the classes carry types,
+    // not a second copy of the bounds and defaults (which would also make RL-1 and RL-2 two classes).
+    for (const key of CHECKED_ELSEWHERE) delete node[key];
+    const any = node.anyOf as Json[] | undefined;
+    if (any && any.length === 2 && any.some((b) => b.type === 'null')) {
+      const other = any.find((b) => b.type !== 'null')!;
+      if (typeof other.type === 'string' && other.type !== 'object' && other.type !== 'array') {
+        delete node.anyOf;
+        Object.assign(node, other, { type: [other.type, 'null'] });
+        for (const key of CHECKED_ELSEWHERE) delete node[key];
+      }
+    }
+    for (const branch of (node.anyOf as Json[] | undefined) ?? []) visit(branch, path);
+    if (node.additionalProperties && typeof node.additionalProperties === 'object') visit(node.additionalProperties as Json, `${path}{}`);
+    if (node.type === 'object' && node.properties) {
+      if (names[path]) node.title = names[path];
+      else unnamed.push(path || '(root)');
+      for (const [key, sub] of Object.entries(node.properties as Record<string, Json>)) visit(sub, path ? `${path}.${key}` : key);
+    }
+    if (node.items && typeof node.items === 'object') visit(node.items as Json, `${path}[]`);
+  };
+  visit(copy, '');
+  if (unnamed.length) throw new Error(`gen-schemas: name these run-config objects for Python (PYTHON_CLASS_NAMES): ${unnamed.join(', ')}`);
+  delete copy.$id;
+  return copy;
+}
+const runConfigOutput = forPython(z.toJSONSchema(RunConfigSchema, { io: 'output', target: 'draft-2020-12' }) as Json, PYTHON_CLASS_NAMES);
+
 const files: [string, unknown][] = [
   ['run-config.schema.json', runConfig],
   ['dialects.json', dialects],
@@ -56,7 +106,12 @@ const files: [string, unknown][] = [
   ['search.json', { stopwords: [...STOPWORDS].sort() }],
   ['stages.json', { stages: STAGE_TABLE, pipeline: PIPELINE_INFO, results: RESULT_SETTINGS }],
   ['names.json', NAME_RULE],
+  ['python/run-config.schema.json', runConfigOutput],
+  ['errors.json', TRAINER_ERRORS],
+  ['python/stage-info.schema.json', { ...z.toJSONSchema(StageInfoSchema, { io: 'output', target: 'draft-2020-12' }), title: 'StageInfo' }],
+  ['python/error-code.schema.json', { title: 'ErrorCode', description: 'What stopped a trainer command (src/core/events.ts TRAINER_ERRORS).', type: 'string', enum: TRAINER_ERROR_CODES }],
 ];
+mkdirSync(join(outDir, 'python'), { recursive: true });
 for (const [name, value] of files) {
   writeFileSync(join(outDir, name), `${JSON.stringify(value, null, 2)}\n`);
   console.log(`gen-schemas: wrote ${join(outDir, name)}`);

@@ -89,7 +89,7 @@ def generation_bench(config: dict, rt, args) -> dict:
 
 def default_policy() -> Path | None:
     """The newest sft3 result of a run made with the default benchmark (its tokenizer must match)."""
-    defaults = validate_config({})["benchmark"]
+    defaults = validate_config({}).benchmark.model_dump()
     found = []
     for final in ROOT.glob("runs/*/stages/sft3/final"):
         events = final.parents[2] / "events.jsonl"

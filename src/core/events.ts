@@ -98,10 +98,28 @@ export const LogEvent = z.object({
   level: z.enum(['debug', 'info', 'warning', 'error']),
   message: z.string(),
 });
+/**
+ * What stopped a trainer command: the `code` of its `error` event and the process's exit status. The trainer's one
+ * error type carries one of these (coa_trainer/base/errors.py, generated ErrorCode); the editor may explain them.
+ * A cancelled stage is not an error: `stage_finished` with status `cancelled`, exit 130.
+ */
+export const TRAINER_ERRORS = {
+  bad_config: { exit: 2, meaning: 'the run config or a command-line argument cannot be used' },
+  bad_data: { exit: 2, meaning: 'the data (questions, trajectories, pairs, corpus) cannot be used; the message names file, line and field' },
+  missing_model: { exit: 2, meaning: 'no usable model directory where the stage starts from' },
+  bad_teacher: { exit: 2, meaning: 'the collection teacher (a model directory or an endpoint) cannot be used' },
+  stage_failed: { exit: 1, meaning: 'a stage run by the pipeline ended with an error of its own (its event says which)' },
+  env_unreachable: { exit: 3, meaning: 'the environment server could not be started or reached' },
+  internal: { exit: 1, meaning: 'a bug: the event carries the traceback in `detail`' },
+} as const;
+export type TrainerErrorCode = keyof typeof TRAINER_ERRORS;
+export const TRAINER_ERROR_CODES = Object.keys(TRAINER_ERRORS) as [TrainerErrorCode, ...TrainerErrorCode[]];
+
 export const ErrorEvent = z.object({
   ...base,
   type: z.literal('error'),
   message: z.string().min(1),
+  /** One of TRAINER_ERRORS for our trainer; another engine's writer may use its own. */
   code: z.string().optional(),
   detail: z.string().optional(),
   stage: z.string().optional(),

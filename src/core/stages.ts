@@ -3,45 +3,60 @@
 // live panel, the Runs view and anything else in TypeScript that names a stage reads it from here, so the words
 // agree everywhere. The trainer reads it too: scripts/gen-schemas.ts writes it to schemas/stages.json.
 
-export interface StageInfo {
-  id: string;
-  label: string;
-  description: string;
-  /** What the stage trains with: the loss family. */
-  kind: 'pretrain' | 'sft' | 'rl' | 'collect';
-  /** Where observations come from while training: none (no tools), the model itself, or the environment server. */
-  observations: 'none' | 'teacher' | 'simulated' | 'environment';
-  /** The stage whose final model it starts from (the pipeline's default). */
-  from?: string;
-  /** `coa_trainer train --stage` value when it differs from `id` (a labelled run of another stage). */
-  trains?: string;
-}
+import { z } from 'zod';
+
+export const StageInfoSchema = z
+  .object({
+    id: z.string(),
+    label: z.string(),
+    description: z.string(),
+    /** What the stage trains with: the loss family. */
+    kind: z.enum(['pretrain', 'sft', 'rl', 'collect']),
+    /** The loss a trainer computes: next-token NLL, AutoCoA's pairwise act/answer contrast, GRPO; none to collect. */
+    loss: z.enum(['lm', 'pairwise', 'grpo']).nullable(),
+    /** Observation tokens are in the loss (SFT-3, the implicit world model); elsewhere they are masked out. */
+    trains_observations: z.boolean(),
+    /** Where observations come from while training: none (no tools), the model itself, or the environment server. */
+    observations: z.enum(['none', 'teacher', 'simulated', 'environment']),
+    /** The stage whose final model it starts from (the pipeline's default). */
+    from: z.string().optional(),
+    /** `coa_trainer train --stage` value when it differs from `id` (a labelled run of another stage). */
+    trains: z.string().optional(),
+  })
+  .strict();
+export type StageInfo = z.infer<typeof StageInfoSchema>;
 
 export const STAGE_TABLE: readonly StageInfo[] = [
-  { id: 'pretrain', label: 'Pretrain', kind: 'pretrain', observations: 'none', description: 'Language-model pretraining on the knowledge base (closed-book facts).' },
+  { id: 'pretrain', label: 'Pretrain', kind: 'pretrain', loss: 'lm', trains_observations: false, observations: 'none', description: 'Language-model pretraining on the knowledge base (closed-book facts).' },
   {
     id: 'collect',
     label: 'Collect',
     kind: 'collect',
+    loss: null,
+    trains_observations: false,
     observations: 'environment',
     description: 'SFT data from a teacher (a model directory or an OpenAI-compatible endpoint): K samples per question with the search tool (CoA) and without (CoT), graded, selected, paired (coa_trainer collect).',
   },
-  { id: 'sft1', label: 'SFT-1', kind: 'sft', observations: 'teacher', from: 'pretrain', description: 'When to act: pairwise log-prob loss, act vs. answer directly.' },
-  { id: 'sft2', label: 'SFT-2', kind: 'sft', observations: 'teacher', from: 'sft1', description: 'How to act: chain-of-action SFT on teacher trajectories, observation tokens masked.' },
-  { id: 'sft3', label: 'SFT-3', kind: 'sft', observations: 'teacher', from: 'sft2', description: 'World model: the same trajectories with observation tokens trained, so the model can simulate tools.' },
+  { id: 'sft1', label: 'SFT-1', kind: 'sft', loss: 'pairwise', trains_observations: false, observations: 'teacher', from: 'pretrain', description: 'When to act: pairwise log-prob loss, act vs. answer directly.' },
+  { id: 'sft2', label: 'SFT-2', kind: 'sft', loss: 'lm', trains_observations: false, observations: 'teacher', from: 'sft1', description: 'How to act: chain-of-action SFT on teacher trajectories, observation tokens masked.' },
+  { id: 'sft3', label: 'SFT-3', kind: 'sft', loss: 'lm', trains_observations: true, observations: 'teacher', from: 'sft2', description: 'World model: the same trajectories with observation tokens trained, so the model can simulate tools.' },
   {
     id: 'rl1',
     label: 'RL-1',
     kind: 'rl',
+    loss: 'grpo',
+    trains_observations: false,
     observations: 'simulated',
     from: 'sft3',
     description: 'GRPO in a simulated environment: the policy writes its own observations (no real tool calls); rewards from the grader.',
   },
-  { id: 'rl2', label: 'RL-2', kind: 'rl', observations: 'environment', from: 'rl1', description: 'GRPO against real tools: searches run on the environment server, starting from RL-1.' },
+  { id: 'rl2', label: 'RL-2', kind: 'rl', loss: 'grpo', trains_observations: false, observations: 'environment', from: 'rl1', description: 'GRPO against real tools: searches run on the environment server, starting from RL-1.' },
   {
     id: 'rl2-otc',
     label: 'RL-2-OTC',
     kind: 'rl',
+    loss: 'grpo',
+    trains_observations: false,
     observations: 'environment',
     from: 'rl1',
     trains: 'rl2',

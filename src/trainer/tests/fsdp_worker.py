@@ -15,6 +15,7 @@ from coa_trainer.algos.grpo import Sample
 from coa_trainer.base.lifecycle import run_and_exit
 from coa_trainer.model.scoring import TokenScorer
 from coa_trainer.model.optim import make_optimizer
+from coa_trainer.base.config import validate_config
 from coa_trainer.stages.rl import policy_updates
 
 V, G, GROUPS = 61, 2, 4
@@ -56,8 +57,9 @@ def main(out: str) -> None:
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(params, 1e-2, 0.0)
     # one mini-batch (all of a rank's groups) per epoch, two epochs: the second one's ratios depart from 1
-    scfg = {"mini_batches": 1, "ppo_epochs": 2, "clip_eps": 0.2, "kl_coef": 0.05, "temperature": 0.9,
-            "grad_clip": 0.5, "micro_batch_tokens": 24, "packing": True}
+    scfg = validate_config({"stages": {"rl2": {"mini_batches": 1, "ppo_epochs": 2, "clip_eps": 0.2, "kl_coef": 0.05,
+                                               "temperature": 0.9, "grad_clip": 0.5, "micro_batch_tokens": 24,
+                                               "packing": True}}}).stages.rl2
     totals, grad_norm = policy_updates(model, ref, opt, params, samples[mine], G, scfg, 0, CPU, None, di)
     totals = di.all_reduce_dict(totals)
     state = full_state_dict(model) if di.active else model.state_dict()

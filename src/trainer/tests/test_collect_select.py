@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from coa_trainer.contracts.run_config import CollectSelect
 from coa_trainer.rollout.agentio import AgentIO
 from coa_trainer.stages.collect import (
     append_records,
@@ -16,7 +17,7 @@ from coa_trainer.stages.collect import (
 from coa_trainer.data.dialects import tags
 from coa_trainer.rollout.teacher import Endpoint, EndpointSampler
 
-SEL = {"correct_only": True, "format_clean": True, "max_tool_calls": 2, "dedupe": True}
+SEL = CollectSelect(correct_only=True, format_clean=True, max_tool_calls=2, dedupe=True)
 
 
 def _rec(i: int, q: str, response: str, em: float, ok: bool = True, calls: int = 1, mode: str = "coa") -> dict:
@@ -38,7 +39,7 @@ def test_selection_drops_each_record_for_its_first_reason():
     assert [r["id"] for r in kept] == ["a:coa:0", "b:coa:5", "b:cot:6"]
     assert dropped == {"incorrect": 1, "format": 1, "too_many_tool_calls": 1, "duplicate": 1}
     assert reasons == [None, "duplicate", "incorrect", "format", "too_many_tool_calls", None, None]
-    everything = {"correct_only": False, "format_clean": False, "max_tool_calls": None, "dedupe": False}
+    everything = CollectSelect(correct_only=False, format_clean=False, max_tool_calls=None, dedupe=False)
     assert len(select(recs, everything)[0]) == len(recs)
 
 

@@ -8,17 +8,17 @@ from coa_trainer.contracts.schemas import run_config_schema
 def test_defaults_come_from_the_schema():
     c = default_config()
     schema = run_config_schema()
-    assert c["seed"] == schema["properties"]["seed"]["default"]
-    assert c["stages"]["sft1"]["alpha"] == 0.2
-    assert c["stages"]["sft2"]["coa_cot_ratio"] == 5
-    assert c["model"]["path"] is None and c["model"]["lora"] is None
+    assert c.seed == schema["properties"]["seed"]["default"]
+    assert c.stages.sft1.alpha == 0.2
+    assert c.stages.sft2.coa_cot_ratio == 5
+    assert c.model.path is None and c.model.lora is None
 
 
 def test_partial_sections_are_filled():
     c = validate_config({"stages": {"sft1": {"beta": 3}}, "model": {"lora": {"r": 2}}})
-    assert c["stages"]["sft1"]["beta"] == 3
-    assert c["stages"]["sft1"]["alpha"] == 0.2  # default beside an explicit value
-    assert c["model"]["lora"] == {"r": 2, "alpha": 16, "dropout": 0.0,
+    assert c.stages.sft1.beta == 3
+    assert c.stages.sft1.alpha == 0.2  # default beside an explicit value
+    assert c.model.lora.model_dump() == {"r": 2, "alpha": 16, "dropout": 0.0,
                                   "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
 
 

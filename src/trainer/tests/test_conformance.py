@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from coa_trainer.contracts.schemas import schemas_dir
 from coa_trainer.env.client import EnvClient
 from conftest import REPO
 from test_eval_env import UNAVAILABLE
@@ -71,7 +72,7 @@ def test_format_vectors_through_the_grader(env):
 def test_record_vectors_through_the_grader(env):
     """The reward's format gate gives a record the codes the editor and `coa validate` give it: its violations are
     the vector's error codes (the record's own dialect field wins over detection, as everywhere)."""
-    codes = json.loads((REPO / "schemas" / "codes.json").read_text())
+    codes = json.loads((schemas_dir() / "codes.json").read_text())
     severity = {code: r["severity"] for code, r in codes["rules"].items()}
     cases = [c for c in json.loads((VECTORS / "records.json").read_text())["cases"] if not c["expect"]["question"]]
     assert cases, "no record vectors"

@@ -15,6 +15,7 @@ import pytest
 import torch
 from onnx.reference import ReferenceEvaluator
 
+from coa_trainer.base.config import validate_config
 from coa_trainer.model.load import Runtime, load_model, write_embedded_model
 
 from conftest import REPO
@@ -25,7 +26,7 @@ TEXTS = ["question : who wrote it ? <think> x </think> <search> who wrote </sear
 
 
 def test_export_onnx_cli_kv_graph(tmp_path):
-    model_dir = write_embedded_model({"model": {"embedded": SPEC}}, TEXTS, tmp_path / "m", seed=1)
+    model_dir = write_embedded_model(validate_config({"model": {"embedded": SPEC}}), TEXTS, tmp_path / "m", seed=1)
     out = tmp_path / "x" / "model.onnx"
     res = subprocess.run([sys.executable, "-m", "coa_trainer", "export-onnx", "--checkpoint", str(model_dir),
                           "-o", str(out)], cwd=REPO / "src" / "trainer", capture_output=True, text=True, timeout=300)

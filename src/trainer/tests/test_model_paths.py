@@ -7,6 +7,7 @@ from tokenizers import Tokenizer, models, normalizers
 
 from coa_trainer.data.benchmark import generate
 from coa_trainer.base.config import validate_config
+from coa_trainer.contracts.run_config import LoraConfig
 from coa_trainer.data.dialects import all_tags
 from coa_trainer.model.load import count_parameters, load_model, setup_runtime, write_embedded_model
 from coa_trainer.data.tokenizer import EOS, PAD, UNK, pre_tokenizer, vocabulary
@@ -16,11 +17,11 @@ from conftest import TINY, merge, observed, read_events, run_trainer
 
 def test_embedded_default_is_small():
     config = validate_config({})
-    bench = observed(generate(config["benchmark"], config["seed"]))
+    bench = observed(generate(config.benchmark.model_dump(), config.seed))
     from transformers import AutoModelForCausalLM
     from coa_trainer.model.load import embedded_hf_config
 
-    cfg = embedded_hf_config(config["model"]["embedded"], len(vocabulary(vocabulary_texts(bench, config))) + 40, 0, 2)
+    cfg = embedded_hf_config(config.model.embedded, len(vocabulary(vocabulary_texts(bench, config))) + 40, 0, 2)
     n = count_parameters(AutoModelForCausalLM.from_config(cfg))
     assert n < 1_000_000, n
 
@@ -29,7 +30,7 @@ def _user_model_dir(tmp_path, config):
     """A Qwen2-style model saved with save_pretrained whose tokenizer lacks the tags (like a real user's)."""
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-    bench = observed(generate(config["benchmark"], config["seed"]))
+    bench = observed(generate(config.benchmark.model_dump(), config.seed))
     words = [w for w in vocabulary(vocabulary_texts(bench, config)) if w not in all_tags()]
     vocab = {t: i for i, t in enumerate([PAD, UNK, EOS, *words])}
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
@@ -74,8 +75,8 @@ def test_loader_adds_missing_tags_as_single_tokens_when_asked(tmp_path):
 
     config = validate_config(merge(TINY, {"model": {"tags_as_special_tokens": True}}))
     model_dir, base_vocab = _user_model_dir(tmp_path, config)
-    model, tok = load_for_config(model_dir, setup_runtime(config), {**config, "model": {**config["model"],
-                                                                                       "path": str(model_dir)}})
+    model, tok = load_for_config(model_dir, setup_runtime(config),
+                                 config.model_copy(update={"model": config.model.model_copy(update={"path": str(model_dir)})}))
     for tag in all_tags():
         assert len(tok.encode(tag, add_special_tokens=False)) == 1
     assert model.get_input_embeddings().weight.shape[0] == len(tok) > base_vocab
@@ -83,11 +84,11 @@ def test_loader_adds_missing_tags_as_single_tokens_when_asked(tmp_path):
 
 def test_embedded_default_is_an_hf_directory(tmp_path):
     config = validate_config(TINY)
-    bench = observed(generate(config["benchmark"], config["seed"]))
+    bench = observed(generate(config.benchmark.model_dump(), config.seed))
     d = write_embedded_model(config, vocabulary_texts(bench, config), tmp_path / "init", 0)
     assert (d / "config.json").is_file() and (d / "tokenizer.json").is_file()
-    model, tok = load_model(d, setup_runtime(config), {"r": 2, "alpha": 4, "dropout": 0.0,
-                                                       "target_modules": ["q_proj"]})
+    lora = LoraConfig(r=2, alpha=4, dropout=0.0, target_modules=["q_proj"])
+    model, tok = load_model(d, setup_runtime(config), lora)
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
 
@@ -99,9 +100,9 @@ def test_deterministic_switch_is_applied(tiny_config):
 
     before = torch.are_deterministic_algorithms_enabled()
     try:
-        setup_runtime({**tiny_config, "dtype": "float32", "deterministic": False})
+        setup_runtime(validate_config({**tiny_config, "dtype": "float32", "deterministic": False}))
         assert not torch.are_deterministic_algorithms_enabled()
-        setup_runtime({**tiny_config, "dtype": "float32", "deterministic": True})
+        setup_runtime(validate_config({**tiny_config, "dtype": "float32", "deterministic": True}))
         assert torch.are_deterministic_algorithms_enabled()
     finally:
         torch.use_deterministic_algorithms(before)

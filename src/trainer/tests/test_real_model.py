@@ -298,7 +298,7 @@ def test_eval_runs_the_rl_loop_with_evals_own_limits(realistic_model_dir, tmp_pa
     short = validate_config(_config(realistic_model_dir, tmp_path / "t.jsonl",
                                     eval={"max_len": len(prompt) + len(turn1) + 2}))
     (tr,) = evaluate.eval_rollout(model, tok, short, [prompt], lambda qs: [observation] * len(qs), CPU, io)
-    assert len(tr.prompt_ids) + len(tr.ids) == short["eval"]["max_len"] and tr.truncated and not tr.finished
+    assert len(tr.prompt_ids) + len(tr.ids) == short.eval.max_len and tr.truncated and not tr.finished
 
 
 # ---------------------------------------------------------------- every stage, a few steps

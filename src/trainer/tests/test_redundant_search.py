@@ -14,7 +14,7 @@ from conftest import TINY, observed
 
 
 def params(**over):
-    return {**validate_config(TINY)["benchmark"], **over}
+    return {**validate_config(TINY).benchmark.model_dump(), **over}
 
 
 def actions(segments):
@@ -83,7 +83,7 @@ def test_redundant_trajectories_count_as_chain_of_action(tmp_path):
 
     config = validate_config({**TINY, "benchmark": {**TINY.get("benchmark", {}), "persons": 40,
                                                     "redundant_search_fraction": 1.0}})
-    bench = observed(generate(config["benchmark"], 8))
+    bench = observed(generate(config.benchmark.model_dump(), 8))
     save_hf_tokenizer(build_tokenizer(vocabulary_texts(bench, config)), tmp_path)
     tok = AutoTokenizer.from_pretrained(str(tmp_path))
     examples = oracle_examples(bench, tok, config, tags("coa"), "train", frozenset({"observation"}), 512)

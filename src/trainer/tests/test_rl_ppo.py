@@ -46,8 +46,11 @@ def _samples(model) -> list[Sample]:
 
 
 def _scfg(**over):
-    return {"mini_batches": 1, "ppo_epochs": 1, "clip_eps": 0.05, "kl_coef": 0.0, "temperature": 1.0,
-            "grad_clip": 1.0, "micro_batch_tokens": None, "packing": False, **over}
+    from coa_trainer.base.config import validate_config
+
+    rl2 = {"mini_batches": 1, "ppo_epochs": 1, "clip_eps": 0.05, "kl_coef": 0.0, "temperature": 1.0, "grad_clip": 1.0,
+           "micro_batch_tokens": None, "packing": False, **over}
+    return validate_config({"stages": {"rl2": rl2}}).stages.rl2
 
 
 def _opt(model, lr):
@@ -78,12 +81,12 @@ def test_one_mini_batch_is_exactly_the_previous_update():
     scfg = _scfg()
 
     opt, params = _opt(a, 0.05)
-    loss_sum, count, extras = grpo_loss_parts(a, None, samples, 0, CPU, None, scfg["clip_eps"], scfg["kl_coef"],
-                                              scfg["temperature"])
+    loss_sum, count, extras = grpo_loss_parts(a, None, samples, 0, CPU, None, scfg.clip_eps, scfg.kl_coef,
+                                              scfg.temperature)
     loss = loss_sum / max(count, 1.0)
     opt.zero_grad(set_to_none=True)
     loss.backward()
-    norm = float(torch.nn.utils.clip_grad_norm_(params, scfg["grad_clip"]))
+    norm = float(torch.nn.utils.clip_grad_norm_(params, scfg.grad_clip))
     opt.step()
 
     sums, norm_b = _run(b, samples)
@@ -130,7 +133,7 @@ def test_config_fields_and_the_stage_check(tmp_path):
     from coa_trainer.base.config import ConfigError, validate_config
 
     c = validate_config(TINY)
-    assert (c["stages"]["rl1"]["mini_batches"], c["stages"]["rl2"]["ppo_epochs"]) == (1, 1)
+    assert (c.stages.rl1.mini_batches, c.stages.rl2.ppo_epochs) == (1, 1)
     with pytest.raises(ConfigError, match="mini_batches"):
         validate_config(merge(TINY, {"stages": {"rl2": {"mini_batches": 0}}}))
     # more mini-batches than the groups a process gets: one clear error before any model is loaded

@@ -16,7 +16,7 @@ SPLITS = ("train", "rl", "dev", "test")
 
 
 def params(**over):
-    return {**validate_config(merge(TINY, {"benchmark": {"persons": 40}}))["benchmark"], **over}
+    return {**validate_config(merge(TINY, {"benchmark": {"persons": 40}})).benchmark.model_dump(), **over}
 
 
 def ids(bench, split):
@@ -51,7 +51,7 @@ def test_sft_data_never_holds_an_rl_question(tmp_path):
 
     config = validate_config(merge(TINY, {"benchmark": {"persons": 40, "rl_fraction": 0.25,
                                                         "redundant_search_fraction": 0.5}}))
-    bench = observed(generate(config["benchmark"], 6))  # oracle observations from the environment server
+    bench = observed(generate(config.benchmark.model_dump(), 6))  # oracle observations from the environment server
     rl = ids(bench, "rl")
     held_out = rl | ids(bench, "dev") | ids(bench, "test")
     assert not bench.redundant & held_out  # the over-calling teacher only rewrites train questions
@@ -79,7 +79,7 @@ def test_fraction_enters_the_fingerprint_only_when_set():
 
 def test_rl_split_is_a_config_value():
     cfg = validate_config({"stages": {"rl2": {"question_split": "rl"}}, "benchmark": {"rl_fraction": 0.2}})
-    assert cfg["stages"]["rl2"]["question_split"] == "rl" and cfg["stages"]["rl1"]["question_split"] == "train"
+    assert cfg.stages.rl2.question_split == "rl" and cfg.stages.rl1.question_split == "train"
     with pytest.raises(ConfigError, match="benchmark.rl_fraction"):
         validate_config({"benchmark": {"rl_fraction": 0.8}})
     with pytest.raises(ConfigError, match="question_split"):

@@ -14,7 +14,7 @@ from conftest import TINY, observed
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     config = validate_config(TINY)
-    bench = observed(generate(config["benchmark"], config["seed"]))
+    bench = observed(generate(config.benchmark.model_dump(), config.seed))
     d = write_embedded_model(config, vocabulary_texts(bench, config), tmp_path_factory.mktemp("m") / "init", 0)
     return config, bench, load_tokenizer(d)
 
@@ -70,7 +70,7 @@ def _observation_spans(ids: list[int], open_id: int, close_id: int) -> set[int]:
 def test_masks_for_every_training_sample(setup, stage):
     config, bench, tok = setup
     t = tags("coa")
-    stream = sft_stream(bench, tok, config, t, stage, config["seed"])
+    stream = sft_stream(bench, tok, config, t, stage, config.seed)
     open_id, close_id = tok.convert_tokens_to_ids(t.obs_open), tok.convert_tokens_to_ids(t.obs_close)
     samples = stream.take(0, stream.epoch_size() * 2)  # two epochs: every CoA and every sampled CoT trajectory
     n_obs = 0
@@ -89,8 +89,8 @@ def test_masks_for_every_training_sample(setup, stage):
 
 def test_sft2_mix_ratio(setup):
     config, bench, tok = setup
-    stream = sft_stream(bench, tok, config, tags("coa"), "sft2", config["seed"])
+    stream = sft_stream(bench, tok, config, tags("coa"), "sft2", config.seed)
     items = stream.take(0, stream.epoch_size())
     coa = sum(1 for e in items if e.meta["coa"])
     cot = len(items) - coa
-    assert cot > 0 and abs(coa / cot - config["stages"]["sft2"]["coa_cot_ratio"]) < 1.0
+    assert cot > 0 and abs(coa / cot - config.stages.sft2.coa_cot_ratio) < 1.0

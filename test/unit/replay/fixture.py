@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from coa_trainer.base.config import validate_config
 from coa_trainer.model.export_onnx import export
 from coa_trainer.rollout.generate import generate
 from coa_trainer.model.load import Runtime, load_model, write_embedded_model
@@ -29,7 +30,7 @@ def main() -> None:
     torch.set_num_threads(1)
     spec = {"family": family, "hidden_size": 32, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
             "intermediate_size": 64, "max_position": 128}
-    model_dir = write_embedded_model({"model": {"embedded": spec}}, TEXTS, out / "model", seed=7)
+    model_dir = write_embedded_model(validate_config({"model": {"embedded": spec}}), TEXTS, out / "model", seed=7)
     model, tok = load_model(model_dir, Runtime(torch.device("cpu"), None), trainable=True)
     loss = memorise(model, tok, PROBES[0] + MEMO)
     model.eval()

@@ -1,5 +1,6 @@
-"""Run config: validated against schemas/run-config.schema.json (zod → JSON Schema, owned by src/core/config.ts);
-missing fields are filled from the schema's `default` keywords so defaults live in TypeScript only."""
+"""Run config: validated against the run-config JSON Schema (zod → JSON Schema, owned by src/core/config.ts), missing
+fields filled from its `default` keywords — so defaults live in TypeScript only — and read as the typed classes
+generated from the same schema (contracts/run_config.py). Code reads `config.stages.rl2.max_len`, never a dict."""
 
 from __future__ import annotations
 
@@ -10,11 +11,18 @@ from typing import Any
 
 import jsonschema
 
+from ..contracts.run_config import PretrainStage, RlStage, RunConfig, Sft1Stage, SftMixStage
 from ..contracts.schemas import run_config_schema
+from ..contracts.error_code import ErrorCode
+from .errors import CoaError
+
+StageConfig = PretrainStage | Sft1Stage | SftMixStage | RlStage
 
 
-class ConfigError(ValueError):
+class ConfigError(CoaError, ValueError):
     """A config that cannot be used; the message names the file and the offending field."""
+
+    code = ErrorCode.bad_config
 
 
 def _resolve(schema: dict, root: dict) -> dict:
@@ -52,17 +60,17 @@ def _format_error(err: jsonschema.ValidationError, source: str) -> str:
     return f"{source}: {path}: {err.message}"
 
 
-def validate_config(raw: Any, source: str = "config") -> dict:
-    """Validate and fill defaults. Raises ConfigError listing every problem."""
+def validate_config(raw: Any, source: str = "config") -> RunConfig:
+    """Validate, fill defaults, type. Raises ConfigError listing every problem."""
     schema = run_config_schema()
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
     if errors:
         raise ConfigError("invalid run config:\n" + "\n".join(_format_error(e, source) for e in errors[:20]))
-    return fill_defaults(copy.deepcopy(raw), schema, schema)
+    return RunConfig.model_validate(fill_defaults(copy.deepcopy(raw), schema, schema))
 
 
-def load_config(path: str | Path) -> dict:
+def load_config(path: str | Path) -> RunConfig:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -75,24 +83,33 @@ def load_config(path: str | Path) -> dict:
     return resolve_data_paths(validate_config(raw, str(path)), path.resolve().parent)
 
 
-def default_config() -> dict:
+def default_config() -> RunConfig:
     return validate_config({}, "defaults")
 
 
-def resolve_data_paths(config: dict, config_dir: Path) -> dict:
+def config_dict(config: RunConfig) -> dict:
+    """The config as JSON data (for events, for a config file a child process reads): what was given or defaulted."""
+    return config.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def stage_config(config: RunConfig, stage: str) -> StageConfig:
+    """`stages.<stage>` of a stage id (a labelled run such as rl2-otc reads the stage it trains: pass that)."""
+    return getattr(config.stages, stage)
+
+
+def resolve_data_paths(config: RunConfig, config_dir: Path) -> RunConfig:
     """Make the data section's paths absolute (relative ones are relative to the run config's directory), so a
     config copied elsewhere (the pipeline's rl2-otc.run.json) still names the same files."""
     def fix(p: str | None) -> str | None:
         return p if p is None or Path(p).is_absolute() else str((config_dir / p).resolve())
 
-    teacher = config.get("collect", {}).get("teacher")
-    if teacher:  # collect.teacher's directories, like the data files
-        teacher["path"], teacher["tokenizer"] = fix(teacher.get("path")), fix(teacher.get("tokenizer"))
-    data = config.get("data")
-    if not data:
+    teacher = config.collect.teacher  # collect.teacher's directories, like the data files
+    teacher.path, teacher.tokenizer = fix(teacher.path), fix(teacher.tokenizer)
+    data = config.data
+    if data is None:
         return config
-
-    data["questions"] = {k: fix(v) for k, v in data["questions"].items()}
-    data["sft"] = [fix(e) if isinstance(e, str) else {**e, "path": fix(e["path"])} for e in data["sft"]]
-    data["sft1_pairs"], data["corpus"] = fix(data["sft1_pairs"]), fix(data["corpus"])
+    q = data.questions
+    q.train, q.dev, q.test = fix(q.train), fix(q.dev), fix(q.test)
+    data.sft = [fix(e) if isinstance(e, str) else e.model_copy(update={"path": fix(e.path)}) for e in data.sft]
+    data.sft1_pairs, data.corpus = fix(data.sft1_pairs), fix(data.corpus)
     return config

@@ -153,7 +153,7 @@ def _busy_message(run_dir: Path, path: Path) -> str:
             f"(one trainer per run directory: two would write the same events.jsonl and checkpoints)")
 
 
-# ---------------------------------------------------------------- `python -m coa_trainer.lifecycle MODULE ARGS…`
+# ---------------------------------------------------------------- `python -m coa_trainer.base.lifecycle MODULE ARGS…`
 
 def _run_module_dying_with_parent() -> None:
     """Runs MODULE as __main__ with ARGS after die_with_parent(): how the pipeline starts torchrun's launcher, which

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..contracts.schemas import trainable_stages
+from ..contracts.run_config import RunConfig
 
 STAGE_ORDER = trainable_stages()  # src/core/stages.ts
 
@@ -27,12 +28,12 @@ def final_dir(run_dir: Path, stage: str) -> Path:
     return stage_dir(run_dir, stage) / "final"
 
 
-def data_dir(config: dict, run_dir: Path) -> Path:
-    return Path(config["benchmark"]["data_dir"]) if config["benchmark"]["data_dir"] else run_dir / "data"
+def data_dir(config: RunConfig, run_dir: Path) -> Path:
+    return Path(config.benchmark.data_dir) if config.benchmark.data_dir else run_dir / "data"
 
 
-def corpus_path(config: dict, run_dir: Path) -> str:
+def corpus_path(config: RunConfig, run_dir: Path) -> str:
     """The corpus the environment server searches: data.corpus, else env.corpus, else the benchmark's."""
-    if config.get("data") and config["data"].get("corpus"):
-        return config["data"]["corpus"]
-    return config["env"]["corpus"] or str(data_dir(config, run_dir) / "corpus.jsonl")
+    if config.data and config.data.corpus:
+        return config.data.corpus
+    return config.env.corpus or str(data_dir(config, run_dir) / "corpus.jsonl")

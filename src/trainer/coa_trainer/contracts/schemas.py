@@ -1,6 +1,6 @@
-"""Finds the JSON artefacts generated from the TypeScript core (scripts/gen-schemas.ts): the run-config, event and
-record schemas, the dialect table and prompts, the rule codes. They are the single source of truth for config
-defaults, tag strings, the event protocol and the format codes."""
+"""Reads the JSON artefacts generated from the TypeScript core (scripts/gen-schemas.ts) that the package carries:
+the run-config, event and record schemas, the dialect table and prompts, the rule codes, the stage table. They are
+the single source of truth for config defaults, tag strings, the event protocol and the format codes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1]
-REPO_ROOT = PACKAGE_DIR.parents[2]  # src/trainer/coa_trainer -> repo root
+from .stage_info import StageInfo
+
+JSON_DIR = Path(__file__).resolve().parent / "json"  # written by `npm run build`, carried by the package
 
 
 class SchemaMissing(RuntimeError):
@@ -18,8 +19,8 @@ class SchemaMissing(RuntimeError):
 
 
 def schemas_dir() -> Path:
-    """COA_SCHEMAS_DIR, else <repo>/schemas."""
-    return Path(os.environ.get("COA_SCHEMAS_DIR") or REPO_ROOT / "schemas")
+    """COA_SCHEMAS_DIR, else the package's own copy (coa_trainer/contracts/json)."""
+    return Path(os.environ.get("COA_SCHEMAS_DIR") or JSON_DIR)
 
 
 @lru_cache(maxsize=None)
@@ -27,8 +28,8 @@ def load_schema_file(name: str) -> dict:
     path = schemas_dir() / name
     if not path.is_file():
         raise SchemaMissing(
-            f"{path} not found: it is generated from src/core by `npm run build` (scripts/gen-schemas.ts); "
-            "or set COA_SCHEMAS_DIR"
+            f"{path} not found: it is generated from src/core by `npm run build` (scripts/gen-schemas.ts writes it "
+            "into the package, coa_trainer/contracts/json); or set COA_SCHEMAS_DIR"
         )
     with open(path, encoding="utf-8") as f:
         return json.load(f)
@@ -61,6 +62,14 @@ def stage_table() -> dict:
     """{"stages": [{id, label, kind, from?, trains?, …}], "pipeline": {…}, "results": [{id, stage, mode, …}]}, in
     pipeline order (src/core/stages.ts)."""
     return load_schema_file("stages.json")
+
+
+def stage_info(stage: str) -> StageInfo:
+    """A stage's row of the table, typed (its kind, loss, whether observations are trained …)."""
+    for row in stage_table()["stages"]:
+        if row["id"] == stage:
+            return StageInfo.model_validate(row)
+    raise KeyError(f"stage {stage!r} is not in the stage table (src/core/stages.ts)")
 
 
 def trainable_stages() -> tuple[str, ...]:

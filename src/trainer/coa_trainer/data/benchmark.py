@@ -28,6 +28,7 @@ from typing import Any
 
 from ..data.dialects import Tags, tags as dialect_tags
 from ..contracts.schemas import search_table
+from ..contracts.run_config import RunConfig
 
 BENCHMARK_VERSION = 4
 
@@ -385,10 +386,10 @@ def fingerprint(params: dict, seed: int) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def benchmark_from_config(config: dict, data_dir: Path | None = None) -> Benchmark:
+def benchmark_from_config(config: RunConfig, data_dir: Path | None = None) -> Benchmark:
     """The benchmark of the config; with `data_dir`, its cached observations attached when they are there."""
-    params = config["benchmark"]
-    seed = params["seed"] if params["seed"] is not None else config["seed"]
+    params = config.benchmark.model_dump()  # the generator's input: a plain mapping, as the fingerprint hashes it
+    seed = params["seed"] if params["seed"] is not None else config.seed
     bench = generate(params, seed)
     if data_dir is not None:
         bench.observations = _cached_observations(data_dir, fingerprint(params, seed))
@@ -406,10 +407,10 @@ def _cached_observations(data_dir: Path, fp: str) -> dict[str, str] | None:
     return cached["observations"] if cached.get("fingerprint") == fp else None
 
 
-def ensure_observations(bench: Benchmark, config: dict, data_dir: Path, env: Any = None) -> None:
+def ensure_observations(bench: Benchmark, config: RunConfig, data_dir: Path, env: Any = None) -> None:
     """Attach the oracle's observations: from data_dir's cache, else one batched call to the environment server
     (`env`, or one started on data_dir/corpus.jsonl for the call), cached for the next stage."""
-    fp = fingerprint(config["benchmark"], bench.seed)
+    fp = fingerprint(config.benchmark.model_dump(), bench.seed)
     bench.observations = _cached_observations(data_dir, fp)
     if bench.observations is not None:
         return
@@ -421,7 +422,7 @@ def ensure_observations(bench: Benchmark, config: dict, data_dir: Path, env: Any
     if env is None:
         from ..env.client import EnvClient
 
-        with EnvClient.start(corpus, "coa", config["env"]["node"], config["env"]["cli"]) as started:
+        with EnvClient.start(corpus, "coa", config.env.node, config.env.cli) as started:
             bench.observations = fetch_observations(bench, started)
     else:
         bench.observations = fetch_observations(bench, env)
@@ -431,15 +432,14 @@ def ensure_observations(bench: Benchmark, config: dict, data_dir: Path, env: Any
     tmp.replace(data_dir / OBSERVATIONS)
 
 
-def ensure_benchmark_files(config: dict, data_dir: Path, env: Any = None) -> Benchmark:
+def ensure_benchmark_files(config: RunConfig, data_dir: Path, env: Any = None) -> Benchmark:
     """Generate the benchmark and (re)write its files unless the same fingerprint is already there."""
     bench = benchmark_from_config(config)
-    params = config["benchmark"]
-    fp = fingerprint(params, bench.seed)
+    fp = fingerprint(config.benchmark.model_dump(), bench.seed)
     ensure_observations(bench, config, data_dir, env)
     stamp = data_dir / "manifest.json"
     if not (stamp.is_file() and json.loads(stamp.read_text()).get("fingerprint") == fp):
-        write_benchmark(bench, data_dir, config["dialect"] if config["dialect"] == "coa" else "coa")
+        write_benchmark(bench, data_dir, config.dialect if config.dialect == "coa" else "coa")
         stamp.write_text(json.dumps({"fingerprint": fp, "questions": len(bench.questions),
                                      "corpus": len(bench.corpus)}) + "\n")
     return bench
@@ -454,7 +454,7 @@ def data_command(args: Any) -> int:
         print(f"error: {e}")
         return 2
     if args.seed is not None:
-        config["benchmark"]["seed"] = args.seed
+        config.benchmark.seed = args.seed
     bench = ensure_benchmark_files(config, Path(args.out))
     counts = {s: len(bench.split(s)) for s in ("train", "rl", "dev", "test")}
     print(json.dumps({"out": str(args.out), "questions": counts, "corpus": len(bench.corpus),
@@ -462,10 +462,10 @@ def data_command(args: Any) -> int:
     return 0
 
 
-def vocabulary_texts(bench: Any, config: dict) -> list[str]:
+def vocabulary_texts(bench: Any, config: RunConfig) -> list[str]:
     from .dialects import tags
 
     t = tags("coa")
     texts = bench.pretrain_lines() + [d["contents"] for d in bench.corpus]
     texts += [q.question for q in bench.questions] + [join_segments(bench.oracle(q, t)) for q in bench.questions]
-    return texts + [config["prompt_template"], "answer :"]
+    return texts + [config.prompt_template, "answer :"]

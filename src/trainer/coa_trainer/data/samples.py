@@ -9,10 +9,15 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..base.config import stage_config
+from ..contracts.schemas import stage_info
 from ..data.benchmark import Benchmark, Segment, join_segments
 from ..data.dialects import Tags
+from ..contracts.run_config import RunConfig
 
-MASKED_KINDS_SFT2 = frozenset({"observation"})
+def masked_kinds(stage: str) -> frozenset[str]:
+    """Segment kinds out of a stage's loss: observations, unless the stage trains them (SFT-3, the world model)."""
+    return frozenset() if stage_info(stage).trains_observations else frozenset({"observation"})
 
 
 @dataclass
@@ -112,11 +117,11 @@ def encode_trajectory(tok: Any, prompt_ids: list[int], response: str, segments: 
     return Encoded(list(prompt_ids), ids, kinds, mask, offsets, response)
 
 
-def user_sft_examples(records: list[dict], tok: Any, config: dict, stage: str) -> list[Encoded]:
+def user_sft_examples(records: list[dict], tok: Any, config: RunConfig, stage: str) -> list[Encoded]:
     """SFT-2 / SFT-3 examples from the user's trajectories (data.sft through the core), not yet cut to max_len."""
     from ..data.prompts import prompt_ids
 
-    masked = MASKED_KINDS_SFT2 if stage == "sft2" else frozenset()
+    masked = masked_kinds(stage)
     examples = []
     for r in records:
         p = r["prompt"] if r.get("prompt") else None
@@ -128,13 +133,13 @@ def user_sft_examples(records: list[dict], tok: Any, config: dict, stage: str) -
     return examples
 
 
-def sft_mix_stream(examples: list[Encoded], config: dict, stage: str, seed: int) -> Stream:
+def sft_mix_stream(examples: list[Encoded], config: RunConfig, stage: str, seed: int) -> Stream:
     """SFT-2 / SFT-3 samples: every chain-of-action example (≥ 1 tool call) each epoch and a different subset of the
     chain-of-thought ones, CoA : CoT = coa_cot_ratio : 1 (AutoCoA used 5:1); all CoT when there is no CoA."""
-    scfg = config["stages"][stage]
+    scfg = stage_config(config, stage)
     coa = [e for e in examples if e.meta["coa"]]
     cot = [e for e in examples if not e.meta["coa"]]
-    n_cot = min(len(cot), max(1, round(len(coa) / scfg["coa_cot_ratio"]))) if cot and coa else len(cot)
+    n_cot = min(len(cot), max(1, round(len(coa) / scfg.coa_cot_ratio))) if cot and coa else len(cot)
 
     def epoch(e: int) -> list[Encoded]:
         rng = random.Random(f"{seed}/{stage}/{e}")
@@ -145,16 +150,16 @@ def sft_mix_stream(examples: list[Encoded], config: dict, stage: str, seed: int)
     return Stream(epoch)
 
 
-def user_pairs(pairs: list[dict], tok: Any, config: dict) -> list[Pair]:
+def user_pairs(pairs: list[dict], tok: Any, config: RunConfig) -> list[Pair]:
     """SFT-1 pairs from the core's pair lines: whole trajectories, observations out of the mean log-prob."""
     from ..data.prompts import prompt_ids
 
     out = []
     for p in pairs:
         pids = encode_text(tok, p["prompt"])[0] if p.get("prompt") else prompt_ids(
-            tok, config, p["question"], p["chosen"].get("dialect") or config["dialect"])
-        c = encode_trajectory(tok, [], p["chosen"]["response"], p["chosen"]["segments"], MASKED_KINDS_SFT2)
-        r = encode_trajectory(tok, [], p["rejected"]["response"], p["rejected"]["segments"], MASKED_KINDS_SFT2)
+            tok, config, p["question"], p["chosen"].get("dialect") or config.dialect)
+        c = encode_trajectory(tok, [], p["chosen"]["response"], p["chosen"]["segments"], masked_kinds("sft1"))
+        r = encode_trajectory(tok, [], p["rejected"]["response"], p["rejected"]["segments"], masked_kinds("sft1"))
         out.append(Pair(pids, [], c.ids, r.ids, bool(p["act"]), c.loss_mask, r.loss_mask,
                         {"id": p["id"], "kind": p["kind"]}))
     return out
@@ -169,8 +174,8 @@ def pair_stream(pairs: list[Pair], seed: int) -> Stream:
     return Stream(epoch)
 
 
-def prompt_text(config: dict, question: str) -> str:
-    return config["prompt_template"].replace("{question}", question)
+def prompt_text(config: RunConfig, question: str) -> str:
+    return config.prompt_template.replace("{question}", question)
 
 
 def truncate(e: Encoded, max_len: int) -> Encoded:
@@ -224,7 +229,7 @@ def pretrain_stream(bench: Benchmark, tok: Any, seed: int, max_len: int, lines_p
     return Stream(epoch)
 
 
-def oracle_examples(bench: Benchmark, tok: Any, config: dict, t: Tags, split: str, masked: frozenset[str],
+def oracle_examples(bench: Benchmark, tok: Any, config: RunConfig, t: Tags, split: str, masked: frozenset[str],
                     max_len: int | None = None) -> list[Encoded]:
     """The benchmark's oracle trajectories of a split, cut to `max_len` when given."""
     out = []
@@ -238,11 +243,11 @@ def oracle_examples(bench: Benchmark, tok: Any, config: dict, t: Tags, split: st
     return out
 
 
-def sft_stream(bench: Benchmark, tok: Any, config: dict, t: Tags, stage: str, seed: int,
+def sft_stream(bench: Benchmark, tok: Any, config: RunConfig, t: Tags, stage: str, seed: int,
                max_len: int | None = None) -> Stream:
     """SFT-2 / SFT-3 on the benchmark: oracle trajectories of the train split in the CoA : CoT mix. SFT-2 masks
     observation segments; SFT-3 trains on them (world model)."""
-    masked = MASKED_KINDS_SFT2 if stage == "sft2" else frozenset()
+    masked = masked_kinds(stage)
     return sft_mix_stream(oracle_examples(bench, tok, config, t, "train", masked, max_len), config, stage, seed)
 
 
@@ -258,7 +263,7 @@ class Pair:
     meta: dict = field(default_factory=dict)
 
 
-def sft1_pairs(bench: Benchmark, tok: Any, config: dict, t: Tags, split: str, seed: int) -> list[Pair]:
+def sft1_pairs(bench: Benchmark, tok: Any, config: RunConfig, t: Tags, split: str, seed: int) -> list[Pair]:
     rng = random.Random(f"{seed}/sft1/pairs/{split}")
     out = []
     for q in bench.split(split):
@@ -269,7 +274,7 @@ def sft1_pairs(bench: Benchmark, tok: Any, config: dict, t: Tags, split: str, se
     return out
 
 
-def sft1_stream(bench: Benchmark, tok: Any, config: dict, t: Tags, seed: int) -> Stream:
+def sft1_stream(bench: Benchmark, tok: Any, config: RunConfig, t: Tags, seed: int) -> Stream:
     pairs = sft1_pairs(bench, tok, config, t, "train", seed)
 
     def epoch(e: int) -> list[Pair]:

@@ -11,17 +11,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..contracts.schemas import REPO_ROOT
+from ..contracts.run_config import RunConfig
+from ..base.core_cli import find_core_cli, find_node
+from ..base.errors import CoaError
+from ..contracts.error_code import ErrorCode
 
 
-class DataError(RuntimeError):
+class DataError(CoaError):
     """Bad user data; the message is the core's `FILE:LINE:COL: error: FIELD: message` line."""
+
+    code = ErrorCode.bad_data
 
 
 @dataclass
@@ -47,22 +51,20 @@ def golden(q: Any) -> list[str]:
     return list(getattr(q, "golden_answers", None) or [q.answer])
 
 
-def find_cli(config: dict) -> tuple[str, Path]:
-    node = config["env"]["node"] or os.environ.get("COA_NODE") or shutil.which("node")
+def find_cli(config: RunConfig) -> tuple[str, Path]:
+    node = find_node(config.env.node)
     if not node:
         raise DataError("node not found: put it on PATH or set COA_NODE (the data importers are in the core)")
-    cli = Path(config["env"]["cli"])
-    if not cli.is_absolute() and not cli.exists():
-        cli = REPO_ROOT / cli
+    cli, fix = find_core_cli(config.env.cli)
     if not cli.is_file():
-        raise DataError(f"{cli} not found: build the CLI first (npm run build)")
+        raise DataError(f"{cli} not found: {fix}")
     return node, cli
 
 
 class UserData:
-    def __init__(self, config: dict, cache_dir: Path, prepare: bool = True):
+    def __init__(self, config: RunConfig, cache_dir: Path, prepare: bool = True):
         """`prepare`: run the CLI where a prepared file is missing (rank 0); other ranks only read."""
-        self.config, self.data = config, config["data"]
+        self.config, self.data = config, config.data
         self.cache_dir, self.prepare = cache_dir, prepare
         self._questions: dict[str, list[UserQuestion]] = {}
         self.notes: list[str] = []  # what the importers said of the data (ids made unique, …), for the run's log
@@ -94,7 +96,7 @@ class UserData:
         """data.corpus through the core's corpus check (`coa data check` on a config naming only it): the
         environment server skips a bad line, so a broken corpus is caught here, before training. Once per file
         version (a stamp in the cache)."""
-        path = self.data.get("corpus")
+        path = self.data.corpus
         if not path or not self.prepare:
             return
         key = hashlib.sha256(json.dumps([str(Path(path).resolve()), *_stat(path)]).encode()).hexdigest()[:16]
@@ -117,13 +119,13 @@ class UserData:
 
     # ------------------------------------------------------------ what the stages read
     def has_questions(self, split: str) -> bool:
-        return bool(self.data["questions"].get(split))
+        return bool(getattr(self.data.questions, split))
 
     def split(self, name: str) -> list[UserQuestion]:
         """Questions of a split (train, dev, test); [] when the data section names none."""
         if name not in self._questions:
-            path = self.data["questions"].get(name)
-            strict = ["--strict-ids"] if self.data.get("strict_ids") else []
+            path = getattr(self.data.questions, name)
+            strict = ["--strict-ids"] if self.data.strict_ids else []
             rows = self._read(self._prepared("questions", [path], strict)) if path else []
             self._questions[name] = [UserQuestion(r["id"], r["question"], list(r["golden_answers"]),
                                                   r.get("data_source")) for r in rows]
@@ -132,23 +134,23 @@ class UserData:
     def sft_records(self) -> list[dict]:
         """Trajectories of data.sft through `prepare sft` (segments as code-point spans of `response`)."""
         out: list[dict] = []
-        for entry in self.data["sft"]:
-            path, dialect = (entry, "auto") if isinstance(entry, str) else (entry["path"], entry["dialect"])
+        for entry in self.data.sft:
+            path, dialect = (entry, "auto") if isinstance(entry, str) else (entry.path, entry.dialect)
             extra = [] if dialect == "auto" else ["--dialect", dialect]
             out += self._read(self._prepared("sft", [path], extra))
         return out
 
     def pairs(self) -> list[dict]:
         """SFT-1 pairs: data.sft1_pairs, else built by the core from data.sft (`prepare pairs`)."""
-        if self.data["sft1_pairs"]:
-            return self._read(self._prepared("pairs", [self.data["sft1_pairs"]]))
-        files = [e if isinstance(e, str) else e["path"] for e in self.data["sft"]]
+        if self.data.sft1_pairs:
+            return self._read(self._prepared("pairs", [self.data.sft1_pairs]))
+        files = [e if isinstance(e, str) else e.path for e in self.data.sft]
         if not files:
             raise DataError("SFT-1 needs data.sft1_pairs or data.sft trajectories to build pairs from")
         return self._read(self._prepared("pairs", files))
 
     def corpus(self) -> str | None:
-        return self.data["corpus"]
+        return self.data.corpus
 
 
 def _stat(p: str) -> tuple[int, int]:

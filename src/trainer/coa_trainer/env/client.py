@@ -9,7 +9,6 @@ import http.client
 import json
 import os
 import queue
-import shutil
 import subprocess
 import threading
 import time
@@ -17,11 +16,16 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from ..contracts.schemas import REPO_ROOT
+from ..base.core_cli import find_core_cli, find_node
+from ..base.errors import CoaError
+from ..contracts.error_code import ErrorCode
 
 
-class EnvError(RuntimeError):
+class EnvError(CoaError):
     """The environment server could not be started or reached, or answered with an error."""
+
+    code = ErrorCode.env_unreachable
+    prefix = "environment server: "
 
 
 class EnvClient:
@@ -42,14 +46,12 @@ class EnvClient:
     @classmethod
     def start(cls, corpus: str | Path, dialect: str = "coa", node: str | None = None, cli: str | Path | None = None,
               startup_timeout_s: float = 30.0, extra_args: list[str] | None = None) -> "EnvClient":
-        node_exe = node or os.environ.get("COA_NODE") or shutil.which("node")
+        node_exe = find_node(node)
         if not node_exe:
             raise EnvError("node not found: put it on PATH or set COA_NODE (the environment server is Node)")
-        cli_path = Path(cli) if cli else REPO_ROOT / "dist" / "cli.js"
-        if not cli_path.is_absolute() and not cli_path.exists():
-            cli_path = REPO_ROOT / cli_path
+        cli_path, fix = find_core_cli(cli)
         if not cli_path.is_file():
-            raise EnvError(f"{cli_path} not found: build the CLI first (npm run build)")
+            raise EnvError(f"{cli_path} not found: {fix}")
         if not Path(corpus).is_file():
             raise EnvError(f"corpus {corpus} not found")
         # --parent-pid: the server stops itself when this process dies, even by SIGKILL (no orphaned servers)

@@ -24,6 +24,8 @@ from ..rollout.generate import generate
 from ..data.prompts import prompt_ids
 from ..rollout.loop import rollout
 from ..data.userdata import golden
+from ..contracts.run_config import RunConfig
+from ..base.errors import report_failure
 
 
 def normalize_answer(s: str) -> str:
@@ -36,7 +38,7 @@ def normalize_answer(s: str) -> str:
 
 
 @torch.no_grad()
-def plain_eval(model: Any, tok: Any, bench: Benchmark, config: dict, split: str, rt: Any, batch_size: int = 64
+def plain_eval(model: Any, tok: Any, bench: Benchmark, config: RunConfig, split: str, rt: Any, batch_size: int = 64
                ) -> tuple[dict, list[dict]]:
     """Closed-book EM in the pretraining QA form, overall and by known/unknown and hops."""
     questions = bench.split(split)
@@ -75,7 +77,7 @@ def _rate(rows: list[dict], pred) -> float | None:
     return _mean([1.0 if pred(r) else 0.0 for r in sel]) if sel else None
 
 
-def eval_rollout(model: Any, tok: Any, config: dict, prompts: list[list[int]], tool: Any, rt: Any, io: Any = None,
+def eval_rollout(model: Any, tok: Any, config: RunConfig, prompts: list[list[int]], tool: Any, rt: Any, io: Any = None,
                  ) -> list:
     """Greedy rollouts with eval's limits — the RL stages' loop (rollout.rollout), so eval and RL sample alike."""
     from ..data.dialects import tags
@@ -83,43 +85,43 @@ def eval_rollout(model: Any, tok: Any, config: dict, prompts: list[list[int]], t
     from ..data.lengths import resolve_max_len
     from ..model.load import model_context
 
-    ecfg = config["eval"]
-    max_len = resolve_max_len(ecfg["max_len"], None, model_context(model))
-    return rollout(model, tok, prompts, tags(config["dialect"]), tool, max_turns=ecfg["max_turns"],
-                   max_new_tokens=ecfg["max_new_tokens"], max_obs_tokens=ecfg["max_obs_tokens"],
+    ecfg = config.eval
+    max_len = resolve_max_len(ecfg.max_len, None, model_context(model))
+    return rollout(model, tok, prompts, tags(config.dialect), tool, max_turns=ecfg.max_turns,
+                   max_new_tokens=ecfg.max_new_tokens, max_obs_tokens=ecfg.max_obs_tokens,
                    max_len=max_len, device=rt.device, dtype=rt.autocast_dtype, temperature=0.0,
                    simulate=False, io=io)
 
 
 @torch.no_grad()
-def agent_eval(model: Any, tok: Any, bench: Any, config: dict, split: str, rt: Any, env: Any,
+def agent_eval(model: Any, tok: Any, bench: Any, config: RunConfig, split: str, rt: Any, env: Any,
                tools: bool = True, run: str | None = None, stage: str = "eval", io: Any = None
                ) -> tuple[dict, list[dict]]:
     """Greedy rollouts with the search tool served by `env`, graded by the server (scheme em). `bench`: the
     embedded benchmark or the user's data (anything with split())."""
-    ecfg = config["eval"]
+    ecfg = config.eval
     questions = bench.split(split)
-    if ecfg["limit"]:
-        questions = questions[: ecfg["limit"]]
+    if ecfg.limit:
+        questions = questions[: ecfg.limit]
     failures = {"n": 0}
 
     def tool(queries: list[str]) -> list[str | None]:
         try:
-            return list(env.search(queries, top_k=ecfg["top_k"], dialect=config["dialect"])["observations"])
+            return list(env.search(queries, top_k=ecfg.top_k, dialect=config.dialect)["observations"])
         except Exception:  # noqa: BLE001 — a failed call is an observation-less turn, counted below
             failures["n"] += len(queries)
             return [None] * len(queries)
 
     records: list[dict] = []
     trajs_all = []
-    for i in range(0, len(questions), ecfg["batch_size"]):
-        qs = questions[i:i + ecfg["batch_size"]]
+    for i in range(0, len(questions), ecfg.batch_size):
+        qs = questions[i:i + ecfg.batch_size]
         prompts = [prompt_ids(tok, config, q.question) for q in qs]
         trajs = eval_rollout(model, tok, config, prompts, tool if tools else None, rt, io)
         for j, (q, tr) in enumerate(zip(qs, trajs)):
             records.append({
                 "id": q.id, "question": q.question, "golden_answers": golden(q),
-                "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": config["dialect"],
+                "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": config.dialect,
                 "tokens": {"ids": tr.ids, "loss_mask": tr.loss_mask},
                 "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {})},
             })
@@ -178,11 +180,10 @@ def latest_stage_dir(run_dir: Path) -> tuple[str, Path] | None:
 
 def eval_command(args: Any) -> int:
     import sys
-    import traceback
 
     from ..data.benchmark import ensure_benchmark_files
-    from ..base.config import ConfigError, load_config
-    from ..env.client import EnvClient, EnvError
+    from ..base.config import load_config
+    from ..env.client import EnvClient
     from ..base.events import EventWriter
     from ..model.load import ModelDirError, load_for_config, setup_runtime
     from ..base.runlayout import corpus_path, data_dir
@@ -194,8 +195,8 @@ def eval_command(args: Any) -> int:
     try:
         config = load_config(args.config)
         if args.limit:
-            config["eval"]["limit"] = args.limit
-        splits = args.split or config["eval"]["splits"]
+            config.eval.limit = args.limit
+        splits = args.split or config.eval.splits
         if args.model:
             model_dir, stage = Path(args.model), "eval"
         else:
@@ -209,7 +210,7 @@ def eval_command(args: Any) -> int:
             meta = json.loads(info.read_text())
             stage, step = meta.get("stage", stage), int(meta.get("step", 0))
         rt = setup_runtime(config)
-        if config.get("data") is not None:
+        if config.data is not None:
             bench = UserData(config, data_dir(config, run_dir) / "prepared")
             if args.mode == "plain":
                 raise DataError("--mode plain is the embedded benchmark's closed-book form; use agent or no-tool")
@@ -225,8 +226,8 @@ def eval_command(args: Any) -> int:
             if args.env_url:
                 env = EnvClient(args.env_url, args.env_token or "")
             else:
-                env = EnvClient.start(corpus_path(config, run_dir), config["dialect"], config["env"]["node"], config["env"]["cli"],
-                                      config["env"]["startup_timeout_s"])
+                env = EnvClient.start(corpus_path(config, run_dir), config.dialect, config.env.node, config.env.cli,
+                                      config.env.startup_timeout_s)
         results = []
         out_dir = run_dir / "eval"
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -248,21 +249,8 @@ def eval_command(args: Any) -> int:
         (out_dir / f"{stage}-{args.mode}.md").write_text(f"{stage} ({args.mode})\n\n{table}\n", encoding="utf-8")
         print(table, file=sys.stderr)
         return 0
-    except ConfigError as e:
-        writer.emit("error", message=str(e), code="bad_config")
-        return 2
-    except ModelDirError as e:
-        writer.emit("error", message=str(e), code="missing_model")
-        return 2
-    except DataError as e:
-        writer.emit("error", message=str(e), code="bad_data")
-        return 2
-    except EnvError as e:
-        writer.emit("error", message=f"environment server: {e}", code="env_unreachable")
-        return 3
-    except Exception as e:  # noqa: BLE001
-        writer.emit("error", message=f"{type(e).__name__}: {e}", code="internal", detail=traceback.format_exc())
-        return 1
+    except Exception as e:  # noqa: BLE001 — one error event and the code's exit status
+        return report_failure(writer, "eval", e)
     finally:
         if env is not None:
             env.stop()

@@ -21,6 +21,7 @@ from ..data.dialects import tags
 from ..evaluation.agent import eval_rollout, plain_eval
 from ..data.prompts import prompt_ids
 from ..data.userdata import golden
+from ..contracts.run_config import RunConfig
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -39,13 +40,13 @@ def summarise(breakdowns: list[dict]) -> dict:
     }
 
 
-def _questions(bench: Benchmark, config: dict, split: str) -> list:
+def _questions(bench: Benchmark, config: RunConfig, split: str) -> list:
     qs = bench.split(split)
-    return qs[: config["eval"]["limit"]] if config["eval"]["limit"] else qs
+    return qs[: config.eval.limit] if config.eval.limit else qs
 
 
 @torch.no_grad()
-def no_tool_eval(model: Any, tok: Any, bench: Benchmark, config: dict, split: str, rt: Any) -> dict:
+def no_tool_eval(model: Any, tok: Any, bench: Benchmark, config: RunConfig, split: str, rt: Any) -> dict:
     metrics, rows = plain_eval(model, tok, _QuestionsView(bench, _questions(bench, config, split), split), config,
                                split, rt)
     return {"em": metrics["em"], "f1": None, "tc": 0.0, "tp": None, "format_error_rate": None,
@@ -63,22 +64,22 @@ class _QuestionsView:
 
 
 @torch.no_grad()
-def workflow_eval(model: Any, tok: Any, bench: Benchmark, config: dict, split: str, rt: Any, env: Any,
+def workflow_eval(model: Any, tok: Any, bench: Benchmark, config: RunConfig, split: str, rt: Any, env: Any,
                   run: str | None = None, stage: str = "workflow") -> tuple[dict, list[dict]]:
-    ecfg = config["eval"]
-    t = tags(config["dialect"])
+    ecfg = config.eval
+    t = tags(config.dialect)
     questions = _questions(bench, config, split)
     io = AgentIO.make(tok, t)
     records: list[dict] = []
-    for i in range(0, len(questions), ecfg["batch_size"]):
-        qs = questions[i:i + ecfg["batch_size"]]
-        observations = env.search([q.question for q in qs], top_k=ecfg["top_k"], dialect=config["dialect"])
+    for i in range(0, len(questions), ecfg.batch_size):
+        qs = questions[i:i + ecfg.batch_size]
+        observations = env.search([q.question for q in qs], top_k=ecfg.top_k, dialect=config.dialect)
         prompts, prefixes = [], []
         for q, obs in zip(qs, observations["observations"]):
             # same token layout as the agent loop: the action as the model would write it, the observation
             # tokenised once and appended (rollout.rollout does exactly this after a real action)
             prefix = encode_text(tok, f"{t.action_open} {q.question} {t.action_close}")[0]
-            prefix += io.observation_ids(obs, ecfg["max_obs_tokens"])[0]
+            prefix += io.observation_ids(obs, ecfg.max_obs_tokens)[0]
             prefixes.append(prefix)
             prompts.append(prompt_ids(tok, config, q.question) + prefix)
         trajs = eval_rollout(model, tok, config, prompts, None, rt, io)  # tools refused: an action ends it
@@ -86,7 +87,7 @@ def workflow_eval(model: Any, tok: Any, bench: Benchmark, config: dict, split: s
             ids = prefix + tr.ids
             records.append({
                 "id": q.id, "question": q.question, "golden_answers": golden(q),
-                "response": tok.decode(ids, skip_special_tokens=False), "dialect": config["dialect"],
+                "response": tok.decode(ids, skip_special_tokens=False), "dialect": config.dialect,
                 "tokens": {"ids": ids, "loss_mask": [0] * len(prefix) + tr.loss_mask},
                 "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {})},
             })

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..contracts.schemas import stage_table
+from ..contracts.run_config import RunConfig
 
 # setting → (the stage whose final model is evaluated, how): src/core/stages.ts RESULT_SETTINGS
 SETTINGS: list[tuple[str, str, str]] = [(r["id"], r["stage"], r["mode"]) for r in stage_table()["results"]]
@@ -27,17 +28,17 @@ DESCRIPTIONS = {
 ROW_KEYS = ("em", "tc", "tp", "format_error_rate")
 
 
-def missing_split(config: dict, split: str) -> str | None:
+def missing_split(config: RunConfig, split: str) -> str | None:
     """Why every row would be empty: a run on its own data whose config names no questions for the split."""
-    data = config.get("data")
-    if data is None or data["questions"].get(split):
+    data = config.data
+    if data is None or getattr(data.questions, split):
         return None
     return (f"the run config names no data.questions.{split}, so the results table ({split} split) has no question "
             f"to evaluate and every row is empty: give data.questions.{split}, or pick a split it has "
             "(pipeline --split dev)")
 
 
-def compute_rows(run_dir: Path, config: dict, env: Any, writer: Any, split: str = "test",
+def compute_rows(run_dir: Path, config: RunConfig, env: Any, writer: Any, split: str = "test",
                  settings: list[str] | None = None, on_row: Callable[[int, int, str], None] | None = None
                  ) -> tuple[list[dict], dict[str, dict]]:
     """Evaluate each setting whose model exists; a missing model gives a row of nulls (and a warning event).
@@ -52,7 +53,7 @@ def compute_rows(run_dir: Path, config: dict, env: Any, writer: Any, split: str 
     if (why := missing_split(config, split)) is not None:
         writer.emit("log", level="warning", message=f"results: {why}")
     rt = setup_runtime(config)
-    own = config.get("data") is not None
+    own = config.data is not None
     bench = UserData(config, data_dir(config, run_dir) / "prepared") if own \
         else ensure_benchmark_files(config, data_dir(config, run_dir))
     wanted = [s for s in SETTINGS if settings is None or s[0] in settings]

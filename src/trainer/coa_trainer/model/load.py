@@ -14,10 +14,15 @@ from typing import Any
 import torch
 
 from ..data.dialects import all_tags
+from ..contracts.run_config import EmbeddedModelConfig, LoraConfig, RunConfig
+from ..base.errors import CoaError
+from ..contracts.error_code import ErrorCode
 
 
-class ModelDirError(RuntimeError):
-    pass
+class ModelDirError(CoaError):
+    """No usable model directory where a stage starts from."""
+
+    code = ErrorCode.missing_model
 
 
 @dataclass
@@ -26,21 +31,21 @@ class Runtime:
     autocast_dtype: torch.dtype | None  # bf16 autocast on CUDA where supported; None = fp32
 
 
-def setup_runtime(config: dict, world_size: int = 1, local_rank: int = 0) -> Runtime:
-    threads = config.get("threads") or os.cpu_count() or 1
+def setup_runtime(config: RunConfig, world_size: int = 1, local_rank: int = 0) -> Runtime:
+    threads = config.threads or os.cpu_count() or 1
     torch.set_num_threads(max(1, threads // world_size))
-    want = config["device"]
+    want = config.device
     if want == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device 'cuda' requested but torch.cuda.is_available() is False")
     use_cuda = want == "cuda" or (want == "auto" and torch.cuda.is_available())
-    if config.get("deterministic", True):
+    if config.deterministic:
         # cuBLAS reads this when its first handle is made, so it must be set before any CUDA matmul; kernels with
         # no deterministic version warn instead of failing (warn_only), so a model with one still trains.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True, warn_only=True)
     else:
         torch.use_deterministic_algorithms(False)
-    if use_cuda and config.get("deterministic", True):
+    if use_cuda and config.deterministic:
         # cuDNN's attention backward is non-deterministic under warn_only (seen on an H100, torch 2.11: "cuDNN
         # Attention defaults to a non-deterministic algorithm"); SDPA then picks flash / memory-efficient instead.
         torch.backends.cuda.enable_cudnn_sdp(False)
@@ -48,28 +53,28 @@ def setup_runtime(config: dict, world_size: int = 1, local_rank: int = 0) -> Run
     if use_cuda:
         torch.cuda.set_device(device)
     dtype = None
-    if config["dtype"] == "bfloat16" or (config["dtype"] == "auto" and use_cuda and torch.cuda.is_bf16_supported()):
+    if config.dtype == "bfloat16" or (config.dtype == "auto" and use_cuda and torch.cuda.is_bf16_supported()):
         dtype = torch.bfloat16
     return Runtime(device, dtype)
 
 
-def embedded_hf_config(spec: dict, vocab_size: int, pad_id: int, eos_id: int) -> Any:
+def embedded_hf_config(spec: EmbeddedModelConfig, vocab_size: int, pad_id: int, eos_id: int) -> Any:
     """A tiny Llama- or Qwen2-style config from the run config's model.embedded section."""
     from transformers import LlamaConfig, Qwen2Config
 
     common = dict(
-        vocab_size=vocab_size, hidden_size=spec["hidden_size"], intermediate_size=spec["intermediate_size"],
-        num_hidden_layers=spec["num_layers"], num_attention_heads=spec["num_heads"],
-        num_key_value_heads=spec["num_kv_heads"], max_position_embeddings=spec["max_position"],
+        vocab_size=vocab_size, hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads, max_position_embeddings=spec.max_position,
         tie_word_embeddings=True, pad_token_id=pad_id, eos_token_id=eos_id, bos_token_id=eos_id,
         rms_norm_eps=1e-5, attention_dropout=0.0,
     )
-    if spec["family"] == "qwen2":
+    if spec.family == "qwen2":
         return Qwen2Config(**common)
     return LlamaConfig(**common, mlp_bias=False, attention_bias=False)
 
 
-def write_embedded_model(config: dict, texts: list[str], out_dir: Path, seed: int) -> Path:
+def write_embedded_model(config: RunConfig, texts: list[str], out_dir: Path, seed: int) -> Path:
     """Create the embedded default as an HF model directory (atomically), unless it exists."""
     from transformers import AutoModelForCausalLM
 
@@ -82,7 +87,7 @@ def write_embedded_model(config: dict, texts: list[str], out_dir: Path, seed: in
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_hf_tokenizer(tok, tmp)
-    cfg = embedded_hf_config(config["model"]["embedded"], tok.get_vocab_size(), tok.token_to_id(PAD),
+    cfg = embedded_hf_config(config.model.embedded, tok.get_vocab_size(), tok.token_to_id(PAD),
                              tok.token_to_id(EOS))
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(cfg)
@@ -100,11 +105,11 @@ def check_model_dir(path: str | Path) -> Path:
     return p
 
 
-def tags_as_special(config: dict) -> bool:
+def tags_as_special(config: RunConfig) -> bool:
     """model.tags_as_special_tokens; null: yes for the embedded default (its word-level tokenizer has every tag as
     one token), no for a user's model — a pretrained model keeps its vocabulary and writes tags as text."""
-    v = config["model"].get("tags_as_special_tokens")
-    return (config["model"]["path"] is None) if v is None else bool(v)
+    v = config.model.tags_as_special_tokens
+    return (config.model.path is None) if v is None else bool(v)
 
 
 WEIGHT_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "auto": "auto"}
@@ -141,7 +146,7 @@ def check_attn_implementation(name: str, device: torch.device) -> None:
         raise ConfigError(f"model.attn_implementation flash_attention_2 runs on CUDA only (device is {device})")
 
 
-def load_model(model_dir: str | Path, rt: Runtime, lora: dict | None = None, trainable: bool = True,
+def load_model(model_dir: str | Path, rt: Runtime, lora: LoraConfig | None = None, trainable: bool = True,
                special_tags: bool = True, weight_dtype: str = "float32", attn_implementation: str = "sdpa",
                gradient_checkpointing: bool = False) -> tuple[Any, Any]:
     """(model, tokenizer) from an HF directory, weights in `weight_dtype`; LoRA adapters added when `lora` is
@@ -167,31 +172,30 @@ def load_model(model_dir: str | Path, rt: Runtime, lora: dict | None = None, tra
         from peft import LoraConfig, get_peft_model
 
         model = get_peft_model(model, LoraConfig(
-            r=lora["r"], lora_alpha=lora["alpha"], lora_dropout=lora["dropout"],
-            target_modules=list(lora["target_modules"]), task_type="CAUSAL_LM",
+            r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+            target_modules=list(lora.target_modules), task_type="CAUSAL_LM",
         ))
     model.to(rt.device)
     model.train(trainable)
     return model, tok
 
 
-def storage_dtype(config: dict, trainable: bool = True) -> str:
+def storage_dtype(config: RunConfig, trainable: bool = True) -> str:
     """The dtype parameters are stored in. Under FSDP2 a trained bfloat16 model keeps fp32 sharded parameters (the
     master weights, 4 bytes / N ranks) and computes in bf16 through its MixedPrecisionPolicy (model/fsdp.py); a frozen
     model (the RL reference) is stored as asked."""
-    want = config["model"].get("dtype", "float32")
-    if trainable and want == "bfloat16" and config.get("distributed", {}).get("strategy") == "fsdp":
+    want = config.model.dtype
+    if trainable and want == "bfloat16" and config.distributed.strategy == "fsdp":
         return "float32"
     return want
 
 
-def load_for_config(model_dir: str | Path, rt: Runtime, config: dict, trainable: bool = True,
+def load_for_config(model_dir: str | Path, rt: Runtime, config: RunConfig, trainable: bool = True,
                     lora: bool = True) -> tuple[Any, Any]:
     """load_model with the run config's model choices (tags, weight dtype, attention, checkpointing, LoRA)."""
-    m = config["model"]
-    return load_model(model_dir, rt, m["lora"] if lora else None, trainable, tags_as_special(config),
-                      storage_dtype(config, trainable), m.get("attn_implementation", "sdpa"),
-                      bool(m.get("gradient_checkpointing", False)))
+    m = config.model
+    return load_model(model_dir, rt, m.lora if lora else None, trainable, tags_as_special(config),
+                      storage_dtype(config, trainable), m.attn_implementation, m.gradient_checkpointing)
 
 
 def unwrap(model: Any) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,9 @@ from ..base.config import ConfigError, load_config
 from ..base.events import EventWriter
 from ..base.lifecycle import RunLock, RunLockBusy
 from ..base.names import name_error
-from ..env.client import EnvError
 from .pipeline import Cancelled, Pipeline, parse_steps
 from .seeds import run_seeds
+from ..base.errors import report_failure
 
 
 def pipeline_command(args: Any) -> int:
@@ -46,18 +45,10 @@ def pipeline_command(args: Any) -> int:
         for s in old:
             signal.signal(s, pipe.on_signal)
         return pipe.run(steps)
-    except ConfigError as e:
-        writer.emit("error", message=str(e), code="bad_config", stage="pipeline")
-        return 2
-    except EnvError as e:
-        writer.emit("error", message=f"environment server: {e}", code="env_unreachable", stage="pipeline")
-        return 3
     except Cancelled:
         return 130
-    except Exception as e:  # noqa: BLE001 — one error event, never a bare traceback
-        writer.emit("error", message=f"{type(e).__name__}: {e}", code="internal", stage="pipeline",
-                    detail=traceback.format_exc())
-        return 1
+    except Exception as e:  # noqa: BLE001 — one error event and the code's exit status, never a bare traceback
+        return report_failure(writer, "pipeline", e)
     finally:
         for s, h in old.items():
             signal.signal(s, h)

@@ -27,9 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from ..base import quiet  # noqa: F401
-from ..base.config import ConfigError
+from ..base.config import ConfigError, config_dict
 from ..base.events import EventWriter
 from ..contracts.schemas import rl_stages, stage_table
+from ..contracts.run_config import RunConfig
+from ..base.errors import CoaError
+from ..base.errors import report_failure
 
 STEPS = (*(s["id"] for s in stage_table()["stages"]), "results")  # src/core/stages.ts, then the results table
 RL_STEPS = rl_stages()
@@ -41,10 +44,8 @@ class Cancelled(Exception):
     pass
 
 
-class PipelineError(RuntimeError):
-    def __init__(self, message: str, code: str):
-        super().__init__(message)
-        self.code = code
+class PipelineError(CoaError):
+    """The pipeline cannot go on (a stage failed, a config it derives cannot be written)."""
 
 
 def parse_steps(text: str | None) -> list[str]:
@@ -57,14 +58,12 @@ def parse_steps(text: str | None) -> list[str]:
     return [s for s in STEPS if s in wanted]  # always in pipeline order
 
 
-def otc_config(config: dict, run_dir: Path) -> Path:
+def otc_config(config: RunConfig, run_dir: Path) -> Path:
     """The run config of the OTC-GRPO RL-2: the same, with the reward scheme switched and RL-2's own start (RL-1's
     result in the embedded recipe; SFT-3's when a user's pipeline skips RL-1)."""
     from ..stages.setup import resolve_init
 
-    if "rl2" not in config["stages"]:
-        raise PipelineError("this trainer has no rl2 stage (stages.rl2 is not in the run config schema)", "bad_config")
-    derived = json.loads(json.dumps(config))
+    derived = config_dict(config)
     rl2 = derived["stages"]["rl2"]
     rl2["reward"] = {**rl2.get("reward", {}), "scheme": "otc-grpo"}
     rl2["init_from"] = str(resolve_init(config, run_dir, "rl2", None, False))
@@ -75,7 +74,7 @@ def otc_config(config: dict, run_dir: Path) -> Path:
 
 
 class Pipeline:
-    def __init__(self, args: Any, config: dict, writer: EventWriter, lock: Any = None):
+    def __init__(self, args: Any, config: RunConfig, writer: EventWriter, lock: Any = None):
         self.args, self.config, self.writer, self.lock = args, config, writer, lock
         self.run_dir = Path(args.run_dir)
         self.child: subprocess.Popen | None = None
@@ -109,7 +108,7 @@ class Pipeline:
         nproc = getattr(self.args, "nproc_per_node", 1) or 1
         if nproc > 1:  # DDP on this machine; multi-node: run the stages with torchrun yourself
             # torchrun's launcher runs through lifecycle's entry so that it too dies with the pipeline
-            launcher += ["-m", "coa_trainer.lifecycle", "torch.distributed.run", "--standalone",
+            launcher += ["-m", "coa_trainer.base.lifecycle", "torch.distributed.run", "--standalone",
                          f"--nproc_per_node={nproc}"]
         argv = [*launcher, "-m", "coa_trainer", "train", "--stage", stage, "--config", str(config_path),
                 "--run-dir", str(self.run_dir)]
@@ -154,10 +153,10 @@ class Pipeline:
             self.env.health()
             return
         # the corpus is part of the benchmark files: write them now (the pretrain stage would otherwise)
-        if self.config.get("data") is None:
+        if self.config.data is None:
             ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir))
-        self.env = EnvClient.start(corpus_path(self.config, self.run_dir), self.config["dialect"], self.config["env"]["node"],
-                                   self.config["env"]["cli"], self.config["env"]["startup_timeout_s"])
+        self.env = EnvClient.start(corpus_path(self.config, self.run_dir), self.config.dialect, self.config.env.node,
+                                   self.config.env.cli, self.config.env.startup_timeout_s)
         self.writer.emit("log", level="info", message=f"pipeline: environment server at {self.env.url}")
 
     def results(self) -> None:
@@ -167,7 +166,7 @@ class Pipeline:
         from ..stages.collect import comparison_lines
 
         rows, details = compute_rows(self.run_dir, self.config, self.env, self.writer, split)
-        json_path, md_path = write_results(self.run_dir, rows, split, self.config["eval"]["limit"],
+        json_path, md_path = write_results(self.run_dir, rows, split, self.config.eval.limit,
                                            [f"- **No questions**: {why}." for why in [missing_split(self.config, split)]
                                             if why] + detail_table(details) + comparison_lines(self.run_dir, rows),
                                            optimal_tc(details))
@@ -179,7 +178,7 @@ class Pipeline:
         started = time.time()
         if self.args.resume:  # this run reports every step's progress again (finished ones as skipped): once each
             w.supersede("pipeline", 0, 0)
-        w.emit("run_started", stage="pipeline", config=self.config, total_steps=len(steps), device="pipeline",
+        w.emit("run_started", stage="pipeline", config=config_dict(self.config), total_steps=len(steps), device="pipeline",
                world_size=1, pid=os.getpid(), resumed_from=None)
         done = 0
         try:
@@ -208,9 +207,9 @@ class Pipeline:
             w.emit("stage_finished", stage="pipeline", step=done, status="cancelled", checkpoint=None)
             return 130
         except PipelineError as e:
-            w.emit("error", message=str(e), code=e.code, stage="pipeline")
+            status = report_failure(w, "pipeline", e)
             w.emit("stage_finished", stage="pipeline", step=done, status="failed", checkpoint=None)
-            return 1
+            return status
         except Exception:
             w.emit("stage_finished", stage="pipeline", step=done, status="failed", checkpoint=None)
             raise  # pipeline_command turns it into one error event

@@ -21,13 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..base.config import ConfigError
+from ..base.config import ConfigError, config_dict
 from ..pipeline.pipeline import PACKAGE_PARENT, Cancelled, PipelineError
+from ..contracts.run_config import RunConfig
+from ..base.errors import report_failure
 
 
-def seed_config(config: dict, seed: int, run_dir: Path) -> Path:
+def seed_config(config: RunConfig, seed: int, run_dir: Path) -> Path:
     """The run config of one seed: the loaded config (data paths already absolute) with `seed` replaced."""
-    derived = json.loads(json.dumps(config))
+    derived = config_dict(config)
     derived["seed"] = seed
     path = run_dir / "pipeline" / f"seed-{seed}.run.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -48,7 +50,7 @@ def seed_done(run_dir: Path, seed: int, split: str) -> bool:
 
 
 class SeedRunner:
-    def __init__(self, args: Any, config: dict, writer: Any):
+    def __init__(self, args: Any, config: RunConfig, writer: Any):
         self.args, self.config, self.writer = args, config, writer
         self.run_dir = Path(args.run_dir)
         self.split = getattr(args, "split", None) or "test"
@@ -101,7 +103,7 @@ class SeedRunner:
 
         w = self.writer
         started = time.time()
-        w.emit("run_started", stage="seeds", config=self.config, total_steps=len(seeds), device="pipeline",
+        w.emit("run_started", stage="seeds", config=config_dict(self.config), total_steps=len(seeds), device="pipeline",
                world_size=1, pid=os.getpid(), resumed_from=None)
         w.emit("log", level="info", message=f"seeds: {len(seeds)} whole pipelines (seeds {seeds[0]}…{seeds[-1]}), one "
                f"after another, so about {len(seeds)}× the time of one (the demo: 4–13 min each on 2 shared cores)")
@@ -125,7 +127,7 @@ class SeedRunner:
             if "results" in steps:
                 per_seed = [load_seed_results(seed_dir(self.run_dir, s), s) for s in seeds]
                 json_path, md_path = write_seed_results(self.run_dir, per_seed, self.split,
-                                                        self.config["eval"]["limit"])
+                                                        self.config.eval.limit)
                 verdicts = json.loads(json_path.read_text())["verdicts"]
                 w.emit("log", level="info", message=f"seeds: results over {len(seeds)} seeds in {md_path} and "
                        f"{json_path}\n" + "\n".join(verdicts))
@@ -135,18 +137,18 @@ class SeedRunner:
             w.emit("stage_finished", stage="seeds", step=done, status="cancelled", checkpoint=None)
             return 130
         except PipelineError as e:
-            w.emit("error", message=str(e), code=e.code, stage="seeds")
+            status = report_failure(w, "seeds", e)
             w.emit("stage_finished", stage="seeds", step=done, status="failed", checkpoint=None)
-            return 1
+            return status
 
 
-def run_seeds(args: Any, config: dict, writer: Any, steps: list[str]) -> int:
+def run_seeds(args: Any, config: RunConfig, writer: Any, steps: list[str]) -> int:
     """Called by pipeline_command for --seeds N > 1 (it restores the signal handlers set here)."""
     n = args.seeds
-    if config.get("data") is None and args.env_url:
+    if config.data is None and args.env_url:
         raise ConfigError("--seeds with --env-url: every seed of the embedded benchmark has its own knowledge base "
                           "and corpus, so each seed's pipeline starts its own environment server (leave --env-url out)")
-    seeds = [config["seed"] + i for i in range(n)]
+    seeds = [config.seed + i for i in range(n)]
     runner = SeedRunner(args, config, writer)
     for s in (signal.SIGTERM, signal.SIGINT):
         signal.signal(s, runner.on_signal)

@@ -32,10 +32,14 @@ from typing import Any
 
 from ..rollout.agentio import AgentIO
 from ..rollout.loop import RlTrajectory, TurnOut
+from ..base.errors import CoaError
+from ..contracts.error_code import ErrorCode
 
 
-class TeacherError(RuntimeError):
+class TeacherError(CoaError):
     """A teacher that cannot be used (found before sampling starts)."""
+
+    code = ErrorCode.bad_teacher
 
 
 class RequestFailed(RuntimeError):

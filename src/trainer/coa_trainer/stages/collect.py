@@ -25,21 +25,25 @@ import os
 import signal
 import subprocess
 import time
-import traceback
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..base import quiet  # noqa: F401
+from ..base.config import config_dict
+from ..contracts.run_config import CollectSelect, DataConfig, QuestionFiles, RunConfig
+from ..base.errors import CoaError
+from ..contracts.error_code import ErrorCode
+from ..base.errors import report_failure
 
 COLLECT_DIR = "collect"
 
 
-class CollectError(RuntimeError):
-    def __init__(self, message: str, code: str = "bad_config"):
-        super().__init__(message)
-        self.code = code
+class CollectError(CoaError):
+    """A collection that cannot run as configured (bad_config unless the raiser says otherwise)."""
+
+    code = ErrorCode.bad_config
 
 
 @dataclass
@@ -107,7 +111,7 @@ def write_atomic(path: Path, text: str) -> None:
 DROP_REASONS = ("incorrect", "format", "too_many_tool_calls", "duplicate")
 
 
-def select(records: list[dict], sel: dict) -> tuple[list[dict], dict[str, int], list[str | None]]:
+def select(records: list[dict], sel: CollectSelect) -> tuple[list[dict], dict[str, int], list[str | None]]:
     """(kept records, dropped count per reason, the reason of each record or None when kept). A record is dropped
     for the first reason that applies, in DROP_REASONS order."""
     kept: list[dict] = []
@@ -117,13 +121,13 @@ def select(records: list[dict], sel: dict) -> tuple[list[dict], dict[str, int], 
     for rec in records:
         b = rec["reward"]
         reason = None
-        if sel["correct_only"] and float(b["em"]) != 1.0:
+        if sel.correct_only and float(b["em"]) != 1.0:
             reason = "incorrect"
-        elif sel["format_clean"] and not b["format_ok"]:
+        elif sel.format_clean and not b["format_ok"]:
             reason = "format"
-        elif sel["max_tool_calls"] is not None and int(b["tool_calls"]) > sel["max_tool_calls"]:
+        elif sel.max_tool_calls is not None and int(b["tool_calls"]) > sel.max_tool_calls:
             reason = "too_many_tool_calls"
-        elif sel["dedupe"] and (rec["question"], rec["response"]) in seen:
+        elif sel.dedupe and (rec["question"], rec["response"]) in seen:
             reason = "duplicate"
         reasons.append(reason)
         if reason:
@@ -196,29 +200,29 @@ def report_markdown(report: dict, settings: dict) -> str:
 
 # ---------------------------------------------------------------- the collected data as SFT data
 
-def collected_data(config: dict, run_dir: Path, prepare: bool = True) -> Any:
+def collected_data(config: RunConfig, run_dir: Path, prepare: bool = True) -> Any:
     """A userdata.UserData whose SFT trajectories are this run's kept collection and whose SFT-1 pairs are the ones
     built from it — or None when the run has no finished collection (or collect.use_for_sft is off)."""
     from ..base.runlayout import data_dir
     from ..data.userdata import UserData
 
     cdir = collect_dir(run_dir)
-    if not config["collect"]["use_for_sft"] or not finished(run_dir):
+    if not config.collect.use_for_sft or not finished(run_dir):
         return None
-    own = config.get("data") or {}
-    data = {"questions": own.get("questions") or {"train": None, "dev": None, "test": None},
-            "sft": [str(cdir / "selected.coa.jsonl")],
-            "sft1_pairs": str(cdir / "pairs.jsonl") if (cdir / "pairs.jsonl").is_file() else None,
-            "corpus": own.get("corpus")}
-    return UserData({**config, "data": data}, data_dir(config, run_dir) / "prepared", prepare=prepare)
+    own = config.data
+    data = DataConfig(questions=own.questions if own else QuestionFiles(train=None, dev=None, test=None),
+                      sft=[str(cdir / "selected.coa.jsonl")],
+                      sft1_pairs=str(cdir / "pairs.jsonl") if (cdir / "pairs.jsonl").is_file() else None,
+                      corpus=own.corpus if own else None, strict_ids=own.strict_ids if own else False)
+    return UserData(config.model_copy(update={"data": data}), data_dir(config, run_dir) / "prepared", prepare=prepare)
 
 
 # ---------------------------------------------------------------- the command
 
 class Collector:
-    def __init__(self, config: dict, args: Any, run_dir: Path, writer: Any):
+    def __init__(self, config: RunConfig, args: Any, run_dir: Path, writer: Any):
         self.config, self.args, self.run_dir, self.writer = config, args, run_dir, writer
-        self.ccfg = config["collect"]
+        self.ccfg = config.collect
         self.dir = collect_dir(run_dir)
         self.cancelled = False
         self.env: Any = None
@@ -231,8 +235,8 @@ class Collector:
         from ..base.runlayout import data_dir
         from ..data.userdata import UserData
 
-        split = self.ccfg["split"]
-        if self.config.get("data") is not None:
+        split = self.ccfg.split
+        if self.config.data is not None:
             data = UserData(self.config, data_dir(self.config, self.run_dir) / "prepared")
             if not data.has_questions(split):
                 raise CollectError(f"collect needs data.questions.{split} (collect.split is {split})")
@@ -250,20 +254,19 @@ class Collector:
                                    "them (rejection sampling)", "bad_data")
         if not qs:
             raise CollectError(f"no questions in split {split}", "bad_data")
-        return qs[: self.ccfg["limit"]] if self.ccfg["limit"] else qs
+        return qs[: self.ccfg.limit] if self.ccfg.limit else qs
 
     def teacher_settings(self) -> dict:
         from ..base.runlayout import STAGE_ORDER, final_dir
 
-        t = self.ccfg["teacher"]
-        if t["url"]:
-            return {"kind": "endpoint", "url": t["url"], "api": t["api"], "model": t["model"],
-                    "tokenizer": t["tokenizer"] or t["path"]}
-        path = t["path"]
+        t = self.ccfg.teacher
+        if t.url:
+            return {"kind": "endpoint", "url": t.url, "api": t.api, "model": t.model, "tokenizer": t.tokenizer or t.path}
+        path = t.path
         if not path:
             found = [final_dir(self.run_dir, s) for s in reversed(STAGE_ORDER)
                      if (final_dir(self.run_dir, s) / "config.json").is_file()]
-            path = str(found[0]) if found else self.config["model"]["path"]
+            path = str(found[0]) if found else self.config.model.path
         if not path:
             raise CollectError("collect needs a teacher: collect.teacher.path (a model directory) or "
                                "collect.teacher.url (an OpenAI-compatible endpoint), or a finished stage in this run")
@@ -288,12 +291,12 @@ class Collector:
 
     def settings(self, teacher: dict) -> dict:
         c = self.ccfg
-        return {"teacher": teacher, "split": c["split"], "limit": c["limit"], "modes": list(c["modes"]),
-                "samples": c["samples"], "dialect": self.config["dialect"], "reward": c["reward"],
-                "sampling": {"temperature": c["temperature"], "top_p": c["top_p"],
-                             "seed": self.config["seed"] if c["seed"] is None else c["seed"],
-                             "max_new_tokens": c["max_new_tokens"], "max_turns": c["max_turns"],
-                             "max_obs_tokens": c["max_obs_tokens"], "max_len": c["max_len"], "top_k": c["top_k"]}}
+        return {"teacher": teacher, "split": c.split, "limit": c.limit, "modes": list(c.modes),
+                "samples": c.samples, "dialect": self.config.dialect, "reward": c.reward.model_dump(),
+                "sampling": {"temperature": c.temperature, "top_p": c.top_p,
+                             "seed": self.config.seed if c.seed is None else c.seed,
+                             "max_new_tokens": c.max_new_tokens, "max_turns": c.max_turns,
+                             "max_obs_tokens": c.max_obs_tokens, "max_len": c.max_len, "top_k": c.top_k}}
 
     # ------------------------------------------------------------ run
     def run(self) -> int:
@@ -327,15 +330,15 @@ class Collector:
         (self.dir / "collect.json").unlink(missing_ok=True)
 
         done = read_collection(coll_path, repair=True)
-        work = [Work(q, m, k) for m in self.ccfg["modes"] for q in questions for k in range(self.ccfg["samples"])]
+        work = [Work(q, m, k) for m in self.ccfg.modes for q in questions for k in range(self.ccfg.samples)]
         todo = [x for x in work if x.key not in done]
         total = len(work)
         sampler_desc = sampler_factory["describe"]
-        w.emit("run_started", stage=COLLECT_DIR, config=self.config, total_steps=total,
+        w.emit("run_started", stage=COLLECT_DIR, config=config_dict(self.config), total_steps=total,
                device=sampler_desc["device"], world_size=1, pid=os.getpid(),
                resumed_from=len(done) if resume and done else None)
-        w.emit("log", level="info", message=f"collect: {len(questions)} questions × {len(self.ccfg['modes'])} "
-               f"mode(s) × K={self.ccfg['samples']} = {total} samples from {sampler_desc['name']}"
+        w.emit("log", level="info", message=f"collect: {len(questions)} questions × {len(self.ccfg.modes)} "
+               f"mode(s) × K={self.ccfg.samples} = {total} samples from {sampler_desc['name']}"
                + (f"; {total - len(todo)} already collected, {len(todo)} to go" if done else ""))
         self.start_env()
         failed = self.sample(todo, len(work) - len(todo), total, sampler_factory, coll_path, settings)
@@ -353,9 +356,9 @@ class Collector:
             self.env = EnvClient(self.args.env_url, self.args.env_token or "")
             self.env.health()
             return
-        self.env = EnvClient.start(corpus_path(self.config, self.run_dir), self.config["dialect"],
-                                   self.config["env"]["node"], self.config["env"]["cli"],
-                                   self.config["env"]["startup_timeout_s"])
+        self.env = EnvClient.start(corpus_path(self.config, self.run_dir), self.config.dialect,
+                                   self.config.env.node, self.config.env.cli,
+                                   self.config.env.startup_timeout_s)
         self.own_env = True
 
     def make_teacher(self, teacher: dict) -> dict:
@@ -366,10 +369,10 @@ class Collector:
         from ..rollout.loop import ModelSampler, RlTrajectory, run_turns
 
         c, config = self.ccfg, self.config
-        t = tags(config["dialect"])
-        seed = config["seed"] if c["seed"] is None else c["seed"]
-        limits = {"max_turns": c["max_turns"], "max_new_tokens": c["max_new_tokens"],
-                  "max_obs_tokens": c["max_obs_tokens"], "max_len": c["max_len"]}
+        t = tags(config.dialect)
+        seed = config.seed if c.seed is None else c.seed
+        limits = {"max_turns": c.max_turns, "max_new_tokens": c.max_new_tokens,
+                  "max_obs_tokens": c.max_obs_tokens, "max_len": c.max_len}
         counters = {"gen_tokens": 0.0}
 
         if teacher["kind"] == "model":
@@ -381,7 +384,7 @@ class Collector:
             # the teacher's vocabulary is used as it is: tags that are single tokens there (the embedded default's
             # stage directories) are read as ids, others as text (AgentIO.make)
             model, tok = load_model(teacher["path"], rt, None, trainable=False, special_tags=False,
-                                    weight_dtype=config["model"].get("dtype", "float32"))
+                                    weight_dtype=config.model.dtype)
             model.eval()
             gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
             extra = tuple(gen_eos) if isinstance(gen_eos, (list, tuple)) else ((gen_eos,) if gen_eos is not None else ())
@@ -390,9 +393,9 @@ class Collector:
 
             def rollout_batch(works: list[Work], batch_no: int) -> list[Any]:
                 generator.manual_seed(zlib.crc32(f"{seed}/collect/{works[0].key}".encode()))
-                sampler = ModelSampler(model, io, rt.device, rt.autocast_dtype, c["temperature"], generator)
+                sampler = ModelSampler(model, io, rt.device, rt.autocast_dtype, c.temperature, generator)
                 out: list[Any] = [None] * len(works)
-                for mode in c["modes"]:
+                for mode in c.modes:
                     idx = [i for i, x in enumerate(works) if x.mode == mode]
                     if not idx:
                         continue
@@ -416,7 +419,7 @@ class Collector:
 
         from ..rollout.teacher import Endpoint, EndpointSampler, TeacherError, api_key
 
-        tc = c["teacher"]
+        tc = c.teacher
         tok = None
         if teacher["tokenizer"]:
             from ..model.load import load_tokenizer
@@ -429,17 +432,17 @@ class Collector:
             raise TeacherError("collect.teacher.api \"completions\" renders the prompt here: give the teacher's "
                                "tokenizer (collect.teacher.tokenizer, a directory with its chat template), or use "
                                "api \"chat\"")
-        endpoint = Endpoint(teacher["url"], api_key=api_key(tc["api_key_env"]), timeout_s=tc["timeout_s"],
-                            max_retries=tc["max_retries"], backoff_s=tc["backoff_s"])
+        endpoint = Endpoint(teacher["url"], api_key=api_key(tc.api_key_env), timeout_s=tc.timeout_s,
+                            max_retries=tc.max_retries, backoff_s=tc.backoff_s)
         teacher["model"] = endpoint.probe(teacher["model"], teacher["api"])
         io = AgentIO(tok, t, False) if tok is None else AgentIO.make(tok, t)
         if io.special:
             io = AgentIO(tok, t, False)  # an endpoint returns text: tags are read as text whatever the tokenizer
-        sampler = EndpointSampler(endpoint, io, teacher["model"], teacher["api"], temperature=c["temperature"],
-                                  top_p=c["top_p"], concurrency=tc["concurrency"], seed=seed)
+        sampler = EndpointSampler(endpoint, io, teacher["model"], teacher["api"], temperature=c.temperature,
+                                  top_p=c.top_p, concurrency=tc.concurrency, seed=seed)
         q0 = self.first_question
-        msgs0 = chat_messages(config, q0, config["dialect"], c["modes"][0])
-        echo = sampler.probe_stops("" if tok is None else prompt_string(tok, config, q0, mode=c["modes"][0]), msgs0)
+        msgs0 = chat_messages(config, q0, config.dialect, c.modes[0])
+        echo = sampler.probe_stops("" if tok is None else prompt_string(tok, config, q0, mode=c.modes[0]), msgs0)
         teacher["stops_in_text"] = echo
         self.writer.emit("log", level="info", message="collect: the endpoint " + {
             True: "returns matched stop strings in its text", False: "drops matched stop strings from its text",
@@ -448,7 +451,7 @@ class Collector:
         def rollout_batch(works: list[Work], batch_no: int) -> list[Any]:
             out: list[Any] = [None] * len(works)
             before = endpoint.stats["completion_tokens"]
-            for mode in c["modes"]:
+            for mode in c.modes:
                 idx = [i for i, x in enumerate(works) if x.mode == mode]
                 if not idx:
                     continue
@@ -457,7 +460,7 @@ class Collector:
                     tr = RlTrajectory([])
                     q = works[i].q.question
                     if teacher["api"] == "chat":
-                        msgs = chat_messages(config, q, config["dialect"], mode)
+                        msgs = chat_messages(config, q, config.dialect, mode)
                         sampler.start(tr, "\n".join(m["content"] for m in msgs), msgs, works[i].key)
                     else:
                         sampler.start(tr, prompt_string(tok, config, q, mode=mode), None, works[i].key)
@@ -475,7 +478,7 @@ class Collector:
 
     def tool(self, queries: list[str]) -> list[str | None]:
         try:
-            return list(self.env.search(queries, top_k=self.ccfg["top_k"], dialect=self.config["dialect"])["observations"])
+            return list(self.env.search(queries, top_k=self.ccfg.top_k, dialect=self.config.dialect)["observations"])
         except Exception:  # noqa: BLE001 — a failed search is an empty observation, counted as a tool failure
             return [None] * len(queries)
 
@@ -484,7 +487,7 @@ class Collector:
         w, c = self.writer, self.ccfg
         started, done, failed, empty = time.time(), already, 0, 0
         meta_teacher = {k: v for k, v in settings["teacher"].items() if v is not None}
-        B = c["batch_size"]
+        B = c.batch_size
         for b in range(0, len(todo), B):
             if self.cancelled:
                 break
@@ -504,7 +507,7 @@ class Collector:
                     empty += 1
                     continue
                 rec: dict[str, Any] = {"id": x.key, "question": x.q.question, "golden_answers": _golden(x.q),
-                                       "response": response, "dialect": self.config["dialect"]}
+                                       "response": response, "dialect": self.config.dialect}
                 if tokens is not None:
                     rec["tokens"] = tokens
                 rec["meta"] = {"run": w.run, "stage": COLLECT_DIR, "step": done + len(records) + 1, "sample": x.k,
@@ -515,7 +518,7 @@ class Collector:
                 owners.append(tr)
             if records:
                 grade = [{k: r[k] for k in ("id", "question", "golden_answers", "response", "dialect")} for r in records]
-                breakdowns = self.env.grade(grade, scheme=c["reward"]["scheme"], params=dict(c["reward"]["params"]))
+                breakdowns = self.env.grade(grade, scheme=c.reward.scheme, params=dict(c.reward.params))
                 for r, bd in zip(records, breakdowns):
                     r["reward"] = bd
                 append_records(coll_path, records)
@@ -559,7 +562,7 @@ class Collector:
         w = self.writer
         by_id = read_collection(coll_path, repair=False)
         records = [by_id[x.key] for x in work if x.key in by_id]  # collection order, whatever the resume history
-        kept, dropped, reasons = select(records, self.ccfg["select"])
+        kept, dropped, reasons = select(records, self.ccfg.select)
         sel_path = self.dir / "selected.coa.jsonl"
         write_atomic(sel_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
         pairs: dict = {}
@@ -570,7 +573,7 @@ class Collector:
             node, cli = find_cli(self.config)
             rep = self.dir / "pairs.report.json"
             res = subprocess.run([node, str(cli), "data", "prepare", "pairs", str(coll_path), "--out", str(pairs_path),
-                                  "--per-question", str(self.ccfg["pairs_per_question"]), "--report", str(rep)],
+                                  "--per-question", str(self.ccfg.pairs_per_question), "--report", str(rep)],
                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
             if res.returncode == 0:
                 pairs = json.loads(rep.read_text(encoding="utf-8"))
@@ -579,8 +582,8 @@ class Collector:
             else:  # the report is written first: a collection is never lost to its pairs
                 pair_error = next((ln for ln in res.stderr.splitlines() if ": error: " in ln), res.stderr[-300:])
                 pairs = {"pairs": 0, "error": pair_error.split(": error: ")[-1][:300]}
-        ratio = float(self.config["stages"]["sft2"]["coa_cot_ratio"])
-        report = build_report(records, kept, dropped, reasons, list(self.ccfg["modes"]), failed, teacher_stats, pairs,
+        ratio = float(self.config.stages.sft2.coa_cot_ratio)
+        report = build_report(records, kept, dropped, reasons, list(self.ccfg.modes), failed, teacher_stats, pairs,
                               ratio, self.empty_responses)
         write_atomic(self.dir / "report.json", json.dumps(report, indent=2) + "\n")
         md = report_markdown(report, settings)
@@ -592,7 +595,7 @@ class Collector:
                                                             "selected": str(sel_path),
                                                             "pairs": str(pairs_path) if pairs_path.is_file() else None,
                                                             "failed_samples": failed}, indent=2) + "\n")
-        w.emit("eval", stage=COLLECT_DIR, step=len(records), split=self.ccfg["split"],
+        w.emit("eval", stage=COLLECT_DIR, step=len(records), split=self.ccfg.split,
                metrics={"collected": float(len(records)), "kept": float(len(kept)), "failed": float(failed),
                         "kept_rate": len(kept) / len(records) if records else None,
                         "pairs": float(pairs.get("pairs", 0)),
@@ -616,12 +619,8 @@ def _golden(q: Any) -> list[str]:
 
 
 def collect_command(args: Any) -> int:
-    from ..base.config import ConfigError, load_config
-    from ..env.client import EnvError
+    from ..base.config import load_config
     from ..base.events import EventWriter
-    from ..model.load import ModelDirError
-    from ..rollout.teacher import TeacherError
-    from ..data.userdata import DataError
 
     run_dir = Path(args.run_dir)
     try:
@@ -635,36 +634,18 @@ def collect_command(args: Any) -> int:
         config = load_config(args.config)
         for key in ("limit", "samples"):
             if getattr(args, key, None):
-                config["collect"][key] = getattr(args, key)
+                setattr(config.collect, key, getattr(args, key))
         if getattr(args, "teacher", None):
-            t = config["collect"]["teacher"]
+            t = config.collect.teacher
             if args.teacher.startswith(("http://", "https://")):
-                t["url"] = args.teacher
+                t.url = args.teacher
             else:
-                t["path"], t["url"] = str(Path(args.teacher).resolve()), None
+                t.path, t.url = str(Path(args.teacher).resolve()), None
         collector = Collector(config, args, run_dir, writer)
         signal.signal(signal.SIGTERM, collector.on_signal)
         return collector.run()
-    except ConfigError as e:
-        writer.emit("error", message=str(e), code="bad_config", stage=COLLECT_DIR)
-        return 2
-    except (DataError, ModelDirError) as e:
-        writer.emit("error", message=str(e), code="bad_data" if isinstance(e, DataError) else "missing_model",
-                    stage=COLLECT_DIR)
-        return 2
-    except TeacherError as e:
-        writer.emit("error", message=str(e), code="bad_teacher", stage=COLLECT_DIR)
-        return 2
-    except CollectError as e:
-        writer.emit("error", message=str(e), code=e.code, stage=COLLECT_DIR)
-        return 2
-    except EnvError as e:
-        writer.emit("error", message=f"environment server: {e}", code="env_unreachable", stage=COLLECT_DIR)
-        return 3
-    except Exception as e:  # noqa: BLE001 — one error event, never a bare traceback
-        writer.emit("error", message=f"{type(e).__name__}: {e}", code="internal", stage=COLLECT_DIR,
-                    detail=traceback.format_exc())
-        return 1
+    except Exception as e:  # noqa: BLE001 — one error event and the code's exit status, never a bare traceback
+        return report_failure(writer, COLLECT_DIR, e)
     finally:
         signal.signal(signal.SIGTERM, old)
         if collector is not None:

@@ -29,9 +29,12 @@ from ..data.prompts import prompt_ids
 from ..rollout.loop import RlTrajectory, retok_drift, retok_mismatch, rollout, token_offsets
 from ..base.errors import StageError
 from ..base.runlayout import corpus_path, stage_dir
+from ..contracts.run_config import RlStage, RunConfig
 from ..data.userdata import golden
+from .setup import StageRun
 
-def _connect_env(args: Any, config: dict, run_dir: Path, di: Any) -> tuple[Any, bool]:
+
+def _connect_env(args: Any, config: RunConfig, run_dir: Path, di: Any) -> tuple[Any, bool]:
     """(client, whether we started it). Rank 0 starts the server; the other ranks get its url and token."""
     from ..env.client import EnvClient
 
@@ -39,8 +42,8 @@ def _connect_env(args: Any, config: dict, run_dir: Path, di: Any) -> tuple[Any, 
         return EnvClient(args.env_url, args.env_token or ""), False
     env, addr = None, [None, None]
     if di.rank == 0:
-        env = EnvClient.start(corpus_path(config, run_dir), config["dialect"], config["env"]["node"], config["env"]["cli"],
-                              config["env"]["startup_timeout_s"])
+        env = EnvClient.start(corpus_path(config, run_dir), config.dialect, config.env.node, config.env.cli,
+                              config.env.startup_timeout_s)
         addr = [env.url, env.token]
     if di.active:
         import torch.distributed as dist
@@ -88,7 +91,7 @@ def mini_batch_slices(n_samples: int, group_size: int, mini_batches: int) -> lis
 
 
 def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: list[Sample], group_size: int,
-                   scfg: dict, pad_id: int, device: torch.device, dtype: torch.dtype | None, di: Any
+                   scfg: RlStage, pad_id: int, device: torch.device, dtype: torch.dtype | None, di: Any
                    ) -> tuple[dict[str, float], float]:
     """PPO-style reuse of one rollout batch: `ppo_epochs` passes, each split into `mini_batches` optimiser updates.
     The old log-probs are the sampler's (in `samples`), fixed for the whole step, so the ratio departs from 1 from
@@ -97,22 +100,22 @@ def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: l
     caller's all-reduce) and the mean pre-clip gradient norm."""
     from ..algos.microbatch import accumulate, clip_grad_norm
 
-    slices = mini_batch_slices(len(samples), group_size, scfg["mini_batches"])
+    slices = mini_batch_slices(len(samples), group_size, scfg.mini_batches)
     totals: dict[str, float] = {"count": 0.0, "loss_sum": 0.0}
     norms: list[float] = []
 
     def loss_fn(m: Any, part: list[Sample]) -> Any:
-        return grpo_loss_parts(m, ref, part, pad_id, device, dtype, scfg["clip_eps"], scfg["kl_coef"],
-                               scfg["temperature"], scfg["packing"])
+        return grpo_loss_parts(m, ref, part, pad_id, device, dtype, scfg.clip_eps, scfg.kl_coef,
+                               scfg.temperature, scfg.packing)
 
-    for _ in range(scfg["ppo_epochs"]):
+    for _ in range(scfg.ppo_epochs):
         for sl in slices:
             part = samples[sl]
             opt.zero_grad(set_to_none=True)
             # micro-batches by token budget, each loss ÷ the mini-batch's global token count (algos/microbatch.py)
             acc = accumulate(model, part, grpo_lengths(part), grpo_count(part), loss_fn,
-                             scfg["micro_batch_tokens"], scfg["packing"], di)
-            norms.append(clip_grad_norm(params, scfg["grad_clip"]))
+                             scfg.micro_batch_tokens, scfg.packing, di)
+            norms.append(clip_grad_norm(params, scfg.grad_clip))
             opt.step()
             totals["count"] += acc.count
             totals["loss_sum"] += acc.loss_sum
@@ -121,199 +124,191 @@ def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: l
     return totals, sum(norms) / len(norms)
 
 
-def run_rl_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -> int:
-    from ..evaluation.agent import agent_eval
-    from ..model.load import load_for_config
-    from ..stages.setup import setup_stage
-
-    stage = args.stage
-    scfg = config["stages"][stage]
-    scheme, rparams = scfg["reward"]["scheme"], dict(scfg["reward"]["params"])
-    P, G = scfg["prompts_per_step"], scfg["group_size"]
+def check_rl_config(scfg: RlStage, stage: str, di: Any) -> None:
+    """What must hold before any model is loaded: every rank takes whole groups."""
+    P = scfg.prompts_per_step
     if P % di.world_size:
         raise StageError(f"stages.{stage}.prompts_per_step {P} is not divisible by the {di.world_size} processes "
                          "(each process takes whole groups)", "bad_config")
-    if scfg["mini_batches"] > P // di.world_size:
-        raise StageError(f"stages.{stage}.mini_batches {scfg['mini_batches']} is more than the "
+    if scfg.mini_batches > P // di.world_size:
+        raise StageError(f"stages.{stage}.mini_batches {scfg.mini_batches} is more than the "
                          f"{P // di.world_size} groups each of the {di.world_size} processes gets per step "
                          "(mini-batches are whole groups)", "bad_config")
-    run = setup_stage(config, args, run_dir, writer, di)
-    label, total, rt, tok, t, io = run.label, run.total, run.rt, run.tok, run.t, run.io
-    model, opt, sched, params, policy = run.model, run.opt, run.sched, run.params, run.policy
-    dialect = config["dialect"]
-    ref = None
-    if scfg["kl_coef"] > 0:
-        ref, _ = load_for_config(run.init, rt, config, trainable=False, lora=False)
-        ref.requires_grad_(False)
-    source = run.source
-    train_qs = source.split(scfg["question_split"])
-    if not train_qs:  # the sampler would stop later with "empty training set": say which setting to change
-        hint = "set benchmark.rl_fraction above 0" if scfg["question_split"] == "rl" else "check the data section"
-        raise StageError(f"stages.{stage}.question_split is {scfg['question_split']!r} but that split has no "
-                         f"questions ({hint})", "bad_config")
-    has_dev = bool(source.split("dev"))
-    max_len = resolve_max_len(scfg["max_len"], None, model_context(policy))
-    every = -(-len(train_qs) // 2000)  # a large question set is measured on an even sample of 2,000 prompts
-    measured = train_qs[::every]
-    room = rollout_report(f"{label} questions" + (f" (every {every}th of {len(train_qs)})" if every > 1 else ""),
-                          [len(prompt_ids(tok, config, q.question)) for q in measured], max_len,
-                          scfg["max_len"] is None, scfg["max_new_tokens"])
-    room.require_tokens(label)  # no question leaves room to generate: stop now, not after empty rollouts
 
-    def epoch(e: int) -> list[Any]:
-        qs = list(train_qs)
-        random.Random(f"{config['seed']}/{stage}/{e}").shuffle(qs)
-        return qs
 
-    stream = Stream(epoch)
-    env, own_env = _connect_env(args, config, run_dir, di)
-    grade_run = _grade_run_id(writer.run, label)
-    monitor = AlertMonitor(dict(scfg["alerts"]), env)  # rules in src/core/alerts.ts, via the server
-    sdir = stage_dir(run_dir, label)
-    step, resumed_from = 0, None
-    try:
-        if (state := run.latest_state()) is not None:
-            step = resumed_from = state["step"]
-            extra = state.get("extra", {})
-            monitor.load_state_dict(extra.get("alerts", {}))
-            rollouts = sdir / "rollouts.coa.jsonl"
-            if di.rank == 0 and extra.get("rollouts_offset") is not None and rollouts.is_file():
-                # the rollouts of the steps about to be redone were written after the checkpoint: exactly once
-                with open(rollouts, "r+b") as f:
-                    f.truncate(min(extra["rollouts_offset"], os.fstat(f.fileno()).st_size))
-            if di.rank == 0 and extra.get("otc_state") is not None:
-                env.import_otc_state(grade_run, extra["otc_state"])
-        elif di.rank == 0 and scheme == "otc-grpo":  # a fresh stage starts with no running minimum
-            env.import_otc_state(grade_run, {"version": 1, "min_tool_calls": {}})
-        di.barrier()
-        sim_steps = round(scfg["simulated_fraction"] * total)
-        run.started(resumed_from, f"GRPO, {P} questions × G={G} per step, reward {scheme}, {sim_steps} of {total} "
-                    f"steps with simulated observations, max_len {max_len}")
-        if (note := room.line()) is not None:
-            writer.emit("log", level="warning", message=f"{label}: {note}")
+class GrpoSteps:
+    """RL-1 / RL-2 for the one loop (stages/loop.py): a step samples G rollouts for each of its questions (its own
+    observations for the first `simulated_fraction` of the steps, then the environment server's search), has the
+    server grade them, and makes the GRPO updates; the OTC-GRPO minimum and the alert baselines ride in checkpoints."""
 
-        def tool(queries: list[str]) -> list[str | None]:
-            try:
-                return list(env.search(queries, top_k=scfg["top_k"], dialect=dialect)["observations"])
-            except Exception:  # noqa: BLE001 — a failed call is an empty observation, counted as a tool failure
-                return [None] * len(queries)
+    def __init__(self, run: StageRun):
+        from ..evaluation.agent import agent_eval
+        from ..model.load import load_for_config
 
-        started = time.time()
-        saved_at = resumed_from  # step of the newest checkpoint on disk
+        self.run, self.agent_eval = run, agent_eval
+        config, scfg, label = run.config, run.scfg, run.label
+        assert isinstance(scfg, RlStage)
+        self.scfg, self.config, self.label = scfg, config, label
+        self.scheme, self.rparams = scfg.reward.scheme, dict(scfg.reward.params)
+        self.ref = None
+        if scfg.kl_coef > 0:
+            self.ref, _ = load_for_config(run.init, run.rt, config, trainable=False, lora=False)
+            self.ref.requires_grad_(False)
+        self.source = run.source
+        train_qs = self.source.split(scfg.question_split)
+        if not train_qs:  # the sampler would stop later with "empty training set": say which setting to change
+            hint = "set benchmark.rl_fraction above 0" if scfg.question_split == "rl" else "check the data section"
+            raise StageError(f"stages.{run.stage}.question_split is {scfg.question_split!r} but that split has no "
+                             f"questions ({hint})", "bad_config")
+        self.has_dev = bool(self.source.split("dev"))
+        self.max_len = resolve_max_len(scfg.max_len, None, model_context(run.policy))
+        every = -(-len(train_qs) // 2000)  # a large question set is measured on an even sample of 2,000 prompts
+        measured = train_qs[::every]
+        self.room = rollout_report(f"{label} questions" + (f" (every {every}th of {len(train_qs)})" if every > 1 else ""),
+                                   [len(prompt_ids(run.tok, config, q.question)) for q in measured], self.max_len,
+                                   scfg.max_len is None, scfg.max_new_tokens)
+        self.room.require_tokens(label)  # no question leaves room to generate: stop now, not after empty rollouts
+
+        def epoch(e: int) -> list[Any]:
+            qs = list(train_qs)
+            random.Random(f"{config.seed}/{run.stage}/{e}").shuffle(qs)
+            return qs
+
+        self.stream = Stream(epoch)
+        self.env, self.own_env = _connect_env(run.args, config, run.run_dir, run.di)
+        self.grade_run = _grade_run_id(run.writer.run, label)
+        self.monitor = AlertMonitor(scfg.alerts.model_dump(), self.env)  # rules in src/core/alerts.ts, via the server
+        self.sdir = stage_dir(run.run_dir, label)
+        self.sim_steps = round(scfg.simulated_fraction * run.total)
+        self.gen = torch.Generator(device=run.rt.device)
+        self.cursor = 0
+        self.last: list[tuple] = []  # the last step's (question, trajectory, advantage, breakdown, meta), for samples
+
+    def describe(self) -> str:
+        s = self.scfg
+        return (f"GRPO, {s.prompts_per_step} questions × G={s.group_size} per step, reward {self.scheme}, "
+                f"{self.sim_steps} of {self.run.total} steps with simulated observations, max_len {self.max_len}")
+
+    def notes(self) -> list[str]:
+        return [line] if (line := self.room.line()) is not None else []
+
+    def resume(self, extra: dict) -> None:
+        self.monitor.load_state_dict(extra.get("alerts", {}))
+        if self.run.di.rank != 0:
+            return
+        rollouts = self.sdir / "rollouts.coa.jsonl"
+        if extra.get("rollouts_offset") is not None and rollouts.is_file():
+            # the rollouts of the steps about to be redone were written after the checkpoint: exactly once
+            with open(rollouts, "r+b") as f:
+                f.truncate(min(extra["rollouts_offset"], os.fstat(f.fileno()).st_size))
+        if extra.get("otc_state") is not None:
+            self.env.import_otc_state(self.grade_run, extra["otc_state"])
+
+    def fresh(self) -> None:
+        if self.run.di.rank == 0 and self.scheme == "otc-grpo":  # a fresh stage starts with no running minimum
+            self.env.import_otc_state(self.grade_run, {"version": 1, "min_tool_calls": {}})
+
+    def tool(self, queries: list[str]) -> list[str | None]:
+        try:
+            return list(self.env.search(queries, top_k=self.scfg.top_k, dialect=self.config.dialect)["observations"])
+        except Exception:  # noqa: BLE001 — a failed call is an empty observation, counted as a tool failure
+            return [None] * len(queries)
+
+    def step(self, step: int) -> dict[str, float | None]:
+        run, scfg, config, di, tok = self.run, self.scfg, self.config, self.run.di, self.run.tok
+        P, G = scfg.prompts_per_step, scfg.group_size
+        t0 = time.time()
+        # seeded per (step, rank): a resumed run samples exactly what the uninterrupted one would have
+        self.gen.manual_seed(zlib.crc32(f"{config.seed}/{run.stage}/{step}/{di.rank}".encode()))
         P_local = P // di.world_size
-        gen = torch.Generator(device=rt.device)
-        while step < total and not run.cancelled:
-            t0 = time.time()
-            # seeded per (step, rank): a resumed run samples exactly what the uninterrupted one would have
-            gen.manual_seed(zlib.crc32(f"{config['seed']}/{stage}/{step}/{di.rank}".encode()))
-            qs = stream.take(step * P + di.rank * P_local, P_local)
-            simulated = step < sim_steps
-            prompts = [prompt_ids(tok, config, q.question) for q in qs for _ in range(G)]
-            timings: dict[str, float] = {"generate": 0.0, "tools": 0.0}
-            with run.gathered():  # FSDP2: full (bf16) parameters for the rollout, freed again before training
-                trajs = rollout(policy, tok, prompts, t, None if simulated else tool, max_turns=scfg["max_turns"],
-                                max_new_tokens=scfg["max_new_tokens"], max_obs_tokens=scfg["max_obs_tokens"],
-                                max_len=max_len, device=rt.device, dtype=rt.autocast_dtype,
-                                temperature=scfg["temperature"], generator=gen, timings=timings, io=io)
-            release_cached_memory(rt.device)  # the rollout's KV caches, before the training forward
-            owners = [q for q in qs for _ in range(G)]
-            meta = [{"run": writer.run, "stage": label, "step": step + 1, "sample": i, "group": i // G}
-                    for i in range(len(trajs))]
-            # graded by the server (rewards and format rules live in TypeScript only); OTC-GRPO keys on the question
-            to_grade = [{"id": f"{q.id}-{m['sample']}", "question": q.question, "golden_answers": golden(q),
-                         "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": dialect}
-                        for q, tr, m in zip(owners, trajs, meta)]
-            tg = time.time()
-            breakdowns = env.grade(to_grade, scheme=scheme, params=rparams, run=grade_run)
-            timings["tools"] += time.time() - tg
-            adv = group_advantages([float(b["total"]) for b in breakdowns], G, scfg["std_normalize"])
-            samples = [Sample(tr.prompt_ids, tr.ids, tr.loss_mask, tr.logprobs, a) for tr, a in zip(trajs, adv)]
+        qs = self.stream.take(step * P + di.rank * P_local, P_local)
+        simulated = step < self.sim_steps
+        prompts = [prompt_ids(tok, config, q.question) for q in qs for _ in range(G)]
+        timings: dict[str, float] = {"generate": 0.0, "tools": 0.0}
+        with run.gathered():  # FSDP2: full (bf16) parameters for the rollout, freed again before training
+            trajs = rollout(run.policy, tok, prompts, run.t, None if simulated else self.tool, max_turns=scfg.max_turns,
+                            max_new_tokens=scfg.max_new_tokens, max_obs_tokens=scfg.max_obs_tokens,
+                            max_len=self.max_len, device=run.rt.device, dtype=run.rt.autocast_dtype,
+                            temperature=scfg.temperature, generator=self.gen, timings=timings, io=run.io)
+        release_cached_memory(run.rt.device)  # the rollout's KV caches, before the training forward
+        owners = [q for q in qs for _ in range(G)]
+        meta = [{"run": run.writer.run, "stage": self.label, "step": step + 1, "sample": i, "group": i // G}
+                for i in range(len(trajs))]
+        # graded by the server (rewards and format rules live in TypeScript only); OTC-GRPO keys on the question
+        to_grade = [{"id": f"{q.id}-{m['sample']}", "question": q.question, "golden_answers": golden(q),
+                     "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": config.dialect}
+                    for q, tr, m in zip(owners, trajs, meta)]
+        tg = time.time()
+        breakdowns = self.env.grade(to_grade, scheme=self.scheme, params=self.rparams, run=self.grade_run)
+        timings["tools"] += time.time() - tg
+        adv = group_advantages([float(b["total"]) for b in breakdowns], G, scfg.std_normalize)
+        samples = [Sample(tr.prompt_ids, tr.ids, tr.loss_mask, tr.logprobs, a) for tr, a in zip(trajs, adv)]
 
-            tt = time.time()
-            extras, grad_norm = policy_updates(model, ref, opt, params, samples, G, scfg, tok.pad_token_id,
-                                               rt.device, rt.autocast_dtype, di)
-            sched.step()  # the schedule counts RL steps, not optimiser updates
-            step += 1
-            train_s = time.time() - tt
-            retok = [retok_mismatch(tr) for tr in trajs]
-            drift = [retok_drift(tok, tr.ids) for tr in trajs]
-            sums = step_sums(trajs, breakdowns, G, io, retok, drift)
-            sums.update(extras)
-            sums.update({"generate_s": timings["generate"], "tools_s": timings["tools"], "train_s": train_s})
-            s = di.all_reduce_dict(sums)
-            ws = di.world_size
-            values = {
-                **step_values(s), "loss": s["loss_sum"] / max(s["count"], 1.0), "kl": s["kl_sum"] / max(s["count"], 1.0),
-                "entropy": s["entropy_sum"] / max(s["count"], 1.0), "clip_frac": s["clip_sum"] / max(s["count"], 1.0),
-                "ratio_mean": s["ratio_sum"] / max(s["count"], 1.0), "grad_norm": grad_norm,
-                "lr": sched.get_last_lr()[0], "simulated": float(simulated),
-                "gen_tokens_per_s": s["gen_tokens"] / max(s["generate_s"] / ws, 1e-9),
-                "train_tokens_per_s": s["train_tokens"] / max(s["train_s"] / ws, 1e-9),
-                "generate_s": s["generate_s"] / ws, "tools_s": s["tools_s"] / ws, "train_s": s["train_s"] / ws,
-                "step_s": time.time() - t0,
-            }
-            if has_dev and scfg["heldout_every"] and step % scfg["heldout_every"] == 0:
-                with run.gathered():
-                    if di.rank == 0:
-                        hcfg = {**config, "eval": {**config["eval"], "limit": scfg["heldout_limit"]}}
-                        hm, _ = agent_eval(policy, tok, source, hcfg, "dev", rt, env, run=writer.run, stage=label,
-                                           io=io)
-                        values["heldout_em"] = hm["em"]
-                        monitor.observe_heldout(float(hm["em"] or 0.0))
-            if step % scfg["log_every"] == 0 or step == total:
-                writer.emit("metrics", stage=label, step=step, values=values)
-                elapsed = time.time() - started
-                done = step - (resumed_from or 0)
-                writer.emit("progress", stage=label, step=step, total=total, elapsed_s=elapsed,
-                            eta_s=elapsed / done * (total - step) if done else None)
-            for a in monitor.update(step, values):
-                writer.emit("alert", stage=label, step=step, kind=a.kind, severity=a.severity, message=a.message)
-            if not all(map(lambda v: v is None or v == v, values.values())):
-                writer.emit("alert", stage=label, step=step, kind="nan_loss", severity="error",
-                            message=f"a metric is NaN at step {step}")
-            if di.rank == 0 and scfg["sample_every"] and step % scfg["sample_every"] == 0:
-                full = [_record(tok, q, tr, a, b, m, dialect)
-                        for q, tr, a, b, m in zip(owners, trajs, adv, breakdowns, meta)]
-                sdir.mkdir(parents=True, exist_ok=True)
-                with open(sdir / "rollouts.coa.jsonl", "a", encoding="utf-8") as f:
-                    for r in full:
-                        f.write(json.dumps(r, ensure_ascii=False) + "\n")
-                writer.emit("sample", stage=label, step=step, record=full[0])
-            if scfg["checkpoint_every"] and step % scfg["checkpoint_every"] == 0 and step < total:
-                saved_at = step
-                _checkpoint(run, step, env, grade_run, scheme, monitor)
+        tt = time.time()
+        extras, grad_norm = policy_updates(run.model, self.ref, run.opt, run.params, samples, G, scfg,
+                                           tok.pad_token_id, run.rt.device, run.rt.autocast_dtype, di)
+        run.sched.step()  # the schedule counts RL steps, not optimiser updates
+        done = step + 1
+        self.cursor = done
+        train_s = time.time() - tt
+        retok = [retok_mismatch(tr) for tr in trajs]
+        drift = [retok_drift(tok, tr.ids) for tr in trajs]
+        sums = step_sums(trajs, breakdowns, G, run.io, retok, drift)
+        sums.update(extras)
+        sums.update({"generate_s": timings["generate"], "tools_s": timings["tools"], "train_s": train_s})
+        s = di.all_reduce_dict(sums)
+        ws = di.world_size
+        values = {
+            **step_values(s), "loss": s["loss_sum"] / max(s["count"], 1.0), "kl": s["kl_sum"] / max(s["count"], 1.0),
+            "entropy": s["entropy_sum"] / max(s["count"], 1.0), "clip_frac": s["clip_sum"] / max(s["count"], 1.0),
+            "ratio_mean": s["ratio_sum"] / max(s["count"], 1.0), "grad_norm": grad_norm,
+            "lr": run.sched.get_last_lr()[0], "simulated": float(simulated),
+            "gen_tokens_per_s": s["gen_tokens"] / max(s["generate_s"] / ws, 1e-9),
+            "train_tokens_per_s": s["train_tokens"] / max(s["train_s"] / ws, 1e-9),
+            "generate_s": s["generate_s"] / ws, "tools_s": s["tools_s"] / ws, "train_s": s["train_s"] / ws,
+            "step_s": time.time() - t0,
+        }
+        if self.has_dev and scfg.heldout_every and done % scfg.heldout_every == 0:
+            with run.gathered():
+                if di.rank == 0:
+                    hcfg = config.model_copy(update={"eval": config.eval.model_copy(update={"limit": scfg.heldout_limit})})
+                    hm, _ = self.agent_eval(run.policy, tok, self.source, hcfg, "dev", run.rt, self.env,
+                                            run=run.writer.run, stage=self.label, io=run.io)
+                    values["heldout_em"] = hm["em"]
+                    self.monitor.observe_heldout(float(hm["em"] or 0.0))
+        self.last = list(zip(owners, trajs, adv, breakdowns, meta))
+        return values
 
-        if run.cancelled:
-            if saved_at != step:  # a cancel right after a periodic checkpoint need not save the same step again
-                _checkpoint(run, step, env, grade_run, scheme, monitor, prune=False)
-            writer.emit("stage_finished", stage=label, step=step, status="cancelled", checkpoint=None)
-            return 130
-        out = run.save_final(step)
-        with run.gathered():
-            if di.rank == 0 and has_dev:
-                policy.eval()
-                metrics, _ = agent_eval(policy, tok, source, config, "dev", rt, env, run=writer.run, stage=label,
-                                        io=io)
-                writer.emit("eval", stage=label, step=step, split="dev", metrics=metrics)
-        di.barrier()
-        writer.emit("stage_finished", stage=label, step=step, status="ok", checkpoint=str(out))
-        return 0
-    finally:
-        if own_env:
-            env.stop()
+    def alerts(self, step: int, values: dict) -> list[Any]:
+        return self.monitor.update(step, values)
 
+    def sample(self, step: int) -> None:
+        tok, dialect = self.run.tok, self.config.dialect
+        full = [_record(tok, q, tr, a, b, m, dialect) for q, tr, a, b, m in self.last]
+        self.sdir.mkdir(parents=True, exist_ok=True)
+        with open(self.sdir / "rollouts.coa.jsonl", "a", encoding="utf-8") as f:
+            for r in full:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        self.run.writer.emit("sample", stage=self.label, step=step, record=full[0])
 
-def _checkpoint(run: Any, step: int, env: Any, grade_run: str, scheme: str, monitor: AlertMonitor,
-                prune: bool = True) -> None:
-    """Every rank: the RL state (OTC running minima from the env server, alert baselines) rides in `extra`."""
-    extra = None
-    if run.di.rank == 0:
-        rollouts = run.ckpt_dir.parent / "rollouts.coa.jsonl"
-        extra = {"otc_state": env.export_otc_state(grade_run) if scheme == "otc-grpo" else None,
-                 "alerts": monitor.state_dict(),
-                 "rollouts_offset": rollouts.stat().st_size if rollouts.is_file() else 0}
-    if (path := run.save_checkpoint(step, step, extra, prune)) is not None:
-        run.writer.emit("checkpoint", stage=run.label, step=step, path=str(path))
+    def checkpoint_extra(self) -> dict:
+        """The OTC running minima from the env server, the alert baselines, and where the rollouts file stood."""
+        rollouts = self.sdir / "rollouts.coa.jsonl"
+        return {"otc_state": self.env.export_otc_state(self.grade_run) if self.scheme == "otc-grpo" else None,
+                "alerts": self.monitor.state_dict(),
+                "rollouts_offset": rollouts.stat().st_size if rollouts.is_file() else 0}
+
+    def evaluate(self) -> dict[str, dict]:
+        if not self.has_dev:
+            return {}
+        run = self.run
+        metrics, _ = self.agent_eval(run.policy, run.tok, self.source, self.config, "dev", run.rt, self.env,
+                                     run=run.writer.run, stage=self.label, io=run.io)
+        return {"dev": metrics}
+
+    def close(self) -> None:
+        if self.own_env:
+            self.env.stop()
 
 
 def release_cached_memory(device: torch.device) -> None:

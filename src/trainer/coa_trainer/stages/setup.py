@@ -12,21 +12,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..base.config import StageConfig, config_dict, stage_config
 from ..base.errors import StageError
+from ..contracts.schemas import stage_info
 from ..base.runlayout import STAGE_ORDER, data_dir, final_dir, stage_dir
 from ..model.optim import lr_lambda
+from ..contracts.run_config import RunConfig
 
 
 @dataclass
 class StageRun:
-    config: dict
+    config: RunConfig
     args: Any
     run_dir: Path
     writer: Any
     di: Any
     stage: str  # the stage kind (sft2, rl2 …)
     label: str  # the name events and directories carry (rl2-otc)
-    scfg: dict
+    scfg: StageConfig
     total: int
     rt: Any
     bench: Any  # the embedded Benchmark, or None with the user's data
@@ -110,7 +113,7 @@ class StageRun:
     def started(self, resumed_from: int | None, describe: str) -> None:
         from ..model.load import count_parameters
 
-        self.writer.emit("run_started", stage=self.label, config=self.config, total_steps=self.total,
+        self.writer.emit("run_started", stage=self.label, config=config_dict(self.config), total_steps=self.total,
                          device=str(self.rt.device), world_size=self.di.world_size, pid=os.getpid(),
                          resumed_from=resumed_from)
         mode = "tags as special tokens" if self.io.special else "tags as text"
@@ -142,8 +145,9 @@ class StageRun:
 
         from ..model.load import Runtime, load_for_config
 
-        cpu = {**self.config, "distributed": {"strategy": "ddp"}, "model": {**self.config["model"],
-               "gradient_checkpointing": False, "attn_implementation": "sdpa"}}
+        cpu = self.config.model_copy(update={
+            "distributed": self.config.distributed.model_copy(update={"strategy": "ddp"}),
+            "model": self.config.model.model_copy(update={"gradient_checkpointing": False, "attn_implementation": "sdpa"})})
         plain, _ = load_for_config(self.init, Runtime(torch.device("cpu"), None), cpu, trainable=False)
         inner = {k.removeprefix("lm."): v for k, v in state.items()}
         missing = plain.load_state_dict(inner, strict=False)
@@ -152,33 +156,34 @@ class StageRun:
         return plain
 
 
-def _warm_data(data: Any, stage: str, scfg: dict) -> None:
+def _warm_data(data: Any, stage: str, scfg: StageConfig) -> None:
     """Run the core's importers for what this stage reads, before any training (bad data fails here)."""
-    if stage == "sft1":
+    info = stage_info(stage)
+    if info.loss == "pairwise":
         data.pairs()
-    elif stage in ("sft2", "sft3"):
+    elif info.kind == "sft":
         data.sft_records()
-    elif stage in ("rl1", "rl2"):
-        if not data.has_questions(scfg["question_split"]):
-            raise StageError(f"{stage} needs data.questions.{scfg['question_split']}", "bad_config")
-        data.split(scfg["question_split"])
+    elif info.kind == "rl":
+        if not data.has_questions(scfg.question_split):
+            raise StageError(f"{stage} needs data.questions.{scfg.question_split}", "bad_config")
+        data.split(scfg.question_split)
         if data.has_questions("dev"):
             data.split("dev")
         data.check_corpus()
 
 
-def _wrap(scorer: Any, config: dict, di: Any) -> Any:
+def _wrap(scorer: Any, config: RunConfig, di: Any) -> Any:
     """DDP, FSDP2 (distributed.strategy) or nothing (one process) around the trainer's TokenScorer."""
-    if di.active and config["distributed"]["strategy"] == "fsdp":
+    if di.active and config.distributed.strategy == "fsdp":
         import torch
 
         from ..model.fsdp import shard
 
-        return shard(scorer, torch.bfloat16 if config["model"]["dtype"] == "bfloat16" else None)
+        return shard(scorer, torch.bfloat16 if config.model.dtype == "bfloat16" else None)
     return di.wrap(scorer)
 
 
-def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) -> StageRun:
+def setup_stage(config: RunConfig, args: Any, run_dir: Path, writer: Any, di: Any) -> StageRun:
     import torch
 
     from ..rollout.agentio import AgentIO
@@ -190,21 +195,22 @@ def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) ->
     from ..data.userdata import UserData
 
     stage = args.stage
+    info = stage_info(stage)
     label = getattr(args, "label", None) or stage
-    scfg = config["stages"][stage]
-    total = args.max_steps or scfg["steps"]
-    own_data = config.get("data") is not None
-    if not own_data and config["dialect"] != "coa":
+    scfg = stage_config(config, stage)
+    total = args.max_steps or scfg.steps
+    own_data = config.data is not None
+    if not own_data and config.dialect != "coa":
         raise StageError("the embedded benchmark's trajectories are written in the coa dialect; set dialect to coa "
                          "(or train on your own data: run config `data`)", "bad_config")
-    if own_data and stage == "pretrain":
+    if own_data and info.kind == "pretrain":
         raise StageError("pretrain trains the embedded default on the embedded benchmark; with your own data set "
                          "model.path and start at sft1", "bad_config")
     rt = setup_runtime(config, di.world_size, di.local_rank)
     di.init(rt.device)
     bench = data = None
     collected = None
-    if stage in ("sft1", "sft2", "sft3"):  # a run with a finished collection trains on it (collect.use_for_sft)
+    if info.kind == "sft":  # a run with a finished collection trains on it (collect.use_for_sft)
         from ..stages.collect import collected_data
 
         collected = collected_data(config, run_dir, prepare=di.rank == 0)
@@ -225,14 +231,14 @@ def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) ->
     if bench is not None and bench.observations is None:  # other ranks: the observations rank 0 fetched and cached
         bench = benchmark_from_config(config, data_dir(config, run_dir))
 
-    torch.manual_seed(config["seed"])
-    random.seed(config["seed"])
+    torch.manual_seed(config.seed)
+    random.seed(config.seed)
     model, tok = load_for_config(init, rt, config)
-    t = tags(config["dialect"])
+    t = tags(config.dialect)
     wrapped = _wrap(TokenScorer(model), config, di)
     params = [p for p in wrapped.parameters() if p.requires_grad]  # after sharding: FSDP2 swaps in DTensors
-    opt = make_optimizer(params, scfg["lr"], scfg["weight_decay"])
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg["warmup_steps"], total))
+    opt = make_optimizer(params, scfg.lr, scfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg.warmup_steps, total))
     run = StageRun(config, args, run_dir, writer, di, stage, label, scfg, total, rt, bench, data, init, wrapped,
                    unwrap(wrapped), tok, t, AgentIO.make(tok, t), params, opt, sched,
                    stage_dir(run_dir, label) / "checkpoints")
@@ -240,21 +246,21 @@ def setup_stage(config: dict, args: Any, run_dir: Path, writer: Any, di: Any) ->
     return run
 
 
-def resolve_init(config: dict, run_dir: Path, stage: str, bench: Any, is_main: bool) -> Path:
+def resolve_init(config: RunConfig, run_dir: Path, stage: str, bench: Any, is_main: bool) -> Path:
     """Where a stage starts: init_from, else the latest earlier stage of this run, else model.path / the embedded
     default (pretrain, or any stage when model.path is a real model)."""
     from ..data.benchmark import vocabulary_texts
     from ..model.load import ModelDirError, check_model_dir, write_embedded_model
 
-    init_from = config["stages"][stage]["init_from"]
+    init_from = stage_config(config, stage).init_from
     if init_from:
         return check_model_dir(init_from)
     for prev in reversed(STAGE_ORDER[: STAGE_ORDER.index(stage)]):
         if (final_dir(run_dir, prev) / "config.json").is_file():
             return final_dir(run_dir, prev)
-    if config["model"]["path"]:
-        return check_model_dir(config["model"]["path"])
-    if stage != "pretrain":
+    if config.model.path:
+        return check_model_dir(config.model.path)
+    if stage_info(stage).kind != "pretrain":
         raise ModelDirError(f"stage {stage} needs a model: run the earlier stages into {run_dir}, or set "
                             f"model.path or stages.{stage}.init_from")
     if bench is None:
@@ -262,5 +268,5 @@ def resolve_init(config: dict, run_dir: Path, stage: str, bench: Any, is_main: b
                             "set model.path and start at sft1")
     target = run_dir / "model-init"
     if is_main:
-        write_embedded_model(config, vocabulary_texts(bench, config), target, config["seed"])
+        write_embedded_model(config, vocabulary_texts(bench, config), target, config.seed)
     return target

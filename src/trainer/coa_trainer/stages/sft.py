@@ -4,32 +4,39 @@ set-up (stages/setup.py) are shared. Data: the embedded benchmark's oracle traje
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import torch
 
 from ..data.benchmark import Benchmark
-from ..data.samples import (MASKED_KINDS_SFT2, Encoded, Pair, oracle_examples, pair_stream, pretrain_stream, sft1_pairs,
+from ..data.samples import (Encoded, masked_kinds, Pair, oracle_examples, pair_stream, pretrain_stream, sft1_pairs,
                    sft1_stream, sft_mix_stream, truncate, user_pairs, user_sft_examples)
 from ..data.dialects import Tags
 from ..data.lengths import resolve_max_len, sft_report
 from ..model.load import model_context
 from ..algos.losses import lm_count, lm_loss_parts, sft1_lengths, sft1_loss_parts
 from ..model.load import Runtime
+from ..base.config import stage_config
+from ..algos.microbatch import accumulate, clip_grad_norm
 from ..base.errors import StageError
+from ..contracts.schemas import stage_info
+from .setup import StageRun
+from ..contracts.run_config import RunConfig
 
 
 class LmStage:
     """pretrain, SFT-2 (observations masked) and SFT-3 (observations trained): masked token NLL."""
 
-    def __init__(self, name: str, config: dict, bench: Benchmark | None, tok: Any, t: Tags, rt: Runtime,
+    def __init__(self, name: str, config: RunConfig, bench: Benchmark | None, tok: Any, t: Tags, rt: Runtime,
                  data: Any = None, context: int | None = None):
         self.name, self.config, self.bench, self.tok, self.t, self.rt, self.data = name, config, bench, tok, t, rt, data
-        scfg = config["stages"][name]
+        scfg = stage_config(config, name)
         self.notes: list[str] = []  # what the length cap does to the data, for the run's log
-        if name == "pretrain":
-            self.max_len = scfg["max_len"]
-            self.stream = pretrain_stream(bench, tok, config["seed"], self.max_len)
+        self.info = stage_info(name)
+        if self.info.kind == "pretrain":
+            self.max_len = scfg.max_len
+            self.stream = pretrain_stream(bench, tok, config.seed, self.max_len)
             return
         if data is not None:
             examples = user_sft_examples(data.sft_records(), tok, config, name)
@@ -37,26 +44,26 @@ class LmStage:
                 raise StageError(f"{name} has no trajectories to train on: data.sft names none (give *.coa.jsonl "
                                  "trajectories or OpenAI chats there, or run collect first)", "bad_data")
         else:
-            examples = oracle_examples(bench, tok, config, t, "train", MASKED_KINDS_SFT2 if name == "sft2" else frozenset())
+            examples = oracle_examples(bench, tok, config, t, "train", masked_kinds(name))
         need = max((len(e.input_ids) for e in examples), default=None)
-        self.max_len = resolve_max_len(scfg["max_len"], need, context)
-        report = sft_report(f"{name} examples", examples, self.max_len, scfg["max_len"] is None)
+        self.max_len = resolve_max_len(scfg.max_len, need, context)
+        report = sft_report(f"{name} examples", examples, self.max_len, scfg.max_len is None)
         report.require_tokens(name)
         self.notes += [line] if (line := report.line()) else []
         cut = [truncate(e, self.max_len) for e in examples]
-        self.stream = sft_mix_stream(cut, config, name, config["seed"])
+        self.stream = sft_mix_stream(cut, config, name, config.seed)
 
     def describe(self) -> str:
         n = self.stream.epoch_size()
-        if self.name == "pretrain":
+        if self.info.kind == "pretrain":
             return f"{len(self.bench.pretrain_lines())} pretraining lines packed into {n} samples per epoch"
-        masked = "observations masked" if self.name == "sft2" else "observations trained"
-        return (f"{n} trajectories per epoch (CoA:CoT {self.config['stages'][self.name]['coa_cot_ratio']}:1), {masked}, "
+        masked = "observations trained" if self.info.trains_observations else "observations masked"
+        return (f"{n} trajectories per epoch (CoA:CoT {stage_config(self.config, self.name).coa_cot_ratio}:1), {masked}, "
                 f"max_len {self.max_len}")
 
     def loss_parts(self, model: Any, batch: list[Encoded]) -> tuple[torch.Tensor, float, dict]:
         return lm_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
-                             self.config["stages"][self.name]["packing"])
+                             stage_config(self.config, self.name).packing)
 
     def count(self, batch: list[Encoded]) -> float:
         return lm_count(batch)
@@ -80,14 +87,14 @@ class LmStage:
 
     @torch.no_grad()
     def evaluate(self, model: Any) -> dict[str, dict]:
-        if self.name == "pretrain":
+        if self.info.kind == "pretrain":
             from ..evaluation.agent import plain_eval
 
             return {"dev": plain_eval(model, self.tok, self.bench, self.config, "dev", self.rt)[0]}
         if self.data is not None:  # users' SFT data has no held-out trajectories: the agent eval is `eval`
             return {}
         # SFT-2/3: held-out masked NLL on the dev oracle trajectories
-        masked = frozenset({"observation"}) if self.name == "sft2" else frozenset()
+        masked = masked_kinds(self.name)
         dev = oracle_examples(self.bench, self.tok, self.config, self.t, "dev", masked, self.max_len)
         total, count = 0.0, 0.0
         for i in range(0, len(dev), 32):
@@ -102,14 +109,14 @@ class Sft1Stage:
 
     name = "sft1"
 
-    def __init__(self, config: dict, bench: Benchmark | None, tok: Any, t: Tags, rt: Runtime, data: Any = None):
+    def __init__(self, config: RunConfig, bench: Benchmark | None, tok: Any, t: Tags, rt: Runtime, data: Any = None):
         self.config, self.bench, self.tok, self.t, self.rt, self.data = config, bench, tok, t, rt, data
-        self.scfg = config["stages"]["sft1"]
+        self.scfg = config.stages.sft1
         if data is not None:
             self.pairs = user_pairs(data.pairs(), tok, config)
-            self.stream = pair_stream(self.pairs, config["seed"])
+            self.stream = pair_stream(self.pairs, config.seed)
         else:
-            self.stream = sft1_stream(bench, tok, config, t, config["seed"])
+            self.stream = sft1_stream(bench, tok, config, t, config.seed)
 
     def describe(self) -> str:
         if self.data is not None:
@@ -117,13 +124,13 @@ class Sft1Stage:
             for p in self.pairs:
                 kinds[p.meta["kind"]] = kinds.get(p.meta["kind"], 0) + 1
             by_kind = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
-            return f"{len(self.pairs)} pairs from your data ({by_kind}; beta {self.scfg['beta']})"
-        return (f"{self.stream.epoch_size()} contrastive pairs (beta {self.scfg['beta']}, margin {self.scfg['margin']},"
-                f" alpha {self.scfg['alpha']})")
+            return f"{len(self.pairs)} pairs from your data ({by_kind}; beta {self.scfg.beta})"
+        return (f"{self.stream.epoch_size()} contrastive pairs (beta {self.scfg.beta}, margin {self.scfg.margin},"
+                f" alpha {self.scfg.alpha})")
 
     def loss_parts(self, model: Any, batch: list[Pair]) -> tuple[torch.Tensor, float, dict]:
         return sft1_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
-                               self.scfg["beta"], self.scfg["margin"], self.scfg["alpha"], self.scfg["packing"])
+                               self.scfg.beta, self.scfg.margin, self.scfg.alpha, self.scfg.packing)
 
     def count(self, batch: list[Pair]) -> float:
         return float(len(batch))
@@ -147,7 +154,7 @@ class Sft1Stage:
         mask = p.chosen_mask if p.chosen_mask is not None else [1] * len(p.chosen_ids)
         return {
             "id": f"sft1-{step}", "question": self.tok.decode(p.prompt_ids, skip_special_tokens=False),
-            "response": self.tok.decode(ids, skip_special_tokens=False), "dialect": self.config["dialect"],
+            "response": self.tok.decode(ids, skip_special_tokens=False), "dialect": self.config.dialect,
             "tokens": {"ids": ids, "loss_mask": [0] * len(p.prefix_ids) + list(mask)},
             "meta": {"run": run, "stage": "sft1", "step": step, "sample": 0, "group": "act" if p.act else "answer"},
         }
@@ -156,7 +163,7 @@ class Sft1Stage:
     def evaluate(self, model: Any) -> dict[str, dict]:
         if self.data is not None:  # users' pairs have no dev split
             return {}
-        pairs = sft1_pairs(self.bench, self.tok, self.config, self.t, "dev", self.config["seed"])
+        pairs = sft1_pairs(self.bench, self.tok, self.config, self.t, "dev", self.config.seed)
         stats: dict[str, float] = {}
         for i in range(0, len(pairs), 32):
             _, _, ex = self.loss_parts(model, pairs[i:i + 32])
@@ -165,8 +172,66 @@ class Sft1Stage:
         return {"dev": {k: v for k, v in self.metrics(stats, float(len(pairs))).items()}}
 
 
+class SupervisedSteps:
+    """pretrain and SFT-1/2/3 for the one loop (stages/loop.py): a step takes the next batch of the stage's stream,
+    runs it in token-budget micro-batches (each loss divided by the global count, algos/microbatch.py) and makes one
+    AdamW update. `cursor` is the samples consumed, so a resume takes up the stream where the checkpoint left it."""
+
+    def __init__(self, run: StageRun):
+        self.run, self.impl = run, make_stage(run)
+        self.cursor = 0
+        self.local = run.scfg.batch_size // run.di.world_size
+        self.batch: list[Any] = []
+
+    def describe(self) -> str:
+        return self.impl.describe()
+
+    def notes(self) -> list[str]:
+        return list(getattr(self.impl, "notes", []))
+
+    def resume(self, extra: dict) -> None:
+        pass  # the stream position (cursor) is all a supervised stage keeps
+
+    def fresh(self) -> None:
+        pass
+
+    def step(self, step: int) -> dict[str, float | None]:
+        run, scfg, di, impl = self.run, self.run.scfg, self.run.di, self.impl
+        t0 = time.time()
+        batch = impl.stream.take(self.cursor + di.rank * self.local, self.local)
+        run.opt.zero_grad(set_to_none=True)
+        acc = accumulate(run.model, batch, impl.lengths(batch), impl.count(batch), impl.loss_parts,
+                         scfg.micro_batch_tokens, scfg.packing, di)
+        grad_norm = clip_grad_norm(run.params, scfg.grad_clip)
+        run.opt.step()
+        run.sched.step()
+        self.cursor += scfg.batch_size
+        self.batch = batch
+        stats = di.all_reduce_dict({"loss_sum": acc.loss_sum, **acc.extras})
+        dt = time.time() - t0
+        return {"loss": stats["loss_sum"] / max(acc.global_count, 1.0), "lr": run.sched.get_last_lr()[0],
+                "grad_norm": float(grad_norm), "tokens_per_s": stats.get("tokens", 0.0) / max(dt, 1e-9),
+                **impl.metrics(stats, acc.global_count)}
+
+    def alerts(self, step: int, values: dict) -> list[Any]:
+        return []
+
+    def sample(self, step: int) -> None:
+        w = self.run.writer
+        w.emit("sample", stage=self.run.label, step=step, record=self.impl.sample_record(self.batch[0], w.run, step))
+
+    def checkpoint_extra(self) -> None:
+        return None
+
+    def evaluate(self) -> dict[str, dict]:
+        return self.impl.evaluate(self.run.policy)
+
+    def close(self) -> None:
+        pass
+
+
 def make_stage(run: Any) -> Any:
     """The stage implementation for a stage_setup.StageRun."""
-    if run.stage == "sft1":
+    if stage_info(run.stage).loss == "pairwise":
         return Sft1Stage(run.config, run.bench, run.tok, run.t, run.rt, run.data)
     return LmStage(run.stage, run.config, run.bench, run.tok, run.t, run.rt, run.data, model_context(run.policy))

@@ -1,0 +1,101 @@
+"""The one training loop every stage runs (pretrain, SFT-1/2/3, RL-1/2), read top to bottom: resume, run_started,
+steps, metrics and progress, NaN and core alerts, samples, checkpoints, cancel, the final save and evaluation.
+What differs between stages is a `StageSteps` (stages/sft.py: supervised; stages/rl.py: GRPO with rollouts)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Protocol
+
+from .setup import StageRun
+
+CANCELLED = 130  # the exit status of a stage cancelled by a signal (it checkpointed first)
+
+
+class StageSteps(Protocol):
+    """What one kind of stage brings to the loop."""
+
+    cursor: int  # data consumed so far, saved in checkpoints (SFT: samples; RL: steps)
+
+    def describe(self) -> str: ...
+
+    def notes(self) -> list[str]: ...  # warnings for the run's log, said once after run_started
+
+    def resume(self, extra: dict) -> None: ...  # the state a checkpoint carried besides weights (RL: OTC, alerts)
+
+    def fresh(self) -> None: ...  # a first start (RL: an empty OTC-GRPO minimum)
+
+    def step(self, step: int) -> dict[str, float | None]: ...  # one optimiser step after `step` done: its metrics
+
+    def alerts(self, step: int, values: dict) -> list[Any]: ...  # the core's alerts on this step's metrics
+
+    def sample(self, step: int) -> None: ...  # a sample event (RL: the rollouts of the step, appended to a file)
+
+    def checkpoint_extra(self) -> dict | None: ...
+
+    def evaluate(self) -> dict[str, dict]: ...  # rank 0, full parameters: split → metrics
+
+    def close(self) -> None: ...
+
+
+def run_loop(run: StageRun, impl: StageSteps) -> int:
+    """Train `run.total` steps (or until cancelled) and finish the stage; returns the exit status."""
+    writer, di, scfg, label, total = run.writer, run.di, run.scfg, run.label, run.total
+    step, resumed_from = 0, None
+    state = run.latest_state()
+    if state is not None:
+        step = resumed_from = state["step"]
+        impl.cursor = state["cursor"]
+        impl.resume(state.get("extra") or {})
+    else:
+        impl.fresh()
+    di.barrier()
+    run.started(resumed_from, impl.describe())
+    for note in impl.notes():
+        writer.emit("log", level="warning", message=f"{label}: {note}")
+
+    started = time.time()
+    saved_at = resumed_from  # the step of the newest checkpoint on disk: a cancel right after it need not save again
+    run.model.train()
+    while step < total and not run.cancelled:
+        values = impl.step(step)
+        step += 1
+        if step % scfg.log_every == 0 or step == total:
+            writer.emit("metrics", stage=label, step=step, values=values)
+            elapsed = time.time() - started
+            done = step - (resumed_from or 0)
+            writer.emit("progress", stage=label, step=step, total=total, elapsed_s=elapsed,
+                        eta_s=elapsed / done * (total - step) if done else None)
+        for a in impl.alerts(step, values):
+            writer.emit("alert", stage=label, step=step, kind=a.kind, severity=a.severity, message=a.message)
+        if bad := [k for k, v in values.items() if isinstance(v, float) and not math.isfinite(v)]:
+            writer.emit("alert", stage=label, step=step, kind="nan_loss", severity="error",
+                        message=f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not finite at step {step}")
+        if scfg.sample_every and step % scfg.sample_every == 0 and di.rank == 0:
+            impl.sample(step)
+        if scfg.checkpoint_every and step % scfg.checkpoint_every == 0 and step < total:
+            save(run, impl, step)
+            saved_at = step
+
+    if run.cancelled:
+        if saved_at != step:
+            save(run, impl, step, prune=False)
+        writer.emit("stage_finished", stage=label, step=step, status="cancelled", checkpoint=None)
+        return CANCELLED
+    out = run.save_final(step)
+    with run.gathered():  # FSDP2: full parameters on every rank, so rank 0 alone can run the plain model
+        if di.rank == 0:
+            run.policy.eval()  # not through DDP: its forward would wait for collectives from the other ranks
+            for split, metrics in impl.evaluate().items():
+                writer.emit("eval", stage=label, step=step, split=split, metrics=metrics)
+    di.barrier()
+    writer.emit("stage_finished", stage=label, step=step, status="ok", checkpoint=str(out))
+    return 0
+
+
+def save(run: StageRun, impl: StageSteps, step: int, prune: bool = True) -> None:
+    """Every rank: a resumable checkpoint with the stage's own state (rank 0 says so)."""
+    extra = impl.checkpoint_extra() if run.di.rank == 0 else None
+    if (path := run.save_checkpoint(step, impl.cursor, extra, prune)) is not None:
+        run.writer.emit("checkpoint", stage=run.label, step=step, path=str(path))
