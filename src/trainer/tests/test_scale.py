@@ -105,7 +105,7 @@ def test_packed_layout_restarts_positions_and_never_targets_across_sequences():
 
 
 def test_packed_attention_stays_inside_each_sequence():
-    """Each packed sequence's log-probs equal those of the sequence alone (sdpa, block-diagonal mask)."""
+    """Each packed sequence's log-probs equal those of the sequence alone (packed attention: per sequence, no mask)."""
     lm = tiny_lm()
     seqs = rand_seqs(3, 3)
     lay = layout(seqs, 0, True, CPU)

@@ -20,11 +20,12 @@ def lm_loss_parts(model: Any, batch: list[Any], pad_id: int, device: torch.devic
                   packed: bool = False) -> tuple[torch.Tensor, float, dict[str, float]]:
     """Sum of masked token NLL and the number of trained tokens (pretrain, SFT-2, SFT-3)."""
     from ..model.packing import layout
+    from ..model.scoring import as_scorer
 
     lay = layout([e.input_ids for e in batch], pad_id, packed, device)
     tmask = lay.place([e.target_mask[1:len(e.input_ids)] for e in batch])
-    lp = token_logprobs(model, lay.ids, lay.attn, dtype, lay.pos, tmask > 0)
-    nll_sum = -(lp * tmask).sum()
+    # target masks are 0/1: the loss is the sum of the selected targets' NLL, fused with the LM head (no logits kept)
+    nll_sum, _ = as_scorer(model)(lay.ids, lay.attn, lay.pos, select=tmask > 0, dtype=dtype, nll=True)
     count = float(tmask.sum().item())
     return nll_sum, count, {"tokens": float(lay.tokens)}
 

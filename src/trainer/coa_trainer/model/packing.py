@@ -1,20 +1,34 @@
 """Batch layouts for the losses: right-padded rows (one sequence per row, attention mask), or packed — every
 sequence of a micro-batch in one row, no padding, position ids restarting at 0 for each sequence and no attention
-mask. transformers turns such position ids into a block-diagonal causal mask for sdpa / eager
-(masking_utils.find_packed_sequence_indices, transformers 5.x) and into the varlen kernel for flash-attention, so
-attention never crosses a sequence boundary. The losses only read targets through `Layout.place`, which puts each
-sequence's per-target values at its own positions: the last token of one sequence never gets the next sequence's
-first token as a target (that position holds 0 = not trained).
+mask. The losses only read targets through `Layout.place`, which puts each sequence's per-target values at its own
+positions: the last token of one sequence never gets the next sequence's first token as a target (that position
+holds 0 = not trained).
+
+Attention must not cross a sequence boundary in a packed row. transformers' sdpa path builds a dense
+block-diagonal [T, T] mask from the position ids (masking_utils.find_packed_sequence_indices) — which also takes SDPA
+off its flash kernel. `packed_attention` ("coa_packed", registered with transformers' attention and mask interfaces
+and set on the models the trainer scores with: `use_packed_attention`) builds no mask: given the sequences'
+boundaries (`cu_seq_lens_q`, computed once per forward by model/scoring.TokenScorer, or from the position ids) it
+runs PyTorch's variable-length flash attention on CUDA (`torch.nn.attention.varlen.varlen_attn`) and, elsewhere,
+SDPA with `is_causal` over the sequences unpacked into a padded batch (the padding queries are computed and
+dropped; no key is ever masked). Anything else — padded rows, generation with a cache — is transformers' sdpa
+unchanged.
 
 `micro_batches` cuts a batch into consecutive groups within a token budget, so short trajectories do not pay for the
 longest one of the whole batch (packed: a group costs its tokens; padded: rows × its longest row)."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
+import torch.nn.functional as F
+
+PACKED_ATTENTION = "coa_packed"
+PACKED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
 
 
 @dataclass
@@ -85,3 +99,125 @@ def micro_batches(lengths: list[list[int]], budget: int | None, packed: bool) ->
         seqs = trial
     out.append(slice(start, len(lengths)))
     return out
+
+
+# ---------------------------------------------------------------- packed attention without a dense mask
+
+def cu_seqlens(position_ids: torch.Tensor) -> tuple[torch.Tensor, int] | None:
+    """(cumulative sequence starts [n + 1] int32, longest sequence) of a packed row [1, T]; None if it holds one
+    sequence. One host synchronisation."""
+    if position_ids.shape[0] != 1:
+        return None
+    starts = (position_ids[0] == 0).nonzero().flatten()
+    if starts.numel() <= 1 or int(starts[0]) != 0:
+        return None
+    T = position_ids.shape[1]
+    cu = torch.cat([starts, starts.new_tensor([T])]).to(torch.int32)
+    return cu, int((cu[1:] - cu[:-1]).max())
+
+
+def _varlen() -> Any:
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+    except ImportError:
+        return None
+    return varlen_attn
+
+
+def varlen_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_len: int,
+                  scale: float | None) -> torch.Tensor:
+    """Causal attention within each sequence of packed [T, heads, d] tensors (kv heads may be fewer: GQA)."""
+    fn = _varlen() if q.is_cuda else None
+    if fn is not None:
+        params = inspect.signature(fn).parameters
+        kw: dict[str, Any] = {"scale": scale}
+        # the API moved between releases: `is_causal` (torch 2.9–2.1x) or a flash-style (left, right) window
+        if "is_causal" in params:
+            kw["is_causal"] = True
+        else:
+            kw["window_size"] = (-1, 0)
+        if k.shape[1] != q.shape[1]:
+            if "enable_gqa" in params:
+                kw["enable_gqa"] = True
+            else:
+                rep = q.shape[1] // k.shape[1]
+                k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+        out = fn(q, k, v, cu, cu, max_len, max_len, **kw)
+        return out[0] if isinstance(out, tuple) else out
+    # unpacked into [n, heads, max_len, d]: causal within each sequence needs no mask (padding sits after the keys
+    # any real query may see), and no key of one sequence is in another's row
+    starts, lens = cu[:-1].long(), (cu[1:] - cu[:-1]).long()
+    offs = torch.arange(max_len, device=q.device)
+    idx = (starts[:, None] + offs[None, :]).clamp(max=q.shape[0] - 1)
+    valid = offs[None, :] < lens[:, None]
+
+    def unpack(x: torch.Tensor) -> torch.Tensor:
+        return x[idx].transpose(1, 2)  # [n, heads, max_len, d]
+
+    o = F.scaled_dot_product_attention(unpack(q), unpack(k), unpack(v), is_causal=True, scale=scale,
+                                       enable_gqa=k.shape[1] != q.shape[1])
+    return o.transpose(1, 2)[valid]  # [T, heads, d], the sequences back in order
+
+
+def packed_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                     attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
+                     is_causal: bool | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """transformers' attention-function signature ([B, heads, T, d] in, [B, T, heads, d] out)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    cu, max_len = kwargs.pop("cu_seq_lens_q", None), kwargs.pop("max_length_q", None)
+    kwargs.pop("cu_seq_lens_k", None)
+    kwargs.pop("max_length_k", None)
+    if cu is None and attention_mask is None and query.shape[0] == 1 and kwargs.get("position_ids") is not None \
+            and query.shape[2] == key.shape[2]:
+        found = cu_seqlens(kwargs["position_ids"])  # a packed row whose caller gave no boundaries
+        cu, max_len = found if found is not None else (None, None)
+    if cu is None or dropout > 0:
+        if cu is not None:
+            raise ValueError("packed attention with dropout is not supported")
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=is_causal, **kwargs)
+    out = varlen_causal(query[0].transpose(0, 1), key[0].transpose(0, 1), value[0].transpose(0, 1), cu,
+                        int(max_len), scaling)
+    return out.unsqueeze(0), None
+
+
+def packed_mask(batch_size: int, q_length: int, kv_length: int, q_offset: int = 0, kv_offset: int = 0,
+                attention_mask: torch.Tensor | None = None, **kwargs: Any) -> torch.Tensor | None:
+    """No mask for a forward over whole sequences without padding (packed or one sequence: `packed_attention`
+    keeps it causal within each); transformers' sdpa mask for anything else."""
+    from transformers.masking_utils import sdpa_mask
+
+    if attention_mask is None and q_offset == 0 and kv_offset == 0 and q_length == kv_length:
+        return None
+    return sdpa_mask(batch_size, q_length, kv_length, q_offset=q_offset, kv_offset=kv_offset,
+                     attention_mask=attention_mask, **kwargs)
+
+
+_REGISTERED = False
+
+
+def use_packed_attention(lm: Any) -> bool:
+    """Switch a model from transformers' sdpa to `packed_attention` (the same for everything but packed rows);
+    False, unchanged, when it uses another implementation (eager, flash-attention: its varlen path already) or is
+    not a decoder whose layers all attend fully. Not saved with the model (transformers keeps it out of config.json)."""
+    global _REGISTERED
+    base = lm.get_base_model() if hasattr(lm, "get_base_model") else lm
+    cfg = getattr(base, "config", None)
+    if cfg is None or getattr(cfg, "model_type", None) not in PACKED_MODEL_TYPES:
+        return False
+    if any(t != "full_attention" for t in getattr(cfg, "layer_types", None) or []):
+        return False
+    if cfg._attn_implementation == PACKED_ATTENTION:
+        return True
+    if cfg._attn_implementation != "sdpa" or not hasattr(base, "set_attn_implementation"):
+        return False
+    if not _REGISTERED:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import AttentionMaskInterface
+
+        AttentionInterface.register(PACKED_ATTENTION, packed_attention)
+        AttentionMaskInterface.register(PACKED_ATTENTION, packed_mask)
+        _REGISTERED = True
+    base.set_attn_implementation(PACKED_ATTENTION)
+    return cfg._attn_implementation == PACKED_ATTENTION

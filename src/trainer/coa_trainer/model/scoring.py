@@ -5,7 +5,10 @@ recomputed in backward (activation checkpointing of the chunk), so at most one c
 floats, 256 MiB in fp32 — exists at once, whatever the batch, sequence length or vocabulary (Qwen2.5: 151,936 entries,
 where the full fp32 log-softmax of one 16 × 2,048 micro-batch is 20 GB). The price is one more LM-head matmul per
 scored token in backward. Only the positions asked for (`select`: the loss mask) go through the head at all, so
-prompt and observation tokens cost nothing there.
+prompt and observation tokens cost nothing there. A loss that is a plain sum of target NLLs (pretrain, SFT-2/3)
+asks for `nll=True` instead: the head and its gradients are fused in one pass (model/linear_ce.py, Liger-Kernel's
+kernel on CUDA), no recomputation. RL's log-probs and entropy feed a non-linear loss, so they stay checkpointed
+chunks — never full logits either way.
 
 `TokenScorer` wraps the model as the module the trainer calls (and DDP / FSDP2 wrap), so the LM head's matmuls run
 inside the wrapped module's forward: FSDP2's root all-gathers the embedding / head once, DDP sees every parameter
@@ -70,32 +73,46 @@ def chunk_rows(n_positions: int, vocab: int) -> int:
 class TokenScorer(torch.nn.Module):
     """`scorer(ids, attention_mask, position_ids, select=…, temperature=…, with_entropy=…)` → (logp, entropy), both
     [B, T-1] float32: log p(ids[:, t+1] | ids[:, :t+1]) at the sampling temperature, 0 where `select` is False
-    (entropy: None unless asked). `attention_mask=None` with `position_ids` restarting at 0 = packed rows
-    (transformers builds the block-diagonal causal mask; flash-attention takes the varlen path)."""
+    (entropy: None unless asked). `nll=True` → (Σ −log p over the selected targets, None): a plain sum, so the
+    head's matmuls and gradients are fused (model/linear_ce.py: Liger-Kernel on CUDA) instead of checkpointed.
+    `attention_mask=None` with `position_ids` restarting at 0 = packed rows: their boundaries go to the attention
+    function as `cu_seq_lens_q` (model/packing.packed_attention: no dense mask; flash-attention's varlen path
+    reads them too)."""
 
     def __init__(self, lm: Any):
         super().__init__()
         self.lm = lm
+        from .liger import patch_model
+        from .packing import use_packed_attention
+
+        self.packed_attention = use_packed_attention(lm)
+        self.liger = patch_model(lm)  # CUDA only: Liger's RMSNorm / SwiGLU kernels on this model's modules
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, select: torch.Tensor | None = None,
-                temperature: float = 1.0, with_entropy: bool = False, dtype: torch.dtype | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+                temperature: float = 1.0, with_entropy: bool = False, dtype: torch.dtype | None = None,
+                nll: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         B, T = input_ids.shape
         targets = input_ids[:, 1:]
         sel = torch.ones_like(targets, dtype=torch.bool) if select is None else select.bool()
         kw: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask, "use_cache": False}
         if position_ids is not None:
             kw["position_ids"] = position_ids
+            if attention_mask is None and B == 1 and self.packed_attention:
+                from .packing import cu_seqlens
+
+                found = cu_seqlens(position_ids)
+                if found is not None:
+                    cu, longest = found
+                    kw.update(cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=longest, max_length_k=longest)
         parts = split_head(self.lm)
-        logp = torch.zeros((B, T - 1), dtype=torch.float32, device=input_ids.device)
-        ent = torch.zeros_like(logp) if with_entropy else None
         idx = sel.reshape(-1).nonzero().squeeze(-1)
         # nothing selected: still score one position (times 0 below) so every parameter gets a gradient — DDP and
         # FSDP2 expect the same parameters used on every rank
         empty = idx.numel() == 0
         if empty:
             idx = torch.zeros(1, dtype=torch.long, device=input_ids.device)
+        flat_t = targets.reshape(-1)
         with autocast(input_ids.device, dtype):
             if parts is None:  # scored from the model's own logits, chunked over positions
                 logits = self.lm(**kw).logits[:, :-1].reshape(B * (T - 1), -1)
@@ -103,7 +120,11 @@ class TokenScorer(torch.nn.Module):
             else:
                 decoder, head = parts
                 h = decoder(**kw).last_hidden_state[:, :-1].reshape(B * (T - 1), -1)
-            flat_t = targets.reshape(-1)
+            if nll and temperature == 1.0 and _plain_linear(head):
+                from .linear_ce import linear_nll_sum
+
+                total = linear_nll_sum(h.index_select(0, idx), head, flat_t.index_select(0, idx))
+                return total * (0.0 if empty else 1.0), None
             vocab = head.weight.shape[0] if head is not None and hasattr(head, "weight") else h.shape[-1]
             step = chunk_rows(idx.numel(), vocab)
             lp_parts, ent_parts = [], []
@@ -120,6 +141,10 @@ class TokenScorer(torch.nn.Module):
                     lp_c, ent_c = _head_chunk(head, hc, tc, temperature, with_entropy)
                 lp_parts.append(lp_c)
                 ent_parts.append(ent_c)
+        if nll:
+            return -(torch.cat(lp_parts) * (0.0 if empty else 1.0)).sum(), None
+        logp = torch.zeros((B, T - 1), dtype=torch.float32, device=input_ids.device)
+        ent = torch.zeros_like(logp) if with_entropy else None
         # placed by (row, column) into fresh [B, T-1] tensors: no view of a flat buffer is returned (FSDP2 warns
         # about views as module outputs)
         where = (idx // (T - 1), idx % (T - 1))
@@ -127,6 +152,11 @@ class TokenScorer(torch.nn.Module):
         if ent is not None:
             ent = ent.index_put(where, torch.cat(ent_parts) * (0.0 if empty else 1.0))
         return logp, ent
+
+
+def _plain_linear(head: Any) -> bool:
+    """An nn.Linear computing exactly x Wᵀ + b (not a LoRA- or otherwise wrapped head)."""
+    return type(head) is torch.nn.Linear
 
 
 def as_scorer(model: Any) -> Any:

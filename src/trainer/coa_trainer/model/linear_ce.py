@@ -1,0 +1,77 @@
+"""Linear + cross-entropy fused: the summed NLL of target tokens through the LM head, with no [tokens × vocab] logits
+kept for backward.
+
+`ChunkedLinearNLL` computes, a chunk of rows at a time, the logits, their log-sum-exp and — while they exist —
+the gradients with respect to the hidden states and the head's weight (softmax − one-hot), which is all backward
+needs: the loss is a plain sum, so its gradient is those times one scalar. That is three LM-head matmuls per
+token, as an ordinary forward + backward, instead of the four of a checkpointed chunk (model/scoring.py recomputes
+each chunk's logits in backward, because a log-prob's gradient there depends on the loss it feeds), and at most one
+chunk of logits alive at a time. The method and its shape are Liger-Kernel's fused linear cross-entropy
+(linkedin/Liger-Kernel, src/liger_kernel/ops/fused_linear_cross_entropy.py), whose Triton kernel
+(model/liger.py, imported on CUDA only) runs instead on a CUDA device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+CHUNK_ELEMENTS = 1 << 26  # logits floats per chunk, as model/scoring.py
+
+
+class ChunkedLinearNLL(torch.autograd.Function):
+    """Σ_i −log softmax(h_i Wᵀ + b)[t_i]; h [N, H], weight [V, H], bias [V] or None, targets [N]."""
+
+    @staticmethod
+    def forward(ctx: Any, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
+                rows: int) -> torch.Tensor:
+        need = ctx.needs_input_grad
+        grad_h = torch.empty_like(h) if need[0] else None
+        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need[1] else None
+        grad_b = torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if bias is not None and need[2] \
+            else None
+        total = torch.zeros((), dtype=torch.float32, device=h.device)
+        for s in range(0, h.shape[0], rows):
+            hc, tc = h[s:s + rows], targets[s:s + rows]
+            logits = (hc @ weight.t().to(hc.dtype)).float()
+            if bias is not None:
+                logits = logits + bias.float()
+            lse = torch.logsumexp(logits, dim=-1)
+            total = total + (lse - logits.gather(-1, tc[:, None]).squeeze(-1)).sum()
+            if grad_h is None and grad_w is None and grad_b is None:
+                continue
+            g = torch.softmax(logits, dim=-1)  # d loss / d logits = softmax − one-hot
+            g[torch.arange(g.shape[0], device=g.device), tc] -= 1.0
+            if grad_h is not None:
+                grad_h[s:s + rows] = (g.to(hc.dtype) @ weight.to(hc.dtype)).to(h.dtype)
+            if grad_w is not None:
+                grad_w += (g.t().to(hc.dtype) @ hc).float()
+            if grad_b is not None:
+                grad_b += g.sum(0)
+        ctx.save_for_backward(*(x for x in (grad_h, grad_w, grad_b) if x is not None))
+        ctx.kinds = (grad_h is not None, grad_w is not None, grad_b is not None)
+        ctx.dtypes = (h.dtype, weight.dtype, None if bias is None else bias.dtype)
+        return total
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple:
+        saved = iter(ctx.saved_tensors)
+        out: list[torch.Tensor | None] = []
+        for has, dtype in zip(ctx.kinds, ctx.dtypes):
+            out.append((next(saved) * grad_out).to(dtype) if has else None)
+        return out[0], out[1], out[2], None, None
+
+
+def linear_nll_sum(h: torch.Tensor, head: torch.nn.Linear, targets: torch.Tensor, kernel: str = "auto"
+                   ) -> torch.Tensor:
+    """Σ −log p(target) of hidden states h [N, H] through `head`. `kernel`: "liger" (CUDA), "chunked", or "auto"
+    (Liger-Kernel's Triton kernel on CUDA when installed, the chunked PyTorch function otherwise)."""
+    from .liger import fused_linear_ce_class
+
+    cls = fused_linear_ce_class() if kernel in ("auto", "liger") and h.is_cuda else None
+    if kernel == "liger" and cls is None:
+        raise RuntimeError("linear_nll_sum(kernel='liger') needs liger-kernel and a CUDA device")
+    if cls is not None:
+        return cls(reduction="sum")(head.weight, h, targets, head.bias)
+    rows = max(1, CHUNK_ELEMENTS // head.weight.shape[0])
+    return ChunkedLinearNLL.apply(h, head.weight, head.bias, targets, rows)
