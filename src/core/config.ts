@@ -20,7 +20,12 @@ const stageBase = {
     .nullable()
     .default(null)
     .describe('Prompt + response tokens at most (longer examples are cut). null: from the data — the longest example, capped at the model\'s context. The stage says how many examples a cap cuts, and stops when nothing is left to train.'),
-  checkpoint_every: int().nonnegative().default(0).describe('Checkpoint every N steps (0: only at the end).'),
+  checkpoint_every: int().nonnegative().default(0).describe('Checkpoint every N steps (0: by time only, checkpoint_minutes).'),
+  checkpoint_minutes: z
+    .number()
+    .nonnegative()
+    .default(5)
+    .describe('Also checkpoint when this many minutes passed since the last checkpoint (0: never by time), so a kill loses at most that much of a stage.'),
   log_every: posInt().default(10).describe('Emit a metrics event every N steps.'),
   sample_every: int().nonnegative().default(0).describe('Emit a sample event every N steps (0: never).'),
   micro_batch_tokens: posInt()

@@ -40,3 +40,22 @@ def test_invalid_json_names_line_and_column(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_config(p)
     assert f"{p}:3:3" in str(e.value)
+
+
+def test_a_config_file_that_cannot_be_used_is_one_error_naming_file_line_and_column(tmp_path):
+    """Python's json accepts NaN and Infinity (an lr of Infinity trained every weight to NaN and finished "ok"); a
+    byte order mark, invalid UTF-8 or 100k-level nesting gave a traceback."""
+    cases = {
+        "inf.json": (b'{"seed": 1,\n "stages": {"sft2": {"lr": Infinity}}}', r"inf\.json:2:28: Infinity is not a number"),
+        "nan.json": (b'{"name": "NaN", "seed": NaN}', r"nan\.json:1:25: NaN is not a number"),
+        "utf8.json": (b'{"seed": 1, "name": "caf\xe9"}', r"utf8\.json:1:25: not UTF-8 \(byte 0xe9\)"),
+        "deep.json": (b"[" * 100_000 + b"]" * 100_000, r"deep\.json: nested too deeply"),
+    }
+    for name, (data, message) in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(ConfigError, match=message):
+            load_config(p)
+    bom = tmp_path / "bom.json"
+    bom.write_bytes('\ufeff{"seed": 3}'.encode())
+    assert load_config(bom).seed == 3  # an editor's byte order mark is not part of the JSON

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 import torch
 from tokenizers import Tokenizer, models, normalizers
 
@@ -106,3 +108,15 @@ def test_deterministic_switch_is_applied(tiny_config):
         assert torch.are_deterministic_algorithms_enabled()
     finally:
         torch.use_deterministic_algorithms(before)
+
+
+def test_a_garbage_tokenizer_file_is_one_error_naming_it(tmp_path):
+    """A model directory whose tokenizer.json is not one: `missing_model` with the file and what to do, exit 2."""
+    from coa_trainer.model.load import ModelDirError, load_tokenizer
+
+    model_dir = tmp_path / "m"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
+    (model_dir / "tokenizer.json").write_text("this is not a tokenizer")
+    with pytest.raises(ModelDirError, match=r"its tokenizer \(tokenizer\.json\) cannot be loaded .*copy the model's own"):
+        load_tokenizer(model_dir, special_tags=False)

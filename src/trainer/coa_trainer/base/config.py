@@ -71,16 +71,57 @@ def validate_config(raw: Any, source: str = "config") -> RunConfig:
 
 
 def load_config(path: str | Path) -> RunConfig:
+    """Read, check and type a run config file. Every way it can be unreadable is one ConfigError naming the file
+    (and line and column where there is one) and what to do — never a traceback."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as e:
         raise ConfigError(f"cannot read config {path}: {e.strerror}") from e
     try:
-        raw = json.loads(text)
+        text = data.decode("utf-8-sig")  # a byte order mark (some editors write one) is not part of the JSON
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ConfigError(f"{path}:{line}:{column}: not UTF-8 (byte 0x{data[e.start]:02x}): save the file as UTF-8") from e
+    return resolve_data_paths(validate_config(parse_json_config(text, str(path)), str(path)), path.resolve().parent)
+
+
+def parse_json_config(text: str, source: str) -> Any:
+    """JSON as the run config accepts it: numbers must be finite (Python's json would take NaN and Infinity, and an
+    `lr` of Infinity trained every weight to NaN), nesting bounded (a deep file is an error, not a crash)."""
+    def no_constants(name: str) -> Any:
+        raise _NonFinite(name)
+
+    try:
+        return json.loads(text, parse_constant=no_constants)
     except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from e
-    return resolve_data_paths(validate_config(raw, str(path)), path.resolve().parent)
+        raise ConfigError(f"{source}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from e
+    except _NonFinite as e:
+        line, column = _token_position(text, e.args[0])
+        raise ConfigError(f"{source}:{line}:{column}: {e.args[0]} is not a number JSON allows: give a finite "
+                          "number") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: nested too deeply to be a run config") from None
+
+
+class _NonFinite(Exception):
+    pass
+
+
+def _token_position(text: str, token: str) -> tuple[int, int]:
+    """Line and column of the first `token` outside a JSON string."""
+    in_string = escaped = False
+    for i, c in enumerate(text):
+        if in_string:
+            in_string = not (c == '"' and not escaped)
+            escaped = c == "\\" and not escaped
+        elif c == '"':
+            in_string = True
+        elif text.startswith(token, i):
+            line = text.count("\n", 0, i) + 1
+            return line, i - (text.rfind("\n", 0, i) + 1) + 1
+    return 1, 1
 
 
 def default_config() -> RunConfig:

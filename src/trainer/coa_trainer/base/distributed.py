@@ -57,6 +57,11 @@ class DistInfo:
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return int(t.item())
 
+    def any(self, flag: bool) -> bool:
+        """True on every rank when it is true on one: decisions that start collectives (a checkpoint, a stop) must
+        be the same everywhere, or the ranks wait for each other forever."""
+        return self.all_reduce_max(int(flag)) > 0
+
     def all_reduce_dict(self, d: dict[str, float]) -> dict[str, float]:
         if not self.active:
             return d

@@ -11,6 +11,7 @@ file reopen it before their next event."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -141,14 +142,29 @@ class EventWriter:
             self._open()
 
     def _open(self) -> None:
+        self._cut_torn_line()
         self._file = open(self.path, "a", encoding="utf-8")
         self._ino = os.fstat(self._file.fileno()).st_ino
-        if self._file.tell() > 0:  # a line cut by a kill must not swallow the next event
-            with open(self.path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":
-                    self._file.write("\n")
-                    self._file.flush()
+
+    def _cut_torn_line(self) -> None:
+        """A last line without its newline is an event cut by a kill or a full disk: it never was an event, so it
+        goes (kept, it would sit in the file as an unreadable line through every resume)."""
+        if not self.path.is_file():
+            return
+        with open(self.path, "r+b") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return
+            back = min(size, 1 << 20)
+            f.seek(size - back)
+            tail = f.read(back)
+            cut = tail.rfind(b"\n")
+            f.truncate(size - back + cut + 1 if cut >= 0 else (0 if back == size else size))
+            f.flush()
+            os.fsync(f.fileno())
 
     def _current_file(self) -> Any:
         """The open file, reopened when another writer replaced events.jsonl (a resumed stage's supersede)."""
@@ -173,8 +189,18 @@ class EventWriter:
         f.flush()
         os.fsync(f.fileno()) if type in ("stage_finished", "error", "checkpoint") else None
         if self.echo is not None:
-            self.echo.write(line + "\n")
-            self.echo.flush()
+            try:
+                self.echo.write(line + "\n")
+                self.echo.flush()
+            except (BrokenPipeError, ValueError, OSError) as e:  # the reader went away: the file has it all
+                if isinstance(e, OSError) and not isinstance(e, BrokenPipeError) and e.errno not in (errno.EPIPE,
+                                                                                                     errno.EBADF):
+                    raise
+                self.echo = None
+                if getattr(sys, "stdout", None) is not None:
+                    from .lifecycle import stdout_gone
+
+                    stdout_gone()
         return event
 
     def resume_marks(self) -> dict:

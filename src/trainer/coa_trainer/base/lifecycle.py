@@ -35,7 +35,7 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 class StartupCancelled(BaseException):
-    """SIGTERM/SIGINT before the command took over signal handling."""
+    """A stop signal (TERM, INT, HUP) before the command took over signal handling."""
 
 
 class RunLockBusy(RuntimeError):
@@ -48,8 +48,36 @@ def _raise_cancelled(signum: int, _frame: Any) -> None:
     raise StartupCancelled(signal.Signals(signum).name)
 
 
+# What stops a trainer: kill/Cancel (TERM), Ctrl-C (INT), a closed terminal (HUP). Each one checkpoints and ends
+# the stage `cancelled`; a second one while the checkpoint is written only asks again (the handler sets a flag).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 def cancel_during_startup() -> None:
-    signal.signal(signal.SIGTERM, _raise_cancelled)
+    for s in STOP_SIGNALS:
+        signal.signal(s, _raise_cancelled)
+
+
+def on_stop_signals(handler: Callable[[int, Any], None]) -> dict[int, Any]:
+    """Route every stop signal to `handler`; returns the handlers it replaced (to put back)."""
+    old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    for s in STOP_SIGNALS:
+        signal.signal(s, handler)
+    return old
+
+
+# ---------------------------------------------------------------- a reader that went away
+
+def stdout_gone() -> None:
+    """Our stdout's reader is gone (the editor reloaded, `| tee` ended, the demo was interrupted): what we print
+    from now on goes nowhere instead of failing. Events still reach the run's events.jsonl, so training goes on
+    and nothing a reader could want is lost."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def startup_step(run_dir: Path, label: str, resume: bool) -> int:

@@ -347,7 +347,11 @@ class PretrainStage(BaseModel):
     """
     checkpoint_every: int
     """
-    Checkpoint every N steps (0: only at the end).
+    Checkpoint every N steps (0: by time only, checkpoint_minutes).
+    """
+    checkpoint_minutes: float
+    """
+    Also checkpoint when this many minutes passed since the last checkpoint (0: never by time), so a kill loses at most that much of a stage.
     """
     log_every: int
     """
@@ -396,7 +400,11 @@ class Sft1Stage(BaseModel):
     """
     checkpoint_every: int
     """
-    Checkpoint every N steps (0: only at the end).
+    Checkpoint every N steps (0: by time only, checkpoint_minutes).
+    """
+    checkpoint_minutes: float
+    """
+    Also checkpoint when this many minutes passed since the last checkpoint (0: never by time), so a kill loses at most that much of a stage.
     """
     log_every: int
     """
@@ -457,7 +465,11 @@ class SftMixStage(BaseModel):
     """
     checkpoint_every: int
     """
-    Checkpoint every N steps (0: only at the end).
+    Checkpoint every N steps (0: by time only, checkpoint_minutes).
+    """
+    checkpoint_minutes: float
+    """
+    Also checkpoint when this many minutes passed since the last checkpoint (0: never by time), so a kill loses at most that much of a stage.
     """
     log_every: int
     """
@@ -540,7 +552,11 @@ class RlStage(BaseModel):
     """
     checkpoint_every: int
     """
-    Checkpoint every N steps (0: only at the end).
+    Checkpoint every N steps (0: by time only, checkpoint_minutes).
+    """
+    checkpoint_minutes: float
+    """
+    Also checkpoint when this many minutes passed since the last checkpoint (0: never by time), so a kill loses at most that much of a stage.
     """
     log_every: int
     sample_every: int

@@ -120,7 +120,13 @@ def load_tokenizer(model_dir: Path, special_tags: bool = True) -> Any:
     missing); otherwise the vocabulary is left exactly as it is and tags are text."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    try:
+        tok = AutoTokenizer.from_pretrained(str(model_dir))
+    except Exception as e:  # noqa: BLE001 — a broken tokenizer file is the user's to fix: say which and why
+        files = [f for f in ("tokenizer.json", "tokenizer_config.json") if (Path(model_dir) / f).is_file()]
+        raise ModelDirError(f"{model_dir}: its tokenizer ({', '.join(files) or 'no tokenizer file'}) cannot be "
+                            f"loaded ({type(e).__name__}: {str(e)[:200]}): copy the model's own tokenizer files "
+                            "there") from e
     if special_tags:
         missing = [t for t in all_tags() if len(tok.encode(t, add_special_tokens=False)) != 1
                    or tok.convert_tokens_to_ids(t) == tok.unk_token_id]

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..base.config import ConfigError, load_config
 from ..base.events import EventWriter
-from ..base.lifecycle import RunLock, RunLockBusy
+from ..base.lifecycle import STOP_SIGNALS, RunLock, RunLockBusy, on_stop_signals
 from ..base.names import name_error
 from .pipeline import Cancelled, Pipeline, parse_steps
 from .seeds import run_seeds
@@ -32,7 +32,7 @@ def pipeline_command(args: Any) -> int:
         print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
         return 2
     pipe = None
-    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     try:
         config = load_config(args.config)
         steps = parse_steps(args.stages)
@@ -42,8 +42,7 @@ def pipeline_command(args: Any) -> int:
         if seeds and seeds > 1:  # a whole pipeline per seed, then the mean ± sd table (pipeline/seeds.py)
             return run_seeds(args, config, writer, steps)
         pipe = Pipeline(args, config, writer, lock)
-        for s in old:
-            signal.signal(s, pipe.on_signal)
+        on_stop_signals(pipe.on_signal)
         return pipe.run(steps)
     except Cancelled:
         return 130

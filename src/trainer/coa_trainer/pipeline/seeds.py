@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.config import ConfigError, config_dict
+from ..base.lifecycle import on_stop_signals
 from ..pipeline.pipeline import PACKAGE_PARENT, Cancelled, PipelineError
 from ..contracts.run_config import RunConfig
 from ..base.errors import report_failure
@@ -150,6 +151,5 @@ def run_seeds(args: Any, config: RunConfig, writer: Any, steps: list[str]) -> in
                           "and corpus, so each seed's pipeline starts its own environment server (leave --env-url out)")
     seeds = [config.seed + i for i in range(n)]
     runner = SeedRunner(args, config, writer)
-    for s in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(s, runner.on_signal)
+    on_stop_signals(runner.on_signal)
     return runner.run(seeds, steps)

@@ -34,6 +34,7 @@ from ..base import quiet  # noqa: F401
 from ..base.config import config_dict
 from ..contracts.run_config import CollectSelect, DataConfig, QuestionFiles, RunConfig
 from ..base.errors import CoaError
+from ..base.lifecycle import on_stop_signals
 from ..contracts.error_code import ErrorCode
 from ..base.errors import report_failure
 
@@ -629,7 +630,7 @@ def collect_command(args: Any) -> int:
         print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
         return 2
     collector = None
-    old = signal.getsignal(signal.SIGTERM)
+    old: dict = {}
     try:
         config = load_config(args.config)
         for key in ("limit", "samples"):
@@ -642,12 +643,13 @@ def collect_command(args: Any) -> int:
             else:
                 t.path, t.url = str(Path(args.teacher).resolve()), None
         collector = Collector(config, args, run_dir, writer)
-        signal.signal(signal.SIGTERM, collector.on_signal)
+        old = on_stop_signals(collector.on_signal)  # TERM, INT, HUP: finish the batch in flight, then stop
         return collector.run()
     except Exception as e:  # noqa: BLE001 — one error event and the code's exit status, never a bare traceback
         return report_failure(writer, COLLECT_DIR, e)
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for s, h in old.items():
+            signal.signal(s, h)
         if collector is not None:
             collector.close()
         writer.close()

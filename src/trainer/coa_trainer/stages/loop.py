@@ -55,10 +55,10 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
     for note in impl.notes():
         writer.emit("log", level="warning", message=f"{label}: {note}")
 
-    started = time.time()
+    started = last_save = time.time()
     saved_at = resumed_from  # the step of the newest checkpoint on disk: a cancel right after it need not save again
     run.model.train()
-    while step < total and not run.cancelled:
+    while step < total and not di.any(run.cancelled):  # a signal reaches the ranks at different moments
         values = impl.step(step)
         step += 1
         if step % scfg.log_every == 0 or step == total:
@@ -74,11 +74,13 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
                         message=f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not finite at step {step}")
         if scfg.sample_every and step % scfg.sample_every == 0 and di.rank == 0:
             impl.sample(step)
-        if scfg.checkpoint_every and step % scfg.checkpoint_every == 0 and step < total:
+        by_steps = bool(scfg.checkpoint_every) and step % scfg.checkpoint_every == 0
+        by_time = bool(scfg.checkpoint_minutes) and di.any(time.time() - last_save >= 60 * scfg.checkpoint_minutes)
+        if (by_steps or by_time) and step < total:
             save(run, impl, step)
-            saved_at = step
+            saved_at, last_save = step, time.time()
 
-    if run.cancelled:
+    if step < total:  # stopped by a signal (on this rank or another)
         if saved_at != step:
             save(run, impl, step, prune=False)
         writer.emit("stage_finished", stage=label, step=step, status="cancelled", checkpoint=None)

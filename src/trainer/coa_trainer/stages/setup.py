@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..base.config import StageConfig, config_dict, stage_config
 from ..base.errors import StageError
+from ..base.lifecycle import on_stop_signals
 from ..contracts.schemas import stage_info
 from ..base.runlayout import STAGE_ORDER, data_dir, final_dir, stage_dir
 from ..model.optim import lr_lambda
@@ -63,7 +63,9 @@ class StageRun:
         if not getattr(self.args, "resume", False):
             return None
         path = latest_checkpoint(self.ckpt_dir)
-        if path is None:
+        if path is None:  # killed before its first checkpoint: it starts over, so its earlier step events go
+            if self.di.rank == 0:
+                self.writer.supersede(self.label, 0, None)
             return None
         if self.sharded:
             from ..model.fsdp import load_sharded
@@ -242,7 +244,7 @@ def setup_stage(config: RunConfig, args: Any, run_dir: Path, writer: Any, di: An
     run = StageRun(config, args, run_dir, writer, di, stage, label, scfg, total, rt, bench, data, init, wrapped,
                    unwrap(wrapped), tok, t, AgentIO.make(tok, t), params, opt, sched,
                    stage_dir(run_dir, label) / "checkpoints")
-    signal.signal(signal.SIGTERM, lambda *_: run.flags.__setitem__("cancelled", True))
+    on_stop_signals(lambda *_: run.flags.__setitem__("cancelled", True))  # TERM, INT, HUP: checkpoint and stop
     return run
 
 

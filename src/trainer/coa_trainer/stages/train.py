@@ -13,7 +13,7 @@ from ..base.config import load_config, stage_config
 from ..base.errors import StageError, report_failure
 from ..base.events import EventWriter
 from ..contracts.run_config import RunConfig
-from ..contracts.schemas import rl_stages
+from ..contracts.schemas import rl_stages, stage_table
 from .loop import run_loop
 from .rl import GrpoSteps, check_rl_config
 from .setup import setup_stage
@@ -63,6 +63,7 @@ def train_command(args: Any) -> int:
 def run_stage(config: RunConfig, args: Any, run_dir: Path, writer: EventWriter, di: Any) -> int:
     """Set the stage up and run the one loop with its steps: GRPO for the RL stages, supervised for the others."""
     stage = args.stage
+    check_label(stage, getattr(args, "label", None))
     scfg = stage_config(config, stage)
     rl = stage in rl_stages()
     if rl:
@@ -76,3 +77,15 @@ def run_stage(config: RunConfig, args: Any, run_dir: Path, writer: EventWriter, 
         return run_loop(run, impl)
     finally:
         impl.close()
+
+
+def check_label(stage: str, label: str | None) -> None:
+    """A label names a run of this stage (stages/<label>/): never another stage, whose directory it would overwrite
+    (`--stage sft2 --label pretrain` replaced stages/pretrain/final). A table row that trains this stage (rl2-otc for
+    rl2) is its own label."""
+    if not label or label == stage:
+        return
+    known = {row["id"]: row.get("trains") for row in stage_table()["stages"]}
+    if label in known and known[label] != stage:
+        raise StageError(f"--label {label} names another stage ({label}): its stages/{label}/ would be overwritten; "
+                         f"give this run of {stage} a name of its own (e.g. {stage}-b)", "bad_config")
