@@ -11,6 +11,7 @@ import urllib.request
 import pytest
 
 from coa_trainer.base.events import validate_event
+from coa_trainer.evaluation.claims import run_claims
 from coa_trainer.evaluation.results import comparisons
 from conftest import PY, REPO, TINY, env_server_available, merge, read_events, run_trainer
 
@@ -57,7 +58,8 @@ def test_pipeline_end_to_end(tmp_path, write_config):
     assert [e["status"] for e in events if e["type"] == "stage_finished" and e["stage"] == "pipeline"] == ["ok"]
 
     results = json.loads((run / "results.json").read_text())
-    assert list(results) == ["rows", "split", "tc_optimal", "otc_headroom"] and results["split"] == "test"
+    assert list(results) == ["rows", "split", "tc_optimal", "otc_headroom", "claims"] and results["split"] == "test"
+    assert results["claims"] == run_claims(results["rows"], results["tc_optimal"])
     assert 0 <= results["tc_optimal"] <= 2 and results["otc_headroom"]["tc_optimal"] == results["tc_optimal"]
     assert [row["setting"] for row in results["rows"]] == SETTINGS
     for row in results["rows"]:

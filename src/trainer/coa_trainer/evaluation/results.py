@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from ..contracts.schemas import stage_table
 from ..contracts.run_config import RunConfig
+from ..evaluation.claims import gap_closed, run_claims
 
 # setting → (the stage whose final model is evaluated, how): src/core/stages.ts RESULT_SETTINGS
 SETTINGS: list[tuple[str, str, str]] = [(r["id"], r["stage"], r["mode"]) for r in stage_table()["results"]]
@@ -113,9 +114,8 @@ def otc_headroom(rows: list[dict], tc_optimal: float | None) -> dict | None:
     tc, tc_otc = by.get("sft-rl", {}).get("tc"), by.get("sft-rl-otc", {}).get("tc")
     if tc_optimal is None or tc is None or tc_otc is None:
         return None
-    gap = tc - tc_optimal
-    return {"tc_optimal": tc_optimal, "tc_rl2": tc, "tc_otc": tc_otc, "gap": gap,
-            "closed": (tc - tc_otc) / gap if gap > 0 else None}
+    return {"tc_optimal": tc_optimal, "tc_rl2": tc, "tc_otc": tc_otc, "gap": tc - tc_optimal,
+            "closed": gap_closed(by, tc_optimal)}
 
 
 def headroom_sentence(h: dict) -> str:
@@ -188,7 +188,10 @@ def detail_table(details: dict[str, dict]) -> list[str]:
 def write_results(run_dir: Path, rows: list[dict], split: str, questions: int | None, extra: list[str] | None = None,
                   tc_optimal: float | None = None) -> tuple[Path, Path]:
     json_path, md_path = run_dir / "results.json", run_dir / "results.md"
-    doc = {"rows": rows, "split": split, "tc_optimal": tc_optimal, "otc_headroom": otc_headroom(rows, tc_optimal)}
+    # claims: each of the papers' claims measured on this run (evaluation/claims.py) — what `npm run demo` sets
+    # against the spread bench/fidelity measured over seeds and thread counts
+    doc = {"rows": rows, "split": split, "tc_optimal": tc_optimal, "otc_headroom": otc_headroom(rows, tc_optimal),
+           "claims": run_claims(rows, tc_optimal)}
     json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     table = ["| setting | EM | TC | TP | format errors |", "|---|---|---|---|---|"]
     table += [f"| {r['setting']} | " + " | ".join(_cell(r[k]) for k in ROW_KEYS) + " |" for r in rows]

@@ -1,0 +1,173 @@
+"""The papers' claims as numbers: per run, whether each holds and by how much; over runs, on how many it holds and
+the mean ± sd of its measure. One place for the claim arithmetic, read by the multi-seed results
+(evaluation/seed_results.py), bench/fidelity (seeds × thread counts) and the demo's verdict (a run's own value set
+against the spread bench/fidelity measured).
+
+A run is one results table (evaluation/results.py rows + the benchmark's optimal TC). Each claim has a measure:
+- chain: EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL) (AutoCoA's ordering); measure = the smallest of the
+  three EM differences (how much the weakest link holds by);
+- agent_beats_workflow / rl_over_sft: EM differences;
+- otc_cuts_tc: OTC-GRPO's relative cut in tool calls vs RL-2 (holds from 5 %: less is what another sampling seed
+  moves TC by on 133 questions);
+- otc_keeps_em: EM(OTC) − EM(RL-2), holds within −0.02;
+- otc_closes_gap: the share of the over-calling gap (TC of RL-2 − the benchmark's optimal TC) OTC-GRPO removes,
+  holds from 50 % (None when RL-2 does not over-call or there is no optimum);
+- otc_raises_tp: TP(OTC) − TP(RL-2), holds above 0."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+TC_CUT = 0.05
+EM_KEPT = 0.02
+GAP_TARGET = 0.5
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    text: str  # the claim, as a verdict names it
+    unit: str  # how its measure is shown: "em" (±0.000), "share" (percent)
+    measure_name: str
+    measure: Callable[[dict[str, dict], float | None], float | None]
+    holds: Callable[[float, dict[str, dict]], bool]
+
+
+def _get(by: dict[str, dict], setting: str, key: str = "em") -> float | None:
+    v = by.get(setting, {}).get(key)
+    return None if v is None else float(v)
+
+
+def _diff(a: str, b: str, key: str = "em") -> Callable[[dict[str, dict], float | None], float | None]:
+    def measure(by: dict[str, dict], _opt: float | None) -> float | None:
+        x, y = _get(by, a, key), _get(by, b, key)
+        return None if x is None or y is None else x - y
+    return measure
+
+
+def _chain(by: dict[str, dict], _opt: float | None) -> float | None:
+    ems = [_get(by, s) for s in ("no-tool", "workflow", "sft12", "sft-rl")]
+    if any(e is None for e in ems):
+        return None
+    return min(b - a for a, b in zip(ems, ems[1:]))  # type: ignore[operator]
+
+
+def _chain_holds(_v: float, by: dict[str, dict]) -> bool:
+    nt, wf, sft, rl = (_get(by, s) for s in ("no-tool", "workflow", "sft12", "sft-rl"))
+    return nt < wf < sft <= rl  # type: ignore[operator]
+
+
+def _cut(by: dict[str, dict], _opt: float | None) -> float | None:
+    tc, otc = _get(by, "sft-rl", "tc"), _get(by, "sft-rl-otc", "tc")
+    return None if tc is None or otc is None or not tc else 1 - otc / tc
+
+
+def gap_closed(by: dict[str, dict], tc_optimal: float | None) -> float | None:
+    tc, otc = _get(by, "sft-rl", "tc"), _get(by, "sft-rl-otc", "tc")
+    if tc_optimal is None or tc is None or otc is None or tc - tc_optimal <= 0:
+        return None
+    return (tc - otc) / (tc - tc_optimal)
+
+
+CLAIMS: list[Claim] = [
+    Claim("chain", "EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL)", "em", "weakest link", _chain,
+          _chain_holds),
+    Claim("agent_beats_workflow", "the trained agent beats the always-search workflow", "em", "EM difference",
+          _diff("sft-rl", "workflow"), lambda v, _: v > 0),
+    Claim("rl_over_sft", "SFT-3 + RL is at least SFT-1+2", "em", "EM difference", _diff("sft-rl", "sft12"),
+          lambda v, _: v >= 0),
+    Claim("otc_cuts_tc", f"OTC-GRPO cuts tool calls (by ≥ {TC_CUT:.0%})", "share", "cut", _cut,
+          lambda v, _: v >= TC_CUT),
+    Claim("otc_keeps_em", f"OTC-GRPO keeps EM (within {EM_KEPT} of RL-2)", "em", "EM difference",
+          _diff("sft-rl-otc", "sft-rl"), lambda v, _: v >= -EM_KEPT),
+    Claim("otc_closes_gap", f"OTC-GRPO closes ≥ {GAP_TARGET:.0%} of the over-calling gap (TC of RL-2 − the "
+          "benchmark's optimal TC)", "share", "closed", gap_closed, lambda v, _: v >= GAP_TARGET),
+    Claim("otc_raises_tp", "tool productivity (correct answers per call) rises with OTC-GRPO", "em", "TP difference",
+          _diff("sft-rl-otc", "sft-rl", "tp"), lambda v, _: v > 0),
+]
+
+
+def run_claims(rows: list[dict], tc_optimal: float | None) -> dict[str, dict]:
+    """{claim id: {"value": measure or None, "holds": bool or None, "shown": the measure formatted}} for one results
+    table (results.json carries it; the demo prints `shown` next to bench/fidelity's spread)."""
+    by = {r["setting"]: r for r in rows}
+    out: dict[str, dict] = {}
+    for c in CLAIMS:
+        v = c.measure(by, tc_optimal)
+        out[c.id] = {"value": v, "holds": None if v is None else c.holds(v, by), "shown": fmt(v, c.unit)}
+    return out
+
+
+def mean_sd(values: list[float | None]) -> tuple[float | None, float | None, int]:
+    """Mean and sample sd (n − 1) of the values that are not None, and how many there were."""
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return None, None, 0
+    m = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else None
+    return m, sd, len(xs)
+
+
+def spread(per_run: list[dict[str, dict]], labels: list[str]) -> list[dict]:
+    """Per claim over runs (each `run_claims` output, named by `labels`): on how many it holds, the mean ± sd of
+    its measure (and formatted: `spread`), and the runs where it fails."""
+    out = []
+    for c in CLAIMS:
+        cells = [r.get(c.id, {"value": None, "holds": None}) for r in per_run]
+        known = [x["holds"] for x in cells if x["holds"] is not None]
+        m, sd, _ = mean_sd([x["value"] for x in cells])
+        s = {"id": c.id, "text": c.text, "unit": c.unit, "measure": c.measure_name, "holds": sum(known),
+             "runs": len(known), "mean": m, "sd": sd,
+             "failing": [lab for lab, x in zip(labels, cells) if x["holds"] is False],
+             "values": [x["value"] for x in cells]}
+        out.append({**s, "spread": fmt_spread(s)})
+    return out
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.0%}" if unit == "share" else f"{value:+.3f}"
+
+
+def fmt_spread(s: dict) -> str:
+    """"70 ± 15%" / "+0.012 ± 0.020" (sd only from two runs on)."""
+    if s["mean"] is None:
+        return "—"
+    if s["unit"] == "share":
+        return f"{s['mean'] * 100:.0f} ± {s['sd'] * 100:.0f}%" if s["sd"] is not None else f"{s['mean']:.0%}"
+    return f"{s['mean']:+.3f} ± {s['sd']:.3f}" if s["sd"] is not None else f"{s['mean']:+.3f}"
+
+
+def chain_breaks(rows: list[dict]) -> list[str]:
+    """The links of EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL) that do not hold in one results table."""
+    by = {r["setting"]: r for r in rows}
+    chain = ("no-tool", "workflow", "sft12", "sft-rl")
+    ems = [_get(by, s) for s in chain]
+    if any(e is None for e in ems):
+        return []
+    return [f"{a} {x:.3f} {'>' if i == 2 else '≥'} {b} {y:.3f}"
+            for i, (a, b, x, y) in enumerate(zip(chain, chain[1:], ems, ems[1:])) if (x > y if i == 2 else x >= y)]
+
+
+def verdict_lines(tables: list[dict], labels: list[str], noun: str) -> list[str]:
+    """One sentence per claim over runs: on how many `noun` it holds (naming where it fails, and for the chain the
+    links that break), the mean ± sd of its measure and each run's value. `tables`: {"rows", "tc_optimal"} per run."""
+    per_run = [run_claims(t["rows"], t.get("tc_optimal")) for t in tables]
+    lines = []
+    for s in spread(per_run, labels):
+        if not s["runs"]:
+            continue
+        failing = f" (not on {', '.join(s['failing'])})" if s["failing"] else ""
+        values = ", ".join(f"{lab}: {fmt(v, s['unit'])}" for lab, v in zip(labels, s["values"]))
+        line = (f"- {s['text'][0].upper()}{s['text'][1:]} on {s['holds']}/{s['runs']} {noun}{failing}: "
+                f"{s['measure']} {s['spread']} ({values})")
+        if s["id"] == "chain":
+            broken = [f"{lab}: {', '.join(b)}" for lab, t in zip(labels, tables) if (b := chain_breaks(t["rows"]))]
+            line += f"; broken links — {'; '.join(broken)}" if broken else ""
+        if s["id"] == "otc_keeps_em" and s["mean"] is not None:
+            line += f"; on average OTC {'keeps' if s['mean'] >= -EM_KEPT else 'does NOT keep'} EM"
+        lines.append(line + ".")
+    return lines
