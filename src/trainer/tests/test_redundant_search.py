@@ -34,12 +34,21 @@ def test_share_of_redundant_trajectories_is_as_configured(fraction):
         # a redundant teacher searches every hop (known ones too) and still answers correctly
         assert actions(segs) == (len(q.hops) if q.id in bench.redundant else q.optimal_tool_calls)
         assert segs[-1].text == f"{t.answer_open} {q.answer} {t.answer_close}"
+        # ... and states every known fact before its verifying search: the fact is never replaced by `?`
+        first_think = segs[0].text
+        for h in bench.hops_for(q):
+            if h.known:
+                assert f"{h.prefix} {h.object} ." in " ".join(s.text for s in segs if s.kind == "think")
+        if q.hops[0].known:
+            assert first_think.startswith(f"{t.think_open} {q.hops[0].prefix} {q.hops[0].object} .")
     for split in ("dev", "test"):  # evaluation data and the optimum stay tool-optimal
         for q in bench.split(split):
             assert actions(bench.oracle(q, t)) == q.optimal_tool_calls
 
 
 def test_sft1_pairs_follow_the_teacher():
+    """The decision a pair teaches stays "state what you know, search what you do not"; on a redundant question the
+    chosen continuation states the known fact and then runs the teacher's verifying search."""
     bench = observed(generate(params(persons=40, redundant_search_fraction=0.5), 6))
     t = tags("coa")
     rng = random.Random(0)
@@ -47,13 +56,28 @@ def test_sft1_pairs_follow_the_teacher():
     for q in bench.split("train"):
         pairs = bench.pairs(q, t, rng)
         assert len(pairs) == len(q.hops)
-        for p, h in zip(pairs, q.hops):
+        for p, h in zip(pairs, bench.hops_for(q)):
             redundant = q.id in bench.redundant and h.known
             seen_redundant += redundant
-            assert p["act"] == (redundant or not h.known)
+            assert p["act"] == (not h.known)
             assert p["chosen"].lstrip().startswith("?") == p["act"]
             assert p["rejected"].lstrip().startswith("?") != p["act"]
+            if redundant:
+                assert p["chosen"] == f"{h.object} . {t.think_close} {t.action_open} {h.prefix} {t.action_close}"
     assert seen_redundant > 0
+
+
+def test_a_third_of_the_teachers_observations_hold_one_document():
+    """oracle_top_k: the teacher's searches return one document for about a third of its queries (by a hash of the
+    query, so every trajectory searching it sees the same observation), top_k for the others."""
+    from coa_trainer.data.benchmark import oracle_top_k
+
+    bench = observed(generate(params(persons=40), 6))
+    ks = [oracle_top_k(q, bench.top_k) for q in bench.queries()]
+    assert set(ks) == {1, bench.top_k} and 0.25 < ks.count(1) / len(ks) < 0.42
+    for q, k in zip(bench.queries(), ks):
+        assert bench.observation(q).count("[") == k  # one "[ i ]" header per document
+    assert oracle_top_k("x born in", 1) == 1
 
 
 def test_default_zero_changes_nothing(tmp_path):

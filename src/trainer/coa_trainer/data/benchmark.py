@@ -13,15 +13,22 @@ statement inside <think>; a hop it does not know ends the thought with `?` and i
 written for it), so GRPO gets a real signal instead of the sampling noise of memorised train questions.
 
 `redundant_search_fraction` makes the teacher over-call, as SFT data from always-search workflows or teachers
-does: that share of the train questions with a known hop (`Benchmark.redundant`) is rendered searching every hop,
-known ones too, in the SFT-2/3 trajectories and the SFT-1 pairs alike. Dev/test and the optimum stay as they are,
-so OTC-GRPO has redundant calls to cut."""
+does: that share of the train questions with a known hop (`Benchmark.redundant`) states each known fact and then
+searches it all the same (a verifying search), in the SFT-2/3 trajectories and the SFT-1 pairs alike. Dev/test and
+the optimum stay as they are, so OTC-GRPO has redundant calls to cut. The fact is still stated first because a
+teacher that wrote `x born in ?` for a famous x taught the tiny model to forget it: after SFT it recalled 0.19 of
+the famous first hops it was meant to know, so a "redundant" search was in fact needed and OTC's cut lost answers
+(issue 30; with the verifying teacher 1.00 of the facts it trained on, 0.65 of the others after SFT-3).
+
+The teacher's observations come from the environment server (`fetch_observations`), a third of them with one
+document instead of `top_k` (`oracle_top_k`), so the models read both shapes a real search returns."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import random
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +37,7 @@ from ..data.dialects import Tags, tags as dialect_tags
 from ..contracts.schemas import search_table
 from ..contracts.run_config import RunConfig
 
-BENCHMARK_VERSION = 4
+BENCHMARK_VERSION = 5
 
 # relation → (subject type, object type, statement prefix template, question template)
 RELATIONS: dict[str, tuple[str, str, str, str]] = {
@@ -149,9 +156,10 @@ class Benchmark:
             subject = obj
         return hops
 
-    def render(self, hops: list[Hop], t: Tags, until_decision: int | None = None) -> tuple[list[Segment], list[int]]:
+    def render(self, hops: list[Hop], t: Tags, verify: bool = False) -> tuple[list[Segment], list[int]]:
         """Oracle segments for `hops`, and for each hop the character offset (in " ".join of segment texts) where
-        its decision token (`?` or the object) starts."""
+        its decision token (`?` or the object) starts. `verify`: the over-calling teacher's form — a known hop is
+        stated from memory and then searched all the same."""
         segments: list[Segment] = []
         decisions: list[int] = []
         think: list[str] = []
@@ -164,8 +172,10 @@ class Benchmark:
             decisions.append(offset_in_think() + len(hop.prefix) + 1)
             if hop.known:
                 think.append(f"{hop.prefix} {hop.object} .")
-                continue
-            think.append(f"{hop.prefix} ?")
+                if not verify:
+                    continue
+            else:
+                think.append(f"{hop.prefix} ?")
             segments.append(Segment("think", f"{t.think_open} {' '.join(think)} {t.think_close}"))
             segments.append(Segment("action", f"{t.action_open} {hop.prefix} {t.action_close}"))
             obs = self.observation(hop.prefix)
@@ -176,28 +186,23 @@ class Benchmark:
         segments.append(Segment("answer", f"{t.answer_open} {hops[-1].object} {t.answer_close}"))
         return segments, decisions
 
-    def teacher_hops(self, q: Question) -> list[Hop]:
-        """The hops as the SFT teacher renders them: a redundant question searches its known hops too."""
-        hops = self.hops_for(q)
-        if q.id in self.redundant:
-            hops = [Hop(h.subject, h.relation, h.object, False) for h in hops]
-        return hops
-
     def redundant_searches(self, q: Question) -> int:
         """Searches in q's teacher trajectory beyond the optimum (known facts searched)."""
         return len(q.hops) - q.optimal_tool_calls if q.id in self.redundant else 0
 
     def oracle(self, q: Question, t: Tags) -> list[Segment]:
-        return self.render(self.teacher_hops(q), t)[0]
+        return self.render(self.hops_for(q), t, verify=q.id in self.redundant)[0]
 
     def pairs(self, q: Question, t: Tags, rng: random.Random) -> list[dict]:
         """SFT-1 contrastive pairs, one per hop: shared prefix up to the decision token; chosen = the oracle's
         continuation (search if unknown, state the fact if known) up to the end of the next action or answer;
-        rejected = the opposite (answer with a hallucinated object / search a known fact). For a redundant question
-        the teacher searches every hop, so every pair's chosen continuation searches."""
+        rejected = the opposite (answer with a hallucinated object / search a known fact). A redundant question's
+        teacher states a known fact and then searches it anyway (`render(verify=True)`), its pairs the same way: the
+        decision stays "state what you know", the redundant search comes after it."""
         out = []
-        true_hops = self.teacher_hops(q)
-        segs, decisions = self.render(true_hops, t)
+        verify = q.id in self.redundant
+        true_hops = self.hops_for(q)
+        segs, decisions = self.render(true_hops, t, verify)
         text = join_segments(segs)
         for i, hop in enumerate(true_hops):
             if hop.known:
@@ -211,9 +216,7 @@ class Benchmark:
                 famous_pool = [e for e in wrong_pool if e in self.famous or otype == "country"]
                 wrong = rng.choice(famous_pool or wrong_pool)
                 flipped = self.hops_for(q, {i: wrong})
-                if q.id in self.redundant:  # the shared prefix follows the teacher: earlier hops searched too
-                    flipped = [Hop(h.subject, h.relation, h.object, h.known and j >= i) for j, h in enumerate(flipped)]
-            fsegs, fdec = self.render(flipped, t)
+            fsegs, fdec = self.render(flipped, t, verify)
             ftext = join_segments(fsegs)
             cut = decisions[i]
             assert ftext[:cut] == text[:cut], "a flipped trajectory must share the prefix"
@@ -238,12 +241,24 @@ def continuation_end(text: str, start: int, t: Tags) -> int:
     return min(ends)
 
 
+def oracle_top_k(query: str, top_k: int) -> int:
+    """Documents the teacher asks for when it searches `query`: `top_k`, or 1 for about a third of the queries (by
+    a hash of the query). A real search often returns fewer documents than asked (a question whose words match one
+    passage), and a model that only ever read `top_k` of them cannot read one: the SFT-1+2 model answered 12 of 40
+    one-hop questions from a 1-document observation against 32 of 40 from 2 (issue 30)."""
+    return 1 if top_k > 1 and zlib.crc32(query.encode()) % 3 == 0 else top_k
+
+
 def fetch_observations(bench: Benchmark, env: Any) -> dict[str, str]:
-    """Every oracle query's coa observation, in one batched /v1/tools/search call to the environment server
-    (an EnvClient on this benchmark's corpus)."""
-    queries = bench.queries()
-    got = env.search(queries, top_k=bench.top_k, dialect="coa")["observations"]
-    return dict(zip(queries, got))
+    """Every oracle query's coa observation, one batched /v1/tools/search call to the environment server (an
+    EnvClient on this benchmark's corpus) per number of documents asked for (`oracle_top_k`)."""
+    by_k: dict[int, list[str]] = {}
+    for q in bench.queries():
+        by_k.setdefault(oracle_top_k(q, bench.top_k), []).append(q)
+    out: dict[str, str] = {}
+    for k, queries in sorted(by_k.items()):
+        out.update(zip(queries, env.search(queries, top_k=k, dialect="coa")["observations"]))
+    return out
 
 
 # ---------------------------------------------------------------- generation
