@@ -2,11 +2,14 @@
 
 - no-tool: the pretrained model, closed-book, in the pretraining QA form (`question : … \\n answer :`); it makes no
   tool calls, so TC = 0 and TP is undefined (null); that form has no tags, so there is no format to violate (null).
-- workflow: the "agentic workflow" baseline of the papers — a fixed retrieve-then-answer pipeline. The question
-  itself is searched once by the pipeline (not by the model), the action and its observation are put into the
-  response as context the model did not write (mask 0), and the model continues from there with tools refused
-  (an action it writes ends the trajectory). Graded by the environment server like every agent row, so the
-  pipeline's one search counts as a tool call (TC = 1 unless the model also tries to act)."""
+- workflow: the "agentic workflow" baseline of the papers (AutoCoA) — a fixed retrieve-then-answer pipeline with no
+  agentic decision. The question itself is searched once by the pipeline (not by the model); the action and its
+  observation are put into the response as context the model did not write (mask 0), and the model (the SFT-1+2
+  agent) answers from there with tools refused: where it reaches for a tool (a second hop the observation does not
+  hold), the pipeline keeps its reasoning up to its last closed thought and opens the answer, and the answer ends
+  at the first tag the model writes. So every trajectory ends in an answer (the model's best guess), and a format
+  error means the model broke the format itself, not that the workflow refused it. Graded by the environment
+  server like every agent row; the pipeline's one search counts as a tool call (TC = 1)."""
 
 from __future__ import annotations
 
@@ -82,13 +85,17 @@ def workflow_eval(model: Any, tok: Any, bench: Benchmark, config: RunConfig, spl
             prefix += io.observation_ids(obs, ecfg.max_obs_tokens)[0]
             prefixes.append(prefix)
             prompts.append(prompt_ids(tok, config, q.question) + prefix)
-        trajs = eval_rollout(model, tok, config, prompts, None, rt, io)  # tools refused: an action ends it
-        for j, (q, prefix, tr) in enumerate(zip(qs, prefixes, trajs)):
-            ids = prefix + tr.ids
+        trajs = eval_rollout(model, tok, config, prompts, None, rt, io)  # tools refused: an action ends the turn
+        bodies = [list(tr.ids) for tr in trajs]
+        masks = [list(tr.loss_mask) for tr in trajs]
+        if t.answer_open is not None and t.answer_close is not None:
+            _answer_where_refused(model, tok, config, rt, io, t, prompts, bodies, masks)
+        for j, (q, prefix, body, mask) in enumerate(zip(qs, prefixes, bodies, masks)):
+            ids = prefix + body
             records.append({
                 "id": q.id, "question": q.question, "golden_answers": golden(q),
                 "response": tok.decode(ids, skip_special_tokens=False), "dialect": config.dialect,
-                "tokens": {"ids": ids, "loss_mask": [0] * len(prefix) + tr.loss_mask},
+                "tokens": {"ids": ids, "loss_mask": [0] * len(prefix) + mask},
                 "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {})},
             })
     breakdowns: list[dict] = []
@@ -97,3 +104,51 @@ def workflow_eval(model: Any, tok: Any, bench: Benchmark, config: RunConfig, spl
     for rec, b in zip(records, breakdowns):
         rec["reward"] = b
     return summarise(breakdowns), records
+
+
+def _answer_where_refused(model: Any, tok: Any, config: RunConfig, rt: Any, io: AgentIO, t: Any,
+                          prompts: list[list[int]], bodies: list[list[int]], masks: list[list[int]]) -> None:
+    """Tools refused, the workflow still answers: a continuation that did not end in an answer (the model reached
+    for a tool) is cut after its last closed thought, the pipeline opens the answer, and the model writes it; the
+    answer ends at the first tag the model writes (a query it starts, a thought inside the answer). Edits `bodies` and
+    their loss `masks` (the tags the pipeline writes are mask 0, as its search and observation are)."""
+    refused = [k for k, b in enumerate(bodies) if t.answer_close not in tok.decode(b, skip_special_tokens=False)]
+    if not refused:
+        return
+    opened = encode_text(tok, f" {t.answer_open}")[0]
+    for k in refused:
+        keep = _prefix_through(tok, bodies[k], t.think_close)
+        bodies[k] = bodies[k][:keep] + opened
+        masks[k] = masks[k][:keep] + [0] * len(opened)
+    answers = eval_rollout(model, tok, config, [prompts[k] + bodies[k] for k in refused], None, rt, io)
+    tag_texts = [x for x in (t.answer_close, t.action_open, t.action_close, t.answer_open, t.think_open,
+                             t.think_close) if x]
+    for k, tr in zip(refused, answers):
+        text = tok.decode(tr.ids, skip_special_tokens=False)
+        first = min(((text.find(x), x) for x in tag_texts if x in text), default=(-1, ""))
+        if first[1] == t.answer_close:
+            end, closed = _prefix_through(tok, tr.ids, t.answer_close, first=True), []
+        else:
+            end = _prefix_before(tok, tr.ids, first[0]) if first[0] >= 0 else len(tr.ids)
+            closed = encode_text(tok, f" {t.answer_close}")[0]
+        bodies[k] += tr.ids[:end] + closed
+        masks[k] += tr.loss_mask[:end] + [0] * len(closed)
+
+
+def _prefix_through(tok: Any, ids: list[int], tag: str, first: bool = False) -> int:
+    """How many of `ids` it takes to include the last (or first) `tag` of their decoding; 0 when it is absent.
+    Special-token tags are one id; BPE text tags may span several."""
+    text = tok.decode(ids, skip_special_tokens=False)
+    pos = text.find(tag) if first else text.rfind(tag)
+    if pos < 0:
+        return 0
+    need = pos + len(tag)
+    return next(n for n in range(len(ids) + 1) if len(tok.decode(ids[:n], skip_special_tokens=False)) >= need)
+
+
+def _prefix_before(tok: Any, ids: list[int], pos: int) -> int:
+    """The most of `ids` whose decoding ends at or before character `pos`."""
+    n = 0
+    while n < len(ids) and len(tok.decode(ids[:n + 1], skip_special_tokens=False)) <= pos:
+        n += 1
+    return n

@@ -20,7 +20,8 @@ DESCRIPTIONS = {
     "no-tool": "the pretrained model (stages/pretrain/final), closed-book in the pretraining QA form; no tool calls, "
                "so TP is undefined, and that form has no tags, so no format errors are defined (—)",
     "workflow": "always-search workflow: the SFT-1+2 model (stages/sft2/final); the pipeline searches the question "
-                "once and puts the observation in, the model answers with further tools refused",
+                "once and puts the observation in, the model answers with further tools refused (where it reaches for "
+                "one, the pipeline keeps its reasoning to its last closed thought and opens the answer)",
     "sft12": "the SFT-1+2 agent: stages/sft2/final, which trained SFT-1 then SFT-2 and has not seen SFT-3 or RL "
              "(a separate SFT-1+2 run would train the same steps on the same data)",
     "sft-rl": "SFT-1+2+3 + RL-1 + RL-2 (stages/rl2/final), reward as configured for stages.rl2",
