@@ -23,6 +23,8 @@ const MODULES = [
   { module: 'run_config.py', schema: 'python/run-config.schema.json', source: 'src/core/config.ts (RunConfigSchema)' },
   // an Enum the code raises with (ErrorCode.bad_data), a str subclass so it writes into events as its value
   { module: 'stage_info.py', schema: 'python/stage-info.schema.json', source: 'src/core/stages.ts (StageInfoSchema)' },
+  { module: 'env_protocol.py', schema: 'python/env-protocol.schema.json', source: 'src/env/protocol.ts (ENV_PROTOCOL_PARTS)' },
+  { module: 'agent_metric.py', schema: 'python/agent-metric.schema.json', source: 'src/core/metrics.ts (AGENT_METRICS)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },
   { module: 'error_code.py', schema: 'python/error-code.schema.json', source: 'src/core/events.ts (TRAINER_ERRORS)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },
 ];
 // Fixed options: the output must not depend on the machine (no timestamp, the built-in formatter only).

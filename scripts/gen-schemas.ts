@@ -11,6 +11,7 @@
 // (src/env/observations.ts layoutWords), which the embedded tokenizer's vocabulary includes.
 //   schemas/names.json              the naming rule of run ids, stages and labels (src/core/names.ts)
 //   schemas/errors.json             the trainer's error codes and exit statuses (src/core/events.ts TRAINER_ERRORS)
+//   schemas/metrics.json            the agent metrics' names and meanings (src/core/metrics.ts)
 //   schemas/python/*.schema.json    the same contracts shaped for the generated Python classes (gen-python-contracts.mjs)
 // Usage: node dist/gen-schemas.js [outDir]   (default: ./schemas, relative to the working directory)
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -24,8 +25,10 @@ import { RecordSchema } from '../src/core/record';
 import { RECORD_RULES, RULES } from '../src/core/codes';
 import { layoutWords } from '../src/env/observations';
 import { STOPWORDS } from '../src/env/tokenize';
+import { ENV_PROTOCOL_PARTS } from '../src/env/protocol';
 import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE, StageInfoSchema } from '../src/core/stages';
 import { NAME_RULE } from '../src/core/names';
+import { AGENT_METRICS, AGENT_METRIC_NAMES } from '../src/core/metrics';
 
 const outDir = resolve(process.argv[2] ?? 'schemas');
 mkdirSync(outDir, { recursive: true });
@@ -94,6 +97,29 @@ function forPython(schema: Json, names: Record<string, string>): Json {
   delete copy.$id;
   return copy;
 }
+// The environment server's HTTP contract for the trainer's client (coa_trainer/contracts/env_protocol.py): requests in
+// the shape a caller may send (defaults optional), answers in the shape the server writes.
+const envProtocol = {
+  title: 'EnvProtocol',
+  description: 'The environment server\'s HTTP contract (src/env/protocol.ts).',
+  $defs: Object.fromEntries(Object.entries(ENV_PROTOCOL_PARTS).map(([name, part]) => {
+    const io = name.endsWith('Request') ? 'input' : 'output';
+    const { $schema: _s, ...body } = z.toJSONSchema(part(), { io, target: 'draft-2020-12' }) as Json;
+    return [name, stripChecks({ ...body, title: name })];
+  })),
+};
+function stripChecks(node: Json): Json {
+  const copy = JSON.parse(JSON.stringify(node)) as Json;
+  const visit = (n: unknown): void => {
+    if (!n || typeof n !== 'object') return;
+    if (Array.isArray(n)) return n.forEach(visit);
+    for (const key of CHECKED_ELSEWHERE) delete (n as Json)[key];
+    Object.values(n as Json).forEach(visit);
+  };
+  visit(copy);
+  return copy;
+}
+
 const runConfigOutput = forPython(z.toJSONSchema(RunConfigSchema, { io: 'output', target: 'draft-2020-12' }) as Json, PYTHON_CLASS_NAMES);
 
 const files: [string, unknown][] = [
@@ -108,6 +134,9 @@ const files: [string, unknown][] = [
   ['names.json', NAME_RULE],
   ['python/run-config.schema.json', runConfigOutput],
   ['errors.json', TRAINER_ERRORS],
+  ['metrics.json', AGENT_METRICS],
+  ['python/env-protocol.schema.json', envProtocol],
+  ['python/agent-metric.schema.json', { title: 'AgentMetric', description: 'An agent metric of graded trajectories (src/core/metrics.ts AGENT_METRICS).', type: 'string', enum: AGENT_METRIC_NAMES }],
   ['python/stage-info.schema.json', { ...z.toJSONSchema(StageInfoSchema, { io: 'output', target: 'draft-2020-12' }), title: 'StageInfo' }],
   ['python/error-code.schema.json', { title: 'ErrorCode', description: 'What stopped a trainer command (src/core/events.ts TRAINER_ERRORS).', type: 'string', enum: TRAINER_ERROR_CODES }],
 ];

@@ -16,6 +16,7 @@
 // State is bounded (first and last `window` values per key), so it travels over HTTP and into checkpoints.
 import { z } from 'zod';
 import type { ALERT_KINDS } from './events';
+import type { AgentMetric } from './metrics';
 
 export const MARGIN = 0.05;
 
@@ -79,13 +80,13 @@ export class AlertMonitor {
     if (s.recent.length > w) s.recent.shift();
   }
 
-  private base(key: string): number | null {
+  private base(key: AgentMetric): number | null {
     const s = this.state.series[key];
     const w = this.thresholds.window;
     return s && s.n >= 2 * w ? mean(s.first) : null;
   }
 
-  private now(key: string): number | null {
+  private now(key: AgentMetric): number | null {
     const s = this.state.series[key];
     return s && s.recent.length ? mean(s.recent) : null;
   }
@@ -102,7 +103,7 @@ export class AlertMonitor {
       const limit = tc0 > 0 ? th.tool_call_explosion * tc0 : 1.0;
       checks.push(['tool_call_explosion', tc > limit, 'warning', `tool calls per trajectory ${tc.toFixed(2)} vs ${tc0.toFixed(2)} at the start`]);
     }
-    const lenKey = this.state.series.think_len ? 'think_len' : 'response_len';
+    const lenKey: AgentMetric = this.state.series.think_len ? 'think_len' : 'response_len';
     const l0 = this.base(lenKey);
     const l = this.now(lenKey);
     if (l0 !== null && l !== null && l0 > 0) {

@@ -2,7 +2,7 @@
 // an unknown key is a 400 naming it), response shapes and the error envelope. Shared by server and client.
 import { z } from 'zod';
 import { DIALECT_NAMES, type DialectName } from '../core/dialects';
-import { RecordSchema, SCHEMES, type RewardBreakdown, type Scheme, type TrajectoryRecord } from '../core/record';
+import { RecordSchema, RewardBreakdownSchema, SCHEMES, type RewardBreakdown, type Scheme, type TrajectoryRecord } from '../core/record';
 import { RewardParamsSchema, type RewardParams } from '../core/rewards';
 import { NAME_RE, NAME_RULE_TEXT } from '../core/names';
 
@@ -50,21 +50,25 @@ export function toolSpecs(passages: number): ToolSpec[] {
   ];
 }
 
-export interface HealthResponse {
-  status: 'ok';
-  passages: number;
-  uptime_s: number;
+// The answers, as schemas too: the trainer's client is generated from them (coa_trainer/contracts/env_protocol.py),
+// so the two sides of the HTTP contract cannot drift apart.
+export const HealthResponseSchema = z.object({
+  status: z.literal('ok'),
+  passages: z.number().int(),
+  uptime_s: z.number(),
   /** Request counters since start (extra to the fixed contract: for dashboards and drills). */
-  stats?: Record<string, number>;
-}
+  stats: z.record(z.string(), z.number()).optional(),
+});
+export type HealthResponse = z.infer<typeof HealthResponseSchema>;
 
-export interface SearchResultItem {
-  id: string;
-  title: string;
-  contents: string;
-  text: string;
-  score: number;
-}
+export const SearchResultItemSchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  contents: z.string(),
+  text: z.string(),
+  score: z.number(),
+});
+export type SearchResultItem = z.infer<typeof SearchResultItemSchema>;
 
 export interface SearchRequest {
   queries: string[];
@@ -72,10 +76,11 @@ export interface SearchRequest {
   dialect?: DialectName;
 }
 
-export interface SearchResponse {
-  results: SearchResultItem[][];
-  observations: string[];
-}
+export const SearchResponseSchema = z.object({
+  results: z.array(z.array(SearchResultItemSchema)),
+  observations: z.array(z.string()),
+});
+export type SearchResponse = z.infer<typeof SearchResponseSchema>;
 
 export interface GradeRequest {
   records: TrajectoryRecord[];
@@ -84,13 +89,23 @@ export interface GradeRequest {
   run?: string;
 }
 
-export interface GradeResponse {
-  breakdowns: RewardBreakdown[];
-}
+export const GradeResponseSchema = z.object({ breakdowns: z.array(RewardBreakdownSchema) });
+export type GradeResponse = { breakdowns: RewardBreakdown[] };
 
-export interface ErrorBody {
-  error: { code: string; message: string; path?: string };
-}
+export const ErrorBodySchema = z.object({
+  error: z.object({ code: z.string(), message: z.string(), path: z.string().optional() }),
+});
+export type ErrorBody = z.infer<typeof ErrorBodySchema>;
+
+/** The contract as one schema of named parts, for generated clients in other languages (scripts/gen-schemas.ts). */
+export const ENV_PROTOCOL_PARTS = {
+  SearchRequest: () => SearchRequestSchema,
+  SearchResponse: () => SearchResponseSchema,
+  GradeRequest: () => GradeRequestSchema,
+  GradeResponse: () => GradeResponseSchema,
+  HealthResponse: () => HealthResponseSchema,
+  ErrorBody: () => ErrorBodySchema,
+} as const;
 
 export const ERROR_CODES = {
   bad_json: 400,

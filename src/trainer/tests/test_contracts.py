@@ -4,6 +4,7 @@ value it was given or defaulted."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -48,3 +49,58 @@ def test_the_schema_still_guards_the_values():
         validate_config({"stages": {"rl2": {"group_size": 0}}})
     with pytest.raises(ConfigError, match="unknown_key|Additional properties"):
         validate_config({"unknown_key": 1})
+
+
+def test_an_rl_step_logs_exactly_the_cores_agent_metrics():
+    """The names the alert rules read (src/core/metrics.ts) are the names an RL step logs, computed in one place."""
+    from coa_trainer.contracts.agent_metric import AgentMetric
+    from coa_trainer.rollout.metrics import graded_sums, graded_values, step_values
+
+    breakdowns = [{"total": 1.0, "em": 1, "f1": 1.0, "tool_calls": 1, "format_ok": True, "r_correct": 1.0},
+                  {"total": 0.0, "em": 0, "f1": 0.5, "tool_calls": 2, "format_ok": False, "r_correct": 0.0}]
+    sums = {**graded_sums(breakdowns, [0, 0]), **{k: 1.0 for k in (
+        "calls", "failures", "called", "malformed", "truncated", "gen_tokens", "think_tokens", "retok_mismatches",
+        "retok_drift")}}
+    assert set(step_values(sums)) == {m.value for m in AgentMetric}
+    v = graded_values(graded_sums(breakdowns, ["a", "a"]))
+    assert (v["em"], v["tc"], v["tp"], v["format_error_rate"]) == (0.5, 1.5, 1 / 3, 0.5)
+    assert (v["all_correct_groups"], v["all_wrong_groups"]) == (0.0, 0.0)
+
+
+def test_the_env_client_speaks_the_generated_protocol():
+    """Requests are built from, and answers checked against, the classes generated from src/env/protocol.ts: an
+    answer of another shape (here a server of another build, speaking HTTP on 127.0.0.1) is an EnvError saying so,
+    not a KeyError somewhere later."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from coa_trainer.env.client import EnvClient, EnvError
+
+    sent: list[dict] = []
+
+    class OtherBuild(BaseHTTPRequestHandler):
+        def log_message(self, *_):
+            pass
+
+        def do_POST(self):
+            sent.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            data = json.dumps({"hits": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OtherBuild)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = EnvClient(f"http://127.0.0.1:{server.server_address[1]}", "t")
+        with pytest.raises(EnvError, match="not the protocol's SearchResponse"):
+            client.search(["q"], top_k=2, dialect="coa")
+        assert sent == [{"queries": ["q"], "top_k": 2, "dialect": "coa"}]
+        with pytest.raises(EnvError, match="not a grade request"):
+            client.grade([{"id": "a", "response": "x"}])  # no question: refused before anything is sent
+        assert len(sent) == 1
+    finally:
+        server.shutdown()
+        server.server_close()

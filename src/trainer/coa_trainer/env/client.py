@@ -16,8 +16,11 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from ..base.core_cli import find_core_cli, find_node
 from ..base.errors import CoaError
+from ..contracts.env_protocol import GradeRequest, GradeResponse, HealthResponse, SearchRequest, SearchResponse
 from ..contracts.error_code import ErrorCode
 
 
@@ -182,23 +185,36 @@ class EnvClient:
     def _post(self, path: str, body: dict) -> dict:
         return self._json("POST", path, body)
 
+    def _call(self, method: str, path: str, request: BaseModel | None, answer: type[BaseModel]) -> dict:
+        """A call of the contract: the request built from its generated class, the answer checked against its class
+        (contracts/env_protocol.py, from src/env/protocol.ts), so a drift between the two sides is an error here."""
+        body = request.model_dump(mode="json", exclude_none=True) if request is not None else None
+        raw = self._json(method, path, body)
+        try:
+            answer.model_validate(raw)
+        except ValidationError as e:
+            raise EnvError(f"{method} {path}: the answer is not the protocol's {answer.__name__} "
+                           f"({str(e).splitlines()[0]}): server and trainer from different builds?") from e
+        return raw
+
     def health(self) -> dict:
-        return self._json("GET", "/v1/health")
+        return self._call("GET", "/v1/health", None, HealthResponse)
 
     def search(self, queries: list[str], top_k: int = 3, dialect: str = "coa") -> dict:
-        """{"results": [[{id,title,contents,score}]], "observations": [text between the observation tags]}"""
+        """{"results": [[{id,title,contents,text,score}]], "observations": [text between the observation tags]}"""
         if not queries:
             return {"results": [], "observations": []}
-        return self._post("/v1/tools/search", {"queries": queries, "top_k": top_k, "dialect": dialect})
+        return self._call("POST", "/v1/tools/search", SearchRequest(queries=queries, top_k=top_k, dialect=dialect),
+                          SearchResponse)
 
     def grade(self, records: list[dict], scheme: str = "em", params: dict | None = None, run: str | None = None
               ) -> list[dict]:
-        body: dict[str, Any] = {"records": records, "scheme": scheme}
-        if params is not None:
-            body["params"] = params
-        if run is not None:
-            body["run"] = run
-        return self._post("/v1/grade", body)["breakdowns"]
+        try:
+            request = GradeRequest(records=records, scheme=scheme, params=params, run=run)
+        except ValidationError as e:
+            raise EnvError(f"POST /v1/grade: not a grade request ({str(e).splitlines()[0]}: "
+                           f"{e.errors()[0]['loc']} {e.errors()[0]['msg']})") from e
+        return self._call("POST", "/v1/grade", request, GradeResponse)["breakdowns"]
 
     def alerts(self, step: int, values: dict, thresholds: dict | None = None, state: dict | None = None,
                heldout: float | None = None) -> dict:

@@ -23,6 +23,7 @@ from ..data.samples import encode_text, prompt_text
 from ..rollout.generate import generate
 from ..data.prompts import prompt_ids
 from ..rollout.loop import rollout
+from ..rollout.metrics import graded_sums, graded_values
 from ..data.userdata import golden
 from ..contracts.run_config import RunConfig
 from ..base.errors import report_failure
@@ -135,13 +136,9 @@ def agent_eval(model: Any, tok: Any, bench: Any, config: RunConfig, split: str, 
         rows.append({"em": float(b["em"]), "f1": float(b["f1"]), "format_ok": bool(b["format_ok"]),
                      "tc": int(b["tool_calls"]), "optimal": q.optimal_tool_calls, "known": q.known,
                      "hops": len(q.hops), "truncated": tr.truncated, "failures": tr.tool_failures})
-    total_tc = sum(r["tc"] for r in rows)
+    graded = graded_values(graded_sums(breakdowns))
     metrics = {
-        "em": _mean([r["em"] for r in rows]),
-        "f1": _mean([r["f1"] for r in rows]),
-        "tc": _mean([float(r["tc"]) for r in rows]),
-        "tp": (sum(r["em"] for r in rows) / total_tc) if total_tc else None,
-        "format_error_rate": _mean([0.0 if r["format_ok"] else 1.0 for r in rows]),
+        **{k: graded[k] for k in ("em", "f1", "tc", "tp", "format_error_rate")},
         "em_known": _mean([r["em"] for r in rows if r["known"] is True]),
         "em_unknown": _mean([r["em"] for r in rows if r["known"] is False]),
         "em_2hop": _mean([r["em"] for r in rows if r["hops"] == 2]),

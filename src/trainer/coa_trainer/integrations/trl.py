@@ -25,6 +25,7 @@ from typing import Any, Callable
 from transformers import TrainerCallback
 
 from ..env.alerts import AlertMonitor
+from ..rollout.metrics import graded_sums, graded_values
 from ..base.events import EventWriter
 from .grader import golden_list, grader, reward_settings
 
@@ -166,17 +167,10 @@ def golden_answers(columns: dict[str, list]) -> list[list[str]]:
 
 
 def _step_stats(breakdowns: list[dict], groups: list[str]) -> dict[str, float]:
-    n = len(breakdowns)
-    correct: dict[str, bool] = {}
-    for b, g in zip(breakdowns, groups):
-        correct[g] = correct.get(g, False) or float(b["r_correct"]) > 0
-    return {
-        "em": sum(float(b["em"]) for b in breakdowns) / n,
-        "f1": sum(float(b["f1"]) for b in breakdowns) / n,
-        "tc": sum(float(b["tool_calls"]) for b in breakdowns) / n,
-        "format_error_rate": sum(0.0 if b["format_ok"] else 1.0 for b in breakdowns) / n,
-        "all_wrong_groups": sum(0.0 if c else 1.0 for c in correct.values()) / len(correct),
-    }
+    """The agent metrics of a TRL step, computed where every other caller computes them (rollout/metrics.py)."""
+    values = graded_values(graded_sums(breakdowns, groups))
+    return {k: float(values[k]) for k in ("em", "f1", "tc", "tp", "format_error_rate", "all_wrong_groups")
+            if values.get(k) is not None}
 
 
 class _Callback(TrainerCallback):

@@ -35,6 +35,7 @@ from ..base.config import config_dict
 from ..contracts.run_config import CollectSelect, DataConfig, QuestionFiles, RunConfig
 from ..base.errors import CoaError
 from ..base.lifecycle import on_stop_signals
+from ..rollout.metrics import graded_sums, graded_values
 from ..contracts.error_code import ErrorCode
 from ..base.errors import report_failure
 
@@ -527,11 +528,10 @@ class Collector:
             dt = time.time() - t0
             n = max(1, len(records))
             stats = teacher["stats"]()
+            graded = graded_values(graded_sums([r["reward"] for r in records]))  # rollout/metrics.py: one place
             values = {
                 "collected": float(done), "failed": float(failed),
-                "correct_rate": sum(float(r["reward"]["em"]) for r in records) / n if records else None,
-                "format_error_rate": sum(0.0 if r["reward"]["format_ok"] else 1.0 for r in records) / n if records else None,
-                "tool_calls": sum(r["reward"]["tool_calls"] for r in records) / n if records else None,
+                **{k: graded[k] for k in ("em", "f1", "tc", "tp", "format_error_rate")},
                 "tool_failures": float(sum(tr.tool_failures for tr in owners)),
                 "truncated_rate": sum(1.0 for tr in owners if tr.truncated) / n if records else None,
                 "samples_per_s": len(records) / max(dt, 1e-9),

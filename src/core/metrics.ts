@@ -1,0 +1,26 @@
+// The agent metrics of a batch of graded trajectories — the names the trainer's RL steps, evaluations, collections and
+// the TRL callback all log, and the names the alert rules (./alerts.ts) read. One table, so a metric is called the
+// same everywhere: the trainer gets it as a generated enum (coa_trainer/contracts/agent_metric.py) and computes every
+// one of them in one place (coa_trainer/rollout/metrics.py).
+
+export const AGENT_METRICS = {
+  reward_mean: 'mean reward of the trajectories',
+  reward_std: 'standard deviation of the rewards',
+  em: 'exact-match rate (golden answers, SQuAD normalisation)',
+  f1: 'mean token F1 against the golden answers',
+  tc: 'tool calls per trajectory',
+  tp: 'correct answers per tool call (OTC-PO\'s tool productivity)',
+  format_error_rate: 'share of trajectories with a format-rule error',
+  tool_failure_rate: 'share of tool calls that failed',
+  malformed_call_rate: 'share of trajectories that called a tool with a malformed call',
+  truncation_ratio: 'share of trajectories cut at a length limit',
+  all_correct_groups: 'share of groups whose every sample is correct (no learning signal)',
+  all_wrong_groups: 'share of groups with no correct sample (no learning signal)',
+  response_len: 'model-written tokens per trajectory',
+  think_len: 'thinking tokens per trajectory',
+  retok_mismatches: 'trajectories whose model input was not a prefix of the trained ids',
+  retok_drift_rate: 'share of trajectories a decode → encode would change',
+  trajectories: 'trajectories in the batch',
+} as const;
+export type AgentMetric = keyof typeof AGENT_METRICS;
+export const AGENT_METRIC_NAMES = Object.keys(AGENT_METRICS) as [AgentMetric, ...AgentMetric[]];

@@ -1,0 +1,163 @@
+# Generated from src/env/protocol.ts (ENV_PROTOCOL_PARTS) by scripts/gen-python-contracts.mjs (datamodel-code-generator): do not edit.
+
+from __future__ import annotations
+
+from typing import Any, Dict, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+
+class EnvProtocol(RootModel[Any]):
+    root: Any = Field(..., title="EnvProtocol")
+    """
+    The environment server's HTTP contract (src/env/protocol.ts).
+    """
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    queries: list[str]
+    top_k: int | None = None
+    dialect: Literal["coa", "search-r1", "autocoa", "hermes"] | None = None
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    id: str
+    title: str
+    contents: str
+    text: str
+    score: float
+
+
+class SearchResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    results: list[list[Result]]
+    observations: list[str]
+
+
+class Tokens(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    __annotations__ = {
+        "__pydantic_extra__": Dict[str, Any],
+    }
+    ids: list[int]
+    loss_mask: list[float] | None = None
+    logprobs: list[float | None] | None = None
+    advantages: list[float] | None = None
+    offsets: list[int] | None = None
+
+
+class Reward(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    __annotations__ = {
+        "__pydantic_extra__": Dict[str, Any],
+    }
+    scheme: Literal["em", "f1", "cover-em", "autocoa", "otc-ppo", "otc-grpo"]
+    em: float
+    f1: float
+    format_ok: bool
+    violations: list[str]
+    tool_calls: int
+    optimal_tool_calls: int | None
+    r_tool: float
+    r_correct: float
+    total: float
+
+
+class Meta(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    __annotations__ = {
+        "__pydantic_extra__": Dict[str, Any],
+    }
+    run: str | None = None
+    stage: str | None = None
+    step: int | None = None
+    sample: int | None = None
+    group: str | float | None = None
+    question_key: str | None = None
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    __annotations__ = {
+        "__pydantic_extra__": Dict[str, Any],
+    }
+    id: str
+    question: str
+    golden_answers: list[str] | None = None
+    response: str
+    dialect: Literal["coa", "search-r1", "autocoa", "hermes"] | None = None
+    tokens: Tokens | None = None
+    reward: Reward | None = None
+    meta: Meta | None = None
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    c: float | None = None
+    alpha: float | None = None
+    format_penalty: bool | None = None
+    strictness: Literal["lenient", "strict"] | None = None
+    tools: list[str] | None = None
+    max_turns: int | None = None
+    dialect: Literal["coa", "search-r1", "autocoa", "hermes", "auto"] | None = None
+
+
+class GradeRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    records: list[Record]
+    scheme: Literal["em", "f1", "cover-em", "autocoa", "otc-ppo", "otc-grpo"]
+    params: Params | None = None
+    run: str | None = None
+
+
+class GradeResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    breakdowns: list[Reward]
+
+
+class HealthResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    status: Literal["ok"]
+    passages: int
+    uptime_s: float
+    stats: dict[str, float] | None = None
+
+
+class Error(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    code: str
+    message: str
+    path: str | None = None
+
+
+class ErrorBody(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    error: Error
