@@ -1,34 +1,35 @@
-"""bench/gpu: the trainer at model size — Qwen2.5-0.5B- and 1.5B-shaped models (random init from the published
-config shapes, the real 151,936-entry vocabulary, never downloaded), or a tiny shape with the same vocabulary for
-CPU. Everything runs through the trainer's own code (TokenScorer, packed micro-batches, fp32 master weights,
-generate(), policy_updates()), in one process:
+"""bench/gpu: the trainer at model size, beside what a user would run instead — Qwen2.5-0.5B- and 1.5B-shaped models
+(random init from the published config shapes, the real 151,936-entry vocabulary, never downloaded), or a tiny shape
+with the same vocabulary for CPU. Ours runs through the trainer's own code (TokenScorer with the fused head and packed
+attention, packed micro-batches, fp32 master weights, the rollout engine, policy_updates()); the anchors
+(anchors.py: HF generate with a dynamic / static+compiled cache, a plain HF + Liger training step) run in the same
+process on the same shapes, and every table prints ours ÷ anchor:
 
-1. matmul TFLOP/s of the device in the run's dtype (the MFU denominator, measured here, not a datasheet figure),
-   and the device's copy bandwidth (a large tensor copy: bytes read + written per second — the decode floor's
-   denominator; on CPU it is the memcpy bandwidth of this machine);
-2. SFT: packed micro-batches, forward + backward + AdamW step, tokens/s and MFU = model FLOPs/s ÷ matmul FLOP/s,
-   model FLOPs/token = 6 × (non-embedding parameters + LM head) + 12 × layers × hidden × sequence (recomputation
-   by activation checkpointing and the chunked LM head is not counted: MFU, not HFU);
-3. decode: greedy generation at batch 64 and 256 (growing and pre-sized KV cache), tokens/s against the bandwidth
-   floor: each step must read every weight once plus the batch's KV cache, so floor tokens/s = batch ÷ ((weight
-   bytes + mean KV bytes) ÷ bandwidth);
-4. one RL step split into generate (batch × max-new tokens, sampled) / tools (one batched search of the env server
-   on the embedded corpus, when node and dist/cli.js are there) / train (GRPO policy update with a KL reference,
-   packed token-budget micro-batches); the KV caches are released between generate and train;
-5. peak memory: CUDA max allocated per phase; CPU peak RSS of the process.
+1. matmul TFLOP/s in the run's dtype (the MFU denominator, measured here) and copy bandwidth (the decode floor's);
+2. decode: greedy, prompt + new tokens per row, prefill included, at two batch sizes: ours (the engine), the
+   reference loop ours replaced, HF generate (dynamic cache; static cache + torch.compile on CUDA); tokens/s against
+   the bandwidth floor (each step reads every weight once plus the batch's KV cache);
+3. host time per decode step outside the model forward, before (reference loop) and after (engine), on CPU where
+   the host and the forward share the clock (on CUDA the engine replays CUDA graphs: no per-step host work);
+4. one RL step, single turn (batch × max-new tokens sampled, GRPO update with a KL reference) and multi-turn
+   (agent.py: two search calls per trajectory, the observations appended to each slot's cache), split into
+   generate / train, with the prefill tokens the engine encoded beside those a loop re-encoding every turn would;
+5. SFT: ours (packed token-budget micro-batches, no activation checkpointing), ours as it was before issue 29 and
+   the HF + Liger anchor: tokens/s, MFU = model FLOPs/s ÷ matmul FLOP/s, peak memory; and packed attention alone
+   (attention.py: transformers' dense mask vs unpacked is_causal vs varlen flash).
 
     .venv/bin/python bench/gpu/run.py --device cpu --shape tiny [--threads 2] [--write]
-    .venv/bin/python bench/gpu/run.py --device cuda --shape 0.5b|1.5b [--write]
+    .venv/bin/python bench/gpu/run.py --device cuda --shape 0.5b|1.5b [--write] [--out result.json]
 
 --write replaces the `## bench/gpu (<device type>, <shape>)` section of bench/RESULTS.md."""
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
-import re
 import resource
 import sys
 import time
@@ -36,18 +37,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src" / "trainer"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch
 from coa_trainer.base import quiet  # noqa: F401
 from coa_trainer.data.samples import Encoded
 from coa_trainer.base.distributed import DistInfo
-from coa_trainer.rollout.generate import generate
-from coa_trainer.algos.grpo import Sample
-from coa_trainer.model.scoring import TokenScorer
+from coa_trainer.rollout.generate import engine_for, generate, reference_generate, release_engines
+from coa_trainer.algos.grpo import Sample, group_advantages
+from coa_trainer.model.packing import layout
+from coa_trainer.model.scoring import TokenScorer, token_logprobs
 from coa_trainer.algos.losses import lm_count, lm_loss_parts
 from coa_trainer.algos.microbatch import accumulate, clip_grad_norm
 from coa_trainer.model.optim import make_optimizer
 from coa_trainer.stages.rl import policy_updates, release_cached_memory
+
+import agent
+import anchors
+import attention
+from results import write_section
 
 VOCAB = 151_936  # Qwen2.5's
 # Qwen2.5-0.5B / -1.5B config.json shapes (huggingface.co/Qwen/Qwen2.5-0.5B, /Qwen2.5-1.5B); tiny keeps the vocabulary
@@ -59,13 +67,32 @@ SHAPES = {
     "1.5b": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
                  num_key_value_heads=2),
 }
-# per device type: SFT rows × length, decode prompt / new tokens, RL prompts × group × new tokens
+# per device type: SFT rows × length (ours: varied lengths; anchor: dense rows), decode prompt / new tokens and
+# batches, RL prompts × group × new tokens, multi-turn turn length / tokens per turn / observation cap
 SIZES = {
-    "cpu": dict(sft_rows=4, sft_len=256, sft_steps=3, prompt=64, new=32, rl_prompts=4, rl_group=4, rl_new=32,
+    "cpu": dict(sft_rows=4, sft_len=256, sft_steps=2, anchor_rows=2, anchor_len=256, prompt=64, new=32,
+                batches=(16, 64), rl_prompts=4, rl_group=4, rl_new=32, turn_tokens=12, turn_new=24, obs=48,
                 budget=1024),
-    "cuda": dict(sft_rows=16, sft_len=2048, sft_steps=10, prompt=256, new=128, rl_prompts=16, rl_group=8,
-                 rl_new=512, budget=16384),
+    "cuda": dict(sft_rows=16, sft_len=2048, sft_steps=5, anchor_rows=8, anchor_len=2048, prompt=256, new=128,
+                 batches=(64, 256), rl_prompts=16, rl_group=8, rl_new=512, turn_tokens=128, turn_new=256, obs=256,
+                 budget=16384),
 }
+
+
+def steady_allocator() -> bool:
+    """CPU: glibc malloc's mmap and trim thresholds fixed at 1 GiB (mallopt) for the whole run. By default glibc
+    adapts them as blocks come and go, and whether a step's [batch × 152k] temporaries are served from the heap or
+    page-faulted in afresh every step then depends on the order of earlier allocations: at batch 16 that alone moved
+    the engine's call between 1.7 and 0.9 s, the reference loop's between 1.0 and 0.8 s. False where it is not
+    glibc."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(-3, 1 << 30)) and bool(libc.mallopt(-1, 1 << 30))  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        return False
 
 
 def sync(dev: torch.device) -> None:
@@ -79,7 +106,8 @@ def build(shape: str, dev: torch.device, dtype: torch.dtype, seed: int = 0, ckpt
     torch.manual_seed(seed)
     cfg = Qwen2Config(vocab_size=VOCAB, max_position_embeddings=32768, tie_word_embeddings=True, rope_theta=1e6,
                       attn_implementation="sdpa", **SHAPES[shape])
-    m = AutoModelForCausalLM.from_config(cfg).to(device=dev, dtype=dtype)
+    with torch.device(dev):  # initialised where it runs: a 1.5B model's random init on the host took tens of seconds
+        m = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
     if ckpt:
         m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     return m
@@ -126,17 +154,29 @@ def reset_peak(dev: torch.device) -> None:
         torch.cuda.reset_peak_memory_stats(dev)
 
 
-def matmul_params(m) -> tuple[int, int]:
-    """(non-embedding parameters, LM-head parameters): the matmul weights of one token's forward."""
-    emb = m.get_input_embeddings().weight.numel()
-    total = sum(p.numel() for p in m.parameters())  # tied head counted once by parameters()
-    return total - emb, m.get_output_embeddings().weight.numel()
+def flops_per_token(lm, lens: list[int]) -> float:
+    """6 × (non-embedding + LM-head parameters) + attention as PaLM counts it (Chowdhery et al. 2022, appendix B:
+    12 · layers · hidden · sequence, causal half not subtracted); packed sequences attend within themselves:
+    sequence = Σ n² / Σ n. Recomputation is not counted (MFU, not HFU)."""
+    emb = lm.get_input_embeddings().weight.numel()
+    body = sum(p.numel() for p in lm.parameters()) - emb  # tied head counted once by parameters()
+    head = lm.get_output_embeddings().weight.numel()
+    ctx = sum(n * n for n in lens) / sum(lens)
+    cfg = lm.config
+    return 6 * (body + head) + 12 * cfg.num_hidden_layers * cfg.hidden_size * ctx
 
 
-def sft_bench(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt: bool, tflops: float) -> dict:
+# ------------------------------------------------------------------ SFT
+
+def sft_ours(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt: bool, before: bool = False) -> dict:
+    """`before`: the loss as the trainer computed it before issue 29 — log-probs from checkpointed head chunks, then
+    summed — and transformers' sdpa with its dense block-diagonal mask for the packed rows."""
     lm = build(shape, dev, dtype, ckpt=ckpt)
     lm.train()
     model = TokenScorer(lm)
+    if before:
+        lm.set_attn_implementation("sdpa")
+        model.packed_attention = False
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(params, 1e-5, 0.0)
     g = torch.Generator().manual_seed(1)
@@ -148,6 +188,10 @@ def sft_bench(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt:
     di = DistInfo()
 
     def loss_fn(m, part):
+        if before:
+            lay = layout([e.input_ids for e in part], 0, True, dev)
+            tmask = lay.place([e.target_mask[1:len(e.input_ids)] for e in part])
+            return -(token_logprobs(m, lay.ids, None, None, lay.pos, tmask > 0) * tmask).sum(), 0.0, {}
         return lm_loss_parts(m, part, 0, dev, None, True)  # the weights are in `dtype` already: no autocast
 
     def step() -> float:
@@ -166,120 +210,252 @@ def sft_bench(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt:
         loss = step()
     sync(dev)
     dt = (time.perf_counter() - t0) / sz["sft_steps"]
-    tokens = sum(lens)
-    body, head = matmul_params(lm)
-    cfg = lm.config
-    # attention as PaLM counts it (Chowdhery et al. 2022, appendix B: 12 · layers · hidden · sequence per token,
-    # the causal half not subtracted); packed sequences attend within themselves: sequence = Σ n² / Σ n
-    ctx = sum(n * n for n in lens) / tokens
-    flops_tok = 6 * (body + head) + 12 * cfg.num_hidden_layers * cfg.hidden_size * ctx
-    tok_s = tokens / dt
-    out = {"tokens_per_step": tokens, "step_s": round(dt, 3), "tokens_per_s": round(tok_s, 1),
-           "model_tflops": round(tok_s * flops_tok / 1e12, 4), "mfu": round(tok_s * flops_tok / 1e12 / tflops, 4),
-           "loss_finite": bool(torch.isfinite(torch.tensor(loss))), "peak_gib": round(peak_memory(dev), 2),
-           "params": sum(p.numel() for p in lm.parameters()), "activation_checkpointing": ckpt}
+    tok_s = sum(lens) / dt
+    out = {"tokens_per_step": sum(lens), "step_s": round(dt, 3), "tokens_per_s": round(tok_s, 1),
+           "model_tflops": round(tok_s * flops_per_token(lm, lens) / 1e12, 4), "peak_gib": round(peak_memory(dev), 2),
+           "loss_finite": bool(torch.isfinite(torch.tensor(loss))), "params": sum(p.numel() for p in lm.parameters()),
+           "activation_checkpointing": ckpt, "packed_attention": model.packed_attention, "liger": model.liger}
     release_cached_memory(dev)
     return out
 
 
-def decode_bench(lm, dev: torch.device, batch: int, prompt: int, new: int, bandwidth: float, static: bool) -> dict:
-    g = torch.Generator().manual_seed(batch)
-    prompts = torch.randint(0, VOCAB, (batch, prompt), generator=g).tolist()
-    generate(lm, prompts[:2], 2, set(), 0, dev, static_cache=static)  # warm-up
-    # the prefill (prompt forward + first token) timed apart, so tokens/s is the decode steps' own
-    sync(dev)
-    t0 = time.perf_counter()
-    generate(lm, prompts, 1, set(), 0, dev, static_cache=static)
-    sync(dev)
-    prefill = time.perf_counter() - t0
+def sft_anchor(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> dict:
+    lm = build(shape, dev, dtype, seed=5)
+    step, tokens, liger = anchors.hf_sft_step_setup(lm, dev, sz["anchor_rows"], sz["anchor_len"], VOCAB)
     reset_peak(dev)
-    t0 = time.perf_counter()
-    out, _, _ = generate(lm, prompts, new, set(), 0, dev, static_cache=static)
+    step()
     sync(dev)
-    dt = max(time.perf_counter() - t0 - prefill, 1e-9)
-    produced = sum(len(o) for o in out) - batch
+    t0 = time.perf_counter()
+    for _ in range(sz["sft_steps"]):
+        loss = step()
+    sync(dev)
+    dt = (time.perf_counter() - t0) / sz["sft_steps"]
+    tok_s = tokens / dt
+    out = {"tokens_per_step": tokens, "step_s": round(dt, 3), "tokens_per_s": round(tok_s, 1),
+           "model_tflops": round(tok_s * flops_per_token(lm, [sz["anchor_len"]] * sz["anchor_rows"]) / 1e12, 4),
+           "peak_gib": round(peak_memory(dev), 2), "loss_finite": bool(torch.isfinite(torch.tensor(loss))),
+           "liger": liger}
+    release_cached_memory(dev)
+    return out
+
+
+# ------------------------------------------------------------------ decode
+
+def floor_tokens_per_s(lm, batch: int, prompt: int, new: int, bandwidth: float) -> float:
     cfg = lm.config
     esize = next(lm.parameters()).element_size()
     weight_bytes = sum(p.numel() for p in lm.parameters()) * esize
     head_dim = cfg.hidden_size // cfg.num_attention_heads
     kv_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * esize
-    mean_ctx = prompt + new / 2
-    step_bytes = weight_bytes + batch * mean_ctx * kv_per_token
-    floor = batch / (step_bytes / bandwidth)
-    return {"batch": batch, "new_tokens": new, "prompt": prompt, "static_cache": static, "prefill_s": round(prefill, 3),
-            "tokens_per_s": round(produced / dt, 1), "floor_tokens_per_s": round(floor, 1),
-            "of_floor": round(produced / dt / floor, 4), "peak_gib": round(peak_memory(dev), 2)}
+    return batch / ((weight_bytes + batch * (prompt + new / 2) * kv_per_token) / bandwidth)
 
 
-def rl_bench(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt: bool) -> dict:
-    lm = build(shape, dev, dtype, ckpt=ckpt)
-    ref = build(shape, dev, dtype, seed=0)
-    ref.requires_grad_(False)
-    model = TokenScorer(lm)
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = make_optimizer(params, 1e-6, 0.0)
-    P, G = sz["rl_prompts"], sz["rl_group"]
-    g = torch.Generator(device=dev).manual_seed(2)
-    prompts = [torch.randint(0, VOCAB, (sz["prompt"],), generator=torch.Generator().manual_seed(i)).tolist()
-               for i in range(P) for _ in range(G)]
-    reset_peak(dev)
-    lm.eval()
+def _timed(dev: torch.device, fn, *args, **kwargs):
+    """(fn(*args, **kwargs), seconds), the device synchronised on both ends."""
     sync(dev)
     t0 = time.perf_counter()
-    new, lps, _ = generate(lm, prompts, sz["rl_new"], set(), 0, dev, temperature=1.0, generator=g)
+    out = fn(*args, **kwargs)
     sync(dev)
-    gen_s = time.perf_counter() - t0
-    gen_peak = peak_memory(dev)
-    tools_s, tools_note = tool_call(len(prompts))
-    release_cached_memory(dev)
-    reset_peak(dev)
-    lm.train()
-    rewards = torch.rand(len(prompts), generator=torch.Generator().manual_seed(3)).tolist()
-    from coa_trainer.algos.grpo import group_advantages
+    return out, time.perf_counter() - t0
 
-    adv = group_advantages(rewards, G, True)
-    samples = [Sample(p, n, [1] * len(n), lp, a) for p, n, lp, a in zip(prompts, new, lps, adv)]
-    scfg = {"mini_batches": 1, "ppo_epochs": 1, "clip_eps": 0.2, "kl_coef": 0.001, "temperature": 1.0,
-            "grad_clip": 1.0, "micro_batch_tokens": sz["budget"], "packing": True}
-    sync(dev)
-    t0 = time.perf_counter()
-    totals, _ = policy_updates(model, ref, opt, params, samples, G, scfg, 0, dev, None, DistInfo())
-    sync(dev)
-    train_s = time.perf_counter() - t0
-    out = {"trajectories": len(prompts), "generated_tokens": sum(len(n) for n in new), "generate_s": round(gen_s, 2),
-           "tools_s": None if tools_s is None else round(tools_s, 3), "tools_note": tools_note,
-           "train_s": round(train_s, 2), "generate_peak_gib": round(gen_peak, 2),
-           "train_peak_gib": round(peak_memory(dev), 2), "loss_finite": bool(torch.isfinite(
-               torch.tensor(totals["loss_sum"])))}
+
+def decode_rows(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, bandwidth: float) -> list[dict]:
+    """Every batch: ours and the reference loop ours replaced; at the largest batch HF generate with its dynamic
+    cache too (from its own model instance, in sdpa: ours switches its instance to packed attention when scoring)."""
+    lm = build(shape, dev, dtype).eval()
+    rows = []
+    for batch in sz["batches"]:
+        plist, new = decode_prompts(batch, sz), sz["new"]
+        runs: dict[str, tuple[float, float]] = {}
+        generate(lm, plist, new, set(), 0, dev)  # warm-up: the engine captures its graphs for these shapes
+        reset_peak(dev)
+        (ours, _, _), t = _timed(dev, generate, lm, plist, new, set(), 0, dev)
+        runs["ours (engine)"] = (batch * new / t, peak_memory(dev))
+        release_engines(lm)
+        release_cached_memory(dev)
+        reset_peak(dev)
+        (ref, _, _), t = _timed(dev, reference_generate, lm, plist, new, set(), 0, dev)
+        runs["reference loop (before)"] = (batch * new / t, peak_memory(dev))
+        # greedy agreement with the reference: every token on CPU (fp32); in bf16 a random model's near-ties part
+        # the two forwards' rounding sooner or later, so the share of tokens before each row's first difference
+        agree = sum(next((i for i, (a, b) in enumerate(zip(x, y)) if a != b), len(x)) for x, y in zip(ours, ref))
+        agree /= max(1, sum(len(x) for x in ours))
+        if batch == sz["batches"][-1]:
+            runs.update(hf_decode(shape, dev, dtype, sz, batch, static=False))
+        release_cached_memory(dev)
+        floor = floor_tokens_per_s(lm, batch, sz["prompt"], new, bandwidth)
+        rows += [decode_row(batch, name, tps, peak, floor, agree if name.startswith("ours") else None)
+                 for name, (tps, peak) in runs.items()]
     release_cached_memory(dev)
+    return rows
+
+
+def decode_prompts(batch: int, sz: dict) -> list[list[int]]:
+    return torch.randint(0, VOCAB, (batch, sz["prompt"]), generator=torch.Generator().manual_seed(batch)).tolist()
+
+
+def decode_row(batch: int, who: str, tps: float, peak: float, floor: float, agree: float | None) -> dict:
+    return {"batch": batch, "who": who, "tokens_per_s": round(tps, 1), "floor_tokens_per_s": round(floor, 1),
+            "of_floor": round(tps / floor, 4), "peak_gib": round(peak, 2),
+            "agrees_with_reference": None if agree is None else round(agree, 4)}
+
+
+def hf_decode(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, batch: int, static: bool
+              ) -> dict[str, tuple[float, float]]:
+    hf = build(shape, dev, dtype).eval()
+    pt = torch.tensor(decode_prompts(batch, sz), device=dev)
+    new = sz["new"]
+    # warm-up at the measured shape: the static cache compiles (CUDA graphs) for exactly this batch
+    anchors.hf_generate(hf, pt if static else pt[:2], new if static else 4, static=static)
+    reset_peak(dev)
+    _, t = anchors.hf_generate(hf, pt, new, static=static)
+    name = "HF generate, static cache + compile" if static else "HF generate, dynamic cache"
+    return {name: (batch * new / t, peak_memory(dev))}
+
+
+def decode_anchor(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, bandwidth: float) -> list[dict]:
+    """HF generate with a static cache, compiled (CUDA graphs), at the largest batch; its own process in
+    device-check.sh (compilation is the slowest thing the bench does)."""
+    batch = sz["batches"][-1]
+    lm = build(shape, dev, dtype)
+    floor = floor_tokens_per_s(lm, batch, sz["prompt"], sz["new"], bandwidth)
+    return [decode_row(batch, name, tps, peak, floor, None)
+            for name, (tps, peak) in hf_decode(shape, dev, dtype, sz, batch, static=True).items()]
+
+
+def ops_per_step(new: int, fn, *args) -> float:
+    """PyTorch operator calls (aten::, nested ones included) per decode step of one call — each one a kernel launch
+    and its host work on CUDA, unless captured in a graph."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn(*args)
+    return sum(e.count for e in prof.key_averages() if e.key.startswith("aten::")) / new
+
+
+def host_time(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> dict:
+    """Seconds per decode step spent outside the model's forward (CPU: one clock for both) and operator calls per
+    step, reference loop vs engine, at the larger batch."""
+    lm = build(shape, dev, dtype).eval()
+    batch, new = sz["batches"][-1], sz["new"]
+    plist = torch.randint(0, VOCAB, (batch, sz["prompt"]), generator=torch.Generator().manual_seed(9)).tolist()
+    inner = lm.forward
+    spent = [0.0]
+
+    def timed_forward(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return inner(*a, **k)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    reference_generate(lm, plist[:2], 2, set(), 0, dev)
+    lm.forward = timed_forward
+    _, wall = _timed(dev, reference_generate, lm, plist, new, set(), 0, dev)
+    del lm.forward
+    before = {"wall_s": wall, "forward_s": spent[0],
+              "ops_per_step": ops_per_step(new, reference_generate, lm, plist, new, set(), 0, dev)}
+    eng = engine_for(lm, dev, None)
+    generate(lm, plist, new, set(), 0, dev)  # warm-up
+    s0 = (eng.stats.forward_s, eng.stats.prefill_s, eng.stats.decode_steps)
+    _, wall = _timed(dev, generate, lm, plist, new, set(), 0, dev)
+    fwd = eng.stats.forward_s - s0[0] + eng.stats.prefill_s - s0[1]
+    after = {"wall_s": wall, "forward_s": fwd, "device_steps": eng.stats.decode_steps - s0[2],
+             "ops_per_step": ops_per_step(new, generate, lm, plist, new, set(), 0, dev)}
+    out = {"batch": batch, "new_tokens": new, "prompt": sz["prompt"]}
+    for name, r in (("before", before), ("after", after)):
+        out[name] = {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}
+        out[name]["host_ms_per_step"] = round((r["wall_s"] - r["forward_s"]) / new * 1e3, 3)
+        out[name]["forward_ms_per_step"] = round(r["forward_s"] / new * 1e3, 3)
     return out
 
 
-def tool_call(n: int) -> tuple[float | None, str]:
-    """One batched search of n queries (benchmark questions) against the env server on the embedded corpus."""
-    import tempfile
+# ------------------------------------------------------------------ RL
 
-    from coa_trainer.env.client import EnvClient, EnvError
+def _train_step(lm, ref, samples: list[Sample], G: int, dev: torch.device, sz: dict) -> tuple[float, float, bool]:
+    from coa_trainer.base.config import validate_config
 
-    try:
-        from coa_trainer.data.benchmark import ensure_benchmark_files
-        from coa_trainer.base.config import validate_config
+    model = TokenScorer(lm)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = make_optimizer(params, 1e-6, 0.0)
+    scfg = validate_config({"stages": {"rl2": {"mini_batches": 1, "ppo_epochs": 1, "clip_eps": 0.2, "kl_coef": 0.001,
+                                               "temperature": 1.0, "grad_clip": 1.0,
+                                               "micro_batch_tokens": sz["budget"], "packing": True}}}).stages.rl2
+    lm.train()
+    reset_peak(dev)
+    (totals, _), t = _timed(dev, policy_updates, model, ref, opt, params, samples, G, scfg, 0, dev, None,
+                                DistInfo())
+    lm.eval()
+    return t, peak_memory(dev), bool(torch.isfinite(torch.tensor(totals["loss_sum"])))
 
-        with tempfile.TemporaryDirectory() as tmp:
-            config = validate_config({})
-            bench = ensure_benchmark_files(config, Path(tmp) / "data")
-            env = EnvClient.start(Path(tmp) / "data" / "corpus.jsonl", "coa")
-            try:
-                qs = [q.question for q in bench.split("train")][:n]
-                qs = (qs * (n // max(1, len(qs)) + 1))[:n]
-                env.search(qs[:2], top_k=2)  # warm-up
-                t0 = time.perf_counter()
-                env.search(qs, top_k=2)
-                return time.perf_counter() - t0, f"one search of {n} queries, top-2, embedded corpus"
-            finally:
-                env.stop()
-    except (EnvError, OSError) as e:
-        return None, f"not measured: {e}"
+
+def rl_single(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> dict:
+    lm = build(shape, dev, dtype).eval()
+    ref = build(shape, dev, dtype, seed=0)
+    ref.requires_grad_(False)
+    P, G = sz["rl_prompts"], sz["rl_group"]
+    prompts = [torch.randint(0, VOCAB, (sz["prompt"],), generator=torch.Generator().manual_seed(i)).tolist()
+               for i in range(P) for _ in range(G)]
+    gen = torch.Generator().manual_seed(2)
+    generate(lm, prompts[:G], 4, set(), 0, dev, temperature=1.0, generator=gen)  # warm-up (graphs: other shapes)
+    reset_peak(dev)
+    (new, lps, _), gen_s = _timed(dev, generate, lm, prompts, sz["rl_new"], set(), 0, dev, temperature=1.0,
+                                   generator=gen)
+    gen_peak = peak_memory(dev)
+    release_engines(lm)
+    release_cached_memory(dev)
+    rewards = torch.rand(len(prompts), generator=torch.Generator().manual_seed(3)).tolist()
+    adv = group_advantages(rewards, G, True)
+    samples = [Sample(p, n, [1] * len(n), lp, a) for p, n, lp, a in zip(prompts, new, lps, adv)]
+    train_s, train_peak, finite = _train_step(lm, ref, samples, G, dev, sz)
+    release_cached_memory(dev)
+    return {"trajectories": len(prompts), "generated_tokens": sum(len(n) for n in new), "generate_s": round(gen_s, 2),
+            "train_s": round(train_s, 2), "generate_fraction": round(gen_s / (gen_s + train_s), 3),
+            "generate_peak_gib": round(gen_peak, 2), "train_peak_gib": round(train_peak, 2), "loss_finite": finite}
+
+
+def rl_multi(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, data_dir: Path) -> dict:
+    from coa_trainer.data.samples import prompt_text
+
+    config, bench = agent.load_benchmark(data_dir)
+    observations = sorted(set(bench.observations.values()))
+    texts = [d["contents"] for d in bench.corpus] + [q.question for q in bench.questions] + observations + \
+        [config.prompt_template]
+    tok = agent.bench_tokenizer(VOCAB, texts)
+    P, G = sz["rl_prompts"], sz["rl_group"]
+    qs = bench.split("train")[:P]
+    prompts = [tok(prompt_text(config, q.question), add_special_tokens=False)["input_ids"] for q in qs for _ in range(G)]
+    lm = build(shape, dev, dtype).eval()
+    ref = build(shape, dev, dtype, seed=0)
+    ref.requires_grad_(False)
+    kw = dict(turn_tokens=sz["turn_tokens"], max_new_tokens=sz["turn_new"], max_obs_tokens=sz["obs"])
+    agent.multi_turn(lm, tok, prompts[:G], observations, dev, **kw)  # warm-up
+    reset_peak(dev)
+    eng = engine_for(lm, dev, None)
+    p0 = eng.stats.prefill_tokens
+    (trajs, timings, _), gen_s = _timed(dev, agent.multi_turn, lm, tok, prompts, observations, dev, **kw)
+    gen_peak = peak_memory(dev)
+    prefill = eng.stats.prefill_tokens - p0
+    release_engines(lm)
+    release_cached_memory(dev)
+    calls = [len(tr.queries) for tr in trajs]
+    sampled = [sum(tr.loss_mask) for tr in trajs]
+    obs_tokens = sum(len(tr.ids) - s for tr, s in zip(trajs, sampled))
+    reprefill = sum(n for tr in trajs for n, _ in tr.contexts)  # a loop that re-encodes each turn's whole context
+    rewards = torch.rand(len(trajs), generator=torch.Generator().manual_seed(4)).tolist()
+    adv = group_advantages(rewards, G, True)
+    samples = [Sample(tr.prompt_ids, tr.ids, tr.loss_mask, tr.logprobs, a) for tr, a in zip(trajs, adv)]
+    train_s, train_peak, finite = _train_step(lm, ref, samples, G, dev, sz)
+    release_cached_memory(dev)
+    turns = sum(len(tr.contexts) for tr in trajs)
+    return {"trajectories": len(trajs), "tool_calls_per_trajectory": round(sum(calls) / len(calls), 2),
+            "trajectories_with_2_calls": sum(c == 2 for c in calls), "mean_turn_tokens": round(sum(sampled) / turns, 1),
+            "sampled_tokens": sum(sampled), "observation_tokens": obs_tokens,
+            "prompt_tokens": sum(map(len, prompts)), "prefill_tokens": prefill,
+            "prefill_expected": sum(map(len, prompts)) + obs_tokens + sum(calls),
+            "reprefill_tokens": reprefill, "generate_s": round(gen_s, 2), "tools_s": round(timings.get("tools", 0.0), 3),
+            "train_s": round(train_s, 2), "generate_fraction": round(gen_s / (gen_s + train_s), 3),
+            "generate_peak_gib": round(gen_peak, 2), "train_peak_gib": round(train_peak, 2), "loss_finite": finite}
 
 
 def device_name(dev: torch.device) -> str:
@@ -301,100 +477,74 @@ def main() -> None:
     ap.add_argument("--dtype", choices=["float32", "bfloat16"], default=None,
                     help="weights and compute (default: bfloat16 on cuda, float32 on cpu)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--activation-checkpointing", action="store_true")
-    ap.add_argument("--decode-batches", default="64,256")
+    ap.add_argument("--activation-checkpointing", action="store_true", help="ours, in SFT and RL training")
+    ap.add_argument("--data", default=str(ROOT / ".cache" / "bench-gpu" / "data"),
+                    help="embedded benchmark directory with observations.json (made here when missing: needs node)")
+    ap.add_argument("--only", default="decode,host,rl,multi,sft,sft-before,attention,anchor-decode,anchor-sft",
+                    help="sections to run, in this order (device-check.sh runs the anchors in a second process)")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--out", default=None, help="also write the result JSON here")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     dev = torch.device(args.device)
+    steady = steady_allocator() if dev.type == "cpu" else None
     if dev.type == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda but torch.cuda.is_available() is False")
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[
         args.dtype or ("bfloat16" if dev.type == "cuda" else "float32")]
     sz = SIZES[dev.type]
     ckpt = args.activation_checkpointing
+    r: dict = {"device": device_name(dev), "device_type": dev.type, "shape": args.shape, "dtype": str(dtype),
+               "command": " ".join(["bench/gpu/run.py", *sys.argv[1:]]),
+               "threads": torch.get_num_threads(), "torch": torch.__version__, "sizes": sz,
+               "date": time.strftime("%Y-%m-%d"), "load_avg": round(os.getloadavg()[0], 1),
+               "steady_allocator": steady}
+    import transformers
 
-    load_avg = round(os.getloadavg()[0], 1)
-    # matmul measured before and after the SFT steps; the MFU denominator is the better of the two (on a shared
-    # machine the load moves between them, and the device's capability is the higher figure)
-    tflops_before = matmul_tflops(dev, dtype)
-    bandwidth = copy_bandwidth(dev)
-    sft = sft_bench(args.shape, dev, dtype, sz, ckpt, tflops_before)
-    tflops_after = matmul_tflops(dev, dtype)
-    tflops = max(tflops_before, tflops_after)
-    sft["mfu"] = round(sft["model_tflops"] / tflops, 4)
-    lm = build(args.shape, dev, dtype).eval()
-    decode = [decode_bench(lm, dev, int(b), sz["prompt"], sz["new"], bandwidth, static)
-              for b in args.decode_batches.split(",") for static in (False, True)]
-    del lm
-    release_cached_memory(dev)
-    rl = rl_bench(args.shape, dev, dtype, sz, ckpt)
-    result = {"device": device_name(dev), "device_type": dev.type, "shape": args.shape, "dtype": str(dtype),
-              "threads": torch.get_num_threads(), "torch": torch.__version__, "matmul_tflops": round(tflops, 4),
-              "matmul_tflops_before_after": [round(tflops_before, 4), round(tflops_after, 4)],
-              "bandwidth_gb_s": round(bandwidth / 1e9, 1), "sft": sft, "decode": decode, "rl": rl,
-              "sizes": sz, "date": time.strftime("%Y-%m-%d"), "load_avg": load_avg}
-    print(json.dumps(result))
+    r["transformers"] = transformers.__version__
+    # matmul before and after the work; the MFU denominator is the better of the two (on a shared machine the load
+    # moves between them, and the device's capability is the higher figure)
+    before = matmul_tflops(dev, dtype)
+    r["bandwidth_gb_s"] = round(copy_bandwidth(dev) / 1e9, 1)
+
+    def emit(key: str, value) -> None:
+        gc.collect()  # the section's models are unreferenced now: hand their memory back before the next one
+        release_cached_memory(dev)
+        r[key] = value
+        print(json.dumps({key: value}), flush=True)
+        if args.out:  # after every section: a run stopped by its time limit keeps what it measured
+            Path(args.out).write_text(json.dumps(r, indent=1) + "\n")
+
+    bw = r["bandwidth_gb_s"] * 1e9
+    sections = {  # run in the order --only names them
+        "decode": lambda: emit("decode", decode_rows(args.shape, dev, dtype, sz, bw)),
+        "host": lambda: dev.type == "cpu" and emit("host", host_time(args.shape, dev, dtype, sz)),
+        "rl": lambda: emit("rl", rl_single(args.shape, dev, dtype, sz)),
+        "multi": lambda: emit("multi", rl_multi(args.shape, dev, dtype, sz, Path(args.data))),
+        "sft": lambda: emit("sft", sft_ours(args.shape, dev, dtype, sz, ckpt)),
+        "sft-before": lambda: emit("sft_before", sft_ours(args.shape, dev, dtype, sz, ckpt, before=True)),
+        "attention": lambda: emit("attention", attention.measure(
+            dev, dtype, SHAPES[args.shape]["num_attention_heads"], SHAPES[args.shape]["num_key_value_heads"],
+            SHAPES[args.shape]["hidden_size"] // SHAPES[args.shape]["num_attention_heads"], sz["budget"],
+            3 if dev.type == "cpu" else 10)),
+        # torch.compile's CUDA graphs: CUDA only
+        "anchor-decode": lambda: dev.type == "cuda" and emit("decode_anchor", decode_anchor(args.shape, dev, dtype,
+                                                                                            sz, bw)),
+        # Liger patches transformers' Qwen2 classes for the whole process: after ours
+        "anchor-sft": lambda: emit("sft_anchor", sft_anchor(args.shape, dev, dtype, sz)),
+    }
+    for name in args.only.split(","):
+        if name not in sections:
+            sys.exit(f"--only: unknown section {name!r} (known: {', '.join(sections)})")
+        sections[name]()
+    after = matmul_tflops(dev, dtype)
+    r["matmul_tflops_before_after"] = [round(before, 4), round(after, 4)]
+    r["matmul_tflops"] = round(max(before, after), 4)
+    print(json.dumps(r))
+    if args.out:
+        Path(args.out).write_text(json.dumps(r, indent=1) + "\n")
     if args.write:
-        write_section(result, args)
-
-
-def write_section(r: dict, args: argparse.Namespace) -> None:
-    path = ROOT / "bench" / "RESULTS.md"
-    text = path.read_text() if path.is_file() else "# Benchmarks\n"
-    title = f"## bench/gpu ({r['device_type']}, {r['shape']})"
-    cmd = f".venv/bin/python bench/gpu/run.py --device {args.device} --shape {args.shape} --threads {args.threads}"
-    if args.dtype:
-        cmd += f" --dtype {args.dtype}"
-    if args.activation_checkpointing:
-        cmd += " --activation-checkpointing"
-    s, sz, rl = r["sft"], r["sizes"], r["rl"]
-    shp = SHAPES[r["shape"]]
-    shape_note = (f"Qwen2.5-{r['shape'].upper()}-shaped" if r["shape"] != "tiny" else "a tiny Qwen2 shape") + \
-        f" ({shp['num_hidden_layers']} layers × {shp['hidden_size']} hidden, {shp['num_attention_heads']} heads / " \
-        f"{shp['num_key_value_heads']} KV heads)"
-    floor_note = ("HBM floor: (weight bytes + mean KV bytes) ÷ copy bandwidth measured here" if r["device_type"] == "cuda"
-                  else "on CPU there is no HBM: the floor uses this machine's measured memcpy bandwidth")
-    rows = "\n".join(
-        f"| {d['batch']} | {'pre-sized' if d['static_cache'] else 'growing'} | {d['tokens_per_s']:,} | "
-        f"{d['floor_tokens_per_s']:,} | {d['of_floor']:.1%} | {d['peak_gib']} |" for d in r["decode"])
-    tools = f"{rl['tools_s']} s ({rl['tools_note']})" if rl["tools_s"] is not None else rl["tools_note"]
-    section = f"""{title}
-
-_Last run: {r['date']}_ — device: **{r['device']}**, {r['threads']} threads, {r['dtype']}, torch {r['torch']}
-(machine shared: figures vary run to run).
-
-Command: `{cmd} --write`
-
-Model: {shape_note}, Qwen2.5's {VOCAB:,}-entry vocabulary, random init, {s['params']:,} parameters
-(never downloaded). 1-minute load average at the start: {r['load_avg']}. Measured in the same process: matmul
-{r['matmul_tflops']} TFLOP/s ({r['dtype']}; before / after the SFT steps {r['matmul_tflops_before_after'][0]} /
-{r['matmul_tflops_before_after'][1]}, the higher one is the MFU denominator), copy bandwidth {r['bandwidth_gb_s']} GB/s.
-
-| SFT (packed, {sz['sft_rows']} sequences of ≤ {sz['sft_len']} tokens, budget {sz['budget']}) | |
-|---|---|
-| tokens/s | {s['tokens_per_s']:,} |
-| model TFLOP/s | {s['model_tflops']} |
-| MFU (vs the matmul above) | {s['mfu']:.1%} |
-| activation checkpointing | {'on' if s['activation_checkpointing'] else 'off'} |
-| peak memory (GiB) | {s['peak_gib']} |
-| loss finite | {'yes' if s['loss_finite'] else '**no**'} |
-
-Decode (greedy, prompt {sz['prompt']} tokens, {sz['new']} new; the prefill is timed apart and left out; {floor_note}):
-
-| batch | KV cache | tokens/s | floor tokens/s | of floor | peak memory (GiB) |
-|---|---|---|---|---|---|
-{rows}
-
-One RL step ({rl['trajectories']} trajectories = {sz['rl_prompts']} prompts × G {sz['rl_group']}, ≤ {sz['rl_new']} new
-tokens sampled, {rl['generated_tokens']:,} generated; GRPO update with a KL reference, packed micro-batches):
-generate {rl['generate_s']} s, tools {tools}, train {rl['train_s']} s; peak memory generate {rl['generate_peak_gib']} GiB,
-train {rl['train_peak_gib']} GiB (caches released in between); loss finite: {'yes' if rl['loss_finite'] else '**no**'}.
-{"Peak memory on CPU is the process's peak RSS (it never goes down), not per phase." if r['device_type'] == 'cpu' else ''}
-"""
-    pattern = re.compile(r"^" + re.escape(title) + r"\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
-    text = pattern.sub(section + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
+        write_section([r], SHAPES, VOCAB)
 
 
 if __name__ == "__main__":

@@ -30,13 +30,18 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def _random_qwen2(vocab: int = 500, seed: int = 1):
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+def _random_qwen2(vocab: int = 500, seed: int = 1, family: str = "qwen2"):
+    import transformers
 
     torch.manual_seed(seed)
-    cfg = Qwen2Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
-    return Qwen2ForCausalLM(cfg).eval()
+    config_cls, model_cls = {"qwen2": ("Qwen2Config", "Qwen2ForCausalLM"), "llama": ("LlamaConfig", "LlamaForCausalLM"),
+                             "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
+                             "mistral": ("MistralConfig", "MistralForCausalLM")}[family]
+    extra = {"sliding_window": None} if family == "mistral" else {}
+    cfg = getattr(transformers, config_cls)(vocab_size=vocab, hidden_size=64, intermediate_size=128,
+                                            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                            max_position_embeddings=512, **extra)
+    return getattr(transformers, model_cls)(cfg).eval()
 
 
 def _prompts(n: int, vocab: int, seed: int = 0) -> list[list[int]]:
@@ -67,6 +72,37 @@ def test_engine_equals_the_reference_loop_greedy_with_refilled_slots():
         for a, b in zip(out[1], ref[1]):
             assert a == pytest.approx(b, abs=1e-4)
     assert any(ref[2]) and not all(ref[2])  # some rows stopped, others ran to the budget
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen3", "mistral"])
+def test_every_supported_family_and_lora_equal_the_reference(family):
+    """The forward the engine runs over the model's own modules matches each family's (Qwen3's q/k norms) and a
+    LoRA-wrapped model's."""
+    from peft import LoraConfig, get_peft_model
+
+    model = _random_qwen2(vocab=300, seed=3, family=family)
+    prompts = _prompts(6, 300, seed=2)
+    assert engine_for(model, CPU, None) is not None
+    base = reference_generate(model, prompts, 20, {3}, 0, CPU)[0]
+    assert generate(model, prompts, 20, {3}, 0, CPU)[0] == base
+    lora = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"]))
+    for name, p in lora.named_parameters():
+        if "lora_B" in name:  # non-zero adapters, so that they change what is generated
+            torch.nn.init.normal_(p, std=0.5, generator=torch.Generator().manual_seed(len(name)))
+    lora.eval()
+    ref = reference_generate(lora, prompts, 20, {3}, 0, CPU)[0]
+    assert ref != base  # the adapters are in the forward
+    assert engine_for(lora, CPU, None) is not None
+    assert generate(lora, prompts, 20, {3}, 0, CPU)[0] == ref
+
+
+def test_bf16_autocast_runs_with_a_bf16_cache():
+    model = _random_qwen2(vocab=300, seed=4)
+    prompts = _prompts(4, 300, seed=5)
+    out, lps, _ = generate(model, prompts, 12, set(), 0, CPU, dtype=torch.bfloat16)
+    eng = engine_for(model, CPU, torch.bfloat16)
+    assert eng.kv.k[0].dtype == torch.bfloat16 and all(len(o) == 12 for o in out)
+    assert all(-30 < x <= 0 for row in lps for x in row)
 
 
 def test_stop_table_equals_string_stops_on_real_bpe_text(realistic_model_dir):

@@ -30,6 +30,16 @@ from .stoptable import StopTable
 TURN, OBS = 0, 1  # stop sets / phases
 MAX_SLOTS = 256
 PREFILL_TOKENS = 16384  # padded tokens per prefill forward
+KV_FRACTION = 0.5  # of the GPU memory free at the start of a call, at most, for the KV cache
+
+
+def slot_bucket(n: int) -> int:
+    """Slots in a few sizes (8, 16, … 64, then steps of 32), so calls with nearby batch sizes share a session and its
+    CUDA graphs; the spare slots idle."""
+    if n <= 8:
+        return n
+    step = 8 if n <= 64 else 32
+    return min(MAX_SLOTS, -(-n // step) * step)
 
 
 @dataclass
@@ -69,7 +79,8 @@ class Continuous:
                  logit_bias: dict[int, float] | None = None):
         self.engine, self.io, self.jobs, self.lim, self.tool, self.agent = engine, io, jobs, limits, tool, agent
         self.timings = timings if timings is not None else {}
-        n = max(1, min(len(jobs), slots or MAX_SLOTS))
+        n = slots or slot_bucket(min(len(jobs), MAX_SLOTS))
+        n = max(1, min(n, self._slots_that_fit(engine, jobs, limits, agent)))
         self.session: Session = engine.session(n, stops, temperature, top_p, logit_bias, pad_id)
         self.slots = n
         self.free = list(range(n))[::-1]
@@ -80,6 +91,20 @@ class Continuous:
         self.pool: ThreadPoolExecutor | None = None
         self.tool_s = 0.0
         self.blocked_s = 0.0
+
+    @staticmethod
+    def _slots_that_fit(engine: Engine, jobs: list[Job], lim: Limits, agent: bool) -> int:
+        """On CUDA, the slots whose KV cache at a trajectory's longest possible length fits in KV_FRACTION of the
+        free memory (plus what the engine's cache already holds); the other trajectories queue."""
+        if engine.device.type != "cuda" or not jobs:
+            return MAX_SLOTS
+        longest = max(len(j.tr.prompt_ids) + len(j.tr.ids) for j in jobs) + lim.max_new_tokens
+        if agent:  # every turn and observation the limits allow, bounded by max_len (+ the last turn past it)
+            turns = lim.max_turns * (lim.max_new_tokens + lim.max_obs_tokens + 16)
+            longest = min(longest + turns, lim.max_len + max(lim.max_new_tokens, lim.max_obs_tokens + 16))
+        free, _ = torch.cuda.mem_get_info(engine.device)
+        held = engine.kv.slots * (engine.kv.capacity + 1) * engine.kv.bytes_per_token()
+        return max(1, int((free + held) * KV_FRACTION) // ((longest + 1) * engine.kv.bytes_per_token()))
 
     # ------------------------------------------------------------ phases
     def _begin(self, job: Job, phase: int, budget: int) -> None:

@@ -43,7 +43,8 @@ def bucket(n: int) -> int:
 @dataclass
 class Stats:
     """What the engine did, for benches and step metrics. `forward_s` / `decode_s` are host wall seconds of eager
-    decode steps (CPU: the model's forward and the whole step; with CUDA graphs they stay 0)."""
+    decode steps (the model's forward, the whole step) and `prefill_s` of prefill forwards: real durations on CPU
+    only (CUDA runs asynchronously; with CUDA graphs the decode figures stay 0)."""
 
     decode_steps: int = 0
     blocks: int = 0
@@ -53,6 +54,7 @@ class Stats:
     prefill_calls: int = 0
     forward_s: float = 0.0
     decode_s: float = 0.0
+    prefill_s: float = 0.0
     extra: dict = field(default_factory=dict)
 
 
@@ -159,23 +161,38 @@ class Engine:
         return torch.autocast(device_type=self.device.type, dtype=self.dtype, cache_enabled=not capturing)
 
     # ------------------------------------------------------------ device steps
-    def _advance(self, s: Session, rows: torch.Tensor, logits: torch.Tensor, live: torch.Tensor, col: int) -> None:
-        """Sample for `rows`, check stops and budgets, write column `col` of the outputs, retire finished rows."""
-        tok, lp = choose(logits, s.temperature, s.top_p, s.seeds[rows], s.counters[rows], s.bias)
+    def _advance(self, s: Session, rows: torch.Tensor | None, logits: torch.Tensor, live: torch.Tensor, col: int
+                 ) -> None:
+        """Sample for `rows` (None: every slot, in order — a decode step, done with whole-tensor ops), check stops and
+        budgets, write column `col` of the outputs, retire finished rows."""
+        full = rows is None
+
+        def get(t: torch.Tensor) -> torch.Tensor:
+            return t if full else t[rows]
+
+        def put(t: torch.Tensor, v: torch.Tensor) -> None:
+            if full:
+                t.copy_(v)
+            else:
+                t[rows] = v
+
+        tok, lp = choose(logits, s.temperature, s.top_p, get(s.seeds), get(s.counters), s.bias)
         tok = torch.where(live, tok, s.pad)
-        state = s.stop_state[rows]
-        hit, nstate = s.stops.step(tok, state, s.set_idx[rows])
+        state = get(s.stop_state)
+        hit, nstate = s.stops.step(tok, state, get(s.set_idx))
         hit = hit & live
-        budget = s.budget[rows] - live.long()
-        s.stop_state[rows] = torch.where(live[:, None], nstate, state)
-        s.budget[rows] = budget
-        s.counters[rows] += live.long()
-        s.last_tok[rows] = torch.where(live, tok, s.last_tok[rows])
-        s.active[rows] = live & ~(hit | (budget <= 0))
-        s.out_tok[rows, col] = tok
-        s.out_lp[rows, col] = lp
-        s.out_live[rows, col] = live
-        s.out_hit[rows, col] = hit
+        inc = live.long()
+        budget = get(s.budget) - inc
+        put(s.stop_state, torch.where(live[:, None], nstate, state))
+        put(s.budget, budget)
+        put(s.counters, get(s.counters) + inc)
+        put(s.last_tok, torch.where(live, tok, get(s.last_tok)))
+        put(s.active, live & ~(hit | (budget <= 0)))
+        where = (slice(None) if full else rows, col)
+        s.out_tok[where] = tok
+        s.out_lp[where] = lp
+        s.out_live[where] = live
+        s.out_hit[where] = hit
 
     def _decode_step(self, s: Session, L: int, col: int) -> None:
         live = s.active.clone()
@@ -187,7 +204,7 @@ class Engine:
         if timed:
             self.stats.forward_s += time.perf_counter() - t0
         s.lens += live.long()
-        self._advance(s, s.rows, logits, live, col)
+        self._advance(s, None, logits, live, col)
 
     def _block(self, s: Session, L: int) -> None:
         for col in range(1, self.block + 1):
@@ -211,8 +228,10 @@ class Engine:
         write = torch.where(offs[None, :] < lengths[:, None], pos, self.kv.capacity)
         L = self.attention_length(max(st + len(c) for st, c in zip(starts, chunks)))
         mask = (self.positions[:L][None, None, :] <= pos[:, :, None])[:, None]
+        t0 = time.perf_counter()
         with self._autocast():
             logits = self.kv.forward(ids, pos, write, rows_t, L, mask, lengths - 1)
+        self.stats.prefill_s += time.perf_counter() - t0
         s.lens[rows_t] = start_t + lengths
         s.budget[rows_t] = torch.tensor(budgets, dtype=torch.long, device=dev)
         s.set_idx[rows_t] = torch.tensor(set_ids, dtype=torch.long, device=dev)

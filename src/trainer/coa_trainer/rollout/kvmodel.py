@@ -83,6 +83,14 @@ class KVModel:
         self.slots, self.capacity = 0, 0
         self.k: list[torch.Tensor] = []
         self.v: list[torch.Tensor] = []
+        self._arange: dict[int, torch.Tensor] = {}
+        self._heads = torch.arange(self.kv_heads, device=device)[None, :, None]
+
+    def _rows(self, n: int) -> torch.Tensor:
+        r = self._arange.get(n)
+        if r is None:
+            r = self._arange[n] = torch.arange(n, device=self.device)[:, None, None]
+        return r
 
     def parameters(self) -> list[torch.Tensor]:
         return [*self.inner.parameters(), *self.head.parameters()]
@@ -109,9 +117,7 @@ class KVModel:
         cos, sin = self.inner.rotary_emb(h, pos)
         # the mask of every query head sharing a KV head: [n, 1, rep·C, L] (queries packed per KV head below)
         m = mask if rep == 1 else mask.unsqueeze(2).expand(n, 1, rep, C, L).reshape(n, 1, rep * C, L)
-        sel_rows = torch.arange(n, device=ids.device)[:, None, None] if rows is None else rows[:, None, None]
-        heads = torch.arange(self.kv_heads, device=ids.device)[None, :, None]
-        where = (sel_rows, heads, write[:, None, :])
+        where = (self._rows(n) if rows is None else rows[:, None, None], self._heads, write[:, None, :])
         for layer, kc, vc in zip(self.layers, self.k, self.v):
             attn = layer.self_attn
             res = h
@@ -123,6 +129,7 @@ class KVModel:
             q, k = q.transpose(1, 2), k.transpose(1, 2)
             v = attn.v_proj(x).view(n, C, self.kv_heads, self.head_dim).transpose(1, 2)
             q, k = self.rope(q, k, cos, sin)
+            # under autocast the rotary embedding promotes q and k back to fp32: the cache keeps autocast's dtype
             kc.index_put_(where, k.to(kc.dtype))
             vc.index_put_(where, v.to(vc.dtype))
             if rows is None:

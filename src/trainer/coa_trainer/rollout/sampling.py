@@ -52,11 +52,11 @@ def choose(logits: torch.Tensor, temperature: float, top_p: float, seeds: torch.
     if bias is not None:
         z = z + bias
     if temperature <= 0:
-        logp_all = torch.log_softmax(z, dim=-1)
+        # the reference loop's arithmetic exactly (argmax of the logits; PyTorch's fused log-softmax, the fastest way
+        # to the normaliser on CPU: logsumexp is a chain of unfused ops there)
         tok = z.argmax(-1)
-        return tok, logp_all.gather(-1, tok[:, None]).squeeze(-1)
-    z = z / temperature
-    logp_all = torch.log_softmax(z, dim=-1)
+        return tok, torch.log_softmax(z, dim=-1).gather(-1, tok[:, None]).squeeze(-1)
+    logp_all = torch.log_softmax(z / temperature, dim=-1)
     p = logp_all.exp()
     u = uniform(seeds, counters)[:, None]
     if top_p >= 1.0:

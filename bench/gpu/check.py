@@ -1,0 +1,137 @@
+"""Correctness on the CUDA device before its speed is believed (bench/gpu/device-check.sh runs it first; CPU tests
+cover the same paths eagerly):
+
+1. the engine with CUDA graphs equals the reference loop greedy, token for token, in fp32 on a tiny Qwen2 (stop ids,
+   refilled slots), and equals itself without graphs, sampled;
+2. Liger-Kernel's fused linear cross-entropy (what TokenScorer's `nll` uses on CUDA) equals the chunked PyTorch
+   function: loss and gradients, fp32 and bf16;
+3. packed attention on CUDA (torch's varlen flash attention when this torch has it) equals the padded batch;
+4. Liger's RMSNorm / SwiGLU bound to a model leave its log-probs where they were.
+
+Prints one JSON object; exit status 1 if any check failed.
+
+    python3 bench/gpu/check.py [--out check.json]"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src" / "trainer"))
+
+import torch
+
+DEV = torch.device("cuda")
+
+
+def qwen2(seed: int, vocab: int = 503, dtype: torch.dtype = torch.float32, tied: bool = True):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = Qwen2Config(vocab_size=vocab, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                      tie_word_embeddings=tied)
+    return Qwen2ForCausalLM(cfg).to(DEV, dtype)
+
+
+def check_engine() -> dict:
+    from coa_trainer.rollout.engine import Engine
+    from coa_trainer.rollout.generate import _ENGINES, engine_for, generate, reference_generate
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    lm = qwen2(1).eval()
+    g = torch.Generator().manual_seed(0)
+    prompts = [torch.randint(5, 503, (int(n),), generator=g).tolist() for n in torch.randint(1, 60, (24,), generator=g)]
+    ref = reference_generate(lm, prompts, 80, {3, 4}, 0, DEV)
+    out = generate(lm, prompts, 80, {3, 4}, 0, DEV, slots=5)
+    eng = engine_for(lm, DEV, None)
+    greedy_equal = out[0] == ref[0] and out[2] == ref[2]
+    lp_err = max(abs(a - b) for x, y in zip(out[1], ref[1]) for a, b in zip(x, y))
+    sampled = generate(lm, prompts, 80, {3}, 0, DEV, temperature=0.9, top_p=0.95,
+                       generator=torch.Generator(device=DEV).manual_seed(1))
+    _ENGINES[lm] = {(str(DEV), None): Engine(lm, DEV, None, graphs=False)}  # the same, eagerly
+    eager = generate(lm, prompts, 80, {3}, 0, DEV, temperature=0.9, top_p=0.95,
+                     generator=torch.Generator(device=DEV).manual_seed(1))
+    return {"ok": greedy_equal and lp_err < 1e-3 and sampled[0] == eager[0],
+            "greedy_equal_to_reference": greedy_equal, "max_logprob_diff": lp_err,
+            "sampled_graphs_equal_eager": sampled[0] == eager[0], "graphs_captured": eng.stats.graphs_captured,
+            "graph_replays": eng.stats.graph_replays}
+
+
+def check_fused_ce() -> dict:
+    from coa_trainer.model.linear_ce import ChunkedLinearNLL, linear_nll_sum
+
+    out: dict = {"ok": True}
+    for dtype, tol in ((torch.float32, 2e-3), (torch.bfloat16, 3e-2)):
+        g = torch.Generator(device=DEV).manual_seed(0)
+        h = torch.randn(3000, 256, device=DEV, dtype=dtype, generator=g).requires_grad_(True)
+        head = torch.nn.Linear(256, 32000, bias=False).to(DEV, dtype)
+        t = torch.randint(0, 32000, (3000,), device=DEV, generator=g)
+        a = linear_nll_sum(h, head, t, kernel="liger")
+        ga = torch.autograd.grad(a, (h, head.weight))
+        b = ChunkedLinearNLL.apply(h, head.weight, None, t, 500)
+        gb = torch.autograd.grad(b, (h, head.weight))
+        rel = [float((x.float() - y.float()).norm() / y.float().norm()) for x, y in zip((a, *ga), (b, *gb))]
+        out[str(dtype)] = {"loss_liger": float(a), "loss_chunked": float(b), "rel_err_loss_grad_h_grad_w": rel}
+        out["ok"] &= max(rel) < tol
+    return out
+
+
+def check_packed_attention() -> dict:
+    from coa_trainer.model.packing import _varlen, layout
+    from coa_trainer.model.scoring import TokenScorer
+
+    lm = qwen2(2, tied=False)
+    scorer = TokenScorer(lm)
+    r = random.Random(5)
+    seqs = [[r.randrange(1, 503) for _ in range(n)] for n in (90, 7, 300, 41, 1, 128)]
+    packed, padded = layout(seqs, 0, True, DEV), layout(seqs, 0, False, DEV)
+    with torch.no_grad():
+        lp, _ = scorer(packed.ids, None, packed.pos)
+        lu, _ = scorer(padded.ids, padded.attn, None)
+    err = max(float((lp[0, a:a + n - 1] - lu[row, :n - 1]).abs().max()) if n > 1 else 0.0
+              for (_, a, n), (row, _, _) in zip(packed.spans, padded.spans))
+    return {"ok": scorer.packed_attention and err < 2e-3, "varlen_kernel": _varlen() is not None,
+            "max_logprob_diff": err}
+
+
+def check_liger_modules() -> dict:
+    from coa_trainer.model.packing import layout
+    from coa_trainer.model.scoring import full_token_logprobs
+    from coa_trainer.model.liger import patch_model
+
+    lm = qwen2(3, tied=False)
+    lay = layout([[random.Random(i).randrange(1, 503) for _ in range(64)] for i in range(4)], 0, False, DEV)
+    with torch.no_grad():
+        before, _ = full_token_logprobs(lm, lay.ids, lay.attn)
+        patched = patch_model(lm)
+        after, _ = full_token_logprobs(lm, lay.ids, lay.attn)
+    err = float((before - after).abs().max())
+    return {"ok": patched and err < 2e-3, "patched": patched, "max_logprob_diff": err}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    results: dict = {"device": torch.cuda.get_device_name(DEV), "torch": torch.__version__}
+    for name, fn in (("engine", check_engine), ("fused_ce", check_fused_ce), ("packed_attention", check_packed_attention),
+                     ("liger_modules", check_liger_modules)):
+        try:
+            results[name] = fn()
+        except Exception:  # noqa: BLE001 — every check reports, the others still run
+            results[name] = {"ok": False, "error": traceback.format_exc()[-2000:]}
+        print(json.dumps({name: results[name]}), flush=True)
+    results["ok"] = all(v["ok"] for v in results.values() if isinstance(v, dict))
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    sys.exit(0 if results["ok"] else 1)
+
+
+if __name__ == "__main__":
+    main()
