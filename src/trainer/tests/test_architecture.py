@@ -117,3 +117,19 @@ def test_the_rule_catches_an_upward_import(tmp_path):
         assert found == ["coa_trainer.stages.train"] and rank(floor_of(found[0])) > rank("data")
     finally:
         fake.unlink()
+
+
+def test_the_readme_maps_every_module_of_every_floor():
+    """src/trainer/README.md's floor table lists exactly the modules on disk (a new module is placed in the map)."""
+    import re
+
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    listed: dict[str, set[str]] = {}
+    for line in readme.splitlines():
+        m = re.match(r"\| `(\w+)/` \|.*\| (`\w+`(?:, `\w+`)*) \|$", line)
+        if m:
+            listed[m.group(1)] = set(re.findall(r"`(\w+)`", m.group(2)))
+    on_disk = {floor: {p.stem for p in (PACKAGE / floor).glob("*.py") if p.stem != "__init__"} for floor in FLOORS}
+    assert set(listed) == set(FLOORS), f"floors in the README table: {sorted(listed)}"
+    for floor in FLOORS:
+        assert listed[floor] == on_disk[floor], (floor, sorted(listed[floor] ^ on_disk[floor]))
