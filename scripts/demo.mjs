@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join, relative, resolve } from 'node:path';
 import { duration, ProgressRenderer } from './demo-progress.mjs';
+import { spreadVerdict } from './demo-verdict.mjs';
 
 const root = join(import.meta.dirname, '..');
 const args = process.argv.slice(2);
@@ -87,6 +88,11 @@ child.on('close', (code, signal) => {
   const results = join(runDir, 'results.md');
   if (code === 0 && existsSync(results)) {
     console.log(`\n${readFileSync(results, 'utf8').replace(/^# .*\n/, '').trim()}\n`);
+    // one run is one draw: read its verdict against the spread bench/fidelity measured over seeds × thread counts
+    const spreadFile = join(root, 'bench', 'fidelity', 'spread.json');
+    const spread = existsSync(spreadFile) ? JSON.parse(readFileSync(spreadFile, 'utf8')) : null;
+    const doc = JSON.parse(readFileSync(join(runDir, 'results.json'), 'utf8'));
+    console.log(`${spreadVerdict(doc, spread, relative(root, config)).join('\n')}\n`);
   }
   const where = relative(root, runDir);
   const status = code === 0 ? 'done' : code === 130 ? 'stopped (resume with --resume --run-dir ' + where + ')' : `failed (exit ${code ?? signal})`;
