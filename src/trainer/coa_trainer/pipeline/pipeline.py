@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..base import quiet  # noqa: F401
 from ..base.config import ConfigError, config_dict
@@ -46,6 +46,31 @@ class Cancelled(Exception):
 
 class PipelineError(CoaError):
     """The pipeline cannot go on (a stage failed, a config it derives cannot be written)."""
+
+
+class RunOutcome:
+    """How a whole-run command (the pipeline, several seeds) ends: one stage_finished event saying how many of its
+    steps were done, and the exit status — 0, 130 cancelled, a PipelineError's own; any other exception is re-raised
+    after the event, for pipeline_command to report."""
+
+    def __init__(self, writer: EventWriter, stage: str) -> None:
+        self.writer, self.stage, self.done = writer, stage, 0
+
+    def run(self, body: Callable[[], None]) -> int:
+        try:
+            body()
+        except Cancelled:
+            return self.finish("cancelled", 130)
+        except PipelineError as e:
+            return self.finish("failed", report_failure(self.writer, self.stage, e))
+        except Exception:
+            self.finish("failed", 1)
+            raise
+        return self.finish("ok", 0)
+
+    def finish(self, status: str, code: int) -> int:
+        self.writer.emit("stage_finished", stage=self.stage, step=self.done, status=status, checkpoint=None)
+        return code
 
 
 def parse_steps(text: str | None) -> list[str]:
@@ -180,8 +205,9 @@ class Pipeline:
             w.supersede("pipeline", 0, 0)
         w.emit("run_started", stage="pipeline", config=config_dict(self.config), total_steps=len(steps), device="pipeline",
                world_size=1, pid=os.getpid(), resumed_from=None)
-        done = 0
-        try:
+        outcome = RunOutcome(w, "pipeline")
+
+        def every_step() -> None:
             if any(s in ENV_STEPS or s == "results" for s in steps):
                 # a signal while the server starts only sets the flag (checked below), so that self.env is set
                 # and `finally` can stop the server (a mask would be inherited by the server process)
@@ -196,23 +222,15 @@ class Pipeline:
                 if step != "results" and self.args.resume and self.finished(step):
                     w.emit("log", level="info", message=f"pipeline: {step} already finished, skipped")
                 else:
-                    w.emit("log", level="info", message=f"pipeline: {step} ({done + 1}/{len(steps)})")
+                    w.emit("log", level="info", message=f"pipeline: {step} ({outcome.done + 1}/{len(steps)})")
                     self.run_stage(step) if step != "results" else self.results()
-                done += 1
+                outcome.done += 1
                 elapsed = time.time() - started
-                w.emit("progress", stage="pipeline", step=done, total=len(steps), elapsed_s=elapsed, eta_s=None)
-            w.emit("stage_finished", stage="pipeline", step=done, status="ok", checkpoint=None)
-            return 0
-        except Cancelled:
-            w.emit("stage_finished", stage="pipeline", step=done, status="cancelled", checkpoint=None)
-            return 130
-        except PipelineError as e:
-            status = report_failure(w, "pipeline", e)
-            w.emit("stage_finished", stage="pipeline", step=done, status="failed", checkpoint=None)
-            return status
-        except Exception:
-            w.emit("stage_finished", stage="pipeline", step=done, status="failed", checkpoint=None)
-            raise  # pipeline_command turns it into one error event
+                w.emit("progress", stage="pipeline", step=outcome.done, total=len(steps), elapsed_s=elapsed,
+                       eta_s=None)
+
+        try:
+            return outcome.run(every_step)
         finally:
             if self.env is not None and not self.args.env_url:
                 self.env.stop()

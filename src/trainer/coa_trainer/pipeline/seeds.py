@@ -23,9 +23,8 @@ from typing import Any
 
 from ..base.config import ConfigError, config_dict
 from ..base.lifecycle import on_stop_signals
-from ..pipeline.pipeline import PACKAGE_PARENT, Cancelled, PipelineError
+from ..pipeline.pipeline import PACKAGE_PARENT, Cancelled, PipelineError, RunOutcome
 from ..contracts.run_config import RunConfig
-from ..base.errors import report_failure
 
 
 def seed_config(config: RunConfig, seed: int, run_dir: Path) -> Path:
@@ -108,8 +107,9 @@ class SeedRunner:
                world_size=1, pid=os.getpid(), resumed_from=None)
         w.emit("log", level="info", message=f"seeds: {len(seeds)} whole pipelines (seeds {seeds[0]}…{seeds[-1]}), one "
                f"after another, so about {len(seeds)}× the time of one (the demo: 4–13 min each on 2 shared cores)")
-        done = 0
-        try:
+        outcome = RunOutcome(w, "seeds")
+
+        def every_seed() -> None:
             for seed in seeds:
                 if self.cancelled:
                     raise Cancelled("SIGTERM")
@@ -117,14 +117,14 @@ class SeedRunner:
                 if self.args.resume and "results" in steps and seed_done(self.run_dir, seed, self.split):
                     w.emit("log", level="info", message=f"seeds: seed {seed} already has its results, skipped")
                 else:
-                    w.emit("log", level="info", message=f"seeds: seed {seed} ({done + 1}/{len(seeds)}) → "
+                    w.emit("log", level="info", message=f"seeds: seed {seed} ({outcome.done + 1}/{len(seeds)}) → "
                            f"{seed_dir(self.run_dir, seed)}")
                     self.run_seed(seed)
                     w.emit("log", level="info", message=f"seeds: seed {seed} took {time.time() - t0:.0f} s")
-                done += 1
+                outcome.done += 1
                 elapsed = time.time() - started
-                w.emit("progress", stage="seeds", step=done, total=len(seeds), elapsed_s=elapsed,
-                       eta_s=elapsed / done * (len(seeds) - done))
+                w.emit("progress", stage="seeds", step=outcome.done, total=len(seeds), elapsed_s=elapsed,
+                       eta_s=elapsed / outcome.done * (len(seeds) - outcome.done))
             if "results" in steps:
                 per_seed = [load_seed_results(seed_dir(self.run_dir, s), s) for s in seeds]
                 json_path, md_path = write_seed_results(self.run_dir, per_seed, self.split,
@@ -132,15 +132,8 @@ class SeedRunner:
                 verdicts = json.loads(json_path.read_text())["verdicts"]
                 w.emit("log", level="info", message=f"seeds: results over {len(seeds)} seeds in {md_path} and "
                        f"{json_path}\n" + "\n".join(verdicts))
-            w.emit("stage_finished", stage="seeds", step=done, status="ok", checkpoint=None)
-            return 0
-        except Cancelled:
-            w.emit("stage_finished", stage="seeds", step=done, status="cancelled", checkpoint=None)
-            return 130
-        except PipelineError as e:
-            status = report_failure(w, "seeds", e)
-            w.emit("stage_finished", stage="seeds", step=done, status="failed", checkpoint=None)
-            return status
+
+        return outcome.run(every_seed)
 
 
 def run_seeds(args: Any, config: RunConfig, writer: Any, steps: list[str]) -> int:
