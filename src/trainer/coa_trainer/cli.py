@@ -4,6 +4,7 @@ so --help is fast."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
@@ -148,28 +149,17 @@ def cancelled_at_startup(args: argparse.Namespace) -> int:
     return 130
 
 
+# Each command's module is imported only when it runs: `--help` and a typo answer without loading torch.
+COMMAND_HANDLERS = {
+    "train": ("stages.train", "train_command"),
+    "eval": ("evaluation.agent", "eval_command"),
+    "export-onnx": ("model.export_onnx", "export_command"),
+    "pipeline": ("pipeline.command", "pipeline_command"),
+    "collect": ("stages.collect", "collect_command"),
+    "data": ("data.benchmark", "data_command"),
+}
+
+
 def run_command(args: argparse.Namespace) -> None:
-    if args.command == "train":
-        from .stages.train import train_command
-
-        sys.exit(train_command(args))
-    if args.command == "eval":
-        from .evaluation.agent import eval_command
-
-        sys.exit(eval_command(args))
-    if args.command == "export-onnx":
-        from .model.export_onnx import export_command
-
-        sys.exit(export_command(args))
-    if args.command == "pipeline":
-        from .pipeline.command import pipeline_command
-
-        sys.exit(pipeline_command(args))
-    if args.command == "collect":
-        from .stages.collect import collect_command
-
-        sys.exit(collect_command(args))
-    if args.command == "data":
-        from .data.benchmark import data_command
-
-        sys.exit(data_command(args))
+    module, handler = COMMAND_HANDLERS[args.command]
+    sys.exit(getattr(importlib.import_module(f"{__package__}.{module}"), handler)(args))

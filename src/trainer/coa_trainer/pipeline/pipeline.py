@@ -48,6 +48,25 @@ class PipelineError(CoaError):
     """The pipeline cannot go on (a stage failed, a config it derives cannot be written)."""
 
 
+def child_pythonpath() -> str:
+    """PYTHONPATH for a child trainer: this package first, then the caller's own."""
+    return os.pathsep.join([PACKAGE_PARENT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+
+
+def run_child(owner: Any, argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = ()) -> int:
+    """Runs one child trainer (a stage, a seed's pipeline) in its own session to its exit status. While it runs it is
+    owner.child, where owner's signal handler forwards a stop; a stop that came meanwhile raises Cancelled."""
+    sys.stdout.flush()
+    owner.child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=env, start_new_session=True, pass_fds=pass_fds)
+    try:
+        code = owner.child.wait()
+    finally:
+        owner.child = None
+    if owner.cancelled:
+        raise Cancelled("SIGTERM")
+    return code
+
+
 class RunOutcome:
     """How a whole-run command (the pipeline, several seeds) ends: one stage_finished event saying how many of its
     steps were done, and the exit status — 0, 130 cancelled, a PipelineError's own; any other exception is re-raised
@@ -151,20 +170,11 @@ class Pipeline:
     def run_stage(self, step: str) -> None:
         from ..base.lifecycle import child_env
 
-        paths = [PACKAGE_PARENT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         # the stage dies with us (COA_PARENT_PID) and runs under our run-directory lock (its descriptor inherited)
         # the server's token in the environment: a command line is visible to every local user (ps)
         token = {"COA_ENV_TOKEN": self.env.token} if step in ENV_STEPS and self.env is not None else {}
-        env = child_env({"PYTHONPATH": os.pathsep.join(paths), **(self.lock.child_env() if self.lock else {}), **token})
-        sys.stdout.flush()
-        self.child = subprocess.Popen(self.stage_argv(step), stdin=subprocess.DEVNULL, env=env,
-                                      start_new_session=True, pass_fds=(self.lock.fd,) if self.lock else ())
-        try:
-            code = self.child.wait()
-        finally:
-            self.child = None
-        if self.cancelled:
-            raise Cancelled("SIGTERM")
+        env = child_env({"PYTHONPATH": child_pythonpath(), **(self.lock.child_env() if self.lock else {}), **token})
+        code = run_child(self, self.stage_argv(step), env, pass_fds=(self.lock.fd,) if self.lock else ())
         if code != 0:
             raise PipelineError(f"stage {step} failed (exit {code}); its error event above says why", "stage_failed")
 

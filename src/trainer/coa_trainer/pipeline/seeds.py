@@ -23,7 +23,7 @@ from typing import Any
 
 from ..base.config import ConfigError, config_dict
 from ..base.lifecycle import on_stop_signals
-from ..pipeline.pipeline import PACKAGE_PARENT, Cancelled, PipelineError, RunOutcome
+from ..pipeline.pipeline import Cancelled, PipelineError, RunOutcome, child_pythonpath, run_child
 from ..contracts.run_config import RunConfig
 
 
@@ -81,19 +81,10 @@ class SeedRunner:
         return argv
 
     def run_seed(self, seed: int) -> None:
-        paths = [PACKAGE_PARENT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         from ..base.lifecycle import child_env
 
         # COA_PARENT_PID: a seed's pipeline dies with this runner, as a stage dies with its pipeline (base/lifecycle.py)
-        env = child_env({"PYTHONPATH": os.pathsep.join(paths)})
-        sys.stdout.flush()
-        self.child = subprocess.Popen(self.argv(seed), stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-        try:
-            code = self.child.wait()
-        finally:
-            self.child = None
-        if self.cancelled:
-            raise Cancelled("SIGTERM")
+        code = run_child(self, self.argv(seed), child_env({"PYTHONPATH": child_pythonpath()}))
         if code != 0:
             raise PipelineError(f"seed {seed} failed (exit {code}); see {seed_dir(self.run_dir, seed)}/events.jsonl",
                                 "stage_failed")
