@@ -45,7 +45,9 @@ const child = spawn(python, argv, {
   cwd: root,
   detached: true,
   stdio: ['ignore', 'pipe', 'inherit'],
-  env: { ...process.env, PYTHONPATH: join(root, 'src', 'trainer'), PYTHONUNBUFFERED: '1' },
+  // OMP_WAIT_POLICY=PASSIVE unless set: with 2 torch threads (a config's `threads`) on a busy 2-core machine, spinning
+  // OpenMP threads made torch ~15× slower than sleeping ones (bench/fidelity/run.py); scheduling only, same numbers
+  env: { OMP_WAIT_POLICY: 'PASSIVE', ...process.env, PYTHONPATH: join(root, 'src', 'trainer'), PYTHONUNBUFFERED: '1' },
 });
 let interrupts = 0;
 process.on('SIGINT', () => {
