@@ -40,6 +40,8 @@ test('node:test skips, todos and nested skips come out of the TAP report with th
 function pytest(env: Record<string, string>): { status: number | null; out: string; xml: string } {
   assert.ok(existsSync(PYTHON), `${PYTHON} is missing: run npm install (it creates the trainer's .venv)`);
   const dir = mkdtempSync(join(tmpdir(), 'coa-pyskips-'));
+  // its own ini file: a pytest.ini / setup.cfg / pyproject.toml above the temp dir must not become rootdir or config
+  writeFileSync(join(dir, 'pytest.ini'), '[pytest]\n');
   writeFileSync(join(dir, 'conftest.py'), `import sys\nsys.path.append(${JSON.stringify(join(ROOT, 'test'))})\nfrom skip_policy import pytest_runtest_makereport  # noqa\n`);
   writeFileSync(join(dir, 'test_x.py'), [
     'import pytest',
@@ -56,7 +58,7 @@ function pytest(env: Record<string, string>): { status: number | null; out: stri
   ].join('\n'));
   const xml = join(dir, 'out.xml');
   const { CI: _ci, ...base } = process.env;
-  const r = spawnSync(PYTHON, ['-m', 'pytest', dir, '-q', '-p', 'no:cacheprovider', '-o', 'junit_family=xunit1', `--junitxml=${xml}`], { encoding: 'utf8', env: { ...base, ...env } });
+  const r = spawnSync(PYTHON, ['-m', 'pytest', dir, `--rootdir=${dir}`, '-q', '-p', 'no:cacheprovider', '-o', 'junit_family=xunit1', `--junitxml=${xml}`], { encoding: 'utf8', env: { ...base, ...env } });
   return { status: r.status, out: r.stdout + r.stderr, xml: readFileSync(xml, 'utf8') };
 }
 
