@@ -127,7 +127,7 @@ def _varlen() -> Any:
 def varlen_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_len: int,
                   scale: float | None) -> torch.Tensor:
     """Causal attention within each sequence of packed [T, heads, d] tensors (kv heads may be fewer: GQA)."""
-    fn = _varlen() if q.is_cuda else None
+    fn = _varlen() if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) else None  # flash: half precision
     if fn is not None:
         params = inspect.signature(fn).parameters
         kw: dict[str, Any] = {"scale": scale}

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import torch
 
-from .engine import Engine, Session
+from .engine import Engine, Session, bucket
 from .trajectory import crc
 from .stoptable import StopTable
 
@@ -54,10 +54,8 @@ class Job:
     phase: int = TURN
     start: int = 0  # where the phase's tokens begin in tr.ids
     budget: int = 0  # tokens the phase may still sample
-    produced: int = 0
     hit: bool = False
     turn: int = 0
-    done: bool = False
 
 
 @dataclass
@@ -104,14 +102,15 @@ class Continuous:
             longest = min(longest + turns, lim.max_len + max(lim.max_new_tokens, lim.max_obs_tokens + 16))
         free, _ = torch.cuda.mem_get_info(engine.device)
         held = engine.kv.slots * (engine.kv.capacity + 1) * engine.kv.bytes_per_token()
-        return max(1, int((free + held) * KV_FRACTION) // ((longest + 1) * engine.kv.bytes_per_token()))
+        per_slot = (bucket(longest + 1) + 1) * engine.kv.bytes_per_token()  # capacities come in buckets
+        return max(1, int((free + held) * KV_FRACTION) // per_slot)
 
     # ------------------------------------------------------------ phases
     def _begin(self, job: Job, phase: int, budget: int) -> None:
         tr = job.tr
         ctx = tr.prompt_ids + tr.ids
         tr.contexts.append((len(ctx), crc(ctx)))
-        job.phase, job.budget, job.start, job.produced, job.hit = phase, budget, len(tr.ids), 0, False
+        job.phase, job.budget, job.start, job.hit = phase, budget, len(tr.ids), False
         self.starts.append(job)
 
     def _begin_turn(self, job: Job) -> None:
@@ -126,7 +125,6 @@ class Continuous:
         job.pending += ids
 
     def _finish(self, job: Job) -> None:
-        job.done = True
         if self.agent:
             keep = max(0, self.lim.max_len - len(job.tr.prompt_ids))
             tr = job.tr
@@ -286,7 +284,6 @@ class Continuous:
                 tr.loss_mask += [0] * len(toks)
                 tr.logprobs += [None] * len(toks)
             n = len(toks)
-            job.produced += n
             job.counter += n
             job.budget -= n
             # every live step but the last wrote its input token to the cache; the last token sampled is pending
