@@ -115,3 +115,53 @@ def test_max_len_truncates_and_flags(setup):
         # cut at the limit and flagged, unless it ended on its own before (a random model may write EOS early)
         assert tr.truncated or (tr.finished and len(tr.prompt_ids) + len(tr.ids) < limit)
     assert sum(tr.truncated for tr in trajs) >= 6
+
+
+@needs_server
+def test_greedy_rollouts_of_the_embedded_model_equal_the_reference_loop(setup):
+    """What evaluation runs (greedy, the real server's observations) is the same on the rollout engine as on the
+    plain loop it replaced, token for token — the embedded demo's evaluation does not move with it. The model is
+    first fitted for a few seconds to the benchmark's oracle transcripts, so that it searches."""
+    import copy
+
+    from coa_trainer.data.benchmark import join_segments
+
+    config, bench, model, tok, rt, corpus, prompts = setup
+    t = tags("coa")
+    model = copy.deepcopy(model).train()
+    model.requires_grad_(True)
+    texts = [prompt_text(config, q.question) + " " + join_segments(bench.oracle(q, t)) for q in bench.split("train")[:16]]
+    seqs = [encode_text(tok, x)[0] for x in texts]
+    T = max(map(len, seqs))
+    ids = torch.tensor([s + [tok.pad_token_id] * (T - len(s)) for s in seqs])
+    attn = torch.tensor([[1] * len(s) + [0] * (T - len(s)) for s in seqs])
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(0)
+        for _ in range(120):
+            loss = model(input_ids=ids, attention_mask=attn, labels=ids.masked_fill(attn == 0, -100)).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        kw = dict(max_turns=2, max_new_tokens=30, max_obs_tokens=400, max_len=10_000, device=rt.device, dtype=None,
+                  temperature=0.0)
+        with EnvClient.start(corpus, "coa") as env:
+            def tool(queries):
+                return env.search(queries, top_k=2, dialect="coa")["observations"]
+
+            ref = rollout(model, tok, prompts, t, tool, engine=False, **kw)
+            out = rollout(model, tok, prompts, t, tool, slots=5, **kw)
+    finally:
+        torch.set_num_threads(threads)
+
+    def fields(tr):
+        return tr.ids, tr.loss_mask, tr.queries, tr.contexts, tr.truncated, tr.finished
+
+    assert sum(len(tr.queries) for tr in ref) >= 8  # it searched, and read the server's observations
+    assert [fields(tr) for tr in out] == [fields(tr) for tr in ref]
+    for a, b in zip(ref, out):
+        assert [x for x in b.logprobs if x is not None] == pytest.approx([x for x in a.logprobs if x is not None],
+                                                                        abs=1e-4)
