@@ -252,7 +252,7 @@ export const CollectSchema = z
     modes: z.array(z.enum(['coa', 'cot'])).min(1).default(['coa', 'cot']).describe('coa: the dialect\'s agent prompt, searches through the environment server; cot: the tool-free prompt, no tool.'),
     samples: posInt().default(4).describe('Samples per question and mode (K).'),
     temperature: z.number().min(0).default(0.7).describe('Sampling temperature (0: greedy).'),
-    top_p: z.number().positive().max(1).default(1.0).describe('Nucleus sampling (endpoint teachers; the model-directory teacher samples the full distribution).'),
+    top_p: z.number().positive().max(1).default(1.0).describe('Nucleus sampling: the smallest set of most likely tokens whose probability reaches top_p (endpoint and model-directory teachers).'),
     seed: int().nullable().default(null).describe('Sampling seed (default: the run seed).'),
     batch_size: posInt().default(16).describe('Trajectories per batch (one grading call, one progress step).'),
     max_turns: posInt().default(4).describe('Tool calls allowed per trajectory.'),

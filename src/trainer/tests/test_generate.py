@@ -61,3 +61,31 @@ def test_a_static_kv_cache_for_the_batch_generates_the_same():
         assert a_ids == b_ids and a_st == b_st
         for x, y in zip(a_lp, b_lp):
             assert x == pytest.approx(y, abs=1e-5)
+
+
+def test_the_reference_loop_samples_from_the_nucleus_and_scores_the_whole_distribution():
+    """top_p reaches the reference loop too (models the engine does not run, and a collect teacher's top_p): a nucleus
+    of one token is greedy decoding whatever the generator draws, each sampled token lies in its step's nucleus, and
+    the log-probs are those of the whole tempered distribution (as the engine's)."""
+    model = _model()
+    prompts = [[5, 6, 7], [9, 3], [4, 4, 4, 4, 2], [11]]
+    greedy = reference_generate(model, prompts, 8, set(), 0, CPU)[0]
+    for seed in (0, 1, 2):
+        g = torch.Generator().manual_seed(seed)
+        assert reference_generate(model, prompts, 8, set(), 0, CPU, temperature=1.0, generator=g,
+                                  top_p=1e-6)[0] == greedy
+    wide = [reference_generate(model, prompts, 8, set(), 0, CPU, temperature=1.0,
+                               generator=torch.Generator().manual_seed(s))[0] for s in range(3)]
+    assert any(w != greedy for w in wide), "the tiny model samples something other than greedy at full top_p"
+    g = torch.Generator().manual_seed(7)
+    out, lps, _ = reference_generate(model, prompts, 8, set(), 0, CPU, temperature=1.3, generator=g, top_p=0.6)
+    for p, new, lp in zip(prompts, out, lps):
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([p + new])).logits[0].float()
+        logp = torch.log_softmax(logits / 1.3, -1)
+        for k, t in enumerate(new):
+            probs = logp[len(p) - 1 + k].exp()
+            sp, order = probs.sort(descending=True)
+            nucleus = set(order[(sp.cumsum(0) - sp) < 0.6].tolist())
+            assert t in nucleus
+            assert lp[k] == pytest.approx(float(logp[len(p) - 1 + k, t]), abs=1e-4)

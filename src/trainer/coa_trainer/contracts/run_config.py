@@ -225,7 +225,7 @@ class CollectConfig(BaseModel):
     """
     top_p: float
     """
-    Nucleus sampling (endpoint teachers; the model-directory teacher samples the full distribution).
+    Nucleus sampling: the smallest set of most likely tokens whose probability reaches top_p (endpoint and model-directory teachers).
     """
     seed: int | None
     """

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from ..model.scoring import autocast
+from .sampling import nucleus
 
 _ENGINES: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
@@ -99,12 +100,12 @@ def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids
     """Continue each prompt until a stop id or stop string (included) or max_new_tokens. Greedy when
     temperature == 0. Returns (new ids, their log-probs under the sampling distribution, whether each row stopped on
     a stop). The engine when it supports the model (sampled rows then depend on their own seed only: sampling.py;
-    `slots`: rows decoded at once, the others queue), `reference_generate` otherwise (which samples the full
-    distribution: top_p is the engine's)."""
+    `slots`: rows decoded at once, the others queue), `reference_generate` otherwise (its rows share one
+    generator's stream)."""
     eng = engine_for(model, device, dtype)
     if eng is None:
         return reference_generate(model, prompts, max_new_tokens, stop_ids, pad_id, device, dtype, temperature,
-                                  generator, stop_strings)
+                                  generator, stop_strings, top_p=top_p)
     B = len(prompts)
     if B == 0:
         return [], [], []
@@ -127,12 +128,14 @@ def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids
 def reference_generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
                        device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
                        generator: torch.Generator | None = None, stop_strings: StringStops | None = None,
-                       static_cache: bool = False) -> tuple[list[list[int]], list[list[float]], list[bool]]:
+                       static_cache: bool = False, top_p: float = 1.0) -> tuple[list[list[int]], list[list[float]], list[bool]]:
     """The reference loop: the model's own forward with transformers' KV cache, one host step per token. Continue
     each prompt until a stop id or stop string (included) or max_new_tokens. Greedy when temperature == 0. Returns (new ids, their log-probs under the sampling distribution, whether each row
     stopped on a stop). `static_cache`: one KV cache allocated up front for the batch × (prompt + max_new_tokens)
     (transformers StaticCache) instead of one that grows by concatenation every step — no per-step reallocation,
-    fixed shapes (what CUDA graphs need), but every step attends over the whole allocated length."""
+    fixed shapes (what CUDA graphs need), but every step attends over the whole allocated length. `top_p` < 1 samples
+    from the nucleus (sampling.nucleus); the log-probs stay those of the whole tempered distribution, as the
+    engine's."""
     B = len(prompts)
     if B == 0:
         return [], [], []
@@ -176,7 +179,7 @@ def reference_generate(model: Any, prompts: list[list[int]], max_new_tokens: int
         logits = res.logits[:, -1].float()
         logp = torch.log_softmax(logits / temperature if temperature > 0 else logits, dim=-1)
         if temperature > 0:
-            nxt = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+            nxt = torch.multinomial(nucleus(logp.exp(), top_p), 1, generator=generator).squeeze(-1)
         else:
             nxt = logits.argmax(-1)
         nxt = torch.where(done, torch.full_like(nxt, pad_id), nxt)

@@ -174,7 +174,7 @@ class ModelSampler:
             tr.contexts.append((len(c), _crc(c)))
         new, lps, stopped = reference_generate(self.model, contexts, max_new_tokens, self.stop_ids,
                                                self.tok.pad_token_id, self.device, self.dtype, self.temperature,
-                                               self.generator, self.strings)
+                                               self.generator, self.strings, top_p=self.top_p)
         timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
         outs = []
         for tr, ids, lp, st in zip(trajs, new, lps, stopped):
@@ -205,7 +205,7 @@ class ModelSampler:
             tr.contexts.append((len(c), _crc(c)))
         new, _, stopped = reference_generate(self.model, contexts, max_obs_tokens, stop_ids, self.tok.pad_token_id,
                                              self.device, self.dtype, self.temperature, self.generator,
-                                             StringStops(self.tok, stop_strs) if stop_strs else None)
+                                             StringStops(self.tok, stop_strs) if stop_strs else None, top_p=self.top_p)
         timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
         for tr, ids, st in zip(trajs, new, stopped):
             self._append_obs(tr, [*o_open, *ids] if st else [*o_open, *ids, *io.obs_close_ids()])

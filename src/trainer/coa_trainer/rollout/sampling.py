@@ -44,6 +44,16 @@ def trajectory_seed(base: int, index: int) -> int:
     return int.from_bytes(digest, "little") >> 2  # < 2^62: int64 arithmetic stays positive
 
 
+def nucleus(p: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Probabilities [B, V] with the tokens outside the top-p nucleus set to 0 (the most likely token always kept;
+    not renormalised: torch.multinomial takes weights). The same cut as `choose`, for the reference loop."""
+    if top_p >= 1.0:
+        return p
+    sp, order = p.sort(dim=-1, descending=True)
+    keep = (sp.cumsum(-1) - sp) < top_p
+    return p * torch.zeros_like(keep).scatter(-1, order, keep)
+
+
 def choose(logits: torch.Tensor, temperature: float, top_p: float, seeds: torch.Tensor, counters: torch.Tensor,
            bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(token [B], log-prob [B]) from float logits [B, V]. `temperature` and `top_p` are Python numbers (a captured

@@ -395,7 +395,7 @@ class Collector:
 
             def rollout_batch(works: list[Work], batch_no: int) -> list[Any]:
                 generator.manual_seed(zlib.crc32(f"{seed}/collect/{works[0].key}".encode()))
-                sampler = ModelSampler(model, io, rt.device, rt.autocast_dtype, c.temperature, generator)
+                sampler = ModelSampler(model, io, rt.device, rt.autocast_dtype, c.temperature, generator, c.top_p)
                 out: list[Any] = [None] * len(works)
                 for mode in c.modes:
                     idx = [i for i, x in enumerate(works) if x.mode == mode]
