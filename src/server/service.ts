@@ -474,18 +474,44 @@ export class TrajectoryService {
   }
 
   codeActions(uri: string, diagnostics: readonly Diagnostic[]): CodeAction[] {
-    if (!this.docs.has(uri)) return [];
+    const d = this.docs.get(uri);
+    if (!d) return [];
     const out: CodeAction[] = [];
     for (const diag of diagnostics) {
       const fix = (diag.data as { fix?: { title: string; range: Range; newText: string } } | undefined)?.fix;
       if (!fix) continue;
       out.push({ title: fix.title, kind: CodeActionKind.QuickFix, diagnostics: [diag], isPreferred: true, edit: { changes: { [uri]: [{ range: fix.range, newText: fix.newText }] } } });
     }
+    // A problem of a record in a JSONL file opened as text leads to that record's view (steps as cells, its reward,
+    // token overlays): a quick fix, which the Problems panel offers on the problem's row too. Records are found by
+    // line, once per record however many of its problems are asked about.
+    if (d.kind === 'coa' || !uri.startsWith('file:')) return out;
+    const byLine = new Map<number, Diagnostic[]>();
+    for (const diag of diagnostics) {
+      if (diag.source !== 'coa') continue;
+      const line = diag.range.start.line;
+      byLine.set(line, [...(byLine.get(line) ?? []), diag]);
+    }
+    for (const [line, diags] of byLine) {
+      const r = line < d.model.lineCount ? this.lineResult(d, line) : null;
+      if (r?.kind === 'record' && r.id !== undefined) out.push(openRecordAction(uri, line, r.id, diags));
+    }
     return out;
   }
 }
 
 // ---- helpers ----
+
+/** The quick fix that opens the record at 0-based `line` of the file `uri` in the record view (the extension's
+ *  `coaStudio.openRecord { file, line }`, line 1-based). */
+export function openRecordAction(uri: string, line: number, id: string, diagnostics: Diagnostic[]): CodeAction {
+  return {
+    title: `Open record ${id} in the record view`,
+    kind: CodeActionKind.QuickFix,
+    diagnostics,
+    command: { title: `Open record ${id} in the record view`, command: 'coaStudio.openRecord', arguments: [{ file: uri, line: line + 1 }] },
+  };
+}
 
 function toDiagnostic(x: LocalDiagnostic, range: Range, uri: string, fixRange?: Range): Diagnostic {
   const diag: Diagnostic = { range, severity: x.severity === 'error' ? DiagnosticSeverity.Error : DiagnosticSeverity.Warning, code: x.code, source: 'coa', message: x.message };

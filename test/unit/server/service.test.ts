@@ -211,12 +211,42 @@ test('quick fixes: close an unclosed tag, remove a stray closing tag; applying t
   assert.deepEqual(diags.map((d) => d.code), ['COA002', 'COA001']);
   let text = raw;
   // Apply the edits right to left so columns stay valid.
-  const edits = s.codeActions(URI, diags).flatMap((a) => a.edit!.changes![URI]).sort((a, b) => b.range.start.character - a.range.start.character);
+  const edits = s.codeActions(URI, diags).flatMap((a) => a.edit?.changes?.[URI] ?? []).sort((a, b) => b.range.start.character - a.range.start.character);
   assert.equal(edits.length, 2);
   for (const e of edits) text = text.slice(0, e.range.start.character) + e.newText + text.slice(e.range.end.character);
   assert.equal(JSON.parse(text).response, '<think>ok</think>\n<search>capital of France</search>\n<observation>Paris</observation>\n<answer>Paris</answer>  \n');
   s.change(URI, 2, [{ text }]);
   assert.deepEqual(s.diagnose(URI), []);
+});
+
+test('a record\'s problems in a JSONL file opened as text lead to its record view: one quick fix per record, coaStudio.openRecord { file, line }', () => {
+  const lines = [
+    rec('ok-1', '<think>fine</think>\n<answer>Paris</answer>'),
+    rec('bad-2', '<think>ok</think></think>\n<answer>Paris  \n'),
+    '{"id": "broken", ',
+    '',
+    rec('bad-5', 'no answer at all'),
+  ];
+  const uri = 'file:///w/rl2/rollouts.jsonl';
+  const s = open(lines.join('\n'), uri, 'jsonl');
+  const diags = s.diagnose(uri);
+  const byLine = (n: number) => diags.filter((d) => d.range.start.line === n);
+  assert.ok(byLine(1).length >= 2, `record bad-2 has several problems: ${JSON.stringify(byLine(1).map((d) => d.code))}`);
+  assert.ok(byLine(2).length >= 1 && byLine(4).length >= 1);
+  const opens = s.codeActions(uri, diags).filter((a) => a.command?.command === 'coaStudio.openRecord');
+  // The broken line (no record, no id) has none; each record has exactly one, carrying all of its problems.
+  assert.deepEqual(opens.map((a) => a.title), ['Open record bad-2 in the record view', 'Open record bad-5 in the record view']);
+  assert.deepEqual(opens.map((a) => a.command!.arguments), [[{ file: uri, line: 2 }], [{ file: uri, line: 5 }]]);
+  assert.deepEqual(opens[0].diagnostics, byLine(1));
+  assert.ok(opens.every((a) => a.kind === 'quickfix' && a.edit === undefined));
+  // Asked about one problem (the Problems panel asks per row): that record only, besides its edit fixes.
+  const one = s.codeActions(uri, [byLine(4)[0]]);
+  assert.deepEqual(one.map((a) => a.title), ['Open record bad-5 in the record view']);
+  // A .coa episode is one record already; an untitled JSONL has no file for a record view.
+  const coa = open('<think>a</think></think>\n<answer>x</answer>', 'file:///w/e.coa', 'coa');
+  assert.ok(!coa.codeActions('file:///w/e.coa', coa.diagnose('file:///w/e.coa')).some((a) => a.command));
+  const untitled = open(lines.join('\n'), 'untitled:Untitled-1', 'jsonl');
+  assert.equal(untitled.codeActions('untitled:Untitled-1', untitled.diagnose('untitled:Untitled-1')).filter((a) => a.command).length, 0);
 });
 
 test('robustness: binary data, plain JSONL that is not trajectories, a huge line', () => {

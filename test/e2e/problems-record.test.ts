@@ -1,0 +1,59 @@
+// Issue 33, Problems → record view for a rollouts file opened as TEXT (the user's `workbench.editorAssociations`
+// sends *.coa.jsonl to the text editor): the language server's problems of a record carry a quick fix "Open record
+// <id> in the record view", which the Problems panel offers on the problem's row (Ctrl+.); it opens the record's
+// view beside the text — steps as cells, its header and reward breakdown drawn — not the text at its line.
+// The file is RL-2-OTC's real rollouts of the whole demo run (1,536 records, test/fixtures/demo-run).
+// Screenshots: .cache/artifacts/e2e/problems-record-*.png.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openFile, startEditor, until, webviewFrame, type Editor } from './harness';
+import { demoRunFile } from '../fixtures/demoRun';
+
+const FILE = 'rl2-otc-rollouts.coa.jsonl';
+let ed: Editor;
+let lines: string[];
+
+before(async () => {
+  ed = await startEditor({ name: 'problems-record', settings: { 'workbench.editorAssociations': { '*.coa.jsonl': 'default' } } });
+  const text = demoRunFile('stages/rl2-otc/rollouts.coa.jsonl').toString('utf8');
+  lines = text.split('\n');
+  writeFileSync(join(ed.workspace, FILE), text);
+});
+after(async () => {
+  await ed?.close();
+});
+
+test('a problem of a rollouts .coa.jsonl opened as text opens its record in the record view from the Problems panel', async () => {
+  await openFile(ed.page, FILE);
+  // The text editor, not the notebook or the browser.
+  await ed.page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: 30_000 });
+  assert.equal(await ed.page.locator('.notebook-editor').count(), 0, 'the file is open as text');
+  await ed.page.keyboard.press('Control+Shift+M');
+  const rows = ed.page.locator('.markers-panel .monaco-list-row', { hasText: /COA0\d\d/ });
+  await until('the rollouts file\'s format errors in Problems', async () => (await rows.count()) > 0, 90_000);
+  const row = rows.first();
+  const where = /Ln (\d+), Col \d+/.exec(await row.innerText());
+  assert.ok(where, `a problem row names its line: ${await row.innerText()}`);
+  const line = Number(where[1]);
+  const id = (JSON.parse(lines[line - 1]) as { id: string }).id;
+  await row.click();
+  await ed.shot('problems');
+  // The row's quick fixes (Ctrl+. on a focused problem): the record view is one of them.
+  await row.focus();
+  await ed.page.keyboard.press('Control+.');
+  const fix = ed.page.locator('.context-view .action-item, .context-view .monaco-list-row, .action-widget .monaco-list-row', { hasText: `Open record ${id} in the record view` }).first();
+  await fix.waitFor({ timeout: 30_000 });
+  await ed.shot('quick-fix');
+  await fix.click();
+  // The record's view: its tab, and in its webview the header and the reward breakdown.
+  await ed.page.locator('.tabs-container .tab', { hasText: `${id}.coa.jsonl` }).first().waitFor({ timeout: 30_000 });
+  const view = await webviewFrame(ed.page, async (f) => (await f.locator('h3', { hasText: id }).count()) > 0 && (await f.locator('.coa-reward').count()) > 0, 60_000);
+  await ed.shot('record-view');
+  assert.match((await view.locator('.coa-reward .coa-total').textContent()) ?? '', /^reward /);
+  // Beside the text, which stays open; no Untitled copy.
+  assert.equal(await ed.page.locator('.tabs-container .tab', { hasText: FILE }).count(), 1, 'the text editor stays open');
+  assert.equal(await ed.page.locator('.tabs-container .tab', { hasText: /Untitled/ }).count(), 0, 'no Untitled copy');
+  assert.ok((await ed.page.locator('.notebook-editor .code-cell-row').count()) > 0, 'the record\'s steps are cells');
+});
