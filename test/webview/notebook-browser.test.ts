@@ -14,6 +14,7 @@ import { renderWebviewHtml } from '../../src/extension/webview/html';
 import { buildIndex, firstRecords } from '../../src/extension/providers/browser/indexer';
 import { questionsLine, runQuery, tableKind } from '../../src/extension/providers/browser/query';
 import { searchFile } from '../../src/extension/providers/browser/search';
+import { locateRecord } from '../../src/extension/providers/browser/locate';
 import type { RecordSummary } from '../../src/extension/providers/browser/summary';
 import { importVerlParquet } from '../../src/core/importers/verl-parquet';
 import { serializeRecord } from '../../src/core/record';
@@ -155,6 +156,56 @@ test('AutoCoA\'s 2,936-question test set: question / golden answers / source col
     assert.match((await page.textContent('#pageinfo')) ?? '', /1 matching/);
     mkdirSync(join(ROOT, 'test-results'), { recursive: true });
     await page.screenshot({ path: join(ROOT, 'test-results', 'browser-questions-search.png') });
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a jump past the part indexed so far: the page says it is looking in the file, then which line opened beside; index progress does not erase it', { timeout: 60_000 }, async () => {
+  mkdirSync(OUT, { recursive: true });
+  await build({ entryPoints: [join(ROOT, 'webview/browser/main.ts')], outfile: join(OUT, 'browser.js'), bundle: true, format: 'iife', platform: 'browser', target: 'es2022', logLevel: 'warning' });
+  const dir = mkdtempSync(join(tmpdir(), 'coa-browser-jump-'));
+  const examples = readFileSync(join(ROOT, 'examples/trajectories.coa.jsonl'), 'utf8').split('\n').filter((l) => l.trim());
+  const lines: string[] = [];
+  for (let k = 0; k < 40; k++) for (const l of examples) lines.push(JSON.stringify({ ...JSON.parse(l), id: `${JSON.parse(l).id}-${k}` }));
+  const path = join(dir, 'f.coa.jsonl');
+  writeFileSync(path, lines.join('\n') + '\n');
+  const target = (JSON.parse(lines[lines.length - 2]) as { id: string }).id;
+  const browser = await launchChromium();
+  try {
+    const first = await firstRecords(path, 50);
+    const html = renderWebviewHtml({ title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: 'f.coa.jsonl', size: 1, pageSize: 50, first, questions: '', kind: tableKind(first) } }, ORIGIN, (p) => `${ORIGIN}/${p}`, () => readFileSync(join(OUT, 'browser.js'), 'utf8'));
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
+    page.on('pageerror', (e) => problems.push(e.message));
+    await page.addInitScript('window.__posted = []; window.acquireVsCodeApi = () => ({ postMessage: (m) => window.__posted.push(m) });');
+    await page.route(`${ORIGIN}/**`, (route) => (new URL(route.request().url()).pathname === '/' ? route.fulfill({ contentType: 'text/html', body: html }) : route.fulfill({ status: 404, body: '' })));
+    await page.goto(`${ORIGIN}/`);
+    await page.waitForSelector('#rows tr', { timeout: 10_000 });
+    // The jump box sends the target; the host (not indexed that far) looks in the file — locate.ts, for real here.
+    await page.fill('#jump', target);
+    await page.press('#jump', 'Enter');
+    const posted = await page.evaluate(() => (window as unknown as { __posted: { type: string; target?: string }[] }).__posted.at(-1));
+    assert.equal(posted?.type, 'jump');
+    assert.equal(posted?.target, target);
+    const size = readFileSync(path).length;
+    const send = (m: unknown) => page.evaluate((x) => window.postMessage(x, '*'), m);
+    await send({ type: 'jump', target, state: 'searching', bytes: size >> 1, size });
+    assert.equal(await page.textContent('#jump-status'), `looking for "${target}" in the file… 50%`);
+    const found = await locateRecord(path, target);
+    assert.equal(found?.line, lines.length - 1);
+    await send({ type: 'jump', target, state: 'ahead', line: found!.line });
+    await send({ type: 'progress', indexed: 50, bytes: 1000, size });
+    assert.match((await page.textContent('#status')) ?? '', /indexing… \d+% \(50 records so far\)/);
+    assert.equal(await page.textContent('#jump-status'), `"${target}" is line ${found!.line.toLocaleString()}: opened beside (the table shows it once the index gets there)`);
+    // Neither in the index nor in the file: said so; a later jump found in the index clears the note.
+    await send({ type: 'jump', target: 'nope', state: 'missing' });
+    assert.equal(await page.textContent('#jump-status'), 'no record "nope" in the file');
+    await send({ type: 'jump', target, state: 'done' });
+    assert.equal(await page.textContent('#jump-status'), '');
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();

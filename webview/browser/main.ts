@@ -56,6 +56,7 @@ root.innerHTML = `
   <label>sort <select id="sort"><option value="file">file order</option><option value="reward">reward</option><option value="em">EM</option><option value="tool-calls">tool calls</option><option value="step">step</option></select></label>
   <select id="order"><option value="asc">ascending</option><option value="desc">descending</option></select>
   <label>jump <input id="jump" placeholder="id or line" class="w10"></label>
+  <span class="status" id="jump-status" aria-live="polite"></span>
 </div>
 <div class="bar"><button id="prev">◀</button><span id="pageinfo"></span><button id="next">▶</button></div>
 <table><thead><tr id="head"></tr></thead><tbody id="rows"></tbody></table>`;
@@ -244,8 +245,19 @@ window.addEventListener('message', (e: MessageEvent) => {
   else if (m.type === 'selected') {
     selected = m.i;
     $('rows').querySelectorAll<HTMLElement>('tr.row').forEach((tr) => tr.classList.toggle('sel', Number(tr.dataset.i) === selected));
-  } else if (m.type === 'error') $('status').textContent = ` · ${m.message}`;
+  } else if (m.type === 'jump') drawJump(m);
+  else if (m.type === 'error') $('status').textContent = ` · ${m.message}`;
 });
+
+/** A jump's outcome beside the jump box (the status line is the index's progress, redrawn as it grows). */
+function drawJump(m: Extract<HostToBrowser, { type: 'jump' }>): void {
+  const el = $('jump-status');
+  el.dataset.state = m.state;
+  if (m.state === 'done') el.textContent = '';
+  else if (m.state === 'missing') el.textContent = `no record "${m.target}"${done ? '' : ' in the file'}`;
+  else if (m.state === 'searching') el.textContent = `looking for "${m.target}" in the file… ${m.size ? Math.floor((100 * m.bytes) / m.size) : 0}%`;
+  else if (m.state === 'ahead') el.textContent = `"${m.target}" is line ${m.line.toLocaleString()}: opened beside (the table shows it once the index gets there)`;
+}
 
 /** The questions view in one line: prompt-only records are a dataset, not failures. */
 function drawQuestions(line: string | undefined): void {

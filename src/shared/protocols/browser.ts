@@ -45,4 +45,12 @@ export type HostToBrowser =
   | ({ type: 'search' } & BrowserSearchState)
   /** The row a jump landed on. */
   | { type: 'selected'; i: number }
+  /**
+   * How a jump went: found in the index (`done`); past the part indexed so far, being looked for in the file
+   * (`searching`, bytes read of size) and then opened beside (`ahead`, at `line`: the table shows it once the index
+   * gets there); or in neither (`missing`).
+   */
+  | { type: 'jump'; target: string; state: 'done' | 'missing' }
+  | { type: 'jump'; target: string; state: 'searching'; bytes: number; size: number }
+  | { type: 'jump'; target: string; state: 'ahead'; line: number }
   | { type: 'error'; message: string };

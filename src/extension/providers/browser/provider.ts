@@ -9,6 +9,7 @@ import { renderUntilReady } from '../../webview/readyWatchdog';
 import { rewardOptions } from '../notebook/serializer';
 import type { RecordViews } from '../notebook/recordView';
 import { firstRecords } from './indexer';
+import { locateRecord } from './locate';
 import { BrowserQuery, findPage, questionsLine, runQuery, stagesOf, tableKind } from './query';
 import type { SearchField } from './search';
 import { BROWSER_VIEW_TYPE, RecordSummary } from './summary';
@@ -42,7 +43,9 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
     const path = document.uri.fsPath;
     const size = statSync(path).size;
     const opts = rewardOptions();
+    const t0 = performance.now();
     const first = await firstRecords(path, PAGE_SIZE, opts);
+    this.log.info(`trajectory browser: ${path} (${(size / 1e6).toFixed(1)} MB): first page (${first.length} records) read in ${(performance.now() - t0).toFixed(1)} ms; indexing the rest`);
     const extensionUri = this.context.extensionUri;
     panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist')] };
     const initialState: BrowserInitialState = { file: vscode.workspace.asRelativePath(document.uri), size, pageSize: PAGE_SIZE, first, questions: questionsLine(first), kind: tableKind(first) };
@@ -120,18 +123,46 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
       }
     };
 
+    // A jump past the part indexed so far: the record is found in the file itself (locate.ts) and opened beside; the
+    // table shows it once the index reaches it. A new jump or closing the browser stops the search.
+    let locating: AbortController | undefined;
+    const jumpAhead = async (target: string) => {
+      const ctl = new AbortController();
+      locating = ctl;
+      post({ type: 'jump', target, state: 'searching', bytes: 0, size });
+      const t0 = Date.now();
+      const found = await locateRecord(path, target, { signal: ctl.signal, onProgress: (b) => post({ type: 'jump', target, state: 'searching', bytes: b, size }) }).catch((e: Error) => {
+        this.log.warn(`trajectory browser: looking for "${target}" in ${path} failed: ${e.message}`);
+        return null;
+      });
+      if (ctl.signal.aborted) return;
+      locating = undefined;
+      if (!found) return post({ type: 'jump', target, state: 'missing' });
+      this.log.info(`trajectory browser: "${target}" found at line ${found.line} of ${path} in ${Date.now() - t0} ms, before the index (${index.length} records indexed)`);
+      post({ type: 'jump', target, state: 'ahead', line: found.line });
+      try {
+        await this.records.open({ file: document.uri, ...found }, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true, preview: true });
+      } catch (e) {
+        post({ type: 'error', message: `cannot open line ${found.line}: ${(e as Error).message}` });
+      }
+    };
+    panel.onDidDispose(() => locating?.abort());
+
     panel.webview.onDidReceiveMessage(async (m: BrowserToHost) => {
       if (m.type === 'query') answer(m.query);
       else if (m.type === 'search') search.start(m.text, m.field);
       else if (m.type === 'cancelSearch') search.cancel();
       else if (m.type === 'jump') {
+        locating?.abort();
+        locating = undefined;
         const hit = findPage(index, m.query, m.target, search.hits);
-        if (!hit) post({ type: 'error', message: `no record "${m.target}" ${done ? '' : 'in the part indexed so far'}` });
-        else {
+        if (hit) {
           answer({ ...m.query, page: hit.page });
           post({ type: 'selected', i: hit.i });
+          post({ type: 'jump', target: m.target, state: 'done' });
           await openRecord(index[hit.i], false);
-        }
+        } else if (done) post({ type: 'jump', target: m.target, state: 'missing' });
+        else await jumpAhead(m.target);
       } else if (m.type === 'open') {
         const row = index[m.i] ?? first[m.i];
         if (row) await openRecord(row, m.focus === true);
