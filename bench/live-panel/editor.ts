@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { artifactsDir, pickQuick, repoRoot, runCommand, startEditor, until, webviewFrame } from '../../test/e2e/harness';
 import { demoRunWithOnnx } from '../../test/fixtures/demoRun';
 import { writeResults } from '../results';
+import { isWebviewContent, recordViewDrawn } from '../recordViewFrame';
 
 const arg = (k: string, d: string) => (process.argv.includes(k) ? process.argv[process.argv.indexOf(k) + 1] : d);
 const points = Number(arg('--points', '6'));
@@ -56,23 +57,9 @@ async function main(): Promise<void> {
   let watch: Watch | null = null;
   ed.page.on('framenavigated', (f) => {
     const w = watch as Watch | null;
-    if (!w || w.reward || !/pre\/fake\.html/.test(f.url())) return;
+    if (!w || w.reward || !isWebviewContent(f)) return;
     w.frame = Date.now() - w.t0;
-    // Markdown cells are drawn in shadow roots (outputs are not): the query walks into them.
-    const drawn = (sel: string) =>
-      f.waitForFunction(([s, id]) => {
-        // No inner named functions: the bundler's keepNames helper does not exist in the page.
-        const roots: (Document | ShadowRoot)[] = [document];
-        let header = false;
-        let found = false;
-        while (roots.length) {
-          const root = roots.pop()!;
-          header ||= Array.from(root.querySelectorAll('h3')).some((e) => e.textContent?.includes(id));
-          found ||= root.querySelector(s) !== null;
-          for (const e of Array.from(root.querySelectorAll('*'))) if (e.shadowRoot) roots.push(e.shadowRoot);
-        }
-        return header && found;
-      }, [sel, w.id] as const, { polling: 10, timeout: 60_000 }).then(() => Date.now() - w.t0);
+    const drawn = (sel: string) => recordViewDrawn(f, w.id, sel, 60_000).then(() => Date.now() - w.t0);
     w.header = drawn('h3');
     w.reward = drawn('.coa-reward');
     // Awaited after the click; a frame that never draws fails there (until's timeout), not as an unhandled rejection.

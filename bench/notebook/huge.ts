@@ -14,6 +14,7 @@ import type { Frame, Page } from 'playwright-core';
 import { artifactsDir, openFile, repoRoot, startEditor, until, webviewFrame } from '../../test/e2e/harness';
 import { demoRunFile } from '../../test/fixtures/demoRun';
 import { writeResults } from '../results';
+import { isWebviewContent, recordViewDrawn } from '../recordViewFrame';
 
 const arg = (k: string, d: string) => (process.argv.includes(k) ? process.argv[process.argv.indexOf(k) + 1] : d);
 const records = Number(arg('--records', '300000'));
@@ -49,20 +50,9 @@ async function hugeFile(): Promise<{ path: string; ids: string[] }> {
 function nextRecordView(page: Page, id: string, t0: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const onFrame = (f: Frame) => {
-      if (!/pre\/fake\.html/.test(f.url())) return;
+      if (!isWebviewContent(f)) return;
       page.off('framenavigated', onFrame);
-      f.waitForFunction((id) => {
-        const roots: (Document | ShadowRoot)[] = [document];
-        let header = false;
-        let reward = false;
-        while (roots.length) {
-          const root = roots.pop()!;
-          header ||= Array.from(root.querySelectorAll('h3')).some((e) => e.textContent?.includes(id));
-          reward ||= root.querySelector('.coa-reward') !== null;
-          for (const e of Array.from(root.querySelectorAll('*'))) if (e.shadowRoot) roots.push(e.shadowRoot);
-        }
-        return header && reward;
-      }, id, { polling: 10, timeout: 120_000 }).then(() => resolve(Date.now() - t0), reject);
+      recordViewDrawn(f, id, '.coa-reward').then(() => resolve(Date.now() - t0), reject);
     };
     page.on('framenavigated', onFrame);
   });
@@ -103,7 +93,7 @@ async function main(): Promise<void> {
     let frameAt = 0;
     const rowsDrawn = new Promise<number>((resolve, reject) => {
       const onFrame = (f: Frame) => {
-        if (!/pre\/fake\.html/.test(f.url())) return;
+        if (!isWebviewContent(f)) return;
         ed.page.off('framenavigated', onFrame);
         frameAt = Date.now() - t0;
         f.waitForFunction(() => document.querySelector('#rows tr.row') !== null, undefined, { polling: 10, timeout: 120_000 }).then(() => resolve(Date.now() - t0), reject);

@@ -25,15 +25,26 @@ const ROOT = join(__dirname, '../..');
 const OUT = join(ROOT, '.cache/webview-test/notebook-browser');
 const ORIGIN = 'http://browser.test';
 
-test('trajectory browser page: first page on first paint, query results, record view, no console error', { timeout: 60_000 }, async () => {
+/** The page's script bundled as the extension ships it. */
+async function buildPage(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
   await build({ entryPoints: [join(ROOT, 'webview/browser/main.ts')], outfile: join(OUT, 'browser.js'), bundle: true, format: 'iife', platform: 'browser', target: 'es2022', logLevel: 'warning' });
-  const dir = mkdtempSync(join(tmpdir(), 'coa-browser-page-'));
+}
+
+/** A file of the example records repeated `copies` times with fresh ids, in `dir`. */
+function examplesFile(dir: string, copies: number): { path: string; lines: string[] } {
   const examples = readFileSync(join(ROOT, 'examples/trajectories.coa.jsonl'), 'utf8').split('\n').filter((l) => l.trim());
   const lines: string[] = [];
-  for (let k = 0; k < 20; k++) for (const l of examples) lines.push(JSON.stringify({ ...JSON.parse(l), id: `${JSON.parse(l).id}-${k}` }));
+  for (let k = 0; k < copies; k++) for (const l of examples) lines.push(JSON.stringify({ ...JSON.parse(l), id: `${JSON.parse(l).id}-${k}` }));
   const path = join(dir, 'f.coa.jsonl');
   writeFileSync(path, lines.join('\n') + '\n');
+  return { path, lines };
+}
+
+test('trajectory browser page: first page on first paint, query results, record view, no console error', { timeout: 60_000 }, async () => {
+  await buildPage();
+  const dir = mkdtempSync(join(tmpdir(), 'coa-browser-page-'));
+  const { path } = examplesFile(dir, 20);
   const browser = await launchChromium();
   try {
     const first = await firstRecords(path, 50);
@@ -164,33 +175,23 @@ test('AutoCoA\'s 2,936-question test set: question / golden answers / source col
 });
 
 test('a jump past the part indexed so far: the page says it is looking in the file, then which line opened beside; index progress does not erase it', { timeout: 60_000 }, async () => {
-  mkdirSync(OUT, { recursive: true });
-  await build({ entryPoints: [join(ROOT, 'webview/browser/main.ts')], outfile: join(OUT, 'browser.js'), bundle: true, format: 'iife', platform: 'browser', target: 'es2022', logLevel: 'warning' });
+  await buildPage();
   const dir = mkdtempSync(join(tmpdir(), 'coa-browser-jump-'));
-  const examples = readFileSync(join(ROOT, 'examples/trajectories.coa.jsonl'), 'utf8').split('\n').filter((l) => l.trim());
-  const lines: string[] = [];
-  for (let k = 0; k < 40; k++) for (const l of examples) lines.push(JSON.stringify({ ...JSON.parse(l), id: `${JSON.parse(l).id}-${k}` }));
-  const path = join(dir, 'f.coa.jsonl');
-  writeFileSync(path, lines.join('\n') + '\n');
+  const { path, lines } = examplesFile(dir, 40);
   const target = (JSON.parse(lines[lines.length - 2]) as { id: string }).id;
   const browser = await launchChromium();
   try {
     const first = await firstRecords(path, 50);
     const html = renderWebviewHtml({ title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState: { file: 'f.coa.jsonl', size: 1, pageSize: 50, first, questions: '', kind: tableKind(first) } }, ORIGIN, (p) => `${ORIGIN}/${p}`, () => readFileSync(join(OUT, 'browser.js'), 'utf8'));
-    const page = await browser.newPage();
     const problems: string[] = [];
-    page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
-    page.on('pageerror', (e) => problems.push(e.message));
-    await page.addInitScript('window.__posted = []; window.acquireVsCodeApi = () => ({ postMessage: (m) => window.__posted.push(m) });');
-    await page.route(`${ORIGIN}/**`, (route) => (new URL(route.request().url()).pathname === '/' ? route.fulfill({ contentType: 'text/html', body: html }) : route.fulfill({ status: 404, body: '' })));
-    await page.goto(`${ORIGIN}/`);
+    const page = await showPage(browser, html, problems);
     await page.waitForSelector('#rows tr', { timeout: 10_000 });
     // The jump box sends the target; the host (not indexed that far) looks in the file — locate.ts, for real here.
     await page.fill('#jump', target);
     await page.press('#jump', 'Enter');
-    const posted = await page.evaluate(() => (window as unknown as { __posted: { type: string; target?: string }[] }).__posted.at(-1));
-    assert.equal(posted?.type, 'jump');
-    assert.equal(posted?.target, target);
+    const asked = (await posted(page)).at(-1);
+    assert.equal(asked?.type, 'jump');
+    assert.equal(asked?.target, target);
     const size = readFileSync(path).length;
     const send = (m: unknown) => page.evaluate((x) => window.postMessage(x, '*'), m);
     await send({ type: 'jump', target, state: 'searching', bytes: size >> 1, size });
