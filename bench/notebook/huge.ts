@@ -147,7 +147,7 @@ Machine: linux x64, Node ${process.version}, ${cpus().length} cores shared with 
 
 A ${records.toLocaleString()}-record rollouts file (${(size / 1e6).toFixed(0)} MB): the demo run's 1,536 RL-2-OTC rollouts (real records
 with tokens, log-probs, rewards and meta) repeated with fresh ids, generated into .cache/bench/ by the script. Opened
-by Quick Open: the paged browser. First page = open (Quick Open's Enter) → its first rows drawn (polled every 10 ms in its frame). Then, while the browser's index is still
+by Quick Open: the paged browser. First page = open (Ctrl+P, the name typed, its row clicked: VS Code's file search is part of it) → its first rows drawn (polled every 10 ms in its frame). Then, while the browser's index is still
 being built, a jump (the jump box, Enter) by id to a record near the end and one by line: the record is found in the
 file itself (browser/locate.ts) and opened beside in the record view; times until its tab and until its header and
 reward breakdown are drawn (polled every 10 ms in the view's frame). Index complete = open → "N records indexed".
