@@ -503,13 +503,13 @@ export class TrajectoryService {
 // ---- helpers ----
 
 /** The quick fix that opens the record at 0-based `line` of the file `uri` in the record view (the extension's
- *  `coaStudio.openRecord { file, line }`, line 1-based). */
+ *  `coaStudio.openRecord { file, line, id }`, line 1-based; the id lets it refuse a line unsaved edits moved). */
 export function openRecordAction(uri: string, line: number, id: string, diagnostics: Diagnostic[]): CodeAction {
   return {
     title: `Open record ${id} in the record view`,
     kind: CodeActionKind.QuickFix,
     diagnostics,
-    command: { title: `Open record ${id} in the record view`, command: 'coaStudio.openRecord', arguments: [{ file: uri, line: line + 1 }] },
+    command: { title: `Open record ${id} in the record view`, command: 'coaStudio.openRecord', arguments: [{ file: uri, line: line + 1, id }] },
   };
 }
 

@@ -219,7 +219,7 @@ test('quick fixes: close an unclosed tag, remove a stray closing tag; applying t
   assert.deepEqual(s.diagnose(URI), []);
 });
 
-test('a record\'s problems in a JSONL file opened as text lead to its record view: one quick fix per record, coaStudio.openRecord { file, line }', () => {
+test('a record\'s problems in a JSONL file opened as text lead to its record view: one quick fix per record, coaStudio.openRecord { file, line, id }', () => {
   const lines = [
     rec('ok-1', '<think>fine</think>\n<answer>Paris</answer>'),
     rec('bad-2', '<think>ok</think></think>\n<answer>Paris  \n'),
@@ -236,7 +236,7 @@ test('a record\'s problems in a JSONL file opened as text lead to its record vie
   const opens = s.codeActions(uri, diags).filter((a) => a.command?.command === 'coaStudio.openRecord');
   // The broken line (no record, no id) has none; each record has exactly one, carrying all of its problems.
   assert.deepEqual(opens.map((a) => a.title), ['Open record bad-2 in the record view', 'Open record bad-5 in the record view']);
-  assert.deepEqual(opens.map((a) => a.command!.arguments), [[{ file: uri, line: 2 }], [{ file: uri, line: 5 }]]);
+  assert.deepEqual(opens.map((a) => a.command!.arguments), [[{ file: uri, line: 2, id: 'bad-2' }], [{ file: uri, line: 5, id: 'bad-5' }]]);
   assert.deepEqual(opens[0].diagnostics, byLine(1));
   assert.ok(opens.every((a) => a.kind === 'quickfix' && a.edit === undefined));
   // Asked about one problem (the Problems panel asks per row): that record only, besides its edit fixes.

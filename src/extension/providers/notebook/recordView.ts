@@ -17,6 +17,9 @@ export interface RecordLocation {
   line: number;
   offset?: number;
   length?: number;
+  /** The id the caller expects there (a Problems quick fix names the record it saw in the editor's text): a line
+   *  that holds another record on disk (unsaved edits moved it) is refused, not shown as if it were that one. */
+  id?: string;
 }
 
 export interface OpenRecordOptions {
@@ -55,6 +58,9 @@ export class RecordViews implements vscode.FileSystemProvider, vscode.Disposable
     const at = await readLineAt(file, loc.line, this.hints.get(key));
     this.hints.set(key, { offset: at.offset, length: at.length });
     const name = nameOf(at.bytes.toString('utf8'), loc.line);
+    if (loc.id !== undefined && safeName(loc.id) !== name) {
+      throw new Error(`line ${loc.line} holds ${name === `line-${loc.line}` ? 'no record' : `record ${name}`} on disk, not ${loc.id} (unsaved edits?): save the file to open ${loc.id}`);
+    }
     this.preread.set(`${file}\n${loc.line}\n${name}`, at);
     const uri = vscode.Uri.from({ scheme: RECORD_SCHEME, path: recordViewPath(loc.file.path, loc.line, name) });
     const t1 = performance.now();
@@ -210,12 +216,12 @@ export function registerRecordViews(context: vscode.ExtensionContext, log: vscod
 /** Arguments of the `coaStudio.openRecord` command (scripted callers and command links; features call `show`). */
 export function recordLocationFrom(arg: unknown): RecordLocation | undefined {
   if (!arg || typeof arg !== 'object') return undefined;
-  const o = arg as { file?: unknown; line?: unknown; offset?: unknown; length?: unknown };
+  const o = arg as { file?: unknown; line?: unknown; offset?: unknown; length?: unknown; id?: unknown };
   const file = o.file instanceof vscode.Uri ? o.file : typeof o.file === 'string' ? (o.file.includes('://') ? vscode.Uri.parse(o.file) : vscode.Uri.file(o.file)) : undefined;
   const line = Number(o.line);
   if (!file || !Number.isInteger(line) || line < 1) return undefined;
   const num = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined);
-  return { file, line, offset: num(o.offset), length: num(o.length) };
+  return { file, line, offset: num(o.offset), length: num(o.length), id: typeof o.id === 'string' ? o.id : undefined };
 }
 
 /** The options argument of `coaStudio.openRecord`, kept to the fields it knows. */
