@@ -77,7 +77,7 @@ def main() -> int:
     result = summarise(runs, args.split)
     result.update({"run_dir": str(run_dir), "wall_s": round(time.time() - started),
                    "cpu_s": round(usage.ru_utime + usage.ru_stime), "load_average": os.getloadavg(),
-                   "config": args.config, "seeds": args.seeds, "threads": threads})
+                   "config": args.config, "seeds": args.seeds, "threads": threads, "resumed": args.resume})
     (run_dir / "fidelity.json").write_text(json.dumps(result, indent=2) + "\n")
     print("\n".join(result["verdicts"]))
     if args.write:
@@ -169,6 +169,18 @@ def write_spread(r: dict) -> None:
     SPREAD.write_text(json.dumps(doc, indent=2) + "\n")
 
 
+def time_line(r: dict) -> str:
+    """This invocation's wall and CPU time, and the runs' own minutes (from each seed's log): after --resume the
+    invocation only gathered what earlier ones trained, so its time alone would read as the runs' cost."""
+    runs = f"{len(r['runs']) // max(len(r['threads']), 1)} seeds × thread counts {', '.join(map(str, r['threads']))}"
+    own = sum(x["minutes"] for x in r["runs"])
+    this = f"{r['wall_s'] / 60:.1f} min wall, {r['cpu_s'] / 60:.1f} min CPU"
+    if r.get("resumed"):
+        return (f"{own:.1f} min in all for the {len(r['runs'])} runs ({runs}; each run's minutes below, from its log); "
+                f"this --resume invocation {this}.")
+    return f"{this} for {len(r['runs'])} runs ({runs}; {own:.1f} min by the runs' own logs)."
+
+
 def write_section(r: dict, args: argparse.Namespace) -> None:
     path = ROOT / "bench" / "RESULTS.md"
     text = path.read_text() if path.is_file() else "# Benchmarks\n"
@@ -185,8 +197,7 @@ _Last run: {time.strftime('%Y-%m-%d')}, commit {commit()}_
 Command: `{cmd} --write` (run directory `{Path(r['run_dir']).name}`; each run's results.md under
 `threads-<t>/seed-<s>/`).
 Machine: {machine()} (shared; load average at the end {load}).
-Time: {r['wall_s'] / 60:.1f} min wall, {r['cpu_s'] / 60:.1f} min CPU for {len(r['runs'])} runs
-({len(r['runs']) // max(len(r['threads']), 1)} seeds × thread counts {', '.join(map(str, r['threads']))}).
+Time: {time_line(r)}
 
 Split: {r['split']}. Per claim, on how many of the {len(r['runs'])} runs it holds and the mean ± sample sd of its
 measure (evaluation/claims.py); `npm run demo` quotes these next to its own run (bench/fidelity/spread.json).
