@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, existsSync } from 'node:fs';
 import { extname, join, normalize } from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
 import { renderWebviewHtml } from '../../src/extension/webview/html';
-import type { LivePanelInitialState } from '../../src/shared/protocols/livePanel';
+import type { LivePanelInitialState } from '../../src/protocols/livePanel';
 import { launchChromium } from './chromium';
 
 export const ROOT = join(__dirname, '../..');

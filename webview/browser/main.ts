@@ -4,7 +4,7 @@
 import type { BrowserQuery, QueryResult, TableKind } from '../../src/extension/providers/browser/query';
 import type { SearchField } from '../../src/extension/providers/browser/search';
 import type { RecordSummary } from '../../src/extension/providers/browser/summary';
-import type { BrowserInitialState, BrowserSearchState, BrowserToHost, HostToBrowser } from '../../src/shared/protocols/browser';
+import type { BrowserInitialState, BrowserSearchState, BrowserToHost, HostToBrowser } from '../../src/protocols/browser';
 
 declare function acquireVsCodeApi(): { postMessage(m: BrowserToHost): void };
 

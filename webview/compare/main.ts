@@ -3,7 +3,7 @@
 // one collapsible row per question with each side's trajectories and reward breakdowns side by side and the
 // difference B − A. State comes embedded in the page (#initial-state); no messages, no remote content.
 import type { CompareRow, Means, Sample, Side, StepRow, StepWindow } from '../../src/extension/providers/compare/model';
-import type { ComparePageState } from '../../src/shared/protocols/compare';
+import type { ComparePageState } from '../../src/protocols/compare';
 import { summarize, windowRows } from '../../src/extension/providers/compare/aggregate';
 
 type State = ComparePageState;

@@ -2,7 +2,7 @@
 // the alert groups, the results table, the sampled rollouts and the rollouts of a clicked step.
 import { resultSetting, stageInfo, stageLabelOf } from '../../src/core/stages';
 import { alertWords, type Line, type PanelModel, type ResultsRow, type Tab } from './model';
-import type { RolloutItem } from '../../src/shared/protocols/livePanel';
+import type { RolloutItem } from '../../src/protocols/livePanel';
 import { formatValue } from './format';
 import { el, icon, lineColour } from './dom';
 

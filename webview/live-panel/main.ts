@@ -13,7 +13,7 @@ import { TabCharts } from './charts';
 import { renderToolHealth, type ToolHealthState } from './toolHealth';
 import { RESULTS_TAB, renderAlerts, renderResults, renderRuns, renderSamples, renderStepRollouts, renderTabHead, renderTabs, type StepRollouts } from './lists';
 import { el, icon } from './dom';
-import type { HostToPanel, LivePanelInitialState, LivePanelSavedState, PanelToHost } from '../../src/shared/protocols/livePanel';
+import type { HostToPanel, LivePanelInitialState, LivePanelSavedState, PanelToHost } from '../../src/protocols/livePanel';
 
 interface VsCodeApi {
   postMessage(message: PanelToHost): void;

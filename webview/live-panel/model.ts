@@ -4,7 +4,7 @@
 // so they overlay. Evaluations are rows of the results table, never points of one line across settings.
 import type { TrainerEvent } from '../../src/core/events';
 import { RESULT_SETTINGS, resultSetting, stageFamily, stageInfo, stageLabelOf, stageOrder } from '../../src/core/stages';
-import type { LivePanelRun } from '../../src/shared/protocols/livePanel';
+import type { LivePanelRun } from '../../src/protocols/livePanel';
 
 export interface Series {
   /** Steps within the stage, ascending. */

@@ -3,7 +3,7 @@
 // server's GET /v1/tool-health (src/env/toolHealth.ts). Failures and empty results are what verl's own metrics never
 // show (its ToolAgentLoop drops tool metrics), so they are highlighted when non-zero.
 import type { PanelModel } from './model';
-import type { ToolHealthRow } from '../../src/shared/protocols/livePanel';
+import type { ToolHealthRow } from '../../src/protocols/livePanel';
 import { el, icon } from './dom';
 
 export interface ToolHealthState {

@@ -1,7 +1,7 @@
 // Notebook renderer for the reward breakdown output (REWARD_MIME): a table explaining how the reward was made
 // (scheme, EM/F1, format rule violations, tool calls m vs optimal n, r_tool × r_correct, answer vs golden).
 // An ES module exporting `activate`, as VS Code's notebook renderer API wants; colours come from the theme.
-import type { RewardOutput } from '../../src/shared/protocols/rewardOutput';
+import type { RewardOutput } from '../../src/protocols/rewardOutput';
 
 /** The parts of vscode-notebook-renderer's API used here (the types package is not a dependency). */
 interface OutputItem {

@@ -14,7 +14,7 @@ import { BrowserQuery, findPage, questionsLine, runQuery, stagesOf, tableKind } 
 import type { SearchField } from './search';
 import { BROWSER_VIEW_TYPE, RecordSummary } from './summary';
 import type { WorkerMessage } from './worker';
-import type { BrowserInitialState, BrowserSearchState, BrowserToHost, HostToBrowser } from '../../../shared/protocols/browser';
+import type { BrowserInitialState, BrowserSearchState, BrowserToHost, HostToBrowser } from '../../../protocols/browser';
 
 export { BROWSER_VIEW_TYPE };
 const PAGE_SIZE = 50;

@@ -1,12 +1,12 @@
 // What the compare page is given (no `vscode` import, so it is unit-tested).
 import type { CompareModel } from './model';
-import type { ComparePageState } from '../../../shared/protocols/compare';
+import type { ComparePageState } from '../../../protocols/compare';
 
 /** What the page gets: long responses cut and very long files capped, so the embedded state stays small. */
 export const MAX_ROWS = 2000;
 export const MAX_RESPONSE_CHARS = 6000;
 
-/** The page's state (the protocol: src/shared/protocols/compare.ts) from the comparison. */
+/** The page's state (the protocol: src/protocols/compare.ts) from the comparison. */
 export function pageState(model: CompareModel): ComparePageState {
   const cut = (s: string) => (s.length > MAX_RESPONSE_CHARS ? `${s.slice(0, MAX_RESPONSE_CHARS)}… (${s.length - MAX_RESPONSE_CHARS} more characters)` : s);
   const all = model.all.slice(0, MAX_ROWS).map((r) => ({

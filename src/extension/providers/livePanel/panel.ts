@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { EventTail, followEvents, formatIssue, type TailBatch } from '../../../core/eventTail';
 import type { TrainerEvent } from '../../../core/events';
 import { webviewHtml } from '../../webview/html';
-import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../shared/protocols/livePanel';
+import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../protocols/livePanel';
 import type { RecordViews } from '../notebook/recordView';
 import { chunk, findRecordLine, isSafeStageName, rolloutsOfStep } from './records';
 import { isVerlMetricsUri, type VerlRunSource } from './externalRuns';

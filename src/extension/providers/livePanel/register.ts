@@ -3,7 +3,7 @@
 // source. The commands in commands.ts ("Open Live Training Panel", "Compare Run in Live Panel", "Watch verl/TRL
 // Run…") are the palette's and the status bar's way in; they parse their argument with `runSourceArg`.
 import * as vscode from 'vscode';
-import { LIVE_PANEL_VIEW_TYPE, type LivePanelSavedState } from '../../../shared/protocols/livePanel';
+import { LIVE_PANEL_VIEW_TYPE, type LivePanelSavedState } from '../../../protocols/livePanel';
 import type { RecordViews } from '../notebook/recordView';
 import { DEFAULT_SMOOTHING, LivePanel, type RunSource } from './panel';
 import { findRolloutDir, isVerlMetricsUri, watchExternalRun } from './externalRuns';

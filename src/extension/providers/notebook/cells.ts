@@ -3,7 +3,7 @@
 // No `vscode` import: everything here is plain data so the serializer and its tests run outside the editor.
 import type { SegmentKind } from '../../../core/scanner';
 // The reward output is the host↔renderer protocol; it lives with the other page protocols.
-export { RENDERER_ID, REWARD_MIME, type RewardOutput } from '../../../shared/protocols/rewardOutput';
+export { RENDERER_ID, REWARD_MIME, type RewardOutput } from '../../../protocols/rewardOutput';
 
 /** `contributes.notebooks[].type` (package.json): the default editor of `*.coa.jsonl`, and of filtered views. */
 export const NOTEBOOK_TYPE = 'coa-trajectories';
