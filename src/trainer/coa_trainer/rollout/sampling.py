@@ -45,8 +45,9 @@ def trajectory_seed(base: int, index: int) -> int:
 
 
 def nucleus(p: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Probabilities [B, V] with the tokens outside the top-p nucleus set to 0 (the most likely token always kept;
-    not renormalised: torch.multinomial takes weights). The same cut as `choose`, for the reference loop."""
+    """Probabilities [B, V] with the tokens outside the top-p nucleus set to 0 — those whose more likely tokens already
+    hold top_p of the mass; the most likely token is always kept. Not renormalised: `choose` scales its cumulative
+    sum and torch.multinomial (the reference loop) takes weights."""
     if top_p >= 1.0:
         return p
     sp, order = p.sort(dim=-1, descending=True)
@@ -69,14 +70,6 @@ def choose(logits: torch.Tensor, temperature: float, top_p: float, seeds: torch.
     logp_all = torch.log_softmax(z / temperature, dim=-1)
     p = logp_all.exp()
     u = uniform(seeds, counters)[:, None]
-    if top_p >= 1.0:
-        c = p.cumsum(-1)
-        tok = torch.searchsorted(c, u * c[:, -1:]).squeeze(-1).clamp_(max=p.shape[-1] - 1)
-    else:
-        sp, order = p.sort(dim=-1, descending=True)
-        before = sp.cumsum(-1) - sp  # mass of the tokens ranked above: keep while it is below top_p (the first always)
-        sp = torch.where(before < top_p, sp, torch.zeros_like(sp))
-        c = sp.cumsum(-1)
-        k = torch.searchsorted(c, u * c[:, -1:]).clamp_(max=p.shape[-1] - 1)
-        tok = order.gather(-1, k).squeeze(-1)
+    c = nucleus(p, top_p).cumsum(-1)  # the tokens outside the nucleus have no width in the cumulative sum
+    tok = torch.searchsorted(c, u * c[:, -1:]).squeeze(-1).clamp_(max=p.shape[-1] - 1)
     return tok, logp_all.gather(-1, tok[:, None]).squeeze(-1)
