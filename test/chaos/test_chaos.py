@@ -1,4 +1,4 @@
-"""Chaos drills (issue 18): SIGKILL the pipeline, an SFT stage and an RL stage at seeded random points — while they
+"""Chaos drills: SIGKILL the pipeline, an SFT stage and an RL stage at seeded random points — while they
 import, load, train, checkpoint or evaluate — then resume until done. After every kill no process of the run may be
 left (pid scan: any process whose command line names the run directory: the pipeline, its stage, an environment
 server on the run's corpus); every resume must succeed; the final models must equal an uninterrupted run's byte for

@@ -1,4 +1,4 @@
-// Issue 13 real-editor proof: "CoA: Collect Trajectories" in code-server with the packaged extension — Train Stage's
+// Real-editor proof: "CoA: Collect Trajectories" in code-server with the packaged extension — Train Stage's
 // config and data picks, then the teacher (here: the run config's, the realistic tiny chat model built for the test);
 // the extension starts the environment server and `coa_trainer collect`; at the end "Open Collection" opens the
 // collection in the trajectory notebook, and "Filter by Reward and Mode" makes a view of one mode.

@@ -1,4 +1,4 @@
-// Issue 12 real-editor proof, data side: "CoA: Train Stage" offers the run config's data, checks it with
+// Real-editor proof, data side: "CoA: Train Stage" offers the run config's data, checks it with
 // `coa data check` before anything starts (bad data → an error naming file, line and field, no run, the file
 // opens at the line), and the Runs view shows which data a run used.
 import { after, before, test } from 'node:test';

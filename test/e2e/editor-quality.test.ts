@@ -1,4 +1,4 @@
-// Issue 17 real-editor proof (editor side), in code-server with the packaged extension:
+// Real-editor proof (editor side), in code-server with the packaged extension:
 // - a 3,000-record verl parquet converted by the core (`coa convert`) opens within a stated time — in the paged
 //   browser, as 3,000 cells is above coaStudio.notebook.maxCells — and "CoA: Train Stage" answers meanwhile;
 // - questions are data: a Questions view (notebook) / line (browser), no squiggles, no failures;

@@ -376,7 +376,7 @@ export async function webviewFrame(page: Page, match: (f: Frame) => Promise<bool
 }
 
 /** What each webview host frame (VS Code's pre/index.html) holds: whether a service worker controls it and whether
- * its content frame exists. Seen once (session 4): a host frame without a content frame for 180 s, no error. */
+ * its content frame exists. Seen once: a host frame without a content frame for 180 s, no error. */
 async function webviewHostStates(page: Page): Promise<string> {
   const hosts = page.frames().filter((f) => /webview\/browser\/pre\/index\.html/.test(f.url()));
   const states = await Promise.all(hosts.map((f) => f.evaluate(() => JSON.stringify({

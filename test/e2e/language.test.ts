@@ -1,4 +1,4 @@
-// Issue 7/8 real-editor proof, part (a): a .coa file in code-server with the packaged extension — tag names in
+// Real-editor proof of the language features: a .coa file in code-server with the packaged extension — tag names in
 // distinct token colours, a format error squiggled and counted in Problems (the count the `coa` CLI reports for
 // the same file), and the reward breakdown on hover.
 import { after, before, test } from 'node:test';

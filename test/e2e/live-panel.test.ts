@@ -1,4 +1,4 @@
-// Issue 17 real-editor proof for the live panel: a finished pipeline run (the recorded demo, test/fixtures/live-panel)
+// Real-editor proof for the live panel: a finished pipeline run (the recorded demo, test/fixtures/live-panel)
 // opened in code-server with the packaged extension. Stage tabs, RL-2 and RL-2-OTC overlaid with a legend, the hover
 // readout, a click on a reward step listing that step's rollouts from the run's rollouts file (the host reads it) and
 // opening one, and the results table. Screenshots: .cache/artifacts/e2e/live-panel-*.png.

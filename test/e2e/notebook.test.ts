@@ -1,4 +1,4 @@
-// Issue 8 real-editor proof: a *.coa.jsonl file opens as the trajectory notebook in code-server — a header cell
+// Real-editor proof: a *.coa.jsonl file opens as the trajectory notebook in code-server — a header cell
 // per record, step cells in the `coa` language with highlighted tags, and the reward output drawn by our notebook
 // renderer with the same total the `coa score` CLI computes for that record.
 import { after, before, test } from 'node:test';

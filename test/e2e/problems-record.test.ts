@@ -1,4 +1,4 @@
-// Issue 33, Problems → record view for a rollouts file opened as TEXT (the user's `workbench.editorAssociations`
+// Problems → record view for a rollouts file opened as TEXT (the user's `workbench.editorAssociations`
 // sends *.coa.jsonl to the text editor): the language server's problems of a record carry a quick fix "Open record
 // <id> in the record view", which the Problems panel offers on the problem's row (Ctrl+.); it opens the record's
 // view beside the text — steps as cells, its header and reward breakdown drawn — not the text at its line.

@@ -1,4 +1,4 @@
-// Issue 8 real-editor proof for replay: in code-server, a trajectory notebook's record is replayed with an exported
+// Real-editor proof for replay: in code-server, a trajectory notebook's record is replayed with an exported
 // ONNX checkpoint (the tiny model of test/unit/replay/fixture.ts, exported by coa_trainer export-onnx) — in the
 // simulated environment and against a live environment server — new step cells appear with their latencies, and
 // saving writes each replay as a new line while the source line stays byte-identical.

@@ -1,4 +1,4 @@
-// Issue 33 real-editor proof of the RL engineer's loop, on a whole demo pipeline run's own files
+// Real-editor proof of the RL engineer's loop, on a whole demo pipeline run's own files
 // (test/fixtures/demo-run: RL-2 and RL-2-OTC rollouts of 1,536 records each, the RL-2-OTC checkpoint), in code-server:
 // the live panel at 1,600 px lays its charts in columns and survives resizes; a click on a reward chart point lists
 // that step's rollouts and one opens in the record view — steps as cells, the reward breakdown, token overlays with

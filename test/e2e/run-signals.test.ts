@@ -1,4 +1,4 @@
-// Issue 33 real-editor proof, points 3, 4, 8 and 9, on real run files: the whole demo pipeline run
+// Real-editor proof of the run signals, on real run files: the whole demo pipeline run
 // (test/fixtures/demo-run) and a small run the trainer trained, evaluated greedily and exported
 // (test/unit/replay/evalRun.ts). In code-server with the packaged extension:
 // - a rollout file's format errors are in Problems while it is open and gone when its tab closes, and the finished
@@ -79,7 +79,7 @@ test('a rollout file\'s problems go when its tab closes, and never paint the fin
   const decoration = await row.evaluate(decorationOf);
   assert.equal(decoration, '', `the run row carries a problem decoration: ${decoration}`);
   assert.match(await row.innerText(), /ok/);
-  // Close the tab: its problems leave (VS Code keeps the document open behind the scenes; they used to stay).
+  // Close the tab: its problems leave, even though VS Code keeps the document open behind the scenes.
   await ed.page.locator('.tabs-container .tab', { hasText: 'rollouts.jsonl' }).first().click();
   await ed.page.keyboard.press('Control+W');
   await until('Problems to be empty after closing the file', async () => (await errorCount()) === 0, 60_000);

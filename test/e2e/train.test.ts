@@ -1,4 +1,4 @@
-// Issue 7 real-editor proof: training seen from code-server with the packaged extension.
+// Real-editor proof: training seen from code-server with the packaged extension.
 // 1. The live panel attaches to a run in progress that was started from a terminal (the real trainer, a short
 //    pretrain of a tiny embedded model) and its charts fill as the trainer writes events.
 // 2. "CoA: Train Stage" on the embedded default with a short config: the panel's charts fill, the run appears in

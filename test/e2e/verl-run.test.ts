@@ -1,4 +1,4 @@
-// Issue 16 real-editor proof: a verl run CoA Studio did not start (test/fixtures/verl: a metrics file and rollout
+// Real-editor proof: a verl run CoA Studio did not start (test/fixtures/verl: a metrics file and rollout
 // dumps written the way verl writes them) watched in code-server with the packaged extension — "CoA: Watch verl/TRL
 // Run…" lists the metrics file found in the workspace, the panel draws verl's metrics with the core's alert, and a
 // click on a step lists that step's dump rows, read by the host; the tool-health table is polled by the host from a

@@ -27,7 +27,7 @@ TOKEN_FLAG_HELP = "refused: set COA_ENV_TOKEN instead (a command line is visible
 
 def token_from_environment(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """The environment server's token comes from COA_ENV_TOKEN, never from the command line: any local user reads
-    every process's arguments with `ps`, and the token lets them rewrite a run's OTC state (issue 34)."""
+    every process's arguments with `ps`, and the token lets them rewrite a run's OTC state."""
     if not hasattr(args, "env_token"):
         return
     if args.env_token is not None:

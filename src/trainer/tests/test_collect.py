@@ -1,4 +1,4 @@
-"""Issue 13's proof: `coa_trainer collect` on the realistic tiny chat model, taught here in a few seconds to search
+"""`coa_trainer collect`, end to end, on the realistic tiny chat model, taught here in a few seconds to search
 (so trajectories have real multi-turn structure: a search, the environment server's observation, an answer).
 
 - the model directory (the trainer's own batched loop) and the same directory served by `transformers serve` (a

@@ -72,8 +72,8 @@ def test_export_onnx_missing_dir_is_clear_error(tmp_path):
 
 
 def test_export_onnx_never_replaces_a_fifo_or_device_and_writes_through_a_link(tmp_path):
-    """Issue 34: the export renamed its temporary file onto -o, so a FIFO (or, as root, /dev/full) became a plain file
-    and a symbolic link was replaced by the model. Now a link's target is written and kept as a link; the rest is a
+    """The export renames a temporary file onto -o, which would turn a FIFO (or, as root, /dev/full) into a plain file
+    and replace a symbolic link by the model. So a link's target is written and kept as a link; the rest is a
     one-line error before any work."""
     import os
 

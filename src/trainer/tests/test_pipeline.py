@@ -140,8 +140,8 @@ def test_comparisons_report_what_the_numbers_say():
 
 
 def test_stage_command_lines_never_carry_the_env_token(tmp_path):
-    """Issue 34: the pipeline gave its RL stages `--env-token=<token>`, and any local user reads every command line
-    with `ps` (then rewrites the run's OTC state). The token goes in the stage's environment (COA_ENV_TOKEN) instead;
+    """The env token never appears on a stage's command line: any local user reads every command line with `ps`
+    (then rewrites the run's OTC state). The token goes in the stage's environment (COA_ENV_TOKEN);
     the end-to-end test above proves the stages still reach the server with it."""
     from coa_trainer.cli import build_parser
     from coa_trainer.env.client import EnvClient

@@ -1,4 +1,4 @@
-"""Real inputs, no silent wrongness (issue 31), end to end: the realistic tiny chat model (Qwen2 shape, byte-level
+"""Real inputs, no silent wrongness, end to end: the realistic tiny chat model (Qwen2 shape, byte-level
 BPE, ChatML), AutoCoA's published test parquet (2,936 rows, ids repeated across its seven source files, one row
 repeated) as the questions, Search-R1's corpus, AutoCoA's own ~730-token instruction as the prompt, and the
 documented config (docs/training.md, "Train your own model": no length settings) through collect → SFT-2 → RL-2 as

@@ -1,5 +1,5 @@
-"""Issue 12's proof on the realistic tiny chat model (tests/realistic_model.py: Qwen2, byte-level BPE, ChatML) with
-the user's data path: AutoCoA's HotpotQA parquet questions, the Search-R1 corpus, trajectories read through the
+"""The user's data path, end to end, on the realistic tiny chat model (tests/realistic_model.py: Qwen2, byte-level
+BPE, ChatML): AutoCoA's HotpotQA parquet questions, the Search-R1 corpus, trajectories read through the
 core (`coa data prepare`). Tags are text (vocabulary unchanged), prompts come from the chat template, masks come
 from the core's segments (exact at token level, boundary rule held), turns stop on `</search>` however BPE
 tokenised it, ids stay end to end (re-tokenisation mismatches 0), and SFT-1/2/3 and RL-2 run a few steps each."""

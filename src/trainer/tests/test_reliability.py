@@ -1,4 +1,4 @@
-"""Issue 18 regressions on the trainer side: validated labels (and SFT stages honouring them), one trainer per run
+"""Reliability on the trainer side: validated labels (and SFT stages honouring them), one trainer per run
 directory (stale locks reclaimed), SIGTERM during start-up, events exactly once across resume. The SIGKILL drills of
 whole stages and pipelines are the chaos suite (test/chaos)."""
 
@@ -81,8 +81,8 @@ def torch_loading(pid: int) -> bool:
 
 @pytest.mark.parametrize("phase", ["imports", "data", "training"])
 def test_sigterm_during_startup_is_a_cancelled_stage_and_exit_130(tmp_path, tiny_config, write_config, phase):
-    """SIGTERM while importing torch or writing the benchmark data used to kill the stage with 143 and no event (the
-    handler came with the model); now it is `stage_finished` cancelled and exit 130 in every phase."""
+    """SIGTERM before the stage's own handler exists (it comes with the model: while importing torch or writing the
+    benchmark data) is `stage_finished` cancelled and exit 130 in every phase, not a 143 with no event."""
     cfg = write_config(merge(tiny_config, {"stages": {"pretrain": {"steps": 100000}}}))
     run = tmp_path / "run"
     proc = subprocess.Popen([PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg),
@@ -145,7 +145,7 @@ def test_resume_drops_the_events_of_the_steps_it_redoes(tmp_path):
     assert not list(run.glob("*.resume-tmp"))
 
 
-# ---------------------------------------------------------------- issue 34: a trainer that never loses a stage
+# ---------------------------------------------------------------- a trainer that never loses a stage
 
 def _pretrain_cfg(write_config, tiny_config, **stage):
     return write_config(merge(tiny_config, {"stages": {"pretrain": {"steps": 12, "log_every": 1,
@@ -160,8 +160,8 @@ def _events_ok(run) -> list[dict]:
 
 
 def test_a_reader_that_goes_away_does_not_stop_the_stage(tmp_path, tiny_config, write_config):
-    """The editor reloads, `| tee` ends: the trainer's stdout pipe closes. It used to die at its next event with a
-    BrokenPipeError and no checkpoint; now events go to events.jsonl only and the stage finishes."""
+    """The editor reloads, `| tee` ends: the trainer's stdout pipe closes. The stage must not die at its next event
+    with a BrokenPipeError and no checkpoint: events go to events.jsonl only and the stage finishes."""
     cfg = _pretrain_cfg(write_config, tiny_config)
     run = tmp_path / "run"
     proc = subprocess.Popen([PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg),
@@ -179,8 +179,8 @@ def test_a_reader_that_goes_away_does_not_stop_the_stage(tmp_path, tiny_config, 
 
 @pytest.mark.parametrize("signals", [("SIGINT",), ("SIGHUP",), ("SIGTERM", "SIGINT")])
 def test_every_stop_signal_checkpoints_and_cancels(tmp_path, tiny_config, write_config, signals):
-    """Ctrl-C used to end `train` with a traceback and exit -2, SIGHUP with nothing, and SIGTERM then SIGINT 5 ms
-    later aborted the save; each now checkpoints, writes `cancelled` and exits 130, and a resume finishes."""
+    """Ctrl-C, SIGHUP, and SIGTERM then SIGINT 5 ms later (a second signal during the save) each checkpoint, write
+    `cancelled` and exit 130 — no traceback, no silent exit, no aborted save — and a resume finishes."""
     cfg = _pretrain_cfg(write_config, tiny_config, steps=100000)
     run = tmp_path / "run"
     proc = subprocess.Popen([PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg),

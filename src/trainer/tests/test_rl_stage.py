@@ -58,7 +58,7 @@ def _env_args(env):
 
 
 def _env_vars(env):
-    """The server's token travels in the environment, never on the command line (issue 34)."""
+    """The server's token travels in the environment, never on the command line."""
     return {"COA_ENV_TOKEN": env.token}
 
 

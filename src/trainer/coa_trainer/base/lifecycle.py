@@ -1,4 +1,4 @@
-"""Process lifecycle of the trainer (issue 18): signals from the first line, children that die with their parent, and
+"""Process lifecycle of the trainer: signals from the first line, children that die with their parent, and
 one trainer per run directory. Standard library only — `__main__` imports this before anything heavy.
 
 - `cancel_during_startup()`: from the first line of `python -m coa_trainer`, SIGTERM raises StartupCancelled (a

@@ -18,7 +18,7 @@ searches it all the same (a verifying search), in the SFT-2/3 trajectories and t
 the optimum stay as they are, so OTC-GRPO has redundant calls to cut. The fact is still stated first because a
 teacher that wrote `x born in ?` for a famous x taught the tiny model to forget it: after SFT it recalled 0.19 of
 the famous first hops it was meant to know, so a "redundant" search was in fact needed and OTC's cut lost answers
-(issue 30; with the verifying teacher 1.00 of the facts it trained on, 0.65 of the others after SFT-3).
+(with the verifying teacher 1.00 of the facts it trained on, 0.65 of the others after SFT-3).
 
 The teacher's observations come from the environment server (`fetch_observations`), a third of them with one
 document instead of `top_k` (`oracle_top_k`), so the models read both shapes a real search returns."""
@@ -245,7 +245,7 @@ def oracle_top_k(query: str, top_k: int) -> int:
     """Documents the teacher asks for when it searches `query`: `top_k`, or 1 for about a third of the queries (by
     a hash of the query). A real search often returns fewer documents than asked (a question whose words match one
     passage), and a model that only ever read `top_k` of them cannot read one: the SFT-1+2 model answered 12 of 40
-    one-hop questions from a 1-document observation against 32 of 40 from 2 (issue 30)."""
+    one-hop questions from a 1-document observation against 32 of 40 from 2."""
     return 1 if top_k > 1 and zlib.crc32(query.encode()) % 3 == 0 else top_k
 
 

@@ -81,7 +81,7 @@ def _inputs(ids: list[list[int]], past: list[torch.Tensor], past_len: int) -> tu
 def model_file_target(out: Path) -> Path:
     """The file the export writes: a symbolic link's target (the link stays). Anything but a regular file is refused
     before any work: the export renames a temporary file onto it and reads it back, so a FIFO or a device node would
-    be replaced by a plain file (issue 34)."""
+    be replaced by a plain file."""
     if out.is_symlink():
         if not out.exists():
             raise ValueError(f"{out}: is a symbolic link to a missing file; give the model file itself as -o")
