@@ -70,7 +70,7 @@ export const suites = [
   { name: 'grammar', command: () => [process.execPath, 'scripts/test-grammar.mjs'] },
   // The Python trainer, in the project's .venv (made by `npm install` → scripts/setup-python.mjs).
   pytestSuite('python', 'src/trainer/tests'),
-  // Chaos drills (issue 18): seeded SIGKILLs of the pipeline, an SFT and an RL stage → nothing left running, resumes
+  // Chaos drills: seeded SIGKILLs of the pipeline, an SFT and an RL stage → nothing left running, resumes
   // finish, the same final models as an uninterrupted run, each step event once; prints `chaos: N of M SIGKILLs survived …`.
   pytestSuite('chaos', 'test/chaos'),
   // Real-editor tests: code-server + Playwright (setup cached in .cache/e2e, ~5 min once); prints `e2e: N passed, M

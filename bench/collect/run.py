@@ -1,5 +1,5 @@
 """bench/collect: the embedded default trained on a collection from its own SFT-3 teacher, against the same recipe
-trained on the benchmark's oracle trajectories (issue 13). Reads two finished pipeline runs — it trains nothing:
+trained on the benchmark's oracle trajectories. Reads two finished pipeline runs — it trains nothing:
 
     # 1. the oracle-trained model (the teacher), with its results table
     .venv/bin/python -m coa_trainer pipeline --config examples/embedded-demo.run.json --run-dir runs/collect-oracle \\

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 29's device check, ON a lent GPU machine (the device tool's `run`), from the repository root, after
+# The bench/gpu device check, ON a lent GPU machine (the device tool's `run`), from the repository root, after
 # bench/gpu/prepare-device.sh here (it says what to carry). At most 7.6 minutes (455 s of limits) in all; every step has its
 # own time limit and writes its results as it goes, so a step cut short loses only itself. Into $OUT (7 files):
 #   env.txt              the GPU (nvidia-smi) and the Python stack actually used

@@ -83,13 +83,13 @@ def _sft(r: dict) -> str:
     rows = [("tokens per step", "tokens_per_step", "{:,}"), ("tokens/s", "tokens_per_s", "{:,}"),
             ("model TFLOP/s", "model_tflops", "{}"), ("MFU (vs the matmul above)", "mfu", "{:.1%}"),
             ("peak memory (GiB)", "peak_gib", "{}")]
-    head = "| SFT | ours |" + (" ours before issue 29 |" if b else "") + f" {anchor} | ours ÷ {anchor} |"
+    head = "| SFT | ours |" + (" ours, unfused loss |" if b else "") + f" {anchor} | ours ÷ {anchor} |"
     lines = [head, "|---|---|" + ("---|" if b else "") + "---|---|"]
     for name, k, fmt in rows:
         cells = [fmt.format(o[k])] + ([fmt.format(b[k])] if b else []) + [fmt.format(a[k]) if a else "—"]
         ratio = _ratio(o[k], a[k]) if a and k in ("tokens_per_s", "mfu") else ""
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratio} |")
-    before = (" The column before issue 29: the same packed batches through the checkpointed log-prob chunks and "
+    before = (" The unfused-loss column: the same packed batches through the checkpointed log-prob chunks and "
               "transformers' sdpa with its dense block-diagonal mask." if b else "")
     return (f"SFT — ours: packed micro-batches of {sz['sft_rows']} sequences of ¼…1 × {sz['sft_len']} tokens "
             f"(budget {sz['budget']}), fused head, packed attention {'on' if o['packed_attention'] else 'off'}, "

@@ -14,9 +14,9 @@ process on the same shapes, and every table prints ours ÷ anchor:
 4. one RL step, single turn (batch × max-new tokens sampled, GRPO update with a KL reference) and multi-turn
    (agent.py: two search calls per trajectory, the observations appended to each slot's cache), split into
    generate / train, with the prefill tokens the engine encoded beside those a loop re-encoding every turn would;
-5. SFT: ours (packed token-budget micro-batches, no activation checkpointing), ours as it was before issue 29 and
-   the HF + Liger anchor: tokens/s, MFU = model FLOPs/s ÷ matmul FLOP/s, peak memory; and packed attention alone
-   (attention.py: transformers' dense mask vs unpacked is_causal vs varlen flash).
+5. SFT: ours (packed token-budget micro-batches, no activation checkpointing), ours with the unfused loss and a
+   dense attention mask, and the HF + Liger anchor: tokens/s, MFU = model FLOPs/s ÷ matmul FLOP/s, peak memory;
+   and packed attention alone (attention.py: transformers' dense mask vs unpacked is_causal vs varlen flash).
 
     .venv/bin/python bench/gpu/run.py --device cpu --shape tiny [--threads 2] [--write]
     .venv/bin/python bench/gpu/run.py --device cuda --shape 0.5b|1.5b [--write] [--out result.json]
@@ -182,8 +182,8 @@ def step_time(dev: torch.device, step, steps: int) -> tuple[float, float]:
 
 
 def sft_ours(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt: bool, before: bool = False) -> dict:
-    """`before`: the loss as the trainer computed it before issue 29 — log-probs from checkpointed head chunks, then
-    summed — and transformers' sdpa with its dense block-diagonal mask for the packed rows."""
+    """`before`: the baseline the fused head is measured against — the unfused loss (log-probs from checkpointed
+    head chunks, then summed) and transformers' sdpa with its dense block-diagonal mask for the packed rows."""
     lm = build(shape, dev, dtype, ckpt=ckpt)
     lm.train()
     model = TokenScorer(lm)

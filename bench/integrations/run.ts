@@ -1,4 +1,4 @@
-// bench/integrations: runs CoA Studio did not start (issue 16), at verl's sizes.
+// bench/integrations: runs CoA Studio did not start, at verl's sizes.
 //   metrics: a verl `file`-logger file of 1,000 steps × 300 keys written as FileLogger writes it (compact JSON lines
 //     {"step", "data"}; verl/utils/tracking.py, volcengine/verl b178a3cd), read by the host's verl adapter
 //     (src/core/verl/runTail.ts, with a rollout dump every 10 steps for the alert signals) — whole-file read, then

@@ -1,4 +1,4 @@
-// The environment server under the attacks of issue 34, as a separate process started from the built CLI (what
+// The environment server under hostile load, as a separate process started from the built CLI (what
 // trainers and the editor run): /v1/health latency while large bodies, a 1.2M-question state and maximal searches
 // are sent; when the per-request timeout answers; resident memory after many caller names and OTC runs; how long
 // the server outlives a SIGKILLed parent. Works against an older build too (the token is read from the listening

@@ -1,4 +1,4 @@
-// The language server under issue 34's load: an 18 MB trajectory file with ~6,667 diagnostics, 1,000 quick edits sent
+// The language server under heavy load: an 18 MB trajectory file with ~6,667 diagnostics, 1,000 quick edits sent
 // at once as a fast typist's editor does, then a hover — over stdio with the built dist/server.js; and a `.coa` with
 // 40,000 unclosed <think> (diagnostics in-process).
 import { mkdirSync, existsSync, readFileSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// bench/reliability: the load figures of issue 34 (Reliability II) — the environment server's /v1/health latency under
+// bench/reliability: load figures — the environment server's /v1/health latency under
 // large bodies, a 1.2M-question OTC state and maximal searches; when --timeout-ms answers; resident memory after
 // 60,000 caller names and 100 runs' OTC states; how long the server outlives a SIGKILLed parent; the language
 // server's hover after 1,000 quick edits to an 18 MB file and a `.coa` with 40,000 unclosed tags.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Developer aid (issue 22's proof): clones this checkout into an empty directory with nothing beside it and runs, in
+# Developer aid (proof that a fresh clone works on its own): clones this checkout into an empty directory with nothing beside it and runs, in
 # sequence, what a new user runs — `npm install`, `npm run demo`, then `npm test` four times: twice as it is, once
 # with OMP_NUM_THREADS=1, once with 2. One line per step (exit status, seconds) in LOGS/summary.txt, each step's
 # output in LOGS/<step>.log.

@@ -71,7 +71,7 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
   const dialect = flags.dialect as string | undefined;
   if (dialect !== undefined && !isDialectName(dialect)) throw new CliError(`--dialect must be one of ${DIALECT_NAMES.join(', ')}, got "${dialect}"`);
   // The token never comes from the command line: any local user reads every process's arguments with `ps`, and the
-  // token lets them rewrite a run's OTC state (issue 34). The flag is known only to say so.
+  // token lets them rewrite a run's OTC state. The flag is known only to say so.
   if (flags.token !== undefined) throw new CliError('--token would show the token to every local user (ps); set COA_ENV_TOKEN in the environment instead');
   const token = process.env.COA_ENV_TOKEN || undefined;
   if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) throw new CliError('COA_ENV_TOKEN must be printable ASCII without spaces (it is sent as "Authorization: Bearer <token>")');

@@ -1,7 +1,7 @@
 // Output files written safely. A regular file (or a new one) is written to a temporary name first and renamed into
 // place when complete, so a failed run never leaves half a file. What is not a regular file is never replaced by
-// one (issue 34: the rename turned a FIFO or a symbolic link into a plain file — the FIFO's reader got 0 bytes and
-// the command said it succeeded; as root `-o /dev/full` replaced the device node):
+// one (a rename would turn a FIFO or a symbolic link into a plain file — the FIFO's reader would get 0 bytes while
+// the command says it succeeded; as root `-o /dev/full` would replace the device node):
 // - a symbolic link is followed: its target is written (temp file beside the target, renamed onto it), the link stays;
 // - a FIFO or a character device (`/dev/stdout`, `/dev/null`, a named pipe) is written through, as `> path` would;
 // - anything else (a directory, a block device, a socket, a dangling link) is refused.

@@ -1,8 +1,8 @@
 // `coa env serve --parent-pid P`: the server stops itself once its parent has gone — even a parent killed with
-// SIGKILL, which could not stop it. It stopped 4–5.6 s after the parent's death (a 1 s poll, then two idle checks
-// 2 s apart) where the docs promised about a second (issue 34). Now the parent is checked every PARENT_POLL_MS and
-// the server stops at once when nothing is using it: no request in flight and no client connection open (a killed
-// process's connections close with it) — or, with a connection open, none of its requests for QUIET_MS: a killed
+// SIGKILL, which could not stop it. The docs promise about a second, and a 1 s poll followed by two idle checks 2 s
+// apart stopped it 4–5.6 s after the parent's death; so the parent is checked every PARENT_POLL_MS and the server
+// stops at once when nothing is using it: no request in flight and no client connection open (a killed process's
+// connections close with it) — or, with a connection open, none of its requests for QUIET_MS: a killed
 // pipeline's stage, still connected, finishes its step and saves its OTC state first. Never later than MAX_WAIT_MS.
 
 import { readFileSync } from 'node:fs';

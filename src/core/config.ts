@@ -196,7 +196,7 @@ export const SftFileSchema = z.union([
 ]);
 
 /**
- * The user's own data (issue 12). Absent (null): the embedded synthetic benchmark, exactly as before. Every file
+ * The user's own data. Absent (null): the embedded synthetic benchmark. Every file
  * is read through the core's importers (`coa data prepare …`), never by a second parser.
  */
 export const DataSchema = z
@@ -227,7 +227,7 @@ export const DataSchema = z
 export type DataConfig = z.infer<typeof DataSchema>;
 
 /**
- * `coa_trainer collect` (issue 13): questions × samples from a teacher, graded by the environment server, selected,
+ * `coa_trainer collect`: questions × samples from a teacher, graded by the environment server, selected,
  * and fed to the SFT stages of the same run (AutoCoA's way of building SFT data).
  */
 export const CollectSchema = z

@@ -35,7 +35,7 @@ export interface ConvertResult {
 
 /**
  * A whole input file as text, without the UTF-8 byte order mark an editor may have written first: a BOM before
- * line 1's JSON made that line invalid JSON, so importers silently skipped the first record (issue 34).
+ * line 1's JSON makes that line invalid JSON, and importers would silently skip the first record.
  */
 export function readTextInput(path: string): string {
   const text = readFileSync(path, 'utf8');

@@ -37,7 +37,7 @@ export function sendJsonText(res: ServerResponse, status: number, text: string, 
 /**
  * A reply whose JSON is a sequence of parts: short framing strings and UTF-8 byte arrays made by worker threads.
  * The parts are written as they are — nothing is joined, flattened or re-encoded on the event loop (a 244 MB search
- * answer built as one string stalled /v1/health for seconds, issue 34).
+ * answer built as one string stalls /v1/health for seconds).
  */
 export function sendJsonParts(res: ServerResponse, status: number, parts: readonly (string | Uint8Array)[]): void {
   if (res.headersSent || res.destroyed) return;

@@ -1,7 +1,7 @@
 // The OTC-GRPO state thread (started by otcStates.ts): holds every run's state in an OtcStore (bounded by runs, bytes
 // and idleness) and does all the heavy work on it — parsing and validating a PUT body (1.2M questions: seconds of
 // JSON and schema work), serialising a GET, sizing states. The server's event loop only passes bytes and small
-// messages, so /v1/health stays prompt whatever states are being loaded (issue 34).
+// messages, so /v1/health stays prompt whatever states are being loaded.
 import { parentPort, workerData } from 'node:worker_threads';
 import { z } from 'zod';
 import { OtcState, OtcStateJsonSchema } from '../core/rewards';

@@ -1,9 +1,9 @@
 // The environment server's per-run OTC-GRPO states (docs/env-server.md, "OTC-GRPO state"), bounded by count, by
 // bytes and by idleness: at most `maxRuns` runs and `maxBytes` of estimated memory (the least recently used runs are
 // evicted past either), and none idle longer than `idleMs`. A trainer saves its run's state in every checkpoint and
-// PUTs it back on resume, so an evicted run loses nothing it needs. Without a bound a long-lived server grew by
-// every run it ever graded (issue 18: 54 → 375 MB over 2,000 runs); with a count alone, 1.2M-question states
-// (~50 MB each) exhausted the heap after a few dozen runs (issue 34). The store lives in its own worker thread
+// PUTs it back on resume, so an evicted run loses nothing it needs. Without a bound a long-lived server grows by
+// every run it ever graded (54 → 375 MB over 2,000 runs); with a count alone, 1.2M-question states (~50 MB each)
+// exhaust the heap after a few dozen runs. The store lives in its own worker thread
 // (otc-worker.ts), so building, sizing and serialising big states never stalls the server's event loop.
 import { OtcState } from '../core/rewards';
 

@@ -3,8 +3,8 @@
 // and Search-R1's client keeps none, so a tool that silently fails or finds nothing is invisible in their logs; the
 // server that answers sees every call. Exposed at GET /v1/tool-health (docs/env-server.md) and drawn by the live
 // panel. A caller is named by the URL it posts to: /t/<token>/<caller>/retrieve, or "retrieve" / "search".
-// Caller names come from URLs anyone with the token can invent, so the table is bounded by bytes (issue 34: 60k
-// names → 1,054 MB resident, a 12.7 MB reply): least recently seen callers go past TOOL_HEALTH_MAX_BYTES, each
+// Caller names come from URLs anyone with the token can invent, so the table is bounded by bytes (unbounded,
+// 60k names cost 1,054 MB resident and a 12.7 MB reply): least recently seen callers go past TOOL_HEALTH_MAX_BYTES, each
 // caller's latency ring grows only as it is used, and the reply lists the most recently seen REPORTED_CALLERS.
 import { RUN_ID } from './protocol';
 

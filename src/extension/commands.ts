@@ -26,9 +26,9 @@ export const COMMANDS = {
   'coaStudio.showLog': async (ctx: Ctx) => ctx.log.show(),
   'coaStudio.openAsTrajectoryNotebook': async () => openAsTrajectoryNotebook(),
   'coaStudio.openTrajectoryBrowser': async () => openTrajectoryBrowser(),
-  // Issue 33: parquet, verl dumps, Search-R1 transcripts, OpenAI chats → *.coa.jsonl (the core's conversion, as coa convert).
+  // Parquet, verl dumps, Search-R1 transcripts, OpenAI chats → *.coa.jsonl (the core's conversion, as coa convert).
   'coaStudio.convertToTrajectories': async (ctx: Ctx, uri?: unknown) => convertToTrajectories(ctx.log, uri),
-  // Issue 33: one record of a file of any size in its record view ({ file, line, offset?, length? }; beside the caller).
+  // One record of a file of any size in its record view ({ file, line, offset?, length? }; beside the caller).
   'coaStudio.openRecord': async (ctx: Ctx, where?: unknown, options?: unknown) => openRecordCommand(ctx.records, where, options),
   'coaStudio.notebook.showFailures': async () => showNotebookView({ kind: 'failures' }),
   'coaStudio.notebook.showToolCalls': async () => showNotebookView('ask-tool-calls'),
@@ -37,7 +37,7 @@ export const COMMANDS = {
   'coaStudio.replayWithCheckpoint': async (ctx: Ctx) => ctx.replay.command('env'),
   'coaStudio.replayInSimulatedEnvironment': async (ctx: Ctx) => ctx.replay.command('simulated'),
   'coaStudio.pickReplayCheckpoint': async (ctx: Ctx) => void (await ctx.replay.pickCheckpoint()),
-  // Issue 33 ★: a step (edited or not) given, the rest regenerated with the checkpoint; original and fork side by side.
+  // Fork from a step: a step (edited or not) given, the rest regenerated with the checkpoint; original and fork side by side.
   'coaStudio.forkFromStep': async (ctx: Ctx, cell?: unknown) => ctx.replay.fork(cell),
   'coaStudio.tokens.toggleLossMask': async (ctx: Ctx) => void ctx.tokens.toggle('mask'),
   'coaStudio.tokens.toggleLogprobs': async (ctx: Ctx) => void ctx.tokens.toggle('logprob'),
@@ -46,9 +46,9 @@ export const COMMANDS = {
   'coaStudio.compareRuns': async (ctx: Ctx) => compareRunsCommand(ctx.extension),
   'coaStudio.openLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.open(runSourceArg(runDir)),
   'coaStudio.addRunToLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.addRun(runSourceArg(runDir)),
-  // Issue 16: runs CoA Studio did not start (verl metrics files, TRL runs written by our callback).
+  // Runs CoA Studio did not start (verl metrics files, TRL runs written by our callback).
   'coaStudio.watchRun': async (ctx: Ctx, source?: unknown) => ctx.livePanels.watch(runSourceArg(source)),
-  // Issue 7 host: training (trusted workspaces only; the handlers check again at run time) and the Runs view.
+  // Training (trusted workspaces only; the handlers check again at run time) and the Runs view.
   'coaStudio.trainStage': async (ctx: Ctx, request?: unknown) => ctx.train.trainStage(request as TrainRequest | undefined),
   'coaStudio.resumeRun': async (ctx: Ctx, node?: unknown) => resumeFromNode(ctx.train, node),
   'coaStudio.cancelRun': async (ctx: Ctx, node?: unknown) => cancelFromNode(ctx.train, node),

@@ -36,9 +36,9 @@ interface NotebookSyncInternals {
  * every text document open/change/close and, for a notebook cell, looks the cell up by walking every cell of every
  * open notebook (vscode-languageclient lib/common/notebook.js, `findNotebookDocumentAndCell`) — before checking
  * whether the server asked for notebook sync at all. Opening a 5,872-cell notebook thus cost ~17 M cell visits
- * (the issue 17 profile: 31 % of the extension host). Our server never registers notebook sync, so with no
+ * (profiled: 31 % of the extension host). Our server never registers notebook sync, so with no
  * registration the lookup's result is unused: answer "not found" at once. Should a server ever register it, the
- * library's own lookup runs as before.
+ * library's own lookup runs unchanged.
  */
 export class TrajectoryLanguageClient extends LanguageClient {
   override registerFeature(feature: Feature): void {

@@ -22,22 +22,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const languageServer = await startLanguageServer(context, log);
   context.subscriptions.push(languageServer);
   // Built in dependency order: a feature is handed the parts of the context it calls (typed methods, not commands).
-  const records = registerTrajectoryNotebook(context, log); // issue 8: trajectory notebook + large-file browser; issue 33: record views
-  const livePanels = registerLivePanel(context, log, records); // issue 7: live training panel (restored after reloads)
-  const train = registerTrain(context, log, { livePanels }); // issue 7: Train Stage / Resume / Cancel, process manager, status bar
+  const records = registerTrajectoryNotebook(context, log); // trajectory notebook + large-file browser + record views
+  const livePanels = registerLivePanel(context, log, records); // live training panel (restored after reloads)
+  const train = registerTrain(context, log, { livePanels }); // Train Stage / Resume / Cancel, process manager, status bar
   const ctx: Ctx = {
     extension: context,
     log,
     languageServer,
     livePanels,
-    replay: registerReplay(context, log, { records, train }), // issue 8: replay NotebookControllers (ONNX checkpoint, onnxruntime-node)
-    tokens: registerTokenOverlays(context), // issue 8: loss-mask / log-prob / advantage overlays
+    replay: registerReplay(context, log, { records, train }), // replay NotebookControllers (ONNX checkpoint, onnxruntime-node)
+    tokens: registerTokenOverlays(context), // loss-mask / log-prob / advantage overlays
     train,
-    runs: registerRuns(context, train), // issue 7: the Runs view (activity bar "CoA Studio")
+    runs: registerRuns(context, train), // the Runs view (activity bar "CoA Studio")
     records,
   };
   context.subscriptions.push(...registerCommands(ctx));
-  registerConvertOffers(context, log); // issue 33: a parquet, dump, transcript or chat file opened → offer the conversion
+  registerConvertOffers(context, log); // a parquet, dump, transcript or chat file opened → offer the conversion
   // Commands' enablement keys: true once the extension is up.
   await vscode.commands.executeCommand('setContext', 'coaStudio.active', true);
   log.info(`CoA Studio activated (workspace ${vscode.workspace.isTrusted ? 'trusted' : 'untrusted: read-only features only'})`);

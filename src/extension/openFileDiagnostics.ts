@@ -1,7 +1,7 @@
 // Problems lists the language server's findings for files open in an editor tab only. VS Code keeps a text
 // document open in the extension host after its tab closed (and opens some no tab ever shows), so the server
-// never hears didClose and its findings stayed: 70 problems of closed rollout files in the status bar, and
-// clicking one threw a workbench error (issue 33.8). The last list the server sent is kept per file, so reopening a
+// never hears didClose and its findings would stay: 70 problems of closed rollout files in the status bar, and
+// clicking one throws a workbench error. The last list the server sent is kept per file, so reopening a
 // tab shows it again without asking the server (which re-sends only on a change).
 import * as vscode from 'vscode';
 import type { Middleware } from 'vscode-languageclient/node';

@@ -1,7 +1,7 @@
 // What a replay runs with: the settings of the run that produced the record, read from its run directory, so a
-// replayed trajectory is the one training (or evaluation) would produce. Replay used to search with top_k 3 and
-// score with `em` whatever the run used (its RL-2 searched 2 documents and rewarded `autocoa`: a record rewarded 1
-// in the rollouts replayed as a wrong answer; issue 33.3). Independent of VS Code.
+// replayed trajectory is the one training (or evaluation) would produce. Fixed replay settings are wrong for
+// some run: searching with top_k 3 and scoring with `em` replays a record that RL-2 (2 documents searched, `autocoa`
+// reward) rewarded 1 as a wrong answer. Independent of VS Code.
 //
 // Which settings: an RL rollout (meta.stage an RL stage or a label of one, e.g. rl2-otc) replays with that stage's
 // search (top_k), limits (max_turns, max_new_tokens, max_obs_tokens, max_len) and reward (scheme and params); any

@@ -1,7 +1,7 @@
 // Reads the LSP base protocol from a byte stream — `Content-Length: N\r\n\r\n` then N bytes of UTF-8 JSON — and
-// treats every malformed frame as an error. vscode-jsonrpc's stream reader reported a bad header and then kept the
-// same bytes in its buffer, failing again on each chunk, and read `Content-Length: 12abc` as 12: a broken client
-// left the server alive and silent (issue 34). main.ts exits on the first error, so the client sees the process end.
+// treats every malformed frame as an error. vscode-jsonrpc's stream reader reports a bad header and then keeps the
+// same bytes in its buffer, failing again on each chunk, and reads `Content-Length: 12abc` as 12: a broken client
+// leaves the server alive and silent. main.ts exits on the first error, so the client sees the process end.
 // Frames are collected as a list of chunks and joined once complete (an 18 MB didOpen arrives in 64 KiB chunks).
 import { isUtf8 } from 'node:buffer';
 import { AbstractMessageReader, type DataCallback, type Disposable, type Message } from 'vscode-languageserver/node';

@@ -7,7 +7,7 @@ import { StrictFrameReader } from './frameReader';
 
 /**
  * Over stdio the frames are read strictly (frameReader.ts): a malformed frame is one line on stderr and exit 1, so
- * the client sees the server end instead of a server that silently stopped reading (issue 34).
+ * the client sees the server end instead of a server that silently stopped reading.
  */
 function stdioConnection(): Connection {
   let shutdown = false;

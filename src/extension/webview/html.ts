@@ -5,7 +5,7 @@
 // resources come through VS Code's webview service worker, and in code-server a webview created while that worker
 // first registers can stay controlled by code-server's own root worker, which drops every answer — each resource
 // request then hangs until a 408 a minute later, and the page stays blank with no error (reloading its HTML does
-// not help; docs/NOTES.md, session 7). Its code inlined, a page starts regardless. Stylesheets stay links: the
+// not help; docs/NOTES.md, the paged-browser no-rows flake). Its code inlined, a page starts regardless. Stylesheets stay links: the
 // codicon icons of vscode-elements need a stylesheet href to clone, and a lost sheet costs looks, not the page.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
 // "Compare runs" arithmetic over scored samples, with no imports: the extension computes the first view with it
 // and the compare page recomputes when the step window changes. RL rollout files hold every sampled step, so
-// pooling them compared step 1's policy as much as the last one's (issue 33.9): rewards are per step, and the
+// pooling them would compare step 1's policy as much as the last one's: rewards are per step, and the
 // headline and the per-question rows are over one window of steps — by default the last step both runs have.
 import type { RewardBreakdown } from '../../../core/record';
 

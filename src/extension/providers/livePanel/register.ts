@@ -59,7 +59,7 @@ export class LivePanels implements vscode.Disposable {
     active.panel.reveal(undefined, true);
   }
 
-  /** "CoA: Watch verl/TRL Run…" (issue 16): a verl metrics file or a CoA-protocol run, in a live panel. */
+  /** "CoA: Watch verl/TRL Run…": a verl metrics file or a CoA-protocol run, in a live panel. */
   async watch(source?: RunSource): Promise<void> {
     if (source) return this.open(source);
     await watchExternalRun((picked) => this.open(picked));

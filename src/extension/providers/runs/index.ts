@@ -12,7 +12,7 @@ import { workspaceRoot } from '../../workspace';
 import { dataFileNodes, dataNode, type DataNode } from './data';
 import { findVerlMetricsFiles } from '../livePanel/externalRuns';
 
-/** A verl metrics file found in the workspace (issue 16): a run CoA Studio did not start. */
+/** A verl metrics file found in the workspace: a run CoA Studio did not start. */
 type VerlNode = { kind: 'verl'; id: string; uri: vscode.Uri };
 /** Run nodes plus the "data" node under each run (which data and model it used), and verl runs. */
 type Node = RunNode | DataNode | VerlNode;
