@@ -32,12 +32,9 @@ import pytest
 import torch
 from coa_trainer.stages.collect import collect_command
 from coa_trainer.base.events import record_error
-from conftest import REPO, env_server_available, merge, read_events
+from conftest import REPO, needs_env_server, merge, read_events
 
-UNAVAILABLE = env_server_available()
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
-pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+pytestmark = needs_env_server()
 
 PARQUET = REPO / "examples" / "data" / "autocoa" / "hotpotqa_train.parquet"
 CORPUS = REPO / "examples" / "data" / "search-r1" / "corpus_example.jsonl"

@@ -11,11 +11,10 @@ import pytest
 
 from coa_trainer.contracts.schemas import schemas_dir
 from coa_trainer.env.client import EnvClient
-from conftest import REPO
-from test_eval_env import UNAVAILABLE
+from conftest import REPO, needs_env_server
 
 VECTORS = REPO / "test" / "conformance"
-needs_server = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+needs_server = needs_env_server()
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,6 @@
 """The Python environment client against the real server: one kept-alive connection per thread, a new one
 when the server has dropped it, and errors that name the method and path."""
 
-import os
 import socket
 import threading
 from pathlib import Path
@@ -9,12 +8,9 @@ from pathlib import Path
 import pytest
 
 from coa_trainer.env.client import EnvClient, EnvError
-from conftest import env_server_available
+from conftest import needs_env_server
 
-UNAVAILABLE = env_server_available()
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
-pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+pytestmark = needs_env_server()
 
 CORPUS = Path(__file__).resolve().parents[3] / "examples" / "data" / "search-r1" / "corpus_example.jsonl"
 

@@ -1,7 +1,6 @@
 """Evaluation against the real environment server (src/env, `node dist/cli.js env serve`)."""
 
 import json
-import os
 import re
 
 import pytest
@@ -10,13 +9,9 @@ from coa_trainer.data.benchmark import benchmark_from_config, ensure_benchmark_f
 from coa_trainer.base.config import validate_config
 from coa_trainer.data.dialects import tags
 from coa_trainer.env.client import EnvClient, EnvError
-from conftest import TINY, env_server_available, merge, read_events, run_trainer
+from conftest import TINY, needs_env_server, merge, read_events, run_trainer
 
-UNAVAILABLE = env_server_available()
-# Under CI (and `npm test`, which builds first) the server must be there: a skip would hide a broken build.
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
-needs_server = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+needs_server = needs_env_server()
 
 
 @needs_server

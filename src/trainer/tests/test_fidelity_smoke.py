@@ -9,14 +9,11 @@ import os
 import subprocess
 
 import pytest
-from conftest import PY, REPO, TINY, env_server_available, merge
+from conftest import PY, REPO, TINY, needs_env_server, merge
 
 from coa_trainer.evaluation.claims import CLAIMS, chain_breaks, gap_closed, run_claims
 
-UNAVAILABLE = env_server_available()
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
-needs_server = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+needs_server = needs_env_server()
 
 RL = {"steps": 2, "prompts_per_step": 2, "group_size": 2, "heldout_every": 0, "sample_every": 0,
       "max_new_tokens": 16, "max_turns": 2, "log_every": 1}

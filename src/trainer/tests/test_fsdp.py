@@ -13,7 +13,7 @@ from conftest import (
     PY,
     REPO,
     TINY,
-    env_server_available,
+    needs_env_server,
     merge,
     read_events,
     run_trainer,
@@ -130,10 +130,10 @@ def test_fsdp_grpo_updates_and_generation_equal_one_process(tmp_path):
         assert b["weights_abs"][k] == pytest.approx(a["weights_abs"][k], abs=1e-4), k
 
 
-UNAVAILABLE = env_server_available()
+needs_server = needs_env_server()
 
 
-@pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+@needs_server
 def test_fsdp_rl_stage_equals_one_process(tmp_path, base):
     """RL-2 under FSDP2: rollouts on gathered parameters, held-out eval on rank 0, sharded checkpoints, the final HF
     directory; near-greedy sampling gives one process's trajectories, so the logged metrics agree."""

@@ -13,12 +13,9 @@ import pytest
 from coa_trainer.base.events import validate_event
 from coa_trainer.evaluation.claims import run_claims
 from coa_trainer.evaluation.results import comparisons
-from conftest import PY, REPO, TINY, env_server_available, merge, read_events, run_trainer
+from conftest import PY, REPO, TINY, needs_env_server, merge, read_events, run_trainer
 
-UNAVAILABLE = env_server_available()
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
-needs_server = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+needs_server = needs_env_server()
 
 RL = {"steps": 2, "prompts_per_step": 2, "group_size": 2, "heldout_every": 0, "sample_every": 1,
       "max_new_tokens": 16, "max_turns": 2, "log_every": 1}

@@ -7,21 +7,17 @@ import os
 import signal
 import subprocess
 
-import pytest
 from conftest import (
     PY,
     REPO,
     TINY,
-    env_server_available,
+    needs_env_server,
     merge,
     read_events,
     run_trainer,
 )
 
-UNAVAILABLE = env_server_available()
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
-needs_server = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+needs_server = needs_env_server()
 
 CONFIG = merge(TINY, {"eval": {"limit": 4}})
 

@@ -8,17 +8,12 @@ one clear error instead of an "ok" stage that trained nothing."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-import pytest
 
-from conftest import REPO, env_server_available, read_events, run_trainer
+from conftest import REPO, needs_env_server, read_events, run_trainer
 
-UNAVAILABLE = env_server_available()
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
-pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+pytestmark = needs_env_server()
 
 PARQUET = REPO / "examples" / "data" / "autocoa" / "all_test.parquet"
 CORPUS = REPO / "examples" / "data" / "search-r1" / "corpus_example.jsonl"

@@ -12,7 +12,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
 import torch
 
 from coa_trainer.rollout.agentio import AgentIO
@@ -24,12 +23,9 @@ from coa_trainer.model.load import Runtime, load_for_config
 from coa_trainer.data.prompts import prompt_string
 from coa_trainer.rollout.loop import retok_drift, retok_mismatch, rollout
 from coa_trainer.contracts.schemas import dialect_prompts
-from conftest import REPO, env_server_available, merge, read_events, run_trainer
+from conftest import REPO, needs_env_server, merge, read_events, run_trainer
 
-UNAVAILABLE = env_server_available()
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
-needs_server = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+needs_server = needs_env_server()
 
 PARQUET = REPO / "examples" / "data" / "autocoa" / "hotpotqa_train.parquet"
 DEV_PARQUET = REPO / "examples" / "data" / "autocoa" / "hotpotqa_dev.parquet"

@@ -3,14 +3,13 @@ question_split "rl". The split is deterministic per seed, leaves dev and test as
 rollouts come from it only (a real rl1 stage against the real environment server)."""
 
 import json
-import os
 
 import pytest
 from coa_trainer.data.benchmark import fingerprint, generate, write_benchmark
 from coa_trainer.base.config import ConfigError, validate_config
 from coa_trainer.data.samples import sft_stream
 from coa_trainer.data.dialects import tags
-from conftest import TINY, env_server_available, merge, observed, read_events, run_trainer
+from conftest import TINY, needs_env_server, merge, observed, read_events, run_trainer
 
 SPLITS = ("train", "rl", "dev", "test")
 
@@ -86,12 +85,10 @@ def test_rl_split_is_a_config_value():
         validate_config({"stages": {"rl1": {"question_split": "test"}}})
 
 
-UNAVAILABLE = env_server_available()
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
+needs_server = needs_env_server()
 
 
-@pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+@needs_server
 def test_rl_stage_samples_only_rl_questions(tmp_path, write_config):
     """A real rl1 stage (random tiny model, 3 steps × 4 questions) with question_split rl: every rollout's question
     is an rl question. With rl_fraction 0 the same setting stops with a clear bad_config error."""

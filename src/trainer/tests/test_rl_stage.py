@@ -12,12 +12,9 @@ import torch
 
 from coa_trainer.env.client import EnvClient
 from coa_trainer.base.events import event_error, record_error
-from conftest import PY, REPO, TINY, env_server_available, merge, read_events, run_trainer
+from conftest import PY, REPO, TINY, needs_env_server, merge, read_events, run_trainer
 
-UNAVAILABLE = env_server_available()
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
-pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+pytestmark = needs_env_server()
 
 RL = {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 16, "max_turns": 2, "max_obs_tokens": 24,
       "sample_every": 1, "heldout_every": 2, "heldout_limit": 4, "warmup_steps": 1}

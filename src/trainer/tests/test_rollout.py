@@ -2,7 +2,6 @@
 server's observation encoded once, mask 0 with no log-prob; simulated observations likewise; no token drift."""
 
 import json
-import os
 
 import pytest
 import torch
@@ -15,12 +14,9 @@ from coa_trainer.env.client import EnvClient
 from coa_trainer.model.load import Runtime, load_model, write_embedded_model
 from coa_trainer.rollout.loop import retok_drift, retok_mismatch, rollout, token_offsets
 from coa_trainer.data.benchmark import vocabulary_texts
-from conftest import TINY, env_server_available, observed
+from conftest import TINY, needs_env_server, observed
 
-UNAVAILABLE = env_server_available()
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
-needs_server = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+needs_server = needs_env_server()
 
 
 @pytest.fixture(scope="module")

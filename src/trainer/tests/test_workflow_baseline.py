@@ -4,15 +4,10 @@ where it reaches for a tool the workflow still ends in an answer (its reasoning 
 the answer opened by the pipeline and ended at the model's first tag). A barely trained model reaches for tools and
 writes tags everywhere, which is what exercises the refusals."""
 
-import os
 
-import pytest
-from conftest import TINY, env_server_available, merge, run_trainer
+from conftest import TINY, needs_env_server, merge, run_trainer
 
-UNAVAILABLE = env_server_available()
-if UNAVAILABLE is not None and os.environ.get("CI"):
-    raise RuntimeError(f"environment server unavailable under CI: {UNAVAILABLE}")
-needs_server = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"environment server: {UNAVAILABLE}")
+needs_server = needs_env_server()
 
 
 @needs_server
