@@ -1,9 +1,9 @@
 // Messages between the extension host (src/extension/providers/browser/provider.ts) and the trajectory browser page
 // (webview/browser), and the state embedded in the page. The page draws the first page from the embedded state;
 // every query, jump, search and open goes to the host, which answers from its index of the file.
-import type { BrowserQuery, QueryResult, TableKind } from '../../extension/providers/browser/query';
-import type { SearchField } from '../../extension/providers/browser/search';
-import type { RecordSummary } from '../../extension/providers/browser/summary';
+import type { BrowserQuery, QueryResult, TableKind } from '../extension/providers/browser/query';
+import type { SearchField } from '../extension/providers/browser/search';
+import type { RecordSummary } from '../extension/providers/browser/summary';
 
 /** Embedded in the page (`#initial-state`): the first page of records, read before the index is built. */
 export interface BrowserInitialState {

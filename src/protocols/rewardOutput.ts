@@ -1,6 +1,6 @@
 // The trajectory notebook's reward output: the payload the host writes into a cell output (src/extension/providers/
 // notebook/codec.ts) and the notebook renderer draws (webview/notebook-renderer) — the host↔renderer protocol.
-import type { RewardBreakdown } from '../../core/record';
+import type { RewardBreakdown } from '../core/record';
 
 /** Custom MIME type of the reward breakdown output (drawn by webview/notebook-renderer). */
 export const REWARD_MIME = 'application/vnd.coa-studio.reward+json';
