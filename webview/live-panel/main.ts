@@ -66,7 +66,7 @@ const chartsEl = el('div', { id: 'charts' });
 const resultsEl = el('div', { id: 'results', hidden: '' });
 const stepRolloutsEl = el('div', { id: 'step-rollouts' });
 const toolHealthEl = el('div', { id: 'tool-health', hidden: '' });
-/** Tool health per run, as the host last polled it (issue 16). */
+/** Tool health per run, as the host last polled it. */
 const toolHealth = new Map<string, ToolHealthState>();
 const samplesList = el('ul', { id: 'samples', class: 'samples' });
 document.body.append(

@@ -1,5 +1,6 @@
-// Issue 34 (point 8): a file saved with a UTF-8 byte order mark (Notepad, some exporters) lost its first record in
-// `coa convert --from openai|verl-rollouts`: the BOM made line 1 invalid JSON, so it was reported and skipped.
+// A file saved with a UTF-8 byte order mark (Notepad, some exporters) keeps its first record in
+// `coa convert --from openai|verl-rollouts`: left in place, the BOM would make line 1 invalid JSON, reported and
+// skipped.
 // The built CLI in a child process, on the repository's own example files with a BOM put in front.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';

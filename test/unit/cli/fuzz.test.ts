@@ -1,4 +1,4 @@
-// Fuzz the CLI in-process (issue 18): files of valid records, cut and spliced lines, 5,000+-level nesting, BOMs,
+// Fuzz the CLI in-process: files of valid records, cut and spliced lines, 5,000+-level nesting, BOMs,
 // invalid UTF-8, NUL and CR bytes, through validate, score and stats. Property: every run ends with an exit code
 // or a CliError (one `coa: …` line) — never another exception, never a line left unreported.
 import { test } from 'node:test';

@@ -1,7 +1,7 @@
-// Issue 34 (point 7): `-o` wrote a temporary file and renamed it onto the path, so a FIFO or a symbolic link became a
-// regular file (the FIFO's reader got 0 bytes while the command said it succeeded) and, as root, `-o /dev/full`
-// replaced the device node. Now a link's target is written (the link stays), a FIFO or character device is written
-// through, and a write error is one `coa: …` line, exit 2. The built CLI in child processes, as a user runs it.
+// `-o` writes through what it names: a rename onto the path would turn a FIFO or a symbolic link into a regular file
+// (the FIFO's reader getting 0 bytes while the command says it succeeded) and, as root, replace `/dev/full`'s device
+// node. So a link's target is written (the link stays), a FIFO or character device is written through, and a write
+// error is one `coa: …` line, exit 2. The built CLI in child processes, as a user runs it.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';

@@ -1,4 +1,5 @@
-// Issue 18 (defects 5, 7, 8 and the server half of 1), as a user meets them: the built CLI in a child process.
+// Bad input (deep nesting, BOMs, invalid UTF-8), bad `-o` targets and `env serve`'s checks, as a user meets them:
+// the built CLI in a child process.
 // Every bad input is one `coa: …` or `file:line:col: …` line and a documented exit code — never a Node stack.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Users' data through the core (issue 12): question sets, SFT trajectories, SFT-1 pairs, the run-config check.
+// Users' data through the core: question sets, SFT trajectories, SFT-1 pairs, the run-config check.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, writeFileSync, copyFileSync } from 'node:fs';

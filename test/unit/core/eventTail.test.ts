@@ -152,7 +152,7 @@ test('followEvents sees every event of a file appended while it runs (created af
   }
 });
 
-// ---- issue 18: exactly-once events across resume, the reader's half (the writer's is test_reliability.py)
+// ---- exactly-once events across resume, the reader's half (the writer's is test_reliability.py)
 
 test('a resume that drops the redone steps (the trainer\'s own rewrite) reaches a live tail as a reset, then once each', async () => {
   const python = join(__dirname, '../../../.venv/bin/python');

@@ -1,4 +1,4 @@
-// Hostile input to the core's JSONL path (issue 18, defects 5 and 8): deep nesting, a UTF-8 BOM, invalid UTF-8.
+// Hostile input to the core's JSONL path: deep nesting, a UTF-8 BOM, invalid UTF-8.
 // Each is one reported problem at line:column with the rest of the file intact — never a RangeError, never a
 // silently replaced byte, never a shifted offset.
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
-// A tag opened again before it is closed (COA017): the reward's format gate used to let an unclosed <search> pass
-// when a later </search> closed it, swallowing the observation, think and search between (issue 33.5). The shared
+// A tag opened again before it is closed (COA017) fails the reward's format gate: letting a later </search> close an
+// unclosed <search> would pass it, swallowing the observation, think and search between. The shared
 // vectors (test/conformance/format.json) pin the segments; these tests follow the finding through the reward and
 // the language server's quick fix.
 import { test } from 'node:test';

@@ -1,7 +1,7 @@
-// Issue 34 (points 2, 3, 8): the environment server bounded in memory by bytes, in reply size, and strict about
-// OTC state. OTC-GRPO states counted runs, not bytes (1.2M-question states exhausted the heap after a few dozen
-// runs); tool health kept a 16 KB ring per caller name taken from the URL (60k names → 1 GB, a 12.7 MB reply); a
-// maximal search answered 244 MB; PUT otc-state accepted unknown keys. Behaviour only; figures are bench/reliability's.
+// The environment server bounded in memory by bytes, in reply size, and strict about OTC state. A cap that counts
+// runs, not bytes, lets 1.2M-question OTC-GRPO states exhaust the heap after a few dozen runs; a 16 KB tool-health
+// ring per caller name taken from the URL grows without bound (60k names → 1 GB, a 12.7 MB reply); an unbounded
+// maximal search answers 244 MB; PUT otc-state rejects unknown keys. Behaviour only; figures are bench/reliability's.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';

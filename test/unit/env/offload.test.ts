@@ -1,7 +1,7 @@
-// Issue 34 (point 3): large JSON bodies of /retrieve, /v1/alerts and PUT …/otc-state were parsed on the server's
-// event loop (a 31.5 MB body blocked /v1/health for seconds; a 1.2M-question PUT 9 s), and with --timeout-ms 500
-// the 504 came after 3.8 s. Now they are parsed by worker threads: health is answered while they are parsed, the
-// timeout fires while the work still runs, and a PUT that timed out is never kept. Assertions are about order and
+// Large JSON bodies of /retrieve, /v1/alerts and PUT …/otc-state are parsed by worker threads: on the server's event
+// loop a 31.5 MB body blocks /v1/health for seconds (a 1.2M-question PUT 9 s), and with --timeout-ms 500 the 504
+// comes after 3.8 s. So health is answered while they are parsed, the timeout fires while the work still runs, and a
+// PUT that timed out is never kept. Assertions are about order and
 // outcome, never wall-clock thresholds (bench/reliability measures the latencies).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

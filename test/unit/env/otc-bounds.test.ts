@@ -1,4 +1,4 @@
-// Issue 18 (defects 4 and 7): the server's per-run OTC-GRPO states are bounded (a cap with LRU eviction, an idle
+// The server's per-run OTC-GRPO states are bounded (a cap with LRU eviction, an idle
 // limit, DELETE), and a malformed run id in the URL is a 400, not a 500.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The server stays responsive under heavy requests (issue 18, defect 3): search and grade work runs in
+// The server stays responsive under heavy requests: search and grade work runs in
 // worker threads, so /v1/health is answered while that work is still running, and work that outlives
 // --timeout-ms is answered 504 and abandoned (its thread replaced) instead of finishing late with a 200.
 // Assertions are about order and behaviour, never about wall-clock thresholds.

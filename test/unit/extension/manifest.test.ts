@@ -32,7 +32,7 @@ test('manifest basics and grammar files exist', () => {
   for (const l of pkg.contributes.languages) assert.ok(existsSync(join(root, l.configuration)), l.configuration);
 });
 
-// ---- issue 7 host: training commands, trust, Runs view, run-config schema contribution
+// ---- the training host: training commands, trust, Runs view, run-config schema contribution
 
 test('training, resume, the demo and ONNX export are enabled only in trusted workspaces', () => {
   const byId = Object.fromEntries(pkg.contributes.commands.map((c: { command: string }) => [c.command, c]));
@@ -71,14 +71,14 @@ test('run configs (*.run.json, runs/*/config.json) are validated by the generate
   assert.ok(v.fileMatch.some((f: string) => f.endsWith('runs/*/config.json')));
 });
 
-test('Watch verl/TRL Run is offered in any folder, before anything activated the extension (issue 16)', () => {
+test('Watch verl/TRL Run is offered in any folder, before anything activated the extension', () => {
   // A verl or TRL workspace holds none of the files that activate us; invoking the command activates the extension.
   const watch = pkg.contributes.commands.find((c: { command: string }) => c.command === 'coaStudio.watchRun');
   assert.match(watch.enablement, /workspaceFolderCount > 0/);
   assert.doesNotMatch(watch.enablement, /isWorkspaceTrusted/); // viewing only: untrusted workspaces too
 });
 
-// ---- issue 18: an untrusted workspace cannot point replay's searches (with the user's token) at its own host
+// ---- an untrusted workspace cannot point replay's searches (with the user's token) at its own host
 
 test('replay needs a trusted workspace and the env server settings are restricted', () => {
   const restricted: string[] = pkg.capabilities.untrustedWorkspaces.restrictedConfigurations ?? [];

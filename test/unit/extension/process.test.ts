@@ -165,7 +165,7 @@ test('env server: starts on 127.0.0.1 with a per-run token, is healthy, stops wi
     assert.equal(denied.status, 401);
     const token = env.token;
     assert.ok(!log.lines.some((l) => l.includes(token)), "the token is not logged");
-    // Nor on the server's command line, which every local user reads with ps (issue 34): it is in its environment.
+    // Nor on the server's command line, which every local user reads with ps: it is in its environment.
     const cmdline = readFileSync(`/proc/${env.process.pid}/cmdline`, 'utf8');
     assert.ok(cmdline.includes('env\0serve'), cmdline);
     assert.ok(!cmdline.includes(token), `the token is on the command line: ${cmdline.split('\0').join(' ')}`);

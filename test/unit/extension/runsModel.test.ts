@@ -168,7 +168,7 @@ test('resumable: a failed or cancelled stage with a step checkpoint (.pt or a sh
     const started = (stage: string) => ev('r4', { type: 'run_started', stage, config: {}, total_steps: 9, device: 'cpu', world_size: 1 });
     const dir = makeRun(root, 'r4', [
       started('pretrain'), ev('r4', { type: 'stage_finished', stage: 'pretrain', step: 9, status: 'ok', checkpoint: 'stages/pretrain/final' }),
-      // SFT-2 with nothing to start from: fails at once, no checkpoint (issue 33.8: its failure offered "Resume Run").
+      // SFT-2 with nothing to start from: fails at once, no checkpoint, so no "Resume Run" (it would only fail again).
       started('sft2'), ev('r4', { type: 'error', stage: 'sft2', message: 'stage sft2 needs a model' }),
       started('sft1'), ev('r4', { type: 'stage_finished', stage: 'sft1', step: 4, status: 'cancelled', checkpoint: null }),
       started('sft3'), ev('r4', { type: 'error', stage: 'sft3', message: 'boom' }),

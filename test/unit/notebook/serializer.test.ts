@@ -95,7 +95,7 @@ test('Search-R1 transcripts converted by the core round-trip and split into step
 test('bad lines become error cells and everything is written back verbatim (CRLF, blank lines, BOM, no final newline)', () => {
   const good = readFileSync(join(root, 'examples/trajectories.coa.jsonl'), 'utf8').split('\n')[0];
   const text = [
-    '\uFEFF' + good, // BOM: skipped by the core (issue 18), so line 1 is a record; written back with its BOM
+    '\uFEFF' + good, // BOM: skipped by the core, so line 1 is a record; written back with its BOM
     '',
     '{"id": "x", "question": "q", "response": 5}', // schema error
     '   ',

@@ -129,7 +129,7 @@ test('agent loop against the env server: action → observation (mask 0) → ans
   for (const [i, id] of rec.tokens!.ids.entries()) assert.ok(rec.response.slice(rec.tokens!.offsets![i]).startsWith(model.tokenizer.idToTokenText(id)!));
   // The example corpus has no passage on the book of sand ("No results."), and the tiny model goes on with what it
   // memorised: `<answer> borges ) … </observation> <answer> borges </answer>`. An answer opened again before its
-  // close is a format error (COA017, issue 33.5; the old scanner let the second </answer> close the first) and so
+  // close is a format error (COA017; the second </answer> does not close the first) and so
   // is the second answer.
   assert.deepEqual(checkFormat(rec.response, { dialect: 'coa' }).diagnostics.filter((d) => d.severity === 'error').map((d) => d.code), ['COA017', 'COA007']);
 });

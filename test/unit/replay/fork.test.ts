@@ -1,4 +1,4 @@
-// ★ Fork (issue 33) on a whole demo pipeline run's RL-2-OTC rollouts and that stage's own checkpoint (exported to
+// ★ Fork on a whole demo pipeline run's RL-2-OTC rollouts and that stage's own checkpoint (exported to
 // ONNX by the trainer, test/fixtures/demoRun.ts), against the run's environment server: where a given response
 // leaves the agent loop; a given prefix is the tokens the model saw (re-encoding every step boundary of the
 // rollouts gives the stored ids); a fork from an action starts with that action's observation from the server; a

@@ -1,7 +1,7 @@
-// Issue 33.3 proof: records of a greedy evaluation (`coa_trainer eval`, the trainer's rollout loop), replayed with
+// Records of a greedy evaluation (`coa_trainer eval`, the trainer's rollout loop), replayed with
 // their exported checkpoint and the run's own settings read from the run directory, are the stored trajectories
 // token for token — or differ only where the top two log-probs nearly tie (float differences between PyTorch and
-// onnxruntime can flip those), which the test reports. A replay with the engine's old hard-coded search (top_k 3)
+// onnxruntime can flip those), which the test reports. A replay searching with top_k 3 instead of the run's top_k
 // is shown to differ, so the equality depends on the settings being the run's.
 import test from 'node:test';
 import assert from 'node:assert/strict';

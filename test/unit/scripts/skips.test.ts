@@ -1,4 +1,4 @@
-// Honest counts (issue 32): every suite's skipped tests are read from the runner's own report with their reasons,
+// Honest counts: every suite's skipped tests are read from the runner's own report with their reasons,
 // and under CI a skip not on test/skip-allowlist.json fails — in pytest itself (test/skip_policy.py, imported by
 // each pytest suite's conftest.py) and in npm test's summary (scripts/skips.mjs). Real runs of both runners.
 import test from 'node:test';

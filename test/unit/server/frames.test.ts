@@ -1,5 +1,5 @@
-// Issue 34 (point 8): a malformed LSP frame (a bad Content-Length) made the server stop reading and stay alive,
-// silent. Now each malformed frame is an error: the reader fires it, the stdio server prints one line and exits 1.
+// A malformed LSP frame (a bad Content-Length) is an error: the reader fires it, the stdio server prints one line
+// and exits 1, rather than stopping reading and staying alive, silent.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';

@@ -13,7 +13,7 @@ const PIECES = ['<think>', '</think>', '<search>', '</search>', '<observation>',
 
 const response = fc.array(fc.oneof(fc.constantFrom(...PIECES), fc.string({ maxLength: 6 })), { maxLength: 40 }).map((a) => a.join(''));
 const recordLine = fc.record({ id: fc.string({ minLength: 1, maxLength: 4 }), question: fc.constantFrom('Q1?', 'Q2?'), golden_answers: fc.constant(['Paris']), response, dialect: fc.constantFrom(undefined, 'coa', 'search-r1', 'autocoa', 'hermes') }).map((r) => JSON.stringify(r));
-/** Issue 18: lines nested 5,000+ levels (in a record or bare), BOM-prefixed lines, invalid UTF-8 as an editor decodes it. */
+/** Lines nested 5,000+ levels (in a record or bare), BOM-prefixed lines, invalid UTF-8 as an editor decodes it. */
 const deepLine = fc.tuple(fc.integer({ min: 5000, max: 9000 }), fc.constantFrom('[]', '{}'), fc.boolean()).map(([n, b, inRecord]) => {
   const nest = b === '[]' ? '['.repeat(n) + ']'.repeat(n) : '{"k":'.repeat(n) + '1' + '}'.repeat(n);
   return inRecord ? `{"id":"deep","question":"q","response":"<think>x</think>","x":${nest}}` : nest;
