@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from coa_trainer.algos.losses import lm_loss_parts
 from coa_trainer.data.samples import Encoded
-from coa_trainer.model import linear_ce, packing
+from coa_trainer.model import packing, scoring
 from coa_trainer.model.linear_ce import ChunkedLinearNLL, linear_nll_sum
 from coa_trainer.model.packing import layout
 from coa_trainer.model.scoring import TokenScorer, full_token_logprobs
@@ -48,16 +48,34 @@ def test_chunked_linear_nll_equals_cross_entropy_of_full_logits():
     want = F.cross_entropy(h @ w.t() + b, t, reduction="sum")
     gw = torch.autograd.grad(want * 1.7, (h, w, b))
     for rows in (1, 5, 37, 64):  # chunks of one row, uneven chunks, one chunk, more than needed
-        got = ChunkedLinearNLL.apply(h, w, b, t, rows)
+        got = ChunkedLinearNLL.apply(h, w, b, t, rows, True)
         assert torch.allclose(got, want, atol=1e-4)
         for x, y in zip(torch.autograd.grad(got * 1.7, (h, w, b)), gw):  # the scalar's gradient scales them
             assert torch.allclose(x, y, atol=1e-4)
 
 
+def test_with_grad_mode_off_the_fused_head_computes_the_loss_only(monkeypatch):
+    """Evaluation (no_grad) gets the same loss and builds no gradients: needs_input_grad stays True under no_grad,
+    so the function is told the caller's grad mode; the softmax − one-hot step never runs."""
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(37, 16, generator=g, requires_grad=True)
+    head = torch.nn.Linear(16, 53)
+    t = torch.randint(0, 53, (37,), generator=g)
+    want = F.cross_entropy(head(h), t, reduction="sum")
+
+    def no_softmax(*a, **k):
+        raise AssertionError("gradients computed with grad mode off")
+
+    with torch.no_grad():
+        monkeypatch.setattr(torch, "softmax", no_softmax)
+        got = linear_nll_sum(h, head, t, kernel="chunked")
+    assert torch.allclose(got, want, atol=1e-4) and not got.requires_grad
+
+
 @pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
 @pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
 def test_sft_loss_through_the_fused_head_equals_the_full_logit_loss(monkeypatch, packed, tied):
-    monkeypatch.setattr(linear_ce, "CHUNK_ELEMENTS", 211 * 7)  # several chunks
+    monkeypatch.setattr(scoring, "CHUNK_ELEMENTS", 211 * 7)  # several chunks
     lm = _lm(tied)
     r = random.Random(3)
     seqs = [[r.randrange(1, 211) for _ in range(r.randrange(3, 30))] for _ in range(5)]

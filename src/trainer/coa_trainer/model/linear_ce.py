@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-CHUNK_ELEMENTS = 1 << 26  # logits floats per chunk, as model/scoring.py
+from .scoring import chunk_rows
 
 
 class ChunkedLinearNLL(torch.autograd.Function):
@@ -24,8 +24,10 @@ class ChunkedLinearNLL(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
-                rows: int) -> torch.Tensor:
-        need = ctx.needs_input_grad
+                rows: int, grads: bool) -> torch.Tensor:
+        # `grads`: whether the caller's grad mode was on — inside forward it is always off, and needs_input_grad
+        # stays True under no_grad, so without it an evaluation would build gradients nobody reads
+        need = ctx.needs_input_grad if grads else (False, False, False)
         grad_h = torch.empty_like(h) if need[0] else None
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need[1] else None
         grad_b = torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if bias is not None and need[2] \
@@ -59,19 +61,23 @@ class ChunkedLinearNLL(torch.autograd.Function):
         out: list[torch.Tensor | None] = []
         for has, dtype in zip(ctx.kinds, ctx.dtypes):
             out.append((next(saved) * grad_out).to(dtype) if has else None)
-        return out[0], out[1], out[2], None, None
+        return out[0], out[1], out[2], None, None, None
 
 
 def linear_nll_sum(h: torch.Tensor, head: torch.nn.Linear, targets: torch.Tensor, kernel: str = "auto"
                    ) -> torch.Tensor:
     """Σ −log p(target) of hidden states h [N, H] through `head`. `kernel`: "liger" (CUDA), "chunked", or "auto"
-    (Liger-Kernel's Triton kernel on CUDA when installed, the chunked PyTorch function otherwise)."""
+    (Liger-Kernel's Triton kernel on CUDA when installed, the chunked PyTorch function otherwise). With grad mode off
+    (evaluation) only the loss is computed: Liger's kernel always computes gradients in its forward, so "auto"
+    takes the chunked function then."""
     from .liger import fused_linear_ce_class
 
-    cls = fused_linear_ce_class() if kernel in ("auto", "liger") and h.is_cuda else None
+    grads = torch.is_grad_enabled()
+    wanted = kernel == "liger" or (kernel == "auto" and grads)
+    cls = fused_linear_ce_class() if wanted and h.is_cuda else None
     if kernel == "liger" and cls is None:
         raise RuntimeError("linear_nll_sum(kernel='liger') needs liger-kernel and a CUDA device")
     if cls is not None:
         return cls(reduction="sum")(head.weight, h, targets, head.bias)
-    rows = max(1, CHUNK_ELEMENTS // head.weight.shape[0])
-    return ChunkedLinearNLL.apply(h, head.weight, head.bias, targets, rows)
+    rows = chunk_rows(h.shape[0], head.weight.shape[0])
+    return ChunkedLinearNLL.apply(h, head.weight, head.bias, targets, rows, grads)
