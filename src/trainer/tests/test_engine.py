@@ -244,3 +244,21 @@ def test_models_the_engine_does_not_run_take_the_reference_loop():
     assert "gpt2" in engine_support(model) and engine_for(model, CPU, None) is None
     prompts = _prompts(5, 64)
     assert generate(model, prompts, 10, {3}, 0, CPU) == reference_generate(model, prompts, 10, {3}, 0, CPU)
+
+
+def test_a_sliding_window_keeps_a_model_off_the_engine_and_packed_attention_alike():
+    """A Mistral window lives in `sliding_window` with no `layer_types`: the engine, packed attention and the
+    full-attention check must all see it, or a model would be sampled by one attention and scored by another."""
+    from coa_trainer.model.family import full_attention_reason
+    from coa_trainer.model.packing import PACKED_ATTENTION, use_packed_attention
+    from coa_trainer.rollout.kvmodel import engine_support
+
+    windowed = _random_qwen2(family="mistral")
+    windowed.config.sliding_window = 16
+    windowed.config._attn_implementation = "sdpa"
+    assert full_attention_reason(windowed) == engine_support(windowed) == "sliding-window attention"
+    assert not use_packed_attention(windowed) and windowed.config._attn_implementation == "sdpa"
+    full = _random_qwen2(family="mistral")
+    full.config._attn_implementation = "sdpa"
+    assert full_attention_reason(full) is None and engine_support(full) is None
+    assert use_packed_attention(full) and full.config._attn_implementation == PACKED_ATTENTION

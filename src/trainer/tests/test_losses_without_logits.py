@@ -68,7 +68,7 @@ def test_with_grad_mode_off_the_fused_head_computes_the_loss_only(monkeypatch):
 
     with torch.no_grad():
         monkeypatch.setattr(torch, "softmax", no_softmax)
-        got = linear_nll_sum(h, head, t, kernel="chunked")
+        got = linear_nll_sum(h, head, t, 7, kernel="chunked")
     assert torch.allclose(got, want, atol=1e-4) and not got.requires_grad
 
 
@@ -164,4 +164,4 @@ def test_the_pinned_liger_kernel_offers_what_the_cuda_path_calls():
                                                                                            "target"]
     from liger_kernel.transformers.monkey_patch import _patch_rms_norm_module, _patch_swiglu_module  # noqa: F401
     with pytest.raises(RuntimeError, match="liger"):
-        linear_nll_sum(torch.zeros(2, 4), torch.nn.Linear(4, 5), torch.zeros(2, dtype=torch.long), kernel="liger")
+        linear_nll_sum(torch.zeros(2, 4), torch.nn.Linear(4, 5), torch.zeros(2, dtype=torch.long), 2, kernel="liger")

@@ -30,10 +30,12 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from .family import base_model
+
 
 def decoder_layers(lm: Any) -> list[torch.nn.Module]:
     """The model's repeated blocks: modules whose class is in HF's `_no_split_modules`."""
-    base = lm.get_base_model() if hasattr(lm, "get_base_model") else lm
+    base = base_model(lm)
     names = set(getattr(base, "_no_split_modules", None) or [])
     layers = [m for m in base.modules() if type(m).__name__ in names]
     if not layers:

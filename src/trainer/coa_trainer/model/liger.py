@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
+from .family import base_model, family_reason
+
 
 
 def fused_linear_ce_class() -> Any:
@@ -26,12 +27,11 @@ def fused_linear_ce_class() -> Any:
 def patch_model(lm: Any) -> bool:
     """Bind Liger's RMSNorm and SwiGLU forwards to the model's own modules when its parameters are on CUDA and it is
     a Llama-family decoder; once per model. Whether the model runs them."""
-    base = lm.get_base_model() if hasattr(lm, "get_base_model") else lm
+    base = base_model(lm)
     if getattr(base, "_coa_liger", False):
         return True
-    cfg = getattr(base, "config", None)
     first = next(iter(base.parameters()), None)
-    if cfg is None or first is None or not first.is_cuda or getattr(cfg, "model_type", None) not in MODEL_TYPES:
+    if first is None or not first.is_cuda or family_reason(lm) is not None:
         return False
     try:
         from liger_kernel.transformers.monkey_patch import _patch_rms_norm_module, _patch_swiglu_module
@@ -40,7 +40,7 @@ def patch_model(lm: Any) -> bool:
         return False
     inner = base.model
     _patch_rms_norm_module(inner.norm)
-    swiglu = getattr(cfg, "hidden_act", None) in ("silu", "swish")
+    swiglu = getattr(base.config, "hidden_act", None) in ("silu", "swish")
     for layer in inner.layers:
         _patch_rms_norm_module(layer.input_layernorm)
         _patch_rms_norm_module(layer.post_attention_layernorm)

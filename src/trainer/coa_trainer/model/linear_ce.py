@@ -16,8 +16,6 @@ from typing import Any
 
 import torch
 
-from .scoring import chunk_rows
-
 
 class ChunkedLinearNLL(torch.autograd.Function):
     """Σ_i −log softmax(h_i Wᵀ + b)[t_i]; h [N, H], weight [V, H], bias [V] or None, targets [N]."""
@@ -64,9 +62,10 @@ class ChunkedLinearNLL(torch.autograd.Function):
         return out[0], out[1], out[2], None, None, None
 
 
-def linear_nll_sum(h: torch.Tensor, head: torch.nn.Linear, targets: torch.Tensor, kernel: str = "auto"
+def linear_nll_sum(h: torch.Tensor, head: torch.nn.Linear, targets: torch.Tensor, rows: int, kernel: str = "auto"
                    ) -> torch.Tensor:
-    """Σ −log p(target) of hidden states h [N, H] through `head`. `kernel`: "liger" (CUDA), "chunked", or "auto"
+    """Σ −log p(target) of hidden states h [N, H] through `head`, `rows` at a time (model/scoring.chunk_rows: the
+    chunk size the scorer uses). `kernel`: "liger" (CUDA), "chunked", or "auto"
     (Liger-Kernel's Triton kernel on CUDA when installed, the chunked PyTorch function otherwise). With grad mode off
     (evaluation) only the loss is computed: Liger's kernel always computes gradients in its forward, so "auto"
     takes the chunked function then."""
@@ -79,5 +78,4 @@ def linear_nll_sum(h: torch.Tensor, head: torch.nn.Linear, targets: torch.Tensor
         raise RuntimeError("linear_nll_sum(kernel='liger') needs liger-kernel and a CUDA device")
     if cls is not None:
         return cls(reduction="sum")(head.weight, h, targets, head.bias)
-    rows = chunk_rows(h.shape[0], head.weight.shape[0])
     return ChunkedLinearNLL.apply(h, head.weight, head.bias, targets, rows, grads)

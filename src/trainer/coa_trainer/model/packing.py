@@ -27,8 +27,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .family import base_model, full_attention_reason
+
 PACKED_ATTENTION = "coa_packed"
-PACKED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
 
 
 @dataclass
@@ -202,12 +203,10 @@ def use_packed_attention(lm: Any) -> bool:
     False, unchanged, when it uses another implementation (eager, flash-attention: its varlen path already) or is
     not a decoder whose layers all attend fully. Not saved with the model (transformers keeps it out of config.json)."""
     global _REGISTERED
-    base = lm.get_base_model() if hasattr(lm, "get_base_model") else lm
-    cfg = getattr(base, "config", None)
-    if cfg is None or getattr(cfg, "model_type", None) not in PACKED_MODEL_TYPES:
+    if full_attention_reason(lm) is not None:
         return False
-    if any(t != "full_attention" for t in getattr(cfg, "layer_types", None) or []):
-        return False
+    base = base_model(lm)
+    cfg = base.config
     if cfg._attn_implementation == PACKED_ATTENTION:
         return True
     if cfg._attn_implementation != "sdpa" or not hasattr(base, "set_attn_implementation"):

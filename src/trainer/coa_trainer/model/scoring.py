@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+from .family import base_model
+
 
 CHUNK_ELEMENTS = 1 << 26  # logits floats per chunk (256 MiB in fp32; 441 positions at a 151,936 vocabulary)
 
@@ -51,7 +53,7 @@ def _head_chunk(head: Any, h: torch.Tensor, targets: torch.Tensor, temperature: 
 
 def split_head(lm: Any) -> tuple[Any, Any] | None:
     """(decoder, lm_head) when the model's logits are exactly lm_head(decoder(...).last_hidden_state); else None."""
-    base = lm.get_base_model() if hasattr(lm, "get_base_model") else lm  # peft
+    base = base_model(lm)
     cfg = getattr(base, "config", None)
     if cfg is None or not hasattr(base, "get_decoder") or not hasattr(base, "get_output_embeddings"):
         return None
@@ -123,7 +125,8 @@ class TokenScorer(torch.nn.Module):
             if nll and temperature == 1.0 and _plain_linear(head):
                 from .linear_ce import linear_nll_sum
 
-                total = linear_nll_sum(h.index_select(0, idx), head, flat_t.index_select(0, idx))
+                total = linear_nll_sum(h.index_select(0, idx), head, flat_t.index_select(0, idx),
+                                       chunk_rows(idx.numel(), head.weight.shape[0]))
                 return total * (0.0 if empty else 1.0), None
             vocab = head.weight.shape[0] if head is not None and hasattr(head, "weight") else h.shape[-1]
             step = chunk_rows(idx.numel(), vocab)

@@ -20,26 +20,19 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-SUPPORTED = ("llama", "qwen2", "qwen3", "mistral")
-
-
-def base_model(model: Any) -> Any:
-    return model.get_base_model() if hasattr(model, "get_base_model") else model
+from ..model.family import base_model, full_attention_reason
 
 
 def engine_support(model: Any) -> str | None:
     """None when the engine can run `model`; otherwise the reason it cannot (the reference loop runs it)."""
+    reason = full_attention_reason(model)
+    if reason is not None:
+        return reason
     base = base_model(model)
-    cfg = getattr(base, "config", None)
-    if cfg is None or getattr(cfg, "model_type", None) not in SUPPORTED:
-        return f"model type {getattr(cfg, 'model_type', type(base).__name__)!r} (the engine runs {', '.join(SUPPORTED)})"
+    cfg = base.config
     inner = getattr(base, "model", None)
     if inner is None or not all(hasattr(inner, a) for a in ("embed_tokens", "layers", "norm", "rotary_emb")):
         return f"{type(base).__name__} is not laid out as a transformers decoder (model.embed_tokens/layers/norm)"
-    if getattr(cfg, "use_sliding_window", False) or any(t != "full_attention" for t in getattr(cfg, "layer_types", None) or []):
-        return "sliding-window attention"
-    if cfg.model_type == "mistral" and getattr(cfg, "sliding_window", None) is not None:
-        return "sliding-window attention"
     rope = (getattr(cfg, "rope_parameters", None) or {}).get("rope_type", "default")
     if rope in ("dynamic", "longrope"):
         return f"rope type {rope!r} changes with the sequence length"
