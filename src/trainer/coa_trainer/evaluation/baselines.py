@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..rollout.agentio import AgentIO
+from ..rollout.metrics import graded_sums, graded_values
 from ..data.benchmark import Benchmark
 from ..data.samples import encode_text
 from ..data.dialects import tags
@@ -27,20 +28,11 @@ from ..data.userdata import golden
 from ..contracts.run_config import RunConfig
 
 
-def _mean(xs: list[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
-
-
 def summarise(breakdowns: list[dict]) -> dict:
-    """EM, F1, TC, TP (correct answers per tool call, OTC-PO's tool productivity) and format-error rate."""
-    em = [float(b["em"]) for b in breakdowns]
-    tc = [float(b["tool_calls"]) for b in breakdowns]
-    return {
-        "em": _mean(em), "f1": _mean([float(b["f1"]) for b in breakdowns]), "tc": _mean(tc),
-        "tp": sum(em) / sum(tc) if sum(tc) else None,
-        "format_error_rate": _mean([0.0 if b["format_ok"] else 1.0 for b in breakdowns]),
-        "questions": float(len(breakdowns)),
-    }
+    """EM, F1, TC, TP (correct answers per tool call, OTC-PO's tool productivity) and format-error rate — the agent
+    metrics' own arithmetic (rollout/metrics), so the workflow row is measured as the agent rows are."""
+    v = graded_values(graded_sums(breakdowns))
+    return {**{k: v[k] for k in ("em", "f1", "tc", "tp", "format_error_rate")}, "questions": float(len(breakdowns))}
 
 
 def _questions(bench: Benchmark, config: RunConfig, split: str) -> list:
