@@ -46,11 +46,13 @@ export type HostToBrowser =
   /** The row a jump landed on. */
   | { type: 'selected'; i: number }
   /**
-   * How a jump went: found in the index (`done`); past the part indexed so far, being looked for in the file
-   * (`searching`, bytes read of size) and then opened beside (`ahead`, at `line`: the table shows it once the index
-   * gets there); or in neither (`missing`).
+   * How a jump went: found in the index (`done`); indexed but hidden by the filter or search, opened beside
+   * (`filtered`, at `line`); past the part indexed so far, being looked for in the file (`searching`, bytes read of
+   * size) and then opened beside (`ahead`, at `line`: the table shows it once the index gets there); or in neither
+   * (`missing`). `unindexed`: an id of a verl dump not in the part indexed so far (its ids are made while indexing,
+   * so the file cannot be searched for one).
    */
-  | { type: 'jump'; target: string; state: 'done' | 'missing' }
+  | { type: 'jump'; target: string; state: 'done' | 'missing' | 'unindexed' }
   | { type: 'jump'; target: string; state: 'searching'; bytes: number; size: number }
-  | { type: 'jump'; target: string; state: 'ahead'; line: number }
+  | { type: 'jump'; target: string; state: 'ahead' | 'filtered'; line: number }
   | { type: 'error'; message: string };

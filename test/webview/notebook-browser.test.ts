@@ -14,7 +14,7 @@ import { renderWebviewHtml } from '../../src/extension/webview/html';
 import { buildIndex, firstRecords } from '../../src/extension/providers/browser/indexer';
 import { questionsLine, runQuery, tableKind } from '../../src/extension/providers/browser/query';
 import { searchFile } from '../../src/extension/providers/browser/search';
-import { locateRecord } from '../../src/extension/providers/browser/locate';
+import { locateId } from '../../src/extension/providers/browser/locate';
 import type { RecordSummary } from '../../src/extension/providers/browser/summary';
 import { importVerlParquet } from '../../src/core/importers/verl-parquet';
 import { serializeRecord } from '../../src/core/record';
@@ -196,7 +196,7 @@ test('a jump past the part indexed so far: the page says it is looking in the fi
     const send = (m: unknown) => page.evaluate((x) => window.postMessage(x, '*'), m);
     await send({ type: 'jump', target, state: 'searching', bytes: size >> 1, size });
     assert.equal(await page.textContent('#jump-status'), `looking for "${target}" in the file… 50%`);
-    const found = await locateRecord(path, target);
+    const found = await locateId(path, target);
     assert.equal(found?.line, lines.length - 1);
     await send({ type: 'jump', target, state: 'ahead', line: found!.line });
     await send({ type: 'progress', indexed: 50, bytes: 1000, size });
@@ -205,6 +205,12 @@ test('a jump past the part indexed so far: the page says it is looking in the fi
     // Neither in the index nor in the file: said so; a later jump found in the index clears the note.
     await send({ type: 'jump', target: 'nope', state: 'missing' });
     assert.equal(await page.textContent('#jump-status'), 'no record "nope" in the file');
+    // Indexed but hidden by the filter or search: opened beside, and said why the table does not show it.
+    await send({ type: 'jump', target, state: 'filtered', line: found!.line });
+    assert.equal(await page.textContent('#jump-status'), `"${target}" is line ${found!.line.toLocaleString()}: opened beside (the filter or search hides it from the table)`);
+    // A verl dump's id not indexed yet: not "no record" (its ids are made while indexing).
+    await send({ type: 'jump', target: 'verl-3-9', state: 'unindexed' });
+    assert.equal(await page.textContent('#jump-status'), 'no record "verl-3-9" in the part indexed so far (a verl dump\'s ids exist once indexed)');
     await send({ type: 'jump', target, state: 'done' });
     assert.equal(await page.textContent('#jump-status'), '');
     assert.deepEqual(problems, []);

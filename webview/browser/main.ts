@@ -256,7 +256,9 @@ function drawJump(m: Extract<HostToBrowser, { type: 'jump' }>): void {
   if (m.state === 'done') el.textContent = '';
   else if (m.state === 'missing') el.textContent = `no record "${m.target}"${done ? '' : ' in the file'}`;
   else if (m.state === 'searching') el.textContent = `looking for "${m.target}" in the file… ${m.size ? Math.floor((100 * m.bytes) / m.size) : 0}%`;
+  else if (m.state === 'unindexed') el.textContent = `no record "${m.target}" in the part indexed so far (a verl dump's ids exist once indexed)`;
   else if (m.state === 'ahead') el.textContent = `"${m.target}" is line ${m.line.toLocaleString()}: opened beside (the table shows it once the index gets there)`;
+  else if (m.state === 'filtered') el.textContent = `"${m.target}" is line ${m.line.toLocaleString()}: opened beside (the filter or search hides it from the table)`;
 }
 
 /** The questions view in one line: prompt-only records are a dataset, not failures. */

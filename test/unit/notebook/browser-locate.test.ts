@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildIndex } from '../../../src/extension/providers/browser/indexer';
-import { locateRecord } from '../../../src/extension/providers/browser/locate';
+import { locateId, locateRecord } from '../../../src/extension/providers/browser/locate';
+import { findIndexed, findPage } from '../../../src/extension/providers/browser/query';
 import type { RecordSummary } from '../../../src/extension/providers/browser/summary';
 
 const root = join(__dirname, '../../..');
@@ -52,7 +53,7 @@ test('locateRecord finds records by id and by line exactly where the index puts 
     const late = index.find((r) => r.id === 'late "one" é')!;
     assert.ok(late.line > index.length - 3);
     assert.deepEqual(await locateRecord(path, 'late "one" é'), want(late));
-    assert.equal((await locateRecord(path, 'compact-last'))?.line, index[index.length - 1].line);
+    assert.equal((await locateId(path, 'compact-last'))?.line, index[index.length - 1].line);
     // Nothing there: an unknown id, a line past the end, line 0, an empty target.
     assert.equal(await locateRecord(path, 'no-such-id'), null);
     assert.equal(await locateRecord(path, String(index[index.length - 1].line + 5)), null);
@@ -65,6 +66,72 @@ test('locateRecord finds records by id and by line exactly where the index puts 
     const ctl = new AbortController();
     ctl.abort();
     assert.equal(await locateRecord(path, late.id, { signal: ctl.signal }), null);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a jump past the index searches from its frontier (line and id), and an aborted line scan finds nothing', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'coa-locate-'));
+  try {
+    const path = makeFile(dir);
+    const index: RecordSummary[] = [];
+    await buildIndex(path, (rows) => index.push(...rows));
+    const want = (r: RecordSummary) => ({ line: r.line, offset: r.offset, length: r.length });
+    // The index so far: its first half (its last row may end in CRLF or LF; the frontier is that row's end).
+    for (const k of [index.length >> 1, (index.length >> 1) + 1]) {
+      const last = index[k - 1];
+      const from = { offset: last.offset + last.length, line: last.line };
+      const next = index[k];
+      const far = index[index.length - 2];
+      assert.deepEqual(await locateRecord(path, String(next.line), { from }), want(next), `line ${next.line} from line ${last.line}`);
+      assert.deepEqual(await locateRecord(path, String(far.line), { from }), want(far));
+      assert.deepEqual(await locateRecord(path, far.id!, { from }), want(far));
+      assert.deepEqual(await locateId(path, next.id!, { from }), want(next));
+      // The part before the frontier is not read again: progress starts past it, and an id only there is not found.
+      const seen: number[] = [];
+      assert.equal(await locateRecord(path, index[1].id!, { from, everyMs: 0, onProgress: (b) => seen.push(b) }), null);
+      assert.ok(seen.length > 0 && seen[0] > from.offset, `progress ${seen.join(', ')} from ${from.offset}`);
+    }
+    // A frontier at or past the line wanted is not used: the line is still found.
+    const last = index[index.length - 1];
+    assert.deepEqual(await locateRecord(path, String(index[3].line), { from: { offset: last.offset, line: last.line } }), want(index[3]));
+    // A line scan (the whole file for the last line) stops on the signal, like an id search.
+    const ctl = new AbortController();
+    ctl.abort();
+    assert.equal(await locateRecord(path, String(last.line), { signal: ctl.signal }), null);
+    let calls = 0;
+    const stopper = new AbortController();
+    const got = await locateRecord(path, String(last.line), { signal: stopper.signal, everyMs: 0, onProgress: () => ++calls === 2 && stopper.abort() });
+    assert.equal(got, null, 'aborted while scanning');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('an id jump in a verl dump says only the index knows its ids (not "no such record"); a line jump still works', async () => {
+  const dump = join(root, 'test/fixtures/verl/rollouts/3.jsonl');
+  const index: RecordSummary[] = [];
+  await buildIndex(dump, (rows) => index.push(...rows));
+  assert.ok(index.length > 1 && index[0].id);
+  assert.equal(await locateRecord(dump, index[0].id!), 'indexOnly', 'read from the file head');
+  assert.equal(await locateRecord(dump, index[0].id!, { verl: true }), 'indexOnly', 'the caller decided');
+  assert.deepEqual(await locateRecord(dump, String(index[1].line), { verl: true }), { line: index[1].line, offset: index[1].offset, length: index[1].length });
+});
+
+test('a jump to an indexed record the filter hides finds it in the index, not on the table page', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'coa-locate-'));
+  try {
+    const path = join(dir, 'small.coa.jsonl');
+    writeFileSync(path, examples.join('\r\n') + '\r\n');
+    const index: RecordSummary[] = [];
+    await buildIndex(path, (rows) => index.push(...rows));
+    const target = index[2];
+    const noHits = new Set<number>([index[0].i]); // a search whose only hit is another record
+    assert.equal(findPage(index, { pageSize: 50 }, target.id!, noHits), null, 'hidden from the table');
+    assert.equal(findIndexed(index, target.id!), target);
+    assert.equal(findIndexed(index, ` ${target.line} `), target);
+    assert.equal(findIndexed(index, 'no-such-id'), undefined);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

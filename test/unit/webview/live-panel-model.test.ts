@@ -2,10 +2,12 @@
 // raw + smoothed data, the results table, grouped alerts; and the host's rollout lookups.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PanelModel, alertWords, ema, groupOf, matchesFilter, nearestIndex, readout } from '../../../webview/live-panel/model';
-import { chunk, findRecordLine, isSafeStageName, rolloutsOfStep } from '../../../src/extension/providers/livePanel/records';
+import { chunk, isSafeStageName, rolloutsOfStep } from '../../../src/extension/providers/livePanel/records';
+import { locateId } from '../../../src/extension/providers/browser/locate';
 import { parseEvent, type TrainerEvent } from '../../../src/core/events';
 
 const FIXTURE = join(__dirname, '../../fixtures/live-panel/tiny-pretrain-sft1.events.jsonl');
@@ -186,11 +188,26 @@ test('the host lists the rollouts of one step from a real rollouts file', async 
   assert.equal((await rolloutsOfStep(['{"id":"x","meta":{"step":2}', 'garbage "step": 2'], 2)).total, 0, 'a half-written line is skipped');
 });
 
-test('the host finds a rollout by id in a stage rollouts file and accepts only plain stage names', () => {
-  const text = ['{"id":"a","question":"mentions \\"b\\""}', 'not json "b"', '{"id":"b"}', ''].join('\n');
-  assert.equal(findRecordLine(text, 'b'), 2);
-  assert.equal(findRecordLine(text, 'a'), 0);
-  assert.equal(findRecordLine(text, 'zz'), -1);
+test('the host finds a rollout by id in a stage rollouts file (CRLF lines too) and accepts only plain stage names', async () => {
+  // What openSample opens: the 1-based line, and the byte offset and length the record view checks before use.
+  const rec = (id: string, question = 'q?') => JSON.stringify({ id, question, response: '<answer>x</answer>' });
+  const lines = [rec('a', 'mentions "b"'), 'not json "b"', rec('b'), rec('c')];
+  const dir = mkdtempSync(join(tmpdir(), 'coa-rollouts-'));
+  try {
+    for (const eol of ['\n', '\r\n']) {
+      const text = lines.join(eol) + eol;
+      const file = join(dir, 'rollouts.coa.jsonl');
+      writeFileSync(file, text);
+      const at = (i: number) => ({ line: i + 1, offset: Buffer.byteLength(lines.slice(0, i).map((l) => l + eol).join('')), length: lines[i].length });
+      assert.deepEqual(await locateId(file, 'b'), at(2), JSON.stringify(eol));
+      assert.deepEqual(await locateId(file, 'c'), at(3), JSON.stringify(eol));
+      assert.deepEqual(await locateId(file, 'a'), at(0));
+      assert.equal(Buffer.from(text).subarray(at(3).offset, at(3).offset + at(3).length).toString(), rec('c'));
+      assert.equal(await locateId(file, 'zz'), null);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
   for (const ok of ['pretrain', 'sft1', 'rl-1', 'rl_2.b']) assert.ok(isSafeStageName(ok), ok);
   for (const bad of ['..', '../x', 'a/b', '', 'a\\b', '.hidden']) assert.ok(!isSafeStageName(bad), bad);
   assert.deepEqual(chunk([1, 2, 3, 4, 5], 2), [[1, 2], [3, 4], [5]]);

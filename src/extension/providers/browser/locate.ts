@@ -16,6 +16,11 @@ export interface Located {
 
 export interface LocateOptions {
   signal?: AbortSignal;
+  /** Where to start: a line's start or any byte of it, and that line's number (the index's frontier: what it has
+   *  read already need not be read again). The file's start by default. */
+  from?: { offset: number; line: number };
+  /** Whether the file is a verl dump (the browser knows from its indexer; read from the file's head otherwise). */
+  verl?: boolean;
   /** Bytes read so far, at most every `everyMs` (the page shows how far the search is). */
   onProgress?: (bytes: number) => void;
   everyMs?: number;
@@ -25,26 +30,29 @@ const CHUNK = 1 << 20;
 
 /**
  * The record a jump names: a line number (digits) or a record id. Null when the file has no such line or record,
- * or when the search was aborted. verl dumps are not searched by id (their ids are made while indexing, from the
- * rows' groups: only the index knows them).
+ * or when the search was aborted. 'indexOnly' for an id in a verl dump: its ids are made while indexing, from the
+ * rows' groups, so only the index knows them (a file search cannot say the record is not there).
  */
-export async function locateRecord(path: string, target: string, options: LocateOptions = {}): Promise<Located | null> {
+export async function locateRecord(path: string, target: string, options: LocateOptions = {}): Promise<Located | 'indexOnly' | null> {
   const t = target.trim();
   if (/^\d+$/.test(t)) {
     const line = Number(t);
     if (line < 1) return null;
     try {
-      const at = await readLineAt(path, line);
+      const at = await readLineAt(path, line, undefined, { from: options.from, signal: options.signal, onProgress: options.onProgress, everyMs: options.everyMs });
       return { line, offset: at.offset, length: at.length };
     } catch {
       return null;
     }
   }
-  if (t === '' || (await readOptions(path)).parse) return null;
-  return findId(path, t, options);
+  if (t === '') return null;
+  if (options.verl ?? (await readOptions(path)).parse) return 'indexOnly';
+  return locateId(path, t, options);
 }
 
-async function findId(path: string, id: string, options: LocateOptions): Promise<Located | null> {
+/** The line whose record has id `id`, found by a byte search for the id as JSON writes it; null when there is none
+ *  (or the search was aborted). Lines end in '\n' or '\r\n'; `length` excludes the terminator. */
+export async function locateId(path: string, id: string, options: LocateOptions = {}): Promise<Located | null> {
   // One pass for the value as JSON writes it (a search per key spelling would read the file twice); a hit counts
   // when the `"id":` key is right before it, and its line's record has that id.
   const needle = Buffer.from(JSON.stringify(id));
@@ -53,9 +61,9 @@ async function findId(path: string, id: string, options: LocateOptions): Promise
   try {
     const buf = Buffer.alloc(CHUNK);
     let carry = Buffer.alloc(0); // the unfinished last line of the previous chunk
-    let carryAt = 0; // its byte offset in the file
-    let carryLine = 1; // its line number
-    let readAt = 0;
+    let carryAt = options.from?.offset ?? 0; // its byte offset in the file
+    let carryLine = options.from?.line ?? 1; // its line number
+    let readAt = carryAt;
     let reported = Date.now();
     for (;;) {
       if (options.signal?.aborted) return null;

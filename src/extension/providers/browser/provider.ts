@@ -8,9 +8,9 @@ import { webviewHtml } from '../../webview/html';
 import { renderUntilReady } from '../../webview/readyWatchdog';
 import { rewardOptions } from '../notebook/serializer';
 import type { RecordViews } from '../notebook/recordView';
-import { firstRecords } from './indexer';
+import { firstRecords, readOptions } from './indexer';
 import { locateRecord } from './locate';
-import { BrowserQuery, findPage, questionsLine, runQuery, stagesOf, tableKind } from './query';
+import { BrowserQuery, findIndexed, findPage, questionsLine, runQuery, stagesOf, tableKind } from './query';
 import type { SearchField } from './search';
 import { BROWSER_VIEW_TYPE, RecordSummary } from './summary';
 import type { WorkerMessage } from './worker';
@@ -115,7 +115,7 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
     });
 
     /** A record of the file in its record view, beside the browser (the browser keeps the focus unless asked). */
-    const openRecord = async (row: RecordSummary, focus: boolean) => {
+    const openRecord = async (row: Pick<RecordSummary, 'line' | 'offset' | 'length'>, focus: boolean) => {
       try {
         await this.records.open({ file: document.uri, line: row.line, offset: row.offset, length: row.length }, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: !focus, preview: !focus });
       } catch (e) {
@@ -123,28 +123,33 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
       }
     };
 
-    // A jump past the part indexed so far: the record is found in the file itself (locate.ts) and opened beside; the
-    // table shows it once the index reaches it. A new jump or closing the browser stops the search.
+    // A jump past the part indexed so far: the record is found in the file itself (locate.ts), from the index's
+    // frontier on (what is indexed was looked at already), and opened beside; the table shows it once the index
+    // reaches it. A new jump or closing the browser stops the search. Whether the file is a verl dump (whose ids only
+    // the index knows) is read once, on the first such jump.
     let locating: AbortController | undefined;
+    let verl: Promise<boolean> | undefined;
     const jumpAhead = async (target: string) => {
       const ctl = new AbortController();
       locating = ctl;
       post({ type: 'jump', target, state: 'searching', bytes: 0, size });
       const t0 = Date.now();
-      const found = await locateRecord(path, target, { signal: ctl.signal, onProgress: (b) => post({ type: 'jump', target, state: 'searching', bytes: b, size }) }).catch((e: Error) => {
-        this.log.warn(`trajectory browser: looking for "${target}" in ${path} failed: ${e.message}`);
-        return null;
-      });
+      const lastRow = index[index.length - 1];
+      const from = lastRow && { offset: lastRow.offset + lastRow.length, line: lastRow.line };
+      verl ??= readOptions(path).then((o) => o.parse !== undefined);
+      const found = await verl
+        .then((isVerl) => locateRecord(path, target, { from, verl: isVerl, signal: ctl.signal, onProgress: (b) => post({ type: 'jump', target, state: 'searching', bytes: b, size }) }))
+        .catch((e: Error) => {
+          this.log.warn(`trajectory browser: looking for "${target}" in ${path} failed: ${e.message}`);
+          return null;
+        });
       if (ctl.signal.aborted) return;
       locating = undefined;
+      if (found === 'indexOnly') return post({ type: 'jump', target, state: 'unindexed' });
       if (!found) return post({ type: 'jump', target, state: 'missing' });
       this.log.info(`trajectory browser: "${target}" found at line ${found.line} of ${path} in ${Date.now() - t0} ms, before the index (${index.length} records indexed)`);
       post({ type: 'jump', target, state: 'ahead', line: found.line });
-      try {
-        await this.records.open({ file: document.uri, ...found }, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true, preview: true });
-      } catch (e) {
-        post({ type: 'error', message: `cannot open line ${found.line}: ${(e as Error).message}` });
-      }
+      await openRecord(found, false);
     };
     panel.onDidDispose(() => locating?.abort());
 
@@ -161,6 +166,13 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
           post({ type: 'selected', i: hit.i });
           post({ type: 'jump', target: m.target, state: 'done' });
           await openRecord(index[hit.i], false);
+          return;
+        }
+        // Indexed, but the filter or search hides it: opened all the same (a file search would not find it anew).
+        const hidden = findIndexed(index, m.target);
+        if (hidden) {
+          post({ type: 'jump', target: m.target, state: 'filtered', line: hidden.line });
+          await openRecord(hidden, false);
         } else if (done) post({ type: 'jump', target: m.target, state: 'missing' });
         else await jumpAhead(m.target);
       } else if (m.type === 'open') {

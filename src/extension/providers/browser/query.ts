@@ -71,11 +71,22 @@ export function runQuery(index: readonly RecordSummary[], q: BrowserQuery, hits?
 
 /** Jump: the page of the query's result holding the record with this id, or at this 1-based line. */
 export function findPage(index: readonly RecordSummary[], q: BrowserQuery, target: string, hits?: ReadonlySet<number> | null): { page: number; i: number } | null {
-  const line = /^\d+$/.test(target.trim()) ? Number(target.trim()) : null;
   const all = runQuery(index, { ...q, page: 0, pageSize: Number.MAX_SAFE_INTEGER }, hits).rows;
-  const pos = all.findIndex((r) => r.id === target.trim() || (line !== null && r.line === line));
+  const pos = all.findIndex(isJumpTarget(target));
   if (pos < 0) return null;
   return { page: Math.floor(pos / Math.max(1, q.pageSize ?? 50)), i: all[pos].i };
+}
+
+/** Jump: the indexed record with this id, or at this 1-based line, whatever the table's filter and search. */
+export function findIndexed(index: readonly RecordSummary[], target: string): RecordSummary | undefined {
+  return index.find(isJumpTarget(target));
+}
+
+/** Whether a row is the one a jump names: its id, or its line when the target is digits. */
+function isJumpTarget(target: string): (r: RecordSummary) => boolean {
+  const t = target.trim();
+  const line = /^\d+$/.test(t) ? Number(t) : null;
+  return (r) => r.id === t || (line !== null && r.line === line);
 }
 
 /** Distinct stages seen so far (the stage filter's choices). */

@@ -11,11 +11,12 @@ import type { TrainerEvent } from '../../../core/events';
 import { webviewHtml } from '../../webview/html';
 import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../protocols/livePanel';
 import type { RecordViews } from '../notebook/recordView';
-import { chunk, findRecordLine, isSafeStageName, rolloutsOfStep } from './records';
+import { chunk, isSafeStageName, rolloutsOfStep } from './records';
 import { isVerlMetricsUri, type VerlRunSource } from './externalRuns';
 import { verlTail } from '../../../core/verl/runTail';
 import { verlStepItems } from '../../../core/importers/verl-rollouts';
 import { safeName } from '../notebook/recordFile';
+import { locateId } from '../browser/locate';
 
 const BATCH_MS = 100;
 /** Smoothing a new panel starts with (TensorBoard's default): raw values faint, the smoothed line solid. */
@@ -293,8 +294,8 @@ async function openSample(records: RecordViews, runDir: vscode.Uri, stage: strin
   const beside = { viewColumn: vscode.ViewColumn.Beside };
   if (isSafeStageName(stage)) {
     const file = rolloutsFile(runDir, stage);
-    const found = await findRecordIn(file.fsPath, id).catch(() => null);
-    if (found) return records.show({ file, line: found.line + 1, offset: found.offset, length: found.length }, beside);
+    const found = await locateId(file.fsPath, id).catch(() => null);
+    if (found) return records.show({ file, ...found }, beside);
   } else {
     log.warn(`live panel: ignored a rollout with an unexpected stage name ${JSON.stringify(stage)}`);
   }
@@ -302,22 +303,4 @@ async function openSample(records: RecordViews, runDir: vscode.Uri, stage: strin
   const file = join(dir, `${safeName(id)}.coa.jsonl`);
   writeFileSync(file, JSON.stringify(record) + '\n');
   await records.show({ file: vscode.Uri.file(file), line: 1 }, beside);
-}
-
-/** The line of the record `id` in a rollouts file, read line by line (the file may be large). */
-async function findRecordIn(path: string, id: string): Promise<{ line: number; offset: number; length: number } | null> {
-  const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
-  const needle = JSON.stringify(id);
-  let line = -1;
-  let offset = 0;
-  for await (const row of lines) {
-    line++;
-    const at = offset;
-    offset += Buffer.byteLength(row) + 1;
-    if (row.includes(needle) && findRecordLine(row, id) === 0) {
-      lines.close();
-      return { line, offset: at, length: Buffer.byteLength(row) };
-    }
-  }
-  return null;
 }

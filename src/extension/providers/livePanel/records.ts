@@ -2,29 +2,6 @@
 // No vscode import: unit-tested directly.
 import { isValidName } from '../../../core/names';
 
-/** 0-based line of the record whose `id` is `id` in a JSON Lines text, or -1. Cheap substring test first. */
-export function findRecordLine(text: string, id: string): number {
-  const needle = JSON.stringify(id);
-  let line = 0;
-  let start = 0;
-  while (start <= text.length) {
-    let end = text.indexOf('\n', start);
-    if (end === -1) end = text.length;
-    const row = text.slice(start, end);
-    if (row.includes(needle)) {
-      try {
-        const value = JSON.parse(row) as { id?: unknown };
-        if (value && value.id === id) return line;
-      } catch {
-        // not a JSON line: skip it
-      }
-    }
-    line++;
-    start = end + 1;
-  }
-  return -1;
-}
-
 /** A stage name from the webview becomes a path segment: only plain names, never `..` or separators. */
 export function isSafeStageName(stage: string): boolean {
   return isValidName(stage);

@@ -19,15 +19,24 @@ export interface LineRead extends LineAt {
 
 const CHUNK = 1 << 20;
 
+/** How a scan for a line goes: from a known point (a byte of line `from.line` at `from.offset`; the file's start by
+ *  default), stopped by `signal` (it throws), reporting the bytes read at most every `everyMs`. */
+export interface ScanOptions {
+  from?: { offset: number; line: number };
+  signal?: AbortSignal;
+  onProgress?: (bytes: number) => void;
+  everyMs?: number;
+}
+
 /** The line `line` (1-based) of `path`, at `hint` when that still is a whole line there, else found by a scan. */
-export async function readLineAt(path: string, line: number, hint?: Pick<LineAt, 'offset' | 'length'>): Promise<LineRead> {
+export async function readLineAt(path: string, line: number, hint?: Pick<LineAt, 'offset' | 'length'>, scan: ScanOptions = {}): Promise<LineRead> {
   const fh = await open(path, 'r');
   try {
     if (hint) {
       const at = await checkHint(fh, hint.offset, hint.length);
       if (at) return { line, ...at };
     }
-    return { line, ...(await scanTo(fh, line, path)) };
+    return { line, ...(await scanTo(fh, line, path, scan)) };
   } finally {
     await fh.close();
   }
@@ -58,14 +67,23 @@ function trimCr(r: Omit<LineRead, 'line'>): Omit<LineRead, 'line'> {
   return r;
 }
 
-async function scanTo(fh: Handle, line: number, path: string): Promise<Omit<LineRead, 'line'>> {
+async function scanTo(fh: Handle, line: number, path: string, scan: ScanOptions): Promise<Omit<LineRead, 'line'>> {
   if (!Number.isInteger(line) || line < 1) throw new Error(`${path}: no line ${line}`);
+  // A starting point at or past the line wanted cannot find it: start from the file's start then.
+  const origin = scan.from && scan.from.line < line ? scan.from : { offset: 0, line: 1 };
   const buf = Buffer.alloc(CHUNK);
-  let pos = 0;
-  let seen = 1; // the line the next byte belongs to
+  let pos = origin.offset;
+  let seen = origin.line; // the line the next byte belongs to
   let start = line === 1 ? 0 : -1;
   const parts: Buffer[] = [];
+  const everyMs = scan.everyMs ?? 200;
+  let reported = Date.now();
   for (;;) {
+    scan.signal?.throwIfAborted();
+    if (scan.onProgress && Date.now() - reported >= everyMs) {
+      reported = Date.now();
+      scan.onProgress(pos);
+    }
     const { bytesRead } = await fh.read(buf, 0, CHUNK, pos);
     if (bytesRead === 0) break;
     let i = 0;
