@@ -207,6 +207,14 @@ class EnvClient:
         return self._call("POST", "/v1/tools/search", SearchRequest(queries=queries, top_k=top_k, dialect=dialect),
                           SearchResponse)
 
+    def observations(self, queries: list[str], top_k: int, dialect: str) -> list[str | None]:
+        """The search tool as a rollout calls it: one observation per query, all None when the call failed — a failed
+        call is an observation-less turn the agent metrics count as tool failures, never the end of a rollout."""
+        try:
+            return list(self.search(queries, top_k=top_k, dialect=dialect)["observations"])
+        except Exception:  # noqa: BLE001 — whatever went wrong, the rollout goes on without observations
+            return [None] * len(queries)
+
     def grade(self, records: list[dict], scheme: str = "em", params: dict | None = None, run: str | None = None
               ) -> list[dict]:
         try:

@@ -107,11 +107,9 @@ def agent_eval(model: Any, tok: Any, bench: Any, config: RunConfig, split: str, 
     failures = {"n": 0}
 
     def tool(queries: list[str]) -> list[str | None]:
-        try:
-            return list(env.search(queries, top_k=ecfg.top_k, dialect=config.dialect)["observations"])
-        except Exception:  # noqa: BLE001 — a failed call is an observation-less turn, counted below
-            failures["n"] += len(queries)
-            return [None] * len(queries)
+        out = env.observations(queries, ecfg.top_k, config.dialect)
+        failures["n"] += sum(o is None for o in out)
+        return out
 
     records: list[dict] = []
     trajs_all = []

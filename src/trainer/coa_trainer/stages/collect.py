@@ -479,10 +479,7 @@ class Collector:
                              "name": f"the endpoint {teacher['url']} ({teacher['api']}, model {teacher['model']})"}}
 
     def tool(self, queries: list[str]) -> list[str | None]:
-        try:
-            return list(self.env.search(queries, top_k=self.ccfg.top_k, dialect=self.config.dialect)["observations"])
-        except Exception:  # noqa: BLE001 — a failed search is an empty observation, counted as a tool failure
-            return [None] * len(queries)
+        return self.env.observations(queries, self.ccfg.top_k, self.config.dialect)
 
     def sample(self, todo: list[Work], already: int, total: int, teacher: dict, coll_path: Path,
                settings: dict) -> int:

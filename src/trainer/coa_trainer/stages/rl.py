@@ -209,10 +209,7 @@ class GrpoSteps:
             self.env.import_otc_state(self.grade_run, {"version": 1, "min_tool_calls": {}})
 
     def tool(self, queries: list[str]) -> list[str | None]:
-        try:
-            return list(self.env.search(queries, top_k=self.scfg.top_k, dialect=self.config.dialect)["observations"])
-        except Exception:  # noqa: BLE001 — a failed call is an empty observation, counted as a tool failure
-            return [None] * len(queries)
+        return self.env.observations(queries, self.scfg.top_k, self.config.dialect)
 
     def step(self, step: int) -> dict[str, float | None]:
         run, scfg, config, di, tok = self.run, self.scfg, self.config, self.run.di, self.run.tok
