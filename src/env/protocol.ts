@@ -1,9 +1,9 @@
 // The HTTP contract of the environment server (docs/env-server.md): request schemas (zod, strict:
 // an unknown key is a 400 naming it), response shapes and the error envelope. Shared by server and client.
 import { z } from 'zod';
-import { DIALECT_NAMES, type DialectName } from '../core/dialects';
-import { RecordSchema, RewardBreakdownSchema, SCHEMES, type RewardBreakdown, type Scheme, type TrajectoryRecord } from '../core/record';
-import { RewardParamsSchema, type RewardParams } from '../core/rewards';
+import { DIALECT_NAMES } from '../core/dialects';
+import { RecordSchema, RewardBreakdownSchema, SCHEMES } from '../core/record';
+import { RewardParamsSchema } from '../core/rewards';
 import { NAME_RE, NAME_RULE_TEXT } from '../core/names';
 
 export const MAX_QUERIES = 1024;
@@ -70,11 +70,8 @@ export const SearchResultItemSchema = z.object({
 });
 export type SearchResultItem = z.infer<typeof SearchResultItemSchema>;
 
-export interface SearchRequest {
-  queries: string[];
-  top_k?: number;
-  dialect?: DialectName;
-}
+/** What a client sends (`top_k` may be left out: the server defaults it). */
+export type SearchRequest = z.input<typeof SearchRequestSchema>;
 
 export const SearchResponseSchema = z.object({
   results: z.array(z.array(SearchResultItemSchema)),
@@ -82,15 +79,10 @@ export const SearchResponseSchema = z.object({
 });
 export type SearchResponse = z.infer<typeof SearchResponseSchema>;
 
-export interface GradeRequest {
-  records: TrajectoryRecord[];
-  scheme: Scheme;
-  params?: RewardParams;
-  run?: string;
-}
+export type GradeRequest = z.input<typeof GradeRequestSchema>;
 
 export const GradeResponseSchema = z.object({ breakdowns: z.array(RewardBreakdownSchema) });
-export type GradeResponse = { breakdowns: RewardBreakdown[] };
+export type GradeResponse = z.infer<typeof GradeResponseSchema>;
 
 export const ErrorBodySchema = z.object({
   error: z.object({ code: z.string(), message: z.string(), path: z.string().optional() }),

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createServer, connect, type Socket } from 'node:net';
 import { startEnvServer } from '../../../src/env/server';
 import { EnvClient, EnvError } from '../../../src/env/client';
+import { GradeRequestSchema, GradeResponseSchema, SearchRequestSchema, type GradeRequest, type GradeResponse, type SearchRequest } from '../../../src/env/protocol';
 import { scoreRecords } from '../../../src/core/rewards';
 import { EXAMPLE_CORPUS, tempDir } from './helpers';
 import { RECORDS, correctAfter } from './records';
@@ -29,6 +30,18 @@ test('EnvClient: health, tools, search, grade, OTC state export/import', async (
   assert.deepEqual(state, { version: 1, min_tool_calls: { 'Q?': 2 } });
   assert.deepEqual(await client.importOtcState('copy', state), { run: 'copy', questions: 1 });
   assert.deepEqual(await client.exportOtcState('copy'), state);
+});
+
+test('EnvClient: its request and answer types are the protocol schemas\' own (what a client may send, the server accepts)', () => {
+  const search: SearchRequest = { queries: ['q'] }; // top_k left to the server's default
+  assert.equal(SearchRequestSchema.parse(search).top_k, 3);
+  // @ts-expect-error: a key the strict schema refuses is a type error too
+  const misspelt: SearchRequest = { queries: ['q'], topk: 2 };
+  assert.throws(() => SearchRequestSchema.parse(misspelt), /topk/);
+  const grade: GradeRequest = { records: RECORDS, scheme: 'f1', run: 'ckpt' };
+  assert.deepEqual(GradeRequestSchema.parse(grade).records.map((r) => r.id), RECORDS.map((r) => r.id));
+  const answer: GradeResponse = { breakdowns: scoreRecords(RECORDS, 'f1') };
+  assert.deepEqual(GradeResponseSchema.parse(answer), answer);
 });
 
 test('EnvClient: server errors arrive as EnvError with code, status and path', async (t) => {
