@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,7 +55,6 @@ class Stats:
     forward_s: float = 0.0
     decode_s: float = 0.0
     prefill_s: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 class Session:
