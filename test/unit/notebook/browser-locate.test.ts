@@ -36,13 +36,24 @@ function makeFile(dir: string): string {
   return path;
 }
 
-test('locateRecord finds records by id and by line exactly where the index puts them, before any index exists', async () => {
+/** Where the index puts a record: what locate must answer. */
+const want = (r: RecordSummary) => ({ line: r.line, offset: r.offset, length: r.length });
+
+/** makeFile's file and its full index (built by the browser's indexer), removed afterwards. */
+async function withIndexedFile(check: (path: string, index: RecordSummary[]) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'coa-locate-'));
   try {
     const path = makeFile(dir);
     const index: RecordSummary[] = [];
     await buildIndex(path, (rows) => index.push(...rows));
-    const want = (r: RecordSummary) => ({ line: r.line, offset: r.offset, length: r.length });
+    await check(path, index);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('locateRecord finds records by id and by line exactly where the index puts them, before any index exists', async () => {
+  await withIndexedFile(async (path, index) => {
     // Ids across the file (first, in the middle, past chunk boundaries, the last ones), and the same by line.
     const picks = [0, 1, 17, index.length >> 2, index.length >> 1, index.length - 3, index.length - 2, index.length - 1].map((i) => index[i]);
     for (const r of picks) {
@@ -66,20 +77,17 @@ test('locateRecord finds records by id and by line exactly where the index puts 
     const ctl = new AbortController();
     ctl.abort();
     assert.equal(await locateRecord(path, late.id, { signal: ctl.signal }), null);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('a jump past the index searches from its frontier (line and id), and an aborted line scan finds nothing', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'coa-locate-'));
-  try {
-    const path = makeFile(dir);
-    const index: RecordSummary[] = [];
-    await buildIndex(path, (rows) => index.push(...rows));
-    const want = (r: RecordSummary) => ({ line: r.line, offset: r.offset, length: r.length });
-    // The index so far: its first half (its last row may end in CRLF or LF; the frontier is that row's end).
-    for (const k of [index.length >> 1, (index.length >> 1) + 1]) {
+  await withIndexedFile(async (path, index) => {
+    // The index so far: about its first half, once ending on a CRLF line and once on an LF one (the frontier is
+    // the last row's end, before its terminator).
+    const bytes = readFileSync(path);
+    const half = index.length >> 1;
+    const endsIn = (eol: number) => half + index.slice(half).findIndex((r) => bytes[r.offset + r.length] === eol) + 1;
+    for (const k of [endsIn(13), endsIn(10)]) {
       const last = index[k - 1];
       const from = { offset: last.offset + last.length, line: last.line };
       const next = index[k];
@@ -104,9 +112,7 @@ test('a jump past the index searches from its frontier (line and id), and an abo
     const stopper = new AbortController();
     const got = await locateRecord(path, String(last.line), { signal: stopper.signal, everyMs: 0, onProgress: () => ++calls === 2 && stopper.abort() });
     assert.equal(got, null, 'aborted while scanning');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('an id jump in a verl dump says only the index knows its ids (not "no such record"); a line jump still works', async () => {
