@@ -18,6 +18,16 @@ from conftest import PY, REPO, merge, read_events, run_trainer
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1"}
 
 
+def _wait_for_progress(proc: subprocess.Popen, n: int) -> None:
+    """Read the trainer's stdout until its n-th progress event: it is mid-stage from then on."""
+    assert proc.stdout is not None
+    seen = 0
+    for line in proc.stdout:
+        seen += '"progress"' in line
+        if seen == n:
+            return
+
+
 @pytest.mark.parametrize("label", ["../../x", "/tmp/abs", "a/b", "..", "rl2..otc", "-x", "a b"])
 def test_label_that_is_not_a_plain_name_is_refused(tmp_path, label):
     victim = tmp_path / "x" / "final"
@@ -187,12 +197,7 @@ def test_every_stop_signal_checkpoints_and_cancels(tmp_path, tiny_config, write_
                              "--run-dir", str(run)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout is not None
-        seen = 0
-        for line in proc.stdout:
-            seen += '"progress"' in line
-            if seen == 3:
-                break
+        _wait_for_progress(proc, 3)
         for i, name in enumerate(signals):
             if i:
                 time.sleep(0.005)
@@ -224,12 +229,7 @@ def test_checkpoints_by_time_and_no_duplicate_events_after_a_kill_before_the_fir
     run = tmp_path / "killed"
     argv = [PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(run)]
     proc = subprocess.Popen(argv, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None
-    seen = 0
-    for line in proc.stdout:
-        seen += '"progress"' in line
-        if seen == 4:
-            break
+    _wait_for_progress(proc, 4)
     proc.kill()
     proc.wait()
     with open(run / "events.jsonl", "a", encoding="utf-8") as f:  # the kill cut an event in half
