@@ -4,7 +4,9 @@
 // vsce lists every file under the package root before applying .vscodeignore (only node_modules is pruned), which
 // here means walking .venv and .cache (GBs: ~90 s). So it runs on a staged copy without those; the allow-list
 // still decides what ships.
-// Usage: node scripts/package-vsix.mjs [--no-build] [--out <path>]
+// Usage: node scripts/package-vsix.mjs [--no-build] [--out <path>]   (default: $COA_E2E_VSIX, the path the e2e harness
+// installs, else .cache/e2e/coa-studio.vsix; the staged copy sits beside the output, so checkouts that share one
+// .cache/e2e can each package their own)
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -12,7 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 const root = resolve(import.meta.dirname, '..');
 const args = process.argv.slice(2);
 const outArg = args.indexOf('--out');
-export const vsixPath = outArg >= 0 ? resolve(args[outArg + 1]) : join(root, '.cache', 'e2e', 'coa-studio.vsix');
+export const vsixPath = outArg >= 0 ? resolve(args[outArg + 1]) : process.env.COA_E2E_VSIX ? resolve(process.env.COA_E2E_VSIX) : join(root, '.cache', 'e2e', 'coa-studio.vsix');
 
 // .vscodeignore ships onnxruntime-node's linux-x64 binaries only; the vsix says so with its target.
 const TARGET = 'linux-x64';
@@ -71,7 +73,7 @@ try {
   mkdirSync(dirname(vsixPath), { recursive: true });
   const vsce = join(root, 'node_modules', '@vscode', 'vsce', 'vsce');
   const license = existsSync(join(root, 'LICENSE')) ? [] : ['--skip-license'];
-  const stageDir = join(root, '.cache', 'e2e', 'vsix-stage');
+  const stageDir = `${vsixPath}.stage`;
   stage(stageDir);
   const out = run([process.execPath, vsce, 'package', '--out', vsixPath, '--target', TARGET, '--allow-missing-repository', '--no-rewrite-relative-links', ...license], stageDir);
   const files = Number((out.match(/Packaged: .*\((\d+) files?/) ?? [])[1] ?? NaN);
