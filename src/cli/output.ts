@@ -74,8 +74,22 @@ export class LineWriter {
     this.check();
     const ok = typeof line === 'string' ? this.stream.write(line + '\n') : this.stream.write(line) && this.stream.write('\n');
     // A write error ends the wait too (as 'close'); check() then reports it.
-    if (!ok) await Promise.race([once(this.stream, 'drain'), once(this.stream, 'close')]).catch(() => undefined);
+    if (!ok) await this.drained();
     this.check();
+  }
+
+  /** Waits for 'drain' or 'close', then removes the listener of the event that did not come: without that, every
+   *  full buffer left a 'close' and an 'error' listener on the stream (MaxListenersExceededWarning on big outputs). */
+  private async drained(): Promise<void> {
+    const stop = new AbortController();
+    const { signal } = stop;
+    try {
+      await Promise.race([once(this.stream, 'drain', { signal }), once(this.stream, 'close', { signal })]);
+    } catch {
+      // the stream's error: check() reports it
+    } finally {
+      stop.abort();
+    }
   }
 
   async close(): Promise<void> {
