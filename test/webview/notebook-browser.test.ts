@@ -94,7 +94,19 @@ test('trajectory browser page: first page on first paint, query results, record 
     await page.keyboard.press('Enter');
     const moves = await page.evaluate(() => (window as unknown as { __posted: { type: string; i?: number; focus?: boolean }[] }).__posted.slice(-2));
     assert.deepEqual(moves, [{ type: 'open', i: result.rows[1].i, focus: false }, { type: 'open', i: result.rows[1].i, focus: true }]);
-    assert.deepEqual(await page.$$eval('thead th', (th) => th.map((x) => x.textContent)), ['line', 'id', 'reward', 'EM', 'tools', 'stage', 'step', 'question']);
+    // The examples store no reward: the column says its values are recomputed, and with which scheme.
+    assert.deepEqual(await page.$$eval('thead th', (th) => th.map((x) => x.textContent)), ['line', 'id', 'reward (em, recomputed)', 'EM', 'tools', 'stage', 'step', 'question']);
+    assert.match((await page.getAttribute('#rows tr:first-child td:nth-child(3)', 'title')) ?? '', /recomputed with em \(the record stores no reward/);
+
+    // A jump that lands on a row below the fold scrolls it into view (selecting it off screen looked like nothing).
+    const full = runQuery(index, { pageSize: 50 });
+    await page.evaluate((m) => window.postMessage(m, '*'), { type: 'page', result: full, indexed: index.length, done: true, bytes: 1, size: 1, stages: ['sft2'] });
+    await page.waitForFunction((n) => document.querySelectorAll('#rows tr').length === n, full.rows.length);
+    const last = full.rows[full.rows.length - 1];
+    assert.ok(!(await page.evaluate(() => { const r = document.querySelector('#rows tr:last-child')!.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; })), 'the last row starts below the fold');
+    await page.evaluate((m) => window.postMessage(m, '*'), { type: 'selected', i: last.i });
+    await page.waitForFunction(() => { const tr = document.querySelector('#rows tr.sel'); const r = tr?.getBoundingClientRect(); return !!r && r.top >= 0 && r.bottom <= innerHeight; }, undefined, { timeout: 5_000 });
+    assert.equal(await page.textContent('#rows tr.sel td:nth-child(2)'), last.id);
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();

@@ -100,6 +100,8 @@ interface Column {
   title: string;
   cell(r: RecordSummary): string;
   cls?(r: RecordSummary): string;
+  /** The cell's tooltip (default: its text). */
+  tip?(r: RecordSummary): string;
 }
 const rewardClass = (r: RecordSummary) => (r.isQuestion ? '' : r.error || (r.reward ?? 0) <= 0 || r.formatOk === false ? 'bad' : 'ok');
 const COLUMNS: Record<TableKind, Column[]> = {
@@ -113,7 +115,7 @@ const COLUMNS: Record<TableKind, Column[]> = {
   trajectories: [
     { title: 'line', cell: (r) => String(r.line) },
     { title: 'id', cell: (r) => r.id },
-    { title: 'reward', cell: (r) => (r.error ? 'bad line' : r.isQuestion ? 'question' : fmt(r.reward)), cls: rewardClass },
+    { title: 'reward', cell: (r) => (r.error ? 'bad line' : r.isQuestion ? 'question' : fmt(r.reward)), cls: rewardClass, tip: rewardTip },
     { title: 'EM', cell: (r) => (r.error ? '' : fmt(r.em)) },
     { title: 'tools', cell: (r) => (r.error ? '' : fmt(r.toolCalls)) },
     { title: 'stage', cell: (r) => r.stage ?? '' },
@@ -123,6 +125,26 @@ const COLUMNS: Record<TableKind, Column[]> = {
 };
 const columns = COLUMNS[init.kind] ?? COLUMNS.trajectories;
 $('head').replaceChildren(...columns.map((c) => Object.assign(document.createElement('th'), { textContent: c.title, scope: 'col' })));
+const rewardHead = Array.from($('head').children).find((th) => th.textContent === 'reward') as HTMLElement | undefined;
+
+/** Where a row's reward comes from: the record's stored one (its run's scheme), or recomputed here. */
+function rewardTip(r: RecordSummary): string {
+  if (r.error || r.isQuestion || r.reward === null) return '';
+  return r.stored ? `${fmt(r.reward)}: the record's stored reward (${r.scheme}, what its run trained on)` : `${fmt(r.reward)}: recomputed with ${r.scheme} (the record stores no reward; coaStudio.reward.scheme)`;
+}
+
+/** The reward column's heading names the scheme of the rows shown, and whether they are stored or recomputed. */
+function drawRewardHead(rows: readonly RecordSummary[]): void {
+  if (!rewardHead) return;
+  const scored = rows.filter((r) => !r.error && !r.isQuestion && r.reward !== null);
+  const schemes = [...new Set(scored.map((r) => r.scheme))];
+  const stored = scored.filter((r) => r.stored).length;
+  const source = stored === scored.length ? 'stored' : stored === 0 ? 'recomputed' : 'stored or recomputed';
+  rewardHead.textContent = scored.length ? `reward (${schemes.length === 1 ? schemes[0] : 'mixed schemes'}, ${source})` : 'reward';
+  rewardHead.dataset.scheme = schemes.join(' ');
+  rewardHead.dataset.source = scored.length ? source : '';
+  rewardHead.title = scored.length ? 'Each record\'s stored reward (under its run\'s scheme) when it has one; otherwise recomputed with coaStudio.reward.scheme. Sorting and "reward ≥" use these values.' : '';
+}
 document.body.dataset.kind = init.kind;
 // Reward filters mean nothing for a question set (failures stays: it answers "none", questions never fail).
 if (init.kind === 'questions') for (const id of ['em', 'minReward', 'tools']) ($(id).closest('label') as HTMLElement).hidden = true;
@@ -138,6 +160,7 @@ function select(tr: HTMLElement, focus: boolean): void {
 }
 
 function drawRows(rows: RecordSummary[]): void {
+  drawRewardHead(rows);
   const body = $('rows');
   body.replaceChildren(
     ...rows.map((r) => {
@@ -148,7 +171,7 @@ function drawRows(rows: RecordSummary[]): void {
       for (const c of columns) {
         const td = document.createElement('td');
         td.textContent = c.cell(r);
-        td.title = td.textContent;
+        td.title = c.tip?.(r) || td.textContent;
         const cls = c.cls?.(r);
         if (cls) td.className = cls;
         tr.appendChild(td);
@@ -245,6 +268,9 @@ window.addEventListener('message', (e: MessageEvent) => {
   else if (m.type === 'selected') {
     selected = m.i;
     $('rows').querySelectorAll<HTMLElement>('tr.row').forEach((tr) => tr.classList.toggle('sel', Number(tr.dataset.i) === selected));
+    // A jump lands on a row of its page that may be far below the fold: bring it into view (the page's answer to
+    // the jump's query is posted first, so the row is drawn by now).
+    $('rows').querySelector<HTMLElement>('tr.row.sel')?.scrollIntoView({ block: 'center' });
   } else if (m.type === 'jump') drawJump(m);
   else if (m.type === 'error') $('status').textContent = ` · ${m.message}`;
 });

@@ -126,3 +126,31 @@ test('browser: questions (converted verl rows) show without a reward and are nev
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('reward column: a record\'s stored reward under its run\'s scheme (RL-2-OTC\'s real rollouts: 0.866 stays 0.866); only records without one are recomputed, and say so', async () => {
+  const { demoRunFile } = await import('../../fixtures/demoRun');
+  const dir = mkdtempSync(join(tmpdir(), 'coa-browser-'));
+  try {
+    const lines = demoRunFile('stages/rl2-otc/rollouts.coa.jsonl').toString('utf8').split('\n').filter(Boolean);
+    const records = lines.map((l) => JSON.parse(l) as { reward: { total: number; scheme: string; em: number } });
+    // The same rollouts with one record's stored reward dropped: that one alone is recomputed, with the configured scheme.
+    const bare = { ...JSON.parse(lines[0]) };
+    delete bare.reward;
+    const path = join(dir, 'rollouts.coa.jsonl');
+    writeFileSync(path, [JSON.stringify({ ...bare, id: 'no-stored-reward' }), ...lines].join('\n') + '\n');
+    const index: RecordSummary[] = [];
+    await buildIndex(path, (rows) => index.push(...rows), { scheme: 'em' });
+    const stored = index.slice(1);
+    assert.deepEqual(stored.map((r) => r.reward), records.map((r) => r.reward.total));
+    assert.ok(stored.every((r) => r.stored && r.scheme === 'otc-grpo'));
+    // The case the em recomputation hid: a right answer with more calls than the group's fewest, 0.866 under OTC-GRPO.
+    const partial = stored.filter((r) => r.em === 1 && r.reward! > 0 && r.reward! < 1);
+    assert.ok(partial.length > 0 && partial.some((r) => Math.abs(r.reward! - 0.866) < 0.001), 'right answers scored below 1 by OTC-GRPO');
+    assert.deepEqual([index[0].stored, index[0].scheme, index[0].reward], [false, 'em', scoreRecords([bare], 'em')[0].total]);
+    // Sorting and the reward filter read the stored values.
+    const atLeast = runQuery(index, { minReward: 0.9, pageSize: 10_000 }).rows;
+    assert.ok(atLeast.every((r) => r.reward! >= 0.9) && !atLeast.some((r) => partial.includes(r)));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

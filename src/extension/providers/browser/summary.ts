@@ -13,8 +13,12 @@ export interface RecordSummary {
   offset: number;
   length: number;
   id: string;
-  /** null for a bad line (then `error` says why). */
+  /** null for a bad line (then `error` says why). The record's stored reward when it has one, else recomputed. */
   reward: number | null;
+  /** The scheme `reward` is under: the stored reward's own, else the configured one it was recomputed with. */
+  scheme?: Scheme;
+  /** `reward` is the record's stored one (what its run trained on), not recomputed here. */
+  stored?: boolean;
   em: number | null;
   toolCalls: number | null;
   formatOk: boolean | null;
@@ -51,18 +55,21 @@ export function summarize(entry: JsonlEntry, i: number, options: ScoreOptions = 
 }
 
 /**
- * Summarise consecutive entries (the first has index `first`). One scoring call per batch saves the per-call
- * parameter validation; for OTC-GRPO each record is scored alone, so a row never depends on its batch.
+ * Summarise consecutive entries (the first has index `first`). A record that stores its reward is shown with it —
+ * the reward its run trained on, under its run's scheme (an OTC-GRPO 0.866 stays 0.866; recomputing it with the
+ * editor's `em` said 1): sorting and the `reward ≥` filter then read what the run saw. Only records without one are
+ * scored, under the configured scheme, and the row says which (`stored`). One scoring call per batch saves the
+ * per-call parameter validation; for OTC-GRPO each record is scored alone, so a row never depends on its batch.
  */
 export function summarizeBatch(entries: readonly JsonlEntry[], first: number, options: ScoreOptions = {}): RecordSummary[] {
   const scheme = options.scheme ?? 'em';
-  const good = entries.flatMap((e) => (e.record ? [e.record] : []));
-  const scores = scheme === 'otc-grpo' ? good.flatMap((r) => scoreRecords([r], scheme, options.params ?? {})) : scoreRecords(good, scheme, options.params ?? {});
+  const unscored = entries.flatMap((e) => (e.record && !e.record.reward ? [e.record] : []));
+  const scores = scheme === 'otc-grpo' ? unscored.flatMap((r) => scoreRecords([r], scheme, options.params ?? {})) : scoreRecords(unscored, scheme, options.params ?? {});
   let k = 0;
-  return entries.map((e, j) => row(e, first + j, e.record ? scores[k++] : undefined));
+  return entries.map((e, j) => row(e, first + j, e.record ? (e.record.reward ?? scores[k++]) : undefined, !!e.record?.reward));
 }
 
-function row(entry: JsonlEntry, i: number, b: RewardBreakdown | undefined): RecordSummary {
+function row(entry: JsonlEntry, i: number, b: RewardBreakdown | undefined, stored = false): RecordSummary {
   const base = { i, line: entry.line, offset: entry.offset, length: entry.byteLength };
   const r = entry.record;
   if (!r || !b) {
@@ -75,6 +82,8 @@ function row(entry: JsonlEntry, i: number, b: RewardBreakdown | undefined): Reco
     ...base,
     id: r.id,
     reward: b.total,
+    scheme: b.scheme,
+    stored,
     em: b.em,
     toolCalls: b.tool_calls,
     formatOk: b.format_ok,
