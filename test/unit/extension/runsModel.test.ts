@@ -182,3 +182,24 @@ test('resumable: a failed or cancelled stage with a step checkpoint (.pt or a sh
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('Resume Run lists only what can continue: a finished pipeline run (its stages and its baseline rows) offers nothing; a cancelled stage with a checkpoint is offered', async () => {
+  const { demoRun } = await import('../../fixtures/demoRun');
+  const { resumableRuns, resumableStages } = await import('../../../src/extension/providers/train/picks');
+  const root = mkdtempSync(join(tmpdir(), 'coa-runs-'));
+  try {
+    const demo = readRun(demoRun(join(root, 'demo')), 'demo', alive([]))!;
+    assert.ok(demo.stages.some((s) => s.name === 'no-tool') && demo.stages.some((s) => s.name === 'workflow'), 'the demo run holds the baseline rows');
+    assert.deepEqual(resumableStages(demo).map((s) => s.name), []);
+    const started = (stage: string) => ev('r5', { type: 'run_started', stage, config: {}, total_steps: 9, device: 'cpu', world_size: 1 });
+    makeRun(root, 'r5', [
+      started('pretrain'), ev('r5', { type: 'stage_finished', stage: 'pretrain', step: 9, status: 'ok', checkpoint: 'stages/pretrain/final' }),
+      started('sft1'), ev('r5', { type: 'stage_finished', stage: 'sft1', step: 4, status: 'cancelled', checkpoint: null }),
+    ], ['stages/pretrain/final/config.json', 'stages/pretrain/checkpoints/step-000009.pt', 'stages/sft1/checkpoints/step-000004.pt']);
+    const runs = readRuns(root, alive([]));
+    assert.deepEqual(resumableRuns(runs).map((r) => r.id), ['r5'], 'the finished demo run is not offered');
+    assert.deepEqual(resumableStages(runs.find((r) => r.id === 'r5')!).map((s) => s.name), ['sft1'], 'a finished stage keeping a step checkpoint is not offered');
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

@@ -42,3 +42,25 @@ test('None first where it works: pretrain, the whole pipeline, a model picked be
   const none = checkpointItems('sft2', [], false);
   assert.deepEqual(none.map((i) => i.label), [LABELS.noCheckpoint, LABELS.browseCheckpoint]);
 });
+
+test('RL-1 never proposes first a model that saw no tool call: the newest run\'s pretrain goes below an older run\'s SFT-2, marked', () => {
+  const mixed = [
+    run('new', 2, [stage('pretrain', 600, '/w/runs/new/stages/pretrain/final')]),
+    run('old', 1, ['pretrain', 'sft1', 'sft2'].map((s) => stage(s, 10, `/w/runs/old/stages/${s}/final`))),
+  ];
+  const items = checkpointItems('rl1', finalCheckpoints(mixed), false);
+  assert.equal(items[0].label, 'old / sft2 final');
+  assert.match(items[0].description, /the SFT-2 result RL-1 starts from/);
+  const pretrain = items.find((i) => i.label === 'new / pretrain final')!;
+  assert.match(pretrain.description, /never trained on tool calls/);
+  assert.equal(items.find((i) => i.label === 'old / sft1 final')!.description.includes('never trained on tool calls'), true, 'SFT-1 (pairwise) wrote no tool call either');
+});
+
+test('RL-1 with only a pretrain in the workspace: the first item says no SFT-3 or SFT-2 result exists and browses; it never starts from the pretrain', () => {
+  const only = [run('new', 2, [stage('pretrain', 600, '/w/runs/new/stages/pretrain/final')])];
+  const items = checkpointItems('rl1', finalCheckpoints(only), false);
+  assert.equal(items[0].label, LABELS.browseCheckpoint);
+  assert.equal(items[0].path, '');
+  assert.match(items[0].description, /no SFT-3 or SFT-2 result in runs\/ — RL-1 needs a model trained on tool calls: train SFT-2 first/);
+  assert.deepEqual(items.map((i) => i.label), [LABELS.browseCheckpoint, LABELS.noCheckpoint, 'new / pretrain final']);
+});

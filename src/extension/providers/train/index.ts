@@ -26,7 +26,7 @@ import type { RunningEnvServer } from '../../process/envServer';
 import { ENV_STAGES, PIPELINE, composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerTokenEnv } from '../../process/trainer';
 import { requireTrust, workspaceRoot } from '../../workspace';
 import { configFromEvents, readRun, readRuns, resumable } from '../runs/model';
-import { PLACEHOLDERS, TITLES } from './picks';
+import { PLACEHOLDERS, TITLES, resumableRuns, resumableStages } from './picks';
 import { absolutizeDataPaths, dataEntries } from '../../../core/data/paths';
 import { applyDataPicks, hasPicks } from './data';
 import { Launcher } from './launch';
@@ -130,8 +130,12 @@ export class TrainController implements vscode.Disposable {
     const root = workspaceRoot();
     if (!root) return;
     if (!runDir) {
-      const runs = readRuns(join(root, 'runs')).filter((r) => r.stages.length > 0);
-      if (!runs.length) return void vscode.window.showInformationMessage('CoA: no run to resume (runs/<id>/config.json). Start one with "CoA: Train Stage".');
+      const all = readRuns(join(root, 'runs'));
+      const runs = resumableRuns(all);
+      if (!runs.length) {
+        const why = all.length ? `no run in runs/ has a cancelled or failed stage with a checkpoint (${all.length} finished or never checkpointed)` : 'no run in runs/';
+        return void vscode.window.showInformationMessage(`CoA: nothing to resume: ${why}. Start a stage with "CoA: Train Stage".`);
+      }
       const pick = await vscode.window.showQuickPick(runs.map((r) => ({ label: r.id, description: r.status, run: r })), { title: TITLES.resumeRun, placeHolder: PLACEHOLDERS.resumeRun, ignoreFocusOut: true });
       if (!pick) return void this.log.info('resume: no run picked');
       runDir = pick.run.dir;
@@ -139,9 +143,9 @@ export class TrainController implements vscode.Disposable {
     const run = readRun(runDir, basename(runDir));
     if (!run) return void vscode.window.showErrorMessage(`CoA: ${runDir} is not a run directory (no events.jsonl).`);
     if (!stage) {
-      const stages = run.stages.filter((s) => s.status !== 'ok' || s.checkpoints.some((c) => !c.final));
-      const items = (stages.length ? stages : run.stages).map((s) => ({ label: s.name, description: `${s.status}${s.step !== null ? ` · step ${s.step}/${s.total ?? '?'}` : ''}` }));
+      const items = resumableStages(run).map((s) => ({ label: s.name, description: `${s.status}${s.step !== null ? ` · step ${s.step}/${s.total ?? '?'}` : ''}` }));
       if (!run.stages.length) items.push({ label: PIPELINE.id, description: 'the whole pipeline' });
+      if (!items.length) return void vscode.window.showInformationMessage(`CoA: nothing to resume in ${run.id}: every stage finished or stopped before its first checkpoint. Start a stage with "CoA: Train Stage".`);
       const pick = await vscode.window.showQuickPick(items, { title: TITLES.resumeStage, placeHolder: PLACEHOLDERS.resumeStage, ignoreFocusOut: true });
       if (!pick) return void this.log.info('resume: no stage picked');
       stage = pick.label;

@@ -1,8 +1,8 @@
 // The stable texts of the Train Stage / Resume Run quick picks (the e2e tests select items by these labels) and
 // the pure helpers behind the picks. No vscode import.
 import { STAGES, PIPELINE } from '../../process/trainer';
-import { STAGE_TABLE, stageLabelOf } from '../../../core/stages';
-import type { RunInfo } from '../runs/model';
+import { STAGE_TABLE, stageInfo, stageLabelOf } from '../../../core/stages';
+import { resumable, type RunInfo, type StageInfo } from '../runs/model';
 
 export const TITLES = {
   stage: 'CoA: Train Stage (1/4): stage',
@@ -77,6 +77,16 @@ function startingStages(stage: string): string[] {
 }
 
 /**
+ * Whether a stage's result is a model that has been trained on tool-call trajectories: SFT-2 and SFT-3 (chain-of-action
+ * SFT) and the RL stages. Pretrain (closed-book text) and SFT-1 (a pairwise act-or-answer loss) never wrote a tool
+ * call, so RL started from them samples trajectories with no search in them and learns nothing about tools.
+ */
+export function sawToolCalls(stage: string): boolean {
+  const info = stageInfo(stage);
+  return !!info && (info.kind === 'rl' || (info.kind === 'sft' && info.loss === 'lm'));
+}
+
+/**
  * The starting-checkpoint step's items. A stage that starts from an earlier one's model (every stage but pretrain)
  * is offered, first, each run's final model of the nearest earlier stage it has (the model the trainer itself would
  * start from in that run): "None (start fresh)" first made SFT-2 fail with "needs a model". "None" comes first only
@@ -84,8 +94,11 @@ function startingStages(stage: string): string[] {
  */
 export function checkpointItems(stage: string, finals: readonly FinalCheckpoint[], modelPicked: boolean): CheckpointItem[] {
   const item = (f: FinalCheckpoint, why = ''): CheckpointItem => ({ label: checkpointLabel(f.runId, f.stage), description: [f.step !== null ? `step ${f.step}` : '', why].filter(Boolean).join(' · '), path: f.path });
-  const chain = startingStages(stage);
-  const freshWorks = chain.length === 0 || modelPicked;
+  // An RL stage starts only from a model that has written tool calls: a run holding only a pretrain must not make
+  // that pretrain the focused first item (Enter would start RL from a model that never saw a search).
+  const rl = stageInfo(stage)?.kind === 'rl';
+  const chain = startingStages(stage).filter((s) => !rl || sawToolCalls(s));
+  const freshWorks = startingStages(stage).length === 0 || modelPicked;
   const none: CheckpointItem = { label: LABELS.noCheckpoint, description: freshWorks ? '' : 'the stage needs model.path or init_from in the config', path: '' };
   const proposed: FinalCheckpoint[] = [];
   if (!freshWorks) {
@@ -95,8 +108,25 @@ export function checkpointItems(stage: string, finals: readonly FinalCheckpoint[
       if (from) proposed.push(from);
     }
   }
-  const rest = finals.filter((f) => !proposed.includes(f)).map((f) => item(f));
+  const unfit = (f: FinalCheckpoint) => rl && !modelPicked && !sawToolCalls(f.stage);
+  const rest = finals.filter((f) => !proposed.includes(f)).map((f) => item(f, unfit(f) ? `never trained on tool calls: ${stageLabelOf(stage)} would learn nothing about search` : ''));
   const browse: CheckpointItem = { label: LABELS.browseCheckpoint, description: 'a model directory', path: '' };
-  if (!proposed.length) return [none, ...rest, browse];
-  return [...proposed.map((f) => item(f, `the ${stageLabelOf(f.stage)} result ${stageLabelOf(stage)} starts from`)), none, ...rest, browse];
+  if (proposed.length) return [...proposed.map((f) => item(f, `the ${stageLabelOf(f.stage)} result ${stageLabelOf(stage)} starts from`)), none, ...rest, browse];
+  if (freshWorks || !rl) return [none, ...rest, browse];
+  // No result fit to start RL from: say so on the first (focused) item, which only browses for a model directory.
+  const wanted = chain.map(stageLabelOf).join(' or ');
+  return [{ ...browse, description: `no ${wanted} result in runs/ — ${stageLabelOf(stage)} needs a model trained on tool calls: train ${stageLabelOf(chain[chain.length - 1])} first, or pick a model directory` }, none, ...rest];
+}
+
+/** "Resume Run"'s runs: those with a stage to continue (cancelled or failed, with a step checkpoint), newest first. */
+export function resumableRuns(runs: readonly RunInfo[]): RunInfo[] {
+  return runs.filter((r) => r.stages.some(resumable));
+}
+
+/**
+ * "Resume Run"'s stages of a run: only those with a checkpoint to continue from. A finished stage, or an evaluation
+ * row of the results table (no-tool, workflow, …), has nothing to resume.
+ */
+export function resumableStages(run: RunInfo): StageInfo[] {
+  return run.stages.filter(resumable);
 }
