@@ -30,15 +30,30 @@ export function registerTrajectoryNotebook(context: vscode.ExtensionContext, log
   return records;
 }
 
-/** Format diagnostics of whole records shown on their step cells, refreshed as cells are edited. */
+/** Whether a notebook is shown in some editor tab. */
+function notebookInTab(uri: string): boolean {
+  return vscode.window.tabGroups.all.some((g) => g.tabs.some((t) => t.input instanceof vscode.TabInputNotebook && t.input.uri.toString() === uri));
+}
+
+/**
+ * Format diagnostics of whole records shown on their step cells, refreshed as cells are edited. Problems lists them
+ * while the notebook has a tab: VS Code keeps a notebook document open for a while after its tab closed (record
+ * views: 40 s to minutes), so waiting for onDidCloseNotebookDocument left a closed record's problems listed.
+ */
 function registerCellDiagnostics(context: vscode.ExtensionContext): void {
   const collection = vscode.languages.createDiagnosticCollection('coa-notebook');
   const timers = new Map<string, ReturnType<typeof setTimeout>>();
   const caches = new Map<string, DiagnosticCache>();
   const shown = new Map<string, Map<string, vscode.Uri>>();
+  /** Notebooks whose last tab closed: their findings are withdrawn until a tab shows them again. */
+  const tabClosed = new Set<string>();
+  const withdraw = (key: string) => {
+    shown.get(key)?.forEach((uri) => collection.delete(uri));
+    shown.delete(key);
+  };
   const update = (doc: vscode.NotebookDocument) => {
     // A change's timer can fire after its notebook closed: its cells' findings would stay in Problems for good.
-    if (!isTrajectoryNotebook(doc.notebookType) || doc.isClosed) return;
+    if (!isTrajectoryNotebook(doc.notebookType) || doc.isClosed || tabClosed.has(doc.uri.toString())) return;
     const cells = doc.getCells();
     const c = readConfig();
     const cache = caches.get(doc.uri.toString()) ?? { key: () => '', records: new Map() };
@@ -80,11 +95,29 @@ function registerCellDiagnostics(context: vscode.ExtensionContext): void {
     vscode.workspace.onDidOpenNotebookDocument(update),
     vscode.workspace.onDidChangeNotebookDocument((e) => later(e.notebook)),
     vscode.workspace.onDidCloseNotebookDocument((doc) => {
-      clearTimeout(timers.get(doc.uri.toString()));
-      timers.delete(doc.uri.toString());
-      caches.delete(doc.uri.toString());
-      shown.get(doc.uri.toString())?.forEach((uri) => collection.delete(uri));
-      shown.delete(doc.uri.toString());
+      const key = doc.uri.toString();
+      clearTimeout(timers.get(key));
+      timers.delete(key);
+      caches.delete(key);
+      tabClosed.delete(key);
+      withdraw(key);
+    }),
+    vscode.window.tabGroups.onDidChangeTabs((e) => {
+      for (const tab of e.closed) {
+        if (!(tab.input instanceof vscode.TabInputNotebook)) continue;
+        const key = tab.input.uri.toString();
+        if (notebookInTab(key)) continue;
+        tabClosed.add(key);
+        clearTimeout(timers.get(key));
+        withdraw(key);
+      }
+      for (const tab of [...e.opened, ...e.changed]) {
+        if (!(tab.input instanceof vscode.TabInputNotebook)) continue;
+        const key = tab.input.uri.toString();
+        if (!tabClosed.delete(key)) continue;
+        const doc = vscode.workspace.notebookDocuments.find((d) => d.uri.toString() === key);
+        if (doc) update(doc);
+      }
     }),
     // Settings change what the rules say: start over.
     vscode.workspace.onDidChangeConfiguration((e) => {
