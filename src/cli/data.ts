@@ -9,6 +9,7 @@ import { emptyIdReport, idSummary } from '../core/data/ids';
 import { readQuestions } from '../core/data/questions';
 import { DialectChoice, emptySftSummary, isDialectChoice, readSft, SftRecord } from '../core/data/sft';
 import { DIALECT_NAMES } from '../core/dialects';
+import { isOverride } from '../core/overrides';
 import { CliError, parseArgs } from './args';
 import { requireFile } from './common';
 import { LineWriter } from './output';
@@ -26,8 +27,9 @@ export async function runDataCommand(argv: string[]): Promise<number> {
     }
     if (sub === 'check') {
       const args = parseArgs(rest, { json: 'boolean' });
-      if (args.positional.length !== 1) throw new CliError('data check: give one run config file');
-      const result = await checkRunConfig(args.positional[0]);
+      const [files, overrides] = [args.positional.filter((a) => !isOverride(a)), args.positional.filter(isOverride)];
+      if (files.length !== 1) throw new CliError('data check: give one run config file (and key=value overrides)');
+      const result = await checkRunConfig(files[0], overrides);
       if (args.flags.json) console.log(JSON.stringify(result, null, 2));
       else printCheck(result);
       return 0;

@@ -16,7 +16,7 @@ const USAGE = `coa — CoA Studio command line
   coa convert --from verl-parquet|verl-rollouts|search-r1|openai <in> -o <out.coa.jsonl> [--strict-ids]
   coa env serve --corpus <corpus.jsonl> [--port 0] …   (see docs/env-server.md)
   coa data prepare questions|sft|pairs <file…> --out <out.jsonl> [--dialect D] [--report r.json] [--strict-ids]
-  coa data check <run-config.json> [--json]
+  coa data check <run-config.json> [key=value …] [--json]
       users' data for the trainer (docs/training.md, "Data contract"); bad data: FILE:LINE:COL: error: FIELD: …, exit 2
 
 Dialects: coa, search-r1, autocoa, hermes (default: detect per record). Format codes: docs/format-rules.md

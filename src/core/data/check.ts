@@ -3,6 +3,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { RunConfigSchema, type RunConfig } from '../config';
+import { applyOverrides, Override, OverrideError, overrideFor, parseOverride } from '../overrides';
 import { locate } from '../jsonl';
 import { readCorpus } from '../corpus';
 import { DataError } from './errors';
@@ -34,8 +35,17 @@ export interface CheckResult {
   warnings: string[];
 }
 
-/** Parse and validate the config file; errors point into it. */
-export function loadRunConfig(configPath: string): { config: RunConfig; raw: string } {
+/** Parse and validate the config file with the command line's `key=value` overrides; errors point into the file or
+ * name the override (`command line:N:1`, N the override's position). */
+export function loadRunConfig(configPath: string, overrideArgs: string[] = []): { config: RunConfig; raw: string; overrides: Override[] } {
+  const overrides = overrideArgs.map((text, i) => {
+    try {
+      return parseOverride(text);
+    } catch (e) {
+      if (e instanceof OverrideError) throw new DataError('command line', i + 1, 1, e.key || text, e.message);
+      throw e;
+    }
+  });
   if (!existsSync(configPath)) throw new DataError(configPath, 1, 1, 'config', 'no such file');
   const raw = readFileSync(configPath, 'utf8');
   let value: unknown;
@@ -46,12 +56,18 @@ export function loadRunConfig(configPath: string): { config: RunConfig; raw: str
     const { line, column } = lineColumn(raw, pos);
     throw new DataError(configPath, line, column, 'config', `not valid JSON (${(e as Error).message.replace(/ in JSON at position \d+.*$/, '')})`);
   }
+  try {
+    value = applyOverrides(value, overrides);
+  } catch (e) {
+    if (e instanceof OverrideError) throw new DataError('command line', overrides.findIndex((o) => o.text === e.text) + 1, 1, e.key, e.message);
+    throw e;
+  }
   const parsed = RunConfigSchema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw configError(configPath, raw, issue.path as (string | number)[], issue.message);
+    throw configError(configPath, raw, issue.path as (string | number)[], issue.message, overrides);
   }
-  return { config: parsed.data, raw };
+  return { config: parsed.data, raw, overrides };
 }
 
 function lineColumn(text: string, offset: number): { line: number; column: number } {
@@ -64,7 +80,9 @@ function lineColumn(text: string, offset: number): { line: number; column: numbe
   return { line, column: offset - start + 1 };
 }
 
-function configError(configPath: string, raw: string, path: (string | number)[], message: string): DataError {
+function configError(configPath: string, raw: string, path: (string | number)[], message: string, overrides: Override[] = []): DataError {
+  const given = overrideFor(overrides, path);
+  if (given) return new DataError('command line', overrides.indexOf(given) + 1, 1, path.join('.') || given.path.join('.'), `${message} (override ${given.text})`);
   const at = lineColumn(raw, locate(raw, path).start);
   return new DataError(configPath, at.line, at.column, path.join('.') || 'config', message);
 }
@@ -75,20 +93,20 @@ export function resolveDataPath(configPath: string, p: string): string {
 }
 
 /** Check every file; throws the first DataError. */
-export async function checkRunConfig(configPath: string): Promise<CheckResult> {
-  const { config, raw } = loadRunConfig(configPath);
+export async function checkRunConfig(configPath: string, overrideArgs: string[] = []): Promise<CheckResult> {
+  const { config, raw, overrides } = loadRunConfig(configPath, overrideArgs);
   const result: CheckResult = { config: configPath, data: config.data !== null, files: [], warnings: [] };
   const file = (key: string, p: string): string => {
     const full = resolveDataPath(configPath, p);
     const path = key.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k));
-    if (!existsSync(full)) throw configError(configPath, raw, path, `no such file: ${full}`);
-    if (statSync(full).isDirectory()) throw configError(configPath, raw, path, `is a directory, expected a file: ${full}`);
+    if (!existsSync(full)) throw configError(configPath, raw, path, `no such file: ${full}`, overrides);
+    if (statSync(full).isDirectory()) throw configError(configPath, raw, path, `is a directory, expected a file: ${full}`, overrides);
     return full;
   };
   if (config.model.path) {
     const dir = resolveDataPath(configPath, config.model.path);
     const problem = modelDirProblem(dir);
-    if (problem) throw configError(configPath, raw, ['model', 'path'], problem);
+    if (problem) throw configError(configPath, raw, ['model', 'path'], problem, overrides);
     result.files.push({ key: 'model.path', path: dir, kind: 'model', count: 1 });
   }
   const data = config.data;

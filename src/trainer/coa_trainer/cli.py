@@ -35,6 +35,31 @@ def token_from_environment(parser: argparse.ArgumentParser, args: argparse.Names
     args.env_token = os.environ.get("COA_ENV_TOKEN")
 
 
+OVERRIDES_HELP = ("run config overrides, verl/Hydra-style: stages.rl2.lr=1e-5 eval.splits=[dev,test] ~stages.rl2.lr (remove); "
+                  "typed and checked by the run config schema")
+# Commands that read a run config, so take `key=value` overrides of it (base/overrides.py).
+OVERRIDE_COMMANDS = ("train", "eval", "pipeline", "collect", "data")
+
+
+def add_overrides(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("overrides", nargs="*", metavar="key=value", help=OVERRIDES_HELP)
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """argparse, with `key=value` overrides wherever they stand among the options (a positional list would take
+    only those before the first option)."""
+    from .base.overrides import is_override
+
+    args, extra = parser.parse_known_args(argv)
+    takes = args.command in OVERRIDE_COMMANDS
+    given = [*(getattr(args, "overrides", None) or []), *extra]
+    bad = [a for a in given if not (takes and is_override(a))]
+    if bad:
+        parser.error("unrecognized arguments: " + " ".join(bad) + (" (overrides are key=value)" if takes else ""))
+    args.overrides = given if takes else []
+    return args
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m coa_trainer",
@@ -53,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "(default: the stage name; e.g. --stage rl2 --label rl2-otc)")
     train.add_argument("--env-url", default=None, help="RL stages: use a running env server instead of starting one")
     train.add_argument("--env-token", default=None, help=TOKEN_FLAG_HELP)
+    add_overrides(train)
 
     ev = sub.add_parser("eval", help="greedy evaluation (agent mode uses the environment server)")
     ev.add_argument("--config", required=True)
@@ -64,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--limit", type=int, default=None, help="questions per split")
     ev.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
     ev.add_argument("--env-token", default=None, help=TOKEN_FLAG_HELP)
+    add_overrides(ev)
 
     onnx = sub.add_parser("export-onnx", help="export an HF model dir to ONNX with KV cache, for the editor's replay")
     onnx.add_argument("--checkpoint", required=True, help="HF model directory, e.g. runs/<id>/stages/<stage>/final")
@@ -86,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="split of the results table: test (default; what is reported) or dev (choose settings)")
     pipe.add_argument("--seeds", type=int, default=1, help="N > 1: the whole pipeline for seeds S … S+N-1 (S: the "
                       "config's seed), each in <run-dir>/seed-<s>/, then the table as mean ± sd and per seed")
+    add_overrides(pipe)
 
     col = sub.add_parser("collect", help="SFT data from a teacher (AutoCoA): sample, grade, select, pair")
     col.add_argument("--config", required=True, help="run config; its `collect` section (schemas/run-config.schema.json)")
@@ -97,11 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
     col.add_argument("--samples", type=int, default=None, help="samples per question and mode (collect.samples)")
     col.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
     col.add_argument("--env-token", default=None, help=TOKEN_FLAG_HELP)
+    add_overrides(col)
 
     data = sub.add_parser("data", help="write the embedded benchmark (knowledge base, splits, corpus, oracle)")
     data.add_argument("--config", default=None)
     data.add_argument("--out", required=True)
     data.add_argument("--seed", type=int, default=None)
+    add_overrides(data)
     return parser
 
 
@@ -114,7 +144,7 @@ def main(argv: list[str] | None = None, cancelled: bool = False) -> None:
     # held while parsing (a SIGTERM then arrives inside the try below, where the run directory is known)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_command_line(parser, argv)
     token_from_environment(parser, args)
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})

@@ -60,19 +60,32 @@ def _format_error(err: jsonschema.ValidationError, source: str) -> str:
     return f"{source}: {path}: {err.message}"
 
 
-def validate_config(raw: Any, source: str = "config") -> RunConfig:
-    """Validate, fill defaults, type. Raises ConfigError listing every problem."""
+def validate_config(raw: Any, source: str = "config", overrides: list[str] | None = None) -> RunConfig:
+    """Validate, fill defaults, type. Raises ConfigError listing every problem. `overrides`: `key=value` arguments
+    (base/overrides.py) applied to `raw` first; a problem in a field they set names the override."""
+    from .overrides import OverrideError, apply_overrides, override_for, parse_override
+
     schema = run_config_schema()
+    try:
+        parsed = [parse_override(o, schema) for o in overrides or []]
+        raw = apply_overrides(raw, parsed)
+    except OverrideError as e:
+        raise ConfigError(f"command line: {e}") from None
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
     if errors:
-        raise ConfigError("invalid run config:\n" + "\n".join(_format_error(e, source) for e in errors[:20]))
+        def where(err: jsonschema.ValidationError) -> str:
+            given = override_for(parsed, list(err.absolute_path))
+            return f"command line: override {given.text}" if given else source
+
+        raise ConfigError("invalid run config:\n" + "\n".join(_format_error(e, where(e)) for e in errors[:20]))
     return RunConfig.model_validate(fill_defaults(copy.deepcopy(raw), schema, schema))
 
 
-def load_config(path: str | Path) -> RunConfig:
-    """Read, check and type a run config file. Every way it can be unreadable is one ConfigError naming the file
-    (and line and column where there is one) and what to do — never a traceback."""
+def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
+    """Read, check and type a run config file, with the command line's `key=value` overrides applied. Every way it
+    can be unreadable is one ConfigError naming the file (and line and column where there is one) or the override,
+    and what to do — never a traceback."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -84,7 +97,8 @@ def load_config(path: str | Path) -> RunConfig:
         line = data.count(b"\n", 0, e.start) + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         raise ConfigError(f"{path}:{line}:{column}: not UTF-8 (byte 0x{data[e.start]:02x}): save the file as UTF-8") from e
-    return resolve_data_paths(validate_config(parse_json_config(text, str(path)), str(path)), path.resolve().parent)
+    return resolve_data_paths(validate_config(parse_json_config(text, str(path)), str(path), overrides),
+                              path.resolve().parent)
 
 
 def parse_json_config(text: str, source: str) -> Any:

@@ -464,7 +464,7 @@ def data_command(args: Any) -> int:
     from ..base.config import ConfigError, default_config, load_config
 
     try:
-        config = load_config(args.config) if args.config else default_config()
+        config = load_config(args.config, getattr(args, "overrides", None)) if args.config else default_config()
     except ConfigError as e:
         print(f"error: {e}")
         return 2

@@ -188,7 +188,7 @@ def eval_command(args: Any) -> int:
     writer = EventWriter(run_dir)
     env = None
     try:
-        config = load_config(args.config)
+        config = load_config(args.config, getattr(args, "overrides", None))
         if args.limit:
             config.eval.limit = args.limit
         splits = args.split or config.eval.splits

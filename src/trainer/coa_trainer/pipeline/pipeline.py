@@ -161,6 +161,8 @@ class Pipeline:
                     str(self.run_dir)]
         if step == "rl2-otc":
             argv += ["--label", "rl2-otc"]
+        else:  # rl2-otc's derived config already holds them (and its reward scheme must stay otc-grpo)
+            argv += list(getattr(self.args, "overrides", None) or [])
         if step in ENV_STEPS and self.env is not None:
             argv.append(f"--env-url={self.env.url}")  # its token goes in COA_ENV_TOKEN (run_stage), never on argv
         if self.args.resume:

@@ -629,7 +629,7 @@ def collect_command(args: Any) -> int:
     collector = None
     old: dict = {}
     try:
-        config = load_config(args.config)
+        config = load_config(args.config, getattr(args, "overrides", None))
         for key in ("limit", "samples"):
             if getattr(args, key, None):
                 setattr(config.collect, key, getattr(args, key))
