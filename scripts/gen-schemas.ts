@@ -63,6 +63,7 @@ const PYTHON_CLASS_NAMES: Record<string, string> = {
   'stages.sft2': 'SftMixStage', 'stages.sft3': 'SftMixStage', 'stages.rl1': 'RlStage', 'stages.rl2': 'RlStage',
   'stages.rl1.reward': 'RlReward', 'stages.rl2.reward': 'RlReward', 'stages.rl1.alerts': 'AlertThresholds',
   'stages.rl2.alerts': 'AlertThresholds', eval: 'EvalConfig', env: 'EnvConfig',
+  logging: 'LoggingConfig', 'logging.wandb': 'WandbLogging', 'logging.tensorboard': 'TensorboardLogging',
 };
 
 type Json = Record<string, unknown>;

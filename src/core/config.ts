@@ -281,6 +281,41 @@ export const CollectSchema = z
   })
   .strict();
 
+/**
+ * Where the trainer also writes its metrics: every `metrics` event's values under the names the live panel charts
+ * (`reward_mean`, `em`, `tc`, `loss`, `lr`, `tokens_per_s`, …) at the stage's step, and every `eval` event's as
+ * `eval/<split>/<metric>`; one W&B run and one TensorBoard run per stage (the events' `stage`).
+ */
+export const LoggingSchema = z
+  .object({
+    wandb: z
+      .object({
+        project: z.string().min(1).default('coa-studio').describe('W&B project.'),
+        entity: z.string().nullable().default(null).describe('W&B entity (team or user; null: your default).'),
+        name: z.string().nullable().default(null).describe('Run name prefix (null: the run id); each stage is the W&B run <name>/<stage>.'),
+        group: z.string().nullable().default(null).describe('W&B group that holds the stages of this run (null: the run id).'),
+        mode: z
+          .enum(['offline', 'online', 'disabled'])
+          .default('offline')
+          .describe('offline: written under dir with no network, uploaded later with `wandb sync <dir>/wandb/offline-run-*`; online: streamed (needs a login).'),
+        dir: z.string().nullable().default(null).describe('Directory W&B writes its wandb/ folder into (null: the run directory). Relative: against the run config\'s directory.'),
+        tags: z.array(z.string()).default([]).describe('W&B tags of every stage\'s run.'),
+      })
+      .strict()
+      .nullable()
+      .default(null)
+      .describe('Weights & Biases (null: off).'),
+    tensorboard: z
+      .object({
+        dir: z.string().nullable().default(null).describe('Log directory shared by runs: each stage writes <dir>/<run id>/<stage>/events.out.tfevents.* (null: <run>/tensorboard/<stage>/…). Relative: against the run config\'s directory.'),
+      })
+      .strict()
+      .nullable()
+      .default(null)
+      .describe('TensorBoard event files (null: off).'),
+  })
+  .strict();
+
 export const RunConfigSchema = z
   .object({
     $schema: z.string().optional(),
@@ -388,6 +423,7 @@ export const RunConfigSchema = z
       })
       .strict()
       .default({ node: null, cli: 'dist/cli.js', corpus: null, startup_timeout_s: 30 }),
+    logging: LoggingSchema.default({ wandb: null, tensorboard: null }).describe('Also log metrics to Weights & Biases and TensorBoard.'),
   })
   .strict();
 

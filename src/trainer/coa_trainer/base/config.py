@@ -160,6 +160,10 @@ def resolve_data_paths(config: RunConfig, config_dir: Path) -> RunConfig:
 
     teacher = config.collect.teacher  # collect.teacher's directories, like the data files
     teacher.path, teacher.tokenizer = fix(teacher.path), fix(teacher.tokenizer)
+    if config.logging.wandb is not None:
+        config.logging.wandb.dir = fix(config.logging.wandb.dir)
+    if config.logging.tensorboard is not None:
+        config.logging.tensorboard.dir = fix(config.logging.tensorboard.dir)
     data = config.data
     if data is None:
         return config

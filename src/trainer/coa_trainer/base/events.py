@@ -137,6 +137,7 @@ class EventWriter:
         self.path = self.run_dir / "events.jsonl"
         self._file = None
         self._ino = 0
+        self.sinks: Any = None  # base/metric_sinks.MetricSinks: W&B / TensorBoard, fed every event written
         if enabled:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             self._open()
@@ -201,7 +202,20 @@ class EventWriter:
                     from .lifecycle import stdout_gone
 
                     stdout_gone()
+        if self.sinks is not None:
+            self.sinks.handle(event)
         return event
+
+    def attach_logging(self, config: Any) -> None:
+        """Also log to W&B / TensorBoard as the run config's `logging` section asks (rank 0 only: the writer that is
+        enabled)."""
+        if not self.enabled or self.sinks is not None:
+            return
+        from .config import config_dict
+        from .metric_sinks import metric_sinks
+
+        self.sinks = metric_sinks(config, self.run_dir, self.run, config_dict(config),
+                                  lambda message: self.emit("log", level="warning", message=f"logging: {message}"))
 
     def resume_marks(self) -> dict:
         """What a checkpoint records so that a resume from it can drop the events written after it."""
@@ -245,6 +259,9 @@ class EventWriter:
         return dropped
 
     def close(self) -> None:
+        if self.sinks is not None:
+            sinks, self.sinks = self.sinks, None
+            sinks.close()
         if self._file is not None:
             self._file.close()
             self._file = None

@@ -703,6 +703,64 @@ class EnvConfig(BaseModel):
     startup_timeout_s: float
 
 
+class WandbLogging(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    project: str
+    """
+    W&B project.
+    """
+    entity: str | None
+    """
+    W&B entity (team or user; null: your default).
+    """
+    name: str | None
+    """
+    Run name prefix (null: the run id); each stage is the W&B run <name>/<stage>.
+    """
+    group: str | None
+    """
+    W&B group that holds the stages of this run (null: the run id).
+    """
+    mode: Literal["offline", "online", "disabled"]
+    """
+    offline: written under dir with no network, uploaded later with `wandb sync <dir>/wandb/offline-run-*`; online: streamed (needs a login).
+    """
+    dir: str | None
+    """
+    Directory W&B writes its wandb/ folder into (null: the run directory). Relative: against the run config's directory.
+    """
+    tags: list[str]
+    """
+    W&B tags of every stage's run.
+    """
+
+
+class TensorboardLogging(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    dir: str | None
+    """
+    Log directory shared by runs: each stage writes <dir>/<run id>/<stage>/events.out.tfevents.* (null: <run>/tensorboard/<stage>/…). Relative: against the run config's directory.
+    """
+
+
+class LoggingConfig(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    wandb: WandbLogging | None
+    """
+    Weights & Biases (null: off).
+    """
+    tensorboard: TensorboardLogging | None
+    """
+    TensorBoard event files (null: off).
+    """
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -742,3 +800,7 @@ class RunConfig(BaseModel):
     stages: StagesConfig = Field(..., title="StagesConfig")
     eval: EvalConfig = Field(..., title="EvalConfig")
     env: EnvConfig = Field(..., title="EnvConfig")
+    logging: LoggingConfig = Field(..., title="LoggingConfig")
+    """
+    Also log metrics to Weights & Biases and TensorBoard.
+    """

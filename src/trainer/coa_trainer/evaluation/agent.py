@@ -189,6 +189,7 @@ def eval_command(args: Any) -> int:
     env = None
     try:
         config = load_config(args.config, getattr(args, "overrides", None))
+        writer.attach_logging(config)
         if args.limit:
             config.eval.limit = args.limit
         splits = args.split or config.eval.splits

@@ -35,6 +35,7 @@ def pipeline_command(args: Any) -> int:
     old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     try:
         config = load_config(args.config, getattr(args, "overrides", None))
+        writer.attach_logging(config)
         steps = parse_steps(args.stages)
         seeds = getattr(args, "seeds", 1)
         if seeds is not None and seeds < 1:

@@ -630,6 +630,7 @@ def collect_command(args: Any) -> int:
     old: dict = {}
     try:
         config = load_config(args.config, getattr(args, "overrides", None))
+        writer.attach_logging(config)
         for key in ("limit", "samples"):
             if getattr(args, key, None):
                 setattr(config.collect, key, getattr(args, key))

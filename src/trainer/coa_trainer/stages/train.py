@@ -43,6 +43,7 @@ def train_command(args: Any) -> int:
         if dist_info.rank == 0:  # one trainer per run directory (a pipeline's stage runs under the pipeline's lock)
             lock = RunLock.acquire(run_dir, f"train --stage {args.stage}")
         config = load_config(args.config, getattr(args, "overrides", None))
+        writer.attach_logging(config)
         return run_stage(config, args, run_dir, writer, dist_info)
     except RunLockBusy as e:
         print(f"coa_trainer: {e}", file=sys.stderr)  # not an event: events.jsonl belongs to the trainer holding it

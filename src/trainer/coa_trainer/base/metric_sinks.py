@@ -1,0 +1,141 @@
+"""Metrics to Weights & Biases and TensorBoard (the run config's `logging` section), from the events themselves: each
+`metrics` event's values go out under the names the live panel charts them with, at the stage's step, and each
+`eval` event's as `eval/<split>/<metric>` — so W&B, TensorBoard and the cockpit show the same series by the same
+names. One W&B run and one TensorBoard run (`<dir>/<stage>/`) per stage, as the live panel has one line per stage
+(steps restart at 0 in every stage, so stages cannot share one axis).
+
+W&B runs offline by default (written under the run directory, no network; `wandb sync` uploads them later). It is
+told to leave stdout alone (the trainer's stdout carries the events), to sample no system metrics and read no git.
+A sink that fails (disk full, a W&B error) is switched off with one warning; the run goes on."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+from ..contracts.run_config import RunConfig
+
+
+def _scalars(values: dict[str, Any]) -> dict[str, float]:
+    """The values a chart can draw: numbers (a null — a NaN the events carry as null — is a gap, not a point)."""
+    return {k: float(v) for k, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def event_scalars(event: dict) -> tuple[str, int, dict[str, float]] | None:
+    """(stage, step, {name: value}) that an event charts, or None. The names are the live panel's."""
+    if event.get("type") == "metrics":
+        return event["stage"], int(event["step"]), _scalars(event["values"])
+    if event.get("type") == "eval":
+        split = event["split"]
+        return event["stage"], int(event["step"]), {f"eval/{split}/{k}": v for k, v in _scalars(event["metrics"]).items()}
+    return None
+
+
+class TensorBoardSink:
+    """Event files `<dir>/<stage>/events.out.tfevents.*` written by TensorBoard's own writer (no TensorFlow)."""
+
+    def __init__(self, log_dir: Path) -> None:
+        from tensorboard.summary import Writer
+
+        self._writer_cls = Writer
+        self.log_dir = log_dir
+        self.writers: dict[str, Any] = {}
+
+    def write(self, stage: str, step: int, scalars: dict[str, float], wall_time: float) -> None:
+        w = self.writers.get(stage)
+        if w is None:
+            w = self.writers[stage] = self._writer_cls(str(self.log_dir / stage))
+        for tag, value in scalars.items():
+            w.add_scalar(tag, value, step, wall_time=wall_time)
+        w.flush()  # readers (the cockpit, tensorboard) see each step as it comes
+
+    def finish(self, stage: str | None, ok: bool) -> None:
+        for name in [stage] if stage is not None else list(self.writers):
+            w = self.writers.pop(name, None)
+            if w is not None:
+                w.close()
+
+
+def _wandb_id(text: str) -> str:
+    """W&B run ids may not hold '/', ':' and a few more; keep them readable."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", text)[:128]
+
+
+class WandbSink:
+    """One W&B run per stage, grouped by the CoA run; the stage's step is the x axis (`step`), so a resumed stage
+    logging a step again is not dropped as W&B does with a step that goes back."""
+
+    def __init__(self, cfg: Any, run_id: str, run_dir: Path, config: dict) -> None:
+        import wandb
+
+        self.wandb, self.cfg, self.run_id, self.config = wandb, cfg, run_id, config
+        self.dir = Path(cfg.dir) if cfg.dir else run_dir
+        self.runs: dict[str, Any] = {}
+
+    def _run(self, stage: str) -> Any:
+        run = self.runs.get(stage)
+        if run is None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            cfg, name = self.cfg, self.cfg.name or self.run_id
+            settings = self.wandb.Settings(silent=True, console="off", x_disable_stats=True, disable_git=True,
+                                           save_code=False, x_save_requirements=False, disable_job_creation=True,
+                                           x_disable_machine_info=True)
+            run = self.wandb.init(project=cfg.project, entity=cfg.entity, name=f"{name}/{stage}",
+                                  group=cfg.group or self.run_id, job_type=stage, tags=list(cfg.tags),
+                                  id=_wandb_id(f"{self.run_id}-{stage}"), resume="allow", dir=str(self.dir),
+                                  mode=cfg.mode.value if hasattr(cfg.mode, "value") else cfg.mode,
+                                  config=self.config, reinit="create_new", settings=settings)
+            run.define_metric("step")
+            run.define_metric("*", step_metric="step")
+            self.runs[stage] = run
+        return run
+
+    def write(self, stage: str, step: int, scalars: dict[str, float], wall_time: float) -> None:
+        self._run(stage).log({"step": step, **scalars})
+
+    def finish(self, stage: str | None, ok: bool) -> None:
+        for name in [stage] if stage is not None else list(self.runs):
+            run = self.runs.pop(name, None)
+            if run is not None:
+                run.finish(exit_code=0 if ok else 1)
+
+
+class MetricSinks:
+    """What EventWriter hands every event to (base/events.py). `warn` reports a sink switched off."""
+
+    def __init__(self, sinks: list[Any], warn: Callable[[str], None]) -> None:
+        self.sinks, self.warn = sinks, warn
+
+    def handle(self, event: dict) -> None:
+        charted = event_scalars(event)
+        for sink in list(self.sinks):
+            try:
+                if charted is not None and charted[2]:
+                    sink.write(*charted, event["time"])
+                elif event.get("type") == "stage_finished":
+                    sink.finish(event["stage"], event["status"] == "ok")
+            except Exception as e:  # noqa: BLE001 — logging elsewhere must never stop training
+                self.sinks.remove(sink)
+                self.warn(f"{type(sink).__name__}: switched off after an error: {type(e).__name__}: {e}")
+
+    def close(self) -> None:
+        for sink in self.sinks:
+            try:
+                sink.finish(None, True)
+            except Exception:  # noqa: BLE001 — closing what is left; the events file has everything
+                pass
+        self.sinks = []
+
+
+def metric_sinks(config: RunConfig, run_dir: Path, run_id: str, config_json: dict,
+                 warn: Callable[[str], None]) -> MetricSinks | None:
+    """The sinks the run config asks for (None when it asks for none). Imports W&B / TensorBoard only then."""
+    sinks: list[Any] = []
+    log = config.logging
+    if log.tensorboard is not None:  # a shared log directory holds many runs: <dir>/<run>/<stage>
+        sinks.append(TensorBoardSink(Path(log.tensorboard.dir) / run_id if log.tensorboard.dir
+                                     else run_dir / "tensorboard"))
+    if log.wandb is not None and (log.wandb.mode.value if hasattr(log.wandb.mode, "value") else log.wandb.mode) != "disabled":
+        sinks.append(WandbSink(log.wandb, run_id, run_dir, config_json))
+    return MetricSinks(sinks, warn) if sinks else None

@@ -1,0 +1,170 @@
+"""W&B (offline) and TensorBoard from a real pipeline run: two short stages (pretraining, then RL-2 against the real
+environment server), read back with each tool's own reader — TensorBoard's EventAccumulator, and W&B's offline run
+file (its LevelDB-log framing, each record parsed with W&B's own protobuf `Record`) — must hold every series the live
+panel charts from the events (each metrics event's values, each eval's as eval/<split>/<metric>) at the same steps.
+The run's `key=value` overrides reach the stages the pipeline starts."""
+
+import json
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import TINY, merge, read_events, run_trainer, needs_env_server
+
+needs_server = needs_env_server()
+
+RL = {"steps": 5, "prompts_per_step": 2, "group_size": 2, "heldout_every": 0, "sample_every": 0,
+      "max_new_tokens": 12, "max_turns": 2, "log_every": 1, "warmup_steps": 1}
+CONFIG = merge(TINY, {"stages": {"rl2": RL}, "eval": {"limit": 4, "max_new_tokens": 12},
+                      "logging": {"wandb": {"project": "coa-test", "mode": "offline", "tags": ["ci"]},
+                                  "tensorboard": {}}})
+
+
+def panel_series(events: list[dict]) -> dict[tuple[str, str], dict[int, float]]:
+    """(stage, name) → {step: value}: what the live panel charts (webview/live-panel/model.ts), plus its results rows."""
+    out: dict[tuple[str, str], dict[int, float]] = {}
+    for e in events:
+        if e["type"] == "metrics":
+            values = e["values"]
+        elif e["type"] == "eval":
+            values = {f"eval/{e['split']}/{k}": v for k, v in e["metrics"].items()}
+        else:
+            continue
+        for name, v in values.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out.setdefault((e["stage"], name), {})[e["step"]] = float(v)
+    return out
+
+
+def tensorboard_series(log_dir: Path) -> dict[tuple[str, str], dict[int, float]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out: dict[tuple[str, str], dict[int, float]] = {}
+    for stage_dir in sorted(p for p in log_dir.iterdir() if p.is_dir()):
+        acc = EventAccumulator(str(stage_dir), size_guidance={"tensors": 0, "scalars": 0})
+        acc.Reload()
+        for tag in acc.Tags()["tensors"]:  # TensorBoard's writer stores scalars as tensors of the scalars plugin
+            for ev in acc.Tensors(tag):
+                out.setdefault((stage_dir.name, tag), {})[ev.step] = float(ev.tensor_proto.float_val[0])
+    return out
+
+
+def wandb_records(path: Path):
+    """The records of a W&B offline run file: W&B's LevelDB-log framing (a 7-byte ':W&B' header, 32 KiB blocks of
+    chunks with a 7-byte header: crc32c, length, type full/first/middle/last), each record W&B's protobuf Record."""
+    from wandb.proto import wandb_internal_pb2
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B", data[:7]
+    pos, block, pending = 7, 32768, b""
+    while pos + 7 <= len(data):
+        left = block - pos % block
+        if left < 7:  # a block's tail too short for a header is padding
+            pos += left
+            continue
+        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        chunk = data[pos + 7:pos + 7 + length]
+        pos += 7 + length
+        if kind == 0 and length == 0:
+            continue
+        pending = chunk if kind in (1, 2) else pending + chunk
+        if kind in (1, 4):
+            rec = wandb_internal_pb2.Record()
+            rec.ParseFromString(pending)
+            yield rec
+            pending = b""
+
+
+def wandb_series(run_dir: Path) -> tuple[dict[tuple[str, str], dict[int, float]], dict[str, dict]]:
+    out: dict[tuple[str, str], dict[int, float]] = {}
+    runs: dict[str, dict] = {}
+    for f in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb")):
+        stage = None
+        for rec in wandb_records(f):
+            kind = rec.WhichOneof("record_type")
+            if kind == "run":
+                stage = rec.run.job_type
+                runs[stage] = {"name": rec.run.display_name, "group": rec.run.run_group, "project": rec.run.project,
+                               "tags": list(rec.run.tags), "id": rec.run.run_id}
+            elif kind == "exit":
+                runs[stage]["exit_code"] = rec.exit.exit_code
+            elif kind == "history":
+                items = {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in rec.history.item}
+                step = int(items.pop("step"))
+                for name, v in items.items():
+                    if not name.startswith("_"):
+                        out.setdefault((stage, name), {})[step] = float(v)
+    return out, runs
+
+
+def assert_same(got: dict, want: dict, where: str) -> None:
+    assert set(got) == set(want), f"{where}: missing {sorted(set(want) - set(got))[:10]}, extra {sorted(set(got) - set(want))[:10]}"
+    for key, steps in want.items():
+        assert set(got[key]) == set(steps), f"{where}: {key} steps {sorted(got[key])} != {sorted(steps)}"
+        for step, v in steps.items():
+            assert got[key][step] == pytest.approx(v, rel=1e-6, abs=1e-6), f"{where}: {key} at {step}"
+
+
+@needs_server
+def test_pipeline_logs_every_panel_metric_to_wandb_and_tensorboard(tmp_path, write_config):
+    run = tmp_path / "run"
+    r = run_trainer("pipeline", "--config", str(write_config(CONFIG)), "--run-dir", str(run), "--stages", "pretrain,rl2",
+                    "stages.rl2.steps=3", "stages.pretrain.steps=4", timeout=400)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    events = read_events(run)
+    started = {e["stage"]: e for e in events if e["type"] == "run_started"}
+    assert started["rl2"]["config"]["stages"]["rl2"]["steps"] == 3  # the pipeline passed its overrides on
+    assert started["pretrain"]["total_steps"] == 4
+    for line in r.stdout.splitlines():  # W&B wrote nothing on stdout, where the events go
+        json.loads(line)
+
+    want = panel_series(events)
+    names = {name for _, name in want}
+    # what the live panel charts for these stages: loss/lr/throughput (pretraining), reward, EM/F1, TC/TP, format
+    # errors (RL)
+    for name in ("loss", "lr", "reward_mean", "em", "f1", "tc", "format_error_rate", "eval/dev/em"):
+        assert name in names, (name, sorted(names))
+    assert {s for s, _ in want} == {"pretrain", "rl2"}
+
+    assert_same(tensorboard_series(run / "tensorboard"), want, "tensorboard")
+    got, runs = wandb_series(run)
+    assert_same(got, want, "wandb")
+    assert runs["rl2"] == {"name": "run/rl2", "group": "run", "project": "coa-test", "tags": ["ci"], "id": "run-rl2",
+                           "exit_code": 0}  # finished when the stage did
+    assert runs["pretrain"]["exit_code"] == 0
+
+
+def test_a_failing_sink_is_switched_off_with_one_warning(tmp_path):
+    from coa_trainer.base.events import EventWriter
+    from coa_trainer.base.metric_sinks import MetricSinks, TensorBoardSink
+
+    blocker = tmp_path / "tb"
+    blocker.write_text("a file where the log directory should be")
+    with EventWriter(tmp_path / "r", echo=None) as w:
+        w.sinks = MetricSinks([TensorBoardSink(blocker)], lambda m: w.emit("log", level="warning", message=m))
+        w.emit("metrics", stage="sft2", step=1, values={"loss": 1.0})
+        w.emit("metrics", stage="sft2", step=2, values={"loss": 0.5})
+    events = read_events(tmp_path / "r")
+    warnings = [e["message"] for e in events if e["type"] == "log"]
+    assert len(warnings) == 1 and "TensorBoardSink: switched off" in warnings[0]
+    assert [e["step"] for e in events if e["type"] == "metrics"] == [1, 2]
+
+
+def test_wandb_sync_takes_the_offline_run(tmp_path):
+    """The offline run is one `wandb sync` can upload: its dry run lists it (no network needed to list)."""
+    from coa_trainer.base.metric_sinks import WandbSink
+    from coa_trainer.contracts.run_config import WandbLogging
+
+    sink = WandbSink(WandbLogging(project="p", entity=None, name=None, group=None, mode="offline", dir=None, tags=[]),
+                     "r1", tmp_path, {"seed": 1})
+    sink.write("rl2", 1, {"reward_mean": 0.5}, 0.0)
+    sink.finish(None, True)
+    import sys
+
+    (run_dir,) = (tmp_path / "wandb").glob("offline-run-*-r1-rl2")
+    out = subprocess.run([sys.executable, "-m", "wandb", "sync", "--dry-run", str(run_dir)],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert "Would sync 1 run(s)" in out.stdout + out.stderr and "run-r1-rl2.wandb" in out.stdout + out.stderr, \
+        out.stdout + out.stderr
