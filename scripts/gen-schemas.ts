@@ -12,6 +12,7 @@
 //   schemas/names.json              the naming rule of run ids, stages and labels (src/core/names.ts)
 //   schemas/errors.json             the trainer's error codes and exit statuses (src/core/events.ts TRAINER_ERRORS)
 //   schemas/metrics.json            the agent metrics' names and meanings (src/core/metrics.ts)
+//   schemas/rewards.json            the reward schemes, and those that need a question's whole group (src/core/rewards.ts)
 //   schemas/python/*.schema.json    the same contracts shaped for the generated Python classes (gen-python-contracts.mjs)
 // Usage: node dist/gen-schemas.js [outDir]   (default: ./schemas, relative to the working directory)
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -29,6 +30,8 @@ import { ENV_PROTOCOL_PARTS } from '../src/env/protocol';
 import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE, StageInfoSchema } from '../src/core/stages';
 import { NAME_RULE } from '../src/core/names';
 import { AGENT_METRICS, AGENT_METRIC_NAMES } from '../src/core/metrics';
+import { SCHEMES } from '../src/core/record';
+import { GROUP_SCHEMES } from '../src/core/rewards';
 
 const outDir = resolve(process.argv[2] ?? 'schemas');
 mkdirSync(outDir, { recursive: true });
@@ -136,6 +139,7 @@ const files: [string, unknown][] = [
   ['python/run-config.schema.json', runConfigOutput],
   ['errors.json', TRAINER_ERRORS],
   ['metrics.json', AGENT_METRICS],
+  ['rewards.json', { schemes: SCHEMES, group_schemes: GROUP_SCHEMES }],
   ['python/env-protocol.schema.json', envProtocol],
   ['python/agent-metric.schema.json', { title: 'AgentMetric', description: 'An agent metric of graded trajectories (src/core/metrics.ts AGENT_METRICS).', type: 'string', enum: AGENT_METRIC_NAMES }],
   ['python/stage-info.schema.json', { ...z.toJSONSchema(StageInfoSchema, { io: 'output', target: 'draft-2020-12' }), title: 'StageInfo' }],

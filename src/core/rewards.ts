@@ -24,6 +24,13 @@ export const RewardParamsSchema = z
 export type RewardParams = z.input<typeof RewardParamsSchema>;
 type ResolvedParams = z.output<typeof RewardParamsSchema>;
 
+/**
+ * Schemes whose reward of one answer depends on the other answers to the same question (OTC-GRPO's n is the fewest
+ * tool calls among the group's correct answers). A caller that hands the grader one sample at a time (verl's naive
+ * and reward-loop managers) cannot give them their group and must refuse them (schemas/rewards.json).
+ */
+export const GROUP_SCHEMES: readonly Scheme[] = ['otc-grpo'];
+
 /** OTC-PPO: r_tool = cos(m·π/(2m+c)). */
 export function otcPpoToolReward(m: number, c: number): number {
   return Math.cos((m * Math.PI) / (2 * m + c));

@@ -1,28 +1,28 @@
-"""verl against the real environment server, without verl (its packages cannot train without GPUs): the reward
-module loaded and called exactly as verl loads and calls a custom reward, and the search tool's retrieval request.
+"""verl against the real environment server: the reward module loaded and called by verl's own code (verl_b178a3cd/:
+copied verbatim at the pinned commit, as verl itself needs Ray to import), and the search tool's retrieval request.
 
 Sources (volcengine/verl b178a3cd56f58b2d502255daba591e92833930a7):
-- verl/utils/import_utils.py `load_module`: a file path is loaded with importlib.util.spec_from_file_location
-- verl/trainer/ppo/reward.py `get_custom_reward_fn` / `_call_with_kwargs`: reward_kwargs merged over the call's kwargs
-- verl/workers/reward_manager/naive.py `NaiveRewardManager.__call__`: compute_score(data_source=, solution_str=,
-  ground_truth=, extra_info=) with extra_info["num_turns"] and ["rollout_reward_scores"] set; a dict result gives
-  result["score"] and appends every key to reward_extra_info
+- verl/utils/import_utils.py `load_module`, verl/trainer/ppo/reward.py `get_custom_reward_fn` / `_call_with_kwargs`:
+  the module loaded from a file path, reward_kwargs merged over every call's kwargs (verl_b178a3cd/reward.py)
+- verl/workers/reward_manager/naive.py and batch.py: one call per sample, or one per batch (verl_b178a3cd/workers.py);
+  a dict result gives result["score"] and appends every key to reward_extra_info
 - verl/trainer/ppo/ray_trainer.py `_dump_generations`: json.dumps of each row with those keys
 - verl/tools/utils/search_r1_like_utils.py `call_search_api`: POST {"queries", "topk", "return_scores": True} with
-  Content-Type/Accept JSON headers and no Authorization, reads result[i][j]["document"]["contents"]"""
+  Content-Type/Accept JSON headers and no Authorization, reads result[i][j]["document"]["contents"]
+The group rewards (OTC-GRPO) under every manager: test_verl_reward_managers.py."""
 
-import importlib.util
 import json
 import subprocess
 import urllib.request
-from collections import defaultdict
-from functools import partial
 
 import pytest
 
 from conftest import REPO, env_server_available
 from coa_trainer.env.client import EnvClient, EnvError
 from coa_trainer.integrations import grader
+from verl_b178a3cd.protocol import rollout_batch
+from verl_b178a3cd.reward import get_custom_reward_fn
+from verl_b178a3cd.workers import BatchRewardManager, NaiveRewardManager
 
 CORPUS = REPO / "examples" / "data" / "search-r1" / "corpus_example.jsonl"
 MODULE = REPO / "src" / "trainer" / "coa_trainer" / "integrations" / "verl_reward.py"
@@ -50,41 +50,41 @@ def env_url(env, monkeypatch):
     return env
 
 
+@pytest.fixture(scope="module")
+def tok(realistic_model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(realistic_model_dir)
+
+
 def _load_like_verl(reward_kwargs: dict):
-    spec = importlib.util.spec_from_file_location("custom_module_verl_reward", str(MODULE))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    function_name = "compute_score"  # verl's custom_reward_function.name (its default)
-    raw_fn = getattr(module, function_name)
-
-    def _call_with_kwargs(raw_fn, extra_kwargs, *args, **kwargs):
-        return raw_fn(*args, **{**kwargs, **extra_kwargs})
-
-    return partial(_call_with_kwargs, raw_fn, reward_kwargs)
+    """custom_reward_function.path=<this module's file>, name=compute_score, reward_kwargs, as verl loads it."""
+    return get_custom_reward_fn({"custom_reward_function": {"path": str(MODULE), "name": "compute_score",
+                                                            "reward_kwargs": reward_kwargs}})
 
 
-def _naive_manager(compute_score, rows, extra_infos=None, data_source="searchR1_nq"):
-    """The loop of NaiveRewardManager.__call__ after decoding: one call per sample, keyword arguments only. extra_info
-    is the dataset row's own (Search-R1's and AutoCoA's parquets: `{index, split}`), plus the two keys verl adds."""
-    rewards, reward_extra_info = [], defaultdict(list)
-    for i, row in enumerate(rows):
-        extra_info = dict(extra_infos[i]) if extra_infos else {"index": i, "split": "train"}
-        extra_info["num_turns"] = 4
-        extra_info["rollout_reward_scores"] = {}
-        score = compute_score(data_source=data_source, solution_str=row["output"], ground_truth=row["gts"],
-                              extra_info=extra_info)
-        assert isinstance(score, dict)
-        rewards.append(score["score"])
-        for key, value in score.items():
-            reward_extra_info[key].append(value)
-    return rewards, reward_extra_info
+def _dump_batch(tok, rows, extra_infos=None, data_source="searchR1_nq"):
+    """The dump's answers as a verl batch: one prompt per row (its `input`), extra_info the dataset row's own
+    (Search-R1's and AutoCoA's parquets: `{index, split}`)."""
+    dataset = [{"prompt": r.get("input", "question"), "data_source": data_source,
+                "reward_model": {"ground_truth": r["gts"], "style": "rule"},
+                "extra_info": dict(extra_infos[i]) if extra_infos else {"index": i, "split": "train"}}
+               for i, r in enumerate(rows)]
+    return rollout_batch(tok, dataset, [[r["output"]] for r in rows])
 
 
+def _run(manager, data):
+    """(each sample's reward, reward_extra_info) from a manager, the reward read where verl puts it."""
+    result = manager(data, return_dict=True)
+    plen = data.batch["prompts"].shape[-1]
+    lengths = data.batch["attention_mask"][:, plen:].sum(dim=-1)
+    rewards = [float(result["reward_tensor"][i, int(n) - 1]) for i, n in enumerate(lengths)]
+    return rewards, result["reward_extra_info"]
 
 
-def test_reward_as_verl_calls_it(env_url, tmp_path):
+def test_reward_as_verl_calls_it(env_url, tok, tmp_path):
     fn = _load_like_verl({})
-    rewards, extra = _naive_manager(fn, ROWS)
+    rewards, extra = _run(NaiveRewardManager(tok, num_examine=0, compute_score=fn), _dump_batch(tok, ROWS))
     keys = {"score", "em", "f1", "format_ok", "format_codes", "tool_calls", "optimal_tool_calls", "r_tool",
             "r_correct", "scheme"}
     assert set(extra) == keys and all(len(v) == len(ROWS) for v in extra.values())
@@ -104,17 +104,22 @@ def test_reward_as_verl_calls_it(env_url, tmp_path):
     want = [json.loads(line)["reward"]["total"] for line in (tmp_path / "scored.jsonl").read_text().splitlines()]
     assert rewards == want
     assert 0 < sum(rewards) < len(rewards)  # the fixture mixes right, wrong and malformed answers
+    # the batch manager gives the same numbers for a per-sample scheme
+    assert _run(BatchRewardManager(tok, num_examine=0, compute_score=fn), _dump_batch(tok, ROWS))[0] == rewards
 
 
-def test_reward_kwargs_pick_the_scheme(env_url):
+def test_reward_kwargs_pick_the_scheme(env_url, tok):
+    fn = _load_like_verl({"scheme": "otc-ppo", "params": {"c": 2}})  # the per-sample OTC reward
+    _, extra = _run(NaiveRewardManager(tok, num_examine=0, compute_score=fn), _dump_batch(tok, ROWS))
+    assert set(extra["scheme"]) == {"otc-ppo"}
+    assert any(r < 1.0 for r, m in zip(extra["r_tool"], extra["tool_calls"]) if m > 0)  # searches cost
     fn = _load_like_verl({"scheme": "otc-grpo", "params": {"c": 2}, "run": "verl-test-otc"})
-    _, extra = _naive_manager(fn, ROWS)
+    _, extra = _run(BatchRewardManager(tok, num_examine=0, compute_score=fn), _dump_batch(tok, ROWS))
     assert set(extra["scheme"]) == {"otc-grpo"}
-    assert any(n >= 0 for n in extra["optimal_tool_calls"])  # the running minimum kept by the server for this run
-    assert any(r < 1.0 for r in extra["r_tool"])  # extra searches cost
+    assert any(n >= 0 for n in extra["optimal_tool_calls"])  # the fewest calls among a question's correct answers
 
 
-def test_otc_grpo_minimum_is_per_question_on_autocoa_parquet_rows(env_url):
+def test_otc_grpo_minimum_is_per_question_on_autocoa_parquet_rows(env_url, tok):
     """AutoCoA's published test parquet, read as verl's RLHFDataset reads it (pandas/pyarrow rows: numpy arrays,
     `extra_info` = {index, split}); a group of samples per question as GRPO makes them. A correct two-search answer to
     one question is optimal for that question whatever another question needed: score 1.0, not cos(π/4) = 0.707."""
@@ -129,19 +134,21 @@ def test_otc_grpo_minimum_is_per_question_on_autocoa_parquet_rows(env_url):
                         for k in range(searches))
         return f"Let me think.\n{steps}So.\n</think>\n\nThe answer is \\boxed{{{answer}}}."
 
+    def row(r):
+        return {"prompt": r["prompt"][-1]["content"], "data_source": r["data_source"],
+                "reward_model": dict(r["reward_model"]), "extra_info": dict(r["extra_info"])}
+
     gold_a, gold_b = list(a["reward_model"]["ground_truth"]), list(b["reward_model"]["ground_truth"])
-    rows = [{"output": boxed(gold_a[0], 0), "gts": a["reward_model"]["ground_truth"]},
-            {"output": boxed(gold_b[0], 2), "gts": b["reward_model"]["ground_truth"]},
-            {"output": boxed(gold_b[0], 3), "gts": b["reward_model"]["ground_truth"]}]
     fn = _load_like_verl({"scheme": "otc-grpo", "run": "verl-test-otc-keys"})
-    rewards, extra = _naive_manager(fn, rows, [a["extra_info"], b["extra_info"], b["extra_info"]],
-                                    data_source=a["data_source"])
+    manager = BatchRewardManager(tok, num_examine=0, compute_score=fn)
+    data = rollout_batch(tok, [row(a), row(b)], [[boxed(gold_a[0], 0)], [boxed(gold_b[0], 3), boxed(gold_b[0], 2)]])
+    rewards, extra = _run(manager, data)
     assert extra["em"] == [1.0, 1.0, 1.0] and extra["format_codes"] == ["", "", ""]
     assert extra["optimal_tool_calls"] == [0, 2, 2]
-    assert rewards[:2] == [1.0, 1.0]
-    assert rewards[2] == pytest.approx(0.951056516295)  # m=3, n=2: sin(2.4π/4)
+    assert rewards[0] == rewards[2] == 1.0
+    assert rewards[1] == pytest.approx(0.951056516295)  # m=3, n=2: sin(2.4π/4)
     # the same question in the next step keeps its own minimum (the server's running state for this run)
-    rewards, extra = _naive_manager(fn, rows[2:], [b["extra_info"]], data_source=a["data_source"])
+    rewards, extra = _run(manager, rollout_batch(tok, [row(b)], [[boxed(gold_b[0], 3)]]))
     assert extra["optimal_tool_calls"] == [2] and rewards == [pytest.approx(0.951056516295)]
 
 

@@ -58,6 +58,12 @@ def search_table() -> dict:
     return load_schema_file("search.json")
 
 
+def rewards_table() -> dict:
+    """{"schemes": [...], "group_schemes": [...]}: the reward schemes, and those whose reward of one answer needs the
+    other answers to its question (src/core/rewards.ts GROUP_SCHEMES)."""
+    return load_schema_file("rewards.json")
+
+
 def stage_table() -> dict:
     """{"stages": [{id, label, kind, from?, trains?, …}], "pipeline": {…}, "results": [{id, stage, mode, …}]}, in
     pipeline order (src/core/stages.ts)."""

@@ -34,6 +34,11 @@ def grader() -> EnvClient:
         return _client
 
 
+class RewardCallError(ValueError):
+    """A reward hook was called in a way that cannot give the configured scheme's reward exactly (one class for the
+    module and for its copy that verl loads by file path)."""
+
+
 def golden_list(ground_truth: Any) -> list[str]:
     """verl's `reward_model.ground_truth` as golden answers: a string, a list (numpy arrays from parquet included) or
     Search-R1's {"target": [...]}."""
