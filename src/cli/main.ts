@@ -13,6 +13,8 @@ const USAGE = `coa — CoA Studio command line
       write the records with "reward" filled (OTC-GRPO groups by question across the file)
   coa stats <files…> [--scheme S] [--json]
       count, EM, F1, TC, TP, format-error rate — overall, per dialect, per meta.stage
+  coa diff <A> <B> | <run-dir> <stage-a> <stage-b> [--step N|last|all] [--scheme S] [--by id|question] [--all] [--json]
+      per question gained / lost / both right / both wrong, ΔEM = net / questions, ΔTC and Δreward, by source/kind/hops
   coa convert --from verl-parquet|verl-rollouts|search-r1|openai <in> -o <out.coa.jsonl> [--strict-ids]
   coa env serve --corpus <corpus.jsonl> [--port 0] …   (see docs/env-server.md)
   coa data prepare questions|sft|pairs <file…> --out <out.jsonl> [--dialect D] [--report r.json] [--strict-ids]
@@ -35,6 +37,10 @@ export async function main(argv: string[]): Promise<number> {
       return runScore(parseArgs(rest, { ...VALIDATE_FLAGS, scheme: 'string', c: 'number', alpha: 'number', o: 'string', output: 'string', 'no-format-penalty': 'boolean' }));
     case 'stats':
       return runStats(parseArgs(rest, { ...VALIDATE_FLAGS, scheme: 'string', json: 'boolean' }));
+    case 'diff': {
+      const { runDiff, DIFF_FLAGS } = await import('./diff');
+      return runDiff(parseArgs(rest, DIFF_FLAGS));
+    }
     case 'convert':
       return runConvert(parseArgs(rest, { from: 'string', o: 'string', output: 'string', 'strict-ids': 'boolean' }));
     case 'data': {

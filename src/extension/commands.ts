@@ -43,7 +43,7 @@ export const COMMANDS = {
   'coaStudio.tokens.toggleLogprobs': async (ctx: Ctx) => void ctx.tokens.toggle('logprob'),
   'coaStudio.tokens.toggleAdvantages': async (ctx: Ctx) => void ctx.tokens.toggle('advantage'),
   'coaStudio.tokens.chooseOverlays': async (ctx: Ctx) => chooseOverlays(ctx.tokens),
-  'coaStudio.compareRuns': async (ctx: Ctx) => compareRunsCommand(ctx.extension),
+  'coaStudio.compareRuns': async (ctx: Ctx, a?: unknown, b?: unknown) => compareRunsCommand(ctx, a instanceof vscode.Uri ? a : undefined, b instanceof vscode.Uri ? b : undefined),
   'coaStudio.openLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.open(runSourceArg(runDir)),
   'coaStudio.addRunToLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.addRun(runSourceArg(runDir)),
   // Runs CoA Studio did not start (verl metrics files, TRL runs written by our callback).

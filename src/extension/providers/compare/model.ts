@@ -1,64 +1,43 @@
-// "Compare runs", the pure part: two rollout files (or two checkpoints' replays) → one row per question with each
-// side's trajectories, their reward breakdowns (src/core/rewards.ts, each file scored as a whole, so OTC-GRPO's
-// per-question minimum is that file's) and the difference B − A, per step and over a window of steps
-// (./aggregate.ts). No `vscode` import.
-import { iterateJsonlText } from '../../../core/jsonl';
-import type { Scheme, TrajectoryRecord } from '../../../core/record';
-import { type RewardParams, describeFormula, scoreRecords } from '../../../core/rewards';
-import { defaultWindow, means, stepTable, summarize, windowRows, type CompareRow, type Sample, type StepRow, type StepWindow, type Summary } from './aggregate';
+// "Compare runs", the pure part (no `vscode` import): two trajectory files → the checkpoint diff's data
+// (src/core/diff: paired questions, stored or scored rewards, the step window), the page's state without responses,
+// and the answer to an opened row — the two trajectories aligned by step.
+import { readDiff, type DiffOptions } from '../../../core/diff/read';
+import { alignTrajectories } from '../../../core/diff/align';
+import type { DiffData, DiffSample } from '../../../core/diff/types';
+import { describeFormula, type RewardParams } from '../../../core/rewards';
+import type { Scheme } from '../../../core/record';
+import type { ComparePageState, HostToPage, PageSample } from '../../../protocols/compare';
 
-export type { CompareRow, Means, Sample, Side, StepRow, StepWindow, Summary } from './aggregate';
+/** Questions embedded in the page at most (each with its samples' breakdowns). */
+export const MAX_QUESTIONS = 20_000;
 
-export interface CompareModel {
+export interface CompareOptions {
+  /** The scheme rewards are scored with where a side has no stored rewards (the editor's configured scheme). */
   scheme: Scheme;
-  formula: string;
-  a: { label: string; records: number; invalid: { line: number; message: string }[] };
-  b: { label: string; records: number; invalid: { line: number; message: string }[] };
-  /** Every question with every sample of each side, all steps (the page re-windows these). */
-  all: CompareRow[];
-  /** Mean reward per step of each side (empty when the records carry no meta.step). */
-  steps: StepRow[];
-  /** The window `rows` and `summary` cover: the last step both runs have, or all records. */
-  window: StepWindow;
-  rows: CompareRow[];
-  summary: Summary;
+  params?: RewardParams;
+  /** Rescore both sides with `scheme` even where the records carry the trainer's rewards. */
+  rescore?: boolean;
 }
 
-/** Questions are matched by their text with whitespace and case folded (ids differ between runs). */
-export function questionKey(q: string): string {
-  return q.trim().replace(/\s+/g, ' ').toLowerCase();
+export function compareFiles(a: { text: string; label: string }, b: { text: string; label: string }, o: CompareOptions): DiffData {
+  const opts: DiffOptions = { params: o.params, ...(o.rescore ? { scheme: o.scheme } : { fallbackScheme: o.scheme }) };
+  return readDiff(a, b, opts);
 }
 
-function readSide(text: string, label: string, scheme: Scheme, params: RewardParams) {
-  const records: { r: TrajectoryRecord; line: number }[] = [];
-  const invalid: { line: number; message: string }[] = [];
-  for (const e of iterateJsonlText(text)) {
-    if (e.record) records.push({ r: e.record, line: e.line });
-    else if (e.problem) invalid.push({ line: e.line, message: `${label}:${e.line}:${e.problem.column}: ${e.problem.code} ${e.problem.message}` });
-  }
-  const scored = scoreRecords(records.map((x) => x.r), scheme, params);
-  const byQ = new Map<string, { question: string; golden: string[]; samples: Sample[] }>();
-  records.forEach(({ r, line }, i) => {
-    const k = questionKey(r.question);
-    const g = byQ.get(k) ?? { question: r.question, golden: r.golden_answers ?? [], samples: [] };
-    g.samples.push({ id: r.id, line, step: typeof r.meta?.step === 'number' ? r.meta.step : null, response: r.response, breakdown: scored[i] });
-    byQ.set(k, g);
-  });
-  return { byQ, info: { label, records: records.length, invalid } };
+const strip = ({ response: _r, ...rest }: DiffSample): PageSample => rest;
+
+export function pageState(data: DiffData, o: CompareOptions): ComparePageState {
+  const questions = data.questions.slice(0, MAX_QUESTIONS).map((q) => ({ ...q, a: q.a.map(strip), b: q.b.map(strip) }));
+  return { ...data, questions, truncated: data.questions.length - questions.length, formula: describeFormula(o.scheme, o.params) };
 }
 
-export function compareRuns(a: { text: string; label: string }, b: { text: string; label: string }, scheme: Scheme = 'em', params: RewardParams = {}): CompareModel {
-  const A = readSide(a.text, a.label, scheme, params);
-  const B = readSide(b.text, b.label, scheme, params);
-  const keys = [...new Set([...A.byQ.keys(), ...B.byQ.keys()])];
-  const side = (g?: { samples: Sample[] }) => (g ? { samples: g.samples, mean: means(g.samples.map((x) => x.breakdown)) } : null);
-  const all = windowRows(keys.map((k) => {
-    const x = A.byQ.get(k);
-    const y = B.byQ.get(k);
-    return { question: (x ?? y)!.question, golden: (x ?? y)!.golden, a: side(x), b: side(y), delta: null };
-  }), { kind: 'all' });
-  const steps = stepTable(all);
-  const window = defaultWindow(steps);
-  const rows = windowRows(all, window);
-  return { scheme, formula: describeFormula(scheme, params), a: A.info, b: B.info, all, steps, window, rows, summary: summarize(rows) };
+/** The two trajectories a row asks for, and their alignment when both exist. */
+export function pairAnswer(data: DiffData, key: string, ia: number | null, ib: number | null): Extract<HostToPage, { type: 'pair' }> {
+  const q = data.questions.find((x) => x.key === key);
+  if (!q) return { type: 'pair', key, a: null, b: null, alignment: null, error: `no question ${JSON.stringify(key)} in this comparison` };
+  const pick = (ss: DiffSample[], i: number | null) => (i !== null && ss[i] ? ss[i] : null);
+  const a = pick(q.a, ia);
+  const b = pick(q.b, ib);
+  const side = (s: DiffSample | null) => s && { id: s.id, line: s.line, step: s.step, response: s.response };
+  return { type: 'pair', key, a: side(a), b: side(b), alignment: a && b ? alignTrajectories(a, b) : null };
 }
