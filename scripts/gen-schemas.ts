@@ -18,7 +18,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { RunConfigSchema } from '../src/core/config';
+import { CONFIG_MAX_NESTING, RunConfigSchema } from '../src/core/config';
+import { SETTING_LIMIT } from '../src/core/configZod';
 import { BOXED_OPEN, DIALECTS, DIALECT_NAMES, DEFAULT_TOOLS, allTags } from '../src/core/dialects';
 import { DIALECT_PROMPTS } from '../src/core/prompts';
 import { EventSchema, PROTOCOL_VERSION, TRAINER_ERRORS, TRAINER_ERROR_CODES } from '../src/core/events';
@@ -36,12 +37,36 @@ import { GROUP_SCHEMES } from '../src/core/rewards';
 const outDir = resolve(process.argv[2] ?? 'schemas');
 mkdirSync(outDir, { recursive: true });
 
-// io: 'input' — a config file may leave out anything that has a default.
-const runConfig = {
+// io: 'input' — a config file may leave out anything that has a default. `x-coa-max-nesting`: how deep a config's
+// JSON may nest (src/core/config.ts CONFIG_MAX_NESTING; the trainer reads it from here).
+const runConfig = boundedNumbers({
   ...z.toJSONSchema(RunConfigSchema, { io: 'input', target: 'draft-2020-12' }),
   $id: 'https://coa-studio.dev/schemas/run-config.schema.json',
   title: 'CoA Studio run config',
-};
+  'x-coa-max-nesting': CONFIG_MAX_NESTING,
+});
+
+/**
+ * The run config's number rule (src/core/configZod.ts): every number node has a finite minimum and maximum, which is
+ * what makes the trainer's JSON Schema validation refuse Python's infinities and 1e300s. A number made other than by
+ * configZod (another module's zod, z.float64()) would slip past it: the build stops and names the field.
+ */
+function boundedNumbers<T extends Record<string, unknown>>(schema: T): T {
+  const unbounded: string[] = [];
+  const visit = (node: unknown, path: string): void => {
+    if (!node || typeof node !== 'object') return;
+    if (Array.isArray(node)) return node.forEach((n) => visit(n, path));
+    const n = node as Record<string, unknown>;
+    if ((n.type === 'number' || n.type === 'integer') && n.const === undefined && n.enum === undefined) {
+      const finite = (k: string) => typeof n[k] === 'number' && Math.abs(n[k] as number) <= SETTING_LIMIT;
+      if (!(finite('minimum') || finite('exclusiveMinimum')) || !(finite('maximum') || finite('exclusiveMaximum'))) unbounded.push(path || '(root)');
+    }
+    for (const [key, sub] of Object.entries(n)) visit(sub, key === 'properties' || key === 'anyOf' || key === 'additionalProperties' || key === 'items' ? path : `${path}/${key}`);
+  };
+  visit(schema, '');
+  if (unbounded.length) throw new Error(`gen-schemas: run-config numbers without a finite range (make them with src/core/configZod's z.number()): ${unbounded.join(', ')}`);
+  return schema;
+}
 const tokenizerWords = [...new Set([...layoutWords(DIALECT_NAMES), ...(BOXED_OPEN.match(/[a-z]+/g) ?? [])])].sort();
 const dialects = { dialects: DIALECTS, names: DIALECT_NAMES, default_tools: DEFAULT_TOOLS, all_tags: allTags(), tokenizer_words: tokenizerWords };
 // io: 'input' — what a reader accepts (zod keeps unknown keys out of the parsed value but does not reject them).

@@ -15,16 +15,18 @@
 //                        (> baseline + 0.05) or held-out EM falls (latest < first − 0.05)
 // State is bounded (first and last `window` values per key), so it travels over HTTP and into checkpoints.
 import { z } from 'zod';
+import * as setting from './configZod';
 import type { ALERT_KINDS } from './events';
 import type { AgentMetric } from './metrics';
 
 export const MARGIN = 0.05;
 
-/** The thresholds, with their defaults — also the run config's `stages.rl*.alerts` (src/core/config.ts). */
+/** The thresholds, with their defaults — also the run config's `stages.rl*.alerts` (src/core/config.ts), so their
+ * numbers are settings (configZod: finite, bounded). */
 export const AlertThresholdsSchema = z
   .object({
-    tool_call_explosion: z.number().positive().default(2.0).describe('Mean tool calls above this × the first steps\' mean.'),
-    think_collapse: z.number().positive().default(0.5).describe('Think length below this × the first steps\' mean.'),
+    tool_call_explosion: setting.number().positive().default(2.0).describe('Mean tool calls above this × the first steps\' mean.'),
+    think_collapse: setting.number().positive().default(0.5).describe('Think length below this × the first steps\' mean.'),
     all_wrong_groups: z.number().min(0).max(1).default(0.5).describe('Fraction of all-wrong groups above this.'),
     tool_failure_rate: z.number().min(0).max(1).default(0.2).describe('Tool-failure rate above this.'),
     window: z.number().int().positive().default(5).describe('Steps averaged for the baseline and the current value.'),

@@ -1,20 +1,55 @@
 // The trainer's run config (`run.json`). Owned here so the editor can offer completion and validation on it;
 // scripts/gen-schemas.ts writes it as schemas/run-config.schema.json, which the Python trainer validates against
 // and from which it takes its defaults (the `default` keywords), so every default lives in this file only.
-import { z } from 'zod';
+// Every number here is made by ./configZod's z.number(): finite and bounded (its header says why); settings with a
+// narrower sane range say so below (learningRate, coefficient, seconds, …), once, for the editor, `coa data check` and
+// the trainer alike.
+import * as z from './configZod';
 import { DIALECT_NAMES } from './dialects';
 import { AlertThresholdsSchema, DEFAULT_ALERT_THRESHOLDS } from './alerts';
 
 const int = () => z.number().int();
 const posInt = () => z.number().int().positive();
 
+// Sane ranges, each said once. Past them a stage does not fail cleanly: it trains NaN weights (a learning rate or a
+// loss scale that large), divides by zero or overflows (a ratio or temperature near 0), or a Python timer overflows
+// (timeouts past ~9.2e9 s; a backoff doubled max_retries times).
+/** A learning rate: AdamW moves each weight about this much per step, so past 1 every weight diverges. */
+const learningRate = () => z.number().positive().max(1);
+/** A loss's weight or scale (β, margins, the NLL and KL weights). */
+const lossScale = () => z.number().nonnegative().max(1000);
+/** A sampling temperature: logits are divided by it (collect's 0 means greedy, said where allowed). */
+const temperature = () => z.number().min(1e-3).max(100);
+/** Seconds to wait for something: at most 30 days. */
+const MAX_WAIT_S = 30 * 24 * 3600;
+const seconds = () => z.number().positive().max(MAX_WAIT_S);
+/**
+ * A reward's parameters: RewardParams of src/core/rewards.ts, whose names and types the environment server checks when
+ * it grades. Their values are JSON scalars or lists of names, and their numbers settings like any other (bounded).
+ */
+const rewardParams = () =>
+  z
+    .record(
+      z.string(),
+      z.union([z.int(), z.number(), z.string(), z.boolean(), z.array(z.string())], { error: 'expected a finite number, a string, true or false, or a list of strings' }),
+    )
+    .default({})
+    .describe('RewardParams of src/core/rewards.ts.');
+
+/**
+ * How deep a run config's JSON may nest: a config nests 5 levels, and every recursive reader of it (zod, jsonc-parser,
+ * Python's deepcopy at ~3 frames a level under a limit of 1,000, jsonschema, pydantic) stays far from its stack's end.
+ * Deeper is refused before parsing, at the bracket that goes too deep, by the core and the trainer alike.
+ */
+export const CONFIG_MAX_NESTING = 64;
+
 /** Fields every training stage has. */
 const stageBase = {
   steps: posInt().default(300).describe('Optimiser steps of this stage.'),
   batch_size: posInt().default(16).describe('Global batch size (split across DDP ranks).'),
-  lr: z.number().positive().default(3e-3).describe('Peak learning rate (AdamW).'),
+  lr: learningRate().default(3e-3).describe('Peak learning rate (AdamW).'),
   warmup_steps: int().nonnegative().default(20).describe('Linear warm-up steps, then cosine decay to 10%.'),
-  weight_decay: z.number().nonnegative().default(0.0),
+  weight_decay: z.number().nonnegative().max(1).default(0.0).describe('AdamW\'s decoupled weight decay (each step shrinks weights by lr × this, so at most 1).'),
   grad_clip: z.number().positive().default(1.0).describe('Max gradient norm.'),
   max_len: posInt()
     .nullable()
@@ -24,6 +59,7 @@ const stageBase = {
   checkpoint_minutes: z
     .number()
     .nonnegative()
+    .max(MAX_WAIT_S / 60)
     .default(5)
     .describe('Also checkpoint when this many minutes passed since the last checkpoint (0: never by time), so a kill loses at most that much of a stage.'),
   log_every: posInt().default(10).describe('Emit a metrics event every N steps.'),
@@ -55,10 +91,10 @@ export const Sft1StageSchema = z
   .object({
     ...stageBase,
     steps: posInt().default(200),
-    lr: z.number().positive().default(1e-3),
-    beta: z.number().positive().default(2.0).describe('Scale of the mean log-prob difference (chosen − rejected).'),
-    margin: z.number().nonnegative().default(0.5).describe('Margin subtracted inside the sigmoid.'),
-    alpha: z.number().nonnegative().default(0.2).describe('Weight of the NLL term −P̄(chosen).'),
+    lr: learningRate().default(1e-3),
+    beta: lossScale().positive().default(2.0).describe('Scale of the mean log-prob difference (chosen − rejected).'),
+    margin: lossScale().default(0.5).describe('Margin subtracted inside the sigmoid.'),
+    alpha: lossScale().default(0.2).describe('Weight of the NLL term −P̄(chosen).'),
   })
   .strict();
 
@@ -67,10 +103,11 @@ const sftMixStage = (steps: number, lr: number) =>
     .object({
       ...stageBase,
       steps: posInt().default(steps),
-      lr: z.number().positive().default(lr),
+      lr: learningRate().default(lr),
       coa_cot_ratio: z
         .number()
-        .positive()
+        .min(1e-3)
+        .max(1000)
         .default(5)
         .describe('Chain-of-action : chain-of-thought samples in the SFT mix (AutoCoA used 5:1).'),
     })
@@ -88,7 +125,7 @@ const rlStage = (steps: number, simulated: number) =>
     .object({
       ...rlBase,
       steps: posInt().default(steps),
-      lr: z.number().positive().default(2e-4),
+      lr: learningRate().default(2e-4),
       warmup_steps: int().nonnegative().default(2),
       max_len: posInt()
         .nullable()
@@ -98,12 +135,12 @@ const rlStage = (steps: number, simulated: number) =>
       sample_every: int().nonnegative().default(5).describe('Emit a sample event (and append to rollouts.coa.jsonl) every N steps.'),
       prompts_per_step: posInt().default(8).describe('Questions per step (global; split across DDP ranks, groups kept whole).'),
       group_size: posInt().default(8).describe('GRPO group size G: samples per question.'),
-      kl_coef: z.number().nonnegative().default(0.001).describe('k3 KL to the frozen reference (AutoCoA used 0.001).'),
-      clip_eps: z.number().positive().default(0.2).describe('PPO clip range of the importance ratio.'),
+      kl_coef: lossScale().default(0.001).describe('k3 KL to the frozen reference (AutoCoA used 0.001).'),
+      clip_eps: lossScale().positive().default(0.2).describe('PPO clip range of the importance ratio.'),
       mini_batches: posInt().default(1).describe('Optimiser updates per pass over a step\'s rollout batch: it is split into this many mini-batches of whole groups (at most prompts_per_step / processes). 1: one on-policy update, so the ratio stays 1 and nothing is clipped.'),
       ppo_epochs: posInt().default(1).describe('Passes over a step\'s rollout batch (each does mini_batches updates) against the sampler\'s log-probs.'),
       std_normalize: z.boolean().default(true).describe('Divide group-centred rewards by the group std.'),
-      temperature: z.number().positive().default(1.0).describe('Sampling temperature of rollouts.'),
+      temperature: temperature().default(1.0).describe('Sampling temperature of rollouts.'),
       max_turns: posInt().default(3).describe('Tool calls allowed per trajectory.'),
       max_new_tokens: posInt().default(40).describe('Tokens the policy may generate per turn.'),
       max_obs_tokens: posInt().default(48).describe('Observation tokens at most (simulated observations are cut here).'),
@@ -121,7 +158,7 @@ const rlStage = (steps: number, simulated: number) =>
       reward: z
         .object({
           scheme: z.enum(['autocoa', 'em', 'f1', 'otc-grpo', 'otc-ppo']).default('autocoa'),
-          params: z.record(z.string(), z.unknown()).default({}).describe('RewardParams of src/core/rewards.ts.'),
+          params: rewardParams(),
         })
         .strict()
         .default({ scheme: 'autocoa', params: {} }),
@@ -133,6 +170,25 @@ const rlStage = (steps: number, simulated: number) =>
 export const Rl1StageSchema = rlStage(12, 1.0);
 export const Rl2StageSchema = rlStage(24, 0.0);
 
+/**
+ * How the embedded model's sizes must divide for a Llama/Qwen2 decoder to be built and run (past them transformers
+ * refuses the config or the first forward fails on a shape mismatch): `size` a multiple of `times` × `of`. Checked
+ * here and written into the JSON schema (`x-coa-multiple-of` on model.embedded) for the trainer, which checks the same
+ * table (coa_trainer/base/config.py).
+ */
+export const EMBEDDED_SHAPE_RULES = [
+  { size: 'hidden_size', of: 'num_heads', times: 2, why: 'each attention head takes hidden_size / num_heads dimensions, an even number (rotary position embeddings turn them in pairs)' },
+  { size: 'num_heads', of: 'num_kv_heads', times: 1, why: 'the query heads are shared evenly among the key/value heads' },
+] as const;
+
+type EmbeddedSize = (typeof EMBEDDED_SHAPE_RULES)[number]['size' | 'of'];
+
+/** The message of a broken shape rule (the trainer words it the same way). */
+export function shapeRuleMessage(rule: (typeof EMBEDDED_SHAPE_RULES)[number], size: number, of: number): string {
+  const need = rule.times === 1 ? `${rule.of} (${of})` : `${rule.times} × ${rule.of} (${rule.times * of})`;
+  return `${rule.size} ${size} is not a multiple of ${need}: ${rule.why}`;
+}
+
 export const EmbeddedModelSchema = z
   .object({
     family: z.enum(['llama', 'qwen2']).default('llama'),
@@ -143,12 +199,20 @@ export const EmbeddedModelSchema = z
     intermediate_size: posInt().default(192),
     max_position: posInt().default(512),
   })
-  .strict();
+  .strict()
+  .superRefine((m, ctx) => {
+    for (const rule of EMBEDDED_SHAPE_RULES) {
+      const size = m[rule.size as EmbeddedSize];
+      const of = m[rule.of as EmbeddedSize];
+      if (size % (rule.times * of) !== 0) ctx.addIssue({ code: 'custom', path: [rule.size], message: shapeRuleMessage(rule, size, of) });
+    }
+  })
+  .meta({ 'x-coa-multiple-of': EMBEDDED_SHAPE_RULES.map(({ size, of, times, why }) => ({ size, of, times, why })) });
 
 export const LoraSchema = z
   .object({
     r: posInt().default(8),
-    alpha: z.number().positive().default(16),
+    alpha: z.number().positive().max(4096).default(16).describe('LoRA scale: the adapters\' output is multiplied by alpha / r.'),
     dropout: z.number().min(0).max(1).default(0.0),
     target_modules: z.array(z.string()).default(['q_proj', 'k_proj', 'v_proj', 'o_proj']),
   })
@@ -241,9 +305,9 @@ export const CollectSchema = z
         tokenizer: z.string().nullable().default(null).describe('Tokenizer directory for an endpoint teacher: renders the chat-template prompt and counts tokens (default: teacher.path).'),
         api_key_env: z.string().default('OPENAI_API_KEY').describe('Environment variable holding the endpoint\'s API key (sent as a Bearer token when set).'),
         concurrency: posInt().default(8).describe('Requests in flight at once.'),
-        timeout_s: z.number().positive().default(120).describe('Seconds per request.'),
-        max_retries: int().nonnegative().default(4).describe('Retries of a failed request (exponential backoff); then the sample is counted as failed and collected again on --resume.'),
-        backoff_s: z.number().positive().default(1.0).describe('First retry delay; doubled at each retry.'),
+        timeout_s: seconds().default(120).describe('Seconds per request.'),
+        max_retries: int().nonnegative().max(20).default(4).describe('Retries of a failed request (exponential backoff); then the sample is counted as failed and collected again on --resume.'),
+        backoff_s: seconds().max(600).default(1.0).describe('First retry delay; doubled at each retry.'),
       })
       .strict()
       .default({ path: null, url: null, api: 'completions', model: null, tokenizer: null, api_key_env: 'OPENAI_API_KEY', concurrency: 8, timeout_s: 120, max_retries: 4, backoff_s: 1.0 }),
@@ -251,7 +315,7 @@ export const CollectSchema = z
     limit: posInt().nullable().default(null).describe('Questions at most (null: all).'),
     modes: z.array(z.enum(['coa', 'cot'])).min(1).default(['coa', 'cot']).describe('coa: the dialect\'s agent prompt, searches through the environment server; cot: the tool-free prompt, no tool.'),
     samples: posInt().default(4).describe('Samples per question and mode (K).'),
-    temperature: z.number().min(0).default(0.7).describe('Sampling temperature (0: greedy).'),
+    temperature: z.union([z.literal(0), temperature()]).default(0.7).describe('Sampling temperature (0: greedy).'),
     top_p: z.number().positive().max(1).default(1.0).describe('Nucleus sampling: the smallest set of most likely tokens whose probability reaches top_p (endpoint and model-directory teachers).'),
     seed: int().nullable().default(null).describe('Sampling seed (default: the run seed).'),
     batch_size: posInt().default(16).describe('Trajectories per batch (one grading call, one progress step).'),
@@ -263,7 +327,7 @@ export const CollectSchema = z
     reward: z
       .object({
         scheme: z.enum(['em', 'f1', 'cover-em', 'autocoa']).default('em'),
-        params: z.record(z.string(), z.unknown()).default({}).describe('RewardParams of src/core/rewards.ts.'),
+        params: rewardParams(),
       })
       .strict()
       .default({ scheme: 'em', params: {} }),
@@ -419,7 +483,7 @@ export const RunConfigSchema = z
         node: z.string().nullable().default(null).describe('node executable (default: COA_NODE or node on PATH).'),
         cli: z.string().default('dist/cli.js').describe('The CoA Studio CLI that serves the environment.'),
         corpus: z.string().nullable().default(null).describe('Search corpus (default: the benchmark corpus).'),
-        startup_timeout_s: z.number().positive().default(30),
+        startup_timeout_s: seconds().default(30),
       })
       .strict()
       .default({ node: null, cli: 'dist/cli.js', corpus: null, startup_timeout_s: 30 }),

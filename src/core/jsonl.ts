@@ -191,7 +191,7 @@ function inSchemaOrder(o: Record<string, unknown>, schema: readonly string[]): R
 export function nestingProblem(raw: string, value: unknown): { column: number; message: string } | null {
   if (raw.length <= 2 * MAX_NESTING || countUpTo(raw, '[', MAX_NESTING + 1) + countUpTo(raw, '{', MAX_NESTING + 1) <= MAX_NESTING) return null;
   if (!nestedDeeperThan(value, MAX_NESTING)) return null;
-  return { column: tooDeepAt(raw, MAX_NESTING) + 1, message: `nested deeper than ${MAX_NESTING} levels` };
+  return { column: Math.max(0, tooDeepAt(raw, MAX_NESTING)) + 1, message: `nested deeper than ${MAX_NESTING} levels` };
 }
 
 /** Occurrences of `ch` in `text`, counting stops at `limit` (indexOf jumps: cheap for the few brackets a record has). */
@@ -231,8 +231,8 @@ function nestedDeeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
-/** Offset of the first `[` or `{` (outside strings) that opens level max + 1 of a raw JSON line. */
-function tooDeepAt(raw: string, max: number): number {
+/** Offset of the first `[` or `{` (outside strings) that opens level max + 1 of raw JSON text; -1 when none does. */
+export function tooDeepAt(raw: string, max: number): number {
   let depth = 0;
   for (let i = 0; i < raw.length; i++) {
     const c = raw.charCodeAt(i);
@@ -242,7 +242,7 @@ function tooDeepAt(raw: string, max: number): number {
       if (++depth > max) return i;
     } else if (c === 93 || c === 125) depth--;
   }
-  return 0;
+  return -1;
 }
 
 /** Where a JSON path sits in a line: the value if present, else the enclosing object. */

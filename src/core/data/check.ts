@@ -1,10 +1,12 @@
 // `coa data check`: every file a run config's data section (and model.path) names, read through the same
 // importers training uses, before training starts. Paths are relative to the config file's directory.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { isUtf8 } from 'node:buffer';
+import { parse, type ParseError } from 'jsonc-parser';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { RunConfigSchema, type RunConfig } from '../config';
+import { CONFIG_MAX_NESTING, RunConfigSchema, type RunConfig } from '../config';
 import { applyOverrides, Override, OverrideError, overrideFor, parseOverride } from '../overrides';
-import { locate } from '../jsonl';
+import { firstInvalidUtf8, locate, tooDeepAt } from '../jsonl';
 import { readCorpus } from '../corpus';
 import { DataError } from './errors';
 import { emptyIdReport, IdReport, idSummary } from './ids';
@@ -35,8 +37,13 @@ export interface CheckResult {
   warnings: string[];
 }
 
-/** Parse and validate the config file with the command line's `key=value` overrides; errors point into the file or
- * name the override (`command line:N:1`, N the override's position). */
+/**
+ * Parse and validate the config file with the command line's `key=value` overrides; errors point into the file or
+ * name the override (`command line:N:1`, N the override's position). The file is read as the trainer reads it
+ * (coa_trainer/base/config.py; both run test/conformance/run-configs.json): UTF-8, a byte order mark at its start
+ * skipped, invalid UTF-8 an error at the first bad byte, JSON nested deeper than CONFIG_MAX_NESTING an error at the bracket
+ * that goes too deep (found before anything parses or walks it), then the schema.
+ */
 export function loadRunConfig(configPath: string, overrideArgs: string[] = []): { config: RunConfig; raw: string; overrides: Override[] } {
   const overrides = overrideArgs.map((text, i) => {
     try {
@@ -46,15 +53,24 @@ export function loadRunConfig(configPath: string, overrideArgs: string[] = []): 
       throw e;
     }
   });
-  if (!existsSync(configPath)) throw new DataError(configPath, 1, 1, 'config', 'no such file');
-  const raw = readFileSync(configPath, 'utf8');
+  const raw = readConfigText(configPath);
+  const deep = tooDeepAt(raw, CONFIG_MAX_NESTING);
+  if (deep >= 0) {
+    const at = lineColumn(raw, deep);
+    throw new DataError(configPath, at.line, at.column, 'config', `nested deeper than ${CONFIG_MAX_NESTING} levels`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(raw);
   } catch (e) {
-    const pos = Number(/at position (\d+)/.exec((e as Error).message)?.[1] ?? 0);
+    const message = (e as Error).message;
+    let pos = jsonErrorOffset(raw, message);
+    if (raw[pos - 1] === '-' && raw.startsWith('Infinity', pos)) pos--; // the parser stops after the sign
     const { line, column } = lineColumn(raw, pos);
-    throw new DataError(configPath, line, column, 'config', `not valid JSON (${(e as Error).message.replace(/ in JSON at position \d+.*$/, '')})`);
+    const constant = /^-?(NaN|Infinity)/.exec(raw.slice(pos))?.[0];
+    // Python's json reads these (the trainer refuses them with the same words); JSON has no such numbers.
+    if (constant) throw new DataError(configPath, line, column, 'config', `${constant} is not a number JSON allows: give a finite number`);
+    throw new DataError(configPath, line, column, 'config', `not valid JSON (${message.replace(/ in JSON at position \d+.*$/, '').replace(/, ".*" is not valid JSON$/s, '')})`);
   }
   try {
     value = applyOverrides(value, overrides);
@@ -64,10 +80,76 @@ export function loadRunConfig(configPath: string, overrideArgs: string[] = []): 
   }
   const parsed = RunConfigSchema.safeParse(value);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
+    const issue = mostSpecificIssue(parsed.error.issues);
     throw configError(configPath, raw, issue.path as (string | number)[], issue.message, overrides);
   }
   return { config: parsed.data, raw, overrides };
+}
+
+/** The config file as text: UTF-8 without its byte order mark. Unreadable or not UTF-8 → a DataError. */
+function readConfigText(configPath: string): string {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(configPath);
+  } catch (e) {
+    throw new DataError(configPath, 1, 1, 'config', describeFsError(e));
+  }
+  const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  const body = bytes.subarray(bom);
+  if (!isUtf8(body)) {
+    const bad = firstInvalidUtf8(body);
+    const lineStart = body.lastIndexOf(10, bad - 1) + 1;
+    const line = countNewlines(body, bad) + 1;
+    const column = body.toString('utf8', lineStart, bad).length + 1;
+    throw new DataError(configPath, line, column, 'config', `not UTF-8 (byte 0x${body[bad].toString(16).padStart(2, '0')}): save the file as UTF-8`);
+  }
+  return body.toString('utf8');
+}
+
+function countNewlines(b: Buffer, end: number): number {
+  let n = 0;
+  for (let i = b.indexOf(10); i >= 0 && i < end; i = b.indexOf(10, i + 1)) n++;
+  return n;
+}
+
+/** A file-system error as the rest of a one-line message (never a stack). */
+export function describeFsError(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  switch (err.code) {
+    case 'ENOENT':
+      return 'no such file';
+    case 'EISDIR':
+      return 'is a directory, expected a file';
+    case 'ELOOP':
+      return 'a loop of symbolic links';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'ENOTDIR':
+      return 'a part of the path is not a directory';
+    case 'ENAMETOOLONG':
+      return 'the path is too long';
+    default:
+      return err.message ?? String(e);
+  }
+}
+
+/**
+ * The issue to report: the first one's field, and of that field's issues the last — a setting's own range is
+ * checked after the general number bound (configZod), and "at most 1" says more than "at most 2^53 − 1".
+ */
+function mostSpecificIssue<T extends { path: PropertyKey[] }>(issues: readonly T[]): T {
+  const key = issues[0].path.join('\u0000');
+  return issues.filter((i) => i.path.join('\u0000') === key).at(-1)!;
+}
+
+/** Where JSON.parse failed: its "at position N" when it says one, else where a JSON parser finds the first error. */
+function jsonErrorOffset(text: string, message: string): number {
+  const said = /at position (\d+)/.exec(message);
+  if (said) return Number(said[1]);
+  const errors: ParseError[] = [];
+  parse(text, errors, { allowTrailingComma: false, disallowComments: true });
+  return errors.length ? errors[0].offset : text.length;
 }
 
 function lineColumn(text: string, offset: number): { line: number; column: number } {
@@ -99,8 +181,13 @@ export async function checkRunConfig(configPath: string, overrideArgs: string[] 
   const file = (key: string, p: string): string => {
     const full = resolveDataPath(configPath, p);
     const path = key.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k));
-    if (!existsSync(full)) throw configError(configPath, raw, path, `no such file: ${full}`, overrides);
-    if (statSync(full).isDirectory()) throw configError(configPath, raw, path, `is a directory, expected a file: ${full}`, overrides);
+    let st;
+    try {
+      st = statSync(full);
+    } catch (e) {
+      throw configError(configPath, raw, path, `${describeFsError(e)}: ${full}`, overrides);
+    }
+    if (st.isDirectory()) throw configError(configPath, raw, path, `is a directory, expected a file: ${full}`, overrides);
     return full;
   };
   if (config.model.path) {

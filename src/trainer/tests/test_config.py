@@ -1,8 +1,12 @@
+import base64
+import json
+import re
 
 import pytest
 
 from coa_trainer.base.config import ConfigError, default_config, load_config, validate_config
 from coa_trainer.contracts.schemas import run_config_schema
+from conftest import REPO
 
 
 def test_defaults_come_from_the_schema():
@@ -49,7 +53,7 @@ def test_a_config_file_that_cannot_be_used_is_one_error_naming_file_line_and_col
         "inf.json": (b'{"seed": 1,\n "stages": {"sft2": {"lr": Infinity}}}', r"inf\.json:2:28: Infinity is not a number"),
         "nan.json": (b'{"name": "NaN", "seed": NaN}', r"nan\.json:1:25: NaN is not a number"),
         "utf8.json": (b'{"seed": 1, "name": "caf\xe9"}', r"utf8\.json:1:25: not UTF-8 \(byte 0xe9\)"),
-        "deep.json": (b"[" * 100_000 + b"]" * 100_000, r"deep\.json: nested too deeply"),
+        "deep.json": (b"[" * 100_000 + b"]" * 100_000, r"deep\.json:1:65: nested deeper than 64 levels"),
     }
     for name, (data, message) in cases.items():
         p = tmp_path / name
@@ -59,3 +63,28 @@ def test_a_config_file_that_cannot_be_used_is_one_error_naming_file_line_and_col
     bom = tmp_path / "bom.json"
     bom.write_bytes('\ufeff{"seed": 3}'.encode())
     assert load_config(bom).seed == 3  # an editor's byte order mark is not part of the JSON
+
+
+RUN_CONFIG_VECTORS = json.loads((REPO / "test" / "conformance" / "run-configs.json").read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("case", RUN_CONFIG_VECTORS, ids=[c["name"] for c in RUN_CONFIG_VECTORS])
+def test_run_config_files_read_as_the_core_reads_them(case, tmp_path):
+    """The shared vectors the core's loadRunConfig runs too (test/unit/core/conformance.test.ts): one finite-number
+    rule, one UTF-8/BOM rule, one nesting bound and the model's shape rules, so a config `coa data check` passes is
+    one the trainer takes, and one it refuses the trainer refuses at the same place."""
+    p = tmp_path / "run.json"
+    p.write_bytes(case["text"].encode() if "text" in case else base64.b64decode(case["base64"]))
+    want = case["expect"]
+    if want.get("ok"):
+        load_config(p)
+        return
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    message = str(e.value)
+    err = want["error"]
+    if "line" in err:
+        assert message.startswith(f"{p}:{err['line']}:{err['column']}: "), message
+    if "field" in err:
+        fields = re.findall(rf"^{re.escape(str(p))}: ([^:]+): ", message, re.M)
+        assert fields[:1] == [err["field"]], message

@@ -15,6 +15,10 @@ import { RULES } from '../../../src/core/codes';
 import { textToNotebook } from '../../../src/extension/providers/notebook/codec';
 import { notebookDiagnostics } from '../../../src/extension/providers/notebook/diagnostics';
 import { formatVector } from '../../conformance/project';
+import { loadRunConfig } from '../../../src/core/data/check';
+import { DataError } from '../../../src/core/data/errors';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 
 const load = (name: string) => JSON.parse(readFileSync(join(__dirname, '../../conformance', name), 'utf8'));
 
@@ -77,5 +81,32 @@ test('record vectors: the language server, the notebook and the reward give each
         assert.deepEqual([b.violations, b.format_ok], [errors, errors.length === 0], 'reward');
       }
     });
+  }
+});
+
+test('run-config file vectors: read as the trainer reads them', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'coa-run-configs-'));
+  try {
+    type Case = { name: string; text?: string; base64?: string; expect: { ok: true } | { error: { line?: number; column?: number; field?: string } } };
+    for (const [i, c] of (load('run-configs.json').cases as Case[]).entries()) {
+      await t.test(c.name, () => {
+        const file = join(dir, `${i}.run.json`);
+        writeFileSync(file, c.text !== undefined ? Buffer.from(c.text) : Buffer.from(c.base64!, 'base64'));
+        let got: DataError | null = null;
+        try {
+          loadRunConfig(file);
+        } catch (e) {
+          if (!(e instanceof DataError)) throw e;
+          got = e;
+        }
+        if ('ok' in c.expect) return assert.equal(got?.message ?? null, null);
+        assert.ok(got, 'expected an error');
+        const want = c.expect.error;
+        if (want.line !== undefined) assert.deepEqual([got.line, got.column, got.field], [want.line, want.column, 'config'], got.message);
+        if (want.field !== undefined) assert.equal(got.field, want.field, got.message);
+      });
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });

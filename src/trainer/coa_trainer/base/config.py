@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pydantic
 
 from ..contracts.run_config import PretrainStage, RlStage, RunConfig, Sft1Stage, SftMixStage
 from ..contracts.schemas import run_config_schema
@@ -57,7 +59,51 @@ def fill_defaults(value: Any, schema: dict, root: dict) -> Any:
 
 def _format_error(err: jsonschema.ValidationError, source: str) -> str:
     path = ".".join(str(p) for p in err.absolute_path) or "(root)"
+    if _non_finite(err.instance):
+        return f"{source}: {path}: {err.instance} is not a finite number"
     return f"{source}: {path}: {err.message}"
+
+
+def _non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _is_number(checker: Any, value: Any) -> bool:
+    """JSON numbers are finite: Python's float NaN and infinities (json reads `1e999` as inf) are not numbers here.
+    Every number of the schema also has a finite range (src/core/configZod.ts), which 1e300 is outside."""
+    return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(value, "number") and not _non_finite(value)
+
+
+def _is_integer(checker: Any, value: Any) -> bool:
+    return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(value, "integer") and not _non_finite(value)
+
+
+def _multiple_of_rules(validator: Any, rules: list[dict], instance: Any, schema: dict):
+    """`x-coa-multiple-of` (src/core/config.ts EMBEDDED_SHAPE_RULES): sizes that must divide evenly, a missing size
+    taking its default; worded as the core words it (shapeRuleMessage)."""
+    if not isinstance(instance, dict):
+        return
+    props = schema.get("properties", {})
+
+    def size(name: str) -> Any:
+        return instance.get(name, props.get(name, {}).get("default"))
+
+    for rule in rules:
+        value, of, times = size(rule["size"]), size(rule["of"]), rule["times"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (value, of)):
+            continue  # a size that is not a positive integer has its own error
+        if value % (times * of):
+            need = f"{rule['of']} ({of})" if times == 1 else f"{times} × {rule['of']} ({times * of})"
+            yield jsonschema.ValidationError(f"{rule['size']} {value} is not a multiple of {need}: {rule['why']}",
+                                             path=[rule["size"]])
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    validators={"x-coa-multiple-of": _multiple_of_rules},
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"number": _is_number, "integer": _is_integer}),
+)
 
 
 def validate_config(raw: Any, source: str = "config", overrides: list[str] | None = None) -> RunConfig:
@@ -68,10 +114,10 @@ def validate_config(raw: Any, source: str = "config", overrides: list[str] | Non
     schema = run_config_schema()
     try:
         parsed = [parse_override(o, schema) for o in overrides or []]
-        raw = apply_overrides(raw, parsed)
+        raw = apply_overrides(raw, parsed) if parsed else raw
     except OverrideError as e:
         raise ConfigError(f"command line: {e}") from None
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _Validator(schema)
     errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
     if errors:
         def where(err: jsonschema.ValidationError) -> str:
@@ -79,7 +125,10 @@ def validate_config(raw: Any, source: str = "config", overrides: list[str] | Non
             return f"command line: override {given.text}" if given else source
 
         raise ConfigError("invalid run config:\n" + "\n".join(_format_error(e, where(e)) for e in errors[:20]))
-    return RunConfig.model_validate(fill_defaults(copy.deepcopy(raw), schema, schema))
+    try:
+        return RunConfig.model_validate(fill_defaults(copy.deepcopy(raw), schema, schema))
+    except pydantic.ValidationError as e:  # the classes are generated from the schema just checked: a gap is a bug,
+        raise ConfigError(f"invalid run config:\n{source}: {e}") from e  # but still the user's config, named
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
@@ -91,22 +140,38 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConf
         data = path.read_bytes()
     except OSError as e:
         raise ConfigError(f"cannot read config {path}: {e.strerror}") from e
+    raw = parse_json_config(decode_config(data, str(path)), str(path))
+    return resolve_data_paths(validate_config(raw, str(path), overrides), path.resolve().parent)
+
+
+def decode_config(data: bytes, source: str) -> str:
+    """A config file's text as the core reads it (src/core/data/check.ts; both run test/conformance/run-configs.json):
+    UTF-8, a byte order mark at its start skipped (some editors write one; it is not part of the JSON), invalid UTF-8
+    an error at the first bad byte's line and column (columns in characters, the BOM not counted)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
     try:
-        text = data.decode("utf-8-sig")  # a byte order mark (some editors write one) is not part of the JSON
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
+        line_start = data.rfind(b"\n", 0, e.start) + 1
         line = data.count(b"\n", 0, e.start) + 1
-        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise ConfigError(f"{path}:{line}:{column}: not UTF-8 (byte 0x{data[e.start]:02x}): save the file as UTF-8") from e
-    return resolve_data_paths(validate_config(parse_json_config(text, str(path)), str(path), overrides),
-                              path.resolve().parent)
+        column = len(data[line_start:e.start].decode("utf-8")) + 1
+        raise ConfigError(f"{source}:{line}:{column}: not UTF-8 (byte 0x{data[e.start]:02x}): save the file as UTF-8") from e
 
 
 def parse_json_config(text: str, source: str) -> Any:
     """JSON as the run config accepts it: numbers must be finite (Python's json would take NaN and Infinity, and an
-    `lr` of Infinity trained every weight to NaN), nesting bounded (a deep file is an error, not a crash)."""
+    `lr` of Infinity trained every weight to NaN; `1e999`, read as inf, is refused by the schema), nesting bounded as
+    the core bounds it (the schema's `x-coa-max-nesting`, checked before parsing, at the bracket that goes too deep)."""
     def no_constants(name: str) -> Any:
         raise _NonFinite(name)
 
+    max_nesting = run_config_schema()["x-coa-max-nesting"]
+    deep = too_deep_at(text, max_nesting)
+    if deep >= 0:
+        line = text.count("\n", 0, deep) + 1
+        column = deep - (text.rfind("\n", 0, deep) + 1) + 1
+        raise ConfigError(f"{source}:{line}:{column}: nested deeper than {max_nesting} levels")
     try:
         return json.loads(text, parse_constant=no_constants)
     except json.JSONDecodeError as e:
@@ -121,6 +186,29 @@ def parse_json_config(text: str, source: str) -> Any:
 
 class _NonFinite(Exception):
     pass
+
+
+def too_deep_at(text: str, max_depth: int) -> int:
+    """Index of the first `[` or `{` outside strings that opens level max_depth + 1; -1 when none does (as the core's
+    jsonl.tooDeepAt)."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return -1
+    depth = 0
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c in "[{":
+            depth += 1
+            if depth > max_depth:
+                return i
+        elif c in "]}":
+            depth -= 1
+        i += 1
+    return -1
 
 
 def _token_position(text: str, token: str) -> tuple[int, int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,6 +13,9 @@ class LoraConfig(BaseModel):
     )
     r: int
     alpha: float
+    """
+    LoRA scale: the adapters' output is multiplied by alpha / r.
+    """
     dropout: float
     target_modules: list[str]
 
@@ -170,7 +173,7 @@ class CollectReward(BaseModel):
         extra="forbid",
     )
     scheme: Literal["em", "f1", "cover-em", "autocoa"]
-    params: dict[str, Any]
+    params: dict[str, int | float | str | bool | list[str]]
     """
     RewardParams of src/core/rewards.ts.
     """
@@ -219,7 +222,7 @@ class CollectConfig(BaseModel):
     """
     Samples per question and mode (K).
     """
-    temperature: float
+    temperature: Literal[0] | float
     """
     Sampling temperature (0: greedy).
     """
@@ -337,6 +340,9 @@ class PretrainStage(BaseModel):
     Linear warm-up steps, then cosine decay to 10%.
     """
     weight_decay: float
+    """
+    AdamW's decoupled weight decay (each step shrinks weights by lr × this, so at most 1).
+    """
     grad_clip: float
     """
     Max gradient norm.
@@ -390,6 +396,9 @@ class Sft1Stage(BaseModel):
     Linear warm-up steps, then cosine decay to 10%.
     """
     weight_decay: float
+    """
+    AdamW's decoupled weight decay (each step shrinks weights by lr × this, so at most 1).
+    """
     grad_clip: float
     """
     Max gradient norm.
@@ -455,6 +464,9 @@ class SftMixStage(BaseModel):
     Linear warm-up steps, then cosine decay to 10%.
     """
     weight_decay: float
+    """
+    AdamW's decoupled weight decay (each step shrinks weights by lr × this, so at most 1).
+    """
     grad_clip: float
     """
     Max gradient norm.
@@ -502,7 +514,7 @@ class RlReward(BaseModel):
         extra="forbid",
     )
     scheme: Literal["autocoa", "em", "f1", "otc-grpo", "otc-ppo"]
-    params: dict[str, Any]
+    params: dict[str, int | float | str | bool | list[str]]
     """
     RewardParams of src/core/rewards.ts.
     """
@@ -542,6 +554,9 @@ class RlStage(BaseModel):
     lr: float
     warmup_steps: int
     weight_decay: float
+    """
+    AdamW's decoupled weight decay (each step shrinks weights by lr × this, so at most 1).
+    """
     grad_clip: float
     """
     Max gradient norm.
