@@ -20,6 +20,8 @@ const USAGE = `coa — CoA Studio command line
   coa data prepare questions|sft|pairs <file…> --out <out.jsonl> [--dialect D] [--report r.json] [--strict-ids]
   coa data check <run-config.json> [key=value …] [--json]
       users' data for the trainer (docs/training.md, "Data contract"); bad data: FILE:LINE:COL: error: FIELD: …, exit 2
+  coa export verl <run-config.json> [key=value …] --out <dir> [--name N] [--reward-path P]
+      RL-2 as verl's launch: overrides, data in verl's parquet layout, search tool config (docs/integrations.md)
 
 Dialects: coa, search-r1, autocoa, hermes (default: detect per record). Format codes: docs/format-rules.md
 Exit codes: 0 done; 1 problems found in the input (validate); 2 usage, unreadable input or unwritable output`;
@@ -50,6 +52,10 @@ export async function main(argv: string[]): Promise<number> {
     case 'env': {
       const { runEnvCommand } = await import('./env');
       return runEnvCommand(rest);
+    }
+    case 'export': {
+      const { runExportCommand } = await import('./export');
+      return runExportCommand(rest);
     }
     default:
       throw new CliError(`unknown command "${command}" (try: coa --help)`);
