@@ -13,6 +13,7 @@
 //   schemas/errors.json             the trainer's error codes and exit statuses (src/core/events.ts TRAINER_ERRORS)
 //   schemas/metrics.json            the agent metrics' names and meanings (src/core/metrics.ts)
 //   schemas/rewards.json            the reward schemes, and those that need a question's whole group (src/core/rewards.ts)
+//   schemas/config-paths.json       the run config's path fields, resolved against the config file (src/core/data/paths.ts)
 //   schemas/python/*.schema.json    the same contracts shaped for the generated Python classes (gen-python-contracts.mjs)
 // Usage: node dist/gen-schemas.js [outDir]   (default: ./schemas, relative to the working directory)
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -33,6 +34,7 @@ import { NAME_RULE } from '../src/core/names';
 import { AGENT_METRICS, AGENT_METRIC_NAMES } from '../src/core/metrics';
 import { SCHEMES } from '../src/core/record';
 import { GROUP_SCHEMES } from '../src/core/rewards';
+import { CONFIG_COMMAND_FIELDS, CONFIG_LEGACY_DEFAULTS, CONFIG_PATH_FIELDS } from '../src/core/data/paths';
 
 const outDir = resolve(process.argv[2] ?? 'schemas');
 mkdirSync(outDir, { recursive: true });
@@ -165,6 +167,7 @@ const files: [string, unknown][] = [
   ['errors.json', TRAINER_ERRORS],
   ['metrics.json', AGENT_METRICS],
   ['rewards.json', { schemes: SCHEMES, group_schemes: GROUP_SCHEMES }],
+  ['config-paths.json', { rule: 'relative to the run config file\'s directory', fields: CONFIG_PATH_FIELDS, commands: CONFIG_COMMAND_FIELDS, legacy_defaults: CONFIG_LEGACY_DEFAULTS }],
   ['python/env-protocol.schema.json', envProtocol],
   ['python/agent-metric.schema.json', { title: 'AgentMetric', description: 'An agent metric of graded trajectories (src/core/metrics.ts AGENT_METRICS).', type: 'string', enum: AGENT_METRIC_NAMES }],
   ['python/stage-info.schema.json', { ...z.toJSONSchema(StageInfoSchema, { io: 'output', target: 'draft-2020-12' }), title: 'StageInfo' }],

@@ -481,12 +481,12 @@ export const RunConfigSchema = z
     env: z
       .object({
         node: z.string().nullable().default(null).describe('node executable (default: COA_NODE or node on PATH).'),
-        cli: z.string().default('dist/cli.js').describe('The CoA Studio CLI that serves the environment.'),
+        cli: z.string().nullable().default(null).describe('The CoA Studio CLI (dist/cli.js of a build) that serves the environment and prepares data. null: COA_CLI, else the build beside the trainer. Relative: against the run config\'s directory.'),
         corpus: z.string().nullable().default(null).describe('Search corpus (default: the benchmark corpus).'),
         startup_timeout_s: seconds().default(30),
       })
       .strict()
-      .default({ node: null, cli: 'dist/cli.js', corpus: null, startup_timeout_s: 30 }),
+      .default({ node: null, cli: null, corpus: null, startup_timeout_s: 30 }),
     logging: LoggingSchema.default({ wandb: null, tensorboard: null }).describe('Also log metrics to Weights & Biases and TensorBoard.'),
   })
   .strict();

@@ -1,5 +1,6 @@
-// `coa data check`: every file a run config's data section (and model.path) names, read through the same
-// importers training uses, before training starts. Paths are relative to the config file's directory.
+// `coa data check`: every file a run config's data section names (and model.path, stages.*.init_from), read through
+// the same importers training uses, before training starts. Paths are relative to the config file's directory, as
+// for the trainer and the extension (CONFIG_PATH_FIELDS in paths.ts).
 import { readFileSync, statSync } from 'node:fs';
 import { isUtf8 } from 'node:buffer';
 import { parse, type ParseError } from 'jsonc-parser';
@@ -195,6 +196,14 @@ export async function checkRunConfig(configPath: string, overrideArgs: string[] 
     const problem = modelDirProblem(dir);
     if (problem) throw configError(configPath, raw, ['model', 'path'], problem, overrides);
     result.files.push({ key: 'model.path', path: dir, kind: 'model', count: 1 });
+  }
+  for (const [stage, section] of Object.entries(config.stages)) {
+    const from = (section as { init_from?: string | null }).init_from;
+    if (!from) continue;
+    const dir = resolveDataPath(configPath, from);
+    const problem = modelDirProblem(dir);
+    if (problem) throw configError(configPath, raw, ['stages', stage, 'init_from'], problem, overrides);
+    result.files.push({ key: `stages.${stage}.init_from`, path: dir, kind: 'model', count: 1 });
   }
   const data = config.data;
   if (!data) return result;

@@ -26,7 +26,8 @@ from skip_policy import pytest_runtest_makereport  # noqa: E402,F401
 def _ensure_schemas() -> None:
     # every file gen-schemas writes: a schemas/ from an older build lacks the newer ones
     needed = ("run-config.schema.json", "events.schema.json", "record.schema.json", "codes.json", "dialects.json",
-              "prompts.json", "stages.json", "search.json", "names.json", "rewards.json", "python/run-config.schema.json")
+              "prompts.json", "stages.json", "search.json", "names.json", "rewards.json", "config-paths.json",
+              "python/run-config.schema.json")
     packaged = REPO / "src" / "trainer" / "coa_trainer" / "contracts" / "json"  # what the package reads
     if os.environ.get("COA_SCHEMAS_DIR") or all((packaged / n).is_file() for n in needed):
         return

@@ -6,11 +6,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { absolutizeDataPaths, dataEntries } from '../../../src/core/data/paths';
+import { CONFIG_PATH_FIELDS, dataEntries, resolveConfigPaths } from '../../../src/core/data/paths';
 import { applyDataPicks, describeData, hasPicks, parseDataErrorLine } from '../../../src/extension/providers/train/data';
 import { runDataCheck } from '../../../src/extension/process/dataCheck';
 import { dataFileNodes, dataNode, runDataEntries } from '../../../src/extension/providers/runs/data';
 import { composeRunConfig } from '../../../src/extension/process/trainer';
+import { z } from 'zod';
 import { RunConfigSchema } from '../../../src/core/config';
 import type { RunInfo } from '../../../src/extension/providers/runs/model';
 
@@ -27,7 +28,7 @@ test('config paths: listed in config order, made absolute against the config fil
     model: { path: 'models/qwen' },
     data: { questions: { train: 'd/train.parquet', dev: '/abs/dev.jsonl', test: null }, sft: ['t.coa.jsonl', { path: 'u.jsonl', dialect: 'search-r1' }], corpus: 'c.jsonl' },
   };
-  const abs = absolutizeDataPaths(config, '/work/proj/configs');
+  const abs = resolveConfigPaths(config, '/work/proj/configs');
   assert.deepEqual(dataEntries(abs).map((e) => [e.key, e.path, e.kind]), [
     ['model.path', '/work/proj/configs/models/qwen', 'model'],
     ['data.questions.train', '/work/proj/configs/d/train.parquet', 'questions'],
@@ -39,8 +40,51 @@ test('config paths: listed in config order, made absolute against the config fil
   assert.equal((abs.data.sft[1] as { dialect: string }).dialect, 'search-r1');
   assert.equal(config.data.questions.train, 'd/train.parquet', 'the input is not changed');
   assert.deepEqual(dataEntries({}), []);
-  assert.deepEqual(absolutizeDataPaths({ seed: 1 }, '/x'), { seed: 1 });
+  assert.deepEqual(resolveConfigPaths({ seed: 1 }, '/x'), { seed: 1 });
 });
+
+test('one path rule: every path field of a run config, not only the data section, is relative to the config file', () => {
+  const config = {
+    model: { path: 'm' },
+    stages: { sft2: { init_from: '../runs/r/stages/sft1/final' }, rl2: { init_from: '/abs/final' }, rl1: {} },
+    collect: { teacher: { path: 'teacher', tokenizer: 'tok' } },
+    benchmark: { data_dir: 'bench' },
+    env: { cli: 'build/cli.js', corpus: 'wiki.jsonl', node: 'node' },
+    logging: { wandb: { dir: 'wb' }, tensorboard: { dir: 'tb' } },
+  };
+  const abs = resolveConfigPaths(config, '/p/configs');
+  assert.deepEqual(abs, {
+    model: { path: '/p/configs/m' },
+    stages: { sft2: { init_from: '/p/runs/r/stages/sft1/final' }, rl2: { init_from: '/abs/final' }, rl1: {} },
+    collect: { teacher: { path: '/p/configs/teacher', tokenizer: '/p/configs/tok' } },
+    benchmark: { data_dir: '/p/configs/bench' },
+    env: { cli: '/p/configs/build/cli.js', corpus: '/p/configs/wiki.jsonl', node: 'node' }, // a command name stays
+    logging: { wandb: { dir: '/p/configs/wb' }, tensorboard: { dir: '/p/configs/tb' } },
+  });
+  assert.equal(resolveConfigPaths({ env: { node: 'bin/node' } }, '/p').env.node, '/p/bin/node');
+  // env.cli's old default, written into every copied config, means "not given" (COA_CLI, else the bundled build)
+  assert.equal(resolveConfigPaths({ env: { cli: 'dist/cli.js' } }, '/p').env.cli, null);
+  // every listed field is a field of the run config (a rename in the schema must rename it here)
+  const schema = z.toJSONSchema(RunConfigSchema, { io: 'input' }) as { properties: Record<string, unknown> };
+  for (const field of CONFIG_PATH_FIELDS) {
+    let node: any = schema;
+    for (const part of field.split('.')) {
+      const key = part.replace(/\[\]$/, '');
+      node = unwrap(node);
+      node = key === '*' ? Object.values(node.properties)[0] : node.properties?.[key];
+      assert.ok(node, `${field}: no ${key} in the run config schema`);
+      if (part.endsWith('[]')) node = unwrap(node).items;
+    }
+    assert.ok(JSON.stringify(unwrap(node)).includes('"string"'), `${field} is not a string field`);
+  }
+});
+
+/** The object or array branch of a nullable/defaulted JSON Schema node. */
+function unwrap(node: any): any {
+  const branches = node.anyOf ?? node.oneOf;
+  if (!branches) return node;
+  return branches.find((b: any) => b.type === 'object' || b.type === 'array' || b.properties) ?? branches.find((b: any) => b.type !== 'null') ?? node;
+}
 
 test('data picks replace the config\'s entries and give a valid run config; summary line', () => {
   assert.equal(hasPicks({}), false);

@@ -27,7 +27,7 @@ import { ENV_STAGES, PIPELINE, composeRunConfig, exportOnnxArgs, makeRunId, stag
 import { requireTrust, workspaceRoot } from '../../workspace';
 import { configFromEvents, readRun, readRuns, resumable } from '../runs/model';
 import { PLACEHOLDERS, TITLES, resumableRuns, resumableStages } from './picks';
-import { absolutizeDataPaths, dataEntries } from '../../../core/data/paths';
+import { resolveConfigPaths, dataEntries } from '../../../core/data/paths';
 import { applyDataPicks, hasPicks } from './data';
 import { Launcher } from './launch';
 import { RunProgress, TrainingStatus } from './progress';
@@ -93,7 +93,7 @@ export class TrainController implements vscode.Disposable {
     const userConfig = req.config ? readUserConfig(join(root, '.'), req.config) : null;
     if (userConfig === undefined) return;
     // runs/<id>/config.json is a copy: paths relative to the user's config file are made absolute first.
-    let base = userConfig && req.config ? absolutizeDataPaths(userConfig, dirname(isAbsolute(req.config) ? req.config : join(root, req.config))) : userConfig;
+    let base = userConfig && req.config ? resolveConfigPaths(userConfig, dirname(isAbsolute(req.config) ? req.config : join(root, req.config))) : userConfig;
     if (hasPicks(req.data)) base = applyDataPicks(base ?? {}, req.data);
     if (req.embeddedModel && base && typeof base.model === 'object' && base.model) base = { ...base, model: { ...base.model, path: null } };
     const runName = typeof base?.name === 'string' ? base.name : undefined;

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
-import { absolutizeDataPaths, dataEntries } from '../../../core/data/paths';
+import { resolveConfigPaths, dataEntries } from '../../../core/data/paths';
 import { modelDirProblem } from '../../../core/data/model';
 import { readRuns } from '../runs/model';
 import { LABELS, PLACEHOLDERS, STAGE_PICKS, TITLES, checkpointItems, checkpointLabel, finalCheckpoints, looksLikeModelDir } from './picks';
@@ -87,7 +87,7 @@ async function pickConfigAndData(
     );
     if (!dataPick) return undefined;
     if (dataPick.label === LABELS.changeData) {
-      data = await pickDataFiles(absolutizeDataPaths(chosen, dirname(config.path!)));
+      data = await pickDataFiles(resolveConfigPaths(chosen, dirname(config.path!)));
       if (!data) return undefined;
     }
   }

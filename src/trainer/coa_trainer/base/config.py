@@ -5,6 +5,7 @@ generated from the same schema (contracts/run_config.py). Code reads `config.sta
 from __future__ import annotations
 
 import copy
+import os
 import json
 import math
 from pathlib import Path
@@ -14,7 +15,7 @@ import jsonschema
 import pydantic
 
 from ..contracts.run_config import PretrainStage, RlStage, RunConfig, Sft1Stage, SftMixStage
-from ..contracts.schemas import run_config_schema
+from ..contracts.schemas import load_schema_file, run_config_schema
 from ..contracts.error_code import ErrorCode
 from .errors import CoaError
 
@@ -141,7 +142,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConf
     except OSError as e:
         raise ConfigError(f"cannot read config {path}: {e.strerror}") from e
     raw = parse_json_config(decode_config(data, str(path)), str(path))
-    return resolve_data_paths(validate_config(raw, str(path), overrides), path.resolve().parent)
+    return resolve_data_paths(validate_config(raw, str(path), overrides), Path(os.path.abspath(path)).parent)
 
 
 def decode_config(data: bytes, source: str) -> str:
@@ -241,22 +242,48 @@ def stage_config(config: RunConfig, stage: str) -> StageConfig:
 
 
 def resolve_data_paths(config: RunConfig, config_dir: Path) -> RunConfig:
-    """Make the data section's paths absolute (relative ones are relative to the run config's directory), so a
-    config copied elsewhere (the pipeline's rl2-otc.run.json) still names the same files."""
-    def fix(p: str | None) -> str | None:
-        return p if p is None or Path(p).is_absolute() else str((config_dir / p).resolve())
+    """Make every path of the run config absolute by the one rule `coa data check` and the extension apply: a relative
+    path is relative to the run config's directory (the fields: schemas/config-paths.json, from src/core/data/paths.ts
+    CONFIG_PATH_FIELDS — model.path, stages.*.init_from, the data files, collect.teacher, env.cli, logging dirs …).
+    So a config run from any working directory, or copied elsewhere (the pipeline's rl2-otc.run.json), names the same
+    files."""
+    table = load_schema_file("config-paths.json")
+    commands = set(table["commands"])
+    legacy = table["legacy_defaults"]
+    for field in table["fields"]:
+        def fix(p: Any, field: str = field) -> Any:
+            if not isinstance(p, str) or p == "":
+                return p
+            if legacy.get(field) == p:
+                return None
+            if Path(p).is_absolute() or (field in commands and "/" not in p):
+                return p
+            return os.path.normpath(os.path.join(config_dir, p))  # as path.resolve in Node: links kept
 
-    teacher = config.collect.teacher  # collect.teacher's directories, like the data files
-    teacher.path, teacher.tokenizer = fix(teacher.path), fix(teacher.tokenizer)
-    if config.logging.wandb is not None:
-        config.logging.wandb.dir = fix(config.logging.wandb.dir)
-    if config.logging.tensorboard is not None:
-        config.logging.tensorboard.dir = fix(config.logging.tensorboard.dir)
-    data = config.data
-    if data is None:
-        return config
-    q = data.questions
-    q.train, q.dev, q.test = fix(q.train), fix(q.dev), fix(q.test)
-    data.sft = [fix(e) if isinstance(e, str) else e.model_copy(update={"path": fix(e.path)}) for e in data.sft]
-    data.sft1_pairs, data.corpus = fix(data.sft1_pairs), fix(data.corpus)
+        _fix_field(config, field.split("."), fix)
     return config
+
+
+def _fix_field(node: Any, parts: list[str], fix: Any) -> None:
+    """Apply `fix` to the field at `parts` of a config object (`*`: every field, `name[]`: every list element)."""
+    if node is None or not parts:
+        return
+    head, rest = parts[0], parts[1:]
+    names = list(type(node).model_fields) if head == "*" else [head.removesuffix("[]")]
+    for name in names:
+        if not hasattr(node, name):
+            continue
+        value = getattr(node, name)
+        if head.endswith("[]"):
+            if not isinstance(value, list):
+                continue
+            if rest:
+                for element in value:
+                    if not isinstance(element, str):
+                        _fix_field(element, rest, fix)
+            else:
+                setattr(node, name, [fix(e) if isinstance(e, str) else e for e in value])
+        elif rest:
+            _fix_field(value, rest, fix)
+        else:
+            setattr(node, name, fix(value))

@@ -1,7 +1,7 @@
 """Where the CoA Studio CLI is (`dist/cli.js`: the environment server and the core's data importers, both Node).
-The trainer never re-implements the core; it runs this program. A trainer inside a checkout of the repository finds
-the checkout's build; one installed elsewhere (`pip install ./src/trainer`) is told where it is: the run config's
-`env.cli`, or COA_CLI."""
+The trainer never re-implements the core; it runs this program: the run config's `env.cli` when it names one, else
+COA_CLI, else the build of the checkout the package sits in (an installed package, `pip install ./src/trainer`, has
+none: it is told where the CLI is by one of the first two)."""
 
 from __future__ import annotations
 
@@ -24,15 +24,19 @@ def find_node(node: str | None) -> str | None:
 
 
 def find_core_cli(cli: str | Path | None) -> tuple[Path, str]:
-    """(the CLI's path, what to do when it is not there). `cli`: the config's env.cli (absolute, relative to the
-    working directory, or relative to the checkout), else COA_CLI, else the checkout's dist/cli.js."""
-    given = cli or os.environ.get("COA_CLI") or "dist/cli.js"
-    path = Path(given)
+    """(the CLI's path, what to do when it is not there). `cli`: the run config's env.cli (made absolute against the
+    config file's directory when the config is loaded), else COA_CLI (relative: to the working directory), else the
+    checkout's dist/cli.js."""
+    given = cli or os.environ.get("COA_CLI")
     root = checkout_root()
-    if not path.is_absolute() and not path.exists() and root is not None:
-        path = root / path
-    if root is not None:
-        fix = "build it (npm run build)"
+    if given:
+        path = Path(given)
+        fix = ("point env.cli in the run config (relative: to the config file) or COA_CLI at the CoA Studio CLI "
+               "(dist/cli.js of a build)")
+    elif root is not None:
+        path = root / "dist" / "cli.js"
+        fix = "build it (npm run build), or set COA_CLI to a built CLI"
     else:
+        path = Path("dist") / "cli.js"
         fix = "point env.cli in the run config, or COA_CLI, at the CoA Studio CLI (dist/cli.js of a build)"
     return path, fix

@@ -707,9 +707,9 @@ class EnvConfig(BaseModel):
     """
     node executable (default: COA_NODE or node on PATH).
     """
-    cli: str
+    cli: str | None
     """
-    The CoA Studio CLI that serves the environment.
+    The CoA Studio CLI (dist/cli.js of a build) that serves the environment and prepares data. null: COA_CLI, else the build beside the trainer. Relative: against the run config's directory.
     """
     corpus: str | None
     """
