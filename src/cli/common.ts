@@ -1,5 +1,6 @@
 // Shared CLI plumbing: reading inputs safely and turning flags into core options.
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { describeFsError } from '../core/fsErrors';
 import { guessSource, SOURCE_INFO } from '../core/convert';
 import { DIALECT_NAMES, isDialectName } from '../core/dialects';
 import type { FormatOptions } from '../core/rules';
@@ -7,8 +8,14 @@ import type { RewardParams } from '../core/rewards';
 import { CliError, ParsedArgs } from './args';
 
 export function requireFile(path: string): void {
-  if (!existsSync(path)) throw new CliError(`${path}: no such file`);
-  if (statSync(path).isDirectory()) throw new CliError(`${path}: is a directory, expected a file`);
+  let st;
+  try {
+    st = statSync(path);
+  } catch (e) {
+    // ENOENT keeps its short words; a loop of links, a path through a file, a directory we may not search: said.
+    throw new CliError(`${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeFsError(e)}`);
+  }
+  if (st.isDirectory()) throw new CliError(`${path}: is a directory, expected a file`);
 }
 
 export function formatOptions(args: ParsedArgs): FormatOptions & { dialect: FormatOptions['dialect'] } {

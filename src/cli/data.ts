@@ -13,6 +13,7 @@ import { isOverride } from '../core/overrides';
 import { CliError, parseArgs } from './args';
 import { requireFile } from './common';
 import { LineWriter } from './output';
+import { describeFsError } from '../core/fsErrors';
 
 const PREPARE_FLAGS = { out: 'string', o: 'string', dialect: 'string', report: 'string', 'per-question': 'number', 'strict-ids': 'boolean' } as const;
 
@@ -68,7 +69,13 @@ async function prepare(kind: 'questions' | 'sft' | 'pairs', files: string[], fla
     throw e;
   }
   const line = JSON.stringify({ kind, out, ...summary });
-  if (flags.report) writeFileSync(flags.report as string, `${line}\n`);
+  if (flags.report) {
+    try {
+      writeFileSync(flags.report as string, `${line}\n`);
+    } catch (e) {
+      throw new CliError(`cannot write ${flags.report as string}: ${describeFsError(e)}`);
+    }
+  }
   console.error(line);
   return 0;
 }

@@ -4,6 +4,8 @@ import { runConvert } from './convert';
 import { runScore } from './score';
 import { runStats } from './stats';
 import { runValidate } from './validate';
+import { flushed, guardStdio } from './stdout';
+import { describeFsError, isSystemError } from '../core/fsErrors';
 
 const USAGE = `coa — CoA Studio command line
 
@@ -24,7 +26,8 @@ const USAGE = `coa — CoA Studio command line
       RL-2 as verl's launch: overrides, data in verl's parquet layout, search tool config (docs/integrations.md)
 
 Dialects: coa, search-r1, autocoa, hermes (default: detect per record). Format codes: docs/format-rules.md
-Exit codes: 0 done; 1 problems found in the input (validate); 2 usage, unreadable input or unwritable output`;
+Exit codes: 0 done; 1 problems found in the input (validate); 2 usage, unreadable input or unwritable output;
+141 the reader of the output closed it (as \`| head\` does; nothing more is printed)`;
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -66,17 +69,22 @@ const VALIDATE_FLAGS = { dialect: 'string', strict: 'boolean', tools: 'string', 
 
 /** Entry point for bin/coa.js and `node dist/cli.js`: runs, reports, sets the exit code. */
 export function cli(argv: string[]): void {
-  main(argv).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err: unknown) => {
-      // Expected failures (bad flags, missing files) get one line; anything else is a bug worth a trace.
-      if (err instanceof CliError) console.error(`coa: ${err.message}`);
-      else console.error(`coa: internal error: ${(err as Error)?.stack ?? String(err)}`);
-      process.exitCode = 2;
-    },
-  );
+  guardStdio(); // a closed pipe: quiet exit 141; a write error: one line, exit 2 (./stdout.ts)
+  main(argv)
+    .then(
+      (code) => {
+        process.exitCode = code;
+      },
+      (err: unknown) => {
+        // Expected failures (bad flags, missing files, a path the system refuses: ELOOP, EACCES, ENOSPC…) get one
+        // line; anything else is a bug worth a trace.
+        if (err instanceof CliError) console.error(`coa: ${err.message}`);
+        else if (isSystemError(err)) console.error(`coa: ${err.path ? `${err.path}: ` : ''}${describeFsError(err)}`);
+        else console.error(`coa: internal error: ${(err as Error)?.stack ?? String(err)}`);
+        process.exitCode = 2;
+      },
+    )
+    .then(flushed);
 }
 
 if (require.main === module) cli(process.argv.slice(2));

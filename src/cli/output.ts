@@ -11,6 +11,7 @@
 import { createWriteStream, lstatSync, openSync, realpathSync, renameSync, rmSync, statSync, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { CliError } from './args';
+import { describeFsError } from '../core/fsErrors';
 
 /** How an output path is written: `atomic` via a temporary file renamed onto `target`, `through` straight into it. */
 export interface OutputTarget {
@@ -21,6 +22,16 @@ export interface OutputTarget {
 
 /** Where and how `path` is written; throws CliError for targets that must not be written or replaced. */
 export function outputTarget(path: string): OutputTarget {
+  try {
+    return targetOf(path);
+  } catch (e) {
+    // A loop of links (ELOOP), a path through a file (ENOTDIR), a directory we may not search (EACCES): one line.
+    if (e instanceof CliError) throw e;
+    throw new CliError(`${path}: ${describeFsError(e)}`);
+  }
+}
+
+function targetOf(path: string): OutputTarget {
   const link = lstatSync(path, { throwIfNoEntry: false });
   if (!link) return { mode: 'atomic', target: path };
   const st = link.isSymbolicLink() ? statSync(path, { throwIfNoEntry: false }) : link;
@@ -33,11 +44,7 @@ export function outputTarget(path: string): OutputTarget {
 }
 
 function describeWriteError(e: unknown): string {
-  const err = e as NodeJS.ErrnoException;
-  if (err.code === 'ENOENT') return 'its directory does not exist';
-  if (err.code === 'EACCES' || err.code === 'EPERM') return 'permission denied';
-  if (err.code === 'ENOSPC') return 'no space left on device';
-  return err.message;
+  return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'its directory does not exist' : describeFsError(e);
 }
 
 export class LineWriter {
@@ -108,7 +115,7 @@ export class LineWriter {
       renameSync(this.tmp, this.target);
     } catch (e) {
       rmSync(this.tmp, { force: true });
-      throw new CliError(`cannot write ${this.path}: ${(e as Error).message}`);
+      throw new CliError(`cannot write ${this.path}: ${describeFsError(e)}`);
     }
   }
 

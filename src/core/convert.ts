@@ -2,6 +2,7 @@
 // "CoA: Convert to Trajectories…" (a .vsix user has no `coa` command). Each source has its importer in
 // ./importers; this file reads the input, runs the importer, reports bad lines as FILE:LINE:COL and says what it
 // made. Node only (reads files), no VS Code.
+import { describeFsError } from './fsErrors';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { DataError } from './data/errors';
@@ -84,8 +85,8 @@ function requireFile(path: string): void {
   let info;
   try {
     info = statSync(path);
-  } catch {
-    throw new ConvertError(`${path}: no such file`);
+  } catch (e) {
+    throw new ConvertError(`${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeFsError(e)}`);
   }
   if (info.isDirectory()) throw new ConvertError(`${path}: is a directory, expected a file`);
 }
@@ -95,8 +96,8 @@ export function verlDumpPaths(input: string): string[] {
   let info;
   try {
     info = statSync(input);
-  } catch {
-    throw new ConvertError(`${input}: no such file or directory`);
+  } catch (e) {
+    throw new ConvertError(`${input}: ${describeFsError(e)}`);
   }
   if (!info.isDirectory()) return [input];
   const files = dumpFiles(readdirSync(input)).map((f) => join(input, f.name));

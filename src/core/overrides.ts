@@ -213,7 +213,9 @@ export function parseOverride(text: string, schema: Schema = runConfigSchema()):
 
 /** Apply parsed overrides to a raw (unvalidated) config, in order; returns a new object. */
 export function applyOverrides(raw: unknown, overrides: Override[]): unknown {
-  const root = JSON.parse(JSON.stringify(raw ?? {})) as Record<string, Json>;
+  // structuredClone, not a JSON round trip: that turned a file's 1e999 (Infinity) into null, which a nullable setting
+  // accepts (the trainer refuses it).
+  const root = structuredClone(raw ?? {}) as Record<string, Json>;
   if (root === null || typeof root !== 'object' || Array.isArray(root)) {
     if (overrides.length) throw new OverrideError(overrides[0].text, overrides[0].path.join('.'), 'the run config is not a JSON object');
     return root;

@@ -10,6 +10,7 @@ import { applyOverrides, Override, OverrideError, overrideFor, parseOverride } f
 import { firstInvalidUtf8, locate, tooDeepAt } from '../jsonl';
 import { readCorpus } from '../corpus';
 import { DataError } from './errors';
+import { describeFsError } from '../fsErrors';
 import { emptyIdReport, IdReport, idSummary } from './ids';
 import { modelDirProblem } from './model';
 import { buildPairs, emptyPairReport, PairReport, readPairInputs } from './pairs';
@@ -93,7 +94,7 @@ function readConfigText(configPath: string): string {
   try {
     bytes = readFileSync(configPath);
   } catch (e) {
-    throw new DataError(configPath, 1, 1, 'config', describeFsError(e));
+    throw new DataError(configPath, 1, 1, 'config', (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeFsError(e));
   }
   const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
   const body = bytes.subarray(bom);
@@ -111,28 +112,6 @@ function countNewlines(b: Buffer, end: number): number {
   let n = 0;
   for (let i = b.indexOf(10); i >= 0 && i < end; i = b.indexOf(10, i + 1)) n++;
   return n;
-}
-
-/** A file-system error as the rest of a one-line message (never a stack). */
-export function describeFsError(e: unknown): string {
-  const err = e as NodeJS.ErrnoException;
-  switch (err.code) {
-    case 'ENOENT':
-      return 'no such file';
-    case 'EISDIR':
-      return 'is a directory, expected a file';
-    case 'ELOOP':
-      return 'a loop of symbolic links';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'ENOTDIR':
-      return 'a part of the path is not a directory';
-    case 'ENAMETOOLONG':
-      return 'the path is too long';
-    default:
-      return err.message ?? String(e);
-  }
 }
 
 /**

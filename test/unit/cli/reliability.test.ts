@@ -4,7 +4,7 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isAlive } from '../../../src/cli/parentWatch';
@@ -149,3 +149,61 @@ setInterval(() => {}, 1000);`;
   assert.ok(!isAlive(serverPid), 'the server outlived its parent');
 });
 
+
+// Output that cannot be written. A reader that stops reading (`| head`) ends the command quietly with SIGPIPE's status
+// (141); any other write error is one line and exit 2; a path the system refuses (a loop of links) is one line naming
+// it. Before: an unhandled EPIPE stack trace, exit 0 with the output lost, "internal error: ELOOP" and a stack.
+const EXAMPLE = join(root, 'examples/trajectories.coa.jsonl');
+
+test('a reader that closes the pipe early (| head -c10) ends the command quietly: exit 141, nothing on stderr', async () => {
+  const big = join(dir, 'big.jsonl');
+  writeFileSync(big, readFileSync(EXAMPLE, 'utf8').repeat(400));
+  for (const args of [['validate', big, big, big, '--strict'], ['score', big, '--scheme', 'f1'], ['diff', big, big, '--all']]) {
+    const child = spawn(process.execPath, [bin, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d));
+    const head = await new Promise<Buffer>((resolve) => child.stdout!.once('data', resolve));
+    child.stdout!.destroy(); // as `head -c10` exits after its 10 bytes
+    const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+    assert.ok(head.length > 0);
+    assert.equal(err, '', `${args[0]}: ${err}`);
+    assert.equal(code, 141, `${args[0]} exited ${code}`);
+  }
+});
+
+test('output onto a full disk (> /dev/full, -o /dev/full, --out, --report): one line, exit 2, for every command that writes', { skip: !existsSync('/dev/full') && 'no /dev/full here' }, () => {
+  const cfg = join(dir, 'plain.run.json');
+  writeFileSync(cfg, '{"seed": 1}\n');
+  const full = () => openSync('/dev/full', 'w');
+  const toStdout: string[][] = [['stats', EXAMPLE], ['stats', EXAMPLE, '--json'], ['validate', EXAMPLE], ['score', EXAMPLE], ['data', 'check', cfg], ['data', 'check', cfg, '--json'], ['diff', EXAMPLE, EXAMPLE], ['--help']];
+  for (const args of toStdout) {
+    const r = spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8', stdio: ['ignore', full(), 'pipe'] });
+    assert.equal(r.status, 2, `${args.join(' ')} > /dev/full exited ${r.status}: ${r.stderr}`);
+    assert.equal(r.stderr, 'coa: cannot write standard output: no space left on device\n', args.join(' '));
+  }
+  for (const args of [['score', EXAMPLE, '-o', '/dev/full'], ['convert', '--from', 'openai', join(root, 'examples/openai-chats.jsonl'), '-o', '/dev/full'], ['data', 'prepare', 'sft', EXAMPLE, '--out', '/dev/full'], ['data', 'prepare', 'sft', EXAMPLE, '--out', join(dir, 'sft.jsonl'), '--report', '/dev/full']]) {
+    const r = coa(...args);
+    assert.equal(r.code, 2, `${args.join(' ')} exited ${r.code}: ${r.err}`);
+    assert.match(r.err.split('\n').filter(Boolean).at(-1)!, /^coa: .*\/dev\/full: no space left on device$/, args.join(' '));
+    assert.doesNotMatch(r.err, NO_STACK);
+  }
+});
+
+test('a loop of symbolic links as input or output: one line naming the path, exit 2, never "internal error: ELOOP"', () => {
+  const a = join(dir, 'loop1');
+  const b = join(dir, 'loop2');
+  symlinkSync(b, a);
+  symlinkSync(a, b);
+  const cases = [
+    ['score', EXAMPLE, '-o', a], ['convert', '--from', 'openai', join(root, 'examples/openai-chats.jsonl'), '-o', a],
+    ['data', 'prepare', 'sft', EXAMPLE, '--out', a], ['data', 'prepare', 'sft', EXAMPLE, '--out', join(dir, 'sft2.jsonl'), '--report', a],
+    ['validate', a], ['stats', a], ['score', a], ['diff', a, EXAMPLE], ['data', 'check', a], ['convert', '--from', 'openai', a, '-o', join(dir, 'c.jsonl')],
+  ];
+  for (const args of cases) {
+    const r = coa(...args);
+    assert.equal(r.code, 2, `${args.join(' ')} exited ${r.code}: ${r.err}`);
+    assert.doesNotMatch(r.err, NO_STACK, args.join(' '));
+    const lines = r.err.split('\n').filter((l) => l && !l.startsWith('{'));
+    assert.match(lines.at(-1)!, /loop1.*a loop of symbolic links/, args.join(' '));
+  }
+});
