@@ -285,7 +285,7 @@ export const DataSchema = z
     strict_ids: z
       .boolean()
       .default(false)
-      .describe('Refuse a question file that repeats an id. false: exact repeat rows are dropped and ids repeated across sources are qualified by source (e.g. TriviaQA_dev/dev_0), with a summary (coa data prepare questions --strict-ids).'),
+      .describe('Refuse a question file that repeats an id. false: exact repeat rows are dropped; the first row of a repeated id keeps it and later ones are qualified by source (e.g. TriviaQA_dev/dev_0), the original in meta.source_id, with a summary (coa data prepare questions --strict-ids).'),
   })
   .strict();
 export type DataConfig = z.infer<typeof DataSchema>;

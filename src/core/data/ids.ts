@@ -2,8 +2,10 @@
 // the trainer). Published sets repeat ids: AutoCoA's test parquet merges seven source files whose ids restart in each
 // (343 ids on 713 rows) and repeats one row exactly but for its position. Those are data facts, not errors:
 // - a row equal to an earlier row of the same id (question, golden answers, source) is dropped and counted;
-// - ids still repeated are qualified by each row's source (`source_file` stem, else `data_source`) when that makes
-//   them unique, else by their line (`dev_0@17`), deterministically, so a file always gives the same ids;
+// - of the rows still sharing an id, the first (in file order) keeps it, so results join back to the user's rows on
+//   `id`; each later one is qualified by its source (`source_file` stem, else `data_source`) when the group's sources
+//   tell its rows apart, else by its line (`dev_0@17`), deterministically, so a file always gives the same ids. The
+//   original id goes into the record's `meta.source_id` (joined back on it and the source);
 // - `strict` keeps the old refusal: the first repeated id is an error naming both lines.
 import { createHash } from 'node:crypto';
 import { DataError } from './errors';
@@ -29,9 +31,9 @@ export interface IdRow {
 export interface IdReport {
   /** Rows dropped as exact repeats of an earlier row. */
   exact_duplicates_dropped: number;
-  /** Ids that stood on more than one distinct row and were qualified. */
+  /** Ids that stood on more than one distinct row (their later rows were qualified). */
   ids_qualified: number;
-  /** Rows whose id changed. */
+  /** Rows whose id changed (every row of a repeated id but its first). */
   rows_renamed: number;
   /** The first rename of a few ids, for the summary line: [old, new]. */
   examples: [string, string][];
@@ -40,7 +42,7 @@ export interface IdReport {
 export interface IdPlan {
   /** Row indexes (into the rows given) to drop. */
   drop: Set<number>;
-  /** Row index → its new id. */
+  /** Row index → its new id (never the first row of an id: it keeps its id). The original is the row's `id`. */
   rename: Map<number, string>;
   report: IdReport;
 }
@@ -85,12 +87,13 @@ export function planIds(file: string, rows: readonly IdRow[], strict = false): I
     const sources = kept.map((i) => rows[i].source);
     const bySource = sources.every((s) => s) && new Set(sources).size === kept.length;
     for (const [k, i] of kept.entries()) {
+      if (k === 0) continue; // the first row of an id keeps it
       let next = bySource ? `${rows[i].source}/${id}` : `${id}@${rows[i].line}`;
       if (taken.has(next)) next = `${id}@${rows[i].line}`;
       taken.add(next);
       plan.rename.set(i, next);
       plan.report.rows_renamed++;
-      if (k === 0 && plan.report.examples.length < 3) plan.report.examples.push([id, next]);
+      if (k === 1 && plan.report.examples.length < 3) plan.report.examples.push([id, next]);
     }
   }
   return plan;
@@ -102,7 +105,7 @@ export function idSummary(report: IdReport): string | null {
   if (report.exact_duplicates_dropped) parts.push(`${report.exact_duplicates_dropped} exact repeat row(s) dropped`);
   if (report.ids_qualified) {
     const eg = report.examples.map(([a, b]) => `${a} → ${b}`).join(', ');
-    parts.push(`${report.ids_qualified} id(s) repeated on ${report.rows_renamed} distinct rows qualified by source (${eg})`);
+    parts.push(`${report.ids_qualified} id(s) repeated: the first row keeps each, ${report.rows_renamed} later row(s) qualified, the original in meta.source_id (${eg})`);
   }
   return parts.length ? `ids: ${parts.join('; ')} (--strict-ids refuses repeated ids instead)` : null;
 }
@@ -117,4 +120,9 @@ export function rowSource(row: Record<string, unknown>): string | null {
   if (typeof row.source_file === 'string' && row.source_file) return sourceStem(row.source_file);
   if (typeof row.data_source === 'string' && row.data_source) return row.data_source;
   return null;
+}
+
+/** A renamed row's record: the new id, the original kept in `meta.source_id`. Records whose id stays are returned as they are. */
+export function withPlannedId<T extends { id: string; meta?: Record<string, unknown> }>(record: T, renamed: string | undefined): T {
+  return renamed === undefined ? record : { ...record, id: renamed, meta: { ...(record.meta ?? {}), source_id: record.id } };
 }

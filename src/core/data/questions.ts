@@ -6,7 +6,7 @@ import { basename } from 'node:path';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
 import { extractQuestion, plain, promptText, strictGoldenAnswers } from '../importers/verl-parquet';
 import { DataError, Origin, typeName } from './errors';
-import { IdOptions, IdRow, planIds, rowSource } from './ids';
+import { IdOptions, IdRow, planIds, rowSource, withPlannedId } from './ids';
 import { fieldError, JsonLine, readJsonObjects } from './lines';
 
 export interface QuestionRecord {
@@ -15,6 +15,8 @@ export interface QuestionRecord {
   golden_answers: string[];
   data_source: string | null;
   origin: Origin;
+  /** Only when the file repeats this row's id: `source_id` is the id in the file (this row's `id` was qualified). */
+  meta?: { source_id?: string };
 }
 
 export function isParquet(file: string): boolean {
@@ -23,7 +25,7 @@ export function isParquet(file: string): boolean {
 
 /**
  * Every question of `file`, in file order; throws DataError on the first bad one. Repeated ids are resolved by
- * `planIds` (exact repeats dropped, ids repeated across sources qualified by source): one pass over the file to
+ * `planIds` (exact repeats dropped, later rows of a repeated id qualified, the original in meta.source_id): one pass over the file to
  * decide, one to yield, so a large file is never held whole.
  */
 export async function* readQuestions(file: string, opts: IdOptions = {}): AsyncGenerator<QuestionRecord> {
@@ -38,7 +40,7 @@ export async function* readQuestions(file: string, opts: IdOptions = {}): AsyncG
   for await (const { q } of source()) {
     const at = i++;
     if (plan.drop.has(at)) continue;
-    yield { ...q, id: plan.rename.get(at) ?? q.id };
+    yield withPlannedId(q, plan.rename.get(at));
   }
 }
 

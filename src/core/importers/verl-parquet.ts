@@ -1,7 +1,7 @@
 // verl / AutoCoA / Search-R1 RL datasets (parquet) → records. The question is taken out of the chat prompt,
 // without the instructions around it.
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
-import { IdOptions, planIds, rowSource } from '../data/ids';
+import { IdOptions, planIds, rowSource, withPlannedId } from '../data/ids';
 import type { TrajectoryRecord } from '../record';
 
 // Markers after which the question follows, in the prompts of the datasets we know.
@@ -88,7 +88,8 @@ export function rowToRecord(row: Row, index: number): TrajectoryRecord {
 
 /**
  * Every row of a verl parquet as a question record. Repeated ids are resolved as `coa data prepare` resolves them
- * (src/core/data/ids.ts): exact repeats (all but `extra_info.index`) dropped, ids repeated across sources qualified.
+ * (src/core/data/ids.ts): exact repeats (all but `extra_info.index`) dropped, later rows of a repeated id qualified
+ * (the original in `meta.source_id`).
  */
 export async function importVerlParquet(path: string, opts: IdOptions = {}): Promise<TrajectoryRecord[]> {
   const file = await asyncBufferFromFile(path);
@@ -99,5 +100,5 @@ export async function importVerlParquet(path: string, opts: IdOptions = {}): Pro
     return { id: r.id, source: rowSource(plain(rows[i]) as Row), content: JSON.stringify([r.question, r.golden_answers, meta]), line: i + 1 };
   }), opts.strictIds);
   if (opts.ids) Object.assign(opts.ids, plan.report);
-  return records.flatMap((r, i) => (plan.drop.has(i) ? [] : [{ ...r, id: plan.rename.get(i) ?? r.id }]));
+  return records.flatMap((r, i) => (plan.drop.has(i) ? [] : [withPlannedId(r, plan.rename.get(i))]));
 }

@@ -69,3 +69,30 @@ def test_bad_data_is_one_error_line_and_exit_2(tmp_path: Path):
     assert r.returncode == 2
     assert re.fullmatch(rf"{re.escape(str(bad))}:2:\d+: error: golden_answers: .+\n", r.stderr), r.stderr
     assert not out.exists()
+
+
+def test_repeated_ids_of_autocoas_test_parquet_join_back_to_its_rows(tmp_path: Path):
+    """AutoCoA's test parquet repeats 343 ids across its source files. The trainer's questions (through `coa data
+    prepare`) keep each id on its first row and qualify later rows, the original in `source_id`, which evaluation
+    records carry in `meta`: every result joins back to its row of the user's parquet."""
+    import pandas as pd
+
+    from coa_trainer.base.config import validate_config
+    from coa_trainer.data.userdata import UserData, source_of
+
+    parquet = REPO / "examples" / "data" / "autocoa" / "all_test.parquet"
+    config = validate_config({"data": {"questions": {"test": str(parquet)}}})
+    questions = UserData(config, tmp_path / "prepared").split("test")
+    rows = pd.read_parquet(parquet, columns=["id", "source_file"])
+    assert len(questions) == 2935 and len({q.id for q in questions}) == 2935
+    first_row = {}
+    for i, row_id in enumerate(rows["id"]):
+        first_row.setdefault(row_id, i)
+    kept = [q for q in questions if q.source_id is None]
+    assert {q.id for q in kept} == set(first_row)  # every id of the file names one question: its first row's
+    renamed = [q for q in questions if q.source_id is not None]
+    assert len(renamed) == 712 - 343 and all(q.id != q.source_id and q.source_id in first_row for q in renamed)
+    assert source_of(renamed[0]) == {"source_id": renamed[0].source_id} and source_of(kept[0]) == {}
+    # joined on the original id: each result names rows of the parquet with that id
+    originals = [q.source_id or q.id for q in questions]
+    assert set(originals) == set(rows["id"])

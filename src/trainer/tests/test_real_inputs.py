@@ -53,7 +53,7 @@ def test_collect_sft2_rl2_on_autocoas_parquet_train_tokens_at_every_stage(realis
     config = _config(realistic_model_dir)
     code, events = _run(tmp_path, "run", config, "collect")
     assert code == 0, _errors(events)
-    ids_note = "ids: 1 exact repeat row(s) dropped; 343 id(s) repeated on 712 distinct rows"
+    ids_note = "ids: 1 exact repeat row(s) dropped; 343 id(s) repeated: the first row keeps each, 369 later row(s)"
     assert any(e["type"] == "log" and e["level"] == "warning" and ids_note in e["message"] for e in events)
     coll = [json.loads(line) for line in
             (tmp_path / "run" / "stages" / "collect" / "collection.coa.jsonl").read_text().splitlines()]

@@ -41,7 +41,9 @@ test('AutoCoA\'s test parquet (ids repeated across source files): prepare and co
   const qs = lines(out);
   assert.equal(qs.length, 2935);
   assert.equal(new Set(qs.map((q) => q.id)).size, 2935);
-  assert.match(r.err, /all_test\.parquet: ids: 1 exact repeat row\(s\) dropped; 343 id\(s\) repeated on 712 distinct rows qualified by source \(dev_4558 → 2WIKI_dev\/dev_4558, dev_3469 → /);
+  assert.match(r.err, /all_test\.parquet: ids: 1 exact repeat row\(s\) dropped; 343 id\(s\) repeated: the first row keeps each, 369 later row\(s\) qualified, the original in meta.source_id \(dev_4558 → /);
+  assert.equal(qs.filter((q) => q.id === 'dev_4558').length, 1, 'the first row of a repeated id keeps it');
+  assert.ok(qs.some((q) => q.meta?.source_id === 'dev_4558' && q.id !== 'dev_4558'));
   const converted = join(dir, 'all-test.coa.jsonl');
   const c = coa('convert', '--from', 'verl-parquet', parquet, '-o', converted);
   assert.equal(c.code, 0, c.err);

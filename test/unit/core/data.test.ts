@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { loadQuestions } from '../../../src/core/data/questions';
 import { emptyIdReport, idSummary } from '../../../src/core/data/ids';
 import { importVerlParquet } from '../../../src/core/importers/verl-parquet';
@@ -132,31 +133,46 @@ test('bad JSONL questions: one error naming file, line, column and field', async
   }
 });
 
-test('repeated ids: exact repeats dropped, ids repeated across sources qualified, the same in every importer; --strict-ids refuses', async () => {
+test('repeated ids: exact repeats dropped, the first row keeps its id, later ones qualified with the original in meta.source_id, the same in every importer; --strict-ids refuses', async () => {
   const ok = { id: 'a', question: 'q?', golden_answers: ['x'] };
   // JSONL: an exact repeat is dropped; the same id on another question (no source named) is qualified by line.
   const p = file([ok, ok, { ...ok, question: 'other?' }, { id: 'b', question: 'q?', golden_answers: ['x'] }]);
   const ids = emptyIdReport();
   const qs = await loadQuestions(p, { ids });
-  assert.deepEqual(qs.map((q) => [q.id, q.question, q.origin.line]), [['a@1', 'q?', 1], ['a@3', 'other?', 3], ['b', 'q?', 4]]);
-  assert.deepEqual(ids, { exact_duplicates_dropped: 1, ids_qualified: 1, rows_renamed: 2, examples: [['a', 'a@1']] });
+  assert.deepEqual(qs.map((q) => [q.id, q.question, q.origin.line, q.meta?.source_id]), [['a', 'q?', 1, undefined], ['a@3', 'other?', 3, 'a'], ['b', 'q?', 4, undefined]]);
+  assert.deepEqual(ids, { exact_duplicates_dropped: 1, ids_qualified: 1, rows_renamed: 1, examples: [['a', 'a@3']] });
   await dataError(() => loadQuestions(p, { strictIds: true }), p, 2, 'id', /duplicate id "a" \(first on line 1; without --strict-ids/);
 
   // AutoCoA's published test set: 2,936 rows from seven source files, every data_source "HotpotQA".
   const parquet = join(examples, 'autocoa/all_test.parquet');
+  const rows = (await parquetReadObjects({ file: await asyncBufferFromFile(parquet), columns: ['id', 'source_file'] })) as { id: string; source_file: string }[];
   const report = emptyIdReport();
   const all = await loadQuestions(parquet, { ids: report });
   assert.equal(all.length, 2935);
   assert.equal(new Set(all.map((q) => q.id)).size, 2935);
-  assert.deepEqual({ ...report, examples: [] }, { exact_duplicates_dropped: 1, ids_qualified: 343, rows_renamed: 712, examples: [] });
-  const dev0 = all.filter((q) => q.id.endsWith('/dev_0')).map((q) => q.id).sort();
-  assert.deepEqual(dev0, ['Fanout_dev/dev_0', 'TriviaQA_dev/dev_0']);
-  assert.equal(all.filter((q) => q.id === 'TriviaQA_dev/dev_2063').length, 1, 'the exact repeat is dropped once');
-  assert.match(idSummary(report) ?? '', /^ids: 1 exact repeat row\(s\) dropped; 343 id\(s\) repeated on 712 distinct rows qualified by source/);
-  // coa convert's importer gives the same ids, in the same order
+  assert.deepEqual({ ...report, examples: [] }, { exact_duplicates_dropped: 1, ids_qualified: 343, rows_renamed: 712 - 343, examples: [] });
+  assert.deepEqual(all.filter((q) => q.id === 'dev_0' || q.id.endsWith('/dev_0')).map((q) => [q.id, q.meta?.source_id]), [['dev_0', undefined], ['TriviaQA_dev/dev_0', 'dev_0']]);
+  assert.match(idSummary(report) ?? '', /^ids: 1 exact repeat row\(s\) dropped; 343 id\(s\) repeated: the first row keeps each, 369 later row\(s\) qualified, the original in meta.source_id/);
+  // results join back to the file's rows: every id of the file names exactly one record (its first row's), and each
+  // record's row (origin.line) has the record's original id
+  const distinct = new Set(rows.map((r) => r.id));
+  const kept = all.filter((q) => q.meta?.source_id === undefined);
+  assert.equal(kept.length, distinct.size);
+  for (const q of kept) assert.equal(rows.findIndex((r) => r.id === q.id) + 1, q.origin.line, `${q.id}: the first row of its id`);
+  for (const q of all) assert.equal(rows[q.origin.line - 1].id, q.meta?.source_id ?? q.id);
+  // coa convert's importer gives the same ids, in the same order, and joins on (original id, source file)
   const converted = await importVerlParquet(parquet);
   assert.deepEqual(converted.map((r) => r.id), all.map((q) => q.id));
+  assert.deepEqual(converted.map((r) => (r.meta as { source_id?: string }).source_id), all.map((q) => q.meta?.source_id));
   assert.equal((converted[0].meta as { source_file?: string }).source_file, '2WIKI_dev.json');
+  const key = (id: string, source: string) => JSON.stringify([id, source]);
+  const rowKeys = new Map<string, number>();
+  for (const r of rows) rowKeys.set(key(r.id, r.source_file), (rowKeys.get(key(r.id, r.source_file)) ?? 0) + 1);
+  for (const r of converted) {
+    const meta = r.meta as { source_id?: string; source_file: string };
+    assert.ok(rowKeys.has(key(meta.source_id ?? r.id, meta.source_file)), `${r.id} joins back`);
+  }
+  assert.equal([...rowKeys.values()].filter((n) => n > 1).length, 1, 'only the exact repeat shares (id, source file)');
   await dataError(() => loadQuestions(parquet, { strictIds: true }), parquet, 666, 'id', /duplicate id "dev_265" \(first on line 493;/);
 });
 

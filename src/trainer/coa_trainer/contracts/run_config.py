@@ -318,7 +318,7 @@ class DataConfig(BaseModel):
     """
     strict_ids: bool
     """
-    Refuse a question file that repeats an id. false: exact repeat rows are dropped and ids repeated across sources are qualified by source (e.g. TriviaQA_dev/dev_0), with a summary (coa data prepare questions --strict-ids).
+    Refuse a question file that repeats an id. false: exact repeat rows are dropped; the first row of a repeated id keeps it and later ones are qualified by source (e.g. TriviaQA_dev/dev_0), the original in meta.source_id, with a summary (coa data prepare questions --strict-ids).
     """
 
 

@@ -40,6 +40,7 @@ class UserQuestion:
     hops: list = field(default_factory=list)
     known: bool | None = None
     optimal_tool_calls: int | None = None
+    source_id: str | None = None  # the id in the user's file, when the file repeats it and this row's id was qualified
 
     @property
     def answer(self) -> str:
@@ -49,6 +50,13 @@ class UserQuestion:
 def golden(q: Any) -> list[str]:
     """Golden answers of a benchmark or user question."""
     return list(getattr(q, "golden_answers", None) or [q.answer])
+
+
+def source_of(q: Any) -> dict:
+    """`{"source_id": …}` for a record's meta when the question's id was qualified (its file repeats the id), so
+    results join back to the user's rows; {} otherwise."""
+    source_id = getattr(q, "source_id", None)
+    return {"source_id": source_id} if source_id else {}
 
 
 def find_cli(config: RunConfig) -> tuple[str, Path]:
@@ -128,7 +136,8 @@ class UserData:
             strict = ["--strict-ids"] if self.data.strict_ids else []
             rows = self._read(self._prepared("questions", [path], strict)) if path else []
             self._questions[name] = [UserQuestion(r["id"], r["question"], list(r["golden_answers"]),
-                                                  r.get("data_source")) for r in rows]
+                                                  r.get("data_source"), source_id=(r.get("meta") or {}).get("source_id"))
+                                     for r in rows]
         return self._questions[name]
 
     def sft_records(self) -> list[dict]:

@@ -24,7 +24,7 @@ from ..rollout.generate import generate
 from ..data.prompts import prompt_ids
 from ..rollout.loop import rollout
 from ..rollout.metrics import graded_sums, graded_values
-from ..data.userdata import golden
+from ..data.userdata import golden, source_of
 from ..contracts.run_config import RunConfig
 from ..base.errors import report_failure
 
@@ -122,7 +122,8 @@ def agent_eval(model: Any, tok: Any, bench: Any, config: RunConfig, split: str, 
                 "id": q.id, "question": q.question, "golden_answers": golden(q),
                 "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": config.dialect,
                 "tokens": {"ids": tr.ids, "loss_mask": tr.loss_mask},
-                "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {})},
+                "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {}),
+                         **source_of(q)},
             })
             trajs_all.append((q, tr))
     breakdowns = []

@@ -24,7 +24,7 @@ from ..data.samples import encode_text
 from ..data.dialects import tags
 from ..evaluation.agent import eval_rollout, plain_eval
 from ..data.prompts import prompt_ids
-from ..data.userdata import golden
+from ..data.userdata import golden, source_of
 from ..contracts.run_config import RunConfig
 
 
@@ -88,7 +88,8 @@ def workflow_eval(model: Any, tok: Any, bench: Benchmark, config: RunConfig, spl
                 "id": q.id, "question": q.question, "golden_answers": golden(q),
                 "response": tok.decode(ids, skip_special_tokens=False), "dialect": config.dialect,
                 "tokens": {"ids": ids, "loss_mask": [0] * len(prefix) + mask},
-                "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {})},
+                "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {}),
+                         **source_of(q)},
             })
     breakdowns: list[dict] = []
     for i in range(0, len(records), 256):
