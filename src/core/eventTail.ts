@@ -153,8 +153,14 @@ export interface FollowOptions {
   intervalMs?: number;
 }
 
+/** What followEvents reads: an events tail, or another source read the same way (a TensorBoard run folder). */
+export interface Tail {
+  readonly file: string;
+  read(): Promise<TailBatch>;
+}
+
 /** Follows a file (or an existing tail, from where it stands) until disposed: an fs.watch on its directory plus a poll timer. */
-export function followEvents(source: string | EventTail, options: FollowOptions): { tail: EventTail; dispose: () => void; flush: () => Promise<void> } {
+export function followEvents<T extends Tail = EventTail>(source: string | T, options: FollowOptions): { tail: T | EventTail; dispose: () => void; flush: () => Promise<void> } {
   const tail = typeof source === 'string' ? new EventTail(source) : source;
   const file = tail.file;
   let disposed = false;

@@ -11,8 +11,9 @@ export interface LivePanelRun {
   key: string;
   /** Shown in legends: the run directory's name. */
   label: string;
-  /** A run CoA Studio did not start: `key` is verl's metrics file, `rolloutDir` its dump directory (URI strings). */
-  engine?: 'verl';
+  /** A run CoA Studio did not start: `key` is verl's metrics file, `rolloutDir` its dump directory (URI strings);
+   * or a TensorBoard run, `key` the folder holding its event files (scalars only: no rollouts). */
+  engine?: 'verl' | 'tensorboard';
   rolloutDir?: string;
 }
 

@@ -25,8 +25,8 @@ export const paths = {
 export interface EditorOptions {
   /** Names the temp dirs and the screenshots. */
   name: string;
-  /** Files of the workspace: relative path → content. */
-  files?: Record<string, string>;
+  /** Files of the workspace: relative path → content (bytes for binary files). */
+  files?: Record<string, string | Uint8Array>;
   /** Extra user settings. */
   settings?: Record<string, unknown>;
   /** More .vsix files installed next to the extension (bench/notebook's extension-host probe). */

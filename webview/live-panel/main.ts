@@ -170,6 +170,7 @@ const host = {
     const run = model.runs.get(line.run);
     // A verl run with a known dump directory: every step may have a dump (<rollout_data_dir>/<step>.jsonl).
     if (run?.info.engine === 'verl') return !!run.info.rolloutDir;
+    if (run?.info.engine === 'tensorboard') return false; // scalars only: no rollouts to list
     return stageInfo(line.stage)?.kind === 'rl' || !!run?.samples.some((s) => s.stage === line.stage);
   },
 };

@@ -1,5 +1,6 @@
 // Runs CoA Studio did not start, for the live panel and the Runs view: verl metrics files (verl's `file` logger,
-// src/core/verl/metrics.ts) with their rollout dump directory, found in the workspace or picked by hand, and the
+// src/core/verl/metrics.ts) with their rollout dump directory, TensorBoard runs (folders of event files,
+// src/core/tensorboard), found in the workspace or picked by hand, and the
 // tool-health endpoint of the environment server they search through (src/env/toolHealth.ts). TRL runs need nothing
 // here: coa_trainer.integrations.trl writes a CoA run directory (events.jsonl), which the panel already follows.
 import * as vscode from 'vscode';
@@ -55,6 +56,17 @@ export async function findVerlMetricsFiles(limit = 50): Promise<vscode.Uri[]> {
   return out;
 }
 
+/** Where TensorBoard runs are not looked for: the same, and our own runs' TensorBoard mirror (the run is listed). */
+const EXCLUDE_TENSORBOARD = '{**/node_modules/**,**/.git/**,**/.venv/**,**/.cache/**,**/runs/*/stages/**,**/runs/*/tensorboard/**}';
+
+/** TensorBoard runs in the workspace: folders holding `events.out.tfevents.*` files (verl's tensorboard logger,
+ * torch's SummaryWriter, HF Trainer's report_to), newest first. */
+export async function findTensorBoardRuns(limit = 50): Promise<vscode.Uri[]> {
+  const files = await vscode.workspace.findFiles('**/events.out.tfevents.*', EXCLUDE_TENSORBOARD, 2000);
+  const dirs = [...new Set(files.map((f) => dirname(f.fsPath)))].sort();
+  return dirs.slice(0, limit).map((d) => vscode.Uri.file(d));
+}
+
 /** The rollout dump directory closest to a metrics file: a folder of `<step>.jsonl` files sharing most of its path. */
 export async function findRolloutDir(metrics: vscode.Uri): Promise<vscode.Uri | undefined> {
   const dumps = await vscode.workspace.findFiles('**/[0-9]*.jsonl', EXCLUDE, 5000);
@@ -78,14 +90,15 @@ function commonPrefix(a: string, b: string): number {
 
 /** "CoA: Watch verl/TRL Run…": pick a verl metrics file or a CoA-protocol run (TRL via our callback), then open it. */
 export async function watchExternalRun(open: (source: vscode.Uri | VerlRunSource) => Promise<void>): Promise<void> {
-  const [verl, coa] = await Promise.all([findVerlMetricsFiles(), vscode.workspace.findFiles('**/events.jsonl', EXCLUDE, 200)]);
+  const [verl, coa, tensorboard] = await Promise.all([findVerlMetricsFiles(), vscode.workspace.findFiles('**/events.jsonl', EXCLUDE, 200), findTensorBoardRuns()]);
   type Item = vscode.QuickPickItem & { uri?: vscode.Uri; verl?: boolean };
   const items: Item[] = [
     ...verl.map((uri) => ({ label: `$(graph) ${basename(uri.fsPath)}`, description: `verl metrics · ${vscode.workspace.asRelativePath(uri)}`, uri, verl: true })),
+    ...tensorboard.map((uri) => ({ label: `$(graph-line) ${basename(uri.fsPath)}`, description: `TensorBoard · ${vscode.workspace.asRelativePath(uri)}`, uri })),
     ...coa.map((uri) => ({ label: `$(pulse) ${basename(dirname(uri.fsPath))}`, description: `CoA events (CoA trainer or TRL callback) · ${vscode.workspace.asRelativePath(uri)}`, uri: vscode.Uri.file(dirname(uri.fsPath)) })),
-    { label: '$(folder-opened) Browse…', description: 'a verl metrics .jsonl, or a run directory holding events.jsonl' },
+    { label: '$(folder-opened) Browse…', description: 'a verl metrics .jsonl, a run directory holding events.jsonl, or a folder of TensorBoard event files' },
   ];
-  const picked = await vscode.window.showQuickPick(items, { title: 'CoA: Watch verl/TRL Run', placeHolder: verl.length + coa.length ? 'Run to watch' : 'No verl metrics file or events.jsonl found in the workspace' });
+  const picked = await vscode.window.showQuickPick(items, { title: 'CoA: Watch verl/TRL Run', placeHolder: verl.length + coa.length + tensorboard.length ? 'Run to watch' : 'No verl metrics file, events.jsonl or TensorBoard event file found in the workspace' });
   if (!picked) return;
   let uri = picked.uri;
   let isVerl = picked.verl === true;

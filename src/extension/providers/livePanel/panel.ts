@@ -6,7 +6,8 @@ import { createReadStream, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { EventTail, followEvents, formatIssue, type TailBatch } from '../../../core/eventTail';
+import { EventTail, followEvents, formatIssue, type Tail, type TailBatch } from '../../../core/eventTail';
+import { isTensorBoardRunDir, TensorBoardTail } from '../../../core/tensorboard/runTail';
 import type { TrainerEvent } from '../../../core/events';
 import { webviewHtml } from '../../webview/html';
 import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../protocols/livePanel';
@@ -44,6 +45,10 @@ export function runInfo(dir: vscode.Uri): LivePanelRun {
 export type RunSource = vscode.Uri | VerlRunSource;
 
 function newRun(source: RunSource): FollowedRun {
+  if (source instanceof vscode.Uri && source.scheme === 'file' && isTensorBoardRunDir(source.fsPath)) {
+    const info: LivePanelRun = { ...runInfo(source), engine: 'tensorboard' };
+    return { info, dir: source, pending: [], reset: false };
+  }
   if (source instanceof vscode.Uri && !isVerlMetricsUri(source)) return { info: runInfo(source), dir: source, pending: [], reset: false };
   const verl: VerlRunSource = source instanceof vscode.Uri ? { metrics: source } : source;
   const info: LivePanelRun = { ...runInfo(verl.metrics), engine: 'verl', rolloutDir: verl.rolloutDir?.toString() };
@@ -51,8 +56,10 @@ function newRun(source: RunSource): FollowedRun {
   return { info, dir: verl.metrics, verl, pending: [], reset: false };
 }
 
-/** verl runs follow their metrics file through the verl adapter; ours follow events.jsonl. */
-function tailOf(run: FollowedRun): EventTail {
+/** verl runs follow their metrics file through the verl adapter, TensorBoard runs their event files; ours follow
+ * events.jsonl. */
+function tailOf(run: FollowedRun): Tail {
+  if (run.info.engine === 'tensorboard') return new TensorBoardTail(run.dir.fsPath, run.info.label);
   if (run.verl) return verlTail(run.verl.metrics.fsPath, { rolloutDir: run.verl.rolloutDir?.fsPath, run: run.info.label });
   return new EventTail(vscode.Uri.joinPath(run.dir, 'events.jsonl').fsPath);
 }
@@ -138,7 +145,7 @@ export class LivePanel implements vscode.Disposable {
     return `CoA Live: ${labels[0] ?? ''}${labels.length > 1 ? ` +${labels.length - 1}` : ''}`;
   }
 
-  private follow(run: FollowedRun, tail: EventTail): void {
+  private follow(run: FollowedRun, tail: Tail): void {
     if (run.verl?.toolHealthUrl) this.pollToolHealth(run, run.verl.toolHealthUrl);
     run.follower = followEvents(tail, {
       intervalMs: 500,
@@ -224,7 +231,8 @@ export class LivePanel implements vscode.Disposable {
       case 'stepRollouts': {
         const run = this.runs.get(m.run);
         if (!run || !Number.isInteger(m.step)) return;
-        const answer = run.verl ? await listVerlStep(run.verl, m.step) : await listStepRollouts(run.dir, m.stage, m.step);
+        const answer = run.info.engine === 'tensorboard' ? { items: [], total: 0, error: 'a TensorBoard run holds scalars only: no rollouts' }
+          : run.verl ? await listVerlStep(run.verl, m.step) : await listStepRollouts(run.dir, m.stage, m.step);
         this.post({ type: 'rollouts', run: m.run, stage: m.stage, step: m.step, ...answer });
         return;
       }

@@ -10,12 +10,14 @@ import type { TrainController } from '../train';
 import type { LivePanels } from '../livePanel/register';
 import { workspaceRoot } from '../../workspace';
 import { dataFileNodes, dataNode, type DataNode } from './data';
-import { findVerlMetricsFiles } from '../livePanel/externalRuns';
+import { findTensorBoardRuns, findVerlMetricsFiles } from '../livePanel/externalRuns';
 
 /** A verl metrics file found in the workspace: a run CoA Studio did not start. */
 type VerlNode = { kind: 'verl'; id: string; uri: vscode.Uri };
-/** Run nodes plus the "data" node under each run (which data and model it used), and verl runs. */
-type Node = RunNode | DataNode | VerlNode;
+/** A folder of TensorBoard event files found in the workspace (another trainer's run). */
+type TensorBoardNode = { kind: 'tensorboard'; id: string; uri: vscode.Uri };
+/** Run nodes plus the "data" node under each run (which data and model it used), verl and TensorBoard runs. */
+type Node = RunNode | DataNode | VerlNode | TensorBoardNode;
 
 const ICONS: Record<Status, [string, string | undefined]> = {
   running: ['sync~spin', 'charts.blue'],
@@ -48,8 +50,12 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
     const root = workspaceRoot();
     if (!root) return [];
     if (!node) {
-      const verl = await findVerlMetricsFiles().catch(() => []);
-      return [...readRuns(join(root, 'runs')).map((r) => runNode(r, stageLabel)), ...verl.map((uri): VerlNode => ({ kind: 'verl', id: `verl:${uri.toString()}`, uri }))];
+      const [verl, tensorboard] = await Promise.all([findVerlMetricsFiles().catch(() => []), findTensorBoardRuns().catch(() => [])]);
+      return [
+        ...readRuns(join(root, 'runs')).map((r) => runNode(r, stageLabel)),
+        ...verl.map((uri): VerlNode => ({ kind: 'verl', id: `verl:${uri.toString()}`, uri })),
+        ...tensorboard.map((uri): TensorBoardNode => ({ kind: 'tensorboard', id: `tensorboard:${uri.toString()}`, uri })),
+      ];
     }
     if (node.kind === 'run') {
       const data = dataNode(node.run);
@@ -70,6 +76,16 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
       item.iconPath = new vscode.ThemeIcon('graph');
       item.contextValue = 'coaRun.verl';
       item.resourceUri = node.uri;
+      item.command = { title: 'Watch in the live panel', command: 'coaStudio.watchRun', arguments: [node.uri] };
+      return item;
+    }
+    if (node.kind === 'tensorboard') {
+      const item = new vscode.TreeItem(node.uri.path.split('/').pop()!, vscode.TreeItemCollapsibleState.None);
+      item.id = node.id;
+      item.description = `TensorBoard · ${vscode.workspace.asRelativePath(node.uri)}`;
+      item.tooltip = `TensorBoard event files (events.out.tfevents.*): ${node.uri.fsPath}`;
+      item.iconPath = new vscode.ThemeIcon('graph-line');
+      item.contextValue = 'coaRun.tensorboard';
       item.command = { title: 'Watch in the live panel', command: 'coaStudio.watchRun', arguments: [node.uri] };
       return item;
     }
@@ -137,8 +153,10 @@ export function registerRuns(context: vscode.ExtensionContext, train: TrainContr
   const watcher = vscode.workspace.createFileSystemWatcher('**/runs/*/events.jsonl');
   // verl metrics files appear anywhere ($VERL_FILE_LOGGER_ROOT/<project>/<experiment>.jsonl): new ones are looked for.
   const jsonl = vscode.workspace.createFileSystemWatcher('**/*.jsonl', false, true, false);
+  // TensorBoard runs: a new folder of event files (a writer's first file) is looked for too.
+  const tfevents = vscode.workspace.createFileSystemWatcher('**/events.out.tfevents.*', false, true, false);
   const refresh = () => provider.refresh();
-  context.subscriptions.push(provider, view, watcher, jsonl, watcher.onDidCreate(refresh), watcher.onDidChange(refresh), watcher.onDidDelete(refresh), jsonl.onDidCreate(refresh), jsonl.onDidDelete(refresh), train.onRunsChanged(refresh));
+  context.subscriptions.push(provider, view, watcher, jsonl, tfevents, watcher.onDidCreate(refresh), watcher.onDidChange(refresh), watcher.onDidDelete(refresh), jsonl.onDidCreate(refresh), jsonl.onDidDelete(refresh), tfevents.onDidCreate(refresh), tfevents.onDidDelete(refresh), train.onRunsChanged(refresh));
   return provider;
 }
 
