@@ -36,6 +36,8 @@ interface FileState {
 export class TensorBoardTail {
   private readonly files = new Map<string, FileState>();
   private reading: Promise<TailBatch> | undefined;
+  /** A run_started went out (the panel's status line; again after a reset), as the verl adapter does. */
+  private started = false;
 
   constructor(
     /** The run folder (the live panel's key). */
@@ -75,9 +77,14 @@ export class TensorBoardTail {
     });
     if (stale) {
       this.files.clear();
+      this.started = false;
       batch.reset = true;
     }
     for (const [name, info] of infos) await this.readFile(name, info, batch);
+    if (!this.started && batch.events.length) {
+      this.started = true;
+      batch.events.unshift({ v: 1, time: batch.events[0].time, run: this.run, type: 'run_started', stage: this.stage, config: { engine: 'tensorboard', folder: this.file }, total_steps: 0, device: 'TensorBoard files', world_size: 1 });
+    }
     return batch;
   }
 

@@ -53,7 +53,8 @@ test('a file read while being written: a read that ends mid-record keeps the res
   appendFileSync(file, bytes.subarray(cut));
   const second = await tail.read();
   const all = [...first.events, ...second.events];
-  assert.ok(all.every((e) => e.type === 'metrics' && e.stage === 'rl2' && e.run === 'rl2'));
+  assert.equal(all[0].type, 'run_started', 'the panel says where the run comes from');
+  assert.ok(all.slice(1).every((e) => e.type === 'metrics' && e.stage === 'rl2' && e.run === 'rl2'));
   const merged = metricsByTag(all);
   for (const tag of Object.keys(merged)) merged[tag].sort((a, b) => a[0] - b[0]);
   assert.deepEqual(merged, expected.torch);
@@ -66,6 +67,7 @@ test('a file read while being written: a read that ends mid-record keeps the res
   writeFileSync(file, bytes.subarray(0, 200));
   const again = await tail.read();
   assert.equal(again.reset, true);
+  assert.equal(again.events[0]?.type, 'run_started');
 });
 
 test('a corrupt record stops reading that file with one issue naming the byte; the records before it stand', async () => {
