@@ -71,6 +71,13 @@ export interface VerlPaths {
   experiment: string;
 }
 
+type Scalar = string | number | boolean;
+/** A reward parameter Hydra's grammar carries as it is (the run config allows numbers, strings, booleans, lists). */
+function exportable(v: unknown): v is Scalar | Scalar[] {
+  const scalar = (x: unknown) => typeof x === 'number' || typeof x === 'boolean' || typeof x === 'string';
+  return scalar(v) || (Array.isArray(v) && v.every(scalar));
+}
+
 /** The overrides of RL-2 (`stages.rl2`) for verl's GRPO with the agent loop. */
 export function verlLaunch(config: RunConfig, paths: VerlPaths): VerlLaunch {
   const rl = config.stages.rl2;
@@ -117,9 +124,7 @@ export function verlLaunch(config: RunConfig, paths: VerlPaths): VerlLaunch {
     set('custom_reward_function.path', paths.rewardFunction),
     set('custom_reward_function.name', 'compute_score'),
     add('custom_reward_function.reward_kwargs.scheme', reward.scheme),
-    ...Object.entries(reward.params).flatMap(([k, v]) =>
-      typeof v === 'number' || typeof v === 'boolean' || typeof v === 'string' ? [add(`custom_reward_function.reward_kwargs.params.${k}`, v)] : [],
-    ),
+    ...Object.entries(reward.params).flatMap(([k, v]) => (exportable(v) ? [add(`custom_reward_function.reward_kwargs.params.${k}`, v)] : [])),
     ...(reward.scheme === 'otc-grpo' ? [add('custom_reward_function.reward_kwargs.run', paths.experiment)] : []),
     set('trainer.total_training_steps', rl.steps),
     set('trainer.project_name', 'coa-studio'),
@@ -129,7 +134,7 @@ export function verlLaunch(config: RunConfig, paths: VerlPaths): VerlLaunch {
     set('trainer.rollout_data_dir', paths.rolloutDir),
   ];
   for (const [k, v] of Object.entries(reward.params))
-    if (!(typeof v === 'number' || typeof v === 'boolean' || typeof v === 'string')) warnings.push(`stages.rl2.reward.params.${k} is not a number, boolean or string: not exported`);
+    if (!exportable(v)) warnings.push(`stages.rl2.reward.params.${k} is not a number, boolean, string or list of them: not exported`);
   return { overrides, env: { VERL_FILE_LOGGER_PATH: paths.metricsFile }, warnings };
 }
 
