@@ -124,7 +124,7 @@ def test_pipeline_logs_every_panel_metric_to_wandb_and_tensorboard(tmp_path, wri
     names = {name for _, name in want}
     # what the live panel charts for these stages: loss/lr/throughput (pretraining), reward, EM/F1, TC/TP, format
     # errors (RL)
-    for name in ("loss", "lr", "reward_mean", "em", "f1", "tc", "format_error_rate", "eval/dev/em"):
+    for name in ("loss", "lr", "tokens_per_s", "reward_mean", "em", "f1", "tc", "format_error_rate", "eval/dev/em"):
         assert name in names, (name, sorted(names))
     assert {s for s, _ in want} == {"pretrain", "rl2"}
 
