@@ -143,6 +143,9 @@ def test_launch_script_hands_verl_exactly_the_overrides(exported, tmp_path):
     refused = subprocess.run(["sh", str(out / "launch.sh")], env={"PATH": env["PATH"]}, capture_output=True,
                              text=True, timeout=60)
     assert refused.returncode != 0 and "COA_ENV_URL" in refused.stderr  # no server URL, no launch
+    bare = subprocess.run(["sh", str(out / "launch.sh")], env={**env, "COA_ENV_URL": "http://127.0.0.1:1"},
+                          capture_output=True, text=True, timeout=60)
+    assert bare.returncode == 2 and "token_url" in bare.stderr  # the search tool could not authenticate
 
 
 def test_export_refuses_what_verl_cannot_train(tmp_path):
