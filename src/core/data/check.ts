@@ -51,7 +51,7 @@ export function loadRunConfig(configPath: string, overrideArgs: string[] = []): 
     try {
       return parseOverride(text);
     } catch (e) {
-      if (e instanceof OverrideError) throw new DataError('command line', i + 1, 1, e.key || text, e.message);
+      if (e instanceof OverrideError) throw new DataError('command line', i + 1, 1, e.key || text, `${e.detail} (override ${text})`);
       throw e;
     }
   });
@@ -77,7 +77,7 @@ export function loadRunConfig(configPath: string, overrideArgs: string[] = []): 
   try {
     value = applyOverrides(value, overrides);
   } catch (e) {
-    if (e instanceof OverrideError) throw new DataError('command line', overrides.findIndex((o) => o.text === e.text) + 1, 1, e.key, e.message);
+    if (e instanceof OverrideError) throw new DataError('command line', overrides.findIndex((o) => o.text === e.text) + 1, 1, e.key, `${e.detail} (override ${e.text})`);
     throw e;
   }
   const parsed = RunConfigSchema.safeParse(value);
