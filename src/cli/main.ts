@@ -17,6 +17,9 @@ const USAGE = `coa — CoA Studio command line
       count, EM, F1, TC, TP, format-error rate — overall, per dialect, per meta.stage
   coa diff <A> <B> | <run-dir> <stage-a> <stage-b> [--step N|last|all] [--scheme S] [--by id|question] [--all] [--json]
       per question gained / lost / both right / both wrong, ΔEM = net / questions, ΔTC and Δreward, by source/kind/hops
+  coa scan <rollouts…> [--json]
+      reward-hacking scanners per meta.stage × meta.step: format-gate exploits, answers in queries, repeated queries,
+      answers before thought, length outliers (rewarded records only); exit 1 when one fires
   coa convert --from verl-parquet|verl-rollouts|search-r1|openai <in> -o <out.coa.jsonl> [--strict-ids]
   coa env serve --corpus <corpus.jsonl> [--port 0] …   (see docs/env-server.md)
   coa data prepare questions|sft|pairs <file…> --out <out.jsonl> [--dialect D] [--report r.json] [--strict-ids]
@@ -45,6 +48,10 @@ export async function main(argv: string[]): Promise<number> {
     case 'diff': {
       const { runDiff, DIFF_FLAGS } = await import('./diff');
       return runDiff(parseArgs(rest, DIFF_FLAGS));
+    }
+    case 'scan': {
+      const { runScan, SCAN_FLAGS } = await import('./scan');
+      return runScan(parseArgs(rest, SCAN_FLAGS));
     }
     case 'convert':
       return runConvert(parseArgs(rest, { from: 'string', o: 'string', output: 'string', 'strict-ids': 'boolean' }));

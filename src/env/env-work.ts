@@ -6,9 +6,10 @@
 // socket as they are (the server never joins, re-encodes or measures a large string).
 import { z } from 'zod';
 import type { DialectName } from '../core/dialects';
-import { OtcState, questionKey, scoreRecords } from '../core/rewards';
+import { OtcState, RewardParamsSchema, questionKey, scoreRecords } from '../core/rewards';
+import { SCAN_RULE_NAMES, scanBatch, scanMetric } from '../core/scanners';
 import { HttpError, parseJson } from './http';
-import { describeIssues, GradeRequestSchema, SearchRequestSchema } from './protocol';
+import { describeIssues, GradeRequestSchema, ScanRequestSchema, SearchRequestSchema, type ScanResponse } from './protocol';
 import { formatObservation } from './observations';
 import { DEFAULT_RETRIEVE_TOP_K, RetrieveRequestSchema } from './retrieve';
 import { alertsStep } from './alertsRoute';
@@ -97,6 +98,23 @@ export function retrieveFragments(retriever: Retriever, queries: readonly string
 }
 
 /** POST /v1/alerts (alertsRoute.ts) from raw bytes: the answer as JSON bytes (its state grows with the keys sent). */
+/** POST /v1/scan: the core's reward-hacking scanners over one step's records (stateless). */
+export function scanRequest(raw: Uint8Array, maxBytes = Infinity): Uint8Array {
+  const q = validateRequest(ScanRequestSchema, json(raw));
+  const p = RewardParamsSchema.parse(q.params ?? {});
+  const scan = scanBatch(q.records, { format: { dialect: p.dialect, strictness: p.strictness, tools: p.tools, maxTurns: p.max_turns } });
+  const answer: ScanResponse = {
+    counts: scan.counts,
+    metrics: Object.fromEntries(SCAN_RULE_NAMES.map((r) => [scanMetric(r), scan.counts[r]])),
+    flagged: scan.flagged,
+    scanned: scan.scanned,
+    length_limit: scan.lengthLimit,
+  };
+  const out = ownedUtf8(JSON.stringify(answer));
+  if (out.byteLength > maxBytes) throw replyTooLarge(maxBytes);
+  return out;
+}
+
 export function alertsRequest(raw: Uint8Array, maxBytes = Infinity): Uint8Array {
   const out = ownedUtf8(JSON.stringify(alertsStep(json(raw))));
   if (out.byteLength > maxBytes) throw replyTooLarge(maxBytes);

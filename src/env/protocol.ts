@@ -5,6 +5,7 @@ import { DIALECT_NAMES } from '../core/dialects';
 import { RecordSchema, RewardBreakdownSchema, SCHEMES } from '../core/record';
 import { RewardParamsSchema } from '../core/rewards';
 import { NAME_RE, NAME_RULE_TEXT } from '../core/names';
+import { SCAN_RULE_NAMES, type ScanRule } from '../core/scanners';
 
 export const MAX_QUERIES = 1024;
 export const MAX_TOP_K = 100;
@@ -84,6 +85,31 @@ export type GradeRequest = z.input<typeof GradeRequestSchema>;
 export const GradeResponseSchema = z.object({ breakdowns: z.array(RewardBreakdownSchema) });
 export type GradeResponse = z.infer<typeof GradeResponseSchema>;
 
+/** One step's graded rollouts for the core's reward-hacking scanners (src/core/scanners.ts); `params` as the grade's. */
+export const ScanRequestSchema = z
+  .object({
+    records: z.array(RecordSchema),
+    params: RewardParamsSchema.optional(),
+  })
+  .strict();
+export type ScanRequest = z.input<typeof ScanRequestSchema>;
+
+export const ScanFindingSchema = z.object({
+  rule: z.enum(SCAN_RULE_NAMES as [ScanRule, ...ScanRule[]]),
+  detail: z.string(),
+  start: z.number().int().optional(),
+  end: z.number().int().optional(),
+});
+/** Counts per rule, also as the step's metrics (`scan_<rule>`); the flagged records by their index in the request. */
+export const ScanResponseSchema = z.object({
+  counts: z.record(z.string(), z.number().int()),
+  metrics: z.record(z.string(), z.number()),
+  flagged: z.array(z.object({ index: z.number().int(), findings: z.array(ScanFindingSchema) })),
+  scanned: z.number().int(),
+  length_limit: z.number().nullable(),
+});
+export type ScanResponse = z.infer<typeof ScanResponseSchema>;
+
 export const ErrorBodySchema = z.object({
   error: z.object({ code: z.string(), message: z.string(), path: z.string().optional() }),
 });
@@ -96,6 +122,8 @@ export const ENV_PROTOCOL_PARTS = {
   GradeRequest: () => GradeRequestSchema,
   GradeResponse: () => GradeResponseSchema,
   HealthResponse: () => HealthResponseSchema,
+  ScanRequest: () => ScanRequestSchema,
+  ScanResponse: () => ScanResponseSchema,
   ErrorBody: () => ErrorBodySchema,
 } as const;
 

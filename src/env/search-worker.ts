@@ -6,7 +6,7 @@ import { Bm25Index } from './bm25';
 import { indexData, type SharedIndex } from './index-file';
 import { Retriever, type OpenInfo } from './retriever';
 import { HttpError } from './http';
-import { alertsRequest, gradeRequest, parseRetrieveRequest, parseSearchRequest, retrieveFragments, searchFragments, type StateRequest } from './env-work';
+import { alertsRequest, gradeRequest, scanRequest, parseRetrieveRequest, parseSearchRequest, retrieveFragments, searchFragments, type StateRequest } from './env-work';
 import { parseJson } from './http';
 import type { DialectName } from '../core/dialects';
 
@@ -24,6 +24,7 @@ export type Task =
   | { kind: 'retrieve'; queries: string[]; topK: number; returnScores: boolean; maxBytes?: number }
   | { kind: 'retrieve-raw'; body: Uint8Array; maxBytes?: number }
   | { kind: 'alerts'; body: Uint8Array; maxBytes?: number }
+  | { kind: 'scan'; body: Uint8Array; maxBytes?: number }
   | { kind: 'grade'; body: Uint8Array };
 
 export type TaskMessage = { id: number; task: Task } | { id: number; state: unknown };
@@ -56,6 +57,8 @@ async function run(id: number, task: Task): Promise<unknown> {
     }
     case 'alerts':
       return alertsRequest(task.body, task.maxBytes);
+    case 'scan':
+      return scanRequest(task.body, task.maxBytes);
     case 'search-docs': {
       // Engine only (the benchmark's batch figures): passage numbers and scores, k per query.
       const docs = new Int32Array(task.queries.length * task.topK).fill(-1);

@@ -256,6 +256,16 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       },
     },
     {
+      // The core's reward-hacking scanners over one step's rollouts (format checks per record: a worker's job).
+      pattern: /^\/v1\/scan$/,
+      methods: {
+        POST: async (_req, _body, _params, { raw, signal }) => {
+          const { bytes, transfer } = movableBody(raw);
+          return { body: null, parts: [await pool.run<Uint8Array>({ kind: 'scan', body: bytes, maxBytes: maxReply }, { signal, transfer })] };
+        },
+      },
+    },
+    {
       pattern: /^\/v1\/runs\/(?<run>[^/]+)\/otc-state$/,
       methods: {
         GET: async (_req, _body, params) => {

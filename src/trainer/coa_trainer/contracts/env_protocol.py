@@ -147,6 +147,43 @@ class HealthResponse(BaseModel):
     stats: dict[str, float] | None = None
 
 
+class ScanRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    records: list[Record]
+    params: Params | None = None
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    rule: Literal["format_gate", "answer_in_query", "repeated_query", "answer_before_thought", "length_outlier"]
+    detail: str
+    start: int | None = None
+    end: int | None = None
+
+
+class FlaggedItem(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    index: int
+    findings: list[Finding]
+
+
+class ScanResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    counts: dict[str, int]
+    metrics: dict[str, float]
+    flagged: list[FlaggedItem]
+    scanned: int
+    length_limit: float | None
+
+
 class Error(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
