@@ -12,6 +12,7 @@
 //   schemas/names.json              the naming rule of run ids, stages and labels (src/core/names.ts)
 //   schemas/errors.json             the trainer's error codes and exit statuses (src/core/events.ts TRAINER_ERRORS)
 //   schemas/metrics.json            the agent metrics' names and meanings (src/core/metrics.ts)
+//   schemas/histograms.json         the bin edges of the step histograms (src/core/metrics.ts HISTOGRAMS)
 //   schemas/rewards.json            the reward schemes, and those that need a question's whole group (src/core/rewards.ts)
 //   schemas/config-paths.json       the run config's path fields, resolved against the config file (src/core/data/paths.ts)
 //   schemas/python/*.schema.json    the same contracts shaped for the generated Python classes (gen-python-contracts.mjs)
@@ -31,7 +32,7 @@ import { STOPWORDS } from '../src/env/tokenize';
 import { ENV_PROTOCOL_PARTS } from '../src/env/protocol';
 import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE, StageInfoSchema } from '../src/core/stages';
 import { NAME_RULE } from '../src/core/names';
-import { AGENT_METRICS, AGENT_METRIC_NAMES } from '../src/core/metrics';
+import { AGENT_METRICS, AGENT_METRIC_NAMES, HISTOGRAMS } from '../src/core/metrics';
 import { SCHEMES } from '../src/core/record';
 import { GROUP_SCHEMES } from '../src/core/rewards';
 import { CONFIG_COMMAND_FIELDS, CONFIG_LEGACY_DEFAULTS, CONFIG_PATH_FIELDS } from '../src/core/data/paths';
@@ -166,6 +167,7 @@ const files: [string, unknown][] = [
   ['python/run-config.schema.json', runConfigOutput],
   ['errors.json', TRAINER_ERRORS],
   ['metrics.json', AGENT_METRICS],
+  ['histograms.json', HISTOGRAMS],
   ['rewards.json', { schemes: SCHEMES, group_schemes: GROUP_SCHEMES }],
   ['config-paths.json', { rule: 'relative to the run config file\'s directory', fields: CONFIG_PATH_FIELDS, commands: CONFIG_COMMAND_FIELDS, legacy_defaults: CONFIG_LEGACY_DEFAULTS }],
   ['python/env-protocol.schema.json', envProtocol],

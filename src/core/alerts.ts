@@ -10,6 +10,9 @@
 // - think_collapse:      mean `think_len` < factor × baseline; runs without a think length (verl, TRL) use the
 //                        response length `response_len` — the message says which
 // - all_wrong_groups:    fraction of groups with no correct sample > threshold
+// - zero_variance_groups: fraction of groups whose rewards are all equal (zero advantages, no gradient) > threshold
+// - logprob_drift:       mean |sampler − trainer| log-prob per trained token > threshold (nats): the rollout engine
+//                        and the trainer disagree about the policy before it has changed
 // - tool_failures:       `tool_failure_rate` > threshold
 // - reward_hacking:      `reward_mean` up (current − baseline > 0.05) while `format_error_rate` rises
 //                        (> baseline + 0.05) or held-out EM falls (latest < first − 0.05)
@@ -28,6 +31,8 @@ export const AlertThresholdsSchema = z
     tool_call_explosion: setting.number().positive().default(2.0).describe('Mean tool calls above this × the first steps\' mean.'),
     think_collapse: setting.number().positive().default(0.5).describe('Think length below this × the first steps\' mean.'),
     all_wrong_groups: z.number().min(0).max(1).default(0.5).describe('Fraction of all-wrong groups above this.'),
+    zero_variance_groups: z.number().min(0).max(1).default(0.8).describe('Fraction of groups whose rewards are all equal (zero advantages: no gradient) above this; above 80 % most of a step\'s compute teaches nothing.'),
+    logprob_drift: z.number().positive().default(0.05).describe('Mean |sampler − trainer| log-prob per trained token above this (nats).'),
     tool_failure_rate: z.number().min(0).max(1).default(0.2).describe('Tool-failure rate above this.'),
     window: z.number().int().positive().default(5).describe('Steps averaged for the baseline and the current value.'),
   })
@@ -114,6 +119,10 @@ export class AlertMonitor {
     }
     const aw = this.now('all_wrong_groups');
     if (aw !== null) checks.push(['all_wrong_groups', aw > th.all_wrong_groups, 'warning', `${pct(aw)} of groups have no correct sample (no learning signal)`]);
+    const zv = this.now('zero_variance_groups');
+    if (zv !== null) checks.push(['zero_variance_groups', zv > th.zero_variance_groups, 'warning', `${pct(zv)} of groups have all-equal rewards (zero advantages: compute spent for no gradient)`]);
+    const lp = this.now('logprob_diff_mean');
+    if (lp !== null) checks.push(['logprob_drift', lp > th.logprob_drift, 'warning', `sampler and trainer log-probs differ by ${lp.toFixed(3)} nats per token on average before the update (train–inference drift)`]);
     const tf = this.now('tool_failure_rate');
     if (tf !== null) checks.push(['tool_failures', tf > th.tool_failure_rate, 'error', `tool-failure rate ${pct(tf)}`]);
     const r0 = this.base('reward_mean');

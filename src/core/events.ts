@@ -3,7 +3,7 @@
 // Python trainer validates against (src/trainer/coa_trainer/events.py); both are checked against
 // test/conformance/events.json.
 // Exactly once across resume (docs/training.md, "Stopping, killing, resuming"): each (type, stage, step) of the step
-// events — metrics, progress, sample, checkpoint, eval, alert — appears at most once in the file. A stage resumed from
+// events — metrics, progress, sample, checkpoint, eval, alert, histogram — appears at most once in the file. A stage resumed from
 // a checkpoint rewrites the file without its step events written after that checkpoint (a new file renamed into
 // place); readers following the file see a new inode, and eventTail.ts starts again from the top with `reset`.
 // run_started, stage_finished, log and error are per attempt (a resumed stage has its own run_started).
@@ -68,6 +68,21 @@ export const EvalEvent = z.object({
   split: z.string().min(1),
   metrics: z.record(z.string(), finiteOrNull),
 });
+/**
+ * A histogram of one step (the sampler's vs the trainer's log-probs per trained token, `logprob_diff`): `counts[i]`
+ * tokens in bin i, whose bounds are `edges` — bin 0 below edges[0], bin i in [edges[i-1], edges[i]), the last bin
+ * edges[edges.length-1] and above (JSON has no infinity) — so counts has one entry more than edges.
+ */
+export const HistogramEvent = z
+  .object({
+    ...base,
+    ...stageStep,
+    type: z.literal('histogram'),
+    name: z.string().min(1),
+    edges: z.array(z.number()).min(1),
+    counts: z.array(z.number().int().nonnegative()),
+  })
+  .refine((e) => e.counts.length === e.edges.length + 1, { message: 'counts must have one entry more than edges', path: ['counts'] });
 export const ALERT_KINDS = [
   'tool_call_explosion',
   'think_collapse',
@@ -75,6 +90,8 @@ export const ALERT_KINDS = [
   'reward_hacking',
   'tool_failures',
   'nan_loss',
+  'zero_variance_groups',
+  'logprob_drift',
   'other',
 ] as const;
 export const AlertEvent = z.object({
@@ -136,6 +153,7 @@ export const EventSchema = z.discriminatedUnion('type', [
   StageFinishedEvent,
   LogEvent,
   ErrorEvent,
+  HistogramEvent,
 ]);
 export type TrainerEvent = z.infer<typeof EventSchema>;
 export type EventType = TrainerEvent['type'];

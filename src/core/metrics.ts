@@ -16,11 +16,24 @@ export const AGENT_METRICS = {
   truncation_ratio: 'share of trajectories cut at a length limit',
   all_correct_groups: 'share of groups whose every sample is correct (no learning signal)',
   all_wrong_groups: 'share of groups with no correct sample (no learning signal)',
+  zero_variance_groups: 'share of groups whose samples all got the same reward: zero advantages, compute spent for no gradient',
   response_len: 'model-written tokens per trajectory',
   think_len: 'thinking tokens per trajectory',
   retok_mismatches: 'trajectories whose model input was not a prefix of the trained ids',
   retok_drift_rate: 'share of trajectories a decode → encode would change',
+  logprob_diff_mean: 'mean |sampler − trainer| log-prob per trained token, before the step\'s first update (train–inference drift)',
+  logprob_diff_max: 'largest |sampler − trainer| log-prob of a trained token, before the step\'s first update',
   trajectories: 'trajectories in the batch',
 } as const;
 export type AgentMetric = keyof typeof AGENT_METRICS;
 export const AGENT_METRIC_NAMES = Object.keys(AGENT_METRICS) as [AgentMetric, ...AgentMetric[]];
+
+/**
+ * Histograms a step may log (`histogram` events, src/core/events.ts): their bin edges, read by the trainer from
+ * schemas/histograms.json. logprob_diff: |sampler − trainer| log-prob of each trained token before the step's first
+ * update, in decades — fp32 on one device differs by ~1e-7 to 1e-5 (incremental KV-cache vs full forward), a bf16
+ * engine against an fp32 trainer by 1e-3 to 1e-1, and a token past 0.18 (ln 1.2) starts outside PPO's clip range.
+ */
+export const HISTOGRAMS = {
+  logprob_diff: { edges: [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1], meaning: '|sampler − trainer| log-prob per trained token, before the step\'s first update' },
+} as const;

@@ -20,7 +20,9 @@ RL = {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 16, "max_turns":
       "sample_every": 1, "heldout_every": 2, "heldout_limit": 4, "warmup_steps": 1}
 METRICS = ("reward_mean", "reward_std", "em", "f1", "tc", "tp", "tool_failure_rate", "malformed_call_rate",
            "truncation_ratio", "all_correct_groups", "all_wrong_groups", "response_len", "think_len", "kl", "entropy",
-           "clip_frac", "grad_norm", "gen_tokens_per_s", "train_tokens_per_s", "retok_mismatches")
+           "clip_frac", "grad_norm", "gen_tokens_per_s", "train_tokens_per_s", "retok_mismatches", "zero_variance_groups",
+           "logprob_diff_mean", "logprob_diff_max", "scan_format_gate", "scan_answer_in_query", "scan_repeated_query",
+           "scan_answer_before_thought", "scan_length_outlier")
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +84,22 @@ def _check_events_and_rollouts(run, label, steps, group):
     assert "heldout_em" in m[2]
     assert len([e for e in events if e["type"] == "sample"]) == steps
     rollouts = [json.loads(x) for x in (run / "stages" / label / "rollouts.coa.jsonl").read_text().splitlines()]
+    # The sampler's log-probs against the trainer's before each step's update: one histogram per logged step over
+    # every trained token, fp32 on one CPU agreeing to far below the alert's 0.05 nats.
+    hist = {e["step"]: e for e in events if e["type"] == "histogram"}
+    assert sorted(hist) == list(range(1, steps + 1)) and {e["name"] for e in hist.values()} == {"logprob_diff"}
+    for step, e in hist.items():
+        trained = sum(sum(r["tokens"]["loss_mask"]) for r in rollouts if r["meta"]["step"] == step)
+        assert sum(e["counts"]) == trained and len(e["counts"]) == len(e["edges"]) + 1
+        assert 0 <= m[step]["logprob_diff_mean"] <= m[step]["logprob_diff_max"] < 1e-3
+    # Zero-variance groups: those whose G rewards are all equal, from the stored rewards of each step.
+    for step in m:
+        groups: dict = {}
+        for r in rollouts:
+            if r["meta"]["step"] == step:
+                groups.setdefault(r["meta"]["group"], set()).add(r["reward"]["total"])
+        assert m[step]["zero_variance_groups"] == sum(len(v) == 1 for v in groups.values()) / len(groups)
+    assert all(r["meta"]["kind"] and r["meta"]["hops"] in (1, 2) for r in rollouts), "the question's kind and hops"
     assert len(rollouts) == steps * 2 * group
     for rec in rollouts:
         assert record_error(rec) is None

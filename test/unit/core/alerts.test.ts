@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { AlertMonitor, loadAlertState } from '../../../src/core/alerts';
 
 const TH = { tool_call_explosion: 2.0, think_collapse: 0.5, all_wrong_groups: 0.5, tool_failure_rate: 0.2, window: 3 };
-const CALM = { tc: 1.0, think_len: 20.0, all_wrong_groups: 0.1, tool_failure_rate: 0.0, reward_mean: 0.5, format_error_rate: 0.05 };
+const CALM = { tc: 1.0, think_len: 20.0, all_wrong_groups: 0.1, tool_failure_rate: 0.0, reward_mean: 0.5, format_error_rate: 0.05, zero_variance_groups: 0.4, logprob_diff_mean: 2e-7 };
 type Values = Record<string, number>;
 
 function run(series: Values[], heldout: Record<number, number> = {}, monitor = new AlertMonitor(TH)): [number, string][] {
@@ -44,6 +44,16 @@ test('all-wrong groups and tool failures (error severity), re-armed after calm s
   const m = new AlertMonitor(TH);
   const alerts = s.flatMap((v, i) => m.update(i + 1, v));
   assert.deepEqual(alerts.map((a) => [a.kind, a.severity]), [['tool_failures', 'error'], ['tool_failures', 'error']]);
+});
+
+test('zero-variance groups and sampler/trainer log-prob drift: each fires when its window mean crosses the default', () => {
+  const zv = run(series(10, { zero_variance_groups: 0.95 }));
+  assert.deepEqual(kinds(zv), ['zero_variance_groups']);
+  const m = new AlertMonitor();
+  const drift = series(10, { logprob_diff_mean: 0.2 }).flatMap((v, i) => m.update(i + 1, v));
+  assert.deepEqual(drift.map((a) => a.kind), ['logprob_drift']);
+  assert.match(drift[0].message, /^step \d+: sampler and trainer log-probs differ by 0\.\d{3} nats per token on average/);
+  assert.deepEqual(run(series(10, { zero_variance_groups: 0.75, logprob_diff_mean: 0.01 }), {}, new AlertMonitor()), [], 'below the defaults (0.8, 0.05)');
 });
 
 test('reward hacking by format errors or by held-out EM, not by learning', () => {

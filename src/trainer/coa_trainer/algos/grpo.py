@@ -64,6 +64,21 @@ def grpo_token_terms(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch
     return per_token.sum(), count, extras
 
 
+def logprob_diff_parts(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, edges: list[float]
+                       ) -> dict[str, float]:
+    """|trainer − sampler| log-prob of every trained token: the sum, the largest and a histogram over `edges` (bin 0
+    below edges[0], bin i in [edges[i-1], edges[i]), the last at or above edges[-1]: the core's `histogram` event).
+    Before the step's first optimiser update the two policies are the same weights, so any difference is the rollout
+    engine's numerics against the trainer's (KV cache vs full forward, another dtype or kernel)."""
+    with torch.no_grad():
+        d = (logp.detach().double() - old_logp.double()).abs()[mask > 0]
+        e = torch.tensor(edges, dtype=torch.float64, device=d.device)
+        counts = torch.bincount(torch.bucketize(d, e, right=True), minlength=len(edges) + 1)
+        out = {"lpd_sum": float(d.sum()), "lpd_max": float(d.max()) if d.numel() else 0.0}
+        out.update({f"lpd_bin{i}": float(c) for i, c in enumerate(counts.tolist())})
+    return out
+
+
 def _targets(s: Sample, values: list[float]) -> list[float]:
     """Per-target values of one sample's sequence (prompt + response), aligned with its targets (token t+1)."""
     return ([0.0] * len(s.prompt_ids) + values)[1:]
@@ -80,9 +95,11 @@ def grpo_lengths(samples: list[Sample]) -> list[list[int]]:
 
 def grpo_loss_parts(model: Any, ref_model: Any | None, samples: list[Sample], pad_id: int, device: torch.device,
                     dtype: torch.dtype | None, clip_eps: float, kl_coef: float, temperature: float,
-                    packed: bool = False) -> tuple[torch.Tensor, float, dict[str, float]]:
+                    packed: bool = False, lpd_edges: list[float] | None = None
+                    ) -> tuple[torch.Tensor, float, dict[str, float]]:
     """The GRPO loss pieces of a batch of trajectories (policy forward with grad, reference without). Log-probs and
-    entropy come a chunk of positions at a time, only at trained positions (logprobs.TokenScorer)."""
+    entropy come a chunk of positions at a time, only at trained positions (logprobs.TokenScorer). With
+    `lpd_edges`, the extras also carry the sampler/trainer log-prob difference (logprob_diff_parts)."""
     from ..model.scoring import as_scorer
     from ..model.packing import layout
 
@@ -100,6 +117,8 @@ def grpo_loss_parts(model: Any, ref_model: Any | None, samples: list[Sample], pa
     else:
         ref = logp.detach()  # no reference: k3 = 0
     loss_sum, count, extras = grpo_token_terms(logp, old, ref, adv, mask, clip_eps, kl_coef)
+    if lpd_edges is not None:
+        extras.update(logprob_diff_parts(logp, old, mask, lpd_edges))
     with torch.no_grad():
         extras["entropy_sum"] = float((ent * mask).sum())
         extras["train_tokens"] = float(lay.tokens)

@@ -59,8 +59,8 @@ def accumulate(model: Any, items: list[Any], lengths: list[list[int]], count: fl
                 loss = loss_sum / max(global_count, 1.0) * di.world_size
                 total += float(loss_sum.detach())
                 local += c
-                for k, v in ex.items():
-                    extras[k] = extras.get(k, 0.0) + v
+                for k, v in ex.items():  # sums, but a `_max` extra is the largest of its micro-batches'
+                    extras[k] = max(extras.get(k, v), v) if k.endswith("_max") else extras.get(k, 0.0) + v
             else:
                 loss = _dummy_loss(model)
             loss.backward()

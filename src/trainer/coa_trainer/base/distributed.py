@@ -50,12 +50,13 @@ class DistInfo:
         dist.all_reduce(t)
         return float(t.item())
 
-    def all_reduce_max(self, x: int) -> int:
+    def all_reduce_max(self, x: int | float) -> int | float:
+        """The largest x over the ranks, of x's own type (ints exact to 2**53 through float64)."""
         if not self.active:
             return x
-        t = torch.tensor([x], dtype=torch.int64, device=self._comm_device())
+        t = torch.tensor([x], dtype=torch.float64, device=self._comm_device())
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return int(t.item())
+        return type(x)(t.item())
 
     def any(self, flag: bool) -> bool:
         """True on every rank when it is true on one: decisions that start collectives (a checkpoint, a stop) must

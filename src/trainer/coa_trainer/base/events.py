@@ -25,7 +25,7 @@ from ..contracts.schemas import load_schema_file
 
 PROTOCOL_VERSION = 1
 # Events that belong to one step of one stage: after a resume each (type, stage, step) appears once in events.jsonl.
-STEP_EVENTS = ("metrics", "progress", "sample", "checkpoint", "eval", "alert")
+STEP_EVENTS = ("metrics", "progress", "sample", "checkpoint", "eval", "alert", "histogram")
 
 
 class EventError(ValueError):

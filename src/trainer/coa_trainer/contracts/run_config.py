@@ -536,6 +536,14 @@ class AlertThresholds(BaseModel):
     """
     Fraction of all-wrong groups above this.
     """
+    zero_variance_groups: float
+    """
+    Fraction of groups whose rewards are all equal (no gradient) above this.
+    """
+    logprob_drift: float
+    """
+    Mean |sampler − trainer| log-prob per trained token above this (nats).
+    """
     tool_failure_rate: float
     """
     Tool-failure rate above this.

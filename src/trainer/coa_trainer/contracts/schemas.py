@@ -58,6 +58,11 @@ def search_table() -> dict:
     return load_schema_file("search.json")
 
 
+def histogram_edges(name: str) -> list[float]:
+    """The bin edges of a step histogram (`histogram` events): src/core/metrics.ts HISTOGRAMS."""
+    return list(load_schema_file("histograms.json")[name]["edges"])
+
+
 def rewards_table() -> dict:
     """{"schemes": [...], "group_schemes": [...]}: the reward schemes, and those whose reward of one answer needs the
     other answers to its question (src/core/rewards.ts GROUP_SCHEMES)."""

@@ -59,6 +59,19 @@ def source_of(q: Any) -> dict:
     return {"source_id": source_id} if source_id else {}
 
 
+def question_meta(q: Any) -> dict:
+    """What a record's meta says about its question, for grouping (coa diff, Compare Runs): the embedded benchmark's
+    kind and hops, a user's question's data source."""
+    out: dict = {}
+    if getattr(q, "kind", "user") != "user":
+        out["kind"] = q.kind
+    if getattr(q, "hops", None):
+        out["hops"] = len(q.hops)
+    if getattr(q, "data_source", None):
+        out["data_source"] = q.data_source
+    return out
+
+
 def find_cli(config: RunConfig) -> tuple[str, Path]:
     node = find_node(config.env.node)
     if not node:

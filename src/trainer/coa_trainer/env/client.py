@@ -20,7 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from ..base.core_cli import find_core_cli, find_node
 from ..base.errors import CoaError
-from ..contracts.env_protocol import GradeRequest, GradeResponse, HealthResponse, SearchRequest, SearchResponse
+from ..contracts.env_protocol import (GradeRequest, GradeResponse, HealthResponse, ScanRequest, ScanResponse,
+                                      SearchRequest, SearchResponse)
 from ..contracts.error_code import ErrorCode
 
 
@@ -233,6 +234,22 @@ class EnvClient:
         if heldout is not None:
             body["heldout"] = heldout
         return self._post("/v1/alerts", body)
+
+    def scan(self, records: list[dict], params: dict | None = None) -> dict:
+        """The core's reward-hacking scanners over one step's graded records (each with its "reward"):
+        {"counts", "metrics": {"scan_<rule>": n}, "flagged": [{"index", "findings"}], "scanned", "length_limit"}."""
+        body: dict[str, Any] = {"records": records, **({"params": params} if params else {})}
+        try:
+            ScanRequest.model_validate(body)
+        except ValidationError as e:
+            raise EnvError(f"POST /v1/scan: not a scan request ({str(e).splitlines()[0]})") from e
+        # sent as given: a dump of the class would drop the breakdowns' nulls (optimal_tool_calls) the core requires
+        raw = self._post("/v1/scan", body)
+        try:
+            ScanResponse.model_validate(raw)
+        except ValidationError as e:
+            raise EnvError(f"POST /v1/scan: the answer is not the protocol's ScanResponse ({str(e).splitlines()[0]})") from e
+        return raw
 
     # ------------------------------------------------------------ OTC-GRPO state (saved in RL checkpoints)
     def export_otc_state(self, run: str) -> dict | None:

@@ -24,7 +24,7 @@ from ..rollout.generate import generate
 from ..data.prompts import prompt_ids
 from ..rollout.loop import rollout
 from ..rollout.metrics import graded_sums, graded_values
-from ..data.userdata import golden, source_of
+from ..data.userdata import golden, question_meta, source_of
 from ..contracts.run_config import RunConfig
 from ..base.errors import report_failure
 
@@ -123,7 +123,7 @@ def agent_eval(model: Any, tok: Any, bench: Any, config: RunConfig, split: str, 
                 "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": config.dialect,
                 "tokens": {"ids": tr.ids, "loss_mask": tr.loss_mask},
                 "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {}),
-                         **source_of(q)},
+                         **source_of(q), **question_meta(q)},
             })
             trajs_all.append((q, tr))
     breakdowns = []

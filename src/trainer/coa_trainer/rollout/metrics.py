@@ -15,9 +15,11 @@ from .loop import RlTrajectory
 
 def graded_sums(breakdowns: list[dict], groups: list[Hashable] | None = None) -> dict[str, float]:
     """Sums over the grader's breakdowns; `groups` (one label per breakdown: GRPO's samples of one question) adds
-    the counts of groups with every / no sample correct."""
+    the counts of groups with every / no sample correct, and of groups whose rewards are all equal (zero
+    advantages: no gradient, whatever the correctness — an OTC group of right answers with different call counts
+    still has one)."""
     s = {k: 0.0 for k in ("n", "reward", "reward_sq", "em", "f1", "tc", "format_errors", "groups", "groups_all_correct",
-                          "groups_all_wrong")}
+                          "groups_all_wrong", "groups_zero_variance")}
     for b in breakdowns:
         r = float(b["total"])
         s["n"] += 1
@@ -29,12 +31,15 @@ def graded_sums(breakdowns: list[dict], groups: list[Hashable] | None = None) ->
         s["format_errors"] += float(not b["format_ok"])
     if groups is not None:
         correct: dict[Hashable, list[bool]] = {}
+        rewards: dict[Hashable, set[float]] = {}
         for b, g in zip(breakdowns, groups):
             correct.setdefault(g, []).append(float(b["r_correct"]) > 0)
-        for c in correct.values():
+            rewards.setdefault(g, set()).add(float(b["total"]))
+        for g, c in correct.items():
             s["groups"] += 1
             s["groups_all_correct"] += float(all(c))
             s["groups_all_wrong"] += float(not any(c))
+            s["groups_zero_variance"] += float(len(rewards[g]) == 1)
     return s
 
 
@@ -59,6 +64,7 @@ def graded_values(s: dict[str, float]) -> dict[str, float | None]:
     if s["groups"]:
         out[M.all_correct_groups.value] = _div(s["groups_all_correct"], s["groups"])
         out[M.all_wrong_groups.value] = _div(s["groups_all_wrong"], s["groups"])
+        out[M.zero_variance_groups.value] = _div(s["groups_zero_variance"], s["groups"])
     return out
 
 
@@ -96,4 +102,18 @@ def step_values(s: dict[str, float]) -> dict[str, Any]:
         M.think_len.value: _div(s["think_tokens"], n),
         M.retok_mismatches.value: s["retok_mismatches"],
         M.retok_drift_rate.value: _div(s["retok_drift"], n),
+        **logprob_diff_values(s),
     }
+
+
+def logprob_diff_counts(s: dict[str, float]) -> list[int]:
+    """The histogram of |sampler − trainer| log-probs the update measured (`lpd_bin<i>`: algos/grpo.py)."""
+    n = sum(1 for k in s if k.startswith("lpd_bin"))
+    return [int(s[f"lpd_bin{i}"]) for i in range(n)]
+
+
+def logprob_diff_values(s: dict[str, float]) -> dict[str, float | None]:
+    """Mean and largest |sampler − trainer| log-prob per trained token (None where the step measured none)."""
+    tokens = sum(logprob_diff_counts(s))
+    return {M.logprob_diff_mean.value: _div(s.get("lpd_sum", 0.0), tokens),
+            M.logprob_diff_max.value: s.get("lpd_max") if tokens else None}

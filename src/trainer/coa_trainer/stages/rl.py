@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ..rollout.metrics import step_sums, step_values
+from ..rollout.metrics import logprob_diff_counts, step_sums, step_values
 from ..env.alerts import AlertMonitor
 from ..data.samples import Stream
 from ..algos.grpo import Sample, group_advantages, grpo_count, grpo_lengths, grpo_loss_parts
@@ -29,8 +29,9 @@ from ..data.prompts import prompt_ids
 from ..rollout.loop import RlTrajectory, retok_drift, retok_mismatch, rollout, token_offsets
 from ..base.errors import StageError
 from ..base.runlayout import corpus_path, stage_dir
+from ..contracts.schemas import histogram_edges
 from ..contracts.run_config import RlStage, RunConfig
-from ..data.userdata import golden
+from ..data.userdata import golden, question_meta
 from .setup import StageRun
 
 
@@ -58,6 +59,25 @@ def _grade_run_id(run: str, label: str) -> str:
 
     key = f"{run}.{label}"
     return key if is_valid_name(key) else f"run-{zlib.crc32(key.encode()):08x}"
+
+
+FLAGGED_PER_RULE = 2  # examples kept per scanner rule and step (the counts are the metrics)
+
+
+def flagged_examples(flagged: list[dict], per_rule: int = FLAGGED_PER_RULE) -> list[dict]:
+    """The scanners' flagged records kept as examples, in order: a record is kept while one of its rules has fewer
+    than `per_rule` examples so far (every rule that fires gets its first ones, a record firing several counts for
+    each)."""
+    seen: dict[str, int] = {}
+    out = []
+    for f in flagged:
+        rules = {x["rule"] for x in f["findings"]}
+        if all(seen.get(r, 0) >= per_rule for r in rules):
+            continue
+        for r in rules:
+            seen[r] = seen.get(r, 0) + 1
+        out.append(f)
+    return out
 
 
 def _record(tok: Any, q: Any, tr: RlTrajectory, advantage: float, breakdown: dict | None, meta: dict,
@@ -97,16 +117,21 @@ def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: l
     The old log-probs are the sampler's (in `samples`), fixed for the whole step, so the ratio departs from 1 from
     the second update on and the clipping becomes active. mini_batches = ppo_epochs = 1 is a single on-policy
     update. Returns the loss/kl/entropy/clip/ratio sums and the token count over all updates (rank-local, for the
-    caller's all-reduce) and the mean pre-clip gradient norm."""
+    caller's all-reduce) and the mean pre-clip gradient norm. The first update, made before any weight changed, also
+    measures the sampler's log-probs against the trainer's (`lpd_*`: algos/grpo.logprob_diff_parts) over its
+    mini-batch — the whole batch when mini_batches = 1."""
     from ..algos.microbatch import accumulate, clip_grad_norm
 
     slices = mini_batch_slices(len(samples), group_size, scfg.mini_batches)
     totals: dict[str, float] = {"count": 0.0, "loss_sum": 0.0}
     norms: list[float] = []
 
+    edges = histogram_edges("logprob_diff")
+    first = [True]
+
     def loss_fn(m: Any, part: list[Sample]) -> Any:
         return grpo_loss_parts(m, ref, part, pad_id, device, dtype, scfg.clip_eps, scfg.kl_coef,
-                               scfg.temperature, scfg.packing)
+                               scfg.temperature, scfg.packing, lpd_edges=edges if first[0] else None)
 
     for _ in range(scfg.ppo_epochs):
         for sl in slices:
@@ -115,6 +140,7 @@ def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: l
             # micro-batches by token budget, each loss ÷ the mini-batch's global token count (algos/microbatch.py)
             acc = accumulate(model, part, grpo_lengths(part), grpo_count(part), loss_fn,
                              scfg.micro_batch_tokens, scfg.packing, di)
+            first[0] = False
             norms.append(clip_grad_norm(params, scfg.grad_clip))
             opt.step()
             totals["count"] += acc.count
@@ -183,6 +209,7 @@ class GrpoSteps:
         self.gen = torch.Generator(device=run.rt.device)
         self.cursor = 0
         self.last: list[tuple] = []  # the last step's (question, trajectory, advantage, breakdown, meta), for samples
+        self.scan_off = False
 
     def describe(self) -> str:
         s = self.scfg
@@ -196,11 +223,12 @@ class GrpoSteps:
         self.monitor.load_state_dict(extra.get("alerts", {}))
         if self.run.di.rank != 0:
             return
-        rollouts = self.sdir / "rollouts.coa.jsonl"
-        if extra.get("rollouts_offset") is not None and rollouts.is_file():
-            # the rollouts of the steps about to be redone were written after the checkpoint: exactly once
-            with open(rollouts, "r+b") as f:
-                f.truncate(min(extra["rollouts_offset"], os.fstat(f.fileno()).st_size))
+        for name, key in (("rollouts.coa.jsonl", "rollouts_offset"), ("flagged.coa.jsonl", "flagged_offset")):
+            path = self.sdir / name
+            if extra.get(key) is not None and path.is_file():
+                # the records of the steps about to be redone were written after the checkpoint: exactly once
+                with open(path, "r+b") as f:
+                    f.truncate(min(extra[key], os.fstat(f.fileno()).st_size))
         if extra.get("otc_state") is not None:
             self.env.import_otc_state(self.grade_run, extra["otc_state"])
 
@@ -229,8 +257,8 @@ class GrpoSteps:
                             temperature=scfg.temperature, generator=self.gen, timings=timings, io=run.io)
         release_cached_memory(run.rt.device)  # the rollout's KV caches, before the training forward
         owners = [q for q in qs for _ in range(G)]
-        meta = [{"run": run.writer.run, "stage": self.label, "step": step + 1, "sample": i, "group": i // G}
-                for i in range(len(trajs))]
+        meta = [{"run": run.writer.run, "stage": self.label, "step": step + 1, "sample": i, "group": i // G,
+                 **question_meta(q)} for i, q in enumerate(owners)]
         # graded by the server (rewards and format rules live in TypeScript only); OTC-GRPO keys on the question
         to_grade = [{"id": f"{q.id}-{m['sample']}", "question": q.question, "golden_answers": golden(q),
                      "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": config.dialect}
@@ -238,6 +266,7 @@ class GrpoSteps:
         tg = time.time()
         breakdowns = self.env.grade(to_grade, scheme=self.scheme, params=self.rparams, run=self.grade_run)
         timings["tools"] += time.time() - tg
+        scan = self.scan_step(to_grade, breakdowns)
         adv = group_advantages([float(b["total"]) for b in breakdowns], G, scfg.std_normalize)
         samples = [Sample(tr.prompt_ids, tr.ids, tr.loss_mask, tr.logprobs, a) for tr, a in zip(trajs, adv)]
 
@@ -251,9 +280,12 @@ class GrpoSteps:
         retok = [retok_mismatch(tr) for tr in trajs]
         drift = [retok_drift(tok, tr.ids) for tr in trajs]
         sums = step_sums(trajs, breakdowns, G, run.io, retok, drift)
+        lpd_max = extras.pop("lpd_max", 0.0)
         sums.update(extras)
         sums.update({"generate_s": timings["generate"], "tools_s": timings["tools"], "train_s": train_s})
+        sums.update(scan["metrics"] if scan else {})
         s = di.all_reduce_dict(sums)
+        s["lpd_max"] = di.all_reduce_max(float(lpd_max))  # a largest value, not a sum
         ws = di.world_size
         values = {
             **step_values(s), "loss": s["loss_sum"] / max(s["count"], 1.0), "kl": s["kl_sum"] / max(s["count"], 1.0),
@@ -264,7 +296,12 @@ class GrpoSteps:
             "train_tokens_per_s": s["train_tokens"] / max(s["train_s"] / ws, 1e-9),
             "generate_s": s["generate_s"] / ws, "tools_s": s["tools_s"] / ws, "train_s": s["train_s"] / ws,
             "step_s": time.time() - t0,
+            **({k: s[k] for k in scan["metrics"]} if scan else {}),
         }
+        lpd_counts = logprob_diff_counts(s)
+        if sum(lpd_counts) and (done % scfg.log_every == 0 or done == run.total):  # beside the step's metrics event
+            run.writer.emit("histogram", stage=self.label, step=done, name="logprob_diff",
+                            edges=histogram_edges("logprob_diff"), counts=lpd_counts)
         if self.has_dev and scfg.heldout_every and done % scfg.heldout_every == 0:
             with run.gathered():
                 if di.rank == 0:
@@ -274,7 +311,39 @@ class GrpoSteps:
                     values["heldout_em"] = hm["em"]
                     self.monitor.observe_heldout(float(hm["em"] or 0.0))
         self.last = list(zip(owners, trajs, adv, breakdowns, meta))
+        if scan and di.rank == 0:
+            self.write_flagged(scan, owners, trajs, adv, breakdowns, meta)
         return values
+
+    def scan_step(self, records: list[dict], breakdowns: list[dict]) -> dict | None:
+        """The core's reward-hacking scanners over this rank's graded rollouts (POST /v1/scan): {"metrics":
+        {"scan_<rule>": count}, "flagged": [{index, findings}]}. A server that cannot scan (another build) is said
+        once and training goes on without the counts."""
+        from ..env.client import EnvError
+
+        if self.scan_off:
+            return None
+        try:
+            return self.env.scan([{**r, "reward": b} for r, b in zip(records, breakdowns)], params=self.rparams)
+        except EnvError as e:
+            self.scan_off = True
+            self.run.writer.emit("log", level="warning", message=f"{self.label}: reward-hacking scanners off: {e}")
+            return None
+
+    def write_flagged(self, scan: dict, owners: list, trajs: list, adv: list, breakdowns: list, meta: list) -> None:
+        """Examples of what the scanners flagged, FLAGGED_PER_RULE per rule and step, appended to the stage's
+        flagged.coa.jsonl with their findings in meta.scan: every step's, not only the sampled steps' (the live
+        panel lists a step's from there and opens them in the record view)."""
+        out = []
+        for f in flagged_examples(scan["flagged"]):
+            i = f["index"]
+            rec = _record(self.run.tok, owners[i], trajs[i], adv[i], breakdowns[i], meta[i], self.config.dialect)
+            rec["meta"] = {**rec["meta"], "scan": f["findings"]}
+            out.append(json.dumps(rec, ensure_ascii=False) + "\n")
+        if out:
+            self.sdir.mkdir(parents=True, exist_ok=True)
+            with open(self.sdir / "flagged.coa.jsonl", "a", encoding="utf-8") as fh:
+                fh.writelines(out)
 
     def alerts(self, step: int, values: dict) -> list[Any]:
         return self.monitor.update(step, values)
@@ -290,10 +359,12 @@ class GrpoSteps:
 
     def checkpoint_extra(self) -> dict:
         """The OTC running minima from the env server, the alert baselines, and where the rollouts file stood."""
-        rollouts = self.sdir / "rollouts.coa.jsonl"
+        def size(name: str) -> int:
+            return (self.sdir / name).stat().st_size if (self.sdir / name).is_file() else 0
+
         return {"otc_state": self.env.export_otc_state(self.grade_run) if self.scheme == "otc-grpo" else None,
                 "alerts": self.monitor.state_dict(),
-                "rollouts_offset": rollouts.stat().st_size if rollouts.is_file() else 0}
+                "rollouts_offset": size("rollouts.coa.jsonl"), "flagged_offset": size("flagged.coa.jsonl")}
 
     def evaluate(self) -> dict[str, dict]:
         if not self.has_dev:
