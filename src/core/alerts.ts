@@ -32,7 +32,7 @@ export const AlertThresholdsSchema = z
     think_collapse: setting.number().positive().default(0.5).describe('Think length below this × the first steps\' mean.'),
     all_wrong_groups: z.number().min(0).max(1).default(0.5).describe('Fraction of all-wrong groups above this.'),
     zero_variance_groups: z.number().min(0).max(1).default(0.8).describe('Fraction of groups whose rewards are all equal (zero advantages: no gradient) above this; above 80 % most of a step\'s compute teaches nothing.'),
-    logprob_drift: z.number().positive().default(0.05).describe('Mean |sampler − trainer| log-prob per trained token above this (nats).'),
+    logprob_drift: setting.number().positive().default(0.05).describe('Mean |sampler − trainer| log-prob per trained token above this (nats).'),
     tool_failure_rate: z.number().min(0).max(1).default(0.2).describe('Tool-failure rate above this.'),
     window: z.number().int().positive().default(5).describe('Steps averaged for the baseline and the current value.'),
   })

@@ -538,7 +538,7 @@ class AlertThresholds(BaseModel):
     """
     zero_variance_groups: float
     """
-    Fraction of groups whose rewards are all equal (no gradient) above this.
+    Fraction of groups whose rewards are all equal (zero advantages: no gradient) above this; above 80 % most of a step's compute teaches nothing.
     """
     logprob_drift: float
     """
