@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import type { Frame } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
 import { pickQuick, repoRoot, runCommand, startEditor, until, webviewFrame, type Editor } from './harness';
-import { readFileSync } from 'node:fs';
-import { demoRunWithOnnx } from '../fixtures/demoRun';
+import { existsSync, readFileSync } from 'node:fs';
+import { demoRun } from '../fixtures/demoRun';
 
 const RUN = 'demo-issue33';
 let ed: Editor;
@@ -22,8 +22,8 @@ let panel: Frame;
 
 before(async () => {
   ed = await startEditor({ name: 'rl-loop' });
-  // The whole run, its RL-2-OTC checkpoint exported where the Runs view's "Export ONNX" puts it (the fork finds it).
-  demoRunWithOnnx(join(ed.workspace, 'runs', RUN));
+  // The whole run as the pipeline left it: RL-2-OTC's final/ model, no ONNX export yet (the first fork makes it).
+  demoRun(join(ed.workspace, 'runs', RUN));
 });
 after(async () => {
   await ed?.close();
@@ -142,11 +142,15 @@ test('★ fork: the last thought edited in the record view, the rest regenerated
   await ed.page.locator('.tabs-container .tab.dirty', { hasText: '.coa.jsonl' }).first().waitFor({ timeout: 10_000 });
   const t0 = Date.now();
   await runCommand(ed.page, 'CoA: Fork Trajectory from This Step');
+  // The stage has no ONNX export yet: the fork exports it inside its own progress, asks nothing and leaves no
+  // "exported" message to close (it used to wait, with the fork, until that message was dismissed).
   const note = ed.page.locator('.notification-toast', { hasText: /#fork-\d+ — reward/ }).first();
-  await note.waitFor({ timeout: 120_000 });
+  await note.waitFor({ timeout: 240_000 });
   const message = await note.innerText();
-  t.diagnostic(`fork in ${Date.now() - t0} ms: ${message.replace(/\s+/g, ' ')}`);
+  t.diagnostic(`first fork (ONNX export included) in ${Date.now() - t0} ms: ${message.replace(/\s+/g, ' ')}`);
   assert.match(message, /q0488-40-0#fork-3 — reward 0 \(otc-grpo\) → 1 \(otc-grpo\); answer "panis" → "gubre"/);
+  assert.ok(existsSync(join(ed.workspace, 'runs', RUN, 'stages/rl2-otc/onnx/model.onnx')), 'the stage exported where the Runs view exports it');
+  assert.equal(await ed.page.locator('.notification-toast', { hasText: /exported|Export and Fork/ }).count(), 0, 'no export question or message to dismiss');
   // The fork's record view opened beside the original (its own tab), with its reward drawn; the original reverted.
   await ed.page.locator('.tabs-container .tab', { hasText: 'q0488-40-0#fork-3.coa.jsonl' }).waitFor({ timeout: 30_000 });
   const rewards = await webviewFrame(ed.page, async (f) => (await f.locator('.coa-reward').count()) > 0 && (await f.getByText(/fork_of|q0488-40-0#fork-3/).count()) > 0, 60_000);
@@ -155,6 +159,8 @@ test('★ fork: the last thought edited in the record view, the rest regenerated
   await until('the original reverted (no dirty tab)', async () => (await ed.page.locator('.tabs-container .tab.dirty').count()) === 0, 10_000).catch(() => undefined);
   await ed.shot('fork-side-by-side');
   assert.equal(await ed.page.locator('.tabs-container .tab.dirty').count(), 0, 'the original is back to what it was');
+  // …and shows it: its thought reads "panis" again (only the fork says "gubre").
+  await ed.page.locator('.notebook-editor .code-cell-row .view-line', { hasText: /vaman\sborn\sin\spanis\s\./ }).first().waitFor({ timeout: 10_000 });
   const groups = await ed.page.locator('.editor-group-container').count();
   assert.ok(groups >= 3, `live panel, original and fork in ${groups} groups`);
   // The fork is a record of its own, beside the rollouts it came from.
@@ -162,6 +168,27 @@ test('★ fork: the last thought edited in the record view, the rest regenerated
   assert.equal(forks.length, 1);
   assert.deepEqual([forks[0].id, forks[0].meta.fork_of, forks[0].meta.fork_edited, forks[0].reward.total], ['q0488-40-0#fork-3', 'q0488-40-0', true, 1]);
   assert.ok(forks[0].meta.given_tokens > 0);
+});
+
+test('a replay of the fork\'s record runs with the checkpoint the fork exported: no checkpoint asked for', async (t) => {
+  // The fork's record view is the active editor: select one of its step cells and replay it.
+  await ed.page.locator('.tabs-container .tab', { hasText: 'q0488-40-0#fork-3.coa.jsonl' }).first().click();
+  await ed.page.locator('.notebook-editor .code-cell-row', { hasText: 'born in gubre' }).last().click();
+  const t0 = Date.now();
+  await runCommand(ed.page, 'CoA: Replay with Checkpoint');
+  const progress = ed.page.locator('.notification-toast', { hasText: /Replaying with checkpoint/ }).first();
+  await progress.waitFor({ timeout: 30_000 }).catch(() => undefined);
+  // Before, replay asked for a model.onnx in a file dialog (a quick input in code-server) though the fork had just
+  // exported the stage's checkpoint.
+  await progress.waitFor({ state: 'hidden', timeout: 120_000 });
+  assert.equal(await ed.page.locator('.quick-input-widget', { hasText: /Exported checkpoint|model\.onnx/ }).filter({ visible: true }).count(), 0, 'no checkpoint asked for');
+  const view = await webviewFrame(ed.page, async (f) => (await f.getByText(/#replay-env/).count()) > 0, 60_000);
+  t.diagnostic(`replay of the fork: ${Date.now() - t0} ms`);
+  assert.ok(await view.getByText(/#replay-env/).count());
+  await ed.shot('fork-replayed');
+  // The replay's cells are unsaved edits of the fork's view: drop them (a later Close All would stop at "Save?").
+  await runCommand(ed.page, 'View: Revert and Close Editor');
+  await ed.page.locator('.tabs-container .tab', { hasText: 'q0488-40-0#fork-3.coa.jsonl' }).waitFor({ state: 'hidden', timeout: 15_000 });
 });
 
 /** Quick Open on a path (several files share the name), Enter on its first match. */
@@ -178,7 +205,7 @@ async function quickOpen(path: string): Promise<void> {
   await ed.page.keyboard.press('Enter');
 }
 
-test('the browser of a 1,536-record rollouts file opens a record beside it; its format errors in Problems lead back to the record view', async () => {
+test('the browser of a 1,536-record rollouts file shows the stored rewards and opens a record beside it; its format errors in Problems lead back to the record view and leave with its tab', async (t) => {
   await ed.page.keyboard.press('Control+K');
   await ed.page.keyboard.press('Control+W'); // close every editor: a clean layout
   await quickOpen('rl2-otc/rollouts.coa.jsonl');
@@ -189,6 +216,11 @@ test('the browser of a 1,536-record rollouts file opens a record beside it; its 
   await browser.locator('#jump').press('Enter');
   await ed.page.locator('.tabs-container .tab', { hasText: 'q0118-5-74.coa.jsonl' }).waitFor({ timeout: 30_000 });
   assert.equal(await browser.locator('#rows tr.sel td:nth-child(2)').textContent(), 'q0118-5-74', 'the record is selected in the browser');
+  assert.ok(await browser.locator('#rows tr.sel').evaluate((tr) => { const r = tr.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }), 'the jump scrolled its row into view');
+  // Rewards as the run stored them, under its scheme: the next record answered right with more calls than its
+  // group's fewest, 0.866 under OTC-GRPO (recomputed with em it read 1).
+  assert.equal(await browser.locator('thead th').nth(2).textContent(), 'reward (otc-grpo, stored)');
+  assert.equal(await browser.locator('#rows tr.row', { hasText: 'q0118-5-75' }).locator('td').nth(2).textContent(), '0.866');
   assert.equal(await ed.page.locator('.tabs-container .tab', { hasText: /^rollouts\.coa\.jsonl/ }).count(), 1, 'the browser stays open beside it');
   // Its format errors (repeated answers) are in Problems, on its cells; a click there shows the record view's cell.
   await ed.page.keyboard.press('Control+Shift+M');
@@ -200,6 +232,12 @@ test('the browser of a 1,536-record rollouts file opens a record beside it; its 
   await ed.page.locator('.tabs-container .tab.active', { hasText: 'q0118-5-74.coa.jsonl' }).first().waitFor({ timeout: 15_000 });
   // The record view is the active editor, on one of its step cells (the status bar counts its cells).
   await ed.page.locator('.part.statusbar .statusbar-item', { hasText: /Cell [2-9] of \d+/ }).first().waitFor({ timeout: 15_000 });
+  // Its tab closed, its problems leave Problems at once (VS Code keeps the notebook open for 40 s to minutes more).
+  await ed.page.keyboard.press('Control+W');
+  await ed.page.locator('.tabs-container .tab', { hasText: 'q0118-5-74.coa.jsonl' }).waitFor({ state: 'hidden', timeout: 15_000 });
+  const t0 = Date.now();
+  await until('the closed record view\'s problems gone from Problems', async () => (await ed.page.locator('.markers-panel .monaco-list-row', { hasText: /COA00[23]/ }).count()) === 0, 15_000);
+  t.diagnostic(`record view closed → its problems gone in ${Date.now() - t0} ms`);
 });
 
 test('AutoCoA\'s 2,936-row test parquet, converted: the browser\'s text search (Ctrl+F) finds "Drogo" and opens its question beside', async (t) => {

@@ -4,7 +4,7 @@
 // or the progress notification's Cancel aborts it. The engine itself (src/replay) knows nothing of VS Code.
 import * as vscode from 'vscode';
 import { existsSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join } from 'node:path';
+import { basename, dirname, isAbsolute, join } from 'node:path';
 import { parseRecordLine } from '../../../core/jsonl';
 import type { TrajectoryRecord } from '../../../core/record';
 import { EnvClient } from '../../../env/client';
@@ -16,6 +16,8 @@ import { isDialectName } from '../../../core/dialects';
 import { readConfig } from '../../config';
 import { startEnvServer, type RunningEnvServer } from '../../process/envServer';
 import { requireTrust } from '../../workspace';
+import { recordViewSource } from '../notebook/recordView';
+import { CancelledError } from '../../../replay/generate';
 import { toVscode } from '../notebook/serializer';
 import { rewardOptions } from '../notebook/serializer';
 import { NOTEBOOK_TYPES, cellMeta, isTrajectoryNotebook } from '../notebook/cells';
@@ -137,6 +139,44 @@ export function configuredCheckpoint(): string | undefined {
   return isAbsolute(p) || !folder ? p : join(folder, p);
 }
 
+/** The file a notebook's record comes from: a record view's source, the notebook's own file, else none. */
+export function sourceFile(uri: vscode.Uri): string | null {
+  const view = recordViewSource(uri);
+  if (view) return view.file.fsPath;
+  return uri.scheme === 'file' ? uri.fsPath : null;
+}
+
+/**
+ * The checkpoint a fork or a replay runs: `coaStudio.replay.checkpoint` when set; else the ONNX export of the stage
+ * that wrote the record (runs/<id>/stages/<stage>/onnx/model.onnx), to be exported first (`exportFrom`,
+ * exportIfNeeded) when only the stage's final/ model exists — a record of a stage's rollouts means that stage's model,
+ * so nothing is asked (a fork's export used to be answered by a replay asking for a checkpoint); else the one last
+ * picked, else a picker.
+ */
+export async function checkpointFor(s: State, file: string | null): Promise<{ checkpoint: string; exportFrom?: string } | undefined> {
+  const configured = configuredCheckpoint();
+  if (configured && existsSync(configured)) return { checkpoint: configured };
+  const stageDir = file && basename(dirname(dirname(file))) === 'stages' ? dirname(file) : null;
+  if (stageDir) {
+    const onnx = join(stageDir, 'onnx', 'model.onnx');
+    if (existsSync(onnx)) return { checkpoint: onnx };
+    if (existsSync(join(stageDir, 'final', 'config.json'))) return { checkpoint: onnx, exportFrom: join(stageDir, 'final') };
+  }
+  const last = s.context.workspaceState.get<string>(CHECKPOINT_KEY);
+  if (last && existsSync(last)) return { checkpoint: last };
+  const picked = await pickCheckpoint(s);
+  return picked ? { checkpoint: picked } : undefined;
+}
+
+/** Exports `chosen.exportFrom` to `chosen.checkpoint` when the stage has no ONNX export yet; cancelled → CancelledError. */
+export async function exportIfNeeded(s: State, chosen: { checkpoint: string; exportFrom?: string }, signal: AbortSignal, report: (message: string) => void): Promise<void> {
+  if (!chosen.exportFrom || existsSync(chosen.checkpoint)) return;
+  report(`exporting ${vscode.workspace.asRelativePath(chosen.exportFrom)} to ONNX (once per stage)…`);
+  const t0 = Date.now();
+  if (!(await s.seams.train.exportToOnnx(chosen.exportFrom, signal))) throw new CancelledError();
+  s.log.info(`exported ${chosen.exportFrom} to ${chosen.checkpoint} in ${Date.now() - t0} ms`);
+}
+
 export function recordOf(notebook: vscode.NotebookDocument, cell: vscode.NotebookCell): { record: TrajectoryRecord; last: number } | string {
   const meta = cellMeta(cell.metadata);
   if (!meta || meta.kind === 'error') return 'Select a cell of a valid record to replay.';
@@ -228,9 +268,10 @@ async function replayCell(s: State, notebook: vscode.NotebookDocument, cell: vsc
   if (!(await requireTrust('Replay'))) return false;
   const found = recordOf(notebook, cell);
   if (typeof found === 'string') throw new Error(found);
-  let checkpoint = configuredCheckpoint() ?? s.context.workspaceState.get<string>(CHECKPOINT_KEY);
-  if (!checkpoint || !existsSync(checkpoint)) checkpoint = await pickCheckpoint(s);
-  if (!checkpoint) return false;
+  const chosen = await checkpointFor(s, sourceFile(notebook.uri));
+  if (!chosen) return false;
+  await exportIfNeeded(s, chosen, signal, report);
+  const { checkpoint } = chosen;
   report(`loading ${checkpoint}`);
   const model = await loadModel(s, checkpoint);
   const settings = settingsFor(checkpoint, found.record, model);

@@ -15,10 +15,8 @@ import { forkRecord } from '../../../replay/fork';
 import { describeSettings } from '../../../replay/runSettings';
 import { requireTrust } from '../../workspace';
 import { cellMeta, isTrajectoryNotebook } from '../notebook/cells';
-import { RECORD_SCHEME, recordViewSource } from '../notebook/recordView';
-import { type State, configuredCheckpoint, envTool, loadModel, pickCheckpoint, recordOf, sampling, settingsFor } from './controller';
-
-const CHECKPOINT_KEY = 'coaStudio.replay.checkpoint';
+import { RECORD_SCHEME } from '../notebook/recordView';
+import { type State, checkpointFor, envTool, exportIfNeeded, loadModel, recordOf, sampling, settingsFor, sourceFile } from './controller';
 
 /** `coaStudio.forkFromStep` (the step cell's toolbar passes the cell; the palette uses the selected one). */
 export async function forkFromStep(s: State, arg?: unknown): Promise<void> {
@@ -34,8 +32,9 @@ export async function forkFromStep(s: State, arg?: unknown): Promise<void> {
   const prefix = cells.map((c) => c.document.getText()).join('');
   const edited = prefix !== source.response.slice(0, meta.end);
   const file = sourceFile(cell.notebook.uri);
-  const checkpoint = await checkpointFor(s, file, source);
-  if (!checkpoint) return;
+  const chosen = await checkpointFor(s, file);
+  if (!chosen) return;
+  const { checkpoint } = chosen;
   // RL-1 rollouts were generated with the policy writing its own observations; anything else with the real tools.
   const mode: ReplayMode = source.meta?.stage === 'rl1' ? 'simulated' : 'env';
   const at = { step: meta.index, kind: meta.step, edited };
@@ -43,6 +42,8 @@ export async function forkFromStep(s: State, arg?: unknown): Promise<void> {
   const forked = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, async (progress, token) => {
     const ctl = new AbortController();
     token.onCancellationRequested(() => ctl.abort());
+    // The first fork of a stage with only its final/ model exports it here, inside this progress.
+    await exportIfNeeded(s, chosen, ctl.signal, (message) => progress.report({ message }));
     progress.report({ message: `loading ${vscode.workspace.asRelativePath(checkpoint)}` });
     const model = await loadModel(s, checkpoint);
     const settings = settingsFor(checkpoint, source, model);
@@ -64,13 +65,29 @@ export async function forkFromStep(s: State, arg?: unknown): Promise<void> {
   const where = appendFork(file, forked);
   s.log.info(`fork ${forked.id} written to ${where.file}:${where.line}`);
   // The original goes back to what it was (its own reward below it); the fork opens beside it.
-  if (cell.notebook.isDirty && cell.notebook.uri.scheme === RECORD_SCHEME) {
-    await vscode.window.showNotebookDocument(cell.notebook);
-    await vscode.commands.executeCommand('workbench.action.files.revert');
-  }
+  if (cell.notebook.isDirty && cell.notebook.uri.scheme === RECORD_SCHEME) await restoreOriginal(cell.notebook, source, found.last);
   await s.seams.records.show({ file: vscode.Uri.file(where.file), line: where.line }, { viewColumn: vscode.ViewColumn.Beside, preview: false });
   const before = source.reward ? `${source.reward.total} (${source.reward.scheme})` : 'not stored';
   void vscode.window.showInformationMessage(`CoA: ${forked.id} — reward ${before} → ${forked.reward!.total} (${forked.reward!.scheme}); answer ${JSON.stringify(answerOf(source))} → ${JSON.stringify(answerOf(forked))}.`);
+}
+
+/**
+ * The record's step cells given back their text as read, then the view reverted (not dirty). Revert alone cleared
+ * the dirty mark but left the edited text on screen: VS Code keeps a cell whose content it judges unchanged, and
+ * both panes showed the edit as if the original had said it.
+ */
+async function restoreOriginal(notebook: vscode.NotebookDocument, source: TrajectoryRecord, last: number): Promise<void> {
+  const edit = new vscode.WorkspaceEdit();
+  for (let i = 0; i <= last; i++) {
+    const c = notebook.cellAt(i);
+    const m = cellMeta(c.metadata);
+    if (m?.kind !== 'step') continue;
+    const text = source.response.slice(m.start, m.end);
+    if (c.document.getText() !== text) edit.replace(c.document.uri, new vscode.Range(c.document.positionAt(0), c.document.positionAt(c.document.getText().length)), text);
+  }
+  if (edit.size) await vscode.workspace.applyEdit(edit);
+  await vscode.window.showNotebookDocument(notebook);
+  await vscode.commands.executeCommand('workbench.action.files.revert');
 }
 
 function cellOf(arg: unknown): vscode.NotebookCell | undefined {
@@ -78,40 +95,6 @@ function cellOf(arg: unknown): vscode.NotebookCell | undefined {
   const editor = vscode.window.activeNotebookEditor;
   if (!editor || !isTrajectoryNotebook(editor.notebook.notebookType) || !editor.notebook.cellCount) return undefined;
   return editor.notebook.cellAt(Math.min(editor.selection?.start ?? 0, editor.notebook.cellCount - 1));
-}
-
-/** The file a notebook's record comes from: a record view's source, the notebook's own file, else none. */
-function sourceFile(uri: vscode.Uri): string | null {
-  const view = recordViewSource(uri);
-  if (view) return view.file.fsPath;
-  return uri.scheme === 'file' ? uri.fsPath : null;
-}
-
-/**
- * The checkpoint a fork runs: `coaStudio.replay.checkpoint` when set; else the ONNX export of the stage that wrote the
- * rollouts (runs/<id>/stages/<stage>/onnx/model.onnx), offering to export it when only its final/ model exists;
- * else the one last picked, else a picker.
- */
-async function checkpointFor(s: State, file: string | null, record: TrajectoryRecord): Promise<string | undefined> {
-  const configured = configuredCheckpoint();
-  if (configured && existsSync(configured)) return configured;
-  const stageDir = file && basename(dirname(dirname(file))) === 'stages' ? dirname(file) : null;
-  if (stageDir) {
-    const onnx = join(stageDir, 'onnx', 'model.onnx');
-    if (existsSync(onnx)) return onnx;
-    if (existsSync(join(stageDir, 'final'))) {
-      const pick = await vscode.window.showInformationMessage(`CoA: fork ${record.id} with ${basename(stageDir)}'s final checkpoint? It is exported to ONNX first (stages/${basename(stageDir)}/onnx).`, 'Export and Fork', 'Pick a Checkpoint…');
-      if (pick === 'Export and Fork') {
-        await s.seams.train.exportOnnx(join(stageDir, 'final'));
-        if (existsSync(onnx)) return onnx;
-        return undefined;
-      }
-      if (!pick) return undefined;
-    }
-  }
-  const last = s.context.workspaceState.get<string>(CHECKPOINT_KEY);
-  if (last && existsSync(last)) return last;
-  return pickCheckpoint(s);
 }
 
 /** Appends the fork to `<file>.forks.coa.jsonl` beside its source (a temp folder for a notebook with no file). */

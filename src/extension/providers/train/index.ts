@@ -183,22 +183,49 @@ export class TrainController implements vscode.Disposable {
     await this.trainStage({ stage: PIPELINE.id, config: existsSync(demo) ? demo : undefined });
   }
 
+  /**
+   * "Export to ONNX" (Runs view): progress in a notification; the result names the file without waiting for the
+   * message to be read (a caller awaiting the toast waited until the user closed it).
+   */
   async exportOnnx(finalDir: string): Promise<void> {
     if (!(await requireTrust('ONNX export'))) return;
-    const out = join(finalDir, '..', 'onnx', 'model.onnx');
+    let out: string | undefined;
+    try {
+      out = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `CoA: exporting ${relative(workspaceRoot() ?? '', finalDir)} to ONNX`, cancellable: true },
+        (_p, token) => {
+          const abort = new AbortController();
+          token.onCancellationRequested(() => abort.abort());
+          return this.exportToOnnx(finalDir, abort.signal);
+        },
+      );
+    } catch (e) {
+      void this.launcher.showFailure((e as Error).message);
+      return;
+    }
+    if (!out) return;
+    const model = out;
+    void vscode.window.showInformationMessage(`CoA: exported ${model}`, 'Reveal').then((pick) => {
+      if (pick) void vscode.commands.executeCommand('revealInExplorer', vscode.Uri.file(model));
+    });
+  }
+
+  /**
+   * A stage's final model exported to `<stage>/onnx/model.onnx` by the trainer's `export-onnx`: the model's path,
+   * undefined when cancelled; throws the trainer's message when it fails. Shows nothing and asks nothing: callers
+   * check trust and report progress (the fork exports inside its own progress).
+   */
+  async exportToOnnx(finalDir: string, signal?: AbortSignal): Promise<string | undefined> {
+    const out = join(dirname(finalDir), 'onnx', 'model.onnx');
     const proc = this.launcher.pythonProcess('ONNX export', exportOnnxArgs(finalDir, out));
-    const result = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `CoA: exporting ${relative(workspaceRoot() ?? '', finalDir)} to ONNX`, cancellable: true },
-      (_p, token) => {
-        token.onCancellationRequested(() => void proc.cancel());
-        return proc.done;
-      },
-    );
-    if (result.status === 'ok') {
-      const pick = await vscode.window.showInformationMessage(`CoA: exported ${out}`, 'Reveal');
-      if (pick) await vscode.commands.executeCommand('revealInExplorer', vscode.Uri.file(out));
-    } else if (result.status === 'failed') await this.launcher.showFailure(result.message);
+    const cancel = () => void proc.cancel();
+    if (signal?.aborted) cancel();
+    signal?.addEventListener('abort', cancel, { once: true });
+    const result = await proc.done.finally(() => signal?.removeEventListener('abort', cancel));
     this.runsChanged.fire();
+    if (result.status === 'ok') return out;
+    if (result.status === 'cancelled') return undefined;
+    throw new Error(result.message);
   }
 
   // ------------------------------------------------------------------ the run
