@@ -1,7 +1,12 @@
 """`python -m coa_trainer …` entry point."""
 
-# First lines, before any heavy import: SIGTERM cancels cleanly from here on, and a child of a pipeline dies with it.
-from .base.lifecycle import StartupCancelled, cancel_during_startup, die_with_parent, run_and_exit
+# First of all, before anything imports torch: OpenMP's threads sleep instead of spinning (base/openmp.py).
+from .base.openmp import passive_wait
+
+passive_wait()
+
+# Then, before any heavy import: SIGTERM cancels cleanly from here on, and a child of a pipeline dies with it.
+from .base.lifecycle import StartupCancelled, cancel_during_startup, die_with_parent, run_and_exit  # noqa: E402
 
 cancel_during_startup()
 cancelled = False

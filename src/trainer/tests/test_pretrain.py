@@ -1,6 +1,8 @@
 """Stage `pretrain` with the default config: closed-book EM on the dev split is high on known facts and near zero
 on unknown ones (the knowledge split the agent stages build on)."""
 
+import os
+
 from conftest import read_events, run_trainer
 
 
@@ -17,3 +19,6 @@ def test_pretrain_learns_known_facts_only(tmp_path, write_config):
     assert events[-1]["type"] == "stage_finished" and events[-1]["status"] == "ok"
     losses = [e["values"]["loss"] for e in events if e["type"] == "metrics"]
     assert losses[-1] < losses[0]
+    # The stage says how it shares the CPU: the config's thread count, and the wait policy the entry point chose.
+    policy = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
+    assert any(e["type"] == "log" and e["message"] == f"pretrain: 1 torch thread, OpenMP wait policy {policy}" for e in events)

@@ -32,7 +32,8 @@ class Runtime:
 
 
 def setup_runtime(config: RunConfig, world_size: int = 1, local_rank: int = 0) -> Runtime:
-    threads = config.threads or os.cpu_count() or 1
+    # The CPUs this process may run on (a taskset or cgroup cpuset narrows them), not every core of the machine.
+    threads = config.threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()) or 1
     torch.set_num_threads(max(1, threads // world_size))
     want = config.device
     if want == "cuda" and not torch.cuda.is_available():

@@ -210,6 +210,10 @@ def setup_stage(config: RunConfig, args: Any, run_dir: Path, writer: Any, di: An
                          "model.path and start at sft1", "bad_config")
     rt = setup_runtime(config, di.world_size, di.local_rank)
     di.init(rt.device)
+    if di.rank == 0:  # how the CPU is shared: a slow stage beside other work starts its diagnosis here
+        threads = torch.get_num_threads()
+        writer.emit("log", level="info", message=f"{label}: {threads} torch thread{'s' if threads != 1 else ''}, OpenMP wait "
+                    f"policy {os.environ.get('OMP_WAIT_POLICY', 'unset (libgomp spins at barriers)')}")
     bench = data = None
     collected = None
     if info.kind == "sft":  # a run with a finished collection trains on it (collect.use_for_sft)
