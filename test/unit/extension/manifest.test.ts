@@ -103,7 +103,7 @@ test('replay needs a trusted workspace and the env server settings are restricte
   // for trust first.
   const src = readFileSync(join(root, 'src/extension/providers/replay/controller.ts'), 'utf8');
   const body = src.slice(src.indexOf('async function replayCell('));
-  assert.ok(body.indexOf("requireTrust('Replay')") >= 0 && body.indexOf("requireTrust('Replay')") < body.indexOf('configuredCheckpoint()'), 'replayCell checks trust before it loads a model or reads the server settings');
+  assert.ok(body.indexOf("requireTrust('Replay')") >= 0 && body.indexOf("requireTrust('Replay')") < body.indexOf('checkpointFor('), 'replayCell checks trust before it loads a model or reads the server settings');
 });
 
 test('the walkthrough: starts with the demo, then the panel, rollouts, your own trajectories, a stage; media shipped, links and completion events name real commands', () => {
