@@ -9,7 +9,7 @@ const browser = { platform: 'browser', target: 'es2022', format: 'iife', bundle:
 
 /** [entry, outfile, options] */
 const entries = [
-  ['src/cli/main.ts', 'dist/cli.js', node],
+  ['src/cli/main.ts', 'dist/cli.js', { ...node, external: ['tokenizers'] }], // tokenizers: a native addon (coa validate --tokens)
   ['src/extension/main.ts', 'dist/extension.js', { ...node, external: ['vscode', 'onnxruntime-node', 'tokenizers'] }], // native addons: shipped as node_modules
   ['src/server/main.ts', 'dist/server.js', node],
   ['src/env/search-worker.ts', 'dist/env-worker.js', node], // env server search/grade worker threads (started by src/env/search-pool.ts)

@@ -9,8 +9,9 @@ import { describeFsError, isSystemError } from '../core/fsErrors';
 
 const USAGE = `coa — CoA Studio command line
 
-  coa validate <files…> [--dialect D] [--strict] [--tools a,b] [--max-turns N] [--incomplete]
-      file:line:col: severity CODE message for every problem; exit 1 if any error
+  coa validate <files…> [--dialect D] [--strict] [--tools a,b] [--max-turns N] [--incomplete] [--tokens [--tokenizer T]]
+      file:line:col: severity CODE message for every problem; exit 1 if any error; --tokens: token ids against
+      what their text re-tokenizes to with the run's tokenizer (COA106 at the first divergent token)
   coa score <file> --scheme em|f1|cover-em|autocoa|otc-grpo|otc-ppo [--c N] [--alpha A] [-o out.jsonl]
       write the records with "reward" filled (OTC-GRPO groups by question across the file)
   coa stats <files…> [--scheme S] [--json]
@@ -40,7 +41,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   switch (command) {
     case 'validate':
-      return runValidate(parseArgs(rest, VALIDATE_FLAGS));
+      return runValidate(parseArgs(rest, { ...VALIDATE_FLAGS, tokens: 'boolean', tokenizer: 'string' }));
     case 'score':
       return runScore(parseArgs(rest, { ...VALIDATE_FLAGS, scheme: 'string', c: 'number', alpha: 'number', o: 'string', output: 'string', 'no-format-penalty': 'boolean' }));
     case 'stats':

@@ -1,4 +1,6 @@
-// `coa validate`: every problem as `file:line:col: severity CODE message`; exit 1 if any error.
+// `coa validate`: every problem as `file:line:col: severity CODE message`; exit 1 if any error. With --tokens, each
+// record's token ids are audited against what their text re-tokenizes to with the run's tokenizer (COA106 warnings at
+// the first divergent token: src/core/tokenAudit.ts; the tokenizer found by src/replay/findTokenizer.ts or given).
 import { readFileSync } from 'node:fs';
 import { RECORD_RULES } from '../core/codes';
 import { readJsonl } from '../core/jsonl';
@@ -9,6 +11,7 @@ import { isQuestion } from '../core/record';
 import { QuestionTally, describeQuestions } from '../core/questionSummary';
 import { CliError, ParsedArgs } from './args';
 import { convertHint, formatOptions, requireFile } from './common';
+import { TokenAuditor } from './tokenAudit';
 
 export async function runValidate(args: ParsedArgs): Promise<number> {
   if (args.positional.length === 0) throw new CliError('validate: give one or more files');
@@ -22,6 +25,7 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
     else warnings++;
     console.log(`${file}:${line}:${col}: ${severity} ${code} ${message}`);
   };
+  const auditor = args.flags.tokens ? new TokenAuditor(args.flags.tokenizer as string | undefined) : null;
   for (const file of args.positional) {
     requireFile(file);
     if (file.endsWith('.coa')) {
@@ -53,6 +57,13 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
         questions.add(record);
         continue;
       }
+      if (auditor && record.tokens) {
+        const drift = await auditor.audit(file, record);
+        if (drift) {
+          const map = mapStringAt(entry.raw, ['response']);
+          report(file, entry.line, map ? map.toRaw(drift.offset) + 1 : 1, 'warning', 'COA106', `token drift: ${drift.message}`);
+        }
+      }
       const result = checkFormat(record.response, recordFormatOptions(record, options));
       if (result.diagnostics.length === 0) continue;
       const map = mapStringAt(entry.raw, ['response']);
@@ -63,6 +74,7 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
     }
   }
   console.error(`validate: ${records} records, ${errors} errors, ${warnings} warnings`);
+  if (auditor) console.error(`validate: ${auditor.summary()}`);
   const asked = questions.summary();
   if (asked.questions) console.error(`validate: ${describeQuestions(asked)}`);
   return errors > 0 ? 1 : 0;

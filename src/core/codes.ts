@@ -58,5 +58,6 @@ export const RECORD_RULES = {
   COA103: { code: 'COA103', title: 'duplicate record id', severity: 'error' },
   COA104: { code: 'COA104', title: 'not a text file', severity: 'error' },
   COA105: { code: 'COA105', title: 'invalid UTF-8', severity: 'error' },
+  COA106: { code: 'COA106', title: 'token drift', severity: 'warning' },
 } as const;
 export type RecordCode = keyof typeof RECORD_RULES;

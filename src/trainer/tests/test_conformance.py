@@ -114,3 +114,18 @@ def test_record_vectors_through_the_cli(tmp_path):
         assert codes == case["expect"]["codes"], f"{case['name']}: {out.stdout}{out.stderr}"
         assert out.returncode == (1 if case["expect"]["codes"] else 0), case["name"]
         assert ("question" in out.stderr) == case["expect"]["question"], f"{case['name']}: {out.stderr}"
+
+
+def test_group_vectors_through_the_trainers_metrics():
+    """The shares of zero-variance, all-correct and all-wrong groups an RL step logs, against the vectors the editor's
+    group view runs too (test/conformance/groups.json)."""
+    from coa_trainer.rollout.metrics import graded_sums, graded_values
+
+    cases = json.loads((VECTORS / "groups.json").read_text())["cases"]
+    assert cases, "no group vectors"
+    for case in cases:
+        breakdowns = [{"total": t, "em": rc, "f1": rc, "tool_calls": 0, "format_ok": True, "r_correct": rc}
+                      for t, rc, _ in case["samples"]]
+        values = graded_values(graded_sums(breakdowns, [g for _, _, g in case["samples"]]))
+        for key, want in case["expect"].items():
+            assert _close(values[key], want), (case["why"], key, values[key], want)
