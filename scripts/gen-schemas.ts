@@ -90,7 +90,7 @@ const PYTHON_CLASS_NAMES: Record<string, string> = {
   '': 'RunConfig', model: 'ModelConfig', 'model.lora': 'LoraConfig', 'model.embedded': 'EmbeddedModelConfig',
   distributed: 'DistributedConfig', benchmark: 'BenchmarkConfig', collect: 'CollectConfig', 'collect.teacher': 'TeacherConfig',
   'collect.reward': 'CollectReward', 'collect.select': 'CollectSelect', data: 'DataConfig', 'data.questions': 'QuestionFiles',
-  'data.sft[]': 'SftFile', stages: 'StagesConfig', 'stages.pretrain': 'PretrainStage', 'stages.sft1': 'Sft1Stage',
+  'data.sft[]': 'SftFile', 'data.sft_filter': 'SftFilter', stages: 'StagesConfig', 'stages.pretrain': 'PretrainStage', 'stages.sft1': 'Sft1Stage',
   'stages.sft2': 'SftMixStage', 'stages.sft3': 'SftMixStage', 'stages.rl1': 'RlStage', 'stages.rl2': 'RlStage',
   'stages.rl1.reward': 'RlReward', 'stages.rl2.reward': 'RlReward', 'stages.rl1.alerts': 'AlertThresholds',
   'stages.rl2.alerts': 'AlertThresholds', eval: 'EvalConfig', env: 'EnvConfig',

@@ -259,6 +259,18 @@ export const SftFileSchema = z.union([
     .strict(),
 ]);
 
+/** What SFT-2/3 train on of the given trajectories: a trajectory is dropped for the first of these that fails. */
+export const SftFilterSchema = z
+  .object({
+    dialect: z
+      .enum([...DIALECT_NAMES, 'run', 'any'])
+      .default('run')
+      .describe('Keep trajectories in this dialect. run: the run\'s `dialect` (the tags RL and evaluation use); any: keep every dialect, but refuse a mix of dialects in one stage (their tags would be trained side by side).'),
+    format_ok: z.boolean().default(true).describe('Drop trajectories with a format-rule error (the core\'s checker, as `coa validate`).'),
+    correct: z.boolean().default(true).describe('Drop trajectories whose answer is not an exact match of the golden answers; ones without golden answers cannot be graded and are kept (and counted).'),
+  })
+  .strict();
+
 /**
  * The user's own data. Absent (null): the embedded synthetic benchmark. Every file
  * is read through the core's importers (`coa data prepare …`), never by a second parser.
@@ -282,6 +294,7 @@ export const DataSchema = z
       .default(null)
       .describe('SFT-1 pairs file (chosen/rejected JSONL). null: pairs are built from data.sft (coa data prepare pairs).'),
     corpus: dataPath().nullable().default(null).describe('FlashRAG corpus JSONL ({"id", "contents"}) the environment server searches.'),
+    sft_filter: SftFilterSchema.default(SftFilterSchema.parse({})).describe('Which trajectories of data.sft (or a collection) the SFT-2/3 stages train on; the counts kept and dropped are logged when the stage starts.'),
     strict_ids: z
       .boolean()
       .default(false)

@@ -29,6 +29,8 @@ export interface SftRecord {
   tool_calls: number;
   reward: number | null;
   correct: boolean | null;
+  /** No format-rule error (what data.sft_filter.format_ok keeps). */
+  format_ok: boolean;
   origin: Origin;
 }
 
@@ -114,6 +116,7 @@ export function prepareTrajectory(record: TrajectoryRecord, dialect: DialectChoi
     tool_calls: report.toolCalls,
     reward: record.reward ? record.reward.total : null,
     correct,
+    format_ok: report.formatOk,
     origin,
   };
   return { sft, formatOk: report.formatOk };

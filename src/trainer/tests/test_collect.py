@@ -398,14 +398,48 @@ def test_empty_teacher_responses_are_failed_samples_and_the_report_is_written(re
         for resume in (False, True):  # the resume meets the same empty answers: the same outcome, not a crash
             code, run_dir = _collect(work, config, "blank", env, resume=resume)
             events = read_events(run_dir)
-            assert code == 0, [e for e in events if e["type"] == "error"]
-            assert events[-1]["type"] == "stage_finished" and events[-1]["status"] == "ok"
+            # the one answer that came back is wrong: nothing is kept, which is an error, not "ok"
+            assert code == 2, [e for e in events if e["type"] == "error"]
+            err = [e for e in events if e["type"] == "error"][-1]
+            assert err["message"].startswith("collect kept 0 of 3 samples: 2 failed at the teacher (2 empty "
+                                             "responses); 1 graded and dropped by collect.select (1 incorrect)")
             assert [r["question"] for r in _records(run_dir)] == [qs[2]]
             report = json.loads((run_dir / "stages" / "collect" / "report.json").read_text())
             assert report["failed_samples"] == 2 and report["empty_responses"] == 2 and report["collected"] == 1
             assert "| teacher answered nothing (empty response; `--resume` samples them again) | 2 |" in \
                 (run_dir / "stages" / "collect" / "report.md").read_text()
             assert any(e["type"] == "alert" and "empty response" in e["message"] for e in events)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_collection_that_keeps_nothing_fails_with_the_reason(realistic_model_dir, questions, env, work):
+    """Nothing kept is not "ok": SFT would train on nothing. Every answer empty (the teacher's fault), or every answer
+    wrong (dropped by selection): an error naming the counts, the report still written, no collect.json marker."""
+    qs = [json.loads(line)["question"] for line in questions.read_text().splitlines()]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Blank)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        teacher = {"url": f"http://127.0.0.1:{server.server_address[1]}/v1", "tokenizer": str(realistic_model_dir),
+                   "max_retries": 0}
+        config = _config(questions, teacher, modes=["coa"], samples=2)
+        for run, answer, code, message in [
+                ("all-empty", "", "bad_teacher", "collect kept 0 of 6 samples: 6 failed at the teacher (6 empty "
+                                                 "responses) — nothing for SFT to train on"),
+                ("all-wrong", "<think> no idea </think>\n<answer> nobody </answer>", "bad_data",
+                 "collect kept 0 of 6 samples: 6 graded and dropped by collect.select (6 incorrect) — nothing for "
+                 "SFT to train on")]:
+            Blank.blanks = {q[:20]: answer for q in qs}
+            status, run_dir = _collect(work, config, run, env)
+            events = read_events(run_dir)
+            assert status == 2
+            (err,) = [e for e in events if e["type"] == "error"]
+            assert err["code"] == code and message in err["message"], err
+            assert not any(e["type"] == "stage_finished" and e["status"] == "ok" for e in events)
+            cdir = run_dir / "stages" / "collect"
+            assert (cdir / "report.md").is_file() and not (cdir / "collect.json").exists()
+            assert json.loads((cdir / "report.json").read_text())["kept"] == 0
     finally:
         server.shutdown()
         server.server_close()

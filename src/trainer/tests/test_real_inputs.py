@@ -25,7 +25,9 @@ def _config(model: Path, **over) -> dict:
     config = {
         "seed": 0, "threads": 1, "device": "cpu", "dialect": "autocoa",
         "model": {"path": str(model)},
-        "data": {"questions": {"train": str(PARQUET)}, "corpus": str(CORPUS)},
+        # the collection keeps what a tiny random model writes, and SFT-2 trains on all of it (the test is about tokens)
+        "data": {"questions": {"train": str(PARQUET)}, "corpus": str(CORPUS),
+                 "sft_filter": {"correct": False, "format_ok": False}},
         "collect": {"limit": 2, "samples": 1, "modes": ["coa"], "max_new_tokens": 24, "max_turns": 1, "batch_size": 2,
                     "select": {"correct_only": False, "format_clean": False}},
         "stages": {"sft2": {**small, "batch_size": 2, "sample_every": 1},
@@ -113,3 +115,48 @@ def test_results_without_test_questions_say_so(realistic_model_dir, tmp_path):
     assert any(m.startswith("results: the run config names no data.questions.test") for m in warned)
     md = (tmp_path / "no-test" / "results.md").read_text()
     assert "- **No questions**: the run config names no data.questions.test" in md
+
+
+def test_sft_data_is_filtered_with_counts_and_a_mix_of_dialects_is_refused(realistic_model_dir, tmp_path):
+    """SFT-2 trained on wrong answers, broken formats and four dialects' tags without a word. data.sft_filter keeps
+    the run's dialect, format-clean, correct trajectories by default and says what it kept when the stage starts."""
+    def autocoa(q: str, a: str) -> str:
+        return (f"Let me look.\n<begin_search> {q} </end_search>\n<search_result> text </search_result>\n</think>\n\n"
+                f"The answer is \\boxed{{{a}}}.")
+
+    rows = [("c1", "autocoa", "Who wrote Chocolat?", "Joanne Harris", autocoa("Who wrote Chocolat?", "Joanne Harris")),
+            ("c2", "autocoa", "Where is Pavia?", "Italy", autocoa("Where is Pavia?", "Italy")),
+            ("w1", "autocoa", "Where is Pavia?", "Italy", autocoa("Where is Pavia?", "France")),
+            ("f1", "autocoa", "Where is Pavia?", "Italy",
+             "Let me look.\n<begin_search> Pavia </end_search>\n</think>\n\nThe answer is \\boxed{Italy}."),
+            ("s1", "search-r1", "Where is Pavia?", "Italy", "<think> search </think>\n<search> Pavia </search>\n\n"
+             "<information>Doc 1 text</information>\n\n<think> ok </think>\n<answer> Italy </answer>"),
+            ("s2", "search-r1", "Who wrote Chocolat?", "Joanne Harris", "<think> I know </think>\n<answer> Joanne "
+             "Harris </answer>")]
+    trajectories = tmp_path / "mixed.coa.jsonl"
+    trajectories.write_text("".join(json.dumps({"id": i, "dialect": d, "question": q, "golden_answers": [a],
+                                                "response": r}) + "\n" for i, d, q, a, r in rows))
+    data = {"questions": {"train": str(PARQUET)}, "sft": [str(trajectories)], "corpus": str(CORPUS)}
+    base = _config(realistic_model_dir, data=data)
+    code, events = _run(tmp_path, "filtered", base, "train", "--stage", "sft2")
+    assert code == 0, _errors(events)
+    said = ("sft2 data: 2 of 6 trajectories kept by data.sft_filter (dialect autocoa); dropped: 2 in other dialects "
+            "(search-r1 2), 1 with format errors, 1 with a wrong answer")
+    start = next(i for i, e in enumerate(events) if e["type"] == "run_started")
+    assert any(e["type"] == "log" and e["level"] == "info" and said in e["message"] for e in events[start:start + 3])
+    assert any(e["type"] == "log" and e["level"] == "warning" and said in e["message"] for e in events)
+    samples = [e["record"] for e in events if e["type"] == "sample" and e["stage"] == "sft2"]
+    assert samples and all(r["id"] in ("c1", "c2") for r in samples)
+
+    mixed = _config(realistic_model_dir, data={**data, "sft_filter": {"dialect": "any"}})
+    code, events = _run(tmp_path, "mixed", mixed, "train", "--stage", "sft2")
+    (err,) = _errors(events)
+    assert code == 2 and err["code"] == "bad_data"
+    assert "the trajectories mix dialects (autocoa 2, search-r1 2)" in err["message"]
+    assert not any(e["type"] == "stage_finished" and e["status"] == "ok" for e in events)
+
+    none_left = _config(realistic_model_dir, data={**data, "sft_filter": {"dialect": "hermes"}})
+    code, events = _run(tmp_path, "none-left", none_left, "train", "--stage", "sft2")
+    (err,) = _errors(events)
+    assert code == 2 and "sft2 data: 0 of 6 trajectories kept" in err["message"]
+    assert "nothing left to train on" in err["message"]

@@ -64,3 +64,9 @@ def test_kill_and_resume_is_bit_identical(tmp_path, tiny_config, write_config):
     assert wa.keys() == wb.keys()
     for k in wa:
         assert (wa[k] == wb[k]).all(), k
+    # the stage's cumulative count of trained tokens survives the kill (kept in the checkpoint)
+    def last_total(run_dir):
+        return [e["values"]["trained_tokens_total"] for e in read_events(run_dir) if e["type"] == "metrics"
+                and e["stage"] == "sft2"][-1]
+
+    assert last_total(b) == last_total(a) > 0

@@ -71,7 +71,7 @@ test('prepare sft and pairs: contract fields, --report, code-point offsets', () 
   const r = coa('data', 'prepare', 'sft', src, '--out', sft);
   assert.equal(r.code, 0, r.err);
   const [a] = lines(sft);
-  assert.deepEqual(Object.keys(a), ['id', 'question', 'golden_answers', 'dialect', 'prompt', 'response', 'segments', 'tool_calls', 'reward', 'correct', 'origin']);
+  assert.deepEqual(Object.keys(a), ['id', 'question', 'golden_answers', 'dialect', 'prompt', 'response', 'segments', 'tool_calls', 'reward', 'correct', 'format_ok', 'origin']);
   const obs = a.segments.find((s: { kind: string }) => s.kind === 'observation');
   assert.equal(Array.from(response).slice(obs.start, obs.end).join(''), '<observation>Benchley 📚</observation>');
   assert.equal(a.segments.at(-1).end, Array.from(response).length);

@@ -48,7 +48,7 @@ async function dataError(fn: () => Promise<unknown>, file: string, line: number,
 test('the embedded default has no data section', () => {
   assert.equal(RunConfigSchema.parse({}).data, null);
   const d = RunConfigSchema.parse({ data: { questions: { train: 'a.parquet' } } }).data!;
-  assert.deepEqual(d, { questions: { train: 'a.parquet', dev: null, test: null }, sft: [], sft1_pairs: null, corpus: null, strict_ids: false });
+  assert.deepEqual(d, { questions: { train: 'a.parquet', dev: null, test: null }, sft: [], sft1_pairs: null, corpus: null, sft_filter: { dialect: 'run', format_ok: true, correct: true }, strict_ids: false });
 });
 
 test('AutoCoA parquet questions: every row, question out of the instructions, origin = row + 1', async () => {

@@ -92,7 +92,7 @@ test('data picks replace the config\'s entries and give a valid run config; summ
   const picked = applyDataPicks({ seed: 2, data: { questions: { dev: '/d.parquet' }, corpus: '/old.jsonl' } }, { train: '/t.parquet', sft: ['/a.coa.jsonl', '/b.coa.jsonl'], corpus: '/c.jsonl' });
   const composed = composeRunConfig({ base: picked, stage: 'sft2', modelPath: '/m', initFrom: null, cli: '/cli.js' });
   const parsed = RunConfigSchema.parse(composed);
-  assert.deepEqual(parsed.data, { questions: { train: '/t.parquet', dev: '/d.parquet', test: null }, sft: ['/a.coa.jsonl', '/b.coa.jsonl'], sft1_pairs: null, corpus: '/c.jsonl', strict_ids: false });
+  assert.deepEqual(parsed.data, { questions: { train: '/t.parquet', dev: '/d.parquet', test: null }, sft: ['/a.coa.jsonl', '/b.coa.jsonl'], sft1_pairs: null, corpus: '/c.jsonl', sft_filter: { dialect: 'run', format_ok: true, correct: true }, strict_ids: false });
   assert.equal(describeData(picked), 'train t.parquet · dev d.parquet · sft 2 files · corpus c.jsonl');
   assert.equal(describeData({ data: { sft: ['x/one.coa.jsonl'], sft1_pairs: 'p.jsonl' } }), 'sft one.coa.jsonl · pairs p.jsonl');
   assert.equal(describeData({ model: { path: '/m' } }), null);

@@ -299,6 +299,24 @@ class SftFile(BaseModel):
     """
 
 
+class SftFilter(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    dialect: Literal["coa", "search-r1", "autocoa", "hermes", "run", "any"]
+    """
+    Keep trajectories in this dialect. run: the run's `dialect` (the tags RL and evaluation use); any: keep every dialect, but refuse a mix of dialects in one stage (their tags would be trained side by side).
+    """
+    format_ok: bool
+    """
+    Drop trajectories with a format-rule error (the core's checker, as `coa validate`).
+    """
+    correct: bool
+    """
+    Drop trajectories whose answer is not an exact match of the golden answers; ones without golden answers cannot be graded and are kept (and counted).
+    """
+
+
 class DataConfig(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -315,6 +333,10 @@ class DataConfig(BaseModel):
     corpus: str | None
     """
     FlashRAG corpus JSONL ({"id", "contents"}) the environment server searches.
+    """
+    sft_filter: SftFilter = Field(..., title="SftFilter")
+    """
+    Which trajectories of data.sft (or a collection) the SFT-2/3 stages train on; the counts kept and dropped are logged when the stage starts.
     """
     strict_ids: bool
     """

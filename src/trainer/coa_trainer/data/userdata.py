@@ -82,6 +82,11 @@ def find_cli(config: RunConfig) -> tuple[str, Path]:
     return node, cli
 
 
+# The layout of what `coa data prepare` writes, in the cache key: a file prepared by an older CLI (without the fields
+# read now, such as an SFT record's format_ok) is prepared again rather than read with them missing.
+PREPARED_LAYOUT = 2
+
+
 class UserData:
     def __init__(self, config: RunConfig, cache_dir: Path, prepare: bool = True):
         """`prepare`: run the CLI where a prepared file is missing (rank 0); other ranks only read."""
@@ -92,7 +97,7 @@ class UserData:
 
     # ------------------------------------------------------------ the CLI
     def _prepared(self, kind: str, inputs: list[str], extra: list[str] | None = None) -> Path:
-        key = json.dumps([kind, extra or [], [(str(Path(p).resolve()), *_stat(p)) for p in inputs]])
+        key = json.dumps([kind, PREPARED_LAYOUT, extra or [], [(str(Path(p).resolve()), *_stat(p)) for p in inputs]])
         out = self.cache_dir / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
         notes = out.with_suffix(".notes.txt")  # the importer's own lines, kept with the cached file
         if not out.is_file() and self.prepare:

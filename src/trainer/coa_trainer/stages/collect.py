@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import quiet  # noqa: F401
-from ..base.config import config_dict
+from ..base.config import config_dict, validate_config
 from ..contracts.run_config import CollectSelect, DataConfig, QuestionFiles, RunConfig
 from ..base.errors import CoaError
 from ..base.lifecycle import on_stop_signals
@@ -215,7 +215,8 @@ def collected_data(config: RunConfig, run_dir: Path, prepare: bool = True) -> An
     data = DataConfig(questions=own.questions if own else QuestionFiles(train=None, dev=None, test=None),
                       sft=[str(cdir / "selected.coa.jsonl")],
                       sft1_pairs=str(cdir / "pairs.jsonl") if (cdir / "pairs.jsonl").is_file() else None,
-                      corpus=own.corpus if own else None, strict_ids=own.strict_ids if own else False)
+                      corpus=own.corpus if own else None, strict_ids=own.strict_ids if own else False,
+                      sft_filter=own.sft_filter if own else validate_config({"data": {}}).data.sft_filter)
     return UserData(config.model_copy(update={"data": data}), data_dir(config, run_dir) / "prepared", prepare=prepare)
 
 
@@ -588,6 +589,8 @@ class Collector:
         write_atomic(self.dir / "report.md", md)
         if pair_error is not None:
             raise DataError(pair_error)
+        if not kept:
+            raise nothing_kept(len(work), records, failed, self.empty_responses, dropped)
         write_atomic(self.dir / "collect.json", json.dumps({"stage": COLLECT_DIR, "settings": settings,
                                                             "collected": len(records), "kept": len(kept),
                                                             "selected": str(sel_path),
@@ -608,6 +611,21 @@ class Collector:
     def close(self) -> None:
         if self.env is not None and self.own_env:
             self.env.stop()
+
+
+def nothing_kept(samples: int, records: list[dict], failed: int, empty: int, dropped: dict[str, int]) -> CollectError:
+    """The error of a collection that kept no trajectory — SFT would have nothing to train on, so it is not "ok".
+    The teacher's fault (bad_teacher) when nothing came back graded, the data's (bad_data) when selection dropped
+    everything; the reasons counted either way (report.md has the rest)."""
+    parts = []
+    if failed:
+        parts.append(f"{failed} failed at the teacher" + (f" ({empty} empty responses)" if empty else ""))
+    if records:
+        why = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in dropped.items() if n)
+        parts.append(f"{len(records)} graded and dropped by collect.select ({why})")
+    code = ErrorCode.bad_teacher if not records else ErrorCode.bad_data
+    return CollectError(f"collect kept 0 of {samples} samples: {'; '.join(parts) or 'nothing was sampled'} — "
+                        "nothing for SFT to train on (stages/collect/report.md)", code)
 
 
 def _golden(q: Any) -> list[str]:

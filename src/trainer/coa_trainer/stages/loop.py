@@ -8,6 +8,7 @@ import math
 import time
 from typing import Any, Protocol
 
+from ..base.errors import StageError
 from .setup import StageRun
 
 CANCELLED = 130  # the exit status of a stage cancelled by a signal (it checkpointed first)
@@ -43,11 +44,13 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
     """Train `run.total` steps (or until cancelled) and finish the stage; returns the exit status."""
     writer, di, scfg, label, total = run.writer, run.di, run.scfg, run.label, run.total
     step, resumed_from = 0, None
+    trained = Trained()
     state = run.latest_state()
     if state is not None:
         step = resumed_from = state["step"]
         impl.cursor = state["cursor"]
         impl.resume(state.get("extra") or {})
+        trained.total = float((state.get("extra") or {}).get(TRAINED_TOTAL) or 0.0)
     else:
         impl.fresh()
     di.barrier()
@@ -59,7 +62,7 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
     saved_at = resumed_from  # the step of the newest checkpoint on disk: a cancel right after it need not save again
     run.model.train()
     while step < total and not di.any(run.cancelled):  # a signal reaches the ranks at different moments
-        values = impl.step(step)
+        values = trained.add(impl.step(step))
         step += 1
         if step % scfg.log_every == 0 or step == total:
             writer.emit("metrics", stage=label, step=step, values=values)
@@ -77,14 +80,15 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
         by_steps = bool(scfg.checkpoint_every) and step % scfg.checkpoint_every == 0
         by_time = bool(scfg.checkpoint_minutes) and di.any(time.time() - last_save >= 60 * scfg.checkpoint_minutes)
         if (by_steps or by_time) and step < total:
-            save(run, impl, step)
+            save(run, impl, step, trained=trained.total)
             saved_at, last_save = step, time.time()
 
     if step < total:  # stopped by a signal (on this rank or another)
         if saved_at != step:
-            save(run, impl, step, prune=False)
+            save(run, impl, step, prune=False, trained=trained.total)
         writer.emit("stage_finished", stage=label, step=step, status="cancelled", checkpoint=None)
         return CANCELLED
+    trained.require(label, step)
     out = run.save_final(step)
     with run.gathered():  # FSDP2: full parameters on every rank, so rank 0 alone can run the plain model
         if di.rank == 0:
@@ -96,8 +100,37 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
     return 0
 
 
-def save(run: StageRun, impl: StageSteps, step: int, prune: bool = True) -> None:
+TRAINED_TOTAL = "trained_tokens_total"
+
+
+class Trained:
+    """The stage's count of trained tokens. `trained_tokens` (a stage's step metric): the tokens that carried loss
+    in that optimiser step, over all processes; `trained_tokens_total`, added here: the same summed since the stage
+    began, resumes included (kept in checkpoints) — the counterpart of TRL's cumulative `num_tokens` (which counts
+    every token TRL fed the model, prompts included). A stage that reports them and trained none fails."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.reported = False
+
+    def add(self, values: dict) -> dict:
+        n = values.get("trained_tokens")
+        if isinstance(n, (int, float)):
+            self.reported = True
+            self.total += float(n)
+            values = {**values, TRAINED_TOTAL: self.total}
+        return values
+
+    def require(self, label: str, step: int) -> None:
+        if self.reported and self.total == 0:
+            raise StageError(f"{label} trained 0 tokens in {step} steps: no token of its data carried loss (every "
+                             "loss mask empty) — nothing was learnt, so the stage is not saved as finished", "bad_data")
+
+
+def save(run: StageRun, impl: StageSteps, step: int, prune: bool = True, trained: float | None = None) -> None:
     """Every rank: a resumable checkpoint with the stage's own state (rank 0 says so)."""
     extra = impl.checkpoint_extra() if run.di.rank == 0 else None
+    if run.di.rank == 0 and trained is not None:
+        extra = {**(extra or {}), TRAINED_TOTAL: trained}
     if (path := run.save_checkpoint(step, impl.cursor, extra, prune)) is not None:
         run.writer.emit("checkpoint", stage=run.label, step=step, path=str(path))

@@ -297,6 +297,8 @@ class GrpoSteps:
             "generate_s": s["generate_s"] / ws, "tools_s": s["tools_s"] / ws, "train_s": s["train_s"] / ws,
             "step_s": time.time() - t0,
             **({k: s[k] for k in scan["metrics"]} if scan else {}),
+            # each sample is in one mini-batch per epoch: the tokens that carried loss in this step, once each
+            "trained_tokens": s["count"] / max(scfg.ppo_epochs, 1),
         }
         lpd_counts = logprob_diff_counts(s)
         if sum(lpd_counts) and (done % scfg.log_every == 0 or done == run.total):  # beside the step's metrics event

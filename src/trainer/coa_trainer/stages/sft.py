@@ -14,6 +14,7 @@ from ..data.samples import (Encoded, masked_kinds, Pair, oracle_examples, pair_s
                    sft1_stream, sft_mix_stream, truncate, user_pairs, user_sft_examples)
 from ..data.dialects import Tags
 from ..data.lengths import resolve_max_len, sft_report
+from ..data.sft_filter import filter_sft
 from ..model.load import model_context
 from ..algos.losses import lm_count, lm_loss_parts, sft1_lengths, sft1_loss_parts
 from ..model.load import Runtime
@@ -33,13 +34,19 @@ class LmStage:
         self.name, self.config, self.bench, self.tok, self.t, self.rt, self.data = name, config, bench, tok, t, rt, data
         scfg = stage_config(config, name)
         self.notes: list[str] = []  # what the length cap does to the data, for the run's log
+        self.filtered: str | None = None  # what data.sft_filter kept, said when the stage starts
         self.info = stage_info(name)
         if self.info.kind == "pretrain":
             self.max_len = scfg.max_len
             self.stream = pretrain_stream(bench, tok, config.seed, self.max_len)
             return
         if data is not None:
-            examples = user_sft_examples(data.sft_records(), tok, config, name)
+            records = data.sft_records()
+            if records:
+                records, report = filter_sft(records, data.data.sft_filter, config.dialect, name)
+                self.notes += [report.line(name)] if report.kept < report.given or report.ungraded else []
+                self.filtered = report.line(name)
+            examples = user_sft_examples(records, tok, config, name)
             if not examples:
                 raise StageError(f"{name} has no trajectories to train on: data.sft names none (give *.coa.jsonl "
                                  "trajectories or OpenAI chats there, or run collect first)", "bad_data")
@@ -58,7 +65,8 @@ class LmStage:
         if self.info.kind == "pretrain":
             return f"{len(self.bench.pretrain_lines())} pretraining lines packed into {n} samples per epoch"
         masked = "observations trained" if self.info.trains_observations else "observations masked"
-        return (f"{n} trajectories per epoch (CoA:CoT {stage_config(self.config, self.name).coa_cot_ratio}:1), {masked}, "
+        kept = f"{self.filtered}; " if self.filtered else ""
+        return (f"{kept}{n} trajectories per epoch (CoA:CoT {stage_config(self.config, self.name).coa_cot_ratio}:1), {masked}, "
                 f"max_len {self.max_len}")
 
     def loss_parts(self, model: Any, batch: list[Encoded]) -> tuple[torch.Tensor, float, dict]:
