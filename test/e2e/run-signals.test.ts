@@ -5,7 +5,7 @@
 //   run it belongs to is not painted red in the Runs view;
 // - a notebook cell's problem names its record (id and line);
 // - Train Stage proposes the previous stage's result first;
-// - opening a parquet offers "Convert to Trajectories…", which writes the questions as *.coa.jsonl;
+// - opening a parquet offers "Convert to Trajectories…", which writes the questions as *.coa.jsonl and opens them;
 // - replaying a stored greedy evaluation record with its checkpoint (settings read from the run directory, the
 //   run's own environment server started on its corpus) saves a trajectory equal to it token for token.
 // Screenshots: .cache/artifacts/e2e/signals-*.png.
@@ -13,7 +13,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, cpSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openFile, pickQuick, repoRoot, runCommand, startEditor, until, type Editor } from './harness';
+import { openFile, pickQuick, repoRoot, runCommand, startEditor, until, webviewFrame, type Editor } from './harness';
 import { demoRun, demoRunFile } from '../fixtures/demoRun';
 import { evalRun } from '../unit/replay/evalRun';
 
@@ -115,7 +115,7 @@ test('Train Stage proposes the previous stage\'s result first (SFT-3 → the run
   assert.match(first, /the SFT-2 result SFT-3 starts from/);
 });
 
-test('a parquet opened in the editor offers Convert to Trajectories, which writes its questions as *.coa.jsonl', async () => {
+test('a parquet opened in the editor offers Convert to Trajectories, which writes its questions as *.coa.jsonl and opens them', async () => {
   await openFile(ed.page, 'hotpotqa_dev.parquet');
   const toast = ed.page.locator('.notification-toast', { hasText: 'hotpotqa_dev.parquet looks like' }).first();
   await toast.waitFor({ timeout: 60_000 });
@@ -129,8 +129,11 @@ test('a parquet opened in the editor offers Convert to Trajectories, which write
   await ed.page.keyboard.press('Enter');
   const done = ed.page.locator('.notification-toast', { hasText: 'records written to hotpotqa_dev.coa.jsonl' }).first();
   await done.waitFor({ timeout: 60_000 });
-  await ed.shot('signals-converted');
   assert.match(await done.innerText(), /400 records written/);
+  // The result opens by itself, as the notebook of its 400 questions (it used to wait for a click on "Open").
+  await ed.page.locator('.tabs-container .tab.active', { hasText: 'hotpotqa_dev.coa.jsonl' }).waitFor({ timeout: 60_000 });
+  await webviewFrame(ed.page, async (f) => (await f.getByText(/400 questions/).count()) > 0, 60_000);
+  await ed.shot('signals-converted');
   const out = join(ed.workspace, 'hotpotqa_dev.coa.jsonl');
   assert.ok(existsSync(out));
   const lines = readFileSync(out, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { response: string; golden_answers?: string[] });

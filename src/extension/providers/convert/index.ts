@@ -60,7 +60,7 @@ function guessable(path: string): boolean {
   return existsSync(path) && (statSync(path).isDirectory() || /\.(parquet|jsonl|json|txt)$/i.test(path));
 }
 
-/** Convert, write atomically (a temporary file renamed into place), report, offer to open the result. */
+/** Convert, write atomically (a temporary file renamed into place), open the result and say what was written. */
 export async function convertAndOpen(log: vscode.LogOutputChannel, source: ConvertSource, input: string, output: string): Promise<void> {
   const result = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Converting ${basename(input)}` }, async () => {
     try {
@@ -83,8 +83,10 @@ export async function convertAndOpen(log: vscode.LogOutputChannel, source: Conve
   if (!result) return;
   const skipped = result.skipped ? `; ${result.skipped} line(s) skipped (see the CoA Studio log)` : '';
   log.info(`convert: ${result.records.length} records from ${input} (${source}) written to ${output}`);
-  const pick = await vscode.window.showInformationMessage(`CoA: ${result.records.length.toLocaleString('en-US')} records written to ${basename(output)}${skipped}.`, 'Open');
-  if (pick) await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(output));
+  // The result opens at once (as a notebook, or in the browser when large): the conversion was asked for to read it.
+  // The message is not awaited — it used to hold an "Open" button, and nothing opened until it was clicked.
+  void vscode.window.showInformationMessage(`CoA: ${result.records.length.toLocaleString('en-US')} records written to ${basename(output)}${skipped}.`);
+  await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(output));
 }
 
 /**
