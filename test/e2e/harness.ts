@@ -31,6 +31,8 @@ export interface EditorOptions {
   settings?: Record<string, unknown>;
   /** More .vsix files installed next to the extension (bench/notebook's extension-host probe). */
   extraVsix?: string[];
+  /** Open the folder in Restricted Mode: workspace trust on, the folder not trusted (no prompt). */
+  untrusted?: boolean;
 }
 
 export interface Editor {
@@ -72,10 +74,13 @@ async function freePort(): Promise<number> {
   });
 }
 
-function codeServerArgs(userData: string, extensions: string): string[] {
+function codeServerArgs(userData: string, extensions: string, trust = false): string[] {
   return [paths.codeServer, '--auth', 'none', '--user-data-dir', userData, '--extensions-dir', extensions,
-    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override'];
+    '--disable-telemetry', '--disable-update-check', ...(trust ? [] : ['--disable-workspace-trust']), '--disable-getting-started-override'];
 }
+
+/** Workspace trust on, nothing trusted, no startup prompt: the folder opens in Restricted Mode. */
+const RESTRICTED_SETTINGS = { 'security.workspace.trust.enabled': true, 'security.workspace.trust.startupPrompt': 'never', 'security.workspace.trust.emptyWindow': false };
 
 /** Installs the vsix into a fresh extensions dir (code-server's own CLI, same dirs as the server). */
 function installVsix(userData: string, extensions: string, vsix = paths.vsix): void {
@@ -119,7 +124,7 @@ export async function startEditor(opts: EditorOptions): Promise<Editor> {
   const workspace = join(tmp, 'workspace');
   const profile = join(tmp, 'chromium-profile');
   for (const d of [join(userData, 'User'), extensions, workspace, profile]) mkdirSync(d, { recursive: true });
-  const settings = JSON.stringify({ ...BASE_SETTINGS, 'coaStudio.python': paths.python, ...opts.settings }, null, 2);
+  const settings = JSON.stringify({ ...BASE_SETTINGS, ...(opts.untrusted ? RESTRICTED_SETTINGS : {}), 'coaStudio.python': paths.python, ...opts.settings }, null, 2);
   // code-server is a remote window: machine-scoped settings (coaStudio.python) are read from Machine/, not User/.
   for (const scope of ['User', 'Machine']) {
     mkdirSync(join(userData, scope), { recursive: true });
@@ -160,7 +165,7 @@ export async function startEditor(opts: EditorOptions): Promise<Editor> {
     const logFile = join(artifactsDir, `${opts.name}-code-server.log`);
     const log = createWriteStream(logFile);
     // Own process group (detached) so close() can kill the extension host and everything it spawned.
-    server = spawn(paths.node, [...codeServerArgs(userData, extensions), '--bind-addr', `127.0.0.1:${port}`, '--reconnection-grace-time', '5', workspace], {
+    server = spawn(paths.node, [...codeServerArgs(userData, extensions, opts.untrusted), '--bind-addr', `127.0.0.1:${port}`, '--reconnection-grace-time', '5', workspace], {
       detached: true, stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, PATH: `${join(paths.node, '..')}:${process.env.PATH}`, VSCODE_IPC_HOOK_CLI: '' },
     });

@@ -1,13 +1,14 @@
 // Real-editor proof of the language features: a .coa file in code-server with the packaged extension — tag names in
 // distinct token colours, a format error squiggled and counted in Problems (the count the `coa` CLI reports for
-// the same file), and the reward breakdown on hover.
+// the same file), and the reward breakdown on hover. The folder is open in Restricted Mode (not trusted): viewing
+// works there, and training, asked for from the walkthrough, says why it cannot run and how to trust the folder.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { existsSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openFile, repoFiles, repoRoot, startEditor, until, waitLanguage, type Editor } from './harness';
+import { openFile, pickQuick, repoFiles, repoRoot, runCommand, startEditor, until, waitLanguage, type Editor } from './harness';
 
 // A format error the core reports: a search after the answer (COA008 content after the answer, COA005 no observation).
 const BAD = '<think>Search first.</think>\n<search>Herman Wouk</search>\n<observation>Doc 1(Title: "Herman Wouk") an author.</observation>\n<answer>Herman Wouk</answer>\n<search>after the answer</search>\n';
@@ -22,7 +23,7 @@ function cliErrorCount(text: string): number {
 
 let ed: Editor;
 before(async () => {
-  ed = await startEditor({ name: 'language', files: { ...repoFiles('examples/episode.coa'), 'bad.coa': BAD } });
+  ed = await startEditor({ name: 'language', files: { ...repoFiles('examples/episode.coa'), 'bad.coa': BAD }, untrusted: true });
 });
 after(async () => ed?.close());
 
@@ -101,4 +102,27 @@ test('hovering the answer shows the reward breakdown', async () => {
   assert.match(text, /Reward of/);
   assert.match(text, /total/);
   assert.match(text, /format/);
+});
+
+test('Restricted Mode: the walkthrough\'s "Run the Embedded Demo" says training needs a trusted workspace and how to trust it; nothing starts', async () => {
+  await ed.page.locator('.statusbar-item', { hasText: /Restricted Mode/ }).first().waitFor({ timeout: 30_000 });
+  await runCommand(ed.page, 'Welcome: Open Walkthrough');
+  await pickQuick(ed.page, 'Get Started with CoA Studio');
+  const demo = ed.page.locator('.gettingStartedContainer .getting-started-step', { hasText: 'Run the demo' }).first();
+  await demo.waitFor({ timeout: 60_000 });
+  await demo.click();
+  const button = ed.page.locator('.gettingStartedContainer').getByText('Run the Embedded Demo', { exact: true }).first();
+  await button.waitFor({ timeout: 30_000 });
+  await button.click();
+  const toast = ed.page.locator('.notification-toast', { hasText: 'needs a trusted workspace' }).first();
+  await toast.waitFor({ timeout: 30_000 });
+  await ed.shot('restricted-demo');
+  const text = await toast.innerText();
+  assert.match(text, /Training needs a trusted workspace, and this folder is open in Restricted Mode/);
+  assert.ok(await toast.getByRole('button', { name: 'Manage Workspace Trust' }).count(), 'the message offers to manage trust');
+  assert.ok(!existsSync(join(ed.workspace, 'runs')), 'no run was started');
+  // The training commands are still in the palette (they vanished in Restricted Mode).
+  await runCommand(ed.page, 'CoA: Train Stage');
+  await ed.page.locator('.notification-toast', { hasText: /Training needs a trusted workspace/ }).nth(1).waitFor({ timeout: 30_000 }).catch(() => undefined);
+  assert.ok(!existsSync(join(ed.workspace, 'runs')));
 });
