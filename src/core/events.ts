@@ -125,6 +125,8 @@ export const TRAINER_ERRORS = {
   bad_data: { exit: 2, meaning: 'the data (questions, trajectories, pairs, corpus) cannot be used; the message names file, line and field' },
   missing_model: { exit: 2, meaning: 'no usable model directory where the stage starts from' },
   bad_teacher: { exit: 2, meaning: 'the collection teacher (a model directory or an endpoint) cannot be used' },
+  bad_checkpoint: { exit: 2, meaning: 'no checkpoint the stage can resume from safely: an older pickle checkpoint (convert it with `coa_trainer convert-checkpoint`), or none that reads back intact' },
+  bad_run_dir: { exit: 2, meaning: 'the run directory holds a symbolic link that leads out of it where the trainer reads its state or writes' },
   stage_failed: { exit: 1, meaning: 'a stage run by the pipeline ended with an error of its own (its event says which)' },
   env_unreachable: { exit: 3, meaning: 'the environment server could not be started or reached' },
   internal: { exit: 1, meaning: 'a bug: the event carries the traceback in `detail`' },

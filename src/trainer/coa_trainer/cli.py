@@ -127,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     col.add_argument("--env-token", default=None, help=TOKEN_FLAG_HELP)
     add_overrides(col)
 
+    conv = sub.add_parser("convert-checkpoint", help="rewrite older step-NNNNNN.pt checkpoints (pickles) in the "
+                          "current format, reading them as data only")
+    conv.add_argument("paths", nargs="+", help="step-NNNNNN.pt files, or checkpoint directories (each .pt in them)")
+
     data = sub.add_parser("data", help="write the embedded benchmark (knowledge base, splits, corpus, oracle)")
     data.add_argument("--config", default=None)
     data.add_argument("--out", required=True)
@@ -161,18 +165,19 @@ def cancelled_at_startup(args: argparse.Namespace) -> int:
 
     from .base.events import EventWriter
     from .base.lifecycle import RunLock, RunLockBusy, startup_step
+    from .base.rundir import RunDirError
 
     if args.command in ("train", "pipeline"):
         stage = (args.label or args.stage) if args.command == "train" else "pipeline"
         step = startup_step(Path(args.run_dir), stage, args.resume) if args.command == "train" else 0
         try:
             lock = RunLock.acquire(Path(args.run_dir), args.command)  # never write into another trainer's run
-        except (RunLockBusy, OSError):
+        except (RunLockBusy, RunDirError, OSError):
             return 130
         try:
             with EventWriter(Path(args.run_dir)) as w:
                 w.emit("stage_finished", stage=stage, step=step, status="cancelled", checkpoint=None)
-        except OSError:
+        except (RunDirError, OSError):
             pass
         finally:
             lock.release()
@@ -187,6 +192,7 @@ COMMAND_HANDLERS = {
     "pipeline": ("pipeline.command", "pipeline_command"),
     "collect": ("stages.collect", "collect_command"),
     "data": ("data.benchmark", "data_command"),
+    "convert-checkpoint": ("model.legacy", "convert_command"),
 }
 
 

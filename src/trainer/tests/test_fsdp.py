@@ -1,5 +1,5 @@
 """distributed.strategy fsdp: FSDP2 with 2 gloo processes under torchrun gives one process's losses (SFT stage, RL
-stage, GRPO updates), writes sharded DCP checkpoints that resume bit for bit on the same world size (and refuses
+stage, GRPO updates), writes sharded checkpoints (a state file per rank) that resume bit for bit on the same world size (and refuses
 another), and still ends each stage with an ordinary HF directory."""
 
 import json
@@ -30,6 +30,13 @@ def torchrun(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
 
 def metrics(run_dir, stage):
     return {e["step"]: e["values"] for e in read_events(run_dir) if e["type"] == "metrics" and e["stage"] == stage}
+
+
+def unfinish(run, stage):
+    """As if killed while writing final/: no final directory, no stage_finished (a finished stage is not rerun)."""
+    shutil.rmtree(run / "stages" / stage / "final")
+    lines = (run / "events.jsonl").read_text().splitlines(keepends=True)
+    (run / "events.jsonl").write_text("".join(x for x in lines if '"stage_finished"' not in x))
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +82,9 @@ def test_fsdp_sft_stage_equals_one_process_and_resumes_bit_identically(tmp_path,
         assert m2[s]["loss"] == pytest.approx(m1[s]["loss"], rel=1e-5), s
         assert m2[s]["grad_norm"] == pytest.approx(m1[s]["grad_norm"], rel=1e-4), s
     ckpts = sorted(p.name for p in (two / "stages" / "sft2" / "checkpoints").iterdir())
-    assert ckpts == ["step-000002.dcp"]  # sharded: a DCP directory, no single-file checkpoint
+    assert ckpts == ["step-000002.sharded"]  # sharded: one state file per rank, no single-file checkpoint
     shards = {p.name for p in (two / "stages" / "sft2" / "checkpoints" / ckpts[0]).iterdir()}
-    assert {"meta.pt", "rng-0.pt", "rng-1.pt", ".metadata"} <= shards and any(n.endswith(".distcp") for n in shards)
+    assert shards == {"rank-00000.safetensors", "rank-00001.safetensors"}  # no pickle anywhere (model/statefile.py)
 
     from transformers import AutoModelForCausalLM
 
@@ -88,6 +95,7 @@ def test_fsdp_sft_stage_equals_one_process_and_resumes_bit_identically(tmp_path,
 
     resumed = tmp_path / "resumed"
     shutil.copytree(two, resumed)
+    unfinish(resumed, "sft2")
     r = torchrun("-m", "coa_trainer", "train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(resumed),
                  "--resume")
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
@@ -103,6 +111,7 @@ def test_fsdp_sft_stage_equals_one_process_and_resumes_bit_identically(tmp_path,
             assert e["values"][k] == m2[e["step"]][k], (e["step"], k)
 
     # resumed by one process: a clear error, not a crash or a silent restart
+    unfinish(resumed, "sft2")
     r = run_trainer("train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(resumed), "--resume")
     assert r.returncode == 2
     err = [e for e in read_events(resumed) if e["type"] == "error"][-1]
@@ -155,7 +164,7 @@ def test_fsdp_rl_stage_equals_one_process(tmp_path, base):
         for k in ("loss", "kl", "entropy"):
             assert m2[s][k] == pytest.approx(m1[s][k], rel=1e-4, abs=1e-6), (s, k)
     assert m2[2]["heldout_em"] == m1[2]["heldout_em"]
-    assert [p.name for p in (two / "stages" / "rl2" / "checkpoints").iterdir()] == ["step-000001.dcp"]
+    assert [p.name for p in (two / "stages" / "rl2" / "checkpoints").iterdir()] == ["step-000001.sharded"]
     assert (two / "stages" / "rl2" / "final" / "config.json").is_file()
     evals = [e for e in read_events(two) if e["type"] == "eval"]
     first = next(e for e in read_events(one) if e["type"] == "eval")

@@ -3,14 +3,13 @@
 import json
 
 import pytest
-
-import torch
 from tokenizers import Tokenizer, models, normalizers
 
 from coa_trainer.data.benchmark import generate
 from coa_trainer.base.config import validate_config
 from coa_trainer.contracts.run_config import LoraConfig
 from coa_trainer.data.dialects import all_tags
+from coa_trainer.model.checkpoint import read_checkpoint
 from coa_trainer.model.load import count_parameters, load_model, setup_runtime, write_embedded_model
 from coa_trainer.data.tokenizer import EOS, PAD, UNK, pre_tokenizer, vocabulary
 from coa_trainer.data.benchmark import vocabulary_texts
@@ -57,7 +56,7 @@ def test_user_model_dir_with_lora_trains_and_chains(tmp_path, write_config):
     run = tmp_path / "run"
     r = run_trainer("train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(run))
     assert r.returncode == 0, r.stdout[-3000:]
-    ckpt = torch.load(run / "stages" / "sft2" / "checkpoints" / "step-000002.pt", weights_only=False)
+    ckpt = read_checkpoint(run / "stages" / "sft2" / "checkpoints" / "step-000002.safetensors")
     assert ckpt["model"] and all("lora_" in k for k in ckpt["model"]), "only adapters are trainable"
     final = run / "stages" / "sft2" / "final"
     saved = json.loads((final / "config.json").read_text())

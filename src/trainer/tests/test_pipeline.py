@@ -95,7 +95,7 @@ def test_sigterm_checkpoints_the_running_stage_and_stops_the_server(tmp_path, wr
     events = read_events(run)
     finished = {e["stage"]: e for e in events if e["type"] == "stage_finished"}
     assert finished["pretrain"]["status"] == "cancelled" and finished["pipeline"]["status"] == "cancelled"
-    assert list((run / "stages" / "pretrain" / "checkpoints").glob("step-*.pt"))
+    assert list((run / "stages" / "pretrain" / "checkpoints").glob("step-*.safetensors"))
     assert not (run / "stages" / "pretrain" / "final").exists()
     assert_server_down(server_url(events))
 

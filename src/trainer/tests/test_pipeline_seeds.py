@@ -79,7 +79,7 @@ def test_sigterm_stops_the_running_seed_which_checkpoints(tmp_path, write_config
         if proc.poll() is None:
             proc.kill()
     first = run / f"seed-{TINY['seed']}"
-    assert list((first / "stages" / "pretrain" / "checkpoints").glob("step-*.pt"))
+    assert list((first / "stages" / "pretrain" / "checkpoints").glob("step-*.safetensors"))
     assert not (run / f"seed-{TINY['seed'] + 1}").exists()  # the second seed never started
     finished = [e["status"] for e in read_events(run) if e["type"] == "stage_finished"]
     assert finished == ["cancelled"]

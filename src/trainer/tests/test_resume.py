@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 
@@ -22,10 +23,9 @@ def test_kill_and_resume_is_bit_identical(tmp_path, tiny_config, write_config):
     # a pretrained model to fine-tune, shared by both runs
     base = tmp_path / "base"
     assert run_trainer("train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(base)).returncode == 0
-    for name in ("a", "b"):
-        (tmp_path / name / "stages").mkdir(parents=True)
-        os.symlink(base / "stages" / "pretrain", tmp_path / name / "stages" / "pretrain")
-        os.symlink(base / "data", tmp_path / name / "data")
+    for name in ("a", "b"):  # copies: a link leading out of a run directory is refused (base/rundir.py)
+        shutil.copytree(base / "stages" / "pretrain" / "final", tmp_path / name / "stages" / "pretrain" / "final")
+        shutil.copytree(base / "data", tmp_path / name / "data")
 
     a = tmp_path / "a"
     r = run_trainer("train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(a))
@@ -47,7 +47,7 @@ def test_kill_and_resume_is_bit_identical(tmp_path, tiny_config, write_config):
     assert killed_after is not None and proc.returncode == -signal.SIGKILL
     assert not (b / "stages" / "sft2" / "final").exists()
     ckpts = sorted(p.name for p in (b / "stages" / "sft2" / "checkpoints").iterdir() if not p.name.startswith("."))
-    assert ckpts and all(n.startswith("step-") and n.endswith(".pt") for n in ckpts)
+    assert ckpts and all(n.startswith("step-") and n.endswith(".safetensors") for n in ckpts)
 
     r = run_trainer("train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(b), "--resume")
     assert r.returncode == 0, r.stdout[-2000:]

@@ -8,10 +8,10 @@ import subprocess
 import urllib.request
 
 import pytest
-import torch
 
 from coa_trainer.env.client import EnvClient
 from coa_trainer.base.events import event_error, record_error
+from coa_trainer.model.statefile import read_state_file, write_state_file
 from conftest import PY, REPO, TINY, needs_env_server, merge, read_events, run_trainer
 
 pytestmark = needs_env_server()
@@ -143,11 +143,11 @@ def test_rl2_label_events_sigterm_and_bit_exact_resume(tmp_path, base):
     assert done and done[-1]["status"] == "cancelled"
     k = done[-1]["step"]
     assert 1 <= k < steps
-    ckpt = b / "stages" / "rl2-otc" / "checkpoints" / f"step-{k:06d}.pt"
-    state = torch.load(ckpt, weights_only=False)
-    assert state["step"] == k and "otc_state" in state["extra"]
-    state["extra"]["otc_state"] = {"version": 1, "min_tool_calls": {"a question from before the restart ?": 1}}
-    torch.save(state, ckpt)
+    ckpt = b / "stages" / "rl2-otc" / "checkpoints" / f"step-{k:06d}.safetensors"
+    info, tree = read_state_file(ckpt)
+    assert info["step"] == k and "otc_state" in tree["extra"]
+    tree["extra"]["otc_state"] = {"version": 1, "min_tool_calls": {"a question from before the restart ?": 1}}
+    write_state_file(ckpt, tree, info)
 
     r = run_trainer("train", *label, "--run-dir", str(b), "--resume", *_env_args(env), env=_env_vars(env))
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]

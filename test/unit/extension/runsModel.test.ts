@@ -32,9 +32,9 @@ test('a finished pretrain and a cancelled sft1: stages, checkpoints, evals, roll
       '{not json',
       ev('r1', { type: 'run_started', stage: 'sft1', config: {}, total_steps: 50, device: 'cpu', world_size: 1, pid: 12 }),
       ev('r1', { type: 'progress', stage: 'sft1', step: 10, total: 50, elapsed_s: 1, eta_s: 4 }),
-      ev('r1', { type: 'checkpoint', stage: 'sft1', step: 13, path: 'runs/r1/stages/sft1/checkpoints/step-000013.pt' }),
+      ev('r1', { type: 'checkpoint', stage: 'sft1', step: 13, path: 'runs/r1/stages/sft1/checkpoints/step-000013.safetensors' }),
       ev('r1', { type: 'stage_finished', stage: 'sft1', step: 13, status: 'cancelled', checkpoint: null }),
-    ], ['stages/pretrain/final/config.json', 'stages/pretrain/rollouts.coa.jsonl', 'stages/sft1/checkpoints/step-000013.pt']);
+    ], ['stages/pretrain/final/config.json', 'stages/pretrain/rollouts.coa.jsonl', 'stages/sft1/checkpoints/step-000013.safetensors']);
     const run = readRun(dir, 'r1', alive([]))!;
     assert.equal(run.badLines, 1);
     assert.deepEqual(run.stages.map((s) => [s.name, s.status, s.step, s.total]), [['pretrain', 'ok', 20, 20], ['sft1', 'cancelled', 13, 50]]);
@@ -42,7 +42,7 @@ test('a finished pretrain and a cancelled sft1: stages, checkpoints, evals, roll
     const [pre, sft1] = run.stages;
     assert.equal(pre.finalDir, join(dir, 'stages/pretrain/final'));
     assert.deepEqual(pre.checkpoints, [{ step: 20, path: join(dir, 'stages/pretrain/final'), final: true }]);
-    assert.deepEqual(sft1.checkpoints, [{ step: 13, path: join(dir, 'stages/sft1/checkpoints/step-000013.pt'), final: false }]);
+    assert.deepEqual(sft1.checkpoints, [{ step: 13, path: join(dir, 'stages/sft1/checkpoints/step-000013.safetensors'), final: false }]);
     assert.deepEqual(stageNodes(run).map((n) => [n.label, n.description]), [['pretrain', 'ok · step 20/20'], ['sft1', 'cancelled · step 13/50']]);
     assert.deepEqual(stageChildren(run, pre).map((n) => [n.kind, n.label, n.description]), [
       ['checkpoint', 'final', 'model · step 20'],
@@ -162,7 +162,7 @@ test('the demo pipeline: evaluations (results settings) are finished, not pendin
   }
 });
 
-test('resumable: a failed or cancelled stage with a step checkpoint (.pt or a sharded .dcp/), never one that failed before its first', () => {
+test('resumable: a failed or cancelled stage with a step checkpoint (.safetensors, a sharded .sharded/, an older run\'s .pt), never one that failed before its first', () => {
   const root = mkdtempSync(join(tmpdir(), 'coa-runs-'));
   try {
     const started = (stage: string) => ev('r4', { type: 'run_started', stage, config: {}, total_steps: 9, device: 'cpu', world_size: 1 });
@@ -172,7 +172,7 @@ test('resumable: a failed or cancelled stage with a step checkpoint (.pt or a sh
       started('sft2'), ev('r4', { type: 'error', stage: 'sft2', message: 'stage sft2 needs a model' }),
       started('sft1'), ev('r4', { type: 'stage_finished', stage: 'sft1', step: 4, status: 'cancelled', checkpoint: null }),
       started('sft3'), ev('r4', { type: 'error', stage: 'sft3', message: 'boom' }),
-    ], ['stages/pretrain/final/config.json', 'stages/pretrain/checkpoints/step-000004.pt', 'stages/sft1/checkpoints/step-000004.pt', 'stages/sft1/checkpoints/.step-000008.pt.tmp', 'stages/sft3/checkpoints/step-000002.dcp/meta.pt']);
+    ], ['stages/pretrain/final/config.json', 'stages/pretrain/checkpoints/step-000004.pt', 'stages/sft1/checkpoints/step-000004.safetensors', 'stages/sft1/checkpoints/.step-000008.safetensors.tmp', 'stages/sft3/checkpoints/step-000002.sharded/rank-00000.safetensors']);
     const run = readRun(dir, 'r4', alive([]))!;
     const by = Object.fromEntries(run.stages.map((s) => [s.name, s]));
     assert.deepEqual(Object.fromEntries(run.stages.map((s) => [s.name, resumable(s)])), { pretrain: false, sft1: true, sft2: false, sft3: true });

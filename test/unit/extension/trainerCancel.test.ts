@@ -51,7 +51,7 @@ test('cancel → SIGTERM → checkpoint + stage_finished cancelled + exit 130; r
     assert.equal(first.result.status, 'cancelled', first.result.message);
     assert.equal(first.result.code, 130);
     const ckpt = first.events.find((e) => e.type === 'checkpoint');
-    assert.ok(ckpt && ckpt.path.endsWith('.pt') && existsSync(ckpt.path), 'a resumable checkpoint was saved');
+    assert.ok(ckpt && ckpt.path.endsWith('.safetensors') && existsSync(ckpt.path), 'a resumable checkpoint was saved');
     const finished = first.events.find((e) => e.type === 'stage_finished');
     assert.equal(finished?.status, 'cancelled');
     const saved = ckpt.step as number;

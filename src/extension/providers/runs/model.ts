@@ -174,8 +174,9 @@ export function readRun(dir: string, id: string, alive: IsAlive = isAlive): RunI
     const sdir = join(dir, 'stages', name);
     const s = stages.get(name) ?? newStage(name);
     stages.set(name, s);
-    // step-N.pt, or step-N.dcp/ (a sharded FSDP2 checkpoint, coa_trainer/fsdp.py); not a .tmp being written.
-    const pts = listDir(join(sdir, 'checkpoints')).filter((f) => /^step-\d+\.(pt|dcp)$/.test(f)).map((f) => join(sdir, 'checkpoints', f));
+    // step-N.safetensors, or step-N.sharded/ (FSDP2, one file per rank; coa_trainer/model/checkpoint.py); an older
+    // run's step-N.pt or .dcp/ too (a resume from one says how to convert it); not a .tmp being written.
+    const pts = listDir(join(sdir, 'checkpoints')).filter((f) => /^step-\d+\.(safetensors|sharded|pt|dcp)$/.test(f)).map((f) => join(sdir, 'checkpoints', f));
     const finalDir = join(sdir, 'final');
     s.finalDir = existsSync(join(finalDir, 'config.json')) ? finalDir : null;
     const onDisk: CheckpointInfo[] = pts.map((p) => ({ step: stepOf(p.slice(sdir.length)), path: p, final: false }));

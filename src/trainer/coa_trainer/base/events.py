@@ -143,6 +143,9 @@ class EventWriter:
             self._open()
 
     def _open(self) -> None:
+        from .rundir import check_inside
+
+        check_inside(self.run_dir, self.path)  # never append through a link to a file outside the run (base/rundir.py)
         self._cut_torn_line()
         self._file = open(self.path, "a", encoding="utf-8")
         self._ino = os.fstat(self._file.fileno()).st_ino
@@ -249,7 +252,8 @@ class EventWriter:
         if dropped == 0:
             return 0
         tmp = self.path.with_name(self.path.name + ".resume-tmp")
-        with open(tmp, "wb") as f:
+        tmp.unlink(missing_ok=True)  # a link left under that name is removed, never written through
+        with open(tmp, "xb") as f:
             f.write(data[:start])
             f.writelines(kept)
             f.flush()

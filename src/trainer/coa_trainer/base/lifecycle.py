@@ -86,7 +86,7 @@ def startup_step(run_dir: Path, label: str, resume: bool) -> int:
         return 0
     ckpts = run_dir / "stages" / label / "checkpoints"
     steps = [int(m.group(1)) for p in (ckpts.iterdir() if ckpts.is_dir() else ())
-             if (m := re.match(r"^step-(\d{6,})\.pt$", p.name))]
+             if (m := re.match(r"^step-(\d{6,})\.(?:safetensors|sharded)$", p.name))]  # model/checkpoint.py NAME
     return max(steps, default=0)
 
 
@@ -140,11 +140,14 @@ class RunLock:
         pipeline (COA_RUN_LOCK naming this directory's lock file) is ours already."""
         import fcntl
 
+        from .rundir import check_inside
+
         run_dir.mkdir(parents=True, exist_ok=True)
+        check_inside(run_dir, run_dir / LOCK_NAME)  # a link to a file outside would be truncated (base/rundir.py)
         path = (run_dir / LOCK_NAME).resolve()
         if os.environ.get("COA_RUN_LOCK") == str(path):
             return cls(path, -1, inherited=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:

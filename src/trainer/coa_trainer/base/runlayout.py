@@ -5,13 +5,15 @@ stages/setup.py's `resolve_init`).
   data/                              the embedded benchmark (unless benchmark.data_dir is set)
   data/prepared/                     the user's data as the core's importers normalised it (run config `data`)
   model-init/                        the embedded default before training (an ordinary HF model directory)
-  stages/<stage>/checkpoints/*.pt    resumable state: weights, optimiser, scheduler, RNG, data cursor
+  stages/<stage>/checkpoints/        resumable state: step-NNNNNN.safetensors (weights, optimiser, scheduler, RNG, data
+                                     cursor; no pickle: model/checkpoint.py), step-NNNNNN.sharded/ under FSDP2
   stages/<stage>/final/              the stage's result (HF directory; the next stage starts from it)
   stages/<label>/rollouts.coa.jsonl  RL stages: the rollouts of every sample step (label = --label or stage)
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..contracts.schemas import trainable_stages
@@ -37,3 +39,29 @@ def corpus_path(config: RunConfig, run_dir: Path) -> str:
     if config.data and config.data.corpus:
         return config.data.corpus
     return config.env.corpus or str(data_dir(config, run_dir) / "corpus.jsonl")
+
+
+def finished_step(run_dir: Path, label: str) -> int | None:
+    """The step at which `label` finished, when that is how its latest attempt ended (its last `run_started` was
+    followed by `stage_finished` ok) and its final/ is still there; else None. events.jsonl is the record: a stage
+    killed during its final evaluation has final/ but never finished, and one trained again from the start has a
+    newer run_started."""
+    events = run_dir / "events.jsonl"
+    if not (final_dir(run_dir, label) / "coa_stage.json").is_file() or not events.is_file():
+        return None
+    step = None
+    with open(events, "rb") as f:
+        for line in f:
+            if b'"run_started"' not in line and b'"stage_finished"' not in line:  # most lines: no JSON parse
+                continue
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(e, dict) or e.get("stage") != label:
+                continue
+            if e.get("type") == "run_started":
+                step = None
+            elif e.get("type") == "stage_finished" and e.get("status") == "ok" and isinstance(e.get("step"), int):
+                step = e["step"]
+    return step

@@ -10,6 +10,8 @@ class ErrorCode(str, Enum):
     bad_data = "bad_data"
     missing_model = "missing_model"
     bad_teacher = "bad_teacher"
+    bad_checkpoint = "bad_checkpoint"
+    bad_run_dir = "bad_run_dir"
     stage_failed = "stage_failed"
     env_unreachable = "env_unreachable"
     internal = "internal"

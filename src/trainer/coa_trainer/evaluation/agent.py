@@ -185,10 +185,17 @@ def eval_command(args: Any) -> int:
     from ..base.runlayout import corpus_path, data_dir
     from ..data.userdata import DataError, UserData
 
+    from ..base.rundir import RunDirError, check_run_dir
+
     run_dir = Path(args.run_dir)
-    writer = EventWriter(run_dir)
+    try:
+        writer = EventWriter(run_dir)
+    except RunDirError as e:  # events.jsonl leads out of the run (base/rundir.py): nowhere safe to write the event
+        print(f"coa_trainer: {e}", file=sys.stderr)
+        return e.exit_status
     env = None
     try:
+        check_run_dir(run_dir)
         config = load_config(args.config, getattr(args, "overrides", None))
         writer.attach_logging(config)
         if args.limit:

@@ -11,11 +11,14 @@ Generation (rollouts, evaluation) runs on gathered parameters: `gathered()` all-
 the policy) and keeps them unsharded until the block ends, so a decode step is not one all-gather per layer per
 token; the block frees them again before training.
 
-Checkpoints: `save_sharded` / `load_sharded` write and read model + optimiser shards with
-`torch.distributed.checkpoint` (each rank writes its own shards; nothing is gathered on rank 0), plus a small
-`meta.pt` (step, cursor, schedule, extra state) and per-rank RNG files, into `step-NNNNNN.dcp/` made atomically
-(written as `.step-NNNNNN.dcp.tmp/`, renamed once every rank has finished). All ranks must see the same directory
-(one machine, or a shared filesystem across nodes). Final stage outputs stay ordinary HF directories:
+Checkpoints: `save_sharded` / `load_sharded` write and read each rank's own model + optimiser shards and RNG state
+as one state file per rank (`rank-NNNNN.safetensors`, model/statefile.py: safetensors data and JSON, no pickle;
+nothing is gathered on rank 0; rank 0's file also holds the schedule and the stage's state) into
+`step-NNNNNN.sharded/`, made atomically (written as `.step-NNNNNN.sharded.tmp/`, renamed once every rank has
+finished). Not torch.distributed.checkpoint: its metadata file and its non-tensor entries are pickles (read with
+`pickle.load` and `torch.load(weights_only=False)`), so reading one runs whatever it says. A checkpoint is resumed by
+the same number of processes that wrote it. All ranks must see the same directory (one machine, or a shared
+filesystem across nodes). Final stage outputs stay ordinary HF directories:
 `full_state_dict` gathers the weights to rank 0's CPU at the end of a stage, for that export only."""
 
 from __future__ import annotations
@@ -113,52 +116,100 @@ def _states(model: Any, opt: Any) -> tuple[dict, dict]:
 
 def save_sharded(directory: Path, step: int, cursor: int, model: Any, opt: Any, sched: Any, stage: str,
                  extra: dict | None = None) -> Path:
-    """Every rank calls this. Returns the checkpoint directory."""
-    import torch.distributed.checkpoint as dcp
-
-    from ..model.checkpoint import rng_state
+    """Every rank calls this: its own shards of the model and optimiser, and its RNG state, as one state file
+    (model/statefile.py); rank 0's also holds the schedule and the stage's state. Returns the checkpoint directory."""
+    from ..model.checkpoint import header, rng_state
+    from ..model.statefile import fsync_dir, write_state_file
 
     rank = dist.get_rank()
     directory.mkdir(parents=True, exist_ok=True)
-    final = directory / f"step-{step:06d}.dcp"
-    tmp = directory / f".step-{step:06d}.dcp.tmp"
+    final = directory / f"step-{step:06d}.sharded"
+    tmp = directory / f".step-{step:06d}.sharded.tmp"
     if rank == 0:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove(tmp)
         tmp.mkdir()
     dist.barrier()
     msd, osd = _states(model, opt)
-    dcp.save({"model": msd, "optimizer": osd}, checkpoint_id=str(tmp))
-    torch.save(rng_state(), tmp / f"rng-{rank}.pt")
+    tree = {"model": msd, "optimizer": osd, "rng": rng_state()}
     if rank == 0:
-        torch.save({"version": 1, "stage": stage, "step": step, "cursor": cursor, "scheduler": sched.state_dict(),
-                    "extra": extra or {}, "world_size": dist.get_world_size()}, tmp / "meta.pt")
+        tree.update(scheduler=sched.state_dict(), extra=extra or {})
+    write_state_file(tmp / rank_file(rank), tree,
+                     header(stage, step, cursor, world_size=dist.get_world_size(), rank=rank), atomic=False)
     dist.barrier()
     if rank == 0:
-        for f in tmp.iterdir():
-            with open(f, "rb") as fh:
-                os.fsync(fh.fileno())
-        shutil.rmtree(final, ignore_errors=True)
+        fsync_dir(tmp)
+        _remove(final)
         os.replace(tmp, final)
+        fsync_dir(directory)
     dist.barrier()
     return final
 
 
+def rank_file(rank: int) -> str:
+    return f"rank-{rank:05d}.safetensors"
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+
+
 def load_sharded(path: Path, model: Any, opt: Any, sched: Any) -> dict:
-    """Every rank calls this with the same world size the checkpoint was written with."""
-    import torch.distributed.checkpoint as dcp
+    """Every rank calls this with the number of processes the checkpoint was written by: reads its own file, checks
+    that every shard has the shape this rank holds, then copies them in (Unusable, changing nothing, if any does
+    not fit)."""
     from torch.distributed.checkpoint.state_dict import set_state_dict
 
-    from ..model.checkpoint import set_rng_state
+    from ..model.checkpoint import Unusable, checked_state, set_rng_state
+    from ..model.statefile import StateFileError, read_state_file, read_state_header
 
-    meta = torch.load(path / "meta.pt", map_location="cpu", weights_only=False)
-    ws = dist.get_world_size()
-    if meta["world_size"] != ws:
-        raise RuntimeError(f"checkpoint {path} was written by {meta['world_size']} processes; resume it with the "
-                           f"same number (this run has {ws})")
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    own = path / rank_file(rank)
+    if not own.is_file():
+        raise Unusable(f"it has no file for process {rank} (written by fewer processes?)")
+    try:
+        info, tree = read_state_file(own)
+        first, shared = read_state_header(path / rank_file(0), ("scheduler", "extra")) if rank else (info, tree)
+    except StateFileError as e:
+        raise Unusable(str(e)) from None
+    state = checked_state(own, info, tree, ("model", "optimizer", "rng"))
+    common = checked_state(path / rank_file(0), first, shared, ("scheduler", "extra"))
+    if info.get("world_size") != ws or info.get("rank") != rank or common["step"] != state["step"]:
+        raise Unusable(f"it was written by {info.get('world_size')} processes; resume it with the same number "
+                       f"(this run has {ws})")
     msd, osd = _states(model, opt)
-    state = {"model": msd, "optimizer": osd}
-    dcp.load(state, checkpoint_id=str(path))
-    set_state_dict(model, opt, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
-    sched.load_state_dict(meta["scheduler"])
-    set_rng_state(torch.load(path / f"rng-{dist.get_rank()}.pt", map_location="cpu", weights_only=False))
-    return meta
+    target = {"model": msd, "optimizer": osd}
+    loaded = {"model": state["model"], "optimizer": state["optimizer"]}
+    _fill(target, loaded, "", apply=False)  # every shape checked before anything changes
+    filled = _fill(target, loaded, "", apply=True)
+    set_state_dict(model, opt, model_state_dict=filled["model"], optim_state_dict=filled["optimizer"])
+    sched.load_state_dict(common["scheduler"])
+    set_rng_state(state["rng"])
+    return {**state, "scheduler": common["scheduler"], "extra": common["extra"]}
+
+
+def _fill(target: Any, loaded: Any, where: str, apply: bool) -> Any:
+    """`target` (this rank's state dicts, DTensors and all) with `loaded`'s values: tensors copied into the target's
+    own (local) tensors, plain values taken over. Unusable where the two differ in structure or shape."""
+    from ..model.checkpoint import Unusable
+
+    if isinstance(target, torch.Tensor):
+        local = target.to_local() if hasattr(target, "to_local") else target
+        if not isinstance(loaded, torch.Tensor) or loaded.shape != local.shape or loaded.dtype != local.dtype:
+            got = f"{tuple(loaded.shape)} {loaded.dtype}" if isinstance(loaded, torch.Tensor) else type(loaded).__name__
+            raise Unusable(f"its {where or 'state'} is {got}, this process holds {tuple(local.shape)} {local.dtype}")
+        if apply:
+            with torch.no_grad():
+                local.copy_(loaded)
+        return target
+    if isinstance(target, dict):
+        if not isinstance(loaded, dict) or set(loaded) != set(target):
+            raise Unusable(f"its {where or 'state'} does not have this model's entries")
+        return {k: _fill(v, loaded[k], f"{where}.{k}" if where else str(k), apply) for k, v in target.items()}
+    if isinstance(target, (list, tuple)) and any(isinstance(v, (torch.Tensor, dict, list, tuple)) for v in target):
+        if not isinstance(loaded, (list, tuple)) or len(loaded) != len(target):
+            raise Unusable(f"its {where} does not have this model's entries")
+        return type(target)(_fill(v, w, f"{where}.{i}", apply) for i, (v, w) in enumerate(zip(target, loaded)))
+    return loaded

@@ -12,6 +12,7 @@ from ..base.config import ConfigError, load_config
 from ..base.events import EventWriter
 from ..base.lifecycle import STOP_SIGNALS, RunLock, RunLockBusy, on_stop_signals
 from ..base.names import name_error
+from ..base.rundir import RunDirError, check_run_dir
 from .pipeline import Cancelled, Pipeline, parse_steps
 from .seeds import run_seeds
 from ..base.errors import report_failure
@@ -28,12 +29,16 @@ def pipeline_command(args: Any) -> int:
     except RunLockBusy as e:
         print(f"coa_trainer: {e}", file=sys.stderr)  # not an event: events.jsonl belongs to the trainer holding it
         return 2
+    except RunDirError as e:  # the lock or events.jsonl leads out of the run (base/rundir.py): nowhere safe to write
+        print(f"coa_trainer: {e}", file=sys.stderr)
+        return e.exit_status
     except OSError as e:
         print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
         return 2
     pipe = None
     old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     try:
+        check_run_dir(run_dir)
         config = load_config(args.config, getattr(args, "overrides", None))
         writer.attach_logging(config)
         steps = parse_steps(args.stages)

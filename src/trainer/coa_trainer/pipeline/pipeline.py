@@ -137,13 +137,13 @@ class Pipeline:
 
     # ------------------------------------------------------------ stages
     def finished(self, label: str) -> bool:
-        from ..base.runlayout import final_dir
+        from ..base.runlayout import finished_step
 
         if label == "collect":  # a collection is data, not a model: its marker is stages/collect/collect.json
             from ..stages.collect import finished
 
             return finished(self.run_dir)
-        return (final_dir(self.run_dir, label) / "coa_stage.json").is_file()
+        return finished_step(self.run_dir, label) is not None  # the stage's own rule (train --resume says so too)
 
     def stage_argv(self, step: str) -> list[str]:
         stage = "rl2" if step == "rl2-otc" else step

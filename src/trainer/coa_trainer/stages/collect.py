@@ -24,6 +24,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import zlib
 from dataclasses import dataclass
@@ -638,15 +639,21 @@ def collect_command(args: Any) -> int:
     from ..base.config import load_config
     from ..base.events import EventWriter
 
+    from ..base.rundir import RunDirError, check_run_dir
+
     run_dir = Path(args.run_dir)
     try:
         writer = EventWriter(run_dir)
+    except RunDirError as e:  # events.jsonl leads out of the run (base/rundir.py): nowhere safe to write the event
+        print(f"coa_trainer: {e}", file=sys.stderr)
+        return e.exit_status
     except OSError as e:
         print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
         return 2
     collector = None
     old: dict = {}
     try:
+        check_run_dir(run_dir)
         config = load_config(args.config, getattr(args, "overrides", None))
         writer.attach_logging(config)
         for key in ("limit", "samples"):

@@ -56,26 +56,38 @@ class StageRun:
         return self.flags["cancelled"]
 
     def latest_state(self) -> dict | None:
-        """The newest checkpoint loaded into model/optimiser/schedule when --resume, else None. The events of the
-        steps after it (written before a kill) are dropped: they are about to be done again (base/events.py)."""
-        from ..model.checkpoint import latest_checkpoint, load_checkpoint
+        """The newest usable checkpoint loaded into model/optimiser/schedule/RNG when --resume, else None. A damaged
+        one is skipped for the one before it (a warning names it and why; it is moved aside as `….corrupt`); an
+        older pickle checkpoint stops the resume with what to do (model/checkpoint.py). The events of the steps after
+        the checkpoint (written before a kill) are dropped: they are about to be done again (base/events.py)."""
+        from ..model.checkpoint import load_checkpoint, resume, set_aside
 
         if not getattr(self.args, "resume", False):
             return None
-        path = latest_checkpoint(self.ckpt_dir)
-        if path is None:  # killed before its first checkpoint: it starts over, so its earlier step events go
+
+        def load(path: Path) -> dict:
+            if self.sharded:
+                from ..model.fsdp import load_sharded
+
+                return load_sharded(path, self.model, self.opt, self.sched)
+            if path.is_dir():
+                raise StageError(f"{path} is a sharded (FSDP) checkpoint; resume it with distributed.strategy fsdp "
+                                 "and the same number of processes", "bad_config")
+            return load_checkpoint(path, self.model, self.opt, self.sched)
+
+        def warn(message: str) -> None:
+            self.writer.emit("log", level="warning", message=f"{self.label}: {message}")
+
+        state, skipped = resume(self.ckpt_dir, load, lambda ok: not self.di.any(not ok), warn)
+        if skipped:
+            self.di.barrier()  # every rank is done reading them
+            if self.di.rank == 0:
+                for path in skipped:
+                    warn(f"{path.name} moved aside as {set_aside(path).name}")
+        if state is None:  # killed before its first checkpoint: it starts over, so its earlier step events go
             if self.di.rank == 0:
                 self.writer.supersede(self.label, 0, None)
             return None
-        if self.sharded:
-            from ..model.fsdp import load_sharded
-
-            state = load_sharded(path, self.model, self.opt, self.sched)
-        elif path.is_dir():
-            raise StageError(f"{path} is a sharded (FSDP) checkpoint; resume it with distributed.strategy fsdp "
-                             "and the same number of processes", "bad_config")
-        else:
-            state = load_checkpoint(path, self.model, self.opt, self.sched)
         if self.di.rank == 0:
             self.writer.supersede(self.label, state["step"], (state.get("extra") or {}).get("events_offset"))
         return state

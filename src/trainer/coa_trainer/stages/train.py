@@ -12,6 +12,8 @@ from ..base import quiet  # noqa: F401  (silences library progress bars before t
 from ..base.config import load_config, stage_config
 from ..base.errors import StageError, report_failure
 from ..base.events import EventWriter
+from ..base.rundir import RunDirError, check_run_dir
+from ..base.runlayout import final_dir, finished_step
 from ..contracts.run_config import RunConfig
 from ..contracts.schemas import rl_stages, stage_table
 from .loop import run_loop
@@ -32,6 +34,9 @@ def train_command(args: Any) -> int:
     dist_info = DistInfo.from_env()
     try:
         writer = EventWriter(run_dir, enabled=dist_info.rank == 0)
+    except RunDirError as e:  # events.jsonl itself leads out of the run: nowhere safe to write the event
+        print(f"coa_trainer: {e}", file=sys.stderr)
+        return e.exit_status
     except OSError as e:
         print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
         return 2
@@ -42,6 +47,7 @@ def train_command(args: Any) -> int:
     try:
         if dist_info.rank == 0:  # one trainer per run directory (a pipeline's stage runs under the pipeline's lock)
             lock = RunLock.acquire(run_dir, f"train --stage {args.stage}")
+        check_run_dir(run_dir)
         config = load_config(args.config, getattr(args, "overrides", None))
         writer.attach_logging(config)
         return run_stage(config, args, run_dir, writer, dist_info)
@@ -61,11 +67,23 @@ def train_command(args: Any) -> int:
             lock.release()
 
 
+def say_finished(writer: EventWriter, run_dir: Path, label: str, step: int, total: int) -> None:
+    """`--resume` of a stage that has finished: nothing to do, and nothing is written but this note."""
+    more = "" if step == total else (f" (this config asks for {total} steps; a finished stage is not extended: train "
+                                     f"it again without --resume, or a new --label with init_from {final_dir(run_dir, label)})")
+    writer.emit("log", level="info", message=f"{label}: already finished at step {step} ({final_dir(run_dir, label)}); "
+                f"nothing to resume{more}")
+
+
 def run_stage(config: RunConfig, args: Any, run_dir: Path, writer: EventWriter, di: Any) -> int:
     """Set the stage up and run the one loop with its steps: GRPO for the RL stages, supervised for the others."""
     stage = args.stage
     check_label(stage, getattr(args, "label", None))
     scfg = stage_config(config, stage)
+    label = getattr(args, "label", None) or stage
+    if getattr(args, "resume", False) and (done := finished_step(run_dir, label)) is not None:
+        say_finished(writer, run_dir, label, done, args.max_steps or scfg.steps)
+        return 0
     rl = stage in rl_stages()
     if rl:
         check_rl_config(scfg, stage, di)
