@@ -10,7 +10,7 @@ import { emptyIdReport, idSummary } from './data/ids';
 import { importVerlParquet } from './importers/verl-parquet';
 import { importSearchR1Transcripts } from './importers/search-r1';
 import { conversationToRecord } from './importers/openai';
-import { dumpFiles, importVerlRollouts, looksLikeVerlDump } from './importers/verl-rollouts';
+import { dumpFiles, importVerlRollouts, looksLikeVerlDump, verlRunDialect } from './importers/verl-rollouts';
 import { formatOf } from './rewards';
 import type { TrajectoryRecord } from './record';
 
@@ -112,12 +112,14 @@ export interface VerlConvertResult extends ConvertResult {
 
 /**
  * verl's rollout dumps (./importers/verl-rollouts.ts) in step order, each record format-checked with the core's
- * rules (the dialect detected per record); a line that is not a dump row is reported with its field and skipped.
+ * rules in the run's dialect (verlRunDialect over every step); a line that is not a dump row is reported with its
+ * field and skipped.
  */
 export function convertVerlRollouts(input: string, log: (line: string) => void): VerlConvertResult {
   const out: VerlConvertResult = { records: [], skipped: 0, files: 0, formatErrors: 0 };
   const counts = new Map<string, number>();
   let shown = 0;
+  const read: { file: string; records: TrajectoryRecord[] }[] = [];
   for (const file of verlDumpPaths(input)) {
     const text = readTextInput(file);
     if (text.includes('\u0000')) throw new ConvertError(`${file}: binary data, not a verl rollout dump`);
@@ -125,7 +127,13 @@ export function convertVerlRollouts(input: string, log: (line: string) => void):
     out.files++;
     out.skipped += issues.length;
     for (const i of issues) log(`${file}:${i.line}:${i.column}: error ${i.message} (line skipped)`);
+    read.push({ file, records });
+  }
+  // one dialect for the run, from all its steps' rows: an answer without a search carries no tag of its dialect
+  const dialect = verlRunDialect(read.flatMap(({ records }) => records.map((r) => ({ input: (r as { prompt?: unknown }).prompt, output: r.response }))));
+  for (const { file, records } of read) {
     for (const r of records) {
+      r.dialect = dialect;
       const report = formatOf(r);
       if (!report.formatOk) {
         out.formatErrors++;

@@ -6,10 +6,10 @@
 // b178a3cd56f58b2d502255daba591e92833930a7). No token ids or masks are dumped (they never leave the agent loop).
 //
 // A record per sample: id `verl-<step>-<i>`, the question taken out of the prompt, the golden answers out of `gts`,
-// the response as written (its dialect detected by the core), `meta` {engine, stage, step, sample, group} where
+// the response as written (in the run's dialect: verlRunDialect), `meta` {engine, stage, step, sample, group} where
 // samples of the same prompt in one file share a group (GRPO's group), and verl's own numbers under `verl`
 // {score, ...extra keys} so nothing is lost.
-import { detectDialect } from '../dialects';
+import { detectDialect, type DialectName } from '../dialects';
 import type { TrajectoryRecord } from '../record';
 import { extractQuestion, goldenAnswers } from './verl-parquet';
 import { parseRecordLine, type JsonlEntry } from '../jsonl';
@@ -53,8 +53,30 @@ export function questionOfPrompt(input: string): string {
 
 const RESERVED = new Set(['input', 'output', 'gts', 'score', 'step']);
 
-/** One dump row → a record. `group` numbers the distinct prompts of the file in order of first appearance. */
-export function verlRowToRecord(o: Row, index: number, group: number): TrajectoryRecord {
+/**
+ * The dialect of a verl run, from all of its rows rather than each answer alone: an answer that did not search has
+ * none of its dialect's tool tags, and on its own reads as `coa` (a Search-R1 run split into "search-r1" and "coa" in
+ * `coa stats`). The dialect most answers show by a tag of their own; else the one the prompts teach (Search-R1's and
+ * AutoCoA's instructions name their tags); else `coa`.
+ */
+export function verlRunDialect(rows: readonly { input?: unknown; output?: unknown }[]): DialectName {
+  const vote = (texts: unknown[]): DialectName | null => {
+    const counts = new Map<DialectName, number>();
+    for (const t of texts) {
+      if (typeof t !== 'string') continue;
+      const d = detectDialect(t);
+      if (d !== 'coa') counts.set(d, (counts.get(d) ?? 0) + 1);
+    }
+    let best: DialectName | null = null;
+    for (const [d, n] of counts) if (best === null || n > counts.get(best)!) best = d;
+    return best;
+  };
+  return vote(rows.map((r) => r.output)) ?? vote(rows.map((r) => r.input)) ?? 'coa';
+}
+
+/** One dump row → a record. `group` numbers the distinct prompts of the file in order of first appearance; `dialect`
+ * is the run's (verlRunDialect), else the row's own answer decides. */
+export function verlRowToRecord(o: Row, index: number, group: number, dialect?: DialectName): TrajectoryRecord {
   const step = o.step as number;
   const verl: Row = { score: o.score };
   for (const [k, v] of Object.entries(o)) if (!RESERVED.has(k)) verl[k] = v;
@@ -64,7 +86,7 @@ export function verlRowToRecord(o: Row, index: number, group: number): Trajector
     question: questionOfPrompt(o.input as string),
     golden_answers: goldenAnswers(o.gts),
     response,
-    dialect: detectDialect(response),
+    dialect: dialect ?? detectDialect(response),
     meta: { engine: 'verl', stage: 'verl', step, sample: index, group: `${step}-g${group}` },
     prompt: o.input,
     verl,
@@ -75,8 +97,8 @@ export function verlRowToRecord(o: Row, index: number, group: number): Trajector
  * Every record of one dump file's text, and the lines that are not dump rows (file:line:column with the field).
  * Groups: rows with the same `uid` key when the reward returned one, else the same prompt text.
  */
-export function importVerlRollouts(text: string): { records: TrajectoryRecord[]; issues: VerlRolloutIssue[] } {
-  const records: TrajectoryRecord[] = [];
+export function importVerlRollouts(text: string, dialect?: DialectName): { records: TrajectoryRecord[]; issues: VerlRolloutIssue[] } {
+  const rows: Row[] = [];
   const issues: VerlRolloutIssue[] = [];
   const groups = new Map<string, number>();
   let index = 0;
@@ -102,10 +124,13 @@ export function importVerlRollouts(text: string): { records: TrajectoryRecord[];
       issues.push({ line: i + 1, column: at >= 0 ? at + 1 : 1, message: problem });
       return;
     }
-    const o = value as Row;
+    rows.push(value as Row);
+  });
+  const runDialect = dialect ?? verlRunDialect(rows);
+  const records = rows.map((o) => {
     const key = typeof o.uid === 'string' ? `uid:${o.uid}` : `input:${o.input as string}`;
     if (!groups.has(key)) groups.set(key, groups.size);
-    records.push(verlRowToRecord(o, index++, groups.get(key)!));
+    return verlRowToRecord(o, index++, groups.get(key)!, runDialect);
   });
   return { records, issues };
 }
@@ -180,7 +205,7 @@ export function verlStepItems(text: string, limit = 500): { items: VerlStepItem[
  * directly (the general parseRecordLine would first fail the record schema, the costly path, then be redone here).
  * A line that is not a dump row goes through parseRecordLine, so its error is reported as for any JSONL file.
  */
-export function verlLineParser(): (raw: string, line: number, offset?: number, byteLength?: number) => JsonlEntry {
+export function verlLineParser(dialect?: DialectName): (raw: string, line: number, offset?: number, byteLength?: number) => JsonlEntry {
   const groups = new Map<string, number>();
   return (raw, line, offset = 0, byteLength = Buffer.byteLength(raw)) => {
     let value: unknown;
@@ -192,8 +217,18 @@ export function verlLineParser(): (raw: string, line: number, offset?: number, b
     if (!isVerlRolloutRow(value) || checkVerlRow(value)) return parseRecordLine(raw, line, offset, byteLength);
     const key = typeof value.uid === 'string' ? `uid:${value.uid}` : `input:${value.input as string}`;
     if (!groups.has(key)) groups.set(key, groups.size);
-    return { line, offset, byteLength, raw, record: verlRowToRecord(value, line - 1, groups.get(key)!) };
+    return { line, offset, byteLength, raw, record: verlRowToRecord(value, line - 1, groups.get(key)!, dialect) };
   };
+}
+
+/** A dump line's `input` and `output`, for verlRunDialect ({} for a line that is not a row). */
+export function dumpRow(raw: string): { input?: unknown; output?: unknown } {
+  try {
+    const v = parsePythonJson(raw) as { input?: unknown; output?: unknown } | null;
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : {};
+  } catch {
+    return {};
+  }
 }
 
 /** Is this text (its first non-blank line) a verl rollout dump? */

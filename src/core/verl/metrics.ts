@@ -47,6 +47,19 @@ function columnOf(text: string, key: string): number {
   return i < 0 ? 1 : i + 1;
 }
 
+/**
+ * A verl run's name from its metrics file's path. verl's own layout is `<root>/<project>/<experiment>.jsonl`, so the
+ * name is `project/experiment`; a file named `metrics.jsonl` (VERL_FILE_LOGGER_PATH=runs/<run>/metrics.jsonl, as the
+ * docs suggest) is named by its folder — naming every such run after its file made them all "metrics".
+ */
+export function verlRunName(path: string): string {
+  const parts = path.split(/[\\/]/).filter(Boolean);
+  const stem = (parts.pop() ?? path).replace(/\.jsonl$/i, '');
+  const parent = parts.pop();
+  if (!parent) return stem;
+  return stem.toLowerCase() === 'metrics' ? parent : `${parent}/${stem}`;
+}
+
 /** Does the first line of a file look like verl's file logger? (Auto-detection in the workspace.) */
 export function looksLikeVerlMetrics(firstLine: string): boolean {
   const text = firstLine.trim();

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventSchema, type TrainerEvent } from '../../../src/core/events';
 import { verlTail } from '../../../src/core/verl/runTail';
-import { looksLikeVerlMetrics, parseVerlLine, VerlMetricsAdapter } from '../../../src/core/verl/metrics';
-import { importVerlRollouts, isVerlRolloutRow, stepSignals } from '../../../src/core/importers/verl-rollouts';
+import { looksLikeVerlMetrics, parseVerlLine, VerlMetricsAdapter, verlRunName } from '../../../src/core/verl/metrics';
+import { importVerlRollouts, isVerlRolloutRow, stepSignals, verlRunDialect } from '../../../src/core/importers/verl-rollouts';
 
 const root = join(__dirname, '../../..');
 const FIX = join(root, 'test/fixtures/verl');
@@ -153,4 +153,35 @@ test('values that are not numbers are not charted (a string, a list); null stays
   const metrics = a.events(line, { all_wrong_groups: 0.5 }).find((e) => e.type === 'metrics') as Extract<TrainerEvent, { type: 'metrics' }>;
   assert.deepEqual(metrics.values, { 'actor/lr': 1e-6, 'actor/grad_norm': null, 'coa/all_wrong_groups': 0.5 });
   assert.ok(EventSchema.safeParse(metrics).success);
+});
+
+test('a verl run is named by its project/experiment path, a metrics.jsonl by its folder (not all "metrics")', () => {
+  // verl's FileLogger: $VERL_FILE_LOGGER_ROOT/<project>/<experiment>.jsonl
+  assert.equal(verlRunName('/work/logs/search-r1/qwen-grpo-7b.jsonl'), 'search-r1/qwen-grpo-7b');
+  // VERL_FILE_LOGGER_PATH=runs/<run>/metrics.jsonl, as docs/integrations.md suggests
+  const names = ['/w/runs/grpo-a/metrics.jsonl', '/w/runs/grpo-b/metrics.jsonl'].map(verlRunName);
+  assert.deepEqual(names, ['grpo-a', 'grpo-b']);
+  assert.equal(verlRunName('C:\\runs\\ppo-c\\metrics.jsonl'), 'ppo-c');
+  assert.equal(verlRunName('metrics.jsonl'), 'metrics');
+});
+
+test('a verl run has one dialect: answers that did not search stay in it (convert, notebook rows, coa stats)', (t) => {
+  const d = tmp(t);
+  const rows = readFileSync(join(DUMPS, '3.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const noSearch = (r: Record<string, unknown>) => ({ ...r, output: '<think> I know this one. </think>\n<answer> Genentech </answer>' });
+  // step 1: half the answers searched; step 2: none did (the prompt still teaches Search-R1's tags)
+  writeFileSync(join(d, '1.jsonl'), rows.map((r, i) => JSON.stringify(i % 2 ? noSearch(r) : r)).join('\n') + '\n');
+  writeFileSync(join(d, '2.jsonl'), rows.map((r) => JSON.stringify({ ...noSearch(r), step: 2 })).join('\n') + '\n');
+  for (const file of ['1.jsonl', '2.jsonl']) {
+    const { records } = importVerlRollouts(readFileSync(join(d, file), 'utf8'));
+    assert.deepEqual(new Set(records.map((r) => r.dialect)), new Set(['search-r1']), file);
+  }
+  assert.equal(verlRunDialect([{ input: 'plain question', output: '<answer> x </answer>' }]), 'coa');
+  const coa = (...args: string[]) => spawnSync(process.execPath, [join(root, 'bin/coa.js'), ...args], { cwd: root, encoding: 'utf8' });
+  const out = join(d, 'run.coa.jsonl');
+  const r = coa('convert', '--from', 'verl-rollouts', d, '-o', out);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /2 dump file\(s\); dialects search-r1 16;/);
+  const stats = JSON.parse(coa('stats', out, '--json').stdout) as { rows: { group: string; count: number }[] };
+  assert.deepEqual(stats.rows.filter((x) => x.group.startsWith('dialect=')).map((x) => [x.group, x.count]), [['dialect=search-r1', 16]]);
 });

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeNotebook, notebookToText, VERL_DUMP_READONLY } from '../../../src/extension/providers/notebook/codec';
 import { META_KEY, REWARD_MIME, type NotebookMeta, type RewardOutput } from '../../../src/extension/providers/notebook/cells';
-import { buildIndex, firstRecords } from '../../../src/extension/providers/browser/indexer';
+import { buildIndex, firstRecords, readOptions } from '../../../src/extension/providers/browser/indexer';
 import type { RecordSummary } from '../../../src/extension/providers/browser/summary';
 
 const DUMP = join(__dirname, '../../fixtures/verl/rollouts/3.jsonl');
@@ -36,4 +36,19 @@ test('the trajectory browser pages a verl dump: first page and full index agree,
   assert.deepEqual(all.map((r) => r.reward), rows.map((r) => r.score));
   assert.deepEqual(all.map((r) => r.step), rows.map(() => 3));
   assert.ok(all.every((r) => !r.error));
+});
+
+test('a dump opens in its run\'s dialect: an answer that did not search is not read as another dialect', async () => {
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const mixed = rows.map((r, i) => (i % 2 ? { ...r, output: '<think> I know this one. </think>\n<answer> Genentech </answer>' } : r));
+  const file = join(mkdtempSync(join(tmpdir(), 'coa-verl-dialect-')), '3.jsonl');
+  writeFileSync(file, mixed.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  const nb = decodeNotebook(readFileSync(file), { scheme: 'em' });
+  const headers = nb.cells.filter((c) => (c.metadata?.[META_KEY] as { kind?: string })?.kind === 'header');
+  assert.deepEqual(headers.map((h) => /· dialect ([a-z0-9-]+)/.exec(h.value)?.[1]), rows.map(() => 'search-r1'));
+  // the paged browser reads the dump with the same dialect
+  const { parse } = await readOptions(file);
+  const lines = readFileSync(file, 'utf8').trim().split('\n');
+  assert.deepEqual(lines.map((l, i) => (parse!(l, i + 1).record as { dialect?: string }).dialect), rows.map(() => 'search-r1'));
 });

@@ -3,7 +3,7 @@
 // editor (worker.ts); the same function runs in-process in tests and the benchmark.
 import { open } from 'node:fs/promises';
 import { JsonlEntry, readJsonl, type ReadOptions } from '../../../core/jsonl';
-import { looksLikeVerlDump, verlLineParser } from '../../../core/importers/verl-rollouts';
+import { dumpRow, looksLikeVerlDump, verlLineParser, verlRunDialect } from '../../../core/importers/verl-rollouts';
 import { RecordSummary, ScoreOptions, summarize, summarizeBatch } from './summary';
 
 export interface IndexOptions extends ScoreOptions {
@@ -41,7 +41,11 @@ export async function readOptions(path: string): Promise<ReadOptions> {
     const { bytesRead } = await fh.read(head, 0, head.length, 0);
     const text = head.toString('utf8', 0, bytesRead);
     const nl = text.indexOf('\n');
-    return looksLikeVerlDump(nl < 0 ? text : text.slice(0, nl)) ? { parse: verlLineParser() } : {};
+    if (!looksLikeVerlDump(nl < 0 ? text : text.slice(0, nl))) return {};
+    // one dialect for the dump (its run's), read off the whole lines of the head: an answer that did not search has
+    // no tag of its dialect
+    const lines = (bytesRead < head.length ? text : text.slice(0, text.lastIndexOf('\n'))).split('\n');
+    return { parse: verlLineParser(verlRunDialect(lines.map(dumpRow))) };
   } finally {
     await fh.close();
   }

@@ -5,7 +5,7 @@
 // here: coa_trainer.integrations.trl writes a CoA run directory (events.jsonl), which the panel already follows.
 import * as vscode from 'vscode';
 import { basename, dirname, relative, sep } from 'node:path';
-import { looksLikeVerlMetrics } from '../../../core/verl/metrics';
+import { looksLikeVerlMetrics, verlRunName } from '../../../core/verl/metrics';
 import { toolHealthUrlOf } from '../../../env/toolHealth';
 
 /** Where the workspace is not searched (dependencies, caches, our own run directories). */
@@ -93,7 +93,7 @@ export async function watchExternalRun(open: (source: vscode.Uri | VerlRunSource
   const [verl, coa, tensorboard] = await Promise.all([findVerlMetricsFiles(), vscode.workspace.findFiles('**/events.jsonl', EXCLUDE, 200), findTensorBoardRuns()]);
   type Item = vscode.QuickPickItem & { uri?: vscode.Uri; verl?: boolean };
   const items: Item[] = [
-    ...verl.map((uri) => ({ label: `$(graph) ${basename(uri.fsPath)}`, description: `verl metrics · ${vscode.workspace.asRelativePath(uri)}`, uri, verl: true })),
+    ...verl.map((uri) => ({ label: `$(graph) ${verlRunName(uri.fsPath)}`, description: `verl metrics · ${vscode.workspace.asRelativePath(uri)}`, uri, verl: true })),
     ...tensorboard.map((uri) => ({ label: `$(graph-line) ${basename(uri.fsPath)}`, description: `TensorBoard · ${vscode.workspace.asRelativePath(uri)}`, uri })),
     ...coa.map((uri) => ({ label: `$(pulse) ${basename(dirname(uri.fsPath))}`, description: `CoA events (CoA trainer or TRL callback) · ${vscode.workspace.asRelativePath(uri)}`, uri: vscode.Uri.file(dirname(uri.fsPath)) })),
     { label: '$(folder-opened) Browse…', description: 'a verl metrics .jsonl, a run directory holding events.jsonl, or a folder of TensorBoard event files' },

@@ -14,6 +14,7 @@ import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type P
 import type { RecordViews } from '../notebook/recordView';
 import { chunk, isSafeStageName, rolloutsOfStep } from './records';
 import { isVerlMetricsUri, type VerlRunSource } from './externalRuns';
+import { verlRunName } from '../../../core/verl/metrics';
 import { verlTail } from '../../../core/verl/runTail';
 import { verlStepItems } from '../../../core/importers/verl-rollouts';
 import { safeName } from '../notebook/recordFile';
@@ -52,7 +53,7 @@ function newRun(source: RunSource): FollowedRun {
   if (source instanceof vscode.Uri && !isVerlMetricsUri(source)) return { info: runInfo(source), dir: source, pending: [], reset: false };
   const verl: VerlRunSource = source instanceof vscode.Uri ? { metrics: source } : source;
   const info: LivePanelRun = { ...runInfo(verl.metrics), engine: 'verl', rolloutDir: verl.rolloutDir?.toString() };
-  info.label = info.label.replace(/\.jsonl$/, '');
+  info.label = verlRunName(verl.metrics.fsPath);
   return { info, dir: verl.metrics, verl, pending: [], reset: false };
 }
 

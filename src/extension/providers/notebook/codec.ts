@@ -2,7 +2,7 @@
 // step cells whose texts concatenate to its `response`; saving writes each record's original line back unless a
 // step changed, so unchanged records stay byte-identical, and bad lines, blank lines and line endings survive too.
 import { parseRecordLine } from '../../../core/jsonl';
-import { looksLikeVerlDump, verlLineParser } from '../../../core/importers/verl-rollouts';
+import { dumpRow, looksLikeVerlDump, verlLineParser, verlRunDialect } from '../../../core/importers/verl-rollouts';
 import { isQuestion, type RewardBreakdown, type TrajectoryRecord } from '../../../core/record';
 import { describeQuestions, summarizeQuestions, type QuestionSummary } from '../../../core/questionSummary';
 import { OtcState, RewardParams, describeFormula, formatOf, questionKey, scoreRecords } from '../../../core/rewards';
@@ -116,7 +116,8 @@ export function textToNotebook(text: string, options: DecodeOptions = {}): Noteb
   const { lines, trailer } = splitLines(text, options.within?.line);
   // A verl rollout dump (trainer.rollout_data_dir/<step>.jsonl) opens as it is: its rows read as records
   // (src/core/importers/verl-rollouts.ts), read-only since saving would have to write verl's row format back.
-  const verl = lines.length > 0 && looksLikeVerlDump(lines[0].raw) ? verlLineParser() : undefined;
+  // One dialect for the dump (its run's), not one per answer: an answer that did not search has no tag of its own.
+  const verl = lines.length > 0 && looksLikeVerlDump(lines[0].raw) ? verlLineParser(verlRunDialect(lines.map((l) => dumpRow(l.raw)))) : undefined;
   const parse = verl ?? parseRecordLine;
   const entries = lines.map((l) => ({ src: l, entry: parse(l.raw, l.line) }));
   const content = linesToNotebook(entries, trailer, options);

@@ -11,6 +11,7 @@ import type { LivePanels } from '../livePanel/register';
 import { workspaceRoot } from '../../workspace';
 import { dataFileNodes, dataNode, type DataNode } from './data';
 import { findTensorBoardRuns, findVerlMetricsFiles } from '../livePanel/externalRuns';
+import { verlRunName } from '../../../core/verl/metrics';
 
 /** A verl metrics file found in the workspace: a run CoA Studio did not start. */
 type VerlNode = { kind: 'verl'; id: string; uri: vscode.Uri };
@@ -69,7 +70,7 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
   getTreeItem(node: Node): vscode.TreeItem {
     if (node.kind === 'data' || node.kind === 'dataFile') return dataItem(node);
     if (node.kind === 'verl') {
-      const item = new vscode.TreeItem(node.uri.path.split('/').pop()!.replace(/\.jsonl$/, ''), vscode.TreeItemCollapsibleState.None);
+      const item = new vscode.TreeItem(verlRunName(node.uri.fsPath), vscode.TreeItemCollapsibleState.None);
       item.id = node.id;
       item.description = `verl · ${vscode.workspace.asRelativePath(node.uri)}`;
       item.tooltip = `verl metrics file (trainer.logger file): ${node.uri.fsPath}`;
