@@ -20,6 +20,7 @@ const entries = [
   ['webview/notebook-renderer/index.ts', 'dist/webview/notebook-renderer.js', { ...browser, format: 'esm' }], // notebook renderers are ES modules
   ['webview/live-panel/main.ts', 'dist/webview/live-panel.js', { ...browser, loader: { '.ttf': 'file' } }], // + live-panel.css, codicon font
   ['webview/compare/main.ts', 'dist/webview/compare.js', browser], // Compare runs
+  ['webview/group/main.ts', 'dist/webview/group.js', browser], // GRPO group view
 ];
 
 mkdirSync('dist', { recursive: true });

@@ -1,6 +1,6 @@
 // `coa validate --tokens`: each record's audit (src/core/tokenAudit.ts) with the tokenizer of the run the file belongs
 // to (src/replay/findTokenizer.ts), or --tokenizer; loaded once per tokenizer file.
-import { auditTokens, describeDivergence, type TokenCodec } from '../core/tokenAudit';
+import { auditTokens, codePointToUtf16, describeDivergence, type TokenCodec } from '../core/tokenAudit';
 import type { TrajectoryRecord } from '../core/record';
 import { findRunTokenizer, tokenizerFile } from '../replay/findTokenizer';
 import { Tokenizer, TokenizerError } from '../replay/tokenizer';
@@ -71,11 +71,4 @@ export class TokenAuditor {
   summary(): string {
     return `token audit: ${this.audited} records with tokens, ${this.drifted} with drift`;
   }
-}
-
-/** Offsets of tokens are in code points (Python's); the response's columns are UTF-16. */
-function codePointToUtf16(text: string, cp: number): number {
-  let i = 0;
-  for (let n = 0; n < cp && i < text.length; n++) i += text.codePointAt(i)! > 0xffff ? 2 : 1;
-  return i;
 }

@@ -89,3 +89,10 @@ export async function auditTokens(r: Pick<TrajectoryRecord, 'tokens'>, codec: To
 export function describeDivergence(d: Divergence & { where: string }): string {
   return `token ${d.index} ${JSON.stringify(d.text)}: stored [${d.stored.join(', ')}] ≠ re-tokenized [${d.retokenized.join(', ')}] — ${d.where}`;
 }
+
+/** A tokenizer's character offset (code points, as Python's offset_mapping) as a UTF-16 index into `text`. */
+export function codePointToUtf16(text: string, cp: number): number {
+  let i = 0;
+  for (let n = 0; n < cp && i < text.length; n++) i += text.codePointAt(i)! > 0xffff ? 2 : 1;
+  return i;
+}

@@ -7,6 +7,7 @@ import { openRecordCommand } from './providers/notebook/recordView';
 import { runSourceArg } from './providers/livePanel/register';
 import { chooseOverlays } from './providers/tokens/legend';
 import { compareRunsCommand } from './providers/compare/panel';
+import { openGroupCommand } from './providers/groups/panel';
 import { convertToTrajectories } from './providers/convert';
 import type { CollectRequest, TrainRequest } from './providers/train';
 import { cancelFromNode, deleteRun, exportOnnxFromNode, openRollouts, openRunPanel, resumeFromNode, revealRun } from './providers/runs';
@@ -43,6 +44,10 @@ export const COMMANDS = {
   'coaStudio.tokens.toggleLogprobs': async (ctx: Ctx) => void ctx.tokens.toggle('logprob'),
   'coaStudio.tokens.toggleAdvantages': async (ctx: Ctx) => void ctx.tokens.toggle('advantage'),
   'coaStudio.tokens.chooseOverlays': async (ctx: Ctx) => chooseOverlays(ctx.tokens),
+  // A record view's GRPO group (its step's G samples side by side), or { file, step, group? }.
+  'coaStudio.openGroup': async (ctx: Ctx, arg?: unknown) => openGroupCommand({ extensionUri: ctx.extension.extensionUri, records: ctx.records }, arg),
+  // Token ids of the notebook's records against their text re-tokenized with the run's tokenizer (COA106).
+  'coaStudio.auditTokens': async (ctx: Ctx) => void (await ctx.audits.auditActive()),
   'coaStudio.compareRuns': async (ctx: Ctx, a?: unknown, b?: unknown) => compareRunsCommand(ctx, a instanceof vscode.Uri ? a : undefined, b instanceof vscode.Uri ? b : undefined),
   'coaStudio.openLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.open(runSourceArg(runDir)),
   'coaStudio.addRunToLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.addRun(runSourceArg(runDir)),

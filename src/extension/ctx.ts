@@ -10,6 +10,7 @@ import type { RecordViews } from './providers/notebook/recordView';
 import type { Replay } from './providers/replay/controller';
 import type { RunsProvider } from './providers/runs';
 import type { TokenOverlays } from './providers/tokens/overlays';
+import type { TokenAudits } from './providers/tokens/audit';
 import type { TrainController } from './providers/train';
 
 export interface Ctx {
@@ -22,6 +23,8 @@ export interface Ctx {
   replay: Replay;
   /** Loss-mask / log-prob / advantage overlays. */
   tokens: TokenOverlays;
+  /** Token audits: stored ids against their text re-tokenized (COA106 diagnostics on step cells). */
+  audits: TokenAudits;
   /** Train Stage / Resume / Cancel, the process manager, the status bar. */
   train: TrainController;
   /** The Runs view (activity bar "CoA Studio"). */

@@ -9,6 +9,7 @@ import { registerTrajectoryNotebook } from './providers/notebook/register';
 import { registerLivePanel } from './providers/livePanel/register';
 import { registerReplay } from './providers/replay/controller';
 import { registerTokenOverlays } from './providers/tokens/overlays';
+import { registerTokenAudits } from './providers/tokens/audit';
 import { registerTrain } from './providers/train';
 import { registerRuns } from './providers/runs';
 import { registerConvertOffers } from './providers/convert';
@@ -32,6 +33,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     livePanels,
     replay: registerReplay(context, log, { records, train }), // replay NotebookControllers (ONNX checkpoint, onnxruntime-node)
     tokens: registerTokenOverlays(context), // loss-mask / log-prob / advantage overlays
+    audits: registerTokenAudits(context), // Audit Tokens: stored ids vs their text re-tokenized with the run's tokenizer
     train,
     runs: registerRuns(context, train), // the Runs view (activity bar "CoA Studio")
     records,

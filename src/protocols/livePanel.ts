@@ -54,13 +54,24 @@ export interface RolloutItem {
   toolCalls: number | null;
 }
 
+/** A record the reward-hacking scanners flagged at a step (the stage's flagged.coa.jsonl, src/core/scanners.ts). */
+export interface FlaggedItem {
+  id: string;
+  /** 0-based line in flagged.coa.jsonl and where its bytes are (a hint for the record view). */
+  line: number;
+  offset: number;
+  length: number;
+  rules: string[];
+  detail: string;
+}
+
 export type HostToPanel =
   | { type: 'events'; run: string; events: TrainerEvent[]; reset?: boolean }
   | { type: 'issues'; run: string; issues: TailIssue[] }
   | { type: 'addRun'; run: LivePanelRun }
   | { type: 'removeRun'; run: string }
   /** Answer to 'stepRollouts': the rollouts of one step (empty with `error` when there is no rollouts file). */
-  | { type: 'rollouts'; run: string; stage: string; step: number; items: RolloutItem[]; total: number; error?: string }
+  | { type: 'rollouts'; run: string; stage: string; step: number; items: RolloutItem[]; total: number; error?: string; flagged?: FlaggedItem[]; flaggedStep?: number }
   /** The tool health of the environment server a run searches through, polled by the host (error: unreachable). */
   | { type: 'toolHealth'; run: string; callers: Record<string, ToolHealthRow>; error?: string };
 
@@ -71,6 +82,8 @@ export type PanelToHost =
   | { type: 'addRun' }
   | { type: 'removeRun'; run: string }
   /** A point of a chart was clicked: list the rollouts the stage wrote at that step. */
-  | { type: 'stepRollouts'; run: string; stage: string; step: number }
+  | { type: 'stepRollouts'; run: string; stage: string; step: number; clicked?: number }
   /** Open one listed rollout (its line in the stage's rollouts file) in the record view. */
-  | { type: 'openRollout'; run: string; stage: string; id: string; line: number; offset?: number; length?: number };
+  | { type: 'openRollout'; run: string; stage: string; id: string; line: number; offset?: number; length?: number; file?: 'flagged' }
+  /** The GRPO groups of a step of a stage's rollouts (the group view beside the panel). */
+  | { type: 'openGroups'; run: string; stage: string; step: number };

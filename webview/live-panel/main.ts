@@ -13,6 +13,7 @@ import { TabCharts } from './charts';
 import { renderToolHealth, type ToolHealthState } from './toolHealth';
 import { RESULTS_TAB, renderAlerts, renderResults, renderRuns, renderSamples, renderStepRollouts, renderTabHead, renderTabs, type StepRollouts } from './lists';
 import { el, icon } from './dom';
+import { renderHistograms, renderStepDiagnostics, type StepDiagnostics } from './diagnostics';
 import type { HostToPanel, LivePanelInitialState, LivePanelSavedState, PanelToHost } from '../../src/protocols/livePanel';
 
 interface VsCodeApi {
@@ -65,6 +66,9 @@ const tabHeadEl = el('div', { id: 'tab-head' });
 const chartsEl = el('div', { id: 'charts' });
 const resultsEl = el('div', { id: 'results', hidden: '' });
 const stepRolloutsEl = el('div', { id: 'step-rollouts' });
+const stepDiagEl = el('div', { id: 'step-diagnostics' });
+const histogramsEl = el('section', { id: 'histograms', hidden: '' });
+const histogramStep: { step: number | null } = { step: null };
 const toolHealthEl = el('div', { id: 'tool-health', hidden: '' });
 /** Tool health per run, as the host last polled it. */
 const toolHealth = new Map<string, ToolHealthState>();
@@ -84,7 +88,7 @@ document.body.append(
   alertsEl,
   toolHealthEl,
   tabsEl,
-  el('main', {}, el('div', { class: 'tab-body' }, tabHeadEl, chartsEl, resultsEl), el('aside', {}, el('h2', {}, icon('list-selection'), ' Rollouts of a step'), stepRolloutsEl, el('h2', {}, icon('list-unordered'), ' Sampled rollouts'), samplesList)),
+  el('main', {}, el('div', { class: 'tab-body' }, tabHeadEl, chartsEl, histogramsEl, resultsEl), el('aside', {}, el('h2', {}, icon('list-selection'), ' Rollouts of a step'), stepRolloutsEl, stepDiagEl, el('h2', {}, icon('list-unordered'), ' Sampled rollouts'), samplesList)),
 );
 smoothingInput.value = String(smoothing);
 const showSmoothing = () => (smoothingValue.textContent = smoothing > 0 ? smoothing.toFixed(2) : 'off');
@@ -159,7 +163,9 @@ const host = {
     const step = model.rolloutStep(line.run, line.stage, clicked);
     stepQuery = { run: line.run, stage: line.stage, step, clicked };
     renderStepRollouts(stepRolloutsEl, model, stepQuery, openRollout);
-    vscode.postMessage({ type: 'stepRollouts', run: line.run, stage: line.stage, step });
+    stepDiag = { run: line.run, stage: line.stage, step: clicked, rolloutStep: step, rl: stageInfo(line.stage)?.kind === 'rl' && model.runs.get(line.run)?.info.engine === undefined };
+    drawStepDiagnostics();
+    vscode.postMessage({ type: 'stepRollouts', run: line.run, stage: line.stage, step, clicked });
   },
   hidden: isHidden,
   logScale,
@@ -190,6 +196,18 @@ function openRollout(item: { id: string; line: number; offset?: number; length?:
   vscode.postMessage({ type: 'openRollout', run: stepQuery.run, stage: stepQuery.stage, id: item.id, line: item.line, ...at });
 }
 renderStepRollouts(stepRolloutsEl, model, null, openRollout);
+let stepDiag: StepDiagnostics | null = null;
+function drawStepDiagnostics(): void {
+  renderStepDiagnostics(
+    stepDiagEl,
+    stepDiag,
+    () => stepDiag && vscode.postMessage({ type: 'openGroups', run: stepDiag.run, stage: stepDiag.stage, step: stepDiag.rolloutStep }),
+    (f) => stepDiag && vscode.postMessage({ type: 'openRollout', run: stepDiag.run, stage: stepDiag.stage, id: f.id, line: f.line, offset: f.offset, length: f.length, file: 'flagged' }),
+  );
+}
+function drawHistograms(): void {
+  renderHistograms(histogramsEl, model, shownTab && shownTab !== RESULTS_TAB ? model.lines(shownTab).filter((l) => !isHidden(l)) : [], histogramStep, drawHistograms);
+}
 
 // ---- render loop --------------------------------------------------------------------------------------------
 let renderTimer: ReturnType<typeof setTimeout> | undefined;
@@ -255,7 +273,8 @@ function draw(force: boolean): void {
   if (charts && (model.dirtyTabs.has(charts.tab) || force)) {
     charts.sync();
     charts.redraw();
-  }
+    drawHistograms();
+  } else if (!charts) drawHistograms();
   model.dirtyTabs.clear();
   if (model.listsChanged || force) {
     renderRuns(runsEl, model, (key) => vscode.postMessage({ type: 'removeRun', run: key }));
@@ -309,6 +328,10 @@ window.addEventListener('message', (ev: MessageEvent<HostToPanel>) => {
       if (stepQuery && stepQuery.run === msg.run && stepQuery.stage === msg.stage && stepQuery.step === msg.step) {
         stepQuery = { ...stepQuery, items: msg.items, total: msg.total, error: msg.error };
         renderStepRollouts(stepRolloutsEl, model, stepQuery, openRollout);
+        if (stepDiag && stepDiag.run === msg.run && stepDiag.stage === msg.stage) {
+          stepDiag = { ...stepDiag, flagged: msg.flagged ?? [] };
+          drawStepDiagnostics();
+        }
         // In a narrow panel the list sits below the charts: bring it into view.
         stepRolloutsEl.scrollIntoView({ block: 'nearest' });
       }

@@ -20,6 +20,14 @@ export interface StageData {
   status: 'running' | 'ok' | 'cancelled' | 'failed';
   /** Steps that sent a sampled rollout, ascending: the trainer writes the stage's rollouts file at the same steps. */
   sampledSteps: number[];
+  /** `histogram` events by name, ascending steps (the sampler/trainer log-prob difference of each logged step). */
+  histograms: Map<string, HistogramPoint[]>;
+}
+
+export interface HistogramPoint {
+  step: number;
+  edges: number[];
+  counts: number[];
 }
 
 export interface AlertItem {
@@ -69,6 +77,7 @@ export const GROUPS = [
   { id: 'policy', title: 'KL / entropy / clip / optimiser' },
   { id: 'throughput', title: 'Throughput' },
   { id: 'length', title: 'Lengths' },
+  { id: 'diagnostics', title: 'Diagnostics: zero-variance groups, sampler/trainer log-prob drift, reward-hacking scanners' },
   { id: 'validation', title: 'Validation' },
   { id: 'other', title: 'Other' },
 ] as const;
@@ -83,6 +92,7 @@ const has = (tokens: string[], words: string[]) => tokens.some((t) => words.some
  * `completions/*`, `clip_ratio/*`, `frac_reward_zero_std`; huggingface/trl trl/trainer/grpo_trainer.py).
  */
 const PREFIX_GROUPS: [RegExp, GroupId][] = [
+  [/^(zero_variance_groups|logprob_diff_|scan_)/, 'diagnostics'], // ours: the RL step's diagnostics (src/core/metrics.ts, scanners.ts)
   [/^critic\/(score|rewards|advantages|returns|values|vf_)/, 'loss'],
   [/^(rewards?|reward_std|frac_reward_zero_std)(\/|$)/, 'loss'],
   [/^(actor|critic|clip_ratio|entropy|kl|grad_norm|learning_rate)(\/|$)/, 'policy'],
@@ -113,6 +123,8 @@ const ALERT_WORDS: Record<string, string> = {
   reward_hacking: 'reward hacking',
   tool_failures: 'tool failures',
   nan_loss: 'NaN loss',
+  zero_variance_groups: 'zero-variance groups',
+  logprob_drift: 'sampler/trainer log-prob drift',
   other: 'other alert',
 };
 export const alertWords = (kind: string) => ALERT_WORDS[kind] ?? kind.replace(/_/g, ' ');
@@ -256,7 +268,7 @@ export class PanelModel {
   private stage(run: RunState, id: string): StageData {
     let s = run.stages.get(id);
     if (!s) {
-      s = { id, metrics: new Map(), maxStep: 0, status: 'running', sampledSteps: [] };
+      s = { id, metrics: new Map(), maxStep: 0, status: 'running', sampledSteps: [], histograms: new Map() };
       run.stages.set(id, s);
       if (!this.seenStages.has(id)) this.seenStages.set(id, this.seenStages.size);
       this.structureChanged = true;
@@ -355,6 +367,18 @@ export class PanelModel {
           break;
         case 'log':
           break;
+        case 'histogram': {
+          const s = this.touch(run, e.stage, e.step);
+          let h = s.histograms.get(e.name);
+          if (!h) s.histograms.set(e.name, (h = []));
+          const point = { step: e.step, edges: e.edges, counts: e.counts };
+          const i = h.findIndex((p) => p.step >= e.step);
+          if (i < 0) h.push(point);
+          else if (h[i].step === e.step) h[i] = point; // a resumed stage logging the step again
+          else h.splice(i, 0, point);
+          this.dirtyTabs.add(stageFamily(e.stage));
+          break;
+        }
       }
     }
   }

@@ -12,7 +12,7 @@ import type { TrainerEvent } from '../../../core/events';
 import { webviewHtml } from '../../webview/html';
 import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../protocols/livePanel';
 import type { RecordViews } from '../notebook/recordView';
-import { chunk, isSafeStageName, rolloutsOfStep } from './records';
+import { chunk, flaggedOfStep, isSafeStageName, rolloutsOfStep } from './records';
 import { isVerlMetricsUri, type VerlRunSource } from './externalRuns';
 import { verlRunName } from '../../../core/verl/metrics';
 import { verlTail } from '../../../core/verl/runTail';
@@ -69,6 +69,8 @@ function tailOf(run: FollowedRun): Tail {
 export interface LivePanelHost {
   records: RecordViews;
   addRun(): Promise<void>;
+  /** The GRPO group view of a step of a rollouts file (providers/groups). */
+  openGroups(file: vscode.Uri, step: number): Promise<unknown>;
 }
 
 const sourceKey = (source: RunSource) => (source instanceof vscode.Uri ? source : source.metrics).toString();
@@ -234,7 +236,10 @@ export class LivePanel implements vscode.Disposable {
         if (!run || !Number.isInteger(m.step)) return;
         const answer = run.info.engine === 'tensorboard' ? { items: [], total: 0, error: 'a TensorBoard run holds scalars only: no rollouts' }
           : run.verl ? await listVerlStep(run.verl, m.step) : await listStepRollouts(run.dir, m.stage, m.step);
-        this.post({ type: 'rollouts', run: m.run, stage: m.stage, step: m.step, ...answer });
+        // What the scanners flagged at the step clicked (written every step, not only where rollouts are sampled).
+        const flaggedStep = Number.isInteger(m.clicked) ? m.clicked! : m.step;
+        const flagged = run.verl || run.info.engine === 'tensorboard' ? undefined : await flaggedOfStep(flaggedFile(run.dir, m.stage).fsPath, flaggedStep);
+        this.post({ type: 'rollouts', run: m.run, stage: m.stage, step: m.step, ...answer, ...(flagged ? { flagged, flaggedStep } : {}) });
         return;
       }
       case 'openRollout': {
@@ -242,9 +247,15 @@ export class LivePanel implements vscode.Disposable {
         if (!run || !isSafeStageName(m.stage) || !Number.isInteger(m.line) || m.line < 0) return;
         const step = /^verl-(\d+)-\d+$/.exec(String(m.id))?.[1];
         if (run.verl && (!run.verl.rolloutDir || step === undefined)) return;
-        const file = run.verl ? vscode.Uri.joinPath(run.verl.rolloutDir!, `${step}.jsonl`) : rolloutsFile(run.dir, m.stage);
+        const file = run.verl ? vscode.Uri.joinPath(run.verl.rolloutDir!, `${step}.jsonl`) : m.file === 'flagged' ? flaggedFile(run.dir, m.stage) : rolloutsFile(run.dir, m.stage);
         // The record view, beside the panel (the charts stay in view), whatever the size of the rollouts file.
         await this.host.records.show({ file, line: m.line + 1, offset: m.offset, length: m.length }, { viewColumn: vscode.ViewColumn.Beside });
+        return;
+      }
+      case 'openGroups': {
+        const run = this.runs.get(m.run);
+        if (!run || run.verl || !isSafeStageName(m.stage) || !Number.isInteger(m.step)) return;
+        await this.host.openGroups(rolloutsFile(run.dir, m.stage), m.step);
         return;
       }
       case 'openSample': {
@@ -280,6 +291,7 @@ async function listVerlStep(verl: VerlRunSource, step: number): Promise<{ items:
 }
 
 const rolloutsFile = (runDir: vscode.Uri, stage: string) => vscode.Uri.joinPath(runDir, 'stages', stage, 'rollouts.coa.jsonl');
+const flaggedFile = (runDir: vscode.Uri, stage: string) => vscode.Uri.joinPath(runDir, 'stages', stage, 'flagged.coa.jsonl');
 
 /** The rollouts a stage wrote at one step, read line by line from its rollouts file (it may be large). */
 async function listStepRollouts(runDir: vscode.Uri, stage: string, step: number): Promise<{ items: RolloutItem[]; total: number; error?: string }> {

@@ -1,6 +1,9 @@
 // Finding a sampled rollout in a stage's rollouts file, and the few names the host accepts from the webview.
 // No vscode import: unit-tested directly.
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { isValidName } from '../../../core/names';
+import type { FlaggedItem } from '../../../protocols/livePanel';
 
 /** A stage name from the webview becomes a path segment: only plain names, never `..` or separators. */
 export function isSafeStageName(stage: string): boolean {
@@ -56,4 +59,35 @@ export async function rolloutsOfStep(lines: Iterable<string> | AsyncIterable<str
     items.push({ id: r.id, line, offset, length, question: typeof r.question === 'string' ? r.question : '', reward: num(r.reward?.total), toolCalls: num(r.reward?.tool_calls) });
   }
   return { items, total };
+}
+
+/**
+ * What the reward-hacking scanners flagged at `step`: the stage's flagged.coa.jsonl records (the trainer keeps a few
+ * examples per rule and step, findings in meta.scan), in file order. A missing file is an empty list: nothing flagged.
+ */
+export async function flaggedOfStep(file: string, step: number): Promise<FlaggedItem[]> {
+  const out: FlaggedItem[] = [];
+  let line = -1;
+  let next = 0;
+  try {
+    for await (const row of createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity })) {
+      line++;
+      const offset = next;
+      const length = Buffer.byteLength(row);
+      next += length + 1;
+      let r: { id?: unknown; meta?: { step?: unknown; scan?: { rule?: unknown; detail?: unknown }[] } };
+      try {
+        r = JSON.parse(row);
+      } catch {
+        continue;
+      }
+      if (r?.meta?.step !== step || typeof r.id !== 'string') continue;
+      const scan = Array.isArray(r.meta.scan) ? r.meta.scan : [];
+      out.push({ id: r.id, line, offset, length, rules: scan.map((f) => String(f.rule)), detail: scan.map((f) => String(f.detail)).join('; ') });
+    }
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
+  return out;
 }

@@ -7,6 +7,7 @@ import { LIVE_PANEL_VIEW_TYPE, type LivePanelSavedState } from '../../../protoco
 import type { RecordViews } from '../notebook/recordView';
 import { DEFAULT_SMOOTHING, LivePanel, type RunSource } from './panel';
 import { findRolloutDir, isVerlMetricsUri, watchExternalRun } from './externalRuns';
+import { openGroupView } from '../groups/panel';
 
 /** The open live panels (one per run set) and the one last focused, which "Compare Run" adds to. */
 export class LivePanels implements vscode.Disposable {
@@ -20,7 +21,11 @@ export class LivePanels implements vscode.Disposable {
   ) {}
 
   adopt(panel: vscode.WebviewPanel): LivePanel {
-    const lp = new LivePanel(panel, this.extensionUri, this.log, { records: this.records, addRun: () => this.addRun() });
+    const lp = new LivePanel(panel, this.extensionUri, this.log, {
+      records: this.records,
+      addRun: () => this.addRun(),
+      openGroups: (file, step) => openGroupView({ extensionUri: this.extensionUri, records: this.records }, { file, step }),
+    });
     this.panels.add(lp);
     this.active = lp;
     panel.onDidChangeViewState((e) => e.webviewPanel.active && (this.active = lp));
