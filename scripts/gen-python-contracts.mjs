@@ -25,6 +25,8 @@ const MODULES = [
   { module: 'stage_info.py', schema: 'python/stage-info.schema.json', source: 'src/core/stages.ts (StageInfoSchema)' },
   { module: 'env_protocol.py', schema: 'python/env-protocol.schema.json', source: 'src/env/protocol.ts (ENV_PROTOCOL_PARTS)' },
   { module: 'agent_metric.py', schema: 'python/agent-metric.schema.json', source: 'src/core/metrics.ts (AGENT_METRICS)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },
+  { module: 'boundary_class.py', schema: 'python/boundary-class.schema.json', source: 'src/core/boundaryClasses.ts (BOUNDARY_CLASSES)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },
+  { module: 'boundary_metric.py', schema: 'python/boundary-metric.schema.json', source: 'src/core/metrics.ts (BOUNDARY_METRICS)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },
   { module: 'error_code.py', schema: 'python/error-code.schema.json', source: 'src/core/events.ts (TRAINER_ERRORS)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },
 ];
 // Fixed options: the output must not depend on the machine (no timestamp, the built-in formatter only).

@@ -15,6 +15,7 @@
 //   schemas/histograms.json         the bin edges of the step histograms (src/core/metrics.ts HISTOGRAMS)
 //   schemas/rewards.json            the reward schemes, and those that need a question's whole group (src/core/rewards.ts)
 //   schemas/config-paths.json       the run config's path fields, resolved against the config file (src/core/data/paths.ts)
+//   schemas/boundary-report.schema.json  the search boundary meter's report file (src/core/boundary.ts)
 //   schemas/python/*.schema.json    the same contracts shaped for the generated Python classes (gen-python-contracts.mjs)
 // Usage: node dist/gen-schemas.js [outDir]   (default: ./schemas, relative to the working directory)
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -32,10 +33,11 @@ import { STOPWORDS } from '../src/env/tokenize';
 import { ENV_PROTOCOL_PARTS } from '../src/env/protocol';
 import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE, StageInfoSchema } from '../src/core/stages';
 import { NAME_RULE } from '../src/core/names';
-import { AGENT_METRICS, AGENT_METRIC_NAMES, HISTOGRAMS } from '../src/core/metrics';
+import { AGENT_METRICS, AGENT_METRIC_NAMES, BOUNDARY_METRIC_NAMES, HISTOGRAMS } from '../src/core/metrics';
 import { SCHEMES } from '../src/core/record';
 import { GROUP_SCHEMES } from '../src/core/rewards';
 import { CONFIG_COMMAND_FIELDS, CONFIG_LEGACY_DEFAULTS, CONFIG_PATH_FIELDS } from '../src/core/data/paths';
+import { BOUNDARY_CLASS_NAMES, BoundaryReportSchema } from '../src/core/boundary';
 
 const outDir = resolve(process.argv[2] ?? 'schemas');
 mkdirSync(outDir, { recursive: true });
@@ -173,6 +175,9 @@ const files: [string, unknown][] = [
   ['python/env-protocol.schema.json', envProtocol],
   ['python/agent-metric.schema.json', { title: 'AgentMetric', description: 'An agent metric of graded trajectories (src/core/metrics.ts AGENT_METRICS).', type: 'string', enum: AGENT_METRIC_NAMES }],
   ['python/stage-info.schema.json', { ...z.toJSONSchema(StageInfoSchema, { io: 'output', target: 'draft-2020-12' }), title: 'StageInfo' }],
+  ['boundary-report.schema.json', { ...z.toJSONSchema(BoundaryReportSchema, { io: 'output', target: 'draft-2020-12' }), title: 'Search boundary report' }],
+  ['python/boundary-class.schema.json', { title: 'BoundaryClass', description: 'A question\'s class by the search boundary meter (src/core/boundaryClasses.ts BOUNDARY_CLASSES).', type: 'string', enum: BOUNDARY_CLASS_NAMES }],
+  ['python/boundary-metric.schema.json', { title: 'BoundaryMetric', description: 'A metric of the search boundary meter run inside RL (src/core/metrics.ts BOUNDARY_METRICS).', type: 'string', enum: BOUNDARY_METRIC_NAMES }],
   ['python/error-code.schema.json', { title: 'ErrorCode', description: 'What stopped a trainer command (src/core/events.ts TRAINER_ERRORS).', type: 'string', enum: TRAINER_ERROR_CODES }],
 ];
 mkdirSync(join(outDir, 'python'), { recursive: true });

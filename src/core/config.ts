@@ -164,6 +164,11 @@ const rlStage = (steps: number, simulated: number) =>
         .default({ scheme: 'autocoa', params: {} }),
       heldout_every: int().nonnegative().default(10).describe('Greedy dev EM every N steps (reward-hacking alert; 0: never).'),
       heldout_limit: posInt().default(32).describe('Dev questions in that check.'),
+      boundary_every: int()
+        .nonnegative()
+        .default(16)
+        .describe('Search boundary meter every N steps on a fixed sample of dev questions: over-/under-search rates, closed-book EM and TC against the estimated minimum, logged as boundary_* metrics beside reward and TC (0: never).'),
+      boundary_sample: posInt().default(32).describe('Dev questions in the boundary meter\'s fixed sample (drawn once with the run seed).'),
       alerts: AlertThresholdsSchema.default(DEFAULT_ALERT_THRESHOLDS), // the rules' own thresholds (src/core/alerts.ts)
     })
     .strict();

@@ -37,3 +37,18 @@ export const AGENT_METRIC_NAMES = Object.keys(AGENT_METRICS) as [AgentMetric, ..
 export const HISTOGRAMS = {
   logprob_diff: { edges: [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1], meaning: '|sampler − trainer| log-prob per trained token, before the step\'s first update' },
 } as const;
+
+// The search boundary meter run inside RL (every `boundary_every` steps on a fixed sample of dev questions:
+// coa_trainer/evaluation/boundary.py, classes in ./boundary.ts), logged with the step's metrics so the live panel
+// plots them beside reward and TC. The trainer gets the names as a generated enum (contracts/boundary_metric.py).
+export const BOUNDARY_METRICS = {
+  boundary_over_search: 'share of the sample questions classed over-search (right with search refused, searched anyway)',
+  boundary_under_search: 'share of the sample questions classed under-search (wrong both ways, right with one more search)',
+  boundary_em_closed_book: 'EM of the sample with search refused (the model writes its own observations)',
+  boundary_tc: 'tool calls per question of the sample with search (greedy)',
+  boundary_min_tc: 'estimated fewest tool calls per question, over the sample questions where one is known',
+  boundary_tc_over_min: 'tool calls minus that minimum per question, over the same questions',
+  boundary_s: 'seconds the meter took at this step (its cost to the stage)',
+} as const;
+export type BoundaryMetric = keyof typeof BOUNDARY_METRICS;
+export const BOUNDARY_METRIC_NAMES = Object.keys(BOUNDARY_METRICS) as [BoundaryMetric, ...BoundaryMetric[]];

@@ -685,6 +685,14 @@ class RlStage(BaseModel):
     """
     Dev questions in that check.
     """
+    boundary_every: int
+    """
+    Search boundary meter every N steps on a fixed sample of dev questions: over-/under-search rates, closed-book EM and TC against the estimated minimum, logged as boundary_* metrics beside reward and TC (0: never).
+    """
+    boundary_sample: int
+    """
+    Dev questions in the boundary meter's fixed sample (drawn once with the run seed).
+    """
     alerts: AlertThresholds = Field(..., title="AlertThresholds")
 
 
