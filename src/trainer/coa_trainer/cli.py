@@ -1,5 +1,5 @@
-"""Command line: `train`, `eval`, `export-onnx`, `pipeline`, `data`. Heavy imports (torch) happen inside the commands
-so --help is fast."""
+"""Command line: `train`, `eval`, `boundary`, `export-onnx`, `pipeline`, `data`. Heavy imports (torch) happen inside
+the commands so --help is fast."""
 
 from __future__ import annotations
 
@@ -91,6 +91,26 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
     ev.add_argument("--env-token", default=None, help=TOKEN_FLAG_HELP)
     add_overrides(ev)
+
+    bnd = sub.add_parser("boundary", help="search boundary meter: over-/under-search and the fewest tool calls per "
+                         "question, from the checkpoint's own rollouts with search refused and allowed")
+    bnd.add_argument("--config", required=True, help="run config JSON (the stage's, e.g. runs/<id>/pipeline/rl2.run.json)")
+    bnd.add_argument("--run-dir", required=True)
+    bnd.add_argument("--stage", default=None, help="a finished stage of the run (its final model), e.g. rl2 or rl2-otc "
+                     "(default: the latest finished stage)")
+    bnd.add_argument("--model", default=None, help="a model directory instead of a stage of the run")
+    bnd.add_argument("--split", choices=("train", "rl", "dev", "test"), default="test")
+    bnd.add_argument("--questions", default=None, help="a question file to measure instead of the run's split (verl "
+                     "parquet, FlashRAG/Search-R1 JSONL or *.coa.jsonl with golden answers), searched in the run's corpus")
+    bnd.add_argument("--limit", type=int, default=None, help="questions at most (the first N)")
+    bnd.add_argument("--samples", type=int, default=1, help="1: greedy (default); k > 1: k samples each way at "
+                     "--temperature, classes by majority")
+    bnd.add_argument("--temperature", type=float, default=1.0)
+    bnd.add_argument("--seed", type=int, default=None, help="sampling seed (default: the run's seed)")
+    bnd.add_argument("--no-truth", action="store_true", help="skip the embedded benchmark's fact-by-fact ground truth")
+    bnd.add_argument("-o", "--out", default=None, help="report path (default: <run>/eval/boundary-<stage>-<split>.json)")
+    bnd.add_argument("--env-url", default=None, help="use a running env server instead of starting one")
+    bnd.add_argument("--env-token", default=None, help=TOKEN_FLAG_HELP)
 
     onnx = sub.add_parser("export-onnx", help="export an HF model dir to ONNX with KV cache, for the editor's replay")
     onnx.add_argument("--checkpoint", required=True, help="HF model directory, e.g. runs/<id>/stages/<stage>/final")
@@ -188,6 +208,7 @@ def cancelled_at_startup(args: argparse.Namespace) -> int:
 COMMAND_HANDLERS = {
     "train": ("stages.train", "train_command"),
     "eval": ("evaluation.agent", "eval_command"),
+    "boundary": ("evaluation.boundary_command", "boundary_command"),
     "export-onnx": ("model.export_onnx", "export_command"),
     "pipeline": ("pipeline.command", "pipeline_command"),
     "collect": ("stages.collect", "collect_command"),

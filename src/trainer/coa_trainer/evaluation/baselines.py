@@ -110,7 +110,7 @@ def _answer_where_refused(model: Any, tok: Any, config: RunConfig, rt: Any, io: 
         return
     opened = encode_text(tok, f" {t.answer_open}")[0]
     for k in refused:
-        keep = _prefix_through(tok, bodies[k], t.think_close)
+        keep = prefix_through(tok, bodies[k], t.think_close)
         bodies[k] = bodies[k][:keep] + opened
         masks[k] = masks[k][:keep] + [0] * len(opened)
     answers = eval_rollout(model, tok, config, [prompts[k] + bodies[k] for k in refused], None, rt, io)
@@ -120,15 +120,15 @@ def _answer_where_refused(model: Any, tok: Any, config: RunConfig, rt: Any, io: 
         text = tok.decode(tr.ids, skip_special_tokens=False)
         first = min(((text.find(x), x) for x in tag_texts if x in text), default=(-1, ""))
         if first[1] == t.answer_close:
-            end, closed = _prefix_through(tok, tr.ids, t.answer_close, first=True), []
+            end, closed = prefix_through(tok, tr.ids, t.answer_close, first=True), []
         else:
-            end = _prefix_before(tok, tr.ids, first[0]) if first[0] >= 0 else len(tr.ids)
+            end = prefix_before(tok, tr.ids, first[0]) if first[0] >= 0 else len(tr.ids)
             closed = encode_text(tok, f" {t.answer_close}")[0]
         bodies[k] += tr.ids[:end] + closed
         masks[k] += tr.loss_mask[:end] + [0] * len(closed)
 
 
-def _prefix_through(tok: Any, ids: list[int], tag: str, first: bool = False) -> int:
+def prefix_through(tok: Any, ids: list[int], tag: str, first: bool = False) -> int:
     """How many of `ids` it takes to include the last (or first) `tag` of their decoding; 0 when it is absent.
     Special-token tags are one id; BPE text tags may span several."""
     text = tok.decode(ids, skip_special_tokens=False)
@@ -139,7 +139,7 @@ def _prefix_through(tok: Any, ids: list[int], tag: str, first: bool = False) -> 
     return next(n for n in range(len(ids) + 1) if len(tok.decode(ids[:n], skip_special_tokens=False)) >= need)
 
 
-def _prefix_before(tok: Any, ids: list[int], pos: int) -> int:
+def prefix_before(tok: Any, ids: list[int], pos: int) -> int:
     """The most of `ids` whose decoding ends at or before character `pos`."""
     n = 0
     while n < len(ids) and len(tok.decode(ids[:n + 1], skip_special_tokens=False)) <= pos:

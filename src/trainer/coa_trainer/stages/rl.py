@@ -32,6 +32,9 @@ from ..base.runlayout import corpus_path, stage_dir
 from ..contracts.schemas import histogram_edges
 from ..contracts.run_config import RlStage, RunConfig
 from ..data.userdata import golden, question_meta
+from ..contracts.boundary_metric import BoundaryMetric
+from ..evaluation.boundary import Meter, fixed_sample
+from ..evaluation.boundary_report import live_metrics, summarise
 from .setup import StageRun
 
 
@@ -187,6 +190,9 @@ class GrpoSteps:
             raise StageError(f"stages.{run.stage}.question_split is {scfg.question_split!r} but that split has no "
                              f"questions ({hint})", "bad_config")
         self.has_dev = bool(self.source.split("dev"))
+        # the search boundary meter's fixed sample: the same dev questions at every measured step
+        self.boundary_qs = fixed_sample(self.source.split("dev"), scfg.boundary_sample, config.seed) \
+            if scfg.boundary_every else []
         self.max_len = resolve_max_len(scfg.max_len, None, model_context(run.policy))
         every = -(-len(train_qs) // 2000)  # a large question set is measured on an even sample of 2,000 prompts
         measured = train_qs[::every]
@@ -312,6 +318,8 @@ class GrpoSteps:
                                             run=run.writer.run, stage=self.label, io=run.io)
                     values["heldout_em"] = hm["em"]
                     self.monitor.observe_heldout(float(hm["em"] or 0.0))
+        if self.boundary_qs and done % scfg.boundary_every == 0:
+            values.update(self.boundary(tok))
         self.last = list(zip(owners, trajs, adv, breakdowns, meta))
         if scan and di.rank == 0:
             self.write_flagged(scan, owners, trajs, adv, breakdowns, meta)
@@ -346,6 +354,18 @@ class GrpoSteps:
             self.sdir.mkdir(parents=True, exist_ok=True)
             with open(self.sdir / "flagged.coa.jsonl", "a", encoding="utf-8") as fh:
                 fh.writelines(out)
+
+    def boundary(self, tok: Any) -> dict[str, float | None]:
+        """The search boundary meter on the fixed dev sample (greedy: it draws nothing from any generator, so the
+        training that follows is the same with or without it); rank 0 measures, as the held-out check does."""
+        run = self.run
+        with run.gathered():
+            if run.di.rank != 0:
+                return {}
+            t0 = time.time()
+            meter = Meter(run.policy, tok, self.config, run.rt, self.env, io=run.io)
+            values = live_metrics(summarise(meter.measure(self.boundary_qs)))
+            return {**values, BoundaryMetric.boundary_s.value: time.time() - t0}
 
     def alerts(self, step: int, values: dict) -> list[Any]:
         return self.monitor.update(step, values)

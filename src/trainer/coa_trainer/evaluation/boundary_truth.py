@@ -1,0 +1,63 @@
+"""Ground truth for the search boundary meter on the embedded benchmark, where every question's facts are known: each
+fact of a question (its hops, on the true chain of entities) is asked alone, as the benchmark's single-hop question
+about it, closed-book, of the same checkpoint. A question needs a search for each fact the checkpoint does not answer;
+that count is its true minimum, and its true class follows from it with the checkpoint's own search-allowed run:
+
+- minimum 0 → no-search or over-search (whether that run searched);
+- minimum > 0 → needed-search when that run was right; when it was wrong, under-search if it made fewer searches
+  than the minimum (a search it needed was never made), else unreachable.
+
+The benchmark's own optimum (`optimal_tool_calls`: hops about entities not in the pretraining text) is what a model
+that remembered exactly its pretraining would need; the checkpoint's truth is what *this* model needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..data.benchmark import RELATIONS, Benchmark, Question
+from .boundary import Meter, Outcome, classify, majority
+
+
+def fact_questions(q: Question) -> list[Question]:
+    """One single-hop question per hop of `q`, about the hop's true subject (the benchmark's question template)."""
+    return [Question(f"{q.id}/fact{i}", RELATIONS[h.relation][3].format(s=h.subject), h.object, h.relation, [h],
+                     q.split) for i, h in enumerate(q.hops)]
+
+
+def truth_rows(meter: Meter, bench: Benchmark, questions: list[Question], outcomes: list[Outcome]) -> list[dict]:
+    """Each question's true minimum and class (module docstring), greedy closed-book fact by fact."""
+    del bench  # the questions carry their hops; kept in the signature so callers pass the benchmark they measured
+    facts = [fact_questions(q) for q in questions]
+    flat = [f for fs in facts for f in fs]
+    answered = iter(t.right for t in meter.trials(flat, real=False))
+    out = []
+    for q, fs, o in zip(questions, facts, outcomes):
+        known = [next(answered) for _ in fs]
+        need = sum(not k for k in known)
+        right, searched = majority(o.right), majority(o.searched)
+        cls = classify(need == 0, right, searched, o.tool_calls < need)
+        out.append({"class": cls, "min_calls": need, "facts_known": known, "optimal": q.optimal_tool_calls})
+    return out
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def agreement(outcomes: list[Outcome], truth: list[dict[str, Any]]) -> dict[str, Any]:
+    """How the meter agrees with the truth (src/core/boundary.ts BoundaryTruthSchema)."""
+    pairs = list(zip(outcomes, truth))
+    known = [(o, t) for o, t in pairs if o.min_calls is not None]
+    confusion: dict[str, dict[str, int]] = {}
+    for o, t in pairs:
+        row = confusion.setdefault(t["class"], {})
+        row[o.cls] = row.get(o.cls, 0) + 1
+    return {
+        "class_agreement": _mean([float(o.cls == t["class"]) for o, t in pairs]),
+        "min_tc_meter": _mean([float(o.min_calls) for o, _ in known if o.min_calls is not None]),
+        "min_tc_truth": _mean([float(t["min_calls"]) for _, t in known]),
+        "min_tc_truth_all": _mean([float(t["min_calls"]) for t in truth]),
+        "optimal_tc": _mean([float(t["optimal"]) for t in truth if t["optimal"] is not None]),
+        "optimal_tc_same": _mean([float(t["optimal"]) for _, t in known if t["optimal"] is not None]),
+        "confusion": confusion,
+    }
