@@ -21,6 +21,7 @@ const entries = [
   ['webview/live-panel/main.ts', 'dist/webview/live-panel.js', { ...browser, loader: { '.ttf': 'file' } }], // + live-panel.css, codicon font
   ['webview/compare/main.ts', 'dist/webview/compare.js', browser], // Compare runs
   ['webview/group/main.ts', 'dist/webview/group.js', browser], // GRPO group view
+  ['webview/boundary/main.ts', 'dist/webview/boundary.js', browser], // Show Search Boundary
 ];
 
 mkdirSync('dist', { recursive: true });

@@ -8,6 +8,7 @@ import { runSourceArg } from './providers/livePanel/register';
 import { chooseOverlays } from './providers/tokens/legend';
 import { compareRunsCommand } from './providers/compare/panel';
 import { openGroupCommand } from './providers/groups/panel';
+import { showSearchBoundary } from './providers/boundary/panel';
 import { convertToTrajectories } from './providers/convert';
 import type { CollectRequest, TrainRequest } from './providers/train';
 import { cancelFromNode, deleteRun, exportOnnxFromNode, openRollouts, openRunPanel, resumeFromNode, revealRun } from './providers/runs';
@@ -49,6 +50,8 @@ export const COMMANDS = {
   // Token ids of the notebook's records against their text re-tokenized with the run's tokenizer (COA106).
   'coaStudio.auditTokens': async (ctx: Ctx) => void (await ctx.audits.auditActive()),
   'coaStudio.compareRuns': async (ctx: Ctx, a?: unknown, b?: unknown) => compareRunsCommand(ctx, a instanceof vscode.Uri ? a : undefined, b instanceof vscode.Uri ? b : undefined),
+  // A search boundary report (python -m coa_trainer boundary): given, the active file's, or picked in the workspace.
+  'coaStudio.showSearchBoundary': async (ctx: Ctx, report?: unknown) => showSearchBoundary(ctx.extension, ctx.log, report),
   'coaStudio.openLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.open(runSourceArg(runDir)),
   'coaStudio.addRunToLivePanel': async (ctx: Ctx, runDir?: unknown) => ctx.livePanels.addRun(runSourceArg(runDir)),
   // Runs CoA Studio did not start (verl metrics files, TRL runs written by our callback).

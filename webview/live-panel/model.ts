@@ -100,6 +100,9 @@ const PREFIX_GROUPS: [RegExp, GroupId][] = [
   [/^(num_turns|tool_call_counts|agent_loop|tools|coa|completions)\//, 'agent'],
   [/^(perf|timing_s|timing_per_token_ms)\//, 'throughput'],
   [/^(val-core|val-aux)\//, 'validation'],
+  // the search boundary meter's rates inside RL (src/core/metrics.ts BOUNDARY_METRICS) beside TC; its TC, EM and
+  // seconds go where their words put them
+  [/^boundary_(over|under)_search$/, 'agent'],
 ];
 
 /** Which chart group a metric name belongs to (known namespaces first, then by its `_`/`/`/`.`-separated words). */
