@@ -17,7 +17,7 @@ export const BoundarySummarySchema = z
     classes: z.record(z.enum(BOUNDARY_CLASS_NAMES), count),
     over_search_rate: share.nullable(),
     under_search_rate: share.nullable(),
-    em_closed_book: share.nullable().describe('EM with search refused (the model writes its own observations)'),
+    em_closed_book: share.nullable().describe('EM with search refused (each query answered by the model itself, asked it alone)'),
     em: share.nullable().describe('EM with search'),
     tc: mean.describe('tool calls per question with search'),
     min_tc: mean.describe('estimated fewest tool calls per question, over the questions where one is known'),

@@ -44,7 +44,7 @@ export const HISTOGRAMS = {
 export const BOUNDARY_METRICS = {
   boundary_over_search: 'share of the sample questions classed over-search (right with search refused, searched anyway)',
   boundary_under_search: 'share of the sample questions classed under-search (wrong both ways, right with one more search)',
-  boundary_em_closed_book: 'EM of the sample with search refused (the model writes its own observations)',
+  boundary_em_closed_book: 'EM of the sample with search refused (each query answered by the model itself, asked it alone)',
   boundary_tc: 'tool calls per question of the sample with search (greedy)',
   boundary_min_tc: 'estimated fewest tool calls per question, over the sample questions where one is known',
   boundary_tc_over_min: 'tool calls minus that minimum per question, over the same questions',

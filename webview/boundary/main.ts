@@ -88,7 +88,7 @@ function summaryTable(s: BoundaryPageState): HTMLElement {
   const rows: [string, string, string][] = [
     ['over-search rate', pct(m.over_search_rate), 'right with search refused, searched anyway'],
     ['under-search rate', pct(m.under_search_rate), 'wrong both ways, right with one more search'],
-    ['EM with search refused', num(m.em_closed_book), 'the model writes its own observations'],
+    ['EM with search refused', num(m.em_closed_book), 'each query answered by the model itself, asked it alone'],
     ['EM with search', num(m.em), ''],
     ['TC', num(m.tc), 'tool calls per question with search'],
     ['estimated minimum TC', num(m.min_tc), `over the ${m.min_tc_questions} questions with a known minimum`],
