@@ -16,18 +16,18 @@ from ..base.errors import report_failure
 
 def _questions(config: Any, run_dir: Path, args: Any) -> tuple[Any, list[Any], bool]:
     """(the question source, the questions to measure, whether they are the embedded benchmark's)."""
+    from ..base.config import config_dict, validate_config
     from ..base.runlayout import data_dir
-    from ..contracts.run_config import DataConfig, QuestionFiles
     from ..data.benchmark import ensure_benchmark_files
     from ..data.userdata import DataError, UserData
 
     if args.questions:
-        files = {"train": None, "dev": None, "test": None, args.split: str(Path(args.questions).resolve())}
         if args.split == "rl":
             raise DataError("--questions is measured as its own split: use --split train, dev or test with it")
-        data = (config.data.model_copy(update={"questions": QuestionFiles(**files)}) if config.data is not None else
-                DataConfig(questions=QuestionFiles(**files), sft=[], sft1_pairs=None, corpus=None, strict_ids=False))
-        source = UserData(config.model_copy(update={"data": data}), data_dir(config, run_dir) / "prepared")
+        # the run's config with its data section's questions replaced (corpus and the rest kept; defaults from the core)
+        raw = config_dict(config)
+        raw["data"] = {**(raw.get("data") or {}), "questions": {args.split: str(Path(args.questions).resolve())}}
+        source = UserData(validate_config(raw, "--questions"), data_dir(config, run_dir) / "prepared")
         embedded = False
     elif config.data is not None:
         source, embedded = UserData(config, data_dir(config, run_dir) / "prepared"), False
