@@ -7,7 +7,8 @@
 //   schemas/codes.json              format rule codes (src/core/codes.ts), with the tool-call codes marked
 //   schemas/search.json             the search tool's stop words (src/env/tokenize.ts): benchmark names avoid them
 //   schemas/stages.json             the stage table, the whole-pipeline entry and the results table's settings
-// dialects.json also carries `tokenizer_words`: the words observation layouts and answer syntax write themselves
+// dialects.json also carries `question_markers` (where a dataset prompt's question starts, src/core/importers/verl-parquet.ts)
+// and `tokenizer_words`: the words observation layouts and answer syntax write themselves
 // (src/env/observations.ts layoutWords), which the embedded tokenizer's vocabulary includes.
 //   schemas/names.json              the naming rule of run ids, stages and labels (src/core/names.ts)
 //   schemas/errors.json             the trainer's error codes and exit statuses (src/core/events.ts TRAINER_ERRORS)
@@ -35,6 +36,7 @@ import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE, StageInfoSchema } from '..
 import { NAME_RULE } from '../src/core/names';
 import { AGENT_METRICS, AGENT_METRIC_NAMES, BOUNDARY_METRIC_NAMES, HISTOGRAMS } from '../src/core/metrics';
 import { SCHEMES } from '../src/core/record';
+import { QUESTION_MARKERS } from '../src/core/importers/verl-parquet';
 import { GROUP_SCHEMES } from '../src/core/rewards';
 import { CONFIG_COMMAND_FIELDS, CONFIG_LEGACY_DEFAULTS, CONFIG_PATH_FIELDS } from '../src/core/data/paths';
 import { BOUNDARY_CLASS_NAMES, BoundaryReportSchema } from '../src/core/boundary';
@@ -73,7 +75,7 @@ function boundedNumbers<T extends Record<string, unknown>>(schema: T): T {
   return schema;
 }
 const tokenizerWords = [...new Set([...layoutWords(DIALECT_NAMES), ...(BOXED_OPEN.match(/[a-z]+/g) ?? [])])].sort();
-const dialects = { dialects: DIALECTS, names: DIALECT_NAMES, default_tools: DEFAULT_TOOLS, all_tags: allTags(), tokenizer_words: tokenizerWords };
+const dialects = { dialects: DIALECTS, names: DIALECT_NAMES, default_tools: DEFAULT_TOOLS, all_tags: allTags(), tokenizer_words: tokenizerWords, question_markers: QUESTION_MARKERS };
 // io: 'input' — what a reader accepts (zod keeps unknown keys out of the parsed value but does not reject them).
 const draft = { io: 'input', target: 'draft-2020-12' } as const;
 const events = {

@@ -4,8 +4,9 @@ import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { IdOptions, planIds, rowSource, withPlannedId } from '../data/ids';
 import type { TrajectoryRecord } from '../record';
 
-// Markers after which the question follows, in the prompts of the datasets we know.
-const QUESTION_MARKERS = [
+// Markers after which the question follows, in the prompts of the datasets we know (also in schemas/dialects.json
+// `question_markers`, for the TRL hook's questions).
+export const QUESTION_MARKERS = [
   "Now, please answer the user's question below:", // AutoCoA
   'Question:', // Search-R1 / FlashRAG templates
 ];

@@ -50,8 +50,8 @@ def trl_run(tmp_path_factory, realistic_model_dir):
         model = AutoModelForCausalLM.from_pretrained(realistic_model_dir)
         args = GRPOConfig(output_dir=str(tmp / "out"), max_steps=STEPS, per_device_train_batch_size=4,
                           num_generations=4, max_completion_length=24, logging_steps=1, learning_rate=1e-3,
-                          use_cpu=True, report_to=[], save_strategy="no", seed=0, dataloader_num_workers=0,
-                          disable_tqdm=True)
+                          use_cpu=True, report_to=[], save_strategy="steps", save_steps=2, save_only_model=True,
+                          seed=0, dataloader_num_workers=0, disable_tqdm=True)
         # the three lines of docs/integrations.md (env given explicitly here instead of COA_ENV_URL)
         coa = CoaRun(tmp / "runs" / "trl-grpo", env=env, dialect="search-r1")
         trainer = GRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=data,
@@ -76,6 +76,10 @@ def test_events_follow_the_protocol_and_carry_trl_and_coa_metrics(trl_run):
     assert types[0] == "run_started" and types[-1] == "stage_finished"
     metrics = [e for e in events if e["type"] == "metrics"]
     assert [m["step"] for m in metrics if "loss" in m["values"]] == list(range(1, STEPS + 1))
+    assert [m["step"] for m in metrics] == list(range(1, STEPS + 1))  # one metrics event per step
+    # transformers' end-of-training summary is the run's summary, not a second point at the last step
+    (summary,) = [e for e in events if e["type"] == "log" and "training finished" in e["message"]]
+    assert "train_runtime" in summary["message"] and "train_loss" in summary["message"]
     first = metrics[0]["values"]
     for key in ("loss", "reward", "rewards/coa_reward/mean", "coa/em", "coa/tc", "coa/all_wrong_groups",
                 "coa/format_error_rate", "completions/mean_length"):
@@ -84,6 +88,23 @@ def test_events_follow_the_protocol_and_carry_trl_and_coa_metrics(trl_run):
     # an untrained model answers nothing right: every group is all wrong, and the core's alert says so, once
     assert all(m["values"]["coa/all_wrong_groups"] == 1.0 for m in metrics if "coa/all_wrong_groups" in m["values"])
     assert [e["kind"] for e in events if e["type"] == "alert"] == ["all_wrong_groups"]
+
+
+def test_trls_checkpoints_are_in_the_runs_view(trl_run):
+    """TRL saves `<output_dir>/checkpoint-N` outside the run directory: the callback announces it and the Runs view
+    (src/extension/providers/runs/model.ts, read by node) lists it under the stage, as a model directory."""
+    ckpts = [e for e in _events(trl_run) if e["type"] == "checkpoint"]
+    assert [(c["step"], Path(c["path"]).name) for c in ckpts] == [(2, "checkpoint-2"), (3, "checkpoint-3")]
+    assert all((Path(c["path"]) / "config.json").is_file() for c in ckpts)
+    node = _node()
+    if node is None:
+        pytest.skip("node missing")
+    out = subprocess.run([node, "--import", "tsx", "test/unit/extension/read-run-dir.ts", str(trl_run)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    (view,) = json.loads(out.stdout.strip().splitlines()[-1])["stages"]
+    assert view == {"name": "trl", "status": "ok",
+                    "checkpoints": [[f"checkpoint {c['step']}", c["path"], True, False] for c in ckpts]}
 
 
 def test_rollouts_are_records_with_the_graders_breakdown(trl_run):
@@ -168,7 +189,15 @@ def test_reward_reads_verl_ground_truth_through_trls_own_call(realistic_model_di
         assert rewards[:, 0].tolist() == [1.0, 0.0, 1.0, 0.0]
         rows = [json.loads(line) for line in coa.rollouts.read_text().splitlines()]
         assert [r["golden_answers"] for r in rows] == golds
-        assert rows[0]["question"].rstrip().endswith(inputs[0]["prompt"][-1]["content"].rstrip().splitlines()[-1])
+        # the question, not AutoCoA's whole instruction: what `coa convert --from verl-parquet` reads off the row
+        converted = tmp_path / "autocoa.coa.jsonl"
+        res = subprocess.run([_node() or "node", str(REPO / "bin" / "coa.js"), "convert", "--from", "verl-parquet",
+                              str(AUTOCOA_TEST), "-o", str(converted)], capture_output=True, text=True, cwd=REPO)
+        assert res.returncode == 0, res.stderr
+        with open(converted, encoding="utf-8") as f:
+            first = [json.loads(next(f)), json.loads(next(f))]
+        assert [r["question"] for r in rows] == [first[0]["question"]] * 2 + [first[1]["question"]] * 2
+        assert "web search" not in rows[0]["question"] and rows[0]["question"].endswith("?")
 
         bare = data.remove_columns(["reward_model"])
         trainer = GRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=bare,

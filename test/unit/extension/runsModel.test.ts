@@ -203,3 +203,26 @@ test('Resume Run lists only what can continue: a finished pipeline run (its stag
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('checkpoints another engine wrote outside the run (TRL checkpoint-N) are listed as model directories, not resumable', () => {
+  const root = mkdtempSync(join(tmpdir(), 'coa-runs-ext-'));
+  try {
+    const out = join(root, 'trl-out');
+    mkdirSync(join(out, 'checkpoint-2'), { recursive: true });
+    writeFileSync(join(out, 'checkpoint-2', 'config.json'), '{}');
+    const dir = makeRun(root, 'trl-run', [
+      ev('trl-run', { type: 'run_started', stage: 'trl', config: {}, total_steps: 4, device: 'cpu', world_size: 1, pid: 5 }),
+      ev('trl-run', { type: 'checkpoint', stage: 'trl', step: 2, path: join(out, 'checkpoint-2') }),
+      ev('trl-run', { type: 'checkpoint', stage: 'trl', step: 4, path: join(out, 'checkpoint-4') }), // deleted since
+      ev('trl-run', { type: 'error', stage: 'trl', message: 'boom' }),
+    ], ['stages/trl/rollouts.coa.jsonl']);
+    const run = readRun(dir, 'trl-run', alive([]))!;
+    const stage = run.stages.find((s) => s.name === 'trl')!;
+    assert.deepEqual(stage.checkpoints, [{ step: 2, path: join(out, 'checkpoint-2'), final: false, external: true }]);
+    assert.equal(resumable(stage), false, 'our trainer cannot resume a TRL checkpoint');
+    const nodes = stageChildren(run, stage).filter((n) => n.kind === 'checkpoint');
+    assert.deepEqual(nodes.map((n) => n.kind === 'checkpoint' && [n.label, n.description, n.external]), [['checkpoint 2', 'model directory (written by the engine)', true]]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

@@ -107,8 +107,9 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
       // No resourceUri on runs: VS Code would decorate the run with the problems of the files under its folder, so
       // a rollout file's format errors (the model's, not the run's) turned a finished run red with "9+".
     } else if (node.kind === 'checkpoint') {
-      item.iconPath = new vscode.ThemeIcon(node.final ? 'package' : 'save');
-      item.contextValue = node.final ? 'coaRun.final' : 'coaRun.checkpoint';
+      item.iconPath = new vscode.ThemeIcon(node.final || node.external ? 'package' : 'save');
+      // an engine's checkpoint (TRL's checkpoint-N) is a model directory: the model actions, not Resume
+      item.contextValue = node.final || node.external ? 'coaRun.final' : 'coaRun.checkpoint';
       item.tooltip = node.path;
       item.resourceUri = vscode.Uri.file(node.path);
     } else if (node.kind === 'eval') {

@@ -2,7 +2,7 @@
 // run → stages → checkpoints / evals / rollouts, with a status per stage and per run. Pure apart from reading
 // the directory (no vscode import), so it is unit-tested on real run directories.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join, sep } from 'node:path';
 import { parseEvent, type TrainerEvent } from '../../../core/events';
 import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE } from '../../../core/stages';
 
@@ -11,8 +11,11 @@ export type Status = 'running' | 'ok' | 'cancelled' | 'failed' | 'pending';
 export interface CheckpointInfo {
   step: number | null;
   path: string;
-  /** final/ (an HF model directory) or a resumable .pt file. */
+  /** final/ (an HF model directory) or a resumable checkpoint file. */
   final: boolean;
+  /** Written by another engine outside the stage directory (TRL's `<output_dir>/checkpoint-N`, announced by our
+   * callback's checkpoint events): a model directory, not resumable by our trainer. */
+  external?: boolean;
 }
 
 export interface EvalInfo {
@@ -91,7 +94,7 @@ export function foldEvents(events: TrainerEvent[], alive: IsAlive = isAlive): Ma
         break;
       case 'checkpoint': {
         const s = get(e.stage);
-        const final = !/\.(pt|dcp)\/?$/.test(e.path);
+        const final = basename(e.path.replace(/[\\/]+$/, '')) === 'final';
         s.checkpoints = s.checkpoints.filter((c) => c.path !== e.path);
         s.checkpoints.push({ step: e.step, path: e.path, final });
         break;
@@ -181,6 +184,10 @@ export function readRun(dir: string, id: string, alive: IsAlive = isAlive): RunI
     s.finalDir = existsSync(join(finalDir, 'config.json')) ? finalDir : null;
     const onDisk: CheckpointInfo[] = pts.map((p) => ({ step: stepOf(p.slice(sdir.length)), path: p, final: false }));
     if (s.finalDir) onDisk.push({ step: s.checkpoints.find((c) => c.final)?.step ?? null, path: s.finalDir, final: true });
+    // model directories another engine wrote elsewhere and the events announced (TRL's checkpoints), while they exist
+    for (const c of s.checkpoints) {
+      if (!c.final && !c.path.startsWith(sdir + sep) && existsSync(join(c.path, 'config.json'))) onDisk.push({ ...c, external: true });
+    }
     s.checkpoints = onDisk.sort((a, b) => Number(a.final) - Number(b.final) || (a.step ?? 0) - (b.step ?? 0));
     const rollouts = join(sdir, 'rollouts.coa.jsonl');
     const collection = join(sdir, 'collection.coa.jsonl'); // `coa_trainer collect` (stages/collect/)
@@ -196,7 +203,7 @@ export function readRun(dir: string, id: string, alive: IsAlive = isAlive): RunI
  * (SFT-2 with no model to start from) would fail the same way again, so Resume is not offered for it.
  */
 export function resumable(stage: StageInfo): boolean {
-  return stage.status !== 'ok' && stage.status !== 'running' && stage.checkpoints.some((c) => !c.final);
+  return stage.status !== 'ok' && stage.status !== 'running' && stage.checkpoints.some((c) => !c.final && !c.external);
 }
 
 /** The config of the run's last run_started event (the full config, defaults applied), or null. */
@@ -248,7 +255,7 @@ export function readRuns(runsDir: string, alive: IsAlive = isAlive): RunInfo[] {
 export type RunNode =
   | { kind: 'run'; id: string; label: string; description: string; status: Status; run: RunInfo }
   | { kind: 'stage'; id: string; label: string; description: string; status: Status; run: RunInfo; stage: StageInfo }
-  | { kind: 'checkpoint'; id: string; label: string; description: string; path: string; final: boolean; run: RunInfo; stage: StageInfo }
+  | { kind: 'checkpoint'; id: string; label: string; description: string; path: string; final: boolean; external: boolean; run: RunInfo; stage: StageInfo }
   | { kind: 'eval'; id: string; label: string; description: string; run: RunInfo; stage: StageInfo }
   | { kind: 'rollouts'; id: string; label: string; description: string; path: string; run: RunInfo; stage: StageInfo };
 
@@ -277,9 +284,10 @@ export function stageChildren(run: RunInfo, stage: StageInfo): RunNode[] {
     kind: 'checkpoint' as const,
     id: `${base}#ckpt:${c.path}`,
     label: c.final ? 'final' : `checkpoint ${c.step ?? '?'}`,
-    description: c.final ? `model${c.step !== null ? ` · step ${c.step}` : ''}` : 'resumable',
+    description: c.final ? `model${c.step !== null ? ` · step ${c.step}` : ''}` : c.external ? 'model directory (written by the engine)' : 'resumable',
     path: c.path,
     final: c.final,
+    external: c.external === true,
     run,
     stage,
   }));

@@ -11,7 +11,8 @@ What is written (rank 0 only), following TRL 1.16.0's interfaces (trl/trainer/gr
 `_calculate_rewards`: reward functions get prompts, completions, completion_ids, every dataset column, trainer_state,
 log_metric; `log`: the averaged `_metrics` reach `TrainerCallback.on_log`):
 - runs/<id>/events.jsonl: run_started (on_train_begin), metrics + progress per on_log (TRL's numeric logs, and the
-  reward's own `coa/*` values logged through log_metric), alerts from the core (POST /v1/alerts), stage_finished.
+  reward's own `coa/*` values logged through log_metric; the end-of-training summary as a log line),
+  alerts from the core (POST /v1/alerts), a checkpoint per TRL save (`<output_dir>/checkpoint-N`), stage_finished.
 - runs/<id>/stages/<stage>/rollouts.coa.jsonl: one record per completion with the grader's breakdown as `reward`,
   `meta` {run, stage, step, sample, group} (TRL repeats each prompt num_generations times: a group), token ids.
 """
@@ -27,6 +28,7 @@ from transformers import TrainerCallback
 from ..env.alerts import AlertMonitor
 from ..rollout.metrics import graded_sums, graded_values
 from ..base.events import EventWriter
+from ..contracts.schemas import dialect_table
 from .grader import golden_list, grader, reward_settings
 
 # TRL's metric names → the signals of the core's alert rules (src/core/alerts.ts). The coa/* ones are this module's.
@@ -52,11 +54,19 @@ def _text(x: Any) -> str:
 
 
 def _question(prompt: Any) -> str:
+    """The question of a prompt: its last user message, taken out of the dataset's instructions after the marker the
+    core knows (AutoCoA's "Now, please answer the user's question below:", Search-R1's "Question:"; schemas/
+    dialects.json `question_markers`, as `coa convert` reads verl parquets) — not the whole instruction."""
+    text = _text(prompt)
     if isinstance(prompt, list):
         users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
         if users:
-            return _text([users[-1]])
-    return _text(prompt)
+            text = _text([users[-1]])
+    for marker in dialect_table()["question_markers"]:
+        at = text.rfind(marker)
+        if at >= 0:
+            return text[at + len(marker):].strip()
+    return text.strip()
 
 
 class CoaRun:
@@ -179,6 +189,7 @@ class _Callback(TrainerCallback):
     def __init__(self, run: CoaRun):
         self.run = run
         self.started = 0.0
+        self.last_checkpoint: Path | None = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         import time
@@ -206,6 +217,12 @@ class _Callback(TrainerCallback):
             return
         w = self.run._open()
         step = int(state.global_step)
+        if "train_runtime" in values:
+            # transformers' end-of-training summary (train_runtime, train_loss averaged over the run, …), logged at
+            # the last step's number after that step's own log: the run's summary, not a second point of that step
+            said = ", ".join(f"{k} {v:.6g}" for k, v in values.items() if v is not None)
+            w.emit("log", level="info", message=f"{self.run.stage}: training finished: {said}")
+            return
         w.emit("metrics", stage=self.run.stage, step=step, values=values)
         elapsed = time.time() - self.started
         total = int(state.max_steps)
@@ -218,10 +235,25 @@ class _Callback(TrainerCallback):
             for a in self.run.monitor.update(step, signals):
                 w.emit("alert", stage=self.run.stage, step=step, kind=a.kind, severity=a.severity, message=a.message)
 
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """TRL's checkpoint (a model directory `<output_dir>/checkpoint-<step>`, transformers' PREFIX_CHECKPOINT_DIR),
+        announced so the Runs view lists it with the run (it lies outside the run directory)."""
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+        if not state.is_world_process_zero:
+            return
+        path = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+        if path.is_dir():
+            self.last_checkpoint = path.resolve()
+            self.run._open().emit("checkpoint", stage=self.run.stage, step=int(state.global_step),
+                                  path=str(self.last_checkpoint))
+
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if not state.is_world_process_zero:
             return
         w = self.run._open()
-        w.emit("stage_finished", stage=self.run.stage, step=int(state.global_step), status="ok", checkpoint=None)
+        last = self.last_checkpoint if self.last_checkpoint is not None and self.last_checkpoint.is_dir() else None
+        w.emit("stage_finished", stage=self.run.stage, step=int(state.global_step), status="ok",
+               checkpoint=str(last) if last else None)
         w.close()
         self.run.writer = None
