@@ -224,6 +224,10 @@ def test_per_sample_managers_refuse_a_group_reward_at_the_first_call(env_url, to
     with pytest.raises(verl_reward.RewardCallError, match=r"reward_model\.reward_manager=batch.*use_reward_loop=False"):
         NaiveRewardManager(tok, num_examine=0, compute_score=counted)(rollout_batch(tok, rows, responses))
     assert len(calls) == 1
+    # without a run id as well, the manager is what is said first: no run id would make a per-sample call exact
+    with pytest.raises(verl_reward.RewardCallError, match=r"reward_model\.reward_manager=batch"):
+        NaiveRewardManager(tok, num_examine=0, compute_score=reward_fn(scheme="otc-grpo"))(
+            rollout_batch(tok, rows, responses))
 
     async def reward_loop(compute_score):
         worker = RewardLoopWorker(LoopNaiveRewardManager(None, tok, compute_score), str(MODULE))

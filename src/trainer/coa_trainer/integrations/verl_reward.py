@@ -63,6 +63,18 @@ def compute_score(data_source: Any = None, solution_str: str | None = None, grou
     arguments (verl's reward_router_address, …) are ignored; a grader failure raises (verl then stops the step instead
     of training on a made-up reward)."""
     scheme, params, run = reward_settings(scheme, params, run)
+    if solution_strs is None:
+        if solution_str is None:
+            raise RewardCallError("coa verl reward: called without solution_str (one sample) or solution_strs (verl's "
+                                  "batch manager)")
+        if scheme in group_schemes():  # refused before anything else: no setting makes a per-sample call exact
+            raise RewardCallError(
+                f"coa verl reward: scheme {scheme} needs each prompt's whole group in one call (its reward compares "
+                "an answer with the other answers to the same question), but verl called it with one sample "
+                "(solution_str=), as its naive manager and its reward loop do. Use verl's batch manager: "
+                "reward_model.reward_manager=batch reward_model.use_reward_loop=False (the reward loop, verl's "
+                "default, scores samples one by one; verl 0.9 has no batch manager left). Or choose the per-sample "
+                "OTC reward, scheme=otc-ppo (docs/integrations.md)")
     if scheme == "otc-grpo" and not run:
         raise RewardCallError(
             "coa verl reward: scheme otc-grpo needs a run id — the server keeps each question's fewest tool calls "
@@ -70,16 +82,6 @@ def compute_score(data_source: Any = None, solution_str: str | None = None, grou
     if solution_strs is not None:
         return score_batch(data_sources, solution_strs, ground_truths, extra_infos, scheme=scheme, params=params,
                            run=run, dialect=dialect)
-    if solution_str is None:
-        raise RewardCallError("coa verl reward: called without solution_str (one sample) or solution_strs (verl's "
-                              "batch manager)")
-    if scheme in group_schemes():
-        raise RewardCallError(
-            f"coa verl reward: scheme {scheme} needs each prompt's whole group in one call (its reward compares an "
-            "answer with the other answers to the same question), but verl called it with one sample (solution_str=), "
-            "as its naive manager and its reward loop do. Use verl's batch manager: reward_model.reward_manager=batch "
-            "reward_model.use_reward_loop=False (the reward loop, verl's default, scores samples one by one; verl 0.9 "
-            "has no batch manager left). Or choose the per-sample OTC reward, scheme=otc-ppo (docs/integrations.md)")
     (record,) = _records([data_source], [solution_str], [ground_truth], [extra_info], dialect)
     (breakdown,) = grader().grade([record], scheme=scheme, params=params or None, run=run)
     return flat_breakdown(breakdown)
