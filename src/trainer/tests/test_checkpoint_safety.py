@@ -1,7 +1,7 @@
 """Checkpoints carry no code and a resume survives bad ones: a pickle planted as the newest checkpoint is refused
 without being read (and `convert-checkpoint` refuses it as data); damaged or tampered checkpoints in the current
-format are skipped, each with a warning, for the newest good one, and the resume from it ends in exactly the model of
-an ordinary resume; an older checkpoint is converted once, on request; a finished stage resumed (alone or by the
+format are skipped, each with a warning, for the newest good one, and a resume one checkpoint earlier ends in exactly
+the same model; an older checkpoint is converted once, on request; a finished stage resumed (alone or by the
 pipeline) changes nothing."""
 
 from __future__ import annotations
@@ -94,16 +94,6 @@ def train_resume(cfg, run):
     return run_trainer("train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(run), "--resume")
 
 
-@pytest.fixture(scope="module")
-def resumed(stopped, tmp_path_factory):
-    """The stopped stage resumed as it is: the reference for every other resume, and a finished stage."""
-    cfg, run, k = resume_copy(stopped, tmp_path_factory.mktemp("resumed"), "run")
-    r = train_resume(cfg, run)
-    assert r.returncode == 0, r.stdout[-2000:]
-    assert [e["resumed_from"] for e in read_events(run) if e["type"] == "run_started"] == [None, k]
-    return run
-
-
 def final_weights(run) -> bytes:
     return (run / "stages" / "pretrain" / "final" / "model.safetensors").read_bytes()
 
@@ -139,37 +129,44 @@ def _tamper_header(src, dst, edit):
     save_file(tensors, str(dst), metadata={META_KEY: json.dumps(edit(header))})
 
 
-def test_damaged_or_tampered_newest_checkpoints_are_skipped_and_the_resume_is_exact(stopped, resumed, tmp_path):
-    """Three files newer than the newest real checkpoint k — a pickle named like a checkpoint, a header that asks
-    for something other than data, a truncated copy — are each skipped with a warning naming it; a checkpoint k with
-    one flipped bit makes the resume start from k-1. Both runs end with the reference resume's exact weights."""
-    cfg, a, k = resume_copy(stopped, tmp_path, "a")
-    marker = tmp_path / "code-ran"
-    ckpt(a, k + 1).write_bytes(pickle.dumps(RunsACommand(marker)))
-    _tamper_header(ckpt(a, k), ckpt(a, k + 2),
+@pytest.fixture(scope="module")
+def fell_back(stopped, tmp_path_factory):
+    """The stopped stage with three files newer than its newest checkpoint k — a pickle named like a checkpoint, a
+    header that asks for something other than data, a truncated copy — resumed (to the end: a finished stage)."""
+    d = tmp_path_factory.mktemp("fell-back")
+    cfg, run, k = resume_copy(stopped, d, "run")
+    marker = d / "code-ran"
+    ckpt(run, k + 1).write_bytes(pickle.dumps(RunsACommand(marker)))
+    _tamper_header(ckpt(run, k), ckpt(run, k + 2),
                    lambda h: {**h, "step": k + 2, "tree": {**h["tree"], "extra": {"$call": ["os.system", "touch x"]}}})
-    ckpt(a, k + 3).write_bytes(ckpt(a, k).read_bytes()[:-1000])
-    r = train_resume(cfg, a)
+    ckpt(run, k + 3).write_bytes(ckpt(run, k).read_bytes()[:-1000])
+    return run, k, marker, train_resume(cfg, run)
+
+
+def test_damaged_or_tampered_newest_checkpoints_are_skipped_with_a_warning_each(fell_back):
+    run, k, marker, r = fell_back
     assert r.returncode == 0, r.stdout[-2000:]
     assert not marker.exists()
-    warnings = [e["message"] for e in read_events(a) if e["type"] == "log" and e["level"] == "warning"]
+    warnings = [e["message"] for e in read_events(run) if e["type"] == "log" and e["level"] == "warning"]
     for step, why in ((k + 3, ""), (k + 2, "unknown entry $call"), (k + 1, "")):
-        assert any(str(ckpt(a, step)) in w and "cannot be used" in w and why in w for w in warnings), (step, warnings)
-        assert ckpt(a, step).with_name(ckpt(a, step).name + ".corrupt").is_file(), "moved aside (then saved anew)"
-    assert [e["resumed_from"] for e in read_events(a) if e["type"] == "run_started"] == [None, k]
+        assert any(str(ckpt(run, step)) in w and "cannot be used" in w and why in w for w in warnings), (step, warnings)
+        assert ckpt(run, step).with_name(ckpt(run, step).name + ".corrupt").is_file(), "moved aside (then saved anew)"
+    assert [e["resumed_from"] for e in read_events(run) if e["type"] == "run_started"] == [None, k]
 
-    cfg, b, k = resume_copy(stopped, tmp_path, "b")
-    data = bytearray(ckpt(b, k).read_bytes())
-    data[-5] ^= 0x01  # one bit of the last tensor's data: only its checksum can tell
-    ckpt(b, k).write_bytes(bytes(data))
-    r = train_resume(cfg, b)
+
+def test_a_flipped_bit_in_the_newest_checkpoint_resumes_exactly_from_the_one_before(stopped, fell_back, tmp_path):
+    """Only the tensor checksums can tell; the resume from k-1 ends in exactly the weights of the resume from k."""
+    cfg, run, k = resume_copy(stopped, tmp_path, "run")
+    data = bytearray(ckpt(run, k).read_bytes())
+    data[-5] ^= 0x01  # one bit of the last tensor's data
+    ckpt(run, k).write_bytes(bytes(data))
+    r = train_resume(cfg, run)
     assert r.returncode == 0, r.stdout[-2000:]
-    warnings = [e["message"] for e in read_events(b) if e["type"] == "log" and e["level"] == "warning"]
-    assert any(str(ckpt(b, k)) in w and "checksum" in w for w in warnings), warnings
-    assert [e["resumed_from"] for e in read_events(b) if e["type"] == "run_started"] == [None, k - 1]
-
-    assert final_weights(a) == final_weights(resumed) == final_weights(b)
-    steps = [e["step"] for e in read_events(b) if e["type"] == "metrics"]
+    warnings = [e["message"] for e in read_events(run) if e["type"] == "log" and e["level"] == "warning"]
+    assert any(str(ckpt(run, k)) in w and "checksum" in w for w in warnings), warnings
+    assert [e["resumed_from"] for e in read_events(run) if e["type"] == "run_started"] == [None, k - 1]
+    assert fell_back[3].returncode == 0 and final_weights(run) == final_weights(fell_back[0])
+    steps = [e["step"] for e in read_events(run) if e["type"] == "metrics"]
     assert steps == list(range(1, STEPS + 1)), "each step's events once across the fallback"
 
 
@@ -185,11 +182,12 @@ def test_when_no_checkpoint_is_usable_the_resume_says_so(stopped, tmp_path):
     assert "without --resume" in err["message"]
 
 
-def test_resume_of_a_finished_stage_changes_nothing(resumed, tmp_path, write_config):
+def test_resume_of_a_finished_stage_changes_nothing(fell_back, tmp_path, write_config):
     """`train --resume` and `pipeline --resume` on a finished stage: exit 0, "already finished", final/ byte for byte
     as it was, no step redone, no second stage_finished."""
     run = tmp_path / "run"
-    shutil.copytree(resumed, run)
+    assert fell_back[3].returncode == 0
+    shutil.copytree(fell_back[0], run)
     final = run / "stages" / "pretrain" / "final"
     before = {p.name: p.read_bytes() for p in final.iterdir()}
     checkpoints = sorted(p.name for p in ckpt_dir(run).iterdir())
