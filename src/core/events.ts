@@ -129,6 +129,7 @@ export const TRAINER_ERRORS = {
   bad_run_dir: { exit: 2, meaning: 'the run directory holds a symbolic link that leads out of it where the trainer reads its state or writes' },
   stage_failed: { exit: 1, meaning: 'a stage run by the pipeline ended with an error of its own (its event says which)' },
   env_unreachable: { exit: 3, meaning: 'the environment server could not be started or reached' },
+  diverged: { exit: 1, meaning: 'training went non-finite (NaN/Inf loss, gradient or weights; an update that overflowed): the message names the step; nothing from that step on was saved' },
   internal: { exit: 1, meaning: 'a bug: the event carries the traceback in `detail`' },
 } as const;
 export type TrainerErrorCode = keyof typeof TRAINER_ERRORS;

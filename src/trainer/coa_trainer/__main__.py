@@ -6,9 +6,11 @@ from .base.openmp import passive_wait
 passive_wait()
 
 # Then, before any heavy import: SIGTERM cancels cleanly from here on, and a child of a pipeline dies with it.
-from .base.lifecycle import StartupCancelled, cancel_during_startup, die_with_parent, run_and_exit  # noqa: E402
+from .base.lifecycle import (StartupCancelled, cancel_during_startup, die_with_parent,  # noqa: E402
+                             forgive_std_streams, run_and_exit)
 
 cancel_during_startup()
+forgive_std_streams()  # `> /dev/full`, a closed pipe: the run directory's events.jsonl is the record
 cancelled = False
 try:
     die_with_parent()

@@ -163,15 +163,15 @@ def main(argv: list[str] | None = None, cancelled: bool = False) -> None:
     """`cancelled`: SIGTERM came while __main__ was importing this module."""
     import signal
 
-    from .base.lifecycle import StartupCancelled
+    from .base.lifecycle import STOP_SIGNALS, StartupCancelled
 
-    # held while parsing (a SIGTERM then arrives inside the try below, where the run directory is known)
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    # held while parsing (a stop signal then arrives inside the try below, where the run directory is known)
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
     parser = build_parser()
     args = parse_command_line(parser, argv)
     token_from_environment(parser, args)
     try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, set(STOP_SIGNALS))
         if cancelled:
             raise StartupCancelled("SIGTERM")
         run_command(args)

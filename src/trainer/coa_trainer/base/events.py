@@ -11,7 +11,6 @@ file reopen it before their next event."""
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
@@ -196,12 +195,12 @@ class EventWriter:
             try:
                 self.echo.write(line + "\n")
                 self.echo.flush()
-            except (BrokenPipeError, ValueError, OSError) as e:  # the reader went away: the file has it all
-                if isinstance(e, OSError) and not isinstance(e, BrokenPipeError) and e.errno not in (errno.EPIPE,
-                                                                                                     errno.EBADF):
-                    raise
-                self.echo = None
-                if getattr(sys, "stdout", None) is not None:
+            except (OSError, ValueError):
+                # The echo cannot take more — its reader went away (a closed pipe), stdout was closed, or it is a
+                # full disk (`> /dev/full`), any write error: the events file is the record, so the stage goes on
+                # without an echo instead of dying with its work unsaved.
+                echo, self.echo = self.echo, None
+                if echo is getattr(sys, "stdout", None) or echo is sys.__stdout__:
                     from .lifecycle import stdout_gone
 
                     stdout_gone()

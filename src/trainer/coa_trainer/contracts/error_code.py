@@ -14,4 +14,5 @@ class ErrorCode(str, Enum):
     bad_run_dir = "bad_run_dir"
     stage_failed = "stage_failed"
     env_unreachable = "env_unreachable"
+    diverged = "diverged"
     internal = "internal"

@@ -169,6 +169,9 @@ class EnvClient:
             except (OSError, http.client.HTTPException) as e:
                 self.close()
                 raise EnvError(f"{method} {path} failed: {e}") from e
+            except BaseException:  # a stop signal mid-call (lifecycle.StageCancelled): the answer is never read,
+                self.close()  # so the connection is not reused with it still pending (the checkpoint's next call)
+                raise
         raise AssertionError("unreachable")
 
     def _json(self, method: str, path: str, body: dict | None = None) -> dict:

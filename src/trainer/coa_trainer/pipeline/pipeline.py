@@ -40,8 +40,9 @@ ENV_STEPS = (*RL_STEPS, "collect")  # steps that search or grade through the env
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
-class Cancelled(Exception):
-    pass
+class Cancelled(BaseException):
+    """A stop signal in the pipeline itself (between stages, the results table): a BaseException, so that no
+    `except Exception` on its way (a tool call's, an evaluation's) takes it for a failure to carry on from."""
 
 
 class PipelineError(CoaError):

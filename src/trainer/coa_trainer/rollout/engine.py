@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..base.lifecycle import STOP
 from .kvmodel import KVModel
 from .sampling import choose
 from .stoptable import StopTable
@@ -251,7 +252,8 @@ class Engine:
             return
         g = s.graphs.get(L)
         if g is None:
-            g = s.graphs[L] = self._capture(s, L)
+            with STOP.shielded():  # a capture cut by a stop signal would leave the stream unusable for the checkpoint
+                g = s.graphs[L] = self._capture(s, L)
         g.replay()
         self.stats.graph_replays += 1
 

@@ -1,6 +1,14 @@
 """The one training loop every stage runs (pretrain, SFT-1/2/3, RL-1/2), read top to bottom: resume, run_started,
-steps, metrics and progress, NaN and core alerts, samples, checkpoints, cancel, the final save and evaluation.
-What differs between stages is a `StageSteps` (stages/sft.py: supervised; stages/rl.py: GRPO with rollouts)."""
+steps, metrics and progress, the NaN/Inf guard and core alerts, samples, checkpoints, cancel, the evaluation and the
+final save. What differs between stages is a `StageSteps` (stages/sft.py: supervised; stages/rl.py: GRPO with
+rollouts).
+
+A stop signal (TERM, INT, HUP; base/lifecycle.StopControl) ends the stage within moments in every phase: a step is
+dropped at once until its first optimiser update (the rollout, the grading, the forward/backward passes — done again
+after --resume), an update in progress or a checkpoint being written finishes first, an evaluation is dropped at once.
+Then the last completed step is checkpointed (unless that checkpoint is on disk already) and the stage ends
+`cancelled`, exit 130. The final model (`final/`) is written only after the evaluation, so a stage stopped during its
+evaluation is not taken for finished: --resume loads its last step's checkpoint and only evaluates and saves."""
 
 from __future__ import annotations
 
@@ -9,9 +17,10 @@ import time
 from typing import Any, Protocol
 
 from ..base.errors import StageError
+from ..base.lifecycle import CANCELLED_EXIT, StageCancelled
 from .setup import StageRun
 
-CANCELLED = 130  # the exit status of a stage cancelled by a signal (it checkpointed first)
+CANCELLED = CANCELLED_EXIT  # the exit status of a stage cancelled by a signal (it checkpointed first)
 
 
 class StageSteps(Protocol):
@@ -27,7 +36,9 @@ class StageSteps(Protocol):
 
     def fresh(self) -> None: ...  # a first start (RL: an empty OTC-GRPO minimum)
 
-    def step(self, step: int) -> dict[str, float | None]: ...  # one optimiser step after `step` done: its metrics
+    # One optimiser step after `step` done: its metrics. Until its first optimiser update it may be cut by a stop
+    # (StageCancelled); what it changed before that must be what a checkpoint of `step` holds (RL: checkpoint_extra).
+    def step(self, step: int) -> dict[str, float | None]: ...
 
     def alerts(self, step: int, values: dict) -> list[Any]: ...  # the core's alerts on this step's metrics
 
@@ -40,9 +51,19 @@ class StageSteps(Protocol):
     def close(self) -> None: ...
 
 
+class DivergedError(StageError):
+    """The loss, the gradient or the weights went non-finite: every step after it would train on NaN."""
+
+    def __init__(self, run: StageRun, step: int, what: str, lr: float):
+        stage = f"stages.{run.stage}.lr"
+        super().__init__(f"{run.label}: training diverged at step {step}: {what}; its learning rate was {lr:g} "
+                         f"({stage} {run.scfg.lr:g}). Nothing from step {step} on was saved: lower {stage} and train "
+                         "the stage again (--resume continues from its newest checkpoint)", "diverged")
+
+
 def run_loop(run: StageRun, impl: StageSteps) -> int:
     """Train `run.total` steps (or until cancelled) and finish the stage; returns the exit status."""
-    writer, di, scfg, label, total = run.writer, run.di, run.scfg, run.label, run.total
+    writer, di, scfg, label, total, stop = run.writer, run.di, run.scfg, run.label, run.total, run.stop
     step, resumed_from = 0, None
     trained = Trained()
     state = run.latest_state()
@@ -62,7 +83,19 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
     saved_at = resumed_from  # the step of the newest checkpoint on disk: a cancel right after it need not save again
     run.model.train()
     while step < total and not di.any(run.cancelled):  # a signal reaches the ranks at different moments
-        values = trained.add(impl.step(step))
+        lr = run.sched.get_last_lr()[0]
+        rng = _rng_state() if stop.raises else None
+        try:
+            with stop.interruptible():  # until the step's first optimiser update (StopControl.commit)
+                values = impl.step(step)
+        except StageCancelled:
+            _set_rng_state(rng)  # the dropped step's draws are drawn again after --resume
+            break
+        except RuntimeError as e:  # torch: an lr too large for the parameters' dtype (lr 1e300 in float32)
+            if "overflow" not in str(e):
+                raise
+            raise DivergedError(run, step + 1, f"the optimiser update overflowed ({e})", lr) from None
+        values = trained.add(values)
         step += 1
         if step % scfg.log_every == 0 or step == total:
             writer.emit("metrics", stage=label, step=step, values=values)
@@ -75,29 +108,103 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
         if bad := [k for k, v in values.items() if isinstance(v, float) and not math.isfinite(v)]:
             writer.emit("alert", stage=label, step=step, kind="nan_loss", severity="error",
                         message=f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not finite at step {step}")
+        check_finite(run, step, values, lr)
         if scfg.sample_every and step % scfg.sample_every == 0 and di.rank == 0:
             impl.sample(step)
         by_steps = bool(scfg.checkpoint_every) and step % scfg.checkpoint_every == 0
         by_time = bool(scfg.checkpoint_minutes) and di.any(time.time() - last_save >= 60 * scfg.checkpoint_minutes)
         if (by_steps or by_time) and step < total:
+            run.phase("checkpoint", step)
             save(run, impl, step, trained=trained.total)
             saved_at, last_save = step, time.time()
 
-    if step < total:  # stopped by a signal (on this rank or another)
-        if saved_at != step:
-            save(run, impl, step, prune=False, trained=trained.total)
-        writer.emit("stage_finished", stage=label, step=step, status="cancelled", checkpoint=None)
-        return CANCELLED
-    trained.require(label, step)
-    out = run.save_final(step)
-    with run.gathered():  # FSDP2: full parameters on every rank, so rank 0 alone can run the plain model
-        if di.rank == 0:
-            run.policy.eval()  # not through DDP: its forward would wait for collectives from the other ranks
-            for split, metrics in impl.evaluate().items():
+    if step == total and not di.any(run.cancelled):
+        trained.require(label, step)
+        results = evaluate(run, impl, step)  # None: stopped during it
+        if not di.any(results is None):
+            run.phase("final", step)
+            out = run.save_final(step)
+            for split, metrics in (results or {}).items():
                 writer.emit("eval", stage=label, step=step, split=split, metrics=metrics)
-    di.barrier()
-    writer.emit("stage_finished", stage=label, step=step, status="ok", checkpoint=str(out))
-    return 0
+            # A stop while final/ was written: the stage is complete (a --resume finds it finished), and it says that
+            # it was asked to stop, as every stop does.
+            late = di.any(run.cancelled)
+            if late:
+                writer.emit("log", level="info", message=f"{label}: stopped by {stop_name(run)} while its final "
+                            "model was written; the stage is complete")
+            writer.emit("stage_finished", stage=label, step=step, status="cancelled" if late else "ok",
+                        checkpoint=str(out))
+            return CANCELLED if late else 0
+    return cancel(run, impl, step, saved_at, trained.total)
+
+
+def evaluate(run: StageRun, impl: StageSteps, step: int) -> dict[str, dict] | None:
+    """The stage's evaluation of its trained model (rank 0, full parameters); None when a stop cut it."""
+    results: dict[str, dict] | None = {}
+    with run.gathered():  # FSDP2: full parameters on every rank, so rank 0 alone can run the plain model
+        if run.di.rank == 0:
+            run.policy.eval()  # not through DDP: its forward would wait for collectives from the other ranks
+            run.phase("eval", step)
+            try:
+                with run.stop.interruptible():
+                    results = impl.evaluate()
+            except StageCancelled:
+                results = None
+    run.di.barrier()
+    return results
+
+
+def cancel(run: StageRun, impl: StageSteps, step: int, saved_at: int | None, trained: float) -> int:
+    """Stopped by a signal (on this rank or another) with `step` the last completed step: its checkpoint, a line
+    saying where the stop came, and `stage_finished` cancelled."""
+    writer, label = run.writer, run.label
+    what, at = run.stop.stopped_in or ("start", step)
+    if saved_at != step:
+        run.phase("checkpoint", step)
+        save(run, impl, step, prune=False, trained=trained)
+    writer.emit("log", level="info", message=f"{label}: stopped by {stop_name(run)} during {what} of step {at}; "
+                f"resume with --resume from step {step}")
+    writer.emit("stage_finished", stage=label, step=step, status="cancelled", checkpoint=None)
+    return CANCELLED
+
+
+def stop_name(run: StageRun) -> str:
+    return run.stop.requested or "a stop signal to another process"
+
+
+def check_finite(run: StageRun, step: int, values: dict, lr: float) -> None:
+    """The NaN/Inf guard: a non-finite loss or gradient norm, or weights no longer finite after the update, fail the
+    stage at this step — before anything of it is checkpointed or sampled, so no NaN checkpoint ever becomes the
+    newest and the error names the step where training broke."""
+    numbers = {k: float(values[k]) for k in ("loss", "grad_norm") if values.get(k) is not None}
+    bad = [f"{k} is {'NaN' if math.isnan(v) else v}" for k, v in numbers.items() if not math.isfinite(v)]
+    if run.di.any(not weights_finite(run.params)):
+        bad.append("the weights are no longer finite after its update")
+    if bad:
+        raise DivergedError(run, step, ", ".join(bad), lr)
+
+
+def weights_finite(params: list) -> bool:
+    """Whether every trainable parameter (this rank's shard under FSDP) is finite: one device sync."""
+    import torch
+
+    if not params:
+        return True
+    flags = [torch.isfinite(p.to_local() if hasattr(p, "to_local") else p).all() for p in params]
+    return bool(torch.stack(flags).all())
+
+
+def _rng_state() -> Any:
+    from ..model.checkpoint import rng_state
+
+    return rng_state()
+
+
+def _set_rng_state(state: Any) -> None:
+    if state is not None:
+        from ..model.checkpoint import set_rng_state
+
+        set_rng_state(state)
 
 
 TRAINED_TOTAL = "trained_tokens_total"

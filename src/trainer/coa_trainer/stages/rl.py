@@ -28,6 +28,7 @@ from ..model.load import model_context
 from ..data.prompts import prompt_ids
 from ..rollout.loop import RlTrajectory, retok_drift, retok_mismatch, rollout, token_offsets
 from ..base.errors import StageError
+from ..base.lifecycle import StageCancelled
 from ..base.runlayout import corpus_path, stage_dir
 from ..contracts.schemas import histogram_edges
 from ..contracts.run_config import RlStage, RunConfig
@@ -214,6 +215,7 @@ class GrpoSteps:
         self.sim_steps = round(scfg.simulated_fraction * run.total)
         self.gen = torch.Generator(device=run.rt.device)
         self.cursor = 0
+        self.otc_before_step: tuple[dict | None] | None = None  # the OTC minimum before the grading of a step in flight
         self.last: list[tuple] = []  # the last step's (question, trajectory, advantage, breakdown, meta), for samples
         self.scan_off = False
 
@@ -256,6 +258,7 @@ class GrpoSteps:
         simulated = step < self.sim_steps
         prompts = [prompt_ids(tok, config, q.question) for q in qs for _ in range(G)]
         timings: dict[str, float] = {"generate": 0.0, "tools": 0.0}
+        run.phase("rollout", step + 1)
         with run.gathered():  # FSDP2: full (bf16) parameters for the rollout, freed again before training
             trajs = rollout(run.policy, tok, prompts, run.t, None if simulated else self.tool, max_turns=scfg.max_turns,
                             max_new_tokens=scfg.max_new_tokens, max_obs_tokens=scfg.max_obs_tokens,
@@ -269,6 +272,11 @@ class GrpoSteps:
         to_grade = [{"id": f"{q.id}-{m['sample']}", "question": q.question, "golden_answers": golden(q),
                      "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": config.dialect}
                     for q, tr, m in zip(owners, trajs, meta)]
+        run.phase("grade", step + 1)
+        if self.scheme == "otc-grpo" and run.stop.raises:
+            # grading moves the server's running minimum; a stop before this step's update drops the step, and its
+            # checkpoint must hold the minimum from before it (checkpoint_extra)
+            self.otc_before_step = (self.env.export_otc_state(self.grade_run),)
         tg = time.time()
         breakdowns = self.env.grade(to_grade, scheme=self.scheme, params=self.rparams, run=self.grade_run)
         timings["tools"] += time.time() - tg
@@ -276,12 +284,14 @@ class GrpoSteps:
         adv = group_advantages([float(b["total"]) for b in breakdowns], G, scfg.std_normalize)
         samples = [Sample(tr.prompt_ids, tr.ids, tr.loss_mask, tr.logprobs, a) for tr, a in zip(trajs, adv)]
 
+        run.phase("update", step + 1)
         tt = time.time()
         extras, grad_norm = policy_updates(run.model, self.ref, run.opt, run.params, samples, G, scfg,
                                            tok.pad_token_id, run.rt.device, run.rt.autocast_dtype, di)
         run.sched.step()  # the schedule counts RL steps, not optimiser updates
         done = step + 1
         self.cursor = done
+        self.otc_before_step = None
         train_s = time.time() - tt
         retok = [retok_mismatch(tr) for tr in trajs]
         drift = [retok_drift(tok, tr.ids) for tr in trajs]
@@ -311,15 +321,25 @@ class GrpoSteps:
             run.writer.emit("histogram", stage=self.label, step=done, name="logprob_diff",
                             edges=histogram_edges("logprob_diff"), counts=lpd_counts)
         if self.has_dev and scfg.heldout_every and done % scfg.heldout_every == 0:
+            run.phase("heldout", done)
             with run.gathered():
                 if di.rank == 0:
                     hcfg = config.model_copy(update={"eval": config.eval.model_copy(update={"limit": scfg.heldout_limit})})
-                    hm, _ = self.agent_eval(run.policy, tok, self.source, hcfg, "dev", run.rt, self.env,
-                                            run=run.writer.run, stage=self.label, io=run.io)
-                    values["heldout_em"] = hm["em"]
-                    self.monitor.observe_heldout(float(hm["em"] or 0.0))
+                    try:  # the step is done: a stop drops only this check (no heldout_em in its metrics)
+                        with run.stop.interruptible():
+                            hm, _ = self.agent_eval(run.policy, tok, self.source, hcfg, "dev", run.rt, self.env,
+                                                    run=run.writer.run, stage=self.label, io=run.io)
+                        values["heldout_em"] = hm["em"]
+                        self.monitor.observe_heldout(float(hm["em"] or 0.0))
+                    except StageCancelled:
+                        pass
         if self.boundary_qs and done % scfg.boundary_every == 0:
-            values.update(self.boundary(tok))
+            run.phase("boundary", done)
+            try:  # the step is done: a stop drops only this measurement (no boundary_* in its metrics)
+                with run.stop.interruptible():
+                    values.update(self.boundary(tok))
+            except StageCancelled:
+                pass
         self.last = list(zip(owners, trajs, adv, breakdowns, meta))
         if scan and di.rank == 0:
             self.write_flagged(scan, owners, trajs, adv, breakdowns, meta)
@@ -384,7 +404,13 @@ class GrpoSteps:
         def size(name: str) -> int:
             return (self.sdir / name).stat().st_size if (self.sdir / name).is_file() else 0
 
-        return {"otc_state": self.env.export_otc_state(self.grade_run) if self.scheme == "otc-grpo" else None,
+        if self.scheme != "otc-grpo":
+            otc = None
+        elif self.otc_before_step is not None:  # a step stopped after its grading: the minimum from before it
+            otc = self.otc_before_step[0]
+        else:
+            otc = self.env.export_otc_state(self.grade_run)
+        return {"otc_state": otc,
                 "alerts": self.monitor.state_dict(),
                 "rollouts_offset": size("rollouts.coa.jsonl"), "flagged_offset": size("flagged.coa.jsonl")}
 

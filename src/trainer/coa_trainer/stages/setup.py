@@ -13,7 +13,7 @@ from typing import Any
 
 from ..base.config import StageConfig, config_dict, stage_config
 from ..base.errors import StageError
-from ..base.lifecycle import on_stop_signals
+from ..base.lifecycle import STOP, StopControl
 from ..contracts.schemas import stage_info
 from ..base.runlayout import STAGE_ORDER, data_dir, final_dir, stage_dir
 from ..model.optim import lr_lambda
@@ -44,7 +44,8 @@ class StageRun:
     opt: Any
     sched: Any
     ckpt_dir: Path
-    flags: dict = field(default_factory=lambda: {"cancelled": False})
+    stop: StopControl = field(default_factory=lambda: STOP)
+    trace: bool = False  # COA_TRACE_PHASES: a debug `log` event as each phase of a step begins
 
     @property
     def source(self) -> Any:
@@ -53,7 +54,14 @@ class StageRun:
 
     @property
     def cancelled(self) -> bool:
-        return self.flags["cancelled"]
+        return self.stop.requested is not None
+
+    def phase(self, what: str, step: int) -> None:
+        """The stage is now doing `what` (rollout, grade, update, heldout, checkpoint, eval, final) for `step`: said
+        in the stop's log line, and as a debug event under COA_TRACE_PHASES (where a slow or stuck stage is)."""
+        self.stop.phase = (what, step)
+        if self.trace and self.di.rank == 0:
+            self.writer.emit("log", level="debug", message=f"{self.label}: {what} of step {step}")
 
     def latest_state(self) -> dict | None:
         """The newest usable checkpoint loaded into model/optimiser/schedule/RNG when --resume, else None. A damaged
@@ -260,7 +268,11 @@ def setup_stage(config: RunConfig, args: Any, run_dir: Path, writer: Any, di: An
     run = StageRun(config, args, run_dir, writer, di, stage, label, scfg, total, rt, bench, data, init, wrapped,
                    unwrap(wrapped), tok, t, AgentIO.make(tok, t), params, opt, sched,
                    stage_dir(run_dir, label) / "checkpoints")
-    on_stop_signals(lambda *_: run.flags.__setitem__("cancelled", True))  # TERM, INT, HUP: checkpoint and stop
+    run.trace = os.environ.get("COA_TRACE_PHASES", "") not in ("", "0")
+    # TERM, INT, HUP: at once in a step before its first update or in an evaluation, else at the next check; then
+    # the last completed step is checkpointed and the stage ends `cancelled` (stages/loop.py)
+    STOP.install(raises=di.world_size == 1)
+    opt.register_step_pre_hook(lambda *_: STOP.commit())
     return run
 
 

@@ -205,6 +205,7 @@ class SupervisedSteps:
 
     def step(self, step: int) -> dict[str, float | None]:
         run, scfg, di, impl = self.run, self.run.scfg, self.run.di, self.impl
+        run.phase("update", step + 1)
         t0 = time.time()
         batch = impl.stream.take(self.cursor + di.rank * self.local, self.local)
         run.opt.zero_grad(set_to_none=True)
