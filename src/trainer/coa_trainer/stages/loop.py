@@ -55,10 +55,10 @@ class DivergedError(StageError):
     """The loss, the gradient or the weights went non-finite: every step after it would train on NaN."""
 
     def __init__(self, run: StageRun, step: int, what: str, lr: float):
-        stage = f"stages.{run.stage}.lr"
-        super().__init__(f"{run.label}: training diverged at step {step}: {what}; its learning rate was {lr:g} "
-                         f"({stage} {run.scfg.lr:g}). Nothing from step {step} on was saved: lower {stage} and train "
-                         "the stage again (--resume continues from its newest checkpoint)", "diverged")
+        super().__init__(f"{run.label}: training diverged at step {step}: {what} (learning rate {lr:g}). Nothing from "
+                         f"step {step} on was saved. The usual causes: stages.{run.stage}.lr too high for this model "
+                         f"and data (it is {run.scfg.lr:g}), or a starting model whose weights are not finite "
+                         f"({run.init}); --resume continues from the newest checkpoint", "diverged")
 
 
 def run_loop(run: StageRun, impl: StageSteps) -> int:
@@ -83,7 +83,7 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
     saved_at = resumed_from  # the step of the newest checkpoint on disk: a cancel right after it need not save again
     run.model.train()
     while step < total and not di.any(run.cancelled):  # a signal reaches the ranks at different moments
-        lr = run.sched.get_last_lr()[0]
+        lr = run.opt.param_groups[0]["lr"]  # what this step's update uses
         rng = _rng_state() if stop.raises else None
         try:
             with stop.interruptible():  # until the step's first optimiser update (StopControl.commit)
@@ -91,7 +91,8 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
         except StageCancelled:
             _set_rng_state(rng)  # the dropped step's draws are drawn again after --resume
             break
-        except RuntimeError as e:  # torch: an lr too large for the parameters' dtype (lr 1e300 in float32)
+        except RuntimeError as e:  # torch: a learning rate past the parameters' dtype (1e300 in float32; the config
+            # bounds lr, so only a learning rate set another way gets here)
             if "overflow" not in str(e):
                 raise
             raise DivergedError(run, step + 1, f"the optimiser update overflowed ({e})", lr) from None
@@ -179,7 +180,7 @@ def check_finite(run: StageRun, step: int, values: dict, lr: float) -> None:
     numbers = {k: float(values[k]) for k in ("loss", "grad_norm") if values.get(k) is not None}
     bad = [f"{k} is {'NaN' if math.isnan(v) else v}" for k, v in numbers.items() if not math.isfinite(v)]
     if run.di.any(not weights_finite(run.params)):
-        bad.append("the weights are no longer finite after its update")
+        bad.append("the weights are not finite after its update")
     if bad:
         raise DivergedError(run, step, ", ".join(bad), lr)
 
