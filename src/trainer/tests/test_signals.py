@@ -53,8 +53,9 @@ def assert_cancelled(r: subprocess.CompletedProcess, run, label: str, phase: str
     once."""
     assert r.returncode == 130 and "Traceback" not in r.stderr, (r.returncode, r.stderr[-2000:])
     events = read_events(run)
-    keys = [(e["type"], e["stage"], e["step"]) for e in events if e["type"] in STEP_EVENTS]
-    assert len(keys) == len(set(keys)), "each step event once"
+    keys = [(e["type"], e["stage"], e["step"], e.get("kind"), e.get("split")) for e in events
+            if e["type"] in STEP_EVENTS]
+    assert len(keys) == len(set(keys)), "each step event once (alerts: each kind once)"
     mine = [e for e in events if e.get("stage") == label or e.get("message", "").startswith(f"{label}: ")]
     stopped = [e["message"] for e in mine if e["type"] == "log" and "stopped by" in e["message"]]
     assert stopped == [f"{label}: stopped by {sig.name} during {phase} of step {at}; resume with --resume from step "
