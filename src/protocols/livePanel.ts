@@ -39,6 +39,8 @@ export interface LivePanelSavedState {
   tab?: string;
   /** The chart filter box's text. */
   filter?: string;
+  /** The charts' x axis: step (the default), seconds since the stage started, or the wall clock. */
+  xAxis?: 'step' | 'relative' | 'wall';
 }
 
 /** One rollout of a step, as the host lists it from the stage's rollouts file. */

@@ -158,7 +158,9 @@ test('the demo pipeline: stage tabs, RL-2 and RL-2-OTC overlaid, hover readout, 
     assert.equal(await h.page.locator('.chart[data-metric="reward_std"] .readout').getAttribute('data-step'), String(step));
     // Clicking the step asks the host for its rollouts; the host's answer is listed; a row opens that rollout.
     await h.page.mouse.click(over.x + over.width * 0.5, over.y + over.height * 0.5);
-    // The trainer writes rollouts every sample_every steps (the steps of its sample events): the nearest one is asked.
+    // The trainer writes rollouts every sample_every steps (the steps of its sample events): the nearest one is asked
+    // (once the click has waited to be no double click).
+    await h.page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'stepRollouts'), undefined, { timeout: 5000 });
     const ask = (await posted(h.page)).find((m) => m.type === 'stepRollouts') as { run: string; stage: string; step: number } | undefined;
     assert.ok(ask && ask.run === DEMO_RUN.key && ['rl2', 'rl2-otc'].includes(ask.stage), JSON.stringify(ask));
     const sampled = events.filter((e) => e.type === 'sample' && e.stage === ask.stage).map((e) => (e as { step: number }).step);
@@ -381,6 +383,70 @@ test('every chart survives resizes (constant, empty, huge, float-noise series): 
     assert.equal(((await h.page.evaluate(() => (window as unknown as { __state: { smoothing: number } }).__state)) as { smoothing: number }).smoothing, 0.87);
     await h.page.setViewportSize({ width: 1600, height: 1000 });
     await h.page.screenshot({ path: join(ARTIFACTS, 'live-panel-awkward-log.png') });
+    assert.deepEqual(h.errors, []);
+  } finally {
+    await h.close();
+  }
+});
+
+test('x-range zoom shared by the tab\'s charts and kept as data arrives; relative and wall-clock time axes; system metrics beside the charts; a log scale says what it leaves out', { timeout: 90_000 }, async () => {
+  const events = readEvents(DEMO);
+  const h = await openPanel({ runs: [DEMO_RUN], events: { [DEMO_RUN.key]: events }, smoothing: 0.6 });
+  const zoomOf = (metric: string) => h.page.locator(`.chart[data-metric="${metric}"]`).getAttribute('data-zoom');
+  const post = (evs: unknown[]) => h.page.evaluate((m) => window.postMessage(m, '*'), { type: 'events', run: DEMO_RUN.key, events: evs });
+  const last = events[events.length - 1].time;
+  try {
+    await h.page.locator('.chart[data-metric="reward_mean"].drawn').waitFor({ timeout: 10_000 });
+    // Drag across a third of the reward chart: every drawn chart of the tab shows that step range.
+    const over = (await h.page.locator('.chart[data-metric="reward_mean"] .u-over').boundingBox())!;
+    await h.page.mouse.move(over.x + over.width * 0.3, over.y + over.height / 2);
+    await h.page.mouse.down();
+    await h.page.mouse.move(over.x + over.width * 0.6, over.y + over.height / 2, { steps: 8 });
+    await h.page.mouse.up();
+    await h.page.locator('#zoom-reset:not([hidden])').waitFor({ timeout: 5000 });
+    const zoom = ((await zoomOf('reward_mean')) ?? '').split(' ').map(Number);
+    assert.ok(zoom.length === 2 && zoom[0] > 10 && zoom[1] < 50 && zoom[1] > zoom[0], `zoomed to steps ${zoom}`);
+    assert.equal(await zoomOf('reward_std'), zoom.join(' '), 'the other charts follow');
+    assert.match((await h.page.textContent('#zoom-reset')) ?? '', new RegExp(`step ${Math.round(zoom[0])}–${Math.round(zoom[1])}`));
+    assert.ok(!(await h.page.locator('#step-rollouts ul.step-rollouts').count()), 'the end of a drag lists no rollouts');
+    const xticks = ((await h.page.getAttribute('.chart[data-metric="reward_mean"]', 'data-xticks')) ?? '').split(' ').map(Number);
+    assert.ok(xticks.every((t) => t >= zoom[0] && t <= zoom[1]), `ticks ${xticks} inside the range`);
+    // A live run: new steps arrive; the range stays (uPlot alone would fit every point again).
+    const points = Number(await h.page.getAttribute('.chart[data-metric="reward_mean"]', 'data-points'));
+    await post([{ v: 1, time: last + 1, run: 'demo', type: 'metrics', stage: 'rl2', step: 65, values: { reward_mean: 0.5, reward_std: 0.1 } }]);
+    await h.page.waitForFunction((n) => Number(document.querySelector<HTMLElement>('.chart[data-metric="reward_mean"]')?.dataset.points) > n, points, { timeout: 5000 });
+    assert.equal(await zoomOf('reward_mean'), zoom.join(' '));
+    await h.page.screenshot({ path: join(ARTIFACTS, 'live-panel-zoomed.png') });
+    // A double click shows everything again.
+    await h.page.mouse.dblclick(over.x + over.width * 0.5, over.y + over.height / 2);
+    await h.page.locator('#zoom-reset[hidden]').waitFor({ state: 'attached', timeout: 5000 });
+    assert.equal(await zoomOf('reward_mean'), '');
+    await h.page.waitForTimeout(400); // longer than a click waits for its second: nothing may follow
+    assert.match((await h.page.textContent('#step-rollouts')) ?? '', /^Click a step/, 'a double click lists no rollouts');
+    // Relative time: seconds since each stage started, ticks as durations; the readout names the time and the step.
+    await h.page.selectOption('#x-axis', 'relative');
+    await h.page.waitForFunction(() => /time since the stage started/.test(document.querySelector('.chart[data-metric="reward_mean"]')?.textContent ?? '') || !!document.querySelector('.chart[data-metric="reward_mean"].drawn'), undefined, { timeout: 5000 });
+    await h.page.locator('.chart[data-metric="reward_mean"].drawn').waitFor({ timeout: 5000 });
+    const relTicks = ((await h.page.getAttribute('.chart[data-metric="reward_mean"]', 'data-xticks')) ?? '').split(' ').map(Number);
+    assert.ok(relTicks.length >= 2 && relTicks.every((t) => t >= 0 && t % 1 === 0), `relative ticks ${relTicks}`);
+    assert.match((await h.page.textContent('.chart[data-metric="reward_mean"] .readout .step')) ?? '', /^latest · \d+:\d\d(:\d\d)? · step 65$/);
+    assert.equal(((await h.page.evaluate(() => (window as unknown as { __state: { xAxis?: string } }).__state)) as { xAxis?: string }).xAxis, 'relative');
+    await h.page.screenshot({ path: join(ARTIFACTS, 'live-panel-relative-time.png') });
+    // Wall clock: the time of day.
+    await h.page.selectOption('#x-axis', 'wall');
+    await h.page.locator('.chart[data-metric="reward_mean"].drawn').waitFor({ timeout: 5000 });
+    assert.match((await h.page.textContent('.chart[data-metric="reward_mean"] .readout .step')) ?? '', /^latest · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
+    await h.page.selectOption('#x-axis', 'step');
+    // System metrics the trainer logs (src/core/metrics.ts SYSTEM_METRICS) get their own group.
+    await post([{ v: 1, time: last + 2, run: 'demo', type: 'metrics', stage: 'rl2', step: 66, values: { 'system/cpu_percent': 180, 'system/rss_gb': 1.4, drift: -0.5 } },
+      { v: 1, time: last + 3, run: 'demo', type: 'metrics', stage: 'rl2', step: 67, values: { 'system/cpu_percent': 95, 'system/rss_gb': 1.5, drift: 0.2 } }]);
+    await h.page.locator('section.group[data-group="system"]:not([hidden]) .chart[data-metric="system/cpu_percent"]').waitFor({ timeout: 5000 });
+    assert.equal(await h.page.textContent('section.group[data-group="system"] h3'), 'System: CPU, GPU, memory');
+    // Log scale on a metric with a value ≤ 0: drawn without it, and the readout says so.
+    const drift = h.page.locator('.chart[data-metric="drift"]');
+    await drift.scrollIntoViewIfNeeded();
+    await drift.locator('.log').click();
+    await drift.locator('.readout .log-dropped', { hasText: '1 value ≤ 0 not drawn on the log scale' }).waitFor({ timeout: 5000 });
     assert.deepEqual(h.errors, []);
   } finally {
     await h.close();

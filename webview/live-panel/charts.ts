@@ -7,8 +7,8 @@
 // of metrics costs the plots on screen. Ticks and ranges are ours (format.ts), always finite: uPlot's own splitter
 // can loop forever on ranges its increment table does not cover ("RangeError: Invalid array length").
 import uPlot from 'uplot';
-import { GROUPS, matchesFilter, readout, type ChartData, type GroupId, type Line, type PanelModel } from './model';
-import { STEP_INCRS, formatValue, logTickLabels, logTicks, niceTicks, safeRange, tickLabels, yAxisWidth } from './format';
+import { GROUPS, matchesFilter, readout, type ChartData, type GroupId, type Line, type PanelModel, type XAxis } from './model';
+import { STEP_INCRS, axisLabel, formatValue, logTickLabels, logTicks, niceTicks, safeRange, tickLabels, timeLabels, timeTicks, yAxisWidth } from './format';
 import { cssVar, el, icon, lineColour, withAlpha } from './dom';
 
 export interface ChartsHost {
@@ -25,6 +25,11 @@ export interface ChartsHost {
   /** Charts drawn on a log y scale, as `<tab>\n<metric>`. */
   logScale: Set<string>;
   onLog(tab: string, name: string): void;
+  /** The x axis of every chart: step, time since the stage started, or wall clock. */
+  axis(): XAxis;
+  /** The x range every chart of the tab shows (a drag on any chart sets it), or null: everything. */
+  zoom(): [number, number] | null;
+  onZoom(range: [number, number] | null): void;
 }
 
 interface ChartBox {
@@ -46,6 +51,8 @@ const RAW_ALPHA = 0.3;
 /** Box padding + border (style.css .chart): the plot is the box's content width. */
 const BOX_CHROME = 10;
 const MIN_PLOT_WIDTH = 200;
+/** How long a click on a chart waits for a second one (a double click resets the zoom instead of listing rollouts). */
+const DOUBLE_CLICK_MS = 250;
 
 export class TabCharts {
   readonly charts = new Map<string, ChartBox>();
@@ -187,8 +194,9 @@ export class TabCharts {
     const c = this.charts.get(name);
     if (!c || c.plot) return;
     c.width = plotWidth(c.box) ?? MIN_PLOT_WIDTH;
-    c.data = this.host.model.chartData(this.lines, name, this.host.smoothing());
-    c.plot = new uPlot(this.options(c), toAligned(c.data, this.isLog(name)), c.box);
+    c.data = this.host.model.chartData(this.lines, name, this.host.smoothing(), this.host.axis());
+    c.plot = new uPlot(this.options(c), this.aligned(c), c.box);
+    this.applyZoom(c);
     c.box.dataset.points = String(c.data.x.length);
     c.box.classList.add('drawn');
     this.showReadout(c, null);
@@ -196,9 +204,37 @@ export class TabCharts {
 
   private update(c: ChartBox): void {
     c.stale = false;
-    c.data = this.host.model.chartData(this.lines, c.name, this.host.smoothing());
-    c.plot!.setData(toAligned(c.data, this.isLog(c.name)));
+    c.data = this.host.model.chartData(this.lines, c.name, this.host.smoothing(), this.host.axis());
+    // Zoomed: new data keeps the range (uPlot would fit every point again); the y range follows what is in view.
+    c.plot!.setData(this.aligned(c), !this.host.zoom());
+    this.applyZoom(c);
     this.showReadout(c, c.plot!.cursor.idx ?? null);
+  }
+
+  /** uPlot's columns for a chart, and how many values a log scale leaves out (said in its readout). */
+  private aligned(c: ChartBox): uPlot.AlignedData {
+    const { data, dropped } = toAligned(c.data!, this.isLog(c.name));
+    c.box.dataset.logDropped = String(dropped);
+    return data;
+  }
+
+  private applyZoom(c: ChartBox): void {
+    const z = this.host.zoom();
+    if (z) c.plot!.setScale('x', { min: z[0], max: z[1] });
+    c.box.dataset.zoom = z ? `${z[0]} ${z[1]}` : '';
+  }
+
+  /** The tab's x range changed (a drag, or reset): every plot shows it (those out of view when they come back). */
+  rezoom(): void {
+    for (const c of this.charts.values()) {
+      if (!c.plot) continue;
+      if (!c.visible) {
+        c.stale = true;
+        continue;
+      }
+      if (this.host.zoom()) this.applyZoom(c);
+      else this.update(c);
+    }
   }
 
   /** Redraws every plot (alert marks changed). */
@@ -213,23 +249,29 @@ export class TabCharts {
     const smoothing = this.host.smoothing();
     const axisColours = { stroke: cssVar('--vscode-descriptionForeground'), grid: { stroke: cssVar('--vscode-charts-lines', '--vscode-widget-border'), width: 1 }, ticks: { stroke: cssVar('--vscode-charts-lines', '--vscode-widget-border'), width: 1 } };
     const font = `11px ${cssVar('--vscode-font-family') || 'sans-serif'}`;
-    const series: uPlot.Series[] = [{ label: 'step' }];
+    const axis = this.host.axis();
+    const series: uPlot.Series[] = [{ label: axisLabel(axis) }];
     this.lines.forEach((l, i) => {
       const colour = lineColour(i);
       const shown = !this.host.hidden(l);
       // The solid line (smoothed, or raw when smoothing is off) marks its points when it has too few to be a line:
       // uPlot's own rule hides points by density, and a lone point among many steps would draw nothing.
       const solid = { show: (u: uPlot, si: number) => fewPoints(u.data[si] as (number | null)[]), size: 6, fill: colour };
-      series.push({ label: `${l.label} raw`, stroke: smoothing > 0 ? withAlpha(colour, RAW_ALPHA) : colour, width: smoothing > 0 ? 1 : 1.5, spanGaps: true, points: smoothing > 0 ? { show: false } : solid, show: shown });
-      series.push({ label: l.label, stroke: colour, width: 1.75, spanGaps: true, points: solid, show: shown && smoothing > 0 });
+      // Gaps (null: a value that was not finite, a break in the steps) stay gaps; points another line has and this one
+      // has not (undefined) are drawn through.
+      series.push({ label: `${l.label} raw`, stroke: smoothing > 0 ? withAlpha(colour, RAW_ALPHA) : colour, width: smoothing > 0 ? 1 : 1.5, spanGaps: false, points: smoothing > 0 ? { show: false } : solid, show: shown });
+      series.push({ label: l.label, stroke: colour, width: 1.75, spanGaps: false, points: solid, show: shown && smoothing > 0 });
     });
     const clickable = this.lines.map((l) => this.host.clickable(l) && !this.host.hidden(l));
     const log = this.isLog(c.name);
+    let dragged = false;
+    let pendingClick: ReturnType<typeof setTimeout> | undefined;
     return {
       width: c.width,
       height: HEIGHT,
       legend: { show: false },
-      cursor: { sync: { key: `coa-live-${this.tab}` }, drag: { x: true, y: false } },
+      // A drag selects an x range for every chart of the tab (onZoom); uPlot's own zoom would be lost at the next data.
+      cursor: { sync: { key: `coa-live-${this.tab}` }, drag: { x: true, y: false, setScale: false } },
       scales: {
         x: { time: false, range: (_u, min, max) => (min === max || min === null || max === null ? [Math.max(0, (min ?? 0) - 1), (max ?? 0) + 1] : [min, max]) },
         // A flat series (e.g. EM 0 before learning starts) gets a range around its value instead of uPlot's 0–100.
@@ -238,15 +280,15 @@ export class TabCharts {
       axes: [
         {
           ...axisColours,
-          label: 'step',
+          label: axisLabel(axis),
           labelSize: 16,
           labelFont: font,
           font,
           incrs: STEP_INCRS,
-          splits: (u, _i, min, max) => niceTicks(min, max, Math.max(2, (u.width - 80) / 70), true),
+          splits: (u, _i, min, max) => (axis === 'step' ? niceTicks(min, max, Math.max(2, (u.width - 80) / 70), true) : timeTicks(min, max, Math.max(2, (u.width - 80) / 80))),
           values: (_u, splits) => {
             c.box.dataset.xticks = splits.join(' '); // readable from the page (the webview test checks whole steps)
-            return splits.map((v) => String(Math.round(v)));
+            return axis === 'step' ? splits.map((v) => String(Math.round(v))) : timeLabels(splits, axis);
           },
         },
         {
@@ -263,16 +305,32 @@ export class TabCharts {
       series,
       hooks: {
         setCursor: [(u) => this.showReadout(c, u.cursor.idx ?? null)],
+        setSelect: [
+          (u) => {
+            if (u.select.width <= 2) return;
+            const range: [number, number] = [u.posToVal(u.select.left, 'x'), u.posToVal(u.select.left + u.select.width, 'x')];
+            dragged = true;
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            this.host.onZoom(range);
+          },
+        ],
         ready: [
           (u) => {
+            // A double click shows the whole x range again, on every chart of the tab.
+            u.over.addEventListener('dblclick', () => this.host.onZoom(null));
             if (!clickable.some(Boolean)) return;
             u.over.classList.add('clickable');
-            u.over.addEventListener('click', () => {
-              if (u.select.width > 2) return; // the end of a drag-zoom, not a click
+            u.over.addEventListener('click', (e) => {
+              if (dragged) return void (dragged = false); // the end of a drag-zoom, not a click
+              // The second click of a double click (which resets the zoom) lists nothing; the first waits to see.
+              clearTimeout(pendingClick);
+              if (e.detail > 1) return;
               const idx = u.cursor.idx;
               if (idx == null || !c.data) return;
-              const line = this.nearestLine(u, c.data, idx, clickable, this.isLog(c.name));
-              if (line >= 0) this.host.onStep(this.lines[line], c.data.x[idx]);
+              const data = c.data;
+              const line = this.nearestLine(u, data, idx, clickable, this.isLog(c.name));
+              const step = line >= 0 ? data.steps[line][idx] : undefined;
+              if (step !== undefined) pendingClick = setTimeout(() => this.host.onStep(this.lines[line], step), DOUBLE_CLICK_MS);
             });
           },
         ],
@@ -287,6 +345,7 @@ export class TabCharts {
     let bestD = Infinity;
     data.smooth.forEach((col, i) => {
       const v = col[idx] ?? data.raw[i][idx];
+      if (data.steps[i][idx] === undefined) return;
       if (!clickable[i] || v == null || (log && v <= 0)) return;
       const d = Math.abs(u.valToPos(v, 'y') - (u.cursor.top ?? 0));
       if (d < bestD) [best, bestD] = [i, d];
@@ -300,23 +359,32 @@ export class TabCharts {
       c.readout.replaceChildren(el('span', { class: 'muted' }, 'no data yet'));
       return;
     }
-    const at = idx ?? data.x.length - 1;
-    const step = data.x[at];
+    const axis = this.host.axis();
+    // The latest point: the last x any line has a value at (a gap marker is no point).
+    let at = idx ?? data.x.length - 1;
+    if (idx === null) while (at > 0 && data.steps.every((col) => col[at] === undefined)) at--;
+    const x = data.x[at];
     const smoothing = this.host.smoothing();
     const rows = readout(this.lines, data, at);
-    const alerts = this.host.model.alertMarks(this.lines).filter((m) => m.step === step);
-    c.readout.dataset.step = String(step);
+    const steps = new Set(rows.flatMap((r) => (r.step === null ? [] : [r.step])));
+    const step = axis === 'step' ? x : steps.size === 1 ? [...steps][0] : null;
+    const alerts = this.host.model.alertMarks(this.lines, axis).filter((m) => rows[m.line]?.step === m.step);
+    c.readout.dataset.step = step === null ? '' : String(step);
+    const where = axis === 'step' ? `step ${x}` : `${timeLabels([x], axis, true)[0]}${step !== null ? ` · step ${step}` : ''}`;
+    const dropped = Number(c.box.dataset.logDropped ?? 0);
     c.readout.replaceChildren(
-      el('span', { class: 'step' }, `${idx === null ? 'latest · ' : ''}step ${step}`),
+      el('span', { class: 'step' }, `${idx === null ? 'latest · ' : ''}${where}`),
       ...rows.flatMap((r, i) => {
         if (this.host.hidden(this.lines[i])) return [];
         const swatch = el('span', { class: 'swatch' });
         swatch.style.background = lineColour(i);
         const value = el('b', { class: 'v' }, formatValue(smoothing > 0 ? r.smooth : r.raw));
-        return el('span', { class: 'row', 'data-line': String(i), 'data-raw': r.raw === null ? '' : String(r.raw) }, swatch, `${r.label} `, value, smoothing > 0 && r.raw !== null ? el('span', { class: 'raw' }, ` raw ${formatValue(r.raw)}`) : '');
+        const ownStep = axis !== 'step' && step === null && r.step !== null ? ` (step ${r.step})` : '';
+        return el('span', { class: 'row', 'data-line': String(i), 'data-raw': r.raw === null ? '' : String(r.raw) }, swatch, `${r.label} `, value, smoothing > 0 && r.raw !== null ? el('span', { class: 'raw' }, ` raw ${formatValue(r.raw)}`) : '', ownStep);
       }),
       ...alerts.map((a) => el('span', { class: `row alert ${a.severity}` }, icon(a.severity === 'error' ? 'error' : 'warning'), ` ${a.kind}: ${a.message}`)),
-      ...(this.isLog(c.name) && !data.raw.some((col) => col.some((v) => v !== null && v > 0)) ? [el('span', { class: 'row muted' }, 'no value above 0: nothing to draw on a log scale')] : []),
+      // A log scale cannot draw values ≤ 0: say how many are left out instead of dropping them silently.
+      ...(this.isLog(c.name) && dropped > 0 ? [el('span', { class: 'row muted log-dropped' }, data.raw.some((col) => col.some((v) => v != null && v > 0)) ? `${dropped} value${dropped === 1 ? '' : 's'} ≤ 0 not drawn on the log scale` : 'no value above 0: nothing to draw on a log scale')] : []),
     );
   }
 
@@ -325,15 +393,15 @@ export class TabCharts {
     return {
       hooks: {
         draw: (u) => {
-          const marks = this.host.model.alertMarks(this.lines);
+          const marks = this.host.model.alertMarks(this.lines, this.host.axis());
           const ctx = u.ctx;
           const min = u.scales.x.min!;
           const max = u.scales.x.max!;
           let drawn = 0;
           ctx.save();
           for (const m of marks) {
-            if (m.step < min || m.step > max) continue;
-            const px = Math.round(u.valToPos(m.step, 'x', true));
+            if (m.x < min || m.x > max) continue;
+            const px = Math.round(u.valToPos(m.x, 'x', true));
             const colour = cssVar(m.severity === 'error' ? '--vscode-editorError-foreground' : '--vscode-editorWarning-foreground');
             ctx.strokeStyle = withAlpha(colour, 0.5);
             ctx.setLineDash([2, 3]);
@@ -368,16 +436,24 @@ export class TabCharts {
   }
 }
 
-/** uPlot's columns: x, then raw and smoothed per line. On a log scale, values ≤ 0 are left out (no log of them). */
-function toAligned(d: ChartData, log = false): uPlot.AlignedData {
-  const cols: (number | null)[][] = [];
-  const keep = log ? (col: (number | null)[]) => col.map((v) => (v !== null && v > 0 ? v : null)) : (col: (number | null)[]) => col;
-  d.raw.forEach((r, i) => cols.push(keep(r), keep(d.smooth[i])));
-  return [d.x, ...cols] as uPlot.AlignedData;
+/**
+ * uPlot's columns: x, then raw and smoothed per line. On a log scale, values ≤ 0 become gaps (no log of them) and
+ * are counted (raw values only: the readout says how many).
+ */
+export function toAligned(d: ChartData, log = false): { data: uPlot.AlignedData; dropped: number } {
+  const cols: (number | null | undefined)[][] = [];
+  let dropped = 0;
+  const keep = (col: (number | null | undefined)[], count: boolean) => (log ? col.map((v) => {
+    if (v === null || v === undefined || v > 0) return v;
+    if (count) dropped++;
+    return null;
+  }) : col);
+  d.raw.forEach((r, i) => cols.push(keep(r, true), keep(d.smooth[i], false)));
+  return { data: [d.x, ...cols] as uPlot.AlignedData, dropped };
 }
 
 /** Fewer than 3 values: a line cannot show them. */
-function fewPoints(col: (number | null)[] | undefined): boolean {
+function fewPoints(col: (number | null | undefined)[] | undefined): boolean {
   let n = 0;
   for (const v of col ?? []) if (v !== null && v !== undefined && ++n >= 3) return false;
   return true;

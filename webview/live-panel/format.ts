@@ -1,4 +1,5 @@
 // Number formatting for chart axes (no DOM).
+import type { XAxis } from './model';
 
 /** Y tick labels with enough digits to tell neighbours apart (a learning rate decaying within 0.0029–0.003). */
 export function tickLabels(splits: number[]): string[] {
@@ -93,4 +94,48 @@ export function safeRange(min: number | null, max: number | null, log: boolean):
   }
   const pad = span * 0.1;
   return [min >= 0 && min - pad < 0 ? 0 : min - pad, max + pad];
+}
+
+/** The x axis's title on a chart. */
+export function axisLabel(axis: XAxis): string {
+  return axis === 'step' ? 'step' : axis === 'relative' ? 'time since the stage started' : 'time of day';
+}
+
+/** Time axis increments in seconds: clock-friendly (15 s, 1 min, 5 min, 1 h, …), never a decimal 20 or 50 s. */
+const TIME_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600, 43_200, 86_400, 172_800, 604_800, 2_592_000];
+
+/** At most about `count` ticks over [min, max] seconds at a clock-friendly increment; short and finite always. */
+export function timeTicks(min: number, max: number, count: number): number[] {
+  if (!Number.isFinite(min) || !Number.isFinite(max)) return [];
+  if (max < min) [min, max] = [max, min];
+  if (max === min) return [min];
+  const n = Math.max(1, Math.min(50, Math.floor(count)));
+  const step = TIME_INCRS.find((s) => (max - min) / s <= n) ?? Math.ceil((max - min) / n / 86_400) * 86_400;
+  const out: number[] = [];
+  for (let v = Math.ceil(min / step) * step; v <= max + 1e-9 && out.length <= n + 1; v += step) out.push(v);
+  return out.length ? out : [min, max];
+}
+
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/**
+ * Labels of time-axis values: a duration (`1:05`, `1:02:03`) for seconds since the stage started, the local time of
+ * day (`14:05`, `14:05:30` when a tick falls between minutes) for the wall clock. `precise`: the readout's form,
+ * seconds always and the date for the wall clock.
+ */
+export function timeLabels(values: number[], axis: XAxis, precise = false): string[] {
+  if (axis === 'relative') {
+    return values.map((v) => {
+      const t = Math.round(Math.abs(v));
+      const h = Math.floor(t / 3600);
+      const m = Math.floor((t % 3600) / 60);
+      return `${v < 0 ? '−' : ''}${h ? `${h}:${pad(m)}` : m}:${pad(t % 60)}`;
+    });
+  }
+  const seconds = precise || values.some((v) => Math.round(v) % 60 !== 0);
+  return values.map((v) => {
+    const d = new Date(v * 1000);
+    const time = `${pad(d.getHours())}:${pad(d.getMinutes())}${seconds ? `:${pad(d.getSeconds())}` : ''}`;
+    return precise ? `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${time}` : time;
+  });
 }

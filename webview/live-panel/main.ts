@@ -8,7 +8,8 @@ import '@vscode-elements/elements/dist/vscode-button/index.js';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import './style.css';
 import { stageInfo } from '../../src/core/stages';
-import { PanelModel } from './model';
+import { PanelModel, type XAxis } from './model';
+import { axisLabel, timeLabels } from './format';
 import { TabCharts } from './charts';
 import { renderToolHealth, type ToolHealthState } from './toolHealth';
 import { RESULTS_TAB, renderAlerts, renderResults, renderRuns, renderSamples, renderStepRollouts, renderTabHead, renderTabs, type StepRollouts } from './lists';
@@ -41,6 +42,10 @@ function toggleLine(l: { run: string; stage: string }): void {
 /** The tab the user picked; until then the panel follows the stage being trained. */
 let pickedTab: string | undefined = saved?.tab;
 let filter = saved?.filter ?? '';
+/** The x axis of the charts (W&B's and TensorBoard's step / relative / wall choice). */
+let xAxis: XAxis = saved?.xAxis ?? 'step';
+/** The x range the tab's charts show after a drag (null: all of it); in the axis's units, so reset with it. */
+let zoom: [number, number] | null = null;
 /** The smoothing slider's top (TensorBoard's): an EMA weight of 0.99 already averages ~100 steps. */
 const SMOOTHING_MAX = 0.99;
 const RENDER_INTERVAL_MS = 250;
@@ -58,6 +63,9 @@ const smoothingValue = el('output', { id: 'smoothing-value', for: 'smoothing' })
 const filterInput = el('input', { id: 'filter', type: 'search', placeholder: 'Filter charts (e.g. reward, tool)', 'aria-label': 'Filter charts', spellcheck: 'false' });
 filterInput.value = filter;
 const addRunButton = el('vscode-button', { id: 'add-run', icon: 'add', secondary: '' }, 'Compare run…');
+const axisSelect = el('select', { id: 'x-axis', 'aria-label': 'X axis' }, ...(['step', 'relative', 'wall'] as const).map((a) => el('option', { value: a }, a === 'step' ? 'step' : a === 'relative' ? 'relative time' : 'wall clock')));
+axisSelect.value = xAxis;
+const zoomButton = el('button', { id: 'zoom-reset', class: 'zoom-reset', hidden: '', title: 'Show the whole x range (or double-click a chart)' }, icon('zoom-out'), el('span', {}, ''));
 const runsEl = el('div', { id: 'runs', class: 'runs' });
 const issuesEl = el('div', { id: 'issues' });
 const alertsEl = el('div', { id: 'alerts' });
@@ -81,6 +89,8 @@ document.body.append(
     el('span', { class: 'count' }, el('vscode-badge', { variant: 'counter' }, countEl), ' events'),
     el('label', { class: 'smoothing' }, 'Smoothing ', smoothingInput, smoothingValue),
     el('label', { class: 'filter' }, icon('filter'), filterInput),
+    el('label', { class: 'x-axis', title: 'Drag across a chart to zoom every chart of the tab to that range' }, 'x ', axisSelect),
+    zoomButton,
     addRunButton,
   ),
   runsEl,
@@ -119,6 +129,23 @@ filterInput.addEventListener('input', () => {
   saveState();
 });
 addRunButton.addEventListener('click', () => vscode.postMessage({ type: 'addRun' }));
+axisSelect.addEventListener('change', () => {
+  xAxis = axisSelect.value as XAxis;
+  setZoom(null, false);
+  saveState();
+  rebuildTab();
+});
+zoomButton.addEventListener('click', () => setZoom(null));
+
+/** A drag on a chart (or its reset): every chart of the tab shows that x range; the button says which and resets. */
+function setZoom(range: [number, number] | null, redraw = true): void {
+  zoom = range && range[1] > range[0] ? range : null;
+  zoomButton.hidden = !zoom;
+  const [from, to] = zoom ? (xAxis === 'step' ? zoom.map((v) => String(Math.round(v))) : timeLabels(zoom, xAxis)) : ['', ''];
+  zoomButton.querySelector('span')!.textContent = zoom ? ` ${axisLabel(xAxis)} ${from}–${to}` : '';
+  document.body.dataset.zoom = zoom ? zoom.join(' ') : '';
+  if (redraw) charts?.rezoom();
+}
 
 // ---- tabs and charts ----------------------------------------------------------------------------------------
 let charts: TabCharts | undefined;
@@ -139,6 +166,7 @@ function currentTab(): string | null {
 
 function pickTab(id: string): void {
   pickedTab = id;
+  setZoom(null, false); // another tab: its own steps and times
   saveState();
   draw(true);
 }
@@ -172,6 +200,9 @@ const host = {
   onLog(tab: string, name: string) {
     charts?.setLog(name, toggleChart(logScale, tab, name));
   },
+  axis: () => xAxis,
+  zoom: () => zoom,
+  onZoom: (range: [number, number] | null) => setZoom(range),
   clickable(line: { run: string; stage: string }) {
     const run = model.runs.get(line.run);
     // A verl run with a known dump directory: every step may have a dump (<rollout_data_dir>/<step>.jsonl).
@@ -261,6 +292,7 @@ function draw(force: boolean): void {
     renderTabHead(tabHeadEl, model, info, smoothing, isHidden, toggleLine);
     const lines = tab && !isResults ? JSON.stringify(model.lines(tab)) : '';
     if (tab !== shownTab || lines !== shownLines) {
+      if (tab !== shownTab) setZoom(null, false);
       charts?.destroy();
       charts = tab && !isResults ? new TabCharts(chartsEl, host, tab) : undefined;
       charts?.applyFilter(filter);
@@ -290,7 +322,7 @@ let issueCount = 0;
 const issuesMore = el('div', { class: 'more' });
 
 function saveState(): void {
-  vscode.setState({ runs: [...model.runs.values()].map((r) => r.info), smoothing, pinned: [...pinned], ...(logScale.size ? { log: [...logScale] } : {}), ...(pickedTab ? { tab: pickedTab } : {}), ...(filter ? { filter } : {}) });
+  vscode.setState({ runs: [...model.runs.values()].map((r) => r.info), smoothing, pinned: [...pinned], ...(logScale.size ? { log: [...logScale] } : {}), ...(pickedTab ? { tab: pickedTab } : {}), ...(filter ? { filter } : {}), ...(xAxis !== 'step' ? { xAxis } : {}) });
 }
 
 window.addEventListener('message', (ev: MessageEvent<HostToPanel>) => {

@@ -10,7 +10,12 @@ export interface Series {
   /** Steps within the stage, ascending. */
   x: number[];
   y: (number | null)[];
+  /** When each point was logged (the event's time, seconds since the epoch): the time axes. */
+  t: number[];
 }
+
+/** A chart's x axis: the step within the stage, seconds since the line's stage started, or the wall clock. */
+export type XAxis = 'step' | 'relative' | 'wall';
 
 export interface StageData {
   id: string;
@@ -20,6 +25,8 @@ export interface StageData {
   status: 'running' | 'ok' | 'cancelled' | 'failed';
   /** Steps that sent a sampled rollout, ascending: the trainer writes the stage's rollouts file at the same steps. */
   sampledSteps: number[];
+  /** When the stage first started (its first run_started, else its first event): 0 on the relative time axis. */
+  startTime: number | null;
   /** `histogram` events by name, ascending steps (the sampler/trainer log-prob difference of each logged step). */
   histograms: Map<string, HistogramPoint[]>;
 }
@@ -34,6 +41,8 @@ export interface AlertItem {
   run: string;
   stage: string;
   step: number;
+  /** When it was raised (seconds since the epoch). */
+  time: number;
   kind: string;
   severity: 'warning' | 'error';
   message: string;
@@ -76,6 +85,7 @@ export const GROUPS = [
   { id: 'agent', title: 'Agent: tool calls, format, groups' },
   { id: 'policy', title: 'KL / entropy / clip / optimiser' },
   { id: 'throughput', title: 'Throughput' },
+  { id: 'system', title: 'System: CPU, GPU, memory' },
   { id: 'length', title: 'Lengths' },
   { id: 'diagnostics', title: 'Diagnostics: zero-variance groups, sampler/trainer log-prob drift, reward-hacking scanners' },
   { id: 'validation', title: 'Validation' },
@@ -98,6 +108,9 @@ const PREFIX_GROUPS: [RegExp, GroupId][] = [
   [/^(actor|critic|clip_ratio|entropy|kl|grad_norm|learning_rate)(\/|$)/, 'policy'],
   [/^(response_length|response_length_non_aborted|prompt_length|response|completions\/(mean|min|max)_(terminated_)?length|completions\/clipped_ratio)(\/|$)/, 'length'],
   [/^(num_turns|tool_call_counts|agent_loop|tools|coa|completions)\//, 'agent'],
+  // The trainer's system metrics (src/core/metrics.ts SYSTEM_METRICS) and verl's memory figures.
+  [/^system\//, 'system'],
+  [/^perf\/(max_memory|cpu_memory)/, 'system'],
   [/^(perf|timing_s|timing_per_token_ms)\//, 'throughput'],
   [/^(val-core|val-aux)\//, 'validation'],
   // the search boundary meter's rates inside RL (src/core/metrics.ts BOUNDARY_METRICS) beside TC; its TC, EM and
@@ -169,17 +182,42 @@ export interface Tab {
   stages: string[];
 }
 
-/** Aligned data for one chart: the union of the lines' steps, and per line the raw and smoothed values. */
+/**
+ * Aligned data for one chart: the union of the lines' x values (steps, or times), and per line the raw and smoothed
+ * values and the step of each. `undefined`: the line has no point at this x (another line has) — drawn through;
+ * `null`: a gap — a value that was not finite, or a break in the line's steps much longer than its logging interval
+ * (a line drawn straight across it would read as data).
+ */
 export interface ChartData {
   x: number[];
-  raw: (number | null)[][];
-  smooth: (number | null)[][];
+  raw: (number | null | undefined)[][];
+  smooth: (number | null | undefined)[][];
+  steps: (number | undefined)[][];
 }
+
+/**
+ * Where a line breaks: after index i when the next logged step is more than twice the line's usual interval (the
+ * median step between its points) away. Needs 3 points to know an interval.
+ */
+export function stepGaps(x: readonly number[], factor = 2): { after: number[]; interval: number } {
+  if (x.length < 3) return { after: [], interval: 0 };
+  const d = x.slice(1).map((v, i) => v - x[i]).sort((a, b) => a - b);
+  const interval = d[Math.floor(d.length / 2)];
+  const after: number[] = [];
+  for (let i = 0; i + 1 < x.length; i++) if (interval > 0 && x[i + 1] - x[i] > factor * interval) after.push(i);
+  return { after, interval };
+}
+
+/** On a time axis a line also breaks where the time between two logged steps is far longer than usual (a stage
+ *  cancelled and resumed later, a stalled logger): steps vary in duration, hence a wider margin than for steps. */
+const TIME_GAP_FACTOR = 5;
 
 export interface ReadoutRow {
   label: string;
   raw: number | null;
   smooth: number | null;
+  /** The line's step at this x (none: the line has no point here). */
+  step: number | null;
 }
 
 export interface ResultsRow {
@@ -271,7 +309,7 @@ export class PanelModel {
   private stage(run: RunState, id: string): StageData {
     let s = run.stages.get(id);
     if (!s) {
-      s = { id, metrics: new Map(), maxStep: 0, status: 'running', sampledSteps: [], histograms: new Map() };
+      s = { id, metrics: new Map(), maxStep: 0, status: 'running', sampledSteps: [], histograms: new Map(), startTime: null };
       run.stages.set(id, s);
       if (!this.seenStages.has(id)) this.seenStages.set(id, this.seenStages.size);
       this.structureChanged = true;
@@ -279,16 +317,22 @@ export class PanelModel {
     return s;
   }
 
-  private touch(run: RunState, id: string, step: number): StageData {
+  private touch(run: RunState, id: string, step: number, time?: number): StageData {
     const s = this.stage(run, id);
-    if (step > s.maxStep) s.maxStep = step;
+    // The legend's "step N" follows every event: runs that send no progress events (verl, TRL) otherwise showed the
+    // step of their last alert while the charts moved on.
+    if (step > s.maxStep) {
+      s.maxStep = step;
+      this.listsChanged = true;
+    }
+    if (s.startTime === null && time !== undefined) s.startTime = time;
     return s;
   }
 
-  private push(run: RunState, s: StageData, name: string, x: number, y: number | null): void {
+  private push(run: RunState, s: StageData, name: string, x: number, y: number | null, t: number): void {
     let series = s.metrics.get(name);
     if (!series) {
-      s.metrics.set(name, (series = { x: [], y: [] }));
+      s.metrics.set(name, (series = { x: [], y: [], t: [] }));
       this.noteMetric(stageFamily(s.id), name);
     }
     const n = series.x.length;
@@ -296,17 +340,22 @@ export class PanelModel {
       // Out of order (a resumed stage re-logging steps): keep x sorted, last value wins.
       let i = n - 1;
       while (i > 0 && series.x[i - 1] >= x) i--;
-      if (series.x[i] === x) series.y[i] = y;
-      else if (series.x[i] > x) {
+      if (series.x[i] === x) {
+        series.y[i] = y;
+        series.t[i] = t;
+      } else if (series.x[i] > x) {
         series.x.splice(i, 0, x);
         series.y.splice(i, 0, y);
+        series.t.splice(i, 0, t);
       } else {
         series.x.push(x);
         series.y.push(y);
+        series.t.push(t);
       }
     } else {
       series.x.push(x);
       series.y.push(y);
+      series.t.push(t);
     }
   }
 
@@ -318,13 +367,17 @@ export class PanelModel {
     for (const e of events) {
       switch (e.type) {
         case 'run_started':
-          if (e.stage !== 'pipeline') this.stage(run, e.stage).status = 'running';
+          if (e.stage !== 'pipeline') {
+            const s = this.stage(run, e.stage);
+            s.status = 'running';
+            s.startTime ??= e.time;
+          }
           run.status = `${stageLabelOf(e.stage)}: running on ${e.device}${e.world_size > 1 ? ` ×${e.world_size}` : ''}`;
           this.listsChanged = true;
           break;
         case 'metrics': {
-          const s = this.touch(run, e.stage, e.step);
-          for (const name in e.values) this.push(run, s, name, e.step, e.values[name]);
+          const s = this.touch(run, e.stage, e.step, e.time);
+          for (const name in e.values) this.push(run, s, name, e.step, e.values[name], e.time);
           this.dirtyTabs.add(stageFamily(e.stage));
           run.lastStage = e.stage;
           break;
@@ -339,8 +392,8 @@ export class PanelModel {
           this.listsChanged = true;
           break;
         case 'alert':
-          this.touch(run, e.stage, e.step);
-          run.alerts.push({ run: key, stage: e.stage, step: e.step, kind: e.kind, severity: e.severity, message: e.message });
+          this.touch(run, e.stage, e.step, e.time);
+          run.alerts.push({ run: key, stage: e.stage, step: e.step, time: e.time, kind: e.kind, severity: e.severity, message: e.message });
           if (run.alerts.length > MAX_ALERTS) run.alerts.splice(0, run.alerts.length - MAX_ALERTS);
           this.dirtyTabs.add(stageFamily(e.stage));
           this.listsChanged = true;
@@ -358,11 +411,14 @@ export class PanelModel {
         case 'stage_finished':
           if (e.stage !== 'pipeline') this.touch(run, e.stage, e.step).status = e.status;
           run.status = `${stageLabelOf(e.stage)}: ${e.status}`;
+          // A finished, cancelled or failed stage has nothing left to estimate: its last progress keeps its step only.
+          if (run.progress && (run.progress.stage === e.stage || e.stage === 'pipeline')) run.progress = { ...run.progress, eta_s: null };
           this.listsChanged = true;
           break;
         case 'error':
           run.status = `error: ${e.message}`;
-          run.alerts.push({ run: key, stage: e.stage ?? '', step: e.stage ? (run.stages.get(e.stage)?.maxStep ?? 0) : 0, kind: e.code ?? 'error', severity: 'error', message: e.message });
+          run.alerts.push({ run: key, stage: e.stage ?? '', step: e.stage ? (run.stages.get(e.stage)?.maxStep ?? 0) : 0, time: e.time, kind: e.code ?? 'error', severity: 'error', message: e.message });
+          if (run.progress && (!e.stage || run.progress.stage === e.stage)) run.progress = { ...run.progress, eta_s: null };
           this.listsChanged = true;
           break;
         case 'checkpoint':
@@ -432,31 +488,48 @@ export class PanelModel {
     return null;
   }
 
-  /** Aligned data of one chart: union of steps; per line raw and smoothed values (null where a line has no point). */
-  chartData(lines: Line[], name: string, smoothing: number): ChartData {
-    const series = lines.map((l) => this.runs.get(l.run)?.stages.get(l.stage)?.metrics.get(name));
-    const present = series.filter((s): s is Series => !!s && s.x.length > 0);
-    let x: number[];
-    if (present.length === 1) x = present[0].x.slice();
-    else x = [...new Set(present.flatMap((s) => s.x))].sort((a, b) => a - b);
-    const index = present.length === 1 ? null : new Map(x.map((v, i) => [v, i]));
-    const raw: (number | null)[][] = [];
-    const smooth: (number | null)[][] = [];
-    for (const s of series) {
-      const r = new Array<number | null>(x.length).fill(null);
-      const m = new Array<number | null>(x.length).fill(null);
-      if (s && s.x.length) {
-        const sm = ema(s.y, smoothing);
-        for (let i = 0; i < s.x.length; i++) {
-          const j = index ? index.get(s.x[i])! : i;
-          r[j] = s.y[i];
-          m[j] = sm[i];
-        }
+  /**
+   * Aligned data of one chart on an x axis: the union of the lines' x values; per line its raw and smoothed values
+   * and steps (ChartData: undefined where a line has no point, null at a gap).
+   */
+  chartData(lines: Line[], name: string, smoothing: number, axis: XAxis = 'step'): ChartData {
+    type Point = { x: number; step: number | undefined; raw: number | null; smooth: number | null };
+    const perLine: Point[][] = lines.map((l) => {
+      const stage = this.runs.get(l.run)?.stages.get(l.stage);
+      const s = stage?.metrics.get(name);
+      if (!s || !s.x.length) return [];
+      const start = stage!.startTime ?? s.t[0];
+      const at = (i: number) => (axis === 'step' ? s.x[i] : axis === 'wall' ? s.t[i] : s.t[i] - start);
+      const sm = ema(s.y, smoothing);
+      const points: Point[] = s.x.map((step, i) => ({ x: at(i), step, raw: s.y[i], smooth: sm[i] }));
+      const gaps = stepGaps(s.x);
+      const after = new Set(gaps.after);
+      if (axis !== 'step') for (const i of stepGaps(s.t, TIME_GAP_FACTOR).after) after.add(i);
+      for (const i of after) points.push({ x: axis === 'step' ? s.x[i] + gaps.interval : (at(i) + at(i + 1)) / 2, step: undefined, raw: null, smooth: null });
+      return points;
+    });
+    const x = [...new Set(perLine.flatMap((ps) => ps.map((p) => p.x)))].sort((a, b) => a - b);
+    const index = new Map(x.map((v, i) => [v, i]));
+    const raw: (number | null | undefined)[][] = [];
+    const smooth: (number | null | undefined)[][] = [];
+    const steps: (number | undefined)[][] = [];
+    for (const points of perLine) {
+      const r = new Array<number | null | undefined>(x.length).fill(undefined);
+      const m = new Array<number | null | undefined>(x.length).fill(undefined);
+      const st = new Array<number | undefined>(x.length).fill(undefined);
+      for (const p of points) {
+        const j = index.get(p.x)!;
+        // Two points of one line at one x (the same second on a time axis): the later step wins.
+        if (r[j] !== undefined && p.step === undefined) continue;
+        r[j] = p.raw;
+        m[j] = p.smooth;
+        st[j] = p.step;
       }
       raw.push(r);
       smooth.push(m);
+      steps.push(st);
     }
-    return { x, raw, smooth };
+    return { x, raw, smooth, steps };
   }
 
   /** Number of steps on a chart without building its data (for the page's data-points attribute). */
@@ -504,11 +577,15 @@ export class PanelModel {
     return out.sort((a, b) => (a.severity === b.severity ? b.count - a.count : a.severity === 'error' ? -1 : 1));
   }
 
-  /** Alerts to mark on a tab's charts, with the index of the line (run × stage) they belong to. */
-  alertMarks(lines: Line[]): { line: number; step: number; kind: string; severity: 'warning' | 'error'; message: string }[] {
-    const out: { line: number; step: number; kind: string; severity: 'warning' | 'error'; message: string }[] = [];
+  /** Alerts to mark on a tab's charts, with the index of the line (run × stage) they belong to and their x. */
+  alertMarks(lines: Line[], axis: XAxis = 'step'): { line: number; step: number; x: number; kind: string; severity: 'warning' | 'error'; message: string }[] {
+    const out: { line: number; step: number; x: number; kind: string; severity: 'warning' | 'error'; message: string }[] = [];
     lines.forEach((l, i) => {
-      for (const a of this.runs.get(l.run)?.alerts ?? []) if (a.stage === l.stage) out.push({ line: i, step: a.step, kind: a.kind, severity: a.severity, message: a.message });
+      const start = this.runs.get(l.run)?.stages.get(l.stage)?.startTime ?? 0;
+      for (const a of this.runs.get(l.run)?.alerts ?? []) {
+        if (a.stage !== l.stage) continue;
+        out.push({ line: i, step: a.step, x: axis === 'step' ? a.step : axis === 'wall' ? a.time : a.time - start, kind: a.kind, severity: a.severity, message: a.message });
+      }
     });
     return out;
   }
@@ -529,9 +606,9 @@ export class PanelModel {
   }
 }
 
-/** The readout under the cursor: every line's raw and smoothed value at step index `idx` of a chart's data. */
+/** The readout under the cursor: every line's raw and smoothed value (and step) at index `idx` of a chart's data. */
 export function readout(lines: Line[], data: ChartData, idx: number): ReadoutRow[] {
-  return lines.map((l, i) => ({ label: l.label, raw: data.raw[i]?.[idx] ?? null, smooth: data.smooth[i]?.[idx] ?? null }));
+  return lines.map((l, i) => ({ label: l.label, raw: data.raw[i]?.[idx] ?? null, smooth: data.smooth[i]?.[idx] ?? null, step: data.steps[i]?.[idx] ?? null }));
 }
 
 /** Index of the step in a chart's x values nearest to `step` (the x values are sorted), or -1 when empty. */

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PanelModel, alertWords, ema, groupOf, matchesFilter, nearestIndex, readout } from '../../../webview/live-panel/model';
+import { PanelModel, alertWords, ema, groupOf, matchesFilter, nearestIndex, readout, stepGaps } from '../../../webview/live-panel/model';
 import { chunk, isSafeStageName, rolloutsOfStep } from '../../../src/extension/providers/livePanel/records';
 import { locateId } from '../../../src/extension/providers/browser/locate';
 import { parseEvent, type TrainerEvent } from '../../../src/core/events';
@@ -129,7 +129,8 @@ test('runs overlaid: lines per run × stage, union of steps with gaps; re-logged
   m.apply('b', [mk('b', 'rl2', 2, { loss: 20 }), mk('b', 'rl2', 3, { loss: null }), mk('b', 'rl2-otc', 1, { loss: 5 })]);
   const lines = m.lines('rl2');
   assert.deepEqual(lines.map((l) => l.label), ['a · RL-2', 'b · RL-2', 'b · RL-2-OTC']);
-  assert.deepEqual(m.chartData(lines, 'loss', 0).raw, [[1, null, 3], [null, 20, null], [5, null, null]]);
+  // undefined: the line has no point there (drawn through); null: a value that was not finite (a gap).
+  assert.deepEqual(m.chartData(lines, 'loss', 0).raw, [[1, undefined, 3], [undefined, 20, null], [5, undefined, undefined]]);
   assert.deepEqual(m.chartData(lines, 'loss', 0).x, [1, 2, 3]);
   assert.equal(m.chartSteps(lines, 'loss'), 3);
   m.apply('a', [mk('a', 'rl2', 2, { loss: 2 }), mk('a', 'rl2', 3, { loss: 30 })]);
@@ -287,4 +288,77 @@ test('chart ticks and ranges are always short, finite and drawable (uPlot loops 
   assert.deepEqual(safeRange(10, 10, true), [1, 100]);
   assert.deepEqual(safeRange(2, 12, false), [1, 13]);
   assert.deepEqual(safeRange(0.5, 10, false), [0, 10.95]);
+});
+
+test('a break in a line\'s steps much longer than its logging interval is a gap (null), not a straight line drawn across it, smoothed or not', () => {
+  const m = new PanelModel();
+  m.addRun({ key: 'a', label: 'a' });
+  // Logged every 10 steps, then nothing from 40 to 100 (a resumed stage, a logger that stopped).
+  m.apply('a', [10, 20, 30, 40, 100, 110, 120].map((step) => mk('a', 'rl2', step, { loss: step })));
+  assert.deepEqual(stepGaps([10, 20, 30, 40, 100, 110, 120]), { after: [3], interval: 10 });
+  assert.deepEqual(stepGaps([10, 20, 30, 40, 50]).after, [], 'a steady interval has none');
+  assert.deepEqual(stepGaps([1, 50]).after, [], 'two points tell no interval');
+  const data = m.chartData(m.lines('rl2'), 'loss', 0.9);
+  assert.deepEqual(data.x, [10, 20, 30, 40, 50, 100, 110, 120]);
+  assert.deepEqual(data.raw[0], [10, 20, 30, 40, null, 100, 110, 120]);
+  assert.equal(data.smooth[0][4], null, 'the smoothed line breaks there too');
+  assert.deepEqual(data.steps[0], [10, 20, 30, 40, undefined, 100, 110, 120]);
+  // Sibling lines logging at other steps are no gap of each other: their missing points are undefined.
+  m.apply('a', [5, 15, 25, 35, 45].map((step) => mk('a', 'rl2-otc', step, { loss: 1 })));
+  const both = m.chartData(m.lines('rl2'), 'loss', 0);
+  assert.ok(both.raw[1].every((v) => v === 1 || v === undefined));
+});
+
+test('time axes: relative (seconds since the stage started) and wall clock, each point keeping its step; alerts placed at their time', () => {
+  const m = new PanelModel();
+  m.addRun({ key: 'a', label: 'a' });
+  const started = (stage: string, time: number): TrainerEvent => ({ v: 1, time, run: 'a', type: 'run_started', stage, config: {}, total_steps: 9, device: 'cpu', world_size: 1 });
+  const at = (stage: string, step: number, time: number): TrainerEvent => ({ ...mk('a', stage, step, { loss: step }), time });
+  m.apply('a', [started('rl2', 1000), at('rl2', 1, 1010), at('rl2', 2, 1020), started('rl2-otc', 2000), at('rl2-otc', 1, 2005), at('rl2-otc', 2, 2030),
+    { v: 1, time: 1015, run: 'a', type: 'alert', stage: 'rl2', step: 1, kind: 'tool_call_explosion', severity: 'warning', message: 'm' }]);
+  const lines = m.lines('rl2');
+  const rel = m.chartData(lines, 'loss', 0, 'relative');
+  assert.deepEqual(rel.x, [5, 10, 20, 30], 'both stages from their own start');
+  assert.deepEqual(rel.steps, [[undefined, 1, 2, undefined], [1, undefined, undefined, 2]]);
+  assert.deepEqual(readout(lines, rel, 1).map((r) => [r.raw, r.step]), [[1, 1], [null, null]]);
+  const wall = m.chartData(lines, 'loss', 0, 'wall');
+  assert.deepEqual(wall.x, [1010, 1020, 2005, 2030]);
+  assert.deepEqual(m.alertMarks(lines, 'relative').map((a) => a.x), [15]);
+  assert.deepEqual(m.alertMarks(lines, 'wall').map((a) => a.x), [1015]);
+  assert.deepEqual(m.alertMarks(lines).map((a) => a.x), [1]);
+});
+
+test('the runs line: a cancelled or failed stage shows no ETA; a run without progress events (verl) has its legend follow its metrics', () => {
+  const m = new PanelModel();
+  m.addRun({ key: 'a', label: 'a' });
+  m.apply('a', [{ v: 1, time: 1, run: 'a', type: 'progress', stage: 'sft1', step: 40, total: 200, elapsed_s: 10, eta_s: 50 }]);
+  assert.equal(m.runs.get('a')!.progress!.eta_s, 50);
+  m.apply('a', [{ v: 1, time: 2, run: 'a', type: 'stage_finished', stage: 'sft1', step: 40, status: 'cancelled', checkpoint: null }]);
+  assert.deepEqual(m.runs.get('a')!.progress, { stage: 'sft1', step: 40, total: 200, eta_s: null });
+  // verl: metrics and an alert, no progress. Every later metrics step marks the lists (legend) for a redraw.
+  m.addRun({ key: 'v', label: 'v', engine: 'verl' });
+  m.apply('v', [mk('v', 'rl2', 5, { loss: 1 }), { v: 1, time: 6, run: 'v', type: 'alert', stage: 'rl2', step: 6, kind: 'other', severity: 'warning', message: 'm' }]);
+  m.listsChanged = false;
+  m.apply('v', [mk('v', 'rl2', 7, { loss: 1 })]);
+  assert.equal(m.runs.get('v')!.stages.get('rl2')!.maxStep, 7);
+  assert.equal(m.listsChanged, true, 'the legend ("step 7") is redrawn, not left at the alert\'s step');
+});
+
+test('system metrics (the trainer\'s system/*, verl\'s memory) have their own group beside the charts', () => {
+  for (const name of ['system/cpu_percent', 'system/rss_gb', 'system/gpu_mem_gb', 'perf/max_memory_allocated_gb', 'perf/cpu_memory_used_gb']) assert.equal(groupOf(name), 'system', name);
+  assert.equal(groupOf('perf/throughput'), 'throughput');
+});
+
+test('time axis ticks: clock-friendly increments, short and finite; labels as durations or the time of day', async () => {
+  const { timeTicks, timeLabels, axisLabel } = await import('../../../webview/live-panel/format');
+  assert.deepEqual(timeTicks(0, 300, 5), [0, 60, 120, 180, 240, 300]);
+  assert.deepEqual(timeTicks(7, 47, 3), [15, 30, 45], '15 s apart, not 20');
+  assert.ok(timeTicks(0, 86_400 * 400, 5).length <= 7);
+  assert.deepEqual(timeTicks(NaN, 1, 4), []);
+  assert.deepEqual(timeLabels([0, 65, 3723], 'relative'), ['0:00', '1:05', '1:02:03']);
+  const noon = new Date(2026, 10, 28, 12, 0, 0).getTime() / 1000;
+  assert.deepEqual(timeLabels([noon, noon + 300], 'wall'), ['12:00', '12:05']);
+  assert.deepEqual(timeLabels([noon + 30], 'wall'), ['12:00:30']);
+  assert.deepEqual(timeLabels([noon + 30], 'wall', true), ['2026-11-28 12:00:30']);
+  assert.equal(axisLabel('relative'), 'time since the stage started');
 });
