@@ -43,6 +43,8 @@ export interface Editor {
   shot(step: string): Promise<string>;
   /** Console errors of the page (the workbench's own harmless 404s filtered out). */
   consoleErrors: string[];
+  /** The editor's log folder while it runs (the extension host's log, our Output channel); kept at close. */
+  logsDir: string;
   close(): Promise<void>;
 }
 
@@ -195,7 +197,7 @@ export async function startEditor(opts: EditorOptions): Promise<Editor> {
     await page.locator('.monaco-workbench .part.statusbar').waitFor({ timeout: 120_000 });
     await page.locator('.explorer-folders-view, .explorer-viewlet').first().waitFor({ timeout: 120_000 }).catch(() => {});
     return {
-      page: page!, workspace, url, consoleErrors, close,
+      page: page!, workspace, url, consoleErrors, close, logsDir: join(userData, 'logs'),
       shot: async (step) => {
         const file = join(artifactsDir, `${opts.name}-${step}.png`);
         await page!.screenshot({ path: file }).catch(() => {});

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { Frame } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
 import { pickQuick, repoRoot, runCommand, startEditor, until, webviewFrame, type Editor } from './harness';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { demoRun } from '../fixtures/demoRun';
 
 const RUN = 'demo-issue33';
@@ -269,4 +269,15 @@ test('AutoCoA\'s 2,936-row test parquet, converted: the browser\'s text search (
   assert.ok(await view.getByText(/Pepin of Herstal/).count(), 'its golden answer in the header');
   assert.ok(await view.getByText(/line 17 of all_test\.coa\.jsonl/).count(), 'its line of the file');
   await ed.shot('browser-search-record');
+});
+
+test('after every editor of the session closed, the extension host logged no "Illegal argument: TextEditor" (decorations sent to closed editors)', async () => {
+  const warnings = () => readdirSync(ed.logsDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('exthost.log'))
+    .flatMap((f) => readFileSync(join(ed.logsDir, f), 'utf8').split('\n')).filter((l) => l.includes('Illegal argument: TextEditor'));
+  await ed.page.keyboard.press('Escape');
+  await runCommand(ed.page, 'View: Close All Editors');
+  await until('every editor closed', async () => (await ed.page.locator('.tabs-container .tab').count()) === 0, 30_000);
+  // Nothing announces that the window has handled the last decoration calls: watch the log for a few seconds.
+  const found = await until('a warning', () => warnings().length > 0 && warnings(), 5_000).catch(() => []);
+  assert.deepEqual(found, []);
 });

@@ -12,6 +12,7 @@ import { registerOverlayLegend } from './legend';
 const CELL_SCHEME = 'vscode-notebook-cell';
 
 const MAX_LINE_CHARS = 2_000_000; // a line beyond this is not parsed for overlays (a hover must stay instant)
+const SETTLE_MS = 120; // decorations follow editor and scroll changes once they settle
 
 function decorationFor(view: OverlayView, key: string): vscode.TextEditorDecorationType {
   const s = OVERLAY_STYLES[view][key] ?? OVERLAY_STYLES.logprob.lp4;
@@ -36,10 +37,15 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
     for (const view of OVERLAY_VIEWS) for (const key of STYLE_KEYS[view]) this.types.set(`${view}:${key}`, decorationFor(view, key));
     this.disposables.push(
       vscode.window.onDidChangeVisibleTextEditors(() => this.refreshAll()),
-      vscode.window.onDidChangeTextEditorVisibleRanges((e) => this.refresh(e.textEditor)),
+      vscode.window.onDidChangeTextEditorVisibleRanges((e) => this.later(e.textEditor)),
       vscode.workspace.onDidChangeTextDocument((e) => {
         this.cache.delete(e.document.uri.toString());
-        for (const ed of vscode.window.visibleTextEditors) if (ed.document === e.document) this.refresh(ed);
+        for (const ed of vscode.window.visibleTextEditors) {
+          if (ed.document !== e.document) continue;
+          // An edit moved or dropped what the editor shows: set everything again, whatever was set before.
+          this.applied.delete(ed);
+          this.later(ed);
+        }
       }),
       vscode.workspace.onDidCloseTextDocument((d) => this.cache.delete(d.uri.toString())),
       vscode.window.onDidChangeNotebookEditorVisibleRanges(() => this.refreshAll()),
@@ -146,7 +152,24 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
 
   private refreshAll(): void {
     this.cells.clear();
-    for (const ed of vscode.window.visibleTextEditors) this.refresh(ed);
+    for (const ed of vscode.window.visibleTextEditors) this.later(ed);
+  }
+
+  /**
+   * Editors to decorate once events settle. A notebook lays its cells out in bursts: cell editors shown for a few
+   * milliseconds are gone by the time a decoration reaches the window, and each such call logged "Illegal argument:
+   * TextEditor" in the extension host. Refreshed after the burst, and only editors still visible then.
+   */
+  private readonly pending = new Set<vscode.TextEditor>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private later(ed: vscode.TextEditor): void {
+    this.pending.add(ed);
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      const visible = new Set(vscode.window.visibleTextEditors);
+      for (const e of this.pending) if (visible.has(e)) this.refresh(e);
+      this.pending.clear();
+    }, SETTLE_MS);
   }
 
   private refresh(ed: vscode.TextEditor): void {
@@ -176,8 +199,22 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
         }
       }
     }
-    for (const [k, type] of this.types) ed.setDecorations(type, ranges.get(k) ?? []);
+    // Only what changed goes to the window. Setting every type (empty ones too) on every visible editor at each
+    // event sent hundreds of calls, and those that reached an editor closed meanwhile each logged "Illegal
+    // argument: TextEditor" in the extension host (569 after a session of opening and closing record views).
+    const applied = this.applied.get(ed) ?? new Map<string, string>();
+    this.applied.set(ed, applied);
+    for (const [k, type] of this.types) {
+      const list = ranges.get(k) ?? [];
+      const sig = list.map((r) => `${r.start.line}:${r.start.character}-${r.end.line}:${r.end.character}`).join(',');
+      if ((applied.get(k) ?? '') === sig) continue;
+      applied.set(k, sig);
+      ed.setDecorations(type, list);
+    }
   }
+
+  /** What each editor was last given per decoration type (a signature of its ranges; none = nothing set). */
+  private readonly applied = new WeakMap<vscode.TextEditor, Map<string, string>>();
 
   provideHover(doc: vscode.TextDocument, pos: vscode.Position): vscode.Hover | undefined {
     if (!this.on.size) return undefined;
@@ -194,6 +231,7 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
   }
 
   dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
     this.changed.dispose();
     for (const d of this.disposables) d.dispose();
     for (const t of this.types.values()) t.dispose();
