@@ -15,8 +15,9 @@ import { readDiff } from '../../src/core/diff/read';
 import { flipTable } from '../../src/core/diff/flips';
 import { readFileSync } from 'node:fs';
 
-const RUN = 'demo-diag';
+const RUN = 'demo-diag2';
 let ed: Editor;
+let panel: Frame;
 
 before(async () => {
   ed = await startEditor({ name: 'diagnostics' });
@@ -58,7 +59,7 @@ test('Compare Runs: the flip table of RL-2 against RL-2-OTC on the test split, a
 test('live panel: zero-variance groups, log-prob drift and scanner counts charted; a step\'s histogram; a chart step\'s GRPO groups', async (t) => {
   await runCommand(ed.page, 'CoA: Open Live Training Panel');
   await pickQuick(ed.page, RUN);
-  const panel = await webviewFrame(ed.page, async (f) => (await f.locator('.chart[data-metric="zero_variance_groups"]').count()) > 0, 90_000);
+  panel = await webviewFrame(ed.page, async (f) => (await f.locator('.chart[data-metric="zero_variance_groups"]').count()) > 0, 90_000);
   for (const m of ['zero_variance_groups', 'logprob_diff_mean', 'logprob_diff_max', 'scan_format_gate', 'scan_answer_in_query', 'scan_repeated_query', 'scan_answer_before_thought', 'scan_length_outlier']) {
     assert.equal(await panel.locator(`.chart[data-metric="${m}"]`).count(), 1, m);
   }
@@ -75,10 +76,19 @@ test('live panel: zero-variance groups, log-prob drift and scanner counts charte
   const box = (await over.boundingBox())!;
   await over.click({ position: { x: box.width * 0.8, y: box.height * 0.5 } });
   await panel.locator('#step-rollouts ul.step-rollouts').waitFor({ timeout: 30_000 });
-  await panel.locator('#flagged-none').waitFor({ timeout: 30_000 }); // a clean run: nothing flagged
+  // What the scanners flagged at the clicked step: exactly the trainer's examples of that step in flagged.coa.jsonl.
+  const said = panel.locator('#flagged-none, #flagged');
+  await said.first().waitFor({ timeout: 30_000 });
+  const text = (await panel.locator('#step-diagnostics').textContent()) ?? '';
+  const clicked = Number(/step (\d+)/.exec(text)?.[1]);
+  const stage = (await panel.locator('#step-rollouts ul.step-rollouts').getAttribute('data-stage'))!;
+  const flaggedFile = join(ed.workspace, 'runs', RUN, 'stages', stage, 'flagged.coa.jsonl');
+  const expected = readFileSync(flaggedFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.meta.step === clicked).map((r) => r.id);
+  assert.deepEqual(await panel.locator('#flagged li[data-id]').evaluateAll((li) => li.map((x) => x.getAttribute('data-id'))), expected, text);
+  t.diagnostic(`${stage} step ${clicked}: ${expected.length} flagged`);
   await panel.locator('#open-groups').click();
-  const groups = await webviewFrame(ed.page, async (f) => (await f.locator('#samples').count()) > 0, 60_000);
-  const head = await cells(groups, '#samples tr');
+  const groups = await webviewFrame(ed.page, async (f) => (await f.locator('table#group-samples').count()) > 0, 60_000);
+  const head = await cells(groups, 'table#group-samples tr');
   assert.equal(head[0].length - 1, 8, 'G = 8 samples side by side');
   assert.deepEqual(head.slice(1).map((r) => r[0]), ['reward', 'advantage', 'EM', 'F1', 'tool calls', 'r_tool', 'r_correct', 'format']);
   assert.match((await groups.locator('#share').textContent()) ?? '', /\d+ groups at this step, \d+ with zero variance/);
@@ -87,20 +97,15 @@ test('live panel: zero-variance groups, log-prob drift and scanner counts charte
 });
 
 test('a rollout\'s record view: the scanners\' line and links; Audit Tokens with the run\'s tokenizer', async () => {
-  await runCommand(ed.page, 'View: Close All Editors');
-  await runCommand(ed.page, 'CoA: Open Live Training Panel');
-  await pickQuick(ed.page, RUN);
-  const panel = await webviewFrame(ed.page, async (f) => (await f.locator('.chart[data-metric="reward_mean"].drawn').count()) > 0, 90_000);
-  const over = panel.locator('.chart[data-metric="reward_mean"] .u-over');
-  const box = (await over.boundingBox())!;
-  await over.click({ position: { x: box.width * 0.8, y: box.height * 0.5 } });
+  // The step listed by the previous test's click: its first rollout opens in the record view.
   const first = panel.locator('#step-rollouts ul.step-rollouts li[data-id]').first();
-  await first.waitFor({ timeout: 30_000 });
   const id = (await first.getAttribute('data-id'))!;
   await first.click();
   await ed.page.locator('.tabs-container .tab', { hasText: `${id}.coa.jsonl` }).waitFor({ timeout: 30_000 });
-  const view = await webviewFrame(ed.page, async (f) => (await f.getByText('Audit tokens').count()) > 0, 60_000);
+  // This record view's header (an RL rollout: both links), not the evaluation record's opened by the first test.
+  const view = await webviewFrame(ed.page, async (f) => (await f.getByText(id).count()) > 0 && (await f.getByText('Audit tokens').count()) > 0, 60_000);
   assert.equal(await view.getByText(/GRPO group of step \d+/).count(), 1);
+  await ed.page.locator('.tabs-container .tab', { hasText: `${id}.coa.jsonl` }).click(); // the record view focused, not a webview
   await runCommand(ed.page, 'CoA: Audit Tokens');
   const note = ed.page.locator('.notification-toast', { hasText: /CoA token audit/ }).first();
   await note.waitFor({ timeout: 60_000 });

@@ -60,7 +60,7 @@ function groupView(g: Group): HTMLElement {
     g.zeroVariance ? el('div', { class: 'zero', id: 'verdict' }, `zero variance: every sample got reward ${num(g.mean)}, so every advantage is 0 — this group cost ${g.samples.length} rollouts and gives no gradient`) :
       el('div', { class: 'note', id: 'verdict' }, `rewards mean ${num(g.mean)}, standard deviation ${num(g.std)} (GRPO's advantage: reward − mean, ÷ std when std_normalize)`);
   const responses = el('div', { class: 'responses' }, ...g.samples.map((s) => el('div', { class: 'sample' }, el('h4', {}, openButton(s), ` · reward ${num(s.reward?.total)} · advantage ${num(s.advantage)}`), el('pre', {}, s.response))));
-  return el('div', {}, el('div', { class: 'note' }, `question: ${g.question} · golden: ${g.golden.join(' · ') || '—'}`), verdict, el('table', { id: 'samples' }, head, ...rows), responses);
+  return el('div', {}, el('div', { class: 'note' }, `question: ${g.question} · golden: ${g.golden.join(' · ') || '—'}`), verdict, el('table', { id: 'group-samples' }, head, ...rows), responses);
 }
 
 function render(s: GroupPageState): void {
