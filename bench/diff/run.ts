@@ -5,7 +5,7 @@
 // Usage: node --import tsx bench/diff/run.ts [--runs 5]
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { cpus, getPriority, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { autocoaEvalPair } from '../../test/fixtures/autocoaEvals';
 import { writeResults } from '../results';
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     [
       `Command: \`node --import tsx bench/diff/run.ts --runs ${RUNS}\`: \`node dist/cli.js diff A B\` in a fresh process each time (start-up, read, pair, flip table, print), median of ${RUNS}.`,
       `Input: two evaluations of the ${pair.questions.toLocaleString('en-US')} questions of examples/data/autocoa/all_test.parquet (2,936 rows, one exact repeat dropped by the importer), one trajectory per question with tokens and the stored reward (${mb(fa)} MB and ${mb(fb)} MB; test/fixtures/autocoaEvals.ts).`,
-      `Machine: ${process.platform} ${process.arch}, Node ${process.version}, ${cpus().length} cores, load average at start ${load} (shared machine).`,
+      `Machine: ${process.platform} ${process.arch}, Node ${process.version}, ${cpus().length} cores, load average at start ${load} (shared machine${getPriority() > 0 ? `; this run at nice ${getPriority()}` : ''}).`,
       '',
       '| case | median | range |',
       '| --- | --- | --- |',
