@@ -37,8 +37,10 @@ export function corpus(): string {
   return file;
 }
 
-export function startServer(extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Server> {
-  const proc = spawn(process.execPath, [join(ROOT, 'dist/cli.js'), 'env', 'serve', '--corpus', corpus(), '--index', join(WORK, 'reliability-idx'), '--workers', '2', ...extra], {
+/** The built CLI of `root` (default: this checkout; the reliability bench also starts an older checkout's). */
+export function startServer(extra: string[] = [], env: NodeJS.ProcessEnv = {}, root = ROOT): Promise<Server> {
+  const index = join(WORK, root === ROOT ? 'reliability-idx' : `reliability-idx-${root.replace(/[^A-Za-z0-9]+/g, '_')}`);
+  const proc = spawn(process.execPath, [join(root, 'dist/cli.js'), 'env', 'serve', '--corpus', corpus(), '--index', index, '--workers', '2', ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
@@ -109,16 +111,21 @@ const one = () => new Promise((resolve) => {
 (async () => {
   while (running) {
     const t = await one();
-    if (t !== null) ms.push(t);
+    if (t !== null && ms.push(t) === 1) parentPort.postMessage('first');
     await new Promise((r) => setTimeout(r, 20));
   }
   agent.destroy();
   parentPort.postMessage(ms);
 })();`;
     this.worker = new Worker(code, { eval: true, workerData: { url: s.url, token: s.token } });
+    this.first = new Promise((r) => this.worker.once('message', () => r()));
   }
 
+  /** Resolves at the first answered poll (a thread starts slowly on a loaded machine: the attack waits for it). */
+  readonly first: Promise<void>;
+
   async stop(): Promise<number[]> {
+    await this.first;
     const got = new Promise<number[]>((r) => this.worker.once('message', r));
     this.worker.postMessage('stop');
     const ms = await got;
@@ -143,6 +150,7 @@ export interface AttackFigure {
 /** Health latency while `attack` runs (the probe starts first and stops when the attack's answers are all in). */
 export async function underAttack(s: Server, name: string, attack: () => Promise<string>): Promise<AttackFigure> {
   const probe = new HealthProbe(s);
+  await probe.first;
   await new Promise((r) => setTimeout(r, 200)); // a few calm samples first
   const t0 = performance.now();
   const outcome = await attack();

@@ -1,4 +1,4 @@
-// `coa env serve` (run the environment server until SIGTERM/SIGINT) and `coa env index` (build or
+// `coa env serve` (run the environment server until SIGTERM, SIGINT or SIGHUP) and `coa env index` (build or
 // check the saved BM25 index, then exit). Machine-readable: JSON lines on stderr while indexing, one
 // `listening` line on stdout. The HTTP contract is in docs/env-server.md.
 import { CliError, parseArgs } from './args';
@@ -12,6 +12,7 @@ import { watchParent, whenIdle } from './parentWatch';
 const USAGE = `coa env serve --corpus <corpus.jsonl> [--index <dir>] [--port 0] [--dialect coa|search-r1|autocoa|hermes]
               [--fault-rate p] [--fault-seed n] [--latency-ms d] [--timeout-ms t] [--max-body-bytes n]
               [--max-reply-bytes n]   refuse answers larger than this (default 64 MiB)
+              [--max-body-bytes-in-flight n]   large bodies (> 64 KiB) held at once; others wait unread (default 64 MiB)
               [--parent-pid P]   stop when process P exits (trainers pass their pid: no orphaned servers)
               [--otc-max-runs n] [--otc-max-mb m] [--otc-idle-s s]   bound the per-run OTC-GRPO states
                                  (default 256 runs, 256 MiB estimated, 6 h idle)
@@ -23,6 +24,7 @@ const SERVE_FLAGS = {
   corpus: 'string', index: 'string', port: 'number', dialect: 'string', token: 'string', 'fault-rate': 'number',
   'fault-seed': 'number', 'latency-ms': 'number', 'timeout-ms': 'number', 'max-body-bytes': 'number', workers: 'number', help: 'boolean',
   'parent-pid': 'number', 'otc-max-runs': 'number', 'otc-idle-s': 'number', 'otc-max-mb': 'number', 'max-reply-bytes': 'number',
+  'max-body-bytes-in-flight': 'number',
 } as const;
 
 const event = (obj: Record<string, unknown>): void => {
@@ -62,8 +64,9 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
     return 0;
   }
 
-  process.once('SIGTERM', stopDuringStartup);
-  process.once('SIGINT', stopDuringStartup);
+  // SIGHUP (the terminal that started it closed, `kill -HUP`) stops it as SIGTERM does: Node's default for it is to
+  // die at once, dropping every request in flight without a `stopped` event.
+  for (const sig of STOP_SIGNALS) process.once(sig, stopDuringStartup);
   const parentPid = num(flags, 'parent-pid', (n) => Number.isInteger(n) && n > 0, 'a process id');
   // A parent killed with SIGKILL cannot stop us: watch it (src/cli/parentWatch.ts).
   let parentGone: () => void = () => stopDuringStartup('parent exited');
@@ -89,6 +92,7 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
         timeoutMs: num(flags, 'timeout-ms', (n) => n > 0, '> 0'),
         maxBodyBytes: num(flags, 'max-body-bytes', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
         maxReplyBytes: num(flags, 'max-reply-bytes', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
+        maxBodyBytesInFlight: num(flags, 'max-body-bytes-in-flight', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
         otcMaxRuns: num(flags, 'otc-max-runs', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
         otcMaxBytes: ((mb) => (mb === undefined ? undefined : Math.round(mb * 2 ** 20)))(num(flags, 'otc-max-mb', (n) => n > 0, '> 0')),
         otcIdleMs: ((s) => (s === undefined ? undefined : s * 1000))(num(flags, 'otc-idle-s', (n) => n > 0, '> 0')),
@@ -104,11 +108,9 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
   const tokenUrl = `${server.url}/t/${encodeURIComponent(server.token)}`;
   process.stdout.write(`${JSON.stringify({ event: 'listening', url: server.url, token: server.token, token_url: tokenUrl, retrieve_url: `${tokenUrl}/retrieve` })}\n`);
 
-  process.off('SIGTERM', stopDuringStartup);
-  process.off('SIGINT', stopDuringStartup);
+  for (const sig of STOP_SIGNALS) process.off(sig, stopDuringStartup);
   const signal = await new Promise<NodeJS.Signals | 'parent exited'>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
+    for (const sig of STOP_SIGNALS) process.once(sig, () => resolve(sig));
     // A trainer's stage may outlive a killed pipeline for a moment (it finishes its step and checkpoints, grading
     // with us): stop once nothing is using the server (parentWatch.ts's mayStop).
     parentGone = () => void whenIdle(() => server.activity()).then(() => resolve('parent exited'));
@@ -133,8 +135,11 @@ async function openOrFail<T>(open: () => Promise<T>, corpus: string): Promise<T>
   }
 }
 
+/** What stops the server: each finishes the requests in flight, then `stopped`. */
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
 /** A signal while the index is still building: stop at once (the index file is written atomically). */
 function stopDuringStartup(signal: NodeJS.Signals | 'parent exited'): void {
   event({ event: 'stopped', signal, during: 'startup' });
-  process.exit(signal === 'SIGINT' ? 130 : 143);
+  process.exit(signal === 'SIGINT' ? 130 : signal === 'SIGHUP' ? 129 : 143);
 }

@@ -77,10 +77,19 @@ export class OtcState {
   }
 
   static fromJSON(value: unknown): OtcState {
-    const parsed = OtcStateJsonSchema.parse(value);
+    return OtcState.fromEntries(Object.entries(OtcStateJsonSchema.parse(value).min_tool_calls));
+  }
+
+  /** A state of these (key, minimum) pairs as given (checked already: a state's JSON, or what it was packed from). */
+  static fromEntries(entries: Iterable<[string, number]>): OtcState {
     const state = new OtcState();
-    for (const [k, v] of Object.entries(parsed.min_tool_calls)) state.minCalls.set(k, v);
+    for (const [k, v] of entries) state.minCalls.set(k, v);
     return state;
+  }
+
+  /** The (key, minimum) pairs. */
+  entries(): IterableIterator<[string, number]> {
+    return this.minCalls.entries();
   }
 }
 

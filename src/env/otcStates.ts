@@ -5,7 +5,8 @@
 // outgrew the byte estimate ends that thread, not the server; its states are then lost (counted as evictions)
 // and a fresh thread takes over.
 import type { Worker } from 'node:worker_threads';
-import { HttpError, movableBody } from './http';
+import { HttpError } from './http';
+import { packedTransfer, type CheckedState } from './otcBody';
 import type { ErrorCode } from './protocol';
 import { startWorker } from './workerThread';
 import { DEFAULT_OTC_MAX_BYTES } from './otcStore';
@@ -72,8 +73,9 @@ export class OtcStates {
   private post(req: OtcRequest, transfer: ArrayBuffer[] = []): { id: number; answer: Promise<unknown> } {
     if (this.closed) return { id: 0, answer: Promise.reject(new HttpError('shutting_down', 'the environment server is shutting down')) };
     const id = this.nextId++;
-    // Parsing a PUT or serialising a GET of a big state takes the thread seconds; the rest take microseconds.
-    const heavy = req.op === 'put' || req.op === 'get';
+    // Serialising a GET or unpacking a big PUT takes the thread a while (100k questions: tens of ms); the rest take
+    // microseconds.
+    const heavy = (req.op === 'set' && req.packed.lengths.length > 100_000) || req.op === 'get';
     const answer = new Promise<unknown>((resolve, reject) => this.pending.set(id, { resolve, reject, heavy }));
     this.worker.ref();
     this.worker.postMessage({ id, req }, transfer);
@@ -96,19 +98,12 @@ export class OtcStates {
   }
 
   /**
-   * Replaces the run's state with the one in `body` (bytes moved to the thread, not copied). Committed only if the
-   * request has not timed out once the thread has checked it; the answer is its question count.
+   * Replaces the run's state with a PUT's, checked and packed in a search worker (otcBody.ts). Posted the moment the
+   * server decides to keep it (after the request's deadline was checked, in the same tick as its answer), not waited
+   * for: the thread applies its messages in order, so every later request sees it. A PUT that timed out is never set.
    */
-  async put(run: string, body: Buffer, signal: AbortSignal): Promise<{ questions: number }> {
-    const { bytes, transfer } = movableBody(body);
-    const { id, answer } = this.post({ op: 'put', run, body: bytes }, transfer);
-    const checked = (await answer) as { questions: number };
-    if (signal.aborted) {
-      this.post({ op: 'discard', put: id }).answer.catch(() => undefined);
-      throw signal.reason;
-    }
-    this.post({ op: 'commit', put: id }).answer.catch(() => undefined);
-    return checked;
+  set(run: string, checked: CheckedState): void {
+    this.post({ op: 'set', run, packed: checked.packed, bytes: checked.bytes }, packedTransfer(checked.packed)).answer.catch(() => undefined);
   }
 
   async delete(run: string): Promise<boolean> {

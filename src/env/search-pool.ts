@@ -6,7 +6,7 @@
 import type { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
 import { startWorker } from './workerThread';
-import { HttpError } from './http';
+import { HttpError, LARGE_BODY_BYTES } from './http';
 import type { Retriever } from './retriever';
 import type { StateRequest } from './env-work';
 import type { Task, TaskMessage, WorkerInit, WorkerReply } from './search-worker';
@@ -21,6 +21,8 @@ interface Job {
   onState?: (req: StateRequest) => Promise<unknown>;
   signal?: AbortSignal;
   onAbort?: () => void;
+  /** The size of the task's body, taken before it is moved to the thread (its arrays are empty here after). */
+  bodyBytes: number;
 }
 
 interface Slot {
@@ -46,6 +48,15 @@ export function sliceBatch<T>(items: readonly T[], workers: number): T[][] {
   return out;
 }
 
+/**
+ * A thread that parsed a large body (http.ts LARGE_BODY_BYTES) is replaced once it answers. V8 keeps a heap at the size
+ * it grew to: a thread that parsed a 30 MB body held a few hundred MB until the process ended, and every thread of the
+ * pool could. A fresh thread costs tens of milliseconds (the index is shared, not reloaded).
+ */
+function bodyBytes(task: Task): number {
+  return 'body' in task ? task.body.reduce((n, p) => n + p.byteLength, 0) : 0;
+}
+
 /** The longest close() waits for its threads to exit. */
 const CLOSE_WAIT_MS = 5_000;
 
@@ -58,6 +69,8 @@ export class SearchPool {
   private closed = false;
   /** Threads terminated because their task was cancelled (for /v1/health stats). */
   recycled = 0;
+  /** Threads replaced after a task that parsed a large body, to give its heap back (for /v1/health stats). */
+  renewed = 0;
   private readonly readyWaiters: (() => void)[] = [];
 
   constructor(retriever: Retriever, size = availableParallelism()) {
@@ -89,7 +102,7 @@ export class SearchPool {
     if (this.closed) return Promise.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
     if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
     return new Promise<T>((resolve, reject) => {
-      const job: Job = { id: this.nextId++, task, transfer: opts.transfer ?? [], resolve: resolve as (v: unknown) => void, reject, onState: opts.onState, signal: opts.signal };
+      const job: Job = { id: this.nextId++, task, transfer: opts.transfer ?? [], resolve: resolve as (v: unknown) => void, reject, onState: opts.onState, signal: opts.signal, bodyBytes: bodyBytes(task) };
       if (opts.signal) {
         job.onAbort = () => this.cancel(job);
         opts.signal.addEventListener('abort', job.onAbort, { once: true });
@@ -141,7 +154,10 @@ export class SearchPool {
       return;
     }
     this.settle(job);
-    this.free(slot);
+    if (job.bodyBytes >= LARGE_BODY_BYTES) {
+      this.renewed++;
+      this.replace(slot);
+    } else this.free(slot);
     if (m.ok) job.resolve(m.value);
     else {
       const { code, message, path, headers } = m.error;

@@ -7,7 +7,10 @@ import { indexData, type SharedIndex } from './index-file';
 import { Retriever, type OpenInfo } from './retriever';
 import { HttpError } from './http';
 import { alertsRequest, gradeRequest, scanRequest, parseRetrieveRequest, parseSearchRequest, retrieveFragments, searchFragments, type StateRequest } from './env-work';
-import { parseJson } from './http';
+import { joinParts, LARGE_BODY_BYTES, parseJson } from './http';
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
+import { checkStateBody } from './otcBody';
 import type { DialectName } from '../core/dialects';
 
 export interface WorkerInit {
@@ -16,16 +19,21 @@ export interface WorkerInit {
   info: OpenInfo;
 }
 
-/** `maxBytes`: the server's reply limit (an answer past it is refused while it is being built). */
+/**
+ * `maxBytes`: the server's reply limit (an answer past it is refused while it is being built). `body`: a request body
+ * as the chunks it arrived in (http.ts RequestBody.movable), joined here.
+ */
 export type Task =
   | { kind: 'search'; queries: string[]; topK: number; dialect: DialectName; maxBytes?: number }
-  | { kind: 'search-raw'; body: Uint8Array; dialect: DialectName; maxBytes?: number }
+  | { kind: 'search-raw'; body: Uint8Array[]; dialect: DialectName; maxBytes?: number }
   | { kind: 'search-docs'; queries: string[]; topK: number }
   | { kind: 'retrieve'; queries: string[]; topK: number; returnScores: boolean; maxBytes?: number }
-  | { kind: 'retrieve-raw'; body: Uint8Array; maxBytes?: number }
-  | { kind: 'alerts'; body: Uint8Array; maxBytes?: number }
-  | { kind: 'scan'; body: Uint8Array; maxBytes?: number }
-  | { kind: 'grade'; body: Uint8Array };
+  | { kind: 'retrieve-raw'; body: Uint8Array[]; maxBytes?: number }
+  | { kind: 'alerts'; body: Uint8Array[]; maxBytes?: number }
+  | { kind: 'scan'; body: Uint8Array[]; maxBytes?: number }
+  | { kind: 'grade'; body: Uint8Array[] }
+  /** A PUT otc-state body, checked and packed (otcBody.ts); `maxBytes`: the OTC state budget. */
+  | { kind: 'otc-state'; body: Uint8Array[]; maxBytes: number };
 
 export type TaskMessage = { id: number; task: Task } | { id: number; state: unknown };
 
@@ -42,23 +50,24 @@ const retriever = new Retriever(init.corpus, new Bm25Index(indexData(init.shared
 const waiting = new Map<number, (state: unknown) => void>();
 
 async function run(id: number, task: Task): Promise<unknown> {
+  if ('body' in task && task.body.reduce((n, p) => n + p.byteLength, 0) >= LARGE_BODY_BYTES) lowerPriority();
   switch (task.kind) {
     case 'search':
       return searchFragments(retriever, task.queries, task.topK, task.dialect, task.maxBytes);
     case 'search-raw': {
-      const q = parseSearchRequest(task.body);
+      const q = parseSearchRequest(joinParts(task.body));
       return { ...searchFragments(retriever, q.queries, q.top_k, q.dialect ?? task.dialect, task.maxBytes), queries: q.queries.length };
     }
     case 'retrieve':
       return retrieveFragments(retriever, task.queries, task.topK, task.returnScores, task.maxBytes);
     case 'retrieve-raw': {
-      const r = parseRetrieveRequest(parseJson(Buffer.from(task.body.buffer, task.body.byteOffset, task.body.byteLength)));
+      const r = parseRetrieveRequest(parseJson(joinParts(task.body)));
       return { ...retrieveFragments(retriever, r.queries, r.k, r.returnScores, task.maxBytes), queries: r.queries.length };
     }
     case 'alerts':
-      return alertsRequest(task.body, task.maxBytes);
+      return alertsRequest(joinParts(task.body), task.maxBytes);
     case 'scan':
-      return scanRequest(task.body, task.maxBytes);
+      return scanRequest(joinParts(task.body), task.maxBytes);
     case 'search-docs': {
       // Engine only (the benchmark's batch figures): passage numbers and scores, k per query.
       const docs = new Int32Array(task.queries.length * task.topK).fill(-1);
@@ -71,11 +80,28 @@ async function run(id: number, task: Task): Promise<unknown> {
       );
       return { docs, scores };
     }
+    case 'otc-state':
+      return checkStateBody(joinParts(task.body), task.maxBytes);
     case 'grade':
-      return gradeRequest(task.body, (req) => {
+      return gradeRequest(joinParts(task.body), (req) => {
         port!.postMessage({ id, needState: req } satisfies WorkerReply);
         return new Promise((resolve) => waiting.set(id, resolve));
       });
+  }
+}
+
+/**
+ * Runs this thread (only) at a lower CPU priority, for a large body's parse: twelve 30 MB bodies parsed at full priority
+ * on a 2-core machine took the cores from the event loop (/v1/health p99 0.1–0.3 s). Never undone — a thread that had
+ * a large body is replaced once it answers (search-pool.ts) — so ordinary searches keep full priority. Linux names a
+ * thread's id in /proc/thread-self; elsewhere this does nothing.
+ */
+function lowerPriority(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, Math.min(19, getPriority(tid) + 10));
+  } catch {
+    // no /proc, or not allowed: full priority
   }
 }
 

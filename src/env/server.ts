@@ -7,7 +7,9 @@ import type { AddressInfo } from 'node:net';
 import type { DialectName } from '../core/dialects';
 import { OtcStates } from './otcStates';
 import { Retriever, type OpenInfo, type OpenOptions } from './retriever';
-import { HttpError, movableBody, parseJson, readBody, sendError, sendJson, sendJsonParts } from './http';
+import { BodyBudget, type BodyLease, HttpError, parseJson, readBody, RequestBody, sendError, sendJson, sendJsonParts } from './http';
+import type { CheckedState } from './otcBody';
+import { DEFAULT_OTC_MAX_BYTES } from './otcStore';
 import { SearchPool, sliceBatch } from './search-pool';
 import { parseRetrieveRequest, replyTooLarge, retrieveResponseParts, searchResponseParts, validateRequest } from './env-work';
 import { RUN_ID, SearchRequestSchema, toolSpecs } from './protocol';
@@ -32,6 +34,11 @@ export interface EnvServerOptions extends OpenOptions {
   timeoutMs?: number;
   /** Request body limit; larger bodies get 413. Default 32 MiB. */
   maxBodyBytes?: number;
+  /**
+   * Bytes of large bodies (over 64 KiB) held at once across requests; past it a large body waits unread for its turn.
+   * Default 64 MiB; never less than maxBodyBytes.
+   */
+  maxBodyBytesInFlight?: number;
   /** Seed for fault injection (reproducible drills); default: unseeded. */
   faultSeed?: number;
   /** OTC-GRPO states kept at once (least recently used evicted past it); default 256. */
@@ -61,11 +68,12 @@ export interface EnvServer {
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_MAX_REPLY_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_MAX_BODY_BYTES_IN_FLIGHT = 64 * 1024 * 1024;
 /** How long /v1/health waits for the OTC state thread's answers still pending, so its counts are current. */
 const HEALTH_STATE_WAIT_MS = 25;
 
 /** `raw`: the request body bytes; `signal`: aborted when the request times out (work still running is then abandoned). */
-type HandlerContext = { raw: Buffer; signal: AbortSignal };
+type HandlerContext = { raw: RequestBody; signal: AbortSignal };
 /**
  * A reply is `body` (small, serialised here) or `parts`, JSON already serialised by a worker thread (http.ts
  * sendJsonParts); `toolCounts`: queries and empty results of a tool answer, for tool health.
@@ -87,6 +95,7 @@ interface Route {
 export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const bodyBudget = new BodyBudget(Math.max(opts.maxBodyBytesInFlight ?? DEFAULT_MAX_BODY_BYTES_IN_FLIGHT, maxBody));
   const maxReply = opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
   const faultRate = opts.faultRate ?? 0;
   const latencyMs = opts.latencyMs ?? 0;
@@ -124,7 +133,8 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
   };
   const started = Date.now();
   // Per-run OTC-GRPO states, in their own thread, bounded by runs, bytes and idleness (otcStates.ts, otc-worker.ts).
-  const otc = new OtcStates({ maxRuns: opts.otcMaxRuns, maxBytes: opts.otcMaxBytes, idleMs: opts.otcIdleMs });
+  const otcMaxBytes = opts.otcMaxBytes ?? DEFAULT_OTC_MAX_BYTES;
+  const otc = new OtcStates({ maxRuns: opts.otcMaxRuns, maxBytes: otcMaxBytes, idleMs: opts.otcIdleMs });
   const toolHealth = new ToolHealth(); // per-caller calls, failures, empty results, latency; bounded (src/env/toolHealth.ts)
   const stats: Record<string, number> = {
     requests: 0, ok: 0, client_errors: 0, server_errors: 0, injected_faults: 0, timeouts: 0, queries: 0, graded_records: 0,
@@ -153,7 +163,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
         GET: async () => {
           await otc.settled(HEALTH_STATE_WAIT_MS);
           const o = otc.stats;
-          return { body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats, otc_runs: o.runs, otc_evictions: o.evictions, otc_bytes: o.bytes, tool_health_bytes: toolHealth.memoryBytes, workers: pool.size, workers_recycled: pool.recycled } } };
+          return { body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats, otc_runs: o.runs, otc_evictions: o.evictions, otc_bytes: o.bytes, tool_health_bytes: toolHealth.memoryBytes, workers: pool.size, workers_recycled: pool.recycled, workers_renewed: pool.renewed, body_bytes_held: bodyBudget.held } } };
         },
       },
     },
@@ -165,7 +175,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
         POST: async (_req, body, _params, { raw, signal }) => {
           type Part = { results: Uint8Array; observations: Uint8Array; empty: number };
           if (raw.length > INLINE_PARSE_BYTES) {
-            const { bytes, transfer } = movableBody(raw);
+            const { parts: bytes, transfer } = raw.movable();
             const r = await pool.run<Part & { queries: number }>({ kind: 'search-raw', body: bytes, dialect: defaultDialect, maxBytes: maxReply }, { signal, transfer });
             checkReply([r.results, r.observations]);
             stats.queries += r.queries;
@@ -190,7 +200,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
           // Parsing, validation and scoring run in a worker; it asks for the run's OTC minima of its questions.
           let release: (() => void) | undefined;
           try {
-            const { bytes, transfer } = movableBody(raw);
+            const { parts: bytes, transfer } = raw.movable();
             const g = await pool.run<{ json: Uint8Array; records: number; run?: string; updates?: Record<string, number> }>(
               { kind: 'grade', body: bytes },
               {
@@ -229,7 +239,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
           let parts: Part[];
           let queries: number;
           if (raw.length > INLINE_PARSE_BYTES) {
-            const { bytes, transfer } = movableBody(raw);
+            const { parts: bytes, transfer } = raw.movable();
             const r = await pool.run<Part & { queries: number }>({ kind: 'retrieve-raw', body: bytes, maxBytes: maxReply }, { signal, transfer });
             parts = [r];
             queries = r.queries;
@@ -250,7 +260,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       methods: {
         POST: async (_req, body, _params, { raw, signal }) => {
           if (raw.length <= INLINE_PARSE_BYTES) return { body: alertsStep(await body()) };
-          const { bytes, transfer } = movableBody(raw);
+          const { parts: bytes, transfer } = raw.movable();
           return { body: null, parts: [await pool.run<Uint8Array>({ kind: 'alerts', body: bytes, maxBytes: maxReply }, { signal, transfer })] };
         },
       },
@@ -260,7 +270,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       pattern: /^\/v1\/scan$/,
       methods: {
         POST: async (_req, _body, _params, { raw, signal }) => {
-          const { bytes, transfer } = movableBody(raw);
+          const { parts: bytes, transfer } = raw.movable();
           return { body: null, parts: [await pool.run<Uint8Array>({ kind: 'scan', body: bytes, maxBytes: maxReply }, { signal, transfer })] };
         },
       },
@@ -274,11 +284,15 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
           if (!state) throw new HttpError('unknown_run', `no OTC state for run ${JSON.stringify(run)}: it has not graded with "run" set nor been imported`);
           return { body: null, parts: [state] };
         },
-        // The body is parsed and checked by the state thread (a 1.2M-question state took the event loop 9 s).
+        // The body is parsed and checked in a search worker that is then replaced (otcBody.ts: its heap goes back to the
+        // system), and kept only if the request has not timed out by then — decided here, synchronously, with the answer.
         PUT: async (_req, _body, params, { raw, signal }) => {
           const run = runParam(params);
-          const { questions } = await otc.put(run, raw, signal);
-          return { body: { run, questions } };
+          const { parts: bytes, transfer } = raw.movable();
+          const checked = await pool.run<CheckedState>({ kind: 'otc-state', body: bytes, maxBytes: otcMaxBytes }, { signal, transfer });
+          if (signal.aborted) throw signal.reason;
+          otc.set(run, checked);
+          return { body: { run, questions: checked.questions } };
         },
         DELETE: async (_req, _body, params) => {
           const run = runParam(params);
@@ -291,7 +305,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
 
   const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
-  async function handle(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<Reply> {
+  async function handle(req: IncomingMessage, res: ServerResponse, signal: AbortSignal, lease: BodyLease): Promise<Reply> {
     const path = authenticate(req, token); // Authorization: Bearer, or /t/<token>/… for clients that only take a URL
     const route = routes.find((r) => r.pattern.test(path));
     if (!route) throw new HttpError('not_found', `no endpoint ${path}`);
@@ -302,7 +316,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       throw new HttpError('method_not_allowed', `${method} not allowed on ${path}; use ${allow}`, undefined, { allow });
     }
     const params = route.pattern.exec(path)?.groups ?? {};
-    const raw = method === 'GET' ? Buffer.alloc(0) : await readBody(req, maxBody);
+    const raw = method === 'GET' ? RequestBody.EMPTY : await readBody(req, maxBody, lease);
     if (route.faulty) {
       if (latencyMs > 0) await sleep(latencyMs);
       if (faultRate > 0 && random() < faultRate) {
@@ -311,7 +325,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       }
     }
     if (res.headersSent) return { body: null }; // timed out meanwhile: do no work for nobody
-    return handler(req, async () => parseJson(raw), params, { raw, signal });
+    return handler(req, async () => parseJson(raw.bytes), params, { raw, signal });
   }
 
   let inFlight = 0;
@@ -333,6 +347,8 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     const toolDone = toolHealth.start(routePath(req.url));
     let timer: NodeJS.Timeout | undefined;
     const abort = new AbortController();
+    const lease = bodyBudget.lease(abort.signal); // the large body's bytes, held until the request is answered
+    res.once('close', lease.release);
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         stats.timeouts++;
@@ -342,7 +358,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       }, timeoutMs);
       timer.unref();
     });
-    Promise.race([handle(req, res, abort.signal), timeout])
+    Promise.race([handle(req, res, abort.signal, lease), timeout])
       .then(({ status, body, parts, toolCounts }) => {
         stats.ok++;
         toolDone?.(true, body, undefined, toolCounts);
@@ -355,9 +371,12 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
         if (err.status >= 500) stats.server_errors++;
         else stats.client_errors++;
         if (err.status === 500) process.stderr.write(`${JSON.stringify({ event: 'internal_error', message: err.message, stack: (e as Error)?.stack })}\n`);
-        sendError(res, err);
-        // A refused body may still be arriving: close instead of draining it.
-        if (err.headers.connection === 'close') res.on('finish', () => req.socket.destroySoon?.());
+        // Answered before its body was read (401 before anything else, 404, 405, 413, a timeout): the body is never
+        // read — the connection closes after the answer. Keeping it open would make Node read and discard the rest
+        // (30 MB each for anyone without the token, /v1/health stalling meanwhile).
+        const unread = !req.complete;
+        sendError(res, unread && err.headers.connection !== 'close' ? new HttpError(err.code, err.message, err.path, { ...err.headers, connection: 'close' }) : err);
+        if (unread || err.headers.connection === 'close') res.on('finish', () => req.socket.destroySoon?.());
       })
       .finally(() => clearTimeout(timer));
   });

@@ -79,7 +79,7 @@ test('pool: a cancelled running task is abandoned, its thread replaced, and the 
   await pool.ready(); // so the grade below is running (not queued) when it is cancelled
   const abort = new AbortController();
   const body = new TextEncoder().encode(heavyGrade());
-  const slow = pool.run({ kind: 'grade', body }, { signal: abort.signal, onState: async () => ({ version: 1, min_tool_calls: {} }) });
+  const slow = pool.run({ kind: 'grade', body: [body] }, { signal: abort.signal, onState: async () => ({ version: 1, min_tool_calls: {} }) });
   const queued = pool.run({ kind: 'search', queries: ['Pavia Cathedral dome'], topK: 1, dialect: 'coa' });
   abort.abort(new Error('cancelled by the test'));
   await assert.rejects(slow, /cancelled by the test/);
