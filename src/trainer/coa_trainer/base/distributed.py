@@ -64,12 +64,18 @@ class DistInfo:
         return self.all_reduce_max(int(flag)) > 0
 
     def all_reduce_dict(self, d: dict[str, float]) -> dict[str, float]:
+        """Sums over the ranks, except keys ending in `_max`: a largest value (the rule micro-batches fold by too,
+        algos/microbatch.accumulate), so a per-rank maximum is never reported as the sum of the ranks' maxima."""
         if not self.active:
             return d
-        keys = sorted(d)
-        t = torch.tensor([d[k] for k in keys], dtype=torch.float64, device=self._comm_device())
-        dist.all_reduce(t)
-        return dict(zip(keys, t.tolist()))
+        out: dict[str, float] = {}
+        for op, keys in ((dist.ReduceOp.SUM, sorted(k for k in d if not k.endswith("_max"))),
+                         (dist.ReduceOp.MAX, sorted(k for k in d if k.endswith("_max")))):
+            if keys:
+                t = torch.tensor([d[k] for k in keys], dtype=torch.float64, device=self._comm_device())
+                dist.all_reduce(t, op=op)
+                out.update(zip(keys, t.tolist()))
+        return out
 
     def _comm_device(self) -> torch.device:
         return self.device if self.device.type == "cuda" else torch.device("cpu")

@@ -296,12 +296,10 @@ class GrpoSteps:
         retok = [retok_mismatch(tr) for tr in trajs]
         drift = [retok_drift(tok, tr.ids) for tr in trajs]
         sums = step_sums(trajs, breakdowns, G, run.io, retok, drift)
-        lpd_max = extras.pop("lpd_max", 0.0)
         sums.update(extras)
         sums.update({"generate_s": timings["generate"], "tools_s": timings["tools"], "train_s": train_s})
         sums.update(scan["metrics"] if scan else {})
-        s = di.all_reduce_dict(sums)
-        s["lpd_max"] = di.all_reduce_max(float(lpd_max))  # a largest value, not a sum
+        s = di.all_reduce_dict(sums)  # lpd_max: the largest over the ranks (all_reduce_dict's `_max` rule)
         ws = di.world_size
         values = {
             **step_values(s), "loss": s["loss_sum"] / max(s["count"], 1.0), "kl": s["kl_sum"] / max(s["count"], 1.0),
