@@ -14,6 +14,7 @@
 //   schemas/errors.json             the trainer's error codes and exit statuses (src/core/events.ts TRAINER_ERRORS)
 //   schemas/metrics.json            the agent metrics' names and meanings (src/core/metrics.ts)
 //   schemas/histograms.json         the bin edges of the step histograms (src/core/metrics.ts HISTOGRAMS)
+//   schemas/system-metrics.json     the system metrics' names and meanings (src/core/metrics.ts SYSTEM_METRICS)
 //   schemas/rewards.json            the reward schemes, and those that need a question's whole group (src/core/rewards.ts)
 //   schemas/config-paths.json       the run config's path fields, resolved against the config file (src/core/data/paths.ts)
 //   schemas/boundary-report.schema.json  the search boundary meter's report file (src/core/boundary.ts)
@@ -34,7 +35,7 @@ import { STOPWORDS } from '../src/env/tokenize';
 import { ENV_PROTOCOL_PARTS } from '../src/env/protocol';
 import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE, StageInfoSchema } from '../src/core/stages';
 import { NAME_RULE } from '../src/core/names';
-import { AGENT_METRICS, AGENT_METRIC_NAMES, BOUNDARY_METRIC_NAMES, HISTOGRAMS } from '../src/core/metrics';
+import { AGENT_METRICS, AGENT_METRIC_NAMES, BOUNDARY_METRIC_NAMES, HISTOGRAMS, SYSTEM_METRICS } from '../src/core/metrics';
 import { SCHEMES } from '../src/core/record';
 import { QUESTION_MARKERS } from '../src/core/importers/verl-parquet';
 import { GROUP_SCHEMES } from '../src/core/rewards';
@@ -172,6 +173,7 @@ const files: [string, unknown][] = [
   ['errors.json', TRAINER_ERRORS],
   ['metrics.json', AGENT_METRICS],
   ['histograms.json', HISTOGRAMS],
+  ['system-metrics.json', SYSTEM_METRICS],
   ['rewards.json', { schemes: SCHEMES, group_schemes: GROUP_SCHEMES }],
   ['config-paths.json', { rule: 'relative to the run config file\'s directory', fields: CONFIG_PATH_FIELDS, commands: CONFIG_COMMAND_FIELDS, legacy_defaults: CONFIG_LEGACY_DEFAULTS }],
   ['python/env-protocol.schema.json', envProtocol],

@@ -52,3 +52,19 @@ export const BOUNDARY_METRICS = {
 } as const;
 export type BoundaryMetric = keyof typeof BOUNDARY_METRICS;
 export const BOUNDARY_METRIC_NAMES = Object.keys(BOUNDARY_METRICS) as [BoundaryMetric, ...BoundaryMetric[]];
+
+/**
+ * System metrics the trainer logs with each metrics event, under `system/` (W&B and TensorBoard show the like beside
+ * the charts): how the machine is shared — a stage slowed by another process, or by its own threads spinning,
+ * shows here before anywhere else. Sampled by coa_trainer/base/system_metrics.py (names read from
+ * schemas/system-metrics.json); charted by the live panel in its System group. GPU ones only where a GPU is used.
+ */
+export const SYSTEM_METRICS = {
+  'system/cpu_percent': 'this process\'s CPU time over wall time since the last sample, in % of one core (over 100 with several threads)',
+  'system/machine_cpu_percent': 'share of all the machine\'s cores busy since the last sample, other processes included',
+  'system/rss_gb': 'resident memory of this process, GB',
+  'system/mem_percent': 'share of the machine\'s memory in use',
+  'system/gpu_util_percent': 'GPU busy share since the last query (NVML through torch), where a GPU is used',
+  'system/gpu_mem_gb': 'GPU memory held by torch\'s tensors on this process\'s device, GB, where a GPU is used',
+} as const;
+export type SystemMetric = keyof typeof SYSTEM_METRICS;

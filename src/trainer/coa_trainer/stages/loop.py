@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from ..base.errors import StageError
 from ..base.lifecycle import CANCELLED_EXIT, StageCancelled
+from ..base.system_metrics import SystemSampler
 from .setup import StageRun
 
 CANCELLED = CANCELLED_EXIT  # the exit status of a stage cancelled by a signal (it checkpointed first)
@@ -80,6 +81,7 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
         writer.emit("log", level="warning", message=f"{label}: {note}")
 
     started = last_save = time.time()
+    system = SystemSampler()
     saved_at = resumed_from  # the step of the newest checkpoint on disk: a cancel right after it need not save again
     run.model.train()
     while step < total and not di.any(run.cancelled):  # a signal reaches the ranks at different moments
@@ -99,7 +101,8 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
         values = trained.add(values)
         step += 1
         if step % scfg.log_every == 0 or step == total:
-            writer.emit("metrics", stage=label, step=step, values=values)
+            # With the machine's figures since the last metrics (system/*): how the CPU is shared shows beside the speed.
+            writer.emit("metrics", stage=label, step=step, values={**values, **system.sample()})
             elapsed = time.time() - started
             done = step - (resumed_from or 0)
             writer.emit("progress", stage=label, step=step, total=total, elapsed_s=elapsed,
