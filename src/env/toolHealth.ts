@@ -7,6 +7,7 @@
 // 60k names cost 1,054 MB resident and a 12.7 MB reply): least recently seen callers go past TOOL_HEALTH_MAX_BYTES, each
 // caller's latency ring grows only as it is used, and the reply lists the most recently seen REPORTED_CALLERS.
 import { RUN_ID } from './protocol';
+import type { CallerHealth, ToolHealthSnapshot } from '../core/toolHealth';
 
 export const LATENCY_WINDOW = 2048;
 /** Memory for the whole table (estimated: fixed fields, the name, the latency ring, the last error). */
@@ -16,27 +17,6 @@ export const REPORTED_CALLERS = 100;
 const FIRST_RING = 16;
 const CALLER_BYTES = 256;
 const MAX_ERROR_CHARS = 300;
-
-export interface CallerHealth {
-  calls: number;
-  failures: number;
-  queries: number;
-  /** Queries that came back with no passage. */
-  empty_results: number;
-  latency_ms: { p50: number | null; p99: number | null };
-  last_error: string | null;
-  /** Seconds since the Unix epoch of the last call. */
-  last_call: number | null;
-}
-
-export interface ToolHealthSnapshot {
-  uptime_s: number;
-  callers: Record<string, CallerHealth>;
-  /** Callers kept but not in `callers` (seen less recently than the REPORTED_CALLERS listed). */
-  callers_omitted: number;
-  /** Callers dropped to stay within the memory budget since start. */
-  callers_evicted: number;
-}
 
 interface CallerState {
   calls: number;

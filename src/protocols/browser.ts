@@ -1,9 +1,76 @@
 // Messages between the extension host (src/extension/providers/browser/provider.ts) and the trajectory browser page
 // (webview/browser), and the state embedded in the page. The page draws the first page from the embedded state;
 // every query, jump, search and open goes to the host, which answers from its index of the file.
-import type { BrowserQuery, QueryResult, TableKind } from '../extension/providers/browser/query';
-import type { SearchField } from '../extension/providers/browser/search';
-import type { RecordSummary } from '../extension/providers/browser/summary';
+import type { Scheme } from '../core/record';
+
+/**
+ * One row of the trajectory browser's index: where the record's line is (byte offset and length, to read it back
+ * on demand) and the few fields it is filtered and sorted by. Never the record itself: the index of a 500 MB
+ * file has to fit in the extension host next to everything else.
+ */
+export interface RecordSummary {
+  /** 0-based position among the file's non-blank lines. */
+  i: number;
+  line: number;
+  offset: number;
+  length: number;
+  id: string;
+  /** null for a bad line (then `error` says why). The record's stored reward when it has one, else recomputed. */
+  reward: number | null;
+  /** The scheme `reward` is under: the stored reward's own, else the configured one it was recomputed with. */
+  scheme?: Scheme;
+  /** `reward` is the record's stored one (what its run trained on), not recomputed here. */
+  stored?: boolean;
+  em: number | null;
+  toolCalls: number | null;
+  formatOk: boolean | null;
+  stage: string | null;
+  step: number | null;
+  /** The question, cut to QUESTION_CHARS (providers/browser/summary.ts) for the table. */
+  question: string;
+  /** A question: no response generated yet (shown without a reward, never a failure), with what the questions
+   *  line counts: whether it has golden answers and its source. */
+  isQuestion?: boolean;
+  hasGolden?: boolean;
+  source?: string;
+  /** A question's golden answers, joined with ' · ' and cut to QUESTION_CHARS (the questions table's column). */
+  golden?: string;
+  error?: string;
+}
+
+export type SortKey = 'file' | 'reward' | 'em' | 'tool-calls' | 'step';
+
+export interface BrowserQuery {
+  failuresOnly?: boolean;
+  /** Keep records whose exact match is this (0 or 1). */
+  em?: 0 | 1 | null;
+  /** Keep records whose reward is at least this. */
+  minReward?: number | null;
+  /** Keep records with more than this many tool calls. */
+  moreToolCalls?: number | null;
+  stage?: string | null;
+  step?: number | null;
+  /** Only bad lines. */
+  errorsOnly?: boolean;
+  sort?: SortKey;
+  order?: 'asc' | 'desc';
+  page?: number;
+  pageSize?: number;
+}
+
+export interface QueryResult {
+  /** Matching records in the index so far. */
+  total: number;
+  page: number;
+  pageSize: number;
+  rows: RecordSummary[];
+}
+
+/** How the table is laid out: a prompt-only dataset (question, golden answers, source) or trajectories (rewards). */
+export type TableKind = 'questions' | 'trajectories';
+
+/** Where a text search looks (src/extension/providers/browser/search.ts). */
+export type SearchField = 'all' | 'question' | 'response' | 'answers';
 
 /** Embedded in the page (`#initial-state`): the first page of records, read before the index is built. */
 export interface BrowserInitialState {

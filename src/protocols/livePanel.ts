@@ -1,8 +1,8 @@
 // Messages between the extension host (src/extension/providers/livePanel) and the live panel webview (webview/live-panel), and the
 // state embedded in the page / saved by vscode.setState for restoring after a window reload.
-import type { CallerHealth } from '../env/toolHealth';
 import type { TrainerEvent } from '../core/events';
 import type { TailIssue } from '../core/eventTail';
+import type { CallerHealth } from '../core/toolHealth';
 
 export const LIVE_PANEL_VIEW_TYPE = 'coaStudio.livePanel';
 

@@ -15,7 +15,7 @@ import { buildIndex, firstRecords } from '../../src/extension/providers/browser/
 import { questionsLine, runQuery, tableKind } from '../../src/extension/providers/browser/query';
 import { searchFile } from '../../src/extension/providers/browser/search';
 import { locateId } from '../../src/extension/providers/browser/locate';
-import type { RecordSummary } from '../../src/extension/providers/browser/summary';
+import type { RecordSummary } from '../../src/protocols/browser';
 import { importVerlParquet } from '../../src/core/importers/verl-parquet';
 import { serializeRecord } from '../../src/core/record';
 import { launchChromium } from './chromium';

@@ -1,10 +1,7 @@
 // The trajectory browser page: a table of one page of records (filters, sort, paging, jump, text search) whose
 // columns suit the file (questions or trajectories); a row opens its record in the record view beside the browser
 // (the host does that). Draws the first page from the embedded state at once; everything else comes from the host.
-import type { BrowserQuery, QueryResult, TableKind } from '../../src/extension/providers/browser/query';
-import type { SearchField } from '../../src/extension/providers/browser/search';
-import type { RecordSummary } from '../../src/extension/providers/browser/summary';
-import type { BrowserInitialState, BrowserSearchState, BrowserToHost, HostToBrowser } from '../../src/protocols/browser';
+import type { BrowserInitialState, BrowserQuery, BrowserSearchState, BrowserToHost, HostToBrowser, QueryResult, RecordSummary, SearchField, TableKind } from '../../src/protocols/browser';
 
 declare function acquireVsCodeApi(): { postMessage(m: BrowserToHost): void };
 

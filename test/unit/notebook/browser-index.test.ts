@@ -9,7 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { build } from 'esbuild';
 import { buildIndex, firstRecords, readLines } from '../../../src/extension/providers/browser/indexer';
 import { findPage, questionsLine, runQuery, stagesOf } from '../../../src/extension/providers/browser/query';
-import type { RecordSummary } from '../../../src/extension/providers/browser/summary';
+import type { RecordSummary } from '../../../src/protocols/browser';
 import type { WorkerMessage } from '../../../src/extension/providers/browser/worker';
 import { scoreRecords } from '../../../src/core/rewards';
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { buildIndex } from '../../../src/extension/providers/browser/indexer';
 import { locateId, locateRecord } from '../../../src/extension/providers/browser/locate';
 import { findIndexed, findPage } from '../../../src/extension/providers/browser/query';
-import type { RecordSummary } from '../../../src/extension/providers/browser/summary';
+import type { RecordSummary } from '../../../src/protocols/browser';
 
 const root = join(__dirname, '../../..');
 const examples = readFileSync(join(root, 'examples/trajectories.coa.jsonl'), 'utf8').split('\n').filter((l) => l.trim());

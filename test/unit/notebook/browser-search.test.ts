@@ -12,7 +12,7 @@ import { serializeRecord, type TrajectoryRecord } from '../../../src/core/record
 import { recordMatches, searchFile, SEARCH_FIELDS } from '../../../src/extension/providers/browser/search';
 import { buildIndex, firstRecords } from '../../../src/extension/providers/browser/indexer';
 import { runQuery, tableKind } from '../../../src/extension/providers/browser/query';
-import type { RecordSummary } from '../../../src/extension/providers/browser/summary';
+import type { RecordSummary } from '../../../src/protocols/browser';
 
 const ROOT = join(__dirname, '../../..');
 const dir = mkdtempSync(join(tmpdir(), 'coa-browser-search-'));

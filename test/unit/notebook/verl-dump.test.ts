@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { decodeNotebook, notebookToText, VERL_DUMP_READONLY } from '../../../src/extension/providers/notebook/codec';
 import { META_KEY, REWARD_MIME, type NotebookMeta, type RewardOutput } from '../../../src/extension/providers/notebook/cells';
 import { buildIndex, firstRecords, readOptions } from '../../../src/extension/providers/browser/indexer';
-import type { RecordSummary } from '../../../src/extension/providers/browser/summary';
+import type { RecordSummary } from '../../../src/protocols/browser';
 
 const DUMP = join(__dirname, '../../fixtures/verl/rollouts/3.jsonl');
 const rows = readFileSync(DUMP, 'utf8').trim().split('\n').map((l) => JSON.parse(l));

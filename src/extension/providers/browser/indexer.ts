@@ -4,7 +4,8 @@
 import { open } from 'node:fs/promises';
 import { JsonlEntry, readJsonl, type ReadOptions } from '../../../core/jsonl';
 import { dumpRow, looksLikeVerlDump, verlLineParser, verlRunDialect } from '../../../core/importers/verl-rollouts';
-import { RecordSummary, ScoreOptions, summarize, summarizeBatch } from './summary';
+import { ScoreOptions, summarize, summarizeBatch } from './summary';
+import type { RecordSummary } from '../../../protocols/browser';
 
 export interface IndexOptions extends ScoreOptions {
   /** Rows per batch handed to onBatch. */

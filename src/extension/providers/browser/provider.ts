@@ -10,11 +10,10 @@ import { rewardOptions } from '../notebook/serializer';
 import type { RecordViews } from '../notebook/recordView';
 import { firstRecords, readOptions } from './indexer';
 import { locateRecord } from './locate';
-import { BrowserQuery, findIndexed, findPage, questionsLine, runQuery, stagesOf, tableKind } from './query';
-import type { SearchField } from './search';
-import { BROWSER_VIEW_TYPE, RecordSummary } from './summary';
+import { findIndexed, findPage, questionsLine, runQuery, stagesOf, tableKind } from './query';
+import { BROWSER_VIEW_TYPE } from './summary';
 import type { WorkerMessage } from './worker';
-import type { BrowserInitialState, BrowserSearchState, BrowserToHost, HostToBrowser } from '../../../protocols/browser';
+import type { BrowserInitialState, BrowserQuery, BrowserSearchState, BrowserToHost, HostToBrowser, RecordSummary, SearchField } from '../../../protocols/browser';
 
 export { BROWSER_VIEW_TYPE };
 const PAGE_SIZE = 50;

@@ -1,34 +1,6 @@
 // Filter, sort and page the browser's index. Pure; runs in the extension host on the (possibly partial) index.
-import type { RecordSummary } from './summary';
+import type { BrowserQuery, QueryResult, RecordSummary, SortKey, TableKind } from '../../../protocols/browser';
 import { QuestionTally, describeQuestions } from '../../../core/questionSummary';
-
-export type SortKey = 'file' | 'reward' | 'em' | 'tool-calls' | 'step';
-
-export interface BrowserQuery {
-  failuresOnly?: boolean;
-  /** Keep records whose exact match is this (0 or 1). */
-  em?: 0 | 1 | null;
-  /** Keep records whose reward is at least this. */
-  minReward?: number | null;
-  /** Keep records with more than this many tool calls. */
-  moreToolCalls?: number | null;
-  stage?: string | null;
-  step?: number | null;
-  /** Only bad lines. */
-  errorsOnly?: boolean;
-  sort?: SortKey;
-  order?: 'asc' | 'desc';
-  page?: number;
-  pageSize?: number;
-}
-
-export interface QueryResult {
-  /** Matching records in the index so far. */
-  total: number;
-  page: number;
-  pageSize: number;
-  rows: RecordSummary[];
-}
 
 const keyOf: Record<Exclude<SortKey, 'file'>, (r: RecordSummary) => number | null> = {
   reward: (r) => r.reward,
@@ -101,9 +73,6 @@ export function questionsLine(index: readonly RecordSummary[]): string {
   const s = tally.summary();
   return s.questions ? describeQuestions(s) : '';
 }
-
-/** How the table is laid out: a prompt-only dataset (question, golden answers, source) or trajectories (rewards). */
-export type TableKind = 'questions' | 'trajectories';
 
 /** The layout for a file, from its first records: questions when every valid one is a question. */
 export function tableKind(rows: readonly RecordSummary[]): TableKind {

@@ -5,8 +5,8 @@
 import { parseRecordLine, readJsonl, type JsonlEntry } from '../../../core/jsonl';
 import type { TrajectoryRecord } from '../../../core/record';
 import { readOptions } from './indexer';
+import type { SearchField } from '../../../protocols/browser';
 
-export type SearchField = 'all' | 'question' | 'response' | 'answers';
 export const SEARCH_FIELDS: readonly SearchField[] = ['all', 'question', 'response', 'answers'];
 
 export interface SearchOptions {

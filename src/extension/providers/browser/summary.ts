@@ -1,40 +1,10 @@
-// One row of the trajectory browser's index: where the record's line is (byte offset and length, to read it back
-// on demand) and the few fields it is filtered and sorted by. Never the record itself: the index of a 500 MB
-// file has to fit in the extension host next to everything else.
+// A parsed line as a row of the trajectory browser's index (RecordSummary, src/protocols/browser.ts: where the
+// record's line is and the few fields it is filtered and sorted by, never the record itself).
 import type { JsonlEntry } from '../../../core/jsonl';
 import { RewardParams, scoreRecords } from '../../../core/rewards';
 import { isQuestion, type RewardBreakdown, type Scheme } from '../../../core/record';
 import { hasGolden, sourceOf } from '../../../core/questionSummary';
-
-export interface RecordSummary {
-  /** 0-based position among the file's non-blank lines. */
-  i: number;
-  line: number;
-  offset: number;
-  length: number;
-  id: string;
-  /** null for a bad line (then `error` says why). The record's stored reward when it has one, else recomputed. */
-  reward: number | null;
-  /** The scheme `reward` is under: the stored reward's own, else the configured one it was recomputed with. */
-  scheme?: Scheme;
-  /** `reward` is the record's stored one (what its run trained on), not recomputed here. */
-  stored?: boolean;
-  em: number | null;
-  toolCalls: number | null;
-  formatOk: boolean | null;
-  stage: string | null;
-  step: number | null;
-  /** The question, cut to QUESTION_CHARS for the table. */
-  question: string;
-  /** A question: no response generated yet (shown without a reward, never a failure), with what the questions
-   *  line counts: whether it has golden answers and its source. */
-  isQuestion?: boolean;
-  hasGolden?: boolean;
-  source?: string;
-  /** A question's golden answers, joined with ' · ' and cut to QUESTION_CHARS (the questions table's column). */
-  golden?: string;
-  error?: string;
-}
+import type { RecordSummary } from '../../../protocols/browser';
 
 export const QUESTION_CHARS = 100;
 

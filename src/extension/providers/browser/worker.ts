@@ -2,7 +2,8 @@
 // with `search`, streams the file for a text (search.ts) and posts the hits. A search is cancelled by terminating it.
 import { parentPort, workerData } from 'node:worker_threads';
 import { buildIndex } from './indexer';
-import { searchFile, type SearchField } from './search';
+import { searchFile } from './search';
+import type { SearchField } from '../../../protocols/browser';
 import type { ScoreOptions } from './summary';
 
 export interface WorkerInput extends ScoreOptions {
