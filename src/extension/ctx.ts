@@ -2,7 +2,10 @@
 // in `activate`, it owns every long-lived part — the log, the language server, each feature's state — and it is what
 // command handlers receive, so who owns what is visible here rather than in module-level variables. Features call
 // each other through these typed members (`ctx.livePanels.open(runDir)`, `ctx.records.show(loc)`), handed to them
-// as `Pick<Ctx, …>` when main.ts builds them; `coaStudio.*` commands are the user's (palette, menus, status bar).
+// by main.ts; each feature declares the members it uses (`TrainSeams`, `ReplaySeams`, `LivePanelHost`) with the
+// other features' own types, never this one: the context sits on the floor above the features (an import of it
+// from a feature is a cycle, test/unit/architecture/layers.test.ts). `coaStudio.*` commands are the user's
+// (palette, menus, status bar).
 import type * as vscode from 'vscode';
 import type { LanguageServerHandle } from './languageClient';
 import type { LivePanels } from './providers/livePanel/register';

@@ -8,7 +8,7 @@ import type { TrajectoryRecord } from '../core/record';
 import { CancelledError, generate, seededRandom } from './generate';
 import type { OnnxModel } from './model';
 import { TagIO } from './tags';
-import { continueFrom } from './fork';
+import { continueFrom } from './given';
 
 export type ReplayMode = 'env' | 'simulated';
 

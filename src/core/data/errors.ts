@@ -16,6 +16,21 @@ export class DataError extends Error {
   }
 }
 
+export interface DataErrorLocation {
+  file: string;
+  line: number;
+  column: number;
+  field: string;
+  message: string;
+}
+
+/** `FILE:LINE:COL: error: FIELD: message` (a DataError as the data commands print it) → its parts; null for anything else. */
+export function parseDataErrorLine(text: string): DataErrorLocation | null {
+  const m = /^(.+?):(\d+):(\d+): error: ([^:]+): (.*)$/m.exec(text.trim());
+  if (!m) return null;
+  return { file: m[1], line: Number(m[2]), column: Number(m[3]), field: m[4], message: m[5] };
+}
+
 /** Where a file's line came from, as the prepared records carry it. */
 export interface Origin {
   file: string;

@@ -3,7 +3,7 @@
 // process rather than the extension host because a corpus can be gigabytes. No vscode import (unit-tested).
 import { execFile } from 'node:child_process';
 import type { CheckResult } from '../../core/data/check';
-import { parseDataErrorLine, type DataErrorLocation } from '../providers/train/data';
+import { parseDataErrorLine, type DataErrorLocation } from '../../core/data/errors';
 
 export type DataCheckOutcome =
   | { ok: true; result: CheckResult }

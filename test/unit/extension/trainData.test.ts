@@ -7,7 +7,8 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONFIG_PATH_FIELDS, dataEntries, resolveConfigPaths } from '../../../src/core/data/paths';
-import { applyDataPicks, describeData, hasPicks, parseDataErrorLine } from '../../../src/extension/providers/train/data';
+import { applyDataPicks, describeData, hasPicks } from '../../../src/extension/providers/train/data';
+import { DataError, parseDataErrorLine } from '../../../src/core/data/errors';
 import { runDataCheck } from '../../../src/extension/process/dataCheck';
 import { dataFileNodes, dataNode, runDataEntries } from '../../../src/extension/providers/runs/data';
 import { composeRunConfig } from '../../../src/extension/process/trainer';
@@ -101,6 +102,8 @@ test('data picks replace the config\'s entries and give a valid run config; summ
 test('the check\'s error line parses back into file, line, column and field', () => {
   assert.deepEqual(parseDataErrorLine('/d/train.jsonl:5:38: error: golden_answers.0: number, expected a string\n'), { file: '/d/train.jsonl', line: 5, column: 38, field: 'golden_answers.0', message: 'number, expected a string' });
   assert.equal(parseDataErrorLine('coa: data check: give one run config file'), null);
+  const printed = new DataError('/d/a b.parquet', 12, 1, 'reward_model.ground_truth', 'missing: give the golden answers');
+  assert.deepEqual(parseDataErrorLine(printed.message), { file: '/d/a b.parquet', line: 12, column: 1, field: 'reward_model.ground_truth', message: 'missing: give the golden answers' }, 'what DataError prints is what the editor reads back');
 });
 
 test('runDataCheck: counts on success; on bad data the error names file, line and field', async () => {

@@ -4,7 +4,7 @@
 // for its two trajectories, aligned by step; either opens in the record view.
 import * as vscode from 'vscode';
 import { basename } from 'node:path';
-import type { Ctx } from '../../ctx';
+import type { RecordViews } from '../notebook/recordView';
 import { webviewHtml } from '../../webview/html';
 import { rewardOptions } from '../notebook/serializer';
 import { compareFiles, pageState, pairAnswer } from './model';
@@ -29,7 +29,7 @@ async function pickFile(title: string, offered: vscode.Uri[], active?: vscode.Ur
   return (await vscode.window.showOpenDialog({ title, canSelectMany: false, filters: { 'Trajectory files': ['jsonl'] } }))?.[0];
 }
 
-export async function compareRunsCommand(ctx: Pick<Ctx, 'extension' | 'records'>, a?: vscode.Uri, b?: vscode.Uri): Promise<void> {
+export async function compareRunsCommand(ctx: { extension: vscode.ExtensionContext; records: Pick<RecordViews, 'show'> }, a?: vscode.Uri, b?: vscode.Uri): Promise<void> {
   const current = vscode.window.activeNotebookEditor?.notebook.uri ?? vscode.window.activeTextEditor?.document.uri;
   const active = current?.scheme === 'file' && current.path.endsWith('.jsonl') ? current : undefined;
   const offered = a && b ? [] : await runFiles();

@@ -16,7 +16,7 @@ import { describeSettings } from '../../../replay/runSettings';
 import { requireTrust } from '../../workspace';
 import { cellMeta, isTrajectoryNotebook } from '../notebook/cells';
 import { RECORD_SCHEME } from '../notebook/recordView';
-import { type State, checkpointFor, envTool, exportIfNeeded, loadModel, recordOf, sampling, settingsFor, sourceFile } from './controller';
+import { type State, checkpointFor, envTool, exportIfNeeded, loadModel, recordOf, sampling, settingsFor, sourceFile } from './state';
 
 /** `coaStudio.forkFromStep` (the step cell's toolbar passes the cell; the palette uses the selected one). */
 export async function forkFromStep(s: State, arg?: unknown): Promise<void> {

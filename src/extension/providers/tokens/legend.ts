@@ -4,7 +4,6 @@
 import * as vscode from 'vscode';
 import { OVERLAY_VIEWS, type OverlayView } from './mapping';
 import { VIEW_NAMES, legendMarkdown, overlayNames } from './styles';
-import type { TokenOverlays } from './overlays';
 import { NOTEBOOK_TYPES, cellMeta } from '../notebook/cells';
 import { RECORD_SCHEME } from '../notebook/recordView';
 
@@ -17,12 +16,19 @@ const WORDS: Record<OverlayView, string> = {
   advantage: 'advantage (green +, red −, dotted 0)',
 };
 
+/** What the legend reads and sets of the overlays (TokenOverlays, overlays.ts, which registers the legend). */
+export interface OverlaySwitches {
+  readonly active: ReadonlySet<OverlayView>;
+  readonly onDidChange: vscode.Event<unknown>;
+  set(view: OverlayView, on: boolean): void;
+}
+
 export function legendLine(on: ReadonlySet<OverlayView>): string {
   const views = OVERLAY_VIEWS.filter((v) => on.has(v));
   return views.length ? `Overlays: ${views.map((v) => WORDS[v]).join(' · ')}` : 'Token overlays: off';
 }
 
-export function registerOverlayLegend(context: vscode.ExtensionContext, overlays: TokenOverlays): void {
+export function registerOverlayLegend(context: vscode.ExtensionContext, overlays: OverlaySwitches): void {
   const item = vscode.window.createStatusBarItem('coaStudio.tokens.legend', vscode.StatusBarAlignment.Right, 90);
   item.name = 'CoA Token Overlays';
   item.command = CHOOSE;
@@ -78,7 +84,7 @@ export function registerOverlayLegend(context: vscode.ExtensionContext, overlays
 }
 
 /** "CoA: Choose Token Overlays…": every overlay at once, those on already ticked. */
-export async function chooseOverlays(overlays: TokenOverlays): Promise<void> {
+export async function chooseOverlays(overlays: OverlaySwitches): Promise<void> {
   const items = OVERLAY_VIEWS.map((v) => ({ label: VIEW_NAMES[v], description: WORDS[v].replace(/^[^(]*\(|\)$/g, ''), view: v, picked: overlays.active.has(v) }));
   const picked = await vscode.window.showQuickPick(items, { canPickMany: true, title: 'CoA: Token Overlays', placeHolder: 'Overlays drawn on records with tokens (loss mask, log-probs, advantages)' });
   if (!picked) return;

@@ -46,18 +46,3 @@ export function describeData(config: unknown): string | null {
   }
   return parts.join(' · ');
 }
-
-export interface DataErrorLocation {
-  file: string;
-  line: number;
-  column: number;
-  field: string;
-  message: string;
-}
-
-/** `FILE:LINE:COL: error: FIELD: message` (the data commands' error line) → its parts; null for anything else. */
-export function parseDataErrorLine(text: string): DataErrorLocation | null {
-  const m = /^(.+?):(\d+):(\d+): error: ([^:]+): (.*)$/m.exec(text.trim());
-  if (!m) return null;
-  return { file: m[1], line: Number(m[2]), column: Number(m[3]), field: m[4], message: m[5] };
-}

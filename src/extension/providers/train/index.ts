@@ -20,7 +20,7 @@ import * as vscode from 'vscode';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import { readConfig } from '../../config';
-import type { Ctx } from '../../ctx';
+import type { LivePanels } from '../livePanel/register';
 import type { ManagedProcess, ProcessResult } from '../../process/manager';
 import type { RunningEnvServer } from '../../process/envServer';
 import { ENV_STAGES, PIPELINE, composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerTokenEnv } from '../../process/trainer';
@@ -45,7 +45,9 @@ interface ActiveRun {
 }
 
 /** What training reaches of the rest of the extension: the live panel, opened on each run it starts. */
-export type TrainSeams = Pick<Ctx, 'livePanels'>;
+export interface TrainSeams {
+  livePanels: Pick<LivePanels, 'open'>;
+}
 
 export function registerTrain(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, seams: TrainSeams): TrainController {
   const controller = new TrainController(context, log, seams);

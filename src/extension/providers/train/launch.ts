@@ -11,7 +11,7 @@ import { startEnvServer, type RunningEnvServer } from '../../process/envServer';
 import { trainerEnv } from '../../process/trainer';
 import { runDataCheck } from '../../process/dataCheck';
 import { requireTrust, workspaceRoot } from '../../workspace';
-import type { DataErrorLocation } from './data';
+import type { DataErrorLocation } from '../../../core/data/errors';
 
 export class Launcher {
   constructor(private readonly extensionPath: string, private readonly log: vscode.LogOutputChannel) {}
