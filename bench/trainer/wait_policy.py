@@ -122,6 +122,10 @@ Command: `.venv/bin/python bench/trainer/wait_policy.py --steps {args.steps} --r
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 
+At 1 thread there is no barrier to spin at: both rows differ by the machine's noise only. At 2 threads (the default
+on 2 cores) the spinning threads of the old runs fight the busy process and each other for the cores; on a machine
+that other work loads as well, the loss is far worse than the 3.5× seen beside one busy process on an idle machine.
+
 Machine: {os.cpu_count()} cores, shared with other work (load average {' '.join(load_before)} before, {' '.join(load_after)}
 after, the busy process not counted); torch {torch.__version__}; {time.strftime('%Y-%m-%d')}.
 """
