@@ -2,18 +2,18 @@
 from the signal to the process's exit, the exit status, the stage's last event and the phase its stop line names —
 for pretrain and SFT-2 (the supervised loop) and RL-1 (GRPO, against a real environment server).
 
-    .venv/bin/python bench/reliability/signals.py [--repo PATH] [--json OUT] [--write]
+    .venv/bin/python bench/reliability/signals.py [--repo PATH] [--json OUT] [--before ROWS.json] [--write]
 
 Each row is one `python -m coa_trainer train` run: the phase is read from the trainer's own events (COA_TRACE_PHASES=1:
 a debug `log` as each phase of a step begins), the signal is sent as soon as that line arrives, and the clock stops
 when the process has exited. `--repo` runs another checkout's trainer (its src/trainer) for before/after figures; a
-trainer without phase events is signalled at the events that exist there: the `progress` of the step before (a step
-starting: the update of a supervised stage, the rollout of an RL one) and the last step's `progress` (the final
-evaluation about to begin); the other phases cannot be found there and are left out. The environment server is this
+trainer without phase events is signalled 0.3 s after the events that exist there: the `progress` of the step
+before (into the update of a supervised stage, the rollout of an RL one) and the last step's `progress` (into the
+final save and evaluation); the other phases cannot be found there and are left out. The environment server is this
 checkout's (built: `node scripts/build.mjs`). Target: every phase stops within 5 s, `cancelled`, exit 130.
 
---json writes the rows (a list of objects) for bench/reliability's table; --write replaces this script's section of
-bench/RESULTS.md."""
+--json writes the rows (a list of objects) for bench/reliability's table; --before puts the rows of an earlier run
+(`--repo <older checkout> --json`) beside this run's; --write replaces this script's section of bench/RESULTS.md."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src" / "trainer"))
 TARGET_S = 5.0
 LIMIT_S = 600.0  # a run that has not exited this long after its signal is killed and reported as such
+FALLBACK_DELAY_S = 0.3
 
 MODEL = {"hidden_size": 256, "num_layers": 6, "num_heads": 4, "num_kv_heads": 2, "intermediate_size": 1024,
          "max_position": 512}  # ~6 M parameters: a supervised step ~1 s, a checkpoint (with AdamW's moments) 70 MB
@@ -111,7 +112,8 @@ def stop_once(repo: Path, config: Path, run: Path, stage: str, phase: str, step:
             if e["message"].endswith(f": {phase} of step {step}"):
                 trigger = f"`{phase}` of step {step} began"
         elif not traced and fallback and e["type"] == fallback[0] and e.get("step") == fallback[1]:
-            trigger = f"`{fallback[0]}` of step {fallback[1]} (no phase events)"
+            time.sleep(FALLBACK_DELAY_S)  # into the phase that follows the event (each lasts ~1 s or more here)
+            trigger = f"{FALLBACK_DELAY_S:g} s after `{fallback[0]}` of step {fallback[1]} (no phase events)"
         if trigger:
             proc.send_signal(getattr(signal, sig))
             sent = time.time()
@@ -143,15 +145,26 @@ def stop_once(repo: Path, config: Path, run: Path, stage: str, phase: str, step:
             "event_after_s": round(last["time"] - sent, 2) if last else None}
 
 
-def table(rows: list[dict]) -> str:
-    head = ("| stage | phase | signal | sent when | s to exit | exit | last event | stop line says |\n"
-            "|---|---|---|---|---|---|---|---|")
-    body = []
+def cell(r: dict | None) -> str:
+    if r is None:
+        return "— (no event for the phase)"
+    secs = "did not exit" if r["seconds_to_exit"] is None else f"{r['seconds_to_exit']:.2f} s"
+    return f"{secs}, exit {r['exit']}, {r['final_event']}"
+
+
+def table(rows: list[dict], before: list[dict] | None = None) -> str:
+    """One row per (stage, phase); with `before` (another checkout's rows), its figure beside this one's."""
+    old = {(r["stage"], r["phase"]): r for r in before or []}
+    head = "| stage | phase | signal | sent when | " + ("before: to exit, status, last event | " if before else "") + \
+           "to exit, status, last event | stop line says |"
+    body = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
-        secs = "did not exit" if r["seconds_to_exit"] is None else f"{r['seconds_to_exit']:.2f}"
-        body.append(f"| {r['stage']} | {r['phase']} | {r['signal']} | {r['trigger']} | {secs} | {r['exit']} | "
-                    f"{r['final_event']} | {r['stopped_in'] or '—'} |")
-    return "\n".join([head, *body])
+        b = old.get((r["stage"], r["phase"]))
+        was = (f"{cell(b)}{'' if b is None or b['trigger'] == r['trigger'] else ' (sent at ' + b['trigger'] + ')'} | "
+               if before else "")
+        body.append(f"| {r['stage']} | {r['phase']} | {r['signal']} | {r['trigger']} | {was}{cell(r)} | "
+                    f"{r['stopped_in'] or '—'} |")
+    return "\n".join(body)
 
 
 def main() -> None:
@@ -160,6 +173,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--only", default=None, help="comma list of stage:phase (e.g. rl1:update)")
+    ap.add_argument("--before", type=Path, default=None, help="rows (--json) of a run with --repo <older checkout>")
     args = ap.parse_args()
     from coa_trainer.env.client import EnvClient
 
@@ -179,7 +193,8 @@ def main() -> None:
                     rows.append(row)
                     print(json.dumps(row), flush=True)
     load_after = os.getloadavg()
-    text = table(rows)
+    before = json.loads(args.before.read_text()) if args.before else None
+    text = table(rows, before)
     print(text)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
@@ -192,6 +207,8 @@ def write_section(rows: list[dict], text: str, args: argparse.Namespace, before:
     met = [r for r in rows if r["seconds_to_exit"] is not None and r["seconds_to_exit"] <= TARGET_S and r["exit"] == 130
            and r["final_event"] == "stage_finished cancelled"]
     repo = "" if args.repo.resolve() == ROOT else f" --repo {args.repo}"
+    if args.before:
+        repo += f" --before {args.before}"
     section = f"""## bench/reliability/signals
 
 _Last run: {time.strftime('%Y-%m-%d')}_

@@ -67,14 +67,15 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
     writer, di, scfg, label, total, stop = run.writer, run.di, run.scfg, run.label, run.total, run.stop
     step, resumed_from = 0, None
     trained = Trained()
-    state = run.latest_state()
-    if state is not None:
-        step = resumed_from = state["step"]
-        impl.cursor = state["cursor"]
-        impl.resume(state.get("extra") or {})
-        trained.total = float((state.get("extra") or {}).get(TRAINED_TOTAL) or 0.0)
-    else:
-        impl.fresh()
+    with stop.interruptible():  # loading the checkpoint: a stop has nothing new to save (see train_command)
+        state = run.latest_state()
+        if state is not None:
+            step = resumed_from = state["step"]
+            impl.cursor = state["cursor"]
+            impl.resume(state.get("extra") or {})
+            trained.total = float((state.get("extra") or {}).get(TRAINED_TOTAL) or 0.0)
+        else:
+            impl.fresh()
     di.barrier()
     run.started(resumed_from, impl.describe())
     for note in impl.notes():

@@ -54,7 +54,7 @@ def train_command(args: Any) -> int:
     except RunLockBusy as e:
         print(f"coa_trainer: {e}", file=sys.stderr)  # not an event: events.jsonl belongs to the trainer holding it
         return 2
-    except StartupCancelled:  # SIGTERM before the stage's own handler (imports, data, model load): nothing to save
+    except StartupCancelled:  # a stop before the first step (imports, data, model, the stage's start): nothing to save
         writer.emit("stage_finished", stage=stage, step=startup_step(run_dir, stage, getattr(args, "resume", False)),
                     status="cancelled", checkpoint=None)
         return 130
@@ -91,7 +91,10 @@ def run_stage(config: RunConfig, args: Any, run_dir: Path, writer: EventWriter, 
         raise StageError(f"stages.{stage}.batch_size {scfg.batch_size} is not divisible by the "
                          f"{di.world_size} processes", "bad_config")
     run = setup_stage(config, args, run_dir, writer, di)
-    impl = GrpoSteps(run) if rl else SupervisedSteps(run)
+    # The stage's own start (an environment server, a reference model) stops at once: nothing new to save yet, and
+    # StageCancelled is a StartupCancelled (train_command says `cancelled` at the newest checkpoint's step).
+    with run.stop.interruptible():
+        impl = GrpoSteps(run) if rl else SupervisedSteps(run)
     try:
         return run_loop(run, impl)
     finally:
