@@ -5,8 +5,11 @@ cover the same paths eagerly):
    refilled slots), and equals itself without graphs, sampled;
 2. Liger-Kernel's fused linear cross-entropy (what TokenScorer's `nll` uses on CUDA) equals the chunked PyTorch
    function: loss and gradients, fp32 and bf16;
-3. packed attention on CUDA (torch's varlen flash attention when this torch has it) equals the padded batch;
-4. Liger's RMSNorm / SwiGLU bound to a model leave its log-probs where they were.
+3. packed attention on CUDA (torch's varlen flash attention when this torch has it: its probe) equals the padded
+   batch, and an fp32 model under bf16 autocast takes it too;
+4. Liger's RMSNorm / SwiGLU / RoPE bound to a model leave its log-probs where they were, and a bf16 model's training
+   forward names every part fast (model/fastpath.py's probes on this device);
+5. fused AdamW over fp32 masters equals the for-each update.
 
 Prints one JSON object; exit status 1 if any check failed.
 
@@ -83,9 +86,11 @@ def check_fused_ce() -> dict:
 
 
 def check_packed_attention() -> dict:
-    from coa_trainer.model.packing import _varlen, layout
+    from coa_trainer.model.fastpath import installed_varlen, varlen_plan
+    from coa_trainer.model.packing import layout
     from coa_trainer.model.scoring import TokenScorer
 
+    api = installed_varlen("cuda")  # the probe: signature read, a causal GQA forward + backward on this device
     lm = qwen2(2, tied=False, dtype=torch.bfloat16)  # varlen flash attention runs in half precision only
     scorer = TokenScorer(lm)
     r = random.Random(5)
@@ -96,29 +101,61 @@ def check_packed_attention() -> dict:
         lu, _ = scorer(padded.ids, padded.attn, None)
     err = max(float((lp[0, a:a + n - 1] - lu[row, :n - 1]).abs().max()) if n > 1 else 0.0
               for (_, a, n), (row, _, _) in zip(packed.spans, padded.spans))
+    # an fp32 model under bf16 autocast: its queries reach attention in fp32 (the rotary embedding promotes them),
+    # and still take varlen flash, in autocast's dtype
+    q32 = torch.zeros(4, 2, 64, device=DEV)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        plan = varlen_plan(q32, None)
+    autocast_ok = not isinstance(plan, str) and plan[1] == torch.bfloat16
     # the attention outputs themselves (O(1) values): varlen and unpacked against transformers' dense mask, bf16
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import attention
 
     att = attention.measure(DEV, torch.bfloat16, 14, 2, 64, 4096, reps=1)
     worst = max(att["max_diff_vs_dense"].values())
-    return {"ok": scorer.packed_attention and err < 0.1 and worst < 0.05, "varlen_kernel": _varlen() is not None,
+    return {"ok": scorer.packed_attention and not isinstance(api, str) and autocast_ok and err < 0.1 and worst < 0.05,
+            "varlen": "ok" if not isinstance(api, str) else api, "fp32_under_autocast_takes_varlen": autocast_ok,
             "max_logprob_diff": err, "attention_max_diff_vs_dense": att["max_diff_vs_dense"], "attention_ms": att["ms"]}
 
 
 def check_liger_modules() -> dict:
-    from coa_trainer.model.packing import layout
-    from coa_trainer.model.scoring import full_token_logprobs
+    """Liger's RMSNorm / SwiGLU / RoPE bound to a model leave its log-probs (fp32) where they were, and the model's
+    training forward reports every fast part on this device."""
     from coa_trainer.model.liger import patch_model
+    from coa_trainer.model.packing import layout
+    from coa_trainer.model.scoring import TokenScorer, full_token_logprobs
 
     lm = qwen2(3, tied=False)
     lay = layout([[random.Random(i).randrange(1, 503) for _ in range(64)] for i in range(4)], 0, False, DEV)
     with torch.no_grad():
         before, _ = full_token_logprobs(lm, lay.ids, lay.attn)
-        patched = patch_model(lm)
+        norms, rope = patch_model(lm)
         after, _ = full_token_logprobs(lm, lay.ids, lay.attn)
     err = float((before - after).abs().max())
-    return {"ok": patched and err < 2e-3, "patched": patched, "max_logprob_diff": err}
+    fast = TokenScorer(qwen2(4, tied=False, dtype=torch.bfloat16)).fast_path(torch.bfloat16, True, True)
+    all_fast = all("(" not in v for v in fast.values())
+    return {"ok": norms.fast and rope.fast and err < 2e-3 and all_fast, "rms_norm_swiglu": str(norms),
+            "rope": str(rope), "max_logprob_diff": err, "fast_path_bf16": fast}
+
+
+def check_fused_adamw() -> dict:
+    """The stages' optimiser takes torch's fused AdamW here (over fp32 masters of bf16 weights), and the fused update
+    equals the for-each one to float tolerance."""
+    from coa_trainer.model.optim import make_optimizer
+
+    choice = str(make_optimizer([torch.nn.Parameter(torch.zeros(8, device=DEV, dtype=torch.bfloat16))], 1e-3,
+                                0.0).coa_adamw)
+    out = []
+    for kw in ({"fused": True}, {"foreach": True}):
+        torch.manual_seed(0)
+        w = torch.nn.Parameter(torch.randn(1000, 64, device=DEV))
+        opt = torch.optim.AdamW([w], lr=1e-3, weight_decay=0.01, betas=(0.9, 0.95), **kw)
+        for i in range(3):
+            w.grad = torch.randn(1000, 64, device=DEV, generator=torch.Generator(device=DEV).manual_seed(i))
+            opt.step()
+        out.append(w.detach().clone())
+    err = float((out[0] - out[1]).abs().max())
+    return {"ok": choice == "fused" and err < 1e-6, "make_optimizer": choice, "max_diff_fused_vs_foreach": err}
 
 
 def main() -> None:
@@ -127,7 +164,7 @@ def main() -> None:
     args = ap.parse_args()
     results: dict = {"device": torch.cuda.get_device_name(DEV), "torch": torch.__version__}
     for name, fn in (("engine", check_engine), ("fused_ce", check_fused_ce), ("packed_attention", check_packed_attention),
-                     ("liger_modules", check_liger_modules)):
+                     ("liger_modules", check_liger_modules), ("fused_adamw", check_fused_adamw)):
         try:
             results[name] = fn()
         except Exception:  # noqa: BLE001 — every check reports, the others still run

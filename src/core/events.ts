@@ -34,6 +34,10 @@ export const RunStartedEvent = z.object({
   world_size: z.number().int().positive(),
   pid: z.number().int().optional(),
   resumed_from: z.number().int().nullable().optional(),
+  /** What each part of the training step runs on this install, the fallbacks with their reason: e.g.
+   * `{"packed attention": "varlen flash" | "padded (why)", "linear cross-entropy": "liger" | "chunked PyTorch (why)",
+   * "AdamW": "fused" | …}` (the trainer's model/fastpath.py probes). */
+  fast_path: z.record(z.string(), z.string()).optional(),
 });
 export const ProgressEvent = z.object({
   ...base,

@@ -169,6 +169,21 @@ def test_micro_batches_respect_the_token_budget_and_keep_items_whole():
     assert micro_batches([[3], [4]], None, True) == [slice(0, 2)]
 
 
+def test_micro_batches_are_as_few_as_fit_and_as_even_as_that_allows():
+    """No ragged tail: five 5-token items at a budget of 20 are 15 + 10 tokens, not 20 + 5; a batch of ¼…1 × 2,048-token
+    sequences over a 16k budget is two micro-batches of about half the tokens each, not 16k and a remainder."""
+    assert micro_batches([[5]] * 5, 20, True) == [slice(0, 3), slice(3, 5)]
+    assert micro_batches([[5]] * 5, 20, False) == [slice(0, 3), slice(3, 5)]  # padded: rows × longest
+    r = random.Random(1)
+    lens = [int(2048 * (0.25 + 0.75 * r.random())) for _ in range(16)]
+    groups = micro_batches([[n] for n in lens], 16384, True)
+    sizes = [sum(lens[g]) for g in groups]
+    assert sum(lens) > 16384 and len(groups) == 2 and max(sizes) <= 16384
+    assert max(sizes) - min(sizes) <= max(lens)  # even to within one sequence
+    assert [g.start for g in groups] == [0, groups[0].stop] and groups[-1].stop == len(lens)
+    assert micro_batches([[30], [2], [2]], 16, True) == [slice(0, 1), slice(1, 3)]  # too big alone, the rest together
+
+
 @pytest.mark.parametrize("packed", [False, True])
 def test_micro_batched_gradients_equal_one_pass(packed):
     lm = tiny_lm()
@@ -302,3 +317,14 @@ def test_a_bf16_stage_runs(tmp_path):
     assert len(losses) == 3 and all(torch.isfinite(torch.tensor(x)) for x in losses)
     saved = json.loads((tmp_path / "run" / "stages" / "pretrain" / "final" / "config.json").read_text())
     assert saved.get("dtype", saved.get("torch_dtype")) == "bfloat16"
+    # the stage's run_started names what every part of the step runs here, each fallback with its reason
+    started = next(e for e in read_events(tmp_path / "run") if e["type"] == "run_started")
+    assert started["fast_path"] == {
+        "packed attention": "padded (CPU: torch's varlen flash attention runs on CUDA only; each sequence unpacked "
+                            "into a padded batch, SDPA is_causal)",
+        "linear cross-entropy": "chunked PyTorch (CPU: Liger's Triton kernel runs on CUDA only)",
+        "RMSNorm/SwiGLU": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
+        "RoPE": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
+        "AdamW": "for-loop (CPU: torch's default, kept bit-identical to earlier runs)",
+        "activation checkpointing": "on (model.gradient_checkpointing)",
+    }

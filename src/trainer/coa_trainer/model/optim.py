@@ -1,4 +1,4 @@
-"""The stages' AdamW, with fp32 master weights for low-precision parameters.
+"""The stages' AdamW — fused on CUDA — with fp32 master weights and moments for low-precision parameters.
 
 `model.dtype: bfloat16` without FSDP keeps the model's parameters (what forward, backward and generation read) in
 bf16, but AdamW runs on fp32 copies with fp32 moments: in pure bf16 an update smaller than 2^-8 of its weight
@@ -6,7 +6,9 @@ rounds away (at lr 1e-5 most of a fine-tune's updates would), and bf16 second mo
 the bf16 gradients are copied to the masters; after it the masters are rounded back into the parameters. Memory per
 trained parameter: 2 (bf16 weight) + 2 (bf16 grad) + 4 (master) + 8 (moments) = 16 bytes, the same as fp32
 training, but the forward reads bf16 weights without autocast re-casting them every call (a decode step reads half
-the bytes) and the frozen reference model is bf16. Under FSDP2 the sharded fp32 parameters are the masters already
+the bytes) and the frozen reference model is bf16. (HF + Liger on a model loaded in fp32 under bf16 autocast keeps the
+same fp32 state; on a model loaded in bf16 — the bench's anchor — its AdamW moments are bf16, 8 bytes per parameter.)
+Under FSDP2 the sharded fp32 parameters are the masters already
 (model/fsdp.py); LoRA adapters are fp32 (peft), so neither needs this."""
 
 from __future__ import annotations
@@ -17,18 +19,23 @@ from typing import Any
 
 import torch
 
+from .fastpath import Choice, fused_adamw
+
 LOW = (torch.bfloat16, torch.float16)
 
 
 def make_optimizer(params: list[Any], lr: float, weight_decay: float) -> torch.optim.Optimizer:
+    """AdamW over `params` (fp32 masters for bf16 / fp16 ones); `opt.coa_adamw` says which implementation runs."""
     low = [p for p in params if p.dtype in LOW and not hasattr(p, "device_mesh")]  # DTensors: FSDP's policy
-    if not low:
-        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=(0.9, 0.95))
     masters = {id(p): p.detach().float().clone().requires_grad_(True) for p in low}
     opt_params = [masters.get(id(p), p) for p in params]
-    opt = torch.optim.AdamW(opt_params, lr=lr, weight_decay=weight_decay, betas=(0.9, 0.95))
+    kw, choice = adamw_implementation(opt_params)
+    opt = torch.optim.AdamW(opt_params, lr=lr, weight_decay=weight_decay, betas=(0.9, 0.95), **kw)
+    opt.coa_adamw = choice  # type: ignore[attr-defined]  (the stage's first event names it)
+    if not low:
+        return opt
     pairs = [(p, masters[id(p)]) for p in low]
-    opt.coa_master_pairs = pairs  # read by master_state / load_master_state (checkpoints)
+    opt.coa_master_pairs = pairs  # type: ignore[attr-defined]  (read by master_state / load_master_state)
 
     def to_masters(*_: Any) -> None:
         for p, m in pairs:
@@ -36,14 +43,34 @@ def make_optimizer(params: list[Any], lr: float, weight_decay: float) -> torch.o
 
     @torch.no_grad()
     def from_masters(*_: Any) -> None:
+        # one multi-tensor copy (bf16 ← fp32 rounds as copy_ does) instead of a kernel per parameter
+        torch._foreach_copy_([p for p, _ in pairs], [m for _, m in pairs])
         for p, m in pairs:
-            p.copy_(m)
             p.grad = None
             m.grad = None
 
     opt.register_step_pre_hook(to_masters)
     opt.register_step_post_hook(from_masters)
     return opt
+
+
+def adamw_implementation(params: list[Any]) -> tuple[dict[str, Any], Choice]:
+    """(AdamW keyword arguments, what runs). Fused — a few multi-tensor kernels for the whole update, as the HF + Liger
+    anchor steps (bench/gpu/anchors.py) — where every parameter is a plain CUDA tensor and torch's fused kernel
+    steps its dtype (model/fastpath.fused_adamw); torch's default otherwise. On CPU that default is kept although torch
+    has a fused CPU kernel: the fused update agrees with the for-loop one only to rounding, and the CPU runs (the demo,
+    the tests' losses and resumes) stay bit-identical to earlier releases that way."""
+    if any(hasattr(p, "device_mesh") for p in params):
+        return {}, Choice("foreach", "FSDP2's sharded (DTensor) parameters: torch's default for them")
+    devices = {p.device.type for p in params}
+    if devices != {"cuda"}:
+        where = "/".join(sorted(d.upper() for d in devices)) or "no parameters"
+        return {}, Choice("for-loop", f"{where}: torch's default, kept bit-identical to earlier runs")
+    for dtype in sorted({p.dtype for p in params}, key=str):
+        why = fused_adamw("cuda", dtype)
+        if why is not None:
+            return {}, Choice("foreach", why)
+    return {"fused": True}, Choice("fused")
 
 
 def master_state(opt: Any) -> list[torch.Tensor] | None:

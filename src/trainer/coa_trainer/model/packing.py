@@ -19,7 +19,6 @@ longest one of the whole batch (packed: a group costs its tokens; padded: rows �
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from .family import base_model, full_attention_reason
+from .fastpath import attention_registry, varlen_plan
 
 PACKED_ATTENTION = "coa_packed"
 
@@ -86,15 +86,32 @@ def layout(seqs: list[list[int]], pad_id: int, packed: bool, device: torch.devic
 
 def micro_batches(lengths: list[list[int]], budget: int | None, packed: bool) -> list[slice]:
     """Consecutive groups of items (each item: the lengths of its sequences — an SFT-1 pair has two, which stay
-    together) whose cost fits `budget` tokens; an item bigger than the budget is a group of its own. None: one
-    group."""
+    together) whose cost fits `budget` tokens (packed: a group costs its tokens; padded: rows × its longest row), as
+    few as fit and as even as that count allows: 20k tokens at a 16k budget are two micro-batches of ~10k, not 16k
+    and a ragged 4k whose kernels run the GPU half idle for the same fixed cost per micro-batch. An item bigger than
+    the budget is a group of its own. None: one group."""
     if budget is None or not lengths:
         return [slice(0, len(lengths))]
+    fewest = _cut(lengths, budget, packed)
+    if len(fewest) == 1:
+        return fewest
+    lo, hi = 1, budget  # the smallest cap that still needs no more groups: greedy count is monotone in the cap
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(_cut(lengths, mid, packed)) <= len(fewest):
+            hi = mid
+        else:
+            lo = mid + 1
+    return _cut(lengths, lo, packed)
+
+
+def _cut(lengths: list[list[int]], cap: int, packed: bool) -> list[slice]:
+    """Greedy consecutive groups of cost ≤ cap (the fewest such groups: a group's cost only grows as it grows)."""
     out, start, seqs = [], 0, []
     for i, item in enumerate(lengths):
         trial = seqs + list(item)
         cost = sum(trial) if packed else len(trial) * max(trial, default=0)
-        if seqs and cost > budget:
+        if seqs and cost > cap:
             out.append(slice(start, i))
             start, trial = i, list(item)
         seqs = trial
@@ -117,34 +134,14 @@ def cu_seqlens(position_ids: torch.Tensor) -> tuple[torch.Tensor, int] | None:
     return cu, int((cu[1:] - cu[:-1]).max())
 
 
-def _varlen() -> Any:
-    try:
-        from torch.nn.attention.varlen import varlen_attn
-    except ImportError:
-        return None
-    return varlen_attn
-
-
 def varlen_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_len: int,
                   scale: float | None) -> torch.Tensor:
-    """Causal attention within each sequence of packed [T, heads, d] tensors (kv heads may be fewer: GQA)."""
-    fn = _varlen() if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) else None  # flash: half precision
-    if fn is not None:
-        params = inspect.signature(fn).parameters
-        kw: dict[str, Any] = {"scale": scale}
-        # the API moved between releases: `is_causal` (torch 2.9–2.1x) or a flash-style (left, right) window
-        if "is_causal" in params:
-            kw["is_causal"] = True
-        else:
-            kw["window_size"] = (-1, 0)
-        if k.shape[1] != q.shape[1]:
-            if "enable_gqa" in params:
-                kw["enable_gqa"] = True
-            else:
-                rep = q.shape[1] // k.shape[1]
-                k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
-        out = fn(q, k, v, cu, cu, max_len, max_len, **kw)
-        return out[0] if isinstance(out, tuple) else out
+    """Causal attention within each sequence of packed [T, heads, d] tensors (kv heads may be fewer: GQA): torch's
+    varlen flash attention where model/fastpath.varlen_plan finds it usable, else the padded path below."""
+    plan = varlen_plan(q, scale)
+    if not isinstance(plan, str):
+        api, dtype = plan
+        return api(q.to(dtype), k.to(dtype), v.to(dtype), cu, max_len, scale)
     # unpacked into [n, heads, max_len, d]: causal within each sequence needs no mask (padding sits after the keys
     # any real query may see), and no key of one sequence is in another's row
     starts, lens = cu[:-1].long(), (cu[1:] - cu[:-1]).long()
@@ -200,17 +197,15 @@ _REGISTERED = False
 
 def use_packed_attention(lm: Any) -> bool:
     """Switch a model from transformers' sdpa to `packed_attention` (the same for everything but packed rows);
-    False, unchanged, when it uses another implementation (eager, flash-attention: its varlen path already) or is
-    not a decoder whose layers all attend fully. Not saved with the model (transformers keeps it out of config.json)."""
+    False, unchanged, when `packed_attention_reason` says why not. Not saved with the model (transformers keeps it
+    out of config.json)."""
     global _REGISTERED
-    if full_attention_reason(lm) is not None:
+    if packed_attention_reason(lm) is not None:
         return False
     base = base_model(lm)
     cfg = base.config
     if cfg._attn_implementation == PACKED_ATTENTION:
         return True
-    if cfg._attn_implementation != "sdpa" or not hasattr(base, "set_attn_implementation"):
-        return False
     if not _REGISTERED:
         from transformers import AttentionInterface
         from transformers.masking_utils import AttentionMaskInterface
@@ -220,3 +215,21 @@ def use_packed_attention(lm: Any) -> bool:
         _REGISTERED = True
     base.set_attn_implementation(PACKED_ATTENTION)
     return cfg._attn_implementation == PACKED_ATTENTION
+
+
+def packed_attention_reason(lm: Any) -> str | None:
+    """None when `use_packed_attention` can switch the model; otherwise why it keeps transformers' attention: not a
+    decoder whose layers all attend fully, another implementation (eager, flash-attention: its varlen path
+    already), or a transformers without the registries and mask arguments packed attention uses."""
+    why = full_attention_reason(lm)
+    if why is not None:
+        return why
+    base = base_model(lm)
+    impl = base.config._attn_implementation
+    if impl == PACKED_ATTENTION:
+        return None
+    if impl != "sdpa":
+        return f"attn_implementation {impl}"
+    if not hasattr(base, "set_attn_implementation"):
+        return f"{type(base).__name__} has no set_attn_implementation"
+    return attention_registry()

@@ -85,10 +85,13 @@ class TokenScorer(torch.nn.Module):
         super().__init__()
         self.lm = lm
         from .liger import patch_model
-        from .packing import use_packed_attention
+        from .packing import packed_attention_reason, use_packed_attention
 
         self.packed_attention = use_packed_attention(lm)
-        self.liger = patch_model(lm)  # CUDA only: Liger's RMSNorm / SwiGLU kernels on this model's modules
+        self.packed_reason = None if self.packed_attention else packed_attention_reason(lm)
+        # CUDA only: Liger's RMSNorm / SwiGLU and RoPE kernels on this model's modules (what runs, and why if not)
+        self.norms, self.rope = patch_model(lm)
+        self.liger = self.norms.fast
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, select: torch.Tensor | None = None,
@@ -155,6 +158,45 @@ class TokenScorer(torch.nn.Module):
         if ent is not None:
             ent = ent.index_put(where, torch.cat(ent_parts) * (0.0 if empty else 1.0))
         return logp, ent
+
+
+    def fast_path(self, autocast_dtype: torch.dtype | None, packing: bool, plain_nll: bool) -> dict[str, str]:
+        """What each part of a training forward runs for this model (model/fastpath.py's probes), the fallbacks with
+        their reasons: the stage's first event carries it. `packing`: the stage packs its micro-batches;
+        `plain_nll`: its loss is a plain sum of token NLLs (the fused head's case)."""
+        from .fastpath import LIGER_NOTES, Choice, liger_linear_ce, varlen_plan
+
+        first = next(iter(self.lm.parameters()))
+        device = first.device
+        compute = first.dtype if first.dtype in (torch.bfloat16, torch.float16) else (autocast_dtype or first.dtype)
+        if not packing:
+            attention = Choice("not used", "packing off: one padded row per sequence, transformers' sdpa")
+        elif not self.packed_attention:
+            attention = Choice("transformers' dense block mask", self.packed_reason)
+        else:
+            cfg = base_model(self.lm).config
+            head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+            scale = getattr(base_model(self.lm).model.layers[0].self_attn, "scaling", None)
+            plan = varlen_plan(torch.empty((0, 1, head_dim), device=device, dtype=compute), scale)
+            attention = Choice("varlen flash") if not isinstance(plan, str) else Choice(
+                "padded", f"{plan}; each sequence unpacked into a padded batch, SDPA is_causal")
+        parts = split_head(self.lm)
+        if parts is None:
+            head = Choice("the model's own logits, chunked", "no plain decoder + LM head split")
+        elif not _plain_linear(parts[1]):
+            head = Choice("checkpointed chunks", f"the LM head is a {type(parts[1]).__name__}, not a plain Linear")
+        elif not plain_nll:
+            head = Choice("checkpointed chunks", "the stage's loss is not a plain sum of token NLLs")
+        elif device.type != "cuda":
+            head = Choice("chunked PyTorch", f"{device.type.upper()}: Liger's Triton kernel runs on CUDA only")
+        else:
+            cls = liger_linear_ce()
+            head = Choice("liger") if not isinstance(cls, str) else Choice("chunked PyTorch", cls)
+        out = {"packed attention": str(attention), "linear cross-entropy": str(head), "RMSNorm/SwiGLU": str(self.norms),
+               "RoPE": str(self.rope)}
+        if LIGER_NOTES:
+            out["liger-kernel"] = "; ".join(LIGER_NOTES)
+        return out
 
 
 def _plain_linear(head: Any) -> bool:

@@ -46,6 +46,7 @@ class StageRun:
     ckpt_dir: Path
     stop: StopControl = field(default_factory=lambda: STOP)
     trace: bool = False  # COA_TRACE_PHASES: a debug `log` event as each phase of a step begins
+    fast_path: dict = field(default_factory=dict)  # what each part of the training step runs (run_started)
 
     @property
     def source(self) -> Any:
@@ -137,10 +138,12 @@ class StageRun:
 
         self.writer.emit("run_started", stage=self.label, config=config_dict(self.config), total_steps=self.total,
                          device=str(self.rt.device), world_size=self.di.world_size, pid=os.getpid(),
-                         resumed_from=resumed_from)
+                         resumed_from=resumed_from, fast_path=self.fast_path)
         mode = "tags as special tokens" if self.io.special else "tags as text"
         self.writer.emit("log", level="info", message=f"{self.label}: {count_parameters(self.model):,} parameters "
                          f"from {self.init} ({mode}); {describe}")
+        self.writer.emit("log", level="info", message=f"{self.label}: fast path — "
+                         + "; ".join(f"{k}: {v}" for k, v in self.fast_path.items()))
 
     def save_final(self, step: int) -> Path:
         """Rank 0 writes stages/<label>/final (HF directory + coa_stage.json) and says so."""
@@ -261,13 +264,19 @@ def setup_stage(config: RunConfig, args: Any, run_dir: Path, writer: Any, di: An
     random.seed(config.seed)
     model, tok = load_for_config(init, rt, config)
     t = tags(config.dialect)
-    wrapped = _wrap(TokenScorer(model), config, di)
+    scorer = TokenScorer(model)
+    # before sharding: what this model runs for each part of the step (the stage's first event says it)
+    fast_path = scorer.fast_path(rt.autocast_dtype, scfg.packing, info.loss == "lm")
+    wrapped = _wrap(scorer, config, di)
     params = [p for p in wrapped.parameters() if p.requires_grad]  # after sharding: FSDP2 swaps in DTensors
     opt = make_optimizer(params, scfg.lr, scfg.weight_decay)
+    fast_path["AdamW"] = str(opt.coa_adamw)
+    fast_path["activation checkpointing"] = "on (model.gradient_checkpointing)" if config.model.gradient_checkpointing \
+        else "off"
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg.warmup_steps, total))
     run = StageRun(config, args, run_dir, writer, di, stage, label, scfg, total, rt, bench, data, init, wrapped,
                    unwrap(wrapped), tok, t, AgentIO.make(tok, t), params, opt, sched,
-                   stage_dir(run_dir, label) / "checkpoints")
+                   stage_dir(run_dir, label) / "checkpoints", fast_path=fast_path)
     run.trace = os.environ.get("COA_TRACE_PHASES", "") not in ("", "0")
     # TERM, INT, HUP: at once in a step before its first update or in an evaluation, else at the next check; then
     # the last completed step is checkpointed and the stage ends `cancelled` (stages/loop.py)
