@@ -28,7 +28,8 @@ def _lengths(total: int, seed: int = 11) -> list[int]:
 
 def measure(dev: torch.device, dtype: torch.dtype, heads: int, kv_heads: int, head_dim: int, tokens: int,
             reps: int) -> dict:
-    from coa_trainer.model.packing import _varlen, varlen_causal
+    from coa_trainer.model.fastpath import installed_varlen
+    from coa_trainer.model.packing import unpacked_causal, varlen_causal
 
     lens = _lengths(tokens)
     cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32, device=dev)
@@ -47,21 +48,14 @@ def measure(dev: torch.device, dtype: torch.dtype, heads: int, kv_heads: int, he
         kk, vv = kk.repeat_interleave(rep, 1), vv.repeat_interleave(rep, 1)  # transformers' repeat_kv with a mask
         return F.scaled_dot_product_attention(qq, kk, vv, attn_mask=dense[None, None])[0].transpose(0, 1)
 
-    def unpacked(q, k, v):
-        import coa_trainer.model.packing as packing
-
-        found = packing._varlen
-        packing._varlen = lambda: None  # the portable path, also on CUDA
-        try:
-            return varlen_causal(q, k, v, cu, longest, None)
-        finally:
-            packing._varlen = found
+    def unpacked(q, k, v):  # the portable path, also on CUDA
+        return unpacked_causal(q, k, v, cu, longest, None)
 
     def ours(q, k, v):
         return varlen_causal(q, k, v, cu, longest, None)
 
     runs = {"sdpa + dense mask": sdpa_dense, "unpacked, is_causal": unpacked}
-    if dev.type == "cuda" and _varlen() is not None:
+    if dev.type == "cuda" and not isinstance(installed_varlen("cuda"), str):
         runs["varlen flash"] = ours
     out: dict = {"tokens": T, "sequences": len(lens), "longest": longest, "heads": heads, "kv_heads": kv_heads,
                  "head_dim": head_dim, "ms": {}}

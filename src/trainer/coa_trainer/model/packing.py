@@ -142,8 +142,14 @@ def varlen_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.T
     if not isinstance(plan, str):
         api, dtype = plan
         return api(q.to(dtype), k.to(dtype), v.to(dtype), cu, max_len, scale)
-    # unpacked into [n, heads, max_len, d]: causal within each sequence needs no mask (padding sits after the keys
-    # any real query may see), and no key of one sequence is in another's row
+    return unpacked_causal(q, k, v, cu, max_len, scale)
+
+
+def unpacked_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_len: int,
+                    scale: float | None) -> torch.Tensor:
+    """The portable path: the sequences unpacked into [n, heads, max_len, d], SDPA is_causal. Causal within each
+    sequence needs no mask (padding sits after the keys any real query may see), and no key of one sequence is in
+    another's row; the padding queries are computed and dropped."""
     starts, lens = cu[:-1].long(), (cu[1:] - cu[:-1]).long()
     offs = torch.arange(max_len, device=q.device)
     idx = (starts[:, None] + offs[None, :]).clamp(max=q.shape[0] - 1)
