@@ -10,7 +10,9 @@ import { compareRunsCommand } from './providers/compare/panel';
 import { openGroupCommand } from './providers/groups/panel';
 import { showSearchBoundary } from './providers/boundary/panel';
 import { convertToTrajectories } from './providers/convert';
-import type { CollectRequest, TrainRequest } from './providers/train';
+import { CollectRequestSchema, TrainRequestSchema } from './providers/train/requests';
+import { commandArgument } from './commandArgs';
+import type { z } from 'zod';
 import { cancelFromNode, deleteRun, exportOnnxFromNode, openRollouts, openRunPanel, resumeFromNode, revealRun } from './providers/runs';
 
 /** Handlers get the context object (ctx.ts) and the command's arguments. */
@@ -57,11 +59,11 @@ export const COMMANDS = {
   // Runs CoA Studio did not start (verl metrics files, TRL runs written by our callback).
   'coaStudio.watchRun': async (ctx: Ctx, source?: unknown) => ctx.livePanels.watch(runSourceArg(source)),
   // Training (trusted workspaces only; the handlers check again at run time) and the Runs view.
-  'coaStudio.trainStage': async (ctx: Ctx, request?: unknown) => ctx.train.trainStage(request as TrainRequest | undefined),
+  'coaStudio.trainStage': async (ctx: Ctx, request?: unknown) => withArgument('Train Stage', TrainRequestSchema, request, (r) => ctx.train.trainStage(r)),
   'coaStudio.resumeRun': async (ctx: Ctx, node?: unknown) => resumeFromNode(ctx.train, node),
   'coaStudio.cancelRun': async (ctx: Ctx, node?: unknown) => cancelFromNode(ctx.train, node),
   'coaStudio.runDemo': async (ctx: Ctx) => ctx.train.runDemo(),
-  'coaStudio.collectTrajectories': async (ctx: Ctx, request?: unknown) => ctx.train.collectTrajectories(request as CollectRequest | undefined),
+  'coaStudio.collectTrajectories': async (ctx: Ctx, request?: unknown) => withArgument('Collect Trajectories', CollectRequestSchema, request, (r) => ctx.train.collectTrajectories(r)),
   'coaStudio.runs.refresh': async (ctx: Ctx) => ctx.runs.refresh(),
   'coaStudio.runs.openPanel': async (ctx: Ctx, node?: unknown) => openRunPanel(ctx.livePanels, node),
   'coaStudio.runs.openRollouts': async (_ctx: Ctx, node?: unknown) => openRollouts(node),
@@ -71,6 +73,13 @@ export const COMMANDS = {
 } satisfies Record<string, (ctx: Ctx) => Promise<void>>;
 
 export type CommandId = keyof typeof COMMANDS;
+
+/** Runs `command` with its argument checked by `schema` (none: the command asks); a wrong one is said, not run. */
+async function withArgument<T>(command: string, schema: z.ZodType<T>, arg: unknown, run: (value: T | undefined) => Promise<void>): Promise<void> {
+  const checked = commandArgument(schema, arg);
+  if ('problem' in checked) return void vscode.window.showErrorMessage(`CoA: ${command} was given an argument it cannot use (${checked.problem}); nothing was started.`);
+  await run(checked.value);
+}
 
 export function registerCommands(ctx: Ctx): vscode.Disposable[] {
   return (Object.keys(COMMANDS) as CommandId[]).map((id) => vscode.commands.registerCommand(id, (...args: unknown[]) => (COMMANDS[id] as (ctx: Ctx, ...rest: unknown[]) => Promise<void>)(ctx, ...args)));

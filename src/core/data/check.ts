@@ -6,10 +6,11 @@ import { isUtf8 } from 'node:buffer';
 import { parse, type ParseError } from 'jsonc-parser';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { CONFIG_MAX_NESTING, RunConfigSchema, type RunConfig } from '../config';
-import { applyOverrides, Override, OverrideError, overrideFor, parseOverride } from '../overrides';
-import { firstInvalidUtf8, locate, tooDeepAt } from '../jsonl';
+import { applyOverrides, Override, OverrideError, parseOverride } from '../overrides';
+import { firstInvalidUtf8, tooDeepAt } from '../jsonl';
 import { readCorpus } from '../corpus';
 import { DataError } from './errors';
+import { configError, lineColumn, mostSpecificIssue } from './configErrors';
 import { describeFsError } from '../fsErrors';
 import { emptyIdReport, IdReport, idSummary } from './ids';
 import { modelDirProblem } from './model';
@@ -114,14 +115,6 @@ function countNewlines(b: Buffer, end: number): number {
   return n;
 }
 
-/**
- * The issue to report: the first one's field, and of that field's issues the last — a setting's own range is
- * checked after the general number bound (configZod), and "at most 1" says more than "at most 2^53 − 1".
- */
-function mostSpecificIssue<T extends { path: PropertyKey[] }>(issues: readonly T[]): T {
-  const key = issues[0].path.join('\u0000');
-  return issues.filter((i) => i.path.join('\u0000') === key).at(-1)!;
-}
 
 /** Where JSON.parse failed: its "at position N" when it says one, else where a JSON parser finds the first error. */
 function jsonErrorOffset(text: string, message: string): number {
@@ -132,22 +125,7 @@ function jsonErrorOffset(text: string, message: string): number {
   return errors.length ? errors[0].offset : text.length;
 }
 
-function lineColumn(text: string, offset: number): { line: number; column: number } {
-  let line = 1;
-  let start = 0;
-  for (let i = text.indexOf('\n'); i >= 0 && i < offset; i = text.indexOf('\n', i + 1)) {
-    line++;
-    start = i + 1;
-  }
-  return { line, column: offset - start + 1 };
-}
 
-function configError(configPath: string, raw: string, path: (string | number)[], message: string, overrides: Override[] = []): DataError {
-  const given = overrideFor(overrides, path);
-  if (given) return new DataError('command line', overrides.indexOf(given) + 1, 1, path.join('.') || given.path.join('.'), `${message} (override ${given.text})`);
-  const at = lineColumn(raw, locate(raw, path).start);
-  return new DataError(configPath, at.line, at.column, path.join('.') || 'config', message);
-}
 
 /** Resolve a config path against the config file's directory. */
 export function resolveDataPath(configPath: string, p: string): string {

@@ -3,6 +3,7 @@
 // Pure: unit-tested without VS Code or Python.
 import { join } from 'node:path';
 import { PIPELINE_INFO, STAGE_TABLE, stageLabelOf } from '../../core/stages';
+import type { RunConfigInput } from '../../core/config';
 
 /** The stages `coa_trainer train --stage` accepts, with the picker's texts from the one stage table (src/core/stages.ts). */
 export const STAGES = STAGE_TABLE.filter((s) => !s.trains && s.kind !== 'collect').map((s) => ({ id: s.id, label: s.label, detail: s.description }));
@@ -73,8 +74,8 @@ export function trainerEnv(o: ChildEnvOptions): NodeJS.ProcessEnv {
 }
 
 export interface RunConfigChoice {
-  /** The user's config (parsed *.run.json), or null for the embedded default. */
-  base: Record<string, unknown> | null;
+  /** The user's config (a *.run.json the core's schema accepted, as written), or null for the embedded default. */
+  base: RunConfigInput | null;
   /** 'pipeline' or a stage id. */
   stage: string;
   /** An HF model directory, or null for the embedded default model. */
@@ -92,23 +93,30 @@ export interface RunConfigChoice {
  * model.path; a starting checkpoint becomes stages.<stage>.init_from (for the whole pipeline: model.path); for a
  * collection both name the teacher (collect.teacher.path), or an endpoint URL does (collect.teacher.url).
  */
-export function composeRunConfig(c: RunConfigChoice): Record<string, unknown> {
-  const config = structuredClone(c.base ?? {}) as Record<string, any>;
+export function composeRunConfig(c: RunConfigChoice): RunConfigInput {
+  const config = structuredClone(c.base ?? {});
   delete config.$schema;
-  if (c.modelPath && c.stage !== COLLECT.id) config.model = { ...(config.model ?? {}), path: c.modelPath };
+  if (c.modelPath && c.stage !== COLLECT.id) config.model = { ...config.model, path: c.modelPath };
   if (c.stage === COLLECT.id) {
     // the picked model or run result is the teacher; an endpoint URL replaces the config's teacher as a whole
-    const teacher = c.teacherUrl ? { url: c.teacherUrl, path: null } : c.initFrom ?? c.modelPath ? { path: c.initFrom ?? c.modelPath, url: null } : null;
-    if (teacher) config.collect = { ...(config.collect ?? {}), teacher: { ...(config.collect?.teacher ?? {}), ...teacher } };
+    const picked = c.initFrom ?? c.modelPath;
+    const teacher = c.teacherUrl ? { url: c.teacherUrl, path: null } : picked ? { path: picked, url: null } : null;
+    if (teacher) config.collect = { ...config.collect, teacher: { ...config.collect?.teacher, ...teacher } };
   } else if (c.initFrom) {
-    if (c.stage === PIPELINE.id) config.model = { ...(config.model ?? {}), path: c.initFrom };
-    else {
-      config.stages = { ...(config.stages ?? {}) };
-      config.stages[c.stage] = { ...(config.stages[c.stage] ?? {}), init_from: c.initFrom };
-    }
+    if (c.stage === PIPELINE.id) config.model = { ...config.model, path: c.initFrom };
+    else if (isTrainedStage(c.stage)) config.stages = { ...config.stages, [c.stage]: { ...config.stages?.[c.stage], init_from: c.initFrom } };
   }
-  if (!config.env?.cli) config.env = { ...(config.env ?? {}), cli: c.cli };
+  if (!config.env?.cli) config.env = { ...config.env, cli: c.cli };
   return config;
+}
+
+type StageSection = keyof NonNullable<RunConfigInput['stages']>;
+/** The run config's `stages` sections (the type makes the list whole: a section added to the schema must be here). */
+const STAGE_SECTIONS: Record<StageSection, true> = { pretrain: true, sft1: true, sft2: true, sft3: true, rl1: true, rl2: true };
+
+/** A stage with a section of its own in the run config's `stages` (where its starting checkpoint goes). */
+function isTrainedStage(stage: string): stage is StageSection {
+  return Object.hasOwn(STAGE_SECTIONS, stage);
 }
 
 /**

@@ -44,7 +44,7 @@ export const FLOORS: { floor: string; units: Record<string, string[]> }[] = [
     units: {
       'extension services': [
         'src/extension/process/', 'src/extension/webview/', 'src/extension/config.ts', 'src/extension/workspace.ts',
-        'src/extension/python.ts', 'src/extension/languageClient.ts', 'src/extension/openFileDiagnostics.ts',
+        'src/extension/python.ts', 'src/extension/languageClient.ts', 'src/extension/openFileDiagnostics.ts', 'src/extension/commandArgs.ts',
       ],
     },
   },

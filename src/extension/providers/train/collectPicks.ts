@@ -6,7 +6,8 @@
 //   title 'CoA: Collect Trajectories (2/2): teacher'       items 'Teacher from the run config' (when it names one),
 //                                                           '<run id> / <stage> final', 'Hugging Face model directory…',
 //                                                           'OpenAI-compatible endpoint…' (then an input box for the URL)
-//   Scripted: executeCommand('coaStudio.collectTrajectories', { config?, teacher?, teacherUrl?, data? }).
+//   Scripted: executeCommand('coaStudio.collectTrajectories', { config?, teacher?, teacherUrl?, data? }), checked
+//   against ./requests.ts CollectRequestSchema.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 

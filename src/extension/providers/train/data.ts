@@ -2,25 +2,25 @@
 // merged into a run config, the one-line summary shown for a config's data, and the check's error line parsed
 // back into a location the editor can open.
 import { basename } from 'node:path';
+import { z } from 'zod';
 import { dataEntries } from '../../../core/data/paths';
+import type { RunConfigInput } from '../../../core/config';
+
+const path = () => z.string().min(1);
 
 /** Files picked in the editor; each replaces the config's own entry (sft: the list). Absolute paths. */
-export interface DataPicks {
-  train?: string;
-  dev?: string;
-  test?: string;
-  sft?: string[];
-  sft1_pairs?: string;
-  corpus?: string;
-}
+export const DataPicksSchema = z
+  .object({ train: path().optional(), dev: path().optional(), test: path().optional(), sft: z.array(path()).optional(), sft1_pairs: path().optional(), corpus: path().optional() })
+  .strict();
+export type DataPicks = z.infer<typeof DataPicksSchema>;
 
 export function hasPicks(p: DataPicks | undefined): p is DataPicks {
   return !!p && Object.values(p).some((v) => (Array.isArray(v) ? v.length > 0 : !!v));
 }
 
 /** `config` with the picks written into its data section (created when absent). */
-export function applyDataPicks(config: Record<string, unknown>, picks: DataPicks): Record<string, unknown> {
-  const out = structuredClone(config) as Record<string, any>;
+export function applyDataPicks(config: RunConfigInput, picks: DataPicks): RunConfigInput {
+  const out = structuredClone(config);
   const data = { ...(out.data ?? {}) };
   const questions = { ...(data.questions ?? {}) };
   for (const split of ['train', 'dev', 'test'] as const) if (picks[split]) questions[split] = picks[split];

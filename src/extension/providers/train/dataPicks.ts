@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { basename } from 'node:path';
 import { dataEntries } from '../../../core/data/paths';
 import { applyDataPicks, describeData, type DataPicks } from './data';
+import type { RunConfigInput } from '../../../core/config';
 import { LABELS, PLACEHOLDERS, TITLES } from './picks';
 
 type Slot = 'train' | 'dev' | 'test' | 'sft' | 'sft1_pairs' | 'corpus';
@@ -19,7 +20,7 @@ const SLOTS: { slot: Slot; label: string; filters: Record<string, string[]>; man
 ];
 
 /** The data picks, starting from `config`'s own data (null: none); undefined when the user backs out. */
-export async function pickDataFiles(config: Record<string, unknown> | null): Promise<DataPicks | undefined> {
+export async function pickDataFiles(config: RunConfigInput | null): Promise<DataPicks | undefined> {
   const picks: DataPicks = {};
   for (;;) {
     const current = applyDataPicks(config ?? {}, picks);

@@ -13,7 +13,8 @@
 //   Cancel:       the notification's Cancel button, or "CoA: Cancel Run". The run directory is runs/<UTC time>-<stage>.
 //                 a config with a data section (or the config item 'Your own data…') adds 'CoA: Train Stage: data':
 //                       'Data from the run config' / 'Choose other data files…' → slots, then 'Use this data'
-//   Scripted:     executeCommand('coaStudio.trainStage', { stage, config?, model?, checkpoint?, data? }) skips the picks.
+//   Scripted:     executeCommand('coaStudio.trainStage', { stage, config?, model?, checkpoint?, data? }) skips the picks
+//                 (checked against ./requests.ts TrainRequestSchema; a wrong field is said, nothing is started).
 //   Data:         a config naming data files or a model directory is checked with `coa data check` before the
 //                 trainer starts; an error names the file, line and field and nothing is started.
 import * as vscode from 'vscode';
@@ -31,11 +32,11 @@ import { resolveConfigPaths, dataEntries } from '../../../core/data/paths';
 import { applyDataPicks, hasPicks } from './data';
 import { Launcher } from './launch';
 import { RunProgress, TrainingStatus } from './progress';
-import { pickCollectRequest, pickTrainRequest, readUserConfig, type CollectRequest, type TrainRequest } from './request';
+import { pickCollectRequest, pickTrainRequest, readUserConfig } from './request';
+import type { CollectRequest, TrainRequest } from './requests';
 import { COLLECT_LABELS, collectionFiles, collectionSummary } from './collectPicks';
 import { COLLECT } from '../../process/trainer';
 
-export type { CollectRequest, TrainRequest } from './request';
 
 interface ActiveRun {
   runDir: string;
@@ -90,7 +91,7 @@ export class TrainController implements vscode.Disposable {
     if (!(await requireTrust('Training'))) return;
     const root = workspaceRoot();
     if (!root) return void vscode.window.showErrorMessage('CoA: Train Stage needs an open folder: runs are written to <folder>/runs/<id>.');
-    const req = request?.stage ? request : await pickTrainRequest(root);
+    const req = request ?? (await pickTrainRequest(root));
     if (!req) return;
     const userConfig = req.config ? readUserConfig(join(root, '.'), req.config) : null;
     if (userConfig === undefined) return;

@@ -12,6 +12,20 @@ import { trainerEnv } from '../../process/trainer';
 import { runDataCheck } from '../../process/dataCheck';
 import { requireTrust, workspaceRoot } from '../../workspace';
 import type { DataErrorLocation } from '../../../core/data/errors';
+import { RunConfigSchema, type RunConfig } from '../../../core/config';
+
+/** A run directory's config.json as the trainer will read it; the defaults when it is unreadable or not valid (the
+ * trainer reports a bad config itself, with its file, line and column). */
+function readRunConfig(configPath: string): RunConfig {
+  let value: unknown = {};
+  try {
+    value = JSON.parse(readFileSync(configPath, 'utf8'));
+  } catch {
+    /* reported by the trainer */
+  }
+  const parsed = RunConfigSchema.safeParse(value);
+  return parsed.success ? parsed.data : RunConfigSchema.parse({});
+}
 
 export class Launcher {
   constructor(private readonly extensionPath: string, private readonly log: vscode.LogOutputChannel) {}
@@ -76,14 +90,9 @@ export class Launcher {
 
   async startEnvFor(runDir: string, configPath: string): Promise<RunningEnvServer | undefined> {
     if (!(await requireTrust('The environment server'))) return undefined;
-    let config: Record<string, any> = {};
-    try {
-      config = JSON.parse(readFileSync(configPath, 'utf8'));
-    } catch {
-      /* the trainer reports a bad config itself */
-    }
-    const dataDir = config.benchmark?.data_dir ?? join(runDir, 'data');
-    const corpus: string = config.data?.corpus ?? config.env?.corpus ?? join(dataDir, 'corpus.jsonl');
+    const config = readRunConfig(configPath);
+    const dataDir = config.benchmark.data_dir ?? join(runDir, 'data');
+    const corpus = config.data?.corpus ?? config.env.corpus ?? join(dataDir, 'corpus.jsonl');
     if (!existsSync(corpus)) {
       // The embedded benchmark (and its search corpus) is written by `coa_trainer data`: make it first.
       const r = await this.pythonProcess('benchmark writer', ['-m', 'coa_trainer', 'data', '--config', configPath, '--out', dataDir]).done;

@@ -1,43 +1,26 @@
-// Train Stage's questions: the quick picks that turn into a TrainRequest (stage, run config, data, model,
-// starting checkpoint), and reading the chosen *.run.json. Texts the e2e tests click are in ./picks.ts.
+// Train Stage's questions: the quick picks that turn into a TrainRequest (./requests.ts: stage, run config, data,
+// model, starting checkpoint), and reading the chosen *.run.json. Texts the e2e tests click are in ./picks.ts.
 import * as vscode from 'vscode';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import { resolveConfigPaths, dataEntries } from '../../../core/data/paths';
 import { modelDirProblem } from '../../../core/data/model';
+import { checkedRunConfigInput } from '../../../core/data/configErrors';
+import { DataError } from '../../../core/data/errors';
+import type { RunConfigInput } from '../../../core/config';
 import { readRuns } from '../runs/model';
 import { LABELS, PLACEHOLDERS, STAGE_PICKS, TITLES, checkpointItems, checkpointLabel, finalCheckpoints, looksLikeModelDir } from './picks';
 import { describeData, type DataPicks } from './data';
 import { pickDataFiles } from './dataPicks';
 import { COLLECT_LABELS, COLLECT_TITLES, configTeacher, endpointUrlProblem } from './collectPicks';
+import type { CollectRequest, TrainRequest } from './requests';
 
-export interface TrainRequest {
-  stage: string;
-  /** Absolute or workspace-relative *.run.json; absent: the embedded default. */
-  config?: string;
-  /** HF model directory; absent: the embedded default model. */
-  model?: string;
-  /** Starting model directory (a stage's final/). */
-  checkpoint?: string;
-  /** Data files replacing the config's own (absolute paths). */
-  data?: DataPicks;
-  /** The embedded default model even though the config names model.path. */
-  embeddedModel?: boolean;
-  /** Collect: an OpenAI-compatible endpoint as the teacher (collect.teacher.url). */
-  teacherUrl?: string;
-}
-
-/** "CoA: Collect Trajectories", scripted: the run config, the teacher (a model directory or an endpoint URL), data. */
-export interface CollectRequest {
-  config?: string;
-  teacher?: string;
-  teacherUrl?: string;
-  data?: DataPicks;
-}
-
-/** Reads a *.run.json (JSON with comments allowed); reports errors with line:column. undefined = failed. */
-export function readUserConfig(root: string, path: string): Record<string, unknown> | undefined {
+/**
+ * Reads a *.run.json (JSON with comments allowed) and checks it with the core's schema, kept as written; reports
+ * errors with line:column (a schema error with the field, as `coa data check`, and Open File). undefined = failed.
+ */
+export function readUserConfig(root: string, path: string): RunConfigInput | undefined {
   const abs = path.startsWith('/') || /^[A-Za-z]:[\\/]/.test(path) ? path : join(root, path);
   let text: string;
   try {
@@ -55,7 +38,20 @@ export function readUserConfig(root: string, path: string): Record<string, unkno
     void vscode.window.showErrorMessage(`CoA: ${where}: ${errors.length ? printParseErrorCode(errors[0].error) : 'the run config must be a JSON object'}`);
     return undefined;
   }
-  return value as Record<string, unknown>;
+  try {
+    return checkedRunConfigInput(abs, text, value);
+  } catch (e) {
+    if (!(e instanceof DataError)) throw e;
+    void showConfigError(e);
+    return undefined;
+  }
+}
+
+async function showConfigError(e: DataError): Promise<void> {
+  const pick = await vscode.window.showErrorMessage(`CoA: the run config is not valid, nothing was started: ${e.message}`, 'Open File');
+  if (pick !== 'Open File') return;
+  const pos = new vscode.Position(e.line - 1, e.column - 1);
+  await vscode.window.showTextDocument(vscode.Uri.file(e.file), { selection: new vscode.Range(pos, pos) });
 }
 
 /**
@@ -65,7 +61,7 @@ export function readUserConfig(root: string, path: string): Record<string, unkno
 async function pickConfigAndData(
   root: string,
   texts: { title: string; ownData: string; changeData: string; dataPlaceholder: string },
-): Promise<{ config: { path?: string }; chosen: Record<string, unknown> | null; data?: DataPicks } | undefined> {
+): Promise<{ config: { path?: string }; chosen: RunConfigInput | null; data?: DataPicks } | undefined> {
   const files = await vscode.workspace.findFiles('**/*.run.json', '{**/node_modules/**,**/runs/**}', 200);
   const configItems = [
     { label: LABELS.embeddedConfig, description: 'every setting at its default', path: undefined as string | undefined },
