@@ -46,6 +46,7 @@ export const BoundaryTruthSchema = z
     min_tc_truth_all: mean,
     optimal_tc: mean.describe('the benchmark\'s optimum over all questions'),
     optimal_tc_same: mean.describe('the benchmark\'s optimum over the questions where the meter has a minimum'),
+    optimal_agreement: share.nullable().describe('share of those questions whose estimated minimum equals the benchmark\'s optimum'),
     confusion: z.record(z.string(), z.record(z.string(), count)).describe('truth class → meter class → questions'),
   })
   .strict();

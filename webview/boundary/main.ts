@@ -109,7 +109,8 @@ function truthView(s: BoundaryPageState): HTMLElement | null {
     el('tr', {}, el('td', {}, 'classes agree'), el('td', {}, pct(t.class_agreement))),
     el('tr', {}, el('td', {}, 'minimum TC: meter · truth (same questions)'), el('td', {}, `${num(t.min_tc_meter)} · ${num(t.min_tc_truth)}`)),
     el('tr', {}, el('td', {}, 'truth on every question'), el('td', {}, num(t.min_tc_truth_all))),
-    el('tr', {}, el('td', {}, 'the benchmark\'s optimum (all · same questions)'), el('td', {}, `${num(t.optimal_tc)} · ${num(t.optimal_tc_same)}`)));
+    el('tr', {}, el('td', {}, 'the benchmark\'s optimum (all · same questions)'), el('td', {}, `${num(t.optimal_tc)} · ${num(t.optimal_tc_same)}`)),
+    el('tr', {}, el('td', {}, 'minimum = the benchmark\'s optimum'), el('td', {}, pct(t.optimal_agreement))));
   return el('div', {}, el('h3', {}, 'Against the benchmark\'s ground truth'),
     el('div', { class: 'note' }, 'Truth: each fact of a question asked alone, closed-book, of this checkpoint; its minimum is the facts it does not answer.'),
     el('div', { class: 'cols' }, facts, confusion));

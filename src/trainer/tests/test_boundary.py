@@ -68,7 +68,7 @@ def test_summary_and_agreement_arithmetic():
     a = agreement(outs, truth)
     assert a["class_agreement"] == 0.75
     assert a["min_tc_meter"] == 1 / 3 and a["min_tc_truth"] == 1.0 and a["min_tc_truth_all"] == 1.0
-    assert a["optimal_tc"] == 3 / 4 and a["optimal_tc_same"] == 1.0
+    assert a["optimal_tc"] == 3 / 4 and a["optimal_tc_same"] == 1.0 and a["optimal_agreement"] == 1 / 3
     assert a["confusion"] == {"needed-search": {"over-search": 1, "needed-search": 1}, "unreachable": {"unreachable": 1},
                               "no-search": {"no-search": 1}}
 

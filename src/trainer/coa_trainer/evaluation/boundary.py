@@ -267,9 +267,11 @@ class Meter:
         return cur
 
     # ------------------------------------------------------------ forced search
-    def forced(self, questions: list[Any], wrong: list[Trial]) -> list[Trial | None]:
+    def forced(self, questions: list[Any], wrong: list[Trial], queries: list[str] | None = None
+               ) -> list[Trial | None]:
         """One more search where each wrong trajectory answered: cut before its answer, an action opened; the model
-        writes the query (a turn with tools refused ends on the action), the real tool answers, the model goes on."""
+        writes the query (a turn with tools refused ends on the action) — or `queries` gives it (the benchmark's
+        truth searches the fact the model lacks) — the real tool answers, the model goes on."""
         t, io, tok = self.t, self.io, self.tok
         a_open = tok(t.action_open, add_special_tokens=False)["input_ids"]
         heads: list[tuple[int, list[int], list[int], list[int]]] = []
@@ -282,16 +284,21 @@ class Meter:
         if not heads:
             return out
         base = [prompt_ids(tok, self.config, questions[i].question) for i, *_ in heads]
-        # the query: one turn that ends on the action's closing tag (an action ends a trajectory without tools)
-        queries = self._rollout([b + h[1] for b, h in zip(base, heads)], None)
-        asked = [(h, b, q) for h, b, q in zip(heads, base, queries) if q.ids and io.ended_with_action(q.ids)]
+        if queries is None:
+            # the query: one turn that ends on the action's closing tag (an action ends a trajectory without tools)
+            turns = self._rollout([b + h[1] for b, h in zip(base, heads)], None)
+            asked = [(h, b, list(q.ids), list(q.loss_mask)) for h, b, q in zip(heads, base, turns)
+                     if q.ids and io.ended_with_action(q.ids)]
+        else:
+            written = [tok(f" {queries[h[0]]} {t.action_close}", add_special_tokens=False)["input_ids"] for h in heads]
+            asked = [(h, b, w, [0] * len(w)) for h, b, w in zip(heads, base, written)]
         if not asked:
             return out
-        texts = self.tool([io.query(h[1][-len(a_open):] + q.ids, 0) for h, _, q in asked])
+        texts = self.tool([io.query(h[1][-len(a_open):] + ids, 0) for h, _, ids, _ in asked])
         obs = [io.observation_ids(x or "", self.ecfg.max_obs_tokens)[0] for x in texts]
-        heads2 = [(h[0], h[1] + q.ids + o, h[2] + q.loss_mask + [0] * len(o), h[3] + [len(h[1]) + len(q.ids)])
-                  for (h, _, q), o in zip(asked, obs)]
-        rest = self._rollout([b + h[1] for (_, b, _), h in zip(asked, heads2)], self.tool)
+        heads2 = [(h[0], h[1] + ids + o, h[2] + mask + [0] * len(o), h[3] + [len(h[1]) + len(ids)])
+                  for (h, _, ids, mask), o in zip(asked, obs)]
+        rest = self._rollout([b + h[1] for (_, b, _, _), h in zip(asked, heads2)], self.tool)
         made = [Trial(h[1] + tr.ids, h[2] + tr.loss_mask, h[3] + [len(h[1]) + s for s in zero_runs(tr.loss_mask)])
                 for h, tr in zip(heads2, rest)]
         self._grade([questions[h[0]] for h in heads2], made)

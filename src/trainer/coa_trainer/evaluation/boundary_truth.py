@@ -4,8 +4,10 @@ about it, closed-book, of the same checkpoint. A question needs a search for eac
 that count is its true minimum, and its true class follows from it with the checkpoint's own search-allowed run:
 
 - minimum 0 → no-search or over-search (whether that run searched);
-- minimum > 0 → needed-search when that run was right; when it was wrong, under-search if it made fewer searches
-  than the minimum (a search it needed was never made), else unreachable.
+- minimum > 0 → needed-search when that run was right; when it was wrong, under-search if it is right once the
+  search it lacks is made for it (where it answered, the benchmark's own query for the first fact it does not answer
+  closed-book, then the model goes on), else unreachable. Unlike the meter's forced search, the query is the
+  benchmark's, not one the model writes.
 
 The benchmark's own optimum (`optimal_tool_calls`: hops about entities not in the pretraining text) is what a model
 that remembered exactly its pretraining would need; the checkpoint's truth is what *this* model needs."""
@@ -30,13 +32,21 @@ def truth_rows(meter: Meter, bench: Benchmark, questions: list[Question], outcom
     facts = [fact_questions(q) for q in questions]
     flat = [f for fs in facts for f in fs]
     answered = iter(t.right for t in meter.trials(flat, real=False))
+    known = [[next(answered) for _ in fs] for fs in facts]
+    # wrong with search though a fact is missing: is it right once the benchmark searches that fact for it?
+    lost = [i for i, (o, k) in enumerate(zip(outcomes, known)) if not all(k) and not majority(o.right)]
+    reachable = {i: False for i in lost}
+    if lost:
+        first = [next(j for j, k in enumerate(known[i]) if not k) for i in lost]
+        queries = [RELATIONS[questions[i].hops[j].relation][2].format(s=questions[i].hops[j].subject)
+                   for i, j in zip(lost, first)]
+        made = meter.forced([questions[i] for i in lost], [outcomes[i].trials["search"] for i in lost], queries)
+        reachable.update({i: bool(m is not None and m.right) for i, m in zip(lost, made)})
     out = []
-    for q, fs, o in zip(questions, facts, outcomes):
-        known = [next(answered) for _ in fs]
-        need = sum(not k for k in known)
-        right, searched = majority(o.right), majority(o.searched)
-        cls = classify(need == 0, right, searched, o.tool_calls < need)
-        out.append({"class": cls, "min_calls": need, "facts_known": known, "optimal": q.optimal_tool_calls})
+    for i, (q, o, k) in enumerate(zip(questions, outcomes, known)):
+        need = sum(not x for x in k)
+        cls = classify(need == 0, majority(o.right), majority(o.searched), reachable.get(i))
+        out.append({"class": cls, "min_calls": need, "facts_known": k, "optimal": q.optimal_tool_calls})
     return out
 
 
@@ -59,5 +69,6 @@ def agreement(outcomes: list[Outcome], truth: list[dict[str, Any]]) -> dict[str,
         "min_tc_truth_all": _mean([float(t["min_calls"]) for t in truth]),
         "optimal_tc": _mean([float(t["optimal"]) for t in truth if t["optimal"] is not None]),
         "optimal_tc_same": _mean([float(t["optimal"]) for _, t in known if t["optimal"] is not None]),
+        "optimal_agreement": _mean([float(o.min_calls == t["optimal"]) for o, t in known if t["optimal"] is not None]),
         "confusion": confusion,
     }
