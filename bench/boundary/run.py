@@ -29,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("rl2", "rl2-otc")
+TUNING = ROOT / "bench" / "boundary" / "tuning.md"
 AGREE, MIN_TC = 0.90, 0.10  # the targets: classes agree on ≥ 90 % of the questions, minimum TC within ±0.1
 ENV = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "PYTHONPATH": str(ROOT / "src" / "trainer"),
        "PYTHONUNBUFFERED": "1"}
@@ -106,6 +107,7 @@ def measure(runs: Path, seed: int, stage: str, split: str) -> dict:
     return {"seed": seed, "stage": stage, "agree": t["class_agreement"], "min_meter": t["min_tc_meter"],
             "min_truth": t["min_tc_truth"], "min_questions": s["min_tc_questions"], "questions": s["questions"],
             "truth_all": t["min_tc_truth_all"], "optimal": t["optimal_tc"], "optimal_same": t["optimal_tc_same"],
+            "optimal_agree": t.get("optimal_agreement"),
             "over": s["over_search_rate"], "under": s["under_search_rate"], "em_closed_book": s["em_closed_book"],
             "em": s["em"], "tc": s["tc"], "seconds": round(time.time() - t0, 1)}
 
@@ -191,11 +193,13 @@ def num(v: float | None) -> str:
 
 def table(rows: list[dict]) -> list[str]:
     head = ["| seed | checkpoint | classes agree | min TC: meter · truth (Δ) | questions with a minimum | truth, all "
-            "questions | benchmark optimum | over-search | under-search | EM closed-book · with search | TC |",
+            "questions | benchmark optimum: all · same questions · = meter's minimum | over-search | under-search | "
+            "EM closed-book · with search | TC |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     return head + [f"| {r['seed']} | {r['stage']} | {r['agree']:.3f} | {num(r['min_meter'])} · {num(r['min_truth'])} "
                    f"({r['min_meter'] - r['min_truth']:+.3f}) | {r['min_questions']}/{r['questions']} | "
-                   f"{num(r['truth_all'])} | {num(r['optimal'])} | {num(r['over'])} | {num(r['under'])} | "
+                   f"{num(r['truth_all'])} | {num(r['optimal'])} · {num(r['optimal_same'])} · "
+                   f"{num(r.get('optimal_agree'))} | {num(r['over'])} | {num(r['under'])} | "
                    f"{num(r['em_closed_book'])} · {num(r['em'])} | {num(r['tc'])} |" for r in rows]
 
 
@@ -212,7 +216,9 @@ def write_section(r: dict, args: argparse.Namespace) -> None:
         f"stage's time without them; the stage took {c['wall_off_s']:.0f} s off and {c['wall_on_s']:.0f} s on "
         f"(load {', '.join(map(str, c['load']))}: wall times on this shared machine move more than that between "
         f"runs). Training numbers step for step: "
-        f"{'identical (every metric but times and the meter own)' if c['same_training'] else 'differ at ' + str(c['first_diff'])}.")
+        f"{'identical (every metric but times and the meter’s own)' if c['same_training'] else 'differ at ' + str(c['first_diff'])}.")
+    tuning = TUNING.read_text().strip() if TUNING.is_file() else "(no tuning table: bench/boundary/tuning.md)"
+    tuning = re.sub(r"^# .*\n+", "", tuning)
     section = f"""## bench/boundary
 
 _Last run: {time.strftime('%Y-%m-%d')}, commit {commit()}_
@@ -231,6 +237,10 @@ text) — what a model that remembered exactly its pretraining would need, not t
 {chr(10).join(table(r['rows']))}
 
 Cost inside RL: {cost}
+
+### Chosen on dev
+
+{tuning}
 """
     pattern = re.compile(r"^## bench/boundary\n.*?(?=^## |\Z)", re.S | re.M)
     text = pattern.sub(section + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
