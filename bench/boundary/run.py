@@ -210,6 +210,7 @@ def write_section(r: dict, args: argparse.Namespace) -> None:
     load = ", ".join(f"{x:.1f}" for x in r["load_average"])
     c = r["cost"]
     cost = "(not measured: --no-overhead)" if not c else (
+        f"{'(measured ' + c['date'] + ' at ' + c['commit'] + ', reused with --reuse-cost) ' if c.get('commit') else ''}"
         f"RL-2 of seed {c['seed']} trained again from its RL-1 result, the meter off and at its defaults "
         f"(`stages.rl2.boundary_every` 16, `boundary_sample` 32 dev questions): {c['probes']} meter runs in "
         f"{c['steps']} steps took {c['meter_s']:.1f} s by its own clock (`boundary_s`), **{c['share']:.1%}** of the "
