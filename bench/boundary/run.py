@@ -220,6 +220,7 @@ def write_section(r: dict, args: argparse.Namespace) -> None:
         f"{'identical (every metric but times and the meter’s own)' if c['same_training'] else 'differ at ' + str(c['first_diff'])}.")
     tuning = TUNING.read_text().strip() if TUNING.is_file() else "(no tuning table: bench/boundary/tuning.md)"
     tuning = re.sub(r"^# .*\n+", "", tuning)
+    tuning = re.sub(r"^## ", "#### ", tuning, flags=re.M)  # inside this section (a `## ` would end it)
     section = f"""## bench/boundary
 
 _Last run: {time.strftime('%Y-%m-%d')}, commit {commit()}_
