@@ -82,3 +82,25 @@ def test_links_that_stay_inside_are_followed_and_loops_are_refused(tmp_path):
     os.symlink("loop", run / "loop")
     with pytest.raises(RunDirError, match="loops"):
         check_run_dir(run)
+
+
+def test_a_wandb_folder_keeps_its_own_link_out_but_cannot_be_a_link_out(tmp_path):
+    """W&B's offline run (logging.wandb, under the run directory by default) links logs/debug-core.log to W&B's own
+    log in ~/.cache on purpose; the trainer never reads or writes that folder, so the link is W&B's business. The
+    folder itself leading out of the run directory is still refused."""
+    run = tmp_path / "run"
+    logs = run / "wandb" / "offline-run-20261128_120000-run-pretrain" / "logs"
+    logs.mkdir(parents=True)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "core-debug.log").write_text("")
+    os.symlink(tmp_path / "cache" / "core-debug.log", logs / "debug-core.log")
+    check_run_dir(run)
+    os.symlink(tmp_path / "cache", run / "stages")  # the same link where the trainer writes is refused
+    with pytest.raises(RunDirError, match="leads out of the run directory"):
+        check_run_dir(run)
+    os.remove(run / "stages")
+    elsewhere = tmp_path / "elsewhere-wandb"
+    (run / "wandb").rename(elsewhere)
+    os.symlink(elsewhere, run / "wandb")
+    with pytest.raises(RunDirError, match="wandb is a symbolic link"):
+        check_run_dir(run)

@@ -59,13 +59,19 @@ def check_inside(run_dir: Path, path: Path) -> None:
             raise RunDirError(why)
 
 
+# Folders another program owns and the trainer neither reads nor writes itself: W&B's offline runs (`<dir>/wandb`,
+# logging.wandb), where W&B links `logs/debug-core.log` to its own log in ~/.cache/wandb on purpose.
+FOREIGN_DIRS = frozenset({"wandb"})
+
+
 def check_run_dir(run_dir: Path) -> None:
     """RunDirError for the first link anywhere in the run directory that leads out of it (not following links while
-    walking: a link that stays inside is checked once, where it is)."""
+    walking: a link that stays inside is checked once, where it is), other programs' folders (FOREIGN_DIRS) aside."""
     if not run_dir.is_dir():
         return
     root = os.path.realpath(run_dir)
     for top, dirs, files in os.walk(run_dir, followlinks=False):
+        dirs[:] = [d for d in dirs if d not in FOREIGN_DIRS or (Path(top) / d).is_symlink()]
         for name in sorted(dirs + files):
             p = Path(top) / name
             if p.is_symlink() and (why := link_problem(root, p)):
