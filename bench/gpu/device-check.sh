@@ -5,7 +5,7 @@
 #   env.txt              the GPU (nvidia-smi) and the Python stack actually used
 #   check.json           bench/gpu/check.py: engine graphs = reference loop, Liger = chunked loss, varlen = padded
 #   gpu-<shape>.json     bench/gpu/run.py: ours, the reference loop and HF generate (dynamic cache); RL steps; SFT
-#   gpu-<shape>-anchors.json   the compiled HF generate (static cache + torch.compile) and the HF + Liger SFT step,
+#   gpu-<shape>-anchors.json   the compiled HF generate (static cache + torch.compile), the HF + Liger SFT step and GRPO update,
 #                        in their own process (compilation is slow; Liger patches transformers' classes)
 #   log.txt              every step's output tail and exit status
 set -uo pipefail
@@ -38,6 +38,6 @@ for spec in 0.5b:110 1.5b:150; do
   step "${spec#*:}" "ours $shape" python3 bench/gpu/run.py --device cuda --shape "$shape" --threads 8 \
     --data .cache/bench-gpu/data --only sft,decode,multi,rl --out "$OUT/gpu-$shape.json"
   step 75 "anchors $shape" python3 bench/gpu/run.py --device cuda --shape "$shape" --threads 8 \
-    --only anchor-sft,anchor-decode --out "$OUT/gpu-$shape-anchors.json"
+    --only anchor-sft,anchor-rl,anchor-decode --out "$OUT/gpu-$shape-anchors.json"
 done
 echo "=== total $(( $(date +%s) - start )) s" >> "$log"

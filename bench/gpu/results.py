@@ -1,4 +1,6 @@
-"""bench/gpu's section of bench/RESULTS.md, from run.py's result (`## bench/gpu (<device type>, <shape>)`)."""
+"""bench/gpu's sections of bench/RESULTS.md, from run.py's results: `## bench/gpu (<device type>, <shape>)` (decode,
+host time) and `## bench/gpu training (<device type>, <shape>)` (SFT and the RL update beside their HF + Liger
+anchors, the RL step split, packed attention). A run that measured only one part writes only its section."""
 
 from __future__ import annotations
 
@@ -53,12 +55,38 @@ def _rl(r: dict) -> str:
     sz = r["sizes"]
     if "rl" in r:
         x = r["rl"]
-        out.append(f"One RL step, single turn ({x['trajectories']} trajectories = {sz['rl_prompts']} prompts × G "
-                   f"{sz['rl_group']}, prompt {sz['prompt']} tokens, ≤ {sz['rl_new']} new sampled, "
-                   f"{x['generated_tokens']:,} generated; GRPO update with a KL reference, packed micro-batches): "
-                   f"generate {x['generate_s']} s, train {x['train_s']} s — **generation {x['generate_fraction']:.0%} "
-                   f"of the step**; peak memory generate {x['generate_peak_gib']} GiB, train {x['train_peak_gib']} GiB; "
+        first = x.get("first_step")
+        was = (f" (first step, graphs captured, kernels compiled and the optimiser's state allocated: generate "
+               f"{first['generate_s']} s, train {first['train_s']} s, generation {first['generate_fraction']:.0%})"
+               if first else "")
+        out.append(f"One RL step, single turn, in steady state — the second of two steps on one optimiser "
+                   f"({x['trajectories']} trajectories = {sz['rl_prompts']} prompts × G {sz['rl_group']}, prompt "
+                   f"{sz['prompt']} tokens, ≤ {sz['rl_new']} new sampled, {x['generated_tokens']:,} generated; GRPO "
+                   f"update with a KL reference, packed micro-batches of ≤ {sz['budget']:,} tokens): generate "
+                   f"{x['generate_s']} s, train {x['train_s']} s — **generation {x['generate_fraction']:.0%} of the "
+                   f"step**{was}; peak memory generate {x['generate_peak_gib']} GiB, train {x['train_peak_gib']} GiB; "
                    f"loss finite: {'yes' if x['loss_finite'] else '**no**'}.")
+        a = r.get("rl_anchor")
+        if "update_tokens_per_s" in x:
+            anchor = "HF + Liger" if a and a.get("liger") else "plain HF"
+            rows = [("tokens per update", "update_tokens", "{:,}"), ("update (s)", "train_s", "{}"),
+                    ("tokens/s", "update_tokens_per_s", "{:,}"), ("model TFLOP/s", "update_model_tflops", "{}"),
+                    ("MFU (vs the matmul above)", "mfu", "{:.1%}"), ("peak memory (GiB)", "train_peak_gib", "{}")]
+            lines = [f"| RL update | ours | {anchor} | ours ÷ {anchor} |", "|---|---|---|---|"]
+            for name, k, fmt in rows:
+                cell = fmt.format(a[k]) if a and k in a else "—"
+                ratio = _ratio(x[k], a[k]) if a and k in ("update_tokens_per_s", "mfu") else ""
+                lines.append(f"| {name} | {fmt.format(x[k])} | {cell} | {ratio} |")
+            anchor_note = (f"anchor: the same trajectories' shape as TRL's GRPOTrainer lays them out — "
+                           f"{a['rows_per_micro_batch']} padded rows per micro-batch, log-probs from the logits "
+                           f"(log-softmax and gather per row), {anchor} kernels, fused AdamW on CUDA, weights and "
+                           f"moments in {r['dtype'].removeprefix('torch.')}; its second update" if a else "anchor not run")
+            runs = r.get("rl_update_ratios")
+            spread = (f" Over {len(runs)} runs ours ÷ {anchor} was {min(runs):.2f}–{max(runs):.2f}× (the table: the "
+                      "last)." if runs else "")
+            out.append(f"The update alone (model FLOPs: the policy's forward + backward and the reference's forward, "
+                       f"8 × parameters per token plus attention; ours: AdamW state in fp32 (fp32 masters of bf16 weights), the "
+                       f"fast path above; {anchor_note}).{spread}\n\n" + "\n".join(lines))
     if "multi" in r:
         x = r["multi"]
         out.append(f"One RL step, multi-turn ({x['trajectories']} trajectories of the embedded benchmark's prompts, "
@@ -73,6 +101,16 @@ def _rl(r: dict) -> str:
                    f"{x['reprefill_tokens']:,}. Peak memory generate {x['generate_peak_gib']} GiB, train "
                    f"{x['train_peak_gib']} GiB; loss finite: {'yes' if x['loss_finite'] else '**no**'}.")
     return "\n\n".join(out)
+
+
+def _fast_path(r: dict) -> str:
+    fast = (r.get("sft") or {}).get("fast_path")
+    if not fast:
+        return ""
+    rl = (r.get("rl") or {}).get("fast_path") or {}
+    cells = "; ".join(f"{k}: {v}" for k, v in fast.items())
+    extra = f" (the RL update: linear cross-entropy {rl['linear cross-entropy']})" if "linear cross-entropy" in rl else ""
+    return f"Ours' fast path on this install (model/fastpath.py's probes, as a stage's run_started names it): {cells}{extra}."
 
 
 def _sft(r: dict) -> str:
@@ -91,11 +129,18 @@ def _sft(r: dict) -> str:
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratio} |")
     before = (" The unfused-loss column: the same packed batches through the checkpointed log-prob chunks and "
               "transformers' sdpa with its dense block-diagonal mask." if b else "")
-    return (f"SFT — ours: packed micro-batches of {sz['sft_rows']} sequences of ¼…1 × {sz['sft_len']} tokens "
-            f"(budget {sz['budget']}), fused head, packed attention {'on' if o['packed_attention'] else 'off'}, "
-            f"Liger RMSNorm/SwiGLU {'on' if o['liger'] else 'off'}, fp32 master weights, activation checkpointing "
-            f"{'on' if o['activation_checkpointing'] else 'off'}; anchor: {sz['anchor_rows']} × {sz['anchor_len']} "
-            f"dense tokens, {anchor}, fused AdamW, no checkpointing; median step of {sz['sft_steps']}.{before} Loss finite: "
+    micro = " + ".join(f"{n:,}" for n in o.get("micro_batch_tokens", []))
+    decided = f" ({o['checkpointing_decided']})" if o.get("checkpointing_decided") else ""
+    runs = r.get("sft_ratios")
+    spread = (f" Over {len(runs)} runs of this command ours ÷ {anchor} was {min(runs):.2f}–{max(runs):.2f}× (the "
+              f"table: the last)." if runs else "")
+    return (f"SFT — ours: sequences of ¼…1 × {sz['sft_len']} tokens up to {sz.get('sft_fill', 1)} × the budget "
+            f"{sz['budget']:,}, packed into micro-batches of {micro} tokens, fused head, packed attention "
+            f"{'on' if o['packed_attention'] else 'off'}, Liger RMSNorm/SwiGLU {'on' if o['liger'] else 'off'}, AdamW "
+            f"state in fp32, activation checkpointing {'on' if o['activation_checkpointing'] else 'off'}{decided}; "
+            f"anchor: {sz['anchor_rows']} × {sz['anchor_len']} dense tokens, {anchor}, fused AdamW on CUDA, no "
+            f"checkpointing; "
+            f"median step of {sz['sft_steps']}.{before}{spread} Loss finite: "
             f"{'yes' if o['loss_finite'] and (not a or a['loss_finite']) else '**no**'}.\n\n" + "\n".join(lines))
 
 
@@ -114,42 +159,69 @@ def merge(results: list[dict]) -> dict:
     r = dict(results[0])
     r["decode"] = [d for x in results for d in x.get("decode", []) + x.get("decode_anchor", [])]
     for x in results[1:]:
-        for k in ("host", "rl", "multi", "sft", "sft_before", "sft_anchor", "attention"):
+        for k in ("host", "rl", "multi", "sft", "sft_before", "sft_anchor", "attention", "rl_anchor"):
             if k in x:
                 r[k] = x[k]
-    r["commands"] = [x["command"] for x in results]
+    # runs repeated on one machine (several result files each holding ours and the anchor): the range of ours ÷ anchor
+    for key, ours, anchor, k in (("sft_ratios", "sft", "sft_anchor", "tokens_per_s"),
+                                 ("rl_update_ratios", "rl", "rl_anchor", "update_tokens_per_s")):
+        ratios = [x[ours][k] / x[anchor][k] for x in results if ours in x and anchor in x and k in x[ours]]
+        if len(ratios) > 1:
+            r[key] = ratios
+    r["commands"] = list(dict.fromkeys(re.sub(r" --out \S+", "", x["command"]) for x in results))
+    r["runs"] = len(results)
+    r["load_avgs"] = [x["load_avg"] for x in results]
     r["matmul_tflops"] = max(x["matmul_tflops"] for x in results)
     r["matmul_tflops_before_after"] = [v for x in results for v in x["matmul_tflops_before_after"]]
     for k in ("sft", "sft_before", "sft_anchor"):
         if k in r:
             r[k] = {**r[k], "mfu": round(r[k]["model_tflops"] / r["matmul_tflops"], 4)}
+    for k in ("rl", "rl_anchor"):
+        if k in r and "update_model_tflops" in r[k]:
+            r[k] = {**r[k], "mfu": round(r[k]["update_model_tflops"] / r["matmul_tflops"], 4)}
     if not r["decode"]:
         del r["decode"]
     return r
 
 
-def section(results: list[dict], shapes: dict, vocab: int) -> tuple[str, str]:
-    """(title, markdown) of the results of one device and shape."""
+DECODE_KEYS, TRAINING_KEYS = ("decode", "host"), ("rl", "multi", "sft", "sft_before", "sft_anchor", "rl_anchor",
+                                                  "attention")
+
+
+def sections(results: list[dict], shapes: dict, vocab: int) -> list[tuple[str, str]]:
+    """[(title, markdown)] of the results of one device and shape: the decode section and the training section, each
+    where the results hold its parts."""
     r = merge(results)
-    title = f"## bench/gpu ({r['device_type']}, {r['shape']})"
+    out = []
+    if any(k in r for k in DECODE_KEYS):
+        parts = [_decode(r) if "decode" in r else "", _host(r)]
+        out.append(_section(r, f"## bench/gpu ({r['device_type']}, {r['shape']})", parts, shapes, vocab))
+    if any(k in r for k in TRAINING_KEYS):
+        parts = [_sft(r), _fast_path(r), _rl(r), _attention(r)]
+        out.append(_section(r, f"## bench/gpu training ({r['device_type']}, {r['shape']})", parts, shapes, vocab))
+    return out
+
+
+def _section(r: dict, title: str, parts: list[str], shapes: dict, vocab: int) -> tuple[str, str]:
     cmds = "; ".join(f"`.venv/bin/python {c}`" for c in r["commands"])
     if len(r["commands"]) > 1:
         cmds += " (bench/gpu/device-check.sh; the section written by `bench/gpu/results.py <the JSON files>`)"
+    elif r.get("runs", 1) > 1:
+        cmds += f", {r['runs']} runs one after another (`--out` files; the section written by `bench/gpu/results.py`)"
     shp = shapes[r["shape"]]
     shape_note = (f"Qwen2.5-{r['shape'].upper()}-shaped" if r["shape"] != "tiny" else "a tiny Qwen2 shape") + \
         f" ({shp['num_hidden_layers']} layers × {shp['hidden_size']} hidden, {shp['num_attention_heads']} heads / " \
         f"{shp['num_key_value_heads']} KV heads)"
-    parts = [p for p in (_decode(r) if "decode" in r else "", _host(r), _rl(r), _sft(r), _attention(r)) if p]
     cpu_note = ("\n\nPeak memory on CPU is the process's peak RSS (it never goes down), not per phase. glibc malloc's "
                 "mmap/trim thresholds were fixed at 1 GiB for the run (run.py steady_allocator: otherwise whether a "
                 "step's [batch × 152k] temporaries are page-faulted in afresh each step depends on earlier "
                 f"allocations; set: {r.get('steady_allocator')})." if r["device_type"] == "cpu" else "")
     matmul = " / ".join(str(v) for v in r["matmul_tflops_before_after"])
-    section = f"""{title}
+    text = f"""{title}
 
 _Last run: {r['date']}_ — device: **{r['device']}**, {r['threads']} threads, {r['dtype']}, torch {r['torch']},
 transformers {r['transformers']} (machine shared: figures vary run to run; 1-minute load average at the start
-{r['load_avg']}).
+{" / ".join(str(x) for x in r.get("load_avgs", [r["load_avg"]]))}).
 
 Command: {cmds}
 
@@ -157,16 +229,18 @@ Model: {shape_note}, Qwen2.5's {vocab:,}-entry vocabulary, random init (never do
 process: matmul {r['matmul_tflops']} TFLOP/s ({r['dtype']}; before / after each process's work {matmul}: the highest
 is the MFU denominator), copy bandwidth {r['bandwidth_gb_s']} GB/s.
 
-""" + "\n\n".join(parts) + cpu_note + "\n"
-    return title, section
+""" + "\n\n".join(p for p in parts if p) + cpu_note + "\n"
+    return title, text
 
 
 def write_section(results: list[dict], shapes: dict, vocab: int) -> None:
-    title, text_of = section(results, shapes, vocab)
     path = ROOT / "bench" / "RESULTS.md"
     text = path.read_text() if path.is_file() else "# Benchmarks\n"
-    pattern = re.compile(r"^" + re.escape(title) + r"\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
-    text = pattern.sub(text_of + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + text_of
+    for title, text_of in sections(results, shapes, vocab):
+        pattern = re.compile(r"^" + re.escape(title) + r"\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
+        new = text_of + "\n"
+        text = pattern.sub(lambda _, new=new: new, text) if pattern.search(text) else \
+            text.rstrip("\n") + "\n\n" + text_of
     path.write_text(text)
 
 

@@ -2,8 +2,8 @@
 (random init from the published config shapes, the real 151,936-entry vocabulary, never downloaded), or a tiny shape
 with the same vocabulary for CPU. Ours runs through the trainer's own code (TokenScorer with the fused head and packed
 attention, packed micro-batches, fp32 master weights, the rollout engine, policy_updates()); the anchors
-(anchors.py: HF generate with a dynamic / static+compiled cache, a plain HF + Liger training step) run in the same
-process on the same shapes, and every table prints ours ÷ anchor:
+(anchors.py: HF generate with a dynamic / static+compiled cache, a plain HF + Liger SFT step and GRPO update) run
+in the same process on the same shapes, and every table prints ours ÷ anchor:
 
 1. matmul TFLOP/s in the run's dtype (the MFU denominator, measured here) and copy bandwidth (the decode floor's);
 2. decode: greedy, prompt + new tokens per row, prefill included, at two batch sizes: ours (the engine), the
@@ -11,17 +11,23 @@ process on the same shapes, and every table prints ours ÷ anchor:
    the bandwidth floor (each step reads every weight once plus the batch's KV cache);
 3. host time per decode step outside the model forward, before (reference loop) and after (engine), on CPU where
    the host and the forward share the clock (on CUDA the engine replays CUDA graphs: no per-step host work);
-4. one RL step, single turn (batch × max-new tokens sampled, GRPO update with a KL reference) and multi-turn
-   (agent.py: two search calls per trajectory, the observations appended to each slot's cache), split into
-   generate / train, with the prefill tokens the engine encoded beside those a loop re-encoding every turn would;
-5. SFT: ours (packed token-budget micro-batches, no activation checkpointing), ours with the unfused loss and a
-   dense attention mask, and the HF + Liger anchor: tokens/s, MFU = model FLOPs/s ÷ matmul FLOP/s, peak memory;
-   and packed attention alone (attention.py: transformers' dense mask vs unpacked is_causal vs varlen flash).
+4. the RL step, single turn (batch × max-new tokens sampled, GRPO update with a KL reference), twice on one
+   optimiser, split into generate / train in steady state (the second step; the first captures graphs, compiles
+   kernels and allocates the optimiser's state), the update's tokens/s and MFU beside a plain HF + Liger GRPO update
+   of the same shape (anchors.py); and multi-turn (agent.py: two search calls per trajectory, the observations
+   appended to each slot's cache), with the prefill tokens the engine encoded beside those a loop re-encoding every
+   turn would;
+5. SFT: ours (sequences packed into token-budget micro-batches of close to the budget each, activation checkpointing
+   off unless it runs out of memory without — the measured peak decides and is reported), ours with the unfused loss
+   and a dense attention mask, and the HF + Liger anchor: tokens/s, MFU = model FLOPs/s ÷ matmul FLOP/s, peak memory,
+   and what each part of ours ran (model/fastpath.py); and packed attention alone (attention.py: transformers' dense
+   mask vs unpacked is_causal vs varlen flash).
 
     .venv/bin/python bench/gpu/run.py --device cpu --shape tiny [--threads 2] [--write]
     .venv/bin/python bench/gpu/run.py --device cuda --shape 0.5b|1.5b [--write] [--out result.json]
 
---write replaces the `## bench/gpu (<device type>, <shape>)` section of bench/RESULTS.md."""
+--write replaces the `## bench/gpu (<device type>, <shape>)` (decode) and `## bench/gpu training (<device type>,
+<shape>)` sections of bench/RESULTS.md, each where the run measured its parts."""
 
 from __future__ import annotations
 
@@ -44,6 +50,7 @@ from coa_trainer.base import quiet  # noqa: F401
 from coa_trainer.data.samples import Encoded
 from coa_trainer.base.distributed import DistInfo
 from coa_trainer.rollout.generate import engine_for, generate, reference_generate, release_engines
+from coa_trainer.model.packing import micro_batches
 from coa_trainer.algos.grpo import Sample, group_advantages
 from coa_trainer.model.packing import layout
 from coa_trainer.model.scoring import TokenScorer, token_logprobs
@@ -71,13 +78,16 @@ SHAPES = {
 # per device type: SFT rows × length (ours: varied lengths; anchor: dense rows), decode prompt / new tokens and
 # batches, RL prompts × group × new tokens, multi-turn turn length / tokens per turn / observation cap
 SIZES = {
-    "cpu": dict(sft_rows=4, sft_len=256, sft_steps=3, anchor_rows=2, anchor_len=256, prompt=64, new=32,
-                batches=(16, 64), rl_prompts=4, rl_group=4, rl_new=32, turn_tokens=12, turn_new=24, obs=48,
-                budget=1024),
-    "cuda": dict(sft_rows=16, sft_len=2048, sft_steps=5, anchor_rows=8, anchor_len=2048, prompt=256, new=128,
-                 batches=(64, 256), rl_prompts=16, rl_group=8, rl_new=512, turn_tokens=128, turn_new=256, obs=256,
-                 budget=16384),
+    "cpu": dict(sft_fill=2, sft_len=256, sft_steps=3, anchor_rows=2, anchor_len=256, prompt=64, new=32,
+                batches=(16, 64), rl_prompts=4, rl_group=4, rl_new=32, rl_anchor_rows=10, turn_tokens=12, turn_new=24,
+                obs=48, budget=1024),
+    "cuda": dict(sft_fill=2, sft_len=2048, sft_steps=5, anchor_rows=8, anchor_len=2048, prompt=256, new=128,
+                 batches=(64, 256), rl_prompts=16, rl_group=8, rl_new=512, rl_anchor_rows=21, turn_tokens=128,
+                 turn_new=256, obs=256, budget=16384),
 }
+# sft_fill: ours' SFT batch is sequences of ¼…1 × sft_len tokens drawn until the next would pass sft_fill × budget, so
+# it runs as sft_fill micro-batches of close to the budget each (the 1.5B target's 16k-token micro-batch);
+# rl_anchor_rows: the anchor's trajectories per micro-batch, the budget's worth of prompt + rl_new rows
 
 
 BEST_OF = {"cpu": 3, "cuda": 1}  # decode calls timed per run: the fastest counts
@@ -153,6 +163,13 @@ def reset_peak(dev: torch.device) -> None:
         torch.cuda.reset_peak_memory_stats(dev)
 
 
+def device_memory(dev: torch.device) -> float:
+    """GiB the device has: the GPU's memory, or the machine's RAM."""
+    if dev.type == "cuda":
+        return torch.cuda.get_device_properties(dev).total_memory / 2**30
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+
+
 def flops_per_token(lm, lens: list[int]) -> float:
     """6 × (non-embedding + LM-head parameters) + attention as PaLM counts it (Chowdhery et al. 2022, appendix B:
     12 · layers · hidden · sequence, causal half not subtracted); packed sequences attend within themselves:
@@ -193,8 +210,7 @@ def sft_ours(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt: 
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(params, 1e-5, 0.0)
     g = torch.Generator().manual_seed(1)
-    # varied lengths (¼ … 1 × sft_len), packed into token-budget micro-batches, as the trainer does with packing on
-    lens = [int(sz["sft_len"] * (0.25 + 0.75 * float(torch.rand(1, generator=g)))) for _ in range(sz["sft_rows"])]
+    lens = sft_lengths(sz, g)
     batch = [Encoded(torch.randint(0, VOCAB, (8,), generator=g).tolist(),
                      torch.randint(0, VOCAB, (n - 8,), generator=g).tolist(), [], [1] * (n - 8), [], "")
              for n in lens]
@@ -218,12 +234,43 @@ def sft_ours(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt: 
     reset_peak(dev)
     dt, loss = step_time(dev, step, sz["sft_steps"])
     tok_s = sum(lens) / dt
+    groups = micro_batches([[n] for n in lens], sz["budget"], True)
     out = {"tokens_per_step": sum(lens), "step_s": round(dt, 3), "tokens_per_s": round(tok_s, 1),
            "model_tflops": round(tok_s * flops_per_token(lm, lens) / 1e12, 4), "peak_gib": round(peak_memory(dev), 2),
            "loss_finite": bool(torch.isfinite(torch.tensor(loss))), "params": sum(p.numel() for p in lm.parameters()),
-           "activation_checkpointing": ckpt, "packed_attention": model.packed_attention, "liger": model.liger}
+           "micro_batch_tokens": [sum(lens[x]) for x in groups], "activation_checkpointing": ckpt,
+           "packed_attention": model.packed_attention, "liger": model.liger,
+           "fast_path": {**model.fast_path(None, True, True), "AdamW": str(opt.coa_adamw)}}
     release_cached_memory(dev)
     return out
+
+
+def sft_lengths(sz: dict, g: torch.Generator) -> list[int]:
+    """Sequence lengths of ¼ … 1 × sft_len drawn until the next would pass sft_fill × budget tokens."""
+    lens: list[int] = []
+    while True:
+        n = int(sz["sft_len"] * (0.25 + 0.75 * float(torch.rand(1, generator=g))))
+        if sum(lens) + n > sz["sft_fill"] * sz["budget"]:
+            return lens
+        lens.append(n)
+
+
+def sft_decided(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, forced: bool) -> dict:
+    """Ours without activation checkpointing where memory allows, decided by the measured peak: without it first; on
+    running out of memory, again with it. The result says which and why."""
+    total = round(device_memory(dev), 1)
+    if forced:
+        return {**sft_ours(shape, dev, dtype, sz, True), "checkpointing_decided": "on: asked for"}
+    try:
+        out = sft_ours(shape, dev, dtype, sz, False)
+    except torch.OutOfMemoryError as e:
+        why = str(e).splitlines()[0][:160]
+    else:
+        return {**out, "checkpointing_decided": f"off: peak {out['peak_gib']} GiB of {total} GiB without it"}
+    gc.collect()
+    release_cached_memory(dev)
+    return {**sft_ours(shape, dev, dtype, sz, True),
+            "checkpointing_decided": f"on: out of memory without it ({why}; {total} GiB)"}
 
 
 def sft_anchor(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> dict:
@@ -386,46 +433,102 @@ def host_time(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> di
 
 # ------------------------------------------------------------------ RL
 
-def _train_step(lm, ref, samples: list[Sample], G: int, dev: torch.device, sz: dict) -> tuple[float, float, bool]:
+def rl_config(sz: dict):
     from coa_trainer.base.config import validate_config
 
+    return validate_config({"stages": {"rl2": {"mini_batches": 1, "ppo_epochs": 1, "clip_eps": 0.2, "kl_coef": 0.001,
+                                               "temperature": 1.0, "grad_clip": 1.0,
+                                               "micro_batch_tokens": sz["budget"], "packing": True}}}).stages.rl2
+
+
+def _train_step(lm, ref, samples: list[Sample], G: int, dev: torch.device, sz: dict) -> tuple[float, float, bool]:
     model = TokenScorer(lm)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(params, 1e-6, 0.0)
-    scfg = validate_config({"stages": {"rl2": {"mini_batches": 1, "ppo_epochs": 1, "clip_eps": 0.2, "kl_coef": 0.001,
-                                               "temperature": 1.0, "grad_clip": 1.0,
-                                               "micro_batch_tokens": sz["budget"], "packing": True}}}).stages.rl2
     lm.train()
     reset_peak(dev)
-    (totals, _), t = _timed(dev, policy_updates, model, ref, opt, params, samples, G, scfg, 0, dev, None,
-                                DistInfo())
+    (totals, _), t = _timed(dev, policy_updates, model, ref, opt, params, samples, G, rl_config(sz), 0, dev, None,
+                            DistInfo())
     lm.eval()
     return t, peak_memory(dev), bool(torch.isfinite(torch.tensor(totals["loss_sum"])))
 
 
+def update_flops_per_token(lm, lens: list[int]) -> float:
+    """The policy's forward + backward (6N + attention) and the reference's forward (a third of that) per token."""
+    return flops_per_token(lm, lens) * 4 / 3
+
+
+def rl_prompts(sz: dict) -> list[list[int]]:
+    P, G = sz["rl_prompts"], sz["rl_group"]
+    return [torch.randint(0, VOCAB, (sz["prompt"],), generator=torch.Generator().manual_seed(i)).tolist()
+            for i in range(P) for _ in range(G)]
+
+
 def rl_single(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> dict:
+    """Two RL steps as the stage runs them — generate, the cached memory released, the GRPO update on the same
+    optimiser — and the second one's split: the first also captures the engine's graphs, compiles kernels and
+    allocates the optimiser's state, which a run pays once."""
     lm = build(shape, dev, dtype).eval()
     ref = build(shape, dev, dtype, seed=0)
     ref.requires_grad_(False)
-    P, G = sz["rl_prompts"], sz["rl_group"]
-    prompts = [torch.randint(0, VOCAB, (sz["prompt"],), generator=torch.Generator().manual_seed(i)).tolist()
-               for i in range(P) for _ in range(G)]
-    gen = torch.Generator().manual_seed(2)
-    generate(lm, prompts[:G], 4, set(), 0, dev, temperature=1.0, generator=gen)  # warm-up (graphs: other shapes)
-    reset_peak(dev)
-    (new, lps, _), gen_s = _timed(dev, generate, lm, prompts, sz["rl_new"], set(), 0, dev, temperature=1.0,
-                                   generator=gen)
-    gen_peak = peak_memory(dev)
-    release_engines(lm)
+    G = sz["rl_group"]
+    prompts = rl_prompts(sz)
+    model = TokenScorer(lm)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = make_optimizer(params, 1e-6, 0.0)
+    steps = []
+    for i in range(2):
+        gen = torch.Generator().manual_seed(2 + i)
+        reset_peak(dev)
+        (new, lps, _), gen_s = _timed(dev, generate, lm, prompts, sz["rl_new"], set(), 0, dev, temperature=1.0,
+                                       generator=gen)
+        gen_peak = peak_memory(dev)
+        release_cached_memory(dev)  # as the RL stage does between its rollout and its update
+        rewards = torch.rand(len(prompts), generator=torch.Generator().manual_seed(3 + i)).tolist()
+        samples = [Sample(p, n, [1] * len(n), lp, a)
+                   for p, n, lp, a in zip(prompts, new, lps, group_advantages(rewards, G, True))]
+        lm.train()
+        reset_peak(dev)
+        (totals, _), train_s = _timed(dev, policy_updates, model, ref, opt, params, samples, G, rl_config(sz), 0, dev,
+                                      None, DistInfo())
+        lm.eval()
+        lens = [len(s.prompt_ids) + len(s.ids) for s in samples]
+        steps.append({"generate_s": round(gen_s, 3), "train_s": round(train_s, 3),
+                      "generate_fraction": round(gen_s / (gen_s + train_s), 3),
+                      "generated_tokens": sum(len(n) for n in new), "update_tokens": sum(lens),
+                      "update_tokens_per_s": round(sum(lens) / train_s, 1),
+                      "update_model_tflops": round(sum(lens) * update_flops_per_token(lm, lens) / train_s / 1e12, 4),
+                      "generate_peak_gib": round(gen_peak, 2), "train_peak_gib": round(peak_memory(dev), 2),
+                      "loss_finite": bool(torch.isfinite(torch.tensor(totals["loss_sum"])))})
     release_cached_memory(dev)
+    steady = steps[1]
+    return {"trajectories": len(prompts), **steady, "first_step": steps[0],
+            "fast_path": {**model.fast_path(None, True, False), "AdamW": str(opt.coa_adamw)}}
+
+
+def rl_anchor(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> dict:
+    """The plain HF + Liger GRPO update (anchors.py) on trajectories of ours' shape (prompt + rl_new tokens each):
+    the second of two updates, as ours."""
+    lm = build(shape, dev, dtype, seed=5)
+    ref = build(shape, dev, dtype, seed=0)
+    prompts = rl_prompts(sz)
+    g = torch.Generator().manual_seed(2)
+    completions = [torch.randint(0, VOCAB, (sz["rl_new"],), generator=g).tolist() for _ in prompts]
     rewards = torch.rand(len(prompts), generator=torch.Generator().manual_seed(3)).tolist()
-    adv = group_advantages(rewards, G, True)
-    samples = [Sample(p, n, [1] * len(n), lp, a) for p, n, lp, a in zip(prompts, new, lps, adv)]
-    train_s, train_peak, finite = _train_step(lm, ref, samples, G, dev, sz)
+    step, tokens, liger = anchors.hf_grpo_update_setup(lm, ref, prompts, completions,
+                                                       group_advantages(rewards, sz["rl_group"], True), dev,
+                                                       sz["rl_anchor_rows"])
+    step()
+    reset_peak(dev)
+    loss, train_s = _timed(dev, step)
+    lens = [len(p) + len(c) for p, c in zip(prompts, completions)]
+    out = {"trajectories": len(prompts), "rows_per_micro_batch": sz["rl_anchor_rows"], "train_s": round(train_s, 3),
+           "update_tokens": tokens, "update_tokens_per_s": round(tokens / train_s, 1),
+           "update_model_tflops": round(tokens * update_flops_per_token(lm, lens) / train_s / 1e12, 4),
+           "train_peak_gib": round(peak_memory(dev), 2), "loss_finite": bool(torch.isfinite(torch.tensor(loss))),
+           "liger": liger}
     release_cached_memory(dev)
-    return {"trajectories": len(prompts), "generated_tokens": sum(len(n) for n in new), "generate_s": round(gen_s, 2),
-            "train_s": round(train_s, 2), "generate_fraction": round(gen_s / (gen_s + train_s), 3),
-            "generate_peak_gib": round(gen_peak, 2), "train_peak_gib": round(train_peak, 2), "loss_finite": finite}
+    return out
 
 
 def rl_multi(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, data_dir: Path) -> dict:
@@ -491,10 +594,11 @@ def main() -> None:
     ap.add_argument("--dtype", choices=["float32", "bfloat16"], default=None,
                     help="weights and compute (default: bfloat16 on cuda, float32 on cpu)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--activation-checkpointing", action="store_true", help="ours, in SFT and RL training")
+    ap.add_argument("--activation-checkpointing", action="store_true",
+                    help="ours in SFT, whatever the memory (default: off unless it runs out of memory without)")
     ap.add_argument("--data", default=str(ROOT / ".cache" / "bench-gpu" / "data"),
                     help="embedded benchmark directory with observations.json (made here when missing: needs node)")
-    ap.add_argument("--only", default="decode,host,rl,multi,sft,sft-before,attention,anchor-decode,anchor-sft",
+    ap.add_argument("--only", default="decode,host,rl,multi,sft,sft-before,attention,anchor-decode,anchor-sft,anchor-rl",
                     help="sections to run, in this order (device-check.sh runs the anchors in a second process)")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--out", default=None, help="also write the result JSON here")
@@ -535,7 +639,7 @@ def main() -> None:
         "host": lambda: dev.type == "cpu" and emit("host", host_time(args.shape, dev, dtype, sz)),
         "rl": lambda: emit("rl", rl_single(args.shape, dev, dtype, sz)),
         "multi": lambda: emit("multi", rl_multi(args.shape, dev, dtype, sz, Path(args.data))),
-        "sft": lambda: emit("sft", sft_ours(args.shape, dev, dtype, sz, ckpt)),
+        "sft": lambda: emit("sft", sft_decided(args.shape, dev, dtype, sz, ckpt)),
         "sft-before": lambda: emit("sft_before", sft_ours(args.shape, dev, dtype, sz, ckpt, before=True)),
         "attention": lambda: emit("attention", attention.measure(
             dev, dtype, SHAPES[args.shape]["num_attention_heads"], SHAPES[args.shape]["num_key_value_heads"],
@@ -546,6 +650,7 @@ def main() -> None:
                                                                                             sz, bw)),
         # Liger patches transformers' Qwen2 classes for the whole process: after ours
         "anchor-sft": lambda: emit("sft_anchor", sft_anchor(args.shape, dev, dtype, sz)),
+        "anchor-rl": lambda: emit("rl_anchor", rl_anchor(args.shape, dev, dtype, sz)),
     }
     for name in args.only.split(","):
         if name not in sections:
