@@ -9,7 +9,7 @@ cover the same paths eagerly):
    batch, and an fp32 model under bf16 autocast takes it too;
 4. Liger's RMSNorm / SwiGLU / RoPE bound to a model leave its log-probs where they were, and a bf16 model's training
    forward names every part fast (model/fastpath.py's probes on this device);
-5. fused AdamW over fp32 masters equals the for-each update.
+5. GRPO through the fused head equals the checkpointed chunks, and fused AdamW the for-each update.
 
 Prints one JSON object; exit status 1 if any check failed.
 
@@ -132,10 +132,34 @@ def check_liger_modules() -> dict:
         norms, rope = patch_model(lm)
         after, _ = full_token_logprobs(lm, lay.ids, lay.attn)
     err = float((before - after).abs().max())
-    fast = TokenScorer(qwen2(4, tied=False, dtype=torch.bfloat16)).fast_path(torch.bfloat16, True, True)
+    fast = TokenScorer(qwen2(4, tied=False, dtype=torch.bfloat16)).fast_path(torch.bfloat16, True, "lm")
     all_fast = all("(" not in v for v in fast.values())
     return {"ok": norms.fast and rope.fast and err < 2e-3 and all_fast, "rms_norm_swiglu": str(norms),
             "rope": str(rope), "max_logprob_diff": err, "fast_path_bf16": fast}
+
+
+def check_fused_grpo_head() -> dict:
+    """GRPO through the fused head (CUDA's path) equals the checkpointed chunks: loss and gradients, fp32."""
+    from coa_trainer.algos.grpo import Sample, grpo_loss_parts
+    from coa_trainer.model import scoring
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    lm, ref = qwen2(5, tied=False), qwen2(6, tied=False)
+    r = random.Random(9)
+    samples = [Sample([r.randrange(5, 503) for _ in range(8)], [r.randrange(5, 503) for _ in range(40)], [1] * 40,
+                      [-r.random() * 5 for _ in range(40)], r.uniform(-1, 1)) for _ in range(6)]
+    out = {}
+    for mode in ("never", "cuda"):
+        scoring.FUSED_TOKEN_LOSS = mode
+        loss, _, _ = grpo_loss_parts(lm, ref, samples, 0, DEV, None, 0.2, 0.05, 0.9, True)
+        loss.backward()
+        out[mode] = (float(loss.detach()), {n: p.grad.detach().clone() for n, p in lm.named_parameters()})
+        lm.zero_grad(set_to_none=True)
+    scoring.FUSED_TOKEN_LOSS = "cuda"
+    (l0, g0), (l1, g1) = out["never"], out["cuda"]
+    rel = max(float((g1[n] - g0[n]).norm() / g0[n].norm().clamp(min=1e-12)) for n in g0)
+    return {"ok": abs(l1 - l0) <= 1e-4 * max(1.0, abs(l0)) and rel < 1e-3, "loss_checkpointed": l0,
+            "loss_fused": l1, "max_rel_grad_diff": rel}
 
 
 def check_fused_adamw() -> dict:
@@ -164,7 +188,8 @@ def main() -> None:
     args = ap.parse_args()
     results: dict = {"device": torch.cuda.get_device_name(DEV), "torch": torch.__version__}
     for name, fn in (("engine", check_engine), ("fused_ce", check_fused_ce), ("packed_attention", check_packed_attention),
-                     ("liger_modules", check_liger_modules), ("fused_adamw", check_fused_adamw)):
+                     ("liger_modules", check_liger_modules), ("fused_grpo_head", check_fused_grpo_head),
+                     ("fused_adamw", check_fused_adamw)):
         try:
             results[name] = fn()
         except Exception:  # noqa: BLE001 — every check reports, the others still run

@@ -72,11 +72,16 @@ def _rl(r: dict) -> str:
             rows = [("tokens per update", "update_tokens", "{:,}"), ("update (s)", "train_s", "{}"),
                     ("tokens/s", "update_tokens_per_s", "{:,}"), ("model TFLOP/s", "update_model_tflops", "{}"),
                     ("MFU (vs the matmul above)", "mfu", "{:.1%}"), ("peak memory (GiB)", "train_peak_gib", "{}")]
-            lines = [f"| RL update | ours | {anchor} | ours ÷ {anchor} |", "|---|---|---|---|"]
+            f = x.get("fused_head")
+            lines = ["| RL update | ours |" + (" ours, fused GRPO head (CUDA's path, forced) |" if f else "")
+                     + f" {anchor} | ours ÷ {anchor} |", "|---|---|" + ("---|" if f else "") + "---|---|"]
             for name, k, fmt in rows:
                 cell = fmt.format(a[k]) if a and k in a else "—"
+                fcell = (f" {fmt.format(f[k])} |" if k in f else " |") if f else ""
                 ratio = _ratio(x[k], a[k]) if a and k in ("update_tokens_per_s", "mfu") else ""
-                lines.append(f"| {name} | {fmt.format(x[k])} | {cell} | {ratio} |")
+                if f and a and k in ("update_tokens_per_s", "mfu") and k in f:
+                    ratio += f" (fused: {_ratio(f[k], a[k])})"
+                lines.append(f"| {name} | {fmt.format(x[k])} |{fcell} {cell} | {ratio} |")
             anchor_note = (f"anchor: the same trajectories' shape as TRL's GRPOTrainer lays them out — "
                            f"{a['rows_per_micro_batch']} padded rows per micro-batch, log-probs from the logits "
                            f"(log-softmax and gather per row), {anchor} kernels, fused AdamW on CUDA, weights and "
@@ -109,7 +114,7 @@ def _fast_path(r: dict) -> str:
         return ""
     rl = (r.get("rl") or {}).get("fast_path") or {}
     cells = "; ".join(f"{k}: {v}" for k, v in fast.items())
-    extra = f" (the RL update: linear cross-entropy {rl['linear cross-entropy']})" if "linear cross-entropy" in rl else ""
+    extra = f" (the RL update's loss head: {rl['loss head']})" if "loss head" in rl else ""
     return f"Ours' fast path on this install (model/fastpath.py's probes, as a stage's run_started names it): {cells}{extra}."
 
 
@@ -179,6 +184,9 @@ def merge(results: list[dict]) -> dict:
     for k in ("rl", "rl_anchor"):
         if k in r and "update_model_tflops" in r[k]:
             r[k] = {**r[k], "mfu": round(r[k]["update_model_tflops"] / r["matmul_tflops"], 4)}
+    if "fused_head" in r.get("rl", {}):
+        f = r["rl"]["fused_head"]
+        r["rl"]["fused_head"] = {**f, "mfu": round(f["update_model_tflops"] / r["matmul_tflops"], 4)}
     if not r["decode"]:
         del r["decode"]
     return r

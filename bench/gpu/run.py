@@ -53,7 +53,7 @@ from coa_trainer.rollout.generate import engine_for, generate, reference_generat
 from coa_trainer.model.packing import micro_batches
 from coa_trainer.algos.grpo import Sample, group_advantages
 from coa_trainer.model.packing import layout
-from coa_trainer.model.scoring import TokenScorer, token_logprobs
+from coa_trainer.model.scoring import TokenScorer, fused_token_loss, token_logprobs
 from coa_trainer.algos.losses import lm_count, lm_loss_parts
 from coa_trainer.algos.microbatch import accumulate, clip_grad_norm
 from coa_trainer.model.optim import make_optimizer
@@ -240,7 +240,7 @@ def sft_ours(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt: 
            "loss_finite": bool(torch.isfinite(torch.tensor(loss))), "params": sum(p.numel() for p in lm.parameters()),
            "micro_batch_tokens": [sum(lens[x]) for x in groups], "activation_checkpointing": ckpt,
            "packed_attention": model.packed_attention, "liger": model.liger,
-           "fast_path": {**model.fast_path(None, True, True), "AdamW": str(opt.coa_adamw)}}
+           "fast_path": {**model.fast_path(None, True, "lm"), "AdamW": str(opt.coa_adamw)}}
     release_cached_memory(dev)
     return out
 
@@ -502,8 +502,23 @@ def rl_single(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> di
                       "loss_finite": bool(torch.isfinite(torch.tensor(totals["loss_sum"])))})
     release_cached_memory(dev)
     steady = steps[1]
-    return {"trajectories": len(prompts), **steady, "first_step": steps[0],
-            "fast_path": {**model.fast_path(None, True, False), "AdamW": str(opt.coa_adamw)}}
+    out = {"trajectories": len(prompts), **steady, "first_step": steps[0],
+           "fast_path": {**model.fast_path(None, True, "grpo"), "AdamW": str(opt.coa_adamw)}}
+    if not fused_token_loss(model):  # CPU: the fused GRPO head CUDA runs, forced, on the same trajectories
+        from coa_trainer.model import scoring
+
+        was, scoring.FUSED_TOKEN_LOSS = scoring.FUSED_TOKEN_LOSS, "always"
+        try:
+            lm.train()
+            _, fused_s = _timed(dev, policy_updates, model, ref, opt, params, samples, G, rl_config(sz), 0, dev,
+                                None, DistInfo())
+            lm.eval()
+        finally:
+            scoring.FUSED_TOKEN_LOSS = was
+        out["fused_head"] = {"train_s": round(fused_s, 3), "update_tokens_per_s": round(sum(lens) / fused_s, 1),
+                             "update_model_tflops": round(sum(lens) * update_flops_per_token(lm, lens) / fused_s
+                                                          / 1e12, 4)}
+    return out
 
 
 def rl_anchor(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> dict:

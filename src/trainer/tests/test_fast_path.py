@@ -234,7 +234,7 @@ def test_a_peft_failing_at_import_leaves_liger_importable_and_is_said(monkeypatc
     assert sys.modules["liger_kernel.utils"].PEFT_AVAILABLE is False
     with pytest.raises(AttributeError):  # hidden for Liger's import only
         import peft  # noqa: F401
-    assert TokenScorer(_lm()).fast_path(None, True, True)["liger-kernel"] == fastpath.LIGER_NOTES[0]
+    assert TokenScorer(_lm()).fast_path(None, True, "lm")["liger-kernel"] == fastpath.LIGER_NOTES[0]
 
 
 class _MonkeyPatchFailing(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -297,7 +297,7 @@ def test_a_transformers_whose_mask_functions_lack_packed_attentions_arguments_ke
         lm = _lm(4)
         scorer = TokenScorer(lm)
         assert not scorer.packed_attention and lm.config._attn_implementation == "sdpa"
-        assert scorer.fast_path(None, True, True)["packed attention"] == \
+        assert scorer.fast_path(None, True, "lm")["packed attention"] == \
             f"transformers' dense block mask ({fastpath.probe_attention_registry()})"
     finally:
         fastpath.attention_registry.cache_clear()
@@ -335,14 +335,17 @@ def test_a_bound_rope_leaves_cpu_models_and_copies_as_they_were(monkeypatch):
 # ------------------------------------------------------------------ what a CPU stage names
 
 def test_a_cpu_scorer_names_every_fallback():
-    fast = TokenScorer(_lm()).fast_path(None, True, True)
+    fast = TokenScorer(_lm()).fast_path(None, True, "lm")
     assert fast == {
         "packed attention": "padded (CPU: torch's varlen flash attention runs on CUDA only; each sequence unpacked "
                             "into a padded batch, SDPA is_causal)",
-        "linear cross-entropy": "chunked PyTorch (CPU: Liger's Triton kernel runs on CUDA only)",
+        "loss head": "chunked PyTorch (CPU: Liger's Triton kernel runs on CUDA only)",
         "RMSNorm/SwiGLU": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
         "RoPE": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
     }
-    rl = TokenScorer(_lm()).fast_path(None, False, False)
+    rl = TokenScorer(_lm()).fast_path(None, False, "grpo")
     assert rl["packed attention"].startswith("not used (packing off")
-    assert rl["linear cross-entropy"] == "checkpointed chunks (the stage's loss is not a plain sum of token NLLs)"
+    assert rl["loss head"] == ("checkpointed chunks (CPU: the fused GRPO head runs on CUDA; CPU runs stay "
+                               "bit-identical to earlier ones)")
+    assert TokenScorer(_lm()).fast_path(None, True, "pairwise")["loss head"] == \
+        "checkpointed chunks (the pairwise loss is not token-local)"

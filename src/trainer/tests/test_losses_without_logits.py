@@ -165,3 +165,65 @@ def test_the_pinned_liger_kernel_offers_what_the_cuda_path_calls():
     from liger_kernel.transformers.monkey_patch import _patch_rms_norm_module, _patch_swiglu_module  # noqa: F401
     with pytest.raises(RuntimeError, match="liger"):
         linear_nll_sum(torch.zeros(2, 4), torch.nn.Linear(4, 5), torch.zeros(2, dtype=torch.long), 2, kernel="liger")
+
+
+def test_chunked_linear_token_loss_equals_autograd_through_full_logits():
+    """A token-local loss of each target's log-prob at a temperature, through the head in one pass: its value, the
+    log-probs, the entropy and the gradients of h, W and b equal autograd's through the whole [N, V] log-softmax."""
+    from coa_trainer.model.linear_ce import ChunkedLinearTokenLoss
+
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(29, 16, generator=g, requires_grad=True)
+    w = torch.randn(53, 16, generator=g, requires_grad=True)
+    b = torch.randn(53, generator=g, requires_grad=True)
+    t = torch.randint(0, 53, (29,), generator=g)
+    a = torch.randn(29, generator=g)
+
+    def f(lp, pos):  # non-linear, per token, reads per-token constants by position
+        return a[pos] * torch.exp(lp - 0.3) + 0.5 * lp ** 2
+
+    z = (h @ w.t() + b) / 0.7
+    logp_all = torch.log_softmax(z, dim=-1)
+    want_lp = logp_all.gather(-1, t[:, None]).squeeze(-1)
+    want = f(want_lp, torch.arange(29)).sum()
+    want_ent = -(logp_all.exp() * logp_all).sum(-1)
+    gw = torch.autograd.grad(want * 1.3, (h, w, b))
+    for rows in (1, 6, 29, 64):
+        got, lp, ent = ChunkedLinearTokenLoss.apply(h, w, b, t, rows, 0.7, f, torch.arange(29), True)
+        assert torch.allclose(got, want, atol=1e-4) and torch.allclose(lp, want_lp.detach(), atol=1e-5)
+        assert torch.allclose(ent, want_ent.detach(), atol=1e-4) and not lp.requires_grad
+        for x, y in zip(torch.autograd.grad(got * 1.3, (h, w, b)), gw):
+            assert torch.allclose(x, y, atol=1e-4), (rows, (x - y).abs().max())
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
+@pytest.mark.parametrize("tied, with_ref, temperature", [(False, True, 1.0), (True, False, 0.8)],
+                         ids=["untied+ref", "tied+no ref+T0.8"])
+def test_grpo_through_the_fused_head_equals_the_checkpointed_chunks(monkeypatch, packed, tied, with_ref,
+                                                                     temperature):
+    """The fused GRPO head (CUDA's path) forced on CPU: loss, count, metrics and every gradient equal the checkpointed
+    chunks' (CPU's path)."""
+    from coa_trainer.algos.grpo import Sample, grpo_loss_parts
+
+    monkeypatch.setattr(scoring, "CHUNK_ELEMENTS", 211 * 9)  # several chunks
+    lm, ref = _lm(tied, seed=6), (_lm(tied, seed=7) if with_ref else None)
+    r = random.Random(8)
+    samples = []
+    for _ in range(5):
+        ids = [r.randrange(1, 211) for _ in range(r.randrange(2, 20))]
+        mask = [1 if r.random() < 0.8 else 0 for _ in ids]
+        samples.append(Sample([r.randrange(1, 211) for _ in range(r.randrange(1, 6))], ids, mask,
+                              [-r.random() * 4 if m else None for m in mask], r.uniform(-1.5, 1.5)))
+    out = {}
+    for mode in ("never", "always"):
+        monkeypatch.setattr(scoring, "FUSED_TOKEN_LOSS", mode)
+        loss, count, extras = grpo_loss_parts(lm, ref, samples, 0, CPU, None, 0.2, 0.05, temperature, packed,
+                                              lpd_edges=[0.01, 0.1, 1.0])
+        loss.backward()
+        out[mode] = (float(loss.detach()), count, extras, _grads(lm))
+    (l0, c0, e0, g0), (l1, c1, e1, g1) = out["never"], out["always"]
+    assert l1 == pytest.approx(l0, rel=1e-5, abs=1e-6) and c1 == c0
+    assert e1.keys() == e0.keys() and all(e1[k] == pytest.approx(e0[k], rel=1e-4, abs=1e-5) for k in e0)
+    assert g1.keys() == g0.keys()
+    for n in g0:
+        assert torch.allclose(g1[n], g0[n], atol=2e-5, rtol=1e-4), (n, (g1[n] - g0[n]).abs().max())

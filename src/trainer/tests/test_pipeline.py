@@ -52,11 +52,12 @@ def test_pipeline_end_to_end(tmp_path, write_config):
     started = {e["stage"]: e for e in events if e["type"] == "run_started"}
     # each stage's first event names what its training step runs on this install, each fallback with its reason
     for stage in STAGES:
-        assert list(started[stage]["fast_path"]) == ["packed attention", "linear cross-entropy", "RMSNorm/SwiGLU",
+        assert list(started[stage]["fast_path"]) == ["packed attention", "loss head", "RMSNorm/SwiGLU",
                                                      "RoPE", "AdamW", "activation checkpointing"], stage
         assert started[stage]["fast_path"]["AdamW"].startswith("for-loop (CPU:"), stage
-    assert started["sft2"]["fast_path"]["linear cross-entropy"].startswith("chunked PyTorch (CPU:")
-    assert started["rl2"]["fast_path"]["linear cross-entropy"].startswith("checkpointed chunks (")
+    assert started["sft2"]["fast_path"]["loss head"].startswith("chunked PyTorch (CPU:")
+    assert started["rl2"]["fast_path"]["loss head"].startswith("checkpointed chunks (CPU: the fused GRPO head")
+    assert started["sft1"]["fast_path"]["loss head"] == "checkpointed chunks (the pairwise loss is not token-local)"
     assert started["rl2-otc"]["config"]["stages"]["rl2"]["reward"]["scheme"] == "otc-grpo"
     assert started["rl2"]["config"]["stages"]["rl2"]["reward"]["scheme"] != "otc-grpo"
     assert [e["status"] for e in events if e["type"] == "stage_finished" and e["stage"] == "pipeline"] == ["ok"]

@@ -322,7 +322,7 @@ def test_a_bf16_stage_runs(tmp_path):
     assert started["fast_path"] == {
         "packed attention": "padded (CPU: torch's varlen flash attention runs on CUDA only; each sequence unpacked "
                             "into a padded batch, SDPA is_causal)",
-        "linear cross-entropy": "chunked PyTorch (CPU: Liger's Triton kernel runs on CUDA only)",
+        "loss head": "chunked PyTorch (CPU: Liger's Triton kernel runs on CUDA only)",
         "RMSNorm/SwiGLU": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
         "RoPE": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
         "AdamW": "for-loop (CPU: torch's default, kept bit-identical to earlier runs)",

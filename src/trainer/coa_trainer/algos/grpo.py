@@ -39,6 +39,24 @@ def group_advantages(rewards: list[float], group_size: int, std_normalize: bool,
     return out
 
 
+def _pg_k3(log_ratio: torch.Tensor, adv: torch.Tensor, d: torch.Tensor, clip_eps: float) -> tuple:
+    """The clipped policy-gradient term and k3 per token: (pg, k3, ratio, unclipped, clipped)."""
+    ratio = torch.exp(log_ratio)
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * adv
+    pg = -torch.minimum(unclipped, clipped)
+    k3 = torch.exp(d) - d - 1
+    return pg, k3, ratio, unclipped, clipped
+
+
+def grpo_token_loss(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, adv: torch.Tensor,
+                    clip_eps: float, kl_coef: float) -> torch.Tensor:
+    """loss_t of trained tokens only (1-D, no mask): what grpo_token_terms sums, token by token — the token-local
+    loss the fused GRPO head differentiates in its one pass (model/linear_ce.ChunkedLinearTokenLoss)."""
+    pg, k3, *_ = _pg_k3(logp - old_logp, adv, ref_logp - logp, clip_eps)
+    return pg + kl_coef * k3
+
+
 def grpo_token_terms(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, adv: torch.Tensor,
                      mask: torch.Tensor, clip_eps: float, kl_coef: float) -> tuple[torch.Tensor, float, dict]:
     """Per-token GRPO terms on [B, T] tensors (adv broadcast per row or per token); mask 1 = model-generated.
@@ -49,12 +67,8 @@ def grpo_token_terms(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch
         adv = adv[:, None].expand_as(logp)
     adv = torch.where(m, adv, zero)
     log_ratio = torch.where(m, logp - old_logp, zero)
-    ratio = torch.exp(log_ratio)
-    unclipped = ratio * adv
-    clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * adv
-    pg = -torch.minimum(unclipped, clipped)
     d = torch.where(m, ref_logp - logp, zero)
-    k3 = torch.exp(d) - d - 1
+    pg, k3, ratio, unclipped, clipped = _pg_k3(log_ratio, adv, d, clip_eps)
     per_token = torch.where(m, pg + kl_coef * k3, zero)
     count = float(m.sum().item())
     with torch.no_grad():
@@ -100,7 +114,7 @@ def grpo_loss_parts(model: Any, ref_model: Any | None, samples: list[Sample], pa
     """The GRPO loss pieces of a batch of trajectories (policy forward with grad, reference without). Log-probs and
     entropy come a chunk of positions at a time, only at trained positions (logprobs.TokenScorer). With
     `lpd_edges`, the extras also carry the sampler/trainer log-prob difference (logprob_diff_parts)."""
-    from ..model.scoring import as_scorer
+    from ..model.scoring import as_scorer, fused_token_loss
     from ..model.packing import layout
 
     lay = layout([s.prompt_ids + s.ids for s in samples], pad_id, packed, device)
@@ -108,15 +122,35 @@ def grpo_loss_parts(model: Any, ref_model: Any | None, samples: list[Sample], pa
     old = lay.place([_targets(s, [lp if lp is not None else 0.0 for lp in s.logprobs]) for s in samples])
     adv = lay.place([[s.advantage] * (len(s.prompt_ids) + len(s.ids) - 1) for s in samples])
     sel = mask > 0
-    logp, ent = as_scorer(model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
-                                 with_entropy=True, dtype=dtype)
-    if ref_model is not None and kl_coef > 0:
-        with torch.no_grad():
-            ref, _ = as_scorer(ref_model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
-                                          dtype=dtype)
+    scorer = as_scorer(model)
+    use_ref = ref_model is not None and kl_coef > 0
+    if fused_token_loss(scorer):  # CUDA: the head's matmuls and this loss's gradient in one pass
+        ref = None
+        if use_ref:
+            with torch.no_grad():
+                ref, _ = as_scorer(ref_model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
+                                              dtype=dtype)
+        flat = {"old": old.reshape(-1), "adv": adv.reshape(-1), "ref": None if ref is None else ref.reshape(-1)}
+
+        def token_loss(lp: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+            r = lp.detach() if flat["ref"] is None else flat["ref"][pos]  # no reference: k3 = 0
+            return grpo_token_loss(lp, flat["old"][pos], r, flat["adv"][pos], clip_eps, kl_coef)
+
+        logp, ent, loss_sum = scorer(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
+                                     with_entropy=True, dtype=dtype, token_loss=token_loss)
+        with torch.no_grad():  # the count and the metrics, from the same log-probs
+            _, count, extras = grpo_token_terms(logp, old, logp if ref is None else ref, adv, mask, clip_eps,
+                                                kl_coef)
     else:
-        ref = logp.detach()  # no reference: k3 = 0
-    loss_sum, count, extras = grpo_token_terms(logp, old, ref, adv, mask, clip_eps, kl_coef)
+        logp, ent = scorer(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature, with_entropy=True,
+                           dtype=dtype)
+        if use_ref:
+            with torch.no_grad():
+                ref, _ = as_scorer(ref_model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
+                                              dtype=dtype)
+        else:
+            ref = logp.detach()  # no reference: k3 = 0
+        loss_sum, count, extras = grpo_token_terms(logp, old, ref, adv, mask, clip_eps, kl_coef)
     if lpd_edges is not None:
         extras.update(logprob_diff_parts(logp, old, mask, lpd_edges))
     with torch.no_grad():

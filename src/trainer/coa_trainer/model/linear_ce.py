@@ -79,3 +79,70 @@ def linear_nll_sum(h: torch.Tensor, head: torch.nn.Linear, targets: torch.Tensor
     if cls is not None:
         return cls(reduction="sum")(head.weight, h, targets, head.bias)
     return ChunkedLinearNLL.apply(h, head.weight, head.bias, targets, rows, grads)
+
+
+class ChunkedLinearTokenLoss(torch.autograd.Function):
+    """Σ_i f_i(log p_i) for a token-local loss f — GRPO's clipped ratio and k3 KL, whose every term depends on its own
+    token's log-prob only — through the LM head in one pass: per chunk of rows the logits give log p_i = log
+    softmax(z_i)[t_i] (z = logits ÷ temperature) and the entropy; f's derivative in log p_i (autograd on the chunk's
+    [n] vector: the loss's own code differentiates itself) times (one-hot − softmax) ÷ temperature is d loss / d
+    logits, from which the gradients of h and the head are taken while the logits exist. Three head matmuls per token
+    instead of the four of a checkpointed chunk, and no log-sum-exp kept or recomputed for backward — the structure of
+    Liger-Kernel's fused linear GRPO loss (src/liger_kernel/chunked_loss/grpo_loss.py), with the loss supplied by the
+    caller. Returns (Σ f, log p [N], entropy [N]); only Σ f carries gradients."""
+
+    @staticmethod
+    def forward(ctx: Any, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
+                rows: int, temperature: float, token_loss: Any, positions: torch.Tensor, grads: bool
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        need = ctx.needs_input_grad if grads else (False, False, False)
+        grad_h = torch.empty_like(h) if need[0] else None
+        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need[1] else None
+        grad_b = torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if bias is not None and need[2] \
+            else None
+        N = h.shape[0]
+        logp = torch.empty(N, dtype=torch.float32, device=h.device)
+        ent = torch.empty(N, dtype=torch.float32, device=h.device)
+        total = torch.zeros((), dtype=torch.float32, device=h.device)
+        for s in range(0, N, rows):
+            hc, tc = h[s:s + rows], targets[s:s + rows]
+            z = (hc @ weight.t().to(hc.dtype)).float()
+            if bias is not None:
+                z = z + bias.float()
+            if temperature != 1.0:
+                z = z / temperature
+            lse = torch.logsumexp(z, dim=-1)
+            lp = z.gather(-1, tc[:, None]).squeeze(-1) - lse
+            prob = torch.exp(z - lse[:, None])
+            logp[s:s + rows] = lp
+            ent[s:s + rows] = lse - (prob * z).sum(-1)
+            with torch.enable_grad():
+                leaf = lp.detach().requires_grad_(True)
+                loss = token_loss(leaf, positions[s:s + rows])
+                (g,) = torch.autograd.grad(loss.sum(), leaf)
+            total = total + loss.detach().sum()
+            if grad_h is None and grad_w is None and grad_b is None:
+                continue
+            dz = prob.mul_(-g[:, None])  # d loss / d z = g · (one-hot − softmax), in place of the softmax
+            dz[torch.arange(dz.shape[0], device=dz.device), tc] += g
+            if temperature != 1.0:
+                dz = dz / temperature
+            if grad_h is not None:
+                grad_h[s:s + rows] = (dz.to(hc.dtype) @ weight.to(hc.dtype)).to(h.dtype)
+            if grad_w is not None:
+                grad_w += (dz.t().to(hc.dtype) @ hc).float()
+            if grad_b is not None:
+                grad_b += dz.sum(0)
+        ctx.save_for_backward(*(x for x in (grad_h, grad_w, grad_b) if x is not None))
+        ctx.kinds = (grad_h is not None, grad_w is not None, grad_b is not None)
+        ctx.dtypes = (h.dtype, weight.dtype, None if bias is None else bias.dtype)
+        ctx.mark_non_differentiable(logp, ent)
+        return total, logp, ent
+
+    @staticmethod
+    def backward(ctx: Any, grad_total: torch.Tensor, *_: Any) -> tuple:
+        saved = iter(ctx.saved_tensors)
+        out: list[torch.Tensor | None] = []
+        for has, dtype in zip(ctx.kinds, ctx.dtypes):
+            out.append((next(saved) * grad_total).to(dtype) if has else None)
+        return out[0], out[1], out[2], None, None, None, None, None, None

@@ -7,8 +7,9 @@ where the full fp32 log-softmax of one 16 × 2,048 micro-batch is 20 GB). The pr
 scored token in backward. Only the positions asked for (`select`: the loss mask) go through the head at all, so
 prompt and observation tokens cost nothing there. A loss that is a plain sum of target NLLs (pretrain, SFT-2/3)
 asks for `nll=True` instead: the head and its gradients are fused in one pass (model/linear_ce.py, Liger-Kernel's
-kernel on CUDA), no recomputation. RL's log-probs and entropy feed a non-linear loss, so they stay checkpointed
-chunks — never full logits either way.
+kernel on CUDA), no recomputation. GRPO's loss is non-linear but token-local, so on CUDA `token_loss=` fuses it the
+same way (linear_ce.ChunkedLinearTokenLoss); elsewhere, and for SFT-1's per-sequence means, log-probs and entropy are
+checkpointed chunks — never full logits either way.
 
 `TokenScorer` wraps the model as the module the trainer calls (and DDP / FSDP2 wrap), so the LM head's matmuls run
 inside the wrapped module's forward: FSDP2's root all-gathers the embedding / head once, DDP sees every parameter
@@ -17,6 +18,7 @@ Gemma, Cohere …) is scored from its own logits, still without the fp32 log-sof
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import contextlib
@@ -79,7 +81,9 @@ class TokenScorer(torch.nn.Module):
     head's matmuls and gradients are fused (model/linear_ce.py: Liger-Kernel on CUDA) instead of checkpointed.
     `attention_mask=None` with `position_ids` restarting at 0 = packed rows: their boundaries go to the attention
     function as `cu_seq_lens_q` (model/packing.packed_attention: no dense mask; flash-attention's varlen path
-    reads them too)."""
+    reads them too). `token_loss=f` (a token-local loss: f(log p of some selected targets, their flat positions in
+    [B·(T-1)]) → per-token losses) → (logp, entropy, Σ f) with the head's matmuls and f's gradient fused in one pass
+    (model/linear_ce.ChunkedLinearTokenLoss; `fused_token_loss` says where the trainer uses it)."""
 
     def __init__(self, lm: Any):
         super().__init__()
@@ -96,7 +100,7 @@ class TokenScorer(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, select: torch.Tensor | None = None,
                 temperature: float = 1.0, with_entropy: bool = False, dtype: torch.dtype | None = None,
-                nll: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+                nll: bool = False, token_loss: Callable[..., torch.Tensor] | None = None) -> tuple:
         B, T = input_ids.shape
         targets = input_ids[:, 1:]
         sel = torch.ones_like(targets, dtype=torch.bool) if select is None else select.bool()
@@ -131,6 +135,19 @@ class TokenScorer(torch.nn.Module):
                 total = linear_nll_sum(h.index_select(0, idx), head, flat_t.index_select(0, idx),
                                        chunk_rows(idx.numel(), head.weight.shape[0]))
                 return total * (0.0 if empty else 1.0), None
+            if token_loss is not None:
+                if not _plain_linear(head):
+                    raise ValueError("token_loss needs a plain Linear LM head (fused_token_loss says when)")
+                from .linear_ce import ChunkedLinearTokenLoss
+
+                total, lp, en = ChunkedLinearTokenLoss.apply(
+                    h.index_select(0, idx), head.weight, head.bias, flat_t.index_select(0, idx),
+                    chunk_rows(idx.numel(), head.weight.shape[0]), temperature, token_loss, idx,
+                    torch.is_grad_enabled())
+                where = (idx // (T - 1), idx % (T - 1))
+                zero = torch.zeros((B, T - 1), dtype=torch.float32, device=input_ids.device)
+                keep = 0.0 if empty else 1.0
+                return zero.index_put(where, lp * keep), zero.index_put(where, en * keep), total * keep
             vocab = head.weight.shape[0] if head is not None and hasattr(head, "weight") else h.shape[-1]
             step = chunk_rows(idx.numel(), vocab)
             lp_parts, ent_parts = [], []
@@ -160,10 +177,10 @@ class TokenScorer(torch.nn.Module):
         return logp, ent
 
 
-    def fast_path(self, autocast_dtype: torch.dtype | None, packing: bool, plain_nll: bool) -> dict[str, str]:
+    def fast_path(self, autocast_dtype: torch.dtype | None, packing: bool, loss: str | None) -> dict[str, str]:
         """What each part of a training forward runs for this model (model/fastpath.py's probes), the fallbacks with
-        their reasons: the stage's first event carries it. `packing`: the stage packs its micro-batches;
-        `plain_nll`: its loss is a plain sum of token NLLs (the fused head's case)."""
+        their reasons: the stage's first event carries it. `packing`: the stage packs its micro-batches; `loss`: the
+        stage's loss (lm: a sum of token NLLs; grpo: token-local; pairwise: per-sequence means)."""
         from .fastpath import LIGER_NOTES, Choice, liger_linear_ce, varlen_plan
 
         first = next(iter(self.lm.parameters()))
@@ -185,18 +202,39 @@ class TokenScorer(torch.nn.Module):
             head = Choice("the model's own logits, chunked", "no plain decoder + LM head split")
         elif not _plain_linear(parts[1]):
             head = Choice("checkpointed chunks", f"the LM head is a {type(parts[1]).__name__}, not a plain Linear")
-        elif not plain_nll:
-            head = Choice("checkpointed chunks", "the stage's loss is not a plain sum of token NLLs")
+        elif loss == "grpo":
+            head = Choice("fused GRPO head") if fused_token_loss(self) else Choice(
+                "checkpointed chunks", f"{device.type.upper()}: the fused GRPO head runs on CUDA; CPU runs stay "
+                "bit-identical to earlier ones")
+        elif loss != "lm":
+            head = Choice("checkpointed chunks", f"the {loss} loss is not token-local")
         elif device.type != "cuda":
             head = Choice("chunked PyTorch", f"{device.type.upper()}: Liger's Triton kernel runs on CUDA only")
         else:
             cls = liger_linear_ce()
             head = Choice("liger") if not isinstance(cls, str) else Choice("chunked PyTorch", cls)
-        out = {"packed attention": str(attention), "linear cross-entropy": str(head), "RMSNorm/SwiGLU": str(self.norms),
+        out = {"packed attention": str(attention), "loss head": str(head), "RMSNorm/SwiGLU": str(self.norms),
                "RoPE": str(self.rope)}
         if LIGER_NOTES:
             out["liger-kernel"] = "; ".join(LIGER_NOTES)
         return out
+
+
+FUSED_TOKEN_LOSS = "cuda"  # where GRPO's fused head runs: "cuda", "always" (a CPU measurement or test), "never"
+
+
+def fused_token_loss(model: Any) -> bool:
+    """Whether a token-local loss (GRPO) goes through `TokenScorer(token_loss=…)`: a plain Linear LM head split from
+    its decoder, on CUDA. CPU keeps the checkpointed chunks, so CPU runs stay bit-identical to earlier ones (the fused
+    pass sums the head's gradient in another order)."""
+    inner = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    lm = inner.lm if isinstance(inner, TokenScorer) else inner
+    if FUSED_TOKEN_LOSS == "never":
+        return False
+    parts = split_head(lm)
+    if parts is None or not _plain_linear(parts[1]):
+        return False
+    return FUSED_TOKEN_LOSS == "always" or next(iter(lm.parameters())).is_cuda
 
 
 def _plain_linear(head: Any) -> bool:

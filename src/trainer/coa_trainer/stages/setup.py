@@ -266,7 +266,7 @@ def setup_stage(config: RunConfig, args: Any, run_dir: Path, writer: Any, di: An
     t = tags(config.dialect)
     scorer = TokenScorer(model)
     # before sharding: what this model runs for each part of the step (the stage's first event says it)
-    fast_path = scorer.fast_path(rt.autocast_dtype, scfg.packing, info.loss == "lm")
+    fast_path = scorer.fast_path(rt.autocast_dtype, scfg.packing, info.loss)
     wrapped = _wrap(scorer, config, di)
     params = [p for p in wrapped.parameters() if p.requires_grad]  # after sharding: FSDP2 swaps in DTensors
     opt = make_optimizer(params, scfg.lr, scfg.weight_decay)
