@@ -76,7 +76,8 @@ export function loadRunConfig(configPath: string, overrideArgs: string[] = []): 
     throw new DataError(configPath, line, column, 'config', `not valid JSON (${message.replace(/ in JSON at position \d+.*$/, '').replace(/, ".*" is not valid JSON$/s, '')})`);
   }
   try {
-    value = applyOverrides(value, overrides);
+    // Without overrides the file is checked as it is (applyOverrides reads a null file as {}, which the trainer refuses).
+    if (overrides.length) value = applyOverrides(value, overrides);
   } catch (e) {
     if (e instanceof OverrideError) throw new DataError('command line', overrides.findIndex((o) => o.text === e.text) + 1, 1, e.key, `${e.detail} (override ${e.text})`);
     throw e;

@@ -59,7 +59,7 @@ def fill_defaults(value: Any, schema: dict, root: dict) -> Any:
 
 
 def _format_error(err: jsonschema.ValidationError, source: str) -> str:
-    path = ".".join(str(p) for p in err.absolute_path) or "(root)"
+    path = ".".join(str(p) for p in err.absolute_path) or "config"  # the whole file, as the core names it
     if _non_finite(err.instance):
         return f"{source}: {path}: {err.instance} is not a finite number"
     return f"{source}: {path}: {err.message}"
@@ -89,9 +89,13 @@ def _multiple_of_rules(validator: Any, rules: list[dict], instance: Any, schema:
     def size(name: str) -> Any:
         return instance.get(name, props.get(name, {}).get("default"))
 
+    def whole(v: Any) -> int | None:  # JSON's 1E2 is an integer (Python reads a float), as the schema's "integer"
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 and v == int(v)
+        return int(v) if ok else None
+
     for rule in rules:
-        value, of, times = size(rule["size"]), size(rule["of"]), rule["times"]
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (value, of)):
+        value, of, times = whole(size(rule["size"])), whole(size(rule["of"])), rule["times"]
+        if value is None or of is None:
             continue  # a size that is not a positive integer has its own error
         if value % (times * of):
             need = f"{rule['of']} ({of})" if times == 1 else f"{times} × {rule['of']} ({times * of})"
