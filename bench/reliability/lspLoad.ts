@@ -99,3 +99,44 @@ export function unclosedTags(n = 40_000): { kb: number; ms: number; diagnostics:
   console.log(`lsp: .coa with ${n} unclosed <think> (${fig.kb.toFixed(0)} KB): ${fig.ms.toFixed(0)} ms, ${fig.diagnostics} diagnostics`);
   return fig;
 }
+
+/**
+ * A 32 MB trajectory file opened in the language server of `root` (its dist/server.js): ms to its first diagnostics,
+ * then `edits` single edits each waited for (its diagnostics of that version, or 2 s of quiet for a server that sends
+ * no version), their p50 / p99 / max in ms.
+ */
+export async function open32mb(root: string, edits = 30): Promise<{ mb: number; firstMs: number; editP50: number; editP99: number; editMax: number }> {
+  const base = file18mb();
+  const twice = base + base.replace(/"id":"r/g, '"id":"s'); // ~36 MB of distinct records
+  const text = twice.slice(0, twice.lastIndexOf('\n', 32e6) + 1);
+  const uri = 'file:///bench/open32.coa.jsonl';
+  const c = new LspClient({}, join(root, 'dist/server.js'));
+  const isPublish = (m: { method?: string; params?: any }) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === uri;
+  try {
+    await c.initialize();
+    let mark = c.notifications.length;
+    let t0 = performance.now();
+    c.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'coa-jsonl', version: 1, text } });
+    await c.waitFor(isPublish, 600_000, mark);
+    const firstMs = performance.now() - t0;
+    const lines = text.split('\n', 3);
+    const col = lines[1].lastIndexOf('answer ') + 7;
+    const ms: number[] = [];
+    for (let k = 0, version = 1; k < edits; k++) {
+      mark = c.notifications.length;
+      version++;
+      t0 = performance.now();
+      c.notify('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ range: { start: { line: 1, character: col }, end: { line: 1, character: col + 1 } }, text: k % 2 ? '1' : '9' }] });
+      const v = version;
+      await c.waitFor((m) => isPublish(m) && (m.params.version === v || m.params.version === undefined), 120_000, mark);
+      ms.push(performance.now() - t0);
+    }
+    const sorted = [...ms].sort((a, b) => a - b);
+    const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+    const fig = { mb: text.length / 1e6, firstMs, editP50: q(50), editP99: q(99), editMax: sorted.at(-1)! };
+    console.log(`lsp ${root}: ${fig.mb.toFixed(1)} MB opened, first diagnostics ${firstMs.toFixed(0)} ms; ${edits} edits p50 ${fig.editP50.toFixed(0)} p99 ${fig.editP99.toFixed(0)} ms`);
+    return fig;
+  } finally {
+    await c.shutdown();
+  }
+}

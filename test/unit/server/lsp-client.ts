@@ -37,8 +37,9 @@ export class LspClient {
   private waiters: (() => void)[] = [];
   exited: number | null | undefined = undefined;
 
-  constructor(public settings: unknown = {}) {
-    this.proc = spawn(process.execPath, [SERVER, '--stdio'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  /** `server`: another build's dist/server.js (the reliability bench runs an older checkout's too). */
+  constructor(public settings: unknown = {}, server = SERVER) {
+    this.proc = spawn(process.execPath, [server, '--stdio'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
     this.proc.stdout.on('data', (chunk: Buffer) => this.onData(chunk));
     this.proc.stderr.on('data', (c: Buffer) => (this.stderr += c.toString()));
     this.proc.on('exit', (code) => {
