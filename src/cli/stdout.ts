@@ -4,6 +4,8 @@
 //   the status a process killed by SIGPIPE has (141), as `cat`, `grep` and `git log` do under `| head`;
 // - any other write error (a full disk, `> /dev/full`, an I/O error) is one `coa: cannot write standard output: …`
 //   line on stderr and exit 2 ("unwritable output") — the output is lost, so the command must not say it succeeded.
+// - standard error that cannot be written (its reader gone) loses the messages, not the work: `coa env serve` keeps
+//   serving when its supervisor closed the pipe it logged to.
 // Node's console swallows a failed write, and an 'error' a stream emits with no listener is an unhandled exception
 // (the EPIPE stack trace), so both streams get a listener here; `flushed()` waits for what is still buffered, so an
 // error of the last write is seen before the exit status is decided.
@@ -20,19 +22,16 @@ let guarded = false;
 export function guardStdio(exit: (code: number) => void = (code) => process.exit(code)): void {
   if (guarded) return;
   guarded = true;
-  const onError = (which: 'output' | 'error') => (e: NodeJS.ErrnoException) => {
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EPIPE' || e.code === 'ERR_STREAM_DESTROYED') return exit(EXIT_PIPE_CLOSED);
-    if (which === 'output') {
-      try {
-        process.stderr.write(`coa: cannot write standard output: ${describeFsError(e)}\n`);
-      } catch {
-        // stderr is gone too: the exit status still says it
-      }
+    try {
+      process.stderr.write(`coa: cannot write standard output: ${describeFsError(e)}\n`);
+    } catch {
+      // stderr is gone too: the exit status still says it
     }
     exit(EXIT_IO);
-  };
-  process.stdout.on('error', onError('output'));
-  process.stderr.on('error', onError('error'));
+  });
+  process.stderr.on('error', () => undefined);
 }
 
 /** Resolves once everything written to stdout so far has been handed to the system (or failed: the rules then act). */

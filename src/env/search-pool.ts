@@ -23,6 +23,8 @@ interface Job {
   onAbort?: () => void;
   /** The size of the task's body, taken before it is moved to the thread (its arrays are empty here after). */
   bodyBytes: number;
+  /** Called once no thread works on the job any more: it answered, or its abandoned thread has exited. */
+  onDone?: () => void;
 }
 
 interface Slot {
@@ -96,13 +98,22 @@ export class SearchPool {
 
   /**
    * Run a task on the next free thread. `onState` answers a grade's request for OTC state; `signal`
-   * cancels (the promise then rejects with the signal's reason).
+   * cancels (the promise then rejects with the signal's reason). `onDone` is called once no thread works on the task
+   * any more — later than the promise settles when the task was abandoned: a thread stuck in a long native call (a
+   * JSON.parse of 30 MB) exits only when that call returns, and its memory is held until then (the server keeps the
+   * request's body budget until this, so abandoned work is bounded as running work is).
    */
-  run<T>(task: Task, opts: { signal?: AbortSignal; transfer?: ArrayBuffer[]; onState?: (req: StateRequest) => Promise<unknown> } = {}): Promise<T> {
-    if (this.closed) return Promise.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
-    if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
+  run<T>(task: Task, opts: { signal?: AbortSignal; transfer?: ArrayBuffer[]; onState?: (req: StateRequest) => Promise<unknown>; onDone?: () => void } = {}): Promise<T> {
+    if (this.closed) {
+      opts.onDone?.();
+      return Promise.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
+    }
+    if (opts.signal?.aborted) {
+      opts.onDone?.();
+      return Promise.reject(opts.signal.reason);
+    }
     return new Promise<T>((resolve, reject) => {
-      const job: Job = { id: this.nextId++, task, transfer: opts.transfer ?? [], resolve: resolve as (v: unknown) => void, reject, onState: opts.onState, signal: opts.signal, bodyBytes: bodyBytes(task) };
+      const job: Job = { id: this.nextId++, task, transfer: opts.transfer ?? [], resolve: resolve as (v: unknown) => void, reject, onState: opts.onState, signal: opts.signal, bodyBytes: bodyBytes(task), onDone: opts.onDone };
       if (opts.signal) {
         job.onAbort = () => this.cancel(job);
         opts.signal.addEventListener('abort', job.onAbort, { once: true });
@@ -125,6 +136,13 @@ export class SearchPool {
 
   private settle(job: Job): void {
     if (job.signal && job.onAbort) job.signal.removeEventListener('abort', job.onAbort);
+  }
+
+  /** Calls the job's onDone once `exited` (a thread's exit, or nothing) has come. */
+  private done(job: Job, exited: Promise<unknown> = Promise.resolve()): void {
+    const onDone = job.onDone;
+    job.onDone = undefined;
+    if (onDone) void exited.then(onDone, onDone);
   }
 
   private free(slot: Slot): void {
@@ -156,8 +174,11 @@ export class SearchPool {
     this.settle(job);
     if (job.bodyBytes >= LARGE_BODY_BYTES) {
       this.renewed++;
-      this.replace(slot);
-    } else this.free(slot);
+      this.done(job, this.replace(slot));
+    } else {
+      this.free(slot);
+      this.done(job);
+    }
     if (m.ok) job.resolve(m.value);
     else {
       const { code, message, path, headers } = m.error;
@@ -169,7 +190,7 @@ export class SearchPool {
   private fail(slot: Slot, job: Job, e: unknown): void {
     if (slot.job !== job) return;
     this.settle(job);
-    this.replace(slot);
+    this.done(job, this.replace(slot));
     job.reject(e);
   }
 
@@ -180,6 +201,7 @@ export class SearchPool {
     this.slots[i] = this.start();
     if (job) {
       this.settle(job);
+      this.done(job);
       job.reject(new HttpError('internal', `search worker failed: ${e.message}`));
     }
     this.pump();
@@ -189,28 +211,33 @@ export class SearchPool {
     const q = this.queue.indexOf(job);
     if (q >= 0) {
       this.queue.splice(q, 1);
+      this.done(job);
       job.reject(job.signal?.reason);
       return;
     }
     const slot = this.slots.find((s) => s.job === job);
     if (!slot) return;
     this.recycled++;
-    this.replace(slot);
+    this.done(job, this.replace(slot));
     job.reject(job.signal?.reason);
   }
 
-  /** Terminate a slot's thread (its task is abandoned) and start a fresh one in its place. */
-  private replace(slot: Slot): void {
+  /** Terminate a slot's thread (its task is abandoned) and start a fresh one in its place; resolves once it has exited. */
+  private replace(slot: Slot): Promise<unknown> {
     const i = this.slots.indexOf(slot);
-    if (i < 0) return;
+    if (i < 0) return Promise.resolve();
     this.slots[i] = this.start();
-    void slot.worker.terminate();
+    const exited = slot.worker.terminate();
     this.pump();
+    return exited;
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const job of this.queue.splice(0)) job.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
+    for (const job of this.queue.splice(0)) {
+      this.done(job);
+      job.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
+    }
     // A referenced timer keeps the process alive until every thread has reported its exit: terminate()'s promise
     // alone did not always (about 1 server close in 80, with a thread still starting, the process exited with
     // close() pending, so an awaiting test teardown never resumed). It also bounds the wait, should a thread's

@@ -9,6 +9,8 @@ import { OtcStates } from './otcStates';
 import { Retriever, type OpenInfo, type OpenOptions } from './retriever';
 import { BodyBudget, type BodyLease, HttpError, parseJson, readBody, RequestBody, sendError, sendJson, sendJsonParts } from './http';
 import type { CheckedState } from './otcBody';
+import type { Task } from './search-worker';
+import type { StateRequest } from './env-work';
 import { DEFAULT_OTC_MAX_BYTES } from './otcStore';
 import { SearchPool, sliceBatch } from './search-pool';
 import { parseRetrieveRequest, replyTooLarge, retrieveResponseParts, searchResponseParts, validateRequest } from './env-work';
@@ -73,7 +75,7 @@ export const DEFAULT_MAX_BODY_BYTES_IN_FLIGHT = 64 * 1024 * 1024;
 const HEALTH_STATE_WAIT_MS = 25;
 
 /** `raw`: the request body bytes; `signal`: aborted when the request times out (work still running is then abandoned). */
-type HandlerContext = { raw: RequestBody; signal: AbortSignal };
+type HandlerContext = { raw: RequestBody; signal: AbortSignal; run: <T>(task: Task, opts?: { signal?: AbortSignal; transfer?: ArrayBuffer[]; onState?: (req: StateRequest) => Promise<unknown> }) => Promise<T> };
 /**
  * A reply is `body` (small, serialised here) or `parts`, JSON already serialised by a worker thread (http.ts
  * sendJsonParts); `toolCounts`: queries and empty results of a tool answer, for tool health.
@@ -172,11 +174,11 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       pattern: /^\/v1\/tools\/search$/,
       faulty: true,
       methods: {
-        POST: async (_req, body, _params, { raw, signal }) => {
+        POST: async (_req, body, _params, { raw, signal, run }) => {
           type Part = { results: Uint8Array; observations: Uint8Array; empty: number };
           if (raw.length > INLINE_PARSE_BYTES) {
             const { parts: bytes, transfer } = raw.movable();
-            const r = await pool.run<Part & { queries: number }>({ kind: 'search-raw', body: bytes, dialect: defaultDialect, maxBytes: maxReply }, { signal, transfer });
+            const r = await run<Part & { queries: number }>({ kind: 'search-raw', body: bytes, dialect: defaultDialect, maxBytes: maxReply }, { signal, transfer });
             checkReply([r.results, r.observations]);
             stats.queries += r.queries;
             return { body: null, parts: searchResponseParts([r]), toolCounts: { queries: r.queries, empty: r.empty } };
@@ -184,7 +186,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
           const q = validateRequest(SearchRequestSchema, await body());
           const dialect = q.dialect ?? defaultDialect;
           // A batch is cut into contiguous slices spread over the workers; the answers are joined in order.
-          const parts = await Promise.all(sliceBatch(q.queries, pool.size).map((queries) => pool.run<Part>({ kind: 'search', queries, topK: q.top_k, dialect, maxBytes: maxReply }, { signal })));
+          const parts = await Promise.all(sliceBatch(q.queries, pool.size).map((queries) => run<Part>({ kind: 'search', queries, topK: q.top_k, dialect, maxBytes: maxReply }, { signal })));
           checkReply(parts.flatMap((p) => [p.results, p.observations]));
           stats.queries += q.queries.length;
           const empty = parts.reduce((n, p) => n + p.empty, 0);
@@ -196,12 +198,12 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       pattern: /^\/v1\/grade$/,
       faulty: true,
       methods: {
-        POST: async (_req, _body, _params, { raw, signal }) => {
+        POST: async (_req, _body, _params, { raw, signal, run }) => {
           // Parsing, validation and scoring run in a worker; it asks for the run's OTC minima of its questions.
           let release: (() => void) | undefined;
           try {
             const { parts: bytes, transfer } = raw.movable();
-            const g = await pool.run<{ json: Uint8Array; records: number; run?: string; updates?: Record<string, number> }>(
+            const g = await run<{ json: Uint8Array; records: number; run?: string; updates?: Record<string, number> }>(
               { kind: 'grade', body: bytes },
               {
                 signal,
@@ -234,18 +236,18 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       pattern: RETRIEVE_PATH,
       faulty: true,
       methods: {
-        POST: async (_req, body, _params, { raw, signal }) => {
+        POST: async (_req, body, _params, { raw, signal, run }) => {
           type Part = { result: Uint8Array; empty: number };
           let parts: Part[];
           let queries: number;
           if (raw.length > INLINE_PARSE_BYTES) {
             const { parts: bytes, transfer } = raw.movable();
-            const r = await pool.run<Part & { queries: number }>({ kind: 'retrieve-raw', body: bytes, maxBytes: maxReply }, { signal, transfer });
+            const r = await run<Part & { queries: number }>({ kind: 'retrieve-raw', body: bytes, maxBytes: maxReply }, { signal, transfer });
             parts = [r];
             queries = r.queries;
           } else {
             const r = parseRetrieveRequest(await body());
-            parts = await Promise.all(sliceBatch(r.queries, pool.size).map((part) => pool.run<Part>({ kind: 'retrieve', queries: part, topK: r.k, returnScores: r.returnScores, maxBytes: maxReply }, { signal })));
+            parts = await Promise.all(sliceBatch(r.queries, pool.size).map((part) => run<Part>({ kind: 'retrieve', queries: part, topK: r.k, returnScores: r.returnScores, maxBytes: maxReply }, { signal })));
             queries = r.queries.length;
           }
           checkReply(parts.map((p) => p.result));
@@ -258,10 +260,10 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     {
       pattern: /^\/v1\/alerts$/,
       methods: {
-        POST: async (_req, body, _params, { raw, signal }) => {
+        POST: async (_req, body, _params, { raw, signal, run }) => {
           if (raw.length <= INLINE_PARSE_BYTES) return { body: alertsStep(await body()) };
           const { parts: bytes, transfer } = raw.movable();
-          return { body: null, parts: [await pool.run<Uint8Array>({ kind: 'alerts', body: bytes, maxBytes: maxReply }, { signal, transfer })] };
+          return { body: null, parts: [await run<Uint8Array>({ kind: 'alerts', body: bytes, maxBytes: maxReply }, { signal, transfer })] };
         },
       },
     },
@@ -269,9 +271,9 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       // The core's reward-hacking scanners over one step's rollouts (format checks per record: a worker's job).
       pattern: /^\/v1\/scan$/,
       methods: {
-        POST: async (_req, _body, _params, { raw, signal }) => {
+        POST: async (_req, _body, _params, { raw, signal, run }) => {
           const { parts: bytes, transfer } = raw.movable();
-          return { body: null, parts: [await pool.run<Uint8Array>({ kind: 'scan', body: bytes, maxBytes: maxReply }, { signal, transfer })] };
+          return { body: null, parts: [await run<Uint8Array>({ kind: 'scan', body: bytes, maxBytes: maxReply }, { signal, transfer })] };
         },
       },
     },
@@ -286,10 +288,10 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
         },
         // The body is parsed and checked in a search worker that is then replaced (otcBody.ts: its heap goes back to the
         // system), and kept only if the request has not timed out by then — decided here, synchronously, with the answer.
-        PUT: async (_req, _body, params, { raw, signal }) => {
+        PUT: async (_req, _body, params, { raw, signal, run: work }) => {
           const run = runParam(params);
           const { parts: bytes, transfer } = raw.movable();
-          const checked = await pool.run<CheckedState>({ kind: 'otc-state', body: bytes, maxBytes: otcMaxBytes }, { signal, transfer });
+          const checked = await work<CheckedState>({ kind: 'otc-state', body: bytes, maxBytes: otcMaxBytes }, { signal, transfer });
           if (signal.aborted) throw signal.reason;
           otc.set(run, checked);
           return { body: { run, questions: checked.questions } };
@@ -305,7 +307,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
 
   const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
-  async function handle(req: IncomingMessage, res: ServerResponse, signal: AbortSignal, lease: BodyLease): Promise<Reply> {
+  async function handle(req: IncomingMessage, res: ServerResponse, signal: AbortSignal, lease: BodyLease, run: HandlerContext['run']): Promise<Reply> {
     const path = authenticate(req, token); // Authorization: Bearer, or /t/<token>/… for clients that only take a URL
     const route = routes.find((r) => r.pattern.test(path));
     if (!route) throw new HttpError('not_found', `no endpoint ${path}`);
@@ -325,7 +327,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       }
     }
     if (res.headersSent) return { body: null }; // timed out meanwhile: do no work for nobody
-    return handler(req, async () => parseJson(raw.bytes), params, { raw, signal });
+    return handler(req, async () => parseJson(raw.bytes), params, { raw, signal, run });
   }
 
   let inFlight = 0;
@@ -347,8 +349,18 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
     const toolDone = toolHealth.start(routePath(req.url));
     let timer: NodeJS.Timeout | undefined;
     const abort = new AbortController();
-    const lease = bodyBudget.lease(abort.signal); // the large body's bytes, held until the request is answered
-    res.once('close', lease.release);
+    // The large body's bytes are held until the request is answered and no worker thread works on it any more: a
+    // timed-out parse goes on until its thread can exit (a native JSON.parse is not interrupted), holding its memory,
+    // so abandoned work counts against the budget as running work does.
+    const lease = bodyBudget.lease(abort.signal);
+    let answered = false;
+    let working = 0;
+    const releaseIfIdle = () => answered && working === 0 && lease.release();
+    res.once('close', () => ((answered = true), releaseIfIdle()));
+    const run: HandlerContext['run'] = (task, opts = {}) => {
+      working++;
+      return pool.run(task, { signal: abort.signal, ...opts, onDone: () => (working--, releaseIfIdle()) });
+    };
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         stats.timeouts++;
@@ -358,7 +370,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
       }, timeoutMs);
       timer.unref();
     });
-    Promise.race([handle(req, res, abort.signal, lease), timeout])
+    Promise.race([handle(req, res, abort.signal, lease, run), timeout])
       .then(({ status, body, parts, toolCounts }) => {
         stats.ok++;
         toolDone?.(true, body, undefined, toolCounts);

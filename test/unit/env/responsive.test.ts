@@ -79,11 +79,18 @@ test('pool: a cancelled running task is abandoned, its thread replaced, and the 
   await pool.ready(); // so the grade below is running (not queued) when it is cancelled
   const abort = new AbortController();
   const body = new TextEncoder().encode(heavyGrade());
-  const slow = pool.run({ kind: 'grade', body: [body] }, { signal: abort.signal, onState: async () => ({ version: 1, min_tool_calls: {} }) });
+  let doneAt = 0;
+  let gone!: () => void;
+  const threadGone = new Promise<void>((r) => (gone = r));
+  const slow = pool.run({ kind: 'grade', body: [body] }, { signal: abort.signal, onState: async () => ({ version: 1, min_tool_calls: {} }), onDone: () => ((doneAt = performance.now()), gone()) });
   const queued = pool.run({ kind: 'search', queries: ['Pavia Cathedral dome'], topK: 1, dialect: 'coa' });
   abort.abort(new Error('cancelled by the test'));
   await assert.rejects(slow, /cancelled by the test/);
   assert.equal(pool.recycled, 1);
+  // The task's onDone waits for its abandoned thread to exit (its memory is held until then), not for the rejection.
+  assert.equal(doneAt, 0, 'not done when the promise is rejected');
+  await threadGone;
+  assert.ok(doneAt > 0);
   // The task queued behind it runs on the fresh thread.
   const r = (await queued) as { results: Uint8Array };
   assert.equal(JSON.parse(`[${Buffer.from(r.results).toString('utf8')}]`)[0][0].title, retriever.search('Pavia Cathedral dome', 1)[0].title);
