@@ -2,7 +2,8 @@
 from the signal to the process's exit, the exit status, the stage's last event and the phase its stop line names —
 for pretrain and SFT-2 (the supervised loop) and RL-1 (GRPO, against a real environment server).
 
-    .venv/bin/python bench/reliability/signals.py [--repo PATH] [--json OUT] [--before ROWS.json] [--write]
+    .venv/bin/python bench/reliability/signals.py [--repo PATH] [--json OUT] [--before RUN.json] [--write]
+    .venv/bin/python bench/reliability/signals.py --rows RUN.json [--before RUN.json] [--write]   # no new runs
 
 Each row is one `python -m coa_trainer train` run: the phase is read from the trainer's own events (COA_TRACE_PHASES=1:
 a debug `log` as each phase of a step begins), the signal is sent as soon as that line arrives, and the clock stops
@@ -12,8 +13,9 @@ before (into the update of a supervised stage, the rollout of an RL one) and the
 final save and evaluation); the other phases cannot be found there and are left out. The environment server is this
 checkout's (built: `node scripts/build.mjs`). Target: every phase stops within 5 s, `cancelled`, exit 130.
 
---json writes the rows (a list of objects) for bench/reliability's table; --before puts the rows of an earlier run
-(`--repo <older checkout> --json`) beside this run's; --write replaces this script's section of bench/RESULTS.md."""
+--json writes the run ({"commit", "load_before", "load_after", "rows": [one object per row]}) for bench/reliability's
+table; --before puts an earlier run's rows (`--repo <older checkout> --json`) beside this run's; --rows renders a
+saved run instead of running; --write replaces this script's section of bench/RESULTS.md."""
 
 from __future__ import annotations
 
@@ -101,7 +103,7 @@ def stop_once(repo: Path, config: Path, run: Path, stage: str, phase: str, step:
             str(run), *([f"--env-url={env_url}"] if env_url else [])]
     proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
-    traced, trigger, sent = False, None, None
+    traced, trigger, sent, ended = False, None, None, None
     for line in proc.stdout:
         try:
             e = json.loads(line)
@@ -119,11 +121,17 @@ def stop_once(repo: Path, config: Path, run: Path, stage: str, phase: str, step:
             sent = time.time()
             break
         if e["type"] in ("stage_finished", "error"):
+            ended = e
             break
-    if sent is None:  # the phase never came (a trainer without phase events, and no fallback for it)
+    if sent is None:
         proc.kill()
         proc.wait()
-        return None
+        if ended is None or (not traced and fallback is None):  # a trainer without phase events, no fallback for it
+            return None
+        why = ended.get("message") or ended.get("status")  # the run ended before the phase: say so, never drop it
+        return {"stage": stage, "phase": phase, "signal": sig, "trigger": f"never: the run ended first ({why[:80]})",
+                "seconds_to_exit": None, "exit": proc.returncode, "final_event": f"{ended['type']}",
+                "stopped_in": None, "event_after_s": None}
     try:  # keep reading: a trainer blocked on a full pipe would never exit
         for _ in proc.stdout:
             if time.time() - sent > LIMIT_S:
@@ -148,6 +156,8 @@ def stop_once(repo: Path, config: Path, run: Path, stage: str, phase: str, step:
 def cell(r: dict | None) -> str:
     if r is None:
         return "— (no event for the phase)"
+    if r["trigger"].startswith("never"):
+        return f"not signalled: {r['trigger']}"
     secs = "did not exit" if r["seconds_to_exit"] is None else f"{r['seconds_to_exit']:.2f} s"
     return f"{secs}, exit {r['exit']}, {r['final_event']}"
 
@@ -173,8 +183,31 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--only", default=None, help="comma list of stage:phase (e.g. rl1:update)")
-    ap.add_argument("--before", type=Path, default=None, help="rows (--json) of a run with --repo <older checkout>")
+    ap.add_argument("--before", type=Path, default=None, help="a run (--json) with --repo <older checkout>")
+    ap.add_argument("--rows", type=Path, default=None, help="a saved run (--json) to render instead of running")
     args = ap.parse_args()
+
+    if args.rows:
+        run = json.loads(args.rows.read_text())
+    else:
+        run = measure(args)
+    before = json.loads(args.before.read_text()) if args.before else None
+    text = table(run["rows"], before["rows"] if before else None)
+    print(text)
+    if args.json and not args.rows:
+        args.json.write_text(json.dumps(run, indent=2) + "\n")
+    if args.write:
+        write_section(run, before, text, args)
+
+
+def commit_of(repo: Path) -> str:
+    r = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return (r.stdout.strip() or "unknown") + (" (with uncommitted changes)" if dirty else "")
+
+
+def measure(args: argparse.Namespace) -> dict:
     from coa_trainer.env.client import EnvClient
 
     load_before = os.getloadavg()
@@ -192,30 +225,31 @@ def main() -> None:
                 if row is not None:
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-    load_after = os.getloadavg()
-    before = json.loads(args.before.read_text()) if args.before else None
-    text = table(rows, before)
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
-    if args.write:
-        write_section(rows, text, args, load_before, load_after)
+    return {"commit": commit_of(args.repo.resolve()), "date": time.strftime("%Y-%m-%d"),
+            "load_before": [round(x, 1) for x in load_before], "load_after": [round(x, 1) for x in os.getloadavg()],
+            "rows": rows}
 
 
-def write_section(rows: list[dict], text: str, args: argparse.Namespace, before: tuple, after: tuple) -> None:
+def load(run: dict) -> str:
+    return (f"load average {' / '.join(f'{x:.1f}' for x in run['load_before'])} at its start, "
+            f"{' / '.join(f'{x:.1f}' for x in run['load_after'])} at its end")
+
+
+def write_section(run: dict, before: dict | None, text: str, args: argparse.Namespace) -> None:
     path = ROOT / "bench" / "RESULTS.md"
+    rows = run["rows"]
     met = [r for r in rows if r["seconds_to_exit"] is not None and r["seconds_to_exit"] <= TARGET_S and r["exit"] == 130
            and r["final_event"] == "stage_finished cancelled"]
-    repo = "" if args.repo.resolve() == ROOT else f" --repo {args.repo}"
-    if args.before:
-        repo += f" --before {args.before}"
+    was = (f"\nBefore: the trainer at {before['commit']} (`--repo <that checkout> --json before.json`, {before['date']}; "
+           f"{load(before)}), signalled as the script's doc says for a trainer without phase events."
+           if before else "")
     section = f"""## bench/reliability/signals
 
-_Last run: {time.strftime('%Y-%m-%d')}_
+_Last run: {run['date']}_
 
-Command: `.venv/bin/python bench/reliability/signals.py{repo} --write`
-Machine: {platform.system().lower()} {platform.machine()}, {os.cpu_count()} cores (shared), CPU; load average
-{before[0]:.1f} / {before[1]:.1f} / {before[2]:.1f} before, {after[0]:.1f} / {after[1]:.1f} / {after[2]:.1f} after.
+Command: `.venv/bin/python bench/reliability/signals.py{' --before before.json' if before else ''} --write` (the
+trainer at {run['commit']}).
+Machine: {platform.system().lower()} {platform.machine()}, {os.cpu_count()} cores (shared), CPU; {load(run)}.{was}
 Models: embedded, {MODEL['hidden_size']}×{MODEL['num_layers']} (~6 M parameters) for pretrain and SFT-2,
 {RL_MODEL['hidden_size']}×{RL_MODEL['num_layers']} (~0.6 M) for RL-1 (OTC-GRPO, 2 questions × G=8, its own
 environment server). One run per row; the signal goes as soon as the trainer's event for the phase arrives.
@@ -223,7 +257,8 @@ environment server). One run per row; the signal goes as soon as the trainer's e
 {text}
 
 Target: exit 130 with `stage_finished` cancelled within {TARGET_S:g} s of the signal in every phase — met in
-{len(met)} of {len(rows)}. GPU: unmeasured.
+{len(met)} of {len(rows)}. A stopped trainer now also skips the interpreter's teardown of torch (0.7–0.8 s of CPU,
+3–8 s of wall time at this load), which the before figures include. GPU: unmeasured.
 """
     current = path.read_text() if path.is_file() else "# Benchmarks\n"
     pattern = re.compile(r"^## bench/reliability/signals\n.*?(?=^## |\Z)", re.S | re.M)
