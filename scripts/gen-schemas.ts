@@ -18,6 +18,7 @@
 //   schemas/rewards.json            the reward schemes, and those that need a question's whole group (src/core/rewards.ts)
 //   schemas/config-paths.json       the run config's path fields, resolved against the config file (src/core/data/paths.ts)
 //   schemas/boundary-report.schema.json  the search boundary meter's report file (src/core/boundary.ts)
+//   schemas/line-index.json         the line index beside a rollouts file: its name and entry (src/core/lineIndex.ts)
 //   schemas/python/*.schema.json    the same contracts shaped for the generated Python classes (gen-python-contracts.mjs)
 // Usage: node dist/gen-schemas.js [outDir]   (default: ./schemas, relative to the working directory)
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -41,6 +42,7 @@ import { QUESTION_MARKERS } from '../src/core/importers/verl-parquet';
 import { GROUP_SCHEMES } from '../src/core/rewards';
 import { CONFIG_COMMAND_FIELDS, CONFIG_LEGACY_DEFAULTS, CONFIG_PATH_FIELDS } from '../src/core/data/paths';
 import { BOUNDARY_CLASS_NAMES, BoundaryReportSchema } from '../src/core/boundary';
+import { LINE_INDEX_REPLACES, LINE_INDEX_SUFFIX, LineIndexEntrySchema } from '../src/core/lineIndex';
 
 const outDir = resolve(process.argv[2] ?? 'schemas');
 mkdirSync(outDir, { recursive: true });
@@ -180,6 +182,7 @@ const files: [string, unknown][] = [
   ['python/agent-metric.schema.json', { title: 'AgentMetric', description: 'An agent metric of graded trajectories (src/core/metrics.ts AGENT_METRICS).', type: 'string', enum: AGENT_METRIC_NAMES }],
   ['python/stage-info.schema.json', { ...z.toJSONSchema(StageInfoSchema, { io: 'output', target: 'draft-2020-12' }), title: 'StageInfo' }],
   ['boundary-report.schema.json', { ...z.toJSONSchema(BoundaryReportSchema, { io: 'output', target: 'draft-2020-12' }), title: 'Search boundary report' }],
+  ['line-index.json', { replaces: LINE_INDEX_REPLACES, suffix: LINE_INDEX_SUFFIX, entry: { ...z.toJSONSchema(LineIndexEntrySchema, { io: 'output', target: 'draft-2020-12' }), title: 'Line index entry' } }],
   ['python/boundary-class.schema.json', { title: 'BoundaryClass', description: 'A question\'s class by the search boundary meter (src/core/boundaryClasses.ts BOUNDARY_CLASSES).', type: 'string', enum: BOUNDARY_CLASS_NAMES }],
   ['python/boundary-metric.schema.json', { title: 'BoundaryMetric', description: 'A metric of the search boundary meter run inside RL (src/core/metrics.ts BOUNDARY_METRICS).', type: 'string', enum: BOUNDARY_METRIC_NAMES }],
   ['python/error-code.schema.json', { title: 'ErrorCode', description: 'What stopped a trainer command (src/core/events.ts TRAINER_ERRORS).', type: 'string', enum: TRAINER_ERROR_CODES }],

@@ -43,13 +43,25 @@ export interface LivePanelSavedState {
   xAxis?: 'step' | 'relative' | 'wall';
 }
 
+/**
+ * A record by reference — never the record itself: one of a run stage's record files and the 0-based line in it.
+ * The host keeps where each line's bytes are (the file's line index, src/core/lineIndex.ts). For a verl run, the
+ * rollouts of `step` are its dump `<rollout_data_dir>/<step>.jsonl`.
+ */
+export interface RecordRef {
+  run: string;
+  stage: string;
+  file: 'rollouts' | 'flagged';
+  /** The step the record was listed under. */
+  step: number;
+  line: number;
+}
+
 /** One rollout of a step, as the host lists it from the stage's rollouts file. */
 export interface RolloutItem {
   id: string;
-  /** 0-based line in the rollouts file; where its bytes are, when the host knows (a hint it checks). */
+  /** 0-based line in the rollouts file. */
   line: number;
-  offset?: number;
-  length?: number;
   question: string;
   reward: number | null;
   /** Tool calls of the trajectory when the record says (reward.tool_calls), else null. */
@@ -59,10 +71,8 @@ export interface RolloutItem {
 /** A record the reward-hacking scanners flagged at a step (the stage's flagged.coa.jsonl, src/core/scanners.ts). */
 export interface FlaggedItem {
   id: string;
-  /** 0-based line in flagged.coa.jsonl and where its bytes are (a hint for the record view). */
+  /** 0-based line in flagged.coa.jsonl. */
   line: number;
-  offset: number;
-  length: number;
   rules: string[];
   detail: string;
 }
@@ -80,12 +90,14 @@ export type HostToPanel =
 export type PanelToHost =
   /** The page's message listener is attached: the host may post. */
   | { type: 'ready' }
-  | { type: 'openSample'; run: string; stage: string; step: number; id: string; record: unknown }
+  /** Open a sampled rollout (a `sample` event's record) in the record view: found by its step and id in the stage's
+   * rollouts. */
+  | { type: 'openSample'; run: string; stage: string; step: number; id: string }
   | { type: 'addRun' }
   | { type: 'removeRun'; run: string }
   /** A point of a chart was clicked: list the rollouts the stage wrote at that step. */
   | { type: 'stepRollouts'; run: string; stage: string; step: number; clicked?: number }
-  /** Open one listed rollout (its line in the stage's rollouts file) in the record view. */
-  | { type: 'openRollout'; run: string; stage: string; id: string; line: number; offset?: number; length?: number; file?: 'flagged' }
+  /** Open one listed rollout, or a record the scanners flagged, in the record view. */
+  | { type: 'openRollout'; ref: RecordRef }
   /** The GRPO groups of a step of a stage's rollouts (the group view beside the panel). */
   | { type: 'openGroups'; run: string; stage: string; step: number };

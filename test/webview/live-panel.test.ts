@@ -173,7 +173,7 @@ test('the demo pipeline: stage tabs, RL-2 and RL-2-OTC overlaid, hover readout, 
     assert.match((await h.page.locator('#step-rollouts h3').textContent()) ?? '', new RegExp(`step ${nearest} · 3 rollouts`));
     await h.page.locator(`#step-rollouts li[data-id="q1-${nearest}-1"]`).click();
     const open = (await posted(h.page)).find((m) => m.type === 'openRollout');
-    assert.deepEqual(open, { type: 'openRollout', run: ask.run, stage: ask.stage, id: `q1-${nearest}-1`, line: 101 });
+    assert.deepEqual(open, { type: 'openRollout', ref: { run: ask.run, stage: ask.stage, file: 'rollouts', step: nearest, line: 101 } }, 'a reference: the rollouts of the step listed, the line');
     // Alerts: grouped by kind with a count, marked on the charts at their steps.
     const alerts = [alertEvent('demo', 'rl2', 12, 'tool_call_explosion', 'TC 3.1 vs 1.4'), alertEvent('demo', 'rl2', 30, 'tool_call_explosion', 'TC 3.5 vs 1.4'), alertEvent('demo', 'rl2-otc', 20, 'tool_call_explosion', 'TC 3.0 vs 1.1'), alertEvent('demo', 'rl2', 40, 'all_wrong_groups', '62% of groups have no correct rollout')];
     await h.page.evaluate(({ run, events }) => window.postMessage({ type: 'events', run, events }, '*'), { run: DEMO_RUN.key, events: alerts });
@@ -274,8 +274,8 @@ test('RL metrics grouped by name, unknown ones under Other, runs overlaid, alert
     assert.match((await group.textContent()) ?? '', /^2 × all-wrong groups/);
     // Clicking a sampled rollout asks the host to open it.
     await h.page.locator('#samples li[data-id="rl1-8-b"]').click();
-    const open = (await posted(h.page)).find((m) => m.type === 'openSample') as { run: string; stage: string; step: number; id: string; record: { id: string } } | undefined;
-    assert.deepEqual(open && { run: open.run, stage: open.stage, step: open.step, id: open.id, rid: open.record.id }, { run: b.key, stage: 'rl1', step: 8, id: 'rl1-8-b', rid: 'rl1-8-b' });
+    const open = (await posted(h.page)).find((m) => m.type === 'openSample');
+    assert.deepEqual(open, { type: 'openSample', run: b.key, stage: 'rl1', step: 8, id: 'rl1-8-b' }, 'the sample by step and id, never the record');
     // The state kept for a window reload: runs and smoothing.
     const state = await h.page.evaluate(() => (window as unknown as { __state: unknown }).__state);
     assert.deepEqual(state, { runs: [a, b], smoothing: 0.6, pinned: [] });

@@ -221,10 +221,10 @@ function rebuildTab(): void {
 
 // ---- rollouts -----------------------------------------------------------------------------------------------
 let stepQuery: StepRollouts | null = null;
-function openRollout(item: { id: string; line: number; offset?: number; length?: number }): void {
+/** A listed rollout, by reference (its line in the stage's rollouts of the step asked for): the host opens it. */
+function openRollout(item: { line: number }): void {
   if (!stepQuery) return;
-  const at = item.offset !== undefined && item.length !== undefined ? { offset: item.offset, length: item.length } : {};
-  vscode.postMessage({ type: 'openRollout', run: stepQuery.run, stage: stepQuery.stage, id: item.id, line: item.line, ...at });
+  vscode.postMessage({ type: 'openRollout', ref: { run: stepQuery.run, stage: stepQuery.stage, file: 'rollouts', step: stepQuery.step, line: item.line } });
 }
 renderStepRollouts(stepRolloutsEl, model, null, openRollout);
 let stepDiag: StepDiagnostics | null = null;
@@ -233,7 +233,7 @@ function drawStepDiagnostics(): void {
     stepDiagEl,
     stepDiag,
     () => stepDiag && vscode.postMessage({ type: 'openGroups', run: stepDiag.run, stage: stepDiag.stage, step: stepDiag.rolloutStep }),
-    (f) => stepDiag && vscode.postMessage({ type: 'openRollout', run: stepDiag.run, stage: stepDiag.stage, id: f.id, line: f.line, offset: f.offset, length: f.length, file: 'flagged' }),
+    (f) => stepDiag && vscode.postMessage({ type: 'openRollout', ref: { run: stepDiag.run, stage: stepDiag.stage, file: 'flagged', step: stepDiag.step, line: f.line } }),
   );
 }
 function drawHistograms(): void {
@@ -311,7 +311,7 @@ function draw(force: boolean): void {
   if (model.listsChanged || force) {
     renderRuns(runsEl, model, (key) => vscode.postMessage({ type: 'removeRun', run: key }));
     drawAlerts();
-    renderSamples(samplesList, model, SAMPLES_SHOWN, (s) => vscode.postMessage({ type: 'openSample', run: s.run.info.key, stage: s.stage, step: s.step, id: s.id, record: s.record }));
+    renderSamples(samplesList, model, SAMPLES_SHOWN, (s) => vscode.postMessage({ type: 'openSample', run: s.run.info.key, stage: s.stage, step: s.step, id: s.id }));
     if (shownTab) renderTabHead(tabHeadEl, model, model.tabs().find((t) => t.id === shownTab), smoothing, isHidden, toggleLine);
     model.listsChanged = false;
   }

@@ -54,7 +54,6 @@ export interface SampleItem {
   id: string;
   question: string;
   reward: number | null;
-  record: unknown;
   /** Arrival order (the list shows the newest first). */
   seq: number;
 }
@@ -403,7 +402,7 @@ export class PanelModel {
           if (!steps.length || steps[steps.length - 1] < e.step) steps.push(e.step);
           else if (!steps.includes(e.step)) steps.splice(steps.findIndex((x) => x > e.step), 0, e.step);
           const r = e.record as { id: string; question?: string; reward?: { total?: number | null } | null };
-          run.samples.push({ stage: e.stage, step: e.step, id: r.id, question: r.question ?? '', reward: r.reward?.total ?? null, record: e.record, seq: this.seq++ });
+          run.samples.push({ stage: e.stage, step: e.step, id: r.id, question: r.question ?? '', reward: r.reward?.total ?? null, seq: this.seq++ });
           if (run.samples.length > MAX_SAMPLES) run.samples.splice(0, run.samples.length - MAX_SAMPLES);
           this.listsChanged = true;
           break;

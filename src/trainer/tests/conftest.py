@@ -98,6 +98,27 @@ def read_events(run_dir: Path) -> list[dict]:
 _OBSERVED: dict[str, dict[str, str]] = {}
 
 
+def read_line_index(path: Path) -> list[dict]:
+    """The entries of a record file's line index (base/line_index.py), checked to describe the file: each entry's
+    lines are records of its step at its byte offsets, entries follow one another, the last ends where the file ends."""
+    from coa_trainer.base.line_index import index_path
+
+    data = path.read_bytes()
+    entries = [json.loads(x) for x in index_path(path).read_text().splitlines()]
+    line = end = 0
+    for e in entries:
+        assert e["line"] == line and e["offsets"][0] == end, (e, line, end)
+        bounds = [*e["offsets"], e["end"]]
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+            row = data[a:b]
+            assert row.endswith(b"\n") and b"\n" not in row[:-1]
+            assert json.loads(row)["meta"]["step"] == e["step"]
+            assert data[:a].count(b"\n") == e["line"] + i
+        line, end = e["line"] + len(e["offsets"]), e["end"]
+    assert end == len(data)
+    return entries
+
+
 def observed(bench):
     """`bench` with its oracle observations from the real environment server on its corpus (one batched call; one
     server per distinct corpus in a test session). Fails, never skips, when the server cannot run."""

@@ -12,7 +12,7 @@ import pytest
 from coa_trainer.env.client import EnvClient
 from coa_trainer.base.events import event_error, record_error
 from coa_trainer.model.statefile import read_state_file, write_state_file
-from conftest import PY, REPO, TINY, needs_env_server, merge, read_events, run_trainer
+from conftest import PY, REPO, TINY, needs_env_server, merge, read_events, read_line_index, run_trainer
 
 pytestmark = needs_env_server()
 
@@ -84,6 +84,10 @@ def _check_events_and_rollouts(run, label, steps, group):
     assert "heldout_em" in m[2]
     assert len([e for e in events if e["type"] == "sample"]) == steps
     rollouts = [json.loads(x) for x in (run / "stages" / label / "rollouts.coa.jsonl").read_text().splitlines()]
+    # The line index beside it: one entry per sampled step (sample_every 1), what the editor reads a step's rows by.
+    assert [e["step"] for e in read_line_index(run / "stages" / label / "rollouts.coa.jsonl")] == list(range(1, steps + 1))
+    if (run / "stages" / label / "flagged.coa.jsonl").is_file():
+        read_line_index(run / "stages" / label / "flagged.coa.jsonl")
     # The sampler's log-probs against the trainer's before each step's update: one histogram per logged step over
     # every trained token, fp32 on one CPU agreeing to far below the alert's 0.05 nats.
     hist = {e["step"]: e for e in events if e["type"] == "histogram"}
@@ -157,6 +161,13 @@ def test_rl2_label_events_sigterm_and_bit_exact_resume(tmp_path, base):
         for key in ("loss", "reward_mean", "response_len", "tc", "entropy", "kl", "grad_norm"):
             assert mb[step][key] == ma[step][key], (step, key, ma[step][key], mb[step][key])
     assert _otc_state(env, "b.rl2-otc")["min_tool_calls"].get("a question from before the restart ?") == 1
+    # The resumed stage cut its record files and their indexes back to the checkpoint and wrote the rest again: the
+    # same files, the same indexes as the run that was never stopped.
+    for name in ("rollouts.coa.jsonl", "flagged.coa.jsonl"):
+        fa, fb = a / "stages" / "rl2-otc" / name, b / "stages" / "rl2-otc" / name
+        assert fa.is_file() == fb.is_file()
+        if fa.is_file():
+            assert read_line_index(fb) == read_line_index(fa), name
 
 
 def test_torchrun_two_processes_equal_one(tmp_path, base):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, env_server_available
+from conftest import REPO, env_server_available, read_line_index
 
 CORPUS = REPO / "examples" / "data" / "search-r1" / "corpus_example.jsonl"
 QUESTIONS = [("Who was Evan Morris a lobbyist for?", ["Genentech"]),
@@ -114,6 +114,9 @@ def test_rollouts_are_records_with_the_graders_breakdown(trl_run):
     assert sorted({r["meta"]["step"] for r in rows}) == list(range(1, STEPS + 1))
     assert all(len(r["tokens"]["ids"]) > 0 and r["reward"]["scheme"] == "em" for r in rows)
     assert {r["meta"]["group"] for r in rows if r["meta"]["step"] == 1} == {"1-g0"}  # 4 generations of one prompt
+    # their line index: the editor reads a step's rows by it (one entry per reward call, in step order)
+    entries = read_line_index(trl_run / "stages" / "trl" / "rollouts.coa.jsonl")
+    assert sorted({e["step"] for e in entries}) == list(range(1, STEPS + 1))
     events = _events(trl_run)
     reward_means = {e["step"]: e["values"]["rewards/coa_reward/mean"] for e in events
                     if e["type"] == "metrics" and "rewards/coa_reward/mean" in e["values"]}

@@ -108,6 +108,7 @@ test('each rule: repeated query, answer before thought, a length outlier; unrewa
 
 test('a stage\'s flagged.coa.jsonl as the trainer writes it (findings in meta.scan): the live panel lists a step\'s examples with their rules', async () => {
   const { flaggedOfStep } = await import('../../../src/extension/providers/livePanel/records');
+  const { StepIndex } = await import('../../../src/core/lineIndex');
   const dir = mkdtempSync(join(tmpdir(), 'coa-scan-'));
   try {
     const inj = injected();
@@ -115,11 +116,11 @@ test('a stage\'s flagged.coa.jsonl as the trainer writes it (findings in meta.sc
     const s = scanBatch(batch);
     const file = join(dir, 'flagged.coa.jsonl');
     writeFileSync(file, s.flagged.map((f) => JSON.stringify({ ...batch[f.index], meta: { ...batch[f.index].meta, scan: f.findings } })).join('\n') + '\n');
-    const items = await flaggedOfStep(file, inj.leak.meta!.step!);
+    const items = await flaggedOfStep(new StepIndex(file), inj.leak.meta!.step!);
     assert.deepEqual(items.map((i) => [i.id, i.rules]), s.flagged.map((f) => [batch[f.index].id, f.findings.map((x) => x.rule)]));
     assert.ok(items.some((i) => i.id === inj.leak.id && /golden answer/.test(i.detail)));
-    assert.deepEqual(await flaggedOfStep(file, 99999), []);
-    assert.deepEqual(await flaggedOfStep(join(dir, 'none.jsonl'), 1), [], 'no file: nothing flagged');
+    assert.deepEqual(await flaggedOfStep(new StepIndex(file), 99999), []);
+    assert.deepEqual(await flaggedOfStep(new StepIndex(join(dir, 'none.jsonl')), 1), [], 'no file: nothing flagged');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,5 +1,6 @@
-// The record view's pure path on a real run's rollouts (test/fixtures/demo-run: RL-2-OTC, 1,536 records): the live
-// panel lists a step's rollouts with byte offsets, the record is read at its offset, and its notebook says which line
+// The record view's pure path on a real run's rollouts (test/fixtures/demo-run: RL-2-OTC, 1,536 records, written
+// before line indexes: its lines are parsed): the live panel lists a step's rollouts by line, the host knows their
+// byte offsets, the record is read at its offset, and its notebook says which line
 // of which file it is, shows its steps and a reward equal to the one its run stored (OTC-GRPO with the run's own
 // n), and saves back byte-identical.
 import { test } from 'node:test';
@@ -9,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { demoRun } from '../../fixtures/demoRun';
 import { rolloutsOfStep } from '../../../src/extension/providers/livePanel/records';
+import { StepIndex } from '../../../src/core/lineIndex';
 import { readLineAt } from '../../../src/extension/providers/notebook/recordFile';
 import { notebookToText, textToNotebook } from '../../../src/extension/providers/notebook/codec';
 import { META_KEY, REWARD_MIME, cellMeta, type NotebookMeta, type RewardOutput } from '../../../src/extension/providers/notebook/cells';
@@ -26,11 +28,13 @@ const rewardOf = (text: string, line: number) => {
 
 test('a listed rollout of a 1,536-record file is read at its offset and opens as its own notebook', async () => {
   assert.equal(lines.length, 1536);
-  const { items, total } = await rolloutsOfStep(lines, 40);
+  const index = new StepIndex(FILE);
+  const { items, total } = await rolloutsOfStep(index, 40);
   assert.ok(total > 0 && items.length === total);
   for (const it of [items[0], items.at(-1)!]) {
-    const at = await readLineAt(FILE, it.line + 1, { offset: it.offset, length: it.length });
-    assert.equal(at.offset, it.offset, 'the listed offset is where the line is');
+    const where = (await index.locate(it.line))!;
+    const at = await readLineAt(FILE, it.line + 1, where);
+    assert.equal(at.offset, where.offset, 'the offset the host keeps is where the line is');
     assert.equal(at.bytes.toString(), lines[it.line]);
     const text = at.bytes.toString() + at.eol;
     const { nb, out } = rewardOf(text, it.line + 1);

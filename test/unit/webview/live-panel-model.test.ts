@@ -6,8 +6,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PanelModel, alertWords, ema, groupOf, matchesFilter, nearestIndex, readout, stepGaps } from '../../../webview/live-panel/model';
-import { chunk, isSafeStageName, rolloutsOfStep } from '../../../src/extension/providers/livePanel/records';
-import { locateId } from '../../../src/extension/providers/browser/locate';
+import { chunk, isSafeStageName, lineOfSample, rolloutsOfStep } from '../../../src/extension/providers/livePanel/records';
+import { StepIndex } from '../../../src/core/lineIndex';
 import { parseEvent, type TrainerEvent } from '../../../src/core/events';
 
 const FIXTURE = join(__dirname, '../../fixtures/live-panel/tiny-pretrain-sft1.events.jsonl');
@@ -174,37 +174,47 @@ test('the readout helpers: nearest step, filter words', () => {
 
 test('the host lists the rollouts of one step from a real rollouts file', async () => {
   const lines = readFileSync(ROLLOUTS, 'utf8').split('\n');
-  const { items, total } = await rolloutsOfStep(lines, 2);
+  const index = new StepIndex(ROLLOUTS);
+  const { items, total } = await rolloutsOfStep(index, 2);
   const expected = lines.map((l, i) => [l, i] as const).filter(([l]) => l.trim() && JSON.parse(l).meta.step === 2);
   assert.equal(total, expected.length);
   assert.ok(total > 0);
   assert.deepEqual(items.map((r) => r.line), expected.map(([, i]) => i));
   const first = JSON.parse(expected[0][0]);
+  assert.deepEqual(items[0], { id: first.id, line: expected[0][1], question: first.question, reward: first.reward.total, toolCalls: first.reward.tool_calls });
+  // The page gets lines; the host keeps where their bytes are.
   const offset = lines.slice(0, expected[0][1]).reduce((n, l) => n + Buffer.byteLength(l) + 1, 0);
-  assert.deepEqual(items[0], { id: first.id, line: expected[0][1], offset, length: Buffer.byteLength(expected[0][0]), question: first.question, reward: first.reward.total, toolCalls: first.reward.tool_calls });
-  // The offset is where the line's bytes are in the file the lines were read from.
-  assert.equal(Buffer.from(lines.join('\n')).subarray(offset, offset + items[0].length).toString(), expected[0][0]);
-  assert.equal((await rolloutsOfStep(lines, 99)).total, 0);
-  assert.equal((await rolloutsOfStep(lines, 2, 1)).items.length, 1, 'limit');
-  assert.equal((await rolloutsOfStep(['{"id":"x","meta":{"step":2}', 'garbage "step": 2'], 2)).total, 0, 'a half-written line is skipped');
+  assert.deepEqual(await index.locate(expected[0][1]), { line: expected[0][1], offset, length: Buffer.byteLength(expected[0][0]) });
+  assert.equal((await rolloutsOfStep(index, 99)).total, 0);
+  assert.equal((await rolloutsOfStep(index, 2, 1)).items.length, 1, 'limit');
+  const dir = mkdtempSync(join(tmpdir(), 'coa-rollouts-'));
+  try {
+    const torn = join(dir, 'rollouts.coa.jsonl');
+    writeFileSync(torn, '{"id":"x","meta":{"step":2}\ngarbage "step": 2\n{"id":"y","meta":{"step":2}}');
+    assert.equal((await rolloutsOfStep(new StepIndex(torn), 2)).total, 0, 'a broken line, text that looks like a step and a half-written last line are no rows');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
-test('the host finds a rollout by id in a stage rollouts file (CRLF lines too) and accepts only plain stage names', async () => {
-  // What openSample opens: the 1-based line, and the byte offset and length the record view checks before use.
-  const rec = (id: string, question = 'q?') => JSON.stringify({ id, question, response: '<answer>x</answer>' });
-  const lines = [rec('a', 'mentions "b"'), 'not json "b"', rec('b'), rec('c')];
+test('the host finds a sampled rollout by step and id in a stage rollouts file (CRLF lines too) and accepts only plain stage names', async () => {
+  // What openSample opens: the line of the record the sample event named, and where its bytes are.
+  const rec = (id: string, step: number, question = 'q?') => JSON.stringify({ id, question, response: '<answer>x</answer>', meta: { step } });
+  const lines = [rec('a', 1, 'mentions "b"'), 'not json "b"', rec('b', 2), rec('c', 2), rec('b', 3)];
   const dir = mkdtempSync(join(tmpdir(), 'coa-rollouts-'));
   try {
     for (const eol of ['\n', '\r\n']) {
       const text = lines.join(eol) + eol;
       const file = join(dir, 'rollouts.coa.jsonl');
       writeFileSync(file, text);
-      const at = (i: number) => ({ line: i + 1, offset: Buffer.byteLength(lines.slice(0, i).map((l) => l + eol).join('')), length: lines[i].length });
-      assert.deepEqual(await locateId(file, 'b'), at(2), JSON.stringify(eol));
-      assert.deepEqual(await locateId(file, 'c'), at(3), JSON.stringify(eol));
-      assert.deepEqual(await locateId(file, 'a'), at(0));
-      assert.equal(Buffer.from(text).subarray(at(3).offset, at(3).offset + at(3).length).toString(), rec('c'));
-      assert.equal(await locateId(file, 'zz'), null);
+      const index = new StepIndex(file);
+      const at = (i: number) => ({ line: i, offset: Buffer.byteLength(lines.slice(0, i).map((l) => l + eol).join('')), length: lines[i].length });
+      assert.equal(await lineOfSample(index, 2, 'b'), 2, JSON.stringify(eol));
+      assert.equal(await lineOfSample(index, 3, 'b'), 4, 'the id of the step asked');
+      assert.equal(await lineOfSample(index, 2, 'c'), 3);
+      assert.equal(await lineOfSample(index, 1, 'b'), undefined, 'a question that mentions it is not it');
+      assert.deepEqual(await index.locate(3), at(3));
+      assert.equal(Buffer.from(text).subarray(at(3).offset, at(3).offset + at(3).length).toString(), rec('c', 2));
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

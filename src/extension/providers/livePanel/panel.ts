@@ -2,23 +2,22 @@
 // The page is created with everything read so far embedded (first paint is complete); later events go in batches
 // by postMessage, at most one message per run per BATCH_MS, once the page says it is listening.
 import * as vscode from 'vscode';
-import { createReadStream, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { EventTail, followEvents, formatIssue, type Tail, type TailBatch } from '../../../core/eventTail';
 import { isTensorBoardRunDir, TensorBoardTail } from '../../../core/tensorboard/runTail';
 import type { TrainerEvent } from '../../../core/events';
 import { webviewHtml } from '../../webview/html';
-import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RolloutItem } from '../../../protocols/livePanel';
+import { StepIndex } from '../../../core/lineIndex';
+import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RecordRef, type RolloutItem } from '../../../protocols/livePanel';
 import type { RecordViews } from '../notebook/recordView';
-import { chunk, flaggedOfStep, isSafeStageName, rolloutsOfStep } from './records';
+import { chunk, flaggedOfStep, isSafeStageName, lineOfSample, rolloutsOfStep, sampleFromEvents } from './records';
 import { isVerlMetricsUri, type VerlRunSource } from './externalRuns';
 import { verlRunName } from '../../../core/verl/metrics';
 import { verlTail } from '../../../core/verl/runTail';
 import { verlStepItems } from '../../../core/importers/verl-rollouts';
 import { safeName } from '../notebook/recordFile';
-import { locateId } from '../browser/locate';
 
 const BATCH_MS = 100;
 /** Smoothing a new panel starts with (TensorBoard's default): raw values faint, the smoothed line solid. */
@@ -81,6 +80,8 @@ export class LivePanel implements vscode.Disposable {
   private readonly queue: HostToPanel[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly disposables: vscode.Disposable[] = [];
+  /** The stages' record files by step, kept up to date as they grow (one per file this panel has read). */
+  private readonly indexes = new Map<string, StepIndex>();
   /** Events posted to the page (plus those embedded in it). */
   sent = 0;
   smoothing = DEFAULT_SMOOTHING;
@@ -235,36 +236,85 @@ export class LivePanel implements vscode.Disposable {
         const run = this.runs.get(m.run);
         if (!run || !Number.isInteger(m.step)) return;
         const answer = run.info.engine === 'tensorboard' ? { items: [], total: 0, error: 'a TensorBoard run holds scalars only: no rollouts' }
-          : run.verl ? await listVerlStep(run.verl, m.step) : await listStepRollouts(run.dir, m.stage, m.step);
+          : run.verl ? await listVerlStep(run.verl, m.step) : await this.listStepRollouts(run.dir, m.stage, m.step);
         // What the scanners flagged at the step clicked (written every step, not only where rollouts are sampled).
         const flaggedStep = Number.isInteger(m.clicked) ? m.clicked! : m.step;
-        const flagged = run.verl || run.info.engine === 'tensorboard' ? undefined : await flaggedOfStep(flaggedFile(run.dir, m.stage).fsPath, flaggedStep);
+        const flagged = run.verl || run.info.engine === 'tensorboard' || !isSafeStageName(m.stage) ? undefined : await flaggedOfStep(this.index(stageFile(run.dir, m.stage, 'flagged')), flaggedStep);
         this.post({ type: 'rollouts', run: m.run, stage: m.stage, step: m.step, ...answer, ...(flagged ? { flagged, flaggedStep } : {}) });
         return;
       }
-      case 'openRollout': {
-        const run = this.runs.get(m.run);
-        if (!run || !isSafeStageName(m.stage) || !Number.isInteger(m.line) || m.line < 0) return;
-        const step = /^verl-(\d+)-\d+$/.exec(String(m.id))?.[1];
-        if (run.verl && (!run.verl.rolloutDir || step === undefined)) return;
-        const file = run.verl ? vscode.Uri.joinPath(run.verl.rolloutDir!, `${step}.jsonl`) : m.file === 'flagged' ? flaggedFile(run.dir, m.stage) : rolloutsFile(run.dir, m.stage);
-        // The record view, beside the panel (the charts stay in view), whatever the size of the rollouts file.
-        await this.host.records.show({ file, line: m.line + 1, offset: m.offset, length: m.length }, { viewColumn: vscode.ViewColumn.Beside });
+      case 'openRollout':
+        await this.openRef(m.ref);
         return;
-      }
       case 'openGroups': {
         const run = this.runs.get(m.run);
         if (!run || run.verl || !isSafeStageName(m.stage) || !Number.isInteger(m.step)) return;
-        await this.host.openGroups(rolloutsFile(run.dir, m.stage), m.step);
+        await this.host.openGroups(stageFile(run.dir, m.stage, 'rollouts'), m.step);
         return;
       }
       case 'openSample': {
         const run = this.runs.get(m.run);
-        if (!run) return;
-        await openSample(this.host.records, run.dir, m.stage, String(m.id), m.record, this.log);
+        if (!run || run.verl || !Number.isInteger(m.step)) return;
+        await this.openSample(run.dir, String(m.stage), m.step, String(m.id));
         return;
       }
     }
+  }
+
+  /** The line index of one of the stages' files, kept for the panel's life (it follows the file as it grows). */
+  private index(file: vscode.Uri): StepIndex {
+    let index = this.indexes.get(file.fsPath);
+    if (!index) this.indexes.set(file.fsPath, (index = new StepIndex(file.fsPath)));
+    return index;
+  }
+
+  /** The rollouts a stage wrote at one step, from its rollouts file's line index (the file may be large). */
+  private async listStepRollouts(runDir: vscode.Uri, stage: string, step: number): Promise<{ items: RolloutItem[]; total: number; error?: string }> {
+    if (!isSafeStageName(stage)) return { items: [], total: 0, error: `not a stage name: ${JSON.stringify(stage)}` };
+    const file = stageFile(runDir, stage, 'rollouts');
+    try {
+      const answer = await rolloutsOfStep(this.index(file), step);
+      if (!answer.total && !(await exists(file))) return { ...answer, error: `${stage} wrote no rollouts file (stages/${stage}/rollouts.coa.jsonl)` };
+      return answer;
+    } catch (e) {
+      return { items: [], total: 0, error: `cannot read ${file.fsPath}: ${(e as Error).message}` };
+    }
+  }
+
+  /** Opens a referenced record in the record view, beside the panel (the charts stay in view), whatever the size of
+   * its file: where its line is comes from the file's line index. */
+  private async openRef(ref: RecordRef): Promise<void> {
+    const run = this.runs.get(ref?.run);
+    if (!run || !isSafeStageName(ref.stage) || !Number.isInteger(ref.line) || ref.line < 0 || !Number.isInteger(ref.step)) return;
+    if (ref.file !== 'rollouts' && ref.file !== 'flagged') return;
+    if (run.verl) {
+      if (!run.verl.rolloutDir || ref.file !== 'rollouts') return;
+      await this.host.records.show({ file: vscode.Uri.joinPath(run.verl.rolloutDir, `${ref.step}.jsonl`), line: ref.line + 1 }, { viewColumn: vscode.ViewColumn.Beside });
+      return;
+    }
+    const file = stageFile(run.dir, ref.stage, ref.file);
+    const at = await this.index(file).locate(ref.line).catch(() => undefined);
+    await this.host.records.show({ file, line: ref.line + 1, ...(at ? { offset: at.offset, length: at.length } : {}) }, { viewColumn: vscode.ViewColumn.Beside });
+  }
+
+  /**
+   * Opens a sampled rollout in the record view: its line in the stage's rollouts file (found by step and id through
+   * the file's index), else — a stage that keeps no rollouts file holding it — the record of the `sample` event read
+   * back from events.jsonl, written to a file of its own in a temp folder (an untitled notebook would lose its reward
+   * output).
+   */
+  private async openSample(runDir: vscode.Uri, stage: string, step: number, id: string): Promise<void> {
+    const beside = { viewColumn: vscode.ViewColumn.Beside };
+    if (!isSafeStageName(stage)) return void this.log.warn(`live panel: ignored a rollout with an unexpected stage name ${JSON.stringify(stage)}`);
+    const file = stageFile(runDir, stage, 'rollouts');
+    const line = await lineOfSample(this.index(file), step, id).catch(() => undefined);
+    if (line !== undefined) return this.openRef({ run: runDir.toString(), stage, file: 'rollouts', step, line });
+    const record = await sampleFromEvents(vscode.Uri.joinPath(runDir, 'events.jsonl').fsPath, stage, step, id);
+    if (record === undefined) return void vscode.window.showWarningMessage(`CoA: ${id} (${stage}, step ${step}) is in neither the stage's rollouts nor the run's events.`);
+    const dir = mkdtempSync(join(tmpdir(), 'coa-studio-sample-'));
+    const out = join(dir, `${safeName(id)}.coa.jsonl`);
+    writeFileSync(out, JSON.stringify(record) + '\n');
+    await this.host.records.show({ file: vscode.Uri.file(out), line: 1 }, beside);
   }
 
   dispose(): void {
@@ -274,6 +324,7 @@ export class LivePanel implements vscode.Disposable {
       if (run.healthTimer) clearInterval(run.healthTimer);
     }
     this.runs.clear();
+    this.indexes.clear();
     for (const d of this.disposables.splice(0)) d.dispose();
     this.onDidDispose?.();
   }
@@ -290,38 +341,14 @@ async function listVerlStep(verl: VerlRunSource, step: number): Promise<{ items:
   }
 }
 
-const rolloutsFile = (runDir: vscode.Uri, stage: string) => vscode.Uri.joinPath(runDir, 'stages', stage, 'rollouts.coa.jsonl');
-const flaggedFile = (runDir: vscode.Uri, stage: string) => vscode.Uri.joinPath(runDir, 'stages', stage, 'flagged.coa.jsonl');
+/** A stage's record file: its rollouts, or what the reward-hacking scanners flagged. */
+const stageFile = (runDir: vscode.Uri, stage: string, file: RecordRef['file']) => vscode.Uri.joinPath(runDir, 'stages', stage, `${file}.coa.jsonl`);
 
-/** The rollouts a stage wrote at one step, read line by line from its rollouts file (it may be large). */
-async function listStepRollouts(runDir: vscode.Uri, stage: string, step: number): Promise<{ items: RolloutItem[]; total: number; error?: string }> {
-  if (!isSafeStageName(stage)) return { items: [], total: 0, error: `not a stage name: ${JSON.stringify(stage)}` };
-  const file = rolloutsFile(runDir, stage).fsPath;
+async function exists(file: vscode.Uri): Promise<boolean> {
   try {
-    const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity });
-    return await rolloutsOfStep(lines, step);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    return { items: [], total: 0, error: code === 'ENOENT' ? `${stage} wrote no rollouts file (stages/${stage}/rollouts.coa.jsonl)` : `cannot read ${file}: ${(e as Error).message}` };
+    await vscode.workspace.fs.stat(file);
+    return true;
+  } catch {
+    return false;
   }
-}
-
-/**
- * Opens a sampled rollout in the record view: the stage's rollouts.coa.jsonl at the record's line when the trainer
- * wrote one containing it, otherwise the record from the event, written to a file of its own in a temp folder (an
- * untitled notebook would lose its reward output).
- */
-async function openSample(records: RecordViews, runDir: vscode.Uri, stage: string, id: string, record: unknown, log: vscode.LogOutputChannel): Promise<void> {
-  const beside = { viewColumn: vscode.ViewColumn.Beside };
-  if (isSafeStageName(stage)) {
-    const file = rolloutsFile(runDir, stage);
-    const found = await locateId(file.fsPath, id).catch(() => null);
-    if (found) return records.show({ file, ...found }, beside);
-  } else {
-    log.warn(`live panel: ignored a rollout with an unexpected stage name ${JSON.stringify(stage)}`);
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'coa-studio-sample-'));
-  const file = join(dir, `${safeName(id)}.coa.jsonl`);
-  writeFileSync(file, JSON.stringify(record) + '\n');
-  await records.show({ file: vscode.Uri.file(file), line: 1 }, beside);
 }

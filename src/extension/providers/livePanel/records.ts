@@ -1,9 +1,12 @@
-// Finding a sampled rollout in a stage's rollouts file, and the few names the host accepts from the webview.
-// No vscode import: unit-tested directly.
+// A stage's records by step for the live panel — the rollouts it wrote at a step, what the scanners flagged there,
+// a sampled rollout by its id — read at their offsets through the file's line index (src/core/lineIndex.ts), and
+// the few names the host accepts from the webview. No vscode import: unit-tested directly.
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { isValidName } from '../../../core/names';
-import type { FlaggedItem } from '../../../protocols/livePanel';
+import { parsePythonJson } from '../../../core/pythonJson';
+import type { StepIndex } from '../../../core/lineIndex';
+import type { FlaggedItem, RolloutItem } from '../../../protocols/livePanel';
 
 /** A stage name from the webview becomes a path segment: only plain names, never `..` or separators. */
 export function isSafeStageName(stage: string): boolean {
@@ -17,77 +20,59 @@ export function chunk<T>(items: T[], size: number): T[][] {
   return out;
 }
 
-export interface StepRollout {
-  id: string;
-  /** 0-based line in the file, and where its bytes are (a hint for the record view, assuming '\n' terminators). */
-  line: number;
-  offset: number;
-  length: number;
-  question: string;
-  reward: number | null;
-  toolCalls: number | null;
-}
+type Fields = { id?: unknown; question?: unknown; meta?: { scan?: { rule?: unknown; detail?: unknown }[] }; reward?: { total?: unknown; tool_calls?: unknown } | null };
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 /**
- * The rollouts a stage wrote at `step` (records whose `meta.step` is `step`), from its rollouts file's lines, in file
- * order; at most `limit` listed, `total` counts all. Lines that are not JSON records are skipped: the file may be
- * being appended to while it is read.
+ * The rollouts a stage wrote at `step` (records whose `meta.step` is `step`), in file order; at most `limit` listed,
+ * `total` counts all. A missing file has none.
  */
-export async function rolloutsOfStep(lines: Iterable<string> | AsyncIterable<string>, step: number, limit = 500): Promise<{ items: StepRollout[]; total: number }> {
-  const items: StepRollout[] = [];
-  let total = 0;
-  let line = -1;
-  let next = 0;
-  const needle = `"step": ${step}`;
-  const compact = `"step":${step}`;
-  for await (const row of lines) {
-    line++;
-    const offset = next;
-    const length = Buffer.byteLength(row);
-    next += length + 1;
-    if (!row.includes(needle) && !row.includes(compact)) continue; // most lines are other steps: skip the parse
-    let r: { id?: unknown; question?: unknown; meta?: { step?: unknown }; reward?: { total?: unknown; tool_calls?: unknown } | null };
-    try {
-      r = JSON.parse(row);
-    } catch {
-      continue;
-    }
-    if (!r || typeof r !== 'object' || r.meta?.step !== step || typeof r.id !== 'string') continue;
-    total++;
-    if (items.length >= limit) continue;
-    const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-    items.push({ id: r.id, line, offset, length, question: typeof r.question === 'string' ? r.question : '', reward: num(r.reward?.total), toolCalls: num(r.reward?.tool_calls) });
-  }
-  return { items, total };
+export async function rolloutsOfStep(index: StepIndex, step: number, limit = 500): Promise<{ items: RolloutItem[]; total: number }> {
+  const rows = (await index.rowsOf(step)).filter((r) => typeof (r.value as Fields).id === 'string');
+  const items = rows.slice(0, limit).map((r) => {
+    const v = r.value as Fields;
+    return { id: v.id as string, line: r.line, question: typeof v.question === 'string' ? v.question : '', reward: num(v.reward?.total), toolCalls: num(v.reward?.tool_calls) };
+  });
+  return { items, total: rows.length };
 }
 
 /**
  * What the reward-hacking scanners flagged at `step`: the stage's flagged.coa.jsonl records (the trainer keeps a few
  * examples per rule and step, findings in meta.scan), in file order. A missing file is an empty list: nothing flagged.
  */
-export async function flaggedOfStep(file: string, step: number): Promise<FlaggedItem[]> {
-  const out: FlaggedItem[] = [];
-  let line = -1;
-  let next = 0;
+export async function flaggedOfStep(index: StepIndex, step: number): Promise<FlaggedItem[]> {
+  return (await index.rowsOf(step)).flatMap((r) => {
+    const v = r.value as Fields;
+    if (typeof v.id !== 'string') return [];
+    const scan = Array.isArray(v.meta?.scan) ? v.meta.scan : [];
+    return [{ id: v.id, line: r.line, rules: scan.map((f) => String(f.rule)), detail: scan.map((f) => String(f.detail)).join('; ') }];
+  });
+}
+
+/** The 0-based line of the record `id` among the rows of `step` (a `sample` event's record), or undefined. */
+export async function lineOfSample(index: StepIndex, step: number, id: string): Promise<number | undefined> {
+  return (await index.rowsOf(step)).find((r) => (r.value as Fields).id === id)?.line;
+}
+
+/**
+ * The record of a run's `sample` event (stage, step, record id) read back from its events.jsonl, each line parsed:
+ * for a sample whose stage keeps no rollouts file holding it (a collection's samples). Undefined when none is there.
+ */
+export async function sampleFromEvents(eventsFile: string, stage: string, step: number, id: string): Promise<unknown> {
+  let found: unknown;
   try {
-    for await (const row of createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity })) {
-      line++;
-      const offset = next;
-      const length = Buffer.byteLength(row);
-      next += length + 1;
-      let r: { id?: unknown; meta?: { step?: unknown; scan?: { rule?: unknown; detail?: unknown }[] } };
+    for await (const row of createInterface({ input: createReadStream(eventsFile, { encoding: 'utf8' }), crlfDelay: Infinity })) {
+      let e: { type?: unknown; stage?: unknown; step?: unknown; record?: { id?: unknown } };
       try {
-        r = JSON.parse(row);
+        e = parsePythonJson(row) as typeof e;
       } catch {
         continue;
       }
-      if (r?.meta?.step !== step || typeof r.id !== 'string') continue;
-      const scan = Array.isArray(r.meta.scan) ? r.meta.scan : [];
-      out.push({ id: r.id, line, offset, length, rules: scan.map((f) => String(f.rule)), detail: scan.map((f) => String(f.detail)).join('; ') });
+      if (e?.type === 'sample' && e.stage === stage && e.step === step && e.record?.id === id) found = e.record;
     }
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw e;
   }
-  return out;
+  return found;
 }

@@ -9,6 +9,8 @@ stages/setup.py's `resolve_init`).
                                      cursor; no pickle: model/checkpoint.py), step-NNNNNN.sharded/ under FSDP2
   stages/<stage>/final/              the stage's result (HF directory; the next stage starts from it)
   stages/<label>/rollouts.coa.jsonl  RL stages: the rollouts of every sample step (label = --label or stage)
+  stages/<label>/flagged.coa.jsonl   RL stages: what the reward-hacking scanners flagged, every step
+  stages/<label>/*.index.jsonl       each of those two files' line index: step → lines and bytes (base/line_index.py)
 """
 
 from __future__ import annotations

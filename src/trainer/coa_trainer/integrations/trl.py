@@ -14,7 +14,8 @@ log_metric; `log`: the averaged `_metrics` reach `TrainerCallback.on_log`):
   reward's own `coa/*` values logged through log_metric; the end-of-training summary as a log line),
   alerts from the core (POST /v1/alerts), a checkpoint per TRL save (`<output_dir>/checkpoint-N`), stage_finished.
 - runs/<id>/stages/<stage>/rollouts.coa.jsonl: one record per completion with the grader's breakdown as `reward`,
-  `meta` {run, stage, step, sample, group} (TRL repeats each prompt num_generations times: a group), token ids.
+  `meta` {run, stage, step, sample, group} (TRL repeats each prompt num_generations times: a group), token ids;
+  beside it their line index (rollouts.index.jsonl, base/line_index.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from transformers import TrainerCallback
 
 from ..env.alerts import AlertMonitor
 from ..rollout.metrics import graded_sums, graded_values
+from ..base import line_index
 from ..base.events import EventWriter
 from ..contracts.schemas import dialect_table
 from .grader import golden_list, grader, reward_settings
@@ -147,10 +149,7 @@ class CoaRun:
         return coa_reward
 
     def _write_rollouts(self, step: int, records: list[dict]) -> None:
-        self.rollouts.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.rollouts, "a", encoding="utf-8") as f:
-            for r in records:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        line_index.append_step(self.rollouts, records)
         if self.sample_every and step % self.sample_every == 0 and records:
             self._open().emit("sample", stage=self.stage, step=step, record=records[0])
 

@@ -9,8 +9,6 @@ all-reduced so the logged numbers and the loss normalisation are global. Rank 0 
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import time
 import zlib
@@ -29,6 +27,7 @@ from ..data.prompts import prompt_ids
 from ..rollout.loop import RlTrajectory, retok_drift, retok_mismatch, rollout, token_offsets
 from ..base.errors import StageError
 from ..base.lifecycle import StageCancelled
+from ..base import line_index
 from ..base.runlayout import corpus_path, stage_dir
 from ..contracts.schemas import histogram_edges
 from ..contracts.run_config import RlStage, RunConfig
@@ -232,11 +231,9 @@ class GrpoSteps:
         if self.run.di.rank != 0:
             return
         for name, key in (("rollouts.coa.jsonl", "rollouts_offset"), ("flagged.coa.jsonl", "flagged_offset")):
-            path = self.sdir / name
-            if extra.get(key) is not None and path.is_file():
+            if extra.get(key) is not None:
                 # the records of the steps about to be redone were written after the checkpoint: exactly once
-                with open(path, "r+b") as f:
-                    f.truncate(min(extra[key], os.fstat(f.fileno()).st_size))
+                line_index.truncate(self.sdir / name, extra[key])
         if extra.get("otc_state") is not None:
             self.env.import_otc_state(self.grade_run, extra["otc_state"])
 
@@ -367,11 +364,9 @@ class GrpoSteps:
             i = f["index"]
             rec = _record(self.run.tok, owners[i], trajs[i], adv[i], breakdowns[i], meta[i], self.config.dialect)
             rec["meta"] = {**rec["meta"], "scan": f["findings"]}
-            out.append(json.dumps(rec, ensure_ascii=False) + "\n")
+            out.append(rec)
         if out:
-            self.sdir.mkdir(parents=True, exist_ok=True)
-            with open(self.sdir / "flagged.coa.jsonl", "a", encoding="utf-8") as fh:
-                fh.writelines(out)
+            line_index.append_step(self.sdir / "flagged.coa.jsonl", out)
 
     def boundary(self, tok: Any) -> dict[str, float | None]:
         """The search boundary meter on the fixed dev sample (greedy: it draws nothing from any generator, so the
@@ -391,10 +386,7 @@ class GrpoSteps:
     def sample(self, step: int) -> None:
         tok, dialect = self.run.tok, self.config.dialect
         full = [_record(tok, q, tr, a, b, m, dialect) for q, tr, a, b, m in self.last]
-        self.sdir.mkdir(parents=True, exist_ok=True)
-        with open(self.sdir / "rollouts.coa.jsonl", "a", encoding="utf-8") as f:
-            for r in full:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        line_index.append_step(self.sdir / "rollouts.coa.jsonl", full)
         self.run.writer.emit("sample", stage=self.label, step=step, record=full[0])
 
     def checkpoint_extra(self) -> dict:
