@@ -71,6 +71,24 @@ test('clicking a reward step lists the rollouts of that step from the run\'s rol
   await ed.shot('demo-rollout-opened');
 });
 
+test('a sampled rollout opens by its step and id: from the stage\'s rollouts file, else from the run\'s events', async () => {
+  // The page sends the sample's run, stage, step and id, never the record; the host finds its line.
+  const samples = events.filter((e) => e.type === 'sample');
+  const otc = samples.filter((e) => e.stage === 'rl2-otc').at(-1)!;
+  const line = rollouts('rl2-otc').findIndex((r) => r.id === otc.record.id) + 1;
+  assert.ok(line > 0, 'the sample is a row of the fixture\'s RL-2-OTC rollouts');
+  // (RL-2 sampled the same question at that step: the stage tells them apart.)
+  await frame.locator(`#samples li[data-id="${otc.record.id}"]`, { hasText: `RL-2-OTC · step ${otc.step}` }).click();
+  const view = await webviewFrame(ed.page, async (f) => (await f.locator('h3', { hasText: otc.record.id }).count()) > 0, 60_000);
+  assert.ok(await view.getByText(new RegExp(`line ${line} of .*rollouts\\.coa\\.jsonl`)).count(), `line ${line} of the stage's rollouts file`);
+  // RL-1 wrote no rollouts file into this workspace: the sample event's own record, read back from events.jsonl.
+  const rl1 = samples.find((e) => e.stage === 'rl1')!;
+  await frame.locator(`#samples li[data-id="${rl1.record.id}"]`, { hasText: `RL-1 · step ${rl1.step}` }).click();
+  const own = await webviewFrame(ed.page, async (f) => (await f.locator('h3', { hasText: rl1.record.id }).count()) > 0, 60_000);
+  assert.ok(await own.getByText(new RegExp(`line 1 of .*${rl1.record.id}\\.coa\\.jsonl`)).count(), 'a file of its own');
+  await ed.shot('demo-samples-opened');
+});
+
 test('the results tab shows the pipeline\'s results table', async () => {
   await frame.locator('.tab[data-tab="results"]').click();
   const rows = frame.locator('#results-table tbody tr');

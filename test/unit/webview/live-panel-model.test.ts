@@ -2,11 +2,11 @@
 // raw + smoothed data, the results table, grouped alerts; and the host's rollout lookups.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PanelModel, alertWords, ema, groupOf, matchesFilter, nearestIndex, readout, stepGaps } from '../../../webview/live-panel/model';
-import { chunk, isSafeStageName, lineOfSample, rolloutsOfStep } from '../../../src/extension/providers/livePanel/records';
+import { chunk, isSafeStageName, lineOfSample, rolloutsOfStep, sampleFromEvents } from '../../../src/extension/providers/livePanel/records';
 import { StepIndex } from '../../../src/core/lineIndex';
 import { parseEvent, type TrainerEvent } from '../../../src/core/events';
 
@@ -216,6 +216,20 @@ test('the host finds a sampled rollout by step and id in a stage rollouts file (
       assert.deepEqual(await index.locate(3), at(3));
       assert.equal(Buffer.from(text).subarray(at(3).offset, at(3).offset + at(3).length).toString(), rec('c', 2));
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // A sample whose stage keeps no rollouts file holding it: its record read back from the run's events (each line
+  // parsed; a NaN written by Python, a torn last line and other events' records are no obstacle).
+  const events = join(dir, 'events.jsonl');
+  const sample = (step: number, id: string, extra = '') => `{"v": 1, "type": "sample", "stage": "collect", "step": ${step}, "time": 1, "record": {"id": "${id}", "question": "q?"${extra}}}`;
+  try {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(events, [sample(1, 'x'), '{"v": 1, "type": "metrics", "stage": "collect", "step": 2, "values": {"loss": NaN}, "record": {"id": "y"}}', sample(2, 'y', ', "logprob": NaN'), '{"type": "sample", "st'].join('\n'));
+    assert.deepEqual(await sampleFromEvents(events, 'collect', 2, 'y'), { id: 'y', question: 'q?', logprob: null });
+    assert.equal(await sampleFromEvents(events, 'collect', 1, 'y'), undefined, 'the step asked');
+    assert.equal(await sampleFromEvents(events, 'rl1', 2, 'y'), undefined, 'the stage asked');
+    assert.equal(await sampleFromEvents(join(dir, 'none.jsonl'), 'collect', 2, 'y'), undefined, 'no events file');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
