@@ -1,5 +1,5 @@
 // Agent alerts on metric series (kinds of ./events.ts) — the one implementation. The trainer's RL stages ask for
-// them through the environment server (POST /v1/alerts, coa_trainer/alerts.py); the editor computes them itself
+// them through the environment server (POST /v1/alerts, coa_trainer/env/alerts.py); the editor computes them itself
 // for runs it did not start (verl metrics files, src/core/verl/metrics.ts). Each rule compares the mean of the last
 // `window` steps with a baseline (the mean of the first `window` steps, once 2 × window steps are in) or a fixed
 // threshold. Alerts are edge-triggered: one alert when a condition starts to hold, re-armed once it stops holding —

@@ -1,6 +1,6 @@
 // The trainer → editor event protocol (version 1). One JSON object per line in `runs/<id>/events.jsonl`,
 // also echoed on the trainer's stdout. scripts/gen-schemas.ts exports it as schemas/events.schema.json, which the
-// Python trainer validates against (src/trainer/coa_trainer/events.py); both are checked against
+// Python trainer validates against (src/trainer/coa_trainer/base/events.py); both are checked against
 // test/conformance/events.json.
 // Exactly once across resume (docs/training.md, "Stopping, killing, resuming"): each (type, stage, step) of the step
 // events — metrics, progress, sample, checkpoint, eval, alert, histogram — appears at most once in the file. A stage resumed from

@@ -24,7 +24,7 @@ export const TokensSchema = z
     }
   })
   // JSON Schema cannot compare lengths: the generated schema carries the rule as a keyword of its own, which the
-  // trainer's validator implements (coa_trainer/events.py).
+  // trainer's validator implements (coa_trainer/base/events.py).
   .meta({ 'x-same-length-as': { ids: [...PER_TOKEN_KEYS] } });
 
 export const SCHEMES = ['em', 'f1', 'cover-em', 'autocoa', 'otc-ppo', 'otc-grpo'] as const;

@@ -5,7 +5,7 @@ import type { BoundaryReport } from '../core/boundary';
 export interface BoundaryPageState {
   /** The report file, as the workspace names it. */
   file: string;
-  /** The report, with long responses cut and rows capped (see `cutRows`, `cutResponses`). */
+  /** The report, with long responses cut and rows capped (see `cutRows`, `responseChars`; providers/boundary/report.ts). */
   report: BoundaryReport;
   /** Rows left out past the cap (0: every question is in `report.rows`). */
   cutRows: number;

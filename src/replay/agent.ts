@@ -1,4 +1,4 @@
-// The replay agent loop, the editor's twin of the trainer's `rollout` (src/trainer/coa_trainer/generate.py):
+// The replay agent loop, the editor's twin of the trainer's `rollout` (src/trainer/coa_trainer/rollout/loop.py):
 // generate until an action's closing tag, the answer's closing tag or EOS; for an action either ask the
 // environment's tool (RL-2 style) or let the model write the observation itself after the observation opening
 // tag (RL-1, simulated). Observation tokens carry loss-mask 0. Ids flow end to end through one KV cache.
@@ -64,7 +64,7 @@ export interface ReplayResult {
 }
 
 export const DEFAULT_PROMPT = 'question : {question}\n';
-/** coa_trainer/lengths.py NO_CAP. */
+/** coa_trainer/data/lengths.py NO_CAP. */
 export const NO_CAP = 2 ** 31 - 1;
 
 export async function replayQuestion(model: OnnxModel, question: string, opts: ReplayOptions): Promise<ReplayResult> {

@@ -1,5 +1,5 @@
 // The exported checkpoint in onnxruntime-node: model.onnx (past/present key-value per layer, see
-// src/trainer/coa_trainer/export_onnx.py for the graph contract), tokenizer.json and coa_model.json beside it.
+// src/trainer/coa_trainer/model/export_onnx.py for the graph contract), tokenizer.json and coa_model.json beside it.
 // A `Decoder` holds one sequence's KV cache, so new tokens — generated or an observation — are fed once and
 // never re-encoded (ids flow end to end, as in the trainer's rollouts). onnxruntime-node (a native module, external
 // to the extension bundle) is loaded on first use, so the extension activates even where it is missing.

@@ -1,5 +1,5 @@
 // A dialect's tags as the checkpoint's tokenizer sees them, for the replay loop: the twin of the trainer's AgentIO
-// (src/trainer/coa_trainer/agentio.py), so replay stops, reads queries and appends observations as training did.
+// (src/trainer/coa_trainer/rollout/agentio.py), so replay stops, reads queries and appends observations as training did.
 // - special: every tag the loop needs is one token (the embedded default, `model.tags_as_special_tokens`): turns
 //   stop on the closing tags' ids, queries are the ids between the tag ids.
 // - text: tags are ordinary text (a pretrained model's own vocabulary): a turn stops once the closing tag's string

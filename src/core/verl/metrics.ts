@@ -7,7 +7,7 @@
 // Every line becomes a `metrics` event of stage VERL_STAGE at its step (numbers only: a value that is not a number —
 // a string, a list — is not a chart). The first line is preceded by a `run_started`. Alerts come from the core's
 // monitor (../alerts.ts) on verl's names mapped to its signals (VERL_SIGNALS), plus signals a caller computed from
-// the rollout dumps for that step (`all_wrong_groups`, `format_error_rate`: see ./rollouts.ts `stepSignals`).
+// the rollout dumps for that step (`all_wrong_groups`, `format_error_rate`: see ../importers/verl-rollouts.ts `stepSignals`).
 import { AlertMonitor, type AlertThresholds } from '../alerts';
 import type { TrainerEvent } from '../events';
 import { PROTOCOL_VERSION } from '../events';
