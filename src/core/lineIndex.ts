@@ -100,6 +100,8 @@ export class StepIndex {
   private covered = 0;
   private lines = 0;
   private tail = Buffer.alloc(0);
+  /** The file's mtime when it was last read up to `covered`: a same-size file with another mtime was edited in place. */
+  private readMtime = -1;
   private useIndex = true;
   /** How the last refresh went: the entries taken from the index file and the bytes parsed (for tests and logs). */
   last = { fromIndex: 0, parsedBytes: 0 };
@@ -138,6 +140,7 @@ export class StepIndex {
     this.covered = 0;
     this.lines = 0;
     this.tail = Buffer.alloc(0);
+    this.readMtime = -1;
   }
 
   private add(step: number | undefined, row: RowAt): void {
@@ -165,7 +168,8 @@ export class StepIndex {
       // Cut back (a resumed stage truncates what it is about to redo): a new history, whose index may hold again.
       this.useIndex = true;
       this.reset();
-    } else if (!(await this.sameTail())) this.reset();
+    } else if ((size === this.covered && mtime !== this.readMtime) || !(await this.sameTail())) this.reset();
+    this.readMtime = mtime;
     if (size === this.covered) return;
     if (this.useIndex) await this.takeIndex(size, mtime);
     if (size > this.covered) await this.parse(size);

@@ -342,7 +342,9 @@ def test_misbehaving_endpoint_is_retried_and_counted_never_a_crash(realistic_mod
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         teacher = {"url": url, "tokenizer": str(realistic_model_dir), "timeout_s": 0.5, "max_retries": 3,
                    "backoff_s": 0.01, "concurrency": 3}
-        config = _config(questions, teacher, modes=["coa"], samples=1, temperature=0.7)
+        # Every answer is "Joanne Harris", wrong for the other questions: kept anyway, as what is tested is the endpoint.
+        config = _config(questions, teacher, modes=["coa"], samples=1, temperature=0.7,
+                         select={"correct_only": False})
         code, run_dir = _collect(work, config, "flaky", env)
         assert code == 0
         recs = _records(run_dir)
