@@ -3,7 +3,8 @@
 // Python trainer validates against (src/trainer/coa_trainer/base/events.py); both are checked against
 // test/conformance/events.json.
 // Exactly once across resume (docs/training.md, "Stopping, killing, resuming"): each (type, stage, step) of the step
-// events — metrics, progress, sample, checkpoint, eval, alert, histogram — appears at most once in the file. A stage resumed from
+// events — metrics, progress, sample, checkpoint, eval, alert, histogram — appears at most once in the file (an eval is
+// also keyed by its split and an alert by its kind: two alerts of different kinds can share a step). A stage resumed from
 // a checkpoint rewrites the file without its step events written after that checkpoint (a new file renamed into
 // place); readers following the file see a new inode, and eventTail.ts starts again from the top with `reset`.
 // run_started, stage_finished, log and error are per attempt (a resumed stage has its own run_started).
