@@ -87,7 +87,9 @@ def test_events_follow_the_protocol_and_carry_trl_and_coa_metrics(trl_run):
     assert [e["step"] for e in events if e["type"] == "sample"] == list(range(1, STEPS + 1))
     # an untrained model answers nothing right: every group is all wrong, and the core's alert says so, once
     assert all(m["values"]["coa/all_wrong_groups"] == 1.0 for m in metrics if "coa/all_wrong_groups" in m["values"])
-    assert [e["kind"] for e in events if e["type"] == "alert"] == ["all_wrong_groups"]
+    # … and its groups all got one reward (no gradient): TRL's frac_reward_zero_std raises the zero-variance alert
+    assert all(m["values"]["frac_reward_zero_std"] == 1.0 for m in metrics if "frac_reward_zero_std" in m["values"])
+    assert sorted(e["kind"] for e in events if e["type"] == "alert") == ["all_wrong_groups", "zero_variance_groups"]
 
 
 def test_trls_checkpoints_are_in_the_runs_view(trl_run):

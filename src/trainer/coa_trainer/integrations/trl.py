@@ -41,6 +41,8 @@ TRL_SIGNALS = {
     "reward": "reward_mean",
     "completions/mean_length": "response_len",
     "tools/failure_frequency": "tool_failure_rate",
+    # TRL's share of groups whose summed reward has zero std: the groups GRPO spends compute on for no gradient
+    "frac_reward_zero_std": "zero_variance_groups",
 }
 GOLDEN_COLUMNS = ("golden_answers", "answers", "answer", "ground_truth", "solution")
 
