@@ -163,8 +163,42 @@ def test_wandb_sync_takes_the_offline_run(tmp_path):
     sink.finish(None, True)
     import sys
 
-    (run_dir,) = (tmp_path / "wandb").glob("offline-run-*-r1-rl2")
+    (run_dir,) = (tmp_path / "wandb").glob("offline-run-*-r1-rl2-*")
     out = subprocess.run([sys.executable, "-m", "wandb", "sync", "--dry-run", str(run_dir)],
                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert "Would sync 1 run(s)" in out.stdout + out.stderr and "run-r1-rl2.wandb" in out.stdout + out.stderr, \
+    assert "Would sync 1 run(s)" in out.stdout + out.stderr and "run-r1-rl2-" in out.stdout + out.stderr, \
         out.stdout + out.stderr
+
+
+def test_wandb_run_ids_continue_on_resume_and_never_across_run_directories(tmp_path):
+    """A resumed stage continues its own W&B run; two runs of one name (every --seeds seed is seed-N) do not
+    continue each other's."""
+    from coa_trainer.base.metric_sinks import WandbSink
+    from coa_trainer.contracts.run_config import WandbLogging
+
+    cfg = WandbLogging(project="p", entity=None, name=None, group=None, mode="offline", dir=None, tags=[])
+    a, b = tmp_path / "exp-a" / "seed-0", tmp_path / "exp-b" / "seed-0"
+    for run_dir in (a, b, a):  # the second time in `a`: the stage resumed
+        sink = WandbSink(cfg, "seed-0", run_dir, {})
+        sink.write("rl2", 1, {"reward_mean": 0.5}, 0.0)
+        sink.finish(None, True)
+
+    def ids(run_dir: Path) -> set[str]:
+        return {p.name[len("run-"):-len(".wandb")] for p in (run_dir / "wandb").glob("offline-run-*/run-*.wandb")}
+
+    assert len(ids(a)) == 1, f"the resume continues its run: {ids(a)}"
+    assert ids(a).isdisjoint(ids(b)), (ids(a), ids(b))
+
+
+def test_each_seed_of_a_seeds_run_logs_under_the_run_s_group_with_its_own_name(tmp_path):
+    from coa_trainer.base.config import validate_config
+    from coa_trainer.pipeline.seeds import seed_config
+
+    run_dir = tmp_path / "otc-sweep"
+    derived = [json.loads(seed_config(validate_config(CONFIG), seed, run_dir).read_text())["logging"]["wandb"]
+               for seed in (0, 1)]
+    assert [(w["group"], w["name"]) for w in derived] == [("otc-sweep", "otc-sweep-seed-0"),
+                                                         ("otc-sweep", "otc-sweep-seed-1")]
+    named = merge(CONFIG, {"logging": {"wandb": {"name": "otc", "group": "sweeps"}}})
+    w = json.loads(seed_config(validate_config(named), 3, run_dir).read_text())["logging"]["wandb"]
+    assert (w["group"], w["name"]) == ("sweeps", "otc-seed-3")

@@ -10,6 +10,7 @@ A sink that fails (disk full, a W&B error) is switched off with one warning; the
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -71,6 +72,9 @@ class WandbSink:
 
         self.wandb, self.cfg, self.run_id, self.config = wandb, cfg, run_id, config
         self.dir = Path(cfg.dir) if cfg.dir else run_dir
+        # A resumed stage continues its W&B run (resume="allow" on the same id); two run directories of one name
+        # (every seed of a --seeds run is seed-N; "demo" in two folders) must not continue each other's.
+        self.dir_key = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:8]
         self.runs: dict[str, Any] = {}
 
     def _run(self, stage: str) -> Any:
@@ -83,7 +87,8 @@ class WandbSink:
                                            x_disable_machine_info=True)
             run = self.wandb.init(project=cfg.project, entity=cfg.entity, name=f"{name}/{stage}",
                                   group=cfg.group or self.run_id, job_type=stage, tags=list(cfg.tags),
-                                  id=_wandb_id(f"{self.run_id}-{stage}"), resume="allow", dir=str(self.dir),
+                                  id=_wandb_id(f"{self.run_id}-{stage}-{self.dir_key}"), resume="allow",
+                                  dir=str(self.dir),
                                   mode=cfg.mode.value if hasattr(cfg.mode, "value") else cfg.mode,
                                   config=self.config, reinit="create_new", settings=settings)
             run.define_metric("step")

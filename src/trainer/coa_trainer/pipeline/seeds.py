@@ -31,6 +31,11 @@ def seed_config(config: RunConfig, seed: int, run_dir: Path) -> Path:
     """The run config of one seed: the loaded config (data paths already absolute) with `seed` replaced."""
     derived = config_dict(config)
     derived["seed"] = seed
+    wandb = (derived.get("logging") or {}).get("wandb")
+    if wandb is not None:
+        # The seeds' stages in one W&B group, each seed's runs named apart (a seed's run id alone is seed-N)
+        wandb["group"] = wandb.get("group") or run_dir.resolve().name
+        wandb["name"] = f"{wandb.get('name') or run_dir.resolve().name}-seed-{seed}"
     path = run_dir / "pipeline" / f"seed-{seed}.run.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(derived, indent=2) + "\n", encoding="utf-8")
