@@ -6,7 +6,7 @@
 // takes each request through authentication, its route, its body, faults and timeout to its answer.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { DialectName } from '../core/dialects';
 import { OtcStates } from './otcStates';
 import { Retriever, type OpenInfo, type OpenOptions } from './retriever';
@@ -66,6 +66,8 @@ export interface EnvServer {
 }
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/** On a stop, how long a connection with no request being worked on may stay (a keep-alive, an upload) before it is closed. */
+const STOP_GRACE_MS = 2_000;
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_MAX_REPLY_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_BODY_BYTES_IN_FLIGHT = 64 * 1024 * 1024;
@@ -137,6 +139,9 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()
 class EnvHttpServer {
   private readonly server: Server;
   private inFlight = 0;
+  /** Requests not yet answered: a stop finishes those received whole (close()). */
+  private readonly unanswered = new Set<IncomingMessage>();
+  private readonly sockets = new Set<Socket>();
   private connections = 0;
   private lastRequestAt = Date.now();
   private closing: Promise<void> | null = null;
@@ -151,7 +156,8 @@ class EnvHttpServer {
     this.server.keepAliveTimeout = 5_000;
     this.server.on('connection', (socket) => {
       this.connections++;
-      socket.once('close', () => this.connections--);
+      this.sockets.add(socket);
+      socket.once('close', () => (this.connections--, this.sockets.delete(socket)));
     });
   }
 
@@ -194,10 +200,26 @@ class EnvHttpServer {
     const { server } = this;
     const { pool, otc, retriever } = this.parts;
     this.closing ??= new Promise<void>((resolve) => {
-      // Finish requests in flight, drop idle keep-alive sockets now, force the rest after a grace period.
-      const force = setTimeout(() => server.closeAllConnections(), 2_000);
+      // Requests received whole are finished, however long the work takes on a loaded machine (each is answered by
+      // the timeout at the latest): a fixed grace for them dropped searches in flight when a stop signal came under
+      // load. Idle keep-alive sockets go now; after a short grace, so do sockets with nothing being worked on (idle
+      // again after an answer, or a body still arriving: an upload that trickles cannot hold the stop); past the
+      // timeout and that grace, everything.
+      const sweep = () => {
+        const working = new Set([...this.unanswered].filter((r) => r.complete).map((r) => r.socket));
+        for (const socket of this.sockets) if (!working.has(socket)) socket.destroy();
+      };
+      let sweeper: NodeJS.Timeout | undefined;
+      const grace = setTimeout(() => {
+        sweep();
+        sweeper = setInterval(sweep, 50);
+      }, STOP_GRACE_MS);
+      const force = setTimeout(() => server.closeAllConnections(), this.rules.timeoutMs + STOP_GRACE_MS);
+      grace.unref();
       force.unref();
       server.close(() => {
+        clearTimeout(grace);
+        clearInterval(sweeper);
         clearTimeout(force);
         void Promise.allSettled([pool.close(), otc.close()]).finally(() => {
           retriever.close();
@@ -215,12 +237,14 @@ class EnvHttpServer {
     const { timeoutMs } = this.rules;
     stats.requests++;
     this.inFlight++;
+    this.unanswered.add(req);
     this.lastRequestAt = Date.now();
     let ended = false;
     const end = () => {
       if (ended) return;
       ended = true;
       this.inFlight--;
+      this.unanswered.delete(req);
       this.lastRequestAt = Date.now();
     };
     res.once('finish', end);
