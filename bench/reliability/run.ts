@@ -9,11 +9,15 @@
 //   the CLI and the config readers: `| head -c10`, `> /dev/full`, `-o` a loop of links, 100k-level nesting, a BOM,
 //     invalid UTF-8, a model shape that cannot be built (cliAttacks.ts); a 32 MB document in the language server;
 //   a seeded fuzz of 10,000 configs and ~10,000 data lines through every reader (test/fuzz).
-// Usage: node scripts/build.mjs && node --import tsx bench/reliability/run.ts [--before DIR] [--only a,b] [--no-write]
+// Usage: node scripts/build.mjs && node --import tsx bench/reliability/run.ts [--before DIR] [--only a,b] [--tree T]
+//        [--no-write]
 // `--before DIR`: a built checkout to compare with (default: bench/.work/before-9c89c1b, made as a git worktree of
-// 9c89c1b and built on first use). `--only`: trainer, signals, env, cli, lsp, fuzz. Takes ~40 min on 2 shared cores.
+// 9c89c1b and built on first use). `--only`: trainer, signals, env, cli, lsp, fuzz. `--tree before|after`: run one
+// side only. Each part's rows are kept in bench/.work/reliability-rows/<part>.json with the commit, date and load they
+// ran at, and the section is written from every part kept there — so a part that missed only because other work held
+// the cores can be run again alone (`--only env --tree after`) at a quieter moment. Takes ~40 min on 2 shared cores.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { bodyFigures, stopUnderSignal, timedOutPuts } from './envAttacks';
@@ -45,7 +49,12 @@ function beforeCheckout(): string {
   return dir;
 }
 
-const sha = (dir: string) => execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+/** The checkout's commit, `+changes` when its tracked files differ from it (the figures are then of uncommitted work). */
+const sha = (dir: string) => {
+  const head = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  const changed = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim();
+  return changed ? `${head}+changes` : head;
+};
 const load = () => loadavg().map((x) => x.toFixed(1)).join(' / ');
 const f0 = (x: number) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
 
@@ -54,6 +63,20 @@ interface Pair {
   before?: Row;
   after?: Row;
 }
+
+/** One side's rows of one part, as kept between runs. */
+interface Side {
+  commit: string;
+  date: string;
+  load: string;
+  rows: Row[];
+}
+type Kept = Partial<Record<'before' | 'after', Side>>;
+
+const PARTS = ['trainer', 'signals', 'env', 'cli', 'lsp', 'fuzz'] as const;
+const ROWS_DIR = join(ROOT, 'bench/.work/reliability-rows');
+const keptFile = (part: string) => join(ROWS_DIR, `${part}.json`);
+const readKept = (part: string): Kept => (existsSync(keptFile(part)) ? (JSON.parse(readFileSync(keptFile(part), 'utf8')) as Kept) : {});
 
 /** A Python bench script of this checkout run against `repo` (its trainer), rows read from its --json. */
 function pythonRows(script: string, repo: string): Record<string, unknown>[] {
@@ -93,11 +116,11 @@ async function envRows(root: string): Promise<Row[]> {
 
 async function lspRows(root: string): Promise<Row[]> {
   const l = await open32mb(root, 30);
-  return [{ attack: `a ${l.mb.toFixed(0)} MB trajectory document in the language server, then 30 edits`, held: l.firstMs < 5000 && l.editP99 < 1000, figures: `first diagnostics ${f0(l.firstMs)} ms; an edit's diagnostics p50 / p99 / max ${f0(l.editP50)} / ${f0(l.editP99)} / ${f0(l.editMax)} ms` }];
+  return [{ attack: `a ${l.mb.toFixed(0)} MB trajectory document in the language server, then 30 edits`, held: l.firstMs < 5000 && l.editP99 < 1000, figures: `first diagnostics ${f0(l.firstMs)} ms (server CPU ${f0(l.firstCpuMs)} ms); an edit's diagnostics p50 / p99 / max ${f0(l.editP50)} / ${f0(l.editP99)} / ${f0(l.editMax)} ms (server CPU p99 ${f0(l.editCpuP99)} ms)` }];
 }
 
 async function fuzzRows(root: string): Promise<Row[]> {
-  const r = await runFuzz({ root, seed: 2026, configs: 10_000, dataFiles: 2_000, dir: join(tmpdir(), `coa-rel-fuzz-${process.pid}`) });
+  const r = await runFuzz({ root, seed: 2026, configs: 10_000, dataFiles: 2_200, dir: join(tmpdir(), `coa-rel-fuzz-${process.pid}`) });
   const by = new Map<string, number>();
   for (const x of r.internal) by.set(x.reader, (by.get(x.reader) ?? 0) + 1);
   const where = [...by].map(([k, n]) => `${n} in ${k}`).join(', ');
@@ -109,59 +132,73 @@ async function fuzzRows(root: string): Promise<Row[]> {
 }
 
 async function main(): Promise<void> {
+  const tree = arg('--tree');
+  if (tree && tree !== 'before' && tree !== 'after') throw new Error('--tree: before or after');
   const before = beforeCheckout();
-  const trees = [{ name: 'before', dir: before }, { name: 'after', dir: ROOT }] as const;
-  const pairs = new Map<string, Pair>();
-  const loads: string[] = [`start ${load()}`];
-  const put = (tree: 'before' | 'after', rows: Row[], group: string) => {
-    for (const row of rows) {
-      const key = `${group}\u0000${row.attack}`;
-      const p = pairs.get(key) ?? { attack: row.attack };
-      p[tree] = row;
-      pairs.set(key, p);
-    }
-  };
+  const trees = ([{ name: 'before', dir: before }, { name: 'after', dir: ROOT }] as const).filter((t) => !tree || t.name === tree);
   const work = join(tmpdir(), `coa-rel-${process.pid}`);
   mkdirSync(work, { recursive: true });
-  const parts: [string, (dir: string) => Promise<Row[]> | Row[]][] = [
-    ['trainer', (dir) => pythonRows('trainer_attacks.py', dir) as unknown as Row[]],
-    ['signals', (dir) => signalRows(dir)],
-    ['env', (dir) => envRows(dir)],
-    ['cli', async (dir) => [...(await cliAttacks(dir, join(work, `cli-${dir.length}`))), ...configAttacks(dir, join(work, `cfg-${dir.length}`))]],
-    ['lsp', (dir) => lspRows(dir)],
-    ['fuzz', (dir) => fuzzRows(dir)],
-  ];
-  for (const [group, run] of parts) {
-    if (!wants(group)) continue;
+  mkdirSync(ROWS_DIR, { recursive: true });
+  const parts: Record<(typeof PARTS)[number], (dir: string) => Promise<Row[]> | Row[]> = {
+    trainer: (dir) => pythonRows('trainer_attacks.py', dir) as unknown as Row[],
+    signals: (dir) => signalRows(dir),
+    env: (dir) => envRows(dir),
+    cli: async (dir) => [...(await cliAttacks(dir, join(work, `cli-${dir.length}`))), ...configAttacks(dir, join(work, `cfg-${dir.length}`))],
+    lsp: (dir) => lspRows(dir),
+    fuzz: (dir) => fuzzRows(dir),
+  };
+  for (const part of PARTS) {
+    if (!wants(part)) continue;
     for (const t of trees) {
-      console.log(`\n=== ${group}: ${t.name} (${t.dir}) — load ${load()}`);
-      put(t.name, await run(t.dir), group);
+      const start = load();
+      console.log(`\n=== ${part}: ${t.name} (${t.dir}) — load ${start}`);
+      const rows = await parts[part](t.dir);
+      const kept = readKept(part);
+      kept[t.name] = { commit: sha(t.dir), date: new Date().toISOString().slice(0, 16).replace('T', ' '), load: `${start} at its start, ${load()} at its end`, rows };
+      writeFileSync(keptFile(part), JSON.stringify(kept, null, 1));
     }
-    loads.push(`after ${group} ${load()}`);
   }
   rmSync(work, { recursive: true, force: true });
 
+  const pairs: Pair[] = [];
+  const ran: string[] = [];
+  for (const part of PARTS) {
+    const kept = readKept(part);
+    const byAttack = new Map<string, Pair>();
+    for (const side of ['before', 'after'] as const) {
+      const k = kept[side];
+      if (!k) continue;
+      ran.push(`${part} ${side} (${k.commit}, ${k.date} UTC): load ${k.load}`);
+      for (const row of k.rows) {
+        const p = byAttack.get(row.attack) ?? { attack: row.attack };
+        p[side] = row;
+        byAttack.set(row.attack, p);
+      }
+    }
+    pairs.push(...byAttack.values());
+  }
+  const commits = (side: 'before' | 'after') => [...new Set(PARTS.map((p) => readKept(p)[side]?.commit).filter(Boolean))].join(', ') || 'not run';
   const cell = (r?: Row) => (r ? `${r.held ? 'held' : '**failed**'} — ${r.figures.replace(/\|/g, '\\|').replace(/\n/g, ' ')}` : 'not run');
-  const rows = [...pairs.values()];
-  const heldAfter = rows.filter((p) => p.after?.held).length;
-  const heldBefore = rows.filter((p) => p.before?.held).length;
+  const heldAfter = pairs.filter((p) => p.after?.held).length;
+  const heldBefore = pairs.filter((p) => p.before?.held).length;
   const table = [
-    `| attack | before (${sha(before)}) | after (${sha(ROOT)}) |`,
+    `| attack | before (${commits('before')}) | after (${commits('after')}) |`,
     '| --- | --- | --- |',
-    ...rows.map((p) => `| ${p.attack.replace(/\|/g, '\\|')} | ${cell(p.before)} | ${cell(p.after)} |`),
+    ...pairs.map((p) => `| ${p.attack.replace(/\|/g, '\\|')} | ${cell(p.before)} | ${cell(p.after)} |`),
   ].join('\n');
-  console.log(`\n${table}\n\nheld: before ${heldBefore} of ${rows.length}, after ${heldAfter} of ${rows.length}`);
-  if (process.argv.includes('--no-write') || only) return;
+  console.log(`\n${table}\n\nheld: before ${heldBefore} of ${pairs.length}, after ${heldAfter} of ${pairs.length}`);
+  if (process.argv.includes('--no-write')) return;
   writeResults(
     'bench/reliability',
     [
-      'Command: `node scripts/build.mjs && node --import tsx bench/reliability/run.ts` (`npm run bench reliability`); before = a worktree of 9c89c1b built beside it.',
-      `Machine: ${process.platform} ${process.arch}, Node ${process.version}, ${cpus().length} cores shared with other work, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, CPU only (GPU: unmeasured). Load average (1 / 5 / 15 min) ${loads.join('; ')}.`,
+      'Command: `node scripts/build.mjs && node --import tsx bench/reliability/run.ts` (`npm run bench reliability`); before = a worktree of 9c89c1b built beside it. A part run again alone (`--only PART --tree after`) replaces only its own rows; each part says below when and at what load it ran.',
+      `Machine: ${process.platform} ${process.arch}, Node ${process.version}, ${cpus().length} cores shared with other work, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, CPU only (GPU: unmeasured).`,
+      `Runs (load average 1 / 5 / 15 min): ${ran.join('; ')}.`,
       'Trainer rows: a 4-step pretrain of a tiny embedded model (trainer_attacks.py) and signals.py\'s stages (one run per row; a before trainer without phase events is signalled at the progress events that exist). Env rows: `coa env serve --workers 2` on a 20,000-passage corpus, /v1/health polled from a thread of its own every 20 ms; wall-clock figures on a loaded 2-core machine include time other processes held the cores.',
       '',
       table,
       '',
-      `Held: before ${heldBefore} of ${rows.length}, after ${heldAfter} of ${rows.length}. Targets: /v1/health p99 < 100 ms under the bodies; memory back within 100 MB of the start 60 s after the PUTs; a stage stopped, \`cancelled\`, exit 130 within 5 s of the signal in every phase; 0 internal errors in the fuzz; the language server row's bound (first diagnostics < 5 s, edit p99 < 1 s) is this bench's, not the issue's.`,
+      `Held: before ${heldBefore} of ${pairs.length}, after ${heldAfter} of ${pairs.length}. Targets: /v1/health p99 < 100 ms under the bodies; memory back within 100 MB of the start 60 s after the PUTs; a stage stopped, \`cancelled\`, exit 130 within 5 s of the signal in every phase; 0 internal errors in the fuzz; the language server row's bound (first diagnostics < 5 s, edit p99 < 1 s) is this bench's, not the issue's.`,
     ].join('\n'),
   );
 }

@@ -1,5 +1,5 @@
 // Seeded hostile inputs for the config and data-line fuzz (test/unit/cli/config-fuzz.test.ts runs a slice,
-// bench/reliability/fuzz.ts the full 10,000+): run configs as files — valid settings of the run-config schema mutated
+// bench/reliability/run.ts the full 10,000+): run configs as files — valid settings of the run-config schema mutated
 // into non-finite and huge numbers, wrong types, unknown keys, deep nesting, bad shapes, BOMs, invalid UTF-8, cut and
 // spliced text — and JSONL files of trajectory records mutated the same way. The same seed gives the same files.
 import { readFileSync } from 'node:fs';

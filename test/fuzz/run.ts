@@ -3,7 +3,7 @@
 // process for all of them); every data file through `coa validate` and `coa stats --json`. Counts the internal errors
 // (anything but a clean refusal: a stack, "internal error", a Python traceback) and the configs the core and the
 // trainer judge differently (one accepts what the other refuses). Used by test/unit/cli/config-fuzz.test.ts (a slice)
-// and bench/reliability/fuzz.ts (10,000+ inputs, this checkout and an older one).
+// and bench/reliability/run.ts (10,000+ inputs, this checkout and an older one).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -67,7 +67,11 @@ export async function runFuzz(opts: { root: string; seed: number; configs: numbe
   const inputs = fuzzInputs(seed, opts.configs, opts.dataFiles, opts.linesPerFile);
   const r = readersOf(root);
   const report: FuzzReport = { seed, configs: inputs.configs.length, dataFiles: inputs.data.length, dataLines: 0, runs: { dataCheck: 0, coreConfig: 0, trainerConfig: 0, validate: 0, stats: 0 }, internal: [], disagreements: [] , ms: 0 };
-  const clean = (e: unknown) => e instanceof r.CliError || e instanceof r.DataError || (r.systemErrorsClean && typeof (e as NodeJS.ErrnoException)?.syscall === 'string');
+  // What the CLI's top level (src/cli/main.ts cli()) prints as one line: a CliError or a system error. A DataError is
+  // one line only where its command catches it (`coa data …`) or as the core's reader's own answer; from validate or
+  // stats it would reach the top level and print "internal error".
+  const cliClean = (e: unknown) => e instanceof r.CliError || (r.systemErrorsClean && typeof (e as NodeJS.ErrnoException)?.syscall === 'string');
+  const clean = (e: unknown) => cliClean(e) || e instanceof r.DataError;
 
   const configFiles = inputs.configs.map((bytes, i) => {
     const file = join(dir, `c${i}.run.json`);
@@ -110,7 +114,7 @@ export async function runFuzz(opts: { root: string; seed: number; configs: numbe
     for (const argv of [['validate', file], ['stats', file, '--json']]) {
       const run = await quietly(() => r.main(argv));
       report.runs[argv[0] as 'validate' | 'stats']++;
-      if (run.error !== undefined && !clean(run.error)) report.internal.push({ reader: `coa ${argv[0]}`, input: file, message: describe(run.error) });
+      if (run.error !== undefined && !cliClean(run.error)) report.internal.push({ reader: `coa ${argv[0]}`, input: file, message: describe(run.error) });
     }
   }
   report.ms = performance.now() - t0;

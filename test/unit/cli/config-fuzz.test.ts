@@ -1,4 +1,4 @@
-// A seeded slice of the config and data-line fuzz (test/fuzz; bench/reliability/fuzz.ts runs 10,000+): hostile run
+// A seeded slice of the config and data-line fuzz (test/fuzz; bench/reliability/run.ts runs 10,000+): hostile run
 // configs through `coa data check`, the core's config reader and the trainer's config loader, and hostile JSONL
 // through `coa validate` and `coa stats`. No reader may fail with anything but a clean refusal, and the core and the
 // trainer must judge every config alike (what one accepts the other accepts) — one set of config rules.
