@@ -8,6 +8,8 @@ import importlib
 import os
 import sys
 
+from .base import options
+from .base.options import CommandOptions
 from .contracts.schemas import stage_table, trainable_stages
 
 
@@ -159,6 +161,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_command(argv: list[str] | None, parser: argparse.ArgumentParser | None = None) -> CommandOptions:
+    """The command line as the typed options of its command (base/options.py): what every command below reads."""
+    parser = parser or build_parser()
+    args = parse_command_line(parser, argv)
+    token_from_environment(parser, args)
+    return command_options(args)
+
+
+def command_options(args: argparse.Namespace) -> CommandOptions:
+    """argparse's namespace → the command's options; the only place below the parser that reads the namespace."""
+    from pathlib import Path
+
+    from .base import options as o
+
+    def path(value: str | None) -> Path | None:
+        return Path(value) if value is not None else None
+
+    over = tuple(args.overrides)
+    env = o.EnvTarget(args.env_url, args.env_token or "") if getattr(args, "env_url", None) else o.EnvTarget()
+    c = args.command
+    if c == "train":
+        return o.TrainOptions(args.stage, Path(args.config), Path(args.run_dir), args.resume, args.max_steps, args.label,
+                              env, over)
+    if c == "eval":
+        return o.EvalOptions(Path(args.config), Path(args.run_dir), path(args.model),
+                             tuple(args.split) if args.split else None, args.mode, args.limit, env, over)
+    if c == "boundary":
+        return o.BoundaryOptions(Path(args.config), Path(args.run_dir), args.stage, path(args.model), args.split,
+                                 path(args.questions), args.limit, args.samples, args.temperature, args.seed,
+                                 args.no_truth, path(args.out), env)
+    if c == "export-onnx":
+        return o.ExportOnnxOptions(Path(args.checkpoint), Path(args.output), args.opset, args.dialect,
+                                   args.prompt_template)
+    if c == "pipeline":
+        return o.PipelineOptions(Path(args.config), Path(args.run_dir), args.stages, args.resume, args.nproc_per_node,
+                                 env, args.split, args.seeds, over)
+    if c == "collect":
+        return o.CollectOptions(Path(args.config), Path(args.run_dir), args.resume, args.teacher, args.limit,
+                                args.samples, env, over)
+    if c == "convert-checkpoint":
+        return o.ConvertOptions(tuple(Path(p) for p in args.paths))
+    if c == "data":
+        return o.DataOptions(Path(args.out), path(args.config), args.seed, over)
+    raise AssertionError(f"command {c} has no options class")  # build_parser and this function list the same commands
+
+
 def main(argv: list[str] | None = None, cancelled: bool = False) -> None:
     """`cancelled`: SIGTERM came while __main__ was importing this module."""
     import signal
@@ -167,35 +215,33 @@ def main(argv: list[str] | None = None, cancelled: bool = False) -> None:
 
     # held while parsing (a stop signal then arrives inside the try below, where the run directory is known)
     signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
-    parser = build_parser()
-    args = parse_command_line(parser, argv)
-    token_from_environment(parser, args)
+    options = parse_command(argv)
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, set(STOP_SIGNALS))
         if cancelled:
             raise StartupCancelled("SIGTERM")
-        run_command(args)
+        sys.exit(run_command(options))
     except StartupCancelled:  # SIGTERM before the command took over signals (lifecycle.cancel_during_startup)
-        sys.exit(cancelled_at_startup(args))
+        sys.exit(cancelled_at_startup(options))
 
 
-def cancelled_at_startup(args: argparse.Namespace) -> int:
+def cancelled_at_startup(options: CommandOptions) -> int:
     """A stage or pipeline stopped while starting: its `stage_finished` (cancelled) still comes, exit 130."""
-    from pathlib import Path
-
     from .base.events import EventWriter
     from .base.lifecycle import RunLock, RunLockBusy, startup_step
+    from .base.options import PipelineOptions, TrainOptions
     from .base.rundir import RunDirError
 
-    if args.command in ("train", "pipeline"):
-        stage = (args.label or args.stage) if args.command == "train" else "pipeline"
-        step = startup_step(Path(args.run_dir), stage, args.resume) if args.command == "train" else 0
+    if isinstance(options, (TrainOptions, PipelineOptions)):
+        train = isinstance(options, TrainOptions)
+        stage = options.name if isinstance(options, TrainOptions) else "pipeline"
+        step = startup_step(options.run_dir, stage, options.resume) if train else 0
         try:
-            lock = RunLock.acquire(Path(args.run_dir), args.command)  # never write into another trainer's run
+            lock = RunLock.acquire(options.run_dir, "train" if train else "pipeline")  # never write into another trainer's run
         except (RunLockBusy, RunDirError, OSError):
             return 130
         try:
-            with EventWriter(Path(args.run_dir)) as w:
+            with EventWriter(options.run_dir) as w:
                 w.emit("stage_finished", stage=stage, step=step, status="cancelled", checkpoint=None)
         except (RunDirError, OSError):
             pass
@@ -205,18 +251,19 @@ def cancelled_at_startup(args: argparse.Namespace) -> int:
 
 
 # Each command's module is imported only when it runs: `--help` and a typo answer without loading torch.
-COMMAND_HANDLERS = {
-    "train": ("stages.train", "train_command"),
-    "eval": ("evaluation.agent", "eval_command"),
-    "boundary": ("evaluation.boundary_command", "boundary_command"),
-    "export-onnx": ("model.export_onnx", "export_command"),
-    "pipeline": ("pipeline.command", "pipeline_command"),
-    "collect": ("stages.collect", "collect_command"),
-    "data": ("data.benchmark", "data_command"),
-    "convert-checkpoint": ("model.legacy", "convert_command"),
+COMMAND_HANDLERS: dict[type, tuple[str, str]] = {
+    options.TrainOptions: ("stages.train", "train_command"),
+    options.EvalOptions: ("evaluation.agent", "eval_command"),
+    options.BoundaryOptions: ("evaluation.boundary_command", "boundary_command"),
+    options.ExportOnnxOptions: ("model.export_onnx", "export_command"),
+    options.PipelineOptions: ("pipeline.command", "pipeline_command"),
+    options.CollectOptions: ("stages.collect", "collect_command"),
+    options.DataOptions: ("data.benchmark", "data_command"),
+    options.ConvertOptions: ("model.legacy", "convert_command"),
 }
 
 
-def run_command(args: argparse.Namespace) -> None:
-    module, handler = COMMAND_HANDLERS[args.command]
-    sys.exit(getattr(importlib.import_module(f"{__package__}.{module}"), handler)(args))
+def run_command(opts: CommandOptions) -> int:
+    """The command's handler, run in this process; its exit status."""
+    module, handler = COMMAND_HANDLERS[type(opts)]
+    return int(getattr(importlib.import_module(f"{__package__}.{module}"), handler)(opts) or 0)

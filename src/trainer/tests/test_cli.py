@@ -45,3 +45,38 @@ def test_later_stage_without_earlier_stage(tmp_path, tiny_config, write_config):
     assert r.returncode == 2
     (ev,) = [e for e in read_events(tmp_path / "run") if e["type"] == "error"]
     assert ev["code"] == "missing_model" and "run the earlier stages" in ev["message"]
+
+
+def test_every_command_line_becomes_its_commands_typed_options(monkeypatch):
+    """The command line is read once, at the top: every command's handler gets a typed options object (never
+    argparse's namespace), with paths as paths, repeated options as tuples and the env server's token from
+    COA_ENV_TOKEN beside --env-url."""
+    from pathlib import Path
+
+    from coa_trainer.base import options as o
+    from coa_trainer.cli import COMMAND_HANDLERS, build_parser, parse_command
+
+    monkeypatch.setenv("COA_ENV_TOKEN", "t0k")
+    run = ["--config", "c.json", "--run-dir", "runs/a"]
+    lines = {
+        o.TrainOptions: ["train", "--stage", "rl2", *run, "--label", "rl2-b", "--env-url", "http://127.0.0.1:9", "seed=3"],
+        o.EvalOptions: ["eval", *run, "--split", "dev", "--split", "test", "--mode", "plain"],
+        o.BoundaryOptions: ["boundary", *run, "--questions", "q.parquet", "--samples", "3"],
+        o.ExportOnnxOptions: ["export-onnx", "--checkpoint", "m", "-o", "m.onnx"],
+        o.PipelineOptions: ["pipeline", *run, "--seeds", "2", "--stages", "pretrain,sft1"],
+        o.CollectOptions: ["collect", *run, "--teacher", "http://127.0.0.1:8/v1", "--limit", "4"],
+        o.ConvertOptions: ["convert-checkpoint", "a.pt", "b"],
+        o.DataOptions: ["data", "--out", "d", "--seed", "5"],
+    }
+    commands = build_parser()._subparsers._group_actions[0].choices  # every subcommand the parser knows
+    assert len(lines) == len(commands) and set(COMMAND_HANDLERS) == set(lines)
+    parsed = {kind: parse_command(argv) for kind, argv in lines.items()}
+    for kind, opts in parsed.items():
+        assert type(opts) is kind
+    train = parsed[o.TrainOptions]
+    assert (train.run_dir, train.name, train.overrides) == (Path("runs/a"), "rl2-b", ("seed=3",))
+    assert train.env == o.EnvTarget("http://127.0.0.1:9", "t0k")
+    assert parsed[o.EvalOptions].split == ("dev", "test") and parsed[o.EvalOptions].env == o.EnvTarget()
+    assert parsed[o.BoundaryOptions].questions == Path("q.parquet") and parsed[o.BoundaryOptions].samples == 3
+    assert parsed[o.PipelineOptions].seeds == 2 and parsed[o.CollectOptions].limit == 4
+    assert parsed[o.ConvertOptions].paths == (Path("a.pt"), Path("b"))

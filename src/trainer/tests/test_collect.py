@@ -23,13 +23,13 @@ import sys
 import threading
 import time
 import urllib.request
-from argparse import Namespace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 import torch
+from coa_trainer.base.options import CollectOptions, EnvTarget, TrainOptions
 from coa_trainer.stages.collect import collect_command
 from coa_trainer.base.events import record_error
 from conftest import REPO, needs_env_server, merge, read_events
@@ -124,9 +124,8 @@ def _collect(tmp: Path, config: dict, run: str, env=None, resume: bool = False) 
     cfg = tmp / f"{run}.run.json"
     cfg.write_text(json.dumps(config))
     run_dir = tmp / run
-    args = Namespace(config=str(cfg), run_dir=str(run_dir), resume=resume, teacher=None, limit=None, samples=None,
-                     env_url=env.url if env else None, env_token=env.token if env else None)
-    return collect_command(args), run_dir
+    opts = CollectOptions(cfg, run_dir, resume, env=EnvTarget(env.url, env.token) if env else EnvTarget())
+    return collect_command(opts), run_dir
 
 
 def _records(run_dir: Path, name: str = "collection.coa.jsonl") -> list[dict]:
@@ -225,9 +224,7 @@ def _sft_on_the_collection(work: Path, questions: Path, model: Path, run_dir: Pa
     cfg = work / "direct-sft.run.json"
     cfg.write_text(json.dumps(config))
     for stage in ("sft1", "sft2"):
-        args = Namespace(stage=stage, config=str(cfg), run_dir=str(run_dir), resume=False, max_steps=None, label=None,
-                         env_url=None, env_token=None)
-        assert train_command(args) == 0, [e for e in read_events(run_dir) if e["type"] == "error"]
+        assert train_command(TrainOptions(stage, cfg, run_dir)) == 0, [e for e in read_events(run_dir) if e["type"] == "error"]
     logs = [e["message"] for e in read_events(run_dir) if e["type"] == "log"]
     assert any(m.startswith("sft1: SFT data from this run's collection") for m in logs)
     n_pairs = report["pairs"]["pairs"]

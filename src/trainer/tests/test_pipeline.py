@@ -148,12 +148,12 @@ def test_stage_command_lines_never_carry_the_env_token(tmp_path):
     """The env token never appears on a stage's command line: any local user reads every command line with `ps`
     (then rewrites the run's OTC state). The token goes in the stage's environment (COA_ENV_TOKEN);
     the end-to-end test above proves the stages still reach the server with it."""
-    from coa_trainer.cli import build_parser
+    from coa_trainer.cli import parse_command
     from coa_trainer.env.client import EnvClient
     from coa_trainer.pipeline.pipeline import Pipeline
 
-    args = build_parser().parse_args(["pipeline", "--config", str(tmp_path / "run.json"), "--run-dir", str(tmp_path)])
-    p = Pipeline(args, {}, writer=None)
+    opts = parse_command(["pipeline", "--config", str(tmp_path / "run.json"), "--run-dir", str(tmp_path)])
+    p = Pipeline(opts, {}, writer=None)
     p.env = EnvClient("http://127.0.0.1:9", "s3cret-t0ken")
     for step in ("rl1", "rl2", "collect"):
         argv = p.stage_argv(step)

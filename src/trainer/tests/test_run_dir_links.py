@@ -11,7 +11,7 @@ import os
 import pytest
 
 from coa_trainer.base.rundir import RunDirError, check_run_dir
-from coa_trainer.cli import COMMAND_HANDLERS, build_parser
+from coa_trainer.cli import parse_command, run_command as handle
 from conftest import TINY, read_events
 
 OUTSIDE_TEXT = "export PATH=/usr/bin\n"
@@ -19,11 +19,7 @@ OUTSIDE_TEXT = "export PATH=/usr/bin\n"
 
 def run_command(argv: list[str]) -> int:
     """The command's handler in this process (its exit status), as `python -m coa_trainer` would call it."""
-    import importlib
-
-    args = build_parser().parse_args(argv)
-    module, handler = COMMAND_HANDLERS[args.command]
-    return getattr(importlib.import_module(f"coa_trainer.{module}"), handler)(args)
+    return handle(parse_command(argv))
 
 
 # (command, link inside the run directory, the link's target is a file (else a directory))

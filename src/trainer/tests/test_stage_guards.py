@@ -2,7 +2,6 @@
 lose the stage — events.jsonl is the record — and a training run that goes non-finite fails at the step where it
 did, instead of training an all-NaN model to `ok` or ending in an overflow traceback."""
 
-import argparse
 import os
 import signal
 import subprocess
@@ -78,14 +77,15 @@ def test_an_update_that_overflows_is_the_same_clear_error(tmp_path, tiny_config,
     from coa_trainer.base.config import validate_config
     from coa_trainer.base.distributed import DistInfo
     from coa_trainer.base.events import EventWriter
+    from coa_trainer.base.options import TrainOptions
     from coa_trainer.stages.loop import DivergedError, run_loop
     from coa_trainer.stages.setup import setup_stage
     from coa_trainer.stages.sft import SupervisedSteps
 
     config = validate_config(merge(tiny_config, {"stages": {"pretrain": {"steps": 2}}}))
-    args = argparse.Namespace(stage="pretrain", max_steps=None, resume=False, label=None, env_url=None)
     with EventWriter(tmp_path / "run", echo=None) as writer:
-        run = setup_stage(config, args, tmp_path / "run", writer, DistInfo())
+        run = setup_stage(config, TrainOptions("pretrain", tmp_path / "run.json", tmp_path / "run"), tmp_path / "run",
+                          writer, DistInfo())
         for group in run.opt.param_groups:
             group["lr"] = 1e300
         with pytest.raises(DivergedError, match=r"^pretrain: training diverged at step 1: the optimiser update "

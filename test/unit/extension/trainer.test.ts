@@ -29,9 +29,10 @@ test('the trainer CLI accepts every argument array we build (argparse of the rea
   const python = join(root, '.venv/bin/python');
   // No skip: `npm install` creates .venv, and a suite that passes without it proves nothing.
   assert.ok(existsSync(python), `${python} is missing: run npm install (it creates the trainer's .venv)`);
-  // parse_args and the token's reading only (the CLI's own functions); no training happens. Prints the token read.
-  const code = `import sys; from coa_trainer.cli import build_parser, token_from_environment
-p = build_parser(); a = p.parse_args(sys.argv[1:]); token_from_environment(p, a); print(getattr(a, "env_token", None))`;
+  // The command line parsed into the command's typed options only (the CLI's own function); no training happens.
+  // Prints the env server token the options carry.
+  const code = `import sys; from coa_trainer.cli import parse_command
+o = parse_command(sys.argv[1:]); print(getattr(getattr(o, "env", None), "token", None))`;
   const check = (inv: Parameters<typeof trainerArgs>[0] | string[]) => {
     const args = Array.isArray(inv) ? inv : trainerArgs(inv);
     const env = { ...trainerEnv({ base: process.env, extensionPath: root, node: process.execPath }), ...(Array.isArray(inv) ? {} : trainerTokenEnv(inv)) };

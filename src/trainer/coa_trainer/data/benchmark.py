@@ -36,6 +36,7 @@ from typing import Any
 from ..data.dialects import Tags, tags as dialect_tags
 from ..contracts.schemas import search_table
 from ..contracts.run_config import RunConfig
+from ..base.options import DataOptions
 
 BENCHMARK_VERSION = 5
 
@@ -460,19 +461,19 @@ def ensure_benchmark_files(config: RunConfig, data_dir: Path, env: Any = None) -
     return bench
 
 
-def data_command(args: Any) -> int:
+def data_command(opts: DataOptions) -> int:
     from ..base.config import ConfigError, default_config, load_config
 
     try:
-        config = load_config(args.config, getattr(args, "overrides", None)) if args.config else default_config()
+        config = load_config(opts.config, list(opts.overrides)) if opts.config else default_config()
     except ConfigError as e:
         print(f"error: {e}")
         return 2
-    if args.seed is not None:
-        config.benchmark.seed = args.seed
-    bench = ensure_benchmark_files(config, Path(args.out))
+    if opts.seed is not None:
+        config.benchmark.seed = opts.seed
+    bench = ensure_benchmark_files(config, opts.out)
     counts = {s: len(bench.split(s)) for s in ("train", "rl", "dev", "test")}
-    print(json.dumps({"out": str(args.out), "questions": counts, "corpus": len(bench.corpus),
+    print(json.dumps({"out": str(opts.out), "questions": counts, "corpus": len(bench.corpus),
                       "pretrain_lines": len(bench.pretrain_lines())}))
     return 0
 

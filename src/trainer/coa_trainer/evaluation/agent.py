@@ -27,6 +27,7 @@ from ..rollout.metrics import graded_sums, graded_values
 from ..data.userdata import golden, question_meta, source_of
 from ..contracts.run_config import RunConfig
 from ..base.errors import report_failure
+from ..base.options import EvalOptions
 
 
 def normalize_answer(s: str) -> str:
@@ -174,15 +175,15 @@ def latest_stage_dir(run_dir: Path) -> tuple[str, Path] | None:
     return None
 
 
-def eval_command(args: Any) -> int:
+def eval_command(args: EvalOptions) -> int:
     import sys
 
     from ..data.benchmark import ensure_benchmark_files
     from ..base.config import load_config
-    from ..env.client import EnvClient
+    from ..env.session import open_env
     from ..base.events import EventWriter
     from ..model.load import ModelDirError, load_for_config, setup_runtime
-    from ..base.runlayout import corpus_path, data_dir
+    from ..base.runlayout import data_dir
     from ..data.userdata import DataError, UserData
 
     from ..base.rundir import RunDirError, check_run_dir
@@ -196,7 +197,7 @@ def eval_command(args: Any) -> int:
     env = None
     try:
         check_run_dir(run_dir)
-        config = load_config(args.config, getattr(args, "overrides", None))
+        config = load_config(args.config, list(args.overrides))
         writer.attach_logging(config)
         if args.limit:
             config.eval.limit = args.limit
@@ -220,18 +221,14 @@ def eval_command(args: Any) -> int:
                 raise DataError("--mode plain is the embedded benchmark's closed-book form; use agent or no-tool")
             for split in splits:
                 bench.split(split)  # bad data fails here, before any model is loaded
-            if not args.env_url:
+            if not args.env.url:
                 bench.check_corpus()
         else:
             bench = ensure_benchmark_files(config, data_dir(config, run_dir))
         model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)
         model.eval()
         if args.mode != "plain":
-            if args.env_url:
-                env = EnvClient(args.env_url, args.env_token or "")
-            else:
-                env = EnvClient.start(corpus_path(config, run_dir), config.dialect, config.env.node, config.env.cli,
-                                      config.env.startup_timeout_s)
+            env = open_env(args.env, config, run_dir)
         results = []
         out_dir = run_dir / "eval"
         out_dir.mkdir(parents=True, exist_ok=True)

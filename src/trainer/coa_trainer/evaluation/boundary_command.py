@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import report_failure
+from ..base.options import BoundaryOptions
 
 
 def _questions(config: Any, run_dir: Path, args: Any) -> tuple[Any, list[Any], bool]:
@@ -63,11 +64,10 @@ def _checkpoint(run_dir: Path, args: Any) -> tuple[Path, str, int]:
     return model_dir, stage, step
 
 
-def boundary_command(args: Any) -> int:
+def boundary_command(args: BoundaryOptions) -> int:
     from ..base.config import load_config
     from ..base.events import EventWriter
-    from ..base.runlayout import corpus_path
-    from ..env.client import EnvClient
+    from ..env.session import open_env
     from ..model.load import load_for_config, setup_runtime
     from .boundary import Meter, stderr_log
     from .boundary_report import REPORT_VERSION, format_summary, rows, summarise, write_report
@@ -83,11 +83,7 @@ def boundary_command(args: Any) -> int:
         model_dir, stage, step = _checkpoint(run_dir, args)
         rt = setup_runtime(config)
         source, questions, embedded = _questions(config, run_dir, args)
-        if args.env_url:
-            env = EnvClient(args.env_url, args.env_token or "")
-        else:
-            env = EnvClient.start(corpus_path(config, run_dir), config.dialect, config.env.node, config.env.cli,
-                                  config.env.startup_timeout_s)
+        env = open_env(args.env, config, run_dir)
         model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)
         model.eval()
         stderr_log(f"{stage} ({model_dir}) on {len(questions)} {args.split} questions, {args.samples} sample(s) each way")

@@ -16,7 +16,9 @@ import os
 import threading
 from typing import Any
 
+from ..base.options import EnvTarget
 from ..env.client import EnvClient, EnvError
+from ..env.session import connect_env
 
 _lock = threading.Lock()
 _client: EnvClient | None = None
@@ -30,7 +32,7 @@ def grader() -> EnvClient:
             if not url:
                 raise EnvError("COA_ENV_URL is not set: start `coa env serve --corpus …` and export its token_url "
                                "(http://127.0.0.1:PORT/t/<token>) as COA_ENV_URL (docs/integrations.md)")
-            _client = EnvClient(url, os.environ.get("COA_ENV_TOKEN", ""))
+            _client = connect_env(EnvTarget.given(url))  # the token: COA_ENV_TOKEN, unless the url carries it
         return _client
 
 

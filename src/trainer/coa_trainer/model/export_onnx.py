@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from ..data.dialects import all_tags, dialect_names, tags
+from ..base.options import ExportOnnxOptions
 
 TOLERANCE = 1e-4
 
@@ -218,15 +219,15 @@ def model_json(tok: Any, config: Any, layers: int, kv_heads: int, head_dim: int,
     }
 
 
-def export_command(args: Any) -> int:
+def export_command(opts: ExportOnnxOptions) -> int:
     from ..model.load import ModelDirError
 
     try:
-        meta = export(Path(args.checkpoint), Path(args.output), opset=args.opset, dialect=args.dialect,
-                      prompt_template=args.prompt_template)
+        meta = export(opts.checkpoint, opts.output, opset=opts.opset, dialect=opts.dialect,
+                      prompt_template=opts.prompt_template)
     except (ModelDirError, RuntimeError, ValueError) as e:
         print(f"export-onnx: {e}", file=sys.stderr)
         return 1
-    print(f"export-onnx: wrote {args.output} ({meta['kv']['layers']} layers, vocab {meta['vocab_size']}, "
+    print(f"export-onnx: wrote {opts.output} ({meta['kv']['layers']} layers, vocab {meta['vocab_size']}, "
           f"dialect {meta['dialect']}) with tokenizer and coa_model.json beside it")
     return 0

@@ -19,6 +19,7 @@ import torch
 
 from .checkpoint import LEGACY, CheckpointError, Unusable, header, read_checkpoint
 from .statefile import write_state_file
+from ..base.options import ConvertOptions
 
 OLD_KEYS = ("stage", "step", "cursor", "model", "optimizer", "scheduler", "rng")
 
@@ -74,9 +75,9 @@ def convert(path: Path) -> Path:
     return new
 
 
-def convert_command(args: Any) -> int:
+def convert_command(opts: ConvertOptions) -> int:
     targets: list[Path] = []
-    for p in map(Path, args.paths):
+    for p in opts.paths:
         targets += sorted(q for q in p.iterdir() if LEGACY.match(q.name) and q.suffix == ".pt") if p.is_dir() else [p]
     if not targets:
         print("coa_trainer: no step-NNNNNN.pt checkpoint to convert", file=sys.stderr)

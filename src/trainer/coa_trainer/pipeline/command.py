@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import signal
 import sys
-from pathlib import Path
-from typing import Any
 
 from ..base.config import ConfigError, load_config
 from ..base.events import EventWriter
 from ..base.lifecycle import STOP_SIGNALS, RunLock, RunLockBusy, on_stop_signals
 from ..base.names import name_error
+from ..base.options import PipelineOptions
 from ..base.rundir import RunDirError, check_run_dir
 from .pipeline import Cancelled, Pipeline, parse_steps
 from .seeds import run_seeds
 from ..base.errors import report_failure
 
 
-def pipeline_command(args: Any) -> int:
-    run_dir = Path(args.run_dir)
+def pipeline_command(opts: PipelineOptions) -> int:
+    run_dir = opts.run_dir
     if err := name_error(run_dir.resolve().name, "run id (the run directory's name)"):
         print(f"coa_trainer: {err}", file=sys.stderr)
         return 2
@@ -39,15 +38,15 @@ def pipeline_command(args: Any) -> int:
     old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     try:
         check_run_dir(run_dir)
-        config = load_config(args.config, getattr(args, "overrides", None))
+        config = load_config(opts.config, list(opts.overrides))
         writer.attach_logging(config)
-        steps = parse_steps(args.stages)
-        seeds = getattr(args, "seeds", 1)
+        steps = parse_steps(opts.stages)
+        seeds = opts.seeds
         if seeds is not None and seeds < 1:
             raise ConfigError(f"--seeds {seeds}: give at least 1")
         if seeds and seeds > 1:  # a whole pipeline per seed, then the mean ± sd table (pipeline/seeds.py)
-            return run_seeds(args, config, writer, steps)
-        pipe = Pipeline(args, config, writer, lock)
+            return run_seeds(opts, config, writer, steps)
+        pipe = Pipeline(opts, config, writer, lock)
         on_stop_signals(pipe.on_signal)
         return pipe.run(steps)
     except Cancelled:

@@ -29,6 +29,7 @@ from typing import Any, Callable
 from ..base import quiet  # noqa: F401
 from ..base.config import ConfigError, config_dict
 from ..base.events import EventWriter
+from ..base.options import PipelineOptions
 from ..contracts.schemas import rl_stages, stage_table
 from ..contracts.run_config import RunConfig
 from ..base.errors import CoaError
@@ -119,9 +120,9 @@ def otc_config(config: RunConfig, run_dir: Path) -> Path:
 
 
 class Pipeline:
-    def __init__(self, args: Any, config: RunConfig, writer: EventWriter, lock: Any = None):
-        self.args, self.config, self.writer, self.lock = args, config, writer, lock
-        self.run_dir = Path(args.run_dir)
+    def __init__(self, opts: PipelineOptions, config: RunConfig, writer: EventWriter, lock: Any = None):
+        self.opts, self.config, self.writer, self.lock = opts, config, writer, lock
+        self.run_dir = opts.run_dir
         self.child: subprocess.Popen | None = None
         self.cancelled = False
         self.deferred = False  # True while a signal must not interrupt (see run)
@@ -148,9 +149,9 @@ class Pipeline:
 
     def stage_argv(self, step: str) -> list[str]:
         stage = "rl2" if step == "rl2-otc" else step
-        config_path = otc_config(self.config, self.run_dir) if step == "rl2-otc" else Path(self.args.config)
+        config_path = otc_config(self.config, self.run_dir) if step == "rl2-otc" else self.opts.config
         launcher = [sys.executable]
-        nproc = getattr(self.args, "nproc_per_node", 1) or 1
+        nproc = self.opts.nproc_per_node
         if nproc > 1:  # DDP on this machine; multi-node: run the stages with torchrun yourself
             # torchrun's launcher runs through lifecycle's entry so that it too dies with the pipeline
             launcher += ["-m", "coa_trainer.base.lifecycle", "torch.distributed.run", "--standalone",
@@ -163,10 +164,10 @@ class Pipeline:
         if step == "rl2-otc":
             argv += ["--label", "rl2-otc"]
         else:  # rl2-otc's derived config already holds them (and its reward scheme must stay otc-grpo)
-            argv += list(getattr(self.args, "overrides", None) or [])
+            argv += list(self.opts.overrides)
         if step in ENV_STEPS and self.env is not None:
             argv.append(f"--env-url={self.env.url}")  # its token goes in COA_ENV_TOKEN (run_stage), never on argv
-        if self.args.resume:
+        if self.opts.resume:
             argv.append("--resume")
         return argv
 
@@ -183,24 +184,22 @@ class Pipeline:
 
     def start_env(self) -> None:
         from ..data.benchmark import ensure_benchmark_files
-        from ..env.client import EnvClient
-        from ..base.runlayout import corpus_path, data_dir
+        from ..env.session import open_env
+        from ..base.runlayout import data_dir
 
-        if self.args.env_url:
-            self.env = EnvClient(self.args.env_url, self.args.env_token or "")
-            self.env.health()
-            return
-        # the corpus is part of the benchmark files: write them now (the pretrain stage would otherwise)
-        if self.config.data is None:
+        # a server of our own needs the corpus, which is part of the benchmark files: write them now (the pretrain
+        # stage would otherwise)
+        if not self.opts.env.url and self.config.data is None:
             ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir))
-        self.env = EnvClient.start(corpus_path(self.config, self.run_dir), self.config.dialect, self.config.env.node,
-                                   self.config.env.cli, self.config.env.startup_timeout_s)
+        self.env = open_env(self.opts.env, self.config, self.run_dir, check=True)
+        if self.opts.env.url:
+            return
         self.writer.emit("log", level="info", message=f"pipeline: environment server at {self.env.url}")
 
     def results(self) -> None:
         from ..evaluation.results import compute_rows, detail_table, missing_split, optimal_tc, render_table, write_results
 
-        split = getattr(self.args, "split", None) or "test"
+        split = self.opts.split
         from ..stages.collect import comparison_lines
 
         rows, details = compute_rows(self.run_dir, self.config, self.env, self.writer, split)
@@ -214,7 +213,7 @@ class Pipeline:
     def run(self, steps: list[str]) -> int:
         w = self.writer
         started = time.time()
-        if self.args.resume:  # this run reports every step's progress again (finished ones as skipped): once each
+        if self.opts.resume:  # this run reports every step's progress again (finished ones as skipped): once each
             w.supersede("pipeline", 0, 0)
         w.emit("run_started", stage="pipeline", config=config_dict(self.config), total_steps=len(steps), device="pipeline",
                world_size=1, pid=os.getpid(), resumed_from=None)
@@ -232,7 +231,7 @@ class Pipeline:
             for step in steps:
                 if self.cancelled:
                     raise Cancelled("SIGTERM")
-                if step != "results" and self.args.resume and self.finished(step):
+                if step != "results" and self.opts.resume and self.finished(step):
                     w.emit("log", level="info", message=f"pipeline: {step} already finished, skipped")
                 else:
                     w.emit("log", level="info", message=f"pipeline: {step} ({outcome.done + 1}/{len(steps)})")
@@ -245,5 +244,5 @@ class Pipeline:
         try:
             return outcome.run(every_step)
         finally:
-            if self.env is not None and not self.args.env_url:
-                self.env.stop()
+            if self.env is not None:
+                self.env.stop()  # the server only when this pipeline started it (env/session.py)

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..base.config import ConfigError, config_dict
 from ..base.lifecycle import on_stop_signals
+from ..base.options import PipelineOptions
 from ..pipeline.pipeline import Cancelled, PipelineError, RunOutcome, child_pythonpath, run_child
 from ..contracts.run_config import RunConfig
 
@@ -55,10 +56,10 @@ def seed_done(run_dir: Path, seed: int, split: str) -> bool:
 
 
 class SeedRunner:
-    def __init__(self, args: Any, config: RunConfig, writer: Any):
-        self.args, self.config, self.writer = args, config, writer
-        self.run_dir = Path(args.run_dir)
-        self.split = getattr(args, "split", None) or "test"
+    def __init__(self, opts: PipelineOptions, config: RunConfig, writer: Any):
+        self.opts, self.config, self.writer = opts, config, writer
+        self.run_dir = opts.run_dir
+        self.split = opts.split
         self.child: subprocess.Popen | None = None
         self.cancelled = False
 
@@ -71,7 +72,7 @@ class SeedRunner:
             raise Cancelled(signal.Signals(signum).name)
 
     def argv(self, seed: int) -> list[str]:
-        a = self.args
+        a = self.opts
         argv = [sys.executable, "-m", "coa_trainer", "pipeline", "--config",
                 str(seed_config(self.config, seed, self.run_dir)), "--run-dir", str(seed_dir(self.run_dir, seed)),
                 "--split", self.split]
@@ -79,10 +80,10 @@ class SeedRunner:
             argv += ["--stages", a.stages]
         if a.resume:
             argv.append("--resume")
-        if (getattr(a, "nproc_per_node", 1) or 1) > 1:
+        if a.nproc_per_node > 1:
             argv += ["--nproc-per-node", str(a.nproc_per_node)]
-        if a.env_url:
-            argv.append(f"--env-url={a.env_url}")  # the token: COA_ENV_TOKEN, inherited (never on a command line)
+        if a.env.url:
+            argv.append(f"--env-url={a.env.url}")  # the token: COA_ENV_TOKEN, inherited (never on a command line)
         return argv
 
     def run_seed(self, seed: int) -> None:
@@ -110,7 +111,7 @@ class SeedRunner:
                 if self.cancelled:
                     raise Cancelled("SIGTERM")
                 t0 = time.time()
-                if self.args.resume and "results" in steps and seed_done(self.run_dir, seed, self.split):
+                if self.opts.resume and "results" in steps and seed_done(self.run_dir, seed, self.split):
                     w.emit("log", level="info", message=f"seeds: seed {seed} already has its results, skipped")
                 else:
                     w.emit("log", level="info", message=f"seeds: seed {seed} ({outcome.done + 1}/{len(seeds)}) → "
@@ -132,13 +133,13 @@ class SeedRunner:
         return outcome.run(every_seed)
 
 
-def run_seeds(args: Any, config: RunConfig, writer: Any, steps: list[str]) -> int:
+def run_seeds(opts: PipelineOptions, config: RunConfig, writer: Any, steps: list[str]) -> int:
     """Called by pipeline_command for --seeds N > 1 (it restores the signal handlers set here)."""
-    n = args.seeds
-    if config.data is None and args.env_url:
+    n = opts.seeds
+    if config.data is None and opts.env.url:
         raise ConfigError("--seeds with --env-url: every seed of the embedded benchmark has its own knowledge base "
                           "and corpus, so each seed's pipeline starts its own environment server (leave --env-url out)")
     seeds = [config.seed + i for i in range(n)]
-    runner = SeedRunner(args, config, writer)
+    runner = SeedRunner(opts, config, writer)
     on_stop_signals(runner.on_signal)
     return runner.run(seeds, steps)

@@ -36,6 +36,7 @@ from ..base.config import config_dict, validate_config
 from ..contracts.run_config import CollectSelect, DataConfig, QuestionFiles, RunConfig
 from ..base.errors import CoaError
 from ..base.lifecycle import on_stop_signals
+from ..base.options import CollectOptions
 from ..rollout.metrics import graded_sums, graded_values
 from ..contracts.error_code import ErrorCode
 from ..base.errors import report_failure
@@ -224,8 +225,8 @@ def collected_data(config: RunConfig, run_dir: Path, prepare: bool = True) -> An
 # ---------------------------------------------------------------- the command
 
 class Collector:
-    def __init__(self, config: RunConfig, args: Any, run_dir: Path, writer: Any):
-        self.config, self.args, self.run_dir, self.writer = config, args, run_dir, writer
+    def __init__(self, config: RunConfig, opts: CollectOptions, run_dir: Path, writer: Any):
+        self.config, self.opts, self.run_dir, self.writer = config, opts, run_dir, writer
         self.ccfg = config.collect
         self.dir = collect_dir(run_dir)
         self.cancelled = False
@@ -307,7 +308,7 @@ class Collector:
         w = self.writer
         self.dir.mkdir(parents=True, exist_ok=True)
         coll_path = self.dir / "collection.coa.jsonl"
-        resume = bool(getattr(self.args, "resume", False))
+        resume = self.opts.resume
         if coll_path.is_file() and not resume:
             raise CollectError(f"{coll_path} exists: pass --resume to continue that collection (or use another run "
                                "directory)")
@@ -353,17 +354,10 @@ class Collector:
         return self.finish(coll_path, work, settings, failed, sampler_factory["stats"]())
 
     def start_env(self) -> None:
-        from ..env.client import EnvClient
-        from ..base.runlayout import corpus_path
+        from ..env.session import open_env, started_here
 
-        if getattr(self.args, "env_url", None):
-            self.env = EnvClient(self.args.env_url, self.args.env_token or "")
-            self.env.health()
-            return
-        self.env = EnvClient.start(corpus_path(self.config, self.run_dir), self.config.dialect,
-                                   self.config.env.node, self.config.env.cli,
-                                   self.config.env.startup_timeout_s)
-        self.own_env = True
+        self.env = open_env(self.opts.env, self.config, self.run_dir, check=True)
+        self.own_env = started_here(self.env)
 
     def make_teacher(self, teacher: dict) -> dict:
         """{"rollout": fn(works, batch_no) -> trajectories, "describe", "stats", "tokens"} for the teacher."""
@@ -635,13 +629,13 @@ def _golden(q: Any) -> list[str]:
     return golden(q)
 
 
-def collect_command(args: Any) -> int:
+def collect_command(opts: CollectOptions) -> int:
     from ..base.config import load_config
     from ..base.events import EventWriter
 
     from ..base.rundir import RunDirError, check_run_dir
 
-    run_dir = Path(args.run_dir)
+    run_dir = opts.run_dir
     try:
         writer = EventWriter(run_dir)
     except RunDirError as e:  # events.jsonl leads out of the run (base/rundir.py): nowhere safe to write the event
@@ -654,18 +648,19 @@ def collect_command(args: Any) -> int:
     old: dict = {}
     try:
         check_run_dir(run_dir)
-        config = load_config(args.config, getattr(args, "overrides", None))
+        config = load_config(opts.config, list(opts.overrides))
         writer.attach_logging(config)
-        for key in ("limit", "samples"):
-            if getattr(args, key, None):
-                setattr(config.collect, key, getattr(args, key))
-        if getattr(args, "teacher", None):
+        if opts.limit:
+            config.collect.limit = opts.limit
+        if opts.samples:
+            config.collect.samples = opts.samples
+        if opts.teacher:
             t = config.collect.teacher
-            if args.teacher.startswith(("http://", "https://")):
-                t.url = args.teacher
+            if opts.teacher.startswith(("http://", "https://")):
+                t.url = opts.teacher
             else:
-                t.path, t.url = str(Path(args.teacher).resolve()), None
-        collector = Collector(config, args, run_dir, writer)
+                t.path, t.url = str(Path(opts.teacher).resolve()), None
+        collector = Collector(config, opts, run_dir, writer)
         old = on_stop_signals(collector.on_signal)  # TERM, INT, HUP: finish the batch in flight, then stop
         return collector.run()
     except Exception as e:  # noqa: BLE001 — one error event and the code's exit status, never a bare traceback

@@ -28,32 +28,33 @@ from ..rollout.loop import RlTrajectory, retok_drift, retok_mismatch, rollout, t
 from ..base.errors import StageError
 from ..base.lifecycle import StageCancelled
 from ..base import line_index
-from ..base.runlayout import corpus_path, stage_dir
+from ..base.runlayout import stage_dir
 from ..contracts.schemas import histogram_edges
 from ..contracts.run_config import RlStage, RunConfig
 from ..data.userdata import golden, question_meta
 from ..contracts.boundary_metric import BoundaryMetric
 from ..evaluation.boundary import Meter, fixed_sample
 from ..evaluation.boundary_report import live_metrics, summarise
+from ..base.options import EnvTarget
 from .setup import StageRun
 
 
-def _connect_env(args: Any, config: RunConfig, run_dir: Path, di: Any) -> tuple[Any, bool]:
-    """(client, whether we started it). Rank 0 starts the server; the other ranks get its url and token."""
-    from ..env.client import EnvClient
+def _connect_env(target: EnvTarget, config: RunConfig, run_dir: Path, di: Any) -> tuple[Any, bool]:
+    """(client, whether we started it). Rank 0 opens the env session (base/options.EnvTarget: the server given, or
+    one of its own); the other ranks connect to the server rank 0 has."""
+    from ..env.session import connect_env, open_env, started_here
 
-    if getattr(args, "env_url", None):
-        return EnvClient(args.env_url, args.env_token or ""), False
+    if target.url:
+        return connect_env(target), False
     env, addr = None, [None, None]
     if di.rank == 0:
-        env = EnvClient.start(corpus_path(config, run_dir), config.dialect, config.env.node, config.env.cli,
-                              config.env.startup_timeout_s)
+        env = open_env(target, config, run_dir)
         addr = [env.url, env.token]
     if di.active:
         import torch.distributed as dist
 
         dist.broadcast_object_list(addr, src=0)
-    return (env, True) if env is not None else (EnvClient(addr[0], addr[1]), False)
+    return (env, started_here(env)) if env is not None else (connect_env(EnvTarget(addr[0], addr[1])), False)
 
 
 def _grade_run_id(run: str, label: str) -> str:
@@ -207,7 +208,7 @@ class GrpoSteps:
             return qs
 
         self.stream = Stream(epoch)
-        self.env, self.own_env = _connect_env(run.args, config, run.run_dir, run.di)
+        self.env, self.own_env = _connect_env(run.opts.env, config, run.run_dir, run.di)
         self.grade_run = _grade_run_id(run.writer.run, label)
         self.monitor = AlertMonitor(scfg.alerts.model_dump(), self.env)  # rules in src/core/alerts.ts, via the server
         self.sdir = stage_dir(run.run_dir, label)

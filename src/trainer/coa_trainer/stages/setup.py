@@ -18,12 +18,13 @@ from ..contracts.schemas import stage_info
 from ..base.runlayout import STAGE_ORDER, data_dir, final_dir, stage_dir
 from ..model.optim import lr_lambda
 from ..contracts.run_config import RunConfig
+from ..base.options import TrainOptions
 
 
 @dataclass
 class StageRun:
     config: RunConfig
-    args: Any
+    opts: TrainOptions
     run_dir: Path
     writer: Any
     di: Any
@@ -71,7 +72,7 @@ class StageRun:
         the checkpoint (written before a kill) are dropped: they are about to be done again (base/events.py)."""
         from ..model.checkpoint import load_checkpoint, resume, set_aside
 
-        if not getattr(self.args, "resume", False):
+        if not self.opts.resume:
             return None
 
         def load(path: Path) -> dict:
@@ -208,7 +209,7 @@ def _wrap(scorer: Any, config: RunConfig, di: Any) -> Any:
     return di.wrap(scorer)
 
 
-def setup_stage(config: RunConfig, args: Any, run_dir: Path, writer: Any, di: Any) -> StageRun:
+def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: Any, di: Any) -> StageRun:
     import torch
 
     from ..rollout.agentio import AgentIO
@@ -219,11 +220,11 @@ def setup_stage(config: RunConfig, args: Any, run_dir: Path, writer: Any, di: An
     from ..model.optim import make_optimizer
     from ..data.userdata import UserData
 
-    stage = args.stage
+    stage = opts.stage
     info = stage_info(stage)
-    label = getattr(args, "label", None) or stage
+    label = opts.name
     scfg = stage_config(config, stage)
-    total = args.max_steps or scfg.steps
+    total = opts.max_steps or scfg.steps
     own_data = config.data is not None
     if not own_data and config.dialect != "coa":
         raise StageError("the embedded benchmark's trajectories are written in the coa dialect; set dialect to coa "
@@ -274,7 +275,7 @@ def setup_stage(config: RunConfig, args: Any, run_dir: Path, writer: Any, di: An
     fast_path["activation checkpointing"] = "on (model.gradient_checkpointing)" if config.model.gradient_checkpointing \
         else "off"
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg.warmup_steps, total))
-    run = StageRun(config, args, run_dir, writer, di, stage, label, scfg, total, rt, bench, data, init, wrapped,
+    run = StageRun(config, opts, run_dir, writer, di, stage, label, scfg, total, rt, bench, data, init, wrapped,
                    unwrap(wrapped), tok, t, AgentIO.make(tok, t), params, opt, sched,
                    stage_dir(run_dir, label) / "checkpoints", fast_path=fast_path)
     run.trace = os.environ.get("COA_TRACE_PHASES", "") not in ("", "0")

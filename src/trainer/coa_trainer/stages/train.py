@@ -14,6 +14,7 @@ from ..base.errors import StageError, report_failure
 from ..base.events import EventWriter
 from ..base.rundir import RunDirError, check_run_dir
 from ..base.runlayout import final_dir, finished_step
+from ..base.options import TrainOptions
 from ..contracts.run_config import RunConfig
 from ..contracts.schemas import rl_stages, stage_table
 from .loop import run_loop
@@ -22,8 +23,8 @@ from .setup import setup_stage
 from .sft import SupervisedSteps
 
 
-def train_command(args: Any) -> int:
-    run_dir = Path(args.run_dir)
+def train_command(opts: TrainOptions) -> int:
+    run_dir = opts.run_dir
     from ..base.distributed import DistInfo
     from ..base.names import name_error
 
@@ -40,22 +41,22 @@ def train_command(args: Any) -> int:
     except OSError as e:
         print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
         return 2
-    stage = getattr(args, "label", None) or args.stage  # the name events carry (rl2 --label rl2-otc)
+    stage = opts.name  # the name events carry (rl2 --label rl2-otc)
     from ..base.lifecycle import RunLock, RunLockBusy, StartupCancelled, startup_step
 
     lock = None
     try:
         if dist_info.rank == 0:  # one trainer per run directory (a pipeline's stage runs under the pipeline's lock)
-            lock = RunLock.acquire(run_dir, f"train --stage {args.stage}")
+            lock = RunLock.acquire(run_dir, f"train --stage {opts.stage}")
         check_run_dir(run_dir)
-        config = load_config(args.config, getattr(args, "overrides", None))
+        config = load_config(opts.config, list(opts.overrides))
         writer.attach_logging(config)
-        return run_stage(config, args, run_dir, writer, dist_info)
+        return run_stage(config, opts, run_dir, writer, dist_info)
     except RunLockBusy as e:
         print(f"coa_trainer: {e}", file=sys.stderr)  # not an event: events.jsonl belongs to the trainer holding it
         return 2
     except StartupCancelled:  # a stop before the first step (imports, data, model, the stage's start): nothing to save
-        writer.emit("stage_finished", stage=stage, step=startup_step(run_dir, stage, getattr(args, "resume", False)),
+        writer.emit("stage_finished", stage=stage, step=startup_step(run_dir, stage, opts.resume),
                     status="cancelled", checkpoint=None)
         return 130
     except Exception as e:  # noqa: BLE001 — every failure becomes one error event and a non-zero exit
@@ -75,14 +76,14 @@ def say_finished(writer: EventWriter, run_dir: Path, label: str, step: int, tota
                 f"nothing to resume{more}")
 
 
-def run_stage(config: RunConfig, args: Any, run_dir: Path, writer: EventWriter, di: Any) -> int:
+def run_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: EventWriter, di: Any) -> int:
     """Set the stage up and run the one loop with its steps: GRPO for the RL stages, supervised for the others."""
-    stage = args.stage
-    check_label(stage, getattr(args, "label", None))
+    stage = opts.stage
+    check_label(stage, opts.label)
     scfg = stage_config(config, stage)
-    label = getattr(args, "label", None) or stage
-    if getattr(args, "resume", False) and (done := finished_step(run_dir, label)) is not None:
-        say_finished(writer, run_dir, label, done, args.max_steps or scfg.steps)
+    label = opts.name
+    if opts.resume and (done := finished_step(run_dir, label)) is not None:
+        say_finished(writer, run_dir, label, done, opts.max_steps or scfg.steps)
         return 0
     rl = stage in rl_stages()
     if rl:
@@ -90,7 +91,7 @@ def run_stage(config: RunConfig, args: Any, run_dir: Path, writer: EventWriter, 
     elif scfg.batch_size % di.world_size:
         raise StageError(f"stages.{stage}.batch_size {scfg.batch_size} is not divisible by the "
                          f"{di.world_size} processes", "bad_config")
-    run = setup_stage(config, args, run_dir, writer, di)
+    run = setup_stage(config, opts, run_dir, writer, di)
     # The stage's own start (an environment server, a reference model) stops at once: nothing new to save yet, and
     # StageCancelled is a StartupCancelled (train_command says `cancelled` at the newest checkpoint's step).
     with run.stop.interruptible():
