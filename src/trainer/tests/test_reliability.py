@@ -57,7 +57,7 @@ def test_sft_stage_honours_label_and_run_dir_lock_refuses_a_second_trainer(tmp_p
     lock = RunLock.acquire(run, "pipeline")
     try:
         before = (run / "events.jsonl").read_bytes()
-        for argv in (["train", "--stage", "sft2"], ["pipeline", "--stages", "sft2"]):
+        for argv in (["train", "--stage", "sft2"], ["pipeline", "--stages", "sft2"], ["collect"]):
             r = run_trainer(*argv, "--config", str(cfg), "--run-dir", str(run), "--resume")
             assert r.returncode == 2
             assert "is in use by another trainer" in r.stderr and f"pid {os.getpid()}" in r.stderr, r.stderr

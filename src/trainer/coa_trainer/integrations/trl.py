@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from transformers import TrainerCallback
 
+from ..base.runstart import run_started
 from ..env.alerts import AlertMonitor
 from ..rollout.metrics import graded_sums, graded_values
 from ..base import line_index
@@ -203,8 +204,9 @@ class _Callback(TrainerCallback):
         for key in ("num_generations", "max_completion_length", "beta", "loss_type"):
             if hasattr(args, key):
                 config[key] = getattr(args, key)
-        self.run._open().emit("run_started", stage=self.run.stage, config=config, total_steps=int(state.max_steps),
-                              device=str(args.device), world_size=int(args.world_size))
+        # TRL's trainer has loaded a checkpoint's state before this call: a resumed run starts past step 0
+        run_started(self.run._open(), self.run.stage, config, int(state.max_steps), device=str(args.device),
+                    world_size=int(args.world_size), resumed_from=int(state.global_step) or None)
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
         import math

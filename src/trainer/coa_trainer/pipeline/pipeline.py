@@ -30,6 +30,7 @@ from ..base import quiet  # noqa: F401
 from ..base.config import ConfigError, config_dict
 from ..base.events import EventWriter
 from ..base.options import PipelineOptions
+from ..base.runstart import run_started
 from ..contracts.schemas import rl_stages, stage_table
 from ..contracts.run_config import RunConfig
 from ..base.errors import CoaError
@@ -215,8 +216,7 @@ class Pipeline:
         started = time.time()
         if self.opts.resume:  # this run reports every step's progress again (finished ones as skipped): once each
             w.supersede("pipeline", 0, 0)
-        w.emit("run_started", stage="pipeline", config=config_dict(self.config), total_steps=len(steps), device="pipeline",
-               world_size=1, pid=os.getpid(), resumed_from=None)
+        run_started(w, "pipeline", self.config, len(steps))
         outcome = RunOutcome(w, "pipeline")
 
         def every_step() -> None:

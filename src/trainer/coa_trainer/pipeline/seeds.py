@@ -13,7 +13,6 @@ resumes the interrupted one."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from typing import Any
 from ..base.config import ConfigError, config_dict
 from ..base.lifecycle import on_stop_signals
 from ..base.options import PipelineOptions
+from ..base.runstart import run_started
 from ..pipeline.pipeline import Cancelled, PipelineError, RunOutcome, child_pythonpath, run_child
 from ..contracts.run_config import RunConfig
 
@@ -100,8 +100,7 @@ class SeedRunner:
 
         w = self.writer
         started = time.time()
-        w.emit("run_started", stage="seeds", config=config_dict(self.config), total_steps=len(seeds), device="pipeline",
-               world_size=1, pid=os.getpid(), resumed_from=None)
+        run_started(w, "seeds", self.config, len(seeds))
         w.emit("log", level="info", message=f"seeds: {len(seeds)} whole pipelines (seeds {seeds[0]}…{seeds[-1]}), one "
                f"after another, so about {len(seeds)}× the time of one (the demo: 4–13 min each on 2 shared cores)")
         outcome = RunOutcome(w, "seeds")

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
 import zlib
 from dataclasses import dataclass
@@ -32,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from ..base import quiet  # noqa: F401
-from ..base.config import config_dict, validate_config
+from ..base.config import validate_config
 from ..contracts.run_config import CollectSelect, DataConfig, QuestionFiles, RunConfig
 from ..base.errors import CoaError
 from ..base.lifecycle import on_stop_signals
 from ..base.options import CollectOptions
+from ..base.runstart import run_started
 from ..rollout.metrics import graded_sums, graded_values
 from ..contracts.error_code import ErrorCode
-from ..base.errors import report_failure
 
 COLLECT_DIR = "collect"
 
@@ -339,9 +337,8 @@ class Collector:
         todo = [x for x in work if x.key not in done]
         total = len(work)
         sampler_desc = sampler_factory["describe"]
-        w.emit("run_started", stage=COLLECT_DIR, config=config_dict(self.config), total_steps=total,
-               device=sampler_desc["device"], world_size=1, pid=os.getpid(),
-               resumed_from=len(done) if resume and done else None)
+        run_started(w, COLLECT_DIR, self.config, total, device=sampler_desc["device"],
+                    resumed_from=len(done) if resume and done else None)
         w.emit("log", level="info", message=f"collect: {len(questions)} questions × {len(self.ccfg.modes)} "
                f"mode(s) × K={self.ccfg.samples} = {total} samples from {sampler_desc['name']}"
                + (f"; {total - len(todo)} already collected, {len(todo)} to go" if done else ""))
@@ -630,26 +627,13 @@ def _golden(q: Any) -> list[str]:
 
 
 def collect_command(opts: CollectOptions) -> int:
-    from ..base.config import load_config
-    from ..base.events import EventWriter
+    from ..base.runstart import RunStart, run_in_directory
 
-    from ..base.rundir import RunDirError, check_run_dir
+    collector: Collector | None = None
 
-    run_dir = opts.run_dir
-    try:
-        writer = EventWriter(run_dir)
-    except RunDirError as e:  # events.jsonl leads out of the run (base/rundir.py): nowhere safe to write the event
-        print(f"coa_trainer: {e}", file=sys.stderr)
-        return e.exit_status
-    except OSError as e:
-        print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
-        return 2
-    collector = None
-    old: dict = {}
-    try:
-        check_run_dir(run_dir)
-        config = load_config(opts.config, list(opts.overrides))
-        writer.attach_logging(config)
+    def body(start: RunStart) -> int:
+        nonlocal collector
+        config = start.config
         if opts.limit:
             config.collect.limit = opts.limit
         if opts.samples:
@@ -660,60 +644,13 @@ def collect_command(opts: CollectOptions) -> int:
                 t.url = opts.teacher
             else:
                 t.path, t.url = str(Path(opts.teacher).resolve()), None
-        collector = Collector(config, opts, run_dir, writer)
-        old = on_stop_signals(collector.on_signal)  # TERM, INT, HUP: finish the batch in flight, then stop
+        collector = Collector(config, opts, start.run_dir, start.writer)
+        on_stop_signals(collector.on_signal)  # TERM, INT, HUP: finish the batch in flight, then stop
         return collector.run()
-    except Exception as e:  # noqa: BLE001 — one error event and the code's exit status, never a bare traceback
-        return report_failure(writer, COLLECT_DIR, e)
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+
+    def close() -> None:
         if collector is not None:
             collector.close()
-        writer.close()
 
-
-# ---------------------------------------------------------------- the results table's comparison
-
-def comparison_lines(run_dir: Path, rows: list[dict]) -> list[str]:
-    """For results.md: when this run's SFT data is a collection whose teacher is another run's stage result
-    (`<run>/stages/<stage>/final`) and that run has a results table (trained on the embedded oracle, or on other
-    data), each setting both tables have, side by side, with the difference — measured, whichever way it goes."""
-    info_path = collect_dir(run_dir) / "collect.json"
-    if not info_path.is_file():
-        return []
-    info = json.loads(info_path.read_text(encoding="utf-8"))
-    teacher = info["settings"]["teacher"]
-    who = teacher.get("path") or teacher.get("url")
-    head = ["", "## SFT data collected from a teacher", "",
-            (f"The SFT stages of this run trained on {info['kept']} trajectories kept of {info['collected']} "
-             f"collected from {who} (stages/collect/report.md; SFT-1 pairs built from all of them).")]
-    tp = Path(teacher["path"]) if teacher.get("path") else None
-    other = tp.parents[2] / "results.json" if tp is not None and tp.parent.parent.name == "stages" else None
-    if other is None or not other.is_file():
-        return head + ["", "The teacher is not a run with a results table here, so there is nothing to compare with."]
-    theirs = {r["setting"]: r for r in json.loads(other.read_text(encoding="utf-8"))["rows"]}
-    lines = ["", f"Against {other.parent.name} (the teacher's own run, its SFT data as that run configured it):", "",
-             "| setting | EM here | EM there | Δ EM | TC here | TC there | format errors here | there |",
-             "|---|---|---|---|---|---|---|---|"]
-
-    def cell(v: Any) -> str:
-        return "—" if v is None else f"{v:.3f}"
-
-    found = False
-    for r in rows:
-        o = theirs.get(r["setting"])
-        if o is None or r.get("em") is None or o.get("em") is None:
-            continue
-        found = True
-        lines.append(f"| {r['setting']} | {cell(r['em'])} | {cell(o['em'])} | {r['em'] - o['em']:+.3f} | {cell(r['tc'])} | "
-                     f"{cell(o['tc'])} | {cell(r['format_error_rate'])} | {cell(o['format_error_rate'])} |")
-    if not found:
-        return head + ["", f"{other} has no setting evaluated in both runs."]
-    def verdict(d: float) -> str:  # the results table's own threshold for "barely changes" is relative; EM: 0.02
-        return "higher" if d > 0.02 else ("lower" if d < -0.02 else "about the same (within 0.02)")
-
-    summary = [f"- {r['setting']}: EM {r['em']:.3f} with the collected data vs {theirs[r['setting']]['em']:.3f}: "
-               f"{verdict(r['em'] - theirs[r['setting']]['em'])}." for r in rows
-               if r.get("em") is not None and theirs.get(r["setting"], {}).get("em") is not None]
-    return head + lines + ["", *summary]
+    return run_in_directory(opts.run_dir, COLLECT_DIR, opts.config, opts.overrides, body, lock_as="collect",
+                            cleanup=close)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base.config import StageConfig, config_dict, stage_config
+from ..base.config import StageConfig, stage_config
 from ..base.errors import StageError
 from ..base.lifecycle import STOP, StopControl
 from ..contracts.schemas import stage_info
@@ -19,6 +19,7 @@ from ..base.runlayout import STAGE_ORDER, data_dir, final_dir, stage_dir
 from ..model.optim import lr_lambda
 from ..contracts.run_config import RunConfig
 from ..base.options import TrainOptions
+from ..base.runstart import run_started
 
 
 @dataclass
@@ -137,9 +138,8 @@ class StageRun:
     def started(self, resumed_from: int | None, describe: str) -> None:
         from ..model.load import count_parameters
 
-        self.writer.emit("run_started", stage=self.label, config=config_dict(self.config), total_steps=self.total,
-                         device=str(self.rt.device), world_size=self.di.world_size, pid=os.getpid(),
-                         resumed_from=resumed_from, fast_path=self.fast_path)
+        run_started(self.writer, self.label, self.config, self.total, device=str(self.rt.device),
+                    world_size=self.di.world_size, resumed_from=resumed_from, fast_path=self.fast_path)
         mode = "tags as special tokens" if self.io.special else "tags as text"
         self.writer.emit("log", level="info", message=f"{self.label}: {count_parameters(self.model):,} parameters "
                          f"from {self.init} ({mode}); {describe}")

@@ -4,15 +4,14 @@ shared set-up (stages/setup.py). Whatever stops it becomes one error event (base
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from ..base import quiet  # noqa: F401  (silences library progress bars before they are imported)
-from ..base.config import load_config, stage_config
-from ..base.errors import StageError, report_failure
+from ..base.config import stage_config
+from ..base.errors import StageError
 from ..base.events import EventWriter
-from ..base.rundir import RunDirError, check_run_dir
+from ..base.runstart import run_in_directory
 from ..base.runlayout import final_dir, finished_step
 from ..base.options import TrainOptions
 from ..contracts.run_config import RunConfig
@@ -24,48 +23,21 @@ from .sft import SupervisedSteps
 
 
 def train_command(opts: TrainOptions) -> int:
-    run_dir = opts.run_dir
     from ..base.distributed import DistInfo
-    from ..base.names import name_error
-
-    if err := name_error(run_dir.resolve().name, "run id (the run directory's name)"):
-        print(f"coa_trainer: {err}", file=sys.stderr)
-        return 2
+    from ..base.lifecycle import startup_step
 
     dist_info = DistInfo.from_env()
-    try:
-        writer = EventWriter(run_dir, enabled=dist_info.rank == 0)
-    except RunDirError as e:  # events.jsonl itself leads out of the run: nowhere safe to write the event
-        print(f"coa_trainer: {e}", file=sys.stderr)
-        return e.exit_status
-    except OSError as e:
-        print(f'{{"type": "error", "message": "cannot create run directory {run_dir}: {e.strerror}"}}')
-        return 2
-    stage = opts.name  # the name events carry (rl2 --label rl2-otc)
-    from ..base.lifecycle import RunLock, RunLockBusy, StartupCancelled, startup_step
 
-    lock = None
-    try:
-        if dist_info.rank == 0:  # one trainer per run directory (a pipeline's stage runs under the pipeline's lock)
-            lock = RunLock.acquire(run_dir, f"train --stage {opts.stage}")
-        check_run_dir(run_dir)
-        config = load_config(opts.config, list(opts.overrides))
-        writer.attach_logging(config)
-        return run_stage(config, opts, run_dir, writer, dist_info)
-    except RunLockBusy as e:
-        print(f"coa_trainer: {e}", file=sys.stderr)  # not an event: events.jsonl belongs to the trainer holding it
-        return 2
-    except StartupCancelled:  # a stop before the first step (imports, data, model, the stage's start): nothing to save
-        writer.emit("stage_finished", stage=stage, step=startup_step(run_dir, stage, opts.resume),
+    def cancelled(writer: EventWriter) -> int:  # a stop before the first step (imports, data, model, the stage's
+        # start): nothing to save; the stage ends `cancelled` at the newest checkpoint's step
+        writer.emit("stage_finished", stage=opts.name, step=startup_step(opts.run_dir, opts.name, opts.resume),
                     status="cancelled", checkpoint=None)
         return 130
-    except Exception as e:  # noqa: BLE001 — every failure becomes one error event and a non-zero exit
-        return report_failure(writer, stage, e)
-    finally:
-        writer.close()
-        dist_info.shutdown()
-        if lock is not None:
-            lock.release()
+
+    return run_in_directory(opts.run_dir, opts.name, opts.config, opts.overrides,
+                            lambda start: run_stage(start.config, opts, start.run_dir, start.writer, dist_info),
+                            lock_as=f"train --stage {opts.stage}", primary=dist_info.rank == 0, on_cancel=cancelled,
+                            cleanup=dist_info.shutdown)
 
 
 def say_finished(writer: EventWriter, run_dir: Path, label: str, step: int, total: int) -> None:
