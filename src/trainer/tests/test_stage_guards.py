@@ -86,7 +86,7 @@ def test_an_update_that_overflows_is_the_same_clear_error(tmp_path, tiny_config,
     with EventWriter(tmp_path / "run", echo=None) as writer:
         run = setup_stage(config, TrainOptions("pretrain", tmp_path / "run.json", tmp_path / "run"), tmp_path / "run",
                           writer, DistInfo())
-        for group in run.opt.param_groups:
+        for group in run.schedule.opt.param_groups:
             group["lr"] = 1e300
         with pytest.raises(DivergedError, match=r"^pretrain: training diverged at step 1: the optimiser update "
                                                 r"overflowed .*\(learning rate 1e\+300\)"):

@@ -58,13 +58,13 @@ class DivergedError(StageError):
     def __init__(self, run: StageRun, step: int, what: str, lr: float):
         super().__init__(f"{run.label}: training diverged at step {step}: {what} (learning rate {lr:g}). Nothing from "
                          f"step {step} on was saved. The usual causes: stages.{run.stage}.lr too high for this model "
-                         f"and data (it is {run.scfg.lr:g}), or a starting model whose weights are not finite "
-                         f"({run.init}); --resume continues from the newest checkpoint", "diverged")
+                         f"and data (it is {run.schedule.scfg.lr:g}), or a starting model whose weights are not finite "
+                         f"({run.model.init}); --resume continues from the newest checkpoint", "diverged")
 
 
 def run_loop(run: StageRun, impl: StageSteps) -> int:
-    """Train `run.total` steps (or until cancelled) and finish the stage; returns the exit status."""
-    writer, di, scfg, label, total, stop = run.writer, run.di, run.scfg, run.label, run.total, run.stop
+    """Train `run.schedule.total` steps (or until cancelled) and finish the stage; returns the exit status."""
+    writer, di, scfg, label, total, stop = run.io.writer, run.di, run.schedule.scfg, run.label, run.schedule.total, run.stop
     step, resumed_from = 0, None
     trained = Trained()
     with stop.interruptible():  # loading the checkpoint: a stop has nothing new to save (see train_command)
@@ -84,9 +84,9 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
     started = last_save = time.time()
     system = SystemSampler()
     saved_at = resumed_from  # the step of the newest checkpoint on disk: a cancel right after it need not save again
-    run.model.train()
+    run.model.trained.train()
     while step < total and not di.any(run.cancelled):  # a signal reaches the ranks at different moments
-        lr = run.opt.param_groups[0]["lr"]  # what this step's update uses
+        lr = run.schedule.opt.param_groups[0]["lr"]  # what this step's update uses
         rng = _rng_state() if stop.raises else None
         try:
             with stop.interruptible():  # until the step's first optimiser update (StopControl.commit)
@@ -148,7 +148,7 @@ def evaluate(run: StageRun, impl: StageSteps, step: int) -> dict[str, dict] | No
     results: dict[str, dict] | None = {}
     with run.gathered():  # FSDP2: full parameters on every rank, so rank 0 alone can run the plain model
         if run.di.rank == 0:
-            run.policy.eval()  # not through DDP: its forward would wait for collectives from the other ranks
+            run.model.policy.eval()  # not through DDP: its forward would wait for collectives from the other ranks
             run.phase("eval", step)
             try:
                 with run.stop.interruptible():
@@ -162,7 +162,7 @@ def evaluate(run: StageRun, impl: StageSteps, step: int) -> dict[str, dict] | No
 def cancel(run: StageRun, impl: StageSteps, step: int, saved_at: int | None, trained: float) -> int:
     """Stopped by a signal (on this rank or another) with `step` the last completed step: its checkpoint, a line
     saying where the stop came, and `stage_finished` cancelled."""
-    writer, label = run.writer, run.label
+    writer, label = run.io.writer, run.label
     what, at = run.stop.stopped_in or ("start", step)
     if saved_at != step:
         run.phase("checkpoint", step)
@@ -183,7 +183,7 @@ def check_finite(run: StageRun, step: int, values: dict, lr: float) -> None:
     newest and the error names the step where training broke."""
     numbers = {k: float(values[k]) for k in ("loss", "grad_norm") if values.get(k) is not None}
     bad = [f"{k} is {'NaN' if math.isnan(v) else v}" for k, v in numbers.items() if not math.isfinite(v)]
-    if run.di.any(not weights_finite(run.params)):
+    if run.di.any(not weights_finite(run.schedule.params)):
         bad.append("the weights are not finite after its update")
     if bad:
         raise DivergedError(run, step, ", ".join(bad), lr)
@@ -245,4 +245,4 @@ def save(run: StageRun, impl: StageSteps, step: int, prune: bool = True, trained
     if run.di.rank == 0 and trained is not None:
         extra = {**(extra or {}), TRAINED_TOTAL: trained}
     if (path := run.save_checkpoint(step, impl.cursor, extra, prune)) is not None:
-        run.writer.emit("checkpoint", stage=run.label, step=step, path=str(path))
+        run.io.writer.emit("checkpoint", stage=run.label, step=step, path=str(path))

@@ -176,15 +176,15 @@ class GrpoSteps:
         from ..model.load import load_for_config
 
         self.run, self.agent_eval = run, agent_eval
-        config, scfg, label = run.config, run.scfg, run.label
+        config, scfg, label = run.config, run.schedule.scfg, run.label
         assert isinstance(scfg, RlStage)
         self.scfg, self.config, self.label = scfg, config, label
         self.scheme, self.rparams = scfg.reward.scheme, dict(scfg.reward.params)
         self.ref = None
         if scfg.kl_coef > 0:
-            self.ref, _ = load_for_config(run.init, run.rt, config, trainable=False, lora=False)
+            self.ref, _ = load_for_config(run.model.init, run.rt, config, trainable=False, lora=False)
             self.ref.requires_grad_(False)
-        self.source = run.source
+        self.source = run.data.source
         train_qs = self.source.split(scfg.question_split)
         if not train_qs:  # the sampler would stop later with "empty training set": say which setting to change
             hint = "set benchmark.rl_fraction above 0" if scfg.question_split == "rl" else "check the data section"
@@ -194,11 +194,11 @@ class GrpoSteps:
         # the search boundary meter's fixed sample: the same dev questions at every measured step
         self.boundary_qs = fixed_sample(self.source.split("dev"), scfg.boundary_sample, config.seed) \
             if scfg.boundary_every else []
-        self.max_len = resolve_max_len(scfg.max_len, None, model_context(run.policy))
+        self.max_len = resolve_max_len(scfg.max_len, None, model_context(run.model.policy))
         every = -(-len(train_qs) // 2000)  # a large question set is measured on an even sample of 2,000 prompts
         measured = train_qs[::every]
         self.room = rollout_report(f"{label} questions" + (f" (every {every}th of {len(train_qs)})" if every > 1 else ""),
-                                   [len(prompt_ids(run.tok, config, q.question)) for q in measured], self.max_len,
+                                   [len(prompt_ids(run.model.tok, config, q.question)) for q in measured], self.max_len,
                                    scfg.max_len is None, scfg.max_new_tokens)
         self.room.require_tokens(label)  # no question leaves room to generate: stop now, not after empty rollouts
 
@@ -208,11 +208,11 @@ class GrpoSteps:
             return qs
 
         self.stream = Stream(epoch)
-        self.env, self.own_env = _connect_env(run.opts.env, config, run.run_dir, run.di)
-        self.grade_run = _grade_run_id(run.writer.run, label)
+        self.env, self.own_env = _connect_env(run.opts.env, config, run.io.run_dir, run.di)
+        self.grade_run = _grade_run_id(run.io.writer.run, label)
         self.monitor = AlertMonitor(scfg.alerts.model_dump(), self.env)  # rules in src/core/alerts.ts, via the server
-        self.sdir = stage_dir(run.run_dir, label)
-        self.sim_steps = round(scfg.simulated_fraction * run.total)
+        self.sdir = stage_dir(run.io.run_dir, label)
+        self.sim_steps = round(scfg.simulated_fraction * run.schedule.total)
         self.gen = torch.Generator(device=run.rt.device)
         self.cursor = 0
         self.otc_before_step: tuple[dict | None] | None = None  # the OTC minimum before the grading of a step in flight
@@ -222,7 +222,7 @@ class GrpoSteps:
     def describe(self) -> str:
         s = self.scfg
         return (f"GRPO, {s.prompts_per_step} questions × G={s.group_size} per step, reward {self.scheme}, "
-                f"{self.sim_steps} of {self.run.total} steps with simulated observations, max_len {self.max_len}")
+                f"{self.sim_steps} of {self.run.schedule.total} steps with simulated observations, max_len {self.max_len}")
 
     def notes(self) -> list[str]:
         return [line] if (line := self.room.line()) is not None else []
@@ -246,7 +246,7 @@ class GrpoSteps:
         return self.env.observations(queries, self.scfg.top_k, self.config.dialect)
 
     def step(self, step: int) -> dict[str, float | None]:
-        run, scfg, config, di, tok = self.run, self.scfg, self.config, self.run.di, self.run.tok
+        run, scfg, config, di, tok = self.run, self.scfg, self.config, self.run.di, self.run.model.tok
         P, G = scfg.prompts_per_step, scfg.group_size
         t0 = time.time()
         # seeded per (step, rank): a resumed run samples exactly what the uninterrupted one would have
@@ -258,13 +258,13 @@ class GrpoSteps:
         timings: dict[str, float] = {"generate": 0.0, "tools": 0.0}
         run.phase("rollout", step + 1)
         with run.gathered():  # FSDP2: full (bf16) parameters for the rollout, freed again before training
-            trajs = rollout(run.policy, tok, prompts, run.t, None if simulated else self.tool, max_turns=scfg.max_turns,
+            trajs = rollout(run.model.policy, tok, prompts, run.model.tags, None if simulated else self.tool, max_turns=scfg.max_turns,
                             max_new_tokens=scfg.max_new_tokens, max_obs_tokens=scfg.max_obs_tokens,
                             max_len=self.max_len, device=run.rt.device, dtype=run.rt.autocast_dtype,
-                            temperature=scfg.temperature, generator=self.gen, timings=timings, io=run.io)
+                            temperature=scfg.temperature, generator=self.gen, timings=timings, io=run.model.agent_io)
         release_cached_memory(run.rt.device)  # the rollout's KV caches, before the training forward
         owners = [q for q in qs for _ in range(G)]
-        meta = [{"run": run.writer.run, "stage": self.label, "step": step + 1, "sample": i, "group": i // G,
+        meta = [{"run": run.io.writer.run, "stage": self.label, "step": step + 1, "sample": i, "group": i // G,
                  **question_meta(q)} for i, q in enumerate(owners)]
         # graded by the server (rewards and format rules live in TypeScript only); OTC-GRPO keys on the question
         to_grade = [{"id": f"{q.id}-{m['sample']}", "question": q.question, "golden_answers": golden(q),
@@ -284,16 +284,16 @@ class GrpoSteps:
 
         run.phase("update", step + 1)
         tt = time.time()
-        extras, grad_norm = policy_updates(run.model, self.ref, run.opt, run.params, samples, G, scfg,
+        extras, grad_norm = policy_updates(run.model.trained, self.ref, run.schedule.opt, run.schedule.params, samples, G, scfg,
                                            tok.pad_token_id, run.rt.device, run.rt.autocast_dtype, di)
-        run.sched.step()  # the schedule counts RL steps, not optimiser updates
+        run.schedule.sched.step()  # the schedule counts RL steps, not optimiser updates
         done = step + 1
         self.cursor = done
         self.otc_before_step = None
         train_s = time.time() - tt
         retok = [retok_mismatch(tr) for tr in trajs]
         drift = [retok_drift(tok, tr.ids) for tr in trajs]
-        sums = step_sums(trajs, breakdowns, G, run.io, retok, drift)
+        sums = step_sums(trajs, breakdowns, G, run.model.agent_io, retok, drift)
         sums.update(extras)
         sums.update({"generate_s": timings["generate"], "tools_s": timings["tools"], "train_s": train_s})
         sums.update(scan["metrics"] if scan else {})
@@ -303,7 +303,7 @@ class GrpoSteps:
             **step_values(s), "loss": s["loss_sum"] / max(s["count"], 1.0), "kl": s["kl_sum"] / max(s["count"], 1.0),
             "entropy": s["entropy_sum"] / max(s["count"], 1.0), "clip_frac": s["clip_sum"] / max(s["count"], 1.0),
             "ratio_mean": s["ratio_sum"] / max(s["count"], 1.0), "grad_norm": grad_norm,
-            "lr": run.sched.get_last_lr()[0], "simulated": float(simulated),
+            "lr": run.schedule.sched.get_last_lr()[0], "simulated": float(simulated),
             "gen_tokens_per_s": s["gen_tokens"] / max(s["generate_s"] / ws, 1e-9),
             "train_tokens_per_s": s["train_tokens"] / max(s["train_s"] / ws, 1e-9),
             "generate_s": s["generate_s"] / ws, "tools_s": s["tools_s"] / ws, "train_s": s["train_s"] / ws,
@@ -313,8 +313,8 @@ class GrpoSteps:
             "trained_tokens": s["count"] / max(scfg.ppo_epochs, 1),
         }
         lpd_counts = logprob_diff_counts(s)
-        if sum(lpd_counts) and (done % scfg.log_every == 0 or done == run.total):  # beside the step's metrics event
-            run.writer.emit("histogram", stage=self.label, step=done, name="logprob_diff",
+        if sum(lpd_counts) and (done % scfg.log_every == 0 or done == run.schedule.total):  # beside the step's metrics event
+            run.io.writer.emit("histogram", stage=self.label, step=done, name="logprob_diff",
                             edges=histogram_edges("logprob_diff"), counts=lpd_counts)
         if self.has_dev and scfg.heldout_every and done % scfg.heldout_every == 0:
             run.phase("heldout", done)
@@ -323,8 +323,8 @@ class GrpoSteps:
                     hcfg = config.model_copy(update={"eval": config.eval.model_copy(update={"limit": scfg.heldout_limit})})
                     try:  # the step is done: a stop drops only this check (no heldout_em in its metrics)
                         with run.stop.interruptible():
-                            hm, _ = self.agent_eval(run.policy, tok, self.source, hcfg, "dev", run.rt, self.env,
-                                                    run=run.writer.run, stage=self.label, io=run.io)
+                            hm, _ = self.agent_eval(run.model.policy, tok, self.source, hcfg, "dev", run.rt, self.env,
+                                                    run=run.io.writer.run, stage=self.label, io=run.model.agent_io)
                         values["heldout_em"] = hm["em"]
                         self.monitor.observe_heldout(float(hm["em"] or 0.0))
                     except StageCancelled:
@@ -353,7 +353,7 @@ class GrpoSteps:
             return self.env.scan([{**r, "reward": b} for r, b in zip(records, breakdowns)], params=self.rparams)
         except EnvError as e:
             self.scan_off = True
-            self.run.writer.emit("log", level="warning", message=f"{self.label}: reward-hacking scanners off: {e}")
+            self.run.io.writer.emit("log", level="warning", message=f"{self.label}: reward-hacking scanners off: {e}")
             return None
 
     def write_flagged(self, scan: dict, owners: list, trajs: list, adv: list, breakdowns: list, meta: list) -> None:
@@ -363,7 +363,7 @@ class GrpoSteps:
         out = []
         for f in flagged_examples(scan["flagged"]):
             i = f["index"]
-            rec = _record(self.run.tok, owners[i], trajs[i], adv[i], breakdowns[i], meta[i], self.config.dialect)
+            rec = _record(self.run.model.tok, owners[i], trajs[i], adv[i], breakdowns[i], meta[i], self.config.dialect)
             rec["meta"] = {**rec["meta"], "scan": f["findings"]}
             out.append(rec)
         if out:
@@ -377,7 +377,7 @@ class GrpoSteps:
             if run.di.rank != 0:
                 return {}
             t0 = time.time()
-            meter = Meter(run.policy, tok, self.config, run.rt, self.env, io=run.io)
+            meter = Meter(run.model.policy, tok, self.config, run.rt, self.env, io=run.model.agent_io)
             values = live_metrics(summarise(meter.measure(self.boundary_qs)))
             return {**values, BoundaryMetric.boundary_s.value: time.time() - t0}
 
@@ -385,10 +385,10 @@ class GrpoSteps:
         return self.monitor.update(step, values)
 
     def sample(self, step: int) -> None:
-        tok, dialect = self.run.tok, self.config.dialect
+        tok, dialect = self.run.model.tok, self.config.dialect
         full = [_record(tok, q, tr, a, b, m, dialect) for q, tr, a, b, m in self.last]
         line_index.append_step(self.sdir / "rollouts.coa.jsonl", full)
-        self.run.writer.emit("sample", stage=self.label, step=step, record=full[0])
+        self.run.io.writer.emit("sample", stage=self.label, step=step, record=full[0])
 
     def checkpoint_extra(self) -> dict:
         """The OTC running minima from the env server, the alert baselines, and where the rollouts file stood."""
@@ -409,8 +409,8 @@ class GrpoSteps:
         if not self.has_dev:
             return {}
         run = self.run
-        metrics, _ = self.agent_eval(run.policy, run.tok, self.source, self.config, "dev", run.rt, self.env,
-                                     run=run.writer.run, stage=self.label, io=run.io)
+        metrics, _ = self.agent_eval(run.model.policy, run.model.tok, self.source, self.config, "dev", run.rt, self.env,
+                                     run=run.io.writer.run, stage=self.label, io=run.model.agent_io)
         return {"dev": metrics}
 
     def close(self) -> None:

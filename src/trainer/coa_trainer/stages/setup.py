@@ -9,7 +9,7 @@ import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base.config import StageConfig, stage_config
 from ..base.errors import StageError
@@ -21,39 +21,84 @@ from ..contracts.run_config import RunConfig
 from ..base.options import TrainOptions
 from ..base.runstart import run_started
 
+if TYPE_CHECKING:
+    from ..base.events import EventWriter
+    from ..data.benchmark import Benchmark
+    from ..data.dialects import Tags
+    from ..data.userdata import UserData
+    from ..rollout.agentio import AgentIO
 
-@dataclass
-class StageRun:
-    config: RunConfig
-    opts: TrainOptions
-    run_dir: Path
-    writer: Any
-    di: Any
-    stage: str  # the stage kind (sft2, rl2 …)
-    label: str  # the name events and directories carry (rl2-otc)
-    scfg: StageConfig
-    total: int
-    rt: Any
-    bench: Any  # the embedded Benchmark, or None with the user's data
-    data: Any  # userdata.UserData, or None
-    init: Path
-    model: Any  # DDP-wrapped when distributed
-    policy: Any  # the plain model (generation, saving)
+
+@dataclass(frozen=True)
+class StageModel:
+    """What the stage trains, built once from its starting point."""
+
+    init: Path  # where it started (init_from, an earlier stage's final, model.path or the embedded default)
+    trained: Any  # the model the update runs: DDP- or FSDP2-wrapped when distributed
+    policy: Any  # the plain model (generation, evaluation, saving)
     tok: Any
-    t: Any  # dialect Tags
-    io: Any  # agentio.AgentIO
-    params: list
-    opt: Any
-    sched: Any
-    ckpt_dir: Path
-    stop: StopControl = field(default_factory=lambda: STOP)
-    trace: bool = False  # COA_TRACE_PHASES: a debug `log` event as each phase of a step begins
-    fast_path: dict = field(default_factory=dict)  # what each part of the training step runs (run_started)
+    tags: Tags  # the dialect's tags
+    agent_io: AgentIO  # the tags as token ids for the tool loop
+    fast_path: dict[str, str]  # what each part of the training step runs (run_started)
+
+
+@dataclass(frozen=True)
+class StageData:
+    """What the stage's questions and samples come from: the embedded benchmark, or the user's data."""
+
+    bench: Benchmark | None
+    user: UserData | None
 
     @property
     def source(self) -> Any:
         """What questions come from: bench.split / data.split."""
-        return self.data if self.data is not None else self.bench
+        return self.user if self.user is not None else self.bench
+
+
+@dataclass(frozen=True)
+class StageSchedule:
+    """How long and how the stage learns: its config section, its steps, and the optimiser and schedule."""
+
+    scfg: StageConfig
+    total: int
+    params: list[Any]  # the trainable parameters (after sharding: FSDP2 swaps in DTensors)
+    opt: Any  # torch.optim.Optimizer
+    sched: Any  # torch.optim.lr_scheduler.LambdaLR
+
+
+@dataclass(frozen=True)
+class StageIO:
+    """Where the stage writes: its run directory, events and checkpoints."""
+
+    run_dir: Path
+    writer: EventWriter
+    ckpt_dir: Path
+    trace: bool = False  # COA_TRACE_PHASES: a debug `log` event as each phase of a step begins
+
+
+@dataclass
+class StageRun:
+    """One stage run: what it was asked (config, options), where it runs (processes, device) and its parts."""
+
+    config: RunConfig
+    opts: TrainOptions
+    di: Any  # base/distributed.DistInfo
+    rt: Any  # model/load.Runtime
+    model: StageModel
+    data: StageData
+    schedule: StageSchedule
+    io: StageIO
+    stop: StopControl = field(default_factory=lambda: STOP)
+
+    @property
+    def stage(self) -> str:
+        """The stage kind (sft2, rl2 …)."""
+        return self.opts.stage
+
+    @property
+    def label(self) -> str:
+        """The name events and directories carry (rl2-otc)."""
+        return self.opts.name
 
     @property
     def cancelled(self) -> bool:
@@ -63,8 +108,8 @@ class StageRun:
         """The stage is now doing `what` (rollout, grade, update, heldout, checkpoint, eval, final) for `step`: said
         in the stop's log line, and as a debug event under COA_TRACE_PHASES (where a slow or stuck stage is)."""
         self.stop.phase = (what, step)
-        if self.trace and self.di.rank == 0:
-            self.writer.emit("log", level="debug", message=f"{self.label}: {what} of step {step}")
+        if self.io.trace and self.di.rank == 0:
+            self.io.writer.emit("log", level="debug", message=f"{self.label}: {what} of step {step}")
 
     def latest_state(self) -> dict | None:
         """The newest usable checkpoint loaded into model/optimiser/schedule/RNG when --resume, else None. A damaged
@@ -80,16 +125,16 @@ class StageRun:
             if self.sharded:
                 from ..model.fsdp import load_sharded
 
-                return load_sharded(path, self.model, self.opt, self.sched)
+                return load_sharded(path, self.model.trained, self.schedule.opt, self.schedule.sched)
             if path.is_dir():
                 raise StageError(f"{path} is a sharded (FSDP) checkpoint; resume it with distributed.strategy fsdp "
                                  "and the same number of processes", "bad_config")
-            return load_checkpoint(path, self.model, self.opt, self.sched)
+            return load_checkpoint(path, self.model.trained, self.schedule.opt, self.schedule.sched)
 
         def warn(message: str) -> None:
-            self.writer.emit("log", level="warning", message=f"{self.label}: {message}")
+            self.io.writer.emit("log", level="warning", message=f"{self.label}: {message}")
 
-        state, skipped = resume(self.ckpt_dir, load, lambda ok: not self.di.any(not ok), warn)
+        state, skipped = resume(self.io.ckpt_dir, load, lambda ok: not self.di.any(not ok), warn)
         if skipped:
             self.di.barrier()  # every rank is done reading them
             if self.di.rank == 0:
@@ -97,24 +142,24 @@ class StageRun:
                     warn(f"{path.name} moved aside as {set_aside(path).name}")
         if state is None:  # killed before its first checkpoint: it starts over, so its earlier step events go
             if self.di.rank == 0:
-                self.writer.supersede(self.label, 0, None)
+                self.io.writer.supersede(self.label, 0, None)
             return None
         if self.di.rank == 0:
-            self.writer.supersede(self.label, state["step"], (state.get("extra") or {}).get("events_offset"))
+            self.io.writer.supersede(self.label, state["step"], (state.get("extra") or {}).get("events_offset"))
         return state
 
     @property
     def sharded(self) -> bool:
         from ..model.fsdp import is_sharded
 
-        return is_sharded(self.model)
+        return is_sharded(self.model.trained)
 
     def gathered(self) -> Any:
         """Context for generation / evaluation on `policy`: FSDP2's full parameters (every rank must enter it);
         nothing to do otherwise."""
         from ..model.fsdp import gathered
 
-        return gathered(self.model)
+        return gathered(self.model.trained)
 
     def save_checkpoint(self, step: int, cursor: int, extra: dict | None = None, prune: bool = True) -> Path | None:
         """Every rank calls this. DDP / one process: rank 0 writes one file; FSDP2: every rank writes its shards
@@ -122,46 +167,46 @@ class StageRun:
         from ..model.checkpoint import prune_checkpoints, save_checkpoint
 
         # where events.jsonl stood: a resume from this checkpoint drops the step events written after it (base/events.py)
-        extra = {**(extra or {}), **self.writer.resume_marks()}
+        extra = {**(extra or {}), **self.io.writer.resume_marks()}
         path = None
         if self.sharded:
             from ..model.fsdp import save_sharded
 
-            path = save_sharded(self.ckpt_dir, step, cursor, self.model, self.opt, self.sched, self.label, extra)
+            path = save_sharded(self.io.ckpt_dir, step, cursor, self.model.trained, self.schedule.opt, self.schedule.sched, self.label, extra)
         elif self.di.rank == 0:
-            path = save_checkpoint(self.ckpt_dir, step, cursor, self.model, self.opt, self.sched, self.label, extra)
+            path = save_checkpoint(self.io.ckpt_dir, step, cursor, self.model.trained, self.schedule.opt, self.schedule.sched, self.label, extra)
         if self.di.rank == 0 and prune:
-            prune_checkpoints(self.ckpt_dir, keep=2)
+            prune_checkpoints(self.io.ckpt_dir, keep=2)
         self.di.barrier()
         return path if self.di.rank == 0 else None
 
     def started(self, resumed_from: int | None, describe: str) -> None:
         from ..model.load import count_parameters
 
-        run_started(self.writer, self.label, self.config, self.total, device=str(self.rt.device),
-                    world_size=self.di.world_size, resumed_from=resumed_from, fast_path=self.fast_path)
-        mode = "tags as special tokens" if self.io.special else "tags as text"
-        self.writer.emit("log", level="info", message=f"{self.label}: {count_parameters(self.model):,} parameters "
-                         f"from {self.init} ({mode}); {describe}")
-        self.writer.emit("log", level="info", message=f"{self.label}: fast path — "
-                         + "; ".join(f"{k}: {v}" for k, v in self.fast_path.items()))
+        run_started(self.io.writer, self.label, self.config, self.schedule.total, device=str(self.rt.device),
+                    world_size=self.di.world_size, resumed_from=resumed_from, fast_path=self.model.fast_path)
+        mode = "tags as special tokens" if self.model.agent_io.special else "tags as text"
+        self.io.writer.emit("log", level="info", message=f"{self.label}: {count_parameters(self.model.trained):,} parameters "
+                         f"from {self.model.init} ({mode}); {describe}")
+        self.io.writer.emit("log", level="info", message=f"{self.label}: fast path — "
+                         + "; ".join(f"{k}: {v}" for k, v in self.model.fast_path.items()))
 
     def save_final(self, step: int) -> Path:
         """Rank 0 writes stages/<label>/final (HF directory + coa_stage.json) and says so."""
         from ..model.load import save_model_dir
 
-        out = final_dir(self.run_dir, self.label)
+        out = final_dir(self.io.run_dir, self.label)
         info = {"stage": self.label, "step": step}
         if self.sharded:  # every rank: the weights are gathered to rank 0's CPU, for this export only
             from ..model.fsdp import full_state_dict
 
-            state = full_state_dict(self.model)
+            state = full_state_dict(self.model.trained)
             if self.di.rank == 0:
-                save_model_dir(self._plain_copy(state), self.tok, out, info)
+                save_model_dir(self._plain_copy(state), self.model.tok, out, info)
         elif self.di.rank == 0:
-            save_model_dir(self.model, self.tok, out, info)
+            save_model_dir(self.model.trained, self.model.tok, out, info)
         if self.di.rank == 0:
-            self.writer.emit("checkpoint", stage=self.label, step=step, path=str(out))
+            self.io.writer.emit("checkpoint", stage=self.label, step=step, path=str(out))
         return out
 
     def _plain_copy(self, state: dict) -> Any:
@@ -174,7 +219,7 @@ class StageRun:
         cpu = self.config.model_copy(update={
             "distributed": self.config.distributed.model_copy(update={"strategy": "ddp"}),
             "model": self.config.model.model_copy(update={"gradient_checkpointing": False, "attn_implementation": "sdpa"})})
-        plain, _ = load_for_config(self.init, Runtime(torch.device("cpu"), None), cpu, trainable=False)
+        plain, _ = load_for_config(self.model.init, Runtime(torch.device("cpu"), None), cpu, trainable=False)
         inner = {k.removeprefix("lm."): v for k, v in state.items()}
         missing = plain.load_state_dict(inner, strict=False)
         if missing.unexpected_keys or missing.missing_keys:
@@ -209,22 +254,16 @@ def _wrap(scorer: Any, config: RunConfig, di: Any) -> Any:
     return di.wrap(scorer)
 
 
-def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: Any, di: Any) -> StageRun:
+def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: EventWriter, di: Any) -> StageRun:
+    """The stage's parts, each built once: its data, its model (from the start resolve_init finds), its schedule and
+    where it writes; then the stop signals' handlers."""
     import torch
 
-    from ..rollout.agentio import AgentIO
-    from ..data.benchmark import benchmark_from_config, ensure_benchmark_files
-    from ..data.dialects import tags
-    from ..model.scoring import TokenScorer
-    from ..model.load import load_for_config, setup_runtime, unwrap
-    from ..model.optim import make_optimizer
-    from ..data.userdata import UserData
+    from ..model.load import setup_runtime
 
-    stage = opts.stage
+    stage, label = opts.stage, opts.name
     info = stage_info(stage)
-    label = opts.name
     scfg = stage_config(config, stage)
-    total = opts.max_steps or scfg.steps
     own_data = config.data is not None
     if not own_data and config.dialect != "coa":
         raise StageError("the embedded benchmark's trajectories are written in the coa dialect; set dialect to coa "
@@ -238,21 +277,43 @@ def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: An
         threads = torch.get_num_threads()
         writer.emit("log", level="info", message=f"{label}: {threads} torch thread{'s' if threads != 1 else ''}, OpenMP wait "
                     f"policy {os.environ.get('OMP_WAIT_POLICY', 'unset (libgomp spins at barriers)')}")
-    bench = data = None
+    data, init = _stage_data_and_start(config, stage, label, scfg, run_dir, writer, di)
+    total = opts.max_steps or scfg.steps
+    model, schedule = _stage_model_and_schedule(config, init, rt, di, scfg, total, info.loss)
+    run = StageRun(config, opts, di, rt, model, data, schedule,
+                   StageIO(run_dir, writer, stage_dir(run_dir, label) / "checkpoints",
+                           trace=os.environ.get("COA_TRACE_PHASES", "") not in ("", "0")))
+    # TERM, INT, HUP: at once in a step before its first update or in an evaluation, else at the next check; then
+    # the last completed step is checkpointed and the stage ends `cancelled` (stages/loop.py)
+    STOP.install(raises=di.world_size == 1)
+    schedule.opt.register_step_pre_hook(lambda *_: STOP.commit())
+    return run
+
+
+def _stage_data_and_start(config: RunConfig, stage: str, label: str, scfg: StageConfig, run_dir: Path,
+                          writer: EventWriter, di: Any) -> tuple[StageData, Path]:
+    """The stage's data (a finished collection, the user's data or the embedded benchmark, prepared by rank 0) and
+    where its model starts (resolve_init: rank 0 writes the embedded default from the benchmark)."""
+    from ..data.benchmark import benchmark_from_config, ensure_benchmark_files
+    from ..data.userdata import UserData
+
+    own_data = config.data is not None
+    user = None
     collected = None
-    if info.kind == "sft":  # a run with a finished collection trains on it (collect.use_for_sft)
+    if stage_info(stage).kind == "sft":  # a run with a finished collection trains on it (collect.use_for_sft)
         from ..stages.collect import collected_data
 
         collected = collected_data(config, run_dir, prepare=di.rank == 0)
     if own_data or collected is not None:
-        data = collected or UserData(config, data_dir(config, run_dir) / "prepared", prepare=di.rank == 0)
+        user = collected or UserData(config, data_dir(config, run_dir) / "prepared", prepare=di.rank == 0)
         if di.rank == 0:
-            _warm_data(data, stage, scfg)
-            for note in getattr(data, "notes", []):
+            _warm_data(user, stage, scfg)
+            for note in getattr(user, "notes", []):
                 writer.emit("log", level="warning", message=f"{label}: {note}")
     if collected is not None:
         writer.emit("log", level="info", message=f"{label}: SFT data from this run's collection "
                     f"({run_dir / 'stages' / 'collect'}; collect.use_for_sft)")
+    bench = None
     if not own_data:
         bench = ensure_benchmark_files(config, data_dir(config, run_dir)) if di.rank == 0 \
             else benchmark_from_config(config)
@@ -260,6 +321,20 @@ def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: An
     di.barrier()
     if bench is not None and bench.observations is None:  # other ranks: the observations rank 0 fetched and cached
         bench = benchmark_from_config(config, data_dir(config, run_dir))
+    return StageData(bench, user), init
+
+
+def _stage_model_and_schedule(config: RunConfig, init: Path, rt: Any, di: Any, scfg: StageConfig, total: int,
+                              loss: str) -> tuple[StageModel, StageSchedule]:
+    """The model from `init` (seeded), wrapped for the processes, with its optimiser and learning-rate schedule, and
+    what each part of the step runs (said by the stage's first event)."""
+    import torch
+
+    from ..data.dialects import tags
+    from ..model.load import load_for_config, unwrap
+    from ..model.optim import make_optimizer
+    from ..model.scoring import TokenScorer
+    from ..rollout.agentio import AgentIO
 
     torch.manual_seed(config.seed)
     random.seed(config.seed)
@@ -267,7 +342,7 @@ def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: An
     t = tags(config.dialect)
     scorer = TokenScorer(model)
     # before sharding: what this model runs for each part of the step (the stage's first event says it)
-    fast_path = scorer.fast_path(rt.autocast_dtype, scfg.packing, info.loss)
+    fast_path = scorer.fast_path(rt.autocast_dtype, scfg.packing, loss)
     wrapped = _wrap(scorer, config, di)
     params = [p for p in wrapped.parameters() if p.requires_grad]  # after sharding: FSDP2 swaps in DTensors
     opt = make_optimizer(params, scfg.lr, scfg.weight_decay)
@@ -275,15 +350,8 @@ def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: An
     fast_path["activation checkpointing"] = "on (model.gradient_checkpointing)" if config.model.gradient_checkpointing \
         else "off"
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg.warmup_steps, total))
-    run = StageRun(config, opts, run_dir, writer, di, stage, label, scfg, total, rt, bench, data, init, wrapped,
-                   unwrap(wrapped), tok, t, AgentIO.make(tok, t), params, opt, sched,
-                   stage_dir(run_dir, label) / "checkpoints", fast_path=fast_path)
-    run.trace = os.environ.get("COA_TRACE_PHASES", "") not in ("", "0")
-    # TERM, INT, HUP: at once in a step before its first update or in an evaluation, else at the next check; then
-    # the last completed step is checkpointed and the stage ends `cancelled` (stages/loop.py)
-    STOP.install(raises=di.world_size == 1)
-    opt.register_step_pre_hook(lambda *_: STOP.commit())
-    return run
+    return (StageModel(init, wrapped, unwrap(wrapped), tok, t, AgentIO.make(tok, t), fast_path),
+            StageSchedule(scfg, total, params, opt, sched))
 
 
 def resolve_init(config: RunConfig, run_dir: Path, stage: str, bench: Any, is_main: bool) -> Path:

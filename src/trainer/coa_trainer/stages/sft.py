@@ -188,7 +188,7 @@ class SupervisedSteps:
     def __init__(self, run: StageRun):
         self.run, self.impl = run, make_stage(run)
         self.cursor = 0
-        self.local = run.scfg.batch_size // run.di.world_size
+        self.local = run.schedule.scfg.batch_size // run.di.world_size
         self.batch: list[Any] = []
 
     def describe(self) -> str:
@@ -204,21 +204,21 @@ class SupervisedSteps:
         pass
 
     def step(self, step: int) -> dict[str, float | None]:
-        run, scfg, di, impl = self.run, self.run.scfg, self.run.di, self.impl
+        run, scfg, di, impl = self.run, self.run.schedule.scfg, self.run.di, self.impl
         run.phase("update", step + 1)
         t0 = time.time()
         batch = impl.stream.take(self.cursor + di.rank * self.local, self.local)
-        run.opt.zero_grad(set_to_none=True)
-        acc = accumulate(run.model, batch, impl.lengths(batch), impl.count(batch), impl.loss_parts,
+        run.schedule.opt.zero_grad(set_to_none=True)
+        acc = accumulate(run.model.trained, batch, impl.lengths(batch), impl.count(batch), impl.loss_parts,
                          scfg.micro_batch_tokens, scfg.packing, di)
-        grad_norm = clip_grad_norm(run.params, scfg.grad_clip)
-        run.opt.step()
-        run.sched.step()
+        grad_norm = clip_grad_norm(run.schedule.params, scfg.grad_clip)
+        run.schedule.opt.step()
+        run.schedule.sched.step()
         self.cursor += scfg.batch_size
         self.batch = batch
         stats = di.all_reduce_dict({"loss_sum": acc.loss_sum, **acc.extras})
         dt = time.time() - t0
-        return {"loss": stats["loss_sum"] / max(acc.global_count, 1.0), "lr": run.sched.get_last_lr()[0],
+        return {"loss": stats["loss_sum"] / max(acc.global_count, 1.0), "lr": run.schedule.sched.get_last_lr()[0],
                 "grad_norm": float(grad_norm), "tokens_per_s": stats.get("tokens", 0.0) / max(dt, 1e-9),
                 **impl.metrics(stats, acc.global_count)}
 
@@ -226,14 +226,14 @@ class SupervisedSteps:
         return []
 
     def sample(self, step: int) -> None:
-        w = self.run.writer
+        w = self.run.io.writer
         w.emit("sample", stage=self.run.label, step=step, record=self.impl.sample_record(self.batch[0], w.run, step))
 
     def checkpoint_extra(self) -> None:
         return None
 
     def evaluate(self) -> dict[str, dict]:
-        return self.impl.evaluate(self.run.policy)
+        return self.impl.evaluate(self.run.model.policy)
 
     def close(self) -> None:
         pass
@@ -242,5 +242,5 @@ class SupervisedSteps:
 def make_stage(run: Any) -> Any:
     """The stage implementation for a stage_setup.StageRun."""
     if stage_info(run.stage).loss == "pairwise":
-        return Sft1Stage(run.config, run.bench, run.tok, run.t, run.rt, run.data)
-    return LmStage(run.stage, run.config, run.bench, run.tok, run.t, run.rt, run.data, model_context(run.policy))
+        return Sft1Stage(run.config, run.data.bench, run.model.tok, run.model.tags, run.rt, run.data.user)
+    return LmStage(run.stage, run.config, run.data.bench, run.model.tok, run.model.tags, run.rt, run.data.user, model_context(run.model.policy))
