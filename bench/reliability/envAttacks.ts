@@ -63,6 +63,8 @@ export async function bodyFigures(root: string, clients = 12, mb = 30, extra: st
 }
 
 export interface PutMemory {
+  /** Resident memory as started, and once it has answered a search (its worker threads up): the baseline. */
+  cold: number;
   start: number;
   afterPuts: number;
   after60s: number;
@@ -71,10 +73,16 @@ export interface PutMemory {
   otcRuns: number;
 }
 
-/** Resident memory after `n` PUTs of a ~22.5 MB OTC state that each time out (--timeout-ms 300), right after and 60 s later. */
+/**
+ * Resident memory after `n` PUTs of a ~22.5 MB OTC state that each time out (--timeout-ms 300), right after and 60 s
+ * later, against the server's own baseline once it has answered a search (its worker threads started, as in use).
+ */
 export async function timedOutPuts(root: string, n = 8, waitS = 60): Promise<PutMemory> {
   const s = await startServer(['--timeout-ms', '300'], {}, root);
   try {
+    const cold = rss(s.pid).rss;
+    await send(s, 'POST', '/v1/tools/search', Buffer.from(JSON.stringify({ queries: ['river mountain'], top_k: 1 })), s.token);
+    await new Promise((r) => setTimeout(r, 1000));
     const start = rss(s.pid).rss;
     const body = stateBody(1_060_000); // 22.5 MB
     const rs = [];
@@ -84,8 +92,8 @@ export async function timedOutPuts(root: string, n = 8, waitS = 60): Promise<Put
     await new Promise((r) => setTimeout(r, waitS * 1000));
     const m = rss(s.pid);
     const health = (await (await fetch(`${s.url}/v1/health`, { headers: { authorization: `Bearer ${s.token}` } })).json()) as { stats: { otc_runs: number } };
-    const fig = { start, afterPuts, after60s: m.rss, peak: m.hwm, answers: statuses(rs), otcRuns: health.stats.otc_runs };
-    console.log(`${n} timed-out PUTs of ${(body.length / 1e6).toFixed(1)} MB: RSS ${start.toFixed(0)} → ${afterPuts.toFixed(0)} MB, ${m.rss.toFixed(0)} MB ${waitS} s later (peak ${m.hwm.toFixed(0)}); ${fig.answers}; ${fig.otcRuns} states kept`);
+    const fig = { cold, start, afterPuts, after60s: m.rss, peak: m.hwm, answers: statuses(rs), otcRuns: health.stats.otc_runs };
+    console.log(`${n} timed-out PUTs of ${(body.length / 1e6).toFixed(1)} MB: RSS ${cold.toFixed(0)} cold, ${start.toFixed(0)} after a search → ${afterPuts.toFixed(0)} MB, ${m.rss.toFixed(0)} MB ${waitS} s later (peak ${m.hwm.toFixed(0)}); ${fig.answers}; ${fig.otcRuns} states kept`);
     return fig;
   } finally {
     await stopServer(s);

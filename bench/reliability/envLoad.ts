@@ -37,12 +37,21 @@ export function corpus(): string {
   return file;
 }
 
+/**
+ * The environment the checkout's trainer and extension start their server in: few malloc arenas where they set that
+ * (coa_trainer/env/client.py), so an older checkout's server is measured as it ran then.
+ */
+function launchEnv(root: string): NodeJS.ProcessEnv {
+  const client = join(root, 'src/trainer/coa_trainer/env/client.py');
+  return existsSync(client) && readFileSync(client, 'utf8').includes('MALLOC_ARENA_MAX') ? { MALLOC_ARENA_MAX: '2' } : {};
+}
+
 /** The built CLI of `root` (default: this checkout; the reliability bench also starts an older checkout's). */
 export function startServer(extra: string[] = [], env: NodeJS.ProcessEnv = {}, root = ROOT): Promise<Server> {
   const index = join(WORK, root === ROOT ? 'reliability-idx' : `reliability-idx-${root.replace(/[^A-Za-z0-9]+/g, '_')}`);
   const proc = spawn(process.execPath, [join(root, 'dist/cli.js'), 'env', 'serve', '--corpus', corpus(), '--index', index, '--workers', '2', ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
+    env: { ...launchEnv(root), ...process.env, ...env },
   });
   let err = '';
   proc.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)));

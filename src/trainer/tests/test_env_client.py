@@ -1,6 +1,7 @@
 """The Python environment client against the real server: one kept-alive connection per thread, a new one
 when the server has dropped it, and errors that name the method and path."""
 
+import os
 import socket
 import threading
 from pathlib import Path
@@ -73,6 +74,13 @@ def server(tmp_path_factory):
     corpus.write_bytes(CORPUS.read_bytes())
     with EnvClient.start(corpus, "coa") as env:
         yield env
+
+
+def test_the_server_runs_with_few_malloc_arenas(server):
+    """Memory a replaced worker thread freed goes back to the system only with few glibc arenas (a user's own
+    MALLOC_ARENA_MAX is kept)."""
+    environ = open(f"/proc/{server.process.pid}/environ", "rb").read().split(b"\0")
+    assert f"MALLOC_ARENA_MAX={os.environ.get('MALLOC_ARENA_MAX', '2')}".encode() in environ
 
 
 def test_calls_share_one_connection_per_thread_and_reconnect_after_a_drop(server):
