@@ -113,7 +113,11 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
         toolError = (e as Error).message;
         r.toolFailures++;
       }
-      obsIds = (await io.observationIds(body, maxObs)).ids;
+      const obs = await io.observationIds(body, maxObs);
+      obsIds = obs.ids;
+      // As the trainer's loop: an observation cut to max_obs_tokens truncates the trajectory (it read less than the
+      // tool answered).
+      r.truncated ||= obs.cut;
       pending = [...pending, ...obsIds];
     } else {
       // RL-1: the policy writes the observation after the opening tag; its tokens are masked like real ones.
