@@ -1,8 +1,10 @@
 // The `lint` suite: ESLint with typescript-eslint (eslint.config.mjs) over the TypeScript and scripts, ruff
-// (ruff.toml) over the Python. Prints each problem as file:line:col rule message, then
-// `lint: N passed, M failed` where a file passes when neither linter reports anything in it.
-// Usage: node scripts/lint.mjs   (the fixes most rules have: npx eslint . --fix; .venv/bin/ruff check . --fix)
-import { spawnSync } from 'node:child_process';
+// (ruff.toml) over the Python, and pyright (pyrightconfig.json: the trainer package in standard mode, with .venv's
+// packages) type-checking the trainer. Prints each problem as file:line:col rule message, then
+// `lint: N passed, M failed` where a file passes when no checker reports anything in it.
+// Usage: node scripts/lint.mjs   (the fixes most rules have: npx eslint . --fix; .venv/bin/ruff check . --fix;
+// one Python file's types: npx pyright src/trainer/coa_trainer/x.py)
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 
@@ -15,8 +17,40 @@ function run(argv) {
   return r;
 }
 
-/** [{ file, problems: [{ line, column, rule, message }] }] from both linters. */
-function lint() {
+/** pyright's run over the trainer, started first: it takes the longest (it reads torch's and transformers' types), so
+ * it runs while ESLint and ruff do. Resolves to its JSON report's text. */
+function startPyright() {
+  const bin = join(root, 'node_modules/pyright/index.js');
+  if (!existsSync(bin)) return Promise.reject(new Error(`${bin} is missing: run npm install (pyright is a devDependency)`));
+  if (!existsSync(join(root, '.venv'))) return Promise.reject(new Error('.venv is missing: pyright reads the trainer\'s packages from it (npm run setup:python)'));
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [bin, '--outputjson', '-p', join(root, 'pyrightconfig.json')], { cwd: root });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', fail);
+    // exit 0: no errors, 1: errors reported; anything else is pyright itself failing
+    child.on('close', (code) => (code === 0 || code === 1 ? done(out) : fail(new Error(`pyright exited ${code}: ${(err || out).slice(-2000)}`))));
+  });
+}
+
+/** pyright's diagnostics by file (errors and warnings; information notes are not problems). */
+function pyrightProblems(report) {
+  const byFile = new Map();
+  for (const d of JSON.parse(report).generalDiagnostics ?? []) {
+    if (d.severity === 'information') continue;
+    const file = relative(root, d.file);
+    if (!byFile.has(file)) byFile.set(file, []);
+    byFile.get(file).push({ line: (d.range?.start.line ?? 0) + 1, column: (d.range?.start.character ?? 0) + 1, rule: `pyright:${d.rule ?? d.severity}`, message: d.message.replace(/\s*\n\s*/g, ' ') });
+  }
+  return byFile;
+}
+
+/** [{ file, problems: [{ line, column, rule, message }] }] from the three checkers. */
+async function lint() {
+  const pyright = startPyright();
+  pyright.catch(() => {}); // awaited below; a failure before then is reported there
   const files = [];
   const es = run([process.execPath, join(root, 'node_modules/eslint/bin/eslint.js'), '.', '--format', 'json']);
   if (!es.stdout.trim()) throw new Error(`eslint produced no report (exit ${es.status}): ${es.stderr.slice(-2000)}`);
@@ -32,16 +66,20 @@ function lint() {
     if (!byFile.has(file)) byFile.set(file, []);
     byFile.get(file).push({ line: d.location.row, column: d.location.column, rule: d.code ?? 'ruff', message: d.message });
   }
+  for (const [file, problems] of pyrightProblems(await pyright)) {
+    if (!byFile.has(file)) byFile.set(file, []);
+    byFile.get(file).push(...problems);
+  }
   for (const [file, problems] of byFile) files.push({ file, problems });
   return files;
 }
 
 try {
-  const files = lint();
+  const files = await lint();
   const bad = files.filter((f) => f.problems.length);
   for (const f of bad) for (const p of f.problems) console.log(`${f.file}:${p.line}:${p.column} ${p.rule} ${p.message}`);
   const problems = bad.reduce((n, f) => n + f.problems.length, 0);
-  console.log(`lint: ${files.length} files, ${problems} problems (eslint + ruff)`);
+  console.log(`lint: ${files.length} files, ${problems} problems (eslint + ruff + pyright)`);
   console.log(`lint: ${files.length - bad.length} passed, ${bad.length} failed`);
   process.exit(bad.length ? 1 : 0);
 } catch (e) {

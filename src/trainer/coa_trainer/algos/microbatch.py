@@ -70,4 +70,5 @@ def accumulate(model: Any, items: list[Any], lengths: list[list[int]], count: fl
 def clip_grad_norm(params: list[Any], max_norm: float) -> float:
     """The pre-clip gradient norm as a float; with sharded (DTensor) gradients the norm is reduced over ranks."""
     norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
-    return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+    full = getattr(norm, "full_tensor", None)  # a DTensor (FSDP2) gathers its shards; a plain tensor is whole
+    return float(full() if full is not None else norm)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import jsonschema.validators
 import pydantic
 
 from ..contracts.run_config import PretrainStage, RlStage, RunConfig, Sft1Stage, SftMixStage
@@ -243,6 +244,30 @@ def config_dict(config: RunConfig) -> dict:
 def stage_config(config: RunConfig, stage: str) -> StageConfig:
     """`stages.<stage>` of a stage id (a labelled run such as rl2-otc reads the stage it trains: pass that)."""
     return getattr(config.stages, stage)
+
+
+SupervisedStage = PretrainStage | Sft1Stage | SftMixStage
+
+
+def supervised_stage(scfg: StageConfig, stage: str) -> SupervisedStage:
+    """A supervised stage's section (pretrain, SFT-1/2/3); a ConfigError names the stage when it is an RL one."""
+    if isinstance(scfg, RlStage):
+        raise ConfigError(f"stages.{stage} is an RL stage, not a supervised one")
+    return scfg
+
+
+def sft_mix_stage(scfg: StageConfig, stage: str) -> SftMixStage:
+    """An SFT-2 / SFT-3 section (the CoA : CoT mix)."""
+    if not isinstance(scfg, SftMixStage):
+        raise ConfigError(f"stages.{stage} is not an SFT-2 / SFT-3 stage")
+    return scfg
+
+
+def rl_stage(scfg: StageConfig, stage: str) -> RlStage:
+    """An RL stage's section (RL-1 / RL-2)."""
+    if not isinstance(scfg, RlStage):
+        raise ConfigError(f"stages.{stage} is not an RL stage")
+    return scfg
 
 
 def resolve_data_paths(config: RunConfig, config_dir: Path) -> RunConfig:

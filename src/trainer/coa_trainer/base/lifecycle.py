@@ -63,7 +63,7 @@ def cancel_during_startup() -> None:
         signal.signal(s, _raise_cancelled)
 
 
-def on_stop_signals(handler: Callable[[int, Any], None]) -> dict[int, Any]:
+def on_stop_signals(handler: Callable[[int, Any], None]) -> dict[signal.Signals, Any]:
     """Route every stop signal to `handler`; returns the handlers it replaced (to put back)."""
     old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     for s in STOP_SIGNALS:

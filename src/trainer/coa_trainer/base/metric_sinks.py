@@ -109,7 +109,7 @@ class WandbSink:
 class MetricSinks:
     """What EventWriter hands every event to (base/events.py). `warn` reports a sink switched off."""
 
-    def __init__(self, sinks: list[Any], warn: Callable[[str], None]) -> None:
+    def __init__(self, sinks: list[Any], warn: Callable[[str], object]) -> None:
         self.sinks, self.warn = sinks, warn
 
     def handle(self, event: dict) -> None:
@@ -134,13 +134,13 @@ class MetricSinks:
 
 
 def metric_sinks(config: RunConfig, run_dir: Path, run_id: str, config_json: dict,
-                 warn: Callable[[str], None]) -> MetricSinks | None:
+                 warn: Callable[[str], object]) -> MetricSinks | None:
     """The sinks the run config asks for (None when it asks for none). Imports W&B / TensorBoard only then."""
     sinks: list[Any] = []
     log = config.logging
     if log.tensorboard is not None:  # a shared log directory holds many runs: <dir>/<run>/<stage>
         sinks.append(TensorBoardSink(Path(log.tensorboard.dir) / run_id if log.tensorboard.dir
                                      else run_dir / "tensorboard"))
-    if log.wandb is not None and (log.wandb.mode.value if hasattr(log.wandb.mode, "value") else log.wandb.mode) != "disabled":
+    if log.wandb is not None and log.wandb.mode != "disabled":
         sinks.append(WandbSink(log.wandb, run_id, run_dir, config_json))
     return MetricSinks(sinks, warn) if sinks else None

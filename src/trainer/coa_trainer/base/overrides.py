@@ -71,7 +71,7 @@ def _describe(options: list[dict]) -> str:
         if isinstance(b.get("enum"), list):
             word = "one of " + ", ".join(_json(v) for v in b["enum"])
         elif isinstance(b.get("type"), str):
-            word = _TYPE_WORDS.get(b["type"], b["type"])
+            word = _TYPE_WORDS.get(b["type"], str(b["type"]))
         else:
             word = "any value"
         if word not in words:

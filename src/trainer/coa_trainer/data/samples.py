@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..base.config import stage_config
+from ..base.config import sft_mix_stage, stage_config
 from ..contracts.schemas import stage_info
 from ..data.benchmark import Benchmark, Segment, join_segments
 from ..data.dialects import Tags
@@ -136,7 +136,7 @@ def user_sft_examples(records: list[dict], tok: Any, config: RunConfig, stage: s
 def sft_mix_stream(examples: list[Encoded], config: RunConfig, stage: str, seed: int) -> Stream:
     """SFT-2 / SFT-3 samples: every chain-of-action example (≥ 1 tool call) each epoch and a different subset of the
     chain-of-thought ones, CoA : CoT = coa_cot_ratio : 1 (AutoCoA used 5:1); all CoT when there is no CoA."""
-    scfg = stage_config(config, stage)
+    scfg = sft_mix_stage(stage_config(config, stage), stage)
     coa = [e for e in examples if e.meta["coa"]]
     cot = [e for e in examples if not e.meta["coa"]]
     n_cot = min(len(cot), max(1, round(len(coa) / scfg.coa_cot_ratio))) if cot and coa else len(cot)

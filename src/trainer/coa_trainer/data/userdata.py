@@ -14,12 +14,13 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Sequence
 
 from ..contracts.run_config import RunConfig
 from ..base.core_cli import find_core_cli, find_node
 from ..base.errors import CoaError
 from ..contracts.error_code import ErrorCode
+from .benchmark import Question
 
 
 class DataError(CoaError):
@@ -45,6 +46,12 @@ class UserQuestion:
     @property
     def answer(self) -> str:
         return self.golden_answers[0] if self.golden_answers else ""
+
+
+class QuestionSplits(Protocol):
+    """What evaluation reads of its questions: the embedded benchmark, the user's data, or a narrowed view of either."""
+
+    def split(self, name: str, /) -> Sequence[Question | UserQuestion]: ...
 
 
 def golden(q: Any) -> list[str]:
@@ -90,6 +97,8 @@ PREPARED_LAYOUT = 2
 class UserData:
     def __init__(self, config: RunConfig, cache_dir: Path, prepare: bool = True):
         """`prepare`: run the CLI where a prepared file is missing (rank 0); other ranks only read."""
+        if config.data is None:  # the stages build UserData only for a run config with a data section
+            raise DataError("the run config has no data section to read")
         self.config, self.data = config, config.data
         self.cache_dir, self.prepare = cache_dir, prepare
         self._questions: dict[str, list[UserQuestion]] = {}

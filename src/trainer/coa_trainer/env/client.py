@@ -212,8 +212,8 @@ class EnvClient:
         """{"results": [[{id,title,contents,text,score}]], "observations": [text between the observation tags]}"""
         if not queries:
             return {"results": [], "observations": []}
-        return self._call("POST", "/v1/tools/search", SearchRequest(queries=queries, top_k=top_k, dialect=dialect),
-                          SearchResponse)
+        request = SearchRequest.model_validate({"queries": queries, "top_k": top_k, "dialect": dialect})
+        return self._call("POST", "/v1/tools/search", request, SearchResponse)
 
     def observations(self, queries: list[str], top_k: int, dialect: str) -> list[str | None]:
         """The search tool as a rollout calls it: one observation per query, all None when the call failed — a failed
@@ -226,7 +226,7 @@ class EnvClient:
     def grade(self, records: list[dict], scheme: str = "em", params: dict | None = None, run: str | None = None
               ) -> list[dict]:
         try:
-            request = GradeRequest(records=records, scheme=scheme, params=params, run=run)
+            request = GradeRequest.model_validate({"records": records, "scheme": scheme, "params": params, "run": run})
         except ValidationError as e:
             raise EnvError(f"POST /v1/grade: not a grade request ({str(e).splitlines()[0]}: "
                            f"{e.errors()[0]['loc']} {e.errors()[0]['msg']})") from e

@@ -18,13 +18,12 @@ from typing import Any
 import torch
 
 from ..base import quiet  # noqa: F401
-from ..data.benchmark import Benchmark
 from ..data.samples import encode_text, prompt_text
 from ..rollout.generate import generate
 from ..data.prompts import prompt_ids
 from ..rollout.loop import rollout
 from ..rollout.metrics import graded_sums, graded_values
-from ..data.userdata import golden, question_meta, source_of
+from ..data.userdata import QuestionSplits, golden, question_meta, source_of
 from ..contracts.run_config import RunConfig
 from ..base.errors import report_failure
 from ..base.options import EvalOptions
@@ -40,7 +39,7 @@ def normalize_answer(s: str) -> str:
 
 
 @torch.no_grad()
-def plain_eval(model: Any, tok: Any, bench: Benchmark, config: RunConfig, split: str, rt: Any, batch_size: int = 64
+def plain_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig, split: str, rt: Any, batch_size: int = 64
                ) -> tuple[dict, list[dict]]:
     """Closed-book EM in the pretraining QA form, overall and by known/unknown and hops."""
     questions = bench.split(split)
@@ -96,7 +95,7 @@ def eval_rollout(model: Any, tok: Any, config: RunConfig, prompts: list[list[int
 
 
 @torch.no_grad()
-def agent_eval(model: Any, tok: Any, bench: Any, config: RunConfig, split: str, rt: Any, env: Any,
+def agent_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig, split: str, rt: Any, env: Any,
                tools: bool = True, run: str | None = None, stage: str = "eval", io: Any = None
                ) -> tuple[dict, list[dict]]:
     """Greedy rollouts with the search tool served by `env`, graded by the server (scheme em). `bench`: the

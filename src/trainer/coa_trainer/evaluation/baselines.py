@@ -13,18 +13,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
 from ..rollout.agentio import AgentIO
 from ..rollout.metrics import graded_sums, graded_values
-from ..data.benchmark import Benchmark
+from ..data.benchmark import Question
 from ..data.samples import encode_text
 from ..data.dialects import tags
 from ..evaluation.agent import eval_rollout, plain_eval
 from ..data.prompts import prompt_ids
-from ..data.userdata import golden, source_of
+from ..data.userdata import QuestionSplits, UserQuestion, golden, source_of
 from ..contracts.run_config import RunConfig
 
 
@@ -35,13 +35,13 @@ def summarise(breakdowns: list[dict]) -> dict:
     return {**{k: v[k] for k in ("em", "f1", "tc", "tp", "format_error_rate")}, "questions": float(len(breakdowns))}
 
 
-def _questions(bench: Benchmark, config: RunConfig, split: str) -> list:
+def _questions(bench: QuestionSplits, config: RunConfig, split: str) -> Sequence[Question | UserQuestion]:
     qs = bench.split(split)
     return qs[: config.eval.limit] if config.eval.limit else qs
 
 
 @torch.no_grad()
-def no_tool_eval(model: Any, tok: Any, bench: Benchmark, config: RunConfig, split: str, rt: Any) -> dict:
+def no_tool_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig, split: str, rt: Any) -> dict:
     metrics, rows = plain_eval(model, tok, _QuestionsView(bench, _questions(bench, config, split), split), config,
                                split, rt)
     return {"em": metrics["em"], "f1": None, "tc": 0.0, "tp": None, "format_error_rate": None,
@@ -51,15 +51,15 @@ def no_tool_eval(model: Any, tok: Any, bench: Benchmark, config: RunConfig, spli
 class _QuestionsView:
     """plain_eval reads bench.split(); this narrows it to the evaluated questions (eval.limit) without copying."""
 
-    def __init__(self, bench: Benchmark, questions: list, split: str):
+    def __init__(self, bench: QuestionSplits, questions: Sequence[Question | UserQuestion], split: str):
         self._bench, self._questions, self._split = bench, questions, split
 
-    def split(self, name: str) -> list:
+    def split(self, name: str, /) -> Sequence[Question | UserQuestion]:
         return self._questions if name == self._split else self._bench.split(name)
 
 
 @torch.no_grad()
-def workflow_eval(model: Any, tok: Any, bench: Benchmark, config: RunConfig, split: str, rt: Any, env: Any,
+def workflow_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig, split: str, rt: Any, env: Any,
                   run: str | None = None, stage: str = "workflow") -> tuple[dict, list[dict]]:
     ecfg = config.eval
     t = tags(config.dialect)

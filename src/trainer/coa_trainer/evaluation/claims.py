@@ -145,8 +145,8 @@ def chain_breaks(rows: list[dict]) -> list[str]:
     """The links of EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL) that do not hold in one results table."""
     by = {r["setting"]: r for r in rows}
     chain = ("no-tool", "workflow", "sft12", "sft-rl")
-    ems = [_get(by, s) for s in chain]
-    if any(e is None for e in ems):
+    ems = [e for e in (_get(by, s) for s in chain) if e is not None]
+    if len(ems) < len(chain):
         return []
     return [f"{a} {x:.3f} {'>' if i == 2 else '≥'} {b} {y:.3f}"
             for i, (a, b, x, y) in enumerate(zip(chain, chain[1:], ems, ems[1:])) if (x > y if i == 2 else x >= y)]

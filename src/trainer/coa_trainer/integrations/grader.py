@@ -59,7 +59,8 @@ def reward_settings(scheme: str | None, params: dict | None, run: str | None) ->
     scheme = scheme or os.environ.get("COA_REWARD_SCHEME") or "em"
     if params is None:
         raw = os.environ.get("COA_REWARD_PARAMS")
-        params = json.loads(raw) if raw else {}
+        loaded: dict = json.loads(raw) if raw else {}
+        params = loaded
     return scheme, dict(params), run or os.environ.get("COA_REWARD_RUN") or None
 
 

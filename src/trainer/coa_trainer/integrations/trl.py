@@ -181,8 +181,8 @@ def golden_answers(columns: dict[str, list]) -> list[list[str]]:
 def _step_stats(breakdowns: list[dict], groups: list[str]) -> dict[str, float]:
     """The agent metrics of a TRL step, computed where every other caller computes them (rollout/metrics.py)."""
     values = graded_values(graded_sums(breakdowns, groups))
-    return {k: float(values[k]) for k in ("em", "f1", "tc", "tp", "format_error_rate", "all_wrong_groups")
-            if values.get(k) is not None}
+    return {k: float(v) for k in ("em", "f1", "tc", "tp", "format_error_rate", "all_wrong_groups")
+            if (v := values.get(k)) is not None}
 
 
 class _Callback(TrainerCallback):

@@ -161,8 +161,9 @@ def question_key(data_source: Any, extra: dict, golden: list[str]) -> str:
     preprocessing script writes `extra_info.index`). Without an index only the golden answers are left, so questions
     with the same answers share one minimum; that is said once."""
     index = extra.get("index")
-    if hasattr(index, "item"):  # numpy scalars from parquet
-        index = index.item()
+    item = getattr(index, "item", None)
+    if callable(item):  # numpy scalars from parquet
+        index = item()
     if isinstance(index, (int, str)) and not isinstance(index, bool) and str(index) != "":
         return f"{data_source}/{extra.get('split', '')}/{index}"
     global _warned_unindexed

@@ -175,7 +175,7 @@ def _runner(path: Path) -> Any:
     """onnxruntime when installed (fast), else the onnx package's reference evaluator (slow, exact)."""
     names = ["input_ids", "attention_mask", "position_ids"]
     try:
-        import onnxruntime as ort
+        import onnxruntime as ort  # pyright: ignore[reportMissingImports] — optional, not pinned
     except ImportError:
         import onnx
         from onnx.reference import ReferenceEvaluator

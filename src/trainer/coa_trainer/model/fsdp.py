@@ -96,7 +96,7 @@ def gathered(model: Any) -> Iterator[None]:
             m.set_reshard_after_forward(True, recurse=False)
 
 
-def full_state_dict(model: Any) -> dict[str, torch.Tensor]:
+def full_state_dict(model: Any) -> dict[str, Any]:
     """The whole model's weights on rank 0's CPU (empty elsewhere), gathered unit by unit: final export only."""
     from torch.distributed.checkpoint.state_dict import (
         StateDictOptions,
@@ -196,7 +196,8 @@ def _fill(target: Any, loaded: Any, where: str, apply: bool) -> Any:
     from ..model.checkpoint import Unusable
 
     if isinstance(target, torch.Tensor):
-        local = target.to_local() if hasattr(target, "to_local") else target
+        to_local = getattr(target, "to_local", None)  # a DTensor's shard on this rank; a plain tensor is whole
+        local = to_local() if to_local is not None else target
         if not isinstance(loaded, torch.Tensor) or loaded.shape != local.shape or loaded.dtype != local.dtype:
             got = f"{tuple(loaded.shape)} {loaded.dtype}" if isinstance(loaded, torch.Tensor) else type(loaded).__name__
             raise Unusable(f"its {where or 'state'} is {got}, this process holds {tuple(local.shape)} {local.dtype}")

@@ -54,7 +54,7 @@ class ChunkedLinearNLL(torch.autograd.Function):
         return total
 
     @staticmethod
-    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple:
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple:  # pyright: ignore[reportIncompatibleMethodOverride]
         saved = iter(ctx.saved_tensors)
         out: list[torch.Tensor | None] = []
         for has, dtype in zip(ctx.kinds, ctx.dtypes):
@@ -140,7 +140,7 @@ class ChunkedLinearTokenLoss(torch.autograd.Function):
         return total, logp, ent
 
     @staticmethod
-    def backward(ctx: Any, grad_total: torch.Tensor, *_: Any) -> tuple:
+    def backward(ctx: Any, grad_total: torch.Tensor, *_: Any) -> tuple:  # pyright: ignore[reportIncompatibleMethodOverride]
         saved = iter(ctx.saved_tensors)
         out: list[torch.Tensor | None] = []
         for has, dtype in zip(ctx.kinds, ctx.dtypes):

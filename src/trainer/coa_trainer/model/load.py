@@ -63,7 +63,7 @@ def embedded_hf_config(spec: EmbeddedModelConfig, vocab_size: int, pad_id: int, 
     """A tiny Llama- or Qwen2-style config from the run config's model.embedded section."""
     from transformers import LlamaConfig, Qwen2Config
 
-    common = dict(
+    common: dict[str, Any] = dict(
         vocab_size=vocab_size, hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
         num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
         num_key_value_heads=spec.num_kv_heads, max_position_embeddings=spec.max_position,
@@ -88,8 +88,9 @@ def write_embedded_model(config: RunConfig, texts: list[str], out_dir: Path, see
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_hf_tokenizer(tok, tmp)
-    cfg = embedded_hf_config(config.model.embedded, tok.get_vocab_size(), tok.token_to_id(PAD),
-                             tok.token_to_id(EOS))
+    pad_id, eos_id = tok.token_to_id(PAD), tok.token_to_id(EOS)
+    assert pad_id is not None and eos_id is not None  # build_tokenizer puts both in every vocabulary
+    cfg = embedded_hf_config(config.model.embedded, tok.get_vocab_size(), pad_id, eos_id)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(cfg)
     model.save_pretrained(str(tmp))
@@ -163,7 +164,8 @@ def load_model(model_dir: str | Path, rt: Runtime, lora: LoraConfig | None = Non
     model_dir = check_model_dir(model_dir)
     check_attn_implementation(attn_implementation, rt.device)
     tok = load_tokenizer(model_dir, special_tags)
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=WEIGHT_DTYPES[weight_dtype],
+    # a transformers model as from_pretrained builds it (its class depends on the directory's config)
+    model: Any = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=WEIGHT_DTYPES[weight_dtype],
                                                  attn_implementation=attn_implementation)
     if gradient_checkpointing and trainable:
         # non-reentrant: works with frozen inputs (LoRA), under FSDP2 and with kwargs; same gradients, less memory
@@ -178,8 +180,9 @@ def load_model(model_dir: str | Path, rt: Runtime, lora: LoraConfig | None = Non
     if lora is not None:
         from peft import LoraConfig, get_peft_model
 
+        # peft annotates lora_alpha as int; it scales by alpha / r as a float, and the schema allows a float
         model = get_peft_model(model, LoraConfig(
-            r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+            r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,  # pyright: ignore[reportArgumentType]
             target_modules=list(lora.target_modules), task_type="CAUSAL_LM",
         ))
     model.to(rt.device)

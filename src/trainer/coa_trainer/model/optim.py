@@ -44,7 +44,7 @@ def make_optimizer(params: list[Any], lr: float, weight_decay: float) -> torch.o
     @torch.no_grad()
     def from_masters(*_: Any) -> None:
         # one multi-tensor copy (bf16 ← fp32 rounds as copy_ does) instead of a kernel per parameter
-        torch._foreach_copy_([p for p, _ in pairs], [m for _, m in pairs])
+        torch._foreach_copy_([p for p, _ in pairs], [m for _, m in pairs])  # pyright: ignore[reportPrivateImportUsage]
         for p, m in pairs:
             p.grad = None
             m.grad = None

@@ -181,6 +181,8 @@ def packed_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value:
             raise ValueError("packed attention with dropout is not supported")
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       is_causal=is_causal, **kwargs)
+    if max_len is None:
+        raise ValueError("packed attention needs max_length_q beside cu_seq_lens_q")
     out = varlen_causal(query[0].transpose(0, 1), key[0].transpose(0, 1), value[0].transpose(0, 1), cu,
                         int(max_len), scaling)
     return out.unsqueeze(0), None

@@ -19,7 +19,7 @@ Gemma, Cohere …) is scored from its own logits, still without the fp32 log-sof
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 import contextlib
 
@@ -237,7 +237,7 @@ def fused_token_loss(model: Any) -> bool:
     return FUSED_TOKEN_LOSS == "always" or next(iter(lm.parameters())).is_cuda
 
 
-def _plain_linear(head: Any) -> bool:
+def _plain_linear(head: object) -> TypeGuard[torch.nn.Linear]:
     """An nn.Linear computing exactly x Wᵀ + b (not a LoRA- or otherwise wrapped head)."""
     return type(head) is torch.nn.Linear
 

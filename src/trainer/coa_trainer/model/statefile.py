@@ -33,15 +33,17 @@ class StateFileError(ValueError):
 
 def _local(t: torch.Tensor) -> torch.Tensor:
     """A DTensor's own shard (FSDP2: each rank writes its shards), else the tensor itself; on the CPU, contiguous."""
-    if hasattr(t, "to_local"):
-        t = t.to_local()
+    to_local = getattr(t, "to_local", None)
+    if to_local is not None:
+        t = to_local()
     return t.detach().to("cpu").contiguous()
 
 
 def crc(t: torch.Tensor) -> int:
     if t.numel() == 0:
         return 0
-    return zlib.crc32(t.reshape(-1).view(torch.uint8).numpy())
+    # an ndarray is a buffer; numpy's stubs do not declare __buffer__
+    return zlib.crc32(t.reshape(-1).view(torch.uint8).numpy())  # pyright: ignore[reportArgumentType]
 
 
 def encode(tree: Any, tensors: dict[str, torch.Tensor], path: str = "", seen: dict | None = None) -> Any:
@@ -49,7 +51,8 @@ def encode(tree: Any, tensors: dict[str, torch.Tensor], path: str = "", seen: di
     twice (tied embeddings: one storage under two names) is stored once and referred to from both places."""
     seen = {} if seen is None else seen
     if isinstance(tree, torch.Tensor):
-        local = tree.to_local() if hasattr(tree, "to_local") else tree
+        to_local = getattr(tree, "to_local", None)
+        local = to_local() if to_local is not None else tree
         same = (local.device, local.untyped_storage().data_ptr(), local.storage_offset(), tuple(local.shape),
                 local.stride(), local.dtype) if local.numel() else None
         if same is not None and same in seen:

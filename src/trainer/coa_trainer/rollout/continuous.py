@@ -183,6 +183,7 @@ class Continuous:
 
     # ------------------------------------------------------------ tools
     def _timed_tool(self, queries: list[str]) -> list[str | None]:
+        assert self.tool is not None  # called only for a job whose turn calls the tool
         t0 = time.perf_counter()
         try:
             return self.tool(queries)

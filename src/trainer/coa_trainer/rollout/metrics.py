@@ -6,14 +6,14 @@ under DDP), values from the global sums — so the numbers are the same whatever
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, Sequence
 
 from ..contracts.agent_metric import AgentMetric as M
 from ..contracts.schemas import codes_table
 from .loop import RlTrajectory
 
 
-def graded_sums(breakdowns: list[dict], groups: list[Hashable] | None = None) -> dict[str, float]:
+def graded_sums(breakdowns: list[dict], groups: Sequence[Hashable] | None = None) -> dict[str, float]:
     """Sums over the grader's breakdowns; `groups` (one label per breakdown: GRPO's samples of one question) adds
     the counts of groups with every / no sample correct, and of groups whose rewards are all equal (zero
     advantages: no gradient, whatever the correctness — an OTC group of right answers with different call counts

@@ -190,8 +190,8 @@ class EndpointSampler:
             except RequestFailed:
                 return None
 
-        first = ask(None)
-        probe = (first or "").lstrip()[:2]
+        first = ask(None) or ""
+        probe = first.lstrip()[:2]
         if len(probe) < 2 or not probe.strip():
             return None
         second = ask([probe])
@@ -292,7 +292,7 @@ class EndpointSampler:
         t = self.t
         if text.rfind(t.action_open) > text.rfind(t.action_close):  # stopped on the action's closing tag
             return text + t.action_close, True
-        if t.answer_open and text.rfind(t.answer_open) > text.rfind(t.answer_close):
+        if t.answer_open and t.answer_close and text.rfind(t.answer_open) > text.rfind(t.answer_close):
             return text + t.answer_close, True
         return text, True  # EOS
 

@@ -212,11 +212,13 @@ def collected_data(config: RunConfig, run_dir: Path, prepare: bool = True) -> An
     if not config.collect.use_for_sft or not finished(run_dir):
         return None
     own = config.data
+    with_defaults = own if own is not None else validate_config({"data": {}}).data  # sft_filter's default
+    assert with_defaults is not None  # {"data": {}} validates to a data section with every default
     data = DataConfig(questions=own.questions if own else QuestionFiles(train=None, dev=None, test=None),
                       sft=[str(cdir / "selected.coa.jsonl")],
                       sft1_pairs=str(cdir / "pairs.jsonl") if (cdir / "pairs.jsonl").is_file() else None,
                       corpus=own.corpus if own else None, strict_ids=own.strict_ids if own else False,
-                      sft_filter=own.sft_filter if own else validate_config({"data": {}}).data.sft_filter)
+                      sft_filter=with_defaults.sft_filter)
     return UserData(config.model_copy(update={"data": data}), data_dir(config, run_dir) / "prepared", prepare=prepare)
 
 
@@ -366,7 +368,7 @@ class Collector:
         c, config = self.ccfg, self.config
         t = tags(config.dialect)
         seed = config.seed if c.seed is None else c.seed
-        limits = {"max_turns": c.max_turns, "max_new_tokens": c.max_new_tokens,
+        limits: dict[str, Any] = {"max_turns": c.max_turns, "max_new_tokens": c.max_new_tokens,
                   "max_obs_tokens": c.max_obs_tokens, "max_len": c.max_len}
         counters = {"gen_tokens": 0.0}
 

@@ -46,15 +46,15 @@ def _connect_env(target: EnvTarget, config: RunConfig, run_dir: Path, di: Any) -
 
     if target.url:
         return connect_env(target), False
-    env, addr = None, [None, None]
+    env, addr = None, list[str | None]([None, None])  # rank 0 fills in the url and token of its server
     if di.rank == 0:
         env = open_env(target, config, run_dir)
-        addr = [env.url, env.token]
+        addr[:] = [env.url, env.token]
     if di.active:
         import torch.distributed as dist
 
         dist.broadcast_object_list(addr, src=0)
-    return (env, started_here(env)) if env is not None else (connect_env(EnvTarget(addr[0], addr[1])), False)
+    return (env, started_here(env)) if env is not None else (connect_env(EnvTarget(addr[0], addr[1] or "")), False)
 
 
 def _grade_run_id(run: str, label: str) -> str:

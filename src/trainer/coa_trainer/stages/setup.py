@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..base.config import StageConfig, stage_config
+from ..base.config import StageConfig, rl_stage, stage_config
 from ..base.errors import StageError
 from ..base.lifecycle import STOP, StopControl
 from ..contracts.schemas import stage_info
@@ -235,9 +235,10 @@ def _warm_data(data: Any, stage: str, scfg: StageConfig) -> None:
     elif info.kind == "sft":
         data.sft_records()
     elif info.kind == "rl":
-        if not data.has_questions(scfg.question_split):
-            raise StageError(f"{stage} needs data.questions.{scfg.question_split}", "bad_config")
-        data.split(scfg.question_split)
+        split = rl_stage(scfg, stage).question_split
+        if not data.has_questions(split):
+            raise StageError(f"{stage} needs data.questions.{split}", "bad_config")
+        data.split(split)
         if data.has_questions("dev"):
             data.split("dev")
         data.check_corpus()
@@ -346,7 +347,7 @@ def _stage_model_and_schedule(config: RunConfig, init: Path, rt: Any, di: Any, s
     wrapped = _wrap(scorer, config, di)
     params = [p for p in wrapped.parameters() if p.requires_grad]  # after sharding: FSDP2 swaps in DTensors
     opt = make_optimizer(params, scfg.lr, scfg.weight_decay)
-    fast_path["AdamW"] = str(opt.coa_adamw)
+    fast_path["AdamW"] = str(opt.coa_adamw)  # pyright: ignore[reportAttributeAccessIssue] — set by make_optimizer
     fast_path["activation checkpointing"] = "on (model.gradient_checkpointing)" if config.model.gradient_checkpointing \
         else "off"
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg.warmup_steps, total))

@@ -18,12 +18,19 @@ from ..data.sft_filter import filter_sft
 from ..model.load import model_context
 from ..algos.losses import lm_count, lm_loss_parts, sft1_lengths, sft1_loss_parts
 from ..model.load import Runtime
-from ..base.config import stage_config
+from ..base.config import sft_mix_stage, stage_config, supervised_stage
 from ..algos.microbatch import accumulate, clip_grad_norm
 from ..base.errors import StageError
 from ..contracts.schemas import stage_info
 from .setup import StageRun
 from ..contracts.run_config import RunConfig
+
+
+def _embedded(bench: Benchmark | None) -> Benchmark:
+    """The embedded benchmark: a stage without the user's data always has it."""
+    if bench is None:
+        raise RuntimeError("this stage reads the embedded benchmark, which a run on the user's data does not load")
+    return bench
 
 
 class LmStage:
@@ -37,8 +44,8 @@ class LmStage:
         self.filtered: str | None = None  # what data.sft_filter kept, said when the stage starts
         self.info = stage_info(name)
         if self.info.kind == "pretrain":
-            self.max_len = scfg.max_len
-            self.stream = pretrain_stream(bench, tok, config.seed, self.max_len)
+            self.max_len = max_len = config.stages.pretrain.max_len
+            self.stream = pretrain_stream(_embedded(bench), tok, config.seed, max_len)
             return
         if data is not None:
             records = data.sft_records()
@@ -51,7 +58,7 @@ class LmStage:
                 raise StageError(f"{name} has no trajectories to train on: data.sft names none (give *.coa.jsonl "
                                  "trajectories or OpenAI chats there, or run collect first)", "bad_data")
         else:
-            examples = oracle_examples(bench, tok, config, t, "train", masked_kinds(name))
+            examples = oracle_examples(_embedded(bench), tok, config, t, "train", masked_kinds(name))
         need = max((len(e.input_ids) for e in examples), default=None)
         self.max_len = resolve_max_len(scfg.max_len, need, context)
         report = sft_report(f"{name} examples", examples, self.max_len, scfg.max_len is None)
@@ -63,10 +70,10 @@ class LmStage:
     def describe(self) -> str:
         n = self.stream.epoch_size()
         if self.info.kind == "pretrain":
-            return f"{len(self.bench.pretrain_lines())} pretraining lines packed into {n} samples per epoch"
+            return f"{len(_embedded(self.bench).pretrain_lines())} pretraining lines packed into {n} samples per epoch"
         masked = "observations trained" if self.info.trains_observations else "observations masked"
         kept = f"{self.filtered}; " if self.filtered else ""
-        return (f"{kept}{n} trajectories per epoch (CoA:CoT {stage_config(self.config, self.name).coa_cot_ratio}:1), {masked}, "
+        return (f"{kept}{n} trajectories per epoch (CoA:CoT {sft_mix_stage(stage_config(self.config, self.name), self.name).coa_cot_ratio}:1), {masked}, "
                 f"max_len {self.max_len}")
 
     def loss_parts(self, model: Any, batch: list[Encoded]) -> tuple[torch.Tensor, float, dict]:
@@ -98,12 +105,12 @@ class LmStage:
         if self.info.kind == "pretrain":
             from ..evaluation.agent import plain_eval
 
-            return {"dev": plain_eval(model, self.tok, self.bench, self.config, "dev", self.rt)[0]}
+            return {"dev": plain_eval(model, self.tok, _embedded(self.bench), self.config, "dev", self.rt)[0]}
         if self.data is not None:  # users' SFT data has no held-out trajectories: the agent eval is `eval`
             return {}
         # SFT-2/3: held-out masked NLL on the dev oracle trajectories
         masked = masked_kinds(self.name)
-        dev = oracle_examples(self.bench, self.tok, self.config, self.t, "dev", masked, self.max_len)
+        dev = oracle_examples(_embedded(self.bench), self.tok, self.config, self.t, "dev", masked, self.max_len)
         total, count = 0.0, 0.0
         for i in range(0, len(dev), 32):
             s, c, _ = lm_loss_parts(model, dev[i:i + 32], self.tok.pad_token_id, self.rt.device,
@@ -124,7 +131,7 @@ class Sft1Stage:
             self.pairs = user_pairs(data.pairs(), tok, config)
             self.stream = pair_stream(self.pairs, config.seed)
         else:
-            self.stream = sft1_stream(bench, tok, config, t, config.seed)
+            self.stream = sft1_stream(_embedded(bench), tok, config, t, config.seed)
 
     def describe(self) -> str:
         if self.data is not None:
@@ -171,7 +178,7 @@ class Sft1Stage:
     def evaluate(self, model: Any) -> dict[str, dict]:
         if self.data is not None:  # users' pairs have no dev split
             return {}
-        pairs = sft1_pairs(self.bench, self.tok, self.config, self.t, "dev", self.config.seed)
+        pairs = sft1_pairs(_embedded(self.bench), self.tok, self.config, self.t, "dev", self.config.seed)
         stats: dict[str, float] = {}
         for i in range(0, len(pairs), 32):
             _, _, ex = self.loss_parts(model, pairs[i:i + 32])
@@ -188,7 +195,8 @@ class SupervisedSteps:
     def __init__(self, run: StageRun):
         self.run, self.impl = run, make_stage(run)
         self.cursor = 0
-        self.local = run.schedule.scfg.batch_size // run.di.world_size
+        self.scfg = supervised_stage(run.schedule.scfg, run.stage)
+        self.local = self.scfg.batch_size // run.di.world_size
         self.batch: list[Any] = []
 
     def describe(self) -> str:
@@ -204,7 +212,7 @@ class SupervisedSteps:
         pass
 
     def step(self, step: int) -> dict[str, float | None]:
-        run, scfg, di, impl = self.run, self.run.schedule.scfg, self.run.di, self.impl
+        run, scfg, di, impl = self.run, self.scfg, self.run.di, self.impl
         run.phase("update", step + 1)
         t0 = time.time()
         batch = impl.stream.take(self.cursor + di.rank * self.local, self.local)

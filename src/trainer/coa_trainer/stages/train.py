@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import quiet  # noqa: F401  (silences library progress bars before they are imported)
-from ..base.config import stage_config
+from ..base.config import rl_stage, stage_config, supervised_stage
 from ..base.errors import StageError
 from ..base.events import EventWriter
 from ..base.runstart import run_in_directory
@@ -59,9 +59,9 @@ def run_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: Even
         return 0
     rl = stage in rl_stages()
     if rl:
-        check_rl_config(scfg, stage, di)
-    elif scfg.batch_size % di.world_size:
-        raise StageError(f"stages.{stage}.batch_size {scfg.batch_size} is not divisible by the "
+        check_rl_config(rl_stage(scfg, stage), stage, di)
+    elif (batch_size := supervised_stage(scfg, stage).batch_size) % di.world_size:
+        raise StageError(f"stages.{stage}.batch_size {batch_size} is not divisible by the "
                          f"{di.world_size} processes", "bad_config")
     run = setup_stage(config, opts, run_dir, writer, di)
     # The stage's own start (an environment server, a reference model) stops at once: nothing new to save yet, and
