@@ -105,7 +105,7 @@ def test_the_environment_server_starts_from_the_cli_coa_cli_names(tmp_path, monk
     env = EnvClient.start(CORPUS, cli=load_config(_write(tmp_path, {})).env.cli,
                           extra_args=["--index", str(tmp_path / "idx")])
     try:
-        assert env.search(["Evan Morris"], 1)
+        assert env.search(["Evan Morris"], 1).observations
     finally:
         env.stop()
 

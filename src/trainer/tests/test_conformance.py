@@ -37,7 +37,7 @@ def test_reward_vectors_through_the_grader(env):
     cases = json.loads((VECTORS / "rewards.json").read_text())["cases"]
     assert cases, "no reward vectors"
     for case in cases:
-        got = env.grade(case["records"], scheme=case["scheme"], params=case["params"])
+        got = [b.model_dump(mode="json") for b in env.grade(case["records"], scheme=case["scheme"], params=case["params"])]
         assert len(got) == len(case["expect"]), case["name"]
         for i, (have, want) in enumerate(zip(got, case["expect"])):
             for key, value in want.items():
@@ -62,9 +62,9 @@ def test_format_vectors_through_the_grader(env):
         [b] = env.grade([record], scheme="em", params=params)
         want = case["expect"]
         errors = sorted({code for code, _, _ in want["diagnostics"] if not code == "COA016"})
-        assert b["format_ok"] == want["format_ok"], case["name"]
-        assert b["tool_calls"] == want["tool_calls"], case["name"]
-        assert sorted(b["violations"]) == errors, case["name"]
+        assert b.format_ok == want["format_ok"], case["name"]
+        assert b.tool_calls == want["tool_calls"], case["name"]
+        assert sorted(b.violations) == errors, case["name"]
 
 
 @needs_server
@@ -78,7 +78,7 @@ def test_record_vectors_through_the_grader(env):
     got = env.grade([c["record"] for c in cases], scheme="autocoa")
     for case, b in zip(cases, got):
         errors = list(dict.fromkeys(code for code in case["expect"]["codes"] if severity.get(code) == "error"))
-        assert (b["violations"], b["format_ok"]) == (errors, not errors), case["name"]
+        assert (b.violations, b.format_ok) == (errors, not errors), case["name"]
 
 
 def test_answer_normalisation_vectors():
@@ -119,13 +119,14 @@ def test_record_vectors_through_the_cli(tmp_path):
 def test_group_vectors_through_the_trainers_metrics():
     """The shares of zero-variance, all-correct and all-wrong groups an RL step logs, against the vectors the editor's
     group view runs too (test/conformance/groups.json)."""
+    from coa_trainer.contracts.env_protocol import Reward
     from coa_trainer.rollout.metrics import graded_sums, graded_values
 
     cases = json.loads((VECTORS / "groups.json").read_text())["cases"]
     assert cases, "no group vectors"
     for case in cases:
-        breakdowns = [{"total": t, "em": rc, "f1": rc, "tool_calls": 0, "format_ok": True, "r_correct": rc}
-                      for t, rc, _ in case["samples"]]
+        breakdowns = [Reward(scheme="em", total=t, em=rc, f1=rc, tool_calls=0, optimal_tool_calls=None, format_ok=True,
+                             violations=[], r_tool=0.0, r_correct=rc) for t, rc, _ in case["samples"]]
         values = graded_values(graded_sums(breakdowns, [g for _, _, g in case["samples"]]))
         for key, want in case["expect"].items():
             assert _close(values[key], want), (case["why"], key, values[key], want)

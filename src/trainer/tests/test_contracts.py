@@ -54,10 +54,14 @@ def test_the_schema_still_guards_the_values():
 def test_an_rl_step_logs_exactly_the_cores_agent_metrics():
     """The names the alert rules read (src/core/metrics.ts) are the names an RL step logs, computed in one place."""
     from coa_trainer.contracts.agent_metric import AgentMetric
+    from coa_trainer.contracts.env_protocol import Reward
     from coa_trainer.rollout.metrics import graded_sums, graded_values, step_values
 
-    breakdowns = [{"total": 1.0, "em": 1, "f1": 1.0, "tool_calls": 1, "format_ok": True, "r_correct": 1.0},
-                  {"total": 0.0, "em": 0, "f1": 0.5, "tool_calls": 2, "format_ok": False, "r_correct": 0.0}]
+    common = {"scheme": "em", "optimal_tool_calls": None, "violations": [], "r_tool": 0.0}
+    breakdowns = [Reward.model_validate({**common, "total": 1.0, "em": 1, "f1": 1.0, "tool_calls": 1, "format_ok": True,
+                                         "r_correct": 1.0}),
+                  Reward.model_validate({**common, "total": 0.0, "em": 0, "f1": 0.5, "tool_calls": 2, "format_ok": False,
+                                         "r_correct": 0.0})]
     sums = {**graded_sums(breakdowns, [0, 0]), **{k: 1.0 for k in (
         "calls", "failures", "called", "malformed", "truncated", "gen_tokens", "think_tokens", "retok_mismatches",
         "retok_drift")}}

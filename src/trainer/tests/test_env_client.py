@@ -89,12 +89,12 @@ def test_calls_share_one_connection_per_thread_and_reconnect_after_a_drop(server
     client = EnvClient(f"http://127.0.0.1:{relay.port}", server.token)
     try:
         for _ in range(10):
-            assert client.search(["Evan Morris"], top_k=1)["results"][0][0]["id"] == "0"
-        assert client.health()["passages"] == 10
+            assert client.search(["Evan Morris"], top_k=1).results[0][0].id == "0"
+        assert client.health().passages == 10
         assert relay.connections == 1 and client.connections_opened == 1
 
         relay.drop_all()  # the server side goes away while the client keeps its socket
-        assert client.health()["passages"] == 10
+        assert client.health().passages == 10
         assert relay.connections == 2 and client.connections_opened == 2
 
         # Threads each get their own connection, kept across their calls.

@@ -32,7 +32,7 @@ def test_oracle_observations_equal_the_servers(tmp_path, monkeypatch):
     assert len(pairs) > len(bench.questions) // 2
     queries = sorted({q for q, _ in pairs})
     with EnvClient.start(data / "corpus.jsonl", "coa") as env:  # the evaluation's server, on the same corpus
-        got = {q: env.search([q], top_k=oracle_top_k(q, bench.top_k), dialect="coa")["observations"][0]
+        got = {q: env.search([q], top_k=oracle_top_k(q, bench.top_k), dialect="coa").observations[0]
                for q in queries}
     for q, obs in pairs:
         assert obs == got[q], q

@@ -56,13 +56,13 @@ def test_real_observations_are_the_servers_ids(setup):
     gen = torch.Generator().manual_seed(0)
     with EnvClient.start(corpus, "coa") as env:
         def tool(queries):
-            return env.search(queries, top_k=2, dialect="coa")["observations"]
+            return env.search(queries, top_k=2, dialect="coa").observations
 
         trajs = rollout(model, tok, prompts, t, tool, max_turns=2, max_new_tokens=30, max_obs_tokens=400,
                         max_len=10_000, device=rt.device, dtype=None, temperature=1.0, generator=gen)
         calls = [q for tr in trajs for q in tr.queries]
         assert calls, "no trajectory called the tool (the sampled seed should produce some)"
-        expected = env.search(calls, top_k=2, dialect="coa")["observations"]
+        expected = env.search(calls, top_k=2, dialect="coa").observations
     k = 0
     for tr in trajs:
         assert len(tr.ids) == len(tr.loss_mask) == len(tr.logprobs)
@@ -146,7 +146,7 @@ def test_greedy_rollouts_of_the_embedded_model_equal_the_reference_loop(setup):
                   temperature=0.0)
         with EnvClient.start(corpus, "coa") as env:
             def tool(queries):
-                return env.search(queries, top_k=2, dialect="coa")["observations"]
+                return env.search(queries, top_k=2, dialect="coa").observations
 
             ref = rollout(model, tok, prompts, t, tool, engine=False, **kw)
             out = rollout(model, tok, prompts, t, tool, slots=5, **kw)

@@ -4,6 +4,8 @@ the examples the stage keeps of what was flagged."""
 
 from pathlib import Path
 
+from coa_trainer.contracts.env_protocol import Reward
+from coa_trainer.data.records import reward_json
 from coa_trainer.env.client import EnvClient
 from coa_trainer.stages.rl import flagged_examples
 from conftest import needs_env_server
@@ -15,7 +17,7 @@ OK = ("<think> search it </think> <search> ada birthplace </search> <observation
       "</observation> <think> london . </think> <answer> london </answer>")
 
 
-def _graded(env: EnvClient, responses: list[str]) -> tuple[list[dict], list[dict]]:
+def _graded(env: EnvClient, responses: list[str]) -> tuple[list[dict], list[Reward]]:
     records = [{"id": f"q-{i}", "question": "where was ada born ?", "golden_answers": ["london"], "response": r,
                 "dialect": "coa"} for i, r in enumerate(responses)]
     # no format gate in this grader: a broken record that answers right is rewarded
@@ -27,11 +29,12 @@ def test_scan_of_a_step_flags_a_format_gate_exploit_and_a_leak_and_keeps_example
     leak = OK.replace("<search> ada birthplace </search>", "<search> london ada </search>")
     with EnvClient.start(CORPUS, "coa") as env:
         records, breakdowns = _graded(env, [OK, broken, broken, broken, leak, OK])
-        assert breakdowns[1]["total"] == 1 and breakdowns[1]["optimal_tool_calls"] is None
-        scan = env.scan([{**r, "reward": b} for r, b in zip(records, breakdowns)], params={"format_penalty": False})
-    assert scan["metrics"] == {"scan_format_gate": 3, "scan_answer_in_query": 1, "scan_repeated_query": 0,
+        assert breakdowns[1].total == 1 and breakdowns[1].optimal_tool_calls is None
+        scan = env.scan([{**r, "reward": reward_json(b)} for r, b in zip(records, breakdowns)],
+                        params={"format_penalty": False})
+    assert scan.metrics == {"scan_format_gate": 3, "scan_answer_in_query": 1, "scan_repeated_query": 0,
                                "scan_answer_before_thought": 0, "scan_length_outlier": 0}
-    assert [(f["index"], [x["rule"] for x in f["findings"]]) for f in scan["flagged"]] == [
+    assert [(f.index, [x.rule for x in f.findings]) for f in scan.flagged] == [
         (1, ["format_gate"]), (2, ["format_gate"]), (3, ["format_gate"]), (4, ["answer_in_query"])]
     # two examples per rule and step: the third broken record is counted, not kept
-    assert [f["index"] for f in flagged_examples(scan["flagged"], per_rule=2)] == [1, 2, 4]
+    assert [f.index for f in flagged_examples(scan.flagged, per_rule=2)] == [1, 2, 4]

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.dialects import Tags, tags as dialect_tags
+from ..data.records import JsonRecord, trajectory_record
 from ..contracts.schemas import search_table
 from ..contracts.run_config import RunConfig
 from ..base.options import DataOptions
@@ -258,7 +259,7 @@ def fetch_observations(bench: Benchmark, env: Any) -> dict[str, str]:
         by_k.setdefault(oracle_top_k(q, bench.top_k), []).append(q)
     out: dict[str, str] = {}
     for k, queries in sorted(by_k.items()):
-        out.update(zip(queries, env.search(queries, top_k=k, dialect="coa")["observations"]))
+        out.update(zip(queries, env.search(queries, top_k=k, dialect="coa").observations))
     return out
 
 
@@ -348,22 +349,13 @@ def generate(params: dict, seed: int) -> Benchmark:
 
 # ---------------------------------------------------------------- files
 
-def record_for(q: Question, segments: list[Segment], dialect: str, redundant_searches: int = 0) -> dict:
+def record_for(q: Question, segments: list[Segment], dialect: str, redundant_searches: int = 0) -> JsonRecord:
     """A trajectory record (src/core/record.ts) for an oracle trajectory, plus benchmark fields."""
     extra = {"redundant_searches": redundant_searches} if redundant_searches else {}
-    return {
-        "id": q.id,
-        "question": q.question,
-        "golden_answers": [q.answer],
-        "response": join_segments(segments),
-        "dialect": dialect,
-        "meta": {"stage": "oracle", "group": q.kind},
-        "split": q.split,
-        "hops": len(q.hops),
-        "known": q.known,
-        "optimal_tool_calls": q.optimal_tool_calls,
-        **extra,
-    }
+    return trajectory_record(q.id, q.question, join_segments(segments), golden_answers=[q.answer], dialect=dialect,
+                             meta={"stage": "oracle", "group": q.kind},
+                             extra={"split": q.split, "hops": len(q.hops), "known": q.known,
+                                    "optimal_tool_calls": q.optimal_tool_calls, **extra})
 
 
 def write_benchmark(bench: Benchmark, out: Path, dialect: str = "coa") -> Path:

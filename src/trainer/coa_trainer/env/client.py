@@ -14,15 +14,18 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ..base.core_cli import find_core_cli, find_node
 from ..base.errors import CoaError
-from ..contracts.env_protocol import (GradeRequest, GradeResponse, HealthResponse, ScanRequest, ScanResponse,
-                                      SearchRequest, SearchResponse)
+from ..contracts.env_protocol import (GradeRequest, GradeResponse, HealthResponse, Reward, ScanRequest,
+                                      ScanResponse, SearchRequest, SearchResponse)
 from ..contracts.error_code import ErrorCode
+
+
+Answer = TypeVar("Answer", bound=BaseModel)
 
 
 class EnvError(CoaError):
@@ -178,7 +181,7 @@ class EnvClient:
                 raise
         raise AssertionError("unreachable")
 
-    def _json(self, method: str, path: str, body: dict | None = None) -> dict:
+    def _json(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """One authenticated JSON request; every failure is an EnvError naming the method and path."""
         data = json.dumps(body).encode("utf-8") if body is not None else None
         status, payload = self._exchange(method, path, data)
@@ -190,28 +193,28 @@ class EnvClient:
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise EnvError(f"{method} {path} → HTTP {status} with a non-JSON body: {payload[:200]!r}") from e
 
-    def _post(self, path: str, body: dict) -> dict:
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._json("POST", path, body)
 
-    def _call(self, method: str, path: str, request: BaseModel | None, answer: type[BaseModel]) -> dict:
-        """A call of the contract: the request built from its generated class, the answer checked against its class
-        (contracts/env_protocol.py, from src/env/protocol.ts), so a drift between the two sides is an error here."""
-        body = request.model_dump(mode="json", exclude_none=True) if request is not None else None
-        raw = self._json(method, path, body)
+    def _call(self, method: str, path: str, body: BaseModel | dict[str, Any] | None, answer: type[Answer]) -> Answer:
+        """A call of the contract: the request built from its generated class (or, where a dump of the class would
+        lose what the core requires, its checked JSON), the answer parsed into its class (contracts/env_protocol.py,
+        from src/env/protocol.ts), so a drift between the two sides is an error here."""
+        data = body.model_dump(mode="json", exclude_none=True) if isinstance(body, BaseModel) else body
+        raw = self._json(method, path, data)
         try:
-            answer.model_validate(raw)
+            return answer.model_validate(raw)
         except ValidationError as e:
             raise EnvError(f"{method} {path}: the answer is not the protocol's {answer.__name__} "
                            f"({str(e).splitlines()[0]}): server and trainer from different builds?") from e
-        return raw
 
-    def health(self) -> dict:
+    def health(self) -> HealthResponse:
         return self._call("GET", "/v1/health", None, HealthResponse)
 
-    def search(self, queries: list[str], top_k: int = 3, dialect: str = "coa") -> dict:
-        """{"results": [[{id,title,contents,text,score}]], "observations": [text between the observation tags]}"""
+    def search(self, queries: list[str], top_k: int = 3, dialect: str = "coa") -> SearchResponse:
+        """Per query its passages (`results`) and the observation text a rollout appends (`observations`)."""
         if not queries:
-            return {"results": [], "observations": []}
+            return SearchResponse(results=[], observations=[])
         request = SearchRequest.model_validate({"queries": queries, "top_k": top_k, "dialect": dialect})
         return self._call("POST", "/v1/tools/search", request, SearchResponse)
 
@@ -219,21 +222,22 @@ class EnvClient:
         """The search tool as a rollout calls it: one observation per query, all None when the call failed — a failed
         call is an observation-less turn the agent metrics count as tool failures, never the end of a rollout."""
         try:
-            return list(self.search(queries, top_k=top_k, dialect=dialect)["observations"])
+            return list(self.search(queries, top_k=top_k, dialect=dialect).observations)
         except Exception:  # noqa: BLE001 — whatever went wrong, the rollout goes on without observations
             return [None] * len(queries)
 
-    def grade(self, records: list[dict], scheme: str = "em", params: dict | None = None, run: str | None = None
-              ) -> list[dict]:
+    def grade(self, records: list[dict[str, Any]], scheme: str = "em", params: dict[str, Any] | None = None,
+              run: str | None = None) -> list[Reward]:
+        """One breakdown per record (the grader's reward parts and total), in the records' order."""
         try:
             request = GradeRequest.model_validate({"records": records, "scheme": scheme, "params": params, "run": run})
         except ValidationError as e:
             raise EnvError(f"POST /v1/grade: not a grade request ({str(e).splitlines()[0]}: "
                            f"{e.errors()[0]['loc']} {e.errors()[0]['msg']})") from e
-        return self._call("POST", "/v1/grade", request, GradeResponse)["breakdowns"]
+        return self._call("POST", "/v1/grade", request, GradeResponse).breakdowns
 
-    def alerts(self, step: int, values: dict, thresholds: dict | None = None, state: dict | None = None,
-               heldout: float | None = None) -> dict:
+    def alerts(self, step: int, values: dict[str, float], thresholds: dict[str, Any] | None = None,
+               state: dict[str, Any] | None = None, heldout: float | None = None) -> dict[str, Any]:
         """The core's agent alerts for one step: {"alerts": [{kind, severity, message}], "state": new state}."""
         body: dict[str, Any] = {"step": step, "values": values, "thresholds": thresholds or {}}
         if state:
@@ -242,24 +246,19 @@ class EnvClient:
             body["heldout"] = heldout
         return self._post("/v1/alerts", body)
 
-    def scan(self, records: list[dict], params: dict | None = None) -> dict:
-        """The core's reward-hacking scanners over one step's graded records (each with its "reward"):
-        {"counts", "metrics": {"scan_<rule>": n}, "flagged": [{"index", "findings"}], "scanned", "length_limit"}."""
+    def scan(self, records: list[dict[str, Any]], params: dict[str, Any] | None = None) -> ScanResponse:
+        """The core's reward-hacking scanners over one step's graded records (each with its "reward"): counts,
+        metrics ({"scan_<rule>": n}), the flagged records' indices and findings, how many were scanned."""
         body: dict[str, Any] = {"records": records, **({"params": params} if params else {})}
         try:
             ScanRequest.model_validate(body)
         except ValidationError as e:
             raise EnvError(f"POST /v1/scan: not a scan request ({str(e).splitlines()[0]})") from e
         # sent as given: a dump of the class would drop the breakdowns' nulls (optimal_tool_calls) the core requires
-        raw = self._post("/v1/scan", body)
-        try:
-            ScanResponse.model_validate(raw)
-        except ValidationError as e:
-            raise EnvError(f"POST /v1/scan: the answer is not the protocol's ScanResponse ({str(e).splitlines()[0]})") from e
-        return raw
+        return self._call("POST", "/v1/scan", body, ScanResponse)
 
     # ------------------------------------------------------------ OTC-GRPO state (saved in RL checkpoints)
-    def export_otc_state(self, run: str) -> dict | None:
+    def export_otc_state(self, run: str) -> dict[str, Any] | None:
         """The run's running per-question minimum of tool calls; None when the run has no state yet."""
         try:
             return self._json("GET", f"/v1/runs/{run}/otc-state")
@@ -268,5 +267,5 @@ class EnvClient:
                 return None
             raise
 
-    def import_otc_state(self, run: str, state: dict) -> dict:
+    def import_otc_state(self, run: str, state: dict[str, Any]) -> dict[str, Any]:
         return self._json("PUT", f"/v1/runs/{run}/otc-state", state)

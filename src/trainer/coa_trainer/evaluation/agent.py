@@ -25,6 +25,8 @@ from ..rollout.loop import rollout
 from ..rollout.metrics import graded_sums, graded_values
 from ..data.userdata import QuestionSplits, golden, question_meta, source_of
 from ..contracts.run_config import RunConfig
+from ..contracts.env_protocol import Reward
+from ..data.records import RecordTokens, reward_json, trajectory_record
 from ..base.errors import report_failure
 from ..base.options import EvalOptions
 
@@ -118,22 +120,20 @@ def agent_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig, s
         prompts = [prompt_ids(tok, config, q.question) for q in qs]
         trajs = eval_rollout(model, tok, config, prompts, tool if tools else None, rt, io)
         for j, (q, tr) in enumerate(zip(qs, trajs)):
-            records.append({
-                "id": q.id, "question": q.question, "golden_answers": golden(q),
-                "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": config.dialect,
-                "tokens": {"ids": tr.ids, "loss_mask": tr.loss_mask},
-                "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {}),
-                         **source_of(q), **question_meta(q)},
-            })
+            records.append(trajectory_record(
+                q.id, q.question, tok.decode(tr.ids, skip_special_tokens=False), golden_answers=golden(q),
+                dialect=config.dialect, tokens=RecordTokens(tr.ids, tr.loss_mask),
+                meta={"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {}),
+                      **source_of(q), **question_meta(q)}))
             trajs_all.append((q, tr))
-    breakdowns = []
+    breakdowns: list[Reward] = []
     for i in range(0, len(records), 256):
         breakdowns += env.grade(records[i:i + 256], scheme="em")
     rows = []
     for rec, b, (q, tr) in zip(records, breakdowns, trajs_all):
-        rec["reward"] = b
-        rows.append({"em": float(b["em"]), "f1": float(b["f1"]), "format_ok": bool(b["format_ok"]),
-                     "tc": int(b["tool_calls"]), "optimal": q.optimal_tool_calls, "known": q.known,
+        rec["reward"] = reward_json(b)
+        rows.append({"em": float(b.em), "f1": float(b.f1), "format_ok": bool(b.format_ok),
+                     "tc": int(b.tool_calls), "optimal": q.optimal_tool_calls, "known": q.known,
                      "hops": len(q.hops), "truncated": tr.truncated, "failures": tr.tool_failures})
     graded = graded_values(graded_sums(breakdowns))
     metrics = {

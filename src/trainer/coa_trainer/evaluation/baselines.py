@@ -26,9 +26,11 @@ from ..evaluation.agent import eval_rollout, plain_eval
 from ..data.prompts import prompt_ids
 from ..data.userdata import QuestionSplits, UserQuestion, golden, source_of
 from ..contracts.run_config import RunConfig
+from ..contracts.env_protocol import Reward
+from ..data.records import RecordTokens, reward_json, trajectory_record
 
 
-def summarise(breakdowns: list[dict]) -> dict:
+def summarise(breakdowns: list[Reward]) -> dict:
     """EM, F1, TC, TP (correct answers per tool call, OTC-PO's tool productivity) and format-error rate — the agent
     metrics' own arithmetic (rollout/metrics), so the workflow row is measured as the agent rows are."""
     v = graded_values(graded_sums(breakdowns))
@@ -70,7 +72,7 @@ def workflow_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig
         qs = questions[i:i + ecfg.batch_size]
         observations = env.search([q.question for q in qs], top_k=ecfg.top_k, dialect=config.dialect)
         prompts, prefixes = [], []
-        for q, obs in zip(qs, observations["observations"]):
+        for q, obs in zip(qs, observations.observations):
             # same token layout as the agent loop: the action as the model would write it, the observation
             # tokenised once and appended (rollout.rollout does exactly this after a real action)
             prefix = encode_text(tok, f"{t.action_open} {q.question} {t.action_close}")[0]
@@ -84,18 +86,16 @@ def workflow_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig
             _answer_where_refused(model, tok, config, rt, io, t, prompts, bodies, masks)
         for j, (q, prefix, body, mask) in enumerate(zip(qs, prefixes, bodies, masks)):
             ids = prefix + body
-            records.append({
-                "id": q.id, "question": q.question, "golden_answers": golden(q),
-                "response": tok.decode(ids, skip_special_tokens=False), "dialect": config.dialect,
-                "tokens": {"ids": ids, "loss_mask": [0] * len(prefix) + mask},
-                "meta": {"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {}),
-                         **source_of(q)},
-            })
-    breakdowns: list[dict] = []
+            records.append(trajectory_record(
+                q.id, q.question, tok.decode(ids, skip_special_tokens=False), golden_answers=golden(q),
+                dialect=config.dialect, tokens=RecordTokens(ids, [0] * len(prefix) + mask),
+                meta={"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {}),
+                      **source_of(q)}))
+    breakdowns: list[Reward] = []
     for i in range(0, len(records), 256):
         breakdowns += env.grade(records[i:i + 256], scheme="em")
     for rec, b in zip(records, breakdowns):
-        rec["reward"] = b
+        rec["reward"] = reward_json(b)
     return summarise(breakdowns), records
 
 

@@ -226,7 +226,7 @@ class Meter:
                     "dialect": self.config.dialect} for i, (q, t) in enumerate(zip(questions, trials))]
         for i in range(0, len(records), 256):
             for t, b in zip(trials[i:i + 256], self.env.grade(records[i:i + 256], scheme="em")):
-                t.right, t.tool_calls = float(b["em"]) > 0, int(b["tool_calls"])
+                t.right, t.tool_calls = float(b.em) > 0, int(b.tool_calls)
 
     def trials(self, questions: list[Any], real: bool, temperature: float = 0.0,
                generator: torch.Generator | None = None) -> list[Trial]:

@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 from ..base.options import EnvTarget
+from ..contracts.env_protocol import Reward
 from ..env.client import EnvClient, EnvError
 from ..env.session import connect_env
 
@@ -64,20 +65,20 @@ def reward_settings(scheme: str | None, params: dict | None, run: str | None) ->
     return scheme, dict(params), run or os.environ.get("COA_REWARD_RUN") or None
 
 
-def flat_breakdown(b: dict) -> dict:
+def flat_breakdown(b: Reward) -> dict[str, float | int | str]:
     """The grader's breakdown as flat numbers and strings (verl averages every numeric key of its reward_extra_info
     and skips strings; a list or None would break its validation metrics): score, em, f1, format_ok (0/1),
     format_codes ("COA005,COA009"), tool_calls, optimal_tool_calls (-1: unknown), r_tool, r_correct, scheme."""
-    n = b.get("optimal_tool_calls")
+    n = b.optimal_tool_calls
     return {
-        "score": float(b["total"]),
-        "em": float(b["em"]),
-        "f1": float(b["f1"]),
-        "format_ok": int(bool(b["format_ok"])),
-        "format_codes": ",".join(b.get("violations", [])),
-        "tool_calls": int(b["tool_calls"]),
+        "score": float(b.total),
+        "em": float(b.em),
+        "f1": float(b.f1),
+        "format_ok": int(bool(b.format_ok)),
+        "format_codes": ",".join(b.violations),
+        "tool_calls": int(b.tool_calls),
         "optimal_tool_calls": int(n) if n is not None else -1,
-        "r_tool": float(b["r_tool"]),
-        "r_correct": float(b["r_correct"]),
-        "scheme": str(b["scheme"]),
+        "r_tool": float(b.r_tool),
+        "r_correct": float(b.r_correct),
+        "scheme": str(b.scheme),
     }

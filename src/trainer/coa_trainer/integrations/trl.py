@@ -33,6 +33,8 @@ from ..base import line_index
 from ..base.events import EventWriter
 from ..contracts.schemas import dialect_table
 from .grader import golden_list, grader, reward_settings
+from ..contracts.env_protocol import Reward
+from ..data.records import RecordTokens, reward_json, trajectory_record
 
 # TRL's metric names → the signals of the core's alert rules (src/core/alerts.ts). The coa/* ones are this module's.
 TRL_SIGNALS = {
@@ -125,29 +127,23 @@ class CoaRun:
             for i, (p, c) in enumerate(zip(prompts, completions)):
                 key = json.dumps(p, sort_keys=True, default=str)
                 g = groups.setdefault(key, len(groups))
-                rec: dict[str, Any] = {
-                    "id": f"{run.stage}-{step}-{i}", "question": str(questions[i]),
-                    "golden_answers": golden[i],
-                    "response": _text(c),
-                    "meta": {"run": run._open().run, "stage": run.stage, "step": step, "sample": i,
-                             "group": f"{step}-g{g}"},
-                }
-                if run.dialect:
-                    rec["dialect"] = run.dialect
-                if completion_ids is not None:
-                    rec["tokens"] = {"ids": [int(t) for t in completion_ids[i]]}
-                records.append(rec)
+                records.append(trajectory_record(
+                    f"{run.stage}-{step}-{i}", str(questions[i]), _text(c), golden_answers=golden[i],
+                    dialect=run.dialect or None,
+                    tokens=RecordTokens([int(t) for t in completion_ids[i]]) if completion_ids is not None else None,
+                    meta={"run": run._open().run, "stage": run.stage, "step": step, "sample": i,
+                          "group": f"{step}-g{g}"}))
             breakdowns = run.grader().grade([{k: v for k, v in r.items() if k != "tokens"} for r in records],
                                             scheme=run.scheme, params=run.params or None, run=run.grade_run)
             for r, b in zip(records, breakdowns):
-                r["reward"] = b
+                r["reward"] = reward_json(b)
             stats = _step_stats(breakdowns, [r["meta"]["group"] for r in records])
             if log_metric is not None:
                 for k, v in stats.items():
                     log_metric(f"coa/{k}", v)
             if getattr(trainer_state, "is_world_process_zero", True):
                 run._write_rollouts(step, records)
-            return [float(b["total"]) for b in breakdowns]
+            return [float(b.total) for b in breakdowns]
 
         return coa_reward
 
@@ -178,7 +174,7 @@ def golden_answers(columns: dict[str, list]) -> list[list[str]]:
                      f"reward would be 0")
 
 
-def _step_stats(breakdowns: list[dict], groups: list[str]) -> dict[str, float]:
+def _step_stats(breakdowns: list[Reward], groups: list[str]) -> dict[str, float]:
     """The agent metrics of a TRL step, computed where every other caller computes them (rollout/metrics.py)."""
     values = graded_values(graded_sums(breakdowns, groups))
     return {k: float(v) for k in ("em", "f1", "tc", "tp", "format_error_rate", "all_wrong_groups")

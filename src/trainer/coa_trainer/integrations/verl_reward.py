@@ -44,9 +44,11 @@ if not __package__:  # loaded by file path (verl's load_extern_object): make the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     from coa_trainer.contracts.schemas import rewards_table
     from coa_trainer.integrations.grader import RewardCallError, flat_breakdown, golden_list, grader, reward_settings
+    from coa_trainer.data.records import trajectory_record
 else:
     from ..contracts.schemas import rewards_table
     from .grader import RewardCallError, flat_breakdown, golden_list, grader, reward_settings
+    from ..data.records import trajectory_record
 
 # One grade request stays well under the environment server's 32 MiB body limit (src/env/server.ts): a big batch is
 # sent in parts, each holding whole questions, so every question's minimum is still taken over all its samples.
@@ -121,11 +123,8 @@ def _records(sources: list, responses: list, truths: list, extras: list, dialect
         if not (isinstance(question, str) and question.strip()):
             question = ""
             meta["question_key"] = question_key(source, extra, golden)
-        record: dict[str, Any] = {"id": str(_plain(extra.get("index", "sample"))), "question": question,
-                                  "golden_answers": golden, "response": str(response), "meta": meta}
-        if dialect:
-            record["dialect"] = dialect
-        records.append(record)
+        records.append(trajectory_record(str(_plain(extra.get("index", "sample"))), question, str(response),
+                                         golden_answers=golden, dialect=dialect or None, meta=meta))
     return records
 
 

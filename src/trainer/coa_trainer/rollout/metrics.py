@@ -9,11 +9,12 @@ from collections.abc import Hashable
 from typing import Any, Sequence
 
 from ..contracts.agent_metric import AgentMetric as M
+from ..contracts.env_protocol import Reward
 from ..contracts.schemas import codes_table
 from .loop import RlTrajectory
 
 
-def graded_sums(breakdowns: list[dict], groups: Sequence[Hashable] | None = None) -> dict[str, float]:
+def graded_sums(breakdowns: Sequence[Reward], groups: Sequence[Hashable] | None = None) -> dict[str, float]:
     """Sums over the grader's breakdowns; `groups` (one label per breakdown: GRPO's samples of one question) adds
     the counts of groups with every / no sample correct, and of groups whose rewards are all equal (zero
     advantages: no gradient, whatever the correctness — an OTC group of right answers with different call counts
@@ -21,20 +22,20 @@ def graded_sums(breakdowns: list[dict], groups: Sequence[Hashable] | None = None
     s = {k: 0.0 for k in ("n", "reward", "reward_sq", "em", "f1", "tc", "format_errors", "groups", "groups_all_correct",
                           "groups_all_wrong", "groups_zero_variance")}
     for b in breakdowns:
-        r = float(b["total"])
+        r = float(b.total)
         s["n"] += 1
         s["reward"] += r
         s["reward_sq"] += r * r
-        s["em"] += float(b["em"])
-        s["f1"] += float(b["f1"])
-        s["tc"] += float(b["tool_calls"])
-        s["format_errors"] += float(not b["format_ok"])
+        s["em"] += float(b.em)
+        s["f1"] += float(b.f1)
+        s["tc"] += float(b.tool_calls)
+        s["format_errors"] += float(not b.format_ok)
     if groups is not None:
         correct: dict[Hashable, list[bool]] = {}
         rewards: dict[Hashable, set[float]] = {}
         for b, g in zip(breakdowns, groups):
-            correct.setdefault(g, []).append(float(b["r_correct"]) > 0)
-            rewards.setdefault(g, set()).add(float(b["total"]))
+            correct.setdefault(g, []).append(float(b.r_correct) > 0)
+            rewards.setdefault(g, set()).add(float(b.total))
         for g, c in correct.items():
             s["groups"] += 1
             s["groups_all_correct"] += float(all(c))
@@ -68,7 +69,7 @@ def graded_values(s: dict[str, float]) -> dict[str, float | None]:
     return out
 
 
-def step_sums(trajs: list[RlTrajectory], breakdowns: list[dict], group_size: int, io: Any,
+def step_sums(trajs: list[RlTrajectory], breakdowns: list[Reward], group_size: int, io: Any,
               retok: list[bool], drift: list[bool] | None = None) -> dict[str, float]:
     """An RL step's sums: the graded ones (GRPO groups are consecutive runs of `group_size`) and the trajectories'."""
     s = graded_sums(breakdowns, [i // group_size for i in range(len(breakdowns))])
@@ -80,9 +81,9 @@ def step_sums(trajs: list[RlTrajectory], breakdowns: list[dict], group_size: int
     for tr, b, bad, dr in zip(trajs, breakdowns, retok, drift):
         s["calls"] += len(tr.queries)
         s["failures"] += tr.tool_failures
-        attempted = b["tool_calls"] > 0 or bool(tr.queries)
+        attempted = b.tool_calls > 0 or bool(tr.queries)
         s["called"] += float(attempted)
-        s["malformed"] += float(attempted and bool(call_codes.intersection(b["violations"])))
+        s["malformed"] += float(attempted and bool(call_codes.intersection(b.violations)))
         s["truncated"] += float(tr.truncated)
         s["gen_tokens"] += sum(tr.loss_mask)
         s["think_tokens"] += io.think_tokens(tr.ids, tr.loss_mask)

@@ -37,6 +37,8 @@ from ..base.lifecycle import on_stop_signals
 from ..base.options import CollectOptions
 from ..base.runstart import run_started
 from ..rollout.metrics import graded_sums, graded_values
+from ..data.records import RecordTokens, grading_view, reward_json, trajectory_record
+from ..contracts.env_protocol import Reward
 from ..contracts.error_code import ErrorCode
 
 COLLECT_DIR = "collect"
@@ -404,11 +406,11 @@ class Collector:
                         counters["gen_tokens"] += sum(tr.loss_mask)
                 return out
 
-            def response(tr: Any) -> tuple[str, dict | None]:
+            def response(tr: Any) -> tuple[str, RecordTokens | None]:
                 ids, mask, lps = tr.ids, tr.loss_mask, tr.logprobs
                 if ids and ids[-1] in io.eos_ids() and mask[-1] == 1:  # the end of turn is not part of the text
                     ids, mask, lps = ids[:-1], mask[:-1], lps[:-1]
-                return tok.decode(ids, skip_special_tokens=False), {"ids": ids, "loss_mask": mask, "logprobs": lps}
+                return tok.decode(ids, skip_special_tokens=False), RecordTokens(ids, mask, lps)
 
             return {"rollout": rollout_batch, "response": response, "stats": dict,
                     "counters": counters,
@@ -500,27 +502,26 @@ class Collector:
                     failed += 1
                     empty += 1
                     continue
-                rec: dict[str, Any] = {"id": x.key, "question": x.q.question, "golden_answers": _golden(x.q),
-                                       "response": response, "dialect": self.config.dialect}
-                if tokens is not None:
-                    rec["tokens"] = tokens
-                rec["meta"] = {"run": w.run, "stage": COLLECT_DIR, "step": done + len(records) + 1, "sample": x.k,
-                               "group": str(x.q.id), "mode": x.mode, "teacher": meta_teacher,
-                               "sampling": settings["sampling"], "truncated": tr.truncated, "finished": tr.finished,
-                               "tool_failures": tr.tool_failures}
-                records.append(rec)
+                records.append(trajectory_record(
+                    x.key, x.q.question, response, golden_answers=_golden(x.q), dialect=self.config.dialect,
+                    tokens=tokens,
+                    meta={"run": w.run, "stage": COLLECT_DIR, "step": done + len(records) + 1, "sample": x.k,
+                          "group": str(x.q.id), "mode": x.mode, "teacher": meta_teacher,
+                          "sampling": settings["sampling"], "truncated": tr.truncated, "finished": tr.finished,
+                          "tool_failures": tr.tool_failures}))
                 owners.append(tr)
+            breakdowns: list[Reward] = []
             if records:
-                grade = [{k: r[k] for k in ("id", "question", "golden_answers", "response", "dialect")} for r in records]
-                breakdowns = self.env.grade(grade, scheme=c.reward.scheme, params=dict(c.reward.params))
+                breakdowns = self.env.grade([grading_view(r) for r in records], scheme=c.reward.scheme,
+                                            params=dict(c.reward.params))
                 for r, bd in zip(records, breakdowns):
-                    r["reward"] = bd
+                    r["reward"] = reward_json(bd)
                 append_records(coll_path, records)
             done += len(records)
             dt = time.time() - t0
             n = max(1, len(records))
             stats = teacher["stats"]()
-            graded = graded_values(graded_sums([r["reward"] for r in records]))  # rollout/metrics.py: one place
+            graded = graded_values(graded_sums(breakdowns))  # rollout/metrics.py: one place
             values = {
                 "collected": float(done), "failed": float(failed),
                 **{k: graded[k] for k in ("em", "f1", "tc", "tp", "format_error_rate")},

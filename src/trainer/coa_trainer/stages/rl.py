@@ -32,6 +32,8 @@ from ..base.runlayout import stage_dir
 from ..contracts.schemas import histogram_edges
 from ..contracts.run_config import RlStage, RunConfig
 from ..data.userdata import golden, question_meta
+from ..data.records import JsonRecord, RecordTokens, reward_json, trajectory_record
+from ..contracts.env_protocol import FlaggedItem, Reward, ScanResponse
 from ..contracts.boundary_metric import BoundaryMetric
 from ..evaluation.boundary import Meter, fixed_sample
 from ..evaluation.boundary_report import live_metrics, summarise
@@ -68,14 +70,14 @@ def _grade_run_id(run: str, label: str) -> str:
 FLAGGED_PER_RULE = 2  # examples kept per scanner rule and step (the counts are the metrics)
 
 
-def flagged_examples(flagged: list[dict], per_rule: int = FLAGGED_PER_RULE) -> list[dict]:
+def flagged_examples(flagged: list[FlaggedItem], per_rule: int = FLAGGED_PER_RULE) -> list[FlaggedItem]:
     """The scanners' flagged records kept as examples, in order: a record is kept while one of its rules has fewer
     than `per_rule` examples so far (every rule that fires gets its first ones, a record firing several counts for
     each)."""
     seen: dict[str, int] = {}
     out = []
     for f in flagged:
-        rules = {x["rule"] for x in f["findings"]}
+        rules = {x.rule for x in f.findings}
         if all(seen.get(r, 0) >= per_rule for r in rules):
             continue
         for r in rules:
@@ -84,19 +86,13 @@ def flagged_examples(flagged: list[dict], per_rule: int = FLAGGED_PER_RULE) -> l
     return out
 
 
-def _record(tok: Any, q: Any, tr: RlTrajectory, advantage: float, breakdown: dict | None, meta: dict,
-            dialect: str) -> dict:
+def _record(tok: Any, q: Any, tr: RlTrajectory, advantage: float, breakdown: Reward | None, meta: dict[str, Any],
+            dialect: str) -> JsonRecord:
     response = tok.decode(tr.ids, skip_special_tokens=False)
-    tokens: dict[str, Any] = {"ids": tr.ids, "loss_mask": tr.loss_mask, "logprobs": tr.logprobs,
-                              "advantages": [advantage if m else 0.0 for m in tr.loss_mask]}
-    offsets = token_offsets(tok, tr.ids, response)
-    if offsets is not None:
-        tokens["offsets"] = offsets
-    rec = {"id": f"{q.id}-{meta['step']}-{meta['sample']}", "question": q.question, "golden_answers": golden(q),
-           "response": response, "dialect": dialect, "tokens": tokens, "meta": meta}
-    if breakdown is not None:
-        rec["reward"] = breakdown
-    return rec
+    tokens = RecordTokens(tr.ids, tr.loss_mask, tr.logprobs, [advantage if m else 0.0 for m in tr.loss_mask],
+                          token_offsets(tok, tr.ids, response))
+    return trajectory_record(f"{q.id}-{meta['step']}-{meta['sample']}", q.question, response,
+                             golden_answers=golden(q), dialect=dialect, tokens=tokens, meta=meta, reward=breakdown)
 
 
 def mini_batch_slices(n_samples: int, group_size: int, mini_batches: int) -> list[slice]:
@@ -279,7 +275,7 @@ class GrpoSteps:
         breakdowns = self.env.grade(to_grade, scheme=self.scheme, params=self.rparams, run=self.grade_run)
         timings["tools"] += time.time() - tg
         scan = self.scan_step(to_grade, breakdowns)
-        adv = group_advantages([float(b["total"]) for b in breakdowns], G, scfg.std_normalize)
+        adv = group_advantages([b.total for b in breakdowns], G, scfg.std_normalize)
         samples = [Sample(tr.prompt_ids, tr.ids, tr.loss_mask, tr.logprobs, a) for tr, a in zip(trajs, adv)]
 
         run.phase("update", step + 1)
@@ -296,7 +292,7 @@ class GrpoSteps:
         sums = step_sums(trajs, breakdowns, G, run.model.agent_io, retok, drift)
         sums.update(extras)
         sums.update({"generate_s": timings["generate"], "tools_s": timings["tools"], "train_s": train_s})
-        sums.update(scan["metrics"] if scan else {})
+        sums.update(scan.metrics if scan else {})
         s = di.all_reduce_dict(sums)  # lpd_max: the largest over the ranks (all_reduce_dict's `_max` rule)
         ws = di.world_size
         values = {
@@ -308,7 +304,7 @@ class GrpoSteps:
             "train_tokens_per_s": s["train_tokens"] / max(s["train_s"] / ws, 1e-9),
             "generate_s": s["generate_s"] / ws, "tools_s": s["tools_s"] / ws, "train_s": s["train_s"] / ws,
             "step_s": time.time() - t0,
-            **({k: s[k] for k in scan["metrics"]} if scan else {}),
+            **({k: s[k] for k in scan.metrics} if scan else {}),
             # each sample is in one mini-batch per epoch: the tokens that carried loss in this step, once each
             "trained_tokens": s["count"] / max(scfg.ppo_epochs, 1),
         }
@@ -341,7 +337,7 @@ class GrpoSteps:
             self.write_flagged(scan, owners, trajs, adv, breakdowns, meta)
         return values
 
-    def scan_step(self, records: list[dict], breakdowns: list[dict]) -> dict | None:
+    def scan_step(self, records: list[JsonRecord], breakdowns: list[Reward]) -> ScanResponse | None:
         """The core's reward-hacking scanners over this rank's graded rollouts (POST /v1/scan): {"metrics":
         {"scan_<rule>": count}, "flagged": [{index, findings}]}. A server that cannot scan (another build) is said
         once and training goes on without the counts."""
@@ -350,22 +346,24 @@ class GrpoSteps:
         if self.scan_off:
             return None
         try:
-            return self.env.scan([{**r, "reward": b} for r, b in zip(records, breakdowns)], params=self.rparams)
+            return self.env.scan([{**r, "reward": reward_json(b)} for r, b in zip(records, breakdowns)],
+                                 params=self.rparams)
         except EnvError as e:
             self.scan_off = True
             self.run.io.writer.emit("log", level="warning", message=f"{self.label}: reward-hacking scanners off: {e}")
             return None
 
-    def write_flagged(self, scan: dict, owners: list, trajs: list, adv: list, breakdowns: list, meta: list) -> None:
+    def write_flagged(self, scan: ScanResponse, owners: list[Any], trajs: list[RlTrajectory], adv: list[float],
+                      breakdowns: list[Reward], meta: list[dict[str, Any]]) -> None:
         """Examples of what the scanners flagged, FLAGGED_PER_RULE per rule and step, appended to the stage's
         flagged.coa.jsonl with their findings in meta.scan: every step's, not only the sampled steps' (the live
         panel lists a step's from there and opens them in the record view)."""
         out = []
-        for f in flagged_examples(scan["flagged"]):
-            i = f["index"]
-            rec = _record(self.run.model.tok, owners[i], trajs[i], adv[i], breakdowns[i], meta[i], self.config.dialect)
-            rec["meta"] = {**rec["meta"], "scan": f["findings"]}
-            out.append(rec)
+        for f in flagged_examples(scan.flagged):
+            i = f.index
+            findings = [x.model_dump(mode="json", exclude_unset=True) for x in f.findings]
+            out.append(_record(self.run.model.tok, owners[i], trajs[i], adv[i], breakdowns[i], {**meta[i], "scan": findings},
+                               self.config.dialect))
         if out:
             line_index.append_step(self.sdir / "flagged.coa.jsonl", out)
 

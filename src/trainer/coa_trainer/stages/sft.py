@@ -19,6 +19,7 @@ from ..model.load import model_context
 from ..algos.losses import lm_count, lm_loss_parts, sft1_lengths, sft1_loss_parts
 from ..model.load import Runtime
 from ..base.config import sft_mix_stage, stage_config, supervised_stage
+from ..data.records import JsonRecord, RecordTokens, trajectory_record
 from ..algos.microbatch import accumulate, clip_grad_norm
 from ..base.errors import StageError
 from ..contracts.schemas import stage_info
@@ -89,16 +90,14 @@ class LmStage:
     def metrics(self, stats: dict, count: float) -> dict:
         return {"trained_tokens": count}
 
-    def sample_record(self, e: Encoded, run: str, step: int) -> dict:
+    def sample_record(self, e: Encoded, run: str, step: int) -> JsonRecord:
         response = e.response or self.tok.decode(e.ids, skip_special_tokens=False)
         golden = e.meta.get("golden_answers") or ([e.meta["answer"]] if "answer" in e.meta else [])
-        return {
-            "id": e.meta.get("id", f"{self.name}-{step}"), "question": e.meta.get("question", ""),
-            "golden_answers": golden, "response": response, "dialect": e.meta.get("dialect", "coa"),
-            "tokens": {"ids": e.ids, "loss_mask": e.loss_mask,
-                       **({"offsets": e.offsets} if e.response else {})},
-            "meta": {"run": run, "stage": self.name, "step": step, "sample": 0},
-        }
+        return trajectory_record(
+            e.meta.get("id", f"{self.name}-{step}"), e.meta.get("question", ""), response, golden_answers=golden,
+            dialect=e.meta.get("dialect", "coa"),
+            tokens=RecordTokens(e.ids, e.loss_mask, offsets=e.offsets if e.response else None),
+            meta={"run": run, "stage": self.name, "step": step, "sample": 0})
 
     @torch.no_grad()
     def evaluate(self, model: Any) -> dict[str, dict]:
@@ -164,15 +163,14 @@ class Sft1Stage:
             "logp_rejected": stats["logp_rejected"] / max(count, 1.0),
         }
 
-    def sample_record(self, p: Pair, run: str, step: int) -> dict:
+    def sample_record(self, p: Pair, run: str, step: int) -> JsonRecord:
         ids = p.prefix_ids + p.chosen_ids
         mask = p.chosen_mask if p.chosen_mask is not None else [1] * len(p.chosen_ids)
-        return {
-            "id": f"sft1-{step}", "question": self.tok.decode(p.prompt_ids, skip_special_tokens=False),
-            "response": self.tok.decode(ids, skip_special_tokens=False), "dialect": self.config.dialect,
-            "tokens": {"ids": ids, "loss_mask": [0] * len(p.prefix_ids) + list(mask)},
-            "meta": {"run": run, "stage": "sft1", "step": step, "sample": 0, "group": "act" if p.act else "answer"},
-        }
+        return trajectory_record(
+            f"sft1-{step}", self.tok.decode(p.prompt_ids, skip_special_tokens=False),
+            self.tok.decode(ids, skip_special_tokens=False), dialect=self.config.dialect,
+            tokens=RecordTokens(ids, [0] * len(p.prefix_ids) + list(mask)),
+            meta={"run": run, "stage": "sft1", "step": step, "sample": 0, "group": "act" if p.act else "answer"})
 
     @torch.no_grad()
     def evaluate(self, model: Any) -> dict[str, dict]:
