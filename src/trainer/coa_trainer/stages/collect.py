@@ -657,3 +657,49 @@ def collect_command(opts: CollectOptions) -> int:
 
     return run_in_directory(opts.run_dir, COLLECT_DIR, opts.config, opts.overrides, body, lock_as="collect",
                             cleanup=close)
+
+
+# ---------------------------------------------------------------- the results table's comparison
+
+def comparison_lines(run_dir: Path, rows: list[dict]) -> list[str]:
+    """For results.md: when this run's SFT data is a collection whose teacher is another run's stage result
+    (`<run>/stages/<stage>/final`) and that run has a results table (trained on the embedded oracle, or on other
+    data), each setting both tables have, side by side, with the difference — measured, whichever way it goes."""
+    info_path = collect_dir(run_dir) / "collect.json"
+    if not info_path.is_file():
+        return []
+    info = json.loads(info_path.read_text(encoding="utf-8"))
+    teacher = info["settings"]["teacher"]
+    who = teacher.get("path") or teacher.get("url")
+    head = ["", "## SFT data collected from a teacher", "",
+            (f"The SFT stages of this run trained on {info['kept']} trajectories kept of {info['collected']} "
+             f"collected from {who} (stages/collect/report.md; SFT-1 pairs built from all of them).")]
+    tp = Path(teacher["path"]) if teacher.get("path") else None
+    other = tp.parents[2] / "results.json" if tp is not None and tp.parent.parent.name == "stages" else None
+    if other is None or not other.is_file():
+        return head + ["", "The teacher is not a run with a results table here, so there is nothing to compare with."]
+    theirs = {r["setting"]: r for r in json.loads(other.read_text(encoding="utf-8"))["rows"]}
+    lines = ["", f"Against {other.parent.name} (the teacher's own run, its SFT data as that run configured it):", "",
+             "| setting | EM here | EM there | Δ EM | TC here | TC there | format errors here | there |",
+             "|---|---|---|---|---|---|---|---|"]
+
+    def cell(v: float | None) -> str:
+        return "—" if v is None else f"{v:.3f}"
+
+    found = False
+    for r in rows:
+        o = theirs.get(r["setting"])
+        if o is None or r.get("em") is None or o.get("em") is None:
+            continue
+        found = True
+        lines.append(f"| {r['setting']} | {cell(r['em'])} | {cell(o['em'])} | {r['em'] - o['em']:+.3f} | {cell(r['tc'])} | "
+                     f"{cell(o['tc'])} | {cell(r['format_error_rate'])} | {cell(o['format_error_rate'])} |")
+    if not found:
+        return head + ["", f"{other} has no setting evaluated in both runs."]
+    def verdict(d: float) -> str:  # the results table's own threshold for "barely changes" is relative; EM: 0.02
+        return "higher" if d > 0.02 else ("lower" if d < -0.02 else "about the same (within 0.02)")
+
+    summary = [f"- {r['setting']}: EM {r['em']:.3f} with the collected data vs {theirs[r['setting']]['em']:.3f}: "
+               f"{verdict(r['em'] - theirs[r['setting']]['em'])}." for r in rows
+               if r.get("em") is not None and theirs.get(r["setting"], {}).get("em") is not None]
+    return head + lines + ["", *summary]
