@@ -108,3 +108,22 @@ def test_the_env_client_speaks_the_generated_protocol():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_records_are_built_in_one_order_with_the_graders_breakdown_whole():
+    """Every writer's record comes from data/records.trajectory_record: the keys in one order, absent parts left out,
+    and the breakdown as the grader sent it (its required null optimal_tool_calls and any field it adds kept)."""
+    from coa_trainer.contracts.env_protocol import Reward
+    from coa_trainer.data.records import RecordTokens, grading_view, trajectory_record
+
+    reward = Reward.model_validate({"scheme": "em", "em": 1, "f1": 1.0, "format_ok": True, "violations": [],
+                                    "tool_calls": 1, "optimal_tool_calls": None, "r_tool": 0.0, "r_correct": 1.0,
+                                    "total": 1.0, "detail": "kept"})
+    rec = trajectory_record("q-1", "who?", "<answer> ada </answer>", golden_answers=["ada"], dialect="coa",
+                            tokens=RecordTokens([5, 6], [0, 1], offsets=[0, 3]), meta={"step": 1}, reward=reward,
+                            extra={"split": "dev"})
+    assert list(rec) == ["id", "question", "golden_answers", "response", "dialect", "tokens", "meta", "reward", "split"]
+    assert rec["tokens"] == {"ids": [5, 6], "loss_mask": [0, 1], "offsets": [0, 3]}
+    assert rec["reward"]["optimal_tool_calls"] is None and rec["reward"]["detail"] == "kept"
+    assert list(trajectory_record("q-2", "who?", "x")) == ["id", "question", "response"]
+    assert grading_view(rec) == {k: rec[k] for k in ("id", "question", "golden_answers", "response", "dialect")}

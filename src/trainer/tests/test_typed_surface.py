@@ -15,9 +15,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "coa_trainer"
 LEFT_OUT = {"contracts", "tests"}  # generated from src/core (never edited); tests
 
-# The counts at the last change that lowered them (302 of 1,749 parameters: 17.3 %); the targets are 3 % and 100.
-UNTYPED_PARAMETERS_MAX = 302
-STRING_SUBSCRIPTS_MAX = 714
+# The counts at the last change that lowered them (289 of 1,809 parameters: 16.0 %); the targets are 3 % and 100.
+UNTYPED_PARAMETERS_MAX = 289
+STRING_SUBSCRIPTS_MAX = 676
 
 
 @dataclass

@@ -326,7 +326,7 @@ def _stage_data_and_start(config: RunConfig, stage: str, label: str, scfg: Stage
 
 
 def _stage_model_and_schedule(config: RunConfig, init: Path, rt: Any, di: Any, scfg: StageConfig, total: int,
-                              loss: str) -> tuple[StageModel, StageSchedule]:
+                              loss: str | None) -> tuple[StageModel, StageSchedule]:
     """The model from `init` (seeded), wrapped for the processes, with its optimiser and learning-rate schedule, and
     what each part of the step runs (said by the stage's first event)."""
     import torch
