@@ -2,7 +2,8 @@
 // test/e2e/*.test.ts one file at a time. Prints `e2e: N passed, M failed` (a failed setup counts as one failure).
 // Usage: node scripts/test-e2e.mjs [test/e2e/x.test.ts …]
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setupE2E } from './setup-e2e.mjs';
 import { tapSkips } from './skips.mjs';
@@ -36,12 +37,16 @@ const files = process.argv.slice(2).length
   ? process.argv.slice(2)
   : readdirSync(join(root, 'test', 'e2e')).filter((f) => f.endsWith('.test.ts')).sort().map((f) => join('test', 'e2e', f));
 mkdirSync(join(root, '.cache'), { recursive: true });
+// The harness installs the vsix with code-server's CLI once per run here and copies it into each editor's
+// extensions dir (test/e2e/harness.ts installVsix).
+const installCache = mkdtempSync(join(tmpdir(), 'coa-e2e-install-'));
 const r = spawnSync(process.execPath, [
   '--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=420000',
   '--test-reporter=spec', '--test-reporter-destination=stdout',
   '--test-reporter=tap', `--test-reporter-destination=${tap}`,
   ...files,
-], { cwd: root, stdio: 'inherit', env: { ...process.env, COA_E2E_NODE: setup.nodeBin, COA_E2E_CODE_SERVER: setup.codeServerBin } });
+], { cwd: root, stdio: 'inherit', env: { ...process.env, COA_E2E_NODE: setup.nodeBin, COA_E2E_CODE_SERVER: setup.codeServerBin, COA_E2E_INSTALL_CACHE: installCache } });
+rmSync(installCache, { recursive: true, force: true });
 
 const text = existsSync(tap) ? readFileSync(tap, 'utf8') : '';
 const num = (k) => Number((text.match(new RegExp(`^# ${k} (\\d+)$`, 'm')) ?? [])[1] ?? 0);

@@ -3,7 +3,8 @@
 // Every start has a matching close() that kills code-server's whole process group (extension host, language
 // server, trainer) and the browser, even when a test fails. Screenshots go to .cache/artifacts/e2e/.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, createWriteStream } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -84,11 +85,41 @@ function codeServerArgs(userData: string, extensions: string, trust = false): st
 /** Workspace trust on, nothing trusted, no startup prompt: the folder opens in Restricted Mode. */
 const RESTRICTED_SETTINGS = { 'security.workspace.trust.enabled': true, 'security.workspace.trust.startupPrompt': 'never', 'security.workspace.trust.emptyWindow': false };
 
-/** Installs the vsix into a fresh extensions dir (code-server's own CLI, same dirs as the server). */
-function installVsix(userData: string, extensions: string, vsix = paths.vsix): void {
+/** Installs the vsix into an extensions dir (code-server's own CLI, same dirs as the server). */
+function installWithCli(userData: string, extensions: string, vsix: string): void {
   if (!existsSync(vsix)) throw new Error(`no vsix at ${vsix}: run node scripts/package-vsix.mjs`);
   const r = spawnSync(paths.node, [...codeServerArgs(userData, extensions), '--install-extension', vsix, '--force'], { encoding: 'utf8', timeout: 180_000 });
   if (r.status !== 0) throw new Error(`installing ${vsix} failed (exit ${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
+}
+
+/**
+ * Installs the vsix into an editor's extensions dir. Under scripts/test-e2e.mjs (COA_E2E_INSTALL_CACHE set, a temp
+ * dir of that run) code-server's CLI installs each vsix once, into a template there, and every editor of the run gets
+ * a copy of it: the CLI costs seconds of CPU and each test file starts its own editor. The template is keyed by the
+ * vsix's path, size and mtime, so a vsix packaged again is installed again.
+ */
+function installVsix(userData: string, extensions: string, vsix = paths.vsix): void {
+  const cache = process.env.COA_E2E_INSTALL_CACHE;
+  if (!cache) return installWithCli(userData, extensions, vsix);
+  if (!existsSync(vsix)) throw new Error(`no vsix at ${vsix}: run node scripts/package-vsix.mjs`);
+  const st = statSync(vsix);
+  const template = join(cache, createHash('sha256').update(`${resolve(vsix)}\0${st.size}\0${st.mtimeMs}`).digest('hex').slice(0, 16));
+  const from = join(template, 'extensions');
+  if (!existsSync(join(template, 'installed'))) {
+    rmSync(template, { recursive: true, force: true });
+    mkdirSync(from, { recursive: true });
+    installWithCli(join(template, 'user-data'), from, vsix);
+    writeFileSync(join(template, 'installed'), vsix);
+  }
+  for (const name of readdirSync(from)) {
+    if (name !== 'extensions.json') cpSync(join(from, name), join(extensions, name), { recursive: true });
+  }
+  // extensions.json names each extension's folder by absolute path: point it at the copy, merged with what an earlier
+  // vsix put in this dir.
+  const list = (dir: string): unknown[] => (existsSync(join(dir, 'extensions.json')) ? JSON.parse(readFileSync(join(dir, 'extensions.json'), 'utf8')) : []);
+  const esc = (p: string) => JSON.stringify(p).slice(1, -1);
+  const moved = JSON.parse(JSON.stringify(list(from)).split(esc(from)).join(esc(extensions))) as unknown[];
+  writeFileSync(join(extensions, 'extensions.json'), JSON.stringify([...list(extensions), ...moved]));
 }
 
 async function waitHttp(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
