@@ -1,7 +1,8 @@
 """A policy whose knowledge and habits the test sets, so the search boundary meter's answer is known before it runs:
 it knows the facts in `memory` ((subject, relation) → object), searches a known fact anyway for the subjects in
 `verify` (over-search), writes a guess instead of searching an unknown fact for the subjects in `guess` (under-search),
-and otherwise searches what it does not know — in the oracle's words (`x born in ?`, `<search> x born in </search>`).
+answers a two-hop question with the first hop's entity for the subjects in `stop` when it remembers that hop and no
+observation states the next (it knows both facts, yet fails to chain them), and otherwise searches what it does not know — in the oracle's words (`x born in ?`, `<search> x born in </search>`).
 It reads facts from observations (the corpus's `x born in y .`) and, closed-book, writes an observation holding only
 what it remembers (asked a query alone, it answers from memory or searches and writes that observation). It decides from the text of its context alone (the prompt and the response so far), as a model
 does, so the meter's cut-and-continue trajectories (a search replaced, one more search forced) get the policy's own
@@ -24,6 +25,7 @@ class Habits:
     memory: dict[tuple[str, str], str]
     verify: set[str] = field(default_factory=set)
     guess: set[str] = field(default_factory=set)
+    stop: set[str] = field(default_factory=set)
     wrong: str = "what"  # what a guess says: a word of the vocabulary that is no entity, so never a golden answer
 
 
@@ -66,7 +68,7 @@ class ScriptedAgent(ModelSampler):
         searched = set(re.findall(re.escape(t.action_open) + " (.*?) " + re.escape(t.action_close), text))
         q = self._question(text)
         subject, think = q.hops[0].subject, []
-        for hop in q.hops:
+        for i, hop in enumerate(q.hops):
             prefix = RELATIONS[hop.relation][2].format(s=subject)
             known = self.h.memory.get((subject, hop.relation))
             seen = self._observed(text, subject, hop.relation)
@@ -74,6 +76,9 @@ class ScriptedAgent(ModelSampler):
                 think.append(f"{prefix} {known} .")
                 if subject in self.h.verify and prefix not in searched:
                     return self._turn(think, prefix)
+                if subject in self.h.stop and i + 1 < len(q.hops) and \
+                        self._observed(text, known, q.hops[i + 1].relation) is None:
+                    return f"{t.think_open} {' '.join(think)} {t.think_close} {t.answer_open} {known} {t.answer_close}"
                 subject = known
             elif seen is not None:
                 think.append(f"{prefix} {seen} .")

@@ -84,7 +84,7 @@ def test_a_report_that_breaks_the_schema_names_the_field():
 @pytest.fixture(scope="module")
 def scripted(tmp_path_factory):
     """The tiny benchmark, the embedded tokenizer, the environment server on its corpus (one person's passage
-    left out: nothing can find that fact), and eight questions whose class and minimum are set by the policy."""
+    left out: nothing can find that fact), and nine questions whose class and minimum are set by the policy."""
     from coa_trainer.base.config import validate_config
     from coa_trainer.data.benchmark import generate, vocabulary_texts
     from coa_trainer.data.dialects import tags
@@ -105,11 +105,12 @@ def scripted(tmp_path_factory):
         if c not in cities:
             persons.append(p)
             cities.add(c)
-    p = persons[:8]
+    p = persons[:9]
     city = {x: bench.facts[(x, "born_in")] for x in p}
-    mem = {(p[0], "born_in"), (p[1], "born_in"), (p[4], "born_in"), (p[7], "born_in")}
-    memory = {k: bench.facts[k] for k in mem} | {(city[p[7]], "located_in"): bench.facts[(city[p[7]], "located_in")]}
-    habits = Habits(memory, verify={p[1], p[4], p[7], city[p[7]]}, guess={p[3]})
+    mem = {(p[0], "born_in"), (p[1], "born_in"), (p[4], "born_in"), (p[7], "born_in"), (p[8], "born_in")}
+    memory = {k: bench.facts[k] for k in mem} | {(city[x], "located_in"): bench.facts[(city[x], "located_in")]
+                                                 for x in (p[7], p[8])}
+    habits = Habits(memory, verify={p[1], p[4], p[7], city[p[7]]}, guess={p[3]}, stop={p[8]})
     ask = lambda kind, s: next(q for q in bench.questions if q.kind == kind and q.hops[0].subject == s)  # noqa: E731
     cases = [  # question, class, minimum, tool calls — what the habits make them
         (ask("born_in", p[0]), "no-search", 0, 0),
@@ -120,6 +121,9 @@ def scripted(tmp_path_factory):
         (ask("born_country", p[5]), "needed-search", 2, 2),
         (ask("born_in", p[6]), "unreachable", None, 1),
         (ask("born_country", p[7]), "over-search", 0, 2),
+        # knows both facts, answers the city without a search: wrong closed-book whatever its facts say; its own
+        # search of the next hop makes it right (and its memory then does without that search)
+        (ask("born_country", p[8]), "under-search", 0, 0),
     ]
     corpus = d / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(c) + "\n" for c in bench.corpus if not c["contents"].startswith(f'"{p[6]}"')))
@@ -141,9 +145,9 @@ def test_constructed_cases_get_their_class_minimum_and_calls(scripted):
     assert outs[4].trials["minimal"].searches and len(outs[4].trials["minimal"].searches) == 1
     assert outs[3].reachable is True and "forced" in outs[3].trials
     s = summarise(outs)
-    assert s["over_search_rate"] == 2 / 8 and s["under_search_rate"] == 1 / 8
-    assert s["em_closed_book"] == 3 / 8 and s["em"] == 6 / 8 and s["tc"] == 9 / 8
-    assert s["min_tc"] == 5 / 7 and s["tc_over_min"] == 3 / 7 and s["avoidable_share"] == 3 / 8
+    assert s["over_search_rate"] == 2 / 9 and s["under_search_rate"] == 2 / 9
+    assert s["em_closed_book"] == 3 / 9 and s["em"] == 6 / 9 and s["tc"] == 9 / 9
+    assert s["min_tc"] == 5 / 8 and s["tc_over_min"] == 3 / 8 and s["avoidable_share"] == 3 / 8
 
 
 @needs_env_server()

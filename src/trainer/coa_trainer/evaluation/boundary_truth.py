@@ -3,11 +3,15 @@ fact of a question (its hops, on the true chain of entities) is asked alone, as 
 about it, closed-book, of the same checkpoint. A question needs a search for each fact the checkpoint does not answer;
 that count is its true minimum, and its true class follows from it with the checkpoint's own search-allowed run:
 
-- minimum 0 → no-search or over-search (whether that run searched);
-- minimum > 0 → needed-search when that run was right; when it was wrong, under-search if it is right once the
-  search it lacks is made for it (where it answered, the benchmark's own query for the first fact it does not answer
-  closed-book, then the model goes on), else unreachable. Unlike the meter's forced search, the query is the
-  benchmark's, not one the model writes.
+- minimum 0 → no-search or over-search (whether that run searched) — unless that run made no search and was wrong:
+  a run without a search is itself the question answered closed-book, so its grade is measured, not inferred from
+  the facts (a model that knows both facts of a chain may still answer the first hop's entity), and the question is
+  wrong both ways;
+- minimum > 0 → needed-search when that run was right;
+- wrong both ways → under-search if it is right once the search it lacks is made for it (where it answered, the
+  benchmark's own query for the first fact it does not answer closed-book, then the model goes on), else unreachable.
+  Unlike the meter's forced search, the query is the benchmark's, not one the model writes — except where no fact is
+  missing: there is then no fact for the benchmark to search, and the one more search is the model's own.
 
 The benchmark's own optimum (`optimal_tool_calls`: hops about entities not in the pretraining text) is what a model
 that remembered exactly its pretraining would need; the checkpoint's truth is what *this* model needs."""
@@ -33,19 +37,27 @@ def truth_rows(meter: Meter, bench: Benchmark, questions: list[Question], outcom
     flat = [f for fs in facts for f in fs]
     answered = iter(t.right for t in meter.trials(flat, real=False))
     known = [[next(answered) for _ in fs] for fs in facts]
-    # wrong with search though a fact is missing: is it right once the benchmark searches that fact for it?
-    lost = [i for i, (o, k) in enumerate(zip(outcomes, known)) if not all(k) and not majority(o.right)]
+    # right closed-book: every fact answered — or, where its own run made no search, that run's grade
+    closed = [all(k) and (majority(o.searched) or majority(o.right)) for o, k in zip(outcomes, known)]
+    lost = [i for i, (o, c) in enumerate(zip(outcomes, closed)) if not c and not majority(o.right)]
     reachable = {i: False for i in lost}
-    if lost:
-        first = [next(j for j, k in enumerate(known[i]) if not k) for i in lost]
+    # wrong both ways with a fact missing: is it right once the benchmark searches that fact for it?
+    short = [i for i in lost if not all(known[i])]
+    if short:
+        first = [next(j for j, k in enumerate(known[i]) if not k) for i in short]
         queries = [RELATIONS[questions[i].hops[j].relation][2].format(s=questions[i].hops[j].subject)
-                   for i, j in zip(lost, first)]
-        made = meter.forced([questions[i] for i in lost], [outcomes[i].trials["search"] for i in lost], queries)
-        reachable.update({i: bool(m is not None and m.right) for i, m in zip(lost, made)})
+                   for i, j in zip(short, first)]
+        made = meter.forced([questions[i] for i in short], [outcomes[i].trials["search"] for i in short], queries)
+        reachable.update({i: bool(m is not None and m.right) for i, m in zip(short, made)})
+    # no fact missing, answered wrong without a search: the search the model itself makes there
+    whole = [i for i in lost if all(known[i])]
+    if whole:
+        made = meter.forced([questions[i] for i in whole], [outcomes[i].trials["search"] for i in whole])
+        reachable.update({i: bool(m is not None and m.right) for i, m in zip(whole, made)})
     out = []
     for i, (q, o, k) in enumerate(zip(questions, outcomes, known)):
         need = sum(not x for x in k)
-        cls = classify(need == 0, majority(o.right), majority(o.searched), reachable.get(i))
+        cls = classify(closed[i], majority(o.right), majority(o.searched), reachable.get(i))
         out.append({"class": cls, "min_calls": need, "facts_known": k, "optimal": q.optimal_tool_calls})
     return out
 
