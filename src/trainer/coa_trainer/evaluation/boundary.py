@@ -16,7 +16,9 @@ contrasting the checkpoint's own rollouts of the same questions:
 - minimal calls: a question answered right with search has each real search in turn replaced by the model's own
   answer to that query (the trajectory cut where the observation starts; after it the model goes on with the real
   tool). A search whose replacement keeps the answer right was not needed; the next one is tried on the new
-  trajectory. The searches left are the estimate (0 when the closed-book answer is right).
+  trajectory. The searches left are the estimate: 0 when the closed-book answer is right, and at least 1 when it is
+  wrong (all searches replaced is the closed-book run itself — except after a forced search, an action the model
+  did not take by itself).
 - forced search: a question wrong both ways gets one more search where it answered (its trajectory cut before the
   answer and an action opened; the model writes the query, the real tool answers, the model goes on).
 
@@ -367,7 +369,9 @@ class Meter:
             t0 = time.time()
             for (i, x), m in zip(need, self.minimal([questions[i] for i, _ in need], [x for _, x in need])):
                 best = m if len(m.searches) <= len(x.searches) else x  # a continuation may have searched more
-                outs[i].min_calls = len(best.searches)
+                # wrong closed-book, so not 0: a forced search replaced by its recall is still an action the model
+                # did not take by itself (without it, it answered wrong)
+                outs[i].min_calls = max(1, len(best.searches))
                 outs[i].trials["minimal"] = best
             self.log(f"minimal calls: {len(need)} questions ({time.time() - t0:.1f} s)")
         for o in outs:

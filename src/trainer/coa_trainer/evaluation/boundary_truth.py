@@ -3,11 +3,11 @@ fact of a question (its hops, on the true chain of entities) is asked alone, as 
 about it, closed-book, of the same checkpoint. A question needs a search for each fact the checkpoint does not answer;
 that count is its true minimum, and its true class follows from it with the checkpoint's own search-allowed run:
 
-- minimum 0 → no-search or over-search (whether that run searched) — unless that run made no search and was wrong:
-  a run without a search is itself the question answered closed-book, so its grade is measured, not inferred from
-  the facts (a model that knows both facts of a chain may still answer the first hop's entity), and the question is
-  wrong both ways;
-- minimum > 0 → needed-search when that run was right;
+- every fact answered → no-search or over-search (whether that run searched) — unless that run made no search and was
+  wrong: a run without a search is itself the question answered closed-book, so its grade is measured, not inferred
+  from the facts (a model that knows both facts of a chain may still answer the first hop's entity); the question is
+  then wrong closed-book and its minimum is 1, not 0;
+- wrong closed-book, right with search → needed-search;
 - wrong both ways → under-search if it is right once the search it lacks is made for it (where it answered, the
   benchmark's own query for the first fact it does not answer closed-book, then the model goes on), else unreachable.
   Unlike the meter's forced search, the query is the benchmark's, not one the model writes — except where no fact is
@@ -56,7 +56,8 @@ def truth_rows(meter: Meter, bench: Benchmark, questions: list[Question], outcom
         reachable.update({i: bool(m is not None and m.right) for i, m in zip(whole, made)})
     out = []
     for i, (q, o, k) in enumerate(zip(questions, outcomes, known)):
-        need = sum(not x for x in k)
+        # answered wrong without a search: it needs one, though it answers every fact alone
+        need = max(sum(not x for x in k), int(not closed[i]))
         cls = classify(closed[i], majority(o.right), majority(o.searched), reachable.get(i))
         out.append({"class": cls, "min_calls": need, "facts_known": k, "optimal": q.optimal_tool_calls})
     return out
