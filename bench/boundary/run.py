@@ -206,7 +206,7 @@ def table(rows: list[dict]) -> list[str]:
 def write_section(r: dict, args: argparse.Namespace) -> None:
     path = ROOT / "bench" / "RESULTS.md"
     text = path.read_text() if path.is_file() else "# Benchmarks\n"
-    cmd = f".venv/bin/python bench/boundary/run.py --runs {Path(r['runs']).relative_to(ROOT) if Path(r['runs']).is_relative_to(ROOT) else r['runs']} --seeds {r['seeds']} --split {r['split']} --write"
+    cmd = f".venv/bin/python bench/boundary/run.py --runs {Path(r['runs']).relative_to(ROOT) if Path(r['runs']).is_relative_to(ROOT) else r['runs']} --seeds {r['seeds']} --split {r['split']}{' --reuse-cost' if args.reuse_cost else ''} --write"
     load = ", ".join(f"{x:.1f}" for x in r["load_average"])
     c = r["cost"]
     cost = "(not measured: --no-overhead)" if not c else (
