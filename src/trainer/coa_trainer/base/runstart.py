@@ -35,13 +35,13 @@ class RunStart:
 def run_in_directory(run_dir: Path, stage: str, config: Path, overrides: tuple[str, ...],
                      body: Callable[[RunStart], int], *, lock_as: str | None = None, primary: bool = True,
                      check_name: bool = True, on_cancel: Callable[[EventWriter], int] | None = None,
-                     cancel_on: tuple[type[BaseException], ...] = (StartupCancelled,),
+                     cancel_on: tuple[type[BaseException], ...] = (StartupCancelled,), log_metrics: bool = True,
                      cleanup: Callable[[], None] | None = None) -> int:
     """Run `body` in `run_dir`; its exit status. `stage`: the name the error events carry. `lock_as`: the command
     the run lock names (None: the command takes no lock — it only reads what trainers wrote, or writes beside them).
     `primary`: this process writes events and takes the lock (False on the other ranks of a torchrun). `on_cancel`:
     what a stop (`cancel_on`: a stop before the first step, or a pipeline's own) during the start or the body says;
-    without it a stop propagates. `cleanup`: runs after the body, before events.jsonl closes."""
+    without it a stop propagates. `log_metrics`: the run config's metric sinks (W&B, TensorBoard) get the events. `cleanup`: runs after the body, before events.jsonl closes."""
     if check_name and (err := name_error(run_dir.resolve().name, "run id (the run directory's name)")):
         print(f"coa_trainer: {err}", file=sys.stderr)
         return 2
@@ -70,7 +70,8 @@ def run_in_directory(run_dir: Path, stage: str, config: Path, overrides: tuple[s
             raise lock_error
         check_run_dir(run_dir)
         cfg = load_config(config, list(overrides))
-        writer.attach_logging(cfg)
+        if log_metrics:
+            writer.attach_logging(cfg)
         return body(RunStart(run_dir, writer, cfg, lock))
     except cancel_on:
         if on_cancel is None:

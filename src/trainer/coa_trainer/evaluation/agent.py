@@ -27,7 +27,6 @@ from ..data.userdata import QuestionSplits, golden, question_meta, source_of
 from ..contracts.run_config import RunConfig
 from ..contracts.env_protocol import Reward
 from ..data.records import RecordTokens, reward_json, trajectory_record
-from ..base.errors import report_failure
 from ..base.options import EvalOptions
 
 
@@ -174,35 +173,27 @@ def latest_stage_dir(run_dir: Path) -> tuple[str, Path] | None:
     return None
 
 
-def eval_command(args: EvalOptions) -> int:
+def eval_command(opts: EvalOptions) -> int:
     import sys
 
     from ..data.benchmark import ensure_benchmark_files
-    from ..base.config import load_config
+    from ..env.client import EnvClient
     from ..env.session import open_env
-    from ..base.events import EventWriter
     from ..model.load import ModelDirError, load_for_config, setup_runtime
     from ..base.runlayout import data_dir
+    from ..base.runstart import RunStart, run_in_directory
     from ..data.userdata import DataError, UserData
 
-    from ..base.rundir import RunDirError, check_run_dir
+    env: EnvClient | None = None
 
-    run_dir = Path(args.run_dir)
-    try:
-        writer = EventWriter(run_dir)
-    except RunDirError as e:  # events.jsonl leads out of the run (base/rundir.py): nowhere safe to write the event
-        print(f"coa_trainer: {e}", file=sys.stderr)
-        return e.exit_status
-    env = None
-    try:
-        check_run_dir(run_dir)
-        config = load_config(args.config, list(args.overrides))
-        writer.attach_logging(config)
-        if args.limit:
-            config.eval.limit = args.limit
-        splits = args.split or config.eval.splits
-        if args.model:
-            model_dir, stage = Path(args.model), "eval"
+    def body(start: RunStart) -> int:
+        nonlocal env
+        run_dir, writer, config = start.run_dir, start.writer, start.config
+        if opts.limit:
+            config.eval.limit = opts.limit
+        splits = opts.split or config.eval.splits
+        if opts.model:
+            model_dir, stage = opts.model, "eval"
         else:
             found = latest_stage_dir(run_dir)
             if found is None:
@@ -216,42 +207,43 @@ def eval_command(args: EvalOptions) -> int:
         rt = setup_runtime(config)
         if config.data is not None:
             bench = UserData(config, data_dir(config, run_dir) / "prepared")
-            if args.mode == "plain":
+            if opts.mode == "plain":
                 raise DataError("--mode plain is the embedded benchmark's closed-book form; use agent or no-tool")
             for split in splits:
                 bench.split(split)  # bad data fails here, before any model is loaded
-            if not args.env.url:
+            if not opts.env.url:
                 bench.check_corpus()
         else:
             bench = ensure_benchmark_files(config, data_dir(config, run_dir))
         model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)
         model.eval()
-        if args.mode != "plain":
-            env = open_env(args.env, config, run_dir)
+        if opts.mode != "plain":
+            env = open_env(opts.env, config, run_dir)
         results = []
         out_dir = run_dir / "eval"
         out_dir.mkdir(parents=True, exist_ok=True)
         for split in splits:
             t0 = time.time()
-            if args.mode == "plain":
+            if opts.mode == "plain":
                 metrics, rows = plain_eval(model, tok, bench, config, split, rt)
             else:
-                metrics, rows = agent_eval(model, tok, bench, config, split, rt, env, tools=args.mode == "agent",
+                metrics, rows = agent_eval(model, tok, bench, config, split, rt, env, tools=opts.mode == "agent",
                                            run=writer.run, stage=stage)
             metrics["seconds"] = time.time() - t0
-            writer.emit("eval", stage=stage, step=step, split=split, metrics={"mode_agent": float(args.mode == "agent"),
+            writer.emit("eval", stage=stage, step=step, split=split, metrics={"mode_agent": float(opts.mode == "agent"),
                                                                              **metrics})
-            with open(out_dir / f"{stage}-{args.mode}-{split}.jsonl", "w", encoding="utf-8") as f:
+            with open(out_dir / f"{stage}-{opts.mode}-{split}.jsonl", "w", encoding="utf-8") as f:
                 for r in rows:
                     f.write(json.dumps(r) + "\n")
             results.append((split, metrics))
         table = format_table(results)
-        (out_dir / f"{stage}-{args.mode}.md").write_text(f"{stage} ({args.mode})\n\n{table}\n", encoding="utf-8")
+        (out_dir / f"{stage}-{opts.mode}.md").write_text(f"{stage} ({opts.mode})\n\n{table}\n", encoding="utf-8")
         print(table, file=sys.stderr)
         return 0
-    except Exception as e:  # noqa: BLE001 — one error event and the code's exit status
-        return report_failure(writer, "eval", e)
-    finally:
+
+    def close() -> None:
         if env is not None:
             env.stop()
-        writer.close()
+
+    # reads a run's models and writes beside its trainers (eval/): no run lock, and any run directory's name
+    return run_in_directory(opts.run_dir, "eval", opts.config, opts.overrides, body, check_name=False, cleanup=close)

@@ -11,46 +11,45 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import report_failure
 from ..base.options import BoundaryOptions
 
 
-def _questions(config: Any, run_dir: Path, args: Any) -> tuple[Any, list[Any], bool]:
+def _questions(config: Any, run_dir: Path, opts: BoundaryOptions) -> tuple[Any, list[Any], bool]:
     """(the question source, the questions to measure, whether they are the embedded benchmark's)."""
     from ..base.config import config_dict, validate_config
     from ..base.runlayout import data_dir
     from ..data.benchmark import ensure_benchmark_files
     from ..data.userdata import DataError, UserData
 
-    if args.questions:
-        if args.split == "rl":
+    if opts.questions:
+        if opts.split == "rl":
             raise DataError("--questions is measured as its own split: use --split train, dev or test with it")
         # the run's config with its data section's questions replaced (corpus and the rest kept; defaults from the core)
         raw = config_dict(config)
-        raw["data"] = {**(raw.get("data") or {}), "questions": {args.split: str(Path(args.questions).resolve())}}
+        raw["data"] = {**(raw.get("data") or {}), "questions": {opts.split: str(opts.questions.resolve())}}
         source = UserData(validate_config(raw, "--questions"), data_dir(config, run_dir) / "prepared")
         embedded = False
     elif config.data is not None:
         source, embedded = UserData(config, data_dir(config, run_dir) / "prepared"), False
     else:
         source, embedded = ensure_benchmark_files(config, data_dir(config, run_dir)), True
-    qs = source.split(args.split)
+    qs = source.split(opts.split)
     if not qs:
-        raise DataError(f"no {args.split} questions to measure" + ("" if args.questions else " in this run's data"))
-    return source, qs[: args.limit] if args.limit else qs, embedded
+        raise DataError(f"no {opts.split} questions to measure" + ("" if opts.questions else " in this run's data"))
+    return source, qs[: opts.limit] if opts.limit else qs, embedded
 
 
-def _checkpoint(run_dir: Path, args: Any) -> tuple[Path, str, int]:
+def _checkpoint(run_dir: Path, opts: BoundaryOptions) -> tuple[Path, str, int]:
     from ..base.runlayout import final_dir
     from ..model.load import ModelDirError
     from .agent import latest_stage_dir
 
-    if args.model:
-        model_dir, stage = Path(args.model), "model"
-    elif args.stage:
-        model_dir, stage = final_dir(run_dir, args.stage), args.stage
+    if opts.model:
+        model_dir, stage = opts.model, "model"
+    elif opts.stage:
+        model_dir, stage = final_dir(run_dir, opts.stage), opts.stage
         if not (model_dir / "config.json").is_file():
-            raise ModelDirError(f"stage {args.stage} of {run_dir} has no final model ({model_dir})")
+            raise ModelDirError(f"stage {opts.stage} of {run_dir} has no final model ({model_dir})")
     else:
         found = latest_stage_dir(run_dir)
         if found is None:
@@ -60,58 +59,61 @@ def _checkpoint(run_dir: Path, args: Any) -> tuple[Path, str, int]:
     info = model_dir / "coa_stage.json"
     if info.is_file():
         meta = json.loads(info.read_text())
-        stage, step = args.stage or meta.get("stage", stage), int(meta.get("step", 0))
+        stage, step = opts.stage or meta.get("stage", stage), int(meta.get("step", 0))
     return model_dir, stage, step
 
 
-def boundary_command(args: BoundaryOptions) -> int:
-    from ..base.config import load_config
-    from ..base.events import EventWriter
+def boundary_command(opts: BoundaryOptions) -> int:
+    from ..base.runstart import RunStart, run_in_directory
+    from ..env.client import EnvClient
     from ..env.session import open_env
     from ..model.load import load_for_config, setup_runtime
     from .boundary import Meter, stderr_log
     from .boundary_report import REPORT_VERSION, format_summary, rows, summarise, write_report
     from .boundary_truth import agreement, truth_rows
 
-    run_dir = Path(args.run_dir)
-    writer = EventWriter(run_dir)
-    env = None
-    try:
-        if args.samples < 1:
+    env: EnvClient | None = None
+
+    def body(start: RunStart) -> int:
+        nonlocal env
+        run_dir, writer, config = start.run_dir, start.writer, start.config
+        if opts.samples < 1:
             raise ValueError("--samples must be at least 1")
-        config = load_config(args.config)
-        model_dir, stage, step = _checkpoint(run_dir, args)
+        model_dir, stage, step = _checkpoint(run_dir, opts)
         rt = setup_runtime(config)
-        source, questions, embedded = _questions(config, run_dir, args)
-        env = open_env(args.env, config, run_dir)
+        source, questions, embedded = _questions(config, run_dir, opts)
+        env = open_env(opts.env, config, run_dir)
         model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)
         model.eval()
-        stderr_log(f"{stage} ({model_dir}) on {len(questions)} {args.split} questions, {args.samples} sample(s) each way")
+        stderr_log(f"{stage} ({model_dir}) on {len(questions)} {opts.split} questions, {opts.samples} sample(s) each way")
         t0 = time.time()
         meter = Meter(model, tok, config, rt, env, log=stderr_log)
-        outcomes = meter.measure(questions, args.samples, args.temperature,
-                                 args.seed if args.seed is not None else config.seed)
+        outcomes = meter.measure(questions, opts.samples, opts.temperature,
+                                 opts.seed if opts.seed is not None else config.seed)
         truth = truth_summary = None
-        if embedded and not args.no_truth:
+        if embedded and not opts.no_truth:
             t1 = time.time()
             truth = truth_rows(meter, source, questions, outcomes)
             truth_summary = agreement(outcomes, truth)
             stderr_log(f"benchmark truth: {sum(len(q.hops) for q in questions)} facts asked closed-book "
                        f"({time.time() - t1:.1f} s)")
         report = {
-            "version": REPORT_VERSION, "run": writer.run, "stage": stage, "step": step, "split": args.split,
-            "checkpoint": str(model_dir), "samples": args.samples,
-            "temperature": args.temperature if args.samples > 1 else 0.0, "seconds": round(time.time() - t0, 3),
+            "version": REPORT_VERSION, "run": writer.run, "stage": stage, "step": step, "split": opts.split,
+            "checkpoint": str(model_dir), "samples": opts.samples,
+            "temperature": opts.temperature if opts.samples > 1 else 0.0, "seconds": round(time.time() - t0, 3),
             "summary": summarise(outcomes), "truth": truth_summary, "rows": rows(questions, outcomes, truth),
         }
-        out = Path(args.out) if args.out else run_dir / "eval" / f"boundary-{stage}-{args.split}.json"
+        out = opts.out if opts.out else run_dir / "eval" / f"boundary-{stage}-{opts.split}.json"
         write_report(out, report)
         print(format_summary(report))
         stderr_log(f"wrote {out}")
         return 0
-    except Exception as e:  # noqa: BLE001 — one error event and the code's exit status
-        return report_failure(writer, "boundary", e)
-    finally:
+
+    def close() -> None:
         if env is not None:
             env.stop()
-        writer.close()
+
+    # reads a run's models and writes its report beside its trainers (eval/): no run lock, any run directory's name,
+    # and no metric sinks (a report, not a training run)
+    return run_in_directory(opts.run_dir, "boundary", opts.config, (), body, check_name=False, log_metrics=False,
+                            cleanup=close)
