@@ -188,7 +188,9 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
     const stop: StopReason = !g.stopped ? 'limit' : action ? (turn >= maxTurns ? 'max-turns' : room ? 'action' : 'limit') : g.ids[g.ids.length - 1] === eos ? 'eos' : 'answer';
     await push({ kind: 'model', first, ids: g.ids, text: await tok.decode(g.ids), latencyMs: performance.now() - t0, stop });
     if (stop === 'limit') {
-      r.truncated = true;
+      // A turn cut by the token budget truncates; an action that ends exactly at max_len only goes unanswered (the
+      // trainer's run_turns leaves it neither finished nor truncated: nothing was cut).
+      r.truncated = !g.stopped;
       break;
     }
     if (stop !== 'action') {
