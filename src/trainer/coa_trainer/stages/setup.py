@@ -22,6 +22,10 @@ from ..base.options import TrainOptions
 from ..base.runstart import run_started
 
 if TYPE_CHECKING:
+    import torch
+
+    from ..base.distributed import DistInfo
+    from ..model.load import Runtime
     from ..base.events import EventWriter
     from ..data.benchmark import Benchmark
     from ..data.dialects import Tags
@@ -34,9 +38,9 @@ class StageModel:
     """What the stage trains, built once from its starting point."""
 
     init: Path  # where it started (init_from, an earlier stage's final, model.path or the embedded default)
-    trained: Any  # the model the update runs: DDP- or FSDP2-wrapped when distributed
-    policy: Any  # the plain model (generation, evaluation, saving)
-    tok: Any
+    trained: torch.nn.Module  # the model the update runs: DDP- or FSDP2-wrapped when distributed
+    policy: Any  # the plain model (generation, evaluation, saving): a transformers causal LM
+    tok: Any  # a transformers tokenizer (its own annotations are too loose to narrow: pad_token_id may be a list)
     tags: Tags  # the dialect's tags
     agent_io: AgentIO  # the tags as token ids for the tool loop
     fast_path: dict[str, str]  # what each part of the training step runs (run_started)
@@ -62,8 +66,8 @@ class StageSchedule:
     scfg: StageConfig
     total: int
     params: list[Any]  # the trainable parameters (after sharding: FSDP2 swaps in DTensors)
-    opt: Any  # torch.optim.Optimizer
-    sched: Any  # torch.optim.lr_scheduler.LambdaLR
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LambdaLR
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,8 @@ class StageRun:
 
     config: RunConfig
     opts: TrainOptions
-    di: Any  # base/distributed.DistInfo
-    rt: Any  # model/load.Runtime
+    di: DistInfo
+    rt: Runtime
     model: StageModel
     data: StageData
     schedule: StageSchedule

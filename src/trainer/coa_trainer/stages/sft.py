@@ -224,7 +224,7 @@ class SupervisedSteps:
         self.batch = batch
         stats = di.all_reduce_dict({"loss_sum": acc.loss_sum, **acc.extras})
         dt = time.time() - t0
-        return {"loss": stats["loss_sum"] / max(acc.global_count, 1.0), "lr": run.schedule.sched.get_last_lr()[0],
+        return {"loss": stats["loss_sum"] / max(acc.global_count, 1.0), "lr": float(run.schedule.sched.get_last_lr()[0]),
                 "grad_norm": float(grad_norm), "tokens_per_s": stats.get("tokens", 0.0) / max(dt, 1e-9),
                 **impl.metrics(stats, acc.global_count)}
 
