@@ -59,6 +59,18 @@ test('validate/score/stats on 5,000-level nesting: file:line:col, no stack, late
   assert.doesNotMatch(st.out + st.err, NO_STACK);
 });
 
+test('data check on a run config nested 100,000 levels deep: FILE:LINE:COL at the bracket past 64, exit 2, no stack', () => {
+  // The parser's recursion once overflowed the stack here ("internal error: RangeError"); the bound is read first.
+  const file = join(dir, 'deep.run.json');
+  const prefix = '{"name": ';
+  writeFileSync(file, `${prefix}${'['.repeat(100_000)}${']'.repeat(100_000)}}`);
+  const r = coa('data', 'check', file);
+  assert.equal(r.code, 2, r.err);
+  assert.doesNotMatch(r.out + r.err, NO_STACK);
+  assert.equal(r.err.trim().split('\n').length, 1, r.err);
+  assert.match(r.err, new RegExp(`deep\\.run\\.json:1:${prefix.length + 64}: .*nested deeper than 64 levels`));
+});
+
 test('data prepare on 5,000-level nesting: FILE:LINE:COL, exit 2, no stack', () => {
   const file = join(dir, 'deep-questions.jsonl');
   const prefix = '{"question":5,"golden_answers":["a"],"x":';
