@@ -83,18 +83,22 @@ function pythonRows(script: string, repo: string): Record<string, unknown>[] {
   const out = join(tmpdir(), `coa-rel-${script.replace(/\W/g, '')}-${process.pid}-${Date.now()}.json`);
   const r = spawnSync(join(ROOT, '.venv/bin/python'), [join(__dirname, script), '--repo', repo, '--json', out], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, PYTHONPATH: join(ROOT, 'src/trainer') } });
   if (!existsSync(out)) throw new Error(`${script} --repo ${repo} wrote no rows (exit ${r.status})`);
-  const rows = JSON.parse(readFileSync(out, 'utf8')) as Record<string, unknown>[];
+  // trainer_attacks.py writes its rows as a list; signals.py writes its run, {commit, load_before, load_after, rows}.
+  const written = JSON.parse(readFileSync(out, 'utf8')) as Record<string, unknown>[] | { rows: Record<string, unknown>[] };
   rmSync(out, { force: true });
-  return rows;
+  return Array.isArray(written) ? written : written.rows;
 }
 
-function signalRows(repo: string): Row[] {
-  return pythonRows('signals.py', repo).map((r) => {
+/** signals.py's rows (one per stage × phase) as this table's. */
+function signalTableRows(rows: Record<string, unknown>[]): Row[] {
+  return rows.map((r) => {
     const secs = r.seconds_to_exit as number | null;
     const held = secs !== null && secs <= 5 && r.exit === 130 && r.final_event === 'stage_finished cancelled';
     return { attack: `${r.signal} during ${r.stage}'s ${r.phase}: seconds to stop`, held, figures: `${secs === null ? 'did not exit' : `exit ${r.exit} after ${secs.toFixed(1)} s`}, last event ${r.final_event} (sent at ${r.trigger})` };
   });
 }
+
+const signalRows = (repo: string): Row[] => signalTableRows(pythonRows('signals.py', repo));
 
 async function envRows(root: string): Promise<Row[]> {
   const b = await bodyFigures(root);
