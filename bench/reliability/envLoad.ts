@@ -152,22 +152,48 @@ export const pct = (xs: number[], p: number) => {
 export interface AttackFigure {
   name: string;
   health: { n: number; p50: number; p99: number; max: number };
+  /** The same polls of a bare server in a process of its own meanwhile: what the machine's load alone costs. */
+  control: { n: number; p50: number; p99: number; max: number };
   attackMs: number;
   outcome: string;
 }
 
-/** Health latency while `attack` runs (the probe starts first and stops when the attack's answers are all in). */
+/**
+ * A bare HTTP server in a process of its own that answers every request at once: polled beside the environment
+ * server, its latency is what the shared machine's load alone costs, so a slow /v1/health can be told apart from one
+ * the server itself held up.
+ */
+function controlServer(): Promise<Server> {
+  const code = `const s = require('node:http').createServer((q, r) => r.end('{"ok":true}'));
+s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ url: 'http://127.0.0.1:' + s.address().port })));`;
+  const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    proc.stdout!.once('data', (d: Buffer) => resolve({ url: (JSON.parse(String(d)) as { url: string }).url, token: '', pid: proc.pid!, proc }));
+    proc.once('exit', (code) => reject(new Error(`control server exited ${code}`)));
+  });
+}
+
+const summary = (ms: number[]) => ({ n: ms.length, p50: pct(ms, 50), p99: pct(ms, 99), max: Math.max(...ms) });
+
+/** Health latency while `attack` runs (the probes start first and stop when the attack's answers are all in). */
 export async function underAttack(s: Server, name: string, attack: () => Promise<string>): Promise<AttackFigure> {
-  const probe = new HealthProbe(s);
-  await probe.first;
-  await new Promise((r) => setTimeout(r, 200)); // a few calm samples first
-  const t0 = performance.now();
-  const outcome = await attack();
-  const attackMs = performance.now() - t0;
-  const ms = await probe.stop();
-  const fig = { name, health: { n: ms.length, p50: pct(ms, 50), p99: pct(ms, 99), max: Math.max(...ms) }, attackMs, outcome };
-  console.log(`${name}: health p50 ${fig.health.p50.toFixed(1)} p99 ${fig.health.p99.toFixed(1)} max ${fig.health.max.toFixed(1)} ms (n ${ms.length}); attack ${attackMs.toFixed(0)} ms; ${outcome}`);
-  return fig;
+  const control = await controlServer();
+  try {
+    const probe = new HealthProbe(s);
+    const controlProbe = new HealthProbe(control);
+    await Promise.all([probe.first, controlProbe.first]);
+    await new Promise((r) => setTimeout(r, 200)); // a few calm samples first
+    const t0 = performance.now();
+    const outcome = await attack();
+    const attackMs = performance.now() - t0;
+    const [ms, controlMs] = await Promise.all([probe.stop(), controlProbe.stop()]);
+    const fig = { name, health: summary(ms), control: summary(controlMs), attackMs, outcome };
+    console.log(`${name}: health p50 ${fig.health.p50.toFixed(1)} p99 ${fig.health.p99.toFixed(1)} max ${fig.health.max.toFixed(1)} ms (n ${ms.length}); a bare server meanwhile p99 ${fig.control.p99.toFixed(1)} ms; attack ${attackMs.toFixed(0)} ms; ${outcome}`);
+    return fig;
+  } finally {
+    control.proc.removeAllListeners('exit');
+    control.proc.kill();
+  }
 }
 
 /** About `mb` MB of JSON whose parse is real work: a long array of one-letter strings. */
