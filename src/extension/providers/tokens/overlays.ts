@@ -12,7 +12,8 @@ import { registerOverlayLegend } from './legend';
 const CELL_SCHEME = 'vscode-notebook-cell';
 
 const MAX_LINE_CHARS = 2_000_000; // a line beyond this is not parsed for overlays (a hover must stay instant)
-const SETTLE_MS = 120; // decorations follow editor and scroll changes once they settle
+const SETTLE_MS = 120; // decorations follow editor and scroll changes once they settle…
+const MAX_SETTLE_MS = 1000; // …or at the latest this long after the first change of a burst that keeps going
 
 function decorationFor(view: OverlayView, key: string): vscode.TextEditorDecorationType {
   const s = OVERLAY_STYLES[view][key] ?? OVERLAY_STYLES.logprob.lp4;
@@ -158,16 +159,29 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
   /**
    * Editors to decorate once events settle. A notebook lays its cells out in bursts: cell editors shown for a few
    * milliseconds are gone by the time a decoration reaches the window, and each such call logged "Illegal argument:
-   * TextEditor" in the extension host. Refreshed after the burst, and only editors still visible then.
+   * TextEditor" in the extension host. So the refresh waits until no event has come for SETTLE_MS (each event
+   * restarts the wait, up to MAX_SETTLE_MS after the first), and then goes only to editors still visible — and for a
+   * notebook's cells, only to cells its editor still shows: a cell editor outside every visible notebook range is being
+   * torn down (its notebook closing or the cell scrolled away), and whatever it was given goes with it.
    */
   private readonly pending = new Set<vscode.TextEditor>();
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private firstPending = 0;
   private later(ed: vscode.TextEditor): void {
     this.pending.add(ed);
-    this.timer ??= setTimeout(() => {
+    const now = Date.now();
+    if (this.timer === undefined) this.firstPending = now;
+    else if (now - this.firstPending < MAX_SETTLE_MS) clearTimeout(this.timer);
+    else return;
+    this.timer = setTimeout(() => {
       this.timer = undefined;
       const visible = new Set(vscode.window.visibleTextEditors);
-      for (const e of this.pending) if (visible.has(e)) this.refresh(e);
+      const cells = this.visibleCells();
+      for (const e of this.pending) {
+        if (!visible.has(e)) continue;
+        if (e.document.uri.scheme === CELL_SCHEME && !cells.has(e.document.uri.toString())) continue;
+        this.refresh(e);
+      }
       this.pending.clear();
     }, SETTLE_MS);
   }
