@@ -14,6 +14,7 @@ const CELL_SCHEME = 'vscode-notebook-cell';
 const MAX_LINE_CHARS = 2_000_000; // a line beyond this is not parsed for overlays (a hover must stay instant)
 const SETTLE_MS = 120; // decorations follow editor and scroll changes once they settle…
 const MAX_SETTLE_MS = 1000; // …or at the latest this long after the first change of a burst that keeps going
+const CELL_STABLE_MS = 600; // a notebook cell's editor is decorated once it has lasted this long (see later())
 
 function decorationFor(view: OverlayView, key: string): vscode.TextEditorDecorationType {
   const s = OVERLAY_STYLES[view][key] ?? OVERLAY_STYLES.logprob.lp4;
@@ -50,6 +51,8 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
       }),
       vscode.workspace.onDidCloseTextDocument((d) => this.cache.delete(d.uri.toString())),
       vscode.window.onDidChangeNotebookEditorVisibleRanges(() => this.refreshAll()),
+      // A cell editor is decorated once its notebook editor shows it (see later()): the notebook editor may come second.
+      vscode.window.onDidChangeVisibleNotebookEditors(() => this.refreshAll()),
       vscode.workspace.onDidChangeNotebookDocument(() => {
         this.cells.clear();
         this.cellSpans.clear();
@@ -167,9 +170,12 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
   private readonly pending = new Set<vscode.TextEditor>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private firstPending = 0;
+  /** When each editor was first asked to be decorated (about when it appeared). */
+  private readonly seen = new WeakMap<vscode.TextEditor, number>();
   private later(ed: vscode.TextEditor): void {
     this.pending.add(ed);
     const now = Date.now();
+    if (!this.seen.has(ed)) this.seen.set(ed, now);
     if (this.timer === undefined) this.firstPending = now;
     else if (now - this.firstPending < MAX_SETTLE_MS) clearTimeout(this.timer);
     else return;
@@ -177,12 +183,24 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
       this.timer = undefined;
       const visible = new Set(vscode.window.visibleTextEditors);
       const cells = this.visibleCells();
+      const young: vscode.TextEditor[] = [];
+      const now = Date.now();
       for (const e of this.pending) {
         if (!visible.has(e)) continue;
-        if (e.document.uri.scheme === CELL_SCHEME && !cells.has(e.document.uri.toString())) continue;
+        if (e.document.uri.scheme === CELL_SCHEME) {
+          if (!cells.has(e.document.uri.toString())) continue;
+          // A notebook re-renders its cells a few times while it opens or its space changes, each time with new cell
+          // editors the window may drop before a decoration gets there (its frames are slow under load): a cell editor
+          // is decorated once it has lasted CELL_STABLE_MS.
+          if (now - (this.seen.get(e) ?? now) < CELL_STABLE_MS) {
+            young.push(e);
+            continue;
+          }
+        }
         this.refresh(e);
       }
       this.pending.clear();
+      for (const e of young) this.later(e);
     }, SETTLE_MS);
   }
 
