@@ -116,7 +116,9 @@ test('a chart point of a 1,536-record run opens one rollout in the record view: 
   // Overlays: the log-prob heat map is on (a record with tokens), its legend on the first step cell's status line.
   const legend = ed.page.locator('.notebook-editor .cell-statusbar-container', { hasText: /Overlays: log-prob/ }).first();
   await legend.waitFor({ timeout: 30_000 });
-  const decorated = await ed.page.locator('.notebook-editor .cell-editor-part .view-overlays .cdr').count();
+  // Decorations follow once the cell editors have settled (tokens/overlays.ts): wait for the first, then count.
+  const tokens = ed.page.locator('.notebook-editor .cell-editor-part .view-overlays .cdr');
+  const decorated = await tokens.first().waitFor({ timeout: 30_000 }).then(() => tokens.count(), () => 0);
   await ed.shot('rollout-record-view');
   assert.ok(decorated > 0, 'step cells carry token decorations');
   // One record, not the file: the header says which line of which file; no Untitled document, nothing dirty.
