@@ -30,12 +30,17 @@ export function junitCounts(file) {
   return { passed: attr('tests') - attr('failures') - attr('errors') - attr('skipped'), failed: attr('failures') + attr('errors'), skipped: junitSkips(text) };
 }
 
-/** pytest over `dir` in the project's .venv, its JUnit report read for counts and skips. */
-function pytestSuite(name, dir) {
+/**
+ * pytest over `dir` in the project's .venv, its JUnit report read for counts and skips. `parallel`: over one
+ * pytest-xdist worker per core (most tests wait on a single-threaded trainer subprocess), each idle worker taking the
+ * next test (worksteal: durations range from milliseconds to minutes).
+ */
+function pytestSuite(name, dir, { parallel = false } = {}) {
   const xml = `.cache/${name}.xml`;
   return {
     name,
-    command: () => [venvPython, '-m', 'pytest', dir, '-q', '-p', 'no:cacheprovider', '-o', 'junit_family=xunit1', `--junitxml=${xml}`],
+    command: () => [venvPython, '-m', 'pytest', dir, '-q', '-p', 'no:cacheprovider', '-o', 'junit_family=xunit1', `--junitxml=${xml}`,
+      ...(parallel ? ['-n', 'auto', '--dist', 'worksteal'] : []), '--durations=15'],
     counts: () => junitCounts(xml),
   };
 }
@@ -69,9 +74,10 @@ export const suites = [
   // TextMate grammars: vscode-tmgrammar-test assertions; prints `grammar: N passed, M failed`.
   { name: 'grammar', command: () => [process.execPath, 'scripts/test-grammar.mjs'] },
   // The Python trainer, in the project's .venv (made by `npm install` → scripts/setup-python.mjs).
-  pytestSuite('python', 'src/trainer/tests'),
+  pytestSuite('python', 'src/trainer/tests', { parallel: true }),
   // Chaos drills: seeded SIGKILLs of the pipeline, an SFT and an RL stage → nothing left running, resumes
   // finish, the same final models as an uninterrupted run, each step event once; prints `chaos: N of M SIGKILLs survived …`.
+  // One at a time: a drill counts the processes left on the machine.
   pytestSuite('chaos', 'test/chaos'),
   // Real-editor tests: code-server + Playwright (setup cached in .cache/e2e, ~5 min once); prints `e2e: N passed, M
   // failed` (setup or packaging failed: no TAP report, that line is the count).
