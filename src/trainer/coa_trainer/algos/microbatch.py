@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..model.packing import micro_batches
+from ..base.distributed import DistInfo
 
 
 @dataclass
@@ -39,7 +40,7 @@ def _dummy_loss(model: Any) -> torch.Tensor:
 
 def accumulate(model: Any, items: list[Any], lengths: list[list[int]], count: float,
                loss_fn: Callable[[Any, list[Any]], tuple[torch.Tensor, float, dict[str, float]]],
-               budget: int | None, packed: bool, di: Any) -> Accumulated:
+               budget: int | None, packed: bool, di: DistInfo) -> Accumulated:
     """Backward of sum(loss_fn(model, micro-batch)) / global count × world size (DDP and FSDP average gradients
     over ranks; the world-size factor makes the result one process's gradient on the global batch)."""
     from ..model.fsdp import is_sharded
@@ -47,7 +48,7 @@ def accumulate(model: Any, items: list[Any], lengths: list[list[int]], count: fl
     groups = micro_batches(lengths, budget, packed)
     global_count = di.all_reduce_sum(count)
     sharded = is_sharded(model)
-    n = di.all_reduce_max(len(groups)) if sharded else len(groups)
+    n = int(di.all_reduce_max(len(groups))) if sharded else len(groups)
     ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel)
     total, local, extras = 0.0, 0.0, {}
     for i in range(n):

@@ -31,10 +31,13 @@ import random
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.dialects import Tags, tags as dialect_tags
 from ..data.records import JsonRecord, trajectory_record
+
+if TYPE_CHECKING:  # started lazily where a benchmark needs its observations
+    from ..env.client import EnvClient
 from ..contracts.schemas import search_table
 from ..contracts.run_config import RunConfig
 from ..base.options import DataOptions
@@ -251,7 +254,7 @@ def oracle_top_k(query: str, top_k: int) -> int:
     return 1 if top_k > 1 and zlib.crc32(query.encode()) % 3 == 0 else top_k
 
 
-def fetch_observations(bench: Benchmark, env: Any) -> dict[str, str]:
+def fetch_observations(bench: Benchmark, env: EnvClient) -> dict[str, str]:
     """Every oracle query's coa observation, one batched /v1/tools/search call to the environment server (an
     EnvClient on this benchmark's corpus) per number of documents asked for (`oracle_top_k`)."""
     by_k: dict[int, list[str]] = {}
@@ -415,7 +418,7 @@ def _cached_observations(data_dir: Path, fp: str) -> dict[str, str] | None:
     return cached["observations"] if cached.get("fingerprint") == fp else None
 
 
-def ensure_observations(bench: Benchmark, config: RunConfig, data_dir: Path, env: Any = None) -> None:
+def ensure_observations(bench: Benchmark, config: RunConfig, data_dir: Path, env: EnvClient | None = None) -> None:
     """Attach the oracle's observations: from data_dir's cache, else one batched call to the environment server
     (`env`, or one started on data_dir/corpus.jsonl for the call), cached for the next stage."""
     fp = fingerprint(config.benchmark.model_dump(), bench.seed)
@@ -440,7 +443,7 @@ def ensure_observations(bench: Benchmark, config: RunConfig, data_dir: Path, env
     tmp.replace(data_dir / OBSERVATIONS)
 
 
-def ensure_benchmark_files(config: RunConfig, data_dir: Path, env: Any = None) -> Benchmark:
+def ensure_benchmark_files(config: RunConfig, data_dir: Path, env: EnvClient | None = None) -> Benchmark:
     """Generate the benchmark and (re)write its files unless the same fingerprint is already there."""
     bench = benchmark_from_config(config)
     fp = fingerprint(config.benchmark.model_dump(), bench.seed)

@@ -5,13 +5,13 @@ A tokenizer without one (a base model, the embedded default) gets `prompt_templa
 
 from __future__ import annotations
 
-from typing import Any
 
 from ..contracts.schemas import dialect_prompts
 from ..contracts.run_config import RunConfig
+from .tokenizer import TextTokenizer
 
 
-def uses_chat_template(tok: Any, config: RunConfig) -> bool:
+def uses_chat_template(tok: TextTokenizer, config: RunConfig) -> bool:
     return bool(config.model.chat_template and getattr(tok, "chat_template", None))
 
 
@@ -29,7 +29,7 @@ def chat_messages(config: RunConfig, question: str, dialect: str, mode: str = "c
     return messages + [{"role": "user", "content": user.replace("{question}", question)}]
 
 
-def prompt_string(tok: Any, config: RunConfig, question: str, dialect: str | None = None, mode: str = "coa") -> str:
+def prompt_string(tok: TextTokenizer, config: RunConfig, question: str, dialect: str | None = None, mode: str = "coa") -> str:
     """The prompt as text (what the model sees before its response)."""
     if uses_chat_template(tok, config):
         return tok.apply_chat_template(chat_messages(config, question, dialect or config.dialect, mode),
@@ -37,7 +37,7 @@ def prompt_string(tok: Any, config: RunConfig, question: str, dialect: str | Non
     return config.prompt_template.replace("{question}", question)
 
 
-def prompt_ids(tok: Any, config: RunConfig, question: str, dialect: str | None = None, mode: str = "coa") -> list[int]:
+def prompt_ids(tok: TextTokenizer, config: RunConfig, question: str, dialect: str | None = None, mode: str = "coa") -> list[int]:
     """Prompt ids; the chat template's own special tokens (<|im_start|> …) are in its text, so no others are
     added."""
     return list(tok(prompt_string(tok, config, question, dialect, mode), add_special_tokens=False)["input_ids"])

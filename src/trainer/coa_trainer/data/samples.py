@@ -14,6 +14,7 @@ from ..contracts.schemas import stage_info
 from ..data.benchmark import Benchmark, Segment, join_segments
 from ..data.dialects import Tags
 from ..contracts.run_config import RunConfig
+from ..data.tokenizer import TextTokenizer
 
 def masked_kinds(stage: str) -> frozenset[str]:
     """Segment kinds out of a stage's loss: observations, unless the stage trains them (SFT-3, the world model)."""
@@ -42,12 +43,12 @@ class Encoded:
         return [0] * len(self.prompt_ids) + self.loss_mask
 
 
-def encode_text(tok: Any, text: str) -> tuple[list[int], list[int]]:
+def encode_text(tok: TextTokenizer, text: str) -> tuple[list[int], list[int]]:
     enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
     return list(enc["input_ids"]), [a for a, _ in enc["offset_mapping"]]
 
 
-def encode_segments(tok: Any, prompt: str, segments: list[Segment], masked_kinds: frozenset[str] = frozenset(),
+def encode_segments(tok: TextTokenizer, prompt: str, segments: list[Segment], masked_kinds: frozenset[str] = frozenset(),
                     eos: bool = False) -> Encoded:
     prompt_ids, _ = encode_text(tok, prompt)
     ids: list[int] = []
@@ -75,7 +76,7 @@ def encode_segments(tok: Any, prompt: str, segments: list[Segment], masked_kinds
 MODEL_KINDS = frozenset({"think", "action", "answer", "text"})
 
 
-def encode_trajectory(tok: Any, prompt_ids: list[int], response: str, segments: list[dict],
+def encode_trajectory(tok: TextTokenizer, prompt_ids: list[int], response: str, segments: list[dict],
                       masked_kinds: frozenset[str] = frozenset(), eos: bool = True) -> Encoded:
     """Token ids, kinds and loss mask of a user's trajectory from the core's segments (code-point spans of
     `response`, `coa data prepare sft`).
@@ -117,7 +118,7 @@ def encode_trajectory(tok: Any, prompt_ids: list[int], response: str, segments: 
     return Encoded(list(prompt_ids), ids, kinds, mask, offsets, response)
 
 
-def user_sft_examples(records: list[dict], tok: Any, config: RunConfig, stage: str) -> list[Encoded]:
+def user_sft_examples(records: list[dict], tok: TextTokenizer, config: RunConfig, stage: str) -> list[Encoded]:
     """SFT-2 / SFT-3 examples from the user's trajectories (data.sft through the core), not yet cut to max_len."""
     from ..data.prompts import prompt_ids
 
@@ -150,7 +151,7 @@ def sft_mix_stream(examples: list[Encoded], config: RunConfig, stage: str, seed:
     return Stream(epoch)
 
 
-def user_pairs(pairs: list[dict], tok: Any, config: RunConfig) -> list[Pair]:
+def user_pairs(pairs: list[dict], tok: TextTokenizer, config: RunConfig) -> list[Pair]:
     """SFT-1 pairs from the core's pair lines: whole trajectories, observations out of the mean log-prob."""
     from ..data.prompts import prompt_ids
 
@@ -212,7 +213,7 @@ class Stream:
         return len(self._epoch(0)) if 0 in self._cache or not self._cache else len(self.make_epoch(0))
 
 
-def pretrain_stream(bench: Benchmark, tok: Any, seed: int, max_len: int, lines_per_sample: int = 8) -> Stream:
+def pretrain_stream(bench: Benchmark, tok: TextTokenizer, seed: int, max_len: int, lines_per_sample: int = 8) -> Stream:
     """Pretraining text packed `lines_per_sample` lines at a time, lines separated by EOS, all tokens trained."""
     lines = bench.pretrain_lines()
     encoded = [encode_text(tok, line)[0] + [tok.eos_token_id] for line in lines]
@@ -229,7 +230,7 @@ def pretrain_stream(bench: Benchmark, tok: Any, seed: int, max_len: int, lines_p
     return Stream(epoch)
 
 
-def oracle_examples(bench: Benchmark, tok: Any, config: RunConfig, t: Tags, split: str, masked: frozenset[str],
+def oracle_examples(bench: Benchmark, tok: TextTokenizer, config: RunConfig, t: Tags, split: str, masked: frozenset[str],
                     max_len: int | None = None) -> list[Encoded]:
     """The benchmark's oracle trajectories of a split, cut to `max_len` when given."""
     out = []
@@ -243,7 +244,7 @@ def oracle_examples(bench: Benchmark, tok: Any, config: RunConfig, t: Tags, spli
     return out
 
 
-def sft_stream(bench: Benchmark, tok: Any, config: RunConfig, t: Tags, stage: str, seed: int,
+def sft_stream(bench: Benchmark, tok: TextTokenizer, config: RunConfig, t: Tags, stage: str, seed: int,
                max_len: int | None = None) -> Stream:
     """SFT-2 / SFT-3 on the benchmark: oracle trajectories of the train split in the CoA : CoT mix. SFT-2 masks
     observation segments; SFT-3 trains on them (world model)."""
@@ -263,7 +264,7 @@ class Pair:
     meta: dict = field(default_factory=dict)
 
 
-def sft1_pairs(bench: Benchmark, tok: Any, config: RunConfig, t: Tags, split: str, seed: int) -> list[Pair]:
+def sft1_pairs(bench: Benchmark, tok: TextTokenizer, config: RunConfig, t: Tags, split: str, seed: int) -> list[Pair]:
     rng = random.Random(f"{seed}/sft1/pairs/{split}")
     out = []
     for q in bench.split(split):
@@ -274,7 +275,7 @@ def sft1_pairs(bench: Benchmark, tok: Any, config: RunConfig, t: Tags, split: st
     return out
 
 
-def sft1_stream(bench: Benchmark, tok: Any, config: RunConfig, t: Tags, seed: int) -> Stream:
+def sft1_stream(bench: Benchmark, tok: TextTokenizer, config: RunConfig, t: Tags, seed: int) -> Stream:
     pairs = sft1_pairs(bench, tok, config, t, "train", seed)
 
     def epoch(e: int) -> list[Pair]:

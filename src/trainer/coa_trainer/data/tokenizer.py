@@ -6,13 +6,40 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import AddedToken
 
 from ..data.dialects import all_tags
 from ..contracts.schemas import dialect_table
+
+class TextTokenizer(Protocol):
+    """What the trainer uses of a Hugging Face tokenizer, as model/load.load_tokenizer returns it (the pad token set:
+    the model's own, else its end-of-sequence token)."""
+
+    pad_token_id: int
+    eos_token_id: int
+    unk_token_id: int | None
+
+    def __call__(self, text: str, add_special_tokens: bool = ..., return_offsets_mapping: bool = ...
+                 ) -> Mapping[str, list[Any]]: ...
+
+    def __len__(self) -> int: ...
+
+    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
+
+    def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = ...) -> str: ...
+
+    def batch_decode(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = ...) -> list[str]: ...
+
+    def convert_tokens_to_ids(self, tokens: str) -> int | None: ...
+
+    def apply_chat_template(self, conversation: list[dict[str, str]], tokenize: bool = ...,
+                            add_generation_prompt: bool = ...) -> str: ...
+
+    def save_pretrained(self, save_directory: str) -> tuple[str, ...]: ...
+
 
 PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
 PUNCT = list(".,:;?!'\"()[]{}<>/\\-_+=*&%$#@|~`^")

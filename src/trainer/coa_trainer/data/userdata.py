@@ -14,7 +14,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Protocol, Sequence
 
 from ..contracts.run_config import RunConfig
 from ..base.core_cli import find_core_cli, find_node
@@ -54,19 +54,19 @@ class QuestionSplits(Protocol):
     def split(self, name: str, /) -> Sequence[Question | UserQuestion]: ...
 
 
-def golden(q: Any) -> list[str]:
+def golden(q: Question | UserQuestion) -> list[str]:
     """Golden answers of a benchmark or user question."""
     return list(getattr(q, "golden_answers", None) or [q.answer])
 
 
-def source_of(q: Any) -> dict:
+def source_of(q: Question | UserQuestion) -> dict:
     """`{"source_id": …}` for a record's meta when the question's id was qualified (its file repeats the id), so
     results join back to the user's rows; {} otherwise."""
     source_id = getattr(q, "source_id", None)
     return {"source_id": source_id} if source_id else {}
 
 
-def question_meta(q: Any) -> dict:
+def question_meta(q: Question | UserQuestion) -> dict:
     """What a record's meta says about its question, for grouping (coa diff, Compare Runs): the embedded benchmark's
     kind and hops, a user's question's data source."""
     out: dict = {}
@@ -74,8 +74,8 @@ def question_meta(q: Any) -> dict:
         out["kind"] = q.kind
     if getattr(q, "hops", None):
         out["hops"] = len(q.hops)
-    if getattr(q, "data_source", None):
-        out["data_source"] = q.data_source
+    if source := getattr(q, "data_source", None):
+        out["data_source"] = source
     return out
 
 

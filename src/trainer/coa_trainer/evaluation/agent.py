@@ -28,6 +28,10 @@ from ..contracts.run_config import RunConfig
 from ..contracts.env_protocol import Reward
 from ..data.records import RecordTokens, reward_json, trajectory_record
 from ..base.options import EvalOptions
+from ..data.tokenizer import TextTokenizer
+from ..model.load import Runtime
+from ..env.client import EnvClient
+from ..rollout.agentio import AgentIO
 
 
 def normalize_answer(s: str) -> str:
@@ -40,7 +44,7 @@ def normalize_answer(s: str) -> str:
 
 
 @torch.no_grad()
-def plain_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig, split: str, rt: Any, batch_size: int = 64
+def plain_eval(model: Any, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, batch_size: int = 64
                ) -> tuple[dict, list[dict]]:
     """Closed-book EM in the pretraining QA form, overall and by known/unknown and hops."""
     questions = bench.split(split)
@@ -79,7 +83,7 @@ def _rate(rows: list[dict], pred) -> float | None:
     return _mean([1.0 if pred(r) else 0.0 for r in sel]) if sel else None
 
 
-def eval_rollout(model: Any, tok: Any, config: RunConfig, prompts: list[list[int]], tool: Any, rt: Any, io: Any = None,
+def eval_rollout(model: Any, tok: TextTokenizer, config: RunConfig, prompts: list[list[int]], tool: Any, rt: Runtime, io: AgentIO | None = None,
                  ) -> list:
     """Greedy rollouts with eval's limits — the RL stages' loop (rollout.rollout), so eval and RL sample alike."""
     from ..data.dialects import tags
@@ -96,8 +100,8 @@ def eval_rollout(model: Any, tok: Any, config: RunConfig, prompts: list[list[int
 
 
 @torch.no_grad()
-def agent_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig, split: str, rt: Any, env: Any,
-               tools: bool = True, run: str | None = None, stage: str = "eval", io: Any = None
+def agent_eval(model: Any, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, env: EnvClient,
+               tools: bool = True, run: str | None = None, stage: str = "eval", io: AgentIO | None = None
                ) -> tuple[dict, list[dict]]:
     """Greedy rollouts with the search tool served by `env`, graded by the server (scheme em). `bench`: the
     embedded benchmark or the user's data (anything with split())."""
@@ -177,7 +181,6 @@ def eval_command(opts: EvalOptions) -> int:
     import sys
 
     from ..data.benchmark import ensure_benchmark_files
-    from ..env.client import EnvClient
     from ..env.session import open_env
     from ..model.load import ModelDirError, load_for_config, setup_runtime
     from ..base.runlayout import data_dir
@@ -227,6 +230,7 @@ def eval_command(opts: EvalOptions) -> int:
             if opts.mode == "plain":
                 metrics, rows = plain_eval(model, tok, bench, config, split, rt)
             else:
+                assert env is not None  # opened above for every mode but plain
                 metrics, rows = agent_eval(model, tok, bench, config, split, rt, env, tools=opts.mode == "agent",
                                            run=writer.run, stage=stage)
             metrics["seconds"] = time.time() - t0

@@ -28,6 +28,9 @@ from ..data.userdata import QuestionSplits, UserQuestion, golden, source_of
 from ..contracts.run_config import RunConfig
 from ..contracts.env_protocol import Reward
 from ..data.records import RecordTokens, reward_json, trajectory_record
+from ..data.tokenizer import TextTokenizer
+from ..model.load import Runtime
+from ..env.client import EnvClient
 
 
 def summarise(breakdowns: list[Reward]) -> dict:
@@ -43,7 +46,7 @@ def _questions(bench: QuestionSplits, config: RunConfig, split: str) -> Sequence
 
 
 @torch.no_grad()
-def no_tool_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig, split: str, rt: Any) -> dict:
+def no_tool_eval(model: Any, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime) -> dict:
     metrics, rows = plain_eval(model, tok, _QuestionsView(bench, _questions(bench, config, split), split), config,
                                split, rt)
     return {"em": metrics["em"], "f1": None, "tc": 0.0, "tp": None, "format_error_rate": None,
@@ -61,7 +64,7 @@ class _QuestionsView:
 
 
 @torch.no_grad()
-def workflow_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig, split: str, rt: Any, env: Any,
+def workflow_eval(model: Any, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, env: EnvClient,
                   run: str | None = None, stage: str = "workflow") -> tuple[dict, list[dict]]:
     ecfg = config.eval
     t = tags(config.dialect)
@@ -99,7 +102,7 @@ def workflow_eval(model: Any, tok: Any, bench: QuestionSplits, config: RunConfig
     return summarise(breakdowns), records
 
 
-def _answer_where_refused(model: Any, tok: Any, config: RunConfig, rt: Any, io: AgentIO, t: Any,
+def _answer_where_refused(model: Any, tok: TextTokenizer, config: RunConfig, rt: Runtime, io: AgentIO, t: Any,
                           prompts: list[list[int]], bodies: list[list[int]], masks: list[list[int]]) -> None:
     """Tools refused, the workflow still answers: a continuation that did not end in an answer (the model reached
     for a tool) is cut after its last closed thought, the pipeline opens the answer, and the model writes it; the
@@ -128,7 +131,7 @@ def _answer_where_refused(model: Any, tok: Any, config: RunConfig, rt: Any, io: 
         masks[k] += tr.loss_mask[:end] + [0] * len(closed)
 
 
-def prefix_through(tok: Any, ids: list[int], tag: str, first: bool = False) -> int:
+def prefix_through(tok: TextTokenizer, ids: list[int], tag: str, first: bool = False) -> int:
     """How many of `ids` it takes to include the last (or first) `tag` of their decoding; 0 when it is absent.
     Special-token tags are one id; BPE text tags may span several."""
     text = tok.decode(ids, skip_special_tokens=False)
@@ -139,7 +142,7 @@ def prefix_through(tok: Any, ids: list[int], tag: str, first: bool = False) -> i
     return next(n for n in range(len(ids) + 1) if len(tok.decode(ids[:n], skip_special_tokens=False)) >= need)
 
 
-def prefix_before(tok: Any, ids: list[int], pos: int) -> int:
+def prefix_before(tok: TextTokenizer, ids: list[int], pos: int) -> int:
     """The most of `ids` whose decoding ends at or before character `pos`."""
     n = 0
     while n < len(ids) and len(tok.decode(ids[:n + 1], skip_special_tokens=False)) <= pos:

@@ -47,6 +47,9 @@ from ..rollout.agentio import AgentIO
 from ..rollout.generate import StringStops, reference_generate
 from ..rollout.loop import ModelSampler, RlTrajectory, Sampler, run_turns
 from .baselines import prefix_before
+from ..data.tokenizer import TextTokenizer
+from ..model.load import Runtime
+from ..env.client import EnvClient
 
 
 @dataclass
@@ -145,7 +148,7 @@ SamplerFactory = Callable[[bool, float, "torch.Generator | None"], Sampler]
 (no engine thread: its tool is the model itself) and its `simulate` writes the observation the search would return."""
 
 
-def model_samplers(model: Any, io: AgentIO, rt: Any) -> SamplerFactory:
+def model_samplers(model: Any, io: AgentIO, rt: Runtime) -> SamplerFactory:
     """The trainer's model: the rollout engine with search (as evaluation), the reference path closed-book."""
     def make(closed_book: bool, temperature: float, generator: torch.Generator | None) -> Sampler:
         if closed_book:
@@ -159,7 +162,7 @@ class Meter:
     evaluation limits. The policy is the checkpoint `model` (its samplers made by `model_samplers`), or any
     rollout.Sampler over token ids given as `samplers`."""
 
-    def __init__(self, model: Any, tok: Any, config: RunConfig, rt: Any, env: Any, io: AgentIO | None = None,
+    def __init__(self, model: Any, tok: TextTokenizer, config: RunConfig, rt: Runtime, env: EnvClient, io: AgentIO | None = None,
                  log: Callable[[str], None] | None = None, samplers: SamplerFactory | None = None):
         self.tok, self.config, self.rt, self.env = tok, config, rt, env
         self.t = tags(config.dialect)

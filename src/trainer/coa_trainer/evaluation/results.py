@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from ..contracts.schemas import stage_table
 from ..contracts.run_config import RunConfig
 from ..evaluation.claims import EM_KEPT, TC_CUT, gap_closed, run_claims
+from ..env.client import EnvClient
+from ..base.events import EventWriter
 
 # setting → (the stage whose final model is evaluated, how): src/core/stages.ts RESULT_SETTINGS
 SETTINGS: list[tuple[str, str, str]] = [(r["id"], r["stage"], r["mode"]) for r in stage_table()["results"]]
@@ -40,7 +42,7 @@ def missing_split(config: RunConfig, split: str) -> str | None:
             "(pipeline --split dev)")
 
 
-def compute_rows(run_dir: Path, config: RunConfig, env: Any, writer: Any, split: str = "test",
+def compute_rows(run_dir: Path, config: RunConfig, env: EnvClient, writer: EventWriter, split: str = "test",
                  settings: list[str] | None = None, on_row: Callable[[int, int, str], None] | None = None
                  ) -> tuple[list[dict], dict[str, dict]]:
     """Evaluate each setting whose model exists; a missing model gives a row of nulls (and a warning event).

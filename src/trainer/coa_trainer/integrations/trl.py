@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from transformers import TrainerCallback
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from ..base.runstart import run_started
 from ..env.alerts import AlertMonitor
@@ -35,6 +35,7 @@ from ..contracts.schemas import dialect_table
 from .grader import golden_list, grader, reward_settings
 from ..contracts.env_protocol import Reward
 from ..data.records import RecordTokens, reward_json, trajectory_record
+from ..env.client import EnvClient
 
 # TRL's metric names → the signals of the core's alert rules (src/core/alerts.ts). The coa/* ones are this module's.
 TRL_SIGNALS = {
@@ -81,7 +82,7 @@ class CoaRun:
 
     def __init__(self, run_dir: str | Path, *, stage: str = "trl", scheme: str | None = None,
                  params: dict | None = None, dialect: str | None = None, run_id: str | None = None,
-                 thresholds: dict | None = None, env: Any = None, sample_every: int = 1, echo: Any = None):
+                 thresholds: dict | None = None, env: EnvClient | None = None, sample_every: int = 1, echo: Any = None):
         self.run_dir = Path(run_dir)
         self.stage = stage
         self.scheme, self.params, _ = reward_settings(scheme, params, None)
@@ -189,7 +190,7 @@ class _Callback(TrainerCallback):
         self.started = 0.0
         self.last_checkpoint: Path | None = None
 
-    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object) -> None:
         import time
 
         self.started = time.time()
@@ -204,7 +205,7 @@ class _Callback(TrainerCallback):
         run_started(self.run._open(), self.run.stage, config, int(state.max_steps), device=str(args.device),
                     world_size=int(args.world_size), resumed_from=int(state.global_step) or None)
 
-    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, logs: dict | None = None, **kwargs: object) -> None:
         import math
         import time
 
@@ -234,20 +235,21 @@ class _Callback(TrainerCallback):
             for a in self.run.monitor.update(step, signals):
                 w.emit("alert", stage=self.run.stage, step=step, kind=a.kind, severity=a.severity, message=a.message)
 
-    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object) -> None:
         """TRL's checkpoint (a model directory `<output_dir>/checkpoint-<step>`, transformers' PREFIX_CHECKPOINT_DIR),
         announced so the Runs view lists it with the run (it lies outside the run directory)."""
         from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
         if not state.is_world_process_zero:
             return
+        assert args.output_dir is not None  # TrainingArguments fills in its default
         path = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
         if path.is_dir():
             self.last_checkpoint = path.resolve()
             self.run._open().emit("checkpoint", stage=self.run.stage, step=int(state.global_step),
                                   path=str(self.last_checkpoint))
 
-    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object) -> None:
         if not state.is_world_process_zero:
             return
         w = self.run._open()

@@ -69,7 +69,7 @@ def set_rng_state(state: dict) -> None:
 
 # ---------------------------------------------------------------------------------------------------- one file
 
-def save_checkpoint(directory: Path, step: int, cursor: int, model: Any, opt: Any, sched: Any, stage: str,
+def save_checkpoint(directory: Path, step: int, cursor: int, model: Any, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler, stage: str,
                     extra: dict | None = None) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     tree = {"model": trainable_state(model), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
@@ -108,7 +108,7 @@ def checked_state(path: Path, info: dict, tree: Any, keys: tuple[str, ...]) -> d
             **{k: v for k, v in info.items() if k not in ("format", "version", "stage", "step", "cursor")}}
 
 
-def check_fits(state: dict, model: Any, opt: Any) -> None:
+def check_fits(state: dict, model: Any, opt: torch.optim.Optimizer) -> None:
     """Unusable unless the weights are exactly this model's trainable ones (names, shapes, dtypes) and the optimiser
     state has this optimiser's groups — checked before anything is loaded, so a bad file changes nothing."""
     m = unwrap(model)
@@ -148,7 +148,7 @@ def _describe(t: Any) -> str:
     return f"{tuple(t.shape)} {t.dtype}" if isinstance(t, torch.Tensor) else type(t).__name__
 
 
-def load_checkpoint(path: Path, model: Any, opt: Any, sched: Any) -> dict:
+def load_checkpoint(path: Path, model: Any, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> dict:
     """Read, check, then load the checkpoint into model, optimiser, schedule and the RNGs; Unusable if it cannot be."""
     state = read_checkpoint(path)
     check_fits(state, model, opt)

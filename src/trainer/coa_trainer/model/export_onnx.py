@@ -21,6 +21,7 @@ import torch
 
 from ..data.dialects import all_tags, dialect_names, tags
 from ..base.options import ExportOnnxOptions
+from ..data.tokenizer import TextTokenizer
 
 TOLERANCE = 1e-4
 
@@ -199,7 +200,7 @@ def _stage_dialect(model_dir: Path) -> str:
     return "coa"
 
 
-def model_json(tok: Any, config: Any, layers: int, kv_heads: int, head_dim: int, vocab: int, dialect: str) -> dict:
+def model_json(tok: TextTokenizer, config: Any, layers: int, kv_heads: int, head_dim: int, vocab: int, dialect: str) -> dict:
     """What the TypeScript replay engine needs besides the graph and tokenizer.json."""
     t = tags(dialect)
     # Tags that are one token of the vocabulary (the others are text for this tokenizer).

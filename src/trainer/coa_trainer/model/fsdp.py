@@ -108,13 +108,13 @@ def full_state_dict(model: Any) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ checkpoints
 
-def _states(model: Any, opt: Any) -> tuple[dict, dict]:
+def _states(model: Any, opt: torch.optim.Optimizer) -> tuple[dict, dict]:
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
     return get_state_dict(model, opt)
 
 
-def save_sharded(directory: Path, step: int, cursor: int, model: Any, opt: Any, sched: Any, stage: str,
+def save_sharded(directory: Path, step: int, cursor: int, model: Any, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler, stage: str,
                  extra: dict | None = None) -> Path:
     """Every rank calls this: its own shards of the model and optimiser, and its RNG state, as one state file
     (model/statefile.py); rank 0's also holds the schedule and the stage's state. Returns the checkpoint directory."""
@@ -156,7 +156,7 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def load_sharded(path: Path, model: Any, opt: Any, sched: Any) -> dict:
+def load_sharded(path: Path, model: Any, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> dict:
     """Every rank calls this with the number of processes the checkpoint was written by: reads its own file, checks
     that every shard has the shape this rank holds, then copies them in (Unusable, changing nothing, if any does
     not fit)."""

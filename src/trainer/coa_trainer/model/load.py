@@ -17,6 +17,7 @@ from ..data.dialects import all_tags
 from ..contracts.run_config import EmbeddedModelConfig, LoraConfig, RunConfig
 from ..base.errors import CoaError
 from ..contracts.error_code import ErrorCode
+from ..data.tokenizer import TextTokenizer
 
 
 class ModelDirError(CoaError):
@@ -217,7 +218,7 @@ def unwrap(model: Any) -> Any:
     return model.lm if isinstance(model, TokenScorer) else model
 
 
-def save_model_dir(model: Any, tok: Any, out_dir: Path, info: dict | None = None) -> Path:
+def save_model_dir(model: Any, tok: TextTokenizer, out_dir: Path, info: dict | None = None) -> Path:
     """Save a full HF directory (LoRA merged into a copy) atomically: write beside, then rename."""
     m = unwrap(model)
     if hasattr(m, "peft_config"):

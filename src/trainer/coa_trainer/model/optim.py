@@ -73,14 +73,14 @@ def adamw_implementation(params: list[Any]) -> tuple[dict[str, Any], Choice]:
     return {"fused": True}, Choice("fused")
 
 
-def master_state(opt: Any) -> list[torch.Tensor] | None:
+def master_state(opt: torch.optim.Optimizer) -> list[torch.Tensor] | None:
     """The fp32 master weights (a checkpoint must keep them: the bf16 parameters alone lose their low bits)."""
     pairs = getattr(opt, "coa_master_pairs", None)
     return None if pairs is None else [m.detach().cpu().clone() for _, m in pairs]
 
 
 @torch.no_grad()
-def load_master_state(opt: Any, state: list[torch.Tensor] | None) -> None:
+def load_master_state(opt: torch.optim.Optimizer, state: list[torch.Tensor] | None) -> None:
     pairs = getattr(opt, "coa_master_pairs", None)
     if pairs is None or state is None:
         return

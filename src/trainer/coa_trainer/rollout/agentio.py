@@ -14,6 +14,7 @@ from typing import Any
 
 from ..data.dialects import Tags
 from ..contracts.schemas import dialect_table
+from ..data.tokenizer import TextTokenizer
 
 
 @dataclass
@@ -24,7 +25,7 @@ class AgentIO:
     extra_eos: tuple[int, ...] = ()
 
     @classmethod
-    def make(cls, tok: Any, t: Tags, extra_eos: tuple[int, ...] = ()) -> "AgentIO":
+    def make(cls, tok: TextTokenizer, t: Tags, extra_eos: tuple[int, ...] = ()) -> "AgentIO":
         """Special mode exactly when every tag the loop needs is one token of `tok`."""
         needed = [t.action_open, t.action_close, t.obs_open, t.obs_close] + ([t.answer_close] if t.answer_close else [])
         special = all(_single_id(tok, s) is not None for s in needed)
@@ -152,7 +153,7 @@ class AgentIO:
         return sum(1 for st, m in zip(starts, mask) if m and any(a <= st < b for a, b in spans))
 
 
-def _single_id(tok: Any, s: str) -> int | None:
+def _single_id(tok: TextTokenizer, s: str) -> int | None:
     ids = tok.encode(s, add_special_tokens=False)
     if len(ids) != 1 or ids[0] == tok.unk_token_id:
         return None

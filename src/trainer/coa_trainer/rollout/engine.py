@@ -28,6 +28,7 @@ from ..base.lifecycle import STOP
 from .kvmodel import KVModel
 from .sampling import choose
 from .stoptable import StopTable
+from ..data.tokenizer import TextTokenizer
 
 BLOCK = 8  # decode steps between two host reads
 MIN_BUCKET = 64
@@ -126,7 +127,7 @@ class Engine:
         self.sessions.move_to_end(key)
         return s
 
-    def stop_table(self, tok: Any, sets: list[tuple[set[int], list[str]]]) -> StopTable:
+    def stop_table(self, tok: TextTokenizer, sets: list[tuple[set[int], list[str]]]) -> StopTable:
         """The device stop table of these stop sets (built once per tokenizer and sets)."""
         key = (id(tok), tuple((tuple(sorted(i for i in a if i is not None)), tuple(b)) for a, b in sets))
         table = self._tables.get(key)

@@ -15,6 +15,7 @@ import torch
 
 from ..model.scoring import autocast
 from .sampling import nucleus
+from ..data.tokenizer import TextTokenizer
 
 _ENGINES: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
@@ -57,7 +58,7 @@ class StringStops:
     newest token contains a stop string's last character are decoded (a short tail window), so the check costs
     almost nothing on text without tags."""
 
-    def __init__(self, tok: Any, strings: list[str]):
+    def __init__(self, tok: TextTokenizer, strings: list[str]):
         self.tok, self.strings = tok, [s for s in strings if s]
         self.last_chars = {s[-1] for s in self.strings}
         # tokens decode to ≥ 1 character, but up to 4 byte-level tokens may make one character together

@@ -32,6 +32,7 @@ from ..rollout.agentio import AgentIO
 from ..data.dialects import Tags
 from ..rollout.generate import StringStops, reference_generate
 from ..rollout.trajectory import RlTrajectory, crc as _crc
+from ..data.tokenizer import TextTokenizer
 
 
 @dataclass
@@ -61,7 +62,7 @@ class Sampler(Protocol):
     def cut(self, tr: RlTrajectory, max_len: int) -> None: ...
 
 
-def rollout(model: Any, tok: Any, prompts: list[list[int]], t: Tags, tool: Callable[[list[str]], list[str | None]] | None,
+def rollout(model: Any, tok: TextTokenizer, prompts: list[list[int]], t: Tags, tool: Callable[[list[str]], list[str | None]] | None,
             *, max_turns: int, max_new_tokens: int, max_obs_tokens: int, max_len: int, device: torch.device,
             dtype: torch.dtype | None, temperature: float = 0.0, generator: torch.Generator | None = None,
             timings: dict[str, float] | None = None, simulate: bool | None = None,
@@ -234,14 +235,14 @@ def retok_mismatch(tr: RlTrajectory) -> bool:
     return any(n <= len(full) and _crc(full[:n]) != c for n, c in tr.contexts)
 
 
-def retok_drift(tok: Any, ids: list[int]) -> bool:
+def retok_drift(tok: TextTokenizer, ids: list[int]) -> bool:
     """Whether decode → encode of a response changes its ids (byte-level BPE merges differently across the seam
     between a generated tag and an appended observation; the word-level embedded tokenizer never drifts)."""
     text = tok.decode(ids, skip_special_tokens=False)
     return list(tok(text, add_special_tokens=False)["input_ids"]) != list(ids)
 
 
-def token_offsets(tok: Any, ids: list[int], response: str) -> list[int] | None:
+def token_offsets(tok: TextTokenizer, ids: list[int], response: str) -> list[int] | None:
     """Character offset of each token in `response`, when the decoder joins single-token pieces with one space
     (the embedded word-level tokenizer); None otherwise (offsets are optional in a record)."""
     pieces = [tok.decode([i], skip_special_tokens=False) for i in ids]

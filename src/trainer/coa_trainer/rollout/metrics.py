@@ -12,6 +12,7 @@ from ..contracts.agent_metric import AgentMetric as M
 from ..contracts.env_protocol import Reward
 from ..contracts.schemas import codes_table
 from .loop import RlTrajectory
+from .agentio import AgentIO
 
 
 def graded_sums(breakdowns: Sequence[Reward], groups: Sequence[Hashable] | None = None) -> dict[str, float]:
@@ -69,7 +70,7 @@ def graded_values(s: dict[str, float]) -> dict[str, float | None]:
     return out
 
 
-def step_sums(trajs: list[RlTrajectory], breakdowns: list[Reward], group_size: int, io: Any,
+def step_sums(trajs: list[RlTrajectory], breakdowns: list[Reward], group_size: int, io: AgentIO,
               retok: list[bool], drift: list[bool] | None = None) -> dict[str, float]:
     """An RL step's sums: the graded ones (GRPO groups are consecutive runs of `group_size`) and the trajectories'."""
     s = graded_sums(breakdowns, [i // group_size for i in range(len(breakdowns))])

@@ -22,10 +22,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..data.tokenizer import TextTokenizer
+
 _TEXTS: "weakref.WeakKeyDictionary[Any, list[str]]" = weakref.WeakKeyDictionary()
 
 
-def token_texts(tok: Any, vocab_size: int) -> list[str]:
+def token_texts(tok: TextTokenizer, vocab_size: int) -> list[str]:
     """Each id's text in context (see the module doc); ids past the tokenizer's (padded embedding rows) are ''."""
     cached = _TEXTS.get(tok)
     if cached is not None and len(cached) >= vocab_size:
@@ -44,7 +46,7 @@ def token_texts(tok: Any, vocab_size: int) -> list[str]:
     return texts
 
 
-def _anchor(tok: Any) -> int | None:
+def _anchor(tok: TextTokenizer) -> int | None:
     """A one-token plain word whose decoding is stable, to decode every token after."""
     for word in ("a", "the", "x", "0"):
         ids = tok.encode(word, add_special_tokens=False)
@@ -115,7 +117,7 @@ class StopTable:
     `step(tokens, state, set_idx)` → (hit [B] bool, new state [B, S] int64) where state holds each string's KMP
     state (0 at the start of a phase: only the phase's own tokens count, as in `StringStops`)."""
 
-    def __init__(self, tok: Any, sets: list[tuple[set[int], list[str]]], vocab_size: int, device: torch.device):
+    def __init__(self, tok: TextTokenizer, sets: list[tuple[set[int], list[str]]], vocab_size: int, device: torch.device):
         self.vocab_size, self.device = vocab_size, device
         self.tok_ref = (lambda: None) if tok is None else weakref.ref(tok)
         self.strings: list[str] = sorted({s for _, strs in sets for s in strs if s})

@@ -40,6 +40,7 @@ from ..rollout.metrics import graded_sums, graded_values
 from ..data.records import RecordTokens, grading_view, reward_json, trajectory_record
 from ..contracts.env_protocol import Reward
 from ..contracts.error_code import ErrorCode
+from ..base.events import EventWriter
 
 COLLECT_DIR = "collect"
 
@@ -227,7 +228,7 @@ def collected_data(config: RunConfig, run_dir: Path, prepare: bool = True) -> An
 # ---------------------------------------------------------------- the command
 
 class Collector:
-    def __init__(self, config: RunConfig, opts: CollectOptions, run_dir: Path, writer: Any):
+    def __init__(self, config: RunConfig, opts: CollectOptions, run_dir: Path, writer: EventWriter):
         self.config, self.opts, self.run_dir, self.writer = config, opts, run_dir, writer
         self.ccfg = config.collect
         self.dir = collect_dir(run_dir)
@@ -461,7 +462,8 @@ class Collector:
                     if teacher["api"] == "chat":
                         msgs = chat_messages(config, q, config.dialect, mode)
                         sampler.start(tr, "\n".join(m["content"] for m in msgs), msgs, works[i].key)
-                    else:
+                    else:  # the completions api renders the prompt with the teacher's tokenizer (required above)
+                        assert tok is not None
                         sampler.start(tr, prompt_string(tok, config, q, mode=mode), None, works[i].key)
                     trajs.append(tr)
                 run_turns(sampler, trajs, self.tool if mode == "coa" else None, **limits)

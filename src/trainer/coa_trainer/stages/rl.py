@@ -39,9 +39,11 @@ from ..evaluation.boundary import Meter, fixed_sample
 from ..evaluation.boundary_report import live_metrics, summarise
 from ..base.options import EnvTarget
 from .setup import StageRun
+from ..data.tokenizer import TextTokenizer
+from ..base.distributed import DistInfo
 
 
-def _connect_env(target: EnvTarget, config: RunConfig, run_dir: Path, di: Any) -> tuple[Any, bool]:
+def _connect_env(target: EnvTarget, config: RunConfig, run_dir: Path, di: DistInfo) -> tuple[Any, bool]:
     """(client, whether we started it). Rank 0 opens the env session (base/options.EnvTarget: the server given, or
     one of its own); the other ranks connect to the server rank 0 has."""
     from ..env.session import connect_env, open_env, started_here
@@ -86,7 +88,7 @@ def flagged_examples(flagged: list[FlaggedItem], per_rule: int = FLAGGED_PER_RUL
     return out
 
 
-def _record(tok: Any, q: Any, tr: RlTrajectory, advantage: float, breakdown: Reward | None, meta: dict[str, Any],
+def _record(tok: TextTokenizer, q: Any, tr: RlTrajectory, advantage: float, breakdown: Reward | None, meta: dict[str, Any],
             dialect: str) -> JsonRecord:
     response = tok.decode(tr.ids, skip_special_tokens=False)
     tokens = RecordTokens(tr.ids, tr.loss_mask, tr.logprobs, [advantage if m else 0.0 for m in tr.loss_mask],
@@ -111,7 +113,7 @@ def mini_batch_slices(n_samples: int, group_size: int, mini_batches: int) -> lis
 
 
 def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: list[Sample], group_size: int,
-                   scfg: RlStage, pad_id: int, device: torch.device, dtype: torch.dtype | None, di: Any
+                   scfg: RlStage, pad_id: int, device: torch.device, dtype: torch.dtype | None, di: DistInfo
                    ) -> tuple[dict[str, float], float]:
     """PPO-style reuse of one rollout batch: `ppo_epochs` passes, each split into `mini_batches` optimiser updates.
     The old log-probs are the sampler's (in `samples`), fixed for the whole step, so the ratio departs from 1 from
@@ -150,7 +152,7 @@ def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: l
     return totals, sum(norms) / len(norms)
 
 
-def check_rl_config(scfg: RlStage, stage: str, di: Any) -> None:
+def check_rl_config(scfg: RlStage, stage: str, di: DistInfo) -> None:
     """What must hold before any model is loaded: every rank takes whole groups."""
     P = scfg.prompts_per_step
     if P % di.world_size:
@@ -367,7 +369,7 @@ class GrpoSteps:
         if out:
             line_index.append_step(self.sdir / "flagged.coa.jsonl", out)
 
-    def boundary(self, tok: Any) -> dict[str, float | None]:
+    def boundary(self, tok: TextTokenizer) -> dict[str, float | None]:
         """The search boundary meter on the fixed dev sample (greedy: it draws nothing from any generator, so the
         training that follows is the same with or without it); rank 0 measures, as the held-out check does."""
         run = self.run

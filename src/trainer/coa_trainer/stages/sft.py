@@ -25,6 +25,7 @@ from ..base.errors import StageError
 from ..contracts.schemas import stage_info
 from .setup import StageRun
 from ..contracts.run_config import RunConfig
+from ..data.tokenizer import TextTokenizer
 
 
 def _embedded(bench: Benchmark | None) -> Benchmark:
@@ -37,7 +38,7 @@ def _embedded(bench: Benchmark | None) -> Benchmark:
 class LmStage:
     """pretrain, SFT-2 (observations masked) and SFT-3 (observations trained): masked token NLL."""
 
-    def __init__(self, name: str, config: RunConfig, bench: Benchmark | None, tok: Any, t: Tags, rt: Runtime,
+    def __init__(self, name: str, config: RunConfig, bench: Benchmark | None, tok: TextTokenizer, t: Tags, rt: Runtime,
                  data: Any = None, context: int | None = None):
         self.name, self.config, self.bench, self.tok, self.t, self.rt, self.data = name, config, bench, tok, t, rt, data
         scfg = stage_config(config, name)
@@ -123,7 +124,7 @@ class Sft1Stage:
 
     name = "sft1"
 
-    def __init__(self, config: RunConfig, bench: Benchmark | None, tok: Any, t: Tags, rt: Runtime, data: Any = None):
+    def __init__(self, config: RunConfig, bench: Benchmark | None, tok: TextTokenizer, t: Tags, rt: Runtime, data: Any = None):
         self.config, self.bench, self.tok, self.t, self.rt, self.data = config, bench, tok, t, rt, data
         self.scfg = config.stages.sft1
         if data is not None:
