@@ -38,12 +38,16 @@ export function corpus(): string {
 }
 
 /**
- * The environment the checkout's trainer and extension start their server in: few malloc arenas where they set that
+ * The environment the checkout's trainer and extension start their server in: glibc's malloc settings where they set them
  * (coa_trainer/env/client.py), so an older checkout's server is measured as it ran then.
  */
 function launchEnv(root: string): NodeJS.ProcessEnv {
   const client = join(root, 'src/trainer/coa_trainer/env/client.py');
-  return existsSync(client) && readFileSync(client, 'utf8').includes('MALLOC_ARENA_MAX') ? { MALLOC_ARENA_MAX: '2' } : {};
+  const text = existsSync(client) ? readFileSync(client, 'utf8') : '';
+  return {
+    ...(text.includes('MALLOC_ARENA_MAX') ? { MALLOC_ARENA_MAX: '2' } : {}),
+    ...(text.includes('MALLOC_MMAP_THRESHOLD_') ? { MALLOC_MMAP_THRESHOLD_: '131072' } : {}),
+  };
 }
 
 /** The built CLI of `root` (default: this checkout; the reliability bench also starts an older checkout's). */

@@ -198,7 +198,7 @@ async function main(): Promise<void> {
       'Command: `node scripts/build.mjs && node --import tsx bench/reliability/run.ts` (`npm run bench reliability`); before = a worktree of 9c89c1b built beside it. A part run again alone (`--only PART --tree after`) replaces only its own rows; each part says below when and at what load it ran.',
       `Machine: ${process.platform} ${process.arch}, Node ${process.version}, ${cpus().length} cores shared with other work, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, CPU only (GPU: unmeasured).`,
       `Runs (load average 1 / 5 / 15 min): ${ran.join('; ')}.`,
-      'Trainer rows: a 4-step pretrain of a tiny embedded model (trainer_attacks.py) and signals.py\'s stages (one run per row; a before trainer without phase events is signalled at the progress events that exist). Env rows: `coa env serve --workers 2` on a 20,000-passage corpus, in the environment the checkout\'s trainer and extension start it in (after: `MALLOC_ARENA_MAX=2`; before: none), /v1/health polled from a thread of its own every 20 ms; wall-clock figures on a loaded 2-core machine include time other processes held the cores.',
+      'Trainer rows: a 4-step pretrain of a tiny embedded model (trainer_attacks.py) and signals.py\'s stages (one run per row; a before trainer without phase events is signalled at the progress events that exist). Env rows: `coa env serve --workers 2` on a 20,000-passage corpus, in the environment the checkout\'s trainer and extension start it in (after: `MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072`; before: none), /v1/health polled from a thread of its own every 20 ms; wall-clock figures on a loaded 2-core machine include time other processes held the cores.',
       '',
       table,
       '',

@@ -41,10 +41,11 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
     what: 'environment server',
     command: opts.node,
     args,
-    // glibc gives each of the server's worker threads a malloc arena of its own and keeps what a replaced worker
-    // freed there: a few failed 22 MB PUTs left hundreds of MB resident for good. Two arenas return it (a user's own
-    // value is kept; the trainer starts the server alike, coa_trainer/env/client.py).
-    env: { MALLOC_ARENA_MAX: '2', ...(opts.env ?? process.env), COA_ENV_TOKEN: token },
+    // glibc gives each of the server's worker threads a malloc arena of its own and, once a large block has been
+    // freed, serves the next ones from its heaps, which it seldom gives back: a few failed 22 MB PUTs left hundreds of
+    // MB resident for good. Two arenas and large blocks always mapped apart return it (a user's own values are kept;
+    // the trainer starts the server alike, coa_trainer/env/client.py).
+    env: { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072', ...(opts.env ?? process.env), COA_ENV_TOKEN: token },
     log: opts.log,
     secrets: [token],
     graceMs: 5_000,

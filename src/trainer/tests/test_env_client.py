@@ -76,11 +76,12 @@ def server(tmp_path_factory):
         yield env
 
 
-def test_the_server_runs_with_few_malloc_arenas(server):
-    """Memory a replaced worker thread freed goes back to the system only with few glibc arenas (a user's own
-    MALLOC_ARENA_MAX is kept)."""
+def test_the_server_runs_with_few_malloc_arenas_and_large_blocks_mapped_apart(server):
+    """Memory the server freed goes back to the system only with few glibc arenas and large blocks mapped apart
+    (a user's own values are kept)."""
     environ = open(f"/proc/{server.process.pid}/environ", "rb").read().split(b"\0")
     assert f"MALLOC_ARENA_MAX={os.environ.get('MALLOC_ARENA_MAX', '2')}".encode() in environ
+    assert f"MALLOC_MMAP_THRESHOLD_={os.environ.get('MALLOC_MMAP_THRESHOLD_', '131072')}".encode() in environ
 
 
 def test_calls_share_one_connection_per_thread_and_reconnect_after_a_drop(server):

@@ -172,6 +172,7 @@ test('env server: starts on 127.0.0.1 with a per-run token, is healthy, stops wi
     // Few malloc arenas, so memory a replaced worker thread freed goes back to the system.
     const environ = readFileSync(`/proc/${env.process.pid}/environ`, 'utf8').split('\0');
     assert.ok(environ.includes(`MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '2'}`), 'MALLOC_ARENA_MAX');
+    assert.ok(environ.includes(`MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_ ?? '131072'}`), 'MALLOC_MMAP_THRESHOLD_');
     const r = await env.stop();
     assert.equal(r.status, 'ok'); // the server handles SIGTERM by closing and exiting 0
     assert.equal(env!.process.running, false);

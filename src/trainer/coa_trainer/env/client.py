@@ -66,10 +66,12 @@ class EnvClient:
                 "--dialect", dialect, "--parent-pid", str(os.getpid()), *(extra_args or [])]
         # a server of our own gets a fresh random token (it prints it on stdout), not one meant for another server
         env = {k: v for k, v in os.environ.items() if k != "COA_ENV_TOKEN"}
-        # glibc gives each of the server's worker threads a malloc arena of its own and keeps what a replaced worker
-        # freed there: a few failed 22 MB PUTs left hundreds of MB resident for good. Two arenas return it (a user's
-        # own value is kept; the extension starts the server alike, src/extension/process/envServer.ts).
-        env.setdefault("MALLOC_ARENA_MAX", "2")
+        # glibc gives each of the server's worker threads a malloc arena of its own and, once a large block has been
+        # freed, serves the next ones from its heaps, which it seldom gives back: a few failed 22 MB PUTs left hundreds
+        # of MB resident for good. Two arenas and large blocks always mapped apart return it (a user's own values are
+        # kept; the extension starts the server alike, src/extension/process/envServer.ts).
+        for name, value in (("MALLOC_ARENA_MAX", "2"), ("MALLOC_MMAP_THRESHOLD_", "131072")):
+            env.setdefault(name, value)
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True, bufsize=1, env=env)
