@@ -12,10 +12,11 @@
 // Usage: node scripts/build.mjs && node --import tsx bench/reliability/run.ts [--before DIR] [--only a,b] [--tree T]
 //        [--no-write]
 // `--before DIR`: a built checkout to compare with (default: bench/.work/before-9c89c1b, made as a git worktree of
-// 9c89c1b and built on first use). `--only`: trainer, signals, env, cli, lsp, fuzz. `--tree before|after`: run one
-// side only. Each part's rows are kept in bench/.work/reliability-rows/<part>.json with the commit, date and load they
-// ran at, and the section is written from every part kept there — so a part that missed only because other work held
-// the cores can be run again alone (`--only env --tree after`) at a quieter moment. Takes ~40 min on 2 shared cores.
+// 9c89c1b and built on first use). `--only`: trainer, signals, env, cli, lsp, fuzz (`none`: run nothing, write the
+// section from the rows kept). `--tree before|after`: run one side only. Each part's rows are kept in
+// bench/.work/reliability-rows/<part>.json with the commit, date and load they ran at, and the section is written from
+// every part kept there — so a part that missed only because other work held the cores can be run again alone
+// (`--only env --tree after`) at a quieter moment. Takes ~40 min on 2 shared cores.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -49,10 +50,13 @@ function beforeCheckout(): string {
   return dir;
 }
 
-/** The checkout's commit, `+changes` when its tracked files differ from it (the figures are then of uncommitted work). */
+/**
+ * The checkout's commit, `+changes` when its tracked files differ from it (the figures are then of uncommitted work);
+ * bench/RESULTS.md, which the benches write, does not count.
+ */
 const sha = (dir: string) => {
   const head = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-  const changed = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim();
+  const changed = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no', '--', '.', ':!bench/RESULTS.md'], { encoding: 'utf8' }).trim();
   return changed ? `${head}+changes` : head;
 };
 const load = () => loadavg().map((x) => x.toFixed(1)).join(' / ');
