@@ -107,7 +107,7 @@ def grpo_lengths(samples: list[Sample]) -> list[list[int]]:
     return [[len(s.prompt_ids) + len(s.ids)] for s in samples]
 
 
-def grpo_loss_parts(model: Any, ref_model: Any | None, samples: list[Sample], pad_id: int, device: torch.device,
+def grpo_loss_parts(model: torch.nn.Module, ref_model: Any | None, samples: list[Sample], pad_id: int, device: torch.device,
                     dtype: torch.dtype | None, clip_eps: float, kl_coef: float, temperature: float,
                     packed: bool = False, lpd_edges: list[float] | None = None
                     ) -> tuple[torch.Tensor, float, dict[str, float]]:

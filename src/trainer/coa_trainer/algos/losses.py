@@ -16,7 +16,7 @@ def lm_count(batch: list[Any]) -> float:
     return float(sum(sum(e.target_mask[1:len(e.input_ids)]) for e in batch))
 
 
-def lm_loss_parts(model: Any, batch: list[Any], pad_id: int, device: torch.device, dtype: torch.dtype | None,
+def lm_loss_parts(model: torch.nn.Module, batch: list[Any], pad_id: int, device: torch.device, dtype: torch.dtype | None,
                   packed: bool = False) -> tuple[torch.Tensor, float, dict[str, float]]:
     """Sum of masked token NLL and the number of trained tokens (pretrain, SFT-2, SFT-3)."""
     from ..model.packing import layout
@@ -47,7 +47,7 @@ def sft1_lengths(pairs: list[Any]) -> list[list[int]]:
     return [[len(seqs[2 * i]), len(seqs[2 * i + 1])] for i in range(len(pairs))]
 
 
-def sft1_loss_parts(model: Any, pairs: list[Any], pad_id: int, device: torch.device, dtype: torch.dtype | None,
+def sft1_loss_parts(model: torch.nn.Module, pairs: list[Any], pad_id: int, device: torch.device, dtype: torch.dtype | None,
                     beta: float, margin: float, alpha: float, packed: bool = False
                     ) -> tuple[torch.Tensor, float, dict[str, float]]:
     """AutoCoA SFT-1: −log σ(β·(P̄c − P̄r) − margin) + α·(−P̄c), P̄ = mean token log-prob of the continuation.

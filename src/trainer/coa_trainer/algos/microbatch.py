@@ -30,7 +30,7 @@ class Accumulated:
     micro_batches: int
 
 
-def _dummy_loss(model: Any) -> torch.Tensor:
+def _dummy_loss(model: torch.nn.Module) -> torch.Tensor:
     from ..model.scoring import as_scorer
 
     dev = next(iter(model.parameters())).device
@@ -38,7 +38,7 @@ def _dummy_loss(model: Any) -> torch.Tensor:
     return logp.sum() * 0.0
 
 
-def accumulate(model: Any, items: list[Any], lengths: list[list[int]], count: float,
+def accumulate(model: torch.nn.Module, items: list[Any], lengths: list[list[int]], count: float,
                loss_fn: Callable[[Any, list[Any]], tuple[torch.Tensor, float, dict[str, float]]],
                budget: int | None, packed: bool, di: DistInfo) -> Accumulated:
     """Backward of sum(loss_fn(model, micro-batch)) / global count × world size (DDP and FSDP average gradients

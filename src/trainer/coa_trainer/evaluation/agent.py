@@ -44,7 +44,7 @@ def normalize_answer(s: str) -> str:
 
 
 @torch.no_grad()
-def plain_eval(model: Any, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, batch_size: int = 64
+def plain_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, batch_size: int = 64
                ) -> tuple[dict, list[dict]]:
     """Closed-book EM in the pretraining QA form, overall and by known/unknown and hops."""
     questions = bench.split(split)
@@ -83,7 +83,7 @@ def _rate(rows: list[dict], pred) -> float | None:
     return _mean([1.0 if pred(r) else 0.0 for r in sel]) if sel else None
 
 
-def eval_rollout(model: Any, tok: TextTokenizer, config: RunConfig, prompts: list[list[int]], tool: Any, rt: Runtime, io: AgentIO | None = None,
+def eval_rollout(model: torch.nn.Module, tok: TextTokenizer, config: RunConfig, prompts: list[list[int]], tool: Any, rt: Runtime, io: AgentIO | None = None,
                  ) -> list:
     """Greedy rollouts with eval's limits — the RL stages' loop (rollout.rollout), so eval and RL sample alike."""
     from ..data.dialects import tags
@@ -100,7 +100,7 @@ def eval_rollout(model: Any, tok: TextTokenizer, config: RunConfig, prompts: lis
 
 
 @torch.no_grad()
-def agent_eval(model: Any, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, env: EnvClient,
+def agent_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, env: EnvClient,
                tools: bool = True, run: str | None = None, stage: str = "eval", io: AgentIO | None = None
                ) -> tuple[dict, list[dict]]:
     """Greedy rollouts with the search tool served by `env`, graded by the server (scheme em). `bench`: the

@@ -46,7 +46,7 @@ def _questions(bench: QuestionSplits, config: RunConfig, split: str) -> Sequence
 
 
 @torch.no_grad()
-def no_tool_eval(model: Any, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime) -> dict:
+def no_tool_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime) -> dict:
     metrics, rows = plain_eval(model, tok, _QuestionsView(bench, _questions(bench, config, split), split), config,
                                split, rt)
     return {"em": metrics["em"], "f1": None, "tc": 0.0, "tp": None, "format_error_rate": None,
@@ -64,7 +64,7 @@ class _QuestionsView:
 
 
 @torch.no_grad()
-def workflow_eval(model: Any, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, env: EnvClient,
+def workflow_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, env: EnvClient,
                   run: str | None = None, stage: str = "workflow") -> tuple[dict, list[dict]]:
     ecfg = config.eval
     t = tags(config.dialect)
@@ -102,7 +102,7 @@ def workflow_eval(model: Any, tok: TextTokenizer, bench: QuestionSplits, config:
     return summarise(breakdowns), records
 
 
-def _answer_where_refused(model: Any, tok: TextTokenizer, config: RunConfig, rt: Runtime, io: AgentIO, t: Any,
+def _answer_where_refused(model: torch.nn.Module, tok: TextTokenizer, config: RunConfig, rt: Runtime, io: AgentIO, t: Any,
                           prompts: list[list[int]], bodies: list[list[int]], masks: list[list[int]]) -> None:
     """Tools refused, the workflow still answers: a continuation that did not end in an answer (the model reached
     for a tool) is cut after its last closed thought, the pipeline opens the answer, and the model writes it; the

@@ -110,7 +110,7 @@ class ClosedBookSampler(ModelSampler):
     make on its tool thread beside its decoding), writing its own observations, each cut at the first tag it writes
     (the observation's closing tag, or any other: an observation that opens a thought or an answer ends there)."""
 
-    def __init__(self, model: Any, io: AgentIO, device: torch.device, dtype: torch.dtype | None,
+    def __init__(self, model: torch.nn.Module, io: AgentIO, device: torch.device, dtype: torch.dtype | None,
                  temperature: float = 0.0, generator: torch.Generator | None = None):
         super().__init__(model, io, device, dtype, temperature, generator, engine=False)
         t = io.t
@@ -148,7 +148,7 @@ SamplerFactory = Callable[[bool, float, "torch.Generator | None"], Sampler]
 (no engine thread: its tool is the model itself) and its `simulate` writes the observation the search would return."""
 
 
-def model_samplers(model: Any, io: AgentIO, rt: Runtime) -> SamplerFactory:
+def model_samplers(model: torch.nn.Module, io: AgentIO, rt: Runtime) -> SamplerFactory:
     """The trainer's model: the rollout engine with search (as evaluation), the reference path closed-book."""
     def make(closed_book: bool, temperature: float, generator: torch.Generator | None) -> Sampler:
         if closed_book:
@@ -162,7 +162,7 @@ class Meter:
     evaluation limits. The policy is the checkpoint `model` (its samplers made by `model_samplers`), or any
     rollout.Sampler over token ids given as `samplers`."""
 
-    def __init__(self, model: Any, tok: TextTokenizer, config: RunConfig, rt: Runtime, env: EnvClient, io: AgentIO | None = None,
+    def __init__(self, model: torch.nn.Module, tok: TextTokenizer, config: RunConfig, rt: Runtime, env: EnvClient, io: AgentIO | None = None,
                  log: Callable[[str], None] | None = None, samplers: SamplerFactory | None = None):
         self.tok, self.config, self.rt, self.env = tok, config, rt, env
         self.t = tags(config.dialect)

@@ -88,7 +88,7 @@ class Engine:
     """Device work of the rollout engine for one model (see the module doc). `graphs`: capture decode blocks as
     CUDA graphs (default: on CUDA)."""
 
-    def __init__(self, model: Any, device: torch.device, dtype: torch.dtype | None, block: int = BLOCK,
+    def __init__(self, model: torch.nn.Module, device: torch.device, dtype: torch.dtype | None, block: int = BLOCK,
                  graphs: bool | None = None):
         self.kv = KVModel(model, device, dtype)
         self.device, self.dtype, self.block = device, dtype, block

@@ -20,7 +20,7 @@ from ..data.tokenizer import TextTokenizer
 _ENGINES: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
-def engine_for(model: Any, device: torch.device, dtype: torch.dtype | None) -> Any:
+def engine_for(model: torch.nn.Module, device: torch.device, dtype: torch.dtype | None) -> Any:
     """The model's rollout engine on `device` (made once, kept while the model lives), or None when the engine does
     not support the model (kvmodel.engine_support says why)."""
     from .engine import Engine
@@ -37,7 +37,7 @@ def engine_for(model: Any, device: torch.device, dtype: torch.dtype | None) -> A
     return per[key]
 
 
-def release_engines(model: Any) -> None:
+def release_engines(model: torch.nn.Module) -> None:
     """Free the KV caches and captured graphs the model's engines hold (they are made again on the next call)."""
     for eng in (_ENGINES.get(model) or {}).values():
         eng.free()
@@ -85,7 +85,7 @@ class StringStops:
         return any(full.find(s, max(0, len(prev) - len(s) + 1)) >= 0 for s in self.strings)
 
 
-def _takes(model: Any, name: str) -> bool:
+def _takes(model: torch.nn.Module, name: str) -> bool:
     """Whether model.forward accepts keyword `name` (or any keyword: peft passes them on)."""
     import inspect
 
@@ -94,7 +94,7 @@ def _takes(model: Any, name: str) -> bool:
 
 
 @torch.no_grad()
-def generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
+def generate(model: torch.nn.Module, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
              device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
              generator: torch.Generator | None = None, stop_strings: StringStops | None = None,
              top_p: float = 1.0, slots: int | None = None) -> tuple[list[list[int]], list[list[float]], list[bool]]:

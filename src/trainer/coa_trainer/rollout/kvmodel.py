@@ -15,7 +15,6 @@ Other models (and FSDP-sharded ones) go through `generate.reference_generate`, t
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -23,7 +22,7 @@ import torch.nn.functional as F
 from ..model.family import base_model, full_attention_reason
 
 
-def engine_support(model: Any) -> str | None:
+def engine_support(model: torch.nn.Module) -> str | None:
     """None when the engine can run `model`; otherwise the reason it cannot (the reference loop runs it)."""
     reason = full_attention_reason(model)
     if reason is not None:
@@ -57,7 +56,7 @@ class KVModel:
     The cache holds `capacity` positions per slot plus one scratch position (`capacity`) where padding and idle
     rows write, so nothing they compute lands where a real token lives."""
 
-    def __init__(self, model: Any, device: torch.device, dtype: torch.dtype | None):
+    def __init__(self, model: torch.nn.Module, device: torch.device, dtype: torch.dtype | None):
         base = base_model(model)
         # submodules only, never the model itself: the engine registry (generate.engine_for) holds engines in a
         # WeakKeyDictionary keyed by the model, which a reference back to it would keep alive forever

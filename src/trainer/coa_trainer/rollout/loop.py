@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 import torch
 
@@ -62,7 +62,7 @@ class Sampler(Protocol):
     def cut(self, tr: RlTrajectory, max_len: int) -> None: ...
 
 
-def rollout(model: Any, tok: TextTokenizer, prompts: list[list[int]], t: Tags, tool: Callable[[list[str]], list[str | None]] | None,
+def rollout(model: torch.nn.Module, tok: TextTokenizer, prompts: list[list[int]], t: Tags, tool: Callable[[list[str]], list[str | None]] | None,
             *, max_turns: int, max_new_tokens: int, max_obs_tokens: int, max_len: int, device: torch.device,
             dtype: torch.dtype | None, temperature: float = 0.0, generator: torch.Generator | None = None,
             timings: dict[str, float] | None = None, simulate: bool | None = None,
@@ -138,7 +138,7 @@ class ModelSampler:
     decoded and re-encoded between turns. `run_engine` runs the whole loop on the rollout engine; `turn` /
     `simulate` are the reference path (one batched `reference_generate` per turn)."""
 
-    def __init__(self, model: Any, io: AgentIO, device: torch.device, dtype: torch.dtype | None,
+    def __init__(self, model: torch.nn.Module, io: AgentIO, device: torch.device, dtype: torch.dtype | None,
                  temperature: float = 0.0, generator: torch.Generator | None = None, top_p: float = 1.0,
                  engine: bool = True, slots: int | None = None):
         self.model, self.io, self.tok = model, io, io.tok
