@@ -164,20 +164,29 @@ def test_multi_turn_rollouts_equal_the_reference_and_never_re_encode_a_turn(agen
     eng = engine_for(model, CPU, None)
     before = eng.stats.prefill_tokens
     out = rollout(model, tok, prompts, t, tool, slots=3, **kw)
-    for a, b in zip(ref, out):
+    # and with blocks captured and read while the next one runs (tool calls answered meanwhile)
+    eng.graphs_on = eng.overlap = True
+    try:
+        overlapped = rollout(model, tok, prompts, t, tool, slots=3, **kw)
+    finally:
+        eng.graphs_on = eng.overlap = False
+        eng.drop_graphs()
+    for a, b, c in zip(ref, out, overlapped):
         assert (b.ids, b.loss_mask, b.queries, b.contexts) == (a.ids, a.loss_mask, a.queries, a.contexts)
         assert (b.truncated, b.finished, b.tool_failures) == (a.truncated, a.finished, a.tool_failures)
         assert [x is None for x in b.logprobs] == [x is None for x in a.logprobs]
         assert [x for x in b.logprobs if x is not None] == pytest.approx([x for x in a.logprobs if x is not None],
                                                                         abs=1e-4)
         assert not retok_mismatch(b)
+        assert (c.ids, c.loss_mask, c.queries, c.truncated, c.finished) == (b.ids, b.loss_mask, b.queries,
+                                                                             b.truncated, b.finished)
     n_calls = sum(len(tr.queries) for tr in out)
     assert n_calls >= 8 and sum(tr.finished for tr in out) >= 1 and sum(tr.tool_failures for tr in out) >= 1
     # each chunk the cache received: the prompt once, then per call the turn's last sampled token and the
     # observation — never an earlier turn again
     obs = sum(len(io.observation_ids(agent_model.observation(q) if "Delta" not in q else "", 30)[0])
               for tr in out for q in tr.queries)
-    assert eng.stats.prefill_tokens - before == sum(map(len, prompts)) + n_calls + obs
+    assert eng.stats.prefill_tokens - before == 2 * (sum(map(len, prompts)) + n_calls + obs)  # two engine runs
 
 
 def test_simulated_observations_equal_the_reference(agent_dirs):
@@ -262,3 +271,162 @@ def test_a_sliding_window_keeps_a_model_off_the_engine_and_packed_attention_alik
     full.config._attn_implementation = "sdpa"
     assert full_attention_reason(full) is None and engine_support(full) is None
     assert use_packed_attention(full) and full.config._attn_implementation == PACKED_ATTENTION
+
+
+def test_each_sampled_token_is_the_inverse_cdf_draw_at_its_own_counter():
+    """Token k of trajectory i is the tempered distribution's inverse CDF at uniform(seed_i, k), k = 0, 1, … — in a
+    slot the row was refilled into as in one it started in. A counter that did not advance (every draw of a
+    trajectory the same random input) or restarted would draw other tokens."""
+    from coa_trainer.rollout.generate import seed_base
+    from coa_trainer.rollout.sampling import trajectory_seed, uniform
+
+    model = _random_qwen2(vocab=300, seed=2)
+    prompts = _prompts(5, 300, seed=7)
+    out, _, _ = generate(model, prompts, 16, set(), 0, CPU, temperature=1.3, generator=torch.Generator().manual_seed(11),
+                         slots=2)
+    base = seed_base(torch.Generator().manual_seed(11), 1.3)
+    for i, (p, new) in enumerate(zip(prompts, out)):
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([p + new])).logits[0, len(p) - 1:-1].float()
+        cdf = torch.softmax(logits / 1.3, -1).cumsum(-1)
+        u = uniform(torch.full((len(new),), trajectory_seed(base, i)), torch.arange(len(new)))
+        want = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).squeeze(-1).clamp(max=299)
+        assert new == want.tolist()
+    assert len({tuple(o) for o in out}) == len(out)
+
+
+def _scripted(succ: dict[str, str]):
+    """(model, tokenizer): a one-layer Qwen2 whose greedy next token is succ[current token] (its layer adds nothing:
+    logits are the head over the normalised one-hot embedding), and a word-level tokenizer of its single-letter
+    tokens whose decoder joins them without spaces."""
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    names = ["<pad>", *sorted(set(succ) | set(succ.values()))]
+    vocab = {n: i for i, n in enumerate(names)}
+    V = len(names)
+    raw = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    raw.decoder = decoders.Fuse()
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<pad>", unk_token="<pad>")
+    cfg = transformers.Qwen2Config(vocab_size=V, hidden_size=V + 1, intermediate_size=8, num_hidden_layers=1,
+                                   num_attention_heads=1, num_key_value_heads=1, head_dim=8, tie_word_embeddings=False)
+    torch.manual_seed(0)
+    model = transformers.Qwen2ForCausalLM(cfg).eval()
+    with torch.no_grad():
+        layer = model.model.layers[0]
+        layer.self_attn.o_proj.weight.zero_()
+        layer.mlp.down_proj.weight.zero_()
+        model.model.embed_tokens.weight.copy_(torch.eye(V, V + 1))
+        head = torch.zeros(V, V + 1)
+        for a, b in succ.items():
+            head[vocab[b], vocab[a]] = 10.0
+        head[vocab[succ[names[1]]], 0] = 10.0  # <pad> continues like the first letter
+        model.lm_head.weight.copy_(head)
+    return model, tok, vocab
+
+
+def test_a_stop_string_counts_only_the_tokens_of_its_own_phase():
+    """`ab` is a stop string. A phase that ran out of tokens right after `a` leaves the automaton half-way; the next
+    phase of the slot — another trajectory refilled into it, or the same trajectory's next turn — starts from
+    nothing, so its first token `b` is not a stop (as StringStops in the reference loop)."""
+    from coa_trainer.rollout.engine import Engine
+
+    model, tok, v = _scripted({"x": "a", "a": "b", "b": "c", "c": "c"})
+    stops = StringStops(tok, ["ab"])
+    prompts = [[v["x"]], [v["a"]]]
+    ref = reference_generate(model, prompts, 1, set(), 0, CPU, stop_strings=stops)
+    assert ref[0] == [[v["a"]], [v["b"]]] and ref[2] == [False, False]
+    out = generate(model, prompts, 1, set(), 0, CPU, stop_strings=stops, slots=1)  # the second refills the first's slot
+    assert out[0] == ref[0] and out[2] == ref[2]
+    eng = Engine(model, CPU, None)
+    s = eng.session(2, eng.stop_table(tok, [(set(), ["ab"])]), 0.0, 1.0, None, 0)
+    eng.sync_weights()
+    eng.reserve(2, 64)
+    for chunk, start in (([v["x"]], 0), ([v["a"]], 1)):  # a turn of one token `a`, then the next turn of the slot
+        eng.clear_column0(s)
+        eng.prefill(s, [0], [chunk], [start], [1], [0])
+        tok_, _, live, hit = eng.read(s)
+        assert live[0, 0] and not hit[0, 0], (tok_[0, 0], start)
+    assert tok_[0, 0] == v["b"]
+
+
+@pytest.mark.parametrize("graphs,overlap", [(True, False), (False, True)], ids=["captured", "overlapped"])
+def test_captured_blocks_and_overlapped_reads_equal_the_reference(graphs, overlap):
+    """`graphs`: the capture protocol (warm-up blocks from a snapshot of the slots' state, restored before the
+    capture and after it), the captured block replayed; `overlap`: the host reads a block while the next one runs.
+    Both with slots refilled, sampled rows equal to the plain engine's."""
+    from coa_trainer.rollout import generate as gen
+    from coa_trainer.rollout.engine import Engine
+
+    model = _random_qwen2()
+    prompts = _prompts(12, 500, seed=3)
+    ref = reference_generate(model, prompts, 40, {3, 4}, 0, CPU)
+    plain = generate(model, prompts, 40, {7}, 0, CPU, temperature=0.9, generator=torch.Generator().manual_seed(1),
+                     slots=3)
+    eng = Engine(model, CPU, None, graphs=graphs, overlap=overlap)
+    gen._ENGINES[model] = {(str(CPU), None): eng}
+    out = generate(model, prompts, 40, {3, 4}, 0, CPU, slots=3)
+    assert out[0] == ref[0] and out[2] == ref[2]
+    for a, b in zip(out[1], ref[1]):
+        assert a == pytest.approx(b, abs=1e-4)
+    sampled = generate(model, prompts, 40, {7}, 0, CPU, temperature=0.9, generator=torch.Generator().manual_seed(1),
+                       slots=3)
+    assert sampled[0] == plain[0]
+    assert (eng.stats.graphs_captured > 0) == graphs and (eng.stats.graph_replays > eng.stats.graphs_captured) == graphs
+
+
+@pytest.mark.parametrize("engine", [True, False], ids=["engine", "reference"])
+def test_rollouts_sample_the_eval_mode_policy_and_leave_the_model_training(engine):
+    """A LoRA model with dropout, in train mode as the RL loop keeps it: what is sampled is scored by the policy
+    without dropout (the log-probs the trainer compares with its own), and every module's mode is as it was."""
+    from peft import LoraConfig, get_peft_model
+
+    model = _random_qwen2(vocab=300, seed=3)
+    model.config.attention_dropout = 0.3
+    lora = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.5,
+                                            target_modules=["q_proj", "v_proj", "up_proj"]))
+    for name, p in lora.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.5, generator=torch.Generator().manual_seed(len(name)))
+    lora.train()
+    lora.base_model.model.lm_head.eval()  # one module in eval mode: restored as it was, not to train
+    modes = [m.training for m in lora.modules()]
+    prompts = _prompts(4, 300, seed=9)
+    fn = generate if engine else reference_generate
+    out, lps, _ = fn(lora, prompts, 12, set(), 0, CPU, temperature=1.0, generator=torch.Generator().manual_seed(2))
+    assert [m.training for m in lora.modules()] == modes
+    lora.eval()
+    for p, new, lp in zip(prompts, out, lps):
+        with torch.no_grad():
+            logits = lora(input_ids=torch.tensor([p + new])).logits[0, len(p) - 1:-1].float()
+        want = torch.log_softmax(logits, -1).gather(-1, torch.tensor(new)[:, None]).squeeze(-1)
+        assert lp == pytest.approx(want.tolist(), abs=1e-4)
+
+
+def test_the_engine_memory_is_freed_before_training_and_allocated_again_after():
+    """What the RL step calls around its update: the KV cache and the packed weights are really freed (no tensor of
+    them survives), then the cache comes back at its size and the engine generates as before."""
+    import gc
+    import weakref
+
+    from coa_trainer.rollout.generate import restore_engine_memory
+    from coa_trainer.stages.rl import release_cached_memory
+
+    model = _random_qwen2(vocab=300, seed=5)
+    prompts = _prompts(6, 300, seed=6)
+    first = generate(model, prompts, 20, {3}, 0, CPU)
+    eng = engine_for(model, CPU, None)
+    held = eng.kv.k + eng.kv.v + eng.kv.weights.tensors()
+    kv_bytes = sum(t.untyped_storage().nbytes() for t in eng.kv.k + eng.kv.v)
+    shape = eng.kv.k[0].shape
+    assert kv_bytes > 0 and eng.held_bytes() > kv_bytes  # the packed q|k|v and gate|up copies on top
+    params = {p.data_ptr() for p in model.parameters()}
+    refs = [weakref.ref(t) for t in held if t.data_ptr() not in params]
+    del held
+    release_cached_memory(CPU, model)
+    gc.collect()
+    assert [r for r in refs if r() is not None] == [] and eng.held_bytes() == 0 and eng.kv.k == []
+    restore_engine_memory(model)
+    assert eng.kv.k[0].shape == shape and eng.held_bytes() == kv_bytes
+    assert generate(model, prompts, 20, {3}, 0, CPU) == first

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import torch
 
-from .engine import Engine, Session, bucket
+from .engine import Engine, Session, Staged, bucket
 from .trajectory import crc
 from .stoptable import StopTable
 
@@ -56,6 +56,8 @@ class Job:
     budget: int = 0  # tokens the phase may still sample
     hit: bool = False
     turn: int = 0
+    unread: int = 0  # decode steps launched for the job whose tokens the host has not read yet
+    phases: int = 0  # phases begun: which phase a launched block's tokens belong to
 
 
 @dataclass
@@ -79,6 +81,8 @@ class Continuous:
         self.timings = timings if timings is not None else {}
         n = slots or slot_bucket(min(len(jobs), MAX_SLOTS))
         n = max(1, min(n, self._slots_that_fit(engine, jobs, limits, agent)))
+        if engine.compiled:
+            n = max(n, 2)  # a compiled step serves sizes ≥ 2 (engine.compile_fn); the second slot idles
         self.session: Session = engine.session(n, stops, temperature, top_p, logit_bias, pad_id)
         self.slots = n
         self.free = list(range(n))[::-1]
@@ -111,6 +115,7 @@ class Continuous:
         ctx = tr.prompt_ids + tr.ids
         tr.contexts.append((len(ctx), crc(ctx)))
         job.phase, job.budget, job.start, job.hit = phase, budget, len(tr.ids), False
+        job.phases += 1
         self.starts.append(job)
 
     def _begin_turn(self, job: Job) -> None:
@@ -246,20 +251,31 @@ class Continuous:
     def run(self) -> None:
         eng, s = self.engine, self.session
         t_start = time.perf_counter()
+        staged: Staged | None = None  # the launched block not yet read (the engine's `overlap`)
         try:
+            eng.sync_weights()  # the packed weights as the model is now
             s.active.zero_()  # a session's state outlives a call (an interrupted one too)
-            while self.queue or self.decoding or self.waiting or self.starts:
+            while self.queue or self.decoding or self.waiting or self.starts or staged is not None:
                 self._refill()
-                self._collect(block=not self.decoding and not self.starts)
+                self._collect(block=not self.decoding and not self.starts and staged is None)
                 self._refill()  # slots freed by observations that ended their trajectories
-                if not self.starts and not self.decoding:
-                    continue
-                eng.clear_column0(s)
-                if self.starts:
-                    self._prefill()
-                need = max(j.length + min(eng.block, j.budget) for j in self.decoding.values())
-                eng.decode(s, eng.attention_length(need))
-                self._read()
+                launched = None
+                if self.starts or self._may_decode():
+                    eng.clear_column0(s)
+                    if self.starts:
+                        self._prefill()
+                    need = max(j.length + min(j.budget, j.unread + eng.block) for j in self.decoding.values())
+                    eng.decode(s, eng.attention_length(need))
+                    for j in self.decoding.values():
+                        j.unread += eng.block
+                    launched = eng.stage(s, {slot: (j, j.phases) for slot, j in self.decoding.items()})
+                if not eng.overlap and launched is not None:
+                    staged, launched = launched, None
+                if staged is not None:  # read while the block just launched runs
+                    self._read(staged)
+                elif launched is None and self.decoding and not self.starts and not self.waiting:
+                    raise RuntimeError("rollout engine: trajectories decoding but no block to run or read")
+                staged = launched
         finally:
             if self.pool is not None:
                 self.pool.shutdown(wait=True)
@@ -268,13 +284,22 @@ class Continuous:
         if self.tool is not None:
             self.timings["tools"] = self.timings.get("tools", 0.0) + self.tool_s
 
-    def _read(self) -> None:
-        tok, lp, live, hit = self.engine.read(self.session)
+    def _may_decode(self) -> bool:
+        """Whether some decoding job may still sample: one whose budget the blocks not yet read can have used up is
+        done for sure (a stop is known only once read: a block may then run with every slot idle)."""
+        return any(j.unread < j.budget for j in self.decoding.values())
+
+    def _read(self, staged: Staged) -> None:
+        tok, lp, live, hit = staged.read()
         calls: list[tuple[Job, str]] = []
-        for slot, job in list(self.decoding.items()):
-            cols = live[slot].nonzero()[0]
-            if len(cols) == 0:
+        for slot, (job, phase) in staged.jobs.items():
+            job.unread -= self.engine.block
+            if self.decoding.get(slot) is not job or job.phases != phase:  # that phase ended in an earlier block
                 continue
+            cols = live[slot].nonzero()[0]
+            if len(cols) == 0:  # a decoding slot samples in every block it runs in: its device state was lost
+                raise RuntimeError(f"rollout engine: slot {slot} (trajectory {job.index}) sampled nothing in a block "
+                                   "while decoding")
             toks = tok[slot, cols].tolist()
             tr = job.tr
             tr.ids += toks

@@ -5,21 +5,31 @@ A slot holds one trajectory. Its state lives in device tensors: the cache length
 it is decoding, its remaining token budget, which stop set it follows and its stop automaton's state, its
 sampling seed and token counter. A decode step feeds every slot's next token, writes its key and value, samples,
 checks stops (`stoptable.StopTable`) and retires finished slots — no host synchronisation. The host reads the
-block's tokens once per block (`read`) and, between blocks, gives slots new chunks (`prefill`): a new prompt, or
-the observation after a tool call appended to the slot's cache as it is (earlier turns are never re-encoded).
+block's tokens once per block (`stage`, then `Staged.read`) and, between blocks, gives slots new chunks (`prefill`):
+a new prompt, or the observation after a tool call appended to the slot's cache as it is (earlier turns are never
+re-encoded).
 
-On CUDA a block of decode steps is captured once per (session, attention length) as a CUDA graph and replayed: one
-launch per `BLOCK` tokens instead of hundreds per token. The attention length is a bucket (a power of two) of the
-longest slot, so a step reads the cache up to where slots actually reach, not the whole allocation. Elsewhere
-(CPU) the same code runs eagerly."""
+A decode step and a prefill are each one function of tensors, compiled with torch.compile (fullgraph, dynamic
+shapes: one compilation serves every slot count, chunk length and attention length) when `compiled` — by default on
+CUDA; on CPU the same code runs through inductor's C++ backend when asked (the tests do). Compiled, a step of the
+0.5B shape is 9 kernels per layer: a fused RMSNorm (+ the residual add), the packed q|k|v product, one kernel for
+RoPE and the cache write, attention, the output product, a fused residual add + RMSNorm, the packed gate|up product,
+SiLU·mul, the down product (kvmodel.py packs the weights).
+
+With `graphs` (default: on CUDA) a block of decode steps is captured once per (session, attention length) and
+replayed: one launch per `BLOCK` tokens. The attention length is the longest slot's reach rounded up to a quarter of
+its power of two (≥ 64), so a step reads the cache up to ≤ 25 % past where the longest slot actually reaches. The
+capture protocol — warm-up runs (which compile) from a snapshot of the slots' state, restored after — is the same on
+every device; on CPU the captured "graph" replays the block's steps."""
 
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -35,18 +45,26 @@ MIN_BUCKET = 64
 
 
 def bucket(n: int) -> int:
-    """The power of two ≥ n (at least MIN_BUCKET): cache capacities and attention lengths."""
+    """The power of two ≥ n (at least MIN_BUCKET): cache capacities."""
     b = MIN_BUCKET
     while b < n:
         b *= 2
     return b
 
 
+def span(n: int) -> int:
+    """Attention lengths: n rounded up to a multiple of a quarter of its power of two (at least MIN_BUCKET) — a few
+    lengths per octave, each read ≤ 25 % past n."""
+    step = max(MIN_BUCKET, bucket(n) // 4)
+    return max(MIN_BUCKET, -(-n // step) * step)
+
+
 @dataclass
 class Stats:
     """What the engine did, for benches and step metrics. `forward_s` / `decode_s` are host wall seconds of eager
     decode steps (the model's forward, the whole step) and `prefill_s` of prefill forwards: real durations on CPU
-    only (CUDA runs asynchronously; with CUDA graphs the decode figures stay 0)."""
+    only (CUDA runs asynchronously; with graphs the decode figures stay 0). `compile_error`: why the engine fell
+    back from its compiled steps to eager ones (None: it did not)."""
 
     decode_steps: int = 0
     blocks: int = 0
@@ -57,6 +75,9 @@ class Stats:
     forward_s: float = 0.0
     decode_s: float = 0.0
     prefill_s: float = 0.0
+    weight_syncs: int = 0
+    releases: int = 0
+    compile_error: str | None = None
 
 
 class Session:
@@ -75,7 +96,7 @@ class Session:
         self.stop_state = stops.fresh_state(slots)
         self.out_tok, self.out_lp = z(torch.long, K + 1), z(torch.float32, K + 1)
         self.out_live, self.out_hit = z(torch.bool, K + 1), z(torch.bool, K + 1)
-        self.rows = torch.arange(slots, device=dev)
+        self.cols = [torch.tensor([c], device=dev) for c in range(K + 1)]  # output columns as index tensors
         self.pad = torch.tensor(pad_id, dtype=torch.long, device=dev)
         self.graphs: dict[int, Any] = {}
 
@@ -84,15 +105,66 @@ class Session:
                 self.out_tok, self.out_lp, self.out_live, self.out_hit]
 
 
+class Staged:
+    """A block's outputs on their way to the host (`Engine.stage`): on CUDA a non-blocking copy into pinned memory
+    that `read()` waits for, so the next block can be launched before this one is read."""
+
+    def __init__(self, tensors: list[torch.Tensor], event: Any, jobs: Any = None):
+        self.tensors, self.event, self.jobs = tensors, event, jobs
+
+    def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(tokens, log-probs, live, hit), each [slots, block + 1]."""
+        if self.event is not None:
+            self.event.synchronize()
+        tok, lp, live, hit = (t.numpy() for t in self.tensors)
+        return tok, lp, live, hit
+
+
+class _Replay:
+    """The captured block where there are no CUDA graphs: replaying runs the block's (compiled) steps again."""
+
+    def __init__(self, fn: Callable[[], None]):
+        self.fn = fn
+
+    def replay(self) -> None:
+        self.fn()
+
+
+def compile_fn(fn: Callable, device: torch.device) -> Callable:
+    """`fn` compiled whole (fullgraph: a graph break is an error, not a silent split) for dynamic shapes: one
+    compilation serves every size ≥ 2 (a size of 1 would be a second one, so the engine keeps sessions and prefills
+    at 2 rows and 2 tokens at least), and sizes that happen to be equal are not assumed equal (no duck sizing: a
+    session as large as the cache must not make a smaller one recompile). On CPU the generated C++ kernels are
+    recorded in the profiler, so that kernels per step can be counted (kernels.decode_kernels)."""
+    options = {"cpp.enable_kernel_profile": True} if device.type == "cpu" else None
+    compiled = torch.compile(fn, fullgraph=True, dynamic=True, options=options)
+    try:
+        import torch.fx.experimental._config as fx_config
+
+        fx_config.use_duck_shape  # noqa: B018 — present in this torch
+        distinct: Callable[[], Any] = lambda: fx_config.patch(use_duck_shape=False)  # noqa: E731
+    except (ImportError, AttributeError):
+        distinct = contextlib.nullcontext
+
+    def call(*args: Any) -> Any:
+        with distinct():
+            return compiled(*args)
+
+    return call
+
+
 class Engine:
-    """Device work of the rollout engine for one model (see the module doc). `graphs`: capture decode blocks as
-    CUDA graphs (default: on CUDA)."""
+    """Device work of the rollout engine for one model (see the module doc). `graphs`: capture decode blocks
+    (default: on CUDA); `compiled`: torch.compile the decode step and the prefill (default: on CUDA); `overlap`: the
+    host reads a block while the next one runs (default: on CUDA, where the two run at once)."""
 
     def __init__(self, model: torch.nn.Module, device: torch.device, dtype: torch.dtype | None, block: int = BLOCK,
-                 graphs: bool | None = None):
+                 graphs: bool | None = None, compiled: bool | None = None, overlap: bool | None = None):
         self.kv = KVModel(model, device, dtype)
         self.device, self.dtype, self.block = device, dtype, block
         self.graphs_on = device.type == "cuda" if graphs is None else graphs
+        self.compiled = device.type == "cuda" if compiled is None else compiled
+        self.overlap = device.type == "cuda" if overlap is None else overlap
         self.sessions: "OrderedDict[tuple, Session]" = OrderedDict()
         self.pool = None
         self.positions = torch.zeros(0, dtype=torch.long, device=device)
@@ -100,17 +172,31 @@ class Engine:
         self.vocab = self.kv.head.weight.shape[0]
         self._params = self._param_key()
         self._tables: dict[tuple, StopTable] = {}
+        self._released: tuple[int, int] | None = None
+        self._host: dict[int, list[list[torch.Tensor]]] = {}
+        self._flip = 0
+        self._step_fn: Callable[..., None] = self._decode_step
+        self._prefill_fn: Callable[..., torch.Tensor] = self._prefill_forward
+        if self.compiled:
+            self._step_fn = compile_fn(self._decode_step, device)
+            self._prefill_fn = compile_fn(self._prefill_forward, device)
 
     # ------------------------------------------------------------ configuration
     def _param_key(self) -> tuple:
         return tuple(p.data_ptr() for p in self.kv.parameters())
 
-    def session(self, slots: int, stops: StopTable, temperature: float, top_p: float,
-                bias: dict[int, float] | None, pad_id: int) -> Session:
-        """The session for this configuration (made once; its graphs are kept for the next call alike)."""
+    def sync_weights(self) -> None:
+        """Refresh the packed weights from the model (every call: the model may have been updated in place)."""
         if self._param_key() != self._params:  # parameters were replaced (not updated in place): graphs are stale
             self._params = self._param_key()
             self.drop_graphs()
+        if self.kv.weights.sync():
+            self.drop_graphs()
+        self.stats.weight_syncs += 1
+
+    def session(self, slots: int, stops: StopTable, temperature: float, top_p: float,
+                bias: dict[int, float] | None, pad_id: int) -> Session:
+        """The session for this configuration (made once; its graphs are kept for the next call alike)."""
         key = (slots, stops, float(temperature), float(top_p), tuple(sorted((bias or {}).items())), pad_id)
         s = self.sessions.get(key)
         if s is None:
@@ -146,15 +232,40 @@ class Engine:
     def drop_graphs(self) -> None:
         for s in self.sessions.values():
             s.graphs.clear()
+        self.pool = None
 
     def free(self) -> None:
         """Release the cache, sessions and graphs (the next call allocates again)."""
         self.sessions.clear()
+        self.release()
+        self._released = None
+
+    def release(self) -> None:
+        """Free the memory the engine holds between calls — the KV cache, the captured graphs and their memory pool,
+        the packed weights — and remember the cache's size for `restore`. Sessions (a few small tensors each) stay."""
+        if self.kv.slots:
+            self._released = (self.kv.slots, self.kv.capacity)
+        self.drop_graphs()
         self.kv.k, self.kv.v, self.kv.slots, self.kv.capacity = [], [], 0, 0
-        self.pool = None
+        self.kv.weights.free()
+        self.positions = torch.zeros(0, dtype=torch.long, device=self.device)
+        self._host.clear()
+        self.stats.releases += 1
+
+    def restore(self) -> None:
+        """Allocate the cache `release` freed again, at its size (zeroed). The packed weights follow at the next call
+        (from the model as it is then), and so do the graphs."""
+        if self._released is not None and not self.kv.slots:
+            self.reserve(*self._released)
+        self._released = None
+
+    def held_bytes(self) -> int:
+        """Bytes of device memory the engine's own tensors hold: KV cache and packed weight copies."""
+        kv = sum(t.numel() * t.element_size() for t in self.kv.k + self.kv.v)
+        return kv + self.kv.weights.nbytes()
 
     def attention_length(self, need: int) -> int:
-        return min(bucket(need), self.kv.capacity)
+        return min(span(need), self.kv.capacity)
 
     def _autocast(self, capturing: bool = False) -> Any:
         if self.dtype is None:
@@ -162,10 +273,10 @@ class Engine:
         return torch.autocast(device_type=self.device.type, dtype=self.dtype, cache_enabled=not capturing)
 
     # ------------------------------------------------------------ device steps
-    def _advance(self, s: Session, rows: torch.Tensor | None, logits: torch.Tensor, live: torch.Tensor, col: int
-                 ) -> None:
+    def _advance(self, s: Session, rows: torch.Tensor | None, logits: torch.Tensor, live: torch.Tensor,
+                 col: torch.Tensor) -> None:
         """Sample for `rows` (None: every slot, in order — a decode step, done with whole-tensor ops), check stops and
-        budgets, write column `col` of the outputs, retire finished rows."""
+        budgets, write column `col` ([1] index tensor) of the outputs, retire finished rows."""
         full = rows is None
 
         def get(t: torch.Tensor) -> torch.Tensor:
@@ -189,58 +300,100 @@ class Engine:
         put(s.counters, get(s.counters) + inc)
         put(s.last_tok, torch.where(live, tok, get(s.last_tok)))
         put(s.active, live & ~(hit | (budget <= 0)))
-        where = (slice(None) if full else rows, col)
-        s.out_tok[where] = tok
-        s.out_lp[where] = lp
-        s.out_live[where] = live
-        s.out_hit[where] = hit
+        for out, v in ((s.out_tok, tok), (s.out_lp, lp), (s.out_live, live), (s.out_hit, hit)):
+            if full:
+                out.index_copy_(1, col, v[:, None])
+            else:
+                out[rows, col] = v
 
-    def _decode_step(self, s: Session, L: int, col: int) -> None:
+    def _decode_step(self, s: Session, L: int, col: torch.Tensor) -> None:
+        """One decode step over every slot (the function compiled when `compiled`)."""
         live = s.active.clone()
-        write = torch.where(live, s.lens, self.kv.capacity)  # idle slots write to the scratch position
+        scratch = self.kv.k[0].shape[2] - 1  # idle slots write to the scratch position
+        write = torch.where(live, s.lens, scratch)
         mask = (self.positions[:L][None, :] <= s.lens[:, None])[:, None, None, :]
-        timed = not self.graphs_on
-        t0 = time.perf_counter() if timed else 0.0
         logits = self.kv.forward(s.last_tok[:, None], s.lens[:, None], write[:, None], None, L, mask, None)
-        if timed:
-            self.stats.forward_s += time.perf_counter() - t0
         s.lens += live.long()
         self._advance(s, None, logits, live, col)
 
+    def _step(self, s: Session, L: int, col: int) -> None:
+        if self.compiled:
+            try:
+                return self._step_fn(s, L, s.cols[col])
+            except Exception as e:  # noqa: BLE001 — a compiler that cannot build the step: run it eagerly
+                self._fall_back(e)
+        timed = not self.graphs_on
+        t0 = time.perf_counter() if timed else 0.0
+        self._decode_step(s, L, s.cols[col])
+        if timed:
+            self.stats.forward_s += time.perf_counter() - t0
+
+    def _fall_back(self, e: Exception) -> None:
+        """Compilation failed (no C++ compiler, no Triton, an unsupported op): the eager functions from now on — the
+        same computation, more kernel launches. Said once on stderr and in `stats.compile_error`."""
+        if isinstance(e, (torch.OutOfMemoryError, KeyboardInterrupt)):
+            raise e
+        self.stats.compile_error = f"{type(e).__name__}: {e}"[:500]
+        print(f"rollout engine: torch.compile failed, decoding eagerly ({self.stats.compile_error})", file=sys.stderr)
+        self._step_fn, self._prefill_fn, self.compiled = self._decode_step, self._prefill_forward, False
+
     def _block(self, s: Session, L: int) -> None:
         for col in range(1, self.block + 1):
-            self._decode_step(s, L, col)
+            self._step(s, L, col)
 
+    def _prefill_forward(self, ids: torch.Tensor, pos: torch.Tensor, write: torch.Tensor, rows: torch.Tensor,
+                         L: int, last: torch.Tensor) -> torch.Tensor:
+        """The prefill's forward (the function compiled when `compiled`): logits at each row's last chunk token."""
+        mask = (self.positions[:L][None, None, :] <= pos[:, :, None])[:, None]
+        return self.kv.forward(ids, pos, write, rows, L, mask, last)
+
+    @torch.no_grad()
     def prefill(self, s: Session, rows: list[int], chunks: list[list[int]], starts: list[int], budgets: list[int],
                 set_ids: list[int]) -> None:
         """Append each chunk to its slot's cache (slot `rows[i]` holds `starts[i]` tokens), then sample the first
         token of the slot's new phase (`budgets[i]` tokens at most, stop set `set_ids[i]`) into output column 0."""
         dev = self.device
         n, C = len(rows), max(len(c) for c in chunks)
-        ids = torch.zeros((n, C), dtype=torch.long)
+        L = self.attention_length(max(st + len(c) for st, c in zip(starts, chunks)))
+        lens = [len(c) for c in chunks]
+        if self.compiled and (n == 1 or C == 1):
+            # sizes ≥ 2 (compile_fn): a padding token writes to the scratch position, a padding row (the same slot,
+            # no tokens) writes only there and its logits are dropped
+            C = max(C, 2)
+            if n == 1:
+                rows, chunks, starts, lens = rows * 2, chunks * 2, starts * 2, lens + [0]
+        ids = torch.zeros((len(rows), C), dtype=torch.long)
         for i, c in enumerate(chunks):
             ids[i, :len(c)] = torch.tensor(c, dtype=torch.long)
-        lengths = torch.tensor([len(c) for c in chunks], dtype=torch.long, device=dev)
-        rows_t = torch.tensor(rows, dtype=torch.long, device=dev)
+        lengths = torch.tensor(lens, dtype=torch.long, device=dev)
+        all_rows = torch.tensor(rows, dtype=torch.long, device=dev)
         start_t = torch.tensor(starts, dtype=torch.long, device=dev)
         ids = ids.to(dev)
         offs = torch.arange(C, device=dev)
         pos = start_t[:, None] + offs[None, :]
         write = torch.where(offs[None, :] < lengths[:, None], pos, self.kv.capacity)
-        L = self.attention_length(max(st + len(c) for st, c in zip(starts, chunks)))
-        mask = (self.positions[:L][None, None, :] <= pos[:, :, None])[:, None]
+        last = (lengths - 1).clamp(min=0)
         t0 = time.perf_counter()
         with self._autocast():
-            logits = self.kv.forward(ids, pos, write, rows_t, L, mask, lengths - 1)
+            logits = None
+            if self.compiled:
+                try:
+                    logits = self._prefill_fn(ids, pos, write, all_rows, L, last)
+                except Exception as e:  # noqa: BLE001
+                    self._fall_back(e)
+            if logits is None:
+                logits = self._prefill_forward(ids, pos, write, all_rows, L, last)
         self.stats.prefill_s += time.perf_counter() - t0
+        logits, rows_t, lengths, start_t = logits[:n], all_rows[:n], lengths[:n], start_t[:n]
         s.lens[rows_t] = start_t + lengths
         s.budget[rows_t] = torch.tensor(budgets, dtype=torch.long, device=dev)
         s.set_idx[rows_t] = torch.tensor(set_ids, dtype=torch.long, device=dev)
-        s.stop_state[rows_t] = 0
-        self._advance(s, rows_t, logits, torch.ones(n, dtype=torch.bool, device=dev), 0)
-        self.stats.prefill_tokens += sum(len(c) for c in chunks)
+        s.stop_state[rows_t] = 0  # a phase's stop strings count its own tokens only (a slot's last phase ended anyhow)
+        self._advance(s, rows_t, logits, torch.ones(n, dtype=torch.bool, device=dev), s.cols[0])
+        self.stats.prefill_tokens += sum(lens[:n])
         self.stats.prefill_calls += 1
 
+    @torch.no_grad()
     def decode(self, s: Session, L: int) -> None:
         """`block` decode steps over every slot, attending to the first `L` cache positions."""
         self.stats.blocks += 1
@@ -259,27 +412,39 @@ class Engine:
         self.stats.graph_replays += 1
 
     def _capture(self, s: Session, L: int) -> Any:
-        """Warm up on a side stream (from a snapshot of the state, restored after), then capture one block."""
+        """Warm up (compiling, on CUDA on a side stream) from a snapshot of the slots' state, restored after, then
+        capture one block. The warm-up blocks write keys and values only where the captured block writes them again
+        (live slots at their next positions, idle ones at the scratch position)."""
         snap = [t.clone() for t in s.state()]
 
         def restore() -> None:
             for t, v in zip(s.state(), snap):
                 t.copy_(v)
 
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
+        cuda = self.device.type == "cuda"
+        side = torch.cuda.Stream() if cuda else None
+        if side is not None:
+            side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
             for _ in range(2):
                 restore()
                 with self._autocast(capturing=True):
                     self._block(s, L)
-        torch.cuda.current_stream().wait_stream(side)
+        if side is not None:
+            torch.cuda.current_stream().wait_stream(side)
         restore()
-        if self.pool is None:
-            self.pool = torch.cuda.graph_pool_handle()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, pool=self.pool), self._autocast(capturing=True):
-            self._block(s, L)
+        if cuda:
+            if self.pool is None:
+                self.pool = torch.cuda.graph_pool_handle()
+            g: Any = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, pool=self.pool), self._autocast(capturing=True):
+                self._block(s, L)
+        else:
+            def run_block() -> None:
+                with self._autocast(capturing=True):
+                    self._block(s, L)
+
+            g = _Replay(run_block)
         restore()
         self.stats.graphs_captured += 1
         return g
@@ -287,9 +452,45 @@ class Engine:
     def clear_column0(self, s: Session) -> None:
         s.out_live[:, 0] = False
 
-    def read(self, s: Session) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(tokens, log-probs, live, hit), each [slots, block + 1]: the host's one read per block."""
+    def stage(self, s: Session, jobs: Any = None) -> Staged:
+        """Start copying the last block's outputs to the host (one packed int64 tensor and the log-probs); on CUDA
+        asynchronously into one of two pinned buffer sets, so a block can be read while the next one runs. `jobs`
+        rides along (what the host knew was decoding when the block was launched)."""
         packed = s.out_tok | (s.out_live.long() << 40) | (s.out_hit.long() << 41)
-        p = packed.cpu().numpy()
-        lp = s.out_lp.cpu().numpy()
-        return p & ((1 << 40) - 1), lp, (p >> 40) & 1 == 1, (p >> 41) & 1 == 1
+        if self.device.type != "cuda":
+            return Staged(_unpack(packed, s.out_lp.clone()), None, jobs)
+        sets = self._host.get(s.slots)
+        if sets is None:
+            sets = self._host[s.slots] = [[torch.empty(packed.shape, dtype=torch.long, pin_memory=True),
+                                           torch.empty(s.out_lp.shape, dtype=torch.float32, pin_memory=True)]
+                                          for _ in range(2)]
+        self._flip ^= 1
+        hp, hl = sets[self._flip]
+        hp.copy_(packed, non_blocking=True)
+        hl.copy_(s.out_lp, non_blocking=True)
+        ev = torch.cuda.Event()
+        ev.record()
+        return _StagedPacked(hp, hl, ev, jobs)
+
+    def read(self, s: Session) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(tokens, log-probs, live, hit), each [slots, block + 1]: the host's one read per block, synchronously."""
+        return self.stage(s).read()
+
+
+def _unpack(packed: torch.Tensor, lp: torch.Tensor) -> list[torch.Tensor]:
+    p = packed.cpu()
+    return [p & ((1 << 40) - 1), lp.cpu(), (p >> 40) & 1 == 1, (p >> 41) & 1 == 1]
+
+
+class _StagedPacked(Staged):
+    """A CUDA stage: the packed host buffers are unpacked once the copy is done."""
+
+    def __init__(self, packed: torch.Tensor, lp: torch.Tensor, event: Any, jobs: Any):
+        super().__init__([], event, jobs)
+        self.packed, self.lp = packed, lp
+
+    def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        self.event.synchronize()
+        p = self.packed.numpy()
+        # copies: the pinned buffers are written again two blocks later
+        return p & ((1 << 40) - 1), self.lp.numpy().copy(), (p >> 40) & 1 == 1, (p >> 41) & 1 == 1

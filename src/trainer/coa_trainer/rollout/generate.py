@@ -8,8 +8,10 @@ is also the reference the engine is tested against token for token. The multi-tu
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import weakref
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -41,6 +43,44 @@ def release_engines(model: torch.nn.Module) -> None:
     """Free the KV caches and captured graphs the model's engines hold (they are made again on the next call)."""
     for eng in (_ENGINES.get(model) or {}).values():
         eng.free()
+
+
+def release_engine_memory(model: Any) -> None:
+    """Before a training forward: free what the model's engines hold between calls (KV caches, captured graphs and
+    their pool, packed weights), remembering the caches' sizes for `restore_engine_memory`."""
+    for eng in (_ENGINES.get(model) or {}).values():
+        eng.release()
+
+
+def restore_engine_memory(model: Any) -> None:
+    """After the update: the caches allocated again at their sizes, the packed weights from the updated model."""
+    for eng in (_ENGINES.get(model) or {}).values():
+        eng.restore()
+
+
+@contextlib.contextmanager
+def eval_mode(model: Any) -> Iterator[None]:
+    """The model in eval mode inside, each module's own mode restored after: trajectories are sampled from the
+    policy the trainer scores (no dropout — a LoRA model's lora_dropout, a config's attention or hidden dropout —
+    while the behaviour policy samples), and training goes on in train mode."""
+    modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") else []
+    for m, _ in modes:
+        m.training = False
+    try:
+        yield
+    finally:
+        for m, was in modes:
+            m.training = was
+
+
+def in_eval_mode(fn: Callable) -> Callable:
+    """`fn(model, …)` run under `eval_mode(model)`."""
+    @functools.wraps(fn)
+    def wrapped(model: Any, *args: Any, **kwargs: Any) -> Any:
+        with eval_mode(model):
+            return fn(model, *args, **kwargs)
+
+    return wrapped
 
 
 def seed_base(generator: torch.Generator | None, temperature: float) -> int:
@@ -94,6 +134,7 @@ def _takes(model: torch.nn.Module, name: str) -> bool:
 
 
 @torch.no_grad()
+@in_eval_mode
 def generate(model: torch.nn.Module, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
              device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
              generator: torch.Generator | None = None, stop_strings: StringStops | None = None,
@@ -126,6 +167,7 @@ def generate(model: torch.nn.Module, prompts: list[list[int]], max_new_tokens: i
 
 
 @torch.no_grad()
+@in_eval_mode
 def reference_generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
                        device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
                        generator: torch.Generator | None = None, stop_strings: StringStops | None = None,

@@ -1,25 +1,76 @@
-"""A Hugging Face decoder run over the rollout engine's own static KV cache.
+"""A Hugging Face decoder run over the rollout engine's own static KV cache, with its linear layers packed.
 
 The engine needs what transformers' caches do not give together: one cache row per slot with its own length (a
 slot is refilled while its neighbours are mid-sequence, and a trajectory appends an observation after a tool call
-without re-reading its earlier turns), fixed shapes so a decode step can be captured in a CUDA graph, and grouped
--query attention that reads each KV head once (transformers' SDPA path repeats K and V per query head whenever a
-mask is given). So the model's own modules — embeddings, norms, q/k/v/o projections, rotary embedding, MLP, LM
-head, LoRA-wrapped or not — are called here in the order its decoder layer calls them, and attention is one
-`scaled_dot_product_attention` over the slot's cache with a per-row length mask.
+without re-reading its earlier turns), fixed shapes so a decode step can be compiled and captured in a CUDA graph,
+and grouped-query attention that reads each KV head once (transformers' SDPA path repeats K and V per query head
+whenever a mask is given). So the model's own modules — embeddings, norms, rotary embedding, activation — are called
+here in the order its decoder layer calls them, and attention is one `scaled_dot_product_attention` over the slot's
+cache with a per-row length mask.
 
-Supported: the Llama family as transformers writes it (llama, qwen2, qwen3, mistral without a sliding window).
-Other models (and FSDP-sharded ones) go through `generate.reference_generate`, the plain HF forward; the engine's
-`engine_support` says why."""
+The linear layers are read from packed weights (`DecodeWeights`): q, k and v as one [q + k + v, hidden] matrix, gate
+and up as one, each in the compute dtype, with any LoRA adapter merged in (W + B·A·scaling, what peft's merge
+computes). A layer is then 4 matrix products instead of 7 (+ 2 per LoRA-wrapped projection), and under autocast no
+fp32 weight is cast to bf16 at every step. The packed copy is refreshed from the model at the start of every engine
+call (`sync`, in place, so captured graphs stay valid): the rollout samples from the weights as they are now, and a
+LoRA model's dropout never applies (its merged weights are the eval-mode layer).
+
+Supported: the Llama family as transformers writes it (llama, qwen2, qwen3, mistral without a sliding window), its
+projections plain `nn.Linear` or peft LoRA layers without a variant (DoRA and the like). Other models (and
+FSDP-sharded ones) go through `generate.reference_generate`, the plain HF forward; `engine_support` says why."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from ..model.family import base_model, full_attention_reason
+
+
+def _lora_layer(mod: Any) -> bool:
+    try:
+        from peft.tuners.lora import LoraLayer
+    except ImportError:
+        return False
+    return isinstance(mod, LoraLayer)
+
+
+def linear_reason(mod: Any, name: str) -> str | None:
+    """None when `mod` is a linear layer the packed weights can stand for; otherwise why not."""
+    if isinstance(mod, torch.nn.Linear) and type(mod).forward is torch.nn.Linear.forward:
+        return None
+    if _lora_layer(mod) and isinstance(mod.get_base_layer(), torch.nn.Linear) and hasattr(mod, "get_delta_weight"):
+        variants = [a for a in getattr(mod, "lora_variant", {}) if a in mod.active_adapters]
+        if variants:
+            return f"{name}: a LoRA variant (DoRA or the like: {', '.join(variants)}) cannot be merged into one weight"
+        return None
+    return f"{name} is a {type(mod).__name__}, not a linear layer or a plain LoRA layer"
+
+
+@torch.no_grad()
+def effective_linear(mod: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(weight, bias) of what `mod` computes in eval mode: a plain layer's own parameters (not copied), or a LoRA
+    layer's base weight with its active adapters merged (a new tensor) — removed again if they are merged into the
+    base weight while adapters are disabled."""
+    if not _lora_layer(mod):
+        return mod.weight.detach(), None if mod.bias is None else mod.bias.detach()
+    base = mod.get_base_layer()
+    w = base.weight.detach()
+    b = None if base.bias is None else base.bias.detach()
+    sign, adapters = 0.0, []
+    if mod.disable_adapters and mod.merged:
+        sign, adapters = -1.0, list(mod.merged_adapters)
+    elif not mod.disable_adapters and not mod.merged:
+        sign, adapters = 1.0, [a for a in mod.active_adapters if a in mod.lora_A]
+    for a in adapters:
+        w = w + sign * mod.get_delta_weight(a).to(w.dtype)
+        if getattr(mod, "lora_bias", {}).get(a) and b is not None:
+            b = b + sign * (mod.lora_B[a].bias * mod.scaling[a]).to(b.dtype)
+    return w, b
 
 
 def engine_support(model: torch.nn.Module) -> str | None:
@@ -47,7 +98,118 @@ def engine_support(model: torch.nn.Module) -> str | None:
         return f"{type(attn).__name__} has no separate q/k/v/o projections"
     if getattr(sys.modules.get(type(attn).__module__), "apply_rotary_pos_emb", None) is None:
         return f"{type(attn).__module__} has no apply_rotary_pos_emb"
-    return None
+    for i, layer in enumerate(inner.layers):
+        if not all(hasattr(layer.mlp, a) for a in ("gate_proj", "up_proj", "down_proj", "act_fn")):
+            return f"layer {i}: {type(layer.mlp).__name__} is not a gated MLP (gate/up/down projections)"
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            if (reason := linear_reason(getattr(layer.self_attn, name), f"layer {i} {name}")) is not None:
+                return reason
+        for name in ("gate_proj", "up_proj", "down_proj"):
+            if (reason := linear_reason(getattr(layer.mlp, name), f"layer {i} {name}")) is not None:
+                return reason
+    head = base.get_output_embeddings()
+    if head is None:
+        return f"{type(base).__name__} has no output embeddings"
+    return linear_reason(head, "lm_head")
+
+
+@dataclass
+class LayerWeights:
+    """One decoder layer's linear weights in the compute dtype: q|k|v and gate|up packed along the output rows."""
+
+    qkv: torch.Tensor
+    qkv_bias: torch.Tensor | None
+    o: torch.Tensor
+    o_bias: torch.Tensor | None
+    gate_up: torch.Tensor
+    gate_up_bias: torch.Tensor | None
+    down: torch.Tensor
+    down_bias: torch.Tensor | None
+
+
+class DecodeWeights:
+    """The packed linear weights of a model (see the module doc). `sync()` refreshes them from the modules; packed
+    buffers are written in place, and a weight that needs no packing, merging or cast is the parameter itself.
+    Returns whether any tensor the layers read was replaced (captured graphs then read stale memory)."""
+
+    def __init__(self, layers: list[Any], head: Any, dtype: torch.dtype | None):
+        self.mods, self.head_mod, self.dtype = layers, head, dtype
+        self.layers: list[LayerWeights] = []
+        self.head: torch.Tensor | None = None
+        self.head_bias: torch.Tensor | None = None
+
+    def tensors(self) -> list[torch.Tensor]:
+        out = [t for lw in self.layers for t in vars(lw).values() if t is not None]
+        return out + [t for t in (self.head, self.head_bias) if t is not None]
+
+    def nbytes(self) -> int:
+        """Bytes held by packed copies (not the parameters the layers read as they are)."""
+        params = {p.data_ptr() for m in [*self.mods, self.head_mod] for p in m.parameters()}
+        return sum(t.numel() * t.element_size() for t in self.tensors() if t.data_ptr() not in params)
+
+    def free(self) -> None:
+        self.layers, self.head, self.head_bias = [], None, None
+
+    def _dtype(self, w: torch.Tensor) -> torch.dtype:
+        return self.dtype or w.dtype
+
+    def _packed(self, old: torch.Tensor | None, parts: list[torch.Tensor | None], rows: list[int], like: torch.Tensor
+                ) -> tuple[torch.Tensor | None, bool]:
+        """`parts` (None: zeros of `rows[i]` rows) concatenated into `old` when it fits, else a new tensor."""
+        if all(p is None for p in parts):
+            return None, old is not None
+        shape = (sum(rows), *like.shape[1:])
+        dt = self._dtype(like)
+        fresh = old is None or old.shape != shape or old.dtype != dt or old.device != like.device
+        out = torch.empty(shape, dtype=dt, device=like.device) if fresh else old
+        at = 0
+        for p, n in zip(parts, rows):
+            if p is None:
+                out[at:at + n].zero_()
+            else:
+                out[at:at + n].copy_(p)
+            at += n
+        return out, fresh
+
+    def _single(self, old: torch.Tensor | None, w: torch.Tensor | None, merged: bool
+                ) -> tuple[torch.Tensor | None, bool]:
+        """`w` itself when it is a parameter already in the compute dtype, else a copy into `old` (when it fits)."""
+        if w is None:
+            return None, old is not None
+        if not merged and w.dtype == self._dtype(w):
+            return w, old is not w
+        return self._packed(old, [w], [w.shape[0]], w)
+
+    @torch.no_grad()
+    def sync(self) -> bool:
+        replaced = False
+        new_layers = []
+        for i, layer in enumerate(self.mods):
+            old = self.layers[i] if i < len(self.layers) else None
+            a, m = layer.self_attn, layer.mlp
+            q, k, v = (effective_linear(getattr(a, n)) for n in ("q_proj", "k_proj", "v_proj"))
+            o = effective_linear(a.o_proj)
+            g, u = effective_linear(m.gate_proj), effective_linear(m.up_proj)
+            d = effective_linear(m.down_proj)
+            rows_qkv = [q[0].shape[0], k[0].shape[0], v[0].shape[0]]
+            rows_gu = [g[0].shape[0], u[0].shape[0]]
+            lw = {}
+            lw["qkv"], r1 = self._packed(old and old.qkv, [q[0], k[0], v[0]], rows_qkv, q[0])
+            lw["qkv_bias"], r2 = self._packed(old and old.qkv_bias, [q[1], k[1], v[1]], rows_qkv, q[0][:, 0])
+            lw["gate_up"], r3 = self._packed(old and old.gate_up, [g[0], u[0]], rows_gu, g[0])
+            lw["gate_up_bias"], r4 = self._packed(old and old.gate_up_bias, [g[1], u[1]], rows_gu, g[0][:, 0])
+            lw["o"], r5 = self._single(old and old.o, o[0], _lora_layer(a.o_proj))
+            lw["o_bias"], r6 = self._single(old and old.o_bias, o[1], _lora_layer(a.o_proj))
+            lw["down"], r7 = self._single(old and old.down, d[0], _lora_layer(m.down_proj))
+            lw["down_bias"], r8 = self._single(old and old.down_bias, d[1], _lora_layer(m.down_proj))
+            replaced |= old is None or any((r1, r2, r3, r4, r5, r6, r7, r8))
+            new_layers.append(LayerWeights(**lw))
+        self.layers = new_layers
+        hw, hb = effective_linear(self.head_mod)
+        merged = _lora_layer(self.head_mod)
+        self.head, r1 = self._single(self.head, hw, merged)
+        self.head_bias, r2 = self._single(self.head_bias, hb, merged)
+        return replaced or r1 or r2
 
 
 class KVModel:
@@ -68,21 +230,16 @@ class KVModel:
         self.model_type = cfg.model_type
         self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
         self.head_dim, self.scaling = attn.head_dim, attn.scaling
+        self.qkv_split = [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim]
         self.rope = sys.modules[type(attn).__module__].apply_rotary_pos_emb
         self.qk_norm = hasattr(attn, "q_norm") and hasattr(attn, "k_norm")
         self.device = device
         self.cache_dtype = dtype or self.inner.embed_tokens.weight.dtype
+        self.weights = DecodeWeights(self.layers, self.head, dtype)
         self.slots, self.capacity = 0, 0
         self.k: list[torch.Tensor] = []
         self.v: list[torch.Tensor] = []
-        self._arange: dict[int, torch.Tensor] = {}
         self._heads = torch.arange(self.kv_heads, device=device)[None, :, None]
-
-    def _rows(self, n: int) -> torch.Tensor:
-        r = self._arange.get(n)
-        if r is None:
-            r = self._arange[n] = torch.arange(n, device=self.device)[:, None, None]
-        return r
 
     def parameters(self) -> list[torch.Tensor]:
         return [*self.inner.parameters(), *self.head.parameters()]
@@ -104,22 +261,23 @@ class KVModel:
     def forward(self, ids: torch.Tensor, pos: torch.Tensor, write: torch.Tensor, rows: torch.Tensor | None, L: int,
                 mask: torch.Tensor, last: torch.Tensor | None) -> torch.Tensor:
         n, C = ids.shape
-        rep = self.heads // self.kv_heads
+        H, KV, d = self.heads, self.kv_heads, self.head_dim
+        rep = H // KV
         h = self.inner.embed_tokens(ids)
         cos, sin = self.inner.rotary_emb(h, pos)
         # the mask of every query head sharing a KV head: [n, 1, rep·C, L] (queries packed per KV head below)
         m = mask if rep == 1 else mask.unsqueeze(2).expand(n, 1, rep, C, L).reshape(n, 1, rep * C, L)
-        where = (self._rows(n) if rows is None else rows[:, None, None], self._heads, write[:, None, :])
-        for layer, kc, vc in zip(self.layers, self.k, self.v):
+        slot = torch.arange(n, device=ids.device) if rows is None else rows
+        where = (slot[:, None, None], self._heads, write[:, None, :])
+        for layer, w, kc, vc in zip(self.layers, self.weights.layers, self.k, self.v):
             attn = layer.self_attn
             res = h
-            x = layer.input_layernorm(h)
-            q = attn.q_proj(x).view(n, C, self.heads, self.head_dim)
-            k = attn.k_proj(x).view(n, C, self.kv_heads, self.head_dim)
+            q, k, v = F.linear(layer.input_layernorm(h), w.qkv, w.qkv_bias).split(self.qkv_split, -1)
+            q, k = q.view(n, C, H, d), k.view(n, C, KV, d)
             if self.qk_norm:
                 q, k = attn.q_norm(q), attn.k_norm(k)
             q, k = q.transpose(1, 2), k.transpose(1, 2)
-            v = attn.v_proj(x).view(n, C, self.kv_heads, self.head_dim).transpose(1, 2)
+            v = v.view(n, C, KV, d).transpose(1, 2)
             q, k = self.rope(q, k, cos, sin)
             # under autocast the rotary embedding promotes q and k back to fp32: the cache keeps autocast's dtype
             kc.index_put_(where, k.to(kc.dtype))
@@ -129,14 +287,14 @@ class KVModel:
             else:
                 keys, values = kc[rows, :, :L], vc[rows, :, :L]
             # [n, H, C, d] → [n, kv, rep·C, d]: query head g·rep + r uses KV head g (transformers' repeat_kv order)
-            qg = q.reshape(n, self.kv_heads, rep * C, self.head_dim)
+            qg = q.reshape(n, KV, rep * C, d)
             o = F.scaled_dot_product_attention(qg.to(keys.dtype), keys, values, attn_mask=m, scale=self.scaling)
-            o = o.reshape(n, self.heads, C, self.head_dim).transpose(1, 2).reshape(n, C, self.heads * self.head_dim)
-            h = res + attn.o_proj(o)
-            res = h
-            h = res + layer.mlp(layer.post_attention_layernorm(h))
+            o = o.reshape(n, H, C, d).transpose(1, 2).reshape(n, C, H * d)
+            h = res + F.linear(o, w.o, w.o_bias)
+            gate, up = F.linear(layer.post_attention_layernorm(h), w.gate_up, w.gate_up_bias).chunk(2, -1)
+            h = h + F.linear(layer.mlp.act_fn(gate) * up, w.down, w.down_bias)
         if last is None:
             h = h[:, -1]
         else:
             h = h[torch.arange(n, device=ids.device), last]
-        return self.head(self.inner.norm(h)).float()
+        return F.linear(self.inner.norm(h), self.weights.head, self.weights.head_bias).float()

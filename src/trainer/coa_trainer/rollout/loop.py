@@ -30,7 +30,7 @@ import torch
 
 from ..rollout.agentio import AgentIO
 from ..data.dialects import Tags
-from ..rollout.generate import StringStops, reference_generate
+from ..rollout.generate import StringStops, eval_mode, reference_generate
 from ..rollout.trajectory import RlTrajectory, crc as _crc
 from ..data.tokenizer import TextTokenizer
 
@@ -75,8 +75,9 @@ def rollout(model: torch.nn.Module, tok: TextTokenizer, prompts: list[list[int]]
                            slots)
     simulate = tool is None if simulate is None else simulate
     trajs = [RlTrajectory(list(p), simulated=simulate) for p in prompts]
-    return run_turns(sampler, trajs, tool, max_turns=max_turns, max_new_tokens=max_new_tokens,
-                     max_obs_tokens=max_obs_tokens, max_len=max_len, simulate=simulate, timings=timings)
+    with eval_mode(model):  # sampled from the policy that is scored: no dropout (generate.eval_mode)
+        return run_turns(sampler, trajs, tool, max_turns=max_turns, max_new_tokens=max_new_tokens,
+                         max_obs_tokens=max_obs_tokens, max_len=max_len, simulate=simulate, timings=timings)
 
 
 def run_turns(sampler: Sampler, trajs: list[RlTrajectory], tool: Callable[[list[str]], list[str | None]] | None,

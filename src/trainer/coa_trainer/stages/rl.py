@@ -24,6 +24,7 @@ from ..algos.grpo import Sample, group_advantages, grpo_count, grpo_lengths, grp
 from ..data.lengths import resolve_max_len, rollout_report
 from ..model.load import model_context
 from ..data.prompts import prompt_ids
+from ..rollout.generate import release_engine_memory, restore_engine_memory
 from ..rollout.loop import RlTrajectory, retok_drift, retok_mismatch, rollout, token_offsets
 from ..base.errors import StageError
 from ..base.lifecycle import StageCancelled
@@ -260,7 +261,8 @@ class GrpoSteps:
                             max_new_tokens=scfg.max_new_tokens, max_obs_tokens=scfg.max_obs_tokens,
                             max_len=self.max_len, device=run.rt.device, dtype=run.rt.autocast_dtype,
                             temperature=scfg.temperature, generator=self.gen, timings=timings, io=run.model.agent_io)
-        release_cached_memory(run.rt.device)  # the rollout's KV caches, before the training forward
+        # the engine's KV caches, graphs and packed weights freed before the training forward, allocated again after
+        release_cached_memory(run.rt.device, run.model.policy)
         owners = [q for q in qs for _ in range(G)]
         meta = [{"run": run.io.writer.run, "stage": self.label, "step": step + 1, "sample": i, "group": i // G,
                  **question_meta(q)} for i, q in enumerate(owners)]
@@ -284,6 +286,7 @@ class GrpoSteps:
         tt = time.time()
         extras, grad_norm = policy_updates(run.model.trained, self.ref, run.schedule.opt, run.schedule.params, samples, G, scfg,
                                            tok.pad_token_id, run.rt.device, run.rt.autocast_dtype, di)
+        restore_engine_memory(run.model.policy)
         run.schedule.sched.step()  # the schedule counts RL steps, not optimiser updates
         done = step + 1
         self.cursor = done
@@ -418,8 +421,11 @@ class GrpoSteps:
             self.env.stop()
 
 
-def release_cached_memory(device: torch.device) -> None:
-    """Hand the allocator's cached blocks (the finished rollout's KV caches) back, so the training step's
-    activations and the next rollout's cache are not fragmented around them. A no-op on CPU."""
+def release_cached_memory(device: torch.device, model: Any = None) -> None:
+    """Free what `model`'s rollout engines hold between calls (KV caches, captured graphs, packed weights:
+    generate.release_engine_memory) and hand the allocator's cached blocks back, so the training step's activations
+    and the next rollout's cache are not fragmented around them."""
+    if model is not None:
+        release_engine_memory(model)
     if device.type == "cuda":
         torch.cuda.empty_cache()
