@@ -404,29 +404,63 @@ def test_rollouts_sample_the_eval_mode_policy_and_leave_the_model_training(engin
         assert lp == pytest.approx(want.tolist(), abs=1e-4)
 
 
+def _malloc_in_use() -> int:
+    """Bytes glibc's malloc has handed out and not had back (mallinfo2: heap chunks in use + mmapped chunks) — the
+    accounting of the allocator torch's CPU tensors come from."""
+    import ctypes
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                   "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    libc = ctypes.CDLL(None)
+    if not hasattr(libc, "mallinfo2"):
+        pytest.skip("no glibc mallinfo2 on this platform")
+    libc.mallinfo2.restype = MallInfo2
+    info = libc.mallinfo2()
+    return info.uordblks + info.hblkhd
+
+
 def test_the_engine_memory_is_freed_before_training_and_allocated_again_after():
-    """What the RL step calls around its update: the KV cache and the packed weights are really freed (no tensor of
-    them survives), then the cache comes back at its size and the engine generates as before."""
+    """What the RL step calls around its update: the KV cache, the captured blocks and the packed weights are really
+    freed — the allocator's own count of bytes in use drops by at least what the engine held, and no tensor of them
+    survives — then the cache comes back at its size (the allocator's count rises by it) and the engine generates as
+    before."""
     import gc
     import weakref
 
+    from coa_trainer.rollout import generate as gen
+    from coa_trainer.rollout.engine import Engine
     from coa_trainer.rollout.generate import restore_engine_memory
     from coa_trainer.stages.rl import release_cached_memory
 
     model = _random_qwen2(vocab=300, seed=5)
     prompts = _prompts(6, 300, seed=6)
     first = generate(model, prompts, 20, {3}, 0, CPU)
-    eng = engine_for(model, CPU, None)
+    eng = Engine(model, CPU, None, graphs=True)  # blocks captured (on CPU, replays of the block's steps)
+    gen._ENGINES[model] = {(str(CPU), None): eng}
+    eng.reserve(32, 1024)  # a cache of 16 MiB, far above the allocator's background churn
+    assert generate(model, prompts, 20, {3}, 0, CPU) == first
+    assert any(s.graphs for s in eng.sessions.values())
     held = eng.kv.k + eng.kv.v + eng.kv.weights.tensors()
     kv_bytes = sum(t.untyped_storage().nbytes() for t in eng.kv.k + eng.kv.v)
     shape = eng.kv.k[0].shape
-    assert kv_bytes > 0 and eng.held_bytes() > kv_bytes  # the packed q|k|v and gate|up copies on top
+    assert kv_bytes >= 16 << 20 and eng.held_bytes() > kv_bytes  # the packed q|k|v and gate|up copies on top
+    engine_bytes = eng.held_bytes()
     params = {p.data_ptr() for p in model.parameters()}
     refs = [weakref.ref(t) for t in held if t.data_ptr() not in params]
     del held
+    gc.collect()
+    before = _malloc_in_use()
     release_cached_memory(CPU, model)
     gc.collect()
+    freed = before - _malloc_in_use()
+    assert freed >= engine_bytes - (256 << 10), (freed, engine_bytes)
     assert [r for r in refs if r() is not None] == [] and eng.held_bytes() == 0 and eng.kv.k == []
+    assert eng.pool is None and not any(s.graphs for s in eng.sessions.values())
+    before = _malloc_in_use()
     restore_engine_memory(model)
+    allocated = _malloc_in_use() - before
+    assert kv_bytes - (256 << 10) <= allocated <= kv_bytes + (4 << 20), (allocated, kv_bytes)
     assert eng.kv.k[0].shape == shape and eng.held_bytes() == kv_bytes
     assert generate(model, prompts, 20, {3}, 0, CPU) == first
