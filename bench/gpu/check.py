@@ -1,8 +1,8 @@
 """Correctness on the CUDA device before its speed is believed (bench/gpu/device-check.sh runs it first; CPU tests
 cover the same paths eagerly):
 
-1. the engine with CUDA graphs equals the reference loop greedy, token for token, in fp32 on a tiny Qwen2 (stop ids,
-   refilled slots), and equals itself without graphs, sampled;
+1. the engine (compiled, with CUDA graphs) equals the reference loop greedy, token for token, in fp32 on a tiny Qwen2
+   (stop ids, refilled slots), and equals itself eager without graphs, sampled;
 2. Liger-Kernel's fused linear cross-entropy (what TokenScorer's `nll` uses on CUDA) equals the chunked PyTorch
    function: loss and gradients, fp32 and bf16;
 3. packed attention on CUDA (torch's varlen flash attention when this torch has it: its probe) equals the padded
@@ -57,10 +57,12 @@ def check_engine() -> dict:
     lp_err = max(abs(a - b) for x, y in zip(out[1], ref[1]) for a, b in zip(x, y))
     sampled = generate(lm, prompts, 80, {3}, 0, DEV, temperature=0.9, top_p=0.95,
                        generator=torch.Generator(device=DEV).manual_seed(1))
-    _ENGINES[lm] = {(str(DEV), None): Engine(lm, DEV, None, graphs=False)}  # the same, eagerly
+    # the same without graphs nor compilation (CUDA's default engine compiles its steps: a compile error is said)
+    _ENGINES[lm] = {(str(DEV), None): Engine(lm, DEV, None, graphs=False, compiled=False)}
     eager = generate(lm, prompts, 80, {3}, 0, DEV, temperature=0.9, top_p=0.95,
                      generator=torch.Generator(device=DEV).manual_seed(1))
-    return {"ok": greedy_equal and lp_err < 1e-3 and sampled[0] == eager[0],
+    return {"ok": greedy_equal and lp_err < 1e-3 and sampled[0] == eager[0] and eng.stats.compile_error is None,
+            "compiled": eng.compiled, "compile_error": eng.stats.compile_error,
             "greedy_equal_to_reference": greedy_equal, "max_logprob_diff": lp_err,
             "sampled_graphs_equal_eager": sampled[0] == eager[0], "graphs_captured": eng.stats.graphs_captured,
             "graph_replays": eng.stats.graph_replays}

@@ -2,13 +2,14 @@
 # Prepare bench/gpu/device-check.sh for a lent GPU machine. Run HERE (a machine with the repo's .venv, node and
 # PyPI), from anywhere; it writes only ignored paths:
 #   .whl/                                   wheels of the pure-Python pins the device image lacks or has older
-#                                           (its image: torch 2.11, transformers 5.17, no pydantic/jsonschema/liger)
+#                                           (its image: torch 2.11, transformers 5.17 and a peft built against it, no
+#                                           pydantic/jsonschema/liger)
 #   src/trainer/coa_trainer/contracts/json  the generated contracts (npm run build), checked, not rebuilt
 #   .cache/bench-gpu/data                   the embedded benchmark with the environment server's observations
 #                                           (observations.json: the device has no node to run the server)
-# Then, with the device tool: run(command="bash bench/gpu/device-check.sh", timeout_s=560,
+# Then, with the device tool: run(command="bash bench/gpu/device-check.sh", timeout_s=480,
 #   carry=[".whl", "src/trainer/coa_trainer/contracts/json", ".cache/bench-gpu/data"])
-# and, back here, `.venv/bin/python bench/gpu/results.py <files_at>/gpu-0.5b*.json` (and 1.5b) to write the sections.
+# and, back here, `.venv/bin/python bench/gpu/results.py <files_at>/gpu-0.5b-*.json` (and 1.5b) to write the sections.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=.venv/bin/python
@@ -18,7 +19,8 @@ rm -rf .whl && mkdir -p .whl
 # the pins (requirements.txt) and, for their own dependencies, the versions this .venv runs the tests with
 pinned() { grep -i "^$1==" src/trainer/requirements.txt; }
 frozen() { "$PY" -m pip freeze 2>/dev/null | grep -i "^$1=="; }
-pkgs=("$(pinned transformers)" "$(pinned liger-kernel)" "$(pinned pydantic)" "$(pinned jsonschema)"
+# peft too: Liger's monkey_patch imports it, and the image's peft was built against its older transformers
+pkgs=("$(pinned transformers)" "$(pinned peft)" "$(pinned liger-kernel)" "$(pinned pydantic)" "$(pinned jsonschema)"
       "$(frozen pydantic_core)" "$(frozen annotated-types)" "$(frozen typing-inspection)" "$(frozen typing_extensions)"
       "$(frozen jsonschema-specifications)" "$(frozen referencing)" "$(frozen rpds-py)" "$(frozen regex)"
       "$(frozen tokenizers)")

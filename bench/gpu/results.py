@@ -30,7 +30,45 @@ def _decode(r: dict) -> str:
              else "on CPU there is no HBM: the floor uses this machine's measured memcpy bandwidth")
     best = " best of 3 calls each;" if r["device_type"] == "cpu" else ""
     return (f"Decode (greedy, prompt {sz['prompt']} + {sz['new']} new tokens per row, prefill included;{best} floor = {floor}):"
-            f"\n\n" + "\n".join(lines))
+            f"\n\n" + "\n".join(lines) + _ops(r) + _gpu_rows(r))
+
+
+def _gpu_rows(r: dict) -> str:
+    """On CPU, the GPU figures the decode targets are read on, each unmeasured (never estimated from CPU figures)."""
+    if r["device_type"] != "cpu":
+        return ""
+    rows = ["ours, 0.5B, batch 256, 256 + 128 tokens (tokens/s)", "ours ÷ HF generate, static cache + torch.compile, "
+            "same run", "ours, 1.5B, batch 256 (tokens/s)", "decode_ops_per_layer on CUDA (the profiler's kernels)",
+            "generation ÷ a steady RL step (graphs warm)"]
+    return ("\n\nOn a GPU (H100/H200) — this is a CPU run; bench/gpu/device-check.sh measures these first on a lent GPU "
+            "and writes `## bench/gpu (cuda, <shape>)`:\n\n| GPU measure | figure |\n|---|---|\n"
+            + "\n".join(f"| {x} | unmeasured |" for x in rows))
+
+
+def _ops(r: dict) -> str:
+    """decode_ops_per_layer of ours at each batch and at 0.5B's shape (rollout/kernels.py)."""
+    ours = [d for d in r.get("decode", []) if "decode_ops_per_layer" in d]
+    if not ours and "decode_ops" not in r:
+        return ""
+    how = ("the profiler's kernel events of one replayed block" if r["device_type"] == "cuda" else
+           "inductor's generated C++ kernels + the extern calls of its wrapper (matrix products, attention) in the "
+           "profile of one block")
+    out = [f"\n\nOurs' **decode_ops_per_layer** (kernels per decode step ÷ layers, the step's embedding, head, "
+           f"sampling and stops included; {how}):"]
+    for d in ours:
+        mode = ("compiled" if d["compiled"] else "eager") + (", graphs" if d["graphs"] else "")
+        out.append(f" batch {d['batch']}: **{d['decode_ops_per_layer']}** ({d['kernels_per_step']} per step, {mode}; "
+                   f"first call, compilation and captures included: {d['first_call_s']} s);")
+    x = r.get("decode_ops")
+    if x:
+        mode = "compiled" if x["compiled"] else f"eager (compilation failed: {x['compile_error']})"
+        top = ", ".join(f"{n} × {v:g}" for n, v in x["top"][:6])
+        few = (f"{x['layers']} of its {x['of_layers']} layers: the step's embedding, head and sampling spread over "
+               f"{x['layers']} layers, a higher figure than the whole model's" if x.get("of_layers", x["layers"]) !=
+               x["layers"] else f"{x['layers']} layers")
+        out.append(f" at Qwen2.5-0.5B's layer shape ({few}; the full vocabulary, 4 slots, {mode}): "
+                   f"**{x['per_layer']}** ({x['kernels_per_step']} per step; most frequent: {top}).")
+    return "".join(out)
 
 
 def _host(r: dict) -> str:
@@ -64,7 +102,8 @@ def _rl(r: dict) -> str:
                    f"{sz['prompt']} tokens, ≤ {sz['rl_new']} new sampled, {x['generated_tokens']:,} generated; GRPO "
                    f"update with a KL reference, packed micro-batches of ≤ {sz['budget']:,} tokens): generate "
                    f"{x['generate_s']} s, train {x['train_s']} s — **generation {x['generate_fraction']:.0%} of the "
-                   f"step**{was}; peak memory generate {x['generate_peak_gib']} GiB, train {x['train_peak_gib']} GiB; "
+                   f"step**{was}{_warm(x)}; peak memory generate {x['generate_peak_gib']} GiB, train "
+                   f"{x['train_peak_gib']} GiB; "
                    f"loss finite: {'yes' if x['loss_finite'] else '**no**'}.")
         a = r.get("rl_anchor")
         if "update_tokens_per_s" in x:
@@ -106,6 +145,16 @@ def _rl(r: dict) -> str:
                    f"{x['reprefill_tokens']:,}. Peak memory generate {x['generate_peak_gib']} GiB, train "
                    f"{x['train_peak_gib']} GiB; loss finite: {'yes' if x['loss_finite'] else '**no**'}.")
     return "\n\n".join(out)
+
+
+def _warm(x: dict) -> str:
+    """The steady step's generate with the engine's graphs warm: the stage frees them (KV cache, graphs, packed
+    weights) before each update, so each step captures its blocks again."""
+    if "generate_warm_s" not in x:
+        return ""
+    return (f"; its generate captured {x['captures']} block graph(s) again (the stage frees the engine's memory before "
+            f"each update); the same rollout with graphs warm {x['generate_warm_s']} s "
+            f"({x['captures_warm']} captures) — generation {x['generate_fraction_warm']:.0%} of such a step")
 
 
 def _fast_path(r: dict) -> str:
@@ -164,7 +213,7 @@ def merge(results: list[dict]) -> dict:
     r = dict(results[0])
     r["decode"] = [d for x in results for d in x.get("decode", []) + x.get("decode_anchor", [])]
     for x in results[1:]:
-        for k in ("host", "rl", "multi", "sft", "sft_before", "sft_anchor", "attention", "rl_anchor"):
+        for k in ("host", "decode_ops", "rl", "multi", "sft", "sft_before", "sft_anchor", "attention", "rl_anchor"):
             if k in x:
                 r[k] = x[k]
     # runs repeated on one machine (several result files each holding ours and the anchor): the range of ours ÷ anchor
@@ -192,7 +241,7 @@ def merge(results: list[dict]) -> dict:
     return r
 
 
-DECODE_KEYS, TRAINING_KEYS = ("decode", "host"), ("rl", "multi", "sft", "sft_before", "sft_anchor", "rl_anchor",
+DECODE_KEYS, TRAINING_KEYS = ("decode", "host", "decode_ops"), ("rl", "multi", "sft", "sft_before", "sft_anchor", "rl_anchor",
                                                   "attention")
 
 

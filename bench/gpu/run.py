@@ -49,7 +49,10 @@ import torch
 from coa_trainer.base import quiet  # noqa: F401
 from coa_trainer.data.samples import Encoded
 from coa_trainer.base.distributed import DistInfo
-from coa_trainer.rollout.generate import engine_for, generate, reference_generate, release_engines
+from coa_trainer.rollout import generate as generation
+from coa_trainer.rollout.engine import Engine
+from coa_trainer.rollout.generate import generate, reference_generate, release_engines, restore_engine_memory
+from coa_trainer.rollout.kernels import decode_kernels
 from coa_trainer.model.packing import micro_batches
 from coa_trainer.algos.grpo import Sample, group_advantages
 from coa_trainer.model.packing import layout
@@ -91,6 +94,23 @@ SIZES = {
 
 
 BEST_OF = {"cpu": 3, "cuda": 1}  # decode calls timed per run: the fastest counts
+COMPILED = True  # ours: the engine's compiled steps on every device (--eager: its eager ones on CPU)
+
+
+def ours(lm, dev: torch.device, compiled: bool | None = None):
+    """`lm`'s rollout engine, compiled (as on CUDA by default) unless --eager: registered where generate() finds it."""
+    eng = Engine(lm, dev, None, compiled=COMPILED if compiled is None else compiled)
+    generation._ENGINES[lm] = {(str(torch.device(dev)), None): eng}
+    return eng
+
+
+def ops_row(eng, batch: int, L: int) -> dict:
+    """Kernels per decode step of `eng`'s session of `batch` slots (rollout/kernels.py: the profiler's kernel events
+    on CUDA, inductor's kernels + extern calls on CPU), every slot decoding."""
+    s = next(x for x in reversed(eng.sessions.values()) if x.slots >= batch)
+    s.active.fill_(True)
+    s.budget.fill_(1 << 30)
+    return decode_kernels(eng, s, eng.attention_length(L))
 
 
 def steady_allocator() -> bool:
@@ -109,12 +129,15 @@ def steady_allocator() -> bool:
         return False
 
 
-def build(shape: str, dev: torch.device, dtype: torch.dtype, seed: int = 0, ckpt: bool = False):
+def build(shape: str, dev: torch.device, dtype: torch.dtype, seed: int = 0, ckpt: bool = False,
+          layers: int | None = None):
+    """A random model of `shape` (`layers`: that many of its decoder layers instead of all)."""
     from transformers import AutoModelForCausalLM, Qwen2Config
 
     torch.manual_seed(seed)
+    spec = {**SHAPES[shape], **({"num_hidden_layers": layers} if layers else {})}
     cfg = Qwen2Config(vocab_size=VOCAB, max_position_embeddings=32768, tie_word_embeddings=True, rope_theta=1e6,
-                      attn_implementation="sdpa", **SHAPES[shape])
+                      attn_implementation="sdpa", **spec)
     with torch.device(dev):  # initialised where it runs: a 1.5B model's random init on the host took tens of seconds
         m = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
     if ckpt:
@@ -321,10 +344,13 @@ def decode_rows(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ban
     for batch in sz["batches"]:
         plist, new = decode_prompts(batch, sz), sz["new"]
         runs: dict[str, tuple[float, float]] = {}
-        generate(lm, plist, new, set(), 0, dev)  # warm-up: the engine captures its graphs for these shapes
+        eng = ours(lm, dev)
+        # warm-up: the engine compiles its steps (once per process) and captures its graphs for these shapes
+        _, first_s = _timed(dev, generate, lm, plist, new, set(), 0, dev)
         reset_peak(dev)
-        (ours, _, _), t = _best(dev, generate, lm, plist, new, set(), 0, dev)
+        (out, _, _), t = _best(dev, generate, lm, plist, new, set(), 0, dev)
         runs["ours (engine)"] = (batch * new / t, peak_memory(dev))
+        ops = ops_row(eng, batch, sz["prompt"] + new)
         release_engines(lm)
         release_cached_memory(dev)
         reset_peak(dev)
@@ -332,16 +358,36 @@ def decode_rows(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ban
         runs["reference loop (before)"] = (batch * new / t, peak_memory(dev))
         # greedy agreement with the reference: every token on CPU (fp32); in bf16 a random model's near-ties part
         # the two forwards' rounding sooner or later, so the share of tokens before each row's first difference
-        agree = sum(next((i for i, (a, b) in enumerate(zip(x, y)) if a != b), len(x)) for x, y in zip(ours, ref))
-        agree /= max(1, sum(len(x) for x in ours))
+        agree = sum(next((i for i, (a, b) in enumerate(zip(x, y)) if a != b), len(x)) for x, y in zip(out, ref))
+        agree /= max(1, sum(len(x) for x in out))
         if batch == sz["batches"][-1]:
             runs.update(hf_decode(shape, dev, dtype, sz, batch, static=False))
         release_cached_memory(dev)
         floor = floor_tokens_per_s(lm, batch, sz["prompt"], new, bandwidth)
         rows += [decode_row(batch, name, tps, peak, floor, agree if name.startswith("ours") else None)
                  for name, (tps, peak) in runs.items()]
+        rows[-len(runs)].update(decode_ops_per_layer=ops["per_layer"], kernels_per_step=ops["kernels_per_step"],
+                                compiled=ops["compiled"], graphs=ops["graphs"], first_call_s=round(first_s, 2),
+                                kernels_top=ops["top"])
     release_cached_memory(dev)
     return rows
+
+
+def decode_ops(shape: str, dev: torch.device, sz: dict, layers: int | None) -> dict:
+    """Kernels per decode step of ours at a model size's layer shape (the full vocabulary, fp32 on CPU), 4 slots: the
+    compiled step's count is a property of the step, not of the batch. `layers`: that many decoder layers (None:
+    all) — the step's embedding, head and sampling kernels are then spread over fewer layers, so the per-layer figure
+    is higher than the whole model's."""
+    lm = build(shape, dev, torch.float32 if dev.type == "cpu" else torch.bfloat16, layers=layers).eval()
+    eng = ours(lm, dev)
+    if dev.type == "cpu":  # the count is the decode step's: the prefill runs eagerly (one compilation, not two)
+        eng._prefill_fn = eng._prefill_forward
+    plist = decode_prompts(4, sz)
+    _, first_s = _timed(dev, generate, lm, plist, 8, set(), 0, dev)
+    k = ops_row(eng, 4, sz["prompt"] + 16)
+    release_engines(lm)
+    return {"shape": shape, "first_call_s": round(first_s, 1), "compile_error": eng.stats.compile_error,
+            "of_layers": SHAPES[shape]["num_hidden_layers"], **k}
 
 
 def decode_prompts(batch: int, sz: dict) -> list[list[int]]:
@@ -413,7 +459,7 @@ def host_time(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> di
     del lm.forward
     before = {**min(runs, key=lambda x: x["wall_s"]),
               "ops_per_step": ops_per_step(new, reference_generate, lm, plist, new, set(), 0, dev)}
-    eng = engine_for(lm, dev, None)
+    eng = ours(lm, dev, compiled=False)  # eager: the forward's own time is measured per step
     generate(lm, plist, new, set(), 0, dev)  # warm-up
     runs = []
     for _ in range(BEST_OF[dev.type]):
@@ -476,14 +522,22 @@ def rl_single(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> di
     model = TokenScorer(lm)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(params, 1e-6, 0.0)
+    eng = ours(lm, dev)
     steps = []
     for i in range(2):
         gen = torch.Generator().manual_seed(2 + i)
         reset_peak(dev)
+        c0 = eng.stats.graphs_captured
         (new, lps, _), gen_s = _timed(dev, generate, lm, prompts, sz["rl_new"], set(), 0, dev, temperature=1.0,
                                        generator=gen)
+        captures = eng.stats.graphs_captured - c0
         gen_peak = peak_memory(dev)
-        release_cached_memory(dev)  # as the RL stage does between its rollout and its update
+        if i == 1:  # the same rollout again, graphs warm (the stage frees them before each update)
+            c1 = eng.stats.graphs_captured
+            _, warm_s = _timed(dev, generate, lm, prompts, sz["rl_new"], set(), 0, dev, temperature=1.0,
+                               generator=torch.Generator().manual_seed(2 + i))
+            warm = {"generate_warm_s": round(warm_s, 3), "captures_warm": eng.stats.graphs_captured - c1}
+        release_cached_memory(dev, lm)  # as the RL stage does between its rollout and its update
         rewards = torch.rand(len(prompts), generator=torch.Generator().manual_seed(3 + i)).tolist()
         samples = [Sample(p, n, [1] * len(n), lp, a)
                    for p, n, lp, a in zip(prompts, new, lps, group_advantages(rewards, G, True))]
@@ -491,17 +545,20 @@ def rl_single(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> di
         reset_peak(dev)
         (totals, _), train_s = _timed(dev, policy_updates, model, ref, opt, params, samples, G, rl_config(sz), 0, dev,
                                       None, DistInfo())
+        restore_engine_memory(lm)
         lm.eval()
         lens = [len(s.prompt_ids) + len(s.ids) for s in samples]
-        steps.append({"generate_s": round(gen_s, 3), "train_s": round(train_s, 3),
+        steps.append({"generate_s": round(gen_s, 3), "train_s": round(train_s, 3), "captures": captures,
                       "generate_fraction": round(gen_s / (gen_s + train_s), 3),
                       "generated_tokens": sum(len(n) for n in new), "update_tokens": sum(lens),
                       "update_tokens_per_s": round(sum(lens) / train_s, 1),
                       "update_model_tflops": round(sum(lens) * update_flops_per_token(lm, lens) / train_s / 1e12, 4),
                       "generate_peak_gib": round(gen_peak, 2), "train_peak_gib": round(peak_memory(dev), 2),
                       "loss_finite": bool(torch.isfinite(torch.tensor(totals["loss_sum"])))})
-    release_cached_memory(dev)
-    steady = steps[1]
+    release_cached_memory(dev, lm)
+    steady = {**steps[1], **warm}
+    steady["generate_fraction_warm"] = round(warm["generate_warm_s"] / (warm["generate_warm_s"] + steady["train_s"]),
+                                             3)
     out = {"trajectories": len(prompts), **steady, "first_step": steps[0],
            "fast_path": {**model.fast_path(None, True, "grpo"), "AdamW": str(opt.coa_adamw)}}
     if not fused_token_loss(model):  # CPU: the fused GRPO head CUDA runs, forced, on the same trajectories
@@ -561,9 +618,9 @@ def rl_multi(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, data_d
     ref = build(shape, dev, dtype, seed=0)
     ref.requires_grad_(False)
     kw = dict(turn_tokens=sz["turn_tokens"], max_new_tokens=sz["turn_new"], max_obs_tokens=sz["obs"])
-    agent.multi_turn(lm, tok, prompts[:G], observations, dev, **kw)  # warm-up
+    eng = ours(lm, dev)
+    agent.multi_turn(lm, tok, prompts, observations, dev, **kw)  # warm-up at the timed slot count
     reset_peak(dev)
-    eng = engine_for(lm, dev, None)
     p0 = eng.stats.prefill_tokens
     (trajs, timings, _), gen_s = _timed(dev, agent.multi_turn, lm, tok, prompts, observations, dev, **kw)
     gen_peak = peak_memory(dev)
@@ -613,11 +670,19 @@ def main() -> None:
                     help="ours in SFT, whatever the memory (default: off unless it runs out of memory without)")
     ap.add_argument("--data", default=str(ROOT / ".cache" / "bench-gpu" / "data"),
                     help="embedded benchmark directory with observations.json (made here when missing: needs node)")
-    ap.add_argument("--only", default="decode,host,rl,multi,sft,sft-before,attention,anchor-decode,anchor-sft,anchor-rl",
+    ap.add_argument("--only", default="decode,ops,host,rl,multi,sft,sft-before,attention,anchor-decode,anchor-sft,"
+                                      "anchor-rl",
                     help="sections to run, in this order (device-check.sh runs the anchors in a second process)")
+    ap.add_argument("--eager", action="store_true",
+                    help="ours' engine eager, without torch.compile (default: compiled on every device)")
+    ap.add_argument("--ops-layers", type=int, default=None,
+                    help="decoder layers of the 0.5B-shaped model the kernels per decode step are counted on "
+                         "(default: all on CUDA, 2 on CPU, where inductor's C++ compile of 24 layers takes long)")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--out", default=None, help="also write the result JSON here")
     args = ap.parse_args()
+    global COMPILED
+    COMPILED = not args.eager
     torch.set_num_threads(args.threads)
     dev = torch.device(args.device)
     steady = steady_allocator() if dev.type == "cpu" else None
@@ -652,6 +717,9 @@ def main() -> None:
     sections = {  # run in the order --only names them
         "decode": lambda: emit("decode", decode_rows(args.shape, dev, dtype, sz, bw)),
         "host": lambda: dev.type == "cpu" and emit("host", host_time(args.shape, dev, dtype, sz)),
+        # kernels per decode step at Qwen2.5-0.5B's shape (the decode rows count them at the run's own shape)
+        "ops": lambda: emit("decode_ops", decode_ops("0.5b", dev, sz, args.ops_layers or (2 if dev.type == "cpu"
+                                                                                         else None))),
         "rl": lambda: emit("rl", rl_single(args.shape, dev, dtype, sz)),
         "multi": lambda: emit("multi", rl_multi(args.shape, dev, dtype, sz, Path(args.data))),
         "sft": lambda: emit("sft", sft_decided(args.shape, dev, dtype, sz, ckpt)),
