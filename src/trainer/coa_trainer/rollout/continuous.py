@@ -292,7 +292,7 @@ class Continuous:
     def _read(self, staged: Staged) -> None:
         tok, lp, live, hit = staged.read()
         calls: list[tuple[Job, str]] = []
-        for slot, (job, phase) in staged.jobs.items():
+        for slot, (job, phase) in (staged.jobs or {}).items():
             job.unread -= self.engine.block
             if self.decoding.get(slot) is not job or job.phases != phase:  # that phase ended in an earlier block
                 continue

@@ -29,7 +29,7 @@ import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
@@ -39,6 +39,12 @@ from .kvmodel import KVModel
 from .sampling import choose
 from .stoptable import StopTable
 from ..data.tokenizer import TextTokenizer
+
+if TYPE_CHECKING:
+    from .continuous import Job
+
+    # what the host knew was decoding when a block was launched: slot → (job, the job's phase count then)
+    Jobs = dict[int, tuple[Job, int]]
 
 BLOCK = 8  # decode steps between two host reads
 MIN_BUCKET = 64
@@ -109,7 +115,7 @@ class Staged:
     """A block's outputs on their way to the host (`Engine.stage`): on CUDA a non-blocking copy into pinned memory
     that `read()` waits for, so the next block can be launched before this one is read."""
 
-    def __init__(self, tensors: list[torch.Tensor], event: Any, jobs: Any = None):
+    def __init__(self, tensors: list[torch.Tensor], event: torch.cuda.Event | None, jobs: Jobs | None = None):
         self.tensors, self.event, self.jobs = tensors, event, jobs
 
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -136,17 +142,20 @@ def compile_fn(fn: Callable, device: torch.device) -> Callable:
     at 2 rows and 2 tokens at least), and sizes that happen to be equal are not assumed equal (no duck sizing: a
     session as large as the cache must not make a smaller one recompile). On CPU the generated C++ kernels are
     recorded in the profiler, so that kernels per step can be counted (kernels.decode_kernels)."""
-    options = {"cpp.enable_kernel_profile": True} if device.type == "cpu" else None
-    compiled = torch.compile(fn, fullgraph=True, dynamic=True, options=options)
+    if device.type == "cpu":
+        compiled = torch.compile(fn, fullgraph=True, dynamic=True, options={"cpp.enable_kernel_profile": True})
+    else:
+        compiled = torch.compile(fn, fullgraph=True, dynamic=True)
     try:
         import torch.fx.experimental._config as fx_config
 
         fx_config.use_duck_shape  # noqa: B018 — present in this torch
-        distinct: Callable[[], Any] = lambda: fx_config.patch(use_duck_shape=False)  # noqa: E731
+        patch = fx_config.patch  # pyright: ignore[reportAttributeAccessIssue] — made by torch's config module
+        distinct: Callable[[], Any] = lambda: patch(use_duck_shape=False)  # noqa: E731
     except (ImportError, AttributeError):
         distinct = contextlib.nullcontext
 
-    def call(*args: Any) -> Any:
+    def call(*args: object) -> object:
         with distinct():
             return compiled(*args)
 
@@ -452,7 +461,7 @@ class Engine:
     def clear_column0(self, s: Session) -> None:
         s.out_live[:, 0] = False
 
-    def stage(self, s: Session, jobs: Any = None) -> Staged:
+    def stage(self, s: Session, jobs: Jobs | None = None) -> Staged:
         """Start copying the last block's outputs to the host (one packed int64 tensor and the log-probs); on CUDA
         asynchronously into one of two pinned buffer sets, so a block can be read while the next one runs. `jobs`
         rides along (what the host knew was decoding when the block was launched)."""
@@ -485,12 +494,12 @@ def _unpack(packed: torch.Tensor, lp: torch.Tensor) -> list[torch.Tensor]:
 class _StagedPacked(Staged):
     """A CUDA stage: the packed host buffers are unpacked once the copy is done."""
 
-    def __init__(self, packed: torch.Tensor, lp: torch.Tensor, event: Any, jobs: Any):
+    def __init__(self, packed: torch.Tensor, lp: torch.Tensor, event: torch.cuda.Event, jobs: Jobs | None):
         super().__init__([], event, jobs)
-        self.packed, self.lp = packed, lp
+        self.packed, self.lp, self.done = packed, lp, event
 
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        self.event.synchronize()
+        self.done.synchronize()
         p = self.packed.numpy()
         # copies: the pinned buffers are written again two blocks later
         return p & ((1 << 40) - 1), self.lp.numpy().copy(), (p >> 40) & 1 == 1, (p >> 41) & 1 == 1

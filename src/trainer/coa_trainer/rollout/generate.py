@@ -45,21 +45,21 @@ def release_engines(model: torch.nn.Module) -> None:
         eng.free()
 
 
-def release_engine_memory(model: Any) -> None:
+def release_engine_memory(model: torch.nn.Module) -> None:
     """Before a training forward: free what the model's engines hold between calls (KV caches, captured graphs and
     their pool, packed weights), remembering the caches' sizes for `restore_engine_memory`."""
     for eng in (_ENGINES.get(model) or {}).values():
         eng.release()
 
 
-def restore_engine_memory(model: Any) -> None:
+def restore_engine_memory(model: torch.nn.Module) -> None:
     """After the update: the caches allocated again at their sizes, the packed weights from the updated model."""
     for eng in (_ENGINES.get(model) or {}).values():
         eng.restore()
 
 
 @contextlib.contextmanager
-def eval_mode(model: Any) -> Iterator[None]:
+def eval_mode(model: torch.nn.Module) -> Iterator[None]:
     """The model in eval mode inside, each module's own mode restored after: trajectories are sampled from the
     policy the trainer scores (no dropout — a LoRA model's lora_dropout, a config's attention or hidden dropout —
     while the behaviour policy samples), and training goes on in train mode."""
@@ -76,7 +76,7 @@ def eval_mode(model: Any) -> Iterator[None]:
 def in_eval_mode(fn: Callable) -> Callable:
     """`fn(model, …)` run under `eval_mode(model)`."""
     @functools.wraps(fn)
-    def wrapped(model: Any, *args: Any, **kwargs: Any) -> Any:
+    def wrapped(model: torch.nn.Module, *args: object, **kwargs: object) -> object:
         with eval_mode(model):
             return fn(model, *args, **kwargs)
 

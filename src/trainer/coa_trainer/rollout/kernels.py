@@ -13,9 +13,13 @@ Allocation, view and metadata operators launch no kernel and are not counted."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Callable
 
 import torch
+from torch.autograd.profiler_util import FunctionEvent
+
+if TYPE_CHECKING:
+    from .engine import Engine, Session
 
 # operators that launch no kernel: allocations, views and metadata
 NO_KERNEL = {f"aten::{n}" for n in (
@@ -29,11 +33,11 @@ MAY_COPY = {"aten::to", "aten::reshape", "aten::contiguous", "aten::type_as", "a
 COMPILED_CALL = "## Call CompiledFxGraph"
 
 
-def _kernel_below(e: Any) -> bool:
+def _kernel_below(e: FunctionEvent) -> bool:
     return any(c.name not in NO_KERNEL or _kernel_below(c) for c in e.cpu_children)
 
 
-def _is_kernel(e: Any) -> bool:
+def _is_kernel(e: FunctionEvent) -> bool:
     if "cpp_fused" in e.name:
         return True
     if not e.name.startswith("aten::"):
@@ -41,7 +45,7 @@ def _is_kernel(e: Any) -> bool:
     return e.name not in NO_KERNEL or (e.name in MAY_COPY and _kernel_below(e))
 
 
-def count_kernels(fn: Any, device: torch.device) -> tuple[int, Counter]:
+def count_kernels(fn: Callable[[], object], device: torch.device) -> tuple[int, Counter]:
     """(kernels, per name) launched by `fn()` (see the module doc)."""
     from torch.profiler import ProfilerActivity, profile
 
@@ -52,10 +56,10 @@ def count_kernels(fn: Any, device: torch.device) -> tuple[int, Counter]:
         if cuda:
             torch.cuda.synchronize(device)
     names: Counter = Counter()
-    events = prof.events()
+    events = prof.events() or []
     if cuda:
         for e in events:
-            if e.device_type == torch.autograd.DeviceType.CUDA:
+            if e.device_type.name == "CUDA":
                 names[e.name[:80]] += 1
         return sum(names.values()), names
     compiled = [e for e in events if e.name.startswith(COMPILED_CALL)]
@@ -71,7 +75,7 @@ def count_kernels(fn: Any, device: torch.device) -> tuple[int, Counter]:
     return sum(names.values()), names
 
 
-def decode_kernels(engine: Any, s: Any, L: int) -> dict:
+def decode_kernels(engine: Engine, s: Session, L: int) -> dict:
     """Kernels per decode step of `engine`'s block over session `s` at attention length `L` (its graph or
     compilation made first, outside the profile), and per layer: {"kernels_per_step", "per_layer", "layers",
     "compiled", "graphs", "top"}."""

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from ..model.family import base_model, full_attention_reason
 
 
-def _lora_layer(mod: Any) -> bool:
+def _lora_layer(mod: object) -> bool:
     try:
         from peft.tuners.lora import LoraLayer
     except ImportError:
@@ -43,7 +43,9 @@ def linear_reason(mod: Any, name: str) -> str | None:
     """None when `mod` is a linear layer the packed weights can stand for; otherwise why not."""
     if isinstance(mod, torch.nn.Linear) and type(mod).forward is torch.nn.Linear.forward:
         return None
-    if _lora_layer(mod) and isinstance(mod.get_base_layer(), torch.nn.Linear) and hasattr(mod, "get_delta_weight"):
+    lora = _lora_layer(mod)
+    base = mod.get_base_layer() if lora else None  # pyright: ignore[reportCallIssue] — a peft layer's method
+    if lora and isinstance(base, torch.nn.Linear) and hasattr(mod, "get_delta_weight"):
         variants = [a for a in getattr(mod, "lora_variant", {}) if a in mod.active_adapters]
         if variants:
             return f"{name}: a LoRA variant (DoRA or the like: {', '.join(variants)}) cannot be merged into one weight"
@@ -132,7 +134,7 @@ class DecodeWeights:
     buffers are written in place, and a weight that needs no packing, merging or cast is the parameter itself.
     Returns whether any tensor the layers read was replaced (captured graphs then read stale memory)."""
 
-    def __init__(self, layers: list[Any], head: Any, dtype: torch.dtype | None):
+    def __init__(self, layers: list[Any], head: torch.nn.Module, dtype: torch.dtype | None):
         self.mods, self.head_mod, self.dtype = layers, head, dtype
         self.layers: list[LayerWeights] = []
         self.head: torch.Tensor | None = None
@@ -161,7 +163,7 @@ class DecodeWeights:
         shape = (sum(rows), *like.shape[1:])
         dt = self._dtype(like)
         fresh = old is None or old.shape != shape or old.dtype != dt or old.device != like.device
-        out = torch.empty(shape, dtype=dt, device=like.device) if fresh else old
+        out = torch.empty(shape, dtype=dt, device=like.device) if fresh or old is None else old
         at = 0
         for p, n in zip(parts, rows):
             if p is None:
@@ -193,17 +195,17 @@ class DecodeWeights:
             d = effective_linear(m.down_proj)
             rows_qkv = [q[0].shape[0], k[0].shape[0], v[0].shape[0]]
             rows_gu = [g[0].shape[0], u[0].shape[0]]
-            lw = {}
-            lw["qkv"], r1 = self._packed(old and old.qkv, [q[0], k[0], v[0]], rows_qkv, q[0])
-            lw["qkv_bias"], r2 = self._packed(old and old.qkv_bias, [q[1], k[1], v[1]], rows_qkv, q[0][:, 0])
-            lw["gate_up"], r3 = self._packed(old and old.gate_up, [g[0], u[0]], rows_gu, g[0])
-            lw["gate_up_bias"], r4 = self._packed(old and old.gate_up_bias, [g[1], u[1]], rows_gu, g[0][:, 0])
-            lw["o"], r5 = self._single(old and old.o, o[0], _lora_layer(a.o_proj))
-            lw["o_bias"], r6 = self._single(old and old.o_bias, o[1], _lora_layer(a.o_proj))
-            lw["down"], r7 = self._single(old and old.down, d[0], _lora_layer(m.down_proj))
-            lw["down_bias"], r8 = self._single(old and old.down_bias, d[1], _lora_layer(m.down_proj))
+            qkv, r1 = self._packed(old and old.qkv, [q[0], k[0], v[0]], rows_qkv, q[0])
+            qkv_bias, r2 = self._packed(old and old.qkv_bias, [q[1], k[1], v[1]], rows_qkv, q[0][:, 0])
+            gate_up, r3 = self._packed(old and old.gate_up, [g[0], u[0]], rows_gu, g[0])
+            gate_up_bias, r4 = self._packed(old and old.gate_up_bias, [g[1], u[1]], rows_gu, g[0][:, 0])
+            o_w, r5 = self._single(old and old.o, o[0], _lora_layer(a.o_proj))
+            o_bias, r6 = self._single(old and old.o_bias, o[1], _lora_layer(a.o_proj))
+            down, r7 = self._single(old and old.down, d[0], _lora_layer(m.down_proj))
+            down_bias, r8 = self._single(old and old.down_bias, d[1], _lora_layer(m.down_proj))
             replaced |= old is None or any((r1, r2, r3, r4, r5, r6, r7, r8))
-            new_layers.append(LayerWeights(**lw))
+            assert qkv is not None and o_w is not None and gate_up is not None and down is not None
+            new_layers.append(LayerWeights(qkv, qkv_bias, o_w, o_bias, gate_up, gate_up_bias, down, down_bias))
         self.layers = new_layers
         hw, hb = effective_linear(self.head_mod)
         merged = _lora_layer(self.head_mod)
@@ -297,4 +299,6 @@ class KVModel:
             h = h[:, -1]
         else:
             h = h[torch.arange(n, device=ids.device), last]
-        return F.linear(self.inner.norm(h), self.weights.head, self.weights.head_bias).float()
+        head = self.weights.head
+        assert head is not None, "the packed weights are synced at the start of every engine call"
+        return F.linear(self.inner.norm(h), head, self.weights.head_bias).float()

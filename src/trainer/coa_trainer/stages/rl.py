@@ -421,7 +421,7 @@ class GrpoSteps:
             self.env.stop()
 
 
-def release_cached_memory(device: torch.device, model: Any = None) -> None:
+def release_cached_memory(device: torch.device, model: torch.nn.Module | None = None) -> None:
     """Free what `model`'s rollout engines hold between calls (KV caches, captured graphs, packed weights:
     generate.release_engine_memory) and hand the allocator's cached blocks back, so the training step's activations
     and the next rollout's cache are not fragmented around them."""
