@@ -39,14 +39,15 @@ def _lora_layer(mod: object) -> bool:
     return isinstance(mod, LoraLayer)
 
 
-def linear_reason(mod: Any, name: str) -> str | None:
+def linear_reason(mod: torch.nn.Module, name: str) -> str | None:
     """None when `mod` is a linear layer the packed weights can stand for; otherwise why not."""
     if isinstance(mod, torch.nn.Linear) and type(mod).forward is torch.nn.Linear.forward:
         return None
+    peft_layer: Any = mod  # a peft LoraLayer's attributes and methods (peft is optional: no type to name)
     lora = _lora_layer(mod)
-    base = mod.get_base_layer() if lora else None  # pyright: ignore[reportCallIssue] — a peft layer's method
+    base = peft_layer.get_base_layer() if lora else None
     if lora and isinstance(base, torch.nn.Linear) and hasattr(mod, "get_delta_weight"):
-        variants = [a for a in getattr(mod, "lora_variant", {}) if a in mod.active_adapters]
+        variants = [a for a in getattr(mod, "lora_variant", {}) if a in peft_layer.active_adapters]
         if variants:
             return f"{name}: a LoRA variant (DoRA or the like: {', '.join(variants)}) cannot be merged into one weight"
         return None
@@ -54,10 +55,11 @@ def linear_reason(mod: Any, name: str) -> str | None:
 
 
 @torch.no_grad()
-def effective_linear(mod: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(weight, bias) of what `mod` computes in eval mode: a plain layer's own parameters (not copied), or a LoRA
+def effective_linear(layer: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(weight, bias) of what `layer` computes in eval mode: a plain layer's own parameters (not copied), or a LoRA
     layer's base weight with its active adapters merged (a new tensor) — removed again if they are merged into the
     base weight while adapters are disabled."""
+    mod: Any = layer  # nn.Linear's or a peft LoraLayer's attributes (peft is optional: no type to name)
     if not _lora_layer(mod):
         return mod.weight.detach(), None if mod.bias is None else mod.bias.detach()
     base = mod.get_base_layer()
