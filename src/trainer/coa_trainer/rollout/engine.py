@@ -29,7 +29,7 @@ import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -40,11 +40,8 @@ from .sampling import choose
 from .stoptable import StopTable
 from ..data.tokenizer import TextTokenizer
 
-if TYPE_CHECKING:
-    from .continuous import Job
-
-    # what the host knew was decoding when a block was launched: slot → (job, the job's phase count then)
-    Jobs = dict[int, tuple[Job, int]]
+# what the host knew was decoding when a block was launched: slot → (continuous.Job, the job's phase count then)
+Jobs = dict[int, tuple[Any, int]]
 
 BLOCK = 8  # decode steps between two host reads
 MIN_BUCKET = 64
