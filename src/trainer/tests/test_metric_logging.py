@@ -131,7 +131,9 @@ def test_pipeline_logs_every_panel_metric_to_wandb_and_tensorboard(tmp_path, wri
     assert_same(tensorboard_series(run / "tensorboard"), want, "tensorboard")
     got, runs = wandb_series(run)
     assert_same(got, want, "wandb")
-    assert runs["rl2"] == {"name": "run/rl2", "group": "run", "project": "coa-test", "tags": ["ci"], "id": "run-rl2",
+    rl2_id = runs["rl2"].pop("id")
+    assert rl2_id.startswith("run-rl2-"), rl2_id  # <run id>-<stage>-<hash of the run directory>
+    assert runs["rl2"] == {"name": "run/rl2", "group": "run", "project": "coa-test", "tags": ["ci"],
                            "exit_code": 0}  # finished when the stage did
     assert runs["pretrain"]["exit_code"] == 0
 
