@@ -193,6 +193,18 @@ test('a replay of the fork\'s record runs with the checkpoint the fork exported:
   await ed.page.locator('.tabs-container .tab', { hasText: 'q0488-40-0#fork-3.coa.jsonl' }).waitFor({ state: 'hidden', timeout: 15_000 });
 });
 
+/** Until the record views' token decorations have stopped changing for 2 s (some, if any cell has tokens). */
+async function decorationsSettled(): Promise<void> {
+  const tokens = ed.page.locator('.notebook-editor .cell-editor-part .view-overlays .cdr');
+  let last = -1;
+  let since = Date.now();
+  await until('the token decorations settled', async () => {
+    const n = await tokens.count();
+    if (n !== last) [last, since] = [n, Date.now()];
+    return n > 0 && Date.now() - since >= 2_000;
+  }, 30_000).catch(() => undefined); // a record without tokens has none to wait for
+}
+
 /** Quick Open on a path (several files share the name), Enter on its first match. */
 async function quickOpen(path: string): Promise<void> {
   await ed.page.keyboard.press('Escape');
@@ -234,6 +246,10 @@ test('the browser of a 1,536-record rollouts file shows the stored rewards and o
   await ed.page.locator('.tabs-container .tab.active', { hasText: 'q0118-5-74.coa.jsonl' }).first().waitFor({ timeout: 15_000 });
   // The record view is the active editor, on one of its step cells (the status bar counts its cells).
   await ed.page.locator('.part.statusbar .statusbar-item', { hasText: /Cell [2-9] of \d+/ }).first().waitFor({ timeout: 15_000 });
+  // Its cells' token decorations land before its tab is closed: they follow a cell editor once it has lasted a moment
+  // (tokens/overlays.ts), and a close within that moment races the window's teardown of the editor, which the
+  // extension hears of only afterwards. What the last test checks is that nothing goes to editors once closed.
+  await decorationsSettled();
   // Its tab closed, its problems leave Problems at once (VS Code keeps the notebook open for 40 s to minutes more).
   await ed.page.keyboard.press('Control+W');
   await ed.page.locator('.tabs-container .tab', { hasText: 'q0118-5-74.coa.jsonl' }).waitFor({ state: 'hidden', timeout: 15_000 });
