@@ -337,7 +337,12 @@ export async function runCommand(page: Page, title: string, timeout = 90_000): P
       if (Date.now() > deadline) throw new Error(`the command palette did not open for "${title}" within ${timeout / 1000} s`);
       continue;
     }
-    await input.fill(`>${title}`);
+    // The palette can close under the pointer (a notification toast taking focus as it appears): then ask again.
+    const filled = await input.fill(`>${title}`, { timeout: 10_000 }).then(() => true, () => false);
+    if (!filled) {
+      if (Date.now() > deadline) throw new Error(`the command palette closed before "${title}" could be typed, for ${timeout / 1000} s`);
+      continue;
+    }
     const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
     const found = await row.waitFor({ timeout: 5_000 }).then(() => true, () => false);
     if (found) return row.click();
