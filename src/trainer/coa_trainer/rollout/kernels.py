@@ -65,8 +65,10 @@ def count_kernels(fn: Callable[[], object], device: torch.device) -> tuple[int, 
     compiled = [e for e in events if e.name.startswith(COMPILED_CALL)]
     if compiled:
         for call in compiled:
+            # The call's own thread only: the profiler nests by time, and on a loaded machine an event of another
+            # thread (a test runner's, a compile worker's) can land inside the call's span
             for e in call.cpu_children:
-                if _is_kernel(e):
+                if e.thread == call.thread and _is_kernel(e):
                     names[e.name.split("cpp_fused_")[-1][:80] if "cpp_fused" in e.name else e.name] += 1
         return sum(names.values()), names
     for e in events:  # eager: top-level operators
