@@ -41,11 +41,17 @@ def compiled():
     blocks captured (on CPU a replay of the compiled steps) and read while the next one runs."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    # A stage run in this process before (deterministic: true) leaves torch's deterministic mode on, under which
+    # inductor fuses less (16 kernels a layer): the count is of the default mode, the one rollouts run in by default
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(False)
+    torch._dynamo.reset()
     model = _model(896, 4864)
     with torch.no_grad():  # logits further apart than the init's: fewer near-ties for a greedy comparison
         model.lm_head.weight.mul_(20)
     yield model, _compiled_engine(model)
     torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(deterministic)
 
 
 def _prompts(n: int, seed: int) -> list[list[int]]:
