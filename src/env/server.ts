@@ -16,7 +16,7 @@ import { SearchPool } from './search-pool';
 import { makeRandom } from './random';
 import { authenticate, routePath } from './retrieve';
 import { ToolHealth } from './toolHealth';
-import { envRoutes, findRoute, type HandlerContext, type Reply, type Route } from './routes';
+import { envRoutes, findRoute, type HandlerContext, type Reply, type Route, type RouteDeps } from './routes';
 import { CorpusError } from './corpus';
 
 export interface EnvServerOptions extends OpenOptions {
@@ -120,14 +120,7 @@ interface RequestRules {
 }
 
 /** What the server owns and closes, and counts into. */
-interface ServerParts {
-  retriever: Retriever;
-  pool: SearchPool;
-  otc: OtcStates;
-  toolHealth: ToolHealth;
-  bodyBudget: BodyBudget;
-  stats: Record<string, number>;
-}
+type ServerParts = Pick<RouteDeps, 'retriever' | 'pool' | 'otc' | 'toolHealth' | 'bodyBudget' | 'stats'>;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
