@@ -65,8 +65,8 @@ def count_kernels(fn: Callable[[], object], device: torch.device) -> tuple[int, 
     compiled = [e for e in events if e.name.startswith(COMPILED_CALL)]
     if compiled:
         for call in compiled:
-            # The call's own thread only: the profiler nests by time, and on a loaded machine an event of another
-            # thread (a test runner's, a compile worker's) can land inside the call's span
+            # The call's own thread only: its wrapper launches its kernels in turn there, and the profiler nests
+            # events by time, so another thread's event inside the call's span is not one of them
             for e in call.cpu_children:
                 if e.thread == call.thread and _is_kernel(e):
                     names[e.name.split("cpp_fused_")[-1][:80] if "cpp_fused" in e.name else e.name] += 1
