@@ -25,9 +25,9 @@ import os
 import subprocess
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..base import quiet  # noqa: F401
 from ..base.config import validate_config
@@ -41,6 +41,13 @@ from ..data.records import RecordTokens, grading_view, reward_json, trajectory_r
 from ..contracts.env_protocol import Reward
 from ..contracts.error_code import ErrorCode
 from ..base.events import EventWriter
+from ..data.benchmark import Question
+from ..data.userdata import UserQuestion
+from .collect_report import CollectReport, ModeCounts, PairsReport, SftMix, report_markdown
+from .collect_settings import CollectSettings, Sampling, TeacherSettings
+
+if TYPE_CHECKING:
+    from ..rollout.trajectory import RlTrajectory
 
 COLLECT_DIR = "collect"
 
@@ -53,13 +60,39 @@ class CollectError(CoaError):
 
 @dataclass
 class Work:
-    q: Any
+    q: Question | UserQuestion
     mode: str
     k: int
 
     @property
     def key(self) -> str:
         return f"{self.q.id}:{self.mode}:{self.k}"
+
+
+@dataclass
+class Generated:
+    tokens: float = 0.0  # tokens the teacher generated so far (the throughput metric)
+
+
+@dataclass
+class TeacherBackend:
+    """A teacher ready to sample: `rollout(works, batch_no)` runs the multi-turn loop for one batch (trajectories in
+    the works' order), `response(trajectory)` is its text (and its tokens when the teacher is a model here),
+    `stats()` the endpoint's request counts, `device` and `name` what the run's first events say about it."""
+
+    rollout: Callable[[list[Work], int], list[RlTrajectory]]
+    response: Callable[[RlTrajectory], tuple[str, RecordTokens | None]]
+    stats: Callable[[], dict[str, float]]
+    device: str
+    name: str
+    generated: Generated = field(default_factory=Generated)
+
+
+def _every(out: list[RlTrajectory | None]) -> list[RlTrajectory]:
+    """A batch's trajectories once every mode filled its places."""
+    done = [tr for tr in out if tr is not None]
+    assert len(done) == len(out), "a work item of no configured mode"
+    return done
 
 
 def collect_dir(run_dir: Path) -> Path:
@@ -144,63 +177,25 @@ def select(records: list[dict], sel: CollectSelect) -> tuple[list[dict], dict[st
 
 
 def build_report(records: list[dict], kept: list[dict], dropped: dict[str, int], reasons: list[str | None],
-                 modes: list[str], failed: int, teacher_stats: dict, pairs: dict, ratio: float,
-                 empty_responses: int = 0) -> dict:
-    by_mode: dict[str, dict[str, int]] = {}
+                 modes: list[str], failed: int, teacher_stats: dict[str, float], pairs: PairsReport, ratio: float,
+                 empty_responses: int = 0) -> CollectReport:
+    by_mode = {m: ModeCounts() for m in modes}
     for rec, reason in zip(records, reasons):
-        m = by_mode.setdefault(rec["meta"]["mode"], {"collected": 0, "correct": 0, "kept": 0, "with_tools": 0})
-        m["collected"] += 1
-        m["correct"] += int(float(rec["reward"]["em"]) == 1.0)
-        m["kept"] += int(reason is None)
-        m["with_tools"] += int(rec["reward"]["tool_calls"] > 0)
+        m = by_mode.setdefault(rec["meta"]["mode"], ModeCounts())
+        m.collected += 1
+        m.correct += int(float(rec["reward"]["em"]) == 1.0)
+        m.kept += int(reason is None)
+        m.with_tools += int(rec["reward"]["tool_calls"] > 0)
     coa = sum(1 for r in kept if r["reward"]["tool_calls"] > 0)
     cot = len(kept) - coa
     # what sft_mix_stream does with them (data/samples.py): every CoA trajectory, CoT ones at coa_cot_ratio : 1
     cot_used = min(cot, max(1, round(coa / ratio))) if cot and coa else cot
-    return {
-        "collected": len(records), "questions": len({r["question"] for r in records}), "kept": len(kept),
-        "dropped": dropped, "failed_samples": failed, "empty_responses": empty_responses,
-        "by_mode": {m: by_mode.get(m, {}) for m in modes},
-        "questions_with_kept": len({r["question"] for r in kept}),
-        "sft_mix": {"with_tools": coa, "tool_free": cot, "coa_cot_ratio": ratio, "tool_free_per_epoch": cot_used},
-        "pairs": pairs, "teacher": teacher_stats,
-    }
-
-
-def report_markdown(report: dict, settings: dict) -> str:
-    t = settings["teacher"]
-    who = t.get("path") or f"{t.get('url')} ({t.get('api')}, model {t.get('model')})"
-    lines = [f"# Collection — {who}", "",
-             (f"{report['collected']} trajectories of {report['questions']} questions ({', '.join(settings['modes'])}; "
-              f"K = {settings['samples']}, temperature {settings['sampling']['temperature']}), graded by the "
-              f"environment server (scheme {settings['reward']['scheme']})."), "",
-             f"**Kept: {report['kept']}** ({report['questions_with_kept']} questions).", "",
-             "| dropped because | trajectories |", "|---|---|"]
-    words = {"incorrect": "wrong answer (rejection sampling)", "format": "format-rule error",
-             "too_many_tool_calls": "more tool calls than allowed", "duplicate": "same response as a kept one"}
-    lines += [f"| {words[k]} | {v} |" for k, v in report["dropped"].items()]
-    empty = report.get("empty_responses", 0)
-    if report["failed_samples"] - empty:
-        lines += [f"| teacher failed (retries spent; `--resume` samples them again) | {report['failed_samples'] - empty} |"]
-    if empty:
-        lines += [f"| teacher answered nothing (empty response; `--resume` samples them again) | {empty} |"]
-    lines += ["", "| mode | collected | correct | with tools | kept |", "|---|---|---|---|---|"]
-    lines += [f"| {m} | {v.get('collected', 0)} | {v.get('correct', 0)} | {v.get('with_tools', 0)} | {v.get('kept', 0)} |"
-              for m, v in report["by_mode"].items()]
-    mix = report["sft_mix"]
-    lines += ["", (f"SFT-2/3 data: {mix['with_tools']} trajectories with tool calls (CoA) and {mix['tool_free']} "
-                   f"without (CoT); at coa_cot_ratio {mix['coa_cot_ratio']:g} an epoch takes every CoA one and "
-                   f"{mix['tool_free_per_epoch']} CoT ones.")]
-    p = report["pairs"]
-    if p.get("pairs"):
-        kinds = ", ".join(f"{k} {v}" for k, v in p["by_kind"].items() if v)
-        lines += ["", f"SFT-1 pairs: {p['pairs']} ({kinds}); questions skipped: {json.dumps(p['skipped_questions'])}."]
-    else:
-        lines += ["", f"SFT-1 pairs: none ({p.get('error', 'no question has both a correct and a wrong trajectory')})."]
-    ts = report["teacher"]
-    if ts:
-        lines += ["", "Teacher requests: " + ", ".join(f"{k} {v:g}" for k, v in ts.items() if v) + "."]
-    return "\n".join(lines) + "\n"
+    return CollectReport(
+        collected=len(records), questions=len({r["question"] for r in records}), kept=len(kept), dropped=dropped,
+        failed_samples=failed, empty_responses=empty_responses, by_mode={m: by_mode[m] for m in modes},
+        questions_with_kept=len({r["question"] for r in kept}),
+        sft_mix=SftMix(with_tools=coa, tool_free=cot, coa_cot_ratio=ratio, tool_free_per_epoch=cot_used),
+        pairs=pairs, teacher=teacher_stats)
 
 
 # ---------------------------------------------------------------- the collected data as SFT data
@@ -238,7 +233,7 @@ class Collector:
         self.empty_responses = 0  # samples the teacher answered with nothing (counted among the failed ones)
 
     # ------------------------------------------------------------ set-up (every check before sampling)
-    def questions(self) -> list[Any]:
+    def questions(self) -> list[Question | UserQuestion]:
         from ..data.benchmark import ensure_benchmark_files
         from ..base.runlayout import data_dir
         from ..data.userdata import UserData
@@ -248,12 +243,12 @@ class Collector:
             data = UserData(self.config, data_dir(self.config, self.run_dir) / "prepared")
             if not data.has_questions(split):
                 raise CollectError(f"collect needs data.questions.{split} (collect.split is {split})")
-            qs = data.split(split)
+            qs: list[Question | UserQuestion] = list(data.split(split))
             data.check_corpus()
             for note in data.notes:
                 self.writer.emit("log", level="warning", message=f"{COLLECT_DIR}: {note}")
         else:
-            qs = ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir)).split(split)
+            qs = list(ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir)).split(split))
         from ..data.userdata import golden
 
         for q in qs:
@@ -264,12 +259,12 @@ class Collector:
             raise CollectError(f"no questions in split {split}", "bad_data")
         return qs[: self.ccfg.limit] if self.ccfg.limit else qs
 
-    def teacher_settings(self) -> dict:
+    def teacher_settings(self) -> TeacherSettings:
         from ..base.runlayout import STAGE_ORDER, final_dir
 
         t = self.ccfg.teacher
         if t.url:
-            return {"kind": "endpoint", "url": t.url, "api": t.api, "model": t.model, "tokenizer": t.tokenizer or t.path}
+            return TeacherSettings(kind="endpoint", url=t.url, api=t.api, model=t.model, tokenizer=t.tokenizer or t.path)
         path = t.path
         if not path:
             found = [final_dir(self.run_dir, s) for s in reversed(STAGE_ORDER)
@@ -278,7 +273,7 @@ class Collector:
         if not path:
             raise CollectError("collect needs a teacher: collect.teacher.path (a model directory) or "
                                "collect.teacher.url (an OpenAI-compatible endpoint), or a finished stage in this run")
-        return {"kind": "model", "path": str(Path(path).resolve())}
+        return TeacherSettings(kind="model", path=str(Path(path).resolve()))
 
     def check_model_dir(self, path: str) -> None:
         """The core's model-directory check (config.json and a tokenizer), as `coa data check` does it."""
@@ -297,14 +292,15 @@ class Collector:
             msg = line.split(": error: ", 1)[1] if ": error: " in line else line
             raise DataError(f"teacher {msg.removeprefix('model.path: ')}")
 
-    def settings(self, teacher: dict) -> dict:
+    def settings(self, teacher: TeacherSettings) -> CollectSettings:
         c = self.ccfg
-        return {"teacher": teacher, "split": c.split, "limit": c.limit, "modes": list(c.modes),
-                "samples": c.samples, "dialect": self.config.dialect, "reward": c.reward.model_dump(),
-                "sampling": {"temperature": c.temperature, "top_p": c.top_p,
-                             "seed": self.config.seed if c.seed is None else c.seed,
-                             "max_new_tokens": c.max_new_tokens, "max_turns": c.max_turns,
-                             "max_obs_tokens": c.max_obs_tokens, "max_len": c.max_len, "top_k": c.top_k}}
+        return CollectSettings(
+            teacher=teacher, split=c.split, limit=c.limit, modes=list(c.modes), samples=c.samples,
+            dialect=self.config.dialect, reward=c.reward.model_copy(deep=True),
+            sampling=Sampling(temperature=c.temperature, top_p=c.top_p,
+                              seed=self.config.seed if c.seed is None else c.seed, max_new_tokens=c.max_new_tokens,
+                              max_turns=c.max_turns, max_obs_tokens=c.max_obs_tokens, max_len=c.max_len,
+                              top_k=c.top_k))
 
     # ------------------------------------------------------------ run
     def run(self) -> int:
@@ -318,42 +314,41 @@ class Collector:
         questions = self.questions()  # bad data stops here
         self.first_question = questions[0].question
         teacher = self.teacher_settings()
-        if teacher["kind"] == "model":
-            self.check_model_dir(teacher["path"])
+        if teacher.kind == "model":
+            assert teacher.path is not None
+            self.check_model_dir(teacher.path)
         settings = self.settings(teacher)
-        sampler_factory = self.make_teacher(teacher)  # endpoint probed, tokenizer loaded: before any sampling
+        backend = self.make_teacher(teacher)  # endpoint probed, tokenizer loaded: before any sampling
         settings_path = self.dir / "settings.json"
+        now = settings.to_json()
         if resume and settings_path.is_file():
             before = json.loads(settings_path.read_text(encoding="utf-8"))
-            diff = [k for k in settings if before.get(k) != settings[k] and k != "teacher"]
-
-            def who(t: dict) -> dict:  # what the endpoint said about itself may differ between two starts
-                return {k: v for k, v in t.items() if k not in ("model", "stops_in_text")}
-
-            diff += ["teacher"] if who(before.get("teacher", {})) != who(teacher) else []
+            diff = [k for k in now if before.get(k) != now[k] and k != "teacher"]
+            # what the endpoint said about itself may differ between two starts
+            before_teacher = TeacherSettings.from_json(before.get("teacher") or {})
+            diff += ["teacher"] if before_teacher.identity() != teacher.identity() else []
             if diff:
                 raise CollectError(f"--resume: {settings_path} was collected with other settings ({', '.join(diff)}); "
                                    "use another run directory for a different collection")
-        write_atomic(settings_path, json.dumps(settings, indent=2) + "\n")
+        write_atomic(settings_path, json.dumps(now, indent=2) + "\n")
         (self.dir / "collect.json").unlink(missing_ok=True)
 
         done = read_collection(coll_path, repair=True)
         work = [Work(q, m, k) for m in self.ccfg.modes for q in questions for k in range(self.ccfg.samples)]
         todo = [x for x in work if x.key not in done]
         total = len(work)
-        sampler_desc = sampler_factory["describe"]
-        run_started(w, COLLECT_DIR, self.config, total, device=sampler_desc["device"],
+        run_started(w, COLLECT_DIR, self.config, total, device=backend.device,
                     resumed_from=len(done) if resume and done else None)
         w.emit("log", level="info", message=f"collect: {len(questions)} questions × {len(self.ccfg.modes)} "
-               f"mode(s) × K={self.ccfg.samples} = {total} samples from {sampler_desc['name']}"
+               f"mode(s) × K={self.ccfg.samples} = {total} samples from {backend.name}"
                + (f"; {total - len(todo)} already collected, {len(todo)} to go" if done else ""))
         self.start_env()
-        failed = self.sample(todo, len(work) - len(todo), total, sampler_factory, coll_path, settings)
+        failed = self.sample(todo, len(work) - len(todo), total, backend, coll_path, settings)
         if self.cancelled:
             w.emit("stage_finished", stage=COLLECT_DIR, step=len(read_collection(coll_path, False)),
                    status="cancelled", checkpoint=None)
             return 130
-        return self.finish(coll_path, work, settings, failed, sampler_factory["stats"]())
+        return self.finish(coll_path, work, settings, failed, backend.stats())
 
     def start_env(self) -> None:
         from ..env.session import open_env, started_here
@@ -361,8 +356,9 @@ class Collector:
         self.env = open_env(self.opts.env, self.config, self.run_dir, check=True)
         self.own_env = started_here(self.env)
 
-    def make_teacher(self, teacher: dict) -> dict:
-        """{"rollout": fn(works, batch_no) -> trajectories, "describe", "stats", "tokens"} for the teacher."""
+    def make_teacher(self, teacher: TeacherSettings) -> TeacherBackend:
+        """The teacher's sampling: a model directory loaded here, or an endpoint probed (its model name and what it
+        does with stop strings written into `teacher`)."""
         from ..rollout.agentio import AgentIO
         from ..data.dialects import tags
         from ..data.prompts import chat_messages, prompt_ids, prompt_string
@@ -373,9 +369,9 @@ class Collector:
         seed = config.seed if c.seed is None else c.seed
         limits: dict[str, Any] = {"max_turns": c.max_turns, "max_new_tokens": c.max_new_tokens,
                   "max_obs_tokens": c.max_obs_tokens, "max_len": c.max_len}
-        counters = {"gen_tokens": 0.0}
+        generated = Generated()
 
-        if teacher["kind"] == "model":
+        if teacher.kind == "model":
             import torch
 
             from ..model.load import load_model, setup_runtime
@@ -383,7 +379,8 @@ class Collector:
             rt = setup_runtime(config)
             # the teacher's vocabulary is used as it is: tags that are single tokens there (the embedded default's
             # stage directories) are read as ids, others as text (AgentIO.make)
-            model, tok = load_model(teacher["path"], rt, None, trainable=False, special_tags=False,
+            assert teacher.path is not None
+            model, tok = load_model(teacher.path, rt, None, trainable=False, special_tags=False,
                                     weight_dtype=config.model.dtype)
             model.eval()
             gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
@@ -391,10 +388,10 @@ class Collector:
             io = AgentIO.make(tok, t, extra)
             generator = torch.Generator(device=rt.device)
 
-            def rollout_batch(works: list[Work], batch_no: int) -> list[Any]:
+            def rollout_batch(works: list[Work], batch_no: int) -> list[RlTrajectory]:
                 generator.manual_seed(zlib.crc32(f"{seed}/collect/{works[0].key}".encode()))
                 sampler = ModelSampler(model, io, rt.device, rt.autocast_dtype, c.temperature, generator, c.top_p)
-                out: list[Any] = [None] * len(works)
+                out: list[RlTrajectory | None] = [None] * len(works)
                 for mode in c.modes:
                     idx = [i for i, x in enumerate(works) if x.mode == mode]
                     if not idx:
@@ -404,52 +401,52 @@ class Collector:
                         run_turns(sampler, trajs, self.tool if mode == "coa" else None, **limits)
                     for i, tr in zip(idx, trajs):
                         out[i] = tr
-                        counters["gen_tokens"] += sum(tr.loss_mask)
-                return out
+                        generated.tokens += sum(tr.loss_mask)
+                return _every(out)
 
-            def response(tr: Any) -> tuple[str, RecordTokens | None]:
+            def response(tr: RlTrajectory) -> tuple[str, RecordTokens | None]:
                 ids, mask, lps = tr.ids, tr.loss_mask, tr.logprobs
                 if ids and ids[-1] in io.eos_ids() and mask[-1] == 1:  # the end of turn is not part of the text
                     ids, mask, lps = ids[:-1], mask[:-1], lps[:-1]
                 return tok.decode(ids, skip_special_tokens=False), RecordTokens(ids, mask, lps)
 
-            return {"rollout": rollout_batch, "response": response, "stats": dict,
-                    "counters": counters,
-                    "describe": {"device": str(rt.device), "name": f"the model directory {teacher['path']}"}}
+            return TeacherBackend(rollout=rollout_batch, response=response, stats=dict, generated=generated,
+                                  device=str(rt.device), name=f"the model directory {teacher.path}")
 
         from ..rollout.teacher import Endpoint, EndpointSampler, TeacherError, api_key
 
         tc = c.teacher
         tok = None
-        if teacher["tokenizer"]:
+        if teacher.tokenizer:
             from ..model.load import load_tokenizer
 
             try:
-                tok = load_tokenizer(Path(teacher["tokenizer"]), special_tags=False)
+                tok = load_tokenizer(Path(teacher.tokenizer), special_tags=False)
             except (OSError, ValueError) as e:
-                raise TeacherError(f"collect.teacher.tokenizer {teacher['tokenizer']}: no usable tokenizer ({e})") from e
-        elif teacher["api"] == "completions":
+                raise TeacherError(f"collect.teacher.tokenizer {teacher.tokenizer}: no usable tokenizer ({e})") from e
+        elif teacher.api == "completions":
             raise TeacherError("collect.teacher.api \"completions\" renders the prompt here: give the teacher's "
                                "tokenizer (collect.teacher.tokenizer, a directory with its chat template), or use "
                                "api \"chat\"")
-        endpoint = Endpoint(teacher["url"], api_key=api_key(tc.api_key_env), timeout_s=tc.timeout_s,
+        assert teacher.url is not None
+        endpoint = Endpoint(teacher.url, api_key=api_key(tc.api_key_env), timeout_s=tc.timeout_s,
                             max_retries=tc.max_retries, backoff_s=tc.backoff_s)
-        teacher["model"] = endpoint.probe(teacher["model"], teacher["api"])
+        teacher.model = endpoint.probe(teacher.model, teacher.api)
         io = AgentIO(tok, t, False) if tok is None else AgentIO.make(tok, t)
         if io.special:
             io = AgentIO(tok, t, False)  # an endpoint returns text: tags are read as text whatever the tokenizer
-        sampler = EndpointSampler(endpoint, io, teacher["model"], teacher["api"], temperature=c.temperature,
+        sampler = EndpointSampler(endpoint, io, teacher.model, teacher.api, temperature=c.temperature,
                                   top_p=c.top_p, concurrency=tc.concurrency, seed=seed)
         q0 = self.first_question
         msgs0 = chat_messages(config, q0, config.dialect, c.modes[0])
         echo = sampler.probe_stops("" if tok is None else prompt_string(tok, config, q0, mode=c.modes[0]), msgs0)
-        teacher["stops_in_text"] = echo
+        teacher.stops_in_text, teacher.probed = echo, True
         self.writer.emit("log", level="info", message="collect: the endpoint " + {
             True: "returns matched stop strings in its text", False: "drops matched stop strings from its text",
             None: "did not show whether it returns matched stop strings (an unclosed tag at a stop is closed)"}[echo])
 
-        def rollout_batch(works: list[Work], batch_no: int) -> list[Any]:
-            out: list[Any] = [None] * len(works)
+        def rollout_batch(works: list[Work], batch_no: int) -> list[RlTrajectory]:
+            out: list[RlTrajectory | None] = [None] * len(works)
             before = endpoint.stats["completion_tokens"]
             for mode in c.modes:
                 idx = [i for i, x in enumerate(works) if x.mode == mode]
@@ -459,7 +456,7 @@ class Collector:
                 for i in idx:
                     tr = RlTrajectory([])
                     q = works[i].q.question
-                    if teacher["api"] == "chat":
+                    if teacher.api == "chat":
                         msgs = chat_messages(config, q, config.dialect, mode)
                         sampler.start(tr, "\n".join(m["content"] for m in msgs), msgs, works[i].key)
                     else:  # the completions api renders the prompt with the teacher's tokenizer (required above)
@@ -469,37 +466,38 @@ class Collector:
                 run_turns(sampler, trajs, self.tool if mode == "coa" else None, **limits)
                 for i, tr in zip(idx, trajs):
                     out[i] = tr
-            counters["gen_tokens"] += endpoint.stats["completion_tokens"] - before
-            return out
+            generated.tokens += endpoint.stats["completion_tokens"] - before
+            return _every(out)
 
-        return {"rollout": rollout_batch, "response": lambda tr: (tr.text, None), "counters": counters,
-                "stats": lambda: dict(endpoint.stats),
-                "describe": {"device": f"endpoint {teacher['url']}",
-                             "name": f"the endpoint {teacher['url']} ({teacher['api']}, model {teacher['model']})"}}
+        return TeacherBackend(rollout=rollout_batch, response=lambda tr: (tr.text, None),
+                              stats=lambda: dict(endpoint.stats), generated=generated,
+                              device=f"endpoint {teacher.url}",
+                              name=f"the endpoint {teacher.url} ({teacher.api}, model {teacher.model})")
 
     def tool(self, queries: list[str]) -> list[str | None]:
         return self.env.observations(queries, self.ccfg.top_k, self.config.dialect)
 
-    def sample(self, todo: list[Work], already: int, total: int, teacher: dict, coll_path: Path,
-               settings: dict) -> int:
+    def sample(self, todo: list[Work], already: int, total: int, teacher: TeacherBackend, coll_path: Path,
+               settings: CollectSettings) -> int:
         w, c = self.writer, self.ccfg
         started, done, failed, empty = time.time(), already, 0, 0
-        meta_teacher = {k: v for k, v in settings["teacher"].items() if v is not None}
+        meta_teacher = {k: v for k, v in settings.teacher.to_json().items() if v is not None}
+        meta_sampling = asdict(settings.sampling)
         B = c.batch_size
         for b in range(0, len(todo), B):
             if self.cancelled:
                 break
             works = todo[b:b + B]
             t0 = time.time()
-            gen_before = teacher["counters"]["gen_tokens"]
-            trajs = teacher["rollout"](works, b // B)
+            gen_before = teacher.generated.tokens
+            trajs = teacher.rollout(works, b // B)
             records, owners = [], []
             empty_before = empty
             for x, tr in zip(works, trajs):
                 if tr.error is not None:
                     failed += 1
                     continue
-                response, tokens = teacher["response"](tr)
+                response, tokens = teacher.response(tr)
                 if not response.strip():  # an API or `transformers serve` may answer nothing: a failed sample
                     failed += 1
                     empty += 1
@@ -509,7 +507,7 @@ class Collector:
                     tokens=tokens,
                     meta={"run": w.run, "stage": COLLECT_DIR, "step": done + len(records) + 1, "sample": x.k,
                           "group": str(x.q.id), "mode": x.mode, "teacher": meta_teacher,
-                          "sampling": settings["sampling"], "truncated": tr.truncated, "finished": tr.finished,
+                          "sampling": meta_sampling, "truncated": tr.truncated, "finished": tr.finished,
                           "tool_failures": tr.tool_failures}))
                 owners.append(tr)
             breakdowns: list[Reward] = []
@@ -522,7 +520,7 @@ class Collector:
             done += len(records)
             dt = time.time() - t0
             n = max(1, len(records))
-            stats = teacher["stats"]()
+            stats = teacher.stats()
             graded = graded_values(graded_sums(breakdowns))  # rollout/metrics.py: one place
             values = {
                 "collected": float(done), "failed": float(failed),
@@ -530,7 +528,7 @@ class Collector:
                 "tool_failures": float(sum(tr.tool_failures for tr in owners)),
                 "truncated_rate": sum(1.0 for tr in owners if tr.truncated) / n if records else None,
                 "samples_per_s": len(records) / max(dt, 1e-9),
-                "gen_tokens_per_s": (teacher["counters"]["gen_tokens"] - gen_before) / max(dt, 1e-9),
+                "gen_tokens_per_s": (teacher.generated.tokens - gen_before) / max(dt, 1e-9),
                 **{f"teacher_{k}": float(v) for k, v in stats.items() if k != "completion_tokens"},
             }
             w.emit("metrics", stage=COLLECT_DIR, step=done, values=values)
@@ -552,7 +550,8 @@ class Collector:
         self.empty_responses = empty
         return failed
 
-    def finish(self, coll_path: Path, work: list[Work], settings: dict, failed: int, teacher_stats: dict) -> int:
+    def finish(self, coll_path: Path, work: list[Work], settings: CollectSettings, failed: int,
+               teacher_stats: dict[str, float]) -> int:
         from ..data.userdata import DataError, find_cli
 
         w = self.writer
@@ -561,7 +560,7 @@ class Collector:
         kept, dropped, reasons = select(records, self.ccfg.select)
         sel_path = self.dir / "selected.coa.jsonl"
         write_atomic(sel_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
-        pairs: dict = {}
+        pairs = PairsReport()
         pairs_path = self.dir / "pairs.jsonl"
         pairs_path.unlink(missing_ok=True)
         pair_error = None
@@ -572,23 +571,23 @@ class Collector:
                                   "--per-question", str(self.ccfg.pairs_per_question), "--report", str(rep)],
                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
             if res.returncode == 0:
-                pairs = json.loads(rep.read_text(encoding="utf-8"))
+                pairs = PairsReport.parse(rep.read_text(encoding="utf-8"))
             elif "no pairs" in res.stderr:
-                pairs = {"pairs": 0, "error": res.stderr.strip().split(": error: ")[-1][:300]}
+                pairs = PairsReport.failed(res.stderr.strip().split(": error: ")[-1][:300])
             else:  # the report is written first: a collection is never lost to its pairs
                 pair_error = next((ln for ln in res.stderr.splitlines() if ": error: " in ln), res.stderr[-300:])
-                pairs = {"pairs": 0, "error": pair_error.split(": error: ")[-1][:300]}
+                pairs = PairsReport.failed(pair_error.split(": error: ")[-1][:300])
         ratio = float(self.config.stages.sft2.coa_cot_ratio)
         report = build_report(records, kept, dropped, reasons, list(self.ccfg.modes), failed, teacher_stats, pairs,
                               ratio, self.empty_responses)
-        write_atomic(self.dir / "report.json", json.dumps(report, indent=2) + "\n")
+        write_atomic(self.dir / "report.json", json.dumps(report.to_json(), indent=2) + "\n")
         md = report_markdown(report, settings)
         write_atomic(self.dir / "report.md", md)
         if pair_error is not None:
             raise DataError(pair_error)
         if not kept:
             raise nothing_kept(len(work), records, failed, self.empty_responses, dropped)
-        write_atomic(self.dir / "collect.json", json.dumps({"stage": COLLECT_DIR, "settings": settings,
+        write_atomic(self.dir / "collect.json", json.dumps({"stage": COLLECT_DIR, "settings": settings.to_json(),
                                                             "collected": len(records), "kept": len(kept),
                                                             "selected": str(sel_path),
                                                             "pairs": str(pairs_path) if pairs_path.is_file() else None,
@@ -596,7 +595,7 @@ class Collector:
         w.emit("eval", stage=COLLECT_DIR, step=len(records), split=self.ccfg.split,
                metrics={"collected": float(len(records)), "kept": float(len(kept)), "failed": float(failed),
                         "kept_rate": len(kept) / len(records) if records else None,
-                        "pairs": float(pairs.get("pairs", 0)),
+                        "pairs": float(pairs.pairs),
                         **{f"dropped_{k}": float(v) for k, v in dropped.items()}})
         w.emit("log", level="info", message=f"collect: {md}")
         w.emit("stage_finished", stage=COLLECT_DIR, step=len(records), status="ok", checkpoint=str(sel_path))
@@ -625,7 +624,7 @@ def nothing_kept(samples: int, records: list[dict], failed: int, empty: int, dro
                         "nothing for SFT to train on (stages/collect/report.md)", code)
 
 
-def _golden(q: Any) -> list[str]:
+def _golden(q: Question | UserQuestion) -> list[str]:
     from ..data.userdata import golden
 
     return golden(q)
@@ -671,12 +670,13 @@ def comparison_lines(run_dir: Path, rows: list[dict]) -> list[str]:
     if not info_path.is_file():
         return []
     info = json.loads(info_path.read_text(encoding="utf-8"))
-    teacher = info["settings"]["teacher"]
-    who = teacher.get("path") or teacher.get("url")
+    settings = info.get("settings") or {}
+    teacher = TeacherSettings.from_json(settings.get("teacher") or {})
     head = ["", "## SFT data collected from a teacher", "",
-            (f"The SFT stages of this run trained on {info['kept']} trajectories kept of {info['collected']} "
-             f"collected from {who} (stages/collect/report.md; SFT-1 pairs built from all of them).")]
-    tp = Path(teacher["path"]) if teacher.get("path") else None
+            (f"The SFT stages of this run trained on {info.get('kept')} trajectories kept of {info.get('collected')} "
+             f"collected from {teacher.path or teacher.url} (stages/collect/report.md; SFT-1 pairs built from all of "
+             "them).")]
+    tp = Path(teacher.path) if teacher.path else None
     other = tp.parents[2] / "results.json" if tp is not None and tp.parent.parent.name == "stages" else None
     if other is None or not other.is_file():
         return head + ["", "The teacher is not a run with a results table here, so there is nothing to compare with."]
