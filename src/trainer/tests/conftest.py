@@ -166,6 +166,23 @@ def needs_env_server() -> pytest.MarkDecorator:
     return pytest.mark.skipif(why is not None, reason=f"environment server: {why}")
 
 
+def malloc_in_use() -> int:
+    """Bytes glibc's malloc has handed out and not had back (mallinfo2: heap chunks in use + mmapped chunks) — the
+    accounting of the allocator torch's CPU tensors come from."""
+    import ctypes
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                   "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    libc = ctypes.CDLL(None)
+    if not hasattr(libc, "mallinfo2"):
+        pytest.skip("no glibc mallinfo2 on this platform")
+    libc.mallinfo2.restype = MallInfo2
+    info = libc.mallinfo2()
+    return info.uordblks + info.hblkhd
+
+
 @pytest.fixture(scope="session")
 def realistic_model_dir(tmp_path_factory) -> Path:
     """The realistic tiny chat model (tests/realistic_model.py): Qwen2 shape, byte-level BPE, ChatML template."""

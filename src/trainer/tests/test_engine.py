@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import agent_model
+from conftest import malloc_in_use
 from coa_trainer.data.dialects import tags
 from coa_trainer.model.load import Runtime, load_model
 from coa_trainer.rollout.agentio import AgentIO
@@ -404,23 +405,6 @@ def test_rollouts_sample_the_eval_mode_policy_and_leave_the_model_training(engin
         assert lp == pytest.approx(want.tolist(), abs=1e-4)
 
 
-def _malloc_in_use() -> int:
-    """Bytes glibc's malloc has handed out and not had back (mallinfo2: heap chunks in use + mmapped chunks) — the
-    accounting of the allocator torch's CPU tensors come from."""
-    import ctypes
-
-    class MallInfo2(ctypes.Structure):
-        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                                   "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-    libc = ctypes.CDLL(None)
-    if not hasattr(libc, "mallinfo2"):
-        pytest.skip("no glibc mallinfo2 on this platform")
-    libc.mallinfo2.restype = MallInfo2
-    info = libc.mallinfo2()
-    return info.uordblks + info.hblkhd
-
-
 def test_the_engine_memory_is_freed_before_training_and_allocated_again_after():
     """What the RL step calls around its update: the KV cache, the captured blocks and the packed weights are really
     freed — the allocator's own count of bytes in use drops by at least what the engine held, and no tensor of them
@@ -451,16 +435,16 @@ def test_the_engine_memory_is_freed_before_training_and_allocated_again_after():
     refs = [weakref.ref(t) for t in held if t.data_ptr() not in params]
     del held
     gc.collect()
-    before = _malloc_in_use()
+    before = malloc_in_use()
     release_cached_memory(CPU, model)
     gc.collect()
-    freed = before - _malloc_in_use()
+    freed = before - malloc_in_use()
     assert freed >= engine_bytes - (256 << 10), (freed, engine_bytes)
     assert [r for r in refs if r() is not None] == [] and eng.held_bytes() == 0 and eng.kv.k == []
     assert eng.pool is None and not any(s.graphs for s in eng.sessions.values())
-    before = _malloc_in_use()
+    before = malloc_in_use()
     restore_engine_memory(model)
-    allocated = _malloc_in_use() - before
+    allocated = malloc_in_use() - before
     assert kv_bytes - (256 << 10) <= allocated <= kv_bytes + (4 << 20), (allocated, kv_bytes)
     assert eng.kv.k[0].shape == shape and eng.held_bytes() == kv_bytes
     assert generate(model, prompts, 20, {3}, 0, CPU) == first

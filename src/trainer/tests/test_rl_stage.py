@@ -193,3 +193,72 @@ def test_torchrun_two_processes_equal_one(tmp_path, base):
         for k in ("reward_mean", "tc", "response_len", "truncation_ratio", "all_wrong_groups", "think_len"):
             assert m2[step][k] == m1[step][k], (step, k)
         assert m2[step]["loss"] == pytest.approx(m1[step]["loss"], rel=1e-4, abs=1e-6)
+
+
+def test_the_rl_step_frees_the_engine_for_its_update_and_reserves_it_again(tmp_path, base):
+    """One RL step of the stage's own code (rollout, grading, GRPO update) in this process, with an engine that
+    captures its decode blocks and holds a 64 MiB cache: when the update's first forward starts, the cache, the
+    captured blocks and the packed weights are gone — no tensor of them survives and glibc's count of bytes in use
+    is down by the cache — and after the step the cache is allocated again at its size (the count up by it)."""
+    import gc
+    import signal
+    import weakref
+
+    from coa_trainer.base.config import validate_config
+    from coa_trainer.base.distributed import DistInfo
+    from coa_trainer.base.events import EventWriter
+    from coa_trainer.base.lifecycle import STOP_SIGNALS
+    from coa_trainer.base.options import EnvTarget, TrainOptions
+    from coa_trainer.rollout import generate as gen
+    from coa_trainer.rollout.engine import Engine
+    from coa_trainer.stages.rl import GrpoSteps
+    from coa_trainer.stages.setup import setup_stage
+    from conftest import malloc_in_use
+
+    base_run, env = base
+    cfg = _config(tmp_path, base_run, steps=1, heldout_every=0, sample_every=0)
+    config = validate_config(json.loads(cfg.read_text()))
+    run_dir = tmp_path / "run"
+    handlers = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    try:
+        with EventWriter(run_dir, echo=None) as writer:
+            run = setup_stage(config, TrainOptions("rl1", cfg, run_dir, env=EnvTarget(env.url, env.token)), run_dir,
+                              writer, DistInfo())
+            steps = GrpoSteps(run)
+            policy, dev = run.model.policy, run.rt.device
+            eng = Engine(policy, dev, run.rt.autocast_dtype, graphs=True)  # blocks captured (CPU: replayed steps)
+            gen._ENGINES[policy] = {(str(dev), run.rt.autocast_dtype): eng}
+            eng.reserve(64, 4096)  # far above what the step's rollout asks: it decodes in this very cache
+            kv_bytes = eng.held_bytes()
+            shape = eng.kv.k[0].shape
+            assert kv_bytes >= 64 << 20
+            refs = [weakref.ref(t) for t in eng.kv.k + eng.kv.v]
+            at_update: dict = {}
+
+            def first_forward(*_):
+                if not at_update:
+                    gc.collect()
+                    at_update.update(in_use=malloc_in_use(), held=eng.held_bytes(), cache=len(eng.kv.k),
+                                     alive=sum(r() is not None for r in refs), graphs=eng.pool is not None or any(
+                                         s.graphs for s in eng.sessions.values()), captured=eng.stats.graphs_captured)
+
+            hook = run.model.trained.register_forward_pre_hook(first_forward)
+            gc.collect()
+            before = malloc_in_use()
+            try:
+                steps.step(0)
+            finally:
+                hook.remove()
+                steps.close()
+            gc.collect()
+            after = malloc_in_use()
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    assert at_update, "the update made no forward"
+    assert at_update["captured"] > 0, "the rollout decoded in the engine's captured blocks"
+    # the allocator's own accounting first, then the engine's tensors by identity and size
+    assert before - at_update["in_use"] >= kv_bytes - (4 << 20), (before, at_update["in_use"], kv_bytes)
+    assert (at_update["held"], at_update["cache"], at_update["alive"], at_update["graphs"]) == (0, 0, 0, False)
+    assert kv_bytes - (4 << 20) <= after - at_update["in_use"] <= kv_bytes + (8 << 20), (after, at_update, kv_bytes)
+    assert eng.kv.k[0].shape == shape and eng.held_bytes() == kv_bytes  # the packed weights follow at the next call
