@@ -349,3 +349,111 @@ def test_a_cpu_scorer_names_every_fallback():
                                "bit-identical to earlier ones)")
     assert TokenScorer(_lm()).fast_path(None, True, "pairwise")["loss head"] == \
         "checkpointed chunks (the pairwise loss is not token-local)"
+
+
+# ------------------------------------------------------------------ third-party APIs of another signature
+
+@pytest.fixture
+def fresh_probes():
+    """The cached probes forgotten before and after the test: what it installs is what they meet, once."""
+    caches = (fastpath.liger_linear_ce, fastpath.liger_modules, fastpath.liger_rope, fastpath.attention_registry,
+              fastpath.fused_adamw)
+    for c in caches:
+        c.cache_clear()
+    yield
+    for c in caches:
+        c.cache_clear()
+
+
+def test_a_liger_linear_cross_entropy_of_another_signature_falls_back_to_the_chunked_loss(monkeypatch, fresh_probes):
+    """A Liger whose fused linear cross-entropy takes the hidden states first (not lin_weight, _input, target): the
+    CUDA step names the chunked loss with why, the trainer's loss never calls it, the other Liger parts still load."""
+    from liger_kernel.transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
+
+    from coa_trainer.model.linear_ce import linear_nll_sum
+    from coa_trainer.model.scoring import lm_head_choice
+
+    def forward(self, _input, lin_weight, target, bias=None):
+        raise AssertionError("the mismatched Liger loss was called")
+
+    monkeypatch.setattr(LigerFusedLinearCrossEntropyLoss, "forward", forward)
+    why = "LigerFusedLinearCrossEntropyLoss.forward takes (_input, lin_weight, target, …), not (lin_weight, _input, target)"
+    assert str(lm_head_choice("cuda")) == f"chunked PyTorch ({why})"
+    assert liger.fused_linear_ce_class() is None
+    assert not isinstance(fastpath.liger_modules(), str) and callable(fastpath.liger_rope())
+    head = torch.nn.Linear(8, 11, bias=False)
+    h, t = torch.randn(5, 8), torch.tensor([1, 2, 3, 4, 5])
+    want = F.cross_entropy(head(h), t, reduction="sum")
+    assert torch.allclose(linear_nll_sum(h, head, t, 5), want, atol=1e-5)
+    assert TokenScorer(_lm()).fast_path(None, True, "lm")["loss head"].startswith("chunked PyTorch (CPU:")
+
+
+def test_a_liger_rope_of_another_signature_keeps_transformers_rope_and_says_why(monkeypatch, fresh_probes):
+    """A Liger whose RoPE takes position_ids and no unsqueeze_dim: transformers' RoPE stays (its function and the
+    attention forwards untouched), named with why; the RMSNorm / SwiGLU patches are bound all the same."""
+    import liger_kernel.transformers.rope as liger_rope_module
+
+    def liger_rotary_pos_emb(q, k, cos, sin, position_ids=None):
+        raise AssertionError("the mismatched Liger RoPE was called")
+
+    monkeypatch.setattr(liger_rope_module, "liger_rotary_pos_emb", liger_rotary_pos_emb)
+    rope = fastpath.liger_rope()
+    assert rope == "liger_rotary_pos_emb(q, k, cos, sin, position_ids=None) does not take (q, k, cos, sin, …, unsqueeze_dim)"
+    lm = _lm(6)
+    module = sys.modules[type(lm.model.layers[0].self_attn).__module__]
+    original = module.apply_rotary_pos_emb
+    norms, bound = liger.bind(lm, fastpath.liger_modules(), rope)
+    assert norms.fast and str(bound) == f"transformers' ({rope})"
+    assert module.apply_rotary_pos_emb is original
+    assert all("forward" not in vars(layer.self_attn) for layer in lm.model.layers)
+    assert not isinstance(fastpath.liger_linear_ce(), str)
+
+
+def test_a_transformers_without_the_mask_registry_keeps_sdpa_and_names_the_import_failure(monkeypatch, fresh_probes):
+    """A transformers without masking_utils (AttentionMaskInterface, the mask functions: older releases): packed
+    attention is not registered, the model keeps transformers' sdpa and scores as before, and the import failure is
+    the named reason."""
+    import transformers
+
+    before = _logprobs(_lm(7))  # through packed attention
+    lm = _lm(7)
+    monkeypatch.setitem(sys.modules, "transformers.masking_utils", None)
+    fastpath.attention_registry.cache_clear()  # the scoring above probed the whole transformers
+    why = fastpath.probe_attention_registry()
+    assert why == (f"transformers {transformers.__version__}: ModuleNotFoundError: import of transformers.masking_utils "
+                   "halted; None in sys.modules")
+    scorer = TokenScorer(lm)
+    assert not scorer.packed_attention and lm.config._attn_implementation == "sdpa"
+    assert scorer.fast_path(None, True, "lm")["packed attention"] == f"transformers' dense block mask ({why})"
+    assert torch.allclose(_logprobs(lm), before, atol=1e-5)
+
+
+class _AdamWWithoutFused(torch.optim.AdamW):
+    """AdamW as torch releases before the fused kernel declared it: no `fused` keyword."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         maximize=maximize, foreach=foreach, capturable=capturable)
+
+
+def test_fused_adamw_is_chosen_only_where_its_probe_steps(monkeypatch, fresh_probes):
+    """The fused branch as CUDA takes it, run on the CPU kernel torch has (fused_on): fused where the probe stepped,
+    torch's default with the probe's reason where it could not — an AdamW without `fused`, a CUDA that is not
+    there — and the CPU stage's own choice named."""
+    from coa_trainer.model.optim import adamw_choice
+
+    assert adamw_choice({"cpu"}, {torch.float32}, fused_on=("cpu",)) == ({"fused": True}, fastpath.Choice("fused"))
+    kw, choice = adamw_choice({"cuda"}, {torch.float32})
+    if not torch.cuda.is_available():
+        assert kw == {} and str(choice).startswith(f"foreach (torch {torch.__version__}: AdamW(fused=True) on cuda")
+    assert adamw_choice({"cpu"}, {torch.float32}) == ({}, fastpath.Choice(
+        "for-loop", "CPU: torch's default, kept bit-identical to earlier runs"))
+    fastpath.fused_adamw.cache_clear()
+    monkeypatch.setattr(torch.optim, "AdamW", _AdamWWithoutFused)
+    kw, choice = adamw_choice({"cpu"}, {torch.float32}, fused_on=("cpu",))
+    assert kw == {} and str(choice) == (f"foreach (torch {torch.__version__}: AdamW(fused=True) on cpu torch.float32 "
+                                        "failed (TypeError: _AdamWWithoutFused.__init__() got an unexpected keyword argument "
+                                        "'fused'))")
+    opt = make_optimizer(list(_lm().parameters()), 1e-3, 0.0)  # the stage's optimiser still builds and steps
+    assert type(opt) is _AdamWWithoutFused and str(opt.coa_adamw).startswith("for-loop (CPU:")

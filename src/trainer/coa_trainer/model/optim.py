@@ -62,12 +62,20 @@ def adamw_implementation(params: list[Any]) -> tuple[dict[str, Any], Choice]:
     the tests' losses and resumes) stay bit-identical to earlier releases that way."""
     if any(hasattr(p, "device_mesh") for p in params):
         return {}, Choice("foreach", "FSDP2's sharded (DTensor) parameters: torch's default for them")
-    devices = {p.device.type for p in params}
-    if devices != {"cuda"}:
+    return adamw_choice({p.device.type for p in params}, {p.dtype for p in params})
+
+
+def adamw_choice(devices: set[str], dtypes: set[torch.dtype], fused_on: tuple[str, ...] = ("cuda",)
+                 ) -> tuple[dict[str, Any], Choice]:
+    """(AdamW keyword arguments, what runs) for parameters on `devices` in `dtypes`: fused only where all of them are
+    on one device type of `fused_on` and the probe (fastpath.fused_adamw) stepped each dtype there; else torch's
+    default, with why."""
+    if len(devices) != 1 or next(iter(devices)) not in fused_on:
         where = "/".join(sorted(d.upper() for d in devices)) or "no parameters"
         return {}, Choice("for-loop", f"{where}: torch's default, kept bit-identical to earlier runs")
-    for dtype in sorted({p.dtype for p in params}, key=str):
-        why = fused_adamw("cuda", dtype)
+    (device,) = devices
+    for dtype in sorted(dtypes, key=str):
+        why = fused_adamw(device, dtype)
         if why is not None:
             return {}, Choice("foreach", why)
     return {"fused": True}, Choice("fused")

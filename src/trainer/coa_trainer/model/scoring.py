@@ -181,7 +181,7 @@ class TokenScorer(torch.nn.Module):
         """What each part of a training forward runs for this model (model/fastpath.py's probes), the fallbacks with
         their reasons: the stage's first event carries it. `packing`: the stage packs its micro-batches; `loss`: the
         stage's loss (lm: a sum of token NLLs; grpo: token-local; pairwise: per-sequence means)."""
-        from .fastpath import LIGER_NOTES, Choice, liger_linear_ce, varlen_plan
+        from .fastpath import LIGER_NOTES, Choice, varlen_plan
 
         first = next(iter(self.lm.parameters()))
         device = first.device
@@ -208,16 +208,25 @@ class TokenScorer(torch.nn.Module):
                 "bit-identical to earlier ones")
         elif loss != "lm":
             head = Choice("checkpointed chunks", f"the {loss} loss is not token-local")
-        elif device.type != "cuda":
-            head = Choice("chunked PyTorch", f"{device.type.upper()}: Liger's Triton kernel runs on CUDA only")
         else:
-            cls = liger_linear_ce()
-            head = Choice("liger") if not isinstance(cls, str) else Choice("chunked PyTorch", cls)
+            head = lm_head_choice(device.type)
         out = {"packed attention": str(attention), "loss head": str(head), "RMSNorm/SwiGLU": str(self.norms),
                "RoPE": str(self.rope)}
         if LIGER_NOTES:
             out["liger-kernel"] = "; ".join(LIGER_NOTES)
         return out
+
+
+def lm_head_choice(device_type: str) -> Any:
+    """What a sum of token NLLs through a plain Linear head runs on `device_type` (linear_ce.linear_nll_sum): Liger's
+    fused linear cross-entropy on CUDA where its probe (fastpath.liger_linear_ce) found it, the chunked PyTorch loss
+    otherwise, with why."""
+    from .fastpath import Choice, liger_linear_ce
+
+    if device_type != "cuda":
+        return Choice("chunked PyTorch", f"{device_type.upper()}: Liger's Triton kernel runs on CUDA only")
+    cls = liger_linear_ce()
+    return Choice("liger") if not isinstance(cls, str) else Choice("chunked PyTorch", cls)
 
 
 FUSED_TOKEN_LOSS = "cuda"  # where GRPO's fused head runs: "cuda", "always" (a CPU measurement or test), "never"
