@@ -1,8 +1,11 @@
 // ESLint (flat config): typescript-eslint's recommended rules without type information (fast: no type-checker pass;
-// tsc already runs as its own suite), plus a few rules that catch real mistakes. No stylistic rules: formatting is
-// not linted. The `lint` suite (scripts/suites.mjs) runs it with ruff for the trainer.
+// tsc already runs as its own suite), plus a few rules that catch real mistakes. No stylistic rules: the layout is
+// Biome's (biome.jsonc, `npm run format`), and eslint-config-prettier, last, turns off every rule a Prettier-style
+// formatter would fight — Biome prints Prettier's layout (of the rules enabled here that is no-unexpected-multiline).
+// The `lint` suite (scripts/suites.mjs) runs it with ruff and pyright for the trainer.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import formatterOwnsLayout from 'eslint-config-prettier/flat';
 
 export default tseslint.config(
   {
@@ -48,4 +51,5 @@ export default tseslint.config(
       'no-constructor-return': 'error',
     },
   },
+  formatterOwnsLayout,
 );
