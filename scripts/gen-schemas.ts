@@ -106,7 +106,7 @@ const PYTHON_CLASS_NAMES: Record<string, string> = {
 
 type Json = Record<string, unknown>;
 const CHECKED_ELSEWHERE = ['default', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems'];
-function forPython(schema: Json, names: Record<string, string>): Json {
+function forPython(schema: Json, names: Record<string, string>, what = 'run-config'): Json {
   const copy = JSON.parse(JSON.stringify(schema)) as Json;
   const unnamed: string[] = [];
   const visit = (node: Json, path: string): void => {
@@ -126,14 +126,15 @@ function forPython(schema: Json, names: Record<string, string>): Json {
     if (node.additionalProperties && typeof node.additionalProperties === 'object') visit(node.additionalProperties as Json, `${path}{}`);
     if (node.type === 'object' && node.properties) {
       if (names[path]) node.title = names[path];
-      else unnamed.push(path || '(root)');
+      else if (typeof node.title !== 'string') unnamed.push(path || '(root)');
       for (const [key, sub] of Object.entries(node.properties as Record<string, Json>)) visit(sub, path ? `${path}.${key}` : key);
     }
     if (node.items && typeof node.items === 'object') visit(node.items as Json, `${path}[]`);
   };
   visit(copy, '');
-  if (unnamed.length) throw new Error(`gen-schemas: name these run-config objects for Python (PYTHON_CLASS_NAMES): ${unnamed.join(', ')}`);
+  if (unnamed.length) throw new Error(`gen-schemas: name these ${what} objects for Python (a names table here, or a zod .meta({ title })): ${unnamed.join(', ')}`);
   delete copy.$id;
+  delete copy.$schema;
   return copy;
 }
 // The environment server's HTTP contract for the trainer's client (coa_trainer/contracts/env_protocol.py): requests in
@@ -159,6 +160,27 @@ function stripChecks(node: Json): Json {
   return copy;
 }
 
+// The trajectory record and the trainer's events for generated Python classes (contracts/record.py, contracts/events.py),
+// shaped as the run config is. The record's parts are named by their zod titles (src/core/record.ts), the same classes
+// wherever a record appears (the env protocol's grade and scan requests, the sample event). Each event is a class
+// named after its type; `v`, `time` and `run` are the writer's to stamp (base/events.py) and `type` is the class's, so
+// the classes default them and a caller builds an event from its own fields. What the classes leave out (bounds,
+// lengths) the JSON Schemas still check, before a class is made from a line read and after one is written.
+const recordPython = forPython(z.toJSONSchema(RecordSchema, { io: 'output', target: 'draft-2020-12' }) as Json, {}, 'record');
+const WRITER_DEFAULTS: Record<string, unknown> = { v: PROTOCOL_VERSION, time: 0, run: '' };
+const eventsPython = {
+  title: 'TrainerEvent',
+  description: `A trainer event (protocol v${PROTOCOL_VERSION}, src/core/events.ts), one class per type.`,
+  oneOf: EventSchema.options.map((option) => {
+    const type = option.shape.type.value;
+    const name = `${type.replace(/(^|_)([a-z])/g, (_m, _u, c: string) => c.toUpperCase())}Event`;
+    const branch = forPython(z.toJSONSchema(option, { io: 'output', target: 'draft-2020-12' }) as Json, { '': name }, 'event');
+    const props = branch.properties as Record<string, Json>;
+    for (const [key, value] of Object.entries({ ...WRITER_DEFAULTS, type })) props[key].default = value;
+    return branch;
+  }),
+  discriminator: { propertyName: 'type' },
+};
 const runConfigOutput = forPython(z.toJSONSchema(RunConfigSchema, { io: 'output', target: 'draft-2020-12' }) as Json, PYTHON_CLASS_NAMES);
 
 const files: [string, unknown][] = [
@@ -185,6 +207,8 @@ const files: [string, unknown][] = [
   ['line-index.json', { replaces: LINE_INDEX_REPLACES, suffix: LINE_INDEX_SUFFIX, entry: { ...z.toJSONSchema(LineIndexEntrySchema, { io: 'output', target: 'draft-2020-12' }), title: 'Line index entry' } }],
   ['python/boundary-class.schema.json', { title: 'BoundaryClass', description: 'A question\'s class by the search boundary meter (src/core/boundaryClasses.ts BOUNDARY_CLASSES).', type: 'string', enum: BOUNDARY_CLASS_NAMES }],
   ['python/boundary-metric.schema.json', { title: 'BoundaryMetric', description: 'A metric of the search boundary meter run inside RL (src/core/metrics.ts BOUNDARY_METRICS).', type: 'string', enum: BOUNDARY_METRIC_NAMES }],
+  ['python/record.schema.json', recordPython],
+  ['python/events.schema.json', eventsPython],
   ['python/error-code.schema.json', { title: 'ErrorCode', description: 'What stopped a trainer command (src/core/events.ts TRAINER_ERRORS).', type: 'string', enum: TRAINER_ERROR_CODES }],
 ];
 mkdirSync(join(outDir, 'python'), { recursive: true });

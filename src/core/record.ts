@@ -25,7 +25,8 @@ export const TokensSchema = z
   })
   // JSON Schema cannot compare lengths: the generated schema carries the rule as a keyword of its own, which the
   // trainer's validator implements (coa_trainer/base/events.py).
-  .meta({ 'x-same-length-as': { ids: [...PER_TOKEN_KEYS] } });
+  // `title`: the class's name where the trainer's classes are generated from these schemas (coa_trainer/contracts).
+  .meta({ title: 'RecordTokens', 'x-same-length-as': { ids: [...PER_TOKEN_KEYS] } });
 
 export const SCHEMES = ['em', 'f1', 'cover-em', 'autocoa', 'otc-ppo', 'otc-grpo'] as const;
 export type Scheme = (typeof SCHEMES)[number];
@@ -43,7 +44,8 @@ export const RewardBreakdownSchema = z
     r_correct: z.number(),
     total: z.number(),
   })
-  .passthrough();
+  .passthrough()
+  .meta({ title: 'RewardBreakdown' });
 export type RewardBreakdown = z.infer<typeof RewardBreakdownSchema>;
 
 export const MetaSchema = z
@@ -56,7 +58,8 @@ export const MetaSchema = z
     /** What per-question reward state (OTC-GRPO's running minimum) is kept per, when not the question text. */
     question_key: z.string().optional(),
   })
-  .passthrough();
+  .passthrough()
+  .meta({ title: 'RecordMeta' });
 
 export const RecordSchema = z
   .object({
@@ -70,7 +73,8 @@ export const RecordSchema = z
     meta: MetaSchema.optional(),
   })
   // Unknown top-level keys are kept: users' own fields must survive a round trip.
-  .passthrough();
+  .passthrough()
+  .meta({ title: 'TrajectoryRecord' });
 
 export type TrajectoryRecord = z.infer<typeof RecordSchema>;
 

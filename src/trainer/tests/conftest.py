@@ -95,6 +95,27 @@ def read_events(run_dir: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def assert_typed_round_trip(run_dir: Path) -> int:
+    """Every line of a run's events.jsonl and of its record files (rollouts, samples: *.coa.jsonl) reads into the class
+    generated for it from the core's schemas (contracts/events.py, contracts/record.py) and writes back as the same
+    JSON value — nothing the trainer writes is outside the classes, nothing is lost reading it. Returns the lines read."""
+    from coa_trainer.base.events import event_json, read_event
+    from coa_trainer.contracts.record import TrajectoryRecord
+
+    events = read_events(run_dir)
+    for e in events:
+        assert event_json(read_event(e)) == e, e
+    records = sorted(run_dir.rglob("*.coa.jsonl"))
+    assert any(p.name == "rollouts.coa.jsonl" for p in records), f"no rollouts under {run_dir}"
+    n = len(events)
+    for path in records:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            assert TrajectoryRecord.model_validate(rec).model_dump(exclude_unset=True) == rec, (path, rec)
+            n += 1
+    return n
+
+
 _OBSERVED: dict[str, dict[str, str]] = {}
 
 

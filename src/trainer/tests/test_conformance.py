@@ -119,13 +119,13 @@ def test_record_vectors_through_the_cli(tmp_path):
 def test_group_vectors_through_the_trainers_metrics():
     """The shares of zero-variance, all-correct and all-wrong groups an RL step logs, against the vectors the editor's
     group view runs too (test/conformance/groups.json)."""
-    from coa_trainer.contracts.env_protocol import Reward
+    from coa_trainer.contracts.record import RewardBreakdown
     from coa_trainer.rollout.metrics import graded_sums, graded_values
 
     cases = json.loads((VECTORS / "groups.json").read_text())["cases"]
     assert cases, "no group vectors"
     for case in cases:
-        breakdowns = [Reward(scheme="em", total=t, em=rc, f1=rc, tool_calls=0, optimal_tool_calls=None, format_ok=True,
+        breakdowns = [RewardBreakdown(scheme="em", total=t, em=rc, f1=rc, tool_calls=0, optimal_tool_calls=None, format_ok=True,
                              violations=[], r_tool=0.0, r_correct=rc) for t, rc, _ in case["samples"]]
         values = graded_values(graded_sums(breakdowns, [g for _, _, g in case["samples"]]))
         for key, want in case["expect"].items():

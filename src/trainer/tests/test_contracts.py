@@ -54,13 +54,13 @@ def test_the_schema_still_guards_the_values():
 def test_an_rl_step_logs_exactly_the_cores_agent_metrics():
     """The names the alert rules read (src/core/metrics.ts) are the names an RL step logs, computed in one place."""
     from coa_trainer.contracts.agent_metric import AgentMetric
-    from coa_trainer.contracts.env_protocol import Reward
+    from coa_trainer.contracts.record import RewardBreakdown
     from coa_trainer.rollout.metrics import graded_sums, graded_values, step_values
 
     common = {"scheme": "em", "optimal_tool_calls": None, "violations": [], "r_tool": 0.0}
-    breakdowns = [Reward.model_validate({**common, "total": 1.0, "em": 1, "f1": 1.0, "tool_calls": 1, "format_ok": True,
+    breakdowns = [RewardBreakdown.model_validate({**common, "total": 1.0, "em": 1, "f1": 1.0, "tool_calls": 1, "format_ok": True,
                                          "r_correct": 1.0}),
-                  Reward.model_validate({**common, "total": 0.0, "em": 0, "f1": 0.5, "tool_calls": 2, "format_ok": False,
+                  RewardBreakdown.model_validate({**common, "total": 0.0, "em": 0, "f1": 0.5, "tool_calls": 2, "format_ok": False,
                                          "r_correct": 0.0})]
     sums = {**graded_sums(breakdowns, [0, 0]), **{k: 1.0 for k in (
         "calls", "failures", "called", "malformed", "truncated", "gen_tokens", "think_tokens", "retok_mismatches",
@@ -113,10 +113,10 @@ def test_the_env_client_speaks_the_generated_protocol():
 def test_records_are_built_in_one_order_with_the_graders_breakdown_whole():
     """Every writer's record comes from data/records.trajectory_record: the keys in one order, absent parts left out,
     and the breakdown as the grader sent it (its required null optimal_tool_calls and any field it adds kept)."""
-    from coa_trainer.contracts.env_protocol import Reward
+    from coa_trainer.contracts.record import RewardBreakdown
     from coa_trainer.data.records import RecordTokens, grading_view, trajectory_record
 
-    reward = Reward.model_validate({"scheme": "em", "em": 1, "f1": 1.0, "format_ok": True, "violations": [],
+    reward = RewardBreakdown.model_validate({"scheme": "em", "em": 1, "f1": 1.0, "format_ok": True, "violations": [],
                                     "tool_calls": 1, "optimal_tool_calls": None, "r_tool": 0.0, "r_correct": 1.0,
                                     "total": 1.0, "detail": "kept"})
     rec = trajectory_record("q-1", "who?", "<answer> ada </answer>", golden_answers=["ada"], dialect="coa",
@@ -127,3 +127,32 @@ def test_records_are_built_in_one_order_with_the_graders_breakdown_whole():
     assert rec["reward"]["optimal_tool_calls"] is None and rec["reward"]["detail"] == "kept"
     assert list(trajectory_record("q-2", "who?", "x")) == ["id", "question", "response"]
     assert grading_view(rec) == {k: rec[k] for k in ("id", "question", "golden_answers", "response", "dialect")}
+
+
+def test_events_and_records_read_into_their_generated_classes_and_back():
+    """The shared vectors (every valid event, every record case) read into the classes generated from the core's
+    schemas and write back as the same JSON; a record is one class wherever it travels (a sample event, the env
+    protocol's requests); the writer's event union is the generated one."""
+    import typing
+
+    from coa_trainer.base.events import Event, event_json, read_event
+    from coa_trainer.contracts.env_protocol import GradeRequest, GradeResponse, ScanRequest
+    from coa_trainer.contracts.events import SampleEvent, TrainerEvent
+    from coa_trainer.contracts.record import RewardBreakdown, TrajectoryRecord
+
+    vectors = REPO / "test" / "conformance"
+    events = json.loads((vectors / "events.json").read_text())["valid"]
+    for e in events:
+        typed = read_event(e)
+        assert type(typed).__name__ == "".join(w.title() for w in e["type"].split("_")) + "Event"
+        assert event_json(typed) == e, e
+    kinds = {e["type"] for e in events}
+    assert len(kinds) == len(typing.get_args(Event)), f"the vectors leave out event types: only {sorted(kinds)}"
+    for case in json.loads((vectors / "records.json").read_text())["cases"]:
+        rec = case["record"]
+        assert TrajectoryRecord.model_validate(rec).model_dump(exclude_unset=True) == rec, case["name"]
+    assert set(typing.get_args(Event)) == set(typing.get_args(TrainerEvent.model_fields["root"].annotation))
+    assert SampleEvent.model_fields["record"].annotation is TrajectoryRecord
+    assert GradeRequest.model_fields["records"].annotation == list[TrajectoryRecord]
+    assert ScanRequest.model_fields["records"].annotation == list[TrajectoryRecord]
+    assert GradeResponse.model_fields["breakdowns"].annotation == list[RewardBreakdown]

@@ -13,7 +13,7 @@ import pytest
 from coa_trainer.base.events import validate_event
 from coa_trainer.evaluation.claims import run_claims
 from coa_trainer.evaluation.results import comparisons
-from conftest import PY, REPO, TINY, needs_env_server, merge, read_events, run_trainer
+from conftest import PY, REPO, TINY, assert_typed_round_trip, needs_env_server, merge, read_events, run_trainer
 
 needs_server = needs_env_server()
 
@@ -42,6 +42,7 @@ def test_pipeline_end_to_end(tmp_path, write_config):
     events = read_events(run)
     for e in events:
         validate_event(e)
+    assert assert_typed_round_trip(run) > len(events)  # and the rollouts' records
     for stage in STAGES:
         final = run / "stages" / stage / "final"
         assert (final / "config.json").is_file() and (final / "coa_stage.json").is_file(), stage

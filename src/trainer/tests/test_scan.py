@@ -4,7 +4,7 @@ the examples the stage keeps of what was flagged."""
 
 from pathlib import Path
 
-from coa_trainer.contracts.env_protocol import Reward
+from coa_trainer.contracts.record import RewardBreakdown
 from coa_trainer.data.records import reward_json
 from coa_trainer.env.client import EnvClient
 from coa_trainer.stages.rl import flagged_examples
@@ -17,7 +17,7 @@ OK = ("<think> search it </think> <search> ada birthplace </search> <observation
       "</observation> <think> london . </think> <answer> london </answer>")
 
 
-def _graded(env: EnvClient, responses: list[str]) -> tuple[list[dict], list[Reward]]:
+def _graded(env: EnvClient, responses: list[str]) -> tuple[list[dict], list[RewardBreakdown]]:
     records = [{"id": f"q-{i}", "question": "where was ada born ?", "golden_answers": ["london"], "response": r,
                 "dialect": "coa"} for i, r in enumerate(responses)]
     # no format gate in this grader: a broken record that answers right is rewarded

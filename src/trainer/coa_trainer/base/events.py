@@ -20,9 +20,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..contracts.events import (AlertEvent, CheckpointEvent, ErrorEvent, EvalEvent, HistogramEvent, LogEvent,
+                               MetricsEvent, ProgressEvent, RunStartedEvent, SampleEvent, StageFinishedEvent,
+                               TrainerEvent)
 from ..contracts.schemas import load_schema_file
 
 PROTOCOL_VERSION = 1
+# One event, as the class of its type generated from src/core/events.ts (contracts/events.py): what the writer takes
+# and a reader gets back.
+Event = (RunStartedEvent | ProgressEvent | MetricsEvent | SampleEvent | CheckpointEvent | EvalEvent | AlertEvent
+         | StageFinishedEvent | LogEvent | ErrorEvent | HistogramEvent)
 # Events that belong to one step of one stage: after a resume each (type, stage, step) appears once in events.jsonl.
 STEP_EVENTS = ("metrics", "progress", "sample", "checkpoint", "eval", "alert", "histogram")
 
@@ -92,6 +99,21 @@ def validate_event(event: Any) -> None:
     err = event_error(event)
     if err:
         raise EventError(err)
+
+
+def read_event(value: Any) -> Event:
+    """An event read as JSON data (a line parsed, a vector): checked against the schema (bounds and lengths the
+    classes leave out: an EventError naming the field), then made the class of its type."""
+    validate_event(value)
+    return TrainerEvent.model_validate(value).root
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """An event as its line holds it: v, time, run and type first, then the fields it was given in its class's order
+    (a field never given stays out, an optional one given None is written null), NaN/inf written null."""
+    fields = event.model_dump(exclude_unset=True)
+    head = {"v": event.v, "time": event.time, "run": event.run, "type": event.type}
+    return sanitize({**head, **{k: v for k, v in fields.items() if k not in head}})
 
 
 def parse_event_line(line: str) -> dict:
@@ -182,15 +204,15 @@ class EventWriter:
         return self._file
 
     def emit(self, type: str, **fields: Any) -> dict:
-        event = sanitize({"v": PROTOCOL_VERSION, "time": time.time(), "run": self.run, "type": type, **fields})
-        validate_event(event)  # a malformed event is a trainer bug: fail loudly rather than confuse the editor
+        data = sanitize({"v": PROTOCOL_VERSION, "time": time.time(), "run": self.run, "type": type, **fields})
+        validate_event(data)  # a malformed event is a trainer bug: fail loudly rather than confuse the editor
         if not self.enabled:
-            return event
-        line = json.dumps(event, allow_nan=False, ensure_ascii=False)
+            return data
+        line = json.dumps(data, allow_nan=False, ensure_ascii=False)
         f = self._current_file()
         f.write(line + "\n")
         f.flush()
-        os.fsync(f.fileno()) if type in ("stage_finished", "error", "checkpoint") else None
+        os.fsync(f.fileno()) if data["type"] in ("stage_finished", "error", "checkpoint") else None
         if self.echo is not None:
             try:
                 self.echo.write(line + "\n")
@@ -205,8 +227,8 @@ class EventWriter:
 
                     stdout_gone()
         if self.sinks is not None:
-            self.sinks.handle(event)
-        return event
+            self.sinks.handle(data)
+        return data
 
     def attach_logging(self, config: Any) -> None:
         """Also log to W&B / TensorBoard as the run config's `logging` section asks (rank 0 only: the writer that is

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from .record import RewardBreakdown, TrajectoryRecord
 
 
 class EnvProtocol(RootModel[Any]):
@@ -42,71 +44,6 @@ class SearchResponse(BaseModel):
     observations: list[str]
 
 
-class Tokens(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, Any],
-    }
-    ids: list[int]
-    loss_mask: list[float] | None = None
-    logprobs: list[float | None] | None = None
-    advantages: list[float] | None = None
-    offsets: list[int] | None = None
-
-
-class Reward(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, Any],
-    }
-    scheme: Literal["em", "f1", "cover-em", "autocoa", "otc-ppo", "otc-grpo"]
-    em: float
-    f1: float
-    format_ok: bool
-    violations: list[str]
-    tool_calls: int
-    optimal_tool_calls: int | None
-    r_tool: float
-    r_correct: float
-    total: float
-
-
-class Meta(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, Any],
-    }
-    run: str | None = None
-    stage: str | None = None
-    step: int | None = None
-    sample: int | None = None
-    group: str | float | None = None
-    question_key: str | None = None
-
-
-class Record(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, Any],
-    }
-    id: str
-    question: str
-    golden_answers: list[str] | None = None
-    response: str
-    dialect: Literal["coa", "search-r1", "autocoa", "hermes"] | None = None
-    tokens: Tokens | None = None
-    reward: Reward | None = None
-    meta: Meta | None = None
-
-
 class Params(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -124,7 +61,7 @@ class GradeRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    records: list[Record]
+    records: list[TrajectoryRecord]
     scheme: Literal["em", "f1", "cover-em", "autocoa", "otc-ppo", "otc-grpo"]
     params: Params | None = None
     run: str | None = None
@@ -134,7 +71,7 @@ class GradeResponse(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    breakdowns: list[Reward]
+    breakdowns: list[RewardBreakdown]
 
 
 class HealthResponse(BaseModel):
@@ -151,7 +88,7 @@ class ScanRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    records: list[Record]
+    records: list[TrajectoryRecord]
     params: Params | None = None
 
 

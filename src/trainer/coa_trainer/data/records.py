@@ -1,4 +1,4 @@
-"""The one builder of trajectory records (src/core/record.ts; `Record` in contracts/env_protocol.py) as the trainer
+"""The one builder of trajectory records (src/core/record.ts; `TrajectoryRecord` in contracts/record.py) as the trainer
 writes them to rollouts, samples, evaluation and collection files and sends them to the grader: every writer passes
 typed parts and gets the same JSON object, keys in one order (id, question, golden_answers, response, dialect,
 tokens, meta, reward), absent parts left out — never a hand-written dict that drifts from the others."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..contracts.env_protocol import Reward
+from ..contracts.record import RewardBreakdown
 
 JsonRecord = dict[str, Any]  # a record as JSON data: what a JSONL line holds and the grader reads
 
@@ -35,7 +35,7 @@ class RecordTokens:
 
 def trajectory_record(id: str, question: str, response: str, *, golden_answers: list[str] | None = None,
                       dialect: str | None = None, tokens: RecordTokens | None = None,
-                      meta: dict[str, Any] | None = None, reward: Reward | None = None,
+                      meta: dict[str, Any] | None = None, reward: RewardBreakdown | None = None,
                       extra: dict[str, Any] | None = None) -> JsonRecord:
     """A record as JSON data. `extra`: fields of another format written beside the record's own (the embedded
     benchmark's split, hops, known)."""
@@ -56,7 +56,7 @@ def trajectory_record(id: str, question: str, response: str, *, golden_answers: 
     return rec
 
 
-def reward_json(reward: Reward) -> dict[str, Any]:
+def reward_json(reward: RewardBreakdown) -> dict[str, Any]:
     """A grade breakdown as the grader sent it: every field, nulls included (optimal_tool_calls is required nullable,
     and the core's scanners read it), and whatever the grader added beside the protocol's fields."""
     return reward.model_dump(mode="json")

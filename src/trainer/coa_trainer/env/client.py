@@ -20,9 +20,10 @@ from pydantic import BaseModel, ValidationError
 
 from ..base.core_cli import find_core_cli, find_node
 from ..base.errors import CoaError
-from ..contracts.env_protocol import (GradeRequest, GradeResponse, HealthResponse, Reward, ScanRequest,
+from ..contracts.env_protocol import (GradeRequest, GradeResponse, HealthResponse, ScanRequest,
                                       ScanResponse, SearchRequest, SearchResponse)
 from ..contracts.error_code import ErrorCode
+from ..contracts.record import RewardBreakdown
 
 
 Answer = TypeVar("Answer", bound=BaseModel)
@@ -229,7 +230,7 @@ class EnvClient:
             return [None] * len(queries)
 
     def grade(self, records: list[dict[str, Any]], scheme: str = "em", params: dict[str, Any] | None = None,
-              run: str | None = None) -> list[Reward]:
+              run: str | None = None) -> list[RewardBreakdown]:
         """One breakdown per record (the grader's reward parts and total), in the records' order."""
         try:
             request = GradeRequest.model_validate({"records": records, "scheme": scheme, "params": params, "run": run})

@@ -25,7 +25,7 @@ from ..rollout.loop import rollout
 from ..rollout.metrics import graded_sums, graded_values
 from ..data.userdata import QuestionSplits, golden, question_meta, source_of
 from ..contracts.run_config import RunConfig
-from ..contracts.env_protocol import Reward
+from ..contracts.record import RewardBreakdown
 from ..data.records import RecordTokens, reward_json, trajectory_record
 from ..base.options import EvalOptions
 from ..data.tokenizer import TextTokenizer
@@ -129,7 +129,7 @@ def agent_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits
                 meta={"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {}),
                       **source_of(q), **question_meta(q)}))
             trajs_all.append((q, tr))
-    breakdowns: list[Reward] = []
+    breakdowns: list[RewardBreakdown] = []
     for i in range(0, len(records), 256):
         breakdowns += env.grade(records[i:i + 256], scheme="em")
     rows = []

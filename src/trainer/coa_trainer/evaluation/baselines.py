@@ -26,14 +26,14 @@ from ..evaluation.agent import eval_rollout, plain_eval
 from ..data.prompts import prompt_ids
 from ..data.userdata import QuestionSplits, UserQuestion, golden, source_of
 from ..contracts.run_config import RunConfig
-from ..contracts.env_protocol import Reward
+from ..contracts.record import RewardBreakdown
 from ..data.records import RecordTokens, reward_json, trajectory_record
 from ..data.tokenizer import TextTokenizer
 from ..model.load import Runtime
 from ..env.client import EnvClient
 
 
-def summarise(breakdowns: list[Reward]) -> dict:
+def summarise(breakdowns: list[RewardBreakdown]) -> dict:
     """EM, F1, TC, TP (correct answers per tool call, OTC-PO's tool productivity) and format-error rate — the agent
     metrics' own arithmetic (rollout/metrics), so the workflow row is measured as the agent rows are."""
     v = graded_values(graded_sums(breakdowns))
@@ -94,7 +94,7 @@ def workflow_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSpl
                 dialect=config.dialect, tokens=RecordTokens(ids, [0] * len(prefix) + mask),
                 meta={"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {}),
                       **source_of(q)}))
-    breakdowns: list[Reward] = []
+    breakdowns: list[RewardBreakdown] = []
     for i in range(0, len(records), 256):
         breakdowns += env.grade(records[i:i + 256], scheme="em")
     for rec, b in zip(records, breakdowns):

@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from ..base.options import EnvTarget
-from ..contracts.env_protocol import Reward
+from ..contracts.record import RewardBreakdown
 from ..env.client import EnvClient, EnvError
 from ..env.session import connect_env
 
@@ -65,7 +65,7 @@ def reward_settings(scheme: str | None, params: dict | None, run: str | None) ->
     return scheme, dict(params), run or os.environ.get("COA_REWARD_RUN") or None
 
 
-def flat_breakdown(b: Reward) -> dict[str, float | int | str]:
+def flat_breakdown(b: RewardBreakdown) -> dict[str, float | int | str]:
     """The grader's breakdown as flat numbers and strings (verl averages every numeric key of its reward_extra_info
     and skips strings; a list or None would break its validation metrics): score, em, f1, format_ok (0/1),
     format_codes ("COA005,COA009"), tool_calls, optimal_tool_calls (-1: unknown), r_tool, r_correct, scheme."""

@@ -33,7 +33,7 @@ from ..base import line_index
 from ..base.events import EventWriter
 from ..contracts.schemas import dialect_table
 from .grader import golden_list, grader, reward_settings
-from ..contracts.env_protocol import Reward
+from ..contracts.record import RewardBreakdown
 from ..data.records import RecordTokens, reward_json, trajectory_record
 from ..env.client import EnvClient
 
@@ -175,7 +175,7 @@ def golden_answers(columns: dict[str, list]) -> list[list[str]]:
                      f"reward would be 0")
 
 
-def _step_stats(breakdowns: list[Reward], groups: list[str]) -> dict[str, float]:
+def _step_stats(breakdowns: list[RewardBreakdown], groups: list[str]) -> dict[str, float]:
     """The agent metrics of a TRL step, computed where every other caller computes them (rollout/metrics.py)."""
     values = graded_values(graded_sums(breakdowns, groups))
     return {k: float(v) for k in ("em", "f1", "tc", "tp", "format_error_rate", "all_wrong_groups")

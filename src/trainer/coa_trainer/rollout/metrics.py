@@ -9,13 +9,13 @@ from collections.abc import Hashable
 from typing import Any, Sequence
 
 from ..contracts.agent_metric import AgentMetric as M
-from ..contracts.env_protocol import Reward
+from ..contracts.record import RewardBreakdown
 from ..contracts.schemas import codes_table
 from .loop import RlTrajectory
 from .agentio import AgentIO
 
 
-def graded_sums(breakdowns: Sequence[Reward], groups: Sequence[Hashable] | None = None) -> dict[str, float]:
+def graded_sums(breakdowns: Sequence[RewardBreakdown], groups: Sequence[Hashable] | None = None) -> dict[str, float]:
     """Sums over the grader's breakdowns; `groups` (one label per breakdown: GRPO's samples of one question) adds
     the counts of groups with every / no sample correct, and of groups whose rewards are all equal (zero
     advantages: no gradient, whatever the correctness — an OTC group of right answers with different call counts
@@ -70,7 +70,7 @@ def graded_values(s: dict[str, float]) -> dict[str, float | None]:
     return out
 
 
-def step_sums(trajs: list[RlTrajectory], breakdowns: list[Reward], group_size: int, io: AgentIO,
+def step_sums(trajs: list[RlTrajectory], breakdowns: list[RewardBreakdown], group_size: int, io: AgentIO,
               retok: list[bool], drift: list[bool] | None = None) -> dict[str, float]:
     """An RL step's sums: the graded ones (GRPO groups are consecutive runs of `group_size`) and the trajectories'."""
     s = graded_sums(breakdowns, [i // group_size for i in range(len(breakdowns))])

@@ -38,7 +38,7 @@ from ..base.options import CollectOptions
 from ..base.runstart import run_started
 from ..rollout.metrics import graded_sums, graded_values
 from ..data.records import RecordTokens, grading_view, reward_json, trajectory_record
-from ..contracts.env_protocol import Reward
+from ..contracts.record import RewardBreakdown
 from ..contracts.error_code import ErrorCode
 from ..base.events import EventWriter
 from ..data.benchmark import Question
@@ -510,7 +510,7 @@ class Collector:
                           "sampling": meta_sampling, "truncated": tr.truncated, "finished": tr.finished,
                           "tool_failures": tr.tool_failures}))
                 owners.append(tr)
-            breakdowns: list[Reward] = []
+            breakdowns: list[RewardBreakdown] = []
             if records:
                 breakdowns = self.env.grade([grading_view(r) for r in records], scheme=c.reward.scheme,
                                             params=dict(c.reward.params))

@@ -34,7 +34,8 @@ from ..contracts.schemas import histogram_edges
 from ..contracts.run_config import RlStage, RunConfig
 from ..data.userdata import golden, question_meta
 from ..data.records import JsonRecord, RecordTokens, reward_json, trajectory_record
-from ..contracts.env_protocol import FlaggedItem, Reward, ScanResponse
+from ..contracts.env_protocol import FlaggedItem, ScanResponse
+from ..contracts.record import RewardBreakdown
 from ..contracts.boundary_metric import BoundaryMetric
 from ..evaluation.boundary import Meter, fixed_sample
 from ..evaluation.boundary_report import live_metrics, summarise
@@ -89,7 +90,7 @@ def flagged_examples(flagged: list[FlaggedItem], per_rule: int = FLAGGED_PER_RUL
     return out
 
 
-def _record(tok: TextTokenizer, q: Any, tr: RlTrajectory, advantage: float, breakdown: Reward | None, meta: dict[str, Any],
+def _record(tok: TextTokenizer, q: Any, tr: RlTrajectory, advantage: float, breakdown: RewardBreakdown | None, meta: dict[str, Any],
             dialect: str) -> JsonRecord:
     response = tok.decode(tr.ids, skip_special_tokens=False)
     tokens = RecordTokens(tr.ids, tr.loss_mask, tr.logprobs, [advantage if m else 0.0 for m in tr.loss_mask],
@@ -342,7 +343,7 @@ class GrpoSteps:
             self.write_flagged(scan, owners, trajs, adv, breakdowns, meta)
         return values
 
-    def scan_step(self, records: list[JsonRecord], breakdowns: list[Reward]) -> ScanResponse | None:
+    def scan_step(self, records: list[JsonRecord], breakdowns: list[RewardBreakdown]) -> ScanResponse | None:
         """The core's reward-hacking scanners over this rank's graded rollouts (POST /v1/scan): {"metrics":
         {"scan_<rule>": count}, "flagged": [{index, findings}]}. A server that cannot scan (another build) is said
         once and training goes on without the counts."""
@@ -359,7 +360,7 @@ class GrpoSteps:
             return None
 
     def write_flagged(self, scan: ScanResponse, owners: list[Any], trajs: list[RlTrajectory], adv: list[float],
-                      breakdowns: list[Reward], meta: list[dict[str, Any]]) -> None:
+                      breakdowns: list[RewardBreakdown], meta: list[dict[str, Any]]) -> None:
         """Examples of what the scanners flagged, FLAGGED_PER_RULE per rule and step, appended to the stage's
         flagged.coa.jsonl with their findings in meta.scan: every step's, not only the sampled steps' (the live
         panel lists a step's from there and opens them in the record view)."""
