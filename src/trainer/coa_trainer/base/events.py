@@ -101,7 +101,7 @@ def validate_event(event: Any) -> None:
         raise EventError(err)
 
 
-def read_event(value: Any) -> Event:
+def read_event(value: object) -> Event:
     """An event read as JSON data (a line parsed, a vector): checked against the schema (bounds and lengths the
     classes leave out: an EventError naming the field), then made the class of its type."""
     validate_event(value)
@@ -212,7 +212,7 @@ class EventWriter:
         f = self._current_file()
         f.write(line + "\n")
         f.flush()
-        os.fsync(f.fileno()) if data["type"] in ("stage_finished", "error", "checkpoint") else None
+        os.fsync(f.fileno()) if type in ("stage_finished", "error", "checkpoint") else None
         if self.echo is not None:
             try:
                 self.echo.write(line + "\n")
