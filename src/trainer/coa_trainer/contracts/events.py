@@ -105,7 +105,17 @@ class AlertEvent(BaseModel):
     stage: str
     step: int
     type: Literal["alert"] = "alert"
-    kind: Literal["tool_call_explosion", "think_collapse", "all_wrong_groups", "reward_hacking", "tool_failures", "nan_loss", "zero_variance_groups", "logprob_drift", "other"]
+    kind: Literal[
+        "tool_call_explosion",
+        "think_collapse",
+        "all_wrong_groups",
+        "reward_hacking",
+        "tool_failures",
+        "nan_loss",
+        "zero_variance_groups",
+        "logprob_drift",
+        "other",
+    ]
     severity: Literal["warning", "error"]
     message: str
 
