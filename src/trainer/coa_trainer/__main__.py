@@ -6,8 +6,13 @@ from .base.openmp import passive_wait
 passive_wait()
 
 # Then, before any heavy import: SIGTERM cancels cleanly from here on, and a child of a pipeline dies with it.
-from .base.lifecycle import (StartupCancelled, cancel_during_startup, die_with_parent,  # noqa: E402
-                             forgive_std_streams, run_and_exit)
+from .base.lifecycle import (  # noqa: E402
+    StartupCancelled,
+    cancel_during_startup,
+    die_with_parent,
+    forgive_std_streams,
+    run_and_exit,
+)
 
 cancel_during_startup()
 forgive_std_streams()  # `> /dev/full`, a closed pipe: the run directory's events.jsonl is the record

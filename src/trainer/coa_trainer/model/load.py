@@ -182,10 +182,16 @@ def load_model(model_dir: str | Path, rt: Runtime, lora: LoraConfig | None = Non
         from peft import LoraConfig, get_peft_model
 
         # peft annotates lora_alpha as int; it scales by alpha / r as a float, and the schema allows a float
-        model = get_peft_model(model, LoraConfig(
-            r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,  # pyright: ignore[reportArgumentType]
-            target_modules=list(lora.target_modules), task_type="CAUSAL_LM",
-        ))
+        model = get_peft_model(
+            model,
+            LoraConfig(
+                r=lora.r,
+                lora_alpha=lora.alpha,  # pyright: ignore[reportArgumentType]
+                lora_dropout=lora.dropout,
+                target_modules=list(lora.target_modules),
+                task_type="CAUSAL_LM",
+            ),
+        )
     model.to(rt.device)
     model.train(trainable)
     return model, tok
