@@ -126,7 +126,7 @@ def grpo_loss_parts(model: torch.nn.Module, ref_model: Any | None, samples: list
     use_ref = ref_model is not None and kl_coef > 0
     if fused_token_loss(scorer):  # CUDA: the head's matmuls and this loss's gradient in one pass
         ref = None
-        if use_ref:
+        if use_ref and ref_model is not None:
             with torch.no_grad():
                 ref, _ = as_scorer(ref_model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
                                               dtype=dtype)
@@ -144,7 +144,7 @@ def grpo_loss_parts(model: torch.nn.Module, ref_model: Any | None, samples: list
     else:
         logp, ent = scorer(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature, with_entropy=True,
                            dtype=dtype)
-        if use_ref:
+        if use_ref and ref_model is not None:
             with torch.no_grad():
                 ref, _ = as_scorer(ref_model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
                                               dtype=dtype)

@@ -16,7 +16,6 @@ import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -69,7 +68,7 @@ def set_rng_state(state: dict) -> None:
 
 # ---------------------------------------------------------------------------------------------------- one file
 
-def save_checkpoint(directory: Path, step: int, cursor: int, model: Any, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler, stage: str,
+def save_checkpoint(directory: Path, step: int, cursor: int, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler, stage: str,
                     extra: dict | None = None) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     tree = {"model": trainable_state(model), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
@@ -77,7 +76,7 @@ def save_checkpoint(directory: Path, step: int, cursor: int, model: Any, opt: to
     return write_state_file(directory / f"step-{step:06d}.safetensors", tree, header(stage, step, cursor))
 
 
-def header(stage: str, step: int, cursor: int, **more: Any) -> dict:
+def header(stage: str, step: int, cursor: int, **more: object) -> dict:
     return {"format": FORMAT, "version": VERSION, "stage": stage, "step": step, "cursor": cursor, **more}
 
 
@@ -90,7 +89,7 @@ def read_checkpoint(path: Path) -> dict:
     return checked_state(path, info, tree, ("model", "optimizer", "scheduler", "rng", "master", "extra"))
 
 
-def checked_state(path: Path, info: dict, tree: Any, keys: tuple[str, ...]) -> dict:
+def checked_state(path: Path, info: dict, tree: object, keys: tuple[str, ...]) -> dict:
     """The header and tree of a checkpoint file as one state dict, after checking what every resume relies on."""
     if info.get("format") != FORMAT or info.get("version") != VERSION:
         raise Unusable(f"it is not a {FORMAT} version {VERSION} file")
@@ -108,7 +107,7 @@ def checked_state(path: Path, info: dict, tree: Any, keys: tuple[str, ...]) -> d
             **{k: v for k, v in info.items() if k not in ("format", "version", "stage", "step", "cursor")}}
 
 
-def check_fits(state: dict, model: Any, opt: torch.optim.Optimizer) -> None:
+def check_fits(state: dict, model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
     """Unusable unless the weights are exactly this model's trainable ones (names, shapes, dtypes) and the optimiser
     state has this optimiser's groups — checked before anything is loaded, so a bad file changes nothing."""
     m = unwrap(model)
@@ -144,11 +143,11 @@ def check_fits(state: dict, model: Any, opt: torch.optim.Optimizer) -> None:
         raise Unusable("its fp32 master weights are not this model's")
 
 
-def _describe(t: Any) -> str:
+def _describe(t: object) -> str:
     return f"{tuple(t.shape)} {t.dtype}" if isinstance(t, torch.Tensor) else type(t).__name__
 
 
-def load_checkpoint(path: Path, model: Any, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> dict:
+def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> dict:
     """Read, check, then load the checkpoint into model, optimiser, schedule and the RNGs; Unusable if it cannot be."""
     state = read_checkpoint(path)
     check_fits(state, model, opt)

@@ -15,7 +15,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,18 +23,22 @@ from ..data.dialects import all_tags, dialect_names, tags
 from ..base.options import ExportOnnxOptions
 from ..data.tokenizer import TextTokenizer
 
+if TYPE_CHECKING:
+    from transformers import Cache, PretrainedConfig, PreTrainedModel
+
 TOLERANCE = 1e-4
 
 
 class _KvWrapper(torch.nn.Module):
     """Flat tensors in and out, so the ONNX graph has one named input/output per layer's key and value."""
 
-    def __init__(self, model: Any, layers: int):
+    def __init__(self, model: PreTrainedModel, layers: int):
         super().__init__()
         self.model = model
         self.layers = layers
 
-    def forward(self, input_ids, attention_mask, position_ids, *past):  # type: ignore[override]
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,  # type: ignore[override]
+                *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from transformers import DynamicCache
 
         cache = DynamicCache(config=self.model.config)
@@ -50,14 +54,15 @@ class _KvWrapper(torch.nn.Module):
         return (out.logits, *flat)
 
 
-def _layer_kv(cache: Any, i: int) -> tuple[torch.Tensor, torch.Tensor]:
-    if hasattr(cache, "layers"):  # transformers ≥ 4.56: cache.layers[i].keys / .values
-        layer = cache.layers[i]
-        return layer.keys, layer.values
-    return cache.key_cache[i], cache.value_cache[i]
+def _layer_kv(cache: Cache, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Layer i's keys and values (transformers ≥ 4.56, as pinned: one cache layer object per decoder layer)."""
+    layer = cache.layers[i]
+    keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
+    assert isinstance(keys, torch.Tensor) and isinstance(values, torch.Tensor), f"{type(layer).__name__} holds no keys"
+    return keys, values
 
 
-def kv_shape(config: Any) -> tuple[int, int, int]:
+def kv_shape(config: PretrainedConfig) -> tuple[int, int, int]:
     """(layers, kv heads, head dim) of a decoder config."""
     layers = config.num_hidden_layers
     heads = config.num_attention_heads
@@ -153,7 +158,7 @@ def export(model_dir: Path, out: Path, opset: int = 17, dialect: str | None = No
     return meta
 
 
-def verify(path: Path, wrapper: Any, vocab: int, layers: int, kv_heads: int, head_dim: int) -> float:
+def verify(path: Path, wrapper: _KvWrapper, vocab: int, layers: int, kv_heads: int, head_dim: int) -> float:
     """Max |Δlogit| between onnxruntime and PyTorch: prefill from an empty past, then one cached step."""
     run = _runner(path)
     g = torch.Generator().manual_seed(1)
@@ -200,7 +205,7 @@ def _stage_dialect(model_dir: Path) -> str:
     return "coa"
 
 
-def model_json(tok: TextTokenizer, config: Any, layers: int, kv_heads: int, head_dim: int, vocab: int, dialect: str) -> dict:
+def model_json(tok: TextTokenizer, config: PretrainedConfig, layers: int, kv_heads: int, head_dim: int, vocab: int, dialect: str) -> dict:
     """What the TypeScript replay engine needs besides the graph and tokenizer.json."""
     t = tags(dialect)
     # Tags that are one token of the vocabulary (the others are text for this tokenizer).

@@ -6,15 +6,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from torch import nn
+
 LLAMA_FAMILY = ("llama", "qwen2", "qwen3", "mistral")
 
 
-def base_model(model: Any) -> Any:
-    """The transformers model under a peft wrapper (the model itself otherwise)."""
-    return model.get_base_model() if hasattr(model, "get_base_model") else model
+def base_model(model: nn.Module) -> Any:
+    """The transformers model under a peft wrapper (the model itself otherwise). Any: what the fast paths read of it
+    (`.model.layers`, `.config.<field>`, `get_output_embeddings()`) are transformers' per-architecture attributes,
+    which no class of the library declares; `family_reason` says whether they are there."""
+    get_base_model = getattr(model, "get_base_model", None)
+    return get_base_model() if callable(get_base_model) else model
 
 
-def family_reason(model: Any) -> str | None:
+def family_reason(model: nn.Module) -> str | None:
     """None when `model` is a Llama-family decoder; otherwise what it is."""
     base = base_model(model)
     cfg = getattr(base, "config", None)
@@ -23,7 +28,7 @@ def family_reason(model: Any) -> str | None:
     return None
 
 
-def full_attention_reason(model: Any) -> str | None:
+def full_attention_reason(model: nn.Module) -> str | None:
     """None when every layer of a Llama-family `model` attends to the whole sequence; "sliding-window attention"
     otherwise. Mistral keeps its window in `sliding_window` with no `layer_types`, Qwen2/3 in `use_sliding_window` and
     `layer_types`: all three say so."""

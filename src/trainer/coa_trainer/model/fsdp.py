@@ -28,15 +28,18 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
 
 from .family import base_model
 
+if TYPE_CHECKING:
+    from .scoring import TokenScorer
 
-def decoder_layers(lm: Any) -> list[torch.nn.Module]:
+
+def decoder_layers(lm: torch.nn.Module) -> list[torch.nn.Module]:
     """The model's repeated blocks: modules whose class is in HF's `_no_split_modules`."""
     base = base_model(lm)
     names = set(getattr(base, "_no_split_modules", None) or [])
@@ -47,14 +50,14 @@ def decoder_layers(lm: Any) -> list[torch.nn.Module]:
     return layers
 
 
-def shard(scorer: Any, param_dtype: torch.dtype | None) -> Any:
+def shard(scorer: TokenScorer, param_dtype: torch.dtype | None) -> TokenScorer:
     """fully_shard each decoder layer, then the root (the TokenScorer). In place; returns the scorer."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
     for layer in decoder_layers(scorer.lm):
         fully_shard(layer, mp_policy=mp)
-    fully_shard(scorer, mp_policy=mp)
+    root = fully_shard(scorer, mp_policy=mp)
     # FSDP2 initialises lazily on the root's first forward; generation calls the inner model, so make that forward
     # happen now (two tokens, no gradient) rather than let a layer initialise itself as a root
     dev = next(iter(scorer.parameters())).device
@@ -62,18 +65,18 @@ def shard(scorer: Any, param_dtype: torch.dtype | None) -> Any:
         scorer(torch.zeros((1, 2), dtype=torch.long, device=dev))
     # the root keeps its parameters unsharded after a forward (FSDP2's default for the root): reshard, so that
     # parameters() — what the optimiser is built on — are the sharded DTensors
-    scorer.reshard()
+    root.reshard()
     return scorer
 
 
-def is_sharded(model: Any) -> bool:
+def is_sharded(model: torch.nn.Module) -> bool:
     from torch.distributed.fsdp import FSDPModule
 
     return isinstance(model, FSDPModule)
 
 
 @contextlib.contextmanager
-def gathered(model: Any) -> Iterator[None]:
+def gathered(model: torch.nn.Module) -> Iterator[None]:
     """Every unit's full parameters for the block (generation on the plain inner model); a no-op unless sharded.
     Collective: every rank must enter it."""
     if not is_sharded(model):
@@ -96,7 +99,7 @@ def gathered(model: Any) -> Iterator[None]:
             m.set_reshard_after_forward(True, recurse=False)
 
 
-def full_state_dict(model: Any) -> dict[str, Any]:
+def full_state_dict(model: torch.nn.Module) -> dict[str, Any]:
     """The whole model's weights on rank 0's CPU (empty elsewhere), gathered unit by unit: final export only."""
     from torch.distributed.checkpoint.state_dict import (
         StateDictOptions,
@@ -108,13 +111,13 @@ def full_state_dict(model: Any) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ checkpoints
 
-def _states(model: Any, opt: torch.optim.Optimizer) -> tuple[dict, dict]:
+def _states(model: torch.nn.Module, opt: torch.optim.Optimizer) -> tuple[dict, dict]:
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
     return get_state_dict(model, opt)
 
 
-def save_sharded(directory: Path, step: int, cursor: int, model: Any, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler, stage: str,
+def save_sharded(directory: Path, step: int, cursor: int, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler, stage: str,
                  extra: dict | None = None) -> Path:
     """Every rank calls this: its own shards of the model and optimiser, and its RNG state, as one state file
     (model/statefile.py); rank 0's also holds the schedule and the stage's state. Returns the checkpoint directory."""
@@ -156,7 +159,7 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def load_sharded(path: Path, model: Any, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> dict:
+def load_sharded(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> dict:
     """Every rank calls this with the number of processes the checkpoint was written by: reads its own file, checks
     that every shard has the shape this rank holds, then copies them in (Unusable, changing nothing, if any does
     not fit)."""
@@ -184,13 +187,14 @@ def load_sharded(path: Path, model: Any, opt: torch.optim.Optimizer, sched: torc
     loaded = {"model": state["model"], "optimizer": state["optimizer"]}
     _fill(target, loaded, "", apply=False)  # every shape checked before anything changes
     filled = _fill(target, loaded, "", apply=True)
+    assert isinstance(filled, dict)  # the target's structure
     set_state_dict(model, opt, model_state_dict=filled["model"], optim_state_dict=filled["optimizer"])
     sched.load_state_dict(common["scheduler"])
     set_rng_state(state["rng"])
     return {**state, "scheduler": common["scheduler"], "extra": common["extra"]}
 
 
-def _fill(target: Any, loaded: Any, where: str, apply: bool) -> Any:
+def _fill(target: object, loaded: object, where: str, apply: bool) -> object:
     """`target` (this rank's state dicts, DTensors and all) with `loaded`'s values: tensors copied into the target's
     own (local) tensors, plain values taken over. Unusable where the two differ in structure or shape."""
     from ..model.checkpoint import Unusable

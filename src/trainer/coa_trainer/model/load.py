@@ -215,7 +215,7 @@ def load_for_config(model_dir: str | Path, rt: Runtime, config: RunConfig, train
                       storage_dtype(config, trainable), m.attn_implementation, m.gradient_checkpointing)
 
 
-def unwrap(model: Any) -> Any:
+def unwrap(model: torch.nn.Module) -> Any:
     """The Hugging Face model inside DDP and the trainer's TokenScorer (model/scoring.py)."""
     if isinstance(model, torch.nn.parallel.DistributedDataParallel):
         model = model.module
@@ -224,7 +224,7 @@ def unwrap(model: Any) -> Any:
     return model.lm if isinstance(model, TokenScorer) else model
 
 
-def save_model_dir(model: Any, tok: TextTokenizer, out_dir: Path, info: dict | None = None) -> Path:
+def save_model_dir(model: torch.nn.Module, tok: TextTokenizer, out_dir: Path, info: dict | None = None) -> Path:
     """Save a full HF directory (LoRA merged into a copy) atomically: write beside, then rename."""
     m = unwrap(model)
     if hasattr(m, "peft_config"):
@@ -249,14 +249,14 @@ def save_model_dir(model: Any, tok: TextTokenizer, out_dir: Path, info: dict | N
     return out_dir
 
 
-def trainable_state(model: Any) -> dict[str, torch.Tensor]:
+def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """What a checkpoint must hold: every parameter that trains (all of them, or the LoRA adapters)."""
     m = unwrap(model)
     names = {n for n, p in m.named_parameters() if p.requires_grad}
     return {k: v.detach().cpu().clone() for k, v in m.state_dict().items() if k in names}
 
 
-def count_parameters(model: Any) -> int:
+def count_parameters(model: torch.nn.Module) -> int:
     m = unwrap(model)
     seen, total = set(), 0
     for p in m.parameters():
@@ -266,7 +266,7 @@ def count_parameters(model: Any) -> int:
     return total
 
 
-def model_context(model: Any) -> int | None:
+def model_context(model: torch.nn.Module) -> int | None:
     """The positions the model was built for, when its config says (HF `max_position_embeddings`)."""
     n = getattr(getattr(unwrap(model), "config", None), "max_position_embeddings", None)
     return int(n) if isinstance(n, int) and n > 0 else None

@@ -37,12 +37,12 @@ def make_optimizer(params: list[Any], lr: float, weight_decay: float) -> torch.o
     pairs = [(p, masters[id(p)]) for p in low]
     opt.coa_master_pairs = pairs  # type: ignore[attr-defined]  (read by master_state / load_master_state)
 
-    def to_masters(*_: Any) -> None:
+    def to_masters(*_: object) -> None:
         for p, m in pairs:
             m.grad = None if p.grad is None else p.grad.float()
 
     @torch.no_grad()
-    def from_masters(*_: Any) -> None:
+    def from_masters(*_: object) -> None:
         # one multi-tensor copy (bf16 ← fp32 rounds as copy_ does) instead of a kernel per parameter
         torch._foreach_copy_([p for p, _ in pairs], [m for _, m in pairs])  # pyright: ignore[reportPrivateImportUsage]
         for p, m in pairs:

@@ -163,7 +163,7 @@ def unpacked_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch
     return o.transpose(1, 2)[valid]  # [T, heads, d], the sequences back in order
 
 
-def packed_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+def packed_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                      attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                      is_causal: bool | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
     """transformers' attention-function signature ([B, heads, T, d] in, [B, T, heads, d] out)."""
@@ -203,7 +203,7 @@ def packed_mask(batch_size: int, q_length: int, kv_length: int, q_offset: int = 
 _REGISTERED = False
 
 
-def use_packed_attention(lm: Any) -> bool:
+def use_packed_attention(lm: torch.nn.Module) -> bool:
     """Switch a model from transformers' sdpa to `packed_attention` (the same for everything but packed rows);
     False, unchanged, when `packed_attention_reason` says why not. Not saved with the model (transformers keeps it
     out of config.json)."""
@@ -225,7 +225,7 @@ def use_packed_attention(lm: Any) -> bool:
     return cfg._attn_implementation == PACKED_ATTENTION
 
 
-def packed_attention_reason(lm: Any) -> str | None:
+def packed_attention_reason(lm: torch.nn.Module) -> str | None:
     """None when `use_packed_attention` can switch the model; otherwise why it keeps transformers' attention: not a
     decoder whose layers all attend fully, another implementation (eager, flash-attention: its varlen path
     already), or a transformers without the registries and mask arguments packed attention uses."""

@@ -48,12 +48,12 @@ def _chunk_terms(logits: torch.Tensor, targets: torch.Tensor, temperature: float
     return logp, ent
 
 
-def _head_chunk(head: Any, h: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
+def _head_chunk(head: torch.nn.Module, h: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     return _chunk_terms(head(h), targets, temperature, with_entropy)
 
 
-def split_head(lm: Any) -> tuple[Any, Any] | None:
+def split_head(lm: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module] | None:
     """(decoder, lm_head) when the model's logits are exactly lm_head(decoder(...).last_hidden_state); else None."""
     base = base_model(lm)
     cfg = getattr(base, "config", None)
@@ -85,7 +85,7 @@ class TokenScorer(torch.nn.Module):
     [B·(T-1)]) → per-token losses) → (logp, entropy, Σ f) with the head's matmuls and f's gradient fused in one pass
     (model/linear_ce.ChunkedLinearTokenLoss; `fused_token_loss` says where the trainer uses it)."""
 
-    def __init__(self, lm: Any):
+    def __init__(self, lm: torch.nn.Module):
         super().__init__()
         self.lm = lm
         from .liger import patch_model
@@ -148,7 +148,8 @@ class TokenScorer(torch.nn.Module):
                 zero = torch.zeros((B, T - 1), dtype=torch.float32, device=input_ids.device)
                 keep = 0.0 if empty else 1.0
                 return zero.index_put(where, lp * keep), zero.index_put(where, en * keep), total * keep
-            vocab = head.weight.shape[0] if head is not None and hasattr(head, "weight") else h.shape[-1]
+            weight = getattr(head, "weight", None)
+            vocab = weight.shape[0] if isinstance(weight, torch.Tensor) else h.shape[-1]
             step = chunk_rows(idx.numel(), vocab)
             lp_parts, ent_parts = [], []
             for s in range(0, idx.numel(), step):
@@ -232,7 +233,7 @@ def lm_head_choice(device_type: str) -> Any:
 FUSED_TOKEN_LOSS = "cuda"  # where GRPO's fused head runs: "cuda", "always" (a CPU measurement or test), "never"
 
 
-def fused_token_loss(model: Any) -> bool:
+def fused_token_loss(model: torch.nn.Module) -> bool:
     """Whether a token-local loss (GRPO) goes through `TokenScorer(token_loss=…)`: a plain Linear LM head split from
     its decoder, on CUDA. CPU keeps the checkpointed chunks, so CPU runs stay bit-identical to earlier ones (the fused
     pass sums the head's gradient in another order)."""
@@ -251,13 +252,13 @@ def _plain_linear(head: object) -> TypeGuard[torch.nn.Linear]:
     return type(head) is torch.nn.Linear
 
 
-def as_scorer(model: Any) -> Any:
+def as_scorer(model: torch.nn.Module) -> torch.nn.Module:
     """The model itself when it is (or wraps, DDP / FSDP2) a TokenScorer; otherwise a TokenScorer around it."""
     inner = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
     return model if isinstance(inner, TokenScorer) else TokenScorer(model)
 
 
-def full_token_logprobs(model: Any, ids: torch.Tensor, attn: torch.Tensor | None, temperature: float = 1.0
+def full_token_logprobs(model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor | None, temperature: float = 1.0
                         ) -> tuple[torch.Tensor, torch.Tensor]:
     """The reference: every logit, one [B, T-1, V] log-softmax (what the trainer did before; tests compare)."""
     logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits
@@ -272,7 +273,7 @@ def autocast(device: torch.device, dtype: torch.dtype | None) -> Any:
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 
-def token_logprobs(model: Any, ids: torch.Tensor, attn: torch.Tensor | None, dtype: torch.dtype | None = None,
+def token_logprobs(model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor | None, dtype: torch.dtype | None = None,
                    position_ids: torch.Tensor | None = None, select: torch.Tensor | None = None) -> torch.Tensor:
     """log p(ids[:, t+1] | ids[:, :t+1]) for every position (0 outside `select`), [B, T-1], in float32, without a
     full-vocabulary log-softmax (logprobs.TokenScorer)."""

@@ -46,7 +46,7 @@ def crc(t: torch.Tensor) -> int:
     return zlib.crc32(t.reshape(-1).view(torch.uint8).numpy())  # pyright: ignore[reportArgumentType]
 
 
-def encode(tree: Any, tensors: dict[str, torch.Tensor], path: str = "", seen: dict | None = None) -> Any:
+def encode(tree: object, tensors: dict[str, torch.Tensor], path: str = "", seen: dict | None = None) -> Any:
     """`tree` as JSON values; its tensors added to `tensors` under names derived from where they sit. A tensor met
     twice (tied embeddings: one storage under two names) is stored once and referred to from both places."""
     seen = {} if seen is None else seen
@@ -85,7 +85,7 @@ def encode(tree: Any, tensors: dict[str, torch.Tensor], path: str = "", seen: di
     raise TypeError(f"a checkpoint holds tensors and plain values only; {path or 'the state'} is a {type(tree).__name__}")
 
 
-def decode(tree: Any, tensors: dict[str, torch.Tensor]) -> Any:
+def decode(tree: object, tensors: dict[str, torch.Tensor]) -> Any:
     if isinstance(tree, list):
         return [decode(v, tensors) for v in tree]
     if not isinstance(tree, dict):
