@@ -169,12 +169,9 @@ def load_model(model_dir: str | Path, rt: Runtime, lora: LoraConfig | None = Non
     model: Any = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=WEIGHT_DTYPES[weight_dtype],
                                                  attn_implementation=attn_implementation)
     if gradient_checkpointing and trainable:
-        # non-reentrant: works with frozen inputs (LoRA), under FSDP2 and with kwargs; same gradients, less memory
-        kw = {"use_reentrant": False}
-        if hasattr(model, "activation_checkpointing_enable"):  # transformers ≥ 5.2x; the old name warns there
-            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kw)
-        else:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
+        from .activations import enable
+
+        enable(model)
     if model.get_input_embeddings().weight.shape[0] < len(tok):
         model.resize_token_embeddings(len(tok))  # tags added to a user's tokenizer (tags_as_special_tokens)
     model.config.pad_token_id = tok.pad_token_id

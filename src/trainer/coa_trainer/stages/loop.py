@@ -41,6 +41,10 @@ class StageSteps(Protocol):
     # (StageCancelled); what it changed before that must be what a checkpoint of `step` holds (RL: checkpoint_extra).
     def step(self, step: int) -> dict[str, float | None]: ...
 
+    # The first update's forward/backward (or one as large) without the optimiser step, its gradients dropped: what
+    # activation checkpointing is decided on (decide_checkpointing)
+    def probe_update(self) -> None: ...
+
     def alerts(self, step: int, values: dict) -> list[Any]: ...  # the core's alerts on this step's metrics
 
     def sample(self, step: int) -> None: ...  # a sample event (RL: the rollouts of the step, appended to a file)
@@ -77,6 +81,7 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
         else:
             impl.fresh()
     di.barrier()
+    decide_checkpointing(run, impl, step < total)
     run.started(resumed_from, impl.describe())
     for note in impl.notes():
         writer.emit("log", level="warning", message=f"{label}: {note}")
@@ -141,6 +146,22 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
                         checkpoint=str(out))
             return CANCELLED if late else 0
     return cancel(run, impl, step, saved_at, trained.total)
+
+
+def decide_checkpointing(run: StageRun, impl: StageSteps, updates_left: bool) -> None:
+    """Activation checkpointing as model/activations.py decides it from the first update's measured peak (every rank
+    measures its own; on when any rank needs it), said in run_started's fast_path."""
+    from ..model import activations
+
+    forced = run.config.model.gradient_checkpointing
+    if not forced and not updates_left:
+        text = "off (no update left to run)"
+    else:
+        peak = None if forced else activations.measure(run.rt.device, impl.probe_update, run.schedule.opt)
+        on, text = activations.decide(run.rt.device.type, forced, peak)
+        if run.di.any(on) and not activations.is_enabled(run.model.policy):
+            activations.enable(run.model.policy)
+    run.model.fast_path["activation checkpointing"] = text
 
 
 def evaluate(run: StageRun, impl: StageSteps, step: int) -> dict[str, dict] | None:

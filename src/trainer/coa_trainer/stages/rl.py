@@ -245,6 +245,30 @@ class GrpoSteps:
     def tool(self, queries: list[str]) -> list[str | None]:
         return self.env.observations(queries, self.scfg.top_k, self.config.dialect)
 
+    def probe_update(self) -> None:
+        """An update as large as a step can make, without the optimiser step, the gradients dropped
+        (model/activations.py measures it): the largest mini-batch of whole groups, each trajectory its longest
+        prompt plus every turn's sampled and observation tokens (at most max_len), every response token trained."""
+        from ..algos.microbatch import accumulate
+        from ..model.activations import drop_gradients
+
+        run, scfg, di = self.run, self.scfg, self.run.di
+        n = -(-(scfg.prompts_per_step // di.world_size) // scfg.mini_batches) * scfg.group_size
+        prompt = max(self.room.prompt_max, 1)
+        length = min(self.max_len, prompt + scfg.max_turns * (scfg.max_new_tokens + scfg.max_obs_tokens))
+        pad = run.model.tok.pad_token_id
+        token = 2 if pad == 1 else 1
+        new = max(length - prompt, 1)
+        samples = [Sample([token] * prompt, [token] * new, [1] * new, [0.0] * new, 1.0) for _ in range(n)]
+
+        def loss_fn(m: Any, part: list[Sample]) -> Any:
+            return grpo_loss_parts(m, self.ref, part, pad, run.rt.device, run.rt.autocast_dtype, scfg.clip_eps,
+                                   scfg.kl_coef, scfg.temperature, scfg.packing)
+
+        accumulate(run.model.trained, samples, grpo_lengths(samples), grpo_count(samples), loss_fn,
+                   scfg.micro_batch_tokens, scfg.packing, di)
+        drop_gradients(run.model.trained, run.schedule.opt)
+
     def step(self, step: int) -> dict[str, float | None]:
         run, scfg, config, di, tok = self.run, self.scfg, self.config, self.run.di, self.run.model.tok
         P, G = scfg.prompts_per_step, scfg.group_size

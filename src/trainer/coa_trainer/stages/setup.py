@@ -43,7 +43,7 @@ class StageModel:
     tok: Any  # a transformers tokenizer (its own annotations are too loose to narrow: pad_token_id may be a list)
     tags: Tags  # the dialect's tags
     agent_io: AgentIO  # the tags as token ids for the tool loop
-    fast_path: dict[str, str]  # what each part of the training step runs (run_started)
+    fast_path: dict[str, str]  # what each part of the training step runs (run_started; the loop adds checkpointing)
 
 
 @dataclass(frozen=True)
@@ -352,8 +352,7 @@ def _stage_model_and_schedule(config: RunConfig, init: Path, rt: Any, di: Any, s
     params = [p for p in wrapped.parameters() if p.requires_grad]  # after sharding: FSDP2 swaps in DTensors
     opt = make_optimizer(params, scfg.lr, scfg.weight_decay)
     fast_path["AdamW"] = str(opt.coa_adamw)  # pyright: ignore[reportAttributeAccessIssue] — set by make_optimizer
-    fast_path["activation checkpointing"] = "on (model.gradient_checkpointing)" if config.model.gradient_checkpointing \
-        else "off"
+    # "activation checkpointing": decided by the first update's measured peak before run_started (stages/loop.py)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg.warmup_steps, total))
     return (StageModel(init, wrapped, unwrap(wrapped), tok, t, AgentIO.make(tok, t), fast_path),
             StageSchedule(scfg, total, params, opt, sched))

@@ -21,6 +21,7 @@ from ..model.load import Runtime
 from ..base.config import sft_mix_stage, stage_config, supervised_stage
 from ..data.records import JsonRecord, RecordTokens, trajectory_record
 from ..algos.microbatch import accumulate, clip_grad_norm
+from ..model.activations import drop_gradients
 from ..base.errors import StageError
 from ..contracts.schemas import stage_info
 from .setup import StageRun
@@ -209,6 +210,15 @@ class SupervisedSteps:
 
     def fresh(self) -> None:
         pass
+
+    def probe_update(self) -> None:
+        """The next step's forward/backward — its batch, its micro-batches — without the optimiser step, the gradients
+        dropped (model/activations.py measures it)."""
+        run, scfg, di, impl = self.run, self.scfg, self.run.di, self.impl
+        batch = impl.stream.take(self.cursor + di.rank * self.local, self.local)
+        accumulate(run.model.trained, batch, impl.lengths(batch), impl.count(batch), impl.loss_parts,
+                   scfg.micro_batch_tokens, scfg.packing, di)
+        drop_gradients(run.model.trained, run.schedule.opt)
 
     def step(self, step: int) -> dict[str, float | None]:
         run, scfg, di, impl = self.run, self.scfg, self.run.di, self.impl
