@@ -457,3 +457,29 @@ def test_fused_adamw_is_chosen_only_where_its_probe_steps(monkeypatch, fresh_pro
                                         "'fused'))")
     opt = make_optimizer(list(_lm().parameters()), 1e-3, 0.0)  # the stage's optimiser still builds and steps
     assert type(opt) is _AdamWWithoutFused and str(opt.coa_adamw).startswith("for-loop (CPU:")
+
+
+def test_the_first_event_names_the_rollout_engines_path_and_the_attention_that_runs():
+    """What a stage's rollouts run, beside the training step's parts: on CPU the engine's eager decode step with the
+    attention it names really called; a model the engine cannot run goes through the reference loop, with why."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from coa_trainer.rollout.generate import engine_path, generate
+
+    lm = _lm()
+    path = engine_path(lm, CPU, None)
+    assert path["rollout engine"] == ("eager decode step and prefill (CPU: the engine compiles them by default on CUDA "
+                                      "only); 8-step blocks run step by step (CPU: CUDA graphs on CUDA only)")
+    assert path["rollout attention"].startswith("SDPA over each slot's cache")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        generate(lm, [[1, 2, 3], [4, 5]], 4, set(), 0, CPU)
+    ops = {e.key for e in prof.key_averages()}
+    assert "aten::scaled_dot_product_attention" in ops and not any("flex" in op for op in ops)
+    dynamic = Qwen2ForCausalLM(Qwen2Config(vocab_size=101, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                                           rope_parameters={"rope_type": "dynamic", "factor": 2.0,
+                                                            "rope_theta": 10000.0}))
+    assert engine_path(dynamic, CPU, None) == {
+        "rollout engine": "reference loop (rope type 'dynamic' changes with the sequence length; transformers' forward "
+                          "and KV cache, one step per token)",
+        "rollout attention": "the model's own (sdpa)"}

@@ -54,8 +54,11 @@ def test_pipeline_end_to_end(tmp_path, write_config):
     # each stage's first event names what its training step runs on this install, each fallback with its reason
     for stage in STAGES:
         assert list(started[stage]["fast_path"]) == ["packed attention", "loss head", "RMSNorm/SwiGLU",
-                                                     "RoPE", "AdamW", "activation checkpointing"], stage
+                                                     "RoPE", "AdamW", "rollout engine", "rollout attention",
+                                                     "activation checkpointing"], stage
         assert started[stage]["fast_path"]["AdamW"].startswith("for-loop (CPU:"), stage
+        assert started[stage]["fast_path"]["rollout engine"].startswith("eager decode step and prefill (CPU:"), stage
+        assert started[stage]["fast_path"]["activation checkpointing"].startswith("off (CPU: peak resident"), stage
     assert started["sft2"]["fast_path"]["loss head"].startswith("chunked PyTorch (CPU:")
     assert started["rl2"]["fast_path"]["loss head"].startswith("checkpointed chunks (CPU: the fused GRPO head")
     assert started["sft1"]["fast_path"]["loss head"] == "checkpointed chunks (the pairwise loss is not token-local)"

@@ -39,6 +39,31 @@ def engine_for(model: torch.nn.Module, device: torch.device, dtype: torch.dtype 
     return per[key]
 
 
+def engine_path(model: torch.nn.Module, device: torch.device, dtype: torch.dtype | None) -> dict[str, str]:
+    """What the rollouts of `model` on `device` run, for the stage's first event: the engine's decode step (compiled or
+    eager, its blocks captured as CUDA graphs or replayed) and its attention, or the reference loop with why. Read
+    from an engine built with the defaults `engine_for` builds it with (nothing is allocated until a call)."""
+    from .engine import Engine
+    from .kvmodel import engine_support
+
+    why = engine_support(model)
+    if why is not None:
+        impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
+        return {"rollout engine": f"reference loop ({why}; transformers' forward and KV cache, one step per token)",
+                "rollout attention": f"the model's own ({impl})"}
+    eng = Engine(model, torch.device(device), dtype)
+    where = eng.device.type.upper()
+    decode = ("compiled decode step and prefill (torch.compile, inductor; eager from the first compile failure on, "
+              "said when it happens)") if eng.compiled else \
+        f"eager decode step and prefill ({where}: the engine compiles them by default on CUDA only)"
+    blocks = f"{eng.block}-step blocks captured as CUDA graphs" if eng.graphs_on and eng.device.type == "cuda" \
+        else f"{eng.block}-step blocks run step by step ({where}: CUDA graphs on CUDA only)"
+    # kvmodel.KVModel.forward: one scaled_dot_product_attention per layer over the slot's cache
+    attention = ("SDPA over each slot's cache up to the block's attention length, a per-row boolean length mask "
+                 "(SDPA's flash kernel takes no mask: the memory-efficient or math kernel runs), each KV head read once")
+    return {"rollout engine": f"{decode}; {blocks}", "rollout attention": attention}
+
+
 def release_engines(model: torch.nn.Module) -> None:
     """Free the KV caches and captured graphs the model's engines hold (they are made again on the next call)."""
     for eng in (_ENGINES.get(model) or {}).values():

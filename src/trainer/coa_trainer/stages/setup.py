@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..data.dialects import Tags
     from ..data.userdata import UserData
     from ..rollout.agentio import AgentIO
+    from ..rollout.generate import engine_path
 
 
 @dataclass(frozen=True)
@@ -352,6 +353,8 @@ def _stage_model_and_schedule(config: RunConfig, init: Path, rt: Any, di: Any, s
     params = [p for p in wrapped.parameters() if p.requires_grad]  # after sharding: FSDP2 swaps in DTensors
     opt = make_optimizer(params, scfg.lr, scfg.weight_decay)
     fast_path["AdamW"] = str(opt.coa_adamw)  # pyright: ignore[reportAttributeAccessIssue] — set by make_optimizer
+    # after sharding: an FSDP-sharded model rolls out through the reference loop
+    fast_path.update(engine_path(unwrap(wrapped), rt.device, rt.autocast_dtype))
     # "activation checkpointing": decided by the first update's measured peak before run_started (stages/loop.py)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg.warmup_steps, total))
     return (StageModel(init, wrapped, unwrap(wrapped), tok, t, AgentIO.make(tok, t), fast_path),
