@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from ..data.dialects import Tags
     from ..data.userdata import UserData
     from ..rollout.agentio import AgentIO
-    from ..rollout.generate import engine_path
 
 
 @dataclass(frozen=True)
@@ -341,6 +340,7 @@ def _stage_model_and_schedule(config: RunConfig, init: Path, rt: Any, di: Any, s
     from ..model.optim import make_optimizer
     from ..model.scoring import TokenScorer
     from ..rollout.agentio import AgentIO
+    from ..rollout.generate import engine_path
 
     torch.manual_seed(config.seed)
     random.seed(config.seed)
