@@ -20,25 +20,22 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
 import torch
 
 HEADROOM = 0.85  # the share of the device's memory an update may reach without checkpointing (the rest: fragmentation,
 # micro-batches longer than the probe's, the rollout engine's cache between updates)
 
 
-def enable(model: Any) -> None:
+def enable(model: torch.nn.Module) -> None:
     """Checkpoint every decoder layer of a transformers model (non-reentrant: works with frozen inputs — LoRA —,
     under FSDP2 and with keyword arguments; the same gradients, less memory)."""
-    kw = {"use_reentrant": False}
-    if hasattr(model, "activation_checkpointing_enable"):  # transformers ≥ 5.2x; the old name warns there
-        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kw)
-    else:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
+    # transformers ≥ 5.2x: activation_checkpointing_enable (the old name, gradient_checkpointing_enable, warns there)
+    what = "activation" if hasattr(model, "activation_checkpointing_enable") else "gradient"
+    switch: Callable[..., None] = getattr(model, f"{what}_checkpointing_enable")
+    switch(**{f"{what}_checkpointing_kwargs": {"use_reentrant": False}})
 
 
-def is_enabled(model: Any) -> bool:
+def is_enabled(model: torch.nn.Module) -> bool:
     return any(getattr(m, "gradient_checkpointing", False) for m in model.modules())
 
 
@@ -99,7 +96,7 @@ def _cpu_peak() -> int | None:
 def optimizer_state_to_come(opt: torch.optim.Optimizer) -> int:
     """Bytes AdamW's first step allocates: exp_avg and exp_avg_sq for each parameter that has no state yet (a resumed
     optimiser has them already)."""
-    return sum(2 * p.numel() * p.element_size() for g in opt.param_groups for p in g["params"]
+    return sum(2 * p.numel() * p.element_size() for group in opt.param_groups for p in group.get("params", ())
                if p.requires_grad and not opt.state.get(p))
 
 

@@ -161,7 +161,7 @@ def decide_checkpointing(run: StageRun, impl: StageSteps, updates_left: bool) ->
         on, text = activations.decide(run.rt.device.type, forced, peak)
         if run.di.any(on) and not activations.is_enabled(run.model.policy):
             activations.enable(run.model.policy)
-    run.model.fast_path["activation checkpointing"] = text
+    run.model.fast_path.update({"activation checkpointing": text})
 
 
 def evaluate(run: StageRun, impl: StageSteps, step: int) -> dict[str, dict] | None:

@@ -261,7 +261,7 @@ class GrpoSteps:
         new = max(length - prompt, 1)
         samples = [Sample([token] * prompt, [token] * new, [1] * new, [0.0] * new, 1.0) for _ in range(n)]
 
-        def loss_fn(m: Any, part: list[Sample]) -> Any:
+        def loss_fn(m: torch.nn.Module, part: list[Sample]) -> Any:
             return grpo_loss_parts(m, self.ref, part, pad, run.rt.device, run.rt.autocast_dtype, scfg.clip_eps,
                                    scfg.kl_coef, scfg.temperature, scfg.packing)
 
