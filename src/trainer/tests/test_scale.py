@@ -326,5 +326,10 @@ def test_a_bf16_stage_runs(tmp_path):
         "RMSNorm/SwiGLU": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
         "RoPE": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
         "AdamW": "for-loop (CPU: torch's default, kept bit-identical to earlier runs)",
+        "rollout engine": "eager decode step and prefill (CPU: the engine compiles them by default on CUDA only); "
+                          "8-step blocks run step by step (CPU: CUDA graphs on CUDA only)",
+        "rollout attention": "SDPA over each slot's cache up to the block's attention length, a per-row boolean "
+                             "length mask (SDPA's flash kernel takes no mask: the memory-efficient or math kernel "
+                             "runs), each KV head read once",
         "activation checkpointing": "on (model.gradient_checkpointing)",
     }
