@@ -19,7 +19,7 @@
 // State is bounded (first and last `window` values per key), so it travels over HTTP and into checkpoints.
 import { z } from 'zod';
 import * as setting from './configZod';
-import type { ALERT_KINDS } from './events';
+import { ALERT_KINDS } from './events';
 import type { AgentMetric } from './metrics';
 
 export const MARGIN = 0.05;
@@ -53,11 +53,11 @@ export type AlertState = z.infer<typeof AlertStateSchema>;
 const LegacyStateSchema = z.object({ history: z.record(z.string(), z.array(z.number())), heldout: z.array(z.number()).default([]), active: z.array(z.string()).default([]) });
 
 export type AlertKind = (typeof ALERT_KINDS)[number];
-export interface Alert {
-  kind: AlertKind;
-  severity: 'warning' | 'error';
-  message: string;
-}
+/** One alert that starts at a step (the `alert` event's fields; POST /v1/alerts answers with these). */
+export const AlertSchema = z
+  .object({ kind: z.enum(ALERT_KINDS), severity: z.enum(['warning', 'error']), message: z.string() })
+  .meta({ title: 'Alert' });
+export type Alert = z.infer<typeof AlertSchema>;
 
 export class AlertMonitor {
   readonly thresholds: AlertThresholds;

@@ -3,9 +3,9 @@
 // alerts that start at this step and the new state. Stateless on the server: the state lives in the client (and in
 // its checkpoints), so a restarted server changes nothing.
 import { z } from 'zod';
-import { AlertMonitor, AlertThresholdsSchema, type Alert, type AlertState } from '../core/alerts';
+import { AlertMonitor, AlertThresholdsSchema } from '../core/alerts';
 import { HttpError } from './http';
-import { describeIssues } from './protocol';
+import { describeIssues, type AlertsResponse } from './protocol';
 
 export const AlertsRequestSchema = z
   .object({
@@ -18,7 +18,7 @@ export const AlertsRequestSchema = z
   })
   .strict();
 
-export function alertsStep(body: unknown): { alerts: Alert[]; state: AlertState } {
+export function alertsStep(body: unknown): AlertsResponse {
   const r = AlertsRequestSchema.safeParse(body);
   if (!r.success) {
     const { message, path } = describeIssues(r.error);

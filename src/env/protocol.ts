@@ -6,6 +6,7 @@ import { RecordSchema, RewardBreakdownSchema, SCHEMES } from '../core/record';
 import { RewardParamsSchema } from '../core/rewards';
 import { NAME_RE, NAME_RULE_TEXT } from '../core/names';
 import { SCAN_RULE_NAMES, type ScanRule } from '../core/scanners';
+import { AlertSchema } from '../core/alerts';
 
 export const MAX_QUERIES = 1024;
 export const MAX_TOP_K = 100;
@@ -110,6 +111,14 @@ export const ScanResponseSchema = z.object({
 });
 export type ScanResponse = z.infer<typeof ScanResponseSchema>;
 
+/** POST /v1/alerts (alertsRoute.ts): the alerts that start at this step and the monitor's new state, which the client
+ * keeps as it is (in its checkpoints) and sends back with the next step. */
+export const AlertsResponseSchema = z.object({
+  alerts: z.array(AlertSchema),
+  state: z.record(z.string(), z.unknown()),
+});
+export type AlertsResponse = z.infer<typeof AlertsResponseSchema>;
+
 export const ErrorBodySchema = z.object({
   error: z.object({ code: z.string(), message: z.string(), path: z.string().optional() }),
 });
@@ -124,6 +133,7 @@ export const ENV_PROTOCOL_PARTS = {
   HealthResponse: () => HealthResponseSchema,
   ScanRequest: () => ScanRequestSchema,
   ScanResponse: () => ScanResponseSchema,
+  AlertsResponse: () => AlertsResponseSchema,
   ErrorBody: () => ErrorBodySchema,
 } as const;
 

@@ -11,6 +11,7 @@ import sys
 from .base import options
 from .base.options import CommandOptions
 from .contracts.schemas import stage_table, trainable_stages
+from .contracts.events import StageFinishedEvent
 
 
 def name_arg(value: str) -> str:
@@ -242,7 +243,7 @@ def cancelled_at_startup(options: CommandOptions) -> int:
             return 130
         try:
             with EventWriter(options.run_dir) as w:
-                w.emit("stage_finished", stage=stage, step=step, status="cancelled", checkpoint=None)
+                w.emit(StageFinishedEvent(stage=stage, step=step, status="cancelled", checkpoint=None))
         except (RunDirError, OSError):
             pass
         finally:

@@ -6,6 +6,7 @@ import pytest
 
 from coa_trainer.base.events import EventError, EventWriter, event_error, parse_event_line, validate_event
 from conftest import REPO
+from coa_trainer.contracts.events import LogEvent, MetricsEvent, ProgressEvent, SampleEvent
 
 VECTORS = REPO / "test" / "conformance" / "events.json"
 
@@ -28,7 +29,7 @@ def test_conformance_invalid_events_are_rejected():
 def test_writer_appends_flushes_and_echoes(tmp_path):
     out = io.StringIO()
     w = EventWriter(tmp_path / "run-1", echo=out)
-    w.emit("metrics", stage="sft2", step=3, values={"loss": float("nan"), "lr": 1e-3, "inf": math.inf})
+    w.emit(MetricsEvent(stage="sft2", step=3, values={"loss": float("nan"), "lr": 1e-3, "inf": math.inf}))
     # flushed: readable before close
     lines = (tmp_path / "run-1" / "events.jsonl").read_text().splitlines()
     assert len(lines) == 1
@@ -38,7 +39,7 @@ def test_writer_appends_flushes_and_echoes(tmp_path):
     assert out.getvalue().strip() == lines[0]
     w.close()
     w2 = EventWriter(tmp_path / "run-1", echo=None)
-    w2.emit("log", level="info", message="again")
+    w2.emit(LogEvent(level="info", message="again"))
     w2.close()
     assert len((tmp_path / "run-1" / "events.jsonl").read_text().splitlines()) == 2
 
@@ -46,10 +47,10 @@ def test_writer_appends_flushes_and_echoes(tmp_path):
 def test_writer_refuses_malformed_events(tmp_path):
     w = EventWriter(tmp_path / "r", echo=None)
     with pytest.raises(EventError):
-        w.emit("progress", stage="pretrain", step=-1, total=3, elapsed_s=0.0, eta_s=None)
+        w.emit(ProgressEvent(stage="pretrain", step=-1, total=3, elapsed_s=0.0, eta_s=None))
     with pytest.raises(EventError):
-        w.emit("sample", stage="sft2", step=1, record={"id": "a", "question": "q", "response": "r",
-                                                       "tokens": {"ids": [1, 2], "loss_mask": [1]}})
+        w.emit(SampleEvent(stage="sft2", step=1, record={"id": "a", "question": "q", "response": "r",
+                                                                   "tokens": {"ids": [1, 2], "loss_mask": [1]}}))
     w.close()
 
 

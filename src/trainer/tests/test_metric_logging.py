@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY, merge, read_events, run_trainer, needs_env_server
+from coa_trainer.contracts.events import LogEvent, MetricsEvent
 
 needs_server = needs_env_server()
 
@@ -145,9 +146,9 @@ def test_a_failing_sink_is_switched_off_with_one_warning(tmp_path):
     blocker = tmp_path / "tb"
     blocker.write_text("a file where the log directory should be")
     with EventWriter(tmp_path / "r", echo=None) as w:
-        w.sinks = MetricSinks([TensorBoardSink(blocker)], lambda m: w.emit("log", level="warning", message=m))
-        w.emit("metrics", stage="sft2", step=1, values={"loss": 1.0})
-        w.emit("metrics", stage="sft2", step=2, values={"loss": 0.5})
+        w.sinks = MetricSinks([TensorBoardSink(blocker)], lambda m: w.emit(LogEvent(level="warning", message=m)))
+        w.emit(MetricsEvent(stage="sft2", step=1, values={"loss": 1.0}))
+        w.emit(MetricsEvent(stage="sft2", step=2, values={"loss": 0.5}))
     events = read_events(tmp_path / "r")
     warnings = [e["message"] for e in events if e["type"] == "log"]
     assert len(warnings) == 1 and "TensorBoardSink: switched off" in warnings[0]

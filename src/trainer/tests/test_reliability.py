@@ -14,6 +14,7 @@ import pytest
 from coa_trainer.base.events import STEP_EVENTS, EventWriter
 from coa_trainer.base.lifecycle import LOCK_NAME, RunLock, RunLockBusy
 from conftest import PY, REPO, merge, read_events, run_trainer
+from coa_trainer.contracts.events import CheckpointEvent, LogEvent, MetricsEvent, ProgressEvent
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1"}
 
@@ -127,14 +128,14 @@ def test_resume_drops_the_events_of_the_steps_it_redoes(tmp_path):
     run = tmp_path / "run"
     pipeline = EventWriter(run, echo=None)
     stage = EventWriter(run, echo=None)
-    pipeline.emit("log", level="info", message="pipeline: sft2")
+    pipeline.emit(LogEvent(level="info", message="pipeline: sft2"))
     for step in range(1, 7):
-        stage.emit("metrics", stage="sft2", step=step, values={"loss": 1.0 / step})
-        stage.emit("progress", stage="sft2", step=step, total=10, elapsed_s=1.0, eta_s=None)
-        stage.emit("metrics", stage="other", step=step, values={"loss": 0.5})
+        stage.emit(MetricsEvent(stage="sft2", step=step, values={"loss": 1.0 / step}))
+        stage.emit(ProgressEvent(stage="sft2", step=step, total=10, elapsed_s=1.0, eta_s=None))
+        stage.emit(MetricsEvent(stage="other", step=step, values={"loss": 0.5}))
         if step == 4:
             marks = stage.resume_marks()
-            stage.emit("checkpoint", stage="sft2", step=4, path="ckpt")
+            stage.emit(CheckpointEvent(stage="sft2", step=4, path="ckpt"))
     stage.close()  # SIGKILL: nothing more from it; a line cut in half by the kill
     with open(run / "events.jsonl", "a", encoding="utf-8") as f:
         f.write('{"v": 1, "type": "metr')
@@ -142,8 +143,8 @@ def test_resume_drops_the_events_of_the_steps_it_redoes(tmp_path):
     dropped = resumed.supersede("sft2", 4, marks["events_offset"])
     assert dropped == 4  # metrics + progress of steps 5 and 6
     for step in (5, 6):
-        resumed.emit("metrics", stage="sft2", step=step, values={"loss": 1.0 / step})
-    pipeline.emit("log", level="info", message="pipeline: after")  # the pipeline's writer follows the new file
+        resumed.emit(MetricsEvent(stage="sft2", step=step, values={"loss": 1.0 / step}))
+    pipeline.emit(LogEvent(level="info", message="pipeline: after"))  # the pipeline's writer follows the new file
     lines = (run / "events.jsonl").read_text(encoding="utf-8").splitlines()
     events = [json.loads(x) for x in lines if x.startswith('{"v": 1, "time"')]
     keys = [(e["type"], e["stage"], e["step"]) for e in events if e["type"] in STEP_EVENTS]

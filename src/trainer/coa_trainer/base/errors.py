@@ -11,6 +11,7 @@ from typing import Any
 
 from ..contracts.error_code import ErrorCode
 from ..contracts.schemas import load_schema_file
+from ..contracts.events import ErrorEvent
 
 
 class CoaError(RuntimeError):
@@ -41,8 +42,8 @@ def exit_status(code: ErrorCode) -> int:
 def report_failure(writer: Any, stage: str, e: BaseException) -> int:
     """The error event for `e` (an internal error carries its traceback) and the exit status to return."""
     if isinstance(e, CoaError):
-        writer.emit("error", message=f"{e.prefix}{e}", code=e.code.value, stage=stage)
+        writer.emit(ErrorEvent(message=f"{e.prefix}{e}", code=e.code.value, stage=stage))
         return e.exit_status
-    writer.emit("error", message=f"{type(e).__name__}: {e}", code=ErrorCode.internal.value, stage=stage,
-                detail=traceback.format_exc())
+    writer.emit(ErrorEvent(message=f"{type(e).__name__}: {e}", code=ErrorCode.internal.value, stage=stage,
+                           detail=traceback.format_exc()))
     return exit_status(ErrorCode.internal)

@@ -203,8 +203,9 @@ class EventWriter:
             self._open()
         return self._file
 
-    def emit(self, type: str, **fields: Any) -> dict:
-        data = sanitize({"v": PROTOCOL_VERSION, "time": time.time(), "run": self.run, "type": type, **fields})
+    def emit(self, event: Event) -> dict[str, Any]:
+        """Writes the event (the class of its type), stamped with this run and the time now; returns it as written."""
+        data = event_json(event.model_copy(update={"time": time.time(), "run": self.run}))
         validate_event(data)  # a malformed event is a trainer bug: fail loudly rather than confuse the editor
         if not self.enabled:
             return data
@@ -212,7 +213,7 @@ class EventWriter:
         f = self._current_file()
         f.write(line + "\n")
         f.flush()
-        os.fsync(f.fileno()) if type in ("stage_finished", "error", "checkpoint") else None
+        os.fsync(f.fileno()) if event.type in ("stage_finished", "error", "checkpoint") else None
         if self.echo is not None:
             try:
                 self.echo.write(line + "\n")
@@ -239,7 +240,7 @@ class EventWriter:
         from .metric_sinks import metric_sinks
 
         self.sinks = metric_sinks(config, self.run_dir, self.run, config_dict(config),
-                                  lambda message: self.emit("log", level="warning", message=f"logging: {message}"))
+                                  lambda message: self.emit(LogEvent(level="warning", message=f"logging: {message}")))
 
     def resume_marks(self) -> dict:
         """What a checkpoint records so that a resume from it can drop the events written after it."""

@@ -20,6 +20,7 @@ from .events import EventWriter
 from .lifecycle import STOP_SIGNALS, RunLock, RunLockBusy, StartupCancelled
 from .names import name_error
 from .rundir import RunDirError, check_run_dir
+from ..contracts.events import RunStartedEvent
 
 
 @dataclass
@@ -99,6 +100,6 @@ def run_started(writer: EventWriter, stage: str, config: RunConfig | dict[str, A
                 device: str = "pipeline", world_size: int = 1, resumed_from: int | None = None,
                 **extra: Any) -> None:
     """The run's first event: its stage, config (as the schema writes it), steps, device, processes and pid."""
-    writer.emit("run_started", stage=stage, config=config if isinstance(config, dict) else config_dict(config),
-                total_steps=total_steps, device=device, world_size=world_size, pid=os.getpid(),
-                resumed_from=resumed_from, **extra)
+    writer.emit(RunStartedEvent(stage=stage, config=config if isinstance(config, dict) else config_dict(config),
+                                total_steps=total_steps, device=device, world_size=world_size, pid=os.getpid(),
+                                resumed_from=resumed_from, **extra))

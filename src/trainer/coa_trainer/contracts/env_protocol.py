@@ -121,6 +121,33 @@ class ScanResponse(BaseModel):
     length_limit: float | None
 
 
+class Alert(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    kind: Literal[
+        "tool_call_explosion",
+        "think_collapse",
+        "all_wrong_groups",
+        "reward_hacking",
+        "tool_failures",
+        "nan_loss",
+        "zero_variance_groups",
+        "logprob_drift",
+        "other",
+    ]
+    severity: Literal["warning", "error"]
+    message: str
+
+
+class AlertsResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    alerts: list[Alert]
+    state: dict[str, Any]
+
+
 class Error(BaseModel):
     model_config = ConfigDict(
         extra="forbid",

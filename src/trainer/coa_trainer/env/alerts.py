@@ -9,19 +9,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass
-class Alert:
-    kind: str
-    severity: str
-    message: str
+from ..contracts.env_protocol import Alert
+from .client import EnvClient
 
 
 @dataclass
 class AlertMonitor:
     thresholds: dict[str, float]
-    env: Any  # an EnvClient (or anything with .alerts(...)); the grader's server is up whenever alerts are computed
-    state: dict | None = None
+    env: EnvClient  # the grader's server is up whenever alerts are computed
+    state: dict[str, Any] | None = None
     _heldout: float | None = field(default=None, repr=False)
 
     def observe_heldout(self, em: float) -> None:
@@ -34,12 +30,12 @@ class AlertMonitor:
                   if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
         answer = self.env.alerts(step, finite, self.thresholds, self.state, self._heldout)
         self._heldout = None
-        self.state = answer["state"]
-        return [Alert(a["kind"], a["severity"], a["message"]) for a in answer["alerts"]]
+        self.state = answer.state
+        return answer.alerts
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return self.state or {}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         # the server also reads the whole-history state of checkpoints written before the rules moved to the core
         self.state = state or None

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..base.core_cli import find_core_cli, find_node
 from ..base.errors import CoaError
-from ..contracts.env_protocol import (GradeRequest, GradeResponse, HealthResponse, ScanRequest,
+from ..contracts.env_protocol import (AlertsResponse, GradeRequest, GradeResponse, HealthResponse, ScanRequest,
                                       ScanResponse, SearchRequest, SearchResponse)
 from ..contracts.error_code import ErrorCode
 from ..contracts.record import RewardBreakdown
@@ -196,9 +196,6 @@ class EnvClient:
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise EnvError(f"{method} {path} → HTTP {status} with a non-JSON body: {payload[:200]!r}") from e
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._json("POST", path, body)
-
     def _call(self, method: str, path: str, body: BaseModel | dict[str, Any] | None, answer: type[Answer]) -> Answer:
         """A call of the contract: the request built from its generated class (or, where a dump of the class would
         lose what the core requires, its checked JSON), the answer parsed into its class (contracts/env_protocol.py,
@@ -240,14 +237,14 @@ class EnvClient:
         return self._call("POST", "/v1/grade", request, GradeResponse).breakdowns
 
     def alerts(self, step: int, values: dict[str, float], thresholds: dict[str, Any] | None = None,
-               state: dict[str, Any] | None = None, heldout: float | None = None) -> dict[str, Any]:
-        """The core's agent alerts for one step: {"alerts": [{kind, severity, message}], "state": new state}."""
+               state: dict[str, Any] | None = None, heldout: float | None = None) -> AlertsResponse:
+        """The core's agent alerts for one step: the alerts that start at it and the monitor's new state."""
         body: dict[str, Any] = {"step": step, "values": values, "thresholds": thresholds or {}}
         if state:
             body["state"] = state
         if heldout is not None:
             body["heldout"] = heldout
-        return self._post("/v1/alerts", body)
+        return self._call("POST", "/v1/alerts", body, AlertsResponse)
 
     def scan(self, records: list[dict[str, Any]], params: dict[str, Any] | None = None) -> ScanResponse:
         """The core's reward-hacking scanners over one step's graded records (each with its "reward"): counts,

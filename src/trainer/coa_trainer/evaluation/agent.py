@@ -32,6 +32,7 @@ from ..data.tokenizer import TextTokenizer
 from ..model.load import Runtime
 from ..env.client import EnvClient
 from ..rollout.agentio import AgentIO
+from ..contracts.events import EvalEvent
 
 
 def normalize_answer(s: str) -> str:
@@ -234,8 +235,8 @@ def eval_command(opts: EvalOptions) -> int:
                 metrics, rows = agent_eval(model, tok, bench, config, split, rt, env, tools=opts.mode == "agent",
                                            run=writer.run, stage=stage)
             metrics["seconds"] = time.time() - t0
-            writer.emit("eval", stage=stage, step=step, split=split, metrics={"mode_agent": float(opts.mode == "agent"),
-                                                                             **metrics})
+            writer.emit(EvalEvent(stage=stage, step=step, split=split, metrics={"mode_agent": float(opts.mode == "agent"),
+                                                                                       **metrics}))
             with open(out_dir / f"{stage}-{opts.mode}-{split}.jsonl", "w", encoding="utf-8") as f:
                 for r in rows:
                     f.write(json.dumps(r) + "\n")

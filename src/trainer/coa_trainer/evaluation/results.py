@@ -15,6 +15,7 @@ from ..contracts.run_config import RunConfig
 from ..evaluation.claims import EM_KEPT, TC_CUT, gap_closed, run_claims
 from ..env.client import EnvClient
 from ..base.events import EventWriter
+from ..contracts.events import EvalEvent, LogEvent
 
 # setting → (the stage whose final model is evaluated, how): src/core/stages.ts RESULT_SETTINGS
 SETTINGS: list[tuple[str, str, str]] = [(r["id"], r["stage"], r["mode"]) for r in stage_table()["results"]]
@@ -55,7 +56,7 @@ def compute_rows(run_dir: Path, config: RunConfig, env: EnvClient, writer: Event
     from ..data.userdata import UserData
 
     if (why := missing_split(config, split)) is not None:
-        writer.emit("log", level="warning", message=f"results: {why}")
+        writer.emit(LogEvent(level="warning", message=f"results: {why}"))
     rt = setup_runtime(config)
     own = config.data is not None
     bench = UserData(config, data_dir(config, run_dir) / "prepared") if own \
@@ -73,8 +74,8 @@ def compute_rows(run_dir: Path, config: RunConfig, env: EnvClient, writer: Event
             rows.append(row)
             continue
         if not (model_dir / "config.json").is_file():
-            writer.emit("log", level="warning", message=f"results: {setting} has no model ({model_dir} missing); "
-                        "its row is empty")
+            writer.emit(LogEvent(level="warning", message=f"results: {setting} has no model ({model_dir} missing); "
+                                 "its row is empty"))
             rows.append(row)
             continue
         model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)
@@ -92,9 +93,9 @@ def compute_rows(run_dir: Path, config: RunConfig, env: EnvClient, writer: Event
         details[setting] = metrics
         step = int(json.loads((model_dir / "coa_stage.json").read_text()).get("step", 0)) \
             if (model_dir / "coa_stage.json").is_file() else 0
-        writer.emit("eval", stage=setting, step=step, split=split,
-                    metrics={**{k: v for k, v in metrics.items() if not isinstance(v, bool)},
-                             "seconds": time.time() - t0})
+        writer.emit(EvalEvent(stage=setting, step=step, split=split,
+                              metrics={**{k: v for k, v in metrics.items() if not isinstance(v, bool)},
+                                       "seconds": time.time() - t0}))
         if records:
             with open(out / f"results-{setting}-{split}.jsonl", "w", encoding="utf-8") as f:
                 for r in records:

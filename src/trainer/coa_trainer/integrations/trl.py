@@ -33,9 +33,11 @@ from ..base import line_index
 from ..base.events import EventWriter
 from ..contracts.schemas import dialect_table
 from .grader import golden_list, grader, reward_settings
-from ..contracts.record import RewardBreakdown
+from ..contracts.record import RewardBreakdown, TrajectoryRecord
 from ..data.records import RecordTokens, reward_json, trajectory_record
 from ..env.client import EnvClient
+from ..contracts.events import (AlertEvent, CheckpointEvent, LogEvent, MetricsEvent, ProgressEvent, SampleEvent,
+                                StageFinishedEvent)
 
 # TRL's metric names → the signals of the core's alert rules (src/core/alerts.ts). The coa/* ones are this module's.
 TRL_SIGNALS = {
@@ -151,7 +153,7 @@ class CoaRun:
     def _write_rollouts(self, step: int, records: list[dict]) -> None:
         line_index.append_step(self.rollouts, records)
         if self.sample_every and step % self.sample_every == 0 and records:
-            self._open().emit("sample", stage=self.stage, step=step, record=records[0])
+            self._open().emit(SampleEvent(stage=self.stage, step=step, record=TrajectoryRecord.model_validate(records[0])))
 
 
 def golden_answers(columns: dict[str, list]) -> list[list[str]]:
@@ -221,19 +223,19 @@ class _Callback(TrainerCallback):
             # transformers' end-of-training summary (train_runtime, train_loss averaged over the run, …), logged at
             # the last step's number after that step's own log: the run's summary, not a second point of that step
             said = ", ".join(f"{k} {v:.6g}" for k, v in values.items() if v is not None)
-            w.emit("log", level="info", message=f"{self.run.stage}: training finished: {said}")
+            w.emit(LogEvent(level="info", message=f"{self.run.stage}: training finished: {said}"))
             return
-        w.emit("metrics", stage=self.run.stage, step=step, values=values)
+        w.emit(MetricsEvent(stage=self.run.stage, step=step, values=values))
         elapsed = time.time() - self.started
         total = int(state.max_steps)
-        w.emit("progress", stage=self.run.stage, step=step, total=total, elapsed_s=elapsed,
-               eta_s=elapsed / step * (total - step) if step else None)
+        w.emit(ProgressEvent(stage=self.run.stage, step=step, total=total, elapsed_s=elapsed,
+                             eta_s=elapsed / step * (total - step) if step else None))
         signals = {TRL_SIGNALS[k]: v for k, v in values.items() if k in TRL_SIGNALS and v is not None}
         if signals:
             if self.run.monitor is None:
                 self.run.monitor = AlertMonitor(self.run._thresholds, self.run.grader())
             for a in self.run.monitor.update(step, signals):
-                w.emit("alert", stage=self.run.stage, step=step, kind=a.kind, severity=a.severity, message=a.message)
+                w.emit(AlertEvent(stage=self.run.stage, step=step, kind=a.kind, severity=a.severity, message=a.message))
 
     def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object) -> None:
         """TRL's checkpoint (a model directory `<output_dir>/checkpoint-<step>`, transformers' PREFIX_CHECKPOINT_DIR),
@@ -246,15 +248,15 @@ class _Callback(TrainerCallback):
         path = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
         if path.is_dir():
             self.last_checkpoint = path.resolve()
-            self.run._open().emit("checkpoint", stage=self.run.stage, step=int(state.global_step),
-                                  path=str(self.last_checkpoint))
+            self.run._open().emit(CheckpointEvent(stage=self.run.stage, step=int(state.global_step),
+                                                  path=str(self.last_checkpoint)))
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object) -> None:
         if not state.is_world_process_zero:
             return
         w = self.run._open()
         last = self.last_checkpoint if self.last_checkpoint is not None and self.last_checkpoint.is_dir() else None
-        w.emit("stage_finished", stage=self.run.stage, step=int(state.global_step), status="ok",
-               checkpoint=str(last) if last else None)
+        w.emit(StageFinishedEvent(stage=self.run.stage, step=int(state.global_step), status="ok",
+                                  checkpoint=str(last) if last else None))
         w.close()
         self.run.writer = None

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from ..base import quiet  # noqa: F401
 from ..base.config import ConfigError, config_dict
@@ -35,6 +35,7 @@ from ..contracts.schemas import rl_stages, stage_table
 from ..contracts.run_config import RunConfig
 from ..base.errors import CoaError
 from ..base.errors import report_failure
+from ..contracts.events import LogEvent, ProgressEvent, StageFinishedEvent
 
 STEPS = (*(s["id"] for s in stage_table()["stages"]), "results")  # src/core/stages.ts, then the results table
 RL_STEPS = rl_stages()
@@ -90,8 +91,8 @@ class RunOutcome:
             raise
         return self.finish("ok", 0)
 
-    def finish(self, status: str, code: int) -> int:
-        self.writer.emit("stage_finished", stage=self.stage, step=self.done, status=status, checkpoint=None)
+    def finish(self, status: Literal["ok", "cancelled", "failed"], code: int) -> int:
+        self.writer.emit(StageFinishedEvent(stage=self.stage, step=self.done, status=status, checkpoint=None))
         return code
 
 
@@ -195,7 +196,7 @@ class Pipeline:
         self.env = open_env(self.opts.env, self.config, self.run_dir, check=True)
         if self.opts.env.url:
             return
-        self.writer.emit("log", level="info", message=f"pipeline: environment server at {self.env.url}")
+        self.writer.emit(LogEvent(level="info", message=f"pipeline: environment server at {self.env.url}"))
 
     def results(self) -> None:
         from ..evaluation.results import compute_rows, detail_table, missing_split, optimal_tc, render_table, write_results
@@ -208,8 +209,8 @@ class Pipeline:
                                            [f"- **No questions**: {why}." for why in [missing_split(self.config, split)]
                                             if why] + detail_table(details) + comparison_lines(self.run_dir, rows),
                                            optimal_tc(details))
-        self.writer.emit("log", level="info", message=f"pipeline: results in {md_path} and {json_path}\n"
-                         + render_table(rows))
+        self.writer.emit(LogEvent(level="info", message=f"pipeline: results in {md_path} and {json_path}\n"
+                                  + render_table(rows)))
 
     def run(self, steps: list[str]) -> int:
         w = self.writer
@@ -232,14 +233,14 @@ class Pipeline:
                 if self.cancelled:
                     raise Cancelled("SIGTERM")
                 if step != "results" and self.opts.resume and self.finished(step):
-                    w.emit("log", level="info", message=f"pipeline: {step} already finished, skipped")
+                    w.emit(LogEvent(level="info", message=f"pipeline: {step} already finished, skipped"))
                 else:
-                    w.emit("log", level="info", message=f"pipeline: {step} ({outcome.done + 1}/{len(steps)})")
+                    w.emit(LogEvent(level="info", message=f"pipeline: {step} ({outcome.done + 1}/{len(steps)})"))
                     self.run_stage(step) if step != "results" else self.results()
                 outcome.done += 1
                 elapsed = time.time() - started
-                w.emit("progress", stage="pipeline", step=outcome.done, total=len(steps), elapsed_s=elapsed,
-                       eta_s=None)
+                w.emit(ProgressEvent(stage="pipeline", step=outcome.done, total=len(steps), elapsed_s=elapsed,
+                                     eta_s=None))
 
         try:
             return outcome.run(every_step)

@@ -26,6 +26,7 @@ from ..base.options import PipelineOptions
 from ..base.runstart import run_started
 from ..pipeline.pipeline import Cancelled, PipelineError, RunOutcome, child_pythonpath, run_child
 from ..contracts.run_config import RunConfig
+from ..contracts.events import LogEvent, ProgressEvent
 
 
 def seed_config(config: RunConfig, seed: int, run_dir: Path) -> Path:
@@ -101,8 +102,8 @@ class SeedRunner:
         w = self.writer
         started = time.time()
         run_started(w, "seeds", self.config, len(seeds))
-        w.emit("log", level="info", message=f"seeds: {len(seeds)} whole pipelines (seeds {seeds[0]}…{seeds[-1]}), one "
-               f"after another, so about {len(seeds)}× the time of one (the demo: 4–13 min each on 2 shared cores)")
+        w.emit(LogEvent(level="info", message=f"seeds: {len(seeds)} whole pipelines (seeds {seeds[0]}…{seeds[-1]}), one "
+                        f"after another, so about {len(seeds)}× the time of one (the demo: 4–13 min each on 2 shared cores)"))
         outcome = RunOutcome(w, "seeds")
 
         def every_seed() -> None:
@@ -111,23 +112,23 @@ class SeedRunner:
                     raise Cancelled("SIGTERM")
                 t0 = time.time()
                 if self.opts.resume and "results" in steps and seed_done(self.run_dir, seed, self.split):
-                    w.emit("log", level="info", message=f"seeds: seed {seed} already has its results, skipped")
+                    w.emit(LogEvent(level="info", message=f"seeds: seed {seed} already has its results, skipped"))
                 else:
-                    w.emit("log", level="info", message=f"seeds: seed {seed} ({outcome.done + 1}/{len(seeds)}) → "
-                           f"{seed_dir(self.run_dir, seed)}")
+                    w.emit(LogEvent(level="info", message=f"seeds: seed {seed} ({outcome.done + 1}/{len(seeds)}) → "
+                                    f"{seed_dir(self.run_dir, seed)}"))
                     self.run_seed(seed)
-                    w.emit("log", level="info", message=f"seeds: seed {seed} took {time.time() - t0:.0f} s")
+                    w.emit(LogEvent(level="info", message=f"seeds: seed {seed} took {time.time() - t0:.0f} s"))
                 outcome.done += 1
                 elapsed = time.time() - started
-                w.emit("progress", stage="seeds", step=outcome.done, total=len(seeds), elapsed_s=elapsed,
-                       eta_s=elapsed / outcome.done * (len(seeds) - outcome.done))
+                w.emit(ProgressEvent(stage="seeds", step=outcome.done, total=len(seeds), elapsed_s=elapsed,
+                                     eta_s=elapsed / outcome.done * (len(seeds) - outcome.done)))
             if "results" in steps:
                 per_seed = [load_seed_results(seed_dir(self.run_dir, s), s) for s in seeds]
                 json_path, md_path = write_seed_results(self.run_dir, per_seed, self.split,
                                                         self.config.eval.limit)
                 verdicts = json.loads(json_path.read_text())["verdicts"]
-                w.emit("log", level="info", message=f"seeds: results over {len(seeds)} seeds in {md_path} and "
-                       f"{json_path}\n" + "\n".join(verdicts))
+                w.emit(LogEvent(level="info", message=f"seeds: results over {len(seeds)} seeds in {md_path} and "
+                                f"{json_path}\n" + "\n".join(verdicts)))
 
         return outcome.run(every_seed)
 

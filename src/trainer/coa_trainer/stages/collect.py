@@ -38,13 +38,15 @@ from ..base.options import CollectOptions
 from ..base.runstart import run_started
 from ..rollout.metrics import graded_sums, graded_values
 from ..data.records import RecordTokens, grading_view, reward_json, trajectory_record
-from ..contracts.record import RewardBreakdown
+from ..contracts.record import RewardBreakdown, TrajectoryRecord
 from ..contracts.error_code import ErrorCode
 from ..base.events import EventWriter
 from ..data.benchmark import Question
 from ..data.userdata import UserQuestion
 from .collect_report import CollectReport, ModeCounts, PairsReport, SftMix, report_markdown
 from .collect_settings import CollectSettings, Sampling, TeacherSettings
+from ..contracts.events import (AlertEvent, EvalEvent, LogEvent, MetricsEvent, ProgressEvent, SampleEvent,
+                                StageFinishedEvent)
 
 if TYPE_CHECKING:
     from ..rollout.trajectory import RlTrajectory
@@ -246,7 +248,7 @@ class Collector:
             qs: list[Question | UserQuestion] = list(data.split(split))
             data.check_corpus()
             for note in data.notes:
-                self.writer.emit("log", level="warning", message=f"{COLLECT_DIR}: {note}")
+                self.writer.emit(LogEvent(level="warning", message=f"{COLLECT_DIR}: {note}"))
         else:
             qs = list(ensure_benchmark_files(self.config, data_dir(self.config, self.run_dir)).split(split))
         from ..data.userdata import golden
@@ -339,14 +341,14 @@ class Collector:
         total = len(work)
         run_started(w, COLLECT_DIR, self.config, total, device=backend.device,
                     resumed_from=len(done) if resume and done else None)
-        w.emit("log", level="info", message=f"collect: {len(questions)} questions × {len(self.ccfg.modes)} "
-               f"mode(s) × K={self.ccfg.samples} = {total} samples from {backend.name}"
-               + (f"; {total - len(todo)} already collected, {len(todo)} to go" if done else ""))
+        w.emit(LogEvent(level="info", message=f"collect: {len(questions)} questions × {len(self.ccfg.modes)} "
+                        f"mode(s) × K={self.ccfg.samples} = {total} samples from {backend.name}"
+                        + (f"; {total - len(todo)} already collected, {len(todo)} to go" if done else "")))
         self.start_env()
         failed = self.sample(todo, len(work) - len(todo), total, backend, coll_path, settings)
         if self.cancelled:
-            w.emit("stage_finished", stage=COLLECT_DIR, step=len(read_collection(coll_path, False)),
-                   status="cancelled", checkpoint=None)
+            w.emit(StageFinishedEvent(stage=COLLECT_DIR, step=len(read_collection(coll_path, False)),
+                                      status="cancelled", checkpoint=None))
             return 130
         return self.finish(coll_path, work, settings, failed, backend.stats())
 
@@ -441,9 +443,9 @@ class Collector:
         msgs0 = chat_messages(config, q0, config.dialect, c.modes[0])
         echo = sampler.probe_stops("" if tok is None else prompt_string(tok, config, q0, mode=c.modes[0]), msgs0)
         teacher.stops_in_text, teacher.probed = echo, True
-        self.writer.emit("log", level="info", message="collect: the endpoint " + {
-            True: "returns matched stop strings in its text", False: "drops matched stop strings from its text",
-            None: "did not show whether it returns matched stop strings (an unclosed tag at a stop is closed)"}[echo])
+        self.writer.emit(LogEvent(level="info", message="collect: the endpoint " + {
+                     True: "returns matched stop strings in its text", False: "drops matched stop strings from its text",
+                     None: "did not show whether it returns matched stop strings (an unclosed tag at a stop is closed)"}[echo]))
 
         def rollout_batch(works: list[Work], batch_no: int) -> list[RlTrajectory]:
             out: list[RlTrajectory | None] = [None] * len(works)
@@ -531,22 +533,22 @@ class Collector:
                 "gen_tokens_per_s": (teacher.generated.tokens - gen_before) / max(dt, 1e-9),
                 **{f"teacher_{k}": float(v) for k, v in stats.items() if k != "completion_tokens"},
             }
-            w.emit("metrics", stage=COLLECT_DIR, step=done, values=values)
+            w.emit(MetricsEvent(stage=COLLECT_DIR, step=done, values=values))
             elapsed = time.time() - started
             rate = (done - already) / elapsed if elapsed > 0 else 0.0
-            w.emit("progress", stage=COLLECT_DIR, step=done, total=total, elapsed_s=elapsed,
-                   eta_s=(total - done - failed) / rate if rate > 0 else None)
+            w.emit(ProgressEvent(stage=COLLECT_DIR, step=done, total=total, elapsed_s=elapsed,
+                                 eta_s=(total - done - failed) / rate if rate > 0 else None))
             if records:
-                w.emit("sample", stage=COLLECT_DIR, step=done, record=records[0])
+                w.emit(SampleEvent(stage=COLLECT_DIR, step=done, record=TrajectoryRecord.model_validate(records[0])))
             errors = [tr.error for tr in trajs if tr.error is not None]
             if errors:  # counted, never fatal: the samples are left out and a --resume samples them again
-                w.emit("alert", stage=COLLECT_DIR, step=done, kind="other", severity="warning",
-                       message=f"{len(errors)} sample(s) of this batch failed at the teacher after retries "
-                               f"({failed} so far; last: {errors[-1][:200]}); --resume samples them again")
+                w.emit(AlertEvent(stage=COLLECT_DIR, step=done, kind="other", severity="warning",
+                                  message=f"{len(errors)} sample(s) of this batch failed at the teacher after retries "
+                                          f"({failed} so far; last: {errors[-1][:200]}); --resume samples them again"))
             if empty > empty_before:
-                w.emit("alert", stage=COLLECT_DIR, step=done, kind="other", severity="warning",
-                       message=f"the teacher answered {empty - empty_before} sample(s) of this batch with an empty "
-                               f"response ({empty} so far): counted as failed samples; --resume samples them again")
+                w.emit(AlertEvent(stage=COLLECT_DIR, step=done, kind="other", severity="warning",
+                                  message=f"the teacher answered {empty - empty_before} sample(s) of this batch with an empty "
+                                          f"response ({empty} so far): counted as failed samples; --resume samples them again"))
         self.empty_responses = empty
         return failed
 
@@ -592,13 +594,13 @@ class Collector:
                                                             "selected": str(sel_path),
                                                             "pairs": str(pairs_path) if pairs_path.is_file() else None,
                                                             "failed_samples": failed}, indent=2) + "\n")
-        w.emit("eval", stage=COLLECT_DIR, step=len(records), split=self.ccfg.split,
-               metrics={"collected": float(len(records)), "kept": float(len(kept)), "failed": float(failed),
-                        "kept_rate": len(kept) / len(records) if records else None,
-                        "pairs": float(pairs.pairs),
-                        **{f"dropped_{k}": float(v) for k, v in dropped.items()}})
-        w.emit("log", level="info", message=f"collect: {md}")
-        w.emit("stage_finished", stage=COLLECT_DIR, step=len(records), status="ok", checkpoint=str(sel_path))
+        w.emit(EvalEvent(stage=COLLECT_DIR, step=len(records), split=self.ccfg.split,
+                         metrics={"collected": float(len(records)), "kept": float(len(kept)), "failed": float(failed),
+                                  "kept_rate": len(kept) / len(records) if records else None,
+                                  "pairs": float(pairs.pairs),
+                                  **{f"dropped_{k}": float(v) for k, v in dropped.items()}}))
+        w.emit(LogEvent(level="info", message=f"collect: {md}"))
+        w.emit(StageFinishedEvent(stage=COLLECT_DIR, step=len(records), status="ok", checkpoint=str(sel_path)))
         return 0
 
     def on_signal(self, *_: Any) -> None:

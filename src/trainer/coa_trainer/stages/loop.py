@@ -20,6 +20,8 @@ from ..base.errors import StageError
 from ..base.lifecycle import CANCELLED_EXIT, StageCancelled
 from ..base.system_metrics import SystemSampler
 from .setup import StageRun
+from ..contracts.events import (AlertEvent, CheckpointEvent, EvalEvent, LogEvent, MetricsEvent, ProgressEvent,
+                                StageFinishedEvent)
 
 CANCELLED = CANCELLED_EXIT  # the exit status of a stage cancelled by a signal (it checkpointed first)
 
@@ -84,7 +86,7 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
     decide_checkpointing(run, impl, step < total)
     run.started(resumed_from, impl.describe())
     for note in impl.notes():
-        writer.emit("log", level="warning", message=f"{label}: {note}")
+        writer.emit(LogEvent(level="warning", message=f"{label}: {note}"))
 
     started = last_save = time.time()
     system = SystemSampler()
@@ -108,16 +110,16 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
         step += 1
         if step % scfg.log_every == 0 or step == total:
             # With the machine's figures since the last metrics (system/*): how the CPU is shared shows beside the speed.
-            writer.emit("metrics", stage=label, step=step, values={**values, **system.sample()})
+            writer.emit(MetricsEvent(stage=label, step=step, values={**values, **system.sample()}))
             elapsed = time.time() - started
             done = step - (resumed_from or 0)
-            writer.emit("progress", stage=label, step=step, total=total, elapsed_s=elapsed,
-                        eta_s=elapsed / done * (total - step) if done else None)
+            writer.emit(ProgressEvent(stage=label, step=step, total=total, elapsed_s=elapsed,
+                                      eta_s=elapsed / done * (total - step) if done else None))
         for a in impl.alerts(step, values):
-            writer.emit("alert", stage=label, step=step, kind=a.kind, severity=a.severity, message=a.message)
+            writer.emit(AlertEvent(stage=label, step=step, kind=a.kind, severity=a.severity, message=a.message))
         if bad := [k for k, v in values.items() if isinstance(v, float) and not math.isfinite(v)]:
-            writer.emit("alert", stage=label, step=step, kind="nan_loss", severity="error",
-                        message=f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not finite at step {step}")
+            writer.emit(AlertEvent(stage=label, step=step, kind="nan_loss", severity="error",
+                                   message=f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not finite at step {step}"))
         check_finite(run, step, values, lr)
         if scfg.sample_every and step % scfg.sample_every == 0 and di.rank == 0:
             impl.sample(step)
@@ -135,15 +137,15 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
             run.phase("final", step)
             out = run.save_final(step)
             for split, metrics in (results or {}).items():
-                writer.emit("eval", stage=label, step=step, split=split, metrics=metrics)
+                writer.emit(EvalEvent(stage=label, step=step, split=split, metrics=metrics))
             # A stop while final/ was written: the stage is complete (a --resume finds it finished), and it says that
             # it was asked to stop, as every stop does.
             late = di.any(run.cancelled)
             if late:
-                writer.emit("log", level="info", message=f"{label}: stopped by {stop_name(run)} while its final "
-                            "model was written; the stage is complete")
-            writer.emit("stage_finished", stage=label, step=step, status="cancelled" if late else "ok",
-                        checkpoint=str(out))
+                writer.emit(LogEvent(level="info", message=f"{label}: stopped by {stop_name(run)} while its final "
+                                     "model was written; the stage is complete"))
+            writer.emit(StageFinishedEvent(stage=label, step=step, status="cancelled" if late else "ok",
+                                           checkpoint=str(out)))
             return CANCELLED if late else 0
     return cancel(run, impl, step, saved_at, trained.total)
 
@@ -188,9 +190,9 @@ def cancel(run: StageRun, impl: StageSteps, step: int, saved_at: int | None, tra
     if saved_at != step:
         run.phase("checkpoint", step)
         save(run, impl, step, prune=False, trained=trained)
-    writer.emit("log", level="info", message=f"{label}: stopped by {stop_name(run)} during {what} of step {at}; "
-                f"resume with --resume from step {step}")
-    writer.emit("stage_finished", stage=label, step=step, status="cancelled", checkpoint=None)
+    writer.emit(LogEvent(level="info", message=f"{label}: stopped by {stop_name(run)} during {what} of step {at}; "
+                         f"resume with --resume from step {step}"))
+    writer.emit(StageFinishedEvent(stage=label, step=step, status="cancelled", checkpoint=None))
     return CANCELLED
 
 
@@ -266,4 +268,4 @@ def save(run: StageRun, impl: StageSteps, step: int, prune: bool = True, trained
     if run.di.rank == 0 and trained is not None:
         extra = {**(extra or {}), TRAINED_TOTAL: trained}
     if (path := run.save_checkpoint(step, impl.cursor, extra, prune)) is not None:
-        run.io.writer.emit("checkpoint", stage=run.label, step=step, path=str(path))
+        run.io.writer.emit(CheckpointEvent(stage=run.label, step=step, path=str(path)))

@@ -35,7 +35,7 @@ from ..contracts.run_config import RlStage, RunConfig
 from ..data.userdata import golden, question_meta
 from ..data.records import JsonRecord, RecordTokens, reward_json, trajectory_record
 from ..contracts.env_protocol import FlaggedItem, ScanResponse
-from ..contracts.record import RewardBreakdown
+from ..contracts.record import RewardBreakdown, TrajectoryRecord
 from ..contracts.boundary_metric import BoundaryMetric
 from ..evaluation.boundary import Meter, fixed_sample
 from ..evaluation.boundary_report import live_metrics, summarise
@@ -43,6 +43,7 @@ from ..base.options import EnvTarget
 from .setup import StageRun
 from ..data.tokenizer import TextTokenizer
 from ..base.distributed import DistInfo
+from ..contracts.events import HistogramEvent, LogEvent, SampleEvent
 
 
 def _connect_env(target: EnvTarget, config: RunConfig, run_dir: Path, di: DistInfo) -> tuple[Any, bool]:
@@ -340,8 +341,8 @@ class GrpoSteps:
         }
         lpd_counts = logprob_diff_counts(s)
         if sum(lpd_counts) and (done % scfg.log_every == 0 or done == run.schedule.total):  # beside the step's metrics event
-            run.io.writer.emit("histogram", stage=self.label, step=done, name="logprob_diff",
-                            edges=histogram_edges("logprob_diff"), counts=lpd_counts)
+            run.io.writer.emit(HistogramEvent(stage=self.label, step=done, name="logprob_diff",
+                                           edges=histogram_edges("logprob_diff"), counts=lpd_counts))
         if self.has_dev and scfg.heldout_every and done % scfg.heldout_every == 0:
             run.phase("heldout", done)
             with run.gathered():
@@ -380,7 +381,7 @@ class GrpoSteps:
                                  params=self.rparams)
         except EnvError as e:
             self.scan_off = True
-            self.run.io.writer.emit("log", level="warning", message=f"{self.label}: reward-hacking scanners off: {e}")
+            self.run.io.writer.emit(LogEvent(level="warning", message=f"{self.label}: reward-hacking scanners off: {e}"))
             return None
 
     def write_flagged(self, scan: ScanResponse, owners: list[Any], trajs: list[RlTrajectory], adv: list[float],
@@ -416,7 +417,7 @@ class GrpoSteps:
         tok, dialect = self.run.model.tok, self.config.dialect
         full = [_record(tok, q, tr, a, b, m, dialect) for q, tr, a, b, m in self.last]
         line_index.append_step(self.sdir / "rollouts.coa.jsonl", full)
-        self.run.io.writer.emit("sample", stage=self.label, step=step, record=full[0])
+        self.run.io.writer.emit(SampleEvent(stage=self.label, step=step, record=TrajectoryRecord.model_validate(full[0])))
 
     def checkpoint_extra(self) -> dict:
         """The OTC running minima from the env server, the alert baselines, and where the rollouts file stood."""

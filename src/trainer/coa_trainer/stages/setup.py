@@ -20,6 +20,7 @@ from ..model.optim import lr_lambda
 from ..contracts.run_config import RunConfig
 from ..base.options import TrainOptions
 from ..base.runstart import run_started
+from ..contracts.events import CheckpointEvent, LogEvent
 
 if TYPE_CHECKING:
     import torch
@@ -113,7 +114,7 @@ class StageRun:
         in the stop's log line, and as a debug event under COA_TRACE_PHASES (where a slow or stuck stage is)."""
         self.stop.phase = (what, step)
         if self.io.trace and self.di.rank == 0:
-            self.io.writer.emit("log", level="debug", message=f"{self.label}: {what} of step {step}")
+            self.io.writer.emit(LogEvent(level="debug", message=f"{self.label}: {what} of step {step}"))
 
     def latest_state(self) -> dict | None:
         """The newest usable checkpoint loaded into model/optimiser/schedule/RNG when --resume, else None. A damaged
@@ -136,7 +137,7 @@ class StageRun:
             return load_checkpoint(path, self.model.trained, self.schedule.opt, self.schedule.sched)
 
         def warn(message: str) -> None:
-            self.io.writer.emit("log", level="warning", message=f"{self.label}: {message}")
+            self.io.writer.emit(LogEvent(level="warning", message=f"{self.label}: {message}"))
 
         state, skipped = resume(self.io.ckpt_dir, load, lambda ok: not self.di.any(not ok), warn)
         if skipped:
@@ -190,10 +191,10 @@ class StageRun:
         run_started(self.io.writer, self.label, self.config, self.schedule.total, device=str(self.rt.device),
                     world_size=self.di.world_size, resumed_from=resumed_from, fast_path=self.model.fast_path)
         mode = "tags as special tokens" if self.model.agent_io.special else "tags as text"
-        self.io.writer.emit("log", level="info", message=f"{self.label}: {count_parameters(self.model.trained):,} parameters "
-                         f"from {self.model.init} ({mode}); {describe}")
-        self.io.writer.emit("log", level="info", message=f"{self.label}: fast path — "
-                         + "; ".join(f"{k}: {v}" for k, v in self.model.fast_path.items()))
+        self.io.writer.emit(LogEvent(level="info", message=f"{self.label}: {count_parameters(self.model.trained):,} parameters "
+                                  f"from {self.model.init} ({mode}); {describe}"))
+        self.io.writer.emit(LogEvent(level="info", message=f"{self.label}: fast path — "
+                                  + "; ".join(f"{k}: {v}" for k, v in self.model.fast_path.items())))
 
     def save_final(self, step: int) -> Path:
         """Rank 0 writes stages/<label>/final (HF directory + coa_stage.json) and says so."""
@@ -210,7 +211,7 @@ class StageRun:
         elif self.di.rank == 0:
             save_model_dir(self.model.trained, self.model.tok, out, info)
         if self.di.rank == 0:
-            self.io.writer.emit("checkpoint", stage=self.label, step=step, path=str(out))
+            self.io.writer.emit(CheckpointEvent(stage=self.label, step=step, path=str(out)))
         return out
 
     def _plain_copy(self, state: dict) -> Any:
@@ -280,8 +281,8 @@ def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: Ev
     di.init(rt.device)
     if di.rank == 0:  # how the CPU is shared: a slow stage beside other work starts its diagnosis here
         threads = torch.get_num_threads()
-        writer.emit("log", level="info", message=f"{label}: {threads} torch thread{'s' if threads != 1 else ''}, OpenMP wait "
-                    f"policy {os.environ.get('OMP_WAIT_POLICY', 'unset (libgomp spins at barriers)')}")
+        writer.emit(LogEvent(level="info", message=f"{label}: {threads} torch thread{'s' if threads != 1 else ''}, OpenMP wait "
+                             f"policy {os.environ.get('OMP_WAIT_POLICY', 'unset (libgomp spins at barriers)')}"))
     data, init = _stage_data_and_start(config, stage, label, scfg, run_dir, writer, di)
     total = opts.max_steps or scfg.steps
     model, schedule = _stage_model_and_schedule(config, init, rt, di, scfg, total, info.loss)
@@ -314,10 +315,10 @@ def _stage_data_and_start(config: RunConfig, stage: str, label: str, scfg: Stage
         if di.rank == 0:
             _warm_data(user, stage, scfg)
             for note in getattr(user, "notes", []):
-                writer.emit("log", level="warning", message=f"{label}: {note}")
+                writer.emit(LogEvent(level="warning", message=f"{label}: {note}"))
     if collected is not None:
-        writer.emit("log", level="info", message=f"{label}: SFT data from this run's collection "
-                    f"({run_dir / 'stages' / 'collect'}; collect.use_for_sft)")
+        writer.emit(LogEvent(level="info", message=f"{label}: SFT data from this run's collection "
+                             f"({run_dir / 'stages' / 'collect'}; collect.use_for_sft)"))
     bench = None
     if not own_data:
         bench = ensure_benchmark_files(config, data_dir(config, run_dir)) if di.rank == 0 \

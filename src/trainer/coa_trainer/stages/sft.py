@@ -27,6 +27,8 @@ from ..contracts.schemas import stage_info
 from .setup import StageRun
 from ..contracts.run_config import RunConfig
 from ..data.tokenizer import TextTokenizer
+from ..contracts.events import SampleEvent
+from ..contracts.record import TrajectoryRecord
 
 
 def _embedded(bench: Benchmark | None) -> Benchmark:
@@ -244,7 +246,7 @@ class SupervisedSteps:
 
     def sample(self, step: int) -> None:
         w = self.run.io.writer
-        w.emit("sample", stage=self.run.label, step=step, record=self.impl.sample_record(self.batch[0], w.run, step))
+        w.emit(SampleEvent(stage=self.run.label, step=step, record=TrajectoryRecord.model_validate(self.impl.sample_record(self.batch[0], w.run, step))))
 
     def checkpoint_extra(self) -> None:
         return None

@@ -20,6 +20,7 @@ from .loop import run_loop
 from .rl import GrpoSteps, check_rl_config
 from .setup import setup_stage
 from .sft import SupervisedSteps
+from ..contracts.events import LogEvent, StageFinishedEvent
 
 
 def train_command(opts: TrainOptions) -> int:
@@ -30,8 +31,8 @@ def train_command(opts: TrainOptions) -> int:
 
     def cancelled(writer: EventWriter) -> int:  # a stop before the first step (imports, data, model, the stage's
         # start): nothing to save; the stage ends `cancelled` at the newest checkpoint's step
-        writer.emit("stage_finished", stage=opts.name, step=startup_step(opts.run_dir, opts.name, opts.resume),
-                    status="cancelled", checkpoint=None)
+        writer.emit(StageFinishedEvent(stage=opts.name, step=startup_step(opts.run_dir, opts.name, opts.resume),
+                                       status="cancelled", checkpoint=None))
         return 130
 
     return run_in_directory(opts.run_dir, opts.name, opts.config, opts.overrides,
@@ -44,8 +45,8 @@ def say_finished(writer: EventWriter, run_dir: Path, label: str, step: int, tota
     """`--resume` of a stage that has finished: nothing to do, and nothing is written but this note."""
     more = "" if step == total else (f" (this config asks for {total} steps; a finished stage is not extended: train "
                                      f"it again without --resume, or a new --label with init_from {final_dir(run_dir, label)})")
-    writer.emit("log", level="info", message=f"{label}: already finished at step {step} ({final_dir(run_dir, label)}); "
-                f"nothing to resume{more}")
+    writer.emit(LogEvent(level="info", message=f"{label}: already finished at step {step} ({final_dir(run_dir, label)}); "
+                         f"nothing to resume{more}"))
 
 
 def run_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: EventWriter, di: Any) -> int:
