@@ -18,6 +18,7 @@ from typing import Any
 from coa_trainer.data.benchmark import RELATIONS, Benchmark, Hop, Question
 from coa_trainer.rollout.agentio import AgentIO
 from coa_trainer.rollout.loop import ModelSampler, RlTrajectory, TurnOut
+from coa_trainer.rollout.turns import append_unsampled
 
 
 @dataclass
@@ -136,7 +137,7 @@ class ScriptedAgent(ModelSampler):
             query = text.split(t.action_open)[-1].split(t.action_close)[0].strip()
             fact = next((f"{query} {o} ." for (s, rel), o in self.h.memory.items()
                          if RELATIONS[rel][2].format(s=s) == query), "")
-            self._append_obs(tr, self.tok(f"{t.obs_open} {fact} {t.obs_close}", add_special_tokens=False)["input_ids"])
+            append_unsampled(tr, self.tok(f"{t.obs_open} {fact} {t.obs_close}", add_special_tokens=False)["input_ids"])
 
 
 def question_index(bench: Benchmark, extra: list[Question] | None = None) -> dict[str, Question]:

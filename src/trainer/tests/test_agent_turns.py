@@ -1,8 +1,9 @@
 """The agent-turn conformance vectors (test/conformance/agent-turns.json) through the trainer's multi-turn loop:
 `rollout` with the reference sampler (rollout/loop.py run_turns, ModelSampler), the real tags, tokenizer and tool
 loop, with the checkpoint replaced by a policy that writes the vector's script. The editor's replay runs the same
-file (test/unit/replay/agent-turns.test.ts); the rollout engine (continuous.py) is held to this loop token for
-token by test_engine.py."""
+file (test/unit/replay/agent-turns.test.ts). The rules a turn ends, is answered and is cut by are rollout/turns.py's,
+which the rollout engine's loop (continuous.py) applies too; test_engine.py holds that loop to this one token for
+token."""
 
 from __future__ import annotations
 

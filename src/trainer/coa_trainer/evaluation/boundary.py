@@ -46,6 +46,7 @@ from ..model.load import model_context
 from ..rollout.agentio import AgentIO
 from ..rollout.generate import StringStops, reference_generate
 from ..rollout.loop import ModelSampler, RlTrajectory, Sampler, run_turns
+from ..rollout.turns import append_unsampled
 from .baselines import prefix_before
 from ..data.tokenizer import TextTokenizer
 from ..model.load import Runtime
@@ -130,7 +131,7 @@ class ClosedBookSampler(ModelSampler):
                                        self.dtype, self.temperature, self.generator, strings, top_p=self.top_p)
         timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
         for tr, ids in zip(trajs, new):
-            self._append_obs(tr, [*o_open, *self._body(ids), *o_close])
+            append_unsampled(tr, [*o_open, *self._body(ids), *o_close])
 
     def _body(self, ids: list[int]) -> list[int]:
         """The written ids up to the first tag (or EOS)."""

@@ -2,11 +2,11 @@
 through its phases (a policy turn, a simulated observation), a finished trajectory's slot is refilled from the queue
 at once, and tool calls run in a worker thread while the other slots keep decoding.
 
-The turn logic is `loop.run_turns`'s, per trajectory: a turn ends on a stop (closing action or answer tag, EOS) or
-its token budget; after an action the tool's observation — or, simulated, the policy's own, after the opening tag —
-is appended and the trajectory goes on, within `max_turns` and `max_len`; a turn that ran out of tokens truncates
-the trajectory, one that ended otherwise finishes it; the model may run past `max_len` in its last turn, and is cut
-back to it. Because every trajectory's tokens depend on its own ids and seed only (sampling.py), the results are
+The turn rules are `turns.py`'s, which `loop.run_turns` applies too (so the agent-turn conformance vectors hold both),
+per trajectory: a turn ends on a stop (closing action or answer tag, EOS) or its token budget; after an action the
+tool's observation — or, simulated, the policy's own, after the opening tag — is appended and the trajectory goes on,
+within `max_turns` and `max_len`; a turn that ran out of tokens truncates the trajectory, one that ended otherwise
+finishes it; the model may run past `max_len` in its last turn, and is cut back to it. Because every trajectory's tokens depend on its own ids and seed only (sampling.py), the results are
 those of the turn-by-turn loop: greedy rollouts equal `loop.run_turns` with the reference sampler token for token,
 whatever the batch, the refill order or when a tool answers.
 
@@ -26,6 +26,8 @@ import torch
 from .engine import Engine, Session, Staged, bucket
 from .trajectory import crc
 from .stoptable import StopTable
+from .turns import (Limits, after_turn, append_observation, append_unsampled, cut_to_length, goes_on_after_observation,
+                    tool_answered)
 
 TURN, OBS = 0, 1  # stop sets / phases
 MAX_SLOTS = 256
@@ -58,15 +60,6 @@ class Job:
     turn: int = 0
     unread: int = 0  # decode steps launched for the job whose tokens the host has not read yet
     phases: int = 0  # phases begun: which phase a launched block's tokens belong to
-
-
-@dataclass
-class Limits:
-    max_turns: int
-    max_new_tokens: int
-    max_obs_tokens: int
-    max_len: int
-    simulate: bool
 
 
 class Continuous:
@@ -123,19 +116,12 @@ class Continuous:
 
     def _append(self, job: Job, ids: list[int]) -> None:
         """Non-sampled ids (observation, tags): mask 0, no log-prob; fed to the cache with the next chunk."""
-        tr = job.tr
-        tr.ids += ids
-        tr.loss_mask += [0] * len(ids)
-        tr.logprobs += [None] * len(ids)
+        append_unsampled(job.tr, ids)
         job.pending += ids
 
     def _finish(self, job: Job) -> None:
         if self.agent:
-            keep = max(0, self.lim.max_len - len(job.tr.prompt_ids))
-            tr = job.tr
-            if len(tr.ids) > keep:
-                tr.ids, tr.loss_mask, tr.logprobs, tr.truncated = tr.ids[:keep], tr.loss_mask[:keep], tr.logprobs[:keep], True
-                tr.finished = False
+            cut_to_length(job.tr, self.lim.max_len)
         self.free.append(job.slot)
         job.slot = -1
 
@@ -152,12 +138,10 @@ class Continuous:
                 self._append(job, io.obs_close_ids())
             self._after_observation(job)
             return
-        new = tr.ids[job.start:]
-        if not job.hit:
-            tr.truncated = True
-        elif not io.ended_with_action(new):
-            tr.finished = True
-        elif (self.tool is not None or lim.simulate) and job.turn < lim.max_turns and self._size(job) < lim.max_len:
+        # the action is looked for only in a turn that stopped (one cut by its budget is truncated whatever it holds)
+        action = job.hit and io.ended_with_action(tr.ids[job.start:])
+        if after_turn(tr, stopped=job.hit, action=action, turns_done=job.turn, size=self._size(job), lim=lim,
+                      has_tool=self.tool is not None):
             job.turn += 1
             if self.tool is None:
                 tr.queries.append("")
@@ -169,21 +153,13 @@ class Continuous:
         self._finish(job)
 
     def _after_observation(self, job: Job) -> None:
-        if self._size(job) >= self.lim.max_len:
-            job.tr.truncated = True
-            self._finish(job)
-        else:
+        if goes_on_after_observation(job.tr, self._size(job), self.lim.max_len):
             self._begin_turn(job)
+        else:
+            self._finish(job)
 
     def _observe(self, job: Job, query: str, text: str | None) -> None:
-        tr = job.tr
-        tr.queries.append(query)
-        if text is None:  # the call failed: an empty observation, counted as a tool failure
-            tr.tool_failures += 1
-            text = ""
-        ids, cut = self.io.observation_ids(text, self.lim.max_obs_tokens)
-        tr.truncated = tr.truncated or cut
-        self._append(job, ids)
+        job.pending += append_observation(job.tr, self.io, tool_answered(job.tr, query, text), self.lim.max_obs_tokens)
         self._after_observation(job)
 
     # ------------------------------------------------------------ tools

@@ -178,7 +178,8 @@ def generate(model: torch.nn.Module, prompts: list[list[int]], max_new_tokens: i
         return [], [], []
     if max_new_tokens <= 0:
         return [[] for _ in range(B)], [[] for _ in range(B)], [False] * B
-    from .continuous import Continuous, Job, Limits
+    from .continuous import Continuous, Job
+    from .turns import Limits
     from .trajectory import RlTrajectory
     from .sampling import trajectory_seed
 

@@ -33,6 +33,8 @@ from ..data.dialects import Tags
 from ..rollout.generate import StringStops, eval_mode, reference_generate
 from ..rollout.trajectory import RlTrajectory, crc as _crc
 from ..data.tokenizer import TextTokenizer
+from .turns import (Limits, after_turn, append_observation, append_unsampled, cut_to_length, goes_on_after_observation,
+                    tool_answered)
 
 
 @dataclass
@@ -87,6 +89,7 @@ def run_turns(sampler: Sampler, trajs: list[RlTrajectory], tool: Callable[[list[
     is within max_turns and max_len) gets the tool's observation — or, simulated, the sampler's own — appended,
     and goes on. A trajectory whose sampler failed (`error`) leaves the loop as it is."""
     timings = timings if timings is not None else {}
+    lim = Limits(max_turns, max_new_tokens, max_obs_tokens, max_len, simulate)
     if isinstance(sampler, ModelSampler) and sampler.run_engine(
             trajs, tool, max_turns=max_turns, max_new_tokens=max_new_tokens, max_obs_tokens=max_obs_tokens,
             max_len=max_len, simulate=simulate, timings=timings):
@@ -97,13 +100,8 @@ def run_turns(sampler: Sampler, trajs: list[RlTrajectory], tool: Callable[[list[
         outs = sampler.turn(active, max_new_tokens, timings)
         calls: list[tuple[RlTrajectory, int]] = []
         for tr, out in zip(active, outs):
-            if tr.error is not None:
-                continue
-            if not out.stopped:
-                tr.truncated = True
-            elif not out.action:
-                tr.finished = True
-            elif (tool is not None or simulate) and turn < max_turns and sampler.size(tr) < max_len:
+            if tr.error is None and after_turn(tr, stopped=out.stopped, action=out.action, turns_done=turn,
+                                               size=sampler.size(tr), lim=lim, has_tool=tool is not None):
                 calls.append((tr, out.start))
         turn += 1
         if not calls:
@@ -118,17 +116,8 @@ def run_turns(sampler: Sampler, trajs: list[RlTrajectory], tool: Callable[[list[
             texts = tool(queries)
             timings["tools"] = timings.get("tools", 0.0) + time.time() - t0
             for (tr, _), q, text in zip(calls, queries, texts):
-                tr.queries.append(q)
-                if text is None:  # the call failed: an empty observation, counted as a tool failure
-                    tr.tool_failures += 1
-                    text = ""
-                sampler.observe(tr, text, max_obs_tokens)
-        active = []
-        for tr, _ in calls:
-            if sampler.size(tr) >= max_len:
-                tr.truncated = True
-            else:
-                active.append(tr)
+                sampler.observe(tr, tool_answered(tr, q, text), max_obs_tokens)
+        active = [tr for tr, _ in calls if goes_on_after_observation(tr, sampler.size(tr), max_len)]
     for tr in trajs:  # the model may run past max_len in its last turn: cut, and say so
         sampler.cut(tr, max_len)
     return trajs
@@ -153,7 +142,7 @@ class ModelSampler:
                    timings: dict[str, float]) -> bool:
         """The whole multi-turn loop on the rollout engine (continuous.py); False when the engine does not run this
         model (or `engine=False`): the caller takes the reference path."""
-        from .continuous import Continuous, Job, Limits
+        from .continuous import Continuous, Job
         from .generate import engine_for, seed_base
         from .sampling import trajectory_seed
 
@@ -191,9 +180,7 @@ class ModelSampler:
         return self.io.query(tr.ids, start)
 
     def observe(self, tr: RlTrajectory, text: str, max_obs_tokens: int) -> None:
-        ids, cut = self.io.observation_ids(text, max_obs_tokens)
-        tr.truncated = tr.truncated or cut
-        self._append_obs(tr, ids)
+        append_observation(tr, self.io, text, max_obs_tokens)
 
     def simulate(self, trajs: list[RlTrajectory], max_obs_tokens: int, timings: dict) -> None:
         """The policy writes the observation after the opening tag; cut at the closing tag or max_obs_tokens
@@ -210,22 +197,13 @@ class ModelSampler:
                                              StringStops(self.tok, stop_strs) if stop_strs else None, top_p=self.top_p)
         timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
         for tr, ids, st in zip(trajs, new, stopped):
-            self._append_obs(tr, [*o_open, *ids] if st else [*o_open, *ids, *io.obs_close_ids()])
-
-    @staticmethod
-    def _append_obs(tr: RlTrajectory, ids: list[int]) -> None:
-        tr.ids += ids
-        tr.loss_mask += [0] * len(ids)
-        tr.logprobs += [None] * len(ids)
+            append_unsampled(tr, [*o_open, *ids] if st else [*o_open, *ids, *io.obs_close_ids()])
 
     def size(self, tr: RlTrajectory) -> int:
         return len(tr.prompt_ids) + len(tr.ids)
 
     def cut(self, tr: RlTrajectory, max_len: int) -> None:
-        keep = max(0, max_len - len(tr.prompt_ids))
-        if len(tr.ids) > keep:
-            tr.ids, tr.loss_mask, tr.logprobs, tr.truncated = tr.ids[:keep], tr.loss_mask[:keep], tr.logprobs[:keep], True
-            tr.finished = False
+        cut_to_length(tr, max_len)
 
 
 def retok_mismatch(tr: RlTrajectory) -> bool:
