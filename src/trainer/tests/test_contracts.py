@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 import shutil
 import subprocess
 
@@ -62,7 +63,7 @@ def test_an_rl_step_logs_exactly_the_cores_agent_metrics():
                                          "r_correct": 1.0}),
                   RewardBreakdown.model_validate({**common, "total": 0.0, "em": 0, "f1": 0.5, "tool_calls": 2, "format_ok": False,
                                          "r_correct": 0.0})]
-    sums = {**graded_sums(breakdowns, [0, 0]), **{k: 1.0 for k in (
+    sums = {**asdict(graded_sums(breakdowns, [0, 0])), **{k: 1.0 for k in (
         "calls", "failures", "called", "malformed", "truncated", "gen_tokens", "think_tokens", "retok_mismatches",
         "retok_drift")}}
     assert set(step_values(sums)) == {m.value for m in AgentMetric}
