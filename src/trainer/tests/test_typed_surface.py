@@ -15,9 +15,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "coa_trainer"
 LEFT_OUT = {"contracts", "tests"}  # generated from src/core (never edited); tests
 
-# The counts at the last change that lowered them (121 of 1,888 parameters: 6.4 %); the targets are 3 % and 100.
-UNTYPED_PARAMETERS_MAX = 121
-STRING_SUBSCRIPTS_MAX = 607
+# The counts at the last change that lowered them (120 of 1,914 parameters: 6.3 %); the targets are 3 % and 100.
+UNTYPED_PARAMETERS_MAX = 120
+STRING_SUBSCRIPTS_MAX = 554
 
 
 @dataclass
