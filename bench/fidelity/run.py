@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src" / "trainer"))
 
-from coa_trainer.evaluation.claims import fmt, gap_closed, run_claims, spread, verdict_lines  # noqa: E402
+from coa_trainer.evaluation.claims import RunTable, fmt, gap_closed, run_claims, spread, verdict_lines  # noqa: E402
 
 SPREAD = ROOT / "bench" / "fidelity" / "spread.json"
 TUNING = ROOT / "bench" / "fidelity" / "tuning.md"
@@ -119,7 +119,7 @@ def seed_times(run_dir: Path) -> dict[str, float]:
 def summarise(runs: list[dict], split: str) -> dict:
     labels = [r["label"] for r in runs]
     claims = spread([run_claims(r["rows"], r["tc_optimal"]) for r in runs], labels)
-    return {"split": split, "runs": runs, "claims": claims, "verdicts": verdict_lines(runs, labels, "runs")}
+    return {"split": split, "runs": runs, "claims": claims, "verdicts": verdict_lines([RunTable.of(r) for r in runs], labels, "runs")}
 
 
 def run_table(runs: list[dict]) -> list[str]:

@@ -17,8 +17,8 @@ A run is one results table (evaluation/results.py rows + the benchmark's optimal
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
 
 TC_CUT = 0.05
 EM_KEPT = 0.02
@@ -89,15 +89,32 @@ CLAIMS: list[Claim] = [
 ]
 
 
+@dataclass(frozen=True)
+class ClaimResult:
+    """One claim on one run: its measure (None where a row is missing), whether it holds, the measure as shown."""
+
+    value: float | None
+    holds: bool | None
+    shown: str
+
+
+UNMEASURED = ClaimResult(None, None, "—")
+
+
+def claim_results(rows: list[dict], tc_optimal: float | None) -> dict[str, ClaimResult]:
+    """Each claim (by id) on one results table."""
+    by = {r["setting"]: r for r in rows}
+    out: dict[str, ClaimResult] = {}
+    for c in CLAIMS:
+        v = c.measure(by, tc_optimal)
+        out[c.id] = ClaimResult(v, None if v is None else c.holds(v, by), fmt(v, c.unit))
+    return out
+
+
 def run_claims(rows: list[dict], tc_optimal: float | None) -> dict[str, dict]:
     """{claim id: {"value": measure or None, "holds": bool or None, "shown": the measure formatted}} for one results
     table (results.json carries it; the demo prints `shown` next to bench/fidelity's spread)."""
-    by = {r["setting"]: r for r in rows}
-    out: dict[str, dict] = {}
-    for c in CLAIMS:
-        v = c.measure(by, tc_optimal)
-        out[c.id] = {"value": v, "holds": None if v is None else c.holds(v, by), "shown": fmt(v, c.unit)}
-    return out
+    return {k: asdict(v) for k, v in claim_results(rows, tc_optimal).items()}
 
 
 def mean_sd(values: list[float | None]) -> tuple[float | None, float | None, int]:
@@ -110,35 +127,58 @@ def mean_sd(values: list[float | None]) -> tuple[float | None, float | None, int
     return m, sd, len(xs)
 
 
-def spread(per_run: list[dict[str, dict]], labels: list[str]) -> list[dict]:
-    """Per claim over runs (each `run_claims` output, named by `labels`): on how many it holds, the mean ± sd of
-    its measure (and formatted: `spread`), and the runs where it fails."""
+@dataclass(frozen=True)
+class ClaimSpread:
+    """One claim over runs: on how many it holds (of the runs where it was measured), the mean ± sd of its measure,
+    the runs where it fails, each run's value."""
+
+    id: str
+    text: str
+    unit: str
+    measure: str
+    holds: int
+    runs: int
+    mean: float | None
+    sd: float | None
+    failing: list[str]
+    values: list[float | None]
+
+    @property
+    def spread(self) -> str:
+        """"70 ± 15%" / "+0.012 ± 0.020" (sd only from two runs on)."""
+        if self.mean is None:
+            return "—"
+        if self.unit == "share":
+            return f"{self.mean * 100:.0f} ± {self.sd * 100:.0f}%" if self.sd is not None else f"{self.mean:.0%}"
+        return f"{self.mean:+.3f} ± {self.sd:.3f}" if self.sd is not None else f"{self.mean:+.3f}"
+
+    def json(self) -> dict[str, Any]:
+        return {**asdict(self), "spread": self.spread}
+
+
+def claim_spreads(per_run: list[dict[str, ClaimResult]], labels: list[str]) -> list[ClaimSpread]:
+    """Per claim over runs (each `claim_results` output, named by `labels`)."""
     out = []
     for c in CLAIMS:
-        cells = [r.get(c.id, {"value": None, "holds": None}) for r in per_run]
-        known = [x["holds"] for x in cells if x["holds"] is not None]
-        m, sd, _ = mean_sd([x["value"] for x in cells])
-        s = {"id": c.id, "text": c.text, "unit": c.unit, "measure": c.measure_name, "holds": sum(known),
-             "runs": len(known), "mean": m, "sd": sd,
-             "failing": [lab for lab, x in zip(labels, cells) if x["holds"] is False],
-             "values": [x["value"] for x in cells]}
-        out.append({**s, "spread": fmt_spread(s)})
+        cells = [r.get(c.id, UNMEASURED) for r in per_run]
+        known = [x.holds for x in cells if x.holds is not None]
+        m, sd, _ = mean_sd([x.value for x in cells])
+        out.append(ClaimSpread(c.id, c.text, c.unit, c.measure_name, sum(known), len(known), m, sd,
+                               [lab for lab, x in zip(labels, cells) if x.holds is False], [x.value for x in cells]))
     return out
+
+
+def spread(per_run: list[dict[str, dict]], labels: list[str]) -> list[dict]:
+    """`claim_spreads` over runs' `run_claims` outputs (results.json's claims), as JSON data: per claim on how many
+    it holds, the mean ± sd of its measure (and formatted: `spread`), and the runs where it fails."""
+    typed = [{k: ClaimResult(**v) for k, v in r.items()} for r in per_run]
+    return [s.json() for s in claim_spreads(typed, labels)]
 
 
 def fmt(value: float | None, unit: str) -> str:
     if value is None:
         return "—"
     return f"{value:.0%}" if unit == "share" else f"{value:+.3f}"
-
-
-def fmt_spread(s: dict) -> str:
-    """"70 ± 15%" / "+0.012 ± 0.020" (sd only from two runs on)."""
-    if s["mean"] is None:
-        return "—"
-    if s["unit"] == "share":
-        return f"{s['mean'] * 100:.0f} ± {s['sd'] * 100:.0f}%" if s["sd"] is not None else f"{s['mean']:.0%}"
-    return f"{s['mean']:+.3f} ± {s['sd']:.3f}" if s["sd"] is not None else f"{s['mean']:+.3f}"
 
 
 def chain_breaks(rows: list[dict]) -> list[str]:
@@ -152,22 +192,35 @@ def chain_breaks(rows: list[dict]) -> list[str]:
             for i, (a, b, x, y) in enumerate(zip(chain, chain[1:], ems, ems[1:])) if (x > y if i == 2 else x >= y)]
 
 
-def verdict_lines(tables: list[dict], labels: list[str], noun: str) -> list[str]:
+@dataclass(frozen=True)
+class RunTable:
+    """One run's results table as the claims read it: its rows and the benchmark's optimal TC."""
+
+    rows: list[dict]
+    tc_optimal: float | None
+
+    @classmethod
+    def of(cls, doc: dict[str, Any]) -> RunTable:
+        """From results.json's data (or anything with its `rows` and `tc_optimal`)."""
+        return cls(doc["rows"], doc.get("tc_optimal"))
+
+
+def verdict_lines(tables: list[RunTable], labels: list[str], noun: str) -> list[str]:
     """One sentence per claim over runs: on how many `noun` it holds (naming where it fails, and for the chain the
-    links that break), the mean ± sd of its measure and each run's value. `tables`: {"rows", "tc_optimal"} per run."""
-    per_run = [run_claims(t["rows"], t.get("tc_optimal")) for t in tables]
+    links that break), the mean ± sd of its measure and each run's value."""
+    per_run = [claim_results(t.rows, t.tc_optimal) for t in tables]
     lines = []
-    for s in spread(per_run, labels):
-        if not s["runs"]:
+    for s in claim_spreads(per_run, labels):
+        if not s.runs:
             continue
-        failing = f" (not on {', '.join(s['failing'])})" if s["failing"] else ""
-        values = ", ".join(f"{lab}: {fmt(v, s['unit'])}" for lab, v in zip(labels, s["values"]))
-        line = (f"- {s['text'][0].upper()}{s['text'][1:]} on {s['holds']}/{s['runs']} {noun}{failing}: "
-                f"{s['measure']} {s['spread']} ({values})")
-        if s["id"] == "chain":
-            broken = [f"{lab}: {', '.join(b)}" for lab, t in zip(labels, tables) if (b := chain_breaks(t["rows"]))]
+        failing = f" (not on {', '.join(s.failing)})" if s.failing else ""
+        values = ", ".join(f"{lab}: {fmt(v, s.unit)}" for lab, v in zip(labels, s.values))
+        line = (f"- {s.text[0].upper()}{s.text[1:]} on {s.holds}/{s.runs} {noun}{failing}: "
+                f"{s.measure} {s.spread} ({values})")
+        if s.id == "chain":
+            broken = [f"{lab}: {', '.join(b)}" for lab, t in zip(labels, tables) if (b := chain_breaks(t.rows))]
             line += f"; broken links — {'; '.join(broken)}" if broken else ""
-        if s["id"] == "otc_keeps_em" and s["mean"] is not None:
-            line += f"; on average OTC {'keeps' if s['mean'] >= -EM_KEPT else 'does NOT keep'} EM"
+        if s.id == "otc_keeps_em" and s.mean is not None:
+            line += f"; on average OTC {'keeps' if s.mean >= -EM_KEPT else 'does NOT keep'} EM"
         lines.append(line + ".")
     return lines

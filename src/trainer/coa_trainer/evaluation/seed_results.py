@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..evaluation.claims import mean_sd, verdict_lines
+from ..evaluation.claims import RunTable, mean_sd, verdict_lines
 from ..evaluation.results import DESCRIPTIONS, ROW_KEYS, SETTINGS, otc_headroom
 
 __all__ = ["aggregate_rows", "load_seed_results", "mean_sd", "seed_verdicts", "write_seed_results"]
@@ -38,7 +38,7 @@ def aggregate_rows(per_seed: list[dict]) -> list[dict]:
 def seed_verdicts(per_seed: list[dict]) -> list[str]:
     """Sentences from the seed-level evidence (evaluation/claims.py): on how many seeds each claim holds, the seeds
     where it fails, the mean ± sd of its measure and each seed's value."""
-    return verdict_lines(per_seed, [f"seed {p['seed']}" for p in per_seed], "seeds")
+    return verdict_lines([RunTable.of(p) for p in per_seed], [f"seed {p['seed']}" for p in per_seed], "seeds")
 
 
 def _cell(m: float | None, sd: float | None) -> str:
