@@ -38,6 +38,7 @@ const MODULES = [
   { module: 'record.py', schema: 'python/record.schema.json', source: 'src/core/record.ts (RecordSchema)' },
   // one class per event type, the writer's fields (v, time, run) and the type defaulted (--use-default)
   { module: 'events.py', schema: 'python/events.schema.json', source: 'src/core/events.ts (EventSchema)', options: ['--use-default'] },
+  { module: 'boundary_report.py', schema: 'python/boundary-report.schema.json', source: 'src/core/boundary.ts (BoundaryReportSchema)' },
   { module: 'env_protocol.py', schema: 'python/env-protocol.schema.json', source: 'src/env/protocol.ts (ENV_PROTOCOL_PARTS)' },
   { module: 'agent_metric.py', schema: 'python/agent-metric.schema.json', source: 'src/core/metrics.ts (AGENT_METRICS)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },
   { module: 'boundary_class.py', schema: 'python/boundary-class.schema.json', source: 'src/core/boundaryClasses.ts (BOUNDARY_CLASSES)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },

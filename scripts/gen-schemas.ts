@@ -181,6 +181,16 @@ const eventsPython = {
   }),
   discriminator: { propertyName: 'type' },
 };
+// The search boundary meter's report (contracts/boundary_report.py): what evaluation/boundary_report.py builds and writes.
+const BOUNDARY_REPORT_CLASS_NAMES: Record<string, string> = {
+  '': 'BoundaryReport', summary: 'BoundarySummary', truth: 'BoundaryTruth', 'rows[]': 'BoundaryRow',
+  'rows[].responses': 'BoundaryResponses', 'rows[].truth': 'BoundaryTruthRow',
+};
+const boundaryReportPython = forPython(
+  z.toJSONSchema(BoundaryReportSchema, { io: 'output', target: 'draft-2020-12' }) as Json,
+  BOUNDARY_REPORT_CLASS_NAMES,
+  'boundary-report',
+);
 const runConfigOutput = forPython(z.toJSONSchema(RunConfigSchema, { io: 'output', target: 'draft-2020-12' }) as Json, PYTHON_CLASS_NAMES);
 
 const files: [string, unknown][] = [
@@ -209,6 +219,7 @@ const files: [string, unknown][] = [
   ['python/boundary-metric.schema.json', { title: 'BoundaryMetric', description: 'A metric of the search boundary meter run inside RL (src/core/metrics.ts BOUNDARY_METRICS).', type: 'string', enum: BOUNDARY_METRIC_NAMES }],
   ['python/record.schema.json', recordPython],
   ['python/events.schema.json', eventsPython],
+  ['python/boundary-report.schema.json', boundaryReportPython],
   ['python/error-code.schema.json', { title: 'ErrorCode', description: 'What stopped a trainer command (src/core/events.ts TRAINER_ERRORS).', type: 'string', enum: TRAINER_ERROR_CODES }],
 ];
 mkdirSync(join(outDir, 'python'), { recursive: true });

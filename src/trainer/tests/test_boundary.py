@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from coa_trainer.evaluation.boundary import Meter, Outcome, classify, fixed_sample, zero_runs
+from coa_trainer.contracts.boundary_report import BoundaryTruthRow
 from coa_trainer.evaluation.boundary_report import check_report, live_metrics, summarise
 from coa_trainer.evaluation.boundary_truth import agreement, truth_rows
 from conftest import REPO, TINY, merge, needs_env_server, observed, read_events, run_trainer
@@ -56,20 +57,21 @@ def test_summary_and_agreement_arithmetic():
     outs = [_outcome("over-search", 1, 1, 2, 0), _outcome("needed-search", 0, 1, 2, 1),
             _outcome("unreachable", 0, 0, 1, None), _outcome("no-search", 1, 1, 0, 0)]
     s = summarise(outs)
-    assert s["classes"] == {"no-search": 1, "over-search": 1, "needed-search": 1, "under-search": 0, "unreachable": 1}
-    assert s["over_search_rate"] == 0.25 and s["under_search_rate"] == 0.0
-    assert s["tc"] == 5 / 4 and s["min_tc"] == 1 / 3 and s["min_tc_questions"] == 3
-    assert s["tc_over_min"] == (4 - 1) / 3 and s["avoidable_share"] == 3 / 4
+    assert s.classes == {"no-search": 1, "over-search": 1, "needed-search": 1, "under-search": 0, "unreachable": 1}
+    assert s.over_search_rate == 0.25 and s.under_search_rate == 0.0
+    assert s.tc == 5 / 4 and s.min_tc == 1 / 3 and s.min_tc_questions == 3
+    assert s.tc_over_min == (4 - 1) / 3 and s.avoidable_share == 3 / 4
     assert live_metrics(s)["boundary_over_search"] == 0.25
-    truth = [{"class": "needed-search", "min_calls": 1, "facts_known": [False], "optimal": 1},
+    truth = [BoundaryTruthRow.model_validate(t) for t in (
+             {"class": "needed-search", "min_calls": 1, "facts_known": [False], "optimal": 1},
              {"class": "needed-search", "min_calls": 2, "facts_known": [False, False], "optimal": 2},
              {"class": "unreachable", "min_calls": 1, "facts_known": [False], "optimal": 0},
-             {"class": "no-search", "min_calls": 0, "facts_known": [True], "optimal": 0}]
+             {"class": "no-search", "min_calls": 0, "facts_known": [True], "optimal": 0})]
     a = agreement(outs, truth)
-    assert a["class_agreement"] == 0.75
-    assert a["min_tc_meter"] == 1 / 3 and a["min_tc_truth"] == 1.0 and a["min_tc_truth_all"] == 1.0
-    assert a["optimal_tc"] == 3 / 4 and a["optimal_tc_same"] == 1.0 and a["optimal_agreement"] == 1 / 3
-    assert a["confusion"] == {"needed-search": {"over-search": 1, "needed-search": 1}, "unreachable": {"unreachable": 1},
+    assert a.class_agreement == 0.75
+    assert a.min_tc_meter == 1 / 3 and a.min_tc_truth == 1.0 and a.min_tc_truth_all == 1.0
+    assert a.optimal_tc == 3 / 4 and a.optimal_tc_same == 1.0 and a.optimal_agreement == 1 / 3
+    assert a.confusion == {"needed-search": {"over-search": 1, "needed-search": 1}, "unreachable": {"unreachable": 1},
                               "no-search": {"no-search": 1}}
 
 
@@ -145,9 +147,9 @@ def test_constructed_cases_get_their_class_minimum_and_calls(scripted):
     assert outs[4].trials["minimal"].searches and len(outs[4].trials["minimal"].searches) == 1
     assert outs[3].reachable is True and "forced" in outs[3].trials
     s = summarise(outs)
-    assert s["over_search_rate"] == 2 / 9 and s["under_search_rate"] == 2 / 9
-    assert s["em_closed_book"] == 3 / 9 and s["em"] == 6 / 9 and s["tc"] == 9 / 9
-    assert s["min_tc"] == 6 / 8 and s["tc_over_min"] == 2 / 8 and s["avoidable_share"] == 2 / 8
+    assert s.over_search_rate == 2 / 9 and s.under_search_rate == 2 / 9
+    assert s.em_closed_book == 3 / 9 and s.em == 6 / 9 and s.tc == 9 / 9
+    assert s.min_tc == 6 / 8 and s.tc_over_min == 2 / 8 and s.avoidable_share == 2 / 8
 
 
 @needs_env_server()
@@ -156,10 +158,10 @@ def test_the_meter_agrees_with_the_benchmark_truth_on_a_consistent_policy(script
     qs = [q for q, *_ in cases]
     outs = meter.measure(qs)
     truth = truth_rows(meter, bench, qs, outs)
-    assert [t["class"] for t in truth] == [c for _, c, _, _ in cases]
-    assert [t["min_calls"] for t in truth] == [1 if m is None else m for _, _, m, _ in cases]
+    assert [t.class_ for t in truth] == [c for _, c, _, _ in cases]
+    assert [t.min_calls for t in truth] == [1 if m is None else m for _, _, m, _ in cases]
     a = agreement(outs, truth)
-    assert a["class_agreement"] == 1.0 and a["min_tc_meter"] == a["min_tc_truth"]
+    assert a.class_agreement == 1.0 and a.min_tc_meter == a.min_tc_truth
 
 
 @needs_env_server()

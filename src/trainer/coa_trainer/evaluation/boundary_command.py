@@ -69,6 +69,7 @@ def boundary_command(opts: BoundaryOptions) -> int:
     from ..env.session import open_env
     from ..model.load import load_for_config, setup_runtime
     from .boundary import Meter, stderr_log
+    from ..contracts.boundary_report import BoundaryReport
     from .boundary_report import REPORT_VERSION, format_summary, rows, summarise, write_report
     from .boundary_truth import agreement, truth_rows
 
@@ -97,12 +98,12 @@ def boundary_command(opts: BoundaryOptions) -> int:
             truth_summary = agreement(outcomes, truth)
             stderr_log(f"benchmark truth: {sum(len(q.hops) for q in questions)} facts asked closed-book "
                        f"({time.time() - t1:.1f} s)")
-        report = {
-            "version": REPORT_VERSION, "run": writer.run, "stage": stage, "step": step, "split": opts.split,
-            "checkpoint": str(model_dir), "samples": opts.samples,
-            "temperature": opts.temperature if opts.samples > 1 else 0.0, "seconds": round(time.time() - t0, 3),
-            "summary": summarise(outcomes), "truth": truth_summary, "rows": rows(questions, outcomes, truth),
-        }
+        report = BoundaryReport(
+            version=REPORT_VERSION, run=writer.run, stage=stage, step=step, split=opts.split,
+            checkpoint=str(model_dir), samples=opts.samples,
+            temperature=opts.temperature if opts.samples > 1 else 0.0, seconds=round(time.time() - t0, 3),
+            summary=summarise(outcomes), truth=truth_summary, rows=rows(questions, outcomes, truth),
+        )
         out = opts.out if opts.out else run_dir / "eval" / f"boundary-{stage}-{opts.split}.json"
         write_report(out, report)
         print(format_summary(report))

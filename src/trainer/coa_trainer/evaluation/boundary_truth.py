@@ -18,8 +18,7 @@ that remembered exactly its pretraining would need; the checkpoint's truth is wh
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..contracts.boundary_report import BoundaryTruth, BoundaryTruthRow
 from ..data.benchmark import RELATIONS, Benchmark, Question
 from .boundary import Meter, Outcome, classify, majority
 
@@ -30,7 +29,8 @@ def fact_questions(q: Question) -> list[Question]:
                      q.split) for i, h in enumerate(q.hops)]
 
 
-def truth_rows(meter: Meter, bench: Benchmark, questions: list[Question], outcomes: list[Outcome]) -> list[dict]:
+def truth_rows(meter: Meter, bench: Benchmark, questions: list[Question], outcomes: list[Outcome]
+               ) -> list[BoundaryTruthRow]:
     """Each question's true minimum and class (module docstring), greedy closed-book fact by fact."""
     del bench  # the questions carry their hops; kept in the signature so callers pass the benchmark they measured
     facts = [fact_questions(q) for q in questions]
@@ -59,7 +59,9 @@ def truth_rows(meter: Meter, bench: Benchmark, questions: list[Question], outcom
         # answered wrong without a search: it needs one, though it answers every fact alone
         need = max(sum(not x for x in k), int(not closed[i]))
         cls = classify(closed[i], majority(o.right), majority(o.searched), reachable.get(i))
-        out.append({"class": cls, "min_calls": need, "facts_known": k, "optimal": q.optimal_tool_calls})
+        # made from its JSON: `class` is a Python keyword (the class's field is an alias of it)
+        out.append(BoundaryTruthRow.model_validate({"class": cls, "min_calls": need, "facts_known": k,
+                                                    "optimal": q.optimal_tool_calls}))
     return out
 
 
@@ -67,21 +69,21 @@ def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def agreement(outcomes: list[Outcome], truth: list[dict[str, Any]]) -> dict[str, Any]:
+def agreement(outcomes: list[Outcome], truth: list[BoundaryTruthRow]) -> BoundaryTruth:
     """How the meter agrees with the truth (src/core/boundary.ts BoundaryTruthSchema)."""
     pairs = list(zip(outcomes, truth))
     known = [(o, t) for o, t in pairs if o.min_calls is not None]
     confusion: dict[str, dict[str, int]] = {}
     for o, t in pairs:
-        row = confusion.setdefault(t["class"], {})
+        row = confusion.setdefault(t.class_, {})
         row[o.cls] = row.get(o.cls, 0) + 1
-    return {
-        "class_agreement": _mean([float(o.cls == t["class"]) for o, t in pairs]),
-        "min_tc_meter": _mean([float(o.min_calls) for o, _ in known if o.min_calls is not None]),
-        "min_tc_truth": _mean([float(t["min_calls"]) for _, t in known]),
-        "min_tc_truth_all": _mean([float(t["min_calls"]) for t in truth]),
-        "optimal_tc": _mean([float(t["optimal"]) for t in truth if t["optimal"] is not None]),
-        "optimal_tc_same": _mean([float(t["optimal"]) for _, t in known if t["optimal"] is not None]),
-        "optimal_agreement": _mean([float(o.min_calls == t["optimal"]) for o, t in known if t["optimal"] is not None]),
-        "confusion": confusion,
-    }
+    return BoundaryTruth(
+        class_agreement=_mean([float(o.cls == t.class_) for o, t in pairs]),
+        min_tc_meter=_mean([float(o.min_calls) for o, _ in known if o.min_calls is not None]),
+        min_tc_truth=_mean([float(t.min_calls) for _, t in known]),
+        min_tc_truth_all=_mean([float(t.min_calls) for t in truth]),
+        optimal_tc=_mean([float(t.optimal) for t in truth if t.optimal is not None]),
+        optimal_tc_same=_mean([float(t.optimal) for _, t in known if t.optimal is not None]),
+        optimal_agreement=_mean([float(o.min_calls == t.optimal) for o, t in known if t.optimal is not None]),
+        confusion=confusion,
+    )
