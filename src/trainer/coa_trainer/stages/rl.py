@@ -312,6 +312,9 @@ class GrpoSteps:
         tt = time.time()
         extras, grad_norm = policy_updates(run.model.trained, self.ref, run.schedule.opt, run.schedule.params, samples, G, scfg,
                                            tok.pad_token_id, run.rt.device, run.rt.autocast_dtype, di)
+        # The cache comes back at its size now; the graphs are captured again at the next rollout, and must be: a CUDA
+        # graph replays fixed addresses — the freed cache, packed weights and pool — so none survives the release.
+        # What is kept is the compiled step (torch.compile's code, dynamic shapes): no compilation again.
         restore_engine_memory(run.model.policy)
         run.schedule.sched.step()  # the schedule counts RL steps, not optimiser updates
         done = step + 1
