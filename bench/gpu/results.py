@@ -152,6 +152,10 @@ def _warm(x: dict) -> str:
     weights) before each update, so each step captures its blocks again."""
     if "generate_warm_s" not in x:
         return ""
+    if x["captures"] == 0 and x["captures_warm"] == 0:  # no CUDA graphs (CPU): nothing is captured again
+        return (f"; no block graphs on this device (CUDA only), so the steady step captures nothing and its generate "
+                f"is the warm one; the same rollout again {x['generate_warm_s']} s — generation "
+                f"{x['generate_fraction_warm']:.0%} of such a step")
     return (f"; its generate captured {x['captures']} block graph(s) again (the stage frees the engine's memory before "
             f"each update); the same rollout with graphs warm {x['generate_warm_s']} s "
             f"({x['captures_warm']} captures) — generation {x['generate_fraction_warm']:.0%} of such a step")
@@ -225,6 +229,8 @@ def merge(results: list[dict]) -> dict:
     r["commands"] = list(dict.fromkeys(re.sub(r" --out \S+", "", x["command"]) for x in results))
     r["runs"] = len(results)
     r["load_avgs"] = [x["load_avg"] for x in results]
+    if all("load_avg_end" in x for x in results):
+        r["load_avgs_end"] = [x["load_avg_end"] for x in results]
     r["matmul_tflops"] = max(x["matmul_tflops"] for x in results)
     r["matmul_tflops_before_after"] = [v for x in results for v in x["matmul_tflops_before_after"]]
     for k in ("sft", "sft_before", "sft_anchor"):
@@ -274,11 +280,12 @@ def _section(r: dict, title: str, parts: list[str], shapes: dict, vocab: int) ->
                 "step's [batch × 152k] temporaries are page-faulted in afresh each step depends on earlier "
                 f"allocations; set: {r.get('steady_allocator')})." if r["device_type"] == "cpu" else "")
     matmul = " / ".join(str(v) for v in r["matmul_tflops_before_after"])
+    end_load = f", at the end {' / '.join(str(x) for x in r['load_avgs_end'])}" if r.get("load_avgs_end") else ""
     text = f"""{title}
 
 _Last run: {r['date']}_ — device: **{r['device']}**, {r['threads']} threads, {r['dtype']}, torch {r['torch']},
 transformers {r['transformers']} (machine shared: figures vary run to run; 1-minute load average at the start
-{" / ".join(str(x) for x in r.get("load_avgs", [r["load_avg"]]))}).
+{" / ".join(str(x) for x in r.get("load_avgs", [r["load_avg"]]))}{end_load}).
 
 Command: {cmds}
 

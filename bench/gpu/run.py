@@ -279,21 +279,26 @@ def sft_lengths(sz: dict, g: torch.Generator) -> list[int]:
 
 
 def sft_decided(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, forced: bool) -> dict:
-    """Ours without activation checkpointing where memory allows, decided by the measured peak: without it first; on
-    running out of memory, again with it. The result says which and why."""
-    total = round(device_memory(dev), 1)
+    """Ours without activation checkpointing where memory allows, decided as a stage decides it
+    (model/activations.decide): without it first, its measured peak (the whole step's, AdamW's state included)
+    against the device's memory; again with it when that passes the headroom or runs out of memory on CUDA. The result
+    says which and why."""
+    from coa_trainer.model.activations import Peak, capacity, decide
+
+    cap = capacity(dev)
     if forced:
-        return {**sft_ours(shape, dev, dtype, sz, True), "checkpointing_decided": "on: asked for"}
+        return {**sft_ours(shape, dev, dtype, sz, True), "checkpointing_decided": decide(dev.type, True, None)[1]}
     try:
         out = sft_ours(shape, dev, dtype, sz, False)
+        peak = Peak(int(out["peak_gib"] * 2**30), 0, cap)
     except torch.OutOfMemoryError as e:
-        why = str(e).splitlines()[0][:160]
-    else:
-        return {**out, "checkpointing_decided": f"off: peak {out['peak_gib']} GiB of {total} GiB without it"}
+        out, peak = None, Peak(None, 0, cap, str(e).splitlines()[0][:160])
+    on, why = decide(dev.type, False, peak)
+    if out is not None and not on:
+        return {**out, "checkpointing_decided": why}
     gc.collect()
     release_cached_memory(dev)
-    return {**sft_ours(shape, dev, dtype, sz, True),
-            "checkpointing_decided": f"on: out of memory without it ({why}; {total} GiB)"}
+    return {**sft_ours(shape, dev, dtype, sz, True), "checkpointing_decided": why}
 
 
 def sft_anchor(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> dict:
@@ -740,6 +745,7 @@ def main() -> None:
             sys.exit(f"--only: unknown section {name!r} (known: {', '.join(sections)})")
         sections[name]()
     after = matmul_tflops(dev, dtype)
+    r["load_avg_end"] = round(os.getloadavg()[0], 1)
     r["matmul_tflops_before_after"] = [round(before, 4), round(after, 4)]
     r["matmul_tflops"] = round(max(before, after), 4)
     print(json.dumps(r))
