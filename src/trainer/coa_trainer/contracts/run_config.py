@@ -56,7 +56,7 @@ class ModelConfig(BaseModel):
     """
     gradient_checkpointing: bool
     """
-    Recompute each decoder layer's activations in backward instead of keeping them (less memory, about one more forward of compute).
+    Recompute each decoder layer's activations in backward instead of keeping them (less memory, about one more forward of compute). true: always. false: decided when the stage starts by its first update's measured peak without it: on a CUDA device switched on when that passes 85 % of the GPU's memory or runs out of it, on a CPU never (the stage's first event says which, with the figure).
     """
     tags_as_special_tokens: bool | None
     """
