@@ -136,8 +136,9 @@ def decide(device_type: str, forced: bool, peak: Peak | None) -> tuple[bool, str
     if peak.oom is not None:
         return True, f"on (out of memory without it: {peak.oom}; {_gib(peak.capacity)})"
     what = "peak memory" if device_type == "cuda" else "peak resident memory"
-    figure = (f"{what} {_gib(peak.need)} of {_gib(peak.capacity)} without it (the first update's forward/backward "
-              f"{_gib(peak.used or 0)} + AdamW state {_gib(peak.state)})")
+    parts = (f" (the first update's forward/backward {_gib(peak.used or 0)} + AdamW state {_gib(peak.state)})"
+             if peak.state else "")  # none to come: a measured optimiser step holds it already
+    figure = f"{what} {_gib(peak.need)} of {_gib(peak.capacity)} without it{parts}"
     if device_type != "cuda":
         return False, f"off ({device_type.upper()}: {figure}; on a CPU only model.gradient_checkpointing turns it on)"
     if peak.need > HEADROOM * peak.capacity:
