@@ -13,7 +13,8 @@ import re
 import string
 import time
 from pathlib import Path
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
 
 import torch
 
@@ -49,39 +50,67 @@ def plain_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits
                ) -> tuple[dict, list[dict]]:
     """Closed-book EM in the pretraining QA form, overall and by known/unknown and hops."""
     questions = bench.split(split)
-    rows = []
+    rows: list[ClosedBookRow] = []
     for i in range(0, len(questions), batch_size):
         qs = questions[i:i + batch_size]
         prompts = [encode_text(tok, prompt_text(config, q.question) + "answer :")[0] for q in qs]
         outs, _, _ = generate(model, prompts, 6, {tok.eos_token_id}, tok.pad_token_id, rt.device, rt.autocast_dtype)
         for q, ids in zip(qs, outs):
             pred = tok.decode([t for t in ids if t != tok.eos_token_id], skip_special_tokens=True).strip()
-            rows.append({"id": q.id, "pred": pred, "answer": q.answer, "known": q.known, "hops": len(q.hops),
-                         "em": float(normalize_answer(pred) == normalize_answer(q.answer))})
+            rows.append(ClosedBookRow(q.id, pred, q.answer, q.known, len(q.hops),
+                                      float(normalize_answer(pred) == normalize_answer(q.answer))))
 
-    def mean(sel: list[dict]) -> float | None:
-        return sum(r["em"] for r in sel) / len(sel) if sel else None
+    def mean(sel: list[ClosedBookRow]) -> float | None:
+        return sum(r.em for r in sel) / len(sel) if sel else None
 
     metrics = {
         "em": mean(rows),
-        "em_known": mean([r for r in rows if r["known"]]),
-        "em_unknown": mean([r for r in rows if not r["known"]]),
-        "em_known_1hop": mean([r for r in rows if r["known"] and r["hops"] == 1]),
-        "em_unknown_1hop": mean([r for r in rows if not r["known"] and r["hops"] == 1]),
-        "em_known_2hop": mean([r for r in rows if r["known"] and r["hops"] == 2]),
+        "em_known": mean([r for r in rows if r.known]),
+        "em_unknown": mean([r for r in rows if not r.known]),
+        "em_known_1hop": mean([r for r in rows if r.known and r.hops == 1]),
+        "em_unknown_1hop": mean([r for r in rows if not r.known and r.hops == 1]),
+        "em_known_2hop": mean([r for r in rows if r.known and r.hops == 2]),
         "questions": float(len(rows)),
     }
-    return metrics, rows
+    return metrics, [asdict(r) for r in rows]
+
+
+@dataclass(frozen=True)
+class ClosedBookRow:
+    """One question answered closed-book (a line of the eval command's rows file)."""
+
+    id: str
+    pred: str
+    answer: str
+    known: bool | None
+    hops: int
+    em: float
+
+
+@dataclass(frozen=True)
+class GradedQuestion:
+    """One question's agent rollout as graded: what the metrics are averaged from."""
+
+    em: float
+    f1: float
+    format_ok: bool
+    tc: int
+    optimal: int | None
+    known: bool | None
+    hops: int
+    truncated: bool
+    failures: int
 
 
 def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def _rate(rows: list[dict], pred) -> float | None:
-    """Mean of pred over the rows whose question knows its optimum (the embedded benchmark's; users' do not)."""
-    sel = [r for r in rows if r["optimal"] is not None]
-    return _mean([1.0 if pred(r) else 0.0 for r in sel]) if sel else None
+def _rate(rows: list[GradedQuestion], pred: Callable[[int, int], bool]) -> float | None:
+    """Mean of pred(tool calls, optimum) over the rows whose question knows its optimum (the embedded benchmark's;
+    users' do not)."""
+    sel = [(r.tc, r.optimal) for r in rows if r.optimal is not None]
+    return _mean([1.0 if pred(tc, opt) else 0.0 for tc, opt in sel]) if sel else None
 
 
 def eval_rollout(model: torch.nn.Module, tok: TextTokenizer, config: RunConfig, prompts: list[list[int]], tool: Any, rt: Runtime, io: AgentIO | None = None,
@@ -110,11 +139,12 @@ def agent_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits
     questions = bench.split(split)
     if ecfg.limit:
         questions = questions[: ecfg.limit]
-    failures = {"n": 0}
+    failures = 0
 
     def tool(queries: list[str]) -> list[str | None]:
+        nonlocal failures
         out = env.observations(queries, ecfg.top_k, config.dialect)
-        failures["n"] += sum(o is None for o in out)
+        failures += sum(o is None for o in out)
         return out
 
     records: list[dict] = []
@@ -133,24 +163,23 @@ def agent_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits
     breakdowns: list[RewardBreakdown] = []
     for i in range(0, len(records), 256):
         breakdowns += env.grade(records[i:i + 256], scheme="em")
-    rows = []
+    rows: list[GradedQuestion] = []
     for rec, b, (q, tr) in zip(records, breakdowns, trajs_all):
         rec["reward"] = reward_json(b)
-        rows.append({"em": float(b.em), "f1": float(b.f1), "format_ok": bool(b.format_ok),
-                     "tc": int(b.tool_calls), "optimal": q.optimal_tool_calls, "known": q.known,
-                     "hops": len(q.hops), "truncated": tr.truncated, "failures": tr.tool_failures})
+        rows.append(GradedQuestion(float(b.em), float(b.f1), bool(b.format_ok), int(b.tool_calls),
+                                   q.optimal_tool_calls, q.known, len(q.hops), tr.truncated, tr.tool_failures))
     graded = graded_values(graded_sums(breakdowns))
     metrics = {
         **{k: graded[k] for k in ("em", "f1", "tc", "tp", "format_error_rate")},
-        "em_known": _mean([r["em"] for r in rows if r["known"] is True]),
-        "em_unknown": _mean([r["em"] for r in rows if r["known"] is False]),
-        "em_2hop": _mean([r["em"] for r in rows if r["hops"] == 2]),
-        "tc_optimal": _mean([float(r["optimal"]) for r in rows if r["optimal"] is not None]),
-        "tc_exact_rate": _rate(rows, lambda r: r["tc"] == r["optimal"]),
-        "overcall_rate": _rate(rows, lambda r: r["tc"] > r["optimal"]),
-        "undercall_rate": _rate(rows, lambda r: r["tc"] < r["optimal"]),
-        "truncated_rate": _mean([1.0 if r["truncated"] else 0.0 for r in rows]),
-        "tool_failure_rate": failures["n"] / max(1, sum(len(tr.queries) for _, tr in trajs_all)),
+        "em_known": _mean([r.em for r in rows if r.known is True]),
+        "em_unknown": _mean([r.em for r in rows if r.known is False]),
+        "em_2hop": _mean([r.em for r in rows if r.hops == 2]),
+        "tc_optimal": _mean([float(r.optimal) for r in rows if r.optimal is not None]),
+        "tc_exact_rate": _rate(rows, lambda tc, opt: tc == opt),
+        "overcall_rate": _rate(rows, lambda tc, opt: tc > opt),
+        "undercall_rate": _rate(rows, lambda tc, opt: tc < opt),
+        "truncated_rate": _mean([1.0 if r.truncated else 0.0 for r in rows]),
+        "tool_failure_rate": failures / max(1, sum(len(tr.queries) for _, tr in trajs_all)),
         "questions": float(len(rows)),
     }
     return metrics, records
