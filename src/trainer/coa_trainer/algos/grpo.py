@@ -130,11 +130,12 @@ def grpo_loss_parts(model: torch.nn.Module, ref_model: Any | None, samples: list
             with torch.no_grad():
                 ref, _ = as_scorer(ref_model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
                                               dtype=dtype)
-        flat = {"old": old.reshape(-1), "adv": adv.reshape(-1), "ref": None if ref is None else ref.reshape(-1)}
+        old_flat, adv_flat = old.reshape(-1), adv.reshape(-1)
+        ref_flat = None if ref is None else ref.reshape(-1)
 
         def token_loss(lp: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-            r = lp.detach() if flat["ref"] is None else flat["ref"][pos]  # no reference: k3 = 0
-            return grpo_token_loss(lp, flat["old"][pos], r, flat["adv"][pos], clip_eps, kl_coef)
+            r = lp.detach() if ref_flat is None else ref_flat[pos]  # no reference: k3 = 0
+            return grpo_token_loss(lp, old_flat[pos], r, adv_flat[pos], clip_eps, kl_coef)
 
         logp, ent, loss_sum = scorer(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
                                      with_entropy=True, dtype=dtype, token_loss=token_loss)

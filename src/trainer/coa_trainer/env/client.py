@@ -239,11 +239,9 @@ class EnvClient:
     def alerts(self, step: int, values: dict[str, float], thresholds: dict[str, Any] | None = None,
                state: dict[str, Any] | None = None, heldout: float | None = None) -> AlertsResponse:
         """The core's agent alerts for one step: the alerts that start at it and the monitor's new state."""
-        body: dict[str, Any] = {"step": step, "values": values, "thresholds": thresholds or {}}
-        if state:
-            body["state"] = state
-        if heldout is not None:
-            body["heldout"] = heldout
+        body: dict[str, Any] = {"step": step, "values": values, "thresholds": thresholds or {},
+                                **({"state": state} if state else {}),
+                                **({"heldout": heldout} if heldout is not None else {})}
         return self._call("POST", "/v1/alerts", body, AlertsResponse)
 
     def scan(self, records: list[dict[str, Any]], params: dict[str, Any] | None = None) -> ScanResponse:
