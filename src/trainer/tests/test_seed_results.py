@@ -53,9 +53,10 @@ def test_aggregate_rows_are_means_with_sds_in_table_order():
 
 def test_headroom_is_the_share_of_the_over_calling_gap():
     h = otc_headroom(PER_SEED[0]["rows"], 0.9)
-    assert h["gap"] == pytest.approx(0.5) and h["closed"] == pytest.approx(0.6)
+    assert h is not None and h.gap == pytest.approx(0.5) and h.closed == pytest.approx(0.6)
     assert otc_headroom(PER_SEED[0]["rows"], None) is None  # users' data: no optimum
-    assert otc_headroom([row("sft-rl", 0.9, 0.8), row("sft-rl-otc", 0.9, 0.7)], 0.9)["closed"] is None  # no gap
+    none = otc_headroom([row("sft-rl", 0.9, 0.8), row("sft-rl-otc", 0.9, 0.7)], 0.9)
+    assert none is not None and none.closed is None  # no gap
     text = "\n".join(comparisons(PER_SEED[0]["rows"], 0.9))
     assert "RL-2 TC 1.400 − optimal 0.900 = 0.500 calls per question; OTC-GRPO (TC 1.100) closes 60% of it" in text
 

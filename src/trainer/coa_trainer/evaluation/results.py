@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
 from ..contracts.schemas import stage_table
 from ..contracts.run_config import RunConfig
-from ..evaluation.claims import EM_KEPT, TC_CUT, gap_closed, run_claims
+from ..evaluation.claims import EM_KEPT, TC_CUT, claim_results, gap_closed, run_claims
 from ..env.client import EnvClient
 from ..base.events import EventWriter
 from ..contracts.events import EvalEvent, LogEvent
@@ -109,7 +110,18 @@ def _cell(v: float | None) -> str:
     return "—" if v is None else f"{v:.3f}"
 
 
-def otc_headroom(rows: list[dict], tc_optimal: float | None) -> dict | None:
+@dataclass(frozen=True)
+class OtcHeadroom:
+    """The over-calling gap of RL-2 and how much of it OTC-GRPO closes (results.json's `otc_headroom`)."""
+
+    tc_optimal: float
+    tc_rl2: float
+    tc_otc: float
+    gap: float
+    closed: float | None
+
+
+def otc_headroom(rows: list[dict], tc_optimal: float | None) -> OtcHeadroom | None:
     """How much of the over-calling gap OTC-GRPO closes: gap = TC(RL-2 agent) − the benchmark's optimal TC on the
     same questions, closed = (TC(RL-2) − TC(OTC)) / gap. The fair comparison with OTC-PO, whose agent over-called by
     ~2.7 calls per question (Qwen2.5-7B, HotpotQA: TC 3.741 → 1.005), where ours over-calls by about half a call.
@@ -118,16 +130,19 @@ def otc_headroom(rows: list[dict], tc_optimal: float | None) -> dict | None:
     tc, tc_otc = by.get("sft-rl", {}).get("tc"), by.get("sft-rl-otc", {}).get("tc")
     if tc_optimal is None or tc is None or tc_otc is None:
         return None
-    return {"tc_optimal": tc_optimal, "tc_rl2": tc, "tc_otc": tc_otc, "gap": tc - tc_optimal,
-            "closed": gap_closed(by, tc_optimal)}
+    return OtcHeadroom(tc_optimal, tc, tc_otc, tc - tc_optimal, gap_closed(by, tc_optimal))
 
 
-def headroom_sentence(h: dict) -> str:
-    if h["closed"] is None:
-        return (f"- Over-calling gap: the RL-2 agent does not over-call on average (TC {h['tc_rl2']:.3f} vs the "
-                f"benchmark's optimal {h['tc_optimal']:.3f}), so OTC-GRPO has no gap to close.")
-    return (f"- Over-calling gap: RL-2 TC {h['tc_rl2']:.3f} − optimal {h['tc_optimal']:.3f} = {h['gap']:.3f} calls per "
-            f"question; OTC-GRPO (TC {h['tc_otc']:.3f}) closes {h['closed']:.0%} of it (OTC-PO's agent over-called "
+def headroom_json(h: OtcHeadroom | None) -> dict[str, float | None] | None:
+    return None if h is None else asdict(h)
+
+
+def headroom_sentence(h: OtcHeadroom) -> str:
+    if h.closed is None:
+        return (f"- Over-calling gap: the RL-2 agent does not over-call on average (TC {h.tc_rl2:.3f} vs the "
+                f"benchmark's optimal {h.tc_optimal:.3f}), so OTC-GRPO has no gap to close.")
+    return (f"- Over-calling gap: RL-2 TC {h.tc_rl2:.3f} − optimal {h.tc_optimal:.3f} = {h.gap:.3f} calls per "
+            f"question; OTC-GRPO (TC {h.tc_otc:.3f}) closes {h.closed:.0%} of it (OTC-PO's agent over-called "
             "by ~2.7 calls per question).")
 
 
@@ -148,14 +163,14 @@ def comparisons(rows: list[dict], tc_optimal: float | None = None) -> list[str]:
     if rl is not None and sft is not None:
         lines.append(f"- SFT-3 + RL over SFT-1+2: EM {rl:.3f} vs {sft:.3f} ({rl - sft:+.3f}).")
     tc, tc_otc, em_otc = get("sft-rl", "tc"), get("sft-rl-otc", "tc"), get("sft-rl-otc", "em")
-    claims = run_claims(rows, tc_optimal)
+    claims = claim_results(rows, tc_optimal)
     cut, kept = claims["otc_cuts_tc"], claims["otc_keeps_em"]
-    if cut["value"] is not None and kept["value"] is not None:
+    if cut.value is not None and kept.value is not None:
         # a cut under TC_CUT is within what a different sampling seed moves TC on 133 questions: not called a cut
-        verdict = "cuts" if cut["holds"] else ("barely changes" if cut["value"] > -TC_CUT else "does NOT cut")
-        keeps = "keeps" if kept["holds"] else "does NOT keep"
-        lines.append(f"- OTC-GRPO vs RL-2 as configured: TC {tc_otc:.3f} vs {tc:.3f} ({-cut['value']:+.1%}), EM "
-                     f"{em_otc:.3f} vs {agent:.3f} ({kept['value']:+.3f}): OTC {verdict} tool calls and {keeps} EM "
+        verdict = "cuts" if cut.holds else ("barely changes" if cut.value > -TC_CUT else "does NOT cut")
+        keeps = "keeps" if kept.holds else "does NOT keep"
+        lines.append(f"- OTC-GRPO vs RL-2 as configured: TC {tc_otc:.3f} vs {tc:.3f} ({-cut.value:+.1%}), EM "
+                     f"{em_otc:.3f} vs {agent:.3f} ({kept.value:+.3f}): OTC {verdict} tool calls and {keeps} EM "
                      f"(within {EM_KEPT}).")
     if (h := otc_headroom(rows, tc_optimal)) is not None:
         lines.append(headroom_sentence(h))
@@ -196,7 +211,7 @@ def write_results(run_dir: Path, rows: list[dict], split: str, questions: int | 
     json_path, md_path = run_dir / "results.json", run_dir / "results.md"
     # claims: each of the papers' claims measured on this run (evaluation/claims.py) — what `npm run demo` sets
     # against the spread bench/fidelity measured over seeds and thread counts
-    doc = {"rows": rows, "split": split, "tc_optimal": tc_optimal, "otc_headroom": otc_headroom(rows, tc_optimal),
+    doc = {"rows": rows, "split": split, "tc_optimal": tc_optimal, "otc_headroom": headroom_json(otc_headroom(rows, tc_optimal)),
            "claims": run_claims(rows, tc_optimal)}
     json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     table = ["| setting | EM | TC | TP | format errors |", "|---|---|---|---|---|"]

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from ..evaluation.claims import RunTable, mean_sd, verdict_lines
-from ..evaluation.results import DESCRIPTIONS, ROW_KEYS, SETTINGS, otc_headroom
+from ..evaluation.results import DESCRIPTIONS, ROW_KEYS, SETTINGS, headroom_json, otc_headroom
 
 __all__ = ["aggregate_rows", "load_seed_results", "mean_sd", "seed_verdicts", "write_seed_results"]
 
@@ -60,7 +60,7 @@ def write_seed_results(run_dir: Path, per_seed: list[dict], split: str, question
     verdicts = seed_verdicts(per_seed)
     heads = {p["seed"]: otc_headroom(p["rows"], p.get("tc_optimal")) for p in per_seed}
     doc = {"rows": rows, "split": split, "seeds": [p["seed"] for p in per_seed],
-           "per_seed": [{**p, "otc_headroom": heads[p["seed"]]} for p in per_seed], "verdicts": verdicts}
+           "per_seed": [{**p, "otc_headroom": headroom_json(heads[p["seed"]])} for p in per_seed], "verdicts": verdicts}
     json_path, md_path = run_dir / "results.json", run_dir / "results.md"
     json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
@@ -72,8 +72,8 @@ def write_seed_results(run_dir: Path, per_seed: list[dict], split: str, question
     per += [f"| {p['seed']} | {r['setting']} | " + " | ".join(_cell(r.get(k), None) for k in ROW_KEYS) + " |"
             for p in per_seed for r in p["rows"]]
     gap = ["| seed | optimal TC | RL-2 TC | OTC TC | gap | closed |", "|---|---|---|---|---|---|"]
-    gap += [f"| {s} | {h['tc_optimal']:.3f} | {h['tc_rl2']:.3f} | {h['tc_otc']:.3f} | {h['gap']:+.3f} | "
-            f"{'—' if h['closed'] is None else format(h['closed'], '.0%')} |" for s, h in heads.items() if h]
+    gap += [f"| {s} | {h.tc_optimal:.3f} | {h.tc_rl2:.3f} | {h.tc_otc:.3f} | {h.gap:+.3f} | "
+            f"{'—' if h.closed is None else format(h.closed, '.0%')} |" for s, h in heads.items() if h]
     settings = [r["setting"] for r in rows]
     notes = [f"- **{s}**: {DESCRIPTIONS[s]}." for s in settings if s in DESCRIPTIONS]
     intro = (f"Split: {split} ({n} per seed); seeds {seeds}. Each seed is a whole pipeline in seed-<s>/ with its own "
