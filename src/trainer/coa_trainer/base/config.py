@@ -8,10 +8,12 @@ import copy
 import os
 import json
 import math
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import jsonschema.protocols
 import jsonschema.validators
 import pydantic
 
@@ -39,7 +41,7 @@ def _resolve(schema: dict, root: dict) -> dict:
     return schema
 
 
-def fill_defaults(value: Any, schema: dict, root: dict) -> Any:
+def fill_defaults(value: object, schema: dict, root: dict) -> object:
     """Recursively add `default`s for missing object properties (anyOf branches: the object one)."""
     schema = _resolve(schema, root)
     if isinstance(value, dict):
@@ -66,21 +68,22 @@ def _format_error(err: jsonschema.ValidationError, source: str) -> str:
     return f"{source}: {path}: {err.message}"
 
 
-def _non_finite(value: Any) -> bool:
+def _non_finite(value: object) -> bool:
     return isinstance(value, float) and not math.isfinite(value)
 
 
-def _is_number(checker: Any, value: Any) -> bool:
+def _is_number(checker: jsonschema.TypeChecker, value: object) -> bool:
     """JSON numbers are finite: Python's float NaN and infinities (json reads `1e999` as inf) are not numbers here.
     Every number of the schema also has a finite range (src/core/configZod.ts), which 1e300 is outside."""
     return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(value, "number") and not _non_finite(value)
 
 
-def _is_integer(checker: Any, value: Any) -> bool:
+def _is_integer(checker: jsonschema.TypeChecker, value: object) -> bool:
     return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(value, "integer") and not _non_finite(value)
 
 
-def _multiple_of_rules(validator: Any, rules: list[dict], instance: Any, schema: dict):
+def _multiple_of_rules(validator: jsonschema.protocols.Validator, rules: list[dict], instance: object, schema: dict
+                       ) -> Iterator[jsonschema.ValidationError]:
     """`x-coa-multiple-of` (src/core/config.ts EMBEDDED_SHAPE_RULES): sizes that must divide evenly, a missing size
     taking its default; worded as the core words it (shapeRuleMessage)."""
     if not isinstance(instance, dict):
@@ -90,9 +93,10 @@ def _multiple_of_rules(validator: Any, rules: list[dict], instance: Any, schema:
     def size(name: str) -> Any:
         return instance.get(name, props.get(name, {}).get("default"))
 
-    def whole(v: Any) -> int | None:  # JSON's 1E2 is an integer (Python reads a float), as the schema's "integer"
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 and v == int(v)
-        return int(v) if ok else None
+    def whole(v: object) -> int | None:  # JSON's 1E2 is an integer (Python reads a float), as the schema's "integer"
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 and v == int(v):
+            return int(v)
+        return None
 
     for rule in rules:
         value, of, times = whole(size(rule["size"])), whole(size(rule["of"])), rule["times"]
@@ -112,7 +116,7 @@ _Validator = jsonschema.validators.extend(
 )
 
 
-def validate_config(raw: Any, source: str = "config", overrides: list[str] | None = None) -> RunConfig:
+def validate_config(raw: object, source: str = "config", overrides: list[str] | None = None) -> RunConfig:
     """Validate, fill defaults, type. Raises ConfigError listing every problem. `overrides`: `key=value` arguments
     (base/overrides.py) applied to `raw` first; a problem in a field they set names the override."""
     from .overrides import OverrideError, apply_overrides, override_for, parse_override
@@ -280,7 +284,7 @@ def resolve_data_paths(config: RunConfig, config_dir: Path) -> RunConfig:
     commands = set(table["commands"])
     legacy = table["legacy_defaults"]
     for field in table["fields"]:
-        def fix(p: Any, field: str = field) -> Any:
+        def fix(p: object, field: str = field) -> object:
             if not isinstance(p, str) or p == "":
                 return p
             if legacy.get(field) == p:
@@ -293,12 +297,15 @@ def resolve_data_paths(config: RunConfig, config_dir: Path) -> RunConfig:
     return config
 
 
-def _fix_field(node: Any, parts: list[str], fix: Any) -> None:
+def _fix_field(node: object, parts: list[str], fix: Callable[[object], object]) -> None:
     """Apply `fix` to the field at `parts` of a config object (`*`: every field, `name[]`: every list element)."""
     if node is None or not parts:
         return
     head, rest = parts[0], parts[1:]
-    names = list(type(node).model_fields) if head == "*" else [head.removesuffix("[]")]
+    if head == "*":  # every field of a config section (a pydantic model of contracts/run_config.py)
+        names = list(type(node).model_fields) if isinstance(node, pydantic.BaseModel) else []
+    else:
+        names = [head.removesuffix("[]")]
     for name in names:
         if not hasattr(node, name):
             continue

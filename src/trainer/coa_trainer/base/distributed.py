@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -31,7 +30,7 @@ class DistInfo:
             skip_finalization_at_exit()
         self.device = device
 
-    def wrap(self, model: Any) -> Any:
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
         if not self.active:
             return model
         from torch.nn.parallel import DistributedDataParallel

@@ -7,11 +7,14 @@ an exception becomes an event and an exit status."""
 from __future__ import annotations
 
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..contracts.error_code import ErrorCode
 from ..contracts.schemas import load_schema_file
 from ..contracts.events import ErrorEvent
+
+if TYPE_CHECKING:
+    from .events import EventWriter
 
 
 class CoaError(RuntimeError):
@@ -39,7 +42,7 @@ def exit_status(code: ErrorCode) -> int:
     return int(load_schema_file("errors.json")[ErrorCode(code).value]["exit"])
 
 
-def report_failure(writer: Any, stage: str, e: BaseException) -> int:
+def report_failure(writer: EventWriter, stage: str, e: BaseException) -> int:
     """The error event for `e` (an internal error carries its traceback) and the exit status to return."""
     if isinstance(e, CoaError):
         writer.emit(ErrorEvent(message=f"{e.prefix}{e}", code=e.code.value, stage=stage))

@@ -30,9 +30,10 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, TextIO
 
 LOCK_NAME = ".coa-lock"
 CANCELLED_EXIT = 130  # a command stopped by TERM, INT or HUP (after its checkpoint)
@@ -49,7 +50,7 @@ class RunLockBusy(RuntimeError):
 
 # ---------------------------------------------------------------- signals from the first line
 
-def _raise_cancelled(signum: int, _frame: Any) -> None:
+def _raise_cancelled(signum: int, _frame: FrameType | None) -> None:
     raise StartupCancelled(signal.Signals(signum).name)
 
 
@@ -107,7 +108,7 @@ class StopControl:
         self.reset(raises)
         on_stop_signals(self._on_signal)
 
-    def _on_signal(self, signum: int, frame: Any) -> None:
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.requested is None:
             self.requested, self.stopped_in = signal.Signals(signum).name, self.phase
         # Never out of our own bookkeeping (a section half entered or half left would stay open): the flag is set,
@@ -150,7 +151,7 @@ class _Section:
             c._open, c._raised = self.outer  # __exit__ is not called when __enter__ raises
             raise
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.ctl._open, self.ctl._raised = self.outer
 
 
@@ -161,7 +162,7 @@ class _Shield:
     def __enter__(self) -> None:
         self.ctl._shield += 1
 
-    def __exit__(self, kind: Any, *exc: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         self.ctl._shield -= 1
         if kind is None:
             self.ctl._raise_if_due()
@@ -194,7 +195,7 @@ class _ForgivingStream:
     an echo or a courtesy — events.jsonl in the run directory is the record — so losing it must not lose the stage.
     Everything else (fileno, isatty, encoding …) is the wrapped stream's."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
@@ -204,7 +205,7 @@ class _ForgivingStream:
             self._lost()
             return len(text)
 
-    def writelines(self, lines: Any) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 

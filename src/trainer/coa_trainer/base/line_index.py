@@ -97,8 +97,8 @@ def _entries(idx: Path, size: int) -> list[dict[str, Any]]:
     return out
 
 
-def _well_formed(e: Any) -> bool:
-    def count(v: Any) -> bool:
+def _well_formed(e: object) -> bool:
+    def count(v: object) -> bool:
         return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
     return (isinstance(e, dict) and set(e) == set(_format()["entry"]["required"]) and count(e["step"])
@@ -157,7 +157,7 @@ def _step_of(raw: bytes) -> int | None:
         return None
 
 
-def _meta_step(value: Any) -> int | None:
+def _meta_step(value: object) -> int | None:
     """A record's meta.step when it is a count (the core's stepOf)."""
     meta = value.get("meta") if isinstance(value, dict) else None
     step = meta.get("step") if isinstance(meta, dict) else None

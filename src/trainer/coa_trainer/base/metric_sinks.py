@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from ..contracts.run_config import RunConfig
+from ..contracts.run_config import RunConfig, WandbLogging
 
 
 def _scalars(values: dict[str, Any]) -> dict[str, float]:
@@ -67,7 +67,7 @@ class WandbSink:
     """One W&B run per stage, grouped by the CoA run; the stage's step is the x axis (`step`), so a resumed stage
     logging a step again is not dropped as W&B does with a step that goes back."""
 
-    def __init__(self, cfg: Any, run_id: str, run_dir: Path, config: dict) -> None:
+    def __init__(self, cfg: WandbLogging, run_id: str, run_dir: Path, config: dict) -> None:
         import wandb
 
         self.wandb, self.cfg, self.run_id, self.config = wandb, cfg, run_id, config
@@ -89,7 +89,7 @@ class WandbSink:
                                   group=cfg.group or self.run_id, job_type=stage, tags=list(cfg.tags),
                                   id=_wandb_id(f"{self.run_id}-{stage}-{self.dir_key}"), resume="allow",
                                   dir=str(self.dir),
-                                  mode=cfg.mode.value if hasattr(cfg.mode, "value") else cfg.mode,
+                                  mode=cfg.mode,
                                   config=self.config, reinit="create_new", settings=settings)
             run.define_metric("step")
             run.define_metric("*", step_metric="step")

@@ -61,7 +61,7 @@ _TYPE_WORDS = {"null": "null", "boolean": "true or false", "integer": "an intege
                "string": "a string", "array": "a list [a,b]", "object": 'an object {"k": v}'}
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -250,7 +250,7 @@ def parse_override(text: str, schema: dict | None = None) -> Override:
     return Override(text, path, value)
 
 
-def apply_overrides(raw: Any, overrides: list[Override]) -> Any:
+def apply_overrides(raw: object, overrides: list[Override]) -> object:
     """The raw (unvalidated) config with the overrides applied in order; a new object."""
     root = copy.deepcopy(raw if raw is not None else {})
     if not isinstance(root, dict):

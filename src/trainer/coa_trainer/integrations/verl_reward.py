@@ -38,7 +38,10 @@ import os
 import sys
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 if not __package__:  # loaded by file path (verl's load_extern_object): make the package importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -50,16 +53,19 @@ else:
     from .grader import RewardCallError, flat_breakdown, golden_list, grader, reward_settings
     from ..data.records import trajectory_record
 
+# What verl hands the batch call for each column of its batch: a list, or a numpy object array read from parquet
+Column = Sequence[object] | np.ndarray
+
 # One grade request stays well under the environment server's 32 MiB body limit (src/env/server.ts): a big batch is
 # sent in parts, each holding whole questions, so every question's minimum is still taken over all its samples.
 REQUEST_BUDGET_BYTES = 8 * 1024 * 1024
 
 
-def compute_score(data_source: Any = None, solution_str: str | None = None, ground_truth: Any = None,
-                  extra_info: dict | None = None, *, data_sources: Any = None, solution_strs: Any = None,
-                  ground_truths: Any = None, extra_infos: Any = None, scheme: str | None = None,
-                  params: dict | None = None, run: str | None = None, dialect: str | None = None,
-                  **kwargs: Any) -> dict | list[dict]:
+def compute_score(data_source: object = None, solution_str: str | None = None, ground_truth: object = None,
+                  extra_info: dict | None = None, *, data_sources: Column | None = None,
+                  solution_strs: Column | None = None, ground_truths: Column | None = None,
+                  extra_infos: Column | None = None, scheme: str | None = None, params: dict | None = None,
+                  run: str | None = None, dialect: str | None = None, **kwargs: object) -> dict | list[dict]:
     """One sample's `{"score": total, "em", "f1", "format_ok", "format_codes", "tool_calls", "optimal_tool_calls",
     "r_tool", "r_correct", "scheme"}`, or a list of them for verl's batch manager (`solution_strs=`). Unknown keyword
     arguments (verl's reward_router_address, …) are ignored; a grader failure raises (verl then stops the step instead
@@ -89,7 +95,8 @@ def compute_score(data_source: Any = None, solution_str: str | None = None, grou
     return flat_breakdown(breakdown)
 
 
-def score_batch(data_sources: Any, solution_strs: Any, ground_truths: Any, extra_infos: Any, *, scheme: str,
+def score_batch(data_sources: Column | None, solution_strs: Column, ground_truths: Column | None,
+                extra_infos: Column | None, *, scheme: str,
                 params: dict, run: str | None, dialect: str | None = None) -> list[dict]:
     """verl's batch manager's call: every sample graded with the others of its question, in requests of whole
     questions; the breakdowns in the batch's order."""
@@ -147,15 +154,16 @@ def _parts_by_question(records: list[dict]) -> list[list[int]]:
     return parts
 
 
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
+def _plain(value: object) -> object:
+    item = getattr(value, "item", None)  # a numpy scalar read from parquet
+    return item() if callable(item) else value
 
 
 _log = logging.getLogger(__name__)
 _warned_unindexed = False
 
 
-def question_key(data_source: Any, extra: dict, golden: list[str]) -> str:
+def question_key(data_source: object, extra: dict, golden: list[str]) -> str:
     """The question a verl sample answers, as verl names it: data source, split and row index (every verl
     preprocessing script writes `extra_info.index`). Without an index only the golden answers are left, so questions
     with the same answers share one minimum; that is said once."""

@@ -15,10 +15,16 @@ from __future__ import annotations
 
 import threading
 import types
+from collections.abc import Callable
 from typing import Any
+
+import torch
 
 from .family import base_model, family_reason
 from .fastpath import Choice, LigerModules, liger_modules, liger_rope, rope_site
+
+# transformers' apply_rotary_pos_emb(q, k, cos, sin, …) -> (q, k) rotated, and Liger's kernel of the same call
+Rope = Callable[..., tuple[torch.Tensor, torch.Tensor]]
 
 
 def fused_linear_ce_class() -> Any:
@@ -30,7 +36,7 @@ def fused_linear_ce_class() -> Any:
     return None if isinstance(cls, str) else cls
 
 
-def patch_model(lm: Any) -> tuple[Choice, Choice]:
+def patch_model(lm: torch.nn.Module) -> tuple[Choice, Choice]:
     """Bind Liger's RMSNorm / SwiGLU forwards and its RoPE to the model's own modules when its parameters are on CUDA
     and it is a Llama-family decoder; once per model. (RMSNorm/SwiGLU, RoPE) as what runs, with why when not Liger."""
     base = base_model(lm)
@@ -48,7 +54,7 @@ def patch_model(lm: Any) -> tuple[Choice, Choice]:
     return base._coa_liger
 
 
-def bind(lm: Any, modules: LigerModules | str, rope: Any) -> tuple[Choice, Choice]:
+def bind(lm: torch.nn.Module, modules: LigerModules | str, rope: Rope | str) -> tuple[Choice, Choice]:
     """Bind what the probes found (model/fastpath.py: each part, or why it is missing) to a Llama-family model's
     modules; (RMSNorm/SwiGLU, RoPE) as what runs. A part that is missing leaves the others bound."""
     base = base_model(lm)
@@ -76,8 +82,9 @@ def bind(lm: Any, modules: LigerModules | str, rope: Any) -> tuple[Choice, Choic
 _IN_BOUND_ATTENTION = threading.local()  # per thread: backward's recomputation runs on autograd's own threads
 
 
-def _dispatcher(original: Any, fused: Any) -> Any:
-    def apply_rotary_pos_emb(q: Any, k: Any, cos: Any, sin: Any, *args: Any, **kwargs: Any) -> Any:
+def _dispatcher(original: Rope, fused: Rope) -> Rope:
+    def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *args: object,
+                             **kwargs: object) -> tuple[torch.Tensor, torch.Tensor]:
         if getattr(_IN_BOUND_ATTENTION, "on", False) and q.is_cuda and not args and set(kwargs) <= {"unsqueeze_dim"}:
             return fused(q, k, cos, sin, unsqueeze_dim=kwargs.get("unsqueeze_dim", 1))
         return original(q, k, cos, sin, *args, **kwargs)
@@ -88,7 +95,7 @@ def _dispatcher(original: Any, fused: Any) -> Any:
     return apply_rotary_pos_emb
 
 
-def _forward_with_fused_rope(self: Any, *args: Any, **kwargs: Any) -> Any:
+def _forward_with_fused_rope(self: torch.nn.Module, *args: object, **kwargs: object) -> object:
     """The attention class's own forward, with the modeling module's RoPE taking Liger's kernel for CUDA tensors.
     Bound as a method (not a closure), so a deepcopy of the model (LoRA merge) binds it to the copy."""
     was = getattr(_IN_BOUND_ATTENTION, "on", False)
@@ -99,7 +106,7 @@ def _forward_with_fused_rope(self: Any, *args: Any, **kwargs: Any) -> Any:
         _IN_BOUND_ATTENTION.on = was
 
 
-def bind_rope(lm: Any, fused: Any) -> Choice:
+def bind_rope(lm: torch.nn.Module, fused: Rope) -> Choice:
     """Bind a fused RoPE `fused(q, k, cos, sin, unsqueeze_dim=…)` to the model's attention modules; what runs, with
     why when transformers' code offers no place for it."""
     attns = [layer.self_attn for layer in base_model(lm).model.layers]

@@ -12,16 +12,34 @@ chunk of logits alive at a time. The method and its shape are Liger-Kernel's fus
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Protocol
 
 import torch
+
+
+class _Ctx(Protocol):
+    """What these functions use of autograd's context object, and the two fields they keep on it for backward."""
+
+    needs_input_grad: tuple[bool, ...]
+    saved_tensors: tuple[torch.Tensor, ...]
+    kinds: tuple[bool, bool, bool]  # which of grad_h, grad_w, grad_b were computed (and saved, in that order)
+    dtypes: tuple[torch.dtype, torch.dtype, torch.dtype | None]
+
+    def save_for_backward(self, *tensors: torch.Tensor) -> None: ...
+
+    def mark_non_differentiable(self, *tensors: torch.Tensor) -> None: ...
+
+
+# f(log p of some selected targets, their flat positions) -> per-token losses
+TokenLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 class ChunkedLinearNLL(torch.autograd.Function):
     """Σ_i −log softmax(h_i Wᵀ + b)[t_i]; h [N, H], weight [V, H], bias [V] or None, targets [N]."""
 
     @staticmethod
-    def forward(ctx: Any, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
+    def forward(ctx: _Ctx, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
                 rows: int, grads: bool) -> torch.Tensor:
         # `grads`: whether the caller's grad mode was on — inside forward it is always off, and needs_input_grad
         # stays True under no_grad, so without it an evaluation would build gradients nobody reads
@@ -54,7 +72,7 @@ class ChunkedLinearNLL(torch.autograd.Function):
         return total
 
     @staticmethod
-    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple:  # pyright: ignore[reportIncompatibleMethodOverride]
+    def backward(ctx: _Ctx, grad_out: torch.Tensor) -> tuple:  # pyright: ignore[reportIncompatibleMethodOverride]
         saved = iter(ctx.saved_tensors)
         out: list[torch.Tensor | None] = []
         for has, dtype in zip(ctx.kinds, ctx.dtypes):
@@ -92,8 +110,8 @@ class ChunkedLinearTokenLoss(torch.autograd.Function):
     caller. Returns (Σ f, log p [N], entropy [N]); only Σ f carries gradients."""
 
     @staticmethod
-    def forward(ctx: Any, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
-                rows: int, temperature: float, token_loss: Any, positions: torch.Tensor, grads: bool
+    def forward(ctx: _Ctx, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
+                rows: int, temperature: float, token_loss: TokenLoss, positions: torch.Tensor, grads: bool
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         need = ctx.needs_input_grad if grads else (False, False, False)
         grad_h = torch.empty_like(h) if need[0] else None
@@ -140,7 +158,7 @@ class ChunkedLinearTokenLoss(torch.autograd.Function):
         return total, logp, ent
 
     @staticmethod
-    def backward(ctx: Any, grad_total: torch.Tensor, *_: Any) -> tuple:  # pyright: ignore[reportIncompatibleMethodOverride]
+    def backward(ctx: _Ctx, grad_total: torch.Tensor, *_: object) -> tuple:  # pyright: ignore[reportIncompatibleMethodOverride]
         saved = iter(ctx.saved_tensors)
         out: list[torch.Tensor | None] = []
         for has, dtype in zip(ctx.kinds, ctx.dtypes):

@@ -42,7 +42,7 @@ from ..contracts.record import RewardBreakdown, TrajectoryRecord
 from ..contracts.error_code import ErrorCode
 from ..base.events import EventWriter
 from ..data.benchmark import Question
-from ..data.userdata import UserQuestion
+from ..data.userdata import UserData, UserQuestion
 from .collect_report import CollectReport, ModeCounts, PairsReport, SftMix, report_markdown
 from .collect_settings import CollectSettings, Sampling, TeacherSettings
 from ..contracts.events import (AlertEvent, EvalEvent, LogEvent, MetricsEvent, ProgressEvent, SampleEvent,
@@ -202,11 +202,10 @@ def build_report(records: list[dict], kept: list[dict], dropped: dict[str, int],
 
 # ---------------------------------------------------------------- the collected data as SFT data
 
-def collected_data(config: RunConfig, run_dir: Path, prepare: bool = True) -> Any:
+def collected_data(config: RunConfig, run_dir: Path, prepare: bool = True) -> UserData | None:
     """A userdata.UserData whose SFT trajectories are this run's kept collection and whose SFT-1 pairs are the ones
     built from it — or None when the run has no finished collection (or collect.use_for_sft is off)."""
     from ..base.runlayout import data_dir
-    from ..data.userdata import UserData
 
     cdir = collect_dir(run_dir)
     if not config.collect.use_for_sft or not finished(run_dir):
@@ -238,7 +237,6 @@ class Collector:
     def questions(self) -> list[Question | UserQuestion]:
         from ..data.benchmark import ensure_benchmark_files
         from ..base.runlayout import data_dir
-        from ..data.userdata import UserData
 
         split = self.ccfg.split
         if self.config.data is not None:

@@ -228,7 +228,7 @@ def _rng_state() -> Any:
     return rng_state()
 
 
-def _set_rng_state(state: Any) -> None:
+def _set_rng_state(state: dict | None) -> None:
     if state is not None:
         from ..model.checkpoint import set_rng_state
 

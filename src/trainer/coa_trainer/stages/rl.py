@@ -32,7 +32,8 @@ from ..base import line_index
 from ..base.runlayout import stage_dir
 from ..contracts.schemas import histogram_edges
 from ..contracts.run_config import RlStage, RunConfig
-from ..data.userdata import golden, question_meta
+from ..data.benchmark import Question
+from ..data.userdata import UserQuestion, golden, question_meta
 from ..data.records import JsonRecord, RecordTokens, reward_json, trajectory_record
 from ..contracts.env_protocol import FlaggedItem, ScanResponse
 from ..contracts.record import RewardBreakdown, TrajectoryRecord
@@ -91,7 +92,7 @@ def flagged_examples(flagged: list[FlaggedItem], per_rule: int = FLAGGED_PER_RUL
     return out
 
 
-def _record(tok: TextTokenizer, q: Any, tr: RlTrajectory, advantage: float, breakdown: RewardBreakdown | None, meta: dict[str, Any],
+def _record(tok: TextTokenizer, q: Question | UserQuestion, tr: RlTrajectory, advantage: float, breakdown: RewardBreakdown | None, meta: dict[str, Any],
             dialect: str) -> JsonRecord:
     response = tok.decode(tr.ids, skip_special_tokens=False)
     tokens = RecordTokens(tr.ids, tr.loss_mask, tr.logprobs, [advantage if m else 0.0 for m in tr.loss_mask],
@@ -115,7 +116,7 @@ def mini_batch_slices(n_samples: int, group_size: int, mini_batches: int) -> lis
     return out
 
 
-def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: list[Sample], group_size: int,
+def policy_updates(model: torch.nn.Module, ref: torch.nn.Module | None, opt: torch.optim.Optimizer, params: list[Any], samples: list[Sample], group_size: int,
                    scfg: RlStage, pad_id: int, device: torch.device, dtype: torch.dtype | None, di: DistInfo
                    ) -> tuple[dict[str, float], float]:
     """PPO-style reuse of one rollout batch: `ppo_epochs` passes, each split into `mini_batches` optimiser updates.
@@ -134,7 +135,7 @@ def policy_updates(model: Any, ref: Any, opt: Any, params: list[Any], samples: l
     edges = histogram_edges("logprob_diff")
     first = [True]
 
-    def loss_fn(m: Any, part: list[Sample]) -> Any:
+    def loss_fn(m: torch.nn.Module, part: list[Sample]) -> Any:
         return grpo_loss_parts(m, ref, part, pad_id, device, dtype, scfg.clip_eps, scfg.kl_coef,
                                scfg.temperature, scfg.packing, lpd_edges=edges if first[0] else None)
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..data.benchmark import Benchmark
     from ..data.dialects import Tags
     from ..data.userdata import UserData
+    from ..model.scoring import TokenScorer
     from ..rollout.agentio import AgentIO
 
 
@@ -232,7 +233,7 @@ class StageRun:
         return plain
 
 
-def _warm_data(data: Any, stage: str, scfg: StageConfig) -> None:
+def _warm_data(data: UserData, stage: str, scfg: StageConfig) -> None:
     """Run the core's importers for what this stage reads, before any training (bad data fails here)."""
     info = stage_info(stage)
     if info.loss == "pairwise":
@@ -249,7 +250,7 @@ def _warm_data(data: Any, stage: str, scfg: StageConfig) -> None:
         data.check_corpus()
 
 
-def _wrap(scorer: Any, config: RunConfig, di: Any) -> Any:
+def _wrap(scorer: TokenScorer, config: RunConfig, di: DistInfo) -> torch.nn.Module:
     """DDP, FSDP2 (distributed.strategy) or nothing (one process) around the trainer's TokenScorer."""
     if di.active and config.distributed.strategy == "fsdp":
         import torch
@@ -260,7 +261,7 @@ def _wrap(scorer: Any, config: RunConfig, di: Any) -> Any:
     return di.wrap(scorer)
 
 
-def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: EventWriter, di: Any) -> StageRun:
+def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: EventWriter, di: DistInfo) -> StageRun:
     """The stage's parts, each built once: its data, its model (from the start resolve_init finds), its schedule and
     where it writes; then the stop signals' handlers."""
     import torch
@@ -297,7 +298,7 @@ def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: Ev
 
 
 def _stage_data_and_start(config: RunConfig, stage: str, label: str, scfg: StageConfig, run_dir: Path,
-                          writer: EventWriter, di: Any) -> tuple[StageData, Path]:
+                          writer: EventWriter, di: DistInfo) -> tuple[StageData, Path]:
     """The stage's data (a finished collection, the user's data or the embedded benchmark, prepared by rank 0) and
     where its model starts (resolve_init: rank 0 writes the embedded default from the benchmark)."""
     from ..data.benchmark import benchmark_from_config, ensure_benchmark_files
@@ -330,7 +331,7 @@ def _stage_data_and_start(config: RunConfig, stage: str, label: str, scfg: Stage
     return StageData(bench, user), init
 
 
-def _stage_model_and_schedule(config: RunConfig, init: Path, rt: Any, di: Any, scfg: StageConfig, total: int,
+def _stage_model_and_schedule(config: RunConfig, init: Path, rt: Runtime, di: DistInfo, scfg: StageConfig, total: int,
                               loss: str | None) -> tuple[StageModel, StageSchedule]:
     """The model from `init` (seeded), wrapped for the processes, with its optimiser and learning-rate schedule, and
     what each part of the step runs (said by the stage's first event)."""
@@ -362,7 +363,7 @@ def _stage_model_and_schedule(config: RunConfig, init: Path, rt: Any, di: Any, s
             StageSchedule(scfg, total, params, opt, sched))
 
 
-def resolve_init(config: RunConfig, run_dir: Path, stage: str, bench: Any, is_main: bool) -> Path:
+def resolve_init(config: RunConfig, run_dir: Path, stage: str, bench: Benchmark | None, is_main: bool) -> Path:
     """Where a stage starts: init_from, else the latest earlier stage of this run, else model.path / the embedded
     default (pretrain, or any stage when model.path is a real model)."""
     from ..data.benchmark import vocabulary_texts

@@ -29,6 +29,7 @@ from ..contracts.run_config import RunConfig
 from ..data.tokenizer import TextTokenizer
 from ..contracts.events import SampleEvent
 from ..contracts.record import TrajectoryRecord
+from ..data.userdata import UserData
 
 
 def _embedded(bench: Benchmark | None) -> Benchmark:
@@ -42,7 +43,7 @@ class LmStage:
     """pretrain, SFT-2 (observations masked) and SFT-3 (observations trained): masked token NLL."""
 
     def __init__(self, name: str, config: RunConfig, bench: Benchmark | None, tok: TextTokenizer, t: Tags, rt: Runtime,
-                 data: Any = None, context: int | None = None):
+                 data: UserData | None = None, context: int | None = None):
         self.name, self.config, self.bench, self.tok, self.t, self.rt, self.data = name, config, bench, tok, t, rt, data
         scfg = stage_config(config, name)
         self.notes: list[str] = []  # what the length cap does to the data, for the run's log
@@ -81,7 +82,7 @@ class LmStage:
         return (f"{kept}{n} trajectories per epoch (CoA:CoT {sft_mix_stage(stage_config(self.config, self.name), self.name).coa_cot_ratio}:1), {masked}, "
                 f"max_len {self.max_len}")
 
-    def loss_parts(self, model: Any, batch: list[Encoded]) -> tuple[torch.Tensor, float, dict]:
+    def loss_parts(self, model: torch.nn.Module, batch: list[Encoded]) -> tuple[torch.Tensor, float, dict]:
         return lm_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
                              stage_config(self.config, self.name).packing)
 
@@ -104,7 +105,7 @@ class LmStage:
             meta={"run": run, "stage": self.name, "step": step, "sample": 0})
 
     @torch.no_grad()
-    def evaluate(self, model: Any) -> dict[str, dict]:
+    def evaluate(self, model: torch.nn.Module) -> dict[str, dict]:
         if self.info.kind == "pretrain":
             from ..evaluation.agent import plain_eval
 
@@ -127,7 +128,7 @@ class Sft1Stage:
 
     name = "sft1"
 
-    def __init__(self, config: RunConfig, bench: Benchmark | None, tok: TextTokenizer, t: Tags, rt: Runtime, data: Any = None):
+    def __init__(self, config: RunConfig, bench: Benchmark | None, tok: TextTokenizer, t: Tags, rt: Runtime, data: UserData | None = None):
         self.config, self.bench, self.tok, self.t, self.rt, self.data = config, bench, tok, t, rt, data
         self.scfg = config.stages.sft1
         if data is not None:
@@ -146,7 +147,7 @@ class Sft1Stage:
         return (f"{self.stream.epoch_size()} contrastive pairs (beta {self.scfg.beta}, margin {self.scfg.margin},"
                 f" alpha {self.scfg.alpha})")
 
-    def loss_parts(self, model: Any, batch: list[Pair]) -> tuple[torch.Tensor, float, dict]:
+    def loss_parts(self, model: torch.nn.Module, batch: list[Pair]) -> tuple[torch.Tensor, float, dict]:
         return sft1_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
                                self.scfg.beta, self.scfg.margin, self.scfg.alpha, self.scfg.packing)
 
@@ -177,7 +178,7 @@ class Sft1Stage:
             meta={"run": run, "stage": "sft1", "step": step, "sample": 0, "group": "act" if p.act else "answer"})
 
     @torch.no_grad()
-    def evaluate(self, model: Any) -> dict[str, dict]:
+    def evaluate(self, model: torch.nn.Module) -> dict[str, dict]:
         if self.data is not None:  # users' pairs have no dev split
             return {}
         pairs = sft1_pairs(_embedded(self.bench), self.tok, self.config, self.t, "dev", self.config.seed)
@@ -258,7 +259,7 @@ class SupervisedSteps:
         pass
 
 
-def make_stage(run: Any) -> Any:
+def make_stage(run: StageRun) -> Any:
     """The stage implementation for a stage_setup.StageRun."""
     if stage_info(run.stage).loss == "pairwise":
         return Sft1Stage(run.config, run.data.bench, run.model.tok, run.model.tags, run.rt, run.data.user)

@@ -5,7 +5,6 @@ shared set-up (stages/setup.py). Whatever stops it becomes one error event (base
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ..base import quiet  # noqa: F401  (silences library progress bars before they are imported)
 from ..base.config import rl_stage, stage_config, supervised_stage
@@ -14,6 +13,7 @@ from ..base.events import EventWriter
 from ..base.runstart import run_in_directory
 from ..base.runlayout import final_dir, finished_step
 from ..base.options import TrainOptions
+from ..base.distributed import DistInfo
 from ..contracts.run_config import RunConfig
 from ..contracts.schemas import rl_stages, stage_table
 from .loop import run_loop
@@ -49,7 +49,7 @@ def say_finished(writer: EventWriter, run_dir: Path, label: str, step: int, tota
                          f"nothing to resume{more}"))
 
 
-def run_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: EventWriter, di: Any) -> int:
+def run_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: EventWriter, di: DistInfo) -> int:
     """Set the stage up and run the one loop with its steps: GRPO for the RL stages, supervised for the others."""
     stage = opts.stage
     check_label(stage, opts.label)
