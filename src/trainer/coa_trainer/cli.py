@@ -11,7 +11,6 @@ import sys
 from .base import options
 from .base.options import CommandOptions
 from .contracts.schemas import stage_table, trainable_stages
-from .contracts.events import StageFinishedEvent
 
 
 def name_arg(value: str) -> str:
@@ -227,27 +226,18 @@ def main(argv: list[str] | None = None, cancelled: bool = False) -> None:
 
 
 def cancelled_at_startup(options: CommandOptions) -> int:
-    """A stage or pipeline stopped while starting: its `stage_finished` (cancelled) still comes, exit 130."""
-    from .base.events import EventWriter
-    from .base.lifecycle import RunLock, RunLockBusy, startup_step
+    """A stage or pipeline stopped while starting: its `stage_finished` (cancelled) still comes, under the run lock
+    the command itself takes (base/runstart.py), exit 130."""
+    from .base.lifecycle import startup_step
     from .base.options import PipelineOptions, TrainOptions
-    from .base.rundir import RunDirError
+    from .base.runstart import cancelled_at_startup as cancelled
 
-    if isinstance(options, (TrainOptions, PipelineOptions)):
-        train = isinstance(options, TrainOptions)
-        stage = options.name if isinstance(options, TrainOptions) else "pipeline"
-        step = startup_step(options.run_dir, stage, options.resume) if train else 0
-        try:
-            lock = RunLock.acquire(options.run_dir, "train" if train else "pipeline")  # never write into another trainer's run
-        except (RunLockBusy, RunDirError, OSError):
-            return 130
-        try:
-            with EventWriter(options.run_dir) as w:
-                w.emit(StageFinishedEvent(stage=stage, step=step, status="cancelled", checkpoint=None))
-        except (RunDirError, OSError):
-            pass
-        finally:
-            lock.release()
+    if isinstance(options, TrainOptions):
+        step = startup_step(options.run_dir, options.name, options.resume)
+        return cancelled(options.run_dir, options.name, step, lock_as=f"train --stage {options.stage}",
+                         primary=int(os.environ.get("RANK", "0")) == 0)  # torchrun's other ranks write nothing
+    if isinstance(options, PipelineOptions):
+        return cancelled(options.run_dir, "pipeline", 0, lock_as="pipeline")
     return 130
 
 

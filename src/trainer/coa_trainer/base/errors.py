@@ -7,14 +7,11 @@ an exception becomes an event and an exit status."""
 from __future__ import annotations
 
 import traceback
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..contracts.error_code import ErrorCode
 from ..contracts.schemas import load_schema_file
 from ..contracts.events import ErrorEvent
-
-if TYPE_CHECKING:
-    from .events import EventWriter
 
 
 class CoaError(RuntimeError):
@@ -42,7 +39,14 @@ def exit_status(code: ErrorCode) -> int:
     return int(load_schema_file("errors.json")[ErrorCode(code).value]["exit"])
 
 
-def report_failure(writer: EventWriter, stage: str, e: BaseException) -> int:
+class EventSink(Protocol):
+    """Where report_failure writes its event: base/events.EventWriter (named here, not imported: events imports
+    this module)."""
+
+    def emit(self, event: ErrorEvent) -> object: ...
+
+
+def report_failure(writer: EventSink, stage: str, e: BaseException) -> int:
     """The error event for `e` (an internal error carries its traceback) and the exit status to return."""
     if isinstance(e, CoaError):
         writer.emit(ErrorEvent(message=f"{e.prefix}{e}", code=e.code.value, stage=stage))

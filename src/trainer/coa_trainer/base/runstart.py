@@ -20,7 +20,7 @@ from .events import EventWriter
 from .lifecycle import STOP_SIGNALS, RunLock, RunLockBusy, StartupCancelled
 from .names import name_error
 from .rundir import RunDirError, check_run_dir
-from ..contracts.events import RunStartedEvent
+from ..contracts.events import RunStartedEvent, StageFinishedEvent
 
 
 @dataclass
@@ -48,11 +48,7 @@ def run_in_directory(run_dir: Path, stage: str, config: Path, overrides: tuple[s
         return 2
     lock, lock_error = None, None
     try:
-        if lock_as and primary:  # one trainer per run directory; a pipeline's stage runs under the pipeline's lock
-            try:
-                lock = RunLock.acquire(run_dir, lock_as)
-            except RunDirError as e:  # the lock file leads out of the run: said as an event once events.jsonl is open
-                lock_error = e
+        lock, lock_error = _take_lock(run_dir, lock_as, primary)
         writer = EventWriter(run_dir, enabled=primary)
     except RunLockBusy as e:
         print(f"coa_trainer: {e}", file=sys.stderr)  # not an event: events.jsonl belongs to the trainer holding it
@@ -91,9 +87,40 @@ def run_in_directory(run_dir: Path, stage: str, config: Path, overrides: tuple[s
             _release(lock)
 
 
+def _take_lock(run_dir: Path, lock_as: str | None, primary: bool) -> tuple[RunLock | None, RunDirError | None]:
+    """The run lock when this process takes one (one trainer per run directory; a pipeline's stage runs under the
+    pipeline's lock), with the RunDirError of a lock file that leads out of the run (said as an event once
+    events.jsonl is open). RunLockBusy when another process holds it."""
+    if not (lock_as and primary):
+        return None, None
+    try:
+        return RunLock.acquire(run_dir, lock_as), None
+    except RunDirError as e:
+        return None, e
+
+
 def _release(lock: RunLock | None) -> None:
     if lock is not None:
         lock.release()
+
+
+def cancelled_at_startup(run_dir: Path, stage: str, step: int, *, lock_as: str, primary: bool = True) -> int:
+    """A command stopped while starting, before `run_in_directory` took over the stop signals: its `stage_finished`
+    (cancelled, at `step`) written under the run lock that run_in_directory takes, exit 130. Nothing is written
+    where another process holds the run or the directory cannot be written."""
+    try:
+        lock, lock_error = _take_lock(run_dir, lock_as, primary)
+    except (RunLockBusy, OSError):
+        return 130
+    try:
+        if primary and lock_error is None:  # never write into another trainer's run
+            with EventWriter(run_dir) as w:
+                w.emit(StageFinishedEvent(stage=stage, step=step, status="cancelled", checkpoint=None))
+    except (RunDirError, OSError):
+        pass
+    finally:
+        _release(lock)
+    return 130
 
 
 def run_started(writer: EventWriter, stage: str, config: RunConfig | dict[str, Any], total_steps: int, *,
