@@ -124,3 +124,62 @@ def test_a_compiled_decode_step_is_at_most_12_kernels_per_layer(compiled):
     assert k["kernels_per_step"] >= 4 * 2 + 2 and k["per_layer"] <= 12, k
     assert eng.stats.compile_error is None
     assert counters["stats"]["unique_graphs"] == compiled_before  # another slot count: the same compilation
+
+
+def _attention_ops(names) -> list[str]:
+    return [n for n in names if "scaled_dot_product" in n]
+
+
+def test_compiled_decode_and_prefill_call_no_sdpa_with_a_dense_mask(compiled):
+    """Compiled, attention is flex attention over a block mask made from the slots' positions: neither a decode
+    block nor a prefill dispatches scaled_dot_product_attention (whose boolean mask keeps CUDA's flash kernel out and
+    makes it read every position up to the attention length)."""
+    from coa_trainer.rollout.kernels import count_kernels
+
+    model, eng = compiled
+    s = eng.session(2, eng.stop_table(None, [(set(), [])]), 0.0, 1.0, None, 0)
+    eng.sync_weights()
+    eng.reserve(2, 256)
+    s.active.zero_()
+    p = _prompts(2, 5)
+    eng.clear_column0(s)
+    _, prefill = count_kernels(lambda: eng.prefill(s, [0, 1], p, [0, 0], [eng.block + 1] * 2, [0, 0]), CPU)
+    eng.decode(s, 64)  # compiled and captured outside the count
+    _, decode = count_kernels(lambda: eng.decode(s, 64), CPU)
+    assert eng.compiled and eng.stats.compile_error is None
+    assert not _attention_ops(prefill) and not _attention_ops(decode), (prefill, decode)
+    assert sum(prefill.values()) > 0 and sum(decode.values()) > 0
+
+
+def test_a_slot_never_reads_keys_past_its_own_block(compiled):
+    """One slot 150 tokens long (its second key block), one 12 long, attending over 256 positions: the short slot's
+    cache from position 128 on (its second block, which the long slot reads) is poisoned with NaN, keys and values
+    alike — its tokens and log-probs are those of the clean cache, bit for bit. A masked read of those positions
+    would give NaN (0 · NaN in the attention's weighted sum)."""
+    from coa_trainer.rollout.kvmodel import KV_BLOCK
+
+    model, eng = compiled
+    s = eng.session(2, eng.stop_table(None, [(set(), [])]), 0.0, 1.0, None, 0)
+    eng.sync_weights()
+    eng.reserve(2, 256)
+    s.active.zero_()
+    g = torch.Generator().manual_seed(6)
+    long, short = (torch.randint(5, VOCAB, (k,), generator=g).tolist() for k in (150, 12))
+    eng.clear_column0(s)
+    eng.prefill(s, [0, 1], [long, short], [0, 0], [eng.block + 1] * 2, [0, 0])
+    state = [t.clone() for t in s.state()]
+    caches = [c.clone() for c in eng.kv.k + eng.kv.v]
+
+    def block() -> tuple[list, list]:
+        for t, v in zip(s.state(), state):
+            t.copy_(v)
+        eng.decode(s, 256)
+        tok, lp, live, _ = eng.read(s)
+        assert live.all()
+        return tok.tolist(), lp.tolist()
+
+    clean = block()
+    for c, v in zip(eng.kv.k + eng.kv.v, caches):
+        c.copy_(v)
+        c[1, :, KV_BLOCK:256] = float("nan")
+    assert block() == clean

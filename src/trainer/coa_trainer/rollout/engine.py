@@ -25,6 +25,7 @@ every device; on CPU the captured "graph" replays the block's steps."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import time
 from collections import OrderedDict
@@ -35,7 +36,7 @@ import numpy as np
 import torch
 
 from ..base.lifecycle import STOP
-from .kvmodel import KVModel
+from .kvmodel import MAX_ROWS, KVModel
 from .sampling import choose
 from .stoptable import StopTable
 from ..data.tokenizer import TextTokenizer
@@ -183,9 +184,9 @@ class Engine:
         self._flip = 0
         self._step_fn: Callable[..., None] = self._decode_step
         self._prefill_fn: Callable[..., torch.Tensor] = self._prefill_forward
-        if self.compiled:
-            self._step_fn = compile_fn(self._decode_step, device)
-            self._prefill_fn = compile_fn(self._prefill_forward, device)
+        if self.compiled:  # compiled, attention is flex attention over each slot's own blocks (kvmodel)
+            self._step_fn = compile_fn(functools.partial(self._decode_step, flex=True), device)
+            self._prefill_fn = compile_fn(functools.partial(self._prefill_forward, flex=True), device)
 
     # ------------------------------------------------------------ configuration
     def _param_key(self) -> tuple:
@@ -231,6 +232,8 @@ class Engine:
         """A cache of at least `slots` × `capacity` (grown by buckets, contents kept; captured graphs dropped)."""
         if slots <= self.kv.slots and capacity <= self.kv.capacity:
             return
+        if self.compiled and slots > MAX_ROWS:
+            raise ValueError(f"rollout engine: {slots} slots; the compiled engine serves {MAX_ROWS} at most")
         self.kv.allocate(max(slots, self.kv.slots), bucket(max(capacity, self.kv.capacity)))
         self.positions = torch.arange(self.kv.capacity + 1, device=self.device)
         self.drop_graphs()
@@ -312,14 +315,16 @@ class Engine:
             else:
                 out[rows, col] = v
 
-    def _decode_step(self, s: Session, L: int, col: torch.Tensor) -> None:
-        """One decode step over every slot (the function compiled when `compiled`)."""
+    def _decode_step(self, s: Session, L: int, col: torch.Tensor, flex: bool = False) -> None:
+        """One decode step over every slot (the function compiled when `compiled`, with `flex` attention)."""
         live = s.active.clone()
         scratch = self.kv.k[0].shape[2] - 1  # idle slots write to the scratch position
         write = torch.where(live, s.lens, scratch)
-        mask = (self.positions[:L][None, :] <= s.lens[:, None])[:, None, None, :]
-        logits = self.kv.forward(s.last_tok[:, None], s.lens[:, None], write[:, None], None, L, mask, None)
+        mask = None if flex else (self.positions[:L][None, :] <= s.lens[:, None])[:, None, None, :]
+        logits = self.kv.forward(s.last_tok[:, None], s.lens[:, None], write[:, None], None, L, mask, None, s.lens)
         s.lens += live.long()
+        if flex:  # the next step's first positions (kvmodel.block_mask reads them)
+            self.kv.starts[:s.slots].copy_(s.lens)
         self._advance(s, None, logits, live, col)
 
     def _step(self, s: Session, L: int, col: int) -> None:
@@ -344,14 +349,17 @@ class Engine:
         self._step_fn, self._prefill_fn, self.compiled = self._decode_step, self._prefill_forward, False
 
     def _block(self, s: Session, L: int) -> None:
+        if self.compiled:
+            self.kv.starts[:s.slots].copy_(s.lens)
         for col in range(1, self.block + 1):
             self._step(s, L, col)
 
     def _prefill_forward(self, ids: torch.Tensor, pos: torch.Tensor, write: torch.Tensor, rows: torch.Tensor,
-                         L: int, last: torch.Tensor) -> torch.Tensor:
-        """The prefill's forward (the function compiled when `compiled`): logits at each row's last chunk token."""
-        mask = (self.positions[:L][None, None, :] <= pos[:, :, None])[:, None]
-        return self.kv.forward(ids, pos, write, rows, L, mask, last)
+                         L: int, last: torch.Tensor, start: torch.Tensor, flex: bool = False) -> torch.Tensor:
+        """The prefill's forward (the function compiled when `compiled`, with `flex` attention): logits at each row's
+        last chunk token."""
+        mask = None if flex else (self.positions[:L][None, None, :] <= pos[:, :, None])[:, None]
+        return self.kv.forward(ids, pos, write, rows, L, mask, last, start)
 
     @torch.no_grad()
     def prefill(self, s: Session, rows: list[int], chunks: list[list[int]], starts: list[int], budgets: list[int],
@@ -384,11 +392,12 @@ class Engine:
             logits = None
             if self.compiled:
                 try:
-                    logits = self._prefill_fn(ids, pos, write, all_rows, L, last)
+                    self.kv.starts[:len(rows)].copy_(start_t)
+                    logits = self._prefill_fn(ids, pos, write, all_rows, L, last, start_t)
                 except Exception as e:  # noqa: BLE001
                     self._fall_back(e)
             if logits is None:
-                logits = self._prefill_forward(ids, pos, write, all_rows, L, last)
+                logits = self._prefill_forward(ids, pos, write, all_rows, L, last, start_t)
         self.stats.prefill_s += time.perf_counter() - t0
         logits, rows_t, lengths, start_t = logits[:n], all_rows[:n], lengths[:n], start_t[:n]
         s.lens[rows_t] = start_t + lengths

@@ -5,8 +5,15 @@ slot is refilled while its neighbours are mid-sequence, and a trajectory appends
 without re-reading its earlier turns), fixed shapes so a decode step can be compiled and captured in a CUDA graph,
 and grouped-query attention that reads each KV head once (transformers' SDPA path repeats K and V per query head
 whenever a mask is given). So the model's own modules — embeddings, norms, rotary embedding, activation — are called
-here in the order its decoder layer calls them, and attention is one `scaled_dot_product_attention` over the slot's
-cache with a per-row length mask.
+here in the order its decoder layer calls them, and attention is one call over the slot's cache:
+
+- compiled (the engine's default on CUDA): `flex_attention` with a block mask made from each row's positions — no
+  dense mask exists anywhere, and a row visits only the key blocks (`KV_BLOCK` positions each) up to its own last
+  position: a slot's read is bounded by its own length, not by the attention length the batch shares, and blocks
+  past it are never loaded. Inductor compiles it into one fused kernel (Triton on CUDA, C++ on CPU);
+- eager (no compiler: the CPU default, and the fallback when compilation fails): `scaled_dot_product_attention`
+  with a per-row boolean length mask. Run eagerly, flex attention is torch's unfused reference (it materialises the
+  scores), and this path keeps CPU rollouts bit-identical to earlier runs.
 
 The linear layers are read from packed weights (`DecodeWeights`): q, k and v as one [q + k + v, hidden] matrix, gate
 and up as one, each in the compute dtype, with any LoRA adapter merged in (W + B·A·scaling, what peft's merge
@@ -27,8 +34,40 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
 from ..model.family import base_model, full_attention_reason
+
+
+# Rows (slots, or a prefill's chunks) the compiled attention serves at most (`KVModel.starts`)
+MAX_ROWS = 4096
+# Key positions per block of the compiled attention's block mask: flex attention's default block size, which its
+# kernels on every backend and torch version are built for (a smaller one must divide their tile sizes)
+KV_BLOCK = 128
+
+
+def block_mask(starts: torch.Tensor, start: torch.Tensor, bound: torch.Tensor, C: int, L: int) -> BlockMask:
+    """The block mask of n rows of `C` queries at positions start[b], start[b] + 1, … over `L` cache positions: query
+    (b, i) sees keys 0…start[b] + i; a block of row b's queries visits the key blocks up to its own last query's
+    position and none past bound[b] (the row's last real position: padding queries past it are dropped by the
+    caller). Made from [n] vectors alone — [n, 1, query blocks] counts, [n, 1, query blocks, key blocks] indices —
+    never from a dense [n, C, L] mask. The mask function reads `starts` (`KVModel.starts`: `start` in its first n
+    entries), indexed by row."""
+    n = start.shape[0]
+    # one block more than the queries and keys fill, at least 2 either way: a count of 1 would be a second
+    # compilation (the compiler specialises sizes of 1), for chunks or attention lengths past one block
+    q_blocks, blocks = C // KV_BLOCK + 2, L // KV_BLOCK + 2
+    offs = (torch.arange(q_blocks, device=start.device) * KV_BLOCK + (KV_BLOCK - 1)).clamp(max=C - 1)
+    last = torch.minimum(start[:, None] + offs, bound[:, None])  # each query block's last real query
+    counts = (last // KV_BLOCK + 1).clamp(max=(L + KV_BLOCK - 1) // KV_BLOCK).to(torch.int32)[:, None, :]
+    indices = torch.arange(blocks, dtype=torch.int32, device=start.device).expand(n, 1, q_blocks, blocks)
+
+    def visible(b: torch.Tensor, h: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return k <= starts[b] + q
+
+    # no query-major copy (compute_q_blocks): only a backward pass reads it, and it sorts a dense block grid
+    return BlockMask.from_kv_blocks(counts, indices, BLOCK_SIZE=(KV_BLOCK, KV_BLOCK), mask_mod=visible,
+                                    seq_lengths=(C, L), compute_q_blocks=False)
 
 
 def _lora_layer(mod: object) -> bool:
@@ -219,6 +258,9 @@ class DecodeWeights:
 class KVModel:
     """`forward(ids, pos, write, rows, L, mask, last)` → float32 logits [n, V] at position `last` of each row, after
     writing the chunk's keys and values at cache positions `write` of slots `rows` (None: every slot, in order).
+    `mask` None: flex attention bounded per row by its position at `last` (compiled callers only: `start` [n] is
+    pos[:, 0] — a chunk's positions are consecutive — and the caller has written it into `starts[:n]`, the copy the
+    mask function reads); otherwise the boolean [n, 1, C, L] mask SDPA applies (see the module doc).
     The cache holds `capacity` positions per slot plus one scratch position (`capacity`) where padding and idle
     rows write, so nothing they compute lands where a real token lives."""
 
@@ -244,6 +286,13 @@ class KVModel:
         self.k: list[torch.Tensor] = []
         self.v: list[torch.Tensor] = []
         self._heads = torch.arange(self.kv_heads, device=device)[None, :, None]
+        # each row's first position, as the compiled attention's mask function reads it (`block_mask`): written by
+        # the engine before a prefill and a decode block, and by each decode step for the next. Of a static size
+        # (marked so for the compiler) and never computed in the compiled graph: inductor's C++ flex template (torch
+        # 2.15) fails to compile a mask reading a tensor of symbolic size (an undeclared size variable in the
+        # generated C++) and rejects one computed in the graph
+        self.starts = torch.zeros(MAX_ROWS, dtype=torch.long, device=device)
+        torch._dynamo.mark_static(self.starts, 0)
 
     def parameters(self) -> list[torch.Tensor]:
         return [*self.inner.parameters(), *self.head.parameters()]
@@ -263,14 +312,20 @@ class KVModel:
         self.slots, self.capacity = slots, capacity
 
     def forward(self, ids: torch.Tensor, pos: torch.Tensor, write: torch.Tensor, rows: torch.Tensor | None, L: int,
-                mask: torch.Tensor, last: torch.Tensor | None) -> torch.Tensor:
+                mask: torch.Tensor | None, last: torch.Tensor | None, start: torch.Tensor | None = None
+                ) -> torch.Tensor:
         n, C = ids.shape
         H, KV, d = self.heads, self.kv_heads, self.head_dim
         rep = H // KV
         h = self.inner.embed_tokens(ids)
         cos, sin = self.inner.rotary_emb(h, pos)
-        # the mask of every query head sharing a KV head: [n, 1, rep·C, L] (queries packed per KV head below)
-        m = mask if rep == 1 else mask.unsqueeze(2).expand(n, 1, rep, C, L).reshape(n, 1, rep * C, L)
+        blocks = m = None
+        if mask is None:  # compiled: flex attention over each row's own key blocks (module doc)
+            assert start is not None, "flex attention needs each row's first position (pos[:, 0])"
+            bound = start + (C - 1 if last is None else last)
+            blocks = block_mask(self.starts, start, bound, C, L)
+        else:  # the mask of every query head sharing a KV head: [n, 1, rep·C, L] (queries packed per KV head below)
+            m = mask if rep == 1 else mask.unsqueeze(2).expand(n, 1, rep, C, L).reshape(n, 1, rep * C, L)
         slot = torch.arange(n, device=ids.device) if rows is None else rows
         where = (slot[:, None, None], self._heads, write[:, None, :])
         for layer, w, kc, vc in zip(self.layers, self.weights.layers, self.k, self.v):
@@ -290,9 +345,13 @@ class KVModel:
                 keys, values = kc[:n, :, :L], vc[:n, :, :L]
             else:
                 keys, values = kc[rows, :, :L], vc[rows, :, :L]
-            # [n, H, C, d] → [n, kv, rep·C, d]: query head g·rep + r uses KV head g (transformers' repeat_kv order)
-            qg = q.reshape(n, KV, rep * C, d)
-            o = F.scaled_dot_product_attention(qg.to(keys.dtype), keys, values, attn_mask=m, scale=self.scaling)
+            if blocks is not None:  # query head g·rep + r uses KV head g (enable_gqa: transformers' repeat_kv order)
+                o = flex_attention(q.to(keys.dtype), keys, values, block_mask=blocks, scale=self.scaling,
+                                   enable_gqa=rep > 1)
+                assert isinstance(o, torch.Tensor)  # (no log-sum-exp asked for)
+            else:  # [n, H, C, d] → [n, kv, rep·C, d]: query head g·rep + r uses KV head g (repeat_kv's order)
+                qg = q.reshape(n, KV, rep * C, d)
+                o = F.scaled_dot_product_attention(qg.to(keys.dtype), keys, values, attn_mask=m, scale=self.scaling)
             o = o.reshape(n, H, C, d).transpose(1, 2).reshape(n, C, H * d)
             h = res + F.linear(o, w.o, w.o_bias)
             gate, up = F.linear(layer.post_attention_layernorm(h), w.gate_up, w.gate_up_bias).chunk(2, -1)
