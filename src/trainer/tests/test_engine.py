@@ -97,6 +97,39 @@ def test_every_supported_family_and_lora_equal_the_reference(family):
     assert generate(lora, prompts, 20, {3}, 0, CPU)[0] == ref
 
 
+@pytest.mark.parametrize("error", [AttributeError, TypeError, RuntimeError, ImportError])
+def test_a_peft_that_fails_at_import_leaves_the_engine_running_and_is_named(monkeypatch, error):
+    """A peft built against another transformers fails at import with more than ImportError: the engine still runs a
+    plain model (equal to the reference loop), a LoRA model made before goes through the reference loop with why, and
+    the stage's first event names the fallback."""
+    import builtins
+
+    from peft import LoraConfig, get_peft_model
+
+    from coa_trainer.rollout import kvmodel
+    from coa_trainer.rollout.generate import engine_path
+
+    model = _random_qwen2(vocab=300, seed=3)
+    lora = get_peft_model(_random_qwen2(vocab=300, seed=4), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj"]))
+    real_import = builtins.__import__
+
+    def broken(name, *args, **kwargs):
+        if name.startswith("peft"):
+            raise error("module 'transformers' has no attribute 'Cache'")  # as a peft for another transformers does
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken)
+    monkeypatch.setattr(kvmodel, "_LORA", None)  # found again, under the broken import
+    prompts = _prompts(3, 300, seed=2)
+    assert engine_for(model, CPU, None) is not None
+    assert generate(model, prompts, 6, {3}, 0, CPU)[0] == reference_generate(model, prompts, 6, {3}, 0, CPU)[0]
+    why = f"LoRA layers not recognised: peft cannot be imported ({error.__name__}: module 'transformers' has no"
+    assert why in engine_path(model, CPU, None)["rollout engine"]
+    assert engine_for(lora, CPU, None) is None
+    path = engine_path(lora, CPU, None)["rollout engine"]
+    assert path.startswith("reference loop (layer 0 q_proj is a Linear, not a linear layer") and why in path
+
+
 def test_bf16_autocast_runs_with_a_bf16_cache():
     model = _random_qwen2(vocab=300, seed=4)
     prompts = _prompts(4, 300, seed=5)

@@ -44,13 +44,15 @@ def engine_path(model: torch.nn.Module, device: torch.device, dtype: torch.dtype
     eager, its blocks captured as CUDA graphs or replayed) and its attention, or the reference loop with why. Read
     from an engine built with the defaults `engine_for` builds it with (nothing is allocated until a call)."""
     from .engine import Engine
-    from .kvmodel import engine_support
+    from .kvmodel import KV_BLOCK, engine_support, lora_class
 
     why = engine_support(model)
+    # a broken peft: no layer is taken for a LoRA layer (a LoRA model then runs in the reference loop, with why)
+    lora = "" if lora_class()[1] is None else f"; LoRA layers not recognised: {lora_class()[1]}"
     if why is not None:
         impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
-        return {"rollout engine": f"reference loop ({why}; transformers' forward and KV cache, one step per token)",
-                "rollout attention": f"the model's own ({impl})"}
+        return {"rollout engine": f"reference loop ({why}; transformers' forward and KV cache, one step per token)"
+                                  f"{lora}", "rollout attention": f"the model's own ({impl})"}
     eng = Engine(model, torch.device(device), dtype)
     where = eng.device.type.upper()
     decode = ("compiled decode step and prefill (torch.compile, inductor; eager from the first compile failure on, "
@@ -58,10 +60,15 @@ def engine_path(model: torch.nn.Module, device: torch.device, dtype: torch.dtype
         f"eager decode step and prefill ({where}: the engine compiles them by default on CUDA only)"
     blocks = f"{eng.block}-step blocks captured as CUDA graphs" if eng.graphs_on and eng.device.type == "cuda" \
         else f"{eng.block}-step blocks run step by step ({where}: CUDA graphs on CUDA only)"
-    # kvmodel.KVModel.forward: one scaled_dot_product_attention per layer over the slot's cache
-    attention = ("SDPA over each slot's cache up to the block's attention length, a per-row boolean length mask "
-                 "(SDPA's flash kernel takes no mask: the memory-efficient or math kernel runs), each KV head read once")
-    return {"rollout engine": f"{decode}; {blocks}", "rollout attention": attention}
+    # kvmodel.KVModel.forward: one attention call per layer over the slot's cache, flex attention when compiled
+    if eng.compiled:
+        attention = (f"flex attention (compiled) over each slot's own key blocks ({KV_BLOCK} positions each) up to "
+                     "its length, a block mask made from the slots' positions (no dense mask), each KV head read once")
+    else:
+        attention = ("SDPA over each slot's cache up to the block's attention length, a per-row boolean length mask "
+                     "(SDPA's flash kernel takes no mask: the memory-efficient or math kernel runs), each KV head read "
+                     "once")
+    return {"rollout engine": f"{decode}; {blocks}{lora}", "rollout attention": attention}
 
 
 def release_engines(model: torch.nn.Module) -> None:

@@ -70,12 +70,28 @@ def block_mask(starts: torch.Tensor, start: torch.Tensor, bound: torch.Tensor, C
                                     seq_lengths=(C, L), compute_q_blocks=False)
 
 
+# peft's LoraLayer class, or why it cannot be imported — found once per process (`lora_class`)
+_LORA: tuple[type | None, str | None] | None = None
+
+
+def lora_class() -> tuple[type | None, str | None]:
+    """(peft's LoraLayer, None), or (None, why not): peft is optional, and a peft built against another transformers
+    fails at import with AttributeError, TypeError or RuntimeError as well as ImportError. Without it no layer is
+    taken for a LoRA layer: plain linear layers run in the engine, anything else in the reference loop."""
+    global _LORA
+    if _LORA is None:
+        try:
+            from peft.tuners.lora import LoraLayer
+
+            _LORA = (LoraLayer, None)
+        except Exception as e:  # noqa: BLE001 — whatever a broken install raises at import: the engine goes on
+            _LORA = (None, f"peft cannot be imported ({type(e).__name__}: {str(e)[:200]})")
+    return _LORA
+
+
 def _lora_layer(mod: object) -> bool:
-    try:
-        from peft.tuners.lora import LoraLayer
-    except ImportError:
-        return False
-    return isinstance(mod, LoraLayer)
+    cls = lora_class()[0]
+    return cls is not None and isinstance(mod, cls)
 
 
 def linear_reason(mod: torch.nn.Module, name: str) -> str | None:
