@@ -143,7 +143,7 @@ class EnvClient:
     def __enter__(self) -> "EnvClient":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # ------------------------------------------------------------ calls

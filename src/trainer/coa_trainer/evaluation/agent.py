@@ -14,7 +14,7 @@ import string
 import time
 from pathlib import Path
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
@@ -113,7 +113,7 @@ def _rate(rows: list[GradedQuestion], pred: Callable[[int, int], bool]) -> float
     return _mean([1.0 if pred(tc, opt) else 0.0 for tc, opt in sel]) if sel else None
 
 
-def eval_rollout(model: torch.nn.Module, tok: TextTokenizer, config: RunConfig, prompts: list[list[int]], tool: Any, rt: Runtime, io: AgentIO | None = None,
+def eval_rollout(model: torch.nn.Module, tok: TextTokenizer, config: RunConfig, prompts: list[list[int]], tool: Callable[[list[str]], list[str | None]] | None, rt: Runtime, io: AgentIO | None = None,
                  ) -> list:
     """Greedy rollouts with eval's limits — the RL stages' loop (rollout.rollout), so eval and RL sample alike."""
     from ..data.dialects import tags

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ..base.options import BoundaryOptions
+from ..contracts.run_config import RunConfig
 
 
-def _questions(config: Any, run_dir: Path, opts: BoundaryOptions) -> tuple[Any, list[Any], bool]:
+def _questions(config: RunConfig, run_dir: Path, opts: BoundaryOptions) -> tuple[Any, list[Any], bool]:
     """(the question source, the questions to measure, whether they are the embedded benchmark's)."""
     from ..base.config import config_dict, validate_config
     from ..base.runlayout import data_dir

@@ -24,11 +24,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Literal
+from types import FrameType
+from typing import Any, Callable, Literal, Protocol
 
 from ..base import quiet  # noqa: F401
 from ..base.config import ConfigError, config_dict
 from ..base.events import EventWriter
+from ..base.lifecycle import RunLock
 from ..base.options import PipelineOptions
 from ..base.runstart import run_started
 from ..contracts.schemas import rl_stages, stage_table
@@ -57,7 +59,7 @@ def child_pythonpath() -> str:
     return os.pathsep.join([PACKAGE_PARENT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
 
 
-def run_child(owner: Any, argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = ()) -> int:
+def run_child(owner: ChildOwner, argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = ()) -> int:
     """Runs one child trainer (a stage, a seed's pipeline) in its own session to its exit status. While it runs it is
     owner.child, where owner's signal handler forwards a stop; a stop that came meanwhile raises Cancelled."""
     sys.stdout.flush()
@@ -69,6 +71,14 @@ def run_child(owner: Any, argv: list[str], env: dict[str, str], pass_fds: tuple[
     if owner.cancelled:
         raise Cancelled("SIGTERM")
     return code
+
+
+class ChildOwner(Protocol):
+    """What runs child trainers one at a time (Pipeline, seeds.SeedRunner): the child now running, and whether a stop
+    came meanwhile."""
+
+    child: subprocess.Popen | None
+    cancelled: bool
 
 
 class RunOutcome:
@@ -122,7 +132,7 @@ def otc_config(config: RunConfig, run_dir: Path) -> Path:
 
 
 class Pipeline:
-    def __init__(self, opts: PipelineOptions, config: RunConfig, writer: EventWriter, lock: Any = None):
+    def __init__(self, opts: PipelineOptions, config: RunConfig, writer: EventWriter, lock: RunLock | None = None):
         self.opts, self.config, self.writer, self.lock = opts, config, writer, lock
         self.run_dir = opts.run_dir
         self.child: subprocess.Popen | None = None
@@ -131,7 +141,7 @@ class Pipeline:
         self.env: Any = None
 
     # ------------------------------------------------------------ signals
-    def on_signal(self, signum: int, _frame: Any) -> None:
+    def on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.cancelled = True
         child = self.child
         if child is not None and child.poll() is None:

@@ -18,9 +18,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from types import FrameType
 
 from ..base.config import ConfigError, config_dict
+from ..base.events import EventWriter
 from ..base.lifecycle import on_stop_signals
 from ..base.options import PipelineOptions
 from ..base.runstart import run_started
@@ -57,14 +58,14 @@ def seed_done(run_dir: Path, seed: int, split: str) -> bool:
 
 
 class SeedRunner:
-    def __init__(self, opts: PipelineOptions, config: RunConfig, writer: Any):
+    def __init__(self, opts: PipelineOptions, config: RunConfig, writer: EventWriter):
         self.opts, self.config, self.writer = opts, config, writer
         self.run_dir = opts.run_dir
         self.split = opts.split
         self.child: subprocess.Popen | None = None
         self.cancelled = False
 
-    def on_signal(self, signum: int, _frame: Any) -> None:
+    def on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.cancelled = True
         child = self.child
         if child is not None and child.poll() is None:
@@ -133,7 +134,7 @@ class SeedRunner:
         return outcome.run(every_seed)
 
 
-def run_seeds(opts: PipelineOptions, config: RunConfig, writer: Any, steps: list[str]) -> int:
+def run_seeds(opts: PipelineOptions, config: RunConfig, writer: EventWriter, steps: list[str]) -> int:
     """Called by pipeline_command for --seeds N > 1 (it restores the signal handlers set here)."""
     n = opts.seeds
     if config.data is None and opts.env.url:

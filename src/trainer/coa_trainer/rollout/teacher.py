@@ -274,7 +274,7 @@ class EndpointSampler:
             reason = -1  # known: the end of sequence
         return text, c.get("finish_reason"), reason, usage
 
-    def _close(self, text: str, finish: str | None, stop_reason: Any) -> tuple[str, bool]:
+    def _close(self, text: str, finish: str | None, stop_reason: str | int | None) -> tuple[str, bool]:
         """(the turn's text, whether it stopped on a stop rather than a length limit) — see the module doc."""
         hits = [(i, s) for s in self.stops if (i := text.find(s)) >= 0]
         if hits:
