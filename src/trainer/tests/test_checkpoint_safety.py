@@ -259,7 +259,8 @@ def test_an_older_checkpoint_is_converted_once_on_request(tiny_model, tmp_path):
 
     fresh, fopt, fsched = tiny_model()
     state, skipped = resume(tmp_path, lambda p: load_checkpoint(p, fresh, fopt, fsched), lambda ok: ok, print)
-    assert state["step"] == 2 and state["cursor"] == 8 and state["extra"] == {"events_offset": 10} and not skipped
+    assert state is not None and not skipped
+    assert (state.step, state.cursor, state.extra) == (2, 8, {"events_offset": 10})
     assert (random.random(), float(np.random.rand()), float(torch.rand(1))) == draws
     for (n, a), b in zip(model.state_dict().items(), fresh.state_dict().values()):
         assert torch.equal(a, b), n

@@ -57,7 +57,7 @@ def test_user_model_dir_with_lora_trains_and_chains(tmp_path, write_config):
     r = run_trainer("train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(run))
     assert r.returncode == 0, r.stdout[-3000:]
     ckpt = read_checkpoint(run / "stages" / "sft2" / "checkpoints" / "step-000002.safetensors")
-    assert ckpt["model"] and all("lora_" in k for k in ckpt["model"]), "only adapters are trainable"
+    assert ckpt.model and all("lora_" in k for k in ckpt.model), "only adapters are trainable"
     final = run / "stages" / "sft2" / "final"
     saved = json.loads((final / "config.json").read_text())
     # a user's model keeps its vocabulary by default (tags stay text: model.tags_as_special_tokens null)

@@ -15,7 +15,9 @@ import random
 import re
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -39,6 +41,25 @@ class CheckpointError(CoaError):
 
 class Unusable(Exception):
     """This one checkpoint cannot be resumed from (why, in words); an older one may still be."""
+
+
+@dataclass
+class CheckpointState:
+    """A checkpoint read back: where its stage was (stage, step, cursor: the next example of the data stream) and
+    what it holds — the trainable weights, the optimiser's and schedule's state dicts (torch's own formats), the RNG
+    state, the fp32 master weights, the stage's own state (`extra`) — with the header's other fields (an FSDP rank
+    file's world_size and rank). A part its file does not hold is empty (an FSDP rank file holds no schedule)."""
+
+    stage: str | None
+    step: int
+    cursor: int
+    model: dict[str, Any] = field(default_factory=dict)
+    optimizer: dict[str, Any] = field(default_factory=dict)
+    scheduler: dict[str, Any] = field(default_factory=dict)
+    rng: dict[str, Any] = field(default_factory=dict)
+    master: list[torch.Tensor] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    header: dict[str, object] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------------- RNG state
@@ -80,7 +101,7 @@ def header(stage: str, step: int, cursor: int, **more: object) -> dict:
     return {"format": FORMAT, "version": VERSION, "stage": stage, "step": step, "cursor": cursor, **more}
 
 
-def read_checkpoint(path: Path) -> dict:
+def read_checkpoint(path: Path) -> CheckpointState:
     """The checkpoint's state ({stage, step, cursor, model, optimizer, scheduler, rng, master, extra}) or Unusable."""
     try:
         info, tree = read_state_file(path)
@@ -89,30 +110,41 @@ def read_checkpoint(path: Path) -> dict:
     return checked_state(path, info, tree, ("model", "optimizer", "scheduler", "rng", "master", "extra"))
 
 
-def checked_state(path: Path, info: dict, tree: object, keys: tuple[str, ...]) -> dict:
-    """The header and tree of a checkpoint file as one state dict, after checking what every resume relies on."""
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def checked_state(path: Path, info: dict, tree: object, keys: tuple[str, ...]) -> CheckpointState:
+    """The header and tree of a checkpoint file as one state, after checking what every resume relies on."""
     if info.get("format") != FORMAT or info.get("version") != VERSION:
         raise Unusable(f"it is not a {FORMAT} version {VERSION} file")
     m = NAME.match(path.name) or NAME.match(path.parent.name)
-    for key in ("step", "cursor"):
-        if not isinstance(info.get(key), int) or isinstance(info[key], bool) or info[key] < 0:
+    step, cursor = _count(info.get("step")), _count(info.get("cursor"))
+    for key, value in (("step", step), ("cursor", cursor)):
+        if value is None:
             raise Unusable(f"its {key} is not a count")
-    if m and int(m.group(1)) != info["step"]:
-        raise Unusable(f"it says step {info['step']} but is named for step {int(m.group(1))}")
+    assert step is not None and cursor is not None
+    if m and int(m.group(1)) != step:
+        raise Unusable(f"it says step {step} but is named for step {int(m.group(1))}")
     if not isinstance(tree, dict) or any(k not in tree for k in keys):
         raise Unusable(f"it lacks {', '.join(k for k in keys if not isinstance(tree, dict) or k not in tree)}")
-    if not isinstance(tree.get("extra", {}), dict):
+    extra = tree.get("extra", {})
+    if not isinstance(extra, dict):
         raise Unusable("its stage state is not a dictionary")
-    return {**tree, "stage": info.get("stage"), "step": info["step"], "cursor": info["cursor"],
-            **{k: v for k, v in info.items() if k not in ("format", "version", "stage", "step", "cursor")}}
+    stage = info.get("stage")
+    return CheckpointState(
+        stage=stage if isinstance(stage, str) else None, step=step, cursor=cursor, model=tree.get("model", {}),
+        optimizer=tree.get("optimizer", {}), scheduler=tree.get("scheduler", {}), rng=tree.get("rng", {}),
+        master=tree.get("master"), extra=extra,
+        header={k: v for k, v in info.items() if k not in ("format", "version", "stage", "step", "cursor")})
 
 
-def check_fits(state: dict, model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
+def check_fits(state: CheckpointState, model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
     """Unusable unless the weights are exactly this model's trainable ones (names, shapes, dtypes) and the optimiser
     state has this optimiser's groups — checked before anything is loaded, so a bad file changes nothing."""
     m = unwrap(model)
     want = {n: p for n, p in m.named_parameters() if p.requires_grad}
-    have = state["model"]
+    have = state.model
     if not isinstance(have, dict) or set(have) != set(want):
         extra, missing = sorted(set(have) - set(want))[:3], sorted(set(want) - set(have))[:3]
         raise Unusable(f"its weights are not this model's (unexpected {extra}, missing {missing})")
@@ -120,7 +152,7 @@ def check_fits(state: dict, model: torch.nn.Module, opt: torch.optim.Optimizer) 
         t = have[n]
         if not isinstance(t, torch.Tensor) or t.shape != p.shape or t.dtype != p.dtype:
             raise Unusable(f"its weight {n} is {_describe(t)}, the model's {tuple(p.shape)} {p.dtype}")
-    osd = state["optimizer"]
+    osd = state.optimizer
     groups = osd.get("param_groups") if isinstance(osd, dict) else None
     if not isinstance(groups, list) or not isinstance(osd.get("state"), dict) \
             or [len(g.get("params", ())) if isinstance(g, dict) else -1 for g in groups] \
@@ -135,7 +167,7 @@ def check_fits(state: dict, model: torch.nn.Module, opt: torch.optim.Optimizer) 
         for k, v in s.items():
             if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape != p.shape:
                 raise Unusable(f"its optimiser state {k} of parameter {i} is {_describe(v)}, not {tuple(p.shape)}")
-    masters = state["master"]
+    masters = state.master
     pairs = getattr(opt, "coa_master_pairs", None)
     if pairs is not None and (not isinstance(masters, list) or len(masters) != len(pairs)
                               or any(not isinstance(t, torch.Tensor) or t.shape != mm.shape for t, (_, mm) in
@@ -147,16 +179,16 @@ def _describe(t: object) -> str:
     return f"{tuple(t.shape)} {t.dtype}" if isinstance(t, torch.Tensor) else type(t).__name__
 
 
-def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> dict:
+def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> CheckpointState:
     """Read, check, then load the checkpoint into model, optimiser, schedule and the RNGs; Unusable if it cannot be."""
     state = read_checkpoint(path)
     check_fits(state, model, opt)
     try:
-        unwrap(model).load_state_dict(state["model"], strict=False)
-        opt.load_state_dict(state["optimizer"])
-        load_master_state(opt, state["master"])
-        sched.load_state_dict(state["scheduler"])
-        set_rng_state(state["rng"])
+        unwrap(model).load_state_dict(state.model, strict=False)
+        opt.load_state_dict(state.optimizer)
+        load_master_state(opt, state.master)
+        sched.load_state_dict(state.scheduler)
+        set_rng_state(state.rng)
     except (KeyError, TypeError, ValueError, RuntimeError) as e:  # a well-formed file with wrong contents
         raise Unusable(f"it does not load: {type(e).__name__}: {e}") from None
     return state
@@ -192,8 +224,8 @@ def legacy_message(path: Path) -> str:
             "(reads data only and refuses a file that asks to run anything), then resume again; otherwise delete it")
 
 
-def resume(directory: Path, load: Callable[[Path], dict], agree: Callable[[bool], bool],
-           warn: Callable[[str], None]) -> tuple[dict | None, list[Path]]:
+def resume(directory: Path, load: Callable[[Path], CheckpointState], agree: Callable[[bool], bool],
+           warn: Callable[[str], None]) -> tuple[CheckpointState | None, list[Path]]:
     """The state of the newest checkpoint every rank could load, and the damaged ones skipped on the way (newest
     first). `load` reads a checkpoint into the model (raising Unusable), `agree(ok)` is True when it was ok on every
     rank. None when there is no checkpoint; CheckpointError when there are some but none can be used."""

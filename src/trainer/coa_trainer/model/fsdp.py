@@ -24,6 +24,7 @@ filesystem across nodes). Final stage outputs stay ordinary HF directories:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ import torch.distributed as dist
 from .family import base_model
 
 if TYPE_CHECKING:
+    from .checkpoint import CheckpointState
     from .scoring import TokenScorer
 
 
@@ -159,7 +161,7 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def load_sharded(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> dict:
+def load_sharded(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> CheckpointState:
     """Every rank calls this with the number of processes the checkpoint was written by: reads its own file, checks
     that every shard has the shape this rank holds, then copies them in (Unusable, changing nothing, if any does
     not fit)."""
@@ -179,19 +181,19 @@ def load_sharded(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer,
         raise Unusable(str(e)) from None
     state = checked_state(own, info, tree, ("model", "optimizer", "rng"))
     common = checked_state(path / rank_file(0), first, shared, ("scheduler", "extra"))
-    if info.get("world_size") != ws or info.get("rank") != rank or common["step"] != state["step"]:
+    if info.get("world_size") != ws or info.get("rank") != rank or common.step != state.step:
         raise Unusable(f"it was written by {info.get('world_size')} processes; resume it with the same number "
                        f"(this run has {ws})")
     msd, osd = _states(model, opt)
-    target = {"model": msd, "optimizer": osd}
-    loaded = {"model": state["model"], "optimizer": state["optimizer"]}
-    _fill(target, loaded, "", apply=False)  # every shape checked before anything changes
-    filled = _fill(target, loaded, "", apply=True)
-    assert isinstance(filled, dict)  # the target's structure
-    set_state_dict(model, opt, model_state_dict=filled["model"], optim_state_dict=filled["optimizer"])
-    sched.load_state_dict(common["scheduler"])
-    set_rng_state(state["rng"])
-    return {**state, "scheduler": common["scheduler"], "extra": common["extra"]}
+    parts = ((msd, state.model, "model"), (osd, state.optimizer, "optimizer"))
+    for target, loaded, where in parts:  # every shape checked before anything changes
+        _fill(target, loaded, where, apply=False)
+    model_sd, optim_sd = (_fill(target, loaded, where, apply=True) for target, loaded, where in parts)
+    assert isinstance(model_sd, dict) and isinstance(optim_sd, dict)  # the targets' structure
+    set_state_dict(model, opt, model_state_dict=model_sd, optim_state_dict=optim_sd)
+    sched.load_state_dict(common.scheduler)
+    set_rng_state(state.rng)
+    return dataclasses.replace(state, scheduler=common.scheduler, extra=common.extra)
 
 
 def _fill(target: object, loaded: object, where: str, apply: bool) -> object:

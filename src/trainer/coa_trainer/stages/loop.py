@@ -76,10 +76,10 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
     with stop.interruptible():  # loading the checkpoint: a stop has nothing new to save (see train_command)
         state = run.latest_state()
         if state is not None:
-            step = resumed_from = state["step"]
-            impl.cursor = state["cursor"]
-            impl.resume(state.get("extra") or {})
-            trained.total = float((state.get("extra") or {}).get(TRAINED_TOTAL) or 0.0)
+            step = resumed_from = state.step
+            impl.cursor = state.cursor
+            impl.resume(state.extra)
+            trained.total = float(state.extra.get(TRAINED_TOTAL) or 0.0)
         else:
             impl.fresh()
     di.barrier()

@@ -23,6 +23,7 @@ from ..base.runstart import run_started
 from ..contracts.events import CheckpointEvent, LogEvent
 
 if TYPE_CHECKING:
+    from ..model.checkpoint import CheckpointState
     import torch
 
     from ..base.distributed import DistInfo
@@ -117,7 +118,7 @@ class StageRun:
         if self.io.trace and self.di.rank == 0:
             self.io.writer.emit(LogEvent(level="debug", message=f"{self.label}: {what} of step {step}"))
 
-    def latest_state(self) -> dict | None:
+    def latest_state(self) -> CheckpointState | None:
         """The newest usable checkpoint loaded into model/optimiser/schedule/RNG when --resume, else None. A damaged
         one is skipped for the one before it (a warning names it and why; it is moved aside as `….corrupt`); an
         older pickle checkpoint stops the resume with what to do (model/checkpoint.py). The events of the steps after
@@ -127,7 +128,7 @@ class StageRun:
         if not self.opts.resume:
             return None
 
-        def load(path: Path) -> dict:
+        def load(path: Path) -> CheckpointState:
             if self.sharded:
                 from ..model.fsdp import load_sharded
 
@@ -151,7 +152,7 @@ class StageRun:
                 self.io.writer.supersede(self.label, 0, None)
             return None
         if self.di.rank == 0:
-            self.io.writer.supersede(self.label, state["step"], (state.get("extra") or {}).get("events_offset"))
+            self.io.writer.supersede(self.label, state.step, state.extra.get("events_offset"))
         return state
 
     @property
