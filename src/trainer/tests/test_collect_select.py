@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from coa_trainer.contracts.record import TrajectoryRecord
 from coa_trainer.contracts.run_config import CollectSelect
 from coa_trainer.rollout.agentio import AgentIO
 from coa_trainer.stages.collect import (
@@ -20,9 +21,13 @@ from coa_trainer.rollout.teacher import Endpoint, EndpointSampler
 SEL = CollectSelect(correct_only=True, format_clean=True, max_tool_calls=2, dedupe=True)
 
 
-def _rec(i: int, q: str, response: str, em: float, ok: bool = True, calls: int = 1, mode: str = "coa") -> dict:
-    return {"id": f"{q}:{mode}:{i}", "question": q, "response": response, "meta": {"mode": mode},
-            "reward": {"em": em, "format_ok": ok, "tool_calls": calls, "total": em}}
+def _rec(i: int, q: str, response: str, em: float, ok: bool = True, calls: int = 1, mode: str = "coa"
+         ) -> TrajectoryRecord:
+    """A graded record as collect writes it (trajectory_record, then the server's breakdown as reward_json)."""
+    return TrajectoryRecord.model_validate({
+        "id": f"{q}:{mode}:{i}", "question": q, "response": response, "meta": {"mode": mode, "step": i + 1},
+        "reward": {"scheme": "em", "em": em, "f1": em, "format_ok": ok, "violations": [] if ok else ["COA001"],
+                   "tool_calls": calls, "optimal_tool_calls": None, "r_tool": 0.0, "r_correct": em, "total": em}})
 
 
 def test_selection_drops_each_record_for_its_first_reason():
@@ -36,7 +41,7 @@ def test_selection_drops_each_record_for_its_first_reason():
         _rec(6, "b", "r5", 1.0, calls=0, mode="cot"),  # kept, tool-free
     ]
     kept, dropped, reasons = select(recs, SEL)
-    assert [r["id"] for r in kept] == ["a:coa:0", "b:coa:5", "b:cot:6"]
+    assert [r.id for r in kept] == ["a:coa:0", "b:coa:5", "b:cot:6"]
     assert dropped == {"incorrect": 1, "format": 1, "too_many_tool_calls": 1, "duplicate": 1}
     assert reasons == [None, "duplicate", "incorrect", "format", "too_many_tool_calls", None, None]
     everything = CollectSelect(correct_only=False, format_clean=False, max_tool_calls=None, dedupe=False)

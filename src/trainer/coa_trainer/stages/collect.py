@@ -151,51 +151,66 @@ def write_atomic(path: Path, text: str) -> None:
 DROP_REASONS = ("incorrect", "format", "too_many_tool_calls", "duplicate")
 
 
-def select(records: list[dict], sel: CollectSelect) -> tuple[list[dict], dict[str, int], list[str | None]]:
+def graded(rec: TrajectoryRecord) -> RewardBreakdown:
+    """A collected record's grade (every record of the collection file is graded before it is written)."""
+    if rec.reward is None:
+        raise CollectError(f"collected record {rec.id} has no reward: the collection file was not written by collect",
+                           "bad_data")
+    return rec.reward
+
+
+def mode_of(rec: TrajectoryRecord) -> str:
+    """The collection mode (coa or cot) the record's meta names: collect's own meta field."""
+    extra = rec.meta.model_extra if rec.meta is not None else None
+    return str((extra or {}).get("mode", ""))
+
+
+def select(records: list[TrajectoryRecord], sel: CollectSelect
+           ) -> tuple[list[TrajectoryRecord], dict[str, int], list[str | None]]:
     """(kept records, dropped count per reason, the reason of each record or None when kept). A record is dropped
     for the first reason that applies, in DROP_REASONS order."""
-    kept: list[dict] = []
+    kept: list[TrajectoryRecord] = []
     dropped = {r: 0 for r in DROP_REASONS}
     seen: set[tuple[str, str]] = set()
     reasons: list[str | None] = []
     for rec in records:
-        b = rec["reward"]
+        b = graded(rec)
         reason = None
-        if sel.correct_only and float(b["em"]) != 1.0:
+        if sel.correct_only and float(b.em) != 1.0:
             reason = "incorrect"
-        elif sel.format_clean and not b["format_ok"]:
+        elif sel.format_clean and not b.format_ok:
             reason = "format"
-        elif sel.max_tool_calls is not None and int(b["tool_calls"]) > sel.max_tool_calls:
+        elif sel.max_tool_calls is not None and int(b.tool_calls) > sel.max_tool_calls:
             reason = "too_many_tool_calls"
-        elif sel.dedupe and (rec["question"], rec["response"]) in seen:
+        elif sel.dedupe and (rec.question, rec.response) in seen:
             reason = "duplicate"
         reasons.append(reason)
         if reason:
             dropped[reason] += 1
         else:
-            seen.add((rec["question"], rec["response"]))
+            seen.add((rec.question, rec.response))
             kept.append(rec)
     return kept, dropped, reasons
 
 
-def build_report(records: list[dict], kept: list[dict], dropped: dict[str, int], reasons: list[str | None],
+def build_report(records: list[TrajectoryRecord], kept: list[TrajectoryRecord], dropped: dict[str, int], reasons: list[str | None],
                  modes: list[str], failed: int, teacher_stats: dict[str, float], pairs: PairsReport, ratio: float,
                  empty_responses: int = 0) -> CollectReport:
     by_mode = {m: ModeCounts() for m in modes}
     for rec, reason in zip(records, reasons):
-        m = by_mode.setdefault(rec["meta"]["mode"], ModeCounts())
+        m = by_mode.setdefault(mode_of(rec), ModeCounts())
         m.collected += 1
-        m.correct += int(float(rec["reward"]["em"]) == 1.0)
+        m.correct += int(float(graded(rec).em) == 1.0)
         m.kept += int(reason is None)
-        m.with_tools += int(rec["reward"]["tool_calls"] > 0)
-    coa = sum(1 for r in kept if r["reward"]["tool_calls"] > 0)
+        m.with_tools += int(graded(rec).tool_calls > 0)
+    coa = sum(1 for r in kept if graded(r).tool_calls > 0)
     cot = len(kept) - coa
     # what sft_mix_stream does with them (data/samples.py): every CoA trajectory, CoT ones at coa_cot_ratio : 1
     cot_used = min(cot, max(1, round(coa / ratio))) if cot and coa else cot
     return CollectReport(
-        collected=len(records), questions=len({r["question"] for r in records}), kept=len(kept), dropped=dropped,
+        collected=len(records), questions=len({r.question for r in records}), kept=len(kept), dropped=dropped,
         failed_samples=failed, empty_responses=empty_responses, by_mode={m: by_mode[m] for m in modes},
-        questions_with_kept=len({r["question"] for r in kept}),
+        questions_with_kept=len({r.question for r in kept}),
         sft_mix=SftMix(with_tools=coa, tool_free=cot, coa_cot_ratio=ratio, tool_free_per_epoch=cot_used),
         pairs=pairs, teacher=teacher_stats)
 
@@ -556,10 +571,11 @@ class Collector:
 
         w = self.writer
         by_id = read_collection(coll_path, repair=False)
-        records = [by_id[x.key] for x in work if x.key in by_id]  # collection order, whatever the resume history
+        rows = [by_id[x.key] for x in work if x.key in by_id]  # collection order, whatever the resume history
+        records = [TrajectoryRecord.model_validate(r) for r in rows]
         kept, dropped, reasons = select(records, self.ccfg.select)
-        sel_path = self.dir / "selected.coa.jsonl"
-        write_atomic(sel_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+        sel_path = self.dir / "selected.coa.jsonl"  # the kept lines as collected, byte for byte
+        write_atomic(sel_path, "".join(json.dumps(by_id[r.id], ensure_ascii=False) + "\n" for r in kept))
         pairs = PairsReport()
         pairs_path = self.dir / "pairs.jsonl"
         pairs_path.unlink(missing_ok=True)
@@ -609,7 +625,7 @@ class Collector:
             self.env.stop()
 
 
-def nothing_kept(samples: int, records: list[dict], failed: int, empty: int, dropped: dict[str, int]) -> CollectError:
+def nothing_kept(samples: int, records: list[TrajectoryRecord], failed: int, empty: int, dropped: dict[str, int]) -> CollectError:
     """The error of a collection that kept no trajectory — SFT would have nothing to train on, so it is not "ok".
     The teacher's fault (bad_teacher) when nothing came back graded, the data's (bad_data) when selection dropped
     everything; the reasons counted either way (report.md has the rest)."""
