@@ -55,8 +55,9 @@ def engine_path(model: torch.nn.Module, device: torch.device, dtype: torch.dtype
                                   f"{lora}", "rollout attention": f"the model's own ({impl})"}
     eng = Engine(model, torch.device(device), dtype)
     where = eng.device.type.upper()
-    decode = ("compiled decode step and prefill (torch.compile, inductor; eager from the first compile failure on, "
-              "said when it happens)") if eng.compiled else \
+    decode = ("compiled decode step and prefill (torch.compile, inductor; deterministic algorithms off inside them — "
+              "each index is written once, so the values are the same and the kernels fused; eager from the first "
+              "compile failure on, said when it happens)") if eng.compiled else \
         f"eager decode step and prefill ({where}: the engine compiles them by default on CUDA only)"
     blocks = f"{eng.block}-step blocks captured as CUDA graphs" if eng.graphs_on and eng.device.type == "cuda" \
         else f"{eng.block}-step blocks run step by step ({where}: CUDA graphs on CUDA only)"
