@@ -3,10 +3,12 @@ results: exact means, sample sds, seed counts and verdict sentences, and the fil
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 from coa_trainer.evaluation.results import comparisons, otc_headroom
 from coa_trainer.evaluation.seed_results import (
+    SeedResult,
     aggregate_rows,
     mean_sd,
     seed_verdicts,
@@ -19,10 +21,10 @@ def row(setting, em, tc, tp=None, fmt=0.0):
 
 
 def seed(s, no_tool, wf, sft12, rl, otc, tc_rl, tc_otc, tp_rl, tp_otc, opt=0.9):
-    return {"seed": s, "tc_optimal": opt, "rows": [
+    return SeedResult(s, f"seed-{s}", [
         {"setting": "no-tool", "em": no_tool, "tc": 0.0, "tp": None, "format_error_rate": None},
         row("workflow", wf, 1.2, 0.2, 0.3), row("sft12", sft12, 1.4, 0.6),
-        row("sft-rl", rl, tc_rl, tp_rl), row("sft-rl-otc", otc, tc_otc, tp_otc)]}
+        row("sft-rl", rl, tc_rl, tp_rl), row("sft-rl-otc", otc, tc_otc, tp_otc)], opt, "test")
 
 
 PER_SEED = [
@@ -52,12 +54,12 @@ def test_aggregate_rows_are_means_with_sds_in_table_order():
 
 
 def test_headroom_is_the_share_of_the_over_calling_gap():
-    h = otc_headroom(PER_SEED[0]["rows"], 0.9)
+    h = otc_headroom(PER_SEED[0].rows, 0.9)
     assert h is not None and h.gap == pytest.approx(0.5) and h.closed == pytest.approx(0.6)
-    assert otc_headroom(PER_SEED[0]["rows"], None) is None  # users' data: no optimum
+    assert otc_headroom(PER_SEED[0].rows, None) is None  # users' data: no optimum
     none = otc_headroom([row("sft-rl", 0.9, 0.8), row("sft-rl-otc", 0.9, 0.7)], 0.9)
     assert none is not None and none.closed is None  # no gap
-    text = "\n".join(comparisons(PER_SEED[0]["rows"], 0.9))
+    text = "\n".join(comparisons(PER_SEED[0].rows, 0.9))
     assert "RL-2 TC 1.400 − optimal 0.900 = 0.500 calls per question; OTC-GRPO (TC 1.100) closes 60% of it" in text
 
 
@@ -91,9 +93,9 @@ def test_em_lost_on_average_is_said():
 
 def test_a_claim_without_its_rows_is_left_out():
     """Users' data: no optimum, so no gap line; a run without an OTC row: no OTC lines at all."""
-    no_opt = [{**p, "tc_optimal": None} for p in PER_SEED]
+    no_opt = [replace(p, tc_optimal=None) for p in PER_SEED]
     assert not any("over-calling gap" in x for x in seed_verdicts(no_opt))
-    no_otc = [{**p, "rows": [r for r in p["rows"] if r["setting"] != "sft-rl-otc"]} for p in PER_SEED]
+    no_otc = [replace(p, rows=[r for r in p.rows if r["setting"] != "sft-rl-otc"]) for p in PER_SEED]
     assert [x.split(" on ")[0] for x in seed_verdicts(no_otc)] == [
         "- EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL)", "- The trained agent beats the always-search "
         "workflow", "- SFT-3 + RL is at least SFT-1+2"]

@@ -8,24 +8,36 @@ sample standard deviation (n − 1); with one seed it is undefined (None, shown 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..evaluation.claims import RunTable, mean_sd, verdict_lines
 from ..evaluation.results import DESCRIPTIONS, ROW_KEYS, SETTINGS, headroom_json, otc_headroom
 
-__all__ = ["aggregate_rows", "load_seed_results", "mean_sd", "seed_verdicts", "write_seed_results"]
+__all__ = ["SeedResult", "aggregate_rows", "load_seed_results", "mean_sd", "seed_verdicts", "write_seed_results"]
 
 
-def aggregate_rows(per_seed: list[dict]) -> list[dict]:
+@dataclass(frozen=True)
+class SeedResult:
+    """One seed's results table as the summary over seeds reads it (and writes it back under `per_seed`)."""
+
+    seed: int
+    run_dir: str
+    rows: list[dict]
+    tc_optimal: float | None
+    split: str | None
+
+
+def aggregate_rows(per_seed: list[SeedResult]) -> list[dict]:
     """One row per setting (in the table's order): each key's mean, `<key>_sd`, and `seeds` (seeds with an EM)."""
     order = [s for s, _, _ in SETTINGS]
-    present = {r["setting"] for p in per_seed for r in p["rows"]}
+    present = {r["setting"] for p in per_seed for r in p.rows}
     order += sorted(present - set(order))  # a setting this module does not know still gets its row
     rows = []
     for setting in order:
         if setting not in present:
             continue
-        mine = [next((r for r in p["rows"] if r["setting"] == setting), {}) for p in per_seed]
+        mine = [next((r for r in p.rows if r["setting"] == setting), {}) for p in per_seed]
         row: dict = {"setting": setting}
         for k in ROW_KEYS:
             m, sd, _ = mean_sd([r.get(k) for r in mine])
@@ -35,10 +47,11 @@ def aggregate_rows(per_seed: list[dict]) -> list[dict]:
     return rows
 
 
-def seed_verdicts(per_seed: list[dict]) -> list[str]:
+def seed_verdicts(per_seed: list[SeedResult]) -> list[str]:
     """Sentences from the seed-level evidence (evaluation/claims.py): on how many seeds each claim holds, the seeds
     where it fails, the mean ± sd of its measure and each seed's value."""
-    return verdict_lines([RunTable.of(p) for p in per_seed], [f"seed {p['seed']}" for p in per_seed], "seeds")
+    return verdict_lines([RunTable(p.rows, p.tc_optimal) for p in per_seed], [f"seed {p.seed}" for p in per_seed],
+                         "seeds")
 
 
 def _cell(m: float | None, sd: float | None) -> str:
@@ -47,30 +60,30 @@ def _cell(m: float | None, sd: float | None) -> str:
     return f"{m:.3f} ± {sd:.3f}" if sd is not None else f"{m:.3f}"
 
 
-def load_seed_results(run_dir: Path, seed: int) -> dict:
-    doc = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
-    return {"seed": seed, "run_dir": str(run_dir), "rows": doc["rows"], "tc_optimal": doc.get("tc_optimal"),
-            "split": doc.get("split")}
+def load_seed_results(run_dir: Path, seed: int) -> SeedResult:
+    table = RunTable.of(doc := json.loads((run_dir / "results.json").read_text(encoding="utf-8")))
+    return SeedResult(seed, str(run_dir), table.rows, table.tc_optimal, doc.get("split"))
 
 
-def write_seed_results(run_dir: Path, per_seed: list[dict], split: str, questions: int | None
+def write_seed_results(run_dir: Path, per_seed: list[SeedResult], split: str, questions: int | None
                        ) -> tuple[Path, Path]:
     """results.json (`rows` = means, with `<key>_sd`; `per_seed`; `verdicts`) and results.md in run_dir."""
     rows = aggregate_rows(per_seed)
     verdicts = seed_verdicts(per_seed)
-    heads = {p["seed"]: otc_headroom(p["rows"], p.get("tc_optimal")) for p in per_seed}
-    doc = {"rows": rows, "split": split, "seeds": [p["seed"] for p in per_seed],
-           "per_seed": [{**p, "otc_headroom": headroom_json(heads[p["seed"]])} for p in per_seed], "verdicts": verdicts}
+    heads = {p.seed: otc_headroom(p.rows, p.tc_optimal) for p in per_seed}
+    doc = {"rows": rows, "split": split, "seeds": [p.seed for p in per_seed],
+           "per_seed": [{**asdict(p), "otc_headroom": headroom_json(heads[p.seed])} for p in per_seed],
+           "verdicts": verdicts}
     json_path, md_path = run_dir / "results.json", run_dir / "results.md"
     json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
     n = f"{questions} questions" if questions else "all questions"
-    seeds = ", ".join(str(p["seed"]) for p in per_seed)
+    seeds = ", ".join(str(p.seed) for p in per_seed)
     table = ["| setting | EM | TC | TP | format errors |", "|---|---|---|---|---|"]
     table += [f"| {r['setting']} | " + " | ".join(_cell(r[k], r[f'{k}_sd']) for k in ROW_KEYS) + " |" for r in rows]
     per = ["| seed | setting | EM | TC | TP | format errors |", "|---|---|---|---|---|---|"]
-    per += [f"| {p['seed']} | {r['setting']} | " + " | ".join(_cell(r.get(k), None) for k in ROW_KEYS) + " |"
-            for p in per_seed for r in p["rows"]]
+    per += [f"| {p.seed} | {r['setting']} | " + " | ".join(_cell(r.get(k), None) for k in ROW_KEYS) + " |"
+            for p in per_seed for r in p.rows]
     gap = ["| seed | optimal TC | RL-2 TC | OTC TC | gap | closed |", "|---|---|---|---|---|---|"]
     gap += [f"| {s} | {h.tc_optimal:.3f} | {h.tc_rl2:.3f} | {h.tc_otc:.3f} | {h.gap:+.3f} | "
             f"{'—' if h.closed is None else format(h.closed, '.0%')} |" for s, h in heads.items() if h]
