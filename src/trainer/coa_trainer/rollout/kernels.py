@@ -3,15 +3,16 @@ call counted as one):
 
 - CUDA: the profiler's device kernel events (memory copies and sets included) of one block — a replayed graph
   launches every kernel it captured;
-- CPU, compiled: inductor's generated C++ kernels (recorded in the profiler: engine.compile_fn turns that on) plus
-  the extern calls its wrapper makes (matrix products, attention, fallback ops) — the direct children of the
-  compiled graph's call;
+- CPU, compiled: inductor's generated C++ kernels (recorded in the profiler: engine.compile_fn turns that on) —
+  fused ones (`cpp_fused_…`) and templates (`graph_<n>_kernel`: flex attention) — plus the extern calls its wrapper
+  makes (matrix products, fallback ops) — the direct children of the compiled graph's call;
 - CPU, eager: the top-level operators dispatched (each launches one or more kernels on a device).
 
 Allocation, view and metadata operators launch no kernel and are not counted."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import TYPE_CHECKING, Callable
 
@@ -38,7 +39,7 @@ def _kernel_below(e: FunctionEvent) -> bool:
 
 
 def _is_kernel(e: FunctionEvent) -> bool:
-    if "cpp_fused" in e.name:
+    if "cpp_fused" in e.name or re.fullmatch(r"graph_\d+_kernel\d*", e.name):  # inductor's, fused or a template
         return True
     if not e.name.startswith("aten::"):
         return False
@@ -68,7 +69,9 @@ def count_kernels(fn: Callable[[], object], device: torch.device) -> tuple[int, 
             # The call's own thread only: its wrapper launches its kernels in turn there, and the profiler nests
             # events by time, so another thread's event inside the call's span is not one of them
             for e in call.cpu_children:
-                if e.thread == call.thread and _is_kernel(e):
+                # any other event of the wrapper's that is not an operator is taken for a kernel too: a template
+                # named otherwise (another torch) is then counted, not hidden
+                if e.thread == call.thread and (_is_kernel(e) or not e.name.startswith(("aten::", "##"))):
                     names[e.name.split("cpp_fused_")[-1][:80] if "cpp_fused" in e.name else e.name] += 1
         return sum(names.values()), names
     for e in events:  # eager: top-level operators
