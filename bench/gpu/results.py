@@ -51,8 +51,8 @@ def _ops(r: dict) -> str:
     if not ours and "decode_ops" not in r:
         return ""
     how = ("the profiler's kernel events of one replayed block" if r["device_type"] == "cuda" else
-           "inductor's generated C++ kernels + the extern calls of its wrapper (matrix products, attention) in the "
-           "profile of one block")
+           "inductor's generated C++ kernels (fused ones and templates: graph_<n>_kernel is flex attention) + the "
+           "extern calls of its wrapper (matrix products) in the profile of one block")
     out = [f"\n\nOurs' **decode_ops_per_layer** (kernels per decode step ÷ layers, the step's embedding, head, "
            f"sampling and stops included; {how}):"]
     for d in ours:
