@@ -279,7 +279,7 @@ class Meter:
         writes the query (a turn with tools refused ends on the action) — or `queries` gives it (the benchmark's
         truth searches the fact the model lacks) — the real tool answers, the model goes on."""
         t, io, tok = self.t, self.io, self.tok
-        a_open = tok(t.action_open, add_special_tokens=False)["input_ids"]
+        a_open = tok.encode(t.action_open, add_special_tokens=False)
         heads: list[tuple[int, list[int], list[int], list[int]]] = []
         for i, w in enumerate(wrong):
             cut = self._answer_start(w)
@@ -296,7 +296,7 @@ class Meter:
             asked = [(h, b, list(q.ids), list(q.loss_mask)) for h, b, q in zip(heads, base, turns)
                      if q.ids and io.ended_with_action(q.ids)]
         else:
-            written = [tok(f" {queries[h[0]]} {t.action_close}", add_special_tokens=False)["input_ids"] for h in heads]
+            written = [tok.encode(f" {queries[h[0]]} {t.action_close}", add_special_tokens=False) for h in heads]
             asked = [(h, b, w, [0] * len(w)) for h, b, w in zip(heads, base, written)]
         if not asked:
             return out

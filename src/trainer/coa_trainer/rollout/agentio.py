@@ -107,23 +107,23 @@ class AgentIO:
     def observation_ids(self, body: str, max_tokens: int) -> tuple[list[int], bool]:
         """`<obs>body</obs>` as ids, tokenised once; the body cut to `max_tokens` tokens. (ids, truncated)."""
         tok = self.tok
-        body_ids = tok(body, add_special_tokens=False)["input_ids"]
+        body_ids = tok.encode(body, add_special_tokens=False)
         cut = len(body_ids) > max_tokens
         if self.special:
             return [self.id_of(self.t.obs_open), *body_ids[:max_tokens], self.id_of(self.t.obs_close)], cut
         if cut:
             body = tok.decode(body_ids[:max_tokens], skip_special_tokens=False)
-        return list(tok(f"{self.t.obs_open}{body}{self.t.obs_close}", add_special_tokens=False)["input_ids"]), cut
+        return list(tok.encode(f"{self.t.obs_open}{body}{self.t.obs_close}", add_special_tokens=False)), cut
 
     def obs_open_ids(self) -> list[int]:
         if self.special:
             return [self.id_of(self.t.obs_open)]
-        return list(self.tok(self.t.obs_open, add_special_tokens=False)["input_ids"])
+        return list(self.tok.encode(self.t.obs_open, add_special_tokens=False))
 
     def obs_close_ids(self) -> list[int]:
         if self.special:
             return [self.id_of(self.t.obs_close)]
-        return list(self.tok(self.t.obs_close, add_special_tokens=False)["input_ids"])
+        return list(self.tok.encode(self.t.obs_close, add_special_tokens=False))
 
     # ------------------------------------------------------------ metrics
     def think_tokens(self, ids: list[int], mask: list[int]) -> int:

@@ -218,7 +218,7 @@ def retok_drift(tok: TextTokenizer, ids: list[int]) -> bool:
     """Whether decode → encode of a response changes its ids (byte-level BPE merges differently across the seam
     between a generated tag and an appended observation; the word-level embedded tokenizer never drifts)."""
     text = tok.decode(ids, skip_special_tokens=False)
-    return list(tok(text, add_special_tokens=False)["input_ids"]) != list(ids)
+    return list(tok.encode(text, add_special_tokens=False)) != list(ids)
 
 
 def token_offsets(tok: TextTokenizer, ids: list[int], response: str) -> list[int] | None:
