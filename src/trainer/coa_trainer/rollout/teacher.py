@@ -27,6 +27,7 @@ import urllib.error
 import urllib.request
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from http.client import HTTPException
 from typing import Any
 
@@ -48,6 +49,19 @@ class RequestFailed(RuntimeError):
         self.retryable = retryable
 
 
+@dataclass(frozen=True)
+class Completion:
+    """The parts of an OpenAI-compatible (chat) completion answer the teacher reads: its first choice's text, why it
+    finished, which stop ended it (vLLM `stop_reason`, SGLang `matched_stop`: a string, a token id, or -1 for the
+    end of sequence; None when the server does not say) and the token counts when the server reports both."""
+
+    text: str
+    finish_reason: str | None
+    stop_reason: str | int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+
 class Endpoint:
     """One OpenAI-compatible base URL (…/v1): JSON requests with retries, backoff and counted errors."""
 
@@ -67,9 +81,8 @@ class Endpoint:
 
     def _once(self, method: str, path: str, body: dict | None) -> dict:
         data = json.dumps(body).encode("utf-8") if body is not None else None
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+        headers = {"Content-Type": "application/json",
+                   **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})}
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
@@ -153,7 +166,7 @@ class Endpoint:
         except RequestFailed as e:
             raise TeacherError(f"teacher endpoint {self.url} is not OpenAI-compatible: {listing_problem}; POST {path} "
                                f"failed: {e}{hint}") from None
-        if not isinstance(answer.get("choices"), list) or not answer["choices"]:
+        if not isinstance(choices := answer.get("choices"), list) or not choices:
             raise TeacherError(f"teacher endpoint {self.url} is not OpenAI-compatible: {listing_problem}; POST {path} "
                                f"answered {json.dumps(answer)[:160]} (expected {{\"choices\": [...]}}){hint}")
         return model
@@ -180,13 +193,12 @@ class EndpointSampler:
         the first two characters of that answer as the stop string. Inconclusive (None) when the model answers
         nothing first or something else the second time."""
         def ask(stop: list[str] | None) -> str | None:
-            body: dict[str, Any] = {"max_tokens": 8, "temperature": 0, **({"model": self.model} if self.model else {})}
-            if stop:
-                body["stop"] = stop
+            body: dict[str, Any] = {"max_tokens": 8, "temperature": 0, **({"model": self.model} if self.model else {}),
+                                    **({"stop": stop} if stop else {})}
             path, body = ("/chat/completions", {**body, "messages": messages}) if self.api == "chat" \
                 else ("/completions", {**body, "prompt": prompt})
             try:
-                return self._read(self.endpoint.request("POST", path, body))[0]
+                return self._read(self.endpoint.request("POST", path, body)).text
             except RequestFailed:
                 return None
 
@@ -220,14 +232,14 @@ class EndpointSampler:
         return outs
 
     def _body(self, tr: RlTrajectory, max_new_tokens: int) -> tuple[str, dict]:
-        body: dict[str, Any] = {"max_tokens": max_new_tokens, "temperature": self.temperature, "stop": self.stops}
-        if self.model is not None:
-            body["model"] = self.model
-        if self.temperature > 0:
-            body["top_p"] = self.top_p
-            if self.seed is not None:  # per sample and turn: a server that honours seeds repeats a collection
-                turn = self._turns.get(id(tr), 0)
-                body["seed"] = (self.seed * 1_000_003 + self._keys.get(id(tr), 0) * 31 + turn) % (2 ** 31)
+        sampled = self.temperature > 0
+        # per sample and turn: a server that honours seeds repeats a collection
+        seed = (self.seed * 1_000_003 + self._keys.get(id(tr), 0) * 31 + self._turns.get(id(tr), 0)) % (2 ** 31) \
+            if sampled and self.seed is not None else None
+        body: dict[str, Any] = {"max_tokens": max_new_tokens, "temperature": self.temperature, "stop": self.stops,
+                                **({"model": self.model} if self.model is not None else {}),
+                                **({"top_p": self.top_p} if sampled else {}),
+                                **({"seed": seed} if seed is not None else {})}
         if self.api == "chat":
             return "/chat/completions", {**body, "messages": self.messages[id(tr)]}
         return "/completions", {**body, "prompt": tr.prompt + tr.text}
@@ -236,25 +248,24 @@ class EndpointSampler:
         start = len(tr.text)
         path, body = self._body(tr, max_new_tokens)
         try:
-            answer = self.endpoint.request("POST", path, body)
-            text, finish, stop_reason, usage = self._read(answer)
+            answer = self._read(self.endpoint.request("POST", path, body))
         except RequestFailed as e:
             tr.error = str(e)
             return TurnOut(False, False, start)
         self._turns[id(tr)] = self._turns.get(id(tr), 0) + 1
-        text, stopped = self._close(text, finish, stop_reason)
+        text, stopped = self._close(answer.text, answer.finish_reason, answer.stop_reason)
         tr.text += text
         if self.api == "chat":
             self.messages[id(tr)].append({"role": "assistant", "content": text})
-        if usage and isinstance(usage.get("prompt_tokens"), int) and isinstance(usage.get("completion_tokens"), int):
-            tr.length = usage["prompt_tokens"] + usage["completion_tokens"]
-            self.endpoint._count(completion_tokens=usage["completion_tokens"])
+        if answer.prompt_tokens is not None and answer.completion_tokens is not None:
+            tr.length = answer.prompt_tokens + answer.completion_tokens
+            self.endpoint._count(completion_tokens=answer.completion_tokens)
         else:
             tr.length = self._count_tokens(tr.prompt + tr.text)
             self.endpoint._count(completion_tokens=self._count_tokens(text))
         return TurnOut(stopped, stopped and self.io.text_ended_with_action(text), start)
 
-    def _read(self, answer: dict) -> tuple[str, str | None, Any, dict | None]:
+    def _read(self, answer: dict) -> Completion:
         choices = answer.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             self.endpoint._count(bad_responses=1, failed=1, errors=1)
@@ -266,13 +277,17 @@ class EndpointSampler:
         if not isinstance(text, str):
             self.endpoint._count(bad_responses=1, failed=1, errors=1)
             raise RequestFailed(f"the answer's choice has no text: {json.dumps(c)[:200]}", False)
-        usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else None
+        usage = answer.get("usage")
+        prompt_tokens, completion_tokens = (usage.get("prompt_tokens"), usage.get("completion_tokens")) \
+            if isinstance(usage, dict) else (None, None)
+        both = isinstance(prompt_tokens, int) and isinstance(completion_tokens, int)
         # vLLM says which stop ended a choice in `stop_reason` (a string, a token id, or null for EOS), SGLang in
         # `matched_stop`; neither is in the OpenAI API
         reason = c.get("stop_reason", c.get("matched_stop"))
         if reason is None and ("stop_reason" in c or "matched_stop" in c):
             reason = -1  # known: the end of sequence
-        return text, c.get("finish_reason"), reason, usage
+        return Completion(text, c.get("finish_reason"), reason, prompt_tokens if both else None,
+                          completion_tokens if both else None)
 
     def _close(self, text: str, finish: str | None, stop_reason: str | int | None) -> tuple[str, bool]:
         """(the turn's text, whether it stopped on a stop rather than a length limit) — see the module doc."""
@@ -321,12 +336,12 @@ class EndpointSampler:
     # ------------------------------------------------------------ token counts
     def _count_tokens(self, text: str) -> int:
         if self.tok is not None:
-            return len(self.tok(text, add_special_tokens=False)["input_ids"])
+            return len(self.tok.encode(text, add_special_tokens=False))
         return (len(text) + 3) // 4
 
     def _cut(self, body: str, max_tokens: int) -> tuple[str, bool]:
         if self.tok is not None:
-            ids = self.tok(body, add_special_tokens=False)["input_ids"]
+            ids = self.tok.encode(body, add_special_tokens=False)
             if len(ids) <= max_tokens:
                 return body, False
             return self.tok.decode(ids[:max_tokens], skip_special_tokens=False), True
