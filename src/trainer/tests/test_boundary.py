@@ -144,8 +144,9 @@ def test_constructed_cases_get_their_class_minimum_and_calls(scripted):
     assert got == [(q.question, c, m, t) for q, c, m, t in cases]
     # the trajectories that decided: the unneeded search of a two-hop question is gone from its minimal trajectory,
     # and the under-searcher's forced search found the fact
-    assert outs[4].trials["minimal"].searches and len(outs[4].trials["minimal"].searches) == 1
-    assert outs[3].reachable is True and "forced" in outs[3].trials
+    minimal = outs[4].made().minimal
+    assert minimal is not None and minimal.searches and len(minimal.searches) == 1
+    assert outs[3].reachable is True and outs[3].made().forced is not None
     s = summarise(outs)
     assert s.over_search_rate == 2 / 9 and s.under_search_rate == 2 / 9
     assert s.em_closed_book == 3 / 9 and s.em == 6 / 9 and s.tc == 9 / 9

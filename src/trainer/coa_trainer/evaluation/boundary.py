@@ -31,7 +31,7 @@ from __future__ import annotations
 import random
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -45,7 +45,7 @@ from ..data.userdata import golden
 from ..model.load import model_context
 from ..rollout.agentio import AgentIO
 from ..rollout.generate import StringStops, reference_generate
-from ..rollout.loop import ModelSampler, RlTrajectory, Sampler, run_turns
+from ..rollout.loop import ModelSampler, RlTrajectory, Sampler, add_since, run_turns
 from ..rollout.turns import append_unsampled
 from .baselines import prefix_before
 from ..data.tokenizer import TextTokenizer
@@ -67,6 +67,22 @@ class Trial:
 
 
 @dataclass
+class Trials:
+    """The trajectories that decided a question's class: its first closed-book and with-search samples, and where
+    made, the forced search (wrong both ways) and the fewest-search trajectory."""
+
+    closed_book: Trial
+    search: Trial
+    forced: Trial | None = None
+    minimal: Trial | None = None
+
+    def texts(self) -> dict[str, str]:
+        """Each made trajectory's text by name (the report's `responses`), in the order they were made."""
+        made = {"closed_book": self.closed_book, "search": self.search, "forced": self.forced, "minimal": self.minimal}
+        return {k: t.text for k, t in made.items() if t is not None}
+
+
+@dataclass
 class Outcome:
     """What the meter found for one question."""
 
@@ -77,7 +93,13 @@ class Outcome:
     min_calls: int | None  # estimated fewest searches for a right answer; None when no way found one
     reachable: bool | None  # wrong both ways: whether the forced search made it right (None: not tried)
     cls: str
-    trials: dict[str, Trial] = field(default_factory=dict)  # closed_book, search, minimal, forced (where made)
+    trials: Trials | None = None  # None: an outcome stated without its trajectories
+
+    def made(self) -> Trials:
+        """The trajectories the meter made for this question (every outcome it measures has them)."""
+        if self.trials is None:
+            raise ValueError("this outcome was not measured: it has no trajectories")
+        return self.trials
 
 
 def classify(closed_book_right: bool, right: bool, searched: bool, reachable: bool | None) -> str:
@@ -129,7 +151,7 @@ class ClosedBookSampler(ModelSampler):
         contexts = [tr.prompt_ids + tr.ids + o_open for tr in trajs]
         new, _, _ = reference_generate(self.model, contexts, max_obs_tokens, stops, tok.pad_token_id, self.device,
                                        self.dtype, self.temperature, self.generator, strings, top_p=self.top_p)
-        timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
+        add_since(timings, "generate", t0)
         for tr, ids in zip(trajs, new):
             append_unsampled(tr, [*o_open, *self._body(ids), *o_close])
 
@@ -347,7 +369,7 @@ class Meter:
             share = lambda xs: sum(xs) / len(xs)  # noqa: E731
             outs.append(Outcome(share([x.right for x in c]), share([x.right for x in s]),
                                 share([x.tool_calls > 0 for x in s]), share([x.tool_calls for x in s]), None, None,
-                                "", {"closed_book": c[0], "search": s[0]}))
+                                "", Trials(c[0], s[0])))
         # wrong both ways: one more search
         lost = [i for i, o in enumerate(outs) if not majority(o.closed_book) and not majority(o.right)]
         if lost:
@@ -356,7 +378,7 @@ class Meter:
             for i, f in zip(lost, self.forced([questions[i] for i in lost], firsts)):
                 outs[i].reachable = bool(f is not None and f.right)
                 if f is not None:
-                    outs[i].trials["forced"] = f
+                    outs[i].made().forced = f
             self.log(f"forced search: {len(lost)} questions ({time.time() - t0:.1f} s)")
         # the fewest searches, from the right trajectory with the fewest
         need = []
@@ -365,8 +387,8 @@ class Meter:
                 o.min_calls = 0
                 continue
             right = [x for x in search[i * k:(i + 1) * k] if x.right]
-            if not right and o.reachable:
-                right = [o.trials["forced"]]
+            if not right and o.reachable and (forced := o.made().forced) is not None:
+                right = [forced]
             if right:
                 need.append((i, min(right, key=lambda x: len(x.searches))))
         if need:
@@ -376,7 +398,7 @@ class Meter:
                 # wrong closed-book, so not 0: a forced search replaced by its recall is still an action the model
                 # did not take by itself (without it, it answered wrong)
                 outs[i].min_calls = max(1, len(best.searches))
-                outs[i].trials["minimal"] = best
+                outs[i].made().minimal = best
             self.log(f"minimal calls: {len(need)} questions ({time.time() - t0:.1f} s)")
         for o in outs:
             o.cls = classify(majority(o.closed_book), majority(o.right), majority(o.searched), o.reachable)

@@ -70,7 +70,7 @@ def rows(questions: list[Any], outcomes: list[Outcome], truth: list[BoundaryTrut
             "group": getattr(q, "kind", None) or getattr(q, "data_source", None),
             "class": o.cls, "closed_book": o.closed_book, "right": o.right, "searched": o.searched,
             "tool_calls": o.tool_calls, "min_calls": o.min_calls, "reachable": o.reachable,
-            "responses": {k: t.text for k, t in o.trials.items()},
+            "responses": o.made().texts(),
             "truth": truth[i] if truth is not None else None,
         }))
     return out

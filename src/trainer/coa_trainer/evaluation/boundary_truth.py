@@ -47,12 +47,12 @@ def truth_rows(meter: Meter, bench: Benchmark, questions: list[Question], outcom
         first = [next(j for j, k in enumerate(known[i]) if not k) for i in short]
         queries = [RELATIONS[questions[i].hops[j].relation][2].format(s=questions[i].hops[j].subject)
                    for i, j in zip(short, first)]
-        made = meter.forced([questions[i] for i in short], [outcomes[i].trials["search"] for i in short], queries)
+        made = meter.forced([questions[i] for i in short], [outcomes[i].made().search for i in short], queries)
         reachable.update({i: bool(m is not None and m.right) for i, m in zip(short, made)})
     # no fact missing, answered wrong without a search: the search the model itself makes there
     whole = [i for i in lost if all(known[i])]
     if whole:
-        made = meter.forced([questions[i] for i in whole], [outcomes[i].trials["search"] for i in whole])
+        made = meter.forced([questions[i] for i in whole], [outcomes[i].made().search for i in whole])
         reachable.update({i: bool(m is not None and m.right) for i, m in zip(whole, made)})
     out = []
     for i, (q, o, k) in enumerate(zip(questions, outcomes, known)):

@@ -64,6 +64,11 @@ class Sampler(Protocol):
     def cut(self, tr: RlTrajectory, max_len: int) -> None: ...
 
 
+def add_since(timings: dict[str, float], phase: str, t0: float) -> None:
+    """Add the seconds since `t0` (time.time()) to a phase's total in a rollout's `timings`."""
+    timings[phase] = timings.get(phase, 0.0) + time.time() - t0
+
+
 def rollout(model: torch.nn.Module, tok: TextTokenizer, prompts: list[list[int]], t: Tags, tool: Callable[[list[str]], list[str | None]] | None,
             *, max_turns: int, max_new_tokens: int, max_obs_tokens: int, max_len: int, device: torch.device,
             dtype: torch.dtype | None, temperature: float = 0.0, generator: torch.Generator | None = None,
@@ -114,7 +119,7 @@ def run_turns(sampler: Sampler, trajs: list[RlTrajectory], tool: Callable[[list[
             queries = [sampler.query(tr, start) for tr, start in calls]
             t0 = time.time()
             texts = tool(queries)
-            timings["tools"] = timings.get("tools", 0.0) + time.time() - t0
+            add_since(timings, "tools", t0)
             for (tr, _), q, text in zip(calls, queries, texts):
                 sampler.observe(tr, tool_answered(tr, q, text), max_obs_tokens)
         active = [tr for tr, _ in calls if goes_on_after_observation(tr, sampler.size(tr), max_len)]
@@ -166,7 +171,7 @@ class ModelSampler:
         new, lps, stopped = reference_generate(self.model, contexts, max_new_tokens, self.stop_ids,
                                                self.tok.pad_token_id, self.device, self.dtype, self.temperature,
                                                self.generator, self.strings, top_p=self.top_p)
-        timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
+        add_since(timings, "generate", t0)
         outs = []
         for tr, ids, lp, st in zip(trajs, new, lps, stopped):
             start = len(tr.ids)
@@ -195,7 +200,7 @@ class ModelSampler:
         new, _, stopped = reference_generate(self.model, contexts, max_obs_tokens, stop_ids, self.tok.pad_token_id,
                                              self.device, self.dtype, self.temperature, self.generator,
                                              StringStops(self.tok, stop_strs) if stop_strs else None, top_p=self.top_p)
-        timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
+        add_since(timings, "generate", t0)
         for tr, ids, st in zip(trajs, new, stopped):
             append_unsampled(tr, [*o_open, *ids] if st else [*o_open, *ids, *io.obs_close_ids()])
 

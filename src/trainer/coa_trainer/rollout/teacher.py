@@ -32,7 +32,7 @@ from http.client import HTTPException
 from typing import Any
 
 from ..rollout.agentio import AgentIO
-from ..rollout.loop import RlTrajectory, TurnOut
+from ..rollout.loop import RlTrajectory, TurnOut, add_since
 from ..base.errors import CoaError
 from ..contracts.error_code import ErrorCode
 
@@ -228,7 +228,7 @@ class EndpointSampler:
         t0 = time.time()
         with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
             outs = list(pool.map(lambda tr: self._turn_one(tr, max_new_tokens), trajs))
-        timings["generate"] = timings.get("generate", 0.0) + time.time() - t0
+        add_since(timings, "generate", t0)
         return outs
 
     def _body(self, tr: RlTrajectory, max_new_tokens: int) -> tuple[str, dict]:
