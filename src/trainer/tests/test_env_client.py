@@ -122,7 +122,7 @@ def test_calls_share_one_connection_per_thread_and_reconnect_after_a_drop(server
 
 def test_errors_name_method_path_and_status(server):
     with pytest.raises(EnvError, match=r"POST /v1/tools/search → HTTP 400: .*top_k"):
-        server._post("/v1/tools/search", {"queries": ["x"], "top_k": 0})
+        server._json("POST", "/v1/tools/search", {"queries": ["x"], "top_k": 0})
     assert server.export_otc_state("never-graded") is None
     bad = EnvClient(server.url, "wrong-token")
     with pytest.raises(EnvError, match="HTTP 401"):

@@ -158,9 +158,8 @@ class EnvClient:
         return conn, False
 
     def _exchange(self, method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
-        headers = {"Authorization": f"Bearer {self.token}"}
-        if data is not None:
-            headers["Content-Type"] = "application/json"
+        headers = {"Authorization": f"Bearer {self.token}",
+                   **({"Content-Type": "application/json"} if data is not None else {})}
         for attempt in (0, 1):
             conn, reused = self._connection()
             try:

@@ -127,20 +127,22 @@ class CoaRun:
             questions = columns.get("question") or [_question(p) for p in prompts]
             records = []
             groups: dict[str, int] = {}
+            group_of: list[str] = []  # each completion's group (its prompt's), as written in its record's meta
             for i, (p, c) in enumerate(zip(prompts, completions)):
                 key = json.dumps(p, sort_keys=True, default=str)
                 g = groups.setdefault(key, len(groups))
+                group_of.append(f"{step}-g{g}")
                 records.append(trajectory_record(
                     f"{run.stage}-{step}-{i}", str(questions[i]), _text(c), golden_answers=golden[i],
                     dialect=run.dialect or None,
                     tokens=RecordTokens([int(t) for t in completion_ids[i]]) if completion_ids is not None else None,
                     meta={"run": run._open().run, "stage": run.stage, "step": step, "sample": i,
-                          "group": f"{step}-g{g}"}))
+                          "group": group_of[-1]}))
             breakdowns = run.grader().grade([{k: v for k, v in r.items() if k != "tokens"} for r in records],
                                             scheme=run.scheme, params=run.params or None, run=run.grade_run)
             for r, b in zip(records, breakdowns):
                 r["reward"] = reward_json(b)
-            stats = _step_stats(breakdowns, [r["meta"]["group"] for r in records])
+            stats = _step_stats(breakdowns, group_of)
             if log_metric is not None:
                 for k, v in stats.items():
                     log_metric(f"coa/{k}", v)

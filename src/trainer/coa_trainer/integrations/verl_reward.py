@@ -90,7 +90,7 @@ def compute_score(data_source: object = None, solution_str: str | None = None, g
     if solution_strs is not None:
         return score_batch(data_sources, solution_strs, ground_truths, extra_infos, scheme=scheme, params=params,
                            run=run, dialect=dialect)
-    (record,) = _records([data_source], [solution_str], [ground_truth], [extra_info], dialect)
+    (record,), _ = _records([data_source], [solution_str], [ground_truth], [extra_info], dialect)
     (breakdown,) = grader().grade([record], scheme=scheme, params=params or None, run=run)
     return flat_breakdown(breakdown)
 
@@ -107,9 +107,9 @@ def score_batch(data_sources: Column | None, solution_strs: Column, ground_truth
     if not (len(sources) == len(truths) == len(extras) == n):
         raise RewardCallError(f"coa verl reward: the batch has {n} solution_strs but {len(sources)} data_sources, "
                               f"{len(truths)} ground_truths and {len(extras)} extra_infos")
-    records = _records(sources, list(solution_strs), truths, extras, dialect)
+    records, keys = _records(sources, list(solution_strs), truths, extras, dialect)
     out: list[dict | None] = [None] * n
-    for part in _parts_by_question(records):
+    for part in _parts_by_question(records, keys):
         breakdowns = grader().grade([records[i] for i in part], scheme=scheme, params=params or None, run=run)
         for i, b in zip(part, breakdowns):
             out[i] = flat_breakdown(b)
@@ -120,27 +120,31 @@ def group_schemes() -> frozenset[str]:
     return frozenset(rewards_table()["group_schemes"])
 
 
-def _records(sources: list, responses: list, truths: list, extras: list, dialect: str | None) -> list[dict]:
-    records = []
+def _records(sources: list, responses: list, truths: list, extras: list, dialect: str | None
+             ) -> tuple[list[dict], list[str]]:
+    """The batch's records, and each one's question key (the core's questionKey: meta.question_key, else the
+    question)."""
+    records, keys = [], []
     for source, response, truth, extra in zip(sources, responses, truths, extras):
         extra = extra if isinstance(extra, dict) else {}
         golden = golden_list(truth)
-        question = extra.get("question")
-        meta: dict[str, Any] = {"data_source": str(source)}
-        if not (isinstance(question, str) and question.strip()):
-            question = ""
-            meta["question_key"] = question_key(source, extra, golden)
+        asked = extra.get("question")
+        question = asked if isinstance(asked, str) and asked.strip() else ""
+        # no question text: the core groups the answers to one question by meta.question_key
+        key = None if question else question_key(source, extra, golden)
+        meta: dict[str, Any] = {"data_source": str(source), **({} if key is None else {"question_key": key})}
+        keys.append(key or question.strip())
         records.append(trajectory_record(str(_plain(extra.get("index", "sample"))), question, str(response),
                                          golden_answers=golden, dialect=dialect or None, meta=meta))
-    return records
+    return records, keys
 
 
-def _parts_by_question(records: list[dict]) -> list[list[int]]:
-    """Indices of `records` in parts of whole questions (the core's questionKey: meta.question_key, else the
-    question), each part's JSON under REQUEST_BUDGET_BYTES unless one question alone is bigger."""
+def _parts_by_question(records: list[dict], keys: list[str]) -> list[list[int]]:
+    """Indices of `records` in parts of whole questions (`keys`: each record's question key), each part's JSON under
+    REQUEST_BUDGET_BYTES unless one question alone is bigger."""
     by_question: dict[str, list[int]] = {}
-    for i, r in enumerate(records):
-        by_question.setdefault(r["meta"].get("question_key") or r["question"].strip(), []).append(i)
+    for i, key in enumerate(keys):
+        by_question.setdefault(key, []).append(i)
     parts: list[list[int]] = []
     size = 0
     for indices in by_question.values():
