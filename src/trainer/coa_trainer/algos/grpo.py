@@ -155,6 +155,5 @@ def grpo_loss_parts(model: torch.nn.Module, ref_model: Any | None, samples: list
     if lpd_edges is not None:
         extras.update(logprob_diff_parts(logp, old, mask, lpd_edges))
     with torch.no_grad():
-        extras["entropy_sum"] = float((ent * mask).sum())
-        extras["train_tokens"] = float(lay.tokens)
+        extras.update({"entropy_sum": float((ent * mask).sum()), "train_tokens": float(lay.tokens)})
     return loss_sum, count, extras

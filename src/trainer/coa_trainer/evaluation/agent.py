@@ -263,7 +263,7 @@ def eval_command(opts: EvalOptions) -> int:
                 assert env is not None  # opened above for every mode but plain
                 metrics, rows = agent_eval(model, tok, bench, config, split, rt, env, tools=opts.mode == "agent",
                                            run=writer.run, stage=stage)
-            metrics["seconds"] = time.time() - t0
+            metrics = {**metrics, "seconds": time.time() - t0}
             writer.emit(EvalEvent(stage=stage, step=step, split=split, metrics={"mode_agent": float(opts.mode == "agent"),
                                                                                        **metrics}))
             with open(out_dir / f"{stage}-{opts.mode}-{split}.jsonl", "w", encoding="utf-8") as f:

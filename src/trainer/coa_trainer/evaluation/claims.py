@@ -101,9 +101,14 @@ class ClaimResult:
 UNMEASURED = ClaimResult(None, None, "—")
 
 
+def by_setting(rows: list[dict]) -> dict[str, dict]:
+    """A results table's rows by their setting (each setting has one row)."""
+    return {r["setting"]: r for r in rows}
+
+
 def claim_results(rows: list[dict], tc_optimal: float | None) -> dict[str, ClaimResult]:
     """Each claim (by id) on one results table."""
-    by = {r["setting"]: r for r in rows}
+    by = by_setting(rows)
     out: dict[str, ClaimResult] = {}
     for c in CLAIMS:
         v = c.measure(by, tc_optimal)
@@ -183,7 +188,7 @@ def fmt(value: float | None, unit: str) -> str:
 
 def chain_breaks(rows: list[dict]) -> list[str]:
     """The links of EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL) that do not hold in one results table."""
-    by = {r["setting"]: r for r in rows}
+    by = by_setting(rows)
     chain = ("no-tool", "workflow", "sft12", "sft-rl")
     ems = [e for e in (_get(by, s) for s in chain) if e is not None]
     if len(ems) < len(chain):

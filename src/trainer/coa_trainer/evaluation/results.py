@@ -13,7 +13,7 @@ from typing import Callable
 
 from ..contracts.schemas import stage_table
 from ..contracts.run_config import RunConfig
-from ..evaluation.claims import EM_KEPT, TC_CUT, claim_results, gap_closed, run_claims
+from ..evaluation.claims import EM_KEPT, TC_CUT, by_setting, claim_results, gap_closed, run_claims
 from ..env.client import EnvClient
 from ..base.events import EventWriter
 from ..contracts.events import EvalEvent, LogEvent
@@ -126,7 +126,7 @@ def otc_headroom(rows: list[dict], tc_optimal: float | None) -> OtcHeadroom | No
     same questions, closed = (TC(RL-2) − TC(OTC)) / gap. The fair comparison with OTC-PO, whose agent over-called by
     ~2.7 calls per question (Qwen2.5-7B, HotpotQA: TC 3.741 → 1.005), where ours over-calls by about half a call.
     None without an optimum (users' data) or a row; closed is None when RL-2 does not over-call (gap ≤ 0)."""
-    by = {r["setting"]: r for r in rows}
+    by = by_setting(rows)
     tc, tc_otc = by.get("sft-rl", {}).get("tc"), by.get("sft-rl-otc", {}).get("tc")
     if tc_optimal is None or tc is None or tc_otc is None:
         return None
@@ -148,7 +148,7 @@ def headroom_sentence(h: OtcHeadroom) -> str:
 
 def comparisons(rows: list[dict], tc_optimal: float | None = None) -> list[str]:
     """What the numbers say about the papers' two claims — computed, never assumed."""
-    by = {r["setting"]: r for r in rows}
+    by = by_setting(rows)
     lines = []
 
     def get(s: str, k: str) -> float | None:
@@ -182,7 +182,7 @@ def comparisons(rows: list[dict], tc_optimal: float | None = None) -> list[str]:
 
 def optimal_tc(details: dict[str, dict]) -> float | None:
     """The benchmark's optimal TC on the evaluated questions (the same for every agent row); None for users' data."""
-    return next((m["tc_optimal"] for m in details.values() if m.get("tc_optimal") is not None), None)
+    return next((tc for m in details.values() if (tc := m.get("tc_optimal")) is not None), None)
 
 
 DETAIL_KEYS = (("f1", "F1"), ("tc_optimal", "optimal TC"), ("overcall_rate", "over-call rate"),

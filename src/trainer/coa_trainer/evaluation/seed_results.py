@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..evaluation.claims import RunTable, mean_sd, verdict_lines
+from ..evaluation.claims import RunTable, by_setting, mean_sd, verdict_lines
 from ..evaluation.results import DESCRIPTIONS, ROW_KEYS, SETTINGS, headroom_json, otc_headroom
 
 __all__ = ["SeedResult", "aggregate_rows", "load_seed_results", "mean_sd", "seed_verdicts", "write_seed_results"]
@@ -31,7 +31,7 @@ class SeedResult:
 def aggregate_rows(per_seed: list[SeedResult]) -> list[dict]:
     """One row per setting (in the table's order): each key's mean, `<key>_sd`, and `seeds` (seeds with an EM)."""
     order = [s for s, _, _ in SETTINGS]
-    present = {r["setting"] for p in per_seed for r in p.rows}
+    present = {s for p in per_seed for s in by_setting(p.rows)}
     order += sorted(present - set(order))  # a setting this module does not know still gets its row
     rows = []
     for setting in order:
@@ -87,7 +87,7 @@ def write_seed_results(run_dir: Path, per_seed: list[SeedResult], split: str, qu
     gap = ["| seed | optimal TC | RL-2 TC | OTC TC | gap | closed |", "|---|---|---|---|---|---|"]
     gap += [f"| {s} | {h.tc_optimal:.3f} | {h.tc_rl2:.3f} | {h.tc_otc:.3f} | {h.gap:+.3f} | "
             f"{'—' if h.closed is None else format(h.closed, '.0%')} |" for s, h in heads.items() if h]
-    settings = [r["setting"] for r in rows]
+    settings = list(by_setting(rows))  # aggregate_rows gives each setting one row
     notes = [f"- **{s}**: {DESCRIPTIONS[s]}." for s in settings if s in DESCRIPTIONS]
     intro = (f"Split: {split} ({n} per seed); seeds {seeds}. Each seed is a whole pipeline in seed-<s>/ with its own "
              "knowledge base, question split and models (the seeds share nothing but code). Cells: mean ± sample sd "
