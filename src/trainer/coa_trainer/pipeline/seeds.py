@@ -32,8 +32,7 @@ from ..contracts.events import LogEvent, ProgressEvent
 
 def seed_config(config: RunConfig, seed: int, run_dir: Path) -> Path:
     """The run config of one seed: the loaded config (data paths already absolute) with `seed` replaced."""
-    derived = config_dict(config)
-    derived["seed"] = seed
+    derived = {**config_dict(config), "seed": seed}  # `seed` keeps its place when the config gives one
     wandb = (derived.get("logging") or {}).get("wandb")
     if wandb is not None:
         # The seeds' stages in one W&B group, each seed's runs named apart (a seed's run id alone is seed-N)
