@@ -114,7 +114,12 @@ class EnvClient:
             except json.JSONDecodeError:
                 continue
             if isinstance(msg, dict) and msg.get("event") == "listening":
-                client = cls(msg["url"], msg["token"])
+                url, token = msg.get("url"), msg.get("token")
+                if not (isinstance(url, str) and isinstance(token, str)):
+                    proc.kill()
+                    # the line is not shown: it may carry the token
+                    raise EnvError("environment server's listening line has no url and token strings")
+                client = cls(url, token)
                 client.process = proc
                 client.stderr_tail = stderr_tail
                 # keep draining stdout so the child never blocks on a full pipe
