@@ -6,7 +6,11 @@ import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
 const all = readdirSync(join(root, 'bench'), { withFileTypes: true })
-  .filter((d) => d.isDirectory() && (existsSync(join(root, 'bench', d.name, 'run.ts')) || existsSync(join(root, 'bench', d.name, 'run.py'))))
+  .filter(
+    (d) =>
+      d.isDirectory() &&
+      (existsSync(join(root, 'bench', d.name, 'run.ts')) || existsSync(join(root, 'bench', d.name, 'run.py'))),
+  )
   .map((d) => d.name)
   .sort();
 const wanted = process.argv.slice(2);

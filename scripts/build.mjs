@@ -4,8 +4,23 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 
 // mainFields: prefer ESM builds (jsonc-parser's UMD build hides its requires from the bundler).
-const node = { platform: 'node', target: 'node20', format: 'cjs', bundle: true, sourcemap: true, logLevel: 'warning', mainFields: ['module', 'main'] };
-const browser = { platform: 'browser', target: 'es2022', format: 'iife', bundle: true, sourcemap: true, logLevel: 'warning' };
+const node = {
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  bundle: true,
+  sourcemap: true,
+  logLevel: 'warning',
+  mainFields: ['module', 'main'],
+};
+const browser = {
+  platform: 'browser',
+  target: 'es2022',
+  format: 'iife',
+  bundle: true,
+  sourcemap: true,
+  logLevel: 'warning',
+};
 
 /** [entry, outfile, options] */
 const entries = [
@@ -37,7 +52,8 @@ for (const [entry, outfile, options] of entries) {
 // the editor and the tests, and the same files inside the Python package (its contracts travel with it: a trainer
 // installed from src/trainer reads them there), then the typed Python classes generated from them.
 if (built.includes('dist/gen-schemas.js')) {
-  for (const out of ['schemas', 'src/trainer/coa_trainer/contracts/json']) execFileSync(process.execPath, ['dist/gen-schemas.js', out], { stdio: ['ignore', 'ignore', 'inherit'] });
+  for (const out of ['schemas', 'src/trainer/coa_trainer/contracts/json'])
+    execFileSync(process.execPath, ['dist/gen-schemas.js', out], { stdio: ['ignore', 'ignore', 'inherit'] });
   execFileSync(process.execPath, ['scripts/gen-python-contracts.mjs'], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 console.log(`build: ${built.length} bundles in ${Date.now() - started} ms (${built.join(', ')})`);

@@ -25,10 +25,39 @@ if (!existsSync(join(root, 'dist/cli.js'))) {
 }
 
 const parquet = join(root, 'examples', 'data', 'autocoa', 'hotpotqa_dev.parquet');
-coa('Convert the AutoCoA HotpotQA dev set (verl parquet) to trajectory records', ['convert', '--from', 'verl-parquet', parquet, '-o', join(runDir, 'autocoa-dev.coa.jsonl')]);
-coa('Convert Search-R1 chat transcripts', ['convert', '--from', 'search-r1', 'examples/search-r1-transcripts.txt', '-o', join(runDir, 'search-r1.coa.jsonl')]);
-coa('Validate them with Search-R1\'s strict sequence rule', ['validate', '--strict', join(runDir, 'search-r1.coa.jsonl')]);
-coa('Validate the example trajectories (four dialects, some deliberately malformed)', ['validate', 'examples/trajectories.coa.jsonl'], { allowFail: true });
-coa('Score them with OTC-GRPO (c=4, α=1; grouped by question)', ['score', 'examples/trajectories.coa.jsonl', '--scheme', 'otc-grpo', '-o', join(runDir, 'scored.coa.jsonl')]);
+coa('Convert the AutoCoA HotpotQA dev set (verl parquet) to trajectory records', [
+  'convert',
+  '--from',
+  'verl-parquet',
+  parquet,
+  '-o',
+  join(runDir, 'autocoa-dev.coa.jsonl'),
+]);
+coa('Convert Search-R1 chat transcripts', [
+  'convert',
+  '--from',
+  'search-r1',
+  'examples/search-r1-transcripts.txt',
+  '-o',
+  join(runDir, 'search-r1.coa.jsonl'),
+]);
+coa("Validate them with Search-R1's strict sequence rule", [
+  'validate',
+  '--strict',
+  join(runDir, 'search-r1.coa.jsonl'),
+]);
+coa(
+  'Validate the example trajectories (four dialects, some deliberately malformed)',
+  ['validate', 'examples/trajectories.coa.jsonl'],
+  { allowFail: true },
+);
+coa('Score them with OTC-GRPO (c=4, α=1; grouped by question)', [
+  'score',
+  'examples/trajectories.coa.jsonl',
+  '--scheme',
+  'otc-grpo',
+  '-o',
+  join(runDir, 'scored.coa.jsonl'),
+]);
 coa('Statistics: EM, F1, TC, TP and format errors per dialect and stage', ['stats', join(runDir, 'scored.coa.jsonl')]);
 console.log(`\ndemo: done — outputs in ${runDir}`);

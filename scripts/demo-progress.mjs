@@ -22,7 +22,11 @@ function metricCells(values) {
 }
 
 const EVAL_KEYS = [
-  ['em', 'EM'], ['tc', 'TC'], ['tp', 'TP'], ['format_error_rate', 'format errors'], ['loss', 'loss'],
+  ['em', 'EM'],
+  ['tc', 'TC'],
+  ['tp', 'TP'],
+  ['format_error_rate', 'format errors'],
+  ['loss', 'loss'],
   ['pair_acc', 'pair acc'],
 ];
 

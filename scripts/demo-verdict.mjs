@@ -13,8 +13,12 @@ export function spreadVerdict(results, spread, configRel) {
   if (results.per_seed) return []; // several seeds: the table above already says how each claim spreads over them
   if (!spread) return ['(no bench/fidelity spread to read this run against: run bench/fidelity/run.py --write)'];
   const head = `Against the spread bench/fidelity measured (${spread.runs} runs: ${spread.seeds} seeds × ${spread.threads.length} thread counts (${spread.threads.join(', ')}), ${spread.split} split, ${spread.date}, commit ${spread.commit}; ${spread.machine}):`;
-  if (spread.config !== configRel) return [`(bench/fidelity measured ${spread.config}, not ${configRel}: no spread to read this run against)`];
-  if (results.split !== spread.split) return [`(bench/fidelity measured the ${spread.split} split, this run the ${results.split} split: no spread to read it against)`];
+  if (spread.config !== configRel)
+    return [`(bench/fidelity measured ${spread.config}, not ${configRel}: no spread to read this run against)`];
+  if (results.split !== spread.split)
+    return [
+      `(bench/fidelity measured the ${spread.split} split, this run the ${results.split} split: no spread to read it against)`,
+    ];
   if (!results.claims) return ['(this results.json has no per-claim values to set against the spread)'];
   const lines = [head];
   for (const c of spread.claims) {
@@ -22,7 +26,9 @@ export function spreadVerdict(results, spread, configRel) {
     const mine = results.claims[c.id] ?? { holds: null };
     const verdict = mine.holds === null ? '' : mine.holds ? ' (holds)' : ' (does NOT hold)';
     const shown = mine.shown ?? '—';
-    lines.push(`- ${c.text[0].toUpperCase()}${c.text.slice(1)}: on ${c.holds}/${c.runs} runs, ${c.measure} ${c.spread}; this run: ${shown}${verdict}.`);
+    lines.push(
+      `- ${c.text[0].toUpperCase()}${c.text.slice(1)}: on ${c.holds}/${c.runs} runs, ${c.measure} ${c.spread}; this run: ${shown}${verdict}.`,
+    );
   }
   return lines;
 }

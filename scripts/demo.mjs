@@ -19,7 +19,8 @@ const opt = (name, fallback) => {
 const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
 const config = resolve(root, opt('--config', 'examples/embedded-demo.run.json'));
 const runDir = resolve(root, opt('--run-dir', join('runs', `demo-${stamp}`)));
-const python = process.env.COA_PYTHON || join(root, process.platform === 'win32' ? '.venv/Scripts/python.exe' : '.venv/bin/python');
+const python =
+  process.env.COA_PYTHON || join(root, process.platform === 'win32' ? '.venv/Scripts/python.exe' : '.venv/bin/python');
 
 for (const [path, hint] of [
   [join(root, 'dist/cli.js'), 'run `npm run build` (the environment server is dist/cli.js)'],
@@ -89,7 +90,11 @@ child.on('close', (code, signal) => {
   const took = duration((Date.now() - started) / 1000);
   const results = join(runDir, 'results.md');
   if (code === 0 && existsSync(results)) {
-    console.log(`\n${readFileSync(results, 'utf8').replace(/^# .*\n/, '').trim()}\n`);
+    console.log(
+      `\n${readFileSync(results, 'utf8')
+        .replace(/^# .*\n/, '')
+        .trim()}\n`,
+    );
     // one run is one draw: read its verdict against the spread bench/fidelity measured over seeds × thread counts
     const spreadFile = join(root, 'bench', 'fidelity', 'spread.json');
     const spread = existsSync(spreadFile) ? JSON.parse(readFileSync(spreadFile, 'utf8')) : null;
@@ -97,7 +102,12 @@ child.on('close', (code, signal) => {
     console.log(`${spreadVerdict(doc, spread, relative(root, config)).join('\n')}\n`);
   }
   const where = relative(root, runDir);
-  const status = code === 0 ? 'done' : code === 130 ? 'stopped (resume with --resume --run-dir ' + where + ')' : `failed (exit ${code ?? signal})`;
+  const status =
+    code === 0
+      ? 'done'
+      : code === 130
+        ? 'stopped (resume with --resume --run-dir ' + where + ')'
+        : `failed (exit ${code ?? signal})`;
   console.log(`demo: ${status} in ${took} — run in ${where}/ (events.jsonl, stages/, results.md, results.json)`);
   process.exit(code ?? 1);
 });

@@ -16,7 +16,10 @@ const args = process.argv.slice(2).filter((a) => a !== '--check');
 const check = process.argv.includes('--check');
 const schemasDir = resolve(args[0] ?? join(root, 'schemas'));
 const outDir = resolve(args[1] ?? join(root, 'src/trainer/coa_trainer/contracts'));
-const generator = join(root, process.platform === 'win32' ? '.venv/Scripts/datamodel-codegen.exe' : '.venv/bin/datamodel-codegen');
+const generator = join(
+  root,
+  process.platform === 'win32' ? '.venv/Scripts/datamodel-codegen.exe' : '.venv/bin/datamodel-codegen',
+);
 const ruff = join(root, process.platform === 'win32' ? '.venv/Scripts/ruff.exe' : '.venv/bin/ruff');
 
 /** The module as the repository formats Python (ruff.toml's [format]), so the generated files pass the lint suite's
@@ -24,7 +27,8 @@ const ruff = join(root, process.platform === 'win32' ? '.venv/Scripts/ruff.exe' 
 function formatted(text, target) {
   const argv = ['format', '--config', join(root, 'ruff.toml'), '--stdin-filename', target, '-'];
   const r = spawnSync(ruff, argv, { cwd: root, input: text, encoding: 'utf8' });
-  if (r.error || r.status !== 0) throw new Error(`ruff format failed on the generated ${target}: ${r.error?.message ?? r.stderr}`);
+  if (r.error || r.status !== 0)
+    throw new Error(`ruff format failed on the generated ${target}: ${r.error?.message ?? r.stderr}`);
   return r.stdout;
 }
 
@@ -37,20 +41,69 @@ const MODULES = [
   // record imports from here (SHARED_FROM below).
   { module: 'record.py', schema: 'python/record.schema.json', source: 'src/core/record.ts (RecordSchema)' },
   // one class per event type, the writer's fields (v, time, run) and the type defaulted (--use-default)
-  { module: 'events.py', schema: 'python/events.schema.json', source: 'src/core/events.ts (EventSchema)', options: ['--use-default'] },
-  { module: 'boundary_report.py', schema: 'python/boundary-report.schema.json', source: 'src/core/boundary.ts (BoundaryReportSchema)' },
-  { module: 'env_protocol.py', schema: 'python/env-protocol.schema.json', source: 'src/env/protocol.ts (ENV_PROTOCOL_PARTS)' },
-  { module: 'agent_metric.py', schema: 'python/agent-metric.schema.json', source: 'src/core/metrics.ts (AGENT_METRICS)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },
-  { module: 'boundary_class.py', schema: 'python/boundary-class.schema.json', source: 'src/core/boundaryClasses.ts (BOUNDARY_CLASSES)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },
-  { module: 'boundary_metric.py', schema: 'python/boundary-metric.schema.json', source: 'src/core/metrics.ts (BOUNDARY_METRICS)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },
-  { module: 'error_code.py', schema: 'python/error-code.schema.json', source: 'src/core/events.ts (TRAINER_ERRORS)', options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'] },
+  {
+    module: 'events.py',
+    schema: 'python/events.schema.json',
+    source: 'src/core/events.ts (EventSchema)',
+    options: ['--use-default'],
+  },
+  {
+    module: 'boundary_report.py',
+    schema: 'python/boundary-report.schema.json',
+    source: 'src/core/boundary.ts (BoundaryReportSchema)',
+  },
+  {
+    module: 'env_protocol.py',
+    schema: 'python/env-protocol.schema.json',
+    source: 'src/env/protocol.ts (ENV_PROTOCOL_PARTS)',
+  },
+  {
+    module: 'agent_metric.py',
+    schema: 'python/agent-metric.schema.json',
+    source: 'src/core/metrics.ts (AGENT_METRICS)',
+    options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'],
+  },
+  {
+    module: 'boundary_class.py',
+    schema: 'python/boundary-class.schema.json',
+    source: 'src/core/boundaryClasses.ts (BOUNDARY_CLASSES)',
+    options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'],
+  },
+  {
+    module: 'boundary_metric.py',
+    schema: 'python/boundary-metric.schema.json',
+    source: 'src/core/metrics.ts (BOUNDARY_METRICS)',
+    options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'],
+  },
+  {
+    module: 'error_code.py',
+    schema: 'python/error-code.schema.json',
+    source: 'src/core/events.ts (TRAINER_ERRORS)',
+    options: ['--enum-field-as-literal', 'none', '--use-subclass-enum'],
+  },
 ];
 // Fixed options: the output must not depend on the machine (no timestamp, the built-in formatter only).
 const OPTIONS = [
-  '--input-file-type', 'jsonschema', '--output-model-type', 'pydantic_v2.BaseModel', '--target-python-version', '3.10',
-  '--disable-timestamp', '--formatters', 'builtin', '--use-standard-collections', '--use-union-operator',
-  '--field-constraints', '--use-double-quotes', '--use-field-description', '--enum-field-as-literal', 'all',
-  '--collapse-root-models', '--use-title-as-name', '--reuse-model', '--collapse-reuse-models',
+  '--input-file-type',
+  'jsonschema',
+  '--output-model-type',
+  'pydantic_v2.BaseModel',
+  '--target-python-version',
+  '3.10',
+  '--disable-timestamp',
+  '--formatters',
+  'builtin',
+  '--use-standard-collections',
+  '--use-union-operator',
+  '--field-constraints',
+  '--use-double-quotes',
+  '--use-field-description',
+  '--enum-field-as-literal',
+  'all',
+  '--collapse-root-models',
+  '--use-title-as-name',
+  '--reuse-model',
+  '--collapse-reuse-models',
 ];
 
 // A class generated again in another module (the record inside the sample event and the env protocol's grade and scan
@@ -61,7 +114,8 @@ const SHARED_FROM = 'record.py';
 /** The module's top-level classes, by name → their text (each starts at `class Name(` and runs to the next one). */
 function classBlocks(text) {
   const blocks = new Map();
-  for (const block of text.split(/\n\n\n(?=class )/).slice(1)) blocks.set(/^class (\w+)\(/.exec(block)[1], block.trimEnd());
+  for (const block of text.split(/\n\n\n(?=class )/).slice(1))
+    blocks.set(/^class (\w+)\(/.exec(block)[1], block.trimEnd());
   return blocks;
 }
 
@@ -82,14 +136,22 @@ function importShared(text, module, owner) {
   const rest = kept.slice(1).join('\n\n\n');
   const used = (names) => names.filter((n) => new RegExp(`\\b${n}\\b`).test(rest));
   const head = kept[0]
-    .replace(/\nfrom (typing|pydantic) import ([^\n]+)/g, (_m, from, names) => `\nfrom ${from} import ${used(names.split(', ')).join(', ')}`)
+    .replace(
+      /\nfrom (typing|pydantic) import ([^\n]+)/g,
+      (_m, from, names) => `\nfrom ${from} import ${used(names.split(', ')).join(', ')}`,
+    )
     .replace(/\nfrom (typing|pydantic) import \n/g, '\n')
-    .replace(/(\nfrom pydantic import [^\n]+)/, `$1\n\nfrom .${SHARED_FROM.replace(/\.py$/, '')} import ${used(imported).join(', ')}`);
+    .replace(
+      /(\nfrom pydantic import [^\n]+)/,
+      `$1\n\nfrom .${SHARED_FROM.replace(/\.py$/, '')} import ${used(imported).join(', ')}`,
+    );
   return [head, ...kept.slice(1)].join('\n\n\n');
 }
 
 if (!existsSync(generator)) {
-  console.log(`gen-python-contracts: ${generator} not found (no trainer .venv): the committed contracts stay as they are`);
+  console.log(
+    `gen-python-contracts: ${generator} not found (no trainer .venv): the committed contracts stay as they are`,
+  );
   process.exit(0);
 }
 const work = mkdtempSync(join(tmpdir(), 'coa-contracts-'));
@@ -106,7 +168,10 @@ try {
     if (module === SHARED_FROM) shared = body;
     else if (shared) body = importShared(body, module, shared);
     const target = join(outDir, module);
-    const text = formatted(`# Generated from ${source} by scripts/gen-python-contracts.mjs (datamodel-code-generator): do not edit.\n${body}`, target);
+    const text = formatted(
+      `# Generated from ${source} by scripts/gen-python-contracts.mjs (datamodel-code-generator): do not edit.\n${body}`,
+      target,
+    );
     if (check) {
       if (!existsSync(target) || readFileSync(target, 'utf8') !== text) stale.push(target);
     } else {

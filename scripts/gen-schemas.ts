@@ -36,7 +36,13 @@ import { STOPWORDS } from '../src/env/tokenize';
 import { ENV_PROTOCOL_PARTS } from '../src/env/protocol';
 import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE, StageInfoSchema } from '../src/core/stages';
 import { NAME_RULE } from '../src/core/names';
-import { AGENT_METRICS, AGENT_METRIC_NAMES, BOUNDARY_METRIC_NAMES, HISTOGRAMS, SYSTEM_METRICS } from '../src/core/metrics';
+import {
+  AGENT_METRICS,
+  AGENT_METRIC_NAMES,
+  BOUNDARY_METRIC_NAMES,
+  HISTOGRAMS,
+  SYSTEM_METRICS,
+} from '../src/core/metrics';
 import { SCHEMES } from '../src/core/record';
 import { QUESTION_MARKERS } from '../src/core/importers/verl-parquet';
 import { GROUP_SCHEMES } from '../src/core/rewards';
@@ -69,16 +75,33 @@ function boundedNumbers<T extends Record<string, unknown>>(schema: T): T {
     const n = node as Record<string, unknown>;
     if ((n.type === 'number' || n.type === 'integer') && n.const === undefined && n.enum === undefined) {
       const finite = (k: string) => typeof n[k] === 'number' && Math.abs(n[k] as number) <= SETTING_LIMIT;
-      if (!(finite('minimum') || finite('exclusiveMinimum')) || !(finite('maximum') || finite('exclusiveMaximum'))) unbounded.push(path || '(root)');
+      if (!(finite('minimum') || finite('exclusiveMinimum')) || !(finite('maximum') || finite('exclusiveMaximum')))
+        unbounded.push(path || '(root)');
     }
-    for (const [key, sub] of Object.entries(n)) visit(sub, key === 'properties' || key === 'anyOf' || key === 'additionalProperties' || key === 'items' ? path : `${path}/${key}`);
+    for (const [key, sub] of Object.entries(n))
+      visit(
+        sub,
+        key === 'properties' || key === 'anyOf' || key === 'additionalProperties' || key === 'items'
+          ? path
+          : `${path}/${key}`,
+      );
   };
   visit(schema, '');
-  if (unbounded.length) throw new Error(`gen-schemas: run-config numbers without a finite range (make them with src/core/configZod's z.number()): ${unbounded.join(', ')}`);
+  if (unbounded.length)
+    throw new Error(
+      `gen-schemas: run-config numbers without a finite range (make them with src/core/configZod's z.number()): ${unbounded.join(', ')}`,
+    );
   return schema;
 }
 const tokenizerWords = [...new Set([...layoutWords(DIALECT_NAMES), ...(BOXED_OPEN.match(/[a-z]+/g) ?? [])])].sort();
-const dialects = { dialects: DIALECTS, names: DIALECT_NAMES, default_tools: DEFAULT_TOOLS, all_tags: allTags(), tokenizer_words: tokenizerWords, question_markers: QUESTION_MARKERS };
+const dialects = {
+  dialects: DIALECTS,
+  names: DIALECT_NAMES,
+  default_tools: DEFAULT_TOOLS,
+  all_tags: allTags(),
+  tokenizer_words: tokenizerWords,
+  question_markers: QUESTION_MARKERS,
+};
 // io: 'input' — what a reader accepts (zod keeps unknown keys out of the parsed value but does not reject them).
 const draft = { io: 'input', target: 'draft-2020-12' } as const;
 const events = {
@@ -86,26 +109,69 @@ const events = {
   $id: 'https://coa-studio.dev/schemas/events.schema.json',
   title: `CoA Studio trainer event (protocol v${PROTOCOL_VERSION})`,
 };
-const record = { ...z.toJSONSchema(RecordSchema, draft), $id: 'https://coa-studio.dev/schemas/record.schema.json', title: 'CoA trajectory record' };
-const codes = { rules: RULES, record_rules: RECORD_RULES, tool_call_codes: Object.values(RULES).filter((r) => r.toolCall).map((r) => r.code) };
+const record = {
+  ...z.toJSONSchema(RecordSchema, draft),
+  $id: 'https://coa-studio.dev/schemas/record.schema.json',
+  title: 'CoA trajectory record',
+};
+const codes = {
+  rules: RULES,
+  record_rules: RECORD_RULES,
+  tool_call_codes: Object.values(RULES)
+    .filter((r) => r.toolCall)
+    .map((r) => r.code),
+};
 
 // The run config for generated Python classes (scripts/gen-python-contracts.mjs → coa_trainer/contracts/run_config.py):
 // the *output* shape (after defaults: every field present, nullable only where null is a value), each object named,
 // and `anyOf [T, null]` of a scalar written as `type: [T, "null"]` so the generator types it `T | None` rather than
 // wrapping it in a class of its own.
 const PYTHON_CLASS_NAMES: Record<string, string> = {
-  '': 'RunConfig', model: 'ModelConfig', 'model.lora': 'LoraConfig', 'model.embedded': 'EmbeddedModelConfig',
-  distributed: 'DistributedConfig', benchmark: 'BenchmarkConfig', collect: 'CollectConfig', 'collect.teacher': 'TeacherConfig',
-  'collect.reward': 'CollectReward', 'collect.select': 'CollectSelect', data: 'DataConfig', 'data.questions': 'QuestionFiles',
-  'data.sft[]': 'SftFile', 'data.sft_filter': 'SftFilter', stages: 'StagesConfig', 'stages.pretrain': 'PretrainStage', 'stages.sft1': 'Sft1Stage',
-  'stages.sft2': 'SftMixStage', 'stages.sft3': 'SftMixStage', 'stages.rl1': 'RlStage', 'stages.rl2': 'RlStage',
-  'stages.rl1.reward': 'RlReward', 'stages.rl2.reward': 'RlReward', 'stages.rl1.alerts': 'AlertThresholds',
-  'stages.rl2.alerts': 'AlertThresholds', eval: 'EvalConfig', env: 'EnvConfig',
-  logging: 'LoggingConfig', 'logging.wandb': 'WandbLogging', 'logging.tensorboard': 'TensorboardLogging',
+  '': 'RunConfig',
+  model: 'ModelConfig',
+  'model.lora': 'LoraConfig',
+  'model.embedded': 'EmbeddedModelConfig',
+  distributed: 'DistributedConfig',
+  benchmark: 'BenchmarkConfig',
+  collect: 'CollectConfig',
+  'collect.teacher': 'TeacherConfig',
+  'collect.reward': 'CollectReward',
+  'collect.select': 'CollectSelect',
+  data: 'DataConfig',
+  'data.questions': 'QuestionFiles',
+  'data.sft[]': 'SftFile',
+  'data.sft_filter': 'SftFilter',
+  stages: 'StagesConfig',
+  'stages.pretrain': 'PretrainStage',
+  'stages.sft1': 'Sft1Stage',
+  'stages.sft2': 'SftMixStage',
+  'stages.sft3': 'SftMixStage',
+  'stages.rl1': 'RlStage',
+  'stages.rl2': 'RlStage',
+  'stages.rl1.reward': 'RlReward',
+  'stages.rl2.reward': 'RlReward',
+  'stages.rl1.alerts': 'AlertThresholds',
+  'stages.rl2.alerts': 'AlertThresholds',
+  eval: 'EvalConfig',
+  env: 'EnvConfig',
+  logging: 'LoggingConfig',
+  'logging.wandb': 'WandbLogging',
+  'logging.tensorboard': 'TensorboardLogging',
 };
 
 type Json = Record<string, unknown>;
-const CHECKED_ELSEWHERE = ['default', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems'];
+const CHECKED_ELSEWHERE = [
+  'default',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+];
 function forPython(schema: Json, names: Record<string, string>, what = 'run-config'): Json {
   const copy = JSON.parse(JSON.stringify(schema)) as Json;
   const unnamed: string[] = [];
@@ -123,16 +189,21 @@ function forPython(schema: Json, names: Record<string, string>, what = 'run-conf
       }
     }
     for (const branch of (node.anyOf as Json[] | undefined) ?? []) visit(branch, path);
-    if (node.additionalProperties && typeof node.additionalProperties === 'object') visit(node.additionalProperties as Json, `${path}{}`);
+    if (node.additionalProperties && typeof node.additionalProperties === 'object')
+      visit(node.additionalProperties as Json, `${path}{}`);
     if (node.type === 'object' && node.properties) {
       if (names[path]) node.title = names[path];
       else if (typeof node.title !== 'string') unnamed.push(path || '(root)');
-      for (const [key, sub] of Object.entries(node.properties as Record<string, Json>)) visit(sub, path ? `${path}.${key}` : key);
+      for (const [key, sub] of Object.entries(node.properties as Record<string, Json>))
+        visit(sub, path ? `${path}.${key}` : key);
     }
     if (node.items && typeof node.items === 'object') visit(node.items as Json, `${path}[]`);
   };
   visit(copy, '');
-  if (unnamed.length) throw new Error(`gen-schemas: name these ${what} objects for Python (a names table here, or a zod .meta({ title })): ${unnamed.join(', ')}`);
+  if (unnamed.length)
+    throw new Error(
+      `gen-schemas: name these ${what} objects for Python (a names table here, or a zod .meta({ title })): ${unnamed.join(', ')}`,
+    );
   delete copy.$id;
   delete copy.$schema;
   return copy;
@@ -141,12 +212,14 @@ function forPython(schema: Json, names: Record<string, string>, what = 'run-conf
 // the shape a caller may send (defaults optional), answers in the shape the server writes.
 const envProtocol = {
   title: 'EnvProtocol',
-  description: 'The environment server\'s HTTP contract (src/env/protocol.ts).',
-  $defs: Object.fromEntries(Object.entries(ENV_PROTOCOL_PARTS).map(([name, part]) => {
-    const io = name.endsWith('Request') ? 'input' : 'output';
-    const { $schema: _s, ...body } = z.toJSONSchema(part(), { io, target: 'draft-2020-12' }) as Json;
-    return [name, stripChecks({ ...body, title: name })];
-  })),
+  description: "The environment server's HTTP contract (src/env/protocol.ts).",
+  $defs: Object.fromEntries(
+    Object.entries(ENV_PROTOCOL_PARTS).map(([name, part]) => {
+      const io = name.endsWith('Request') ? 'input' : 'output';
+      const { $schema: _s, ...body } = z.toJSONSchema(part(), { io, target: 'draft-2020-12' }) as Json;
+      return [name, stripChecks({ ...body, title: name })];
+    }),
+  ),
 };
 function stripChecks(node: Json): Json {
   const copy = JSON.parse(JSON.stringify(node)) as Json;
@@ -166,7 +239,11 @@ function stripChecks(node: Json): Json {
 // named after its type; `v`, `time` and `run` are the writer's to stamp (base/events.py) and `type` is the class's, so
 // the classes default them and a caller builds an event from its own fields. What the classes leave out (bounds,
 // lengths) the JSON Schemas still check, before a class is made from a line read and after one is written.
-const recordPython = forPython(z.toJSONSchema(RecordSchema, { io: 'output', target: 'draft-2020-12' }) as Json, {}, 'record');
+const recordPython = forPython(
+  z.toJSONSchema(RecordSchema, { io: 'output', target: 'draft-2020-12' }) as Json,
+  {},
+  'record',
+);
 const WRITER_DEFAULTS: Record<string, unknown> = { v: PROTOCOL_VERSION, time: 0, run: '' };
 const eventsPython = {
   title: 'TrainerEvent',
@@ -174,7 +251,11 @@ const eventsPython = {
   oneOf: EventSchema.options.map((option) => {
     const type = option.shape.type.value;
     const name = `${type.replace(/(^|_)([a-z])/g, (_m, _u, c: string) => c.toUpperCase())}Event`;
-    const branch = forPython(z.toJSONSchema(option, { io: 'output', target: 'draft-2020-12' }) as Json, { '': name }, 'event');
+    const branch = forPython(
+      z.toJSONSchema(option, { io: 'output', target: 'draft-2020-12' }) as Json,
+      { '': name },
+      'event',
+    );
     const props = branch.properties as Record<string, Json>;
     for (const [key, value] of Object.entries({ ...WRITER_DEFAULTS, type })) props[key].default = value;
     return branch;
@@ -183,15 +264,22 @@ const eventsPython = {
 };
 // The search boundary meter's report (contracts/boundary_report.py): what evaluation/boundary_report.py builds and writes.
 const BOUNDARY_REPORT_CLASS_NAMES: Record<string, string> = {
-  '': 'BoundaryReport', summary: 'BoundarySummary', truth: 'BoundaryTruth', 'rows[]': 'BoundaryRow',
-  'rows[].responses': 'BoundaryResponses', 'rows[].truth': 'BoundaryTruthRow',
+  '': 'BoundaryReport',
+  summary: 'BoundarySummary',
+  truth: 'BoundaryTruth',
+  'rows[]': 'BoundaryRow',
+  'rows[].responses': 'BoundaryResponses',
+  'rows[].truth': 'BoundaryTruthRow',
 };
 const boundaryReportPython = forPython(
   z.toJSONSchema(BoundaryReportSchema, { io: 'output', target: 'draft-2020-12' }) as Json,
   BOUNDARY_REPORT_CLASS_NAMES,
   'boundary-report',
 );
-const runConfigOutput = forPython(z.toJSONSchema(RunConfigSchema, { io: 'output', target: 'draft-2020-12' }) as Json, PYTHON_CLASS_NAMES);
+const runConfigOutput = forPython(
+  z.toJSONSchema(RunConfigSchema, { io: 'output', target: 'draft-2020-12' }) as Json,
+  PYTHON_CLASS_NAMES,
+);
 
 const files: [string, unknown][] = [
   ['run-config.schema.json', runConfig],
@@ -209,18 +297,77 @@ const files: [string, unknown][] = [
   ['histograms.json', HISTOGRAMS],
   ['system-metrics.json', SYSTEM_METRICS],
   ['rewards.json', { schemes: SCHEMES, group_schemes: GROUP_SCHEMES }],
-  ['config-paths.json', { rule: 'relative to the run config file\'s directory', fields: CONFIG_PATH_FIELDS, commands: CONFIG_COMMAND_FIELDS, legacy_defaults: CONFIG_LEGACY_DEFAULTS }],
+  [
+    'config-paths.json',
+    {
+      rule: "relative to the run config file's directory",
+      fields: CONFIG_PATH_FIELDS,
+      commands: CONFIG_COMMAND_FIELDS,
+      legacy_defaults: CONFIG_LEGACY_DEFAULTS,
+    },
+  ],
   ['python/env-protocol.schema.json', envProtocol],
-  ['python/agent-metric.schema.json', { title: 'AgentMetric', description: 'An agent metric of graded trajectories (src/core/metrics.ts AGENT_METRICS).', type: 'string', enum: AGENT_METRIC_NAMES }],
-  ['python/stage-info.schema.json', { ...z.toJSONSchema(StageInfoSchema, { io: 'output', target: 'draft-2020-12' }), title: 'StageInfo' }],
-  ['boundary-report.schema.json', { ...z.toJSONSchema(BoundaryReportSchema, { io: 'output', target: 'draft-2020-12' }), title: 'Search boundary report' }],
-  ['line-index.json', { replaces: LINE_INDEX_REPLACES, suffix: LINE_INDEX_SUFFIX, entry: { ...z.toJSONSchema(LineIndexEntrySchema, { io: 'output', target: 'draft-2020-12' }), title: 'Line index entry' } }],
-  ['python/boundary-class.schema.json', { title: 'BoundaryClass', description: 'A question\'s class by the search boundary meter (src/core/boundaryClasses.ts BOUNDARY_CLASSES).', type: 'string', enum: BOUNDARY_CLASS_NAMES }],
-  ['python/boundary-metric.schema.json', { title: 'BoundaryMetric', description: 'A metric of the search boundary meter run inside RL (src/core/metrics.ts BOUNDARY_METRICS).', type: 'string', enum: BOUNDARY_METRIC_NAMES }],
+  [
+    'python/agent-metric.schema.json',
+    {
+      title: 'AgentMetric',
+      description: 'An agent metric of graded trajectories (src/core/metrics.ts AGENT_METRICS).',
+      type: 'string',
+      enum: AGENT_METRIC_NAMES,
+    },
+  ],
+  [
+    'python/stage-info.schema.json',
+    { ...z.toJSONSchema(StageInfoSchema, { io: 'output', target: 'draft-2020-12' }), title: 'StageInfo' },
+  ],
+  [
+    'boundary-report.schema.json',
+    {
+      ...z.toJSONSchema(BoundaryReportSchema, { io: 'output', target: 'draft-2020-12' }),
+      title: 'Search boundary report',
+    },
+  ],
+  [
+    'line-index.json',
+    {
+      replaces: LINE_INDEX_REPLACES,
+      suffix: LINE_INDEX_SUFFIX,
+      entry: {
+        ...z.toJSONSchema(LineIndexEntrySchema, { io: 'output', target: 'draft-2020-12' }),
+        title: 'Line index entry',
+      },
+    },
+  ],
+  [
+    'python/boundary-class.schema.json',
+    {
+      title: 'BoundaryClass',
+      description: "A question's class by the search boundary meter (src/core/boundaryClasses.ts BOUNDARY_CLASSES).",
+      type: 'string',
+      enum: BOUNDARY_CLASS_NAMES,
+    },
+  ],
+  [
+    'python/boundary-metric.schema.json',
+    {
+      title: 'BoundaryMetric',
+      description: 'A metric of the search boundary meter run inside RL (src/core/metrics.ts BOUNDARY_METRICS).',
+      type: 'string',
+      enum: BOUNDARY_METRIC_NAMES,
+    },
+  ],
   ['python/record.schema.json', recordPython],
   ['python/events.schema.json', eventsPython],
   ['python/boundary-report.schema.json', boundaryReportPython],
-  ['python/error-code.schema.json', { title: 'ErrorCode', description: 'What stopped a trainer command (src/core/events.ts TRAINER_ERRORS).', type: 'string', enum: TRAINER_ERROR_CODES }],
+  [
+    'python/error-code.schema.json',
+    {
+      title: 'ErrorCode',
+      description: 'What stopped a trainer command (src/core/events.ts TRAINER_ERRORS).',
+      type: 'string',
+      enum: TRAINER_ERROR_CODES,
+    },
+  ],
 ];
 mkdirSync(join(outDir, 'python'), { recursive: true });
 for (const [name, value] of files) {

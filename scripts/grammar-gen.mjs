@@ -28,19 +28,36 @@ const alt = (names) => [...new Set(names)].map(reEscape).join('|');
 /** Tag vocabulary of all four dialects, read from the core's dialect table. */
 export function vocabulary(dialectsModule) {
   const { DIALECTS, DEFAULT_TOOLS, bare } = dialectsModule;
-  const v = { think: [], observation: [], answer: [], fixed: [], jsonAction: [], tools: [...DEFAULT_TOOLS], boxed: false };
+  const v = {
+    think: [],
+    observation: [],
+    answer: [],
+    fixed: [],
+    jsonAction: [],
+    tools: [...DEFAULT_TOOLS],
+    boxed: false,
+  };
   for (const d of Object.values(DIALECTS)) {
     v.think.push(bare(d.think.open));
     v.observation.push(bare(d.observation.open));
     if (d.answer.style === 'tag') v.answer.push(bare(d.answer.tags.open));
     else v.boxed = true;
-    if (d.action.style === 'fixed') v.fixed.push({ open: bare(d.action.tags.open), close: bare(d.action.tags.close), tool: d.action.tool });
+    if (d.action.style === 'fixed')
+      v.fixed.push({ open: bare(d.action.tags.open), close: bare(d.action.tags.close), tool: d.action.tool });
     if (d.action.style === 'json') v.jsonAction.push(bare(d.action.tags.open));
   }
   for (const k of ['think', 'observation', 'answer', 'jsonAction']) v[k] = [...new Set(v[k])];
   v.fixed = v.fixed.filter((f, i) => v.fixed.findIndex((g) => g.open === f.open) === i);
   // Every name with a fixed meaning; an unknown `<name>` that is not one of these may be a per-tool action.
-  v.structural = [...new Set([...v.think, ...v.observation, ...v.answer, ...v.jsonAction, ...v.fixed.flatMap((f) => [f.open, f.close])])];
+  v.structural = [
+    ...new Set([
+      ...v.think,
+      ...v.observation,
+      ...v.answer,
+      ...v.jsonAction,
+      ...v.fixed.flatMap((f) => [f.open, f.close]),
+    ]),
+  ];
   return v;
 }
 
@@ -83,13 +100,28 @@ function buildRules(v, m) {
   repo.think = {
     name: 'meta.block.think.coa',
     begin: `(<)(${alt(v.think)})(>)`,
-    beginCaptures: { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: 'entity.name.tag.think.coa' }, 3: { name: 'punctuation.definition.tag.end.coa' } },
+    beginCaptures: {
+      1: { name: 'punctuation.definition.tag.begin.coa' },
+      2: { name: 'entity.name.tag.think.coa' },
+      3: { name: 'punctuation.definition.tag.end.coa' },
+    },
     // A second `<think>` or an `<answer>` means this block was left unclosed: stop before it.
     end: `(</)(\\2)(>)|${look([...tag(v.think), ...tag(v.answer), ...m.stops])}`,
-    endCaptures: { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: 'entity.name.tag.think.coa' }, 3: { name: 'punctuation.definition.tag.end.coa' } },
+    endCaptures: {
+      1: { name: 'punctuation.definition.tag.begin.coa' },
+      2: { name: 'entity.name.tag.think.coa' },
+      3: { name: 'punctuation.definition.tag.end.coa' },
+    },
     contentName: 'markup.italic.think.coa',
     // AutoCoA writes its searches and results inside <think>.
-    patterns: [{ include: '#action' }, { include: '#observation' }, { include: '#boxed' }, { include: '#stray-close' }, { include: '#unknown-tag' }, ...escapes],
+    patterns: [
+      { include: '#action' },
+      { include: '#observation' },
+      { include: '#boxed' },
+      { include: '#stray-close' },
+      { include: '#unknown-tag' },
+      ...escapes,
+    ],
   };
 
   // ---- actions ----
@@ -98,9 +130,17 @@ function buildRules(v, m) {
   const perTool = (begin) => ({
     name: 'meta.block.action.coa',
     begin,
-    beginCaptures: { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: actionName }, 3: { name: 'punctuation.definition.tag.end.coa' } },
+    beginCaptures: {
+      1: { name: 'punctuation.definition.tag.begin.coa' },
+      2: { name: actionName },
+      3: { name: 'punctuation.definition.tag.end.coa' },
+    },
     end: `(</)(\\2)(>)|${actionStop}`,
-    endCaptures: { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: actionName }, 3: { name: 'punctuation.definition.tag.end.coa' } },
+    endCaptures: {
+      1: { name: 'punctuation.definition.tag.begin.coa' },
+      2: { name: actionName },
+      3: { name: 'punctuation.definition.tag.end.coa' },
+    },
     contentName: 'string.unquoted.argument.coa',
     patterns: [...escapes],
   });
@@ -115,25 +155,48 @@ function buildRules(v, m) {
   repo['action-json'] = {
     name: 'meta.block.tool-call.coa',
     begin: `(<)(${alt(v.jsonAction)})(>)`,
-    beginCaptures: { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: 'entity.name.tag.action.coa support.function.action.coa' }, 3: { name: 'punctuation.definition.tag.end.coa' } },
+    beginCaptures: {
+      1: { name: 'punctuation.definition.tag.begin.coa' },
+      2: { name: 'entity.name.tag.action.coa support.function.action.coa' },
+      3: { name: 'punctuation.definition.tag.end.coa' },
+    },
     end: `(</)(\\2)(>)|${look([...tag(v.think), ...tag(v.answer), ...tag(v.jsonAction), ...tag(v.observation), ...m.stops])}`,
-    endCaptures: { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: 'entity.name.tag.action.coa support.function.action.coa' }, 3: { name: 'punctuation.definition.tag.end.coa' } },
+    endCaptures: {
+      1: { name: 'punctuation.definition.tag.begin.coa' },
+      2: { name: 'entity.name.tag.action.coa support.function.action.coa' },
+      3: { name: 'punctuation.definition.tag.end.coa' },
+    },
     // Raw text: an embedded JSON region, so VS Code applies JSON's brackets and word rules inside it.
     // In a JSON string it cannot be `meta.embedded` (that would stop it counting as string text).
     contentName: m.id === 'raw' ? 'meta.embedded.block.json' : 'meta.json.tool-call.coa',
     patterns: [{ include: '#json-value' }, ...escapes],
   };
 
-  repo.action = { patterns: [{ include: '#action-json' }, { include: '#action-fixed' }, { include: '#action-default-tool' }, { include: '#action-any-tool' }] };
+  repo.action = {
+    patterns: [
+      { include: '#action-json' },
+      { include: '#action-fixed' },
+      { include: '#action-default-tool' },
+      { include: '#action-any-tool' },
+    ],
+  };
 
   // ---- observation ----
   repo.observation = {
     name: 'meta.block.observation.coa',
     begin: `(<)(${alt(v.observation)})(>)`,
-    beginCaptures: { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: 'entity.name.tag.observation.coa entity.name.type.observation.coa' }, 3: { name: 'punctuation.definition.tag.end.coa' } },
+    beginCaptures: {
+      1: { name: 'punctuation.definition.tag.begin.coa' },
+      2: { name: 'entity.name.tag.observation.coa entity.name.type.observation.coa' },
+      3: { name: 'punctuation.definition.tag.end.coa' },
+    },
     // Environment text may hold anything; only a new <think>/<answer> or the end of <think> ends an unclosed one.
     end: `(</)(\\2)(>)|${look([...tag(v.think), ...closeTag(v.think), ...tag(v.answer), ...m.stops])}`,
-    endCaptures: { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: 'entity.name.tag.observation.coa entity.name.type.observation.coa' }, 3: { name: 'punctuation.definition.tag.end.coa' } },
+    endCaptures: {
+      1: { name: 'punctuation.definition.tag.begin.coa' },
+      2: { name: 'entity.name.tag.observation.coa entity.name.type.observation.coa' },
+      3: { name: 'punctuation.definition.tag.end.coa' },
+    },
     contentName: 'markup.quote.observation.coa',
     patterns: [{ include: '#search-r1-doc' }, ...escapes],
   };
@@ -156,9 +219,17 @@ function buildRules(v, m) {
   repo.answer = {
     name: 'meta.block.answer.coa',
     begin: `(<)(${alt(v.answer)})(>)`,
-    beginCaptures: { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: answerName }, 3: { name: 'punctuation.definition.tag.end.coa' } },
+    beginCaptures: {
+      1: { name: 'punctuation.definition.tag.begin.coa' },
+      2: { name: answerName },
+      3: { name: 'punctuation.definition.tag.end.coa' },
+    },
     end: `(</)(\\2)(>)|${look([...tag(v.think), ...tag(v.answer), ...m.stops])}`,
-    endCaptures: { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: answerName }, 3: { name: 'punctuation.definition.tag.end.coa' } },
+    endCaptures: {
+      1: { name: 'punctuation.definition.tag.begin.coa' },
+      2: { name: answerName },
+      3: { name: 'punctuation.definition.tag.end.coa' },
+    },
     contentName: 'markup.bold.answer.coa',
     patterns: [{ include: '#boxed' }, ...escapes],
   };
@@ -166,28 +237,44 @@ function buildRules(v, m) {
   repo.boxed = {
     name: 'meta.block.boxed.coa',
     begin: `(${m.boxed})(\\{)`,
-    beginCaptures: { 1: { name: 'keyword.control.answer.boxed.coa' }, 2: { name: 'punctuation.section.boxed.begin.coa' } },
+    beginCaptures: {
+      1: { name: 'keyword.control.answer.boxed.coa' },
+      2: { name: 'punctuation.section.boxed.begin.coa' },
+    },
     end: `(\\})|${boxStop}`,
     endCaptures: { 1: { name: 'punctuation.section.boxed.end.coa' } },
     contentName: 'markup.bold.answer.coa',
     patterns: [{ include: '#boxed-braces' }, ...escapes],
   };
   // Braces inside \boxed{} are balanced: `\boxed{\frac{1}{2}}` ends at the last brace.
-  repo['boxed-braces'] = { begin: String.raw`\{`, end: String.raw`\}|${boxStop}`, patterns: [{ include: '#boxed-braces' }, ...escapes] };
+  repo['boxed-braces'] = {
+    begin: String.raw`\{`,
+    end: String.raw`\}|${boxStop}`,
+    patterns: [{ include: '#boxed-braces' }, ...escapes],
+  };
 
   // ---- stray and unknown tags ----
   // A `</think>` with no opening: AutoCoA / R1 distills pre-fill `<think>` in the chat template, so it is legal there.
   repo['implicit-think-close'] = {
     match: `(</)(${alt(v.think)})(>)`,
     name: 'meta.tag.think.implicit-open.coa',
-    captures: { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: 'entity.name.tag.think.coa' }, 3: { name: 'punctuation.definition.tag.end.coa' } },
+    captures: {
+      1: { name: 'punctuation.definition.tag.begin.coa' },
+      2: { name: 'entity.name.tag.think.coa' },
+      3: { name: 'punctuation.definition.tag.end.coa' },
+    },
   };
-  const closers = [...v.observation, ...v.answer, ...v.jsonAction, ...v.fixed.map((f) => f.close), ...v.tools].filter((n) => !v.think.includes(n));
+  const closers = [...v.observation, ...v.answer, ...v.jsonAction, ...v.fixed.map((f) => f.close), ...v.tools].filter(
+    (n) => !v.think.includes(n),
+  );
   repo['stray-close'] = { match: `</(?:${alt(closers)})>`, name: 'meta.tag.stray.coa invalid.illegal.stray-tag.coa' };
   repo['unknown-tag'] = { match: `</?${NAME}>`, name: 'meta.tag.unknown.coa invalid.deprecated.unknown-tag.coa' };
 
   // ---- JSON (Hermes tool-call bodies) ----
-  Object.assign(repo, jsonRules(m, look([...closeTag(v.jsonAction), ...m.stops]), m.id === 'json' ? [{ include: '#string-escape' }] : []));
+  Object.assign(
+    repo,
+    jsonRules(m, look([...closeTag(v.jsonAction), ...m.stops]), m.id === 'json' ? [{ include: '#string-escape' }] : []),
+  );
   const q = m.q;
   repo['json-tool-name'] = {
     match: `((${q})name(${q}))\\s*(:)\\s*((${q})(${m.strChars})(${q}))`,
@@ -205,7 +292,10 @@ function buildRules(v, m) {
   repo['json-object'].patterns.unshift({ include: '#json-tool-name' });
 
   if (m.id === 'json') {
-    repo['string-escape'] = { match: String.raw`\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})`, name: 'constant.character.escape.json' };
+    repo['string-escape'] = {
+      match: String.raw`\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})`,
+      name: 'constant.character.escape.json',
+    };
   }
   return repo;
 }
@@ -214,9 +304,16 @@ function fixedAction(f, stop, escapes) {
   // `<begin_search>`: the whole name is the action tag, the tool's name inside it is marked as the tool.
   const split = (name) => {
     const i = name.lastIndexOf(f.tool);
-    return i < 0 ? `(${reEscape(name)})()` : `(${reEscape(name.slice(0, i))}(${reEscape(f.tool)})${reEscape(name.slice(i + f.tool.length))})`;
+    return i < 0
+      ? `(${reEscape(name)})()`
+      : `(${reEscape(name.slice(0, i))}(${reEscape(f.tool)})${reEscape(name.slice(i + f.tool.length))})`;
   };
-  const caps = { 1: { name: 'punctuation.definition.tag.begin.coa' }, 2: { name: 'entity.name.tag.action.coa support.function.action.coa' }, 3: { name: 'entity.name.function.tool.coa' }, 4: { name: 'punctuation.definition.tag.end.coa' } };
+  const caps = {
+    1: { name: 'punctuation.definition.tag.begin.coa' },
+    2: { name: 'entity.name.tag.action.coa support.function.action.coa' },
+    3: { name: 'entity.name.function.tool.coa' },
+    4: { name: 'punctuation.definition.tag.end.coa' },
+  };
   return {
     name: 'meta.block.action.coa',
     begin: `(<)${split(f.open)}(>)`,
@@ -234,9 +331,16 @@ function fixedAction(f, stop, escapes) {
  */
 function jsonRules(m, stop, extra) {
   const q = m.q;
-  const innerEscape = m.id === 'raw'
-    ? [{ match: String.raw`\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})`, name: 'constant.character.escape.json' }, { match: String.raw`\\.`, name: 'invalid.illegal.unrecognized-string-escape.json' }]
-    : [{ match: String.raw`\\\\(?:\\["\\]|u[0-9a-fA-F]{4}|[^"\\])`, name: 'constant.character.escape.json' }, { match: String.raw`\\[^"\\]`, name: 'constant.character.escape.json' }];
+  const innerEscape =
+    m.id === 'raw'
+      ? [
+          { match: String.raw`\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})`, name: 'constant.character.escape.json' },
+          { match: String.raw`\\.`, name: 'invalid.illegal.unrecognized-string-escape.json' },
+        ]
+      : [
+          { match: String.raw`\\\\(?:\\["\\]|u[0-9a-fA-F]{4}|[^"\\])`, name: 'constant.character.escape.json' },
+          { match: String.raw`\\[^"\\]`, name: 'constant.character.escape.json' },
+        ];
   const stringRule = (name, p) => ({
     name,
     begin: q,
@@ -247,7 +351,14 @@ function jsonRules(m, stop, extra) {
   });
   return {
     'json-value': {
-      patterns: [{ include: '#json-object' }, { include: '#json-array' }, { include: '#json-string' }, { include: '#json-number' }, { include: '#json-constant' }, ...extra],
+      patterns: [
+        { include: '#json-object' },
+        { include: '#json-array' },
+        { include: '#json-string' },
+        { include: '#json-number' },
+        { include: '#json-constant' },
+        ...extra,
+      ],
     },
     'json-object': {
       name: 'meta.structure.dictionary.json',
@@ -255,7 +366,12 @@ function jsonRules(m, stop, extra) {
       beginCaptures: { 0: { name: 'punctuation.definition.dictionary.begin.json' } },
       end: String.raw`(\})|${stop}`,
       endCaptures: { 1: { name: 'punctuation.definition.dictionary.end.json' } },
-      patterns: [{ include: '#json-key' }, { include: '#json-dict-value' }, { match: ',', name: 'punctuation.separator.dictionary.pair.json' }, ...extra],
+      patterns: [
+        { include: '#json-key' },
+        { include: '#json-dict-value' },
+        { match: ',', name: 'punctuation.separator.dictionary.pair.json' },
+        ...extra,
+      ],
     },
     'json-key': stringRule('string.json support.type.property-name.json', 'support.type.property-name'),
     'json-dict-value': {
@@ -280,10 +396,23 @@ function jsonRules(m, stop, extra) {
   };
 }
 
-const BLOCK_SCOPES = ['meta.block.think.coa', 'meta.block.action.coa', 'meta.block.tool-call.coa', 'meta.block.observation.coa', 'meta.block.answer.coa', 'meta.block.boxed.coa'];
+const BLOCK_SCOPES = [
+  'meta.block.think.coa',
+  'meta.block.action.coa',
+  'meta.block.tool-call.coa',
+  'meta.block.observation.coa',
+  'meta.block.answer.coa',
+  'meta.block.boxed.coa',
+];
 const TOP = [
-  { include: '#think' }, { include: '#action' }, { include: '#observation' }, { include: '#answer' }, { include: '#boxed' },
-  { include: '#implicit-think-close' }, { include: '#stray-close' }, { include: '#unknown-tag' },
+  { include: '#think' },
+  { include: '#action' },
+  { include: '#observation' },
+  { include: '#answer' },
+  { include: '#boxed' },
+  { include: '#implicit-think-close' },
+  { include: '#stray-close' },
+  { include: '#unknown-tag' },
 ];
 
 export function buildAll(dialectsModule) {
@@ -302,7 +431,8 @@ export function buildAll(dialectsModule) {
     $schema: 'https://raw.githubusercontent.com/martinring/tmlanguage/master/tmlanguage.json',
     name: 'CoA tags in JSON strings',
     scopeName: 'coa.jsonl.injection',
-    comment: 'GENERATED by scripts/grammar-gen.mjs. Injected into JSON string values; the exclusions keep the top-level rules out of blocks this grammar opened itself (their own patterns handle nesting).',
+    comment:
+      'GENERATED by scripts/grammar-gen.mjs. Injected into JSON string values; the exclusions keep the top-level rules out of blocks this grammar opened itself (their own patterns handle nesting).',
     injectionSelector: `L:string.quoted.double.json ${BLOCK_SCOPES.map((s) => `-${s}`).join(' ')}`,
     patterns: TOP,
     repository: buildRules(v, json),
@@ -315,8 +445,12 @@ export function buildAll(dialectsModule) {
     name: 'CoA trajectories (JSON Lines)',
     scopeName: 'source.coa.jsonl',
     fileTypes: ['coa.jsonl'],
-    comment: 'GENERATED by scripts/grammar-gen.mjs. Tags inside strings come from the injection grammar coa.jsonl.injection.',
-    patterns: [{ include: '#json-value' }, { match: String.raw`[^\s{}\[\]",:]+`, name: 'invalid.illegal.unexpected-text.json' }],
+    comment:
+      'GENERATED by scripts/grammar-gen.mjs. Tags inside strings come from the injection grammar coa.jsonl.injection.',
+    patterns: [
+      { include: '#json-value' },
+      { match: String.raw`[^\s{}\[\]",:]+`, name: 'invalid.illegal.unexpected-text.json' },
+    ],
     repository: jsonRules(raw, `(?=${hostStop})`, []),
   };
   const tagPairs = [
@@ -327,33 +461,58 @@ export function buildAll(dialectsModule) {
     ...v.observation.map((n) => [`<${n}>`, `</${n}>`]),
     ...v.answer.map((n) => [`<${n}>`, `</${n}>`]),
   ];
-  const blockNames = alt([...v.think, ...v.observation, ...v.answer, ...v.jsonAction, ...v.fixed.map((f) => f.open), ...v.tools]);
-  const closeNames = alt([...v.think, ...v.observation, ...v.answer, ...v.jsonAction, ...v.fixed.map((f) => f.close), ...v.tools]);
+  const blockNames = alt([
+    ...v.think,
+    ...v.observation,
+    ...v.answer,
+    ...v.jsonAction,
+    ...v.fixed.map((f) => f.open),
+    ...v.tools,
+  ]);
+  const closeNames = alt([
+    ...v.think,
+    ...v.observation,
+    ...v.answer,
+    ...v.jsonAction,
+    ...v.fixed.map((f) => f.close),
+    ...v.tools,
+  ]);
   const config = {
-    comment: 'GENERATED by scripts/grammar-gen.mjs. Tags are brackets (matching, jump-to-bracket) but not colourised, so the grammar\'s per-kind colours stay visible.',
+    comment:
+      "GENERATED by scripts/grammar-gen.mjs. Tags are brackets (matching, jump-to-bracket) but not colourised, so the grammar's per-kind colours stay visible.",
     brackets: [...tagPairs, ['{', '}']],
     colorizedBracketPairs: [['{', '}']],
     // Typing the `>` of `<think>` inserts `</think>`. No `notIn`: tags are typed inside any text.
     autoClosingPairs: [...tagPairs.map(([open, close]) => ({ open, close })), { open: '{', close: '}' }],
-    autoCloseBefore: ";:.,=}])>` \n\t",
+    autoCloseBefore: ';:.,=}])>` \n\t',
     surroundingPairs: [['{', '}']],
     folding: {
       // A block folds from a line that opens a tag (not closed on that same line) to the line that closes it.
-            // An end line closes a tag that it did not open itself (so inline `<search> q </search>` ends nothing).
-      markers: { start: `<(?:${blockNames})>(?!.*</(?:${closeNames})>)`, end: `^(?:(?!<(?:${blockNames})>).)*</(?:${closeNames})>` },
+      // An end line closes a tag that it did not open itself (so inline `<search> q </search>` ends nothing).
+      markers: {
+        start: `<(?:${blockNames})>(?!.*</(?:${closeNames})>)`,
+        end: `^(?:(?!<(?:${blockNames})>).)*</(?:${closeNames})>`,
+      },
     },
     wordPattern: String.raw`[^\s<>{}()\[\]"',.;:!?]+`,
   };
   const jsonlConfig = {
     comment: 'GENERATED by scripts/grammar-gen.mjs. JSON brackets; tag pairs auto-close inside strings too.',
-    brackets: [['{', '}'], ['[', ']']],
+    brackets: [
+      ['{', '}'],
+      ['[', ']'],
+    ],
     autoClosingPairs: [
       { open: '{', close: '}', notIn: ['string'] },
       { open: '[', close: ']', notIn: ['string'] },
       { open: '"', close: '"', notIn: ['string'] },
       ...tagPairs.map(([open, close]) => ({ open, close })),
     ],
-    surroundingPairs: [['{', '}'], ['[', ']'], ['"', '"']],
+    surroundingPairs: [
+      ['{', '}'],
+      ['[', ']'],
+      ['"', '"'],
+    ],
   };
   return { coa, jsonl, injection, config, jsonlConfig };
 }
@@ -376,7 +535,11 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   for (const [path, text] of Object.entries(files)) {
     const full = join(ROOT, path);
     let old = '';
-    try { old = readFileSync(full, 'utf8'); } catch { /* new file */ }
+    try {
+      old = readFileSync(full, 'utf8');
+    } catch {
+      /* new file */
+    }
     if (old !== text) writeFileSync(full, text);
     console.log(`${old === text ? 'unchanged' : 'wrote'} ${path}`);
   }

@@ -14,7 +14,12 @@ import { dirname, join, resolve } from 'node:path';
 const root = resolve(import.meta.dirname, '..');
 const args = process.argv.slice(2);
 const outArg = args.indexOf('--out');
-export const vsixPath = outArg >= 0 ? resolve(args[outArg + 1]) : process.env.COA_E2E_VSIX ? resolve(process.env.COA_E2E_VSIX) : join(root, '.cache', 'e2e', 'coa-studio.vsix');
+export const vsixPath =
+  outArg >= 0
+    ? resolve(args[outArg + 1])
+    : process.env.COA_E2E_VSIX
+      ? resolve(process.env.COA_E2E_VSIX)
+      : join(root, '.cache', 'e2e', 'coa-studio.vsix');
 
 // .vscodeignore ships onnxruntime-node's linux-x64 binaries only; the vsix says so with its target.
 const TARGET = 'linux-x64';
@@ -38,7 +43,8 @@ function stage(dir) {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   for (const name of readdirSync(root)) {
-    if (!NOT_STAGED.has(name)) cpSync(join(root, name), join(dir, name), { recursive: true, filter: (src) => !src.includes('__pycache__') });
+    if (!NOT_STAGED.has(name))
+      cpSync(join(root, name), join(dir, name), { recursive: true, filter: (src) => !src.includes('__pycache__') });
   }
   for (const [mod, parts] of Object.entries(RUNTIME_MODULES)) {
     for (const part of parts) {
@@ -47,7 +53,10 @@ function stage(dir) {
     }
   }
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-  pkg.dependencies = { 'onnxruntime-node': pkg.dependencies['onnxruntime-node'], tokenizers: pkg.dependencies.tokenizers };
+  pkg.dependencies = {
+    'onnxruntime-node': pkg.dependencies['onnxruntime-node'],
+    tokenizers: pkg.dependencies.tokenizers,
+  };
   delete pkg.scripts; // no prepare/postinstall side effects from vsce's npm calls
   writeFileSync(join(dir, 'package.json'), JSON.stringify(pkg, null, 2));
   const ort = join(dir, 'node_modules', 'onnxruntime-node', 'package.json');
@@ -61,13 +70,18 @@ function run(argv, cwd = root) {
   const r = spawnSync(argv[0], argv.slice(1), { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   if (r.error || r.status !== 0) {
     process.stderr.write(`${r.stdout ?? ''}${r.stderr ?? ''}`);
-    throw new Error(`${argv.slice(1).join(' ')} failed (exit ${r.status ?? r.signal}${r.error ? `: ${r.error.message}` : ''})`);
+    throw new Error(
+      `${argv.slice(1).join(' ')} failed (exit ${r.status ?? r.signal}${r.error ? `: ${r.error.message}` : ''})`,
+    );
   }
   return r.stdout;
 }
 
 try {
-  if (`${process.platform}-${process.arch}` !== TARGET) throw new Error(`packaging is set up for ${TARGET} (see .vscodeignore), this is ${process.platform}-${process.arch}`);
+  if (`${process.platform}-${process.arch}` !== TARGET)
+    throw new Error(
+      `packaging is set up for ${TARGET} (see .vscodeignore), this is ${process.platform}-${process.arch}`,
+    );
   const started = Date.now();
   if (!args.includes('--no-build')) process.stdout.write(run([process.execPath, 'scripts/build.mjs']));
   mkdirSync(dirname(vsixPath), { recursive: true });
@@ -75,7 +89,21 @@ try {
   const license = existsSync(join(root, 'LICENSE')) ? [] : ['--skip-license'];
   const stageDir = `${vsixPath}.stage`;
   stage(stageDir);
-  const out = run([process.execPath, vsce, 'package', '--out', vsixPath, '--target', TARGET, '--allow-missing-repository', '--no-rewrite-relative-links', ...license], stageDir);
+  const out = run(
+    [
+      process.execPath,
+      vsce,
+      'package',
+      '--out',
+      vsixPath,
+      '--target',
+      TARGET,
+      '--allow-missing-repository',
+      '--no-rewrite-relative-links',
+      ...license,
+    ],
+    stageDir,
+  );
   const files = Number((out.match(/Packaged: .*\((\d+) files?/) ?? [])[1] ?? NaN);
   const mib = (statSync(vsixPath).size / 1048576).toFixed(1);
   rmSync(stageDir, { recursive: true, force: true });

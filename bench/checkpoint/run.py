@@ -46,16 +46,26 @@ def embedded(work: Path):
     write_embedded_model(config, vocabulary_texts(bench, config), work / "embedded", config.seed)
     otc = {"version": 1, "min_tool_calls": {q.question: random.randint(0, 3) for q in bench.split("rl")}}
     extra = {"otc_state": otc, "alerts": {}, "rollouts_offset": 1 << 20, "events_offset": 1 << 16}
-    return "embedded default, RL-2", lambda: load_for_config(work / "embedded", Runtime(torch.device("cpu"), None),
-                                                              config)[0], extra
+    return (
+        "embedded default, RL-2",
+        lambda: load_for_config(work / "embedded", Runtime(torch.device("cpu"), None), config)[0],
+        extra,
+    )
 
 
 def qwen2(_work: Path):
     from transformers import AutoModelForCausalLM, Qwen2Config
 
-    cfg = Qwen2Config(vocab_size=32000, hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
-                      num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
-                      max_position_embeddings=1024)
+    cfg = Qwen2Config(
+        vocab_size=32000,
+        hidden_size=256,
+        intermediate_size=1024,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+        max_position_embeddings=1024,
+    )
 
     def make():
         torch.manual_seed(0)
@@ -79,10 +89,18 @@ def trained(make):
 def old_save(directory: Path, step: int, model, opt, sched, extra: dict) -> Path:
     """What the trainer wrote before: one torch.save pickle, fsynced and renamed."""
     path, tmp = directory / f"step-{step:06d}.pt", directory / f".step-{step:06d}.pt.tmp"
-    state = {"version": 1, "stage": "rl2", "step": step, "cursor": step, "model": trainable_state(model),
-             "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-             "rng": {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()},
-             "extra": extra, "master": None}
+    state = {
+        "version": 1,
+        "stage": "rl2",
+        "step": step,
+        "cursor": step,
+        "model": trainable_state(model),
+        "optimizer": opt.state_dict(),
+        "scheduler": sched.state_dict(),
+        "rng": {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()},
+        "extra": extra,
+        "master": None,
+    }
     with open(tmp, "wb") as f:
         torch.save(state, f)
         f.flush()
@@ -118,10 +136,17 @@ def measure(name: str, make, extra: dict, work: Path, repeats: int) -> dict:
     old_path, new_path = d / "step-000001.pt", d / "step-000001.safetensors"
     with safe_open(str(new_path), framework="pt") as f:
         tensors = [f.get_tensor(k) for k in f.keys()]
-    return {"crc": timed(lambda: [crc(t) for t in tensors], repeats),"name": name, "params": n, "old_mb": old_path.stat().st_size / 1e6, "new_mb": new_path.stat().st_size / 1e6,
-            "old_save": old, "new_save": new,
-            "old_load": timed(lambda: old_load(old_path, *fresh), repeats),
-            "new_load": timed(lambda: load_checkpoint(new_path, *fresh), repeats)}
+    return {
+        "crc": timed(lambda: [crc(t) for t in tensors], repeats),
+        "name": name,
+        "params": n,
+        "old_mb": old_path.stat().st_size / 1e6,
+        "new_mb": new_path.stat().st_size / 1e6,
+        "old_save": old,
+        "new_save": new,
+        "old_load": timed(lambda: old_load(old_path, *fresh), repeats),
+        "new_load": timed(lambda: load_checkpoint(new_path, *fresh), repeats),
+    }
 
 
 def main() -> None:
@@ -148,10 +173,11 @@ def write_section(rows: list[dict], args: argparse.Namespace) -> None:
         f"| {r['name']} | {r['params']:,} | {r['old_mb']:.2f} → {r['new_mb']:.2f} | "
         f"{r['old_save'] * 1e3:.1f} → {r['new_save'] * 1e3:.1f} | {r['old_load'] * 1e3:.1f} → {r['new_load'] * 1e3:.1f} | "
         f"{r['crc'] * 1e3:.1f} |"
-        for r in rows)
+        for r in rows
+    )
     section = f"""## bench/checkpoint
 
-_Last run: {time.strftime('%Y-%m-%d')}_
+_Last run: {time.strftime("%Y-%m-%d")}_
 
 Command: `.venv/bin/python bench/checkpoint/run.py --repeats {args.repeats} --threads {args.threads} --write`
 Machine: {os.cpu_count()} cores (shared), torch {torch.__version__}; load average at the end {load}.

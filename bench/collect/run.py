@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def events(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "events.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in (run / "events.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def stage_seconds(evs: list[dict], stage: str) -> float | None:
@@ -53,28 +55,38 @@ def section(oracle: Path, student: Path) -> str:
     theirs = {r["setting"]: r for r in json.loads((oracle / "results.json").read_text())["rows"]}
     s = settings["sampling"]
     lines = [
-        "## bench/collect", "", f"_Last run: {time.strftime('%Y-%m-%d')}_", "",
+        "## bench/collect",
+        "",
+        f"_Last run: {time.strftime('%Y-%m-%d')}_",
+        "",
         "Commands: the oracle-trained teacher `pipeline --config examples/embedded-demo.run.json --run-dir "
         f"runs/{oracle.name} --stages pretrain,sft1,sft2,sft3,results`; the second model `pipeline --config "
         f"examples/collect-embedded.run.json --run-dir runs/{student.name} --stages pretrain,collect,sft1,sft2,sft3,"
         f"results`; this summary `.venv/bin/python bench/collect/run.py --oracle runs/{oracle.name} --student "
         f"runs/{student.name} --write`.",
         f"Machine: {platform.system().lower()} {platform.machine()}, {os.cpu_count()} cores shared with other work "
-        "(1 torch thread); figures vary run to run.", "",
+        "(1 torch thread); figures vary run to run.",
+        "",
         f"Collection: teacher `{Path(settings['teacher']['path']).relative_to(ROOT) if settings['teacher'].get('path') else settings['teacher']}`"
         f", {report['questions']} train questions × {len(settings['modes'])} modes ({', '.join(settings['modes'])}) × "
         f"K = {settings['samples']}, temperature {s['temperature']}, ≤ {s['max_turns']} searches, "
-        f"{s['max_new_tokens']} tokens per turn; graded by the environment server ({settings['reward']['scheme']}).", "",
+        f"{s['max_new_tokens']} tokens per turn; graded by the environment server ({settings['reward']['scheme']}).",
+        "",
         "| collected | wall (stage, with model load, grading, pairs) | samples/s overall | samples/s per batch (mean) | generated tokens/s per batch (mean) | kept | wrong | format | duplicate | SFT-1 pairs |",
         "|---|---|---|---|---|---|---|---|---|---|",
         f"| {report['collected']} | {secs:.0f} s | {report['collected'] / secs:.1f} | {sum(rate) / len(rate):.1f} | "
         f"{sum(gen) / len(gen):,.0f} | {report['kept']} | "
         f"{report['dropped']['incorrect']} | {report['dropped']['format']} | {report['dropped']['duplicate']} | "
-        f"{report['pairs'].get('pairs', 0)} |", "",
-        "Per mode: " + "; ".join(f"{m}: {v['correct']} of {v['collected']} correct, {v['kept']} kept"
-                                 for m, v in report["by_mode"].items())
+        f"{report['pairs'].get('pairs', 0)} |",
+        "",
+        "Per mode: "
+        + "; ".join(
+            f"{m}: {v['correct']} of {v['collected']} correct, {v['kept']} kept" for m, v in report["by_mode"].items()
+        )
         + f". SFT-2/3 mix: {report['sft_mix']['with_tools']} CoA + {report['sft_mix']['tool_free']} CoT trajectories.",
-        "", f"Test split, greedy (results tables of both runs; `runs/{student.name}/results.md` has the comparison):", "",
+        "",
+        f"Test split, greedy (results tables of both runs; `runs/{student.name}/results.md` has the comparison):",
+        "",
         "| setting | EM (collection) | EM (oracle) | Δ EM | TC (collection) | TC (oracle) | TP (collection) | TP (oracle) | format errors (collection / oracle) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -82,9 +94,11 @@ def section(oracle: Path, student: Path) -> str:
         o = theirs.get(name, {})
         if r.get("em") is None or o.get("em") is None:
             continue
-        lines.append(f"| {name} | {cell(r['em'])} | {cell(o['em'])} | {r['em'] - o['em']:+.3f} | {cell(r['tc'])} | "
-                     f"{cell(o['tc'])} | {cell(r['tp'])} | {cell(o['tp'])} | {cell(r['format_error_rate'])} / "
-                     f"{cell(o['format_error_rate'])} |")
+        lines.append(
+            f"| {name} | {cell(r['em'])} | {cell(o['em'])} | {r['em'] - o['em']:+.3f} | {cell(r['tc'])} | "
+            f"{cell(o['tc'])} | {cell(r['tp'])} | {cell(o['tp'])} | {cell(r['format_error_rate'])} / "
+            f"{cell(o['format_error_rate'])} |"
+        )
     return "\n".join(lines) + "\n"
 
 

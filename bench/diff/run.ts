@@ -34,16 +34,28 @@ async function main(): Promise<void> {
   const fb = join(dir, 'results-b-test.jsonl');
   writeFileSync(fa, pair.a);
   writeFileSync(fb, pair.b);
-  const load = loadavg().map((x) => x.toFixed(2)).join(' ');
-  const cases: [string, string[]][] = [['stored rewards, text table', [fa, fb]], ['stored rewards, --json', [fa, fb, '--json']], ['rescored, --scheme em', [fa, fb, '--scheme', 'em']]];
+  const load = loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+  const cases: [string, string[]][] = [
+    ['stored rewards, text table', [fa, fb]],
+    ['stored rewards, --json', [fa, fb, '--json']],
+    ['rescored, --scheme em', [fa, fb, '--scheme', 'em']],
+  ];
   const rows: string[] = [];
   for (const [what, args] of cases) {
     const times = Array.from({ length: RUNS }, () => timed(args).seconds);
-    rows.push(`| ${what} | ${median(times).toFixed(2)} s | ${Math.min(...times).toFixed(2)}–${Math.max(...times).toFixed(2)} s |`);
+    rows.push(
+      `| ${what} | ${median(times).toFixed(2)} s | ${Math.min(...times).toFixed(2)}–${Math.max(...times).toFixed(2)} s |`,
+    );
     console.log(rows[rows.length - 1]);
   }
   const j = JSON.parse(timed([fa, fb, '--json']).stdout);
-  const em = (text: string) => text.trim().split('\n').reduce((s, l) => s + JSON.parse(l).reward.em, 0);
+  const em = (text: string) =>
+    text
+      .trim()
+      .split('\n')
+      .reduce((s, l) => s + JSON.parse(l).reward.em, 0);
   const check = `gained ${j.totals.gained} − lost ${j.totals.lost} = ${j.totals.gained - j.totals.lost}; Σ EM_B − Σ EM_A over the files = ${em(pair.b) - em(pair.a)}; ΔEM ${j.totals.delta_em.toFixed(4)}`;
   console.log(check);
   if (j.totals.gained - j.totals.lost !== em(pair.b) - em(pair.a)) throw new Error(`net ≠ ΔEM: ${check}`);

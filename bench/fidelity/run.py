@@ -51,16 +51,32 @@ def main() -> int:
     # OMP_WAIT_POLICY=PASSIVE: on a shared machine OpenMP's spinning threads made a 2-thread run ~15× slower than
     # sleeping ones (a 300-step MLP loop at load 3: 101 s vs 6.6 s; 1 thread 8.8 s); it changes scheduling only,
     # never the numbers (bit-identical parameters after 50 AdamW steps)
-    env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "PYTHONPATH": str(ROOT / "src" / "trainer"),
-           "PYTHONUNBUFFERED": "1"}
+    env = {
+        "OMP_WAIT_POLICY": "PASSIVE",
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "src" / "trainer"),
+        "PYTHONUNBUFFERED": "1",
+    }
     started = time.time()
     for t in threads:
         # one `pipeline --seeds N` per thread count, in its own directory with its own config (only `threads` differs)
         cfg = run_dir / f"threads-{t}.run.json"
         cfg.parent.mkdir(parents=True, exist_ok=True)
         cfg.write_text(json.dumps({**base, "threads": t}, indent=2) + "\n")
-        argv = [sys.executable, "-m", "coa_trainer", "pipeline", "--config", str(cfg), "--run-dir",
-                str(run_dir / f"threads-{t}"), "--seeds", str(args.seeds), "--split", args.split]
+        argv = [
+            sys.executable,
+            "-m",
+            "coa_trainer",
+            "pipeline",
+            "--config",
+            str(cfg),
+            "--run-dir",
+            str(run_dir / f"threads-{t}"),
+            "--seeds",
+            str(args.seeds),
+            "--split",
+            args.split,
+        ]
         if args.resume:
             argv.append("--resume")
         if args.stages:
@@ -69,15 +85,27 @@ def main() -> int:
         # the stages' events go to the run directory; the terminal gets only the pipelines' progress lines
         proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
         if proc.returncode != 0:
-            print(f"bench/fidelity: the pipeline failed (exit {proc.returncode}); see "
-                  f"{run_dir / f'threads-{t}'}/events.jsonl", file=sys.stderr)
+            print(
+                f"bench/fidelity: the pipeline failed (exit {proc.returncode}); see "
+                f"{run_dir / f'threads-{t}'}/events.jsonl",
+                file=sys.stderr,
+            )
             return proc.returncode
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     runs = collect_runs(run_dir, threads, base.get("seed", 0), args.seeds)
     result = summarise(runs, args.split)
-    result.update({"run_dir": str(run_dir), "wall_s": round(time.time() - started),
-                   "cpu_s": round(usage.ru_utime + usage.ru_stime), "load_average": os.getloadavg(),
-                   "config": args.config, "seeds": args.seeds, "threads": threads, "resumed": args.resume})
+    result.update(
+        {
+            "run_dir": str(run_dir),
+            "wall_s": round(time.time() - started),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime),
+            "load_average": os.getloadavg(),
+            "config": args.config,
+            "seeds": args.seeds,
+            "threads": threads,
+            "resumed": args.resume,
+        }
+    )
     (run_dir / "fidelity.json").write_text(json.dumps(result, indent=2) + "\n")
     print("\n".join(result["verdicts"]))
     if args.write:
@@ -95,8 +123,16 @@ def collect_runs(run_dir: Path, threads: list[int], first_seed: int, n: int) -> 
             # `pipeline --seeds 1` is one pipeline in the run directory itself, several seeds one directory each
             where = run_dir / f"threads-{t}" / (f"seed-{s}" if n > 1 else "")
             doc = json.loads((where / "results.json").read_text())
-            runs.append({"seed": s, "threads": t, "label": f"seed {s}·{t}t", "rows": doc["rows"],
-                         "tc_optimal": doc.get("tc_optimal"), "minutes": times.get(str(s), 0) / 60})
+            runs.append(
+                {
+                    "seed": s,
+                    "threads": t,
+                    "label": f"seed {s}·{t}t",
+                    "rows": doc["rows"],
+                    "tc_optimal": doc.get("tc_optimal"),
+                    "minutes": times.get(str(s), 0) / 60,
+                }
+            )
     return runs
 
 
@@ -119,23 +155,34 @@ def seed_times(run_dir: Path) -> dict[str, float]:
 def summarise(runs: list[dict], split: str) -> dict:
     labels = [r["label"] for r in runs]
     claims = spread([run_claims(r["rows"], r["tc_optimal"]) for r in runs], labels)
-    return {"split": split, "runs": runs, "claims": claims, "verdicts": verdict_lines([RunTable.of(r) for r in runs], labels, "runs")}
+    return {
+        "split": split,
+        "runs": runs,
+        "claims": claims,
+        "verdicts": verdict_lines([RunTable.of(r) for r in runs], labels, "runs"),
+    }
 
 
 def run_table(runs: list[dict]) -> list[str]:
     """One line per run: EM of every row, TC of RL-2 / OTC / the optimum, the gap closed, OTC's ΔEM and ΔTP."""
-    head = ["| seed | threads | no-tool | workflow | SFT-1+2 | SFT+RL | OTC | TC RL-2 · OTC · optimal | gap closed | "
-            "OTC ΔEM | OTC ΔTP | min |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    head = [
+        "| seed | threads | no-tool | workflow | SFT-1+2 | SFT+RL | OTC | TC RL-2 · OTC · optimal | gap closed | "
+        "OTC ΔEM | OTC ΔTP | min |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     lines = []
     for r in runs:
         by = {x["setting"]: x for x in r["rows"]}
         em = [num(by.get(s, {}).get("em")) for s in ("no-tool", "workflow", "sft12", "sft-rl", "sft-rl-otc")]
-        tc = " · ".join(num(v) for v in (by.get("sft-rl", {}).get("tc"), by.get("sft-rl-otc", {}).get("tc"),
-                                         r["tc_optimal"]))
+        tc = " · ".join(
+            num(v) for v in (by.get("sft-rl", {}).get("tc"), by.get("sft-rl-otc", {}).get("tc"), r["tc_optimal"])
+        )
         c = run_claims(r["rows"], r["tc_optimal"])
-        lines.append(f"| {r['seed']} | {r['threads']} | {' | '.join(em)} | {tc} | "
-                     f"{fmt(gap_closed(by, r['tc_optimal']), 'share')} | {fmt(c['otc_keeps_em']['value'], 'em')} | "
-                     f"{fmt(c['otc_raises_tp']['value'], 'em')} | {r['minutes']:.1f} |")
+        lines.append(
+            f"| {r['seed']} | {r['threads']} | {' | '.join(em)} | {tc} | "
+            f"{fmt(gap_closed(by, r['tc_optimal']), 'share')} | {fmt(c['otc_keeps_em']['value'], 'em')} | "
+            f"{fmt(c['otc_raises_tp']['value'], 'em')} | {r['minutes']:.1f} |"
+        )
     return head + lines
 
 
@@ -150,8 +197,18 @@ def claim_table(claims: list[dict]) -> list[str]:
 
 
 def machine() -> str:
-    model = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                  if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").is_file() else ""
+    model = (
+        next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").is_file()
+        else ""
+    )
     return f"{platform.system().lower()} {platform.machine()}, {model}, {os.cpu_count()} cores"
 
 
@@ -162,10 +219,19 @@ def commit() -> str:
 
 def write_spread(r: dict) -> None:
     """What `npm run demo` quotes next to its own run (scripts/demo-verdict.mjs)."""
-    doc = {"date": time.strftime("%Y-%m-%d"), "commit": commit(), "machine": machine(), "config": r["config"],
-           "split": r["split"], "seeds": r["seeds"], "threads": r["threads"], "runs": len(r["runs"]),
-           "claims": [{k: c[k] for k in ("id", "text", "measure", "holds", "runs", "mean", "sd", "spread")}
-                      for c in r["claims"]]}
+    doc = {
+        "date": time.strftime("%Y-%m-%d"),
+        "commit": commit(),
+        "machine": machine(),
+        "config": r["config"],
+        "split": r["split"],
+        "seeds": r["seeds"],
+        "threads": r["threads"],
+        "runs": len(r["runs"]),
+        "claims": [
+            {k: c[k] for k in ("id", "text", "measure", "holds", "runs", "mean", "sd", "spread")} for c in r["claims"]
+        ],
+    }
     SPREAD.write_text(json.dumps(doc, indent=2) + "\n")
 
 
@@ -176,39 +242,43 @@ def time_line(r: dict) -> str:
     own = sum(x["minutes"] for x in r["runs"])
     this = f"{r['wall_s'] / 60:.1f} min wall, {r['cpu_s'] / 60:.1f} min CPU"
     if r.get("resumed"):
-        return (f"{own:.1f} min in all for the {len(r['runs'])} runs ({runs}; each run's minutes below, from its log); "
-                f"this --resume invocation {this}.")
+        return (
+            f"{own:.1f} min in all for the {len(r['runs'])} runs ({runs}; each run's minutes below, from its log); "
+            f"this --resume invocation {this}."
+        )
     return f"{this} for {len(r['runs'])} runs ({runs}; {own:.1f} min by the runs' own logs)."
 
 
 def write_section(r: dict, args: argparse.Namespace) -> None:
     path = ROOT / "bench" / "RESULTS.md"
     text = path.read_text() if path.is_file() else "# Benchmarks\n"
-    cmd = (f".venv/bin/python bench/fidelity/run.py --config {args.config} --seeds {args.seeds} "
-           f"--threads {','.join(map(str, r['threads']))} --split {args.split}")
+    cmd = (
+        f".venv/bin/python bench/fidelity/run.py --config {args.config} --seeds {args.seeds} "
+        f"--threads {','.join(map(str, r['threads']))} --split {args.split}"
+    )
     load = ", ".join(f"{x:.1f}" for x in r["load_average"])
     tuning = TUNING.read_text().strip() if TUNING.is_file() else "(no tuning table: bench/fidelity/tuning.md)"
     tuning = re.sub(r"^# .*\n+", "", tuning)
     tuning = re.sub(r"^## ", "#### ", tuning, flags=re.M)
     section = f"""## bench/fidelity
 
-_Last run: {time.strftime('%Y-%m-%d')}, commit {commit()}_
+_Last run: {time.strftime("%Y-%m-%d")}, commit {commit()}_
 
-Command: `{cmd} --write` (run directory `{Path(r['run_dir']).name}`; each run's results.md under
+Command: `{cmd} --write` (run directory `{Path(r["run_dir"]).name}`; each run's results.md under
 `threads-<t>/seed-<s>/`).
 Machine: {machine()} (shared; load average at the end {load}).
 Time: {time_line(r)}
 
-Split: {r['split']}. Per claim, on how many of the {len(r['runs'])} runs it holds and the mean ± sample sd of its
+Split: {r["split"]}. Per claim, on how many of the {len(r["runs"])} runs it holds and the mean ± sample sd of its
 measure (evaluation/claims.py); `npm run demo` quotes these next to its own run (bench/fidelity/spread.json).
 
-{chr(10).join(claim_table(r['claims']))}
+{chr(10).join(claim_table(r["claims"]))}
 
-{chr(10).join(r['verdicts'])}
+{chr(10).join(r["verdicts"])}
 
 #### Per run
 
-{chr(10).join(run_table(r['runs']))}
+{chr(10).join(run_table(r["runs"]))}
 
 ### Settings chosen on dev
 

@@ -68,8 +68,18 @@ def tool_from(observations: list[str]):
     return tool
 
 
-def multi_turn(lm: Any, tok: Any, prompts: list[list[int]], observations: list[str], dev: torch.device, *,
-               turn_tokens: int, max_new_tokens: int, max_obs_tokens: int, seed: int = 3) -> tuple[list, dict, Any]:
+def multi_turn(
+    lm: Any,
+    tok: Any,
+    prompts: list[list[int]],
+    observations: list[str],
+    dev: torch.device,
+    *,
+    turn_tokens: int,
+    max_new_tokens: int,
+    max_obs_tokens: int,
+    seed: int = 3,
+) -> tuple[list, dict, Any]:
     """(trajectories, timings, engine) of one sampled multi-turn rollout on the engine (T = 1)."""
     from coa_trainer.data.dialects import tags
     from coa_trainer.rollout.agentio import AgentIO
@@ -84,11 +94,23 @@ def multi_turn(lm: Any, tok: Any, prompts: list[list[int]], observations: list[s
     stops = eng.stop_table(tok, [io.turn_stops(), io.obs_stops()])
     base = seed_base(torch.Generator().manual_seed(seed), 1.0)
     jobs = [Job(i, RlTrajectory(list(p)), seed=trajectory_seed(base, i)) for i, p in enumerate(prompts)]
-    limits = Limits(max_turns=2, max_new_tokens=max_new_tokens, max_obs_tokens=max_obs_tokens, max_len=1 << 30,
-                    simulate=False)
+    limits = Limits(
+        max_turns=2, max_new_tokens=max_new_tokens, max_obs_tokens=max_obs_tokens, max_len=1 << 30, simulate=False
+    )
     timings: dict[str, float] = {}
     bias = {io.id_of(t.action_close): bias_for(turn_tokens, len(tok))}
     with torch.no_grad():
-        Continuous(eng, io, jobs, limits, tool_from(observations), 1.0, 1.0, tok.pad_token_id, stops,
-                   timings=timings, logit_bias=bias).run()
+        Continuous(
+            eng,
+            io,
+            jobs,
+            limits,
+            tool_from(observations),
+            1.0,
+            1.0,
+            tok.pad_token_id,
+            stops,
+            timings=timings,
+            logit_bias=bias,
+        ).run()
     return [j.tr for j in jobs], timings, eng

@@ -33,8 +33,14 @@ def sync(dev: torch.device) -> None:
 def hf_generate(lm: Any, prompts: torch.Tensor, new: int, static: bool) -> tuple[torch.Tensor, float]:
     """(generated ids [B, new], seconds) for one greedy `generate` call of equal-length prompts [B, P]."""
     dev = prompts.device
-    kw: dict[str, Any] = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0,
-                              eos_token_id=None, attention_mask=torch.ones_like(prompts))
+    kw: dict[str, Any] = dict(
+        max_new_tokens=new,
+        min_new_tokens=new,
+        do_sample=False,
+        pad_token_id=0,
+        eos_token_id=None,
+        attention_mask=torch.ones_like(prompts),
+    )
     if static:
         kw["cache_implementation"] = "static"
     sync(dev)
@@ -42,7 +48,7 @@ def hf_generate(lm: Any, prompts: torch.Tensor, new: int, static: bool) -> tuple
     with torch.no_grad():
         out = lm.generate(prompts, **kw)
     sync(dev)
-    return out[:, prompts.shape[1]:], time.perf_counter() - t0
+    return out[:, prompts.shape[1] :], time.perf_counter() - t0
 
 
 def hf_sft_step_setup(lm: Any, dev: torch.device, rows: int, length: int, vocab: int, seed: int = 7):
@@ -70,20 +76,35 @@ def apply_liger(lm: Any, dev: torch.device, fused_linear_cross_entropy: bool) ->
         return False
     from liger_kernel.transformers import apply_liger_kernel_to_qwen2
 
-    apply_liger_kernel_to_qwen2(rope=True, rms_norm=True, swiglu=True,
-                                fused_linear_cross_entropy=fused_linear_cross_entropy, cross_entropy=False, model=lm)
+    apply_liger_kernel_to_qwen2(
+        rope=True,
+        rms_norm=True,
+        swiglu=True,
+        fused_linear_cross_entropy=fused_linear_cross_entropy,
+        cross_entropy=False,
+        model=lm,
+    )
     return True
 
 
 def _row_logps(logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """log-softmax → gather, one row at a time (the peak-memory loop of TRL's selective_log_softmax)."""
-    return torch.stack([torch.log_softmax(lg.float(), dim=-1).gather(-1, ix[:, None]).squeeze(-1)
-                        for lg, ix in zip(logits, index)])
+    return torch.stack(
+        [torch.log_softmax(lg.float(), dim=-1).gather(-1, ix[:, None]).squeeze(-1) for lg, ix in zip(logits, index)]
+    )
 
 
-def hf_grpo_update_setup(lm: Any, ref: Any, prompts: list[list[int]], completions: list[list[int]],
-                         advantages: list[float], dev: torch.device, rows: int, clip_eps: float = 0.2,
-                         kl_coef: float = 0.001):
+def hf_grpo_update_setup(
+    lm: Any,
+    ref: Any,
+    prompts: list[list[int]],
+    completions: list[list[int]],
+    advantages: list[float],
+    dev: torch.device,
+    rows: int,
+    clip_eps: float = 0.2,
+    kl_coef: float = 0.001,
+):
     """(update function returning the loss, tokens per update, whether Liger is on) for a plain HF + Liger GRPO
     update of these trajectories (equal-length prompts, as the bench's are): `rows` trajectories per micro-batch,
     gradients accumulated, one AdamW step. The sampler's log-probs are the model's own before the first update."""
@@ -98,8 +119,8 @@ def hf_grpo_update_setup(lm: Any, ref: Any, prompts: list[list[int]], completion
     mask = torch.zeros((len(prompts), keep))
     old = torch.zeros((len(prompts), keep))
     for i, (p, c) in enumerate(zip(prompts, completions)):
-        ids[i, :P + len(c)] = torch.tensor(p + c)
-        mask[i, :len(c)] = 1.0
+        ids[i, : P + len(c)] = torch.tensor(p + c)
+        mask[i, : len(c)] = 1.0
     attn = (torch.arange(P + keep)[None, :] < torch.tensor([P + len(c) for c in completions])[:, None]).long()
     ids, attn, mask, old = ids.to(dev), attn.to(dev), mask.to(dev), old.to(dev)
     adv = torch.tensor(advantages, dtype=torch.float32, device=dev)

@@ -26,8 +26,9 @@ def _lengths(total: int, seed: int = 11) -> list[int]:
     return out
 
 
-def measure(dev: torch.device, dtype: torch.dtype, heads: int, kv_heads: int, head_dim: int, tokens: int,
-            reps: int) -> dict:
+def measure(
+    dev: torch.device, dtype: torch.dtype, heads: int, kv_heads: int, head_dim: int, tokens: int, reps: int
+) -> dict:
     from coa_trainer.model.fastpath import installed_varlen
     from coa_trainer.model.packing import unpacked_causal, varlen_causal
 
@@ -57,8 +58,15 @@ def measure(dev: torch.device, dtype: torch.dtype, heads: int, kv_heads: int, he
     runs = {"sdpa + dense mask": sdpa_dense, "unpacked, is_causal": unpacked}
     if dev.type == "cuda" and not isinstance(installed_varlen("cuda"), str):
         runs["varlen flash"] = ours
-    out: dict = {"tokens": T, "sequences": len(lens), "longest": longest, "heads": heads, "kv_heads": kv_heads,
-                 "head_dim": head_dim, "ms": {}}
+    out: dict = {
+        "tokens": T,
+        "sequences": len(lens),
+        "longest": longest,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "head_dim": head_dim,
+        "ms": {},
+    }
     ref = None
     for name, fn in runs.items():
         x = [t.clone().requires_grad_(True) for t in (q, k, v)]

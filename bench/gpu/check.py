@@ -36,9 +36,16 @@ def qwen2(seed: int, vocab: int = 503, dtype: torch.dtype = torch.float32, tied:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(seed)
-    cfg = Qwen2Config(vocab_size=vocab, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                      tie_word_embeddings=tied)
+    cfg = Qwen2Config(
+        vocab_size=vocab,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        tie_word_embeddings=tied,
+    )
     return Qwen2ForCausalLM(cfg).to(DEV, dtype)
 
 
@@ -55,17 +62,24 @@ def check_engine() -> dict:
     eng = engine_for(lm, DEV, None)
     greedy_equal = out[0] == ref[0] and out[2] == ref[2]
     lp_err = max(abs(a - b) for x, y in zip(out[1], ref[1]) for a, b in zip(x, y))
-    sampled = generate(lm, prompts, 80, {3}, 0, DEV, temperature=0.9, top_p=0.95,
-                       generator=torch.Generator(device=DEV).manual_seed(1))
+    sampled = generate(
+        lm, prompts, 80, {3}, 0, DEV, temperature=0.9, top_p=0.95, generator=torch.Generator(device=DEV).manual_seed(1)
+    )
     # the same without graphs nor compilation (CUDA's default engine compiles its steps: a compile error is said)
     _ENGINES[lm] = {(str(DEV), None): Engine(lm, DEV, None, graphs=False, compiled=False)}
-    eager = generate(lm, prompts, 80, {3}, 0, DEV, temperature=0.9, top_p=0.95,
-                     generator=torch.Generator(device=DEV).manual_seed(1))
-    return {"ok": greedy_equal and lp_err < 1e-3 and sampled[0] == eager[0] and eng.stats.compile_error is None,
-            "compiled": eng.compiled, "compile_error": eng.stats.compile_error,
-            "greedy_equal_to_reference": greedy_equal, "max_logprob_diff": lp_err,
-            "sampled_graphs_equal_eager": sampled[0] == eager[0], "graphs_captured": eng.stats.graphs_captured,
-            "graph_replays": eng.stats.graph_replays}
+    eager = generate(
+        lm, prompts, 80, {3}, 0, DEV, temperature=0.9, top_p=0.95, generator=torch.Generator(device=DEV).manual_seed(1)
+    )
+    return {
+        "ok": greedy_equal and lp_err < 1e-3 and sampled[0] == eager[0] and eng.stats.compile_error is None,
+        "compiled": eng.compiled,
+        "compile_error": eng.stats.compile_error,
+        "greedy_equal_to_reference": greedy_equal,
+        "max_logprob_diff": lp_err,
+        "sampled_graphs_equal_eager": sampled[0] == eager[0],
+        "graphs_captured": eng.stats.graphs_captured,
+        "graph_replays": eng.stats.graph_replays,
+    }
 
 
 def check_fused_ce() -> dict:
@@ -101,8 +115,10 @@ def check_packed_attention() -> dict:
     with torch.no_grad():
         lp, _ = scorer(packed.ids, None, packed.pos)
         lu, _ = scorer(padded.ids, padded.attn, None)
-    err = max(float((lp[0, a:a + n - 1] - lu[row, :n - 1]).abs().max()) if n > 1 else 0.0
-              for (_, a, n), (row, _, _) in zip(packed.spans, padded.spans))
+    err = max(
+        float((lp[0, a : a + n - 1] - lu[row, : n - 1]).abs().max()) if n > 1 else 0.0
+        for (_, a, n), (row, _, _) in zip(packed.spans, padded.spans)
+    )
     # an fp32 model under bf16 autocast: its queries reach attention in fp32 (the rotary embedding promotes them),
     # and still take varlen flash, in autocast's dtype
     q32 = torch.zeros(4, 2, 64, device=DEV)
@@ -115,9 +131,14 @@ def check_packed_attention() -> dict:
 
     att = attention.measure(DEV, torch.bfloat16, 14, 2, 64, 4096, reps=1)
     worst = max(att["max_diff_vs_dense"].values())
-    return {"ok": scorer.packed_attention and not isinstance(api, str) and autocast_ok and err < 0.1 and worst < 0.05,
-            "varlen": "ok" if not isinstance(api, str) else api, "fp32_under_autocast_takes_varlen": autocast_ok,
-            "max_logprob_diff": err, "attention_max_diff_vs_dense": att["max_diff_vs_dense"], "attention_ms": att["ms"]}
+    return {
+        "ok": scorer.packed_attention and not isinstance(api, str) and autocast_ok and err < 0.1 and worst < 0.05,
+        "varlen": "ok" if not isinstance(api, str) else api,
+        "fp32_under_autocast_takes_varlen": autocast_ok,
+        "max_logprob_diff": err,
+        "attention_max_diff_vs_dense": att["max_diff_vs_dense"],
+        "attention_ms": att["ms"],
+    }
 
 
 def check_liger_modules() -> dict:
@@ -136,8 +157,13 @@ def check_liger_modules() -> dict:
     err = float((before - after).abs().max())
     fast = TokenScorer(qwen2(4, tied=False, dtype=torch.bfloat16)).fast_path(torch.bfloat16, True, "lm")
     all_fast = all("(" not in v for v in fast.values())
-    return {"ok": norms.fast and rope.fast and err < 2e-3 and all_fast, "rms_norm_swiglu": str(norms),
-            "rope": str(rope), "max_logprob_diff": err, "fast_path_bf16": fast}
+    return {
+        "ok": norms.fast and rope.fast and err < 2e-3 and all_fast,
+        "rms_norm_swiglu": str(norms),
+        "rope": str(rope),
+        "max_logprob_diff": err,
+        "fast_path_bf16": fast,
+    }
 
 
 def check_fused_grpo_head() -> dict:
@@ -148,8 +174,16 @@ def check_fused_grpo_head() -> dict:
     torch.backends.cuda.matmul.allow_tf32 = False
     lm, ref = qwen2(5, tied=False), qwen2(6, tied=False)
     r = random.Random(9)
-    samples = [Sample([r.randrange(5, 503) for _ in range(8)], [r.randrange(5, 503) for _ in range(40)], [1] * 40,
-                      [-r.random() * 5 for _ in range(40)], r.uniform(-1, 1)) for _ in range(6)]
+    samples = [
+        Sample(
+            [r.randrange(5, 503) for _ in range(8)],
+            [r.randrange(5, 503) for _ in range(40)],
+            [1] * 40,
+            [-r.random() * 5 for _ in range(40)],
+            r.uniform(-1, 1),
+        )
+        for _ in range(6)
+    ]
     out = {}
     for mode in ("never", "cuda"):
         scoring.FUSED_TOKEN_LOSS = mode
@@ -160,8 +194,12 @@ def check_fused_grpo_head() -> dict:
     scoring.FUSED_TOKEN_LOSS = "cuda"
     (l0, g0), (l1, g1) = out["never"], out["cuda"]
     rel = max(float((g1[n] - g0[n]).norm() / g0[n].norm().clamp(min=1e-12)) for n in g0)
-    return {"ok": abs(l1 - l0) <= 1e-4 * max(1.0, abs(l0)) and rel < 1e-3, "loss_checkpointed": l0,
-            "loss_fused": l1, "max_rel_grad_diff": rel}
+    return {
+        "ok": abs(l1 - l0) <= 1e-4 * max(1.0, abs(l0)) and rel < 1e-3,
+        "loss_checkpointed": l0,
+        "loss_fused": l1,
+        "max_rel_grad_diff": rel,
+    }
 
 
 def check_fused_adamw() -> dict:
@@ -169,8 +207,9 @@ def check_fused_adamw() -> dict:
     equals the for-each one to float tolerance."""
     from coa_trainer.model.optim import make_optimizer
 
-    choice = str(make_optimizer([torch.nn.Parameter(torch.zeros(8, device=DEV, dtype=torch.bfloat16))], 1e-3,
-                                0.0).coa_adamw)
+    choice = str(
+        make_optimizer([torch.nn.Parameter(torch.zeros(8, device=DEV, dtype=torch.bfloat16))], 1e-3, 0.0).coa_adamw
+    )
     out = []
     for kw in ({"fused": True}, {"foreach": True}):
         torch.manual_seed(0)
@@ -189,9 +228,14 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     results: dict = {"device": torch.cuda.get_device_name(DEV), "torch": torch.__version__}
-    for name, fn in (("engine", check_engine), ("fused_ce", check_fused_ce), ("packed_attention", check_packed_attention),
-                     ("liger_modules", check_liger_modules), ("fused_grpo_head", check_fused_grpo_head),
-                     ("fused_adamw", check_fused_adamw)):
+    for name, fn in (
+        ("engine", check_engine),
+        ("fused_ce", check_fused_ce),
+        ("packed_attention", check_packed_attention),
+        ("liger_modules", check_liger_modules),
+        ("fused_grpo_head", check_fused_grpo_head),
+        ("fused_adamw", check_fused_adamw),
+    ):
         try:
             results[name] = fn()
         except Exception:  # noqa: BLE001 — every check reports, the others still run

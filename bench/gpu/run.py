@@ -71,22 +71,55 @@ from results import write_section
 VOCAB = 151_936  # Qwen2.5's
 # Qwen2.5-0.5B / -1.5B config.json shapes (huggingface.co/Qwen/Qwen2.5-0.5B, /Qwen2.5-1.5B); tiny keeps the vocabulary
 SHAPES = {
-    "tiny": dict(hidden_size=64, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2),
-    "0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                 num_key_value_heads=2),
-    "1.5b": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
-                 num_key_value_heads=2),
+    "tiny": dict(
+        hidden_size=64, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
+    ),
+    "0.5b": dict(
+        hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2
+    ),
+    "1.5b": dict(
+        hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2
+    ),
 }
 # per device type: SFT rows × length (ours: varied lengths; anchor: dense rows), decode prompt / new tokens and
 # batches, RL prompts × group × new tokens, multi-turn turn length / tokens per turn / observation cap
 SIZES = {
-    "cpu": dict(sft_fill=2, sft_len=256, sft_steps=3, anchor_rows=2, anchor_len=256, prompt=64, new=32,
-                batches=(16, 64), rl_prompts=4, rl_group=4, rl_new=32, rl_anchor_rows=10, turn_tokens=12, turn_new=24,
-                obs=48, budget=1024),
-    "cuda": dict(sft_fill=2, sft_len=2048, sft_steps=5, anchor_rows=8, anchor_len=2048, prompt=256, new=128,
-                 batches=(64, 256), rl_prompts=16, rl_group=8, rl_new=512, rl_anchor_rows=21, turn_tokens=128,
-                 turn_new=256, obs=256, budget=16384),
+    "cpu": dict(
+        sft_fill=2,
+        sft_len=256,
+        sft_steps=3,
+        anchor_rows=2,
+        anchor_len=256,
+        prompt=64,
+        new=32,
+        batches=(16, 64),
+        rl_prompts=4,
+        rl_group=4,
+        rl_new=32,
+        rl_anchor_rows=10,
+        turn_tokens=12,
+        turn_new=24,
+        obs=48,
+        budget=1024,
+    ),
+    "cuda": dict(
+        sft_fill=2,
+        sft_len=2048,
+        sft_steps=5,
+        anchor_rows=8,
+        anchor_len=2048,
+        prompt=256,
+        new=128,
+        batches=(64, 256),
+        rl_prompts=16,
+        rl_group=8,
+        rl_new=512,
+        rl_anchor_rows=21,
+        turn_tokens=128,
+        turn_new=256,
+        obs=256,
+        budget=16384,
+    ),
 }
 # sft_fill: ours' SFT batch is sequences of ¼…1 × sft_len tokens drawn until the next would pass sft_fill × budget, so
 # it runs as sft_fill micro-batches of close to the budget each (the 1.5B target's 16k-token micro-batch);
@@ -129,15 +162,22 @@ def steady_allocator() -> bool:
         return False
 
 
-def build(shape: str, dev: torch.device, dtype: torch.dtype, seed: int = 0, ckpt: bool = False,
-          layers: int | None = None):
+def build(
+    shape: str, dev: torch.device, dtype: torch.dtype, seed: int = 0, ckpt: bool = False, layers: int | None = None
+):
     """A random model of `shape` (`layers`: that many of its decoder layers instead of all)."""
     from transformers import AutoModelForCausalLM, Qwen2Config
 
     torch.manual_seed(seed)
     spec = {**SHAPES[shape], **({"num_hidden_layers": layers} if layers else {})}
-    cfg = Qwen2Config(vocab_size=VOCAB, max_position_embeddings=32768, tie_word_embeddings=True, rope_theta=1e6,
-                      attn_implementation="sdpa", **spec)
+    cfg = Qwen2Config(
+        vocab_size=VOCAB,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+        rope_theta=1e6,
+        attn_implementation="sdpa",
+        **spec,
+    )
     with torch.device(dev):  # initialised where it runs: a 1.5B model's random init on the host took tens of seconds
         m = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
     if ckpt:
@@ -207,6 +247,7 @@ def flops_per_token(lm, lens: list[int]) -> float:
 
 # ------------------------------------------------------------------ SFT
 
+
 def step_time(dev: torch.device, step, steps: int) -> tuple[float, float]:
     """(median seconds of `steps` timed steps after one warm-up, the last loss): the median, because on a shared
     machine one step now and then waits for the others' processes."""
@@ -234,22 +275,31 @@ def sft_ours(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt: 
     opt = make_optimizer(params, 1e-5, 0.0)
     g = torch.Generator().manual_seed(1)
     lens = sft_lengths(sz, g)
-    batch = [Encoded(torch.randint(0, VOCAB, (8,), generator=g).tolist(),
-                     torch.randint(0, VOCAB, (n - 8,), generator=g).tolist(), [], [1] * (n - 8), [], "")
-             for n in lens]
+    batch = [
+        Encoded(
+            torch.randint(0, VOCAB, (8,), generator=g).tolist(),
+            torch.randint(0, VOCAB, (n - 8,), generator=g).tolist(),
+            [],
+            [1] * (n - 8),
+            [],
+            "",
+        )
+        for n in lens
+    ]
     di = DistInfo()
 
     def loss_fn(m, part):
         if before:
             lay = layout([e.input_ids for e in part], 0, True, dev)
-            tmask = lay.place([e.target_mask[1:len(e.input_ids)] for e in part])
+            tmask = lay.place([e.target_mask[1 : len(e.input_ids)] for e in part])
             return -(token_logprobs(m, lay.ids, None, None, lay.pos, tmask > 0) * tmask).sum(), 0.0, {}
         return lm_loss_parts(m, part, 0, dev, None, True)  # the weights are in `dtype` already: no autocast
 
     def step() -> float:
         opt.zero_grad(set_to_none=True)
-        acc = accumulate(model, batch, [[len(e.input_ids)] for e in batch], lm_count(batch), loss_fn,
-                         sz["budget"], True, di)
+        acc = accumulate(
+            model, batch, [[len(e.input_ids)] for e in batch], lm_count(batch), loss_fn, sz["budget"], True, di
+        )
         clip_grad_norm(params, 1.0)
         opt.step()
         return acc.loss_sum
@@ -258,12 +308,20 @@ def sft_ours(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ckpt: 
     dt, loss = step_time(dev, step, sz["sft_steps"])
     tok_s = sum(lens) / dt
     groups = micro_batches([[n] for n in lens], sz["budget"], True)
-    out = {"tokens_per_step": sum(lens), "step_s": round(dt, 3), "tokens_per_s": round(tok_s, 1),
-           "model_tflops": round(tok_s * flops_per_token(lm, lens) / 1e12, 4), "peak_gib": round(peak_memory(dev), 2),
-           "loss_finite": bool(torch.isfinite(torch.tensor(loss))), "params": sum(p.numel() for p in lm.parameters()),
-           "micro_batch_tokens": [sum(lens[x]) for x in groups], "activation_checkpointing": ckpt,
-           "packed_attention": model.packed_attention, "liger": model.liger,
-           "fast_path": {**model.fast_path(None, True, "lm"), "AdamW": str(opt.coa_adamw)}}
+    out = {
+        "tokens_per_step": sum(lens),
+        "step_s": round(dt, 3),
+        "tokens_per_s": round(tok_s, 1),
+        "model_tflops": round(tok_s * flops_per_token(lm, lens) / 1e12, 4),
+        "peak_gib": round(peak_memory(dev), 2),
+        "loss_finite": bool(torch.isfinite(torch.tensor(loss))),
+        "params": sum(p.numel() for p in lm.parameters()),
+        "micro_batch_tokens": [sum(lens[x]) for x in groups],
+        "activation_checkpointing": ckpt,
+        "packed_attention": model.packed_attention,
+        "liger": model.liger,
+        "fast_path": {**model.fast_path(None, True, "lm"), "AdamW": str(opt.coa_adamw)},
+    }
     release_cached_memory(dev)
     return out
 
@@ -307,15 +365,21 @@ def sft_anchor(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> d
     reset_peak(dev)
     dt, loss = step_time(dev, step, sz["sft_steps"])
     tok_s = tokens / dt
-    out = {"tokens_per_step": tokens, "step_s": round(dt, 3), "tokens_per_s": round(tok_s, 1),
-           "model_tflops": round(tok_s * flops_per_token(lm, [sz["anchor_len"]] * sz["anchor_rows"]) / 1e12, 4),
-           "peak_gib": round(peak_memory(dev), 2), "loss_finite": bool(torch.isfinite(torch.tensor(loss))),
-           "liger": liger}
+    out = {
+        "tokens_per_step": tokens,
+        "step_s": round(dt, 3),
+        "tokens_per_s": round(tok_s, 1),
+        "model_tflops": round(tok_s * flops_per_token(lm, [sz["anchor_len"]] * sz["anchor_rows"]) / 1e12, 4),
+        "peak_gib": round(peak_memory(dev), 2),
+        "loss_finite": bool(torch.isfinite(torch.tensor(loss))),
+        "liger": liger,
+    }
     release_cached_memory(dev)
     return out
 
 
 # ------------------------------------------------------------------ decode
+
 
 def floor_tokens_per_s(lm, batch: int, prompt: int, new: int, bandwidth: float) -> float:
     cfg = lm.config
@@ -369,11 +433,18 @@ def decode_rows(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, ban
             runs.update(hf_decode(shape, dev, dtype, sz, batch, static=False))
         release_cached_memory(dev)
         floor = floor_tokens_per_s(lm, batch, sz["prompt"], new, bandwidth)
-        rows += [decode_row(batch, name, tps, peak, floor, agree if name.startswith("ours") else None)
-                 for name, (tps, peak) in runs.items()]
-        rows[-len(runs)].update(decode_ops_per_layer=ops["per_layer"], kernels_per_step=ops["kernels_per_step"],
-                                compiled=ops["compiled"], graphs=ops["graphs"], first_call_s=round(first_s, 2),
-                                kernels_top=ops["top"])
+        rows += [
+            decode_row(batch, name, tps, peak, floor, agree if name.startswith("ours") else None)
+            for name, (tps, peak) in runs.items()
+        ]
+        rows[-len(runs)].update(
+            decode_ops_per_layer=ops["per_layer"],
+            kernels_per_step=ops["kernels_per_step"],
+            compiled=ops["compiled"],
+            graphs=ops["graphs"],
+            first_call_s=round(first_s, 2),
+            kernels_top=ops["top"],
+        )
     release_cached_memory(dev)
     return rows
 
@@ -391,8 +462,13 @@ def decode_ops(shape: str, dev: torch.device, sz: dict, layers: int | None) -> d
     _, first_s = _timed(dev, generate, lm, plist, 8, set(), 0, dev)
     k = ops_row(eng, 4, sz["prompt"] + 16)
     release_engines(lm)
-    return {"shape": shape, "first_call_s": round(first_s, 1), "compile_error": eng.stats.compile_error,
-            "of_layers": SHAPES[shape]["num_hidden_layers"], **k}
+    return {
+        "shape": shape,
+        "first_call_s": round(first_s, 1),
+        "compile_error": eng.stats.compile_error,
+        "of_layers": SHAPES[shape]["num_hidden_layers"],
+        **k,
+    }
 
 
 def decode_prompts(batch: int, sz: dict) -> list[list[int]]:
@@ -400,13 +476,20 @@ def decode_prompts(batch: int, sz: dict) -> list[list[int]]:
 
 
 def decode_row(batch: int, who: str, tps: float, peak: float, floor: float, agree: float | None) -> dict:
-    return {"batch": batch, "who": who, "tokens_per_s": round(tps, 1), "floor_tokens_per_s": round(floor, 1),
-            "of_floor": round(tps / floor, 4), "peak_gib": round(peak, 2),
-            "agrees_with_reference": None if agree is None else round(agree, 4)}
+    return {
+        "batch": batch,
+        "who": who,
+        "tokens_per_s": round(tps, 1),
+        "floor_tokens_per_s": round(floor, 1),
+        "of_floor": round(tps / floor, 4),
+        "peak_gib": round(peak, 2),
+        "agrees_with_reference": None if agree is None else round(agree, 4),
+    }
 
 
-def hf_decode(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, batch: int, static: bool
-              ) -> dict[str, tuple[float, float]]:
+def hf_decode(
+    shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, batch: int, static: bool
+) -> dict[str, tuple[float, float]]:
     hf = build(shape, dev, dtype).eval()
     pt = torch.tensor(decode_prompts(batch, sz), device=dev)
     new = sz["new"]
@@ -424,8 +507,10 @@ def decode_anchor(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, b
     batch = sz["batches"][-1]
     lm = build(shape, dev, dtype)
     floor = floor_tokens_per_s(lm, batch, sz["prompt"], sz["new"], bandwidth)
-    return [decode_row(batch, name, tps, peak, floor, None)
-            for name, (tps, peak) in hf_decode(shape, dev, dtype, sz, batch, static=True).items()]
+    return [
+        decode_row(batch, name, tps, peak, floor, None)
+        for name, (tps, peak) in hf_decode(shape, dev, dtype, sz, batch, static=True).items()
+    ]
 
 
 def ops_per_step(new: int, fn, *args) -> float:
@@ -462,18 +547,27 @@ def host_time(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> di
         _, wall = _timed(dev, reference_generate, lm, plist, new, set(), 0, dev)
         runs.append({"wall_s": wall, "forward_s": spent[0]})
     del lm.forward
-    before = {**min(runs, key=lambda x: x["wall_s"]),
-              "ops_per_step": ops_per_step(new, reference_generate, lm, plist, new, set(), 0, dev)}
+    before = {
+        **min(runs, key=lambda x: x["wall_s"]),
+        "ops_per_step": ops_per_step(new, reference_generate, lm, plist, new, set(), 0, dev),
+    }
     eng = ours(lm, dev, compiled=False)  # eager: the forward's own time is measured per step
     generate(lm, plist, new, set(), 0, dev)  # warm-up
     runs = []
     for _ in range(BEST_OF[dev.type]):
         s0 = (eng.stats.forward_s, eng.stats.prefill_s, eng.stats.decode_steps)
         _, wall = _timed(dev, generate, lm, plist, new, set(), 0, dev)
-        runs.append({"wall_s": wall, "forward_s": eng.stats.forward_s - s0[0] + eng.stats.prefill_s - s0[1],
-                     "device_steps": eng.stats.decode_steps - s0[2]})
-    after = {**min(runs, key=lambda x: x["wall_s"]),
-             "ops_per_step": ops_per_step(new, generate, lm, plist, new, set(), 0, dev)}
+        runs.append(
+            {
+                "wall_s": wall,
+                "forward_s": eng.stats.forward_s - s0[0] + eng.stats.prefill_s - s0[1],
+                "device_steps": eng.stats.decode_steps - s0[2],
+            }
+        )
+    after = {
+        **min(runs, key=lambda x: x["wall_s"]),
+        "ops_per_step": ops_per_step(new, generate, lm, plist, new, set(), 0, dev),
+    }
     out = {"batch": batch, "new_tokens": new, "prompt": sz["prompt"]}
     for name, r in (("before", before), ("after", after)):
         out[name] = {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}
@@ -484,12 +578,26 @@ def host_time(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> di
 
 # ------------------------------------------------------------------ RL
 
+
 def rl_config(sz: dict):
     from coa_trainer.base.config import validate_config
 
-    return validate_config({"stages": {"rl2": {"mini_batches": 1, "ppo_epochs": 1, "clip_eps": 0.2, "kl_coef": 0.001,
-                                               "temperature": 1.0, "grad_clip": 1.0,
-                                               "micro_batch_tokens": sz["budget"], "packing": True}}}).stages.rl2
+    return validate_config(
+        {
+            "stages": {
+                "rl2": {
+                    "mini_batches": 1,
+                    "ppo_epochs": 1,
+                    "clip_eps": 0.2,
+                    "kl_coef": 0.001,
+                    "temperature": 1.0,
+                    "grad_clip": 1.0,
+                    "micro_batch_tokens": sz["budget"],
+                    "packing": True,
+                }
+            }
+        }
+    ).stages.rl2
 
 
 def _train_step(lm, ref, samples: list[Sample], G: int, dev: torch.device, sz: dict) -> tuple[float, float, bool]:
@@ -498,8 +606,9 @@ def _train_step(lm, ref, samples: list[Sample], G: int, dev: torch.device, sz: d
     opt = make_optimizer(params, 1e-6, 0.0)
     lm.train()
     reset_peak(dev)
-    (totals, _), t = _timed(dev, policy_updates, model, ref, opt, params, samples, G, rl_config(sz), 0, dev, None,
-                            DistInfo())
+    (totals, _), t = _timed(
+        dev, policy_updates, model, ref, opt, params, samples, G, rl_config(sz), 0, dev, None, DistInfo()
+    )
     lm.eval()
     return t, peak_memory(dev), bool(torch.isfinite(torch.tensor(totals["loss_sum"])))
 
@@ -511,8 +620,11 @@ def update_flops_per_token(lm, lens: list[int]) -> float:
 
 def rl_prompts(sz: dict) -> list[list[int]]:
     P, G = sz["rl_prompts"], sz["rl_group"]
-    return [torch.randint(0, VOCAB, (sz["prompt"],), generator=torch.Generator().manual_seed(i)).tolist()
-            for i in range(P) for _ in range(G)]
+    return [
+        torch.randint(0, VOCAB, (sz["prompt"],), generator=torch.Generator().manual_seed(i)).tolist()
+        for i in range(P)
+        for _ in range(G)
+    ]
 
 
 def rl_single(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> dict:
@@ -533,53 +645,81 @@ def rl_single(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> di
         gen = torch.Generator().manual_seed(2 + i)
         reset_peak(dev)
         c0 = eng.stats.graphs_captured
-        (new, lps, _), gen_s = _timed(dev, generate, lm, prompts, sz["rl_new"], set(), 0, dev, temperature=1.0,
-                                       generator=gen)
+        (new, lps, _), gen_s = _timed(
+            dev, generate, lm, prompts, sz["rl_new"], set(), 0, dev, temperature=1.0, generator=gen
+        )
         captures = eng.stats.graphs_captured - c0
         gen_peak = peak_memory(dev)
         if i == 1:  # the same rollout again, graphs warm (the stage frees them before each update)
             c1 = eng.stats.graphs_captured
-            _, warm_s = _timed(dev, generate, lm, prompts, sz["rl_new"], set(), 0, dev, temperature=1.0,
-                               generator=torch.Generator().manual_seed(2 + i))
+            _, warm_s = _timed(
+                dev,
+                generate,
+                lm,
+                prompts,
+                sz["rl_new"],
+                set(),
+                0,
+                dev,
+                temperature=1.0,
+                generator=torch.Generator().manual_seed(2 + i),
+            )
             warm = {"generate_warm_s": round(warm_s, 3), "captures_warm": eng.stats.graphs_captured - c1}
         release_cached_memory(dev, lm)  # as the RL stage does between its rollout and its update
         rewards = torch.rand(len(prompts), generator=torch.Generator().manual_seed(3 + i)).tolist()
-        samples = [Sample(p, n, [1] * len(n), lp, a)
-                   for p, n, lp, a in zip(prompts, new, lps, group_advantages(rewards, G, True))]
+        samples = [
+            Sample(p, n, [1] * len(n), lp, a)
+            for p, n, lp, a in zip(prompts, new, lps, group_advantages(rewards, G, True))
+        ]
         lm.train()
         reset_peak(dev)
-        (totals, _), train_s = _timed(dev, policy_updates, model, ref, opt, params, samples, G, rl_config(sz), 0, dev,
-                                      None, DistInfo())
+        (totals, _), train_s = _timed(
+            dev, policy_updates, model, ref, opt, params, samples, G, rl_config(sz), 0, dev, None, DistInfo()
+        )
         restore_engine_memory(lm)
         lm.eval()
         lens = [len(s.prompt_ids) + len(s.ids) for s in samples]
-        steps.append({"generate_s": round(gen_s, 3), "train_s": round(train_s, 3), "captures": captures,
-                      "generate_fraction": round(gen_s / (gen_s + train_s), 3),
-                      "generated_tokens": sum(len(n) for n in new), "update_tokens": sum(lens),
-                      "update_tokens_per_s": round(sum(lens) / train_s, 1),
-                      "update_model_tflops": round(sum(lens) * update_flops_per_token(lm, lens) / train_s / 1e12, 4),
-                      "generate_peak_gib": round(gen_peak, 2), "train_peak_gib": round(peak_memory(dev), 2),
-                      "loss_finite": bool(torch.isfinite(torch.tensor(totals["loss_sum"])))})
+        steps.append(
+            {
+                "generate_s": round(gen_s, 3),
+                "train_s": round(train_s, 3),
+                "captures": captures,
+                "generate_fraction": round(gen_s / (gen_s + train_s), 3),
+                "generated_tokens": sum(len(n) for n in new),
+                "update_tokens": sum(lens),
+                "update_tokens_per_s": round(sum(lens) / train_s, 1),
+                "update_model_tflops": round(sum(lens) * update_flops_per_token(lm, lens) / train_s / 1e12, 4),
+                "generate_peak_gib": round(gen_peak, 2),
+                "train_peak_gib": round(peak_memory(dev), 2),
+                "loss_finite": bool(torch.isfinite(torch.tensor(totals["loss_sum"]))),
+            }
+        )
     release_cached_memory(dev, lm)
     steady = {**steps[1], **warm}
-    steady["generate_fraction_warm"] = round(warm["generate_warm_s"] / (warm["generate_warm_s"] + steady["train_s"]),
-                                             3)
-    out = {"trajectories": len(prompts), **steady, "first_step": steps[0],
-           "fast_path": {**model.fast_path(None, True, "grpo"), "AdamW": str(opt.coa_adamw)}}
+    steady["generate_fraction_warm"] = round(warm["generate_warm_s"] / (warm["generate_warm_s"] + steady["train_s"]), 3)
+    out = {
+        "trajectories": len(prompts),
+        **steady,
+        "first_step": steps[0],
+        "fast_path": {**model.fast_path(None, True, "grpo"), "AdamW": str(opt.coa_adamw)},
+    }
     if not fused_token_loss(model):  # CPU: the fused GRPO head CUDA runs, forced, on the same trajectories
         from coa_trainer.model import scoring
 
         was, scoring.FUSED_TOKEN_LOSS = scoring.FUSED_TOKEN_LOSS, "always"
         try:
             lm.train()
-            _, fused_s = _timed(dev, policy_updates, model, ref, opt, params, samples, G, rl_config(sz), 0, dev,
-                                None, DistInfo())
+            _, fused_s = _timed(
+                dev, policy_updates, model, ref, opt, params, samples, G, rl_config(sz), 0, dev, None, DistInfo()
+            )
             lm.eval()
         finally:
             scoring.FUSED_TOKEN_LOSS = was
-        out["fused_head"] = {"train_s": round(fused_s, 3), "update_tokens_per_s": round(sum(lens) / fused_s, 1),
-                             "update_model_tflops": round(sum(lens) * update_flops_per_token(lm, lens) / fused_s
-                                                          / 1e12, 4)}
+        out["fused_head"] = {
+            "train_s": round(fused_s, 3),
+            "update_tokens_per_s": round(sum(lens) / fused_s, 1),
+            "update_model_tflops": round(sum(lens) * update_flops_per_token(lm, lens) / fused_s / 1e12, 4),
+        }
     return out
 
 
@@ -592,18 +732,24 @@ def rl_anchor(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict) -> di
     g = torch.Generator().manual_seed(2)
     completions = [torch.randint(0, VOCAB, (sz["rl_new"],), generator=g).tolist() for _ in prompts]
     rewards = torch.rand(len(prompts), generator=torch.Generator().manual_seed(3)).tolist()
-    step, tokens, liger = anchors.hf_grpo_update_setup(lm, ref, prompts, completions,
-                                                       group_advantages(rewards, sz["rl_group"], True), dev,
-                                                       sz["rl_anchor_rows"])
+    step, tokens, liger = anchors.hf_grpo_update_setup(
+        lm, ref, prompts, completions, group_advantages(rewards, sz["rl_group"], True), dev, sz["rl_anchor_rows"]
+    )
     step()
     reset_peak(dev)
     loss, train_s = _timed(dev, step)
     lens = [len(p) + len(c) for p, c in zip(prompts, completions)]
-    out = {"trajectories": len(prompts), "rows_per_micro_batch": sz["rl_anchor_rows"], "train_s": round(train_s, 3),
-           "update_tokens": tokens, "update_tokens_per_s": round(tokens / train_s, 1),
-           "update_model_tflops": round(tokens * update_flops_per_token(lm, lens) / train_s / 1e12, 4),
-           "train_peak_gib": round(peak_memory(dev), 2), "loss_finite": bool(torch.isfinite(torch.tensor(loss))),
-           "liger": liger}
+    out = {
+        "trajectories": len(prompts),
+        "rows_per_micro_batch": sz["rl_anchor_rows"],
+        "train_s": round(train_s, 3),
+        "update_tokens": tokens,
+        "update_tokens_per_s": round(tokens / train_s, 1),
+        "update_model_tflops": round(tokens * update_flops_per_token(lm, lens) / train_s / 1e12, 4),
+        "train_peak_gib": round(peak_memory(dev), 2),
+        "loss_finite": bool(torch.isfinite(torch.tensor(loss))),
+        "liger": liger,
+    }
     release_cached_memory(dev)
     return out
 
@@ -613,12 +759,18 @@ def rl_multi(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, data_d
 
     config, bench = agent.load_benchmark(data_dir)
     observations = sorted(set(bench.observations.values()))
-    texts = [d["contents"] for d in bench.corpus] + [q.question for q in bench.questions] + observations + \
-        [config.prompt_template]
+    texts = (
+        [d["contents"] for d in bench.corpus]
+        + [q.question for q in bench.questions]
+        + observations
+        + [config.prompt_template]
+    )
     tok = agent.bench_tokenizer(VOCAB, texts)
     P, G = sz["rl_prompts"], sz["rl_group"]
     qs = bench.split("train")[:P]
-    prompts = [tok(prompt_text(config, q.question), add_special_tokens=False)["input_ids"] for q in qs for _ in range(G)]
+    prompts = [
+        tok(prompt_text(config, q.question), add_special_tokens=False)["input_ids"] for q in qs for _ in range(G)
+    ]
     lm = build(shape, dev, dtype).eval()
     ref = build(shape, dev, dtype, seed=0)
     ref.requires_grad_(False)
@@ -642,14 +794,25 @@ def rl_multi(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, data_d
     train_s, train_peak, finite = _train_step(lm, ref, samples, G, dev, sz)
     release_cached_memory(dev)
     turns = sum(len(tr.contexts) for tr in trajs)
-    return {"trajectories": len(trajs), "tool_calls_per_trajectory": round(sum(calls) / len(calls), 2),
-            "trajectories_with_2_calls": sum(c == 2 for c in calls), "mean_turn_tokens": round(sum(sampled) / turns, 1),
-            "sampled_tokens": sum(sampled), "observation_tokens": obs_tokens,
-            "prompt_tokens": sum(map(len, prompts)), "prefill_tokens": prefill,
-            "prefill_expected": sum(map(len, prompts)) + obs_tokens + sum(calls),
-            "reprefill_tokens": reprefill, "generate_s": round(gen_s, 2), "tools_s": round(timings.get("tools", 0.0), 3),
-            "train_s": round(train_s, 2), "generate_fraction": round(gen_s / (gen_s + train_s), 3),
-            "generate_peak_gib": round(gen_peak, 2), "train_peak_gib": round(train_peak, 2), "loss_finite": finite}
+    return {
+        "trajectories": len(trajs),
+        "tool_calls_per_trajectory": round(sum(calls) / len(calls), 2),
+        "trajectories_with_2_calls": sum(c == 2 for c in calls),
+        "mean_turn_tokens": round(sum(sampled) / turns, 1),
+        "sampled_tokens": sum(sampled),
+        "observation_tokens": obs_tokens,
+        "prompt_tokens": sum(map(len, prompts)),
+        "prefill_tokens": prefill,
+        "prefill_expected": sum(map(len, prompts)) + obs_tokens + sum(calls),
+        "reprefill_tokens": reprefill,
+        "generate_s": round(gen_s, 2),
+        "tools_s": round(timings.get("tools", 0.0), 3),
+        "train_s": round(train_s, 2),
+        "generate_fraction": round(gen_s / (gen_s + train_s), 3),
+        "generate_peak_gib": round(gen_peak, 2),
+        "train_peak_gib": round(train_peak, 2),
+        "loss_finite": finite,
+    }
 
 
 def device_name(dev: torch.device) -> str:
@@ -668,21 +831,40 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
-    ap.add_argument("--dtype", choices=["float32", "bfloat16"], default=None,
-                    help="weights and compute (default: bfloat16 on cuda, float32 on cpu)")
+    ap.add_argument(
+        "--dtype",
+        choices=["float32", "bfloat16"],
+        default=None,
+        help="weights and compute (default: bfloat16 on cuda, float32 on cpu)",
+    )
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--activation-checkpointing", action="store_true",
-                    help="ours in SFT, whatever the memory (default: off unless it runs out of memory without)")
-    ap.add_argument("--data", default=str(ROOT / ".cache" / "bench-gpu" / "data"),
-                    help="embedded benchmark directory with observations.json (made here when missing: needs node)")
-    ap.add_argument("--only", default="decode,ops,host,rl,multi,sft,sft-before,attention,anchor-decode,anchor-sft,"
-                                      "anchor-rl",
-                    help="sections to run, in this order (device-check.sh runs the anchors in a second process)")
-    ap.add_argument("--eager", action="store_true",
-                    help="ours' engine eager, without torch.compile (default: compiled on every device)")
-    ap.add_argument("--ops-layers", type=int, default=None,
-                    help="decoder layers of the 0.5B-shaped model the kernels per decode step are counted on "
-                         "(default: all on CUDA, 2 on CPU, where inductor's C++ compile of 24 layers takes long)")
+    ap.add_argument(
+        "--activation-checkpointing",
+        action="store_true",
+        help="ours in SFT, whatever the memory (default: off unless it runs out of memory without)",
+    )
+    ap.add_argument(
+        "--data",
+        default=str(ROOT / ".cache" / "bench-gpu" / "data"),
+        help="embedded benchmark directory with observations.json (made here when missing: needs node)",
+    )
+    ap.add_argument(
+        "--only",
+        default="decode,ops,host,rl,multi,sft,sft-before,attention,anchor-decode,anchor-sft,anchor-rl",
+        help="sections to run, in this order (device-check.sh runs the anchors in a second process)",
+    )
+    ap.add_argument(
+        "--eager",
+        action="store_true",
+        help="ours' engine eager, without torch.compile (default: compiled on every device)",
+    )
+    ap.add_argument(
+        "--ops-layers",
+        type=int,
+        default=None,
+        help="decoder layers of the 0.5B-shaped model the kernels per decode step are counted on "
+        "(default: all on CUDA, 2 on CPU, where inductor's C++ compile of 24 layers takes long)",
+    )
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--out", default=None, help="also write the result JSON here")
     args = ap.parse_args()
@@ -694,14 +876,23 @@ def main() -> None:
     if dev.type == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda but torch.cuda.is_available() is False")
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[
-        args.dtype or ("bfloat16" if dev.type == "cuda" else "float32")]
+        args.dtype or ("bfloat16" if dev.type == "cuda" else "float32")
+    ]
     sz = SIZES[dev.type]
     ckpt = args.activation_checkpointing
-    r: dict = {"device": device_name(dev), "device_type": dev.type, "shape": args.shape, "dtype": str(dtype),
-               "command": " ".join(["bench/gpu/run.py", *sys.argv[1:]]),
-               "threads": torch.get_num_threads(), "torch": torch.__version__, "sizes": sz,
-               "date": time.strftime("%Y-%m-%d"), "load_avg": round(os.getloadavg()[0], 1),
-               "steady_allocator": steady}
+    r: dict = {
+        "device": device_name(dev),
+        "device_type": dev.type,
+        "shape": args.shape,
+        "dtype": str(dtype),
+        "command": " ".join(["bench/gpu/run.py", *sys.argv[1:]]),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "sizes": sz,
+        "date": time.strftime("%Y-%m-%d"),
+        "load_avg": round(os.getloadavg()[0], 1),
+        "steady_allocator": steady,
+    }
     import transformers
 
     r["transformers"] = transformers.__version__
@@ -723,19 +914,29 @@ def main() -> None:
         "decode": lambda: emit("decode", decode_rows(args.shape, dev, dtype, sz, bw)),
         "host": lambda: dev.type == "cpu" and emit("host", host_time(args.shape, dev, dtype, sz)),
         # kernels per decode step at Qwen2.5-0.5B's shape (the decode rows count them at the run's own shape)
-        "ops": lambda: emit("decode_ops", decode_ops("0.5b", dev, sz, args.ops_layers or (2 if dev.type == "cpu"
-                                                                                         else None))),
+        "ops": lambda: emit(
+            "decode_ops", decode_ops("0.5b", dev, sz, args.ops_layers or (2 if dev.type == "cpu" else None))
+        ),
         "rl": lambda: emit("rl", rl_single(args.shape, dev, dtype, sz)),
         "multi": lambda: emit("multi", rl_multi(args.shape, dev, dtype, sz, Path(args.data))),
         "sft": lambda: emit("sft", sft_decided(args.shape, dev, dtype, sz, ckpt)),
         "sft-before": lambda: emit("sft_before", sft_ours(args.shape, dev, dtype, sz, ckpt, before=True)),
-        "attention": lambda: emit("attention", attention.measure(
-            dev, dtype, SHAPES[args.shape]["num_attention_heads"], SHAPES[args.shape]["num_key_value_heads"],
-            SHAPES[args.shape]["hidden_size"] // SHAPES[args.shape]["num_attention_heads"], sz["budget"],
-            3 if dev.type == "cpu" else 10)),
+        "attention": lambda: emit(
+            "attention",
+            attention.measure(
+                dev,
+                dtype,
+                SHAPES[args.shape]["num_attention_heads"],
+                SHAPES[args.shape]["num_key_value_heads"],
+                SHAPES[args.shape]["hidden_size"] // SHAPES[args.shape]["num_attention_heads"],
+                sz["budget"],
+                3 if dev.type == "cpu" else 10,
+            ),
+        ),
         # torch.compile's CUDA graphs: CUDA only
-        "anchor-decode": lambda: dev.type == "cuda" and emit("decode_anchor", decode_anchor(args.shape, dev, dtype,
-                                                                                            sz, bw)),
+        "anchor-decode": lambda: (
+            dev.type == "cuda" and emit("decode_anchor", decode_anchor(args.shape, dev, dtype, sz, bw))
+        ),
         # Liger patches transformers' Qwen2 classes for the whole process: after ours
         "anchor-sft": lambda: emit("sft_anchor", sft_anchor(args.shape, dev, dtype, sz)),
         "anchor-rl": lambda: emit("rl_anchor", rl_anchor(args.shape, dev, dtype, sz)),

@@ -26,12 +26,43 @@ const KEYS = 300;
 const DUMP_RECORDS = 10_000;
 const RUN = { key: 'file:///bench/verl/exp.jsonl', label: 'exp', engine: 'verl' as const };
 
-const VERL_NAMES = ['actor/entropy', 'actor/pg_loss', 'actor/pg_clipfrac', 'actor/ppo_kl', 'actor/kl_loss', 'actor/grad_norm', 'actor/lr', 'critic/score/mean', 'critic/score/max', 'critic/score/min', 'critic/rewards/mean', 'critic/advantages/mean', 'critic/returns/mean', 'response_length/mean', 'response_length/max', 'response_length/clip_ratio', 'prompt_length/mean', 'num_turns/mean', 'num_turns/max', 'tool_call_counts/mean', 'tool_call_counts/max', 'timing_s/gen', 'timing_s/update_actor', 'timing_s/step', 'perf/throughput', 'perf/mfu/actor', 'perf/max_memory_allocated_gb', 'training/global_step'];
+const VERL_NAMES = [
+  'actor/entropy',
+  'actor/pg_loss',
+  'actor/pg_clipfrac',
+  'actor/ppo_kl',
+  'actor/kl_loss',
+  'actor/grad_norm',
+  'actor/lr',
+  'critic/score/mean',
+  'critic/score/max',
+  'critic/score/min',
+  'critic/rewards/mean',
+  'critic/advantages/mean',
+  'critic/returns/mean',
+  'response_length/mean',
+  'response_length/max',
+  'response_length/clip_ratio',
+  'prompt_length/mean',
+  'num_turns/mean',
+  'num_turns/max',
+  'tool_call_counts/mean',
+  'tool_call_counts/max',
+  'timing_s/gen',
+  'timing_s/update_actor',
+  'timing_s/step',
+  'perf/throughput',
+  'perf/mfu/actor',
+  'perf/max_memory_allocated_gb',
+  'training/global_step',
+];
 
 function metricsLine(step: number): string {
   const data: Record<string, number> = {};
   VERL_NAMES.forEach((n, i) => (data[n] = Math.sin(step / 40 + i) + 1.5));
-  for (let i = 0; Object.keys(data).length < KEYS; i++) data[`${['actor', 'critic', 'timing_s', 'perf', 'agent_loop', 'val-aux/nq'][i % 6]}/part_${Math.floor(i / 6)}`] = Math.cos(step / 30 + i);
+  for (let i = 0; Object.keys(data).length < KEYS; i++)
+    data[`${['actor', 'critic', 'timing_s', 'perf', 'agent_loop', 'val-aux/nq'][i % 6]}/part_${Math.floor(i / 6)}`] =
+      Math.cos(step / 30 + i);
   return JSON.stringify({ step, data }) + '\n';
 }
 
@@ -39,10 +70,19 @@ const DOC = 'Evan Morris was a lobbyist for Genentech and its parent corporation
 function dumpRow(i: number, step: number): string {
   const q = `question ${i >> 3}?`;
   let out = `<think>looking up ${q}</think>\n`;
-  for (let s = 0; s < i % 3; s++) out += `<search> query ${i} ${s} </search>\n\n<information>Doc 1(Title: "T${i}") ${DOC}\n</information>\n\n`;
-  out += i % 10 === 7 ? `<think>oops <answer> a${i} </answer>` : `<think>done</think>\n<answer> answer ${i % 13} </answer>`;
+  for (let s = 0; s < i % 3; s++)
+    out += `<search> query ${i} ${s} </search>\n\n<information>Doc 1(Title: "T${i}") ${DOC}\n</information>\n\n`;
+  out +=
+    i % 10 === 7 ? `<think>oops <answer> a${i} </answer>` : `<think>done</think>\n<answer> answer ${i % 13} </answer>`;
   const input = `system\nYou are a helpful assistant.\nuser\nAnswer the given question. Question: ${q}\nassistant\n`;
-  return JSON.stringify({ input, output: out, gts: { target: [`answer ${i % 11}`] }, score: i % 11 === i % 13 ? 1.0 : 0.0, step, acc: i % 11 === i % 13 ? 1 : 0 });
+  return JSON.stringify({
+    input,
+    output: out,
+    gts: { target: [`answer ${i % 11}`] },
+    score: i % 11 === i % 13 ? 1.0 : 0.0,
+    step,
+    acc: i % 11 === i % 13 ? 1 : 0,
+  });
 }
 
 function writeDump(path: string, n: number, step: number): void {
@@ -51,7 +91,8 @@ function writeDump(path: string, n: number, step: number): void {
   writeFileSync(path, lines.join('\n') + '\n'); // _dump_generations: "\n".join(lines) + "\n"
 }
 
-const quantile = (xs: number[], q: number) => xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)];
+const quantile = (xs: number[], q: number) =>
+  xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)];
 const f = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
 
 async function main(): Promise<void> {
@@ -82,10 +123,11 @@ async function main(): Promise<void> {
     const follower = followEvents(verlTail(live, { rolloutDir: dumps }), {
       onBatch: (b) => {
         const now = performance.now();
-        for (const e of b.events) if (e.type === 'metrics') {
-          lags.push(now - written.get(e.step)!);
-          got++;
-        }
+        for (const e of b.events)
+          if (e.type === 'metrics') {
+            lags.push(now - written.get(e.step)!);
+            got++;
+          }
       },
     });
     const lines = text.split('\n').filter(Boolean);
@@ -121,7 +163,8 @@ async function main(): Promise<void> {
         ({ events, run }) =>
           new Promise<number>((resolve) => {
             const start = performance.now();
-            for (let i = 0; i < events.length; i += 100) window.postMessage({ type: 'events', run, events: events.slice(i, i + 100) }, '*');
+            for (let i = 0; i < events.length; i += 100)
+              window.postMessage({ type: 'events', run, events: events.slice(i, i + 100) }, '*');
             const poll = setInterval(() => {
               if (document.body.dataset.received !== String(events.length)) return;
               clearInterval(poll);

@@ -21,9 +21,31 @@ const RUN = { key: 'file:///bench/runs/big', label: 'big' };
 
 /** 300 names spread over the panel's groups like a real trainer's (plus per-tool and per-hop breakdowns). */
 function keyNames(): string[] {
-  const base = ['loss', 'reward_mean', 'reward_std', 'em', 'f1', 'tc', 'tp', 'kl', 'entropy', 'clip_frac', 'grad_norm', 'lr', 'gen_tokens_per_s', 'train_tokens_per_s', 'tool_failure_rate', 'malformed_call_rate', 'truncation_ratio', 'all_wrong_groups', 'all_correct_groups', 'step_s'];
+  const base = [
+    'loss',
+    'reward_mean',
+    'reward_std',
+    'em',
+    'f1',
+    'tc',
+    'tp',
+    'kl',
+    'entropy',
+    'clip_frac',
+    'grad_norm',
+    'lr',
+    'gen_tokens_per_s',
+    'train_tokens_per_s',
+    'tool_failure_rate',
+    'malformed_call_rate',
+    'truncation_ratio',
+    'all_wrong_groups',
+    'all_correct_groups',
+    'step_s',
+  ];
   const out = [...base];
-  for (let i = 0; out.length < KEYS; i++) out.push(`${['tool', 'reward', 'em', 'kl', 'tokens', 'misc'][i % 6]}/part_${Math.floor(i / 6)}`);
+  for (let i = 0; out.length < KEYS; i++)
+    out.push(`${['tool', 'reward', 'em', 'kl', 'tokens', 'misc'][i % 6]}/part_${Math.floor(i / 6)}`);
   return out;
 }
 
@@ -35,17 +57,57 @@ function extraSteps(first: number, count: number): TrainerEvent[] {
     const values: Record<string, number> = {};
     names.forEach((n, i) => (values[n] = Math.sin(step / 50 + i) + Math.random() * 0.05));
     out.push({ v: 1, time: step, run: 'big', type: 'metrics', stage: 'rl2', step, values });
-    out.push({ v: 1, time: step, run: 'big', type: 'progress', stage: 'rl2', step, total: STEPS, elapsed_s: step, eta_s: Math.max(0, STEPS - step) });
-    if (step % 50 === 0) out.push({ v: 1, time: step, run: 'big', type: 'alert', stage: 'rl2', step, kind: 'tool_call_explosion', severity: 'warning', message: `TC ${step}` });
+    out.push({
+      v: 1,
+      time: step,
+      run: 'big',
+      type: 'progress',
+      stage: 'rl2',
+      step,
+      total: STEPS,
+      elapsed_s: step,
+      eta_s: Math.max(0, STEPS - step),
+    });
+    if (step % 50 === 0)
+      out.push({
+        v: 1,
+        time: step,
+        run: 'big',
+        type: 'alert',
+        stage: 'rl2',
+        step,
+        kind: 'tool_call_explosion',
+        severity: 'warning',
+        message: `TC ${step}`,
+      });
   }
   return out;
 }
 
 function events(): TrainerEvent[] {
   return [
-    { v: 1, time: 0, run: 'big', type: 'run_started', stage: 'rl2', config: {}, total_steps: STEPS, device: 'cpu', world_size: 1 },
+    {
+      v: 1,
+      time: 0,
+      run: 'big',
+      type: 'run_started',
+      stage: 'rl2',
+      config: {},
+      total_steps: STEPS,
+      device: 'cpu',
+      world_size: 1,
+    },
     ...extraSteps(1, STEPS),
-    { v: 1, time: STEPS, run: 'big', type: 'eval', stage: 'rl2', step: STEPS, split: 'dev', metrics: { em: 0.5, tc: 1.2 } },
+    {
+      v: 1,
+      time: STEPS,
+      run: 'big',
+      type: 'eval',
+      stage: 'rl2',
+      step: STEPS,
+      split: 'dev',
+      metrics: { em: 0.5, tc: 1.2 },
+    },
   ];
 }
 
@@ -93,7 +155,9 @@ async function browser(evs: TrainerEvent[]): Promise<BrowserFigures> {
       const n = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
       return [n.responseEnd, n.domInteractive];
     });
-    firstRenderMs = Number(((await opened.page.evaluate(() => document.body.dataset.renders)) ?? '0 0 0').split(' ')[1]);
+    firstRenderMs = Number(
+      ((await opened.page.evaluate(() => document.body.dataset.renders)) ?? '0 0 0').split(' ')[1],
+    );
     if (opened.errors.length) throw new Error(opened.errors.join('\n'));
   } finally {
     await opened.close();
@@ -105,7 +169,8 @@ async function browser(evs: TrainerEvent[]): Promise<BrowserFigures> {
       ({ events, run }) =>
         new Promise<number>((resolve) => {
           const start = performance.now();
-          for (let i = 0; i < events.length; i += 100) window.postMessage({ type: 'events', run, events: events.slice(i, i + 100) }, '*');
+          for (let i = 0; i < events.length; i += 100)
+            window.postMessage({ type: 'events', run, events: events.slice(i, i + 100) }, '*');
           // No named helpers in page code: tsx would wrap them in a `__name` the page does not have.
           const poll = setInterval(() => {
             if (document.body.dataset.received !== String(events.length)) return;
@@ -117,7 +182,9 @@ async function browser(evs: TrainerEvent[]): Promise<BrowserFigures> {
     );
     await h.page.locator('.chart[data-metric="loss"].drawn').waitFor({ timeout: 60_000 });
     await h.page.waitForTimeout(600);
-    const [renders, totalMs, maxMs] = ((await h.page.evaluate(() => document.body.dataset.renders)) ?? '0 0 0').split(' ').map(Number);
+    const [renders, totalMs, maxMs] = ((await h.page.evaluate(() => document.body.dataset.renders)) ?? '0 0 0')
+      .split(' ')
+      .map(Number);
     // A tab switch (to the results table and back to the charts) and a filter keystroke, each until its frame is drawn.
     const timed = (action: string) =>
       h.page.evaluate(
@@ -156,7 +223,8 @@ async function browser(evs: TrainerEvent[]): Promise<BrowserFigures> {
     await h.page.evaluate(
       ({ events, run, total }) =>
         new Promise<void>((resolve) => {
-          for (let i = 0; i < events.length; i += 10) window.postMessage({ type: 'events', run, events: events.slice(i, i + 10) }, '*');
+          for (let i = 0; i < events.length; i += 10)
+            window.postMessage({ type: 'events', run, events: events.slice(i, i + 10) }, '*');
           const poll = setInterval(() => {
             if (document.body.dataset.received !== String(total)) return;
             clearInterval(poll);
@@ -169,9 +237,27 @@ async function browser(evs: TrainerEvent[]): Promise<BrowserFigures> {
     const afterStats = ((await h.page.evaluate(() => document.body.dataset.renders)) ?? '0 0 0').split(' ').map(Number);
     const moreRenders = afterStats[0] - before[0];
     const moreMeanMs = (afterStats[1] - before[1]) / Math.max(1, moreRenders);
-    const heapMb = await h.page.evaluate(() => ((performance as unknown as { memory?: { usedJSHeapSize: number } }).memory?.usedJSHeapSize ?? 0) / 2 ** 20);
+    const heapMb = await h.page.evaluate(
+      () => ((performance as unknown as { memory?: { usedJSHeapSize: number } }).memory?.usedJSHeapSize ?? 0) / 2 ** 20,
+    );
     if (h.errors.length) throw new Error(h.errors.join('\n'));
-    return { openMs, htmlMs, parsedMs, firstRenderMs, streamMs, renders, renderMeanMs: totalMs / Math.max(1, renders), renderMaxMs: maxMs, resultsTabMs, tabSwitchMs, filterMs, plots, moreRenders, moreMeanMs, heapMb };
+    return {
+      openMs,
+      htmlMs,
+      parsedMs,
+      firstRenderMs,
+      streamMs,
+      renders,
+      renderMeanMs: totalMs / Math.max(1, renders),
+      renderMaxMs: maxMs,
+      resultsTabMs,
+      tabSwitchMs,
+      filterMs,
+      plots,
+      moreRenders,
+      moreMeanMs,
+      heapMb,
+    };
   } finally {
     await h.close();
   }
@@ -188,7 +274,9 @@ async function main(): Promise<void> {
   for (let r = 0; r < REPEATS; r++) {
     const row = { ...ingest(evs), ...(await browser(evs)) };
     rows.push(row);
-    console.log(`run ${r + 1}: ${JSON.stringify(Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(f(v))])))}`);
+    console.log(
+      `run ${r + 1}: ${JSON.stringify(Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(f(v))])))}`,
+    );
   }
   const cols: [keyof (typeof rows)[number], string][] = [
     ['applyMs', 'ingest: model.apply (ms)'],
@@ -214,7 +302,9 @@ async function main(): Promise<void> {
     '',
     `| | ${rows.map((_, i) => `run ${i + 1}`).join(' | ')} | median |`,
     `| --- | ${rows.map(() => '---:').join(' | ')} | ---: |`,
-    ...cols.map(([k, label]) => `| ${label} | ${rows.map((r) => f(r[k])).join(' | ')} | ${f(median(rows.map((r) => r[k])))} |`),
+    ...cols.map(
+      ([k, label]) => `| ${label} | ${rows.map((r) => f(r[k])).join(' | ')} | ${f(median(rows.map((r) => r[k])))} |`,
+    ),
     '',
     'Command: `node --import tsx bench/live-panel/run.ts` (or `npm run bench live-panel`).',
   ].join('\n');

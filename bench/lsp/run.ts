@@ -35,11 +35,23 @@ function generate(): void {
   for (let i = 0; i < recordCount; i++) {
     const steps = i % 3;
     let response = '';
-    for (let s = 0; s < steps; s++) response += `<think>step ${s} of ${i}</think>\n<search>query ${i} ${s}</search>\n<observation>Doc 1(Title: "T${i}") DOC</observation>\n`;
-    response += i % 10 === 7 ? `<think>oops <answer>a${i % 13}</answer>` : `<think>done</think>\n<answer>answer ${i % 13}</answer>`;
-    const base = { id: `r${i}`, question: `question ${i >> 3}?`, golden_answers: [`answer ${i % 11}`], response, meta: { stage: 'rl2', step: i >> 6, sample: i & 63 } };
+    for (let s = 0; s < steps; s++)
+      response += `<think>step ${s} of ${i}</think>\n<search>query ${i} ${s}</search>\n<observation>Doc 1(Title: "T${i}") DOC</observation>\n`;
+    response +=
+      i % 10 === 7
+        ? `<think>oops <answer>a${i % 13}</answer>`
+        : `<think>done</think>\n<answer>answer ${i % 13}</answer>`;
+    const base = {
+      id: `r${i}`,
+      question: `question ${i >> 3}?`,
+      golden_answers: [`answer ${i % 11}`],
+      response,
+      meta: { stage: 'rl2', step: i >> 6, sample: i & 63 },
+    };
     const pad = Math.max(0, per - JSON.stringify(base).length - 1);
-    const filler = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(Math.ceil(pad / 57 / Math.max(1, steps))).slice(0, Math.floor(pad / Math.max(1, steps)));
+    const filler = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '
+      .repeat(Math.ceil(pad / 57 / Math.max(1, steps)))
+      .slice(0, Math.floor(pad / Math.max(1, steps)));
     base.response = steps ? response.replaceAll('DOC', filler) : response;
     if (!steps) (base as Record<string, unknown>).note = filler.length ? 'x'.repeat(Math.max(0, pad - 10)) : '';
     lines.push(JSON.stringify(base));
@@ -62,13 +74,17 @@ const f = (x: number) => (x >= 100 ? x.toFixed(0) : x.toFixed(2));
 
 /** Same pseudo-random positions every run. */
 function rng(seed: number) {
-  return () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  return () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
 }
 
 async function jsonService(text: string): Promise<{ ms: number; cpu: number; diagnostics: number }> {
   const schema = z.toJSONSchema(RecordSchema) as object;
   const ls = getLanguageService({});
-  ls.configure({ validate: true, allowComments: false, schemas: [{ uri: 'coa://record.schema.json', fileMatch: ['*.json'], schema }] });
+  ls.configure({
+    validate: true,
+    allowComments: false,
+    schemas: [{ uri: 'coa://record.schema.json', fileMatch: ['*.json'], schema }],
+  });
   const t0 = process.hrtime.bigint();
   const c0 = process.cpuUsage();
   let diagnostics = 0;
@@ -128,7 +144,9 @@ async function main(): Promise<void> {
   const warmOursCpu = cpuMs(c1);
   again.close(URI);
   const warmJson = await jsonService(text);
-  console.log(`warm: ours ${f(warmOursMs)} ms (cpu ${f(warmOursCpu)}), json ${f(warmJson.ms)} ms (cpu ${f(warmJson.cpu)}); ratio wall ${(warmOursMs / warmJson.ms).toFixed(3)}, cpu ${(warmOursCpu / warmJson.cpu).toFixed(3)}`);
+  console.log(
+    `warm: ours ${f(warmOursMs)} ms (cpu ${f(warmOursCpu)}), json ${f(warmJson.ms)} ms (cpu ${f(warmJson.cpu)}); ratio wall ${(warmOursMs / warmJson.ms).toFixed(3)}, cpu ${(warmOursCpu / warmJson.cpu).toFixed(3)}`,
+  );
 
   // 2a. One-line edits in-process: toggle one character inside a random record's response, then re-diagnose.
   const rand = rng(7);
@@ -141,13 +159,17 @@ async function main(): Promise<void> {
     const col = lines[line].lastIndexOf('<answer>') + 8;
     const t = process.hrtime.bigint();
     const c = process.cpuUsage();
-    service.change(URI, version++, [{ range: { start: { line, character: col }, end: { line, character: col + 1 } }, text: k % 2 ? 't' : 'T' }]);
+    service.change(URI, version++, [
+      { range: { start: { line, character: col }, end: { line, character: col + 1 } }, text: k % 2 ? 't' : 'T' },
+    ]);
     service.diagnose(URI);
     editMs.push(ms(t));
     editCpu.push(cpuMs(c));
   }
   const checksPerEdit = (counters.lineChecks - before) / 300;
-  console.log(`edit: p50 ${f(pct(editMs, 50))} ms, p99 ${f(pct(editMs, 99))} ms (cpu p99 ${f(pct(editCpu, 99))} ms), ${checksPerEdit} line checks per edit`);
+  console.log(
+    `edit: p50 ${f(pct(editMs, 50))} ms, p99 ${f(pct(editMs, 99))} ms (cpu p99 ${f(pct(editCpu, 99))} ms), ${checksPerEdit} line checks per edit`,
+  );
 
   // 3. Hovers on random answers (first hover on a line computes its geometry), under EM and OTC-GRPO.
   const hover = async (scheme: 'em' | 'otc-grpo') => {
@@ -169,7 +191,9 @@ async function main(): Promise<void> {
   };
   const { out: hEm, cpu: hEmCpu } = await hover('em');
   const { out: hGrpo, cpu: hGrpoCpu } = await hover('otc-grpo');
-  console.log(`hover em: p50 ${f(pct(hEm, 50))} p99 ${f(pct(hEm, 99))} (cpu p99 ${f(pct(hEmCpu, 99))}); otc-grpo: p50 ${f(pct(hGrpo, 50))} p99 ${f(pct(hGrpo, 99))} (cpu p99 ${f(pct(hGrpoCpu, 99))})`);
+  console.log(
+    `hover em: p50 ${f(pct(hEm, 50))} p99 ${f(pct(hEm, 99))} (cpu p99 ${f(pct(hEmCpu, 99))}); otc-grpo: p50 ${f(pct(hGrpo, 50))} p99 ${f(pct(hGrpo, 99))} (cpu p99 ${f(pct(hGrpoCpu, 99))})`,
+  );
   service.close(URI);
 
   // 1c/2b. End to end over stdio.
@@ -187,7 +211,12 @@ async function main(): Promise<void> {
     const col = lines[line].lastIndexOf('<answer>') + 8;
     mark = c.notifications.length;
     const t = process.hrtime.bigint();
-    c.notify('textDocument/didChange', { textDocument: { uri: URI, version: version++ }, contentChanges: [{ range: { start: { line, character: col }, end: { line, character: col + 1 } }, text: k % 2 ? 't' : 'T' }] });
+    c.notify('textDocument/didChange', {
+      textDocument: { uri: URI, version: version++ },
+      contentChanges: [
+        { range: { start: { line, character: col }, end: { line, character: col + 1 } }, text: k % 2 ? 't' : 'T' },
+      ],
+    });
     await c.diagnostics(URI, mark);
     stdioEdit.push(ms(t));
   }
@@ -195,11 +224,16 @@ async function main(): Promise<void> {
   for (let k = 0; k < 300; k++) {
     const line = Math.floor(rand() * (lines.length - 1));
     const t = process.hrtime.bigint();
-    await c.request('textDocument/hover', { textDocument: { uri: URI }, position: { line, character: lines[line].lastIndexOf('</answer>') - 2 } });
+    await c.request('textDocument/hover', {
+      textDocument: { uri: URI },
+      position: { line, character: lines[line].lastIndexOf('</answer>') - 2 },
+    });
     stdioHover.push(ms(t));
   }
   await c.shutdown();
-  console.log(`stdio: open→diagnostics ${f(stdioOpenMs)} ms (${first.params.diagnostics.length}); edit p50 ${f(pct(stdioEdit, 50))} p99 ${f(pct(stdioEdit, 99))}; hover p50 ${f(pct(stdioHover, 50))} p99 ${f(pct(stdioHover, 99))}`);
+  console.log(
+    `stdio: open→diagnostics ${f(stdioOpenMs)} ms (${first.params.diagnostics.length}); edit p50 ${f(pct(stdioEdit, 50))} p99 ${f(pct(stdioEdit, 99))}; hover p50 ${f(pct(stdioHover, 50))} p99 ${f(pct(stdioHover, 99))}`,
+  );
 
   const ratio = oursMs / json.ms;
   const cpuRatio = oursCpu / json.cpu;
@@ -224,7 +258,11 @@ async function main(): Promise<void> {
       `| hover on an answer, OTC-GRPO (groups by question), in-process (1000) | p50 ${f(pct(hGrpo, 50))} ms, p99 ${f(pct(hGrpo, 99))} ms (CPU p99 ${f(pct(hGrpoCpu, 99))} ms) | ≤ 10 ms ${ok(pct(hGrpo, 99) <= 10)} |`,
       `| hover over stdio, EM (300) | p50 ${f(pct(stdioHover, 50))} ms, p99 ${f(pct(stdioHover, 99))} ms | |`,
       '',
-      `Load average when the run ended: ${loadavg().map((x) => x.toFixed(1)).join(', ')} on ${cpus().length} cores; CPU time is the process's own (all threads), wall time also counts waiting for a core.`,
+      `Load average when the run ended: ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(
+          ', ',
+        )} on ${cpus().length} cores; CPU time is the process's own (all threads), wall time also counts waiting for a core.`,
       'Both sides are warmed up on the first 500 lines first. The JSON service checks the schema only; the server also runs every format rule and maps each diagnostic into the JSON string.',
     ].join('\n'),
   );

@@ -43,7 +43,11 @@ function probeVsix(dir: string): string {
   for (const f of readdirSync(src)) copyFileSync(join(src, f), join(dir, f));
   const out = join(dir, 'probe.vsix');
   const vsce = join(repoRoot, 'node_modules', '@vscode', 'vsce', 'vsce');
-  const r = spawnSync(process.execPath, [vsce, 'package', '-o', out, '--allow-missing-repository', '--skip-license', '--no-dependencies'], { cwd: dir, encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [vsce, 'package', '-o', out, '--allow-missing-repository', '--skip-license', '--no-dependencies'],
+    { cwd: dir, encoding: 'utf8' },
+  );
   if (r.status !== 0 || !existsSync(out)) throw new Error(`packaging the probe failed: ${r.stderr || r.stdout}`);
   return out;
 }
@@ -65,8 +69,18 @@ async function waitListed(page: Page, title: string): Promise<void> {
   for (let i = 0; i < 90; i++) {
     await page.keyboard.press('Escape');
     await page.keyboard.press('F1');
-    await page.locator('.quick-input-widget input').fill(`>${title}`).catch(() => {});
-    const ok = await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 5_000 }).then(() => true, () => false);
+    await page
+      .locator('.quick-input-widget input')
+      .fill(`>${title}`)
+      .catch(() => {});
+    const ok = await page
+      .locator('.quick-input-list .monaco-list-row', { hasText: title })
+      .first()
+      .waitFor({ timeout: 5_000 })
+      .then(
+        () => true,
+        () => false,
+      );
     await page.keyboard.press('Escape');
     if (ok) return;
     await page.waitForTimeout(2000);
@@ -109,9 +123,14 @@ async function measure(n: number, probe: string, work: string): Promise<Row> {
       try {
         await page.keyboard.press('F1');
         await page.locator('.quick-input-widget input').fill('>CoA: Train Stage', { timeout: 10_000 });
-        await page.locator('.quick-input-list .monaco-list-row', { hasText: 'CoA: Train Stage' }).first().waitFor({ timeout: 10_000 });
+        await page
+          .locator('.quick-input-list .monaco-list-row', { hasText: 'CoA: Train Stage' })
+          .first()
+          .waitFor({ timeout: 10_000 });
         await page.keyboard.press('Enter');
-        await page.locator('.quick-input-widget .quick-input-title', { hasText: 'CoA: Train Stage (1/4)' }).waitFor({ timeout: attempt < 3 ? 60_000 : 600_000 });
+        await page
+          .locator('.quick-input-widget .quick-input-title', { hasText: 'CoA: Train Stage (1/4)' })
+          .waitFor({ timeout: attempt < 3 ? 60_000 : 600_000 });
         break;
       } catch (e) {
         if (attempt >= 3) throw e;
@@ -121,7 +140,12 @@ async function measure(n: number, probe: string, work: string): Promise<Row> {
     const commandMs = Date.now() - c0;
     await page.keyboard.press('Escape');
     // First page: the notebook's Questions view, or the browser's first rows.
-    const frame: Frame = await webviewFrame(page, async (f) => (await f.getByText('Questions', { exact: true }).count()) > 0 || (await f.locator('tr.row').count()) > 0, 600_000);
+    const frame: Frame = await webviewFrame(
+      page,
+      async (f) =>
+        (await f.getByText('Questions', { exact: true }).count()) > 0 || (await f.locator('tr.row').count()) > 0,
+      600_000,
+    );
     const view = (await frame.locator('tr.row').count()) > 0 ? 'browser' : 'notebook';
     const openMs = Date.now() - t0;
     await ed.shot('first-page');
@@ -131,7 +155,10 @@ async function measure(n: number, probe: string, work: string): Promise<Row> {
       const box = await page.locator('.notebook-editor').first().boundingBox();
       await page.mouse.move((box?.x ?? 400) + 300, (box?.y ?? 200) + 300);
       for (let i = 0; i < 40; i++) await page.mouse.wheel(0, 2000);
-      await frame.getByText(/^line \d{3,}$/).first().waitFor({ timeout: 600_000 });
+      await frame
+        .getByText(/^line \d{3,}$/)
+        .first()
+        .waitFor({ timeout: 600_000 });
     } else {
       for (let p = 2; p <= 11; p++) {
         await frame.locator('#next').click();
@@ -163,13 +190,23 @@ async function measure(n: number, probe: string, work: string): Promise<Row> {
       for (let i = 0; i < 60 && !existsSync(profile); i++) await page.waitForTimeout(500);
       rmSync(`${profile}.stop`, { force: true });
     }
-    return { records: n, mb: Buffer.byteLength(text) / 1e6, view, openMs, commandMs, scrollMs, filterMs, stallMs: longestStall(probeOut, t0, t1) };
+    return {
+      records: n,
+      mb: Buffer.byteLength(text) / 1e6,
+      view,
+      openMs,
+      commandMs,
+      scrollMs,
+      filterMs,
+      stallMs: longestStall(probeOut, t0, t1),
+    };
   } finally {
     await ed.close();
   }
 }
 
-const s = (ms: number) => (Number.isNaN(ms) ? 'n/a' : ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`);
+const s = (ms: number) =>
+  Number.isNaN(ms) ? 'n/a' : ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
 
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'coa-bench-editor-'));
@@ -179,14 +216,19 @@ async function main(): Promise<void> {
     const probe = probeVsix(work);
     for (const n of sizes) {
       const row = await measure(n, probe, work);
-      console.error(`${n} records (${row.mb.toFixed(1)} MB): ${row.view}, open → first page ${s(row.openMs)}, Train Stage picker ${s(row.commandMs)}, scroll ${s(row.scrollMs)}, filter ${s(row.filterMs)}, longest extension-host stall ${s(row.stallMs)}`);
+      console.error(
+        `${n} records (${row.mb.toFixed(1)} MB): ${row.view}, open → first page ${s(row.openMs)}, Train Stage picker ${s(row.commandMs)}, scroll ${s(row.scrollMs)}, filter ${s(row.filterMs)}, longest extension-host stall ${s(row.stallMs)}`,
+      );
       rows.push(row);
     }
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
   const load1 = loadavg()[0];
-  const table = rows.map((r) => `| ${r.records.toLocaleString('en-US')} | ${r.mb.toFixed(1)} MB | ${r.view} | ${s(r.openMs)} | ${s(r.commandMs)} | ${s(r.scrollMs)} | ${s(r.filterMs)} | ${s(r.stallMs)} |`);
+  const table = rows.map(
+    (r) =>
+      `| ${r.records.toLocaleString('en-US')} | ${r.mb.toFixed(1)} MB | ${r.view} | ${s(r.openMs)} | ${s(r.commandMs)} | ${s(r.scrollMs)} | ${s(r.filterMs)} | ${s(r.stallMs)} |`,
+  );
   const body = `Command: \`COA_E2E_VSIX=<vsix> node --import tsx bench/notebook/editor.ts --sizes ${sizes.join(',')}${forcedCells ? ` --notebook-max-cells ${forcedCells}` : ''}\`
 Machine: linux x64, Node ${process.version}, ${cpus().length} cores shared with other work (load average ${load0.toFixed(1)} at the start, ${load1.toFixed(1)} at the end); code-server ${'4.139.1'}, headless Chromium.
 
@@ -202,7 +244,8 @@ extension, bench/notebook/probe). ${forcedCells ? `\`coaStudio.notebook.maxCells
 | --- | --- | --- | --- | --- | --- | --- | --- |
 ${table.join('\n')}`;
   console.log(body);
-  if (!process.argv.includes('--no-write')) writeResults(forcedCells ? 'bench/notebook (real editor, notebook forced)' : 'bench/notebook (real editor)', body);
+  if (!process.argv.includes('--no-write'))
+    writeResults(forcedCells ? 'bench/notebook (real editor, notebook forced)' : 'bench/notebook (real editor)', body);
 }
 
 void main().catch((e) => {

@@ -10,9 +10,18 @@ export async function generate(path: string, mb: number): Promise<number> {
   let i = 0;
   for (; bytes < mb * 1e6; i++) {
     let response = '';
-    for (let s = 0; s < i % 4; s++) response += `<think>step ${s} of ${i}</think>\n<search>query ${i} ${s}</search>\n<observation>Doc 1(Title: "T${i}") ${doc}</observation>\n`;
-    response += i % 10 === 7 ? `<think>oops <answer>a${i}</answer>` : `<think>done</think>\n<answer>answer ${i % 97}</answer>`;
-    const line = JSON.stringify({ id: `r${i}`, question: `question ${i}?`, golden_answers: [`answer ${i % 89}`], response, meta: { stage: i % 3 ? 'rl2' : 'rl1', step: i >> 6, sample: i & 63 } }) + '\n';
+    for (let s = 0; s < i % 4; s++)
+      response += `<think>step ${s} of ${i}</think>\n<search>query ${i} ${s}</search>\n<observation>Doc 1(Title: "T${i}") ${doc}</observation>\n`;
+    response +=
+      i % 10 === 7 ? `<think>oops <answer>a${i}</answer>` : `<think>done</think>\n<answer>answer ${i % 97}</answer>`;
+    const line =
+      JSON.stringify({
+        id: `r${i}`,
+        question: `question ${i}?`,
+        golden_answers: [`answer ${i % 89}`],
+        response,
+        meta: { stage: i % 3 ? 'rl2' : 'rl1', step: i >> 6, sample: i & 63 },
+      }) + '\n';
     bytes += Buffer.byteLength(line);
     if (!out.write(line)) await once(out, 'drain');
   }

@@ -6,7 +6,16 @@
 // the browser's index is still being built (how far it was is recorded); then how long the whole index took.
 // Usage: COA_E2E_VSIX=<vsix> node --import tsx bench/notebook/huge.ts [--records 300000] [--generate-only] [--no-write]
 // Needs the e2e setup (node scripts/setup-e2e.mjs) and a packaged vsix (node scripts/package-vsix.mjs --out …).
-import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync } from 'node:fs';
+import {
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { once } from 'node:events';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -23,9 +32,13 @@ const NAME = 'rollouts-huge.coa.jsonl';
 
 /** The file: the demo's 1,536 RL-2-OTC rollouts, copy k with ids `<id>-x<k>`; cached by record count. */
 async function hugeFile(): Promise<{ path: string; ids: string[] }> {
-  const base = demoRunFile('stages/rl2-otc/rollouts.coa.jsonl').toString('utf8').split('\n').filter((l) => l.trim());
+  const base = demoRunFile('stages/rl2-otc/rollouts.coa.jsonl')
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l.trim());
   const ids: string[] = [];
-  for (let i = 0; i < records; i++) ids.push(`${(JSON.parse(base[i % base.length]) as { id: string }).id}-x${Math.floor(i / base.length)}`);
+  for (let i = 0; i < records; i++)
+    ids.push(`${(JSON.parse(base[i % base.length]) as { id: string }).id}-x${Math.floor(i / base.length)}`);
   const dir = join(repoRoot, '.cache', 'bench');
   const path = join(dir, `rollouts-${records}.coa.jsonl`);
   if (existsSync(path)) return { path, ids };
@@ -73,7 +86,9 @@ async function main(): Promise<void> {
   const g0 = Date.now();
   const { path, ids } = await hugeFile();
   const size = statSync(path).size;
-  console.error(`file: ${path} (${(size / 1e6).toFixed(0)} MB, ${records.toLocaleString()} records) ready in ${s(Date.now() - g0)}`);
+  console.error(
+    `file: ${path} (${(size / 1e6).toFixed(0)} MB, ${records.toLocaleString()} records) ready in ${s(Date.now() - g0)}`,
+  );
   if (process.argv.includes('--generate-only')) return;
   const load0 = loadavg()[0];
   const ed = await startEditor({ name: 'bench-huge' });
@@ -96,7 +111,10 @@ async function main(): Promise<void> {
         if (!isWebviewContent(f)) return;
         ed.page.off('framenavigated', onFrame);
         frameAt = Date.now() - t0;
-        f.waitForFunction(() => document.querySelector('#rows tr.row') !== null, undefined, { polling: 10, timeout: 120_000 }).then(() => resolve(Date.now() - t0), reject);
+        f.waitForFunction(() => document.querySelector('#rows tr.row') !== null, undefined, {
+          polling: 10,
+          timeout: 120_000,
+        }).then(() => resolve(Date.now() - t0), reject);
       };
       ed.page.on('framenavigated', onFrame);
     });
@@ -112,22 +130,32 @@ async function main(): Promise<void> {
       const drawn = nextRecordView(ed.page, id, j0);
       await browser.locator('#jump').fill(target);
       await browser.locator('#jump').press('Enter');
-      await ed.page.locator('.tabs-container .tab', { hasText: `${id}.coa.jsonl` }).first().waitFor({ timeout: 120_000 });
+      await ed.page
+        .locator('.tabs-container .tab', { hasText: `${id}.coa.jsonl` })
+        .first()
+        .waitFor({ timeout: 120_000 });
       const tab = Date.now() - j0;
       const indexedAt = (await status()).replace(/^\s*·\s*/, '');
       const ms = await drawn;
       const note = await browser.locator('#jump-status').innerText();
       jumps.push({ how, target, id, line, note, indexedAt, tab, drawn: ms });
-      console.error(`${how} ${target}: tab ${s(tab)}, reward drawn ${s(ms)}; index then: ${indexedAt}; page says: ${note}`);
+      console.error(
+        `${how} ${target}: tab ${s(tab)}, reward drawn ${s(ms)}; index then: ${indexedAt}; page says: ${note}`,
+      );
     };
     const nearEnd = records - 7;
     await jump('id', ids[nearEnd], ids[nearEnd], nearEnd + 1);
     const byLine = records - 1500;
     await jump('line', String(byLine + 1), ids[byLine], byLine + 1);
     // The whole index, waited for at most 4 minutes (the run must stay short): past that, how far it got is said.
-    const complete = await until('the whole index', async () => /records indexed/.test(await status()), 240_000).then(() => true, () => false);
+    const complete = await until('the whole index', async () => /records indexed/.test(await status()), 240_000).then(
+      () => true,
+      () => false,
+    );
     indexed = Date.now() - t0;
-    indexNote = complete ? s(indexed) : `not complete after ${s(indexed)} (${(await status()).replace(/^\s*·\s*/, '')})`;
+    indexNote = complete
+      ? s(indexed)
+      : `not complete after ${s(indexed)} (${(await status()).replace(/^\s*·\s*/, '')})`;
     console.error(`index: ${indexNote}`);
   } finally {
     await ed.close();
@@ -135,13 +163,19 @@ async function main(): Promise<void> {
   const load1 = loadavg()[0];
   // From the extension's log (kept by the harness): when it activated and when the browser read its first page.
   const logDir = join(artifactsDir, 'bench-huge-logs');
-  const log = readdirSync(logDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('CoA Studio.log')).map((f) => readFileSync(join(logDir, f), 'utf8')).join('\n');
+  const log = readdirSync(logDir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('CoA Studio.log'))
+    .map((f) => readFileSync(join(logDir, f), 'utf8'))
+    .join('\n');
   const at = (re: RegExp) => {
     const m = new RegExp(`^(\\S+ \\S+) \\[info\\] ${re.source}`, 'm').exec(log);
     return m ? s(new Date(m[1].replace(' ', 'T')).getTime() - openedAt) : '?';
   };
   const trace = `extension activated ${at(/CoA Studio activated/)} after the open, the browser's first page read ${at(/trajectory browser: .* first page/)} after it`;
-  const rows = jumps.map((j) => `| ${j.how} "${j.target}" (line ${j.line.toLocaleString()}) | ${s(j.tab)} | ${s(j.drawn)} | ${j.indexedAt} | ${j.note} |`);
+  const rows = jumps.map(
+    (j) =>
+      `| ${j.how} "${j.target}" (line ${j.line.toLocaleString()}) | ${s(j.tab)} | ${s(j.drawn)} | ${j.indexedAt} | ${j.note} |`,
+  );
   const body = `Command: \`COA_E2E_VSIX=<vsix> node --import tsx bench/notebook/huge.ts --records ${records}\`${process.env.COA_BENCH_NOTE ? ` (${process.env.COA_BENCH_NOTE})` : ''}
 Machine: linux x64, Node ${process.version}, ${cpus().length} cores shared with other work (load average ${load0.toFixed(1)} at the start, ${load1.toFixed(1)} at the end); code-server 4.139.1, headless Chromium, a 1,600 × 1,000 window.
 

@@ -17,7 +17,8 @@ import { writeResults } from '../results';
 
 const arg = (k: string, d: string) => (process.argv.includes(k) ? process.argv[process.argv.indexOf(k) + 1] : d);
 const sizes = arg('--sizes', '10,100,500').split(',').map(Number);
-const s = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(1)} ms`);
+const s = (ms: number) =>
+  ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(1)} ms`;
 
 /** Median of `n` runs of `f` (ms). */
 async function median(n: number, f: () => Promise<unknown>): Promise<number> {
@@ -39,15 +40,22 @@ async function measure(label: string, path: string, records: number, common: str
   const text = at.bytes.toString('utf8') + at.eol;
   // A rare text: the question of that record (its group's other samples ask it too).
   const rare = (JSON.parse(at.bytes.toString('utf8')) as { question: string }).question;
-  const decode = await median(5, async () => textToNotebook(text, { scheme: 'em', within: { line, file: 'x.coa.jsonl' } }));
+  const decode = await median(5, async () =>
+    textToNotebook(text, { scheme: 'em', within: { line, file: 'x.coa.jsonl' } }),
+  );
   const search = async (word: string) => {
     let first = 0;
     let hits = 0;
     const t0 = performance.now();
-    await searchFile(path, word, (h) => {
-      if (h.length && !first) first = performance.now() - t0;
-      hits += h.length;
-    }, { everyMs: 0 });
+    await searchFile(
+      path,
+      word,
+      (h) => {
+        if (h.length && !first) first = performance.now() - t0;
+        hits += h.length;
+      },
+      { everyMs: 0 },
+    );
     const all = performance.now() - t0;
     return { all, first, hits };
   };
@@ -63,7 +71,9 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   try {
     demoRun(join(dir, 'demo'));
-    rows.push(await measure('demo RL-2-OTC rollouts', join(dir, 'demo/stages/rl2-otc/rollouts.coa.jsonl'), 1536, 'born'));
+    rows.push(
+      await measure('demo RL-2-OTC rollouts', join(dir, 'demo/stages/rl2-otc/rollouts.coa.jsonl'), 1536, 'born'),
+    );
     for (const mb of sizes) {
       const path = join(dir, `t${mb}.coa.jsonl`);
       const records = await generate(path, mb);

@@ -44,7 +44,16 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   try {
     const worker = join(dir, 'browser-worker.js');
-    await build({ entryPoints: [join(__dirname, '../../src/extension/providers/browser/worker.ts')], outfile: worker, bundle: true, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'], logLevel: 'warning' });
+    await build({
+      entryPoints: [join(__dirname, '../../src/extension/providers/browser/worker.ts')],
+      outfile: worker,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      mainFields: ['module', 'main'],
+      logLevel: 'warning',
+    });
     for (const mb of sizes) {
       const path = join(dir, `t${mb}.coa.jsonl`);
       const records = await generate(path, mb);
@@ -59,7 +68,8 @@ async function main(): Promise<void> {
         const done = new Promise<void>((resolve, reject) => {
           const w = new Worker(worker, { workerData: { path, scheme: 'em' } });
           w.on('message', (m: WorkerMessage) => {
-            if (m.type === 'batch') for (const r of m.rows) index.push(r); // structured-cloned into this thread, as in the editor
+            if (m.type === 'batch')
+              for (const r of m.rows) index.push(r); // structured-cloned into this thread, as in the editor
             else if (m.type === 'done') void w.terminate().then(() => resolve());
             else if (m.type === 'error') reject(new Error(m.message));
           });

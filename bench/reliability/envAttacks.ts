@@ -4,14 +4,31 @@
 // before and after figures.
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { call, hugeBody, pct, rss, startServer, stateBody, stopServer, underAttack, type AttackFigure, type Server } from './envLoad';
+import {
+  call,
+  hugeBody,
+  pct,
+  rss,
+  startServer,
+  stateBody,
+  stopServer,
+  underAttack,
+  type AttackFigure,
+  type Server,
+} from './envLoad';
 
 /**
  * One request with the token (or `token`, say a wrong one); the answer counted, not kept. Settles when the answer has
  * come and the upload is over — sent whole, or cut by a server that answered without reading it (the rest of the
  * upload then fails with EPIPE or ECONNRESET, which is the point) — so an attack lasts as long as its bodies do.
  */
-function send(s: Server, method: string, path: string, body: Buffer | undefined, token: string): Promise<{ status: number; ms: number; bytes: number }> {
+function send(
+  s: Server,
+  method: string,
+  path: string,
+  body: Buffer | undefined,
+  token: string,
+): Promise<{ status: number; ms: number; bytes: number }> {
   const t0 = performance.now();
   return new Promise((resolve) => {
     let status = 0;
@@ -19,14 +36,18 @@ function send(s: Server, method: string, path: string, body: Buffer | undefined,
     let answered = false;
     let closed = false;
     const done = () => answered && closed && resolve({ status, ms: performance.now() - t0, bytes });
-    const req = request(`${s.url}${path}`, { method, agent: false, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (res) => {
-      status = res.statusCode ?? 0;
-      res.on('data', (c: Buffer) => (bytes += c.length));
-      const end = () => ((answered = true), done());
-      res.on('end', end);
-      res.on('error', end);
-      res.on('close', end);
-    });
+    const req = request(
+      `${s.url}${path}`,
+      { method, agent: false, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
+      (res) => {
+        status = res.statusCode ?? 0;
+        res.on('data', (c: Buffer) => (bytes += c.length));
+        const end = () => ((answered = true), done());
+        res.on('end', end);
+        res.on('error', end);
+        res.on('close', end);
+      },
+    );
     req.on('error', () => ((answered = true), done()));
     req.on('close', () => ((closed = true), done()));
     req.end(body);
@@ -54,19 +75,29 @@ export async function bodyFigures(root: string, clients = 12, mb = 30, extra: st
       await new Promise((r) => setTimeout(r, 3000));
       return 'idle';
     });
-    const authed = await underAttack(s, `${clients} concurrent ${mb} MB bodies with the token (/retrieve)`, async () => statuses(await Promise.all(Array.from({ length: clients }, () => send(s, 'POST', '/retrieve', body, s.token)))));
+    const authed = await underAttack(s, `${clients} concurrent ${mb} MB bodies with the token (/retrieve)`, async () =>
+      statuses(await Promise.all(Array.from({ length: clients }, () => send(s, 'POST', '/retrieve', body, s.token)))),
+    );
     // Answered 401 within a few hundred ms, one volley gives a handful of polls: volleys follow each other for 3 s,
     // so the p99 is of as many polls as the baseline's.
-    const unauthed = await underAttack(s, `${clients} concurrent ${mb} MB bodies without it (/retrieve), volley after volley for 3 s`, async () => {
-      const all: { status: number }[] = [];
-      const t0 = performance.now();
-      let volleys = 0;
-      do {
-        all.push(...(await Promise.all(Array.from({ length: clients }, () => send(s, 'POST', '/retrieve', body, 'not-the-token')))));
-        volleys++;
-      } while (performance.now() - t0 < 3000);
-      return `${volleys} volleys: ${statuses(all)}`;
-    });
+    const unauthed = await underAttack(
+      s,
+      `${clients} concurrent ${mb} MB bodies without it (/retrieve), volley after volley for 3 s`,
+      async () => {
+        const all: { status: number }[] = [];
+        const t0 = performance.now();
+        let volleys = 0;
+        do {
+          all.push(
+            ...(await Promise.all(
+              Array.from({ length: clients }, () => send(s, 'POST', '/retrieve', body, 'not-the-token')),
+            )),
+          );
+          volleys++;
+        } while (performance.now() - t0 < 3000);
+        return `${volleys} volleys: ${statuses(all)}`;
+      },
+    );
     return { baseline, authed, unauthed };
   } finally {
     await stopServer(s);
@@ -92,7 +123,13 @@ export async function timedOutPuts(root: string, n = 8, waitS = 60): Promise<Put
   const s = await startServer(['--timeout-ms', '300'], {}, root);
   try {
     const cold = rss(s.pid).rss;
-    await send(s, 'POST', '/v1/tools/search', Buffer.from(JSON.stringify({ queries: ['river mountain'], top_k: 1 })), s.token);
+    await send(
+      s,
+      'POST',
+      '/v1/tools/search',
+      Buffer.from(JSON.stringify({ queries: ['river mountain'], top_k: 1 })),
+      s.token,
+    );
     await new Promise((r) => setTimeout(r, 1000));
     const start = rss(s.pid).rss;
     const body = stateBody(1_060_000); // 22.5 MB
@@ -102,9 +139,21 @@ export async function timedOutPuts(root: string, n = 8, waitS = 60): Promise<Put
     const afterPuts = rss(s.pid).rss;
     await new Promise((r) => setTimeout(r, waitS * 1000));
     const m = rss(s.pid);
-    const health = (await (await fetch(`${s.url}/v1/health`, { headers: { authorization: `Bearer ${s.token}` } })).json()) as { stats: { otc_runs: number } };
-    const fig = { cold, start, afterPuts, after60s: m.rss, peak: m.hwm, answers: statuses(rs), otcRuns: health.stats.otc_runs };
-    console.log(`${n} timed-out PUTs of ${(body.length / 1e6).toFixed(1)} MB: RSS ${cold.toFixed(0)} cold, ${start.toFixed(0)} after a search → ${afterPuts.toFixed(0)} MB, ${m.rss.toFixed(0)} MB ${waitS} s later (peak ${m.hwm.toFixed(0)}); ${fig.answers}; ${fig.otcRuns} states kept`);
+    const health = (await (
+      await fetch(`${s.url}/v1/health`, { headers: { authorization: `Bearer ${s.token}` } })
+    ).json()) as { stats: { otc_runs: number } };
+    const fig = {
+      cold,
+      start,
+      afterPuts,
+      after60s: m.rss,
+      peak: m.hwm,
+      answers: statuses(rs),
+      otcRuns: health.stats.otc_runs,
+    };
+    console.log(
+      `${n} timed-out PUTs of ${(body.length / 1e6).toFixed(1)} MB: RSS ${cold.toFixed(0)} cold, ${start.toFixed(0)} after a search → ${afterPuts.toFixed(0)} MB, ${m.rss.toFixed(0)} MB ${waitS} s later (peak ${m.hwm.toFixed(0)}); ${fig.answers}; ${fig.otcRuns} states kept`,
+    );
     return fig;
   } finally {
     await stopServer(s);
@@ -126,13 +175,17 @@ export async function stopUnderSignal(root: string, signal: NodeJS.Signals, n = 
   const s = await startServer(['--latency-ms', '1000'], {}, root);
   let err = '';
   s.proc.stderr!.on('data', (d: Buffer) => (err += d));
-  const exited = new Promise<string>((r) => s.proc.once('exit', (code, sig) => r(sig ? `killed by ${sig}` : `exit ${code}`)));
+  const exited = new Promise<string>((r) =>
+    s.proc.once('exit', (code, sig) => r(sig ? `killed by ${sig}` : `exit ${code}`)),
+  );
   const body = Buffer.from(JSON.stringify({ queries: ['river mountain'], top_k: 1 }));
   await send(s, 'POST', '/v1/tools/search', body, s.token); // the worker threads are up
   const pending = Array.from({ length: n }, () => send(s, 'POST', '/v1/tools/search', body, s.token));
   // All of them received (the health polls count too) and waiting out their latency.
   for (let polls = 1; ; polls++) {
-    const h = (await (await fetch(`${s.url}/v1/health`, { headers: { authorization: `Bearer ${s.token}` } })).json()) as { stats: { requests: number } };
+    const h = (await (
+      await fetch(`${s.url}/v1/health`, { headers: { authorization: `Bearer ${s.token}` } })
+    ).json()) as { stats: { requests: number } };
     if (h.stats.requests - polls >= n + 1) break;
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -142,8 +195,18 @@ export async function stopUnderSignal(root: string, signal: NodeJS.Signals, n = 
   const exitMs = performance.now() - t0;
   const rs = await Promise.all(pending);
   const answered = rs.filter((r) => r.status === 200).length;
-  const fig = { signal, inFlight: n, answered, dropped: n - answered, stoppedEvent: /"event":"stopped"/.test(err), exitMs, exit };
-  console.log(`${signal} with ${n} searches in flight: ${answered} answered, ${fig.dropped} dropped, stopped event ${fig.stoppedEvent ? 'yes' : 'no'}, ${exit} after ${exitMs.toFixed(0)} ms`);
+  const fig = {
+    signal,
+    inFlight: n,
+    answered,
+    dropped: n - answered,
+    stoppedEvent: /"event":"stopped"/.test(err),
+    exitMs,
+    exit,
+  };
+  console.log(
+    `${signal} with ${n} searches in flight: ${answered} answered, ${fig.dropped} dropped, stopped event ${fig.stoppedEvent ? 'yes' : 'no'}, ${exit} after ${exitMs.toFixed(0)} ms`,
+  );
   return fig;
 }
 

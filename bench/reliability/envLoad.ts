@@ -25,9 +25,12 @@ export function corpus(): string {
   const file = join(WORK, 'reliability-corpus.jsonl');
   if (existsSync(file)) return file;
   mkdirSync(WORK, { recursive: true });
-  const words = 'river mountain city king queen battle music album film church school station island bridge castle harbour valley forest desert garden'.split(' ');
+  const words =
+    'river mountain city king queen battle music album film church school station island bridge castle harbour valley forest desert garden'.split(
+      ' ',
+    );
   let seed = 7;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
   const lines: string[] = [];
   for (let i = 0; i < 20_000; i++) {
     const text = Array.from({ length: 170 }, () => words[Math.floor(rnd() * words.length)]).join(' ');
@@ -52,11 +55,18 @@ function launchEnv(root: string): NodeJS.ProcessEnv {
 
 /** The built CLI of `root` (default: this checkout; the reliability bench also starts an older checkout's). */
 export function startServer(extra: string[] = [], env: NodeJS.ProcessEnv = {}, root = ROOT): Promise<Server> {
-  const index = join(WORK, root === ROOT ? 'reliability-idx' : `reliability-idx-${root.replace(/[^A-Za-z0-9]+/g, '_')}`);
-  const proc = spawn(process.execPath, [join(root, 'dist/cli.js'), 'env', 'serve', '--corpus', corpus(), '--index', index, '--workers', '2', ...extra], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...launchEnv(root), ...process.env, ...env },
-  });
+  const index = join(
+    WORK,
+    root === ROOT ? 'reliability-idx' : `reliability-idx-${root.replace(/[^A-Za-z0-9]+/g, '_')}`,
+  );
+  const proc = spawn(
+    process.execPath,
+    [join(root, 'dist/cli.js'), 'env', 'serve', '--corpus', corpus(), '--index', index, '--workers', '2', ...extra],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...launchEnv(root), ...process.env, ...env },
+    },
+  );
   let err = '';
   proc.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
   return new Promise((resolve, reject) => {
@@ -80,19 +90,31 @@ export async function stopServer(s: Server): Promise<void> {
 }
 
 /** One request; the answer's bytes are counted, not kept (a 244 MB answer must not cost the bench its memory). */
-export function call(s: Server, method: string, path: string, body?: Buffer, agent: Agent | false = false): Promise<{ status: number; bytes: number; ms: number; head: string }> {
+export function call(
+  s: Server,
+  method: string,
+  path: string,
+  body?: Buffer,
+  agent: Agent | false = false,
+): Promise<{ status: number; bytes: number; ms: number; head: string }> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    const req = request(`${s.url}${path}`, { method, agent, headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' } }, (res) => {
-      let bytes = 0;
-      let head = '';
-      res.on('data', (c: Buffer) => {
-        if (head.length < 300) head += c.subarray(0, 300).toString();
-        bytes += c.length;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes, ms: performance.now() - t0, head: head.slice(0, 300) }));
-      res.on('error', reject);
-    });
+    const req = request(
+      `${s.url}${path}`,
+      { method, agent, headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' } },
+      (res) => {
+        let bytes = 0;
+        let head = '';
+        res.on('data', (c: Buffer) => {
+          if (head.length < 300) head += c.subarray(0, 300).toString();
+          bytes += c.length;
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, bytes, ms: performance.now() - t0, head: head.slice(0, 300) }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', (e) => resolve({ status: 0, bytes: 0, ms: performance.now() - t0, head: e.message }));
     req.end(body);
   });
@@ -172,7 +194,9 @@ function controlServer(): Promise<Server> {
 s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ url: 'http://127.0.0.1:' + s.address().port })));`;
   const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
-    proc.stdout!.once('data', (d: Buffer) => resolve({ url: (JSON.parse(String(d)) as { url: string }).url, token: '', pid: proc.pid!, proc }));
+    proc.stdout!.once('data', (d: Buffer) =>
+      resolve({ url: (JSON.parse(String(d)) as { url: string }).url, token: '', pid: proc.pid!, proc }),
+    );
     proc.once('exit', (code) => reject(new Error(`control server exited ${code}`)));
   });
 }
@@ -192,7 +216,9 @@ export async function underAttack(s: Server, name: string, attack: () => Promise
     const attackMs = performance.now() - t0;
     const [ms, controlMs] = await Promise.all([probe.stop(), controlProbe.stop()]);
     const fig = { name, health: summary(ms), control: summary(controlMs), attackMs, outcome };
-    console.log(`${name}: health p50 ${fig.health.p50.toFixed(1)} p99 ${fig.health.p99.toFixed(1)} max ${fig.health.max.toFixed(1)} ms (n ${ms.length}); a bare server meanwhile p99 ${fig.control.p99.toFixed(1)} ms; attack ${attackMs.toFixed(0)} ms; ${outcome}`);
+    console.log(
+      `${name}: health p50 ${fig.health.p50.toFixed(1)} p99 ${fig.health.p99.toFixed(1)} max ${fig.health.max.toFixed(1)} ms (n ${ms.length}); a bare server meanwhile p99 ${fig.control.p99.toFixed(1)} ms; attack ${attackMs.toFixed(0)} ms; ${outcome}`,
+    );
     return fig;
   } finally {
     control.proc.removeAllListeners('exit');
@@ -237,12 +263,37 @@ export async function attacks(): Promise<AttackFigure[]> {
     const retrieve315 = hugeBody('{"queries":', '}', 31.5);
     const alerts315 = hugeBody('{"step":1,"values":{"tc":', '}}', 31.5);
     const state12m = stateBody(1_200_000);
-    const maxSearch = Buffer.from(JSON.stringify({ queries: Array.from({ length: 1024 }, (_, i) => `river mountain city king ${i}`), top_k: 100 }));
-    figs.push(await underAttack(s, 'one 31.5 MB body to /retrieve', async () => outcomeOf([await call(s, 'POST', '/retrieve', retrieve315)])));
-    figs.push(await underAttack(s, 'five 31.5 MB bodies to /retrieve at once', async () => outcomeOf(await Promise.all(Array.from({ length: 5 }, () => call(s, 'POST', '/retrieve', retrieve315))))));
-    figs.push(await underAttack(s, 'one 31.5 MB body to /v1/alerts', async () => outcomeOf([await call(s, 'POST', '/v1/alerts', alerts315)])));
-    figs.push(await underAttack(s, `a 1.2M-question PUT otc-state (${(state12m.length / 1e6).toFixed(1)} MB)`, async () => outcomeOf([await call(s, 'PUT', '/v1/runs/big/otc-state', state12m)])));
-    figs.push(await underAttack(s, `four maximal searches at once (1,024 queries × top_k 100, ${(maxSearch.length / 1e3).toFixed(0)} KB each)`, async () => outcomeOf(await Promise.all(Array.from({ length: 4 }, () => call(s, 'POST', '/v1/tools/search', maxSearch))))));
+    const maxSearch = Buffer.from(
+      JSON.stringify({ queries: Array.from({ length: 1024 }, (_, i) => `river mountain city king ${i}`), top_k: 100 }),
+    );
+    figs.push(
+      await underAttack(s, 'one 31.5 MB body to /retrieve', async () =>
+        outcomeOf([await call(s, 'POST', '/retrieve', retrieve315)]),
+      ),
+    );
+    figs.push(
+      await underAttack(s, 'five 31.5 MB bodies to /retrieve at once', async () =>
+        outcomeOf(await Promise.all(Array.from({ length: 5 }, () => call(s, 'POST', '/retrieve', retrieve315)))),
+      ),
+    );
+    figs.push(
+      await underAttack(s, 'one 31.5 MB body to /v1/alerts', async () =>
+        outcomeOf([await call(s, 'POST', '/v1/alerts', alerts315)]),
+      ),
+    );
+    figs.push(
+      await underAttack(s, `a 1.2M-question PUT otc-state (${(state12m.length / 1e6).toFixed(1)} MB)`, async () =>
+        outcomeOf([await call(s, 'PUT', '/v1/runs/big/otc-state', state12m)]),
+      ),
+    );
+    figs.push(
+      await underAttack(
+        s,
+        `four maximal searches at once (1,024 queries × top_k 100, ${(maxSearch.length / 1e3).toFixed(0)} KB each)`,
+        async () =>
+          outcomeOf(await Promise.all(Array.from({ length: 4 }, () => call(s, 'POST', '/v1/tools/search', maxSearch)))),
+      ),
+    );
   } finally {
     await stopServer(s);
   }
@@ -279,7 +330,9 @@ export async function memory(): Promise<MemoryFigure> {
     const start = rss(s.pid).rss;
     const agent = new Agent({ keepAlive: true, maxSockets: 32 });
     for (let i = 0; i < 60_000; i += 500) {
-      await Promise.all(Array.from({ length: 500 }, (_, k) => call(s, 'GET', `${base}/caller-${i + k}/retrieve`, undefined, agent)));
+      await Promise.all(
+        Array.from({ length: 500 }, (_, k) => call(s, 'GET', `${base}/caller-${i + k}/retrieve`, undefined, agent)),
+      );
     }
     agent.destroy();
     const afterCallers = rss(s.pid).rss;
@@ -289,10 +342,14 @@ export async function memory(): Promise<MemoryFigure> {
       if (res.status !== 200) throw new Error(`PUT run-${r}: ${res.status} ${res.head}`);
     }
     const m = rss(s.pid);
-    const stats = (await (await fetch(`${s.url}/v1/health`, { headers: { authorization: `Bearer ${s.token}` } })).json()).stats as Record<string, number>;
+    const stats = (
+      await (await fetch(`${s.url}/v1/health`, { headers: { authorization: `Bearer ${s.token}` } })).json()
+    ).stats as Record<string, number>;
     const otc = `${stats.otc_runs} runs kept, ${stats.otc_evictions} evicted${stats.otc_bytes !== undefined ? `, ${(stats.otc_bytes / 2 ** 20).toFixed(0)} MiB estimated` : ''}`;
     const fig = { start, afterCallers, healthReplyBytes: health.bytes, afterRuns: m.rss, peak: m.hwm, otc };
-    console.log(`memory: start ${start.toFixed(0)} MB; after 60k callers ${afterCallers.toFixed(0)} MB (tool-health reply ${health.bytes} bytes); after 100 runs ${m.rss.toFixed(0)} MB, peak ${m.hwm.toFixed(0)} MB; ${otc}`);
+    console.log(
+      `memory: start ${start.toFixed(0)} MB; after 60k callers ${afterCallers.toFixed(0)} MB (tool-health reply ${health.bytes} bytes); after 100 runs ${m.rss.toFixed(0)} MB, peak ${m.hwm.toFixed(0)} MB; ${otc}`,
+    );
     return fig;
   } finally {
     await stopServer(s);
@@ -309,7 +366,9 @@ const s = spawn(process.execPath, [${JSON.stringify(cli)}, 'env', 'serve', '--co
 s.stdout.once('data', () => console.log(s.pid));
 setInterval(() => {}, 1000);`;
     const parent = spawn(process.execPath, ['-e', parentSrc], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const pid = await new Promise<number>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim()))));
+    const pid = await new Promise<number>((resolve) =>
+      parent.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim()))),
+    );
     const t0 = performance.now();
     parent.kill('SIGKILL');
     while (isAlive(pid)) await new Promise((r) => setTimeout(r, 10));

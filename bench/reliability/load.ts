@@ -27,12 +27,17 @@ async function main(): Promise<void> {
     'bench/reliability/load',
     [
       'Command: `node scripts/build.mjs && node --import tsx bench/reliability/load.ts`',
-      `Machine: ${process.platform} ${process.arch}, Node ${process.version}, ${cpus().length} cores (shared), ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' / ')}.`,
+      `Machine: ${process.platform} ${process.arch}, Node ${process.version}, ${cpus().length} cores (shared), ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average at the end ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' / ')}.`,
       'Server: `node dist/cli.js env serve --workers 2` as its own process on a generated corpus of 20,000 passages of ~1 KB; /v1/health polled back to back (20 ms apart, one kept-alive connection) from 200 ms before each attack until its last answer.',
       '',
       '| attack | /v1/health p50 / p99 / max (samples) | attack answered in | answers | target |',
       '| --- | --- | --- | --- | --- |',
-      ...figs.map((x) => `| ${x.name} | ${f(x.health.p50)} / ${f(x.health.p99)} / ${f(x.health.max)} ms (${x.health.n}) | ${f(x.attackMs)} ms | ${x.outcome} | p99 < 100 ms ${ok(x.health.p99 < 100)} |`),
+      ...figs.map(
+        (x) =>
+          `| ${x.name} | ${f(x.health.p50)} / ${f(x.health.p99)} / ${f(x.health.max)} ms (${x.health.n}) | ${f(x.attackMs)} ms | ${x.outcome} | p99 < 100 ms ${ok(x.health.p99 < 100)} |`,
+      ),
       '',
       '| measure | value | target |',
       '| --- | --- | --- |',

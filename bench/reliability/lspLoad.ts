@@ -19,7 +19,9 @@ function file18mb(): string {
   for (let i = 0; i < 20_000; i++) {
     const think = i % 3 === 0 ? `<think>step ${i} ${filler}` : `<think>step ${i} ${filler}</think>`;
     const response = `${think}\n<search>query ${i}</search>\n<observation>Doc 1(Title: "T${i}") ${filler}</observation>\n<answer>answer ${i % 13}</answer>`;
-    lines.push(JSON.stringify({ id: `r${i}`, question: `question ${i >> 3}?`, golden_answers: [`answer ${i % 11}`], response }));
+    lines.push(
+      JSON.stringify({ id: `r${i}`, question: `question ${i >> 3}?`, golden_answers: [`answer ${i % 11}`], response }),
+    );
   }
   const text = lines.join('\n') + '\n';
   writeFileSync(file, text);
@@ -50,7 +52,11 @@ export async function editBurst(edits = 1000): Promise<LspFigure> {
     let mark = c.notifications.length;
     let t0 = performance.now();
     c.notify('textDocument/didOpen', { textDocument: { uri: URI, languageId: 'coa-jsonl', version: 1, text } });
-    const first = await c.waitFor((m) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === URI, 120_000, mark);
+    const first = await c.waitFor(
+      (m) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === URI,
+      120_000,
+      mark,
+    );
     const openMs = performance.now() - t0;
     mark = c.notifications.length;
     // Toggle a character in one answer, 1,000 times, everything written at once; then ask for a hover.
@@ -58,13 +64,23 @@ export async function editBurst(edits = 1000): Promise<LspFigure> {
     const col = lines[line].lastIndexOf('answer ') + 7;
     let version = 1;
     for (let k = 0; k < edits; k++) {
-      c.notify('textDocument/didChange', { textDocument: { uri: URI, version: ++version }, contentChanges: [{ range: { start: { line, character: col }, end: { line, character: col + 1 } }, text: k % 2 ? '1' : '9' }] });
+      c.notify('textDocument/didChange', {
+        textDocument: { uri: URI, version: ++version },
+        contentChanges: [
+          { range: { start: { line, character: col }, end: { line, character: col + 1 } }, text: k % 2 ? '1' : '9' },
+        ],
+      });
     }
     t0 = performance.now();
-    await c.request('textDocument/hover', { textDocument: { uri: URI }, position: { line: 4, character: lines[4].lastIndexOf('</answer>') - 2 } }, 600_000);
+    await c.request(
+      'textDocument/hover',
+      { textDocument: { uri: URI }, position: { line: 4, character: lines[4].lastIndexOf('</answer>') - 2 } },
+      600_000,
+    );
     const hoverMs = performance.now() - t0;
     // The burst's publishes: until one carries the last version (a server that sends no version: until 2 s quiet).
-    const isPublish = (m: { method?: string; params?: any }) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === URI;
+    const isPublish = (m: { method?: string; params?: any }) =>
+      m.method === 'textDocument/publishDiagnostics' && m.params.uri === URI;
     let quietSince = performance.now();
     let seen = 0;
     for (;;) {
@@ -80,8 +96,18 @@ export async function editBurst(edits = 1000): Promise<LspFigure> {
     const settledMs = performance.now() - t0;
     const published = c.notifications.slice(mark).filter(isPublish);
     const publishedMb = published.reduce((n, m) => n + JSON.stringify(m).length, 0) / 1e6;
-    const fig = { mb: text.length / 1e6, diagnostics: first.params.diagnostics.length, openMs, hoverMs, publishes: published.length, publishedMb, settledMs };
-    console.log(`lsp: ${fig.mb.toFixed(1)} MB, ${fig.diagnostics} diagnostics published on open (${openMs.toFixed(0)} ms); after ${edits} edits: hover ${hoverMs.toFixed(0)} ms, ${fig.publishes} publishes, ${publishedMb.toFixed(1)} MB sent`);
+    const fig = {
+      mb: text.length / 1e6,
+      diagnostics: first.params.diagnostics.length,
+      openMs,
+      hoverMs,
+      publishes: published.length,
+      publishedMb,
+      settledMs,
+    };
+    console.log(
+      `lsp: ${fig.mb.toFixed(1)} MB, ${fig.diagnostics} diagnostics published on open (${openMs.toFixed(0)} ms); after ${edits} edits: hover ${hoverMs.toFixed(0)} ms, ${fig.publishes} publishes, ${publishedMb.toFixed(1)} MB sent`,
+    );
     return fig;
   } finally {
     await c.shutdown();
@@ -96,13 +122,17 @@ export function unclosedTags(n = 40_000): { kb: number; ms: number; diagnostics:
   const t0 = performance.now();
   const d = s.diagnose('file:///bench/unclosed.coa');
   const fig = { kb: text.length / 1e3, ms: performance.now() - t0, diagnostics: d.length };
-  console.log(`lsp: .coa with ${n} unclosed <think> (${fig.kb.toFixed(0)} KB): ${fig.ms.toFixed(0)} ms, ${fig.diagnostics} diagnostics`);
+  console.log(
+    `lsp: .coa with ${n} unclosed <think> (${fig.kb.toFixed(0)} KB): ${fig.ms.toFixed(0)} ms, ${fig.diagnostics} diagnostics`,
+  );
   return fig;
 }
 
 /** CPU time (user + system) a process has used so far, ms — what a figure costs whatever else holds the cores. */
 function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /s, '')
+    .split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100 on Linux)
 }
 
@@ -112,13 +142,25 @@ function cpuMs(pid: number): number {
  * no version), their p50 / p99 / max in ms; beside each, the server's own CPU time, which other work on a shared
  * machine does not inflate.
  */
-export async function open32mb(root: string, edits = 30): Promise<{ mb: number; firstMs: number; firstCpuMs: number; editP50: number; editP99: number; editMax: number; editCpuP99: number }> {
+export async function open32mb(
+  root: string,
+  edits = 30,
+): Promise<{
+  mb: number;
+  firstMs: number;
+  firstCpuMs: number;
+  editP50: number;
+  editP99: number;
+  editMax: number;
+  editCpuP99: number;
+}> {
   const base = file18mb();
   const twice = base + base.replace(/"id":"r/g, '"id":"s'); // ~36 MB of distinct records
   const text = twice.slice(0, twice.lastIndexOf('\n', 32e6) + 1);
   const uri = 'file:///bench/open32.coa.jsonl';
   const c = new LspClient({}, join(root, 'dist/server.js'));
-  const isPublish = (m: { method?: string; params?: any }) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === uri;
+  const isPublish = (m: { method?: string; params?: any }) =>
+    m.method === 'textDocument/publishDiagnostics' && m.params.uri === uri;
   try {
     await c.initialize();
     let mark = c.notifications.length;
@@ -138,7 +180,15 @@ export async function open32mb(root: string, edits = 30): Promise<{ mb: number; 
       version++;
       t0 = performance.now();
       cpu0 = cpuMs(pid);
-      c.notify('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ range: { start: { line: 1, character: col }, end: { line: 1, character: col + 1 } }, text: k % 2 ? '1' : '9' }] });
+      c.notify('textDocument/didChange', {
+        textDocument: { uri, version },
+        contentChanges: [
+          {
+            range: { start: { line: 1, character: col }, end: { line: 1, character: col + 1 } },
+            text: k % 2 ? '1' : '9',
+          },
+        ],
+      });
       const v = version;
       await c.waitFor((m) => isPublish(m) && (m.params.version === v || m.params.version === undefined), 120_000, mark);
       ms.push(performance.now() - t0);
@@ -148,8 +198,18 @@ export async function open32mb(root: string, edits = 30): Promise<{ mb: number; 
       const sorted = [...xs].sort((a, b) => a - b);
       return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
     };
-    const fig = { mb: text.length / 1e6, firstMs, firstCpuMs, editP50: q(ms, 50), editP99: q(ms, 99), editMax: Math.max(...ms), editCpuP99: q(cpu, 99) };
-    console.log(`lsp ${root}: ${fig.mb.toFixed(1)} MB opened, first diagnostics ${firstMs.toFixed(0)} ms (${firstCpuMs.toFixed(0)} ms CPU); ${edits} edits p50 ${fig.editP50.toFixed(0)} p99 ${fig.editP99.toFixed(0)} ms (CPU p99 ${fig.editCpuP99.toFixed(0)} ms)`);
+    const fig = {
+      mb: text.length / 1e6,
+      firstMs,
+      firstCpuMs,
+      editP50: q(ms, 50),
+      editP99: q(ms, 99),
+      editMax: Math.max(...ms),
+      editCpuP99: q(cpu, 99),
+    };
+    console.log(
+      `lsp ${root}: ${fig.mb.toFixed(1)} MB opened, first diagnostics ${firstMs.toFixed(0)} ms (${firstCpuMs.toFixed(0)} ms CPU); ${edits} edits p50 ${fig.editP50.toFixed(0)} p99 ${fig.editP99.toFixed(0)} ms (CPU p99 ${fig.editCpuP99.toFixed(0)} ms)`,
+    );
     return fig;
   } finally {
     await c.shutdown();

@@ -31,13 +31,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 CONFIG = {
-    "seed": 3, "threads": 1, "device": "cpu",
+    "seed": 3,
+    "threads": 1,
+    "device": "cpu",
     "benchmark": {"persons": 24, "companies": 6, "cities": 6, "countries": 3, "famous_fraction": 0.5},
-    "model": {"embedded": {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1,
-                           "intermediate_size": 64, "max_position": 256}},
+    "model": {
+        "embedded": {
+            "hidden_size": 32,
+            "num_layers": 1,
+            "num_heads": 2,
+            "num_kv_heads": 1,
+            "intermediate_size": 64,
+            "max_position": 256,
+        }
+    },
     "eval": {"limit": 4, "max_new_tokens": 8, "max_turns": 1},
-    "stages": {"pretrain": {"steps": 4, "batch_size": 4, "log_every": 1, "warmup_steps": 1, "checkpoint_every": 1,
-                            "checkpoint_minutes": 0, "max_len": 64}},
+    "stages": {
+        "pretrain": {
+            "steps": 4,
+            "batch_size": 4,
+            "log_every": 1,
+            "warmup_steps": 1,
+            "checkpoint_every": 1,
+            "checkpoint_minutes": 0,
+            "max_len": 64,
+        }
+    },
 }
 
 
@@ -77,7 +96,9 @@ class Trainer:
     def __init__(self, repo: Path, work: Path) -> None:
         self.repo, self.work = repo, work
         self.env = {**os.environ, "PYTHONPATH": str(repo / "src" / "trainer"), "OMP_NUM_THREADS": "1"}
-        self.python = str(repo / ".venv" / "bin" / "python") if (repo / ".venv" / "bin" / "python").exists() else sys.executable
+        self.python = (
+            str(repo / ".venv" / "bin" / "python") if (repo / ".venv" / "bin" / "python").exists() else sys.executable
+        )
 
     def config(self, name: str, stage_over: dict | None = None, raw: str | None = None) -> Path:
         cfg = json.loads(json.dumps(CONFIG))
@@ -92,19 +113,44 @@ class Trainer:
         return path
 
     def argv(self, config: Path, run: Path, *extra: str) -> list[str]:
-        return [self.python, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(config), "--run-dir",
-                str(run), *extra]
+        return [
+            self.python,
+            "-m",
+            "coa_trainer",
+            "train",
+            "--stage",
+            "pretrain",
+            "--config",
+            str(config),
+            "--run-dir",
+            str(run),
+            *extra,
+        ]
 
-    def run(self, config: Path, run: Path, *extra: str, stdout=subprocess.DEVNULL, timeout: float = 900) -> tuple[int | None, float]:
+    def run(
+        self, config: Path, run: Path, *extra: str, stdout=subprocess.DEVNULL, timeout: float = 900
+    ) -> tuple[int | None, float]:
         t0 = time.time()
-        p = subprocess.run(self.argv(config, run, *extra), cwd=self.repo, env=self.env, stdout=stdout,
-                           stderr=subprocess.DEVNULL, timeout=timeout)
+        p = subprocess.run(
+            self.argv(config, run, *extra),
+            cwd=self.repo,
+            env=self.env,
+            stdout=stdout,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+        )
         return p.returncode, time.time() - t0
 
     def interrupted(self, config: Path, run: Path, after_checkpoint: int = 2) -> None:
         """A stage SIGKILLed right after its checkpoint of step `after_checkpoint` (a resumable, unfinished stage)."""
-        p = subprocess.Popen(self.argv(config, run), cwd=self.repo, env=self.env, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
+        p = subprocess.Popen(
+            self.argv(config, run),
+            cwd=self.repo,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         assert p.stdout is not None
         for line in p.stdout:
             try:
@@ -132,9 +178,12 @@ def attack_pickle(t: Trainer) -> dict:
     code, secs = t.run(config, run, "--resume")
     ran = marker.exists()
     evs = events(run)
-    return {"attack": "a pickle planted as the newest checkpoint, then --resume", "held": not ran,
-            "figures": f"code ran: {'yes' if ran else 'no'}; resume exit {code}, {finished(evs)[-1:] or ['no stage_finished']}"
-                       f"{'; ' + last_error(evs) if last_error(evs) else ''}"}
+    return {
+        "attack": "a pickle planted as the newest checkpoint, then --resume",
+        "held": not ran,
+        "figures": f"code ran: {'yes' if ran else 'no'}; resume exit {code}, {finished(evs)[-1:] or ['no stage_finished']}"
+        f"{'; ' + last_error(evs) if last_error(evs) else ''}",
+    }
 
 
 def attack_lr(t: Trainer, token: str) -> dict:
@@ -144,8 +193,11 @@ def attack_lr(t: Trainer, token: str) -> dict:
     evs = events(run)
     status = finished(evs)
     refused = code == 2 and not status and (last_error(evs) or "").startswith("bad_config")
-    return {"attack": f'`"lr": {token}` in the run config', "held": refused,
-            "figures": f"exit {code} after {secs:.1f} s; {'stage_finished ' + status[-1] if status else last_error(evs) or 'no event'}"}
+    return {
+        "attack": f'`"lr": {token}` in the run config',
+        "held": refused,
+        "figures": f"exit {code} after {secs:.1f} s; {'stage_finished ' + status[-1] if status else last_error(evs) or 'no event'}",
+    }
 
 
 def attack_full_stdout(t: Trainer) -> dict:
@@ -155,8 +207,11 @@ def attack_full_stdout(t: Trainer) -> dict:
         code, secs = t.run(config, run, stdout=full)
     evs = events(run)
     status = finished(evs)
-    return {"attack": "`train … > /dev/full`", "held": code == 0 and status == ["ok"],
-            "figures": f"exit {code} after {secs:.1f} s; {'stage_finished ' + status[-1] if status else last_error(evs) or 'no event'}"}
+    return {
+        "attack": "`train … > /dev/full`",
+        "held": code == 0 and status == ["ok"],
+        "figures": f"exit {code} after {secs:.1f} s; {'stage_finished ' + status[-1] if status else last_error(evs) or 'no event'}",
+    }
 
 
 def attack_resume_finished(t: Trainer) -> dict:
@@ -170,9 +225,12 @@ def attack_resume_finished(t: Trainer) -> dict:
     after = {p.name: p.stat().st_mtime_ns for p in final.iterdir()} if final.is_dir() else {}
     added = len(finished(events(run))) - n_before
     rewritten = before != after
-    return {"attack": "`--resume` of a finished stage", "held": code == 0 and not rewritten and added == 0,
-            "figures": f"exit {code} after {secs:.1f} s; final/ {'rewritten' if rewritten else 'untouched'}; "
-                       f"{added} more stage_finished"}
+    return {
+        "attack": "`--resume` of a finished stage",
+        "held": code == 0 and not rewritten and added == 0,
+        "figures": f"exit {code} after {secs:.1f} s; final/ {'rewritten' if rewritten else 'untouched'}; "
+        f"{added} more stage_finished",
+    }
 
 
 def attack_damaged_checkpoint(t: Trainer) -> dict:
@@ -180,18 +238,30 @@ def attack_damaged_checkpoint(t: Trainer) -> dict:
     config = t.config("cut")
     t.interrupted(config, run)
     newest = checkpoints(run)[-1]
-    target = max((p for p in newest.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size) if newest.is_dir() else newest
+    target = (
+        max((p for p in newest.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+        if newest.is_dir()
+        else newest
+    )
     target.write_bytes(target.read_bytes()[: max(1, target.stat().st_size // 3)])
     code, secs = t.run(config, run, "--resume")
     evs = events(run)
     status = finished(evs)
     # A warning that names the damaged file (the trainer's word for what it did with it).
-    said = next((e.get("message", "") for e in evs if e.get("type") == "log" and e.get("level") == "warning"
-                 and newest.name in str(e.get("message", ""))), None)
-    return {"attack": "the newest checkpoint damaged (cut to a third), then --resume",
-            "held": code == 0 and status[-1:] == ["ok"] and said is not None,
-            "figures": f"{newest.name} cut; exit {code}; {'stage_finished ' + status[-1] if status else last_error(evs) or 'no event'}"
-                       f"; {'said: ' + said[:120] if said else 'no event names the damaged checkpoint'}"}
+    said = next(
+        (
+            e.get("message", "")
+            for e in evs
+            if e.get("type") == "log" and e.get("level") == "warning" and newest.name in str(e.get("message", ""))
+        ),
+        None,
+    )
+    return {
+        "attack": "the newest checkpoint damaged (cut to a third), then --resume",
+        "held": code == 0 and status[-1:] == ["ok"] and said is not None,
+        "figures": f"{newest.name} cut; exit {code}; {'stage_finished ' + status[-1] if status else last_error(evs) or 'no event'}"
+        f"; {'said: ' + said[:120] if said else 'no event names the damaged checkpoint'}",
+    }
 
 
 def attack_events_link(t: Trainer) -> dict:
@@ -203,8 +273,11 @@ def attack_events_link(t: Trainer) -> dict:
     config = t.config("linked")
     code, secs = t.run(config, run)
     grew = outside.read_text() != "not the run's\n"
-    return {"attack": "`events.jsonl` a symbolic link to a file outside the run", "held": not grew,
-            "figures": f"the outside file {'was appended to' if grew else 'untouched'}; exit {code}"}
+    return {
+        "attack": "`events.jsonl` a symbolic link to a file outside the run",
+        "held": not grew,
+        "figures": f"the outside file {'was appended to' if grew else 'untouched'}; exit {code}",
+    }
 
 
 def main() -> None:
@@ -217,9 +290,15 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="coa-trainer-attacks-") as d:
         t = Trainer(args.repo.resolve(), Path(d))
-        plan = [("pickle", lambda: attack_pickle(t)), ("lr", lambda: attack_lr(t, "1e999")), ("lr", lambda: attack_lr(t, "1e300")),
-                ("full", lambda: attack_full_stdout(t)), ("resume", lambda: attack_resume_finished(t)),
-                ("damaged", lambda: attack_damaged_checkpoint(t)), ("link", lambda: attack_events_link(t))]
+        plan = [
+            ("pickle", lambda: attack_pickle(t)),
+            ("lr", lambda: attack_lr(t, "1e999")),
+            ("lr", lambda: attack_lr(t, "1e300")),
+            ("full", lambda: attack_full_stdout(t)),
+            ("resume", lambda: attack_resume_finished(t)),
+            ("damaged", lambda: attack_damaged_checkpoint(t)),
+            ("link", lambda: attack_events_link(t)),
+        ]
         for name, fn in plan:
             if wanted and name not in wanted:
                 continue

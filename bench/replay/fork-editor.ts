@@ -22,7 +22,10 @@ async function openRecord(page: Page): Promise<void> {
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible', timeout: 30_000 });
   await input.fill('rl2-otc/rollouts.coa.jsonl');
-  await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: 'rollouts.coa.jsonl' }).filter({ hasText: 'rl2-otc' }).waitFor({ timeout: 60_000 });
+  await page
+    .locator('.quick-input-list .monaco-list-row.focused', { hasText: 'rollouts.coa.jsonl' })
+    .filter({ hasText: 'rl2-otc' })
+    .waitFor({ timeout: 60_000 });
   await page.keyboard.press('Enter');
   const browser = await webviewFrame(page, async (f) => (await f.locator('#rows tr.row').count()) > 0, 120_000);
   await browser.locator('#status', { hasText: /records indexed/ }).waitFor({ timeout: 60_000 });
@@ -41,7 +44,10 @@ async function editThought(page: Page, word: string): Promise<void> {
   for (let i = 0; i < text.indexOf('panis'); i++) await page.keyboard.press('ArrowRight');
   for (let i = 0; i < 'panis'.length; i++) await page.keyboard.press('Shift+ArrowRight');
   await page.keyboard.insertText(word);
-  await page.locator('.tabs-container .tab.dirty', { hasText: `${RECORD}.coa.jsonl` }).first().waitFor({ timeout: 10_000 });
+  await page
+    .locator('.tabs-container .tab.dirty', { hasText: `${RECORD}.coa.jsonl` })
+    .first()
+    .waitFor({ timeout: 10_000 });
 }
 
 /** Lines of the forks file (the fork writes its record there, then opens it and says its reward). */
@@ -52,7 +58,11 @@ const forksWritten = (workspace: string) => {
 
 /** Fork from the edited thought (the n-th fork of the record): ms to its result message, to the fork's record view
  *  with its reward drawn (its header names line n of the forks file); whether anything asked to be answered. */
-async function fork(page: Page, workspace: string, n: number): Promise<{ message: number; view: number; dialogs: number }> {
+async function fork(
+  page: Page,
+  workspace: string,
+  n: number,
+): Promise<{ message: number; view: number; dialogs: number }> {
   let dialogs = 0;
   const t0 = Date.now();
   await runCommand(page, 'CoA: Fork Trajectory from This Step');
@@ -65,7 +75,13 @@ async function fork(page: Page, workspace: string, n: number): Promise<{ message
     await page.waitForTimeout(50);
   }
   const message = Date.now() - t0;
-  await webviewFrame(page, async (f) => (await f.getByText(new RegExp(`line ${n} of runs/demo/stages/rl2-otc/rollouts\\.forks\\.coa\\.jsonl`)).count()) > 0 && (await f.locator('.coa-reward').count()) > 0, 60_000);
+  await webviewFrame(
+    page,
+    async (f) =>
+      (await f.getByText(new RegExp(`line ${n} of runs/demo/stages/rl2-otc/rollouts\\.forks\\.coa\\.jsonl`)).count()) >
+        0 && (await f.locator('.coa-reward').count()) > 0,
+    60_000,
+  );
   const view = Date.now() - t0;
   // The result message is read, then closed (the next fork's is told apart by the forks file's lines).
   await runCommand(page, 'Notifications: Clear All Notifications');
@@ -80,7 +96,10 @@ async function main(): Promise<void> {
   try {
     demoRun(join(ed.workspace, 'runs', 'demo'));
     await openRecord(ed.page);
-    for (const [n, word] of [[1, 'gubre'], [2, 'suni']] as const) {
+    for (const [n, word] of [
+      [1, 'gubre'],
+      [2, 'suni'],
+    ] as const) {
       await editThought(ed.page, word);
       const r = await fork(ed.page, ed.workspace, n);
       const what = n === 1 ? 'first fork (no ONNX export yet)' : 'second fork (export exists)';
@@ -88,13 +107,20 @@ async function main(): Promise<void> {
       rows.push(`| ${what} | ${s(r.message)} | ${s(r.view)} | ${r.dialogs ? 'yes' : 'none'} |`);
       await ed.shot(`fork-${n}`);
       // Back to the original record view for the next edit.
-      await ed.page.locator('.tabs-container .tab', { hasText: `${RECORD}.coa.jsonl` }).first().click();
+      await ed.page
+        .locator('.tabs-container .tab', { hasText: `${RECORD}.coa.jsonl` })
+        .first()
+        .click();
     }
   } finally {
     await ed.close();
   }
-  const logs = readdirSync(join(artifactsDir, 'bench-fork-logs'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('CoA Studio.log'));
-  for (const f of logs) exportMs ||= /exported \S+ to \S+ in (\d+) ms/.exec(readFileSync(join(artifactsDir, 'bench-fork-logs', f), 'utf8'))?.[1] ?? '';
+  const logs = readdirSync(join(artifactsDir, 'bench-fork-logs'), { recursive: true, encoding: 'utf8' }).filter((f) =>
+    f.endsWith('CoA Studio.log'),
+  );
+  for (const f of logs)
+    exportMs ||=
+      /exported \S+ to \S+ in (\d+) ms/.exec(readFileSync(join(artifactsDir, 'bench-fork-logs', f), 'utf8'))?.[1] ?? '';
   const load1 = loadavg();
   const body = `
 "Fork from step" in code-server on the whole demo run (RL-2-OTC's rollouts, record ${RECORD}, its last thought

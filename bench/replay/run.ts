@@ -36,7 +36,8 @@ for (const f of [modelDir, corpus, evalFile]) {
 const pipelineDir = join(runDir, 'pipeline');
 const configFile = existsSync(pipelineDir) ? readdirSync(pipelineDir).find((f) => f.endsWith('.run.json')) : undefined;
 const run = (configFile ? JSON.parse(readFileSync(join(pipelineDir, configFile), 'utf8')) : {}) as {
-  eval?: { max_turns: number; max_new_tokens: number; top_k: number }; prompt_template?: string;
+  eval?: { max_turns: number; max_new_tokens: number; top_k: number };
+  prompt_template?: string;
 };
 const ev = run.eval ?? { max_turns: 4, max_new_tokens: 48, top_k: 2 };
 
@@ -46,17 +47,44 @@ async function main(): Promise<void> {
   mkdirSync(out, { recursive: true });
   const onnx = join(out, 'model.onnx');
   let t = performance.now();
-  const exportLog = execFileSync(join(ROOT, '.venv/bin/python'), ['-m', 'coa_trainer', 'export-onnx', '--checkpoint', modelDir, '-o', onnx, '--prompt-template', run.prompt_template ?? 'question : {question}\n'], {
-    cwd: join(ROOT, 'src/trainer'), env: { ...process.env, OMP_NUM_THREADS: '1' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const exportLog = execFileSync(
+    join(ROOT, '.venv/bin/python'),
+    [
+      '-m',
+      'coa_trainer',
+      'export-onnx',
+      '--checkpoint',
+      modelDir,
+      '-o',
+      onnx,
+      '--prompt-template',
+      run.prompt_template ?? 'question : {question}\n',
+    ],
+    {
+      cwd: join(ROOT, 'src/trainer'),
+      env: { ...process.env, OMP_NUM_THREADS: '1' },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const exportS = (performance.now() - t) / 1000;
   const delta = (exportLog.match(/max \|Δ\| vs PyTorch = ([\d.e+-]+)/) ?? [])[1] ?? '?';
   console.log(`export: ${exportS.toFixed(1)} s, max |Δ| ${delta}`);
 
-  const records = readFileSync(evalFile, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l)).slice(0, limit) as {
-    id: string; question: string; tokens: { ids: number[] };
+  const records = readFileSync(evalFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l))
+    .slice(0, limit) as {
+    id: string;
+    question: string;
+    tokens: { ids: number[] };
   }[];
-  const server = await startEnvServer({ corpus, dialect: 'coa', indexDir: mkdtempSync(join(tmpdir(), 'coa-bench-replay-')) });
+  const server = await startEnvServer({
+    corpus,
+    dialect: 'coa',
+    indexDir: mkdtempSync(join(tmpdir(), 'coa-bench-replay-')),
+  });
   const client = new EnvClient({ url: server.url, token: server.token });
   const model = await OnnxModel.load(onnx, { threads: 1 });
   let same = 0;
@@ -67,7 +95,9 @@ async function main(): Promise<void> {
   t = performance.now();
   for (const r of records) {
     const res = await replayQuestion(model, r.question, {
-      mode: 'env', maxTurns: ev.max_turns, maxNewTokens: ev.max_new_tokens,
+      mode: 'env',
+      maxTurns: ev.max_turns,
+      maxNewTokens: ev.max_new_tokens,
       tool: async (q) => (await client.search({ queries: [q], top_k: ev.top_k, dialect: 'coa' })).observations[0],
     });
     for (const s of res.steps) {
@@ -77,7 +107,8 @@ async function main(): Promise<void> {
       genMs += s.latencyMs;
     }
     if (JSON.stringify(res.ids) === JSON.stringify(r.tokens.ids)) same++;
-    else if (!firstDiff) firstDiff = `${r.id}: replay ${JSON.stringify(res.response.slice(0, 120))} vs eval ids ${r.tokens.ids.length}`;
+    else if (!firstDiff)
+      firstDiff = `${r.id}: replay ${JSON.stringify(res.response.slice(0, 120))} vs eval ids ${r.tokens.ids.length}`;
   }
   const replayS = (performance.now() - t) / 1000;
   await server.close();
@@ -85,7 +116,11 @@ async function main(): Promise<void> {
   const pct = (p: number) => turnMs[Math.min(turnMs.length - 1, Math.floor(p * turnMs.length))];
 
   // Decoding speed, batch 1, 256 new tokens, no stop token.
-  const prompt = (await model.tokenizer.encode((run.prompt_template ?? 'question : {question}\n').replace('{question}', records[0].question))).ids;
+  const prompt = (
+    await model.tokenizer.encode(
+      (run.prompt_template ?? 'question : {question}\n').replace('{question}', records[0].question),
+    )
+  ).ids;
   t = performance.now();
   const kv = await generate(model.decoder(), prompt, { maxNewTokens: 256, stopIds: new Set() });
   const kvS = (performance.now() - t) / 1000;

@@ -45,8 +45,8 @@ def generate_no_cache(model, prompts, new_tokens, pad_id, device, dtype):
     ids = torch.full((B, T), pad_id, dtype=torch.long)
     attn = torch.zeros((B, T), dtype=torch.long)
     for i, p in enumerate(prompts):
-        ids[i, T - len(p):] = torch.tensor(p)
-        attn[i, T - len(p):] = 1
+        ids[i, T - len(p) :] = torch.tensor(p)
+        attn[i, T - len(p) :] = 1
     ids, attn = ids.to(device), attn.to(device)
     for _ in range(new_tokens):
         pos = (attn.cumsum(-1) - 1).clamp(min=0)
@@ -81,10 +81,16 @@ def generation_bench(config: dict, rt, args) -> dict:
     sync(rt.device)
     t_plain = time.perf_counter() - t0
     n = sum(len(x) for x in cached)
-    return {"params": count_parameters(model), "batch": len(prompts), "new_tokens": args.new_tokens,
-            "prompt_len": round(sum(map(len, prompts)) / len(prompts), 1),
-            "cache_tokens_per_s": round(n / t_cache), "no_cache_tokens_per_s": round(n / t_plain),
-            "speedup": round(t_plain / t_cache, 2), "same_greedy_tokens": cached == plain}
+    return {
+        "params": count_parameters(model),
+        "batch": len(prompts),
+        "new_tokens": args.new_tokens,
+        "prompt_len": round(sum(map(len, prompts)) / len(prompts), 1),
+        "cache_tokens_per_s": round(n / t_cache),
+        "no_cache_tokens_per_s": round(n / t_plain),
+        "speedup": round(t_plain / t_cache, 2),
+        "same_greedy_tokens": cached == plain,
+    }
 
 
 def default_policy() -> Path | None:
@@ -107,15 +113,33 @@ def rl_bench(args) -> dict:
     model = Path(args.model) if args.model else default_policy()
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
-        cfg = {"threads": args.threads, "device": args.device,
-               "stages": {"rl2": {"steps": args.rl_steps, "heldout_every": 0, "sample_every": 0, "log_every": 1,
-                                  "init_from": str(model) if model else None}}}
+        cfg = {
+            "threads": args.threads,
+            "device": args.device,
+            "stages": {
+                "rl2": {
+                    "steps": args.rl_steps,
+                    "heldout_every": 0,
+                    "sample_every": 0,
+                    "log_every": 1,
+                    "init_from": str(model) if model else None,
+                }
+            },
+        }
         if model is None:  # the untrained embedded default: pretrain writes it, one step
             cfg["stages"]["pretrain"] = {"steps": 1}
         (Path(tmp) / "run.json").write_text(json.dumps(cfg))
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src" / "trainer"), "OMP_NUM_THREADS": str(args.threads)}
-        base = [sys.executable, "-m", "coa_trainer", "train", "--config", str(Path(tmp) / "run.json"), "--run-dir",
-                str(run)]
+        base = [
+            sys.executable,
+            "-m",
+            "coa_trainer",
+            "train",
+            "--config",
+            str(Path(tmp) / "run.json"),
+            "--run-dir",
+            str(run),
+        ]
         if model is None:
             subprocess.run(base + ["--stage", "pretrain"], env=env, check=True, capture_output=True)
             cfg["stages"]["rl2"]["init_from"] = str(run / "stages" / "pretrain" / "final")
@@ -127,11 +151,22 @@ def rl_bench(args) -> dict:
     steps = [e["values"] for e in events if e["type"] == "metrics" and e.get("stage") == "rl2"]
     measured = steps[1:] or steps  # the first step pays for lazy initialisation
     mean = lambda k: sum(s[k] for s in measured) / len(measured)  # noqa: E731
-    keys = ("step_s", "generate_s", "tools_s", "train_s", "gen_tokens_per_s", "train_tokens_per_s", "tc",
-            "response_len")
+    keys = (
+        "step_s",
+        "generate_s",
+        "tools_s",
+        "train_s",
+        "gen_tokens_per_s",
+        "train_tokens_per_s",
+        "tc",
+        "response_len",
+    )
     out = {k: round(mean(k), 4) for k in keys}
-    out["policy"] = str(model.relative_to(ROOT)) if model and model.is_relative_to(ROOT) else str(model or
-                                                                                              "embedded default after 1 pretraining step")
+    out["policy"] = (
+        str(model.relative_to(ROOT))
+        if model and model.is_relative_to(ROOT)
+        else str(model or "embedded default after 1 pretraining step")
+    )
     out["steps_measured"] = len(measured)
     (cfg_rl,) = [e["config"]["stages"]["rl2"] for e in events if e["type"] == "run_started" and e["stage"] == "rl2"]
     out["rollouts_per_step"] = cfg_rl["prompts_per_step"] * cfg_rl["group_size"]
@@ -154,8 +189,13 @@ def main() -> None:
     print(json.dumps({"generation": gen}), flush=True)
     rl = rl_bench(args)
     device = torch.cuda.get_device_name(0) if rt.device.type == "cuda" else f"cpu ({platform.machine()})"
-    result = {"device": device, "threads": torch.get_num_threads(), "torch": torch.__version__, "generation": gen,
-              "rl": rl}
+    result = {
+        "device": device,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "generation": gen,
+        "rl": rl,
+    }
     print(json.dumps({"rl": rl}))
     if args.write:
         write_section(result, args)
@@ -165,40 +205,43 @@ def write_section(r: dict, args: argparse.Namespace) -> None:
     path = ROOT / "bench" / "RESULTS.md"
     text = path.read_text() if path.is_file() else "# Benchmarks\n"
     g, rl = r["generation"], r["rl"]
-    cmd = (f".venv/bin/python bench/rollout/run.py --threads {args.threads} --batch {args.batch} --new-tokens "
-           f"{args.new_tokens} --rl-steps {args.rl_steps}" + (f" --device {args.device}" if args.device != "cpu" else "")
-           + (f" --model {args.model}" if args.model else ""))
+    cmd = (
+        f".venv/bin/python bench/rollout/run.py --threads {args.threads} --batch {args.batch} --new-tokens "
+        f"{args.new_tokens} --rl-steps {args.rl_steps}"
+        + (f" --device {args.device}" if args.device != "cpu" else "")
+        + (f" --model {args.model}" if args.model else "")
+    )
     share = lambda k: f"{rl[k]:.2f} s ({rl[k] / rl['step_s']:.0%})"  # noqa: E731
     section = f"""## bench/rollout
 
-_Last run: {time.strftime('%Y-%m-%d')}_
+_Last run: {time.strftime("%Y-%m-%d")}_
 
 Command: `{cmd} --write`
-Device: {r['device']}, {r['threads']} threads, torch {r['torch']} (machine shared: figures vary run to run).
+Device: {r["device"]}, {r["threads"]} threads, torch {r["torch"]} (machine shared: figures vary run to run).
 
-Generation (untrained embedded default, {g['params']:,} parameters, batch {g['batch']}, prompts ~{g['prompt_len']} tokens,
-{g['new_tokens']} new tokens, greedy, no stop token):
+Generation (untrained embedded default, {g["params"]:,} parameters, batch {g["batch"]}, prompts ~{g["prompt_len"]} tokens,
+{g["new_tokens"]} new tokens, greedy, no stop token):
 
 | KV cache | tokens/s |
 |---|---|
-| with (generate.generate) | {g['cache_tokens_per_s']:,} |
-| without (whole sequence per token) | {g['no_cache_tokens_per_s']:,} |
-| speed-up | {g['speedup']}× |
+| with (generate.generate) | {g["cache_tokens_per_s"]:,} |
+| without (whole sequence per token) | {g["no_cache_tokens_per_s"]:,} |
+| speed-up | {g["speedup"]}× |
 
-Greedy tokens identical with and without the cache: {'yes' if g['same_greedy_tokens'] else '**no**'}.
+Greedy tokens identical with and without the cache: {"yes" if g["same_greedy_tokens"] else "**no**"}.
 
-RL step (the real RL-2 stage, `train --stage rl2`, GRPO, {rl['rollouts_per_step']} rollouts per step, real search through the
-environment server; mean of {rl['steps_measured']} steps after the first; policy: {rl['policy']}):
+RL step (the real RL-2 stage, `train --stage rl2`, GRPO, {rl["rollouts_per_step"]} rollouts per step, real search through the
+environment server; mean of {rl["steps_measured"]} steps after the first; policy: {rl["policy"]}):
 
 | part | time per step |
 |---|---|
-| generate (rollouts, KV cache) | {share('generate_s')} |
-| tools (env server search + grading) | {share('tools_s')} |
-| train (GRPO loss, backward, AdamW) | {share('train_s')} |
-| whole step | {rl['step_s']:.2f} s |
+| generate (rollouts, KV cache) | {share("generate_s")} |
+| tools (env server search + grading) | {share("tools_s")} |
+| train (GRPO loss, backward, AdamW) | {share("train_s")} |
+| whole step | {rl["step_s"]:.2f} s |
 
-Generation {rl['gen_tokens_per_s']:,.0f} tokens/s, training {rl['train_tokens_per_s']:,.0f} tokens/s; {rl['tc']:.2f} tool calls and
-{rl['response_len']:.0f} generated tokens per rollout.
+Generation {rl["gen_tokens_per_s"]:,.0f} tokens/s, training {rl["train_tokens_per_s"]:,.0f} tokens/s; {rl["tc"]:.2f} tool calls and
+{rl["response_len"]:.0f} generated tokens per rollout.
 """
     pattern = re.compile(r"^## bench/rollout\n.*?(?=^## |\Z)", re.S | re.M)
     text = pattern.sub(section + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section

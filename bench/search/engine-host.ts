@@ -25,12 +25,23 @@ async function main(): Promise<void> {
   const sets = new Map<string, string[]>();
   let server: EnvServer | null = null;
   const out = (x: unknown) => process.stdout.write(`${JSON.stringify(x)}\n`);
-  out({ ready: true, docs: r.passages, source: r.info.source, load_s: loadS, rss_mb: process.memoryUsage().rss / 2 ** 20 });
+  out({
+    ready: true,
+    docs: r.passages,
+    source: r.info.source,
+    load_s: loadS,
+    rss_mb: process.memoryUsage().rss / 2 ** 20,
+  });
 
   for await (const line of createInterface({ input: process.stdin })) {
     const [cmd, ...a] = line.trim().split(' ');
     if (cmd === 'load') {
-      sets.set(a[0], readFileSync(a[0], 'utf8').split('\n').filter((l) => l !== ''));
+      sets.set(
+        a[0],
+        readFileSync(a[0], 'utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       out({ n: sets.get(a[0])!.length });
     } else if (cmd === 'single') {
       const qs = sets.get(a[0])!;
@@ -61,25 +72,45 @@ async function main(): Promise<void> {
           for (const q of part) sink += r.index.search(q, k).length;
         } else {
           // Sliced over the worker threads as the server does.
-          const res = await Promise.all(sliceBatch(part, threads).map((queries) => pool.run<{ docs: Int32Array }>({ kind: 'search-docs', queries, topK: k })));
+          const res = await Promise.all(
+            sliceBatch(part, threads).map((queries) =>
+              pool.run<{ docs: Int32Array }>({ kind: 'search-docs', queries, topK: k }),
+            ),
+          );
           for (const x of res) sink += x.docs.filter((d) => d >= 0).length;
         }
         lat.push(performance.now() - s);
       }
       const total = performance.now() - s0;
       lat.sort((x, y) => x - y);
-      out({ qps: ((batches * BATCH) / total) * 1000, batch_p50_ms: pct(lat, 0.5), batch_p99_ms: pct(lat, 0.99), hits: sink });
+      out({
+        qps: ((batches * BATCH) / total) * 1000,
+        batch_p50_ms: pct(lat, 0.5),
+        batch_p99_ms: pct(lat, 0.99),
+        hits: sink,
+      });
     } else if (cmd === 'topk') {
       const qs = sets.get(a[0])!;
       const k = Number(a[1]);
-      writeFileSync(a[2], qs.map((q) => r.search(q, k).map((h) => h.id).join('\t')).join('\n') + '\n');
+      writeFileSync(
+        a[2],
+        qs
+          .map((q) =>
+            r
+              .search(q, k)
+              .map((h) => h.id)
+              .join('\t'),
+          )
+          .join('\n') + '\n',
+      );
       out({ n: qs.length });
     } else if (cmd === 'exact') {
       // The pruned search against exhaustive scoring of every posting: same passages, bit-identical scores.
       const qs = sets.get(a[0])!;
       const k = Number(a[1]);
       let same = 0;
-      for (const q of qs) if (JSON.stringify(r.index.search(q, k)) === JSON.stringify(r.index.searchExhaustive(q, k))) same++;
+      for (const q of qs)
+        if (JSON.stringify(r.index.search(q, k)) === JSON.stringify(r.index.searchExhaustive(q, k))) same++;
       out({ n: qs.length, identical: same });
     } else if (cmd === 'http') {
       server ??= await startEnvServer({ corpus, indexDir, workers });
@@ -92,7 +123,6 @@ async function main(): Promise<void> {
       r.close();
       out({ bye: true });
       process.exit(0); // stdin may stay open: leave now
-
     } else out({ error: `unknown command ${cmd}` });
   }
 }

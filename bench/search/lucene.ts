@@ -32,8 +32,15 @@ export function buildLucene(): LuceneHarness | { skipped: string } {
   const classes = join(WORK, 'classes');
   mkdirSync(WORK, { recursive: true });
   if (!existsSync(join(lib, `lucene-core-${version}.jar`))) {
-    const r = spawnSync(mvn!, ['-q', '-B', '-f', join(SRC, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${lib}`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    if (r.status !== 0) return { skipped: `mvn could not fetch Lucene ${version} from Maven Central: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}` };
+    const r = spawnSync(
+      mvn!,
+      ['-q', '-B', '-f', join(SRC, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${lib}`],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    if (r.status !== 0)
+      return {
+        skipped: `mvn could not fetch Lucene ${version} from Maven Central: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`,
+      };
   }
   const source = join(SRC, 'LuceneBench.java');
   const cls = join(classes, 'LuceneBench.class');

@@ -36,7 +36,11 @@ class Host {
     private readonly child: ChildProcess,
   ) {
     this.lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
-    child.on('exit', (code, signal) => !this.stopping && (code !== 0 || signal) && console.error(`${name} exited with ${signal ?? `code ${code}`}`));
+    child.on(
+      'exit',
+      (code, signal) =>
+        !this.stopping && (code !== 0 || signal) && console.error(`${name} exited with ${signal ?? `code ${code}`}`),
+    );
   }
   /** End the child if it has not exited by itself (and close its stdin). */
   private stopping = false;
@@ -92,16 +96,38 @@ const median = (xs: number[]) => {
 };
 
 /** HTTP load against our server: `inFlight` concurrent clients, `perRequest` queries per request. */
-async function httpRound(url: string, token: string, qs: string[], perRequest: number, inFlight: number): Promise<{ qps: number; p50_ms: number; p99_ms: number }> {
+async function httpRound(
+  url: string,
+  token: string,
+  qs: string[],
+  perRequest: number,
+  inFlight: number,
+): Promise<{ qps: number; p50_ms: number; p99_ms: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: inFlight });
   const post = (queries: string[]) =>
     new Promise<void>((resolve, reject) => {
       const body = JSON.stringify({ queries, top_k: K, dialect: 'search-r1' });
-      const req = request(`${url}/v1/tools/search`, { method: 'POST', agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => (res.statusCode === 200 ? resolve(void JSON.parse(Buffer.concat(chunks).toString('utf8'))) : reject(new Error(`HTTP ${res.statusCode}`))));
-      });
+      const req = request(
+        `${url}/v1/tools/search`,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            authorization: `Bearer ${token}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            res.statusCode === 200
+              ? resolve(void JSON.parse(Buffer.concat(chunks).toString('utf8')))
+              : reject(new Error(`HTTP ${res.statusCode}`)),
+          );
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -123,7 +149,11 @@ async function httpRound(url: string, token: string, qs: string[], perRequest: n
   const total = performance.now() - t0;
   agent.destroy();
   lat.sort((a, b) => a - b);
-  return { qps: ((reqs.length * perRequest) / total) * 1000, p50_ms: lat[Math.floor(lat.length / 2)], p99_ms: lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.99))] };
+  return {
+    qps: ((reqs.length * perRequest) / total) * 1000,
+    p50_ms: lat[Math.floor(lat.length / 2)],
+    p99_ms: lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.99))],
+  };
 }
 
 async function main(): Promise<void> {
@@ -143,10 +173,15 @@ async function main(): Promise<void> {
   const saved = (name: string) => join(WORK, `build-${name}-${size}.json`);
   const oursDir = join(WORK, `ours-index-${size}`);
   let oursBuild: any;
-  if (reuse && existsSync(saved('ours')) && readIndexHeader(oursDir)) oursBuild = JSON.parse(readFileSync(saved('ours'), 'utf8'));
+  if (reuse && existsSync(saved('ours')) && readIndexHeader(oursDir))
+    oursBuild = JSON.parse(readFileSync(saved('ours'), 'utf8'));
   else {
     console.error(`building ours @ ${size}…`);
-    const b = spawnSync(process.execPath, ['--max-old-space-size=8192', '--import', 'tsx', __filename, '--phase', 'build', '--n', String(size)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const b = spawnSync(
+      process.execPath,
+      ['--max-old-space-size=8192', '--import', 'tsx', __filename, '--phase', 'build', '--n', String(size)],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     if (b.status !== 0) throw new Error(`our build failed (exit ${b.status})`);
     oursBuild = { ...JSON.parse(b.stdout.trim().split('\n').at(-1)!), loadavg: loadavg() };
     writeFileSync(saved('ours'), JSON.stringify(oursBuild));
@@ -160,11 +195,16 @@ async function main(): Promise<void> {
   let luceneBuild: any = null;
   const luceneDir = join(WORK, `lucene-index-${size}`);
   if ('skipped' in lucene) console.error(`Lucene skipped: ${lucene.skipped}`);
-  else if (reuse && existsSync(saved('lucene')) && existsSync(luceneDir)) luceneBuild = JSON.parse(readFileSync(saved('lucene'), 'utf8'));
+  else if (reuse && existsSync(saved('lucene')) && existsSync(luceneDir))
+    luceneBuild = JSON.parse(readFileSync(saved('lucene'), 'utf8'));
   else {
     console.error(`building Lucene ${lucene.version} @ ${size}…`);
     rmSync(luceneDir, { recursive: true, force: true });
-    const r = spawnSync(lucene.java, ['-Xms2g', '-Xmx2g', '-cp', lucene.classpath, 'LuceneBench', 'index', file, luceneDir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const r = spawnSync(
+      lucene.java,
+      ['-Xms2g', '-Xmx2g', '-cp', lucene.classpath, 'LuceneBench', 'index', file, luceneDir],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     if (r.status !== 0) throw new Error(`Lucene index build failed (exit ${r.status})`);
     luceneBuild = { ...JSON.parse(r.stdout.trim().split('\n').at(-1)!), loadavg: loadavg() };
     writeFileSync(saved('lucene'), JSON.stringify(luceneBuild));
@@ -174,19 +214,51 @@ async function main(): Promise<void> {
   const c = new SyntheticCorpus(SEED);
   const target = (i: number, count: number, shift = 0) => Math.floor(((i + 0.5 + shift) / count) * size) % size;
   const files = {
-    title: writeQueries('title', Array.from({ length: nTitle }, (_, i) => c.query(target(i, nTitle), i))),
-    common: writeQueries('common', Array.from({ length: nCommon }, (_, i) => c.commonQuery(target(i, nCommon), i))),
-    warmTitle: writeQueries('warm-title', Array.from({ length: 1024 }, (_, i) => c.query(target(i, 1024, 0.37), 10_000 + i))),
-    warmCommon: writeQueries('warm-common', Array.from({ length: 1024 }, (_, i) => c.commonQuery(target(i, 1024, 0.37), 10_000 + i))),
+    title: writeQueries(
+      'title',
+      Array.from({ length: nTitle }, (_, i) => c.query(target(i, nTitle), i)),
+    ),
+    common: writeQueries(
+      'common',
+      Array.from({ length: nCommon }, (_, i) => c.commonQuery(target(i, nCommon), i)),
+    ),
+    warmTitle: writeQueries(
+      'warm-title',
+      Array.from({ length: 1024 }, (_, i) => c.query(target(i, 1024, 0.37), 10_000 + i)),
+    ),
+    warmCommon: writeQueries(
+      'warm-common',
+      Array.from({ length: 1024 }, (_, i) => c.commonQuery(target(i, 1024, 0.37), 10_000 + i)),
+    ),
   };
 
   // ---- engines up
-  const ours = new Host('ours', spawn(process.execPath, ['--max-old-space-size=4096', '--import', 'tsx', join(__dirname, 'engine-host.ts'), file, oursDir, String(threads)], { stdio: ['pipe', 'pipe', 'inherit'] }));
+  const ours = new Host(
+    'ours',
+    spawn(
+      process.execPath,
+      [
+        '--max-old-space-size=4096',
+        '--import',
+        'tsx',
+        join(__dirname, 'engine-host.ts'),
+        file,
+        oursDir,
+        String(threads),
+      ],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    ),
+  );
   const oursReady = await ours.next();
   const hosts = [ours];
   let luc: Host | null = null;
   if (!('skipped' in lucene)) {
-    luc = new Host('lucene', spawn(lucene.java, ['-Xms1g', '-Xmx1g', '-cp', lucene.classpath, 'LuceneBench', 'serve', luceneDir], { stdio: ['pipe', 'pipe', 'inherit'] }));
+    luc = new Host(
+      'lucene',
+      spawn(lucene.java, ['-Xms1g', '-Xmx1g', '-cp', lucene.classpath, 'LuceneBench', 'serve', luceneDir], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      }),
+    );
     await luc.next();
     hosts.push(luc);
   }
@@ -203,7 +275,10 @@ async function main(): Promise<void> {
   }
 
   // ---- exactness and agreement
-  const exact = { title: await ours.cmd(`exact ${files.title} ${K}`), common: await ours.cmd(`exact ${files.common} ${K}`) };
+  const exact = {
+    title: await ours.cmd(`exact ${files.title} ${K}`),
+    common: await ours.cmd(`exact ${files.common} ${K}`),
+  };
   let agreement: { top1: number; top3: number; n: number } | null = null;
   if (luc) {
     const a = join(WORK, 'top-ours.tsv');
@@ -251,7 +326,11 @@ async function main(): Promise<void> {
 
   // ---- report
   const f = (x: number, d = 0) => x.toFixed(d);
-  const stat = (xs: any[], key: string) => ({ min: Math.min(...xs.map((x) => x[key])), med: median(xs.map((x) => x[key])), max: Math.max(...xs.map((x) => x[key])) });
+  const stat = (xs: any[], key: string) => ({
+    min: Math.min(...xs.map((x) => x[key])),
+    med: median(xs.map((x) => x[key])),
+    max: Math.max(...xs.map((x) => x[key])),
+  });
   const rows: string[] = [];
   const ratios: string[] = [];
   for (const m of measures) {
@@ -259,12 +338,20 @@ async function main(): Promise<void> {
     const l = res.lucene[m.key];
     const lat = m.key.startsWith('single') ? ['p50_ms', 'p99_ms'] : ['batch_p50_ms', 'batch_p99_ms'];
     const cell = (xs: any[] | undefined) =>
-      xs ? `${f(stat(xs, 'qps').med)} (${f(stat(xs, 'qps').min)}–${f(stat(xs, 'qps').max)}) | ${f(stat(xs, lat[0]).med, 3)} | ${f(stat(xs, lat[1]).med, 3)}` : 'n/a | n/a | n/a';
+      xs
+        ? `${f(stat(xs, 'qps').med)} (${f(stat(xs, 'qps').min)}–${f(stat(xs, 'qps').max)}) | ${f(stat(xs, lat[0]).med, 3)} | ${f(stat(xs, lat[1]).med, 3)}`
+        : 'n/a | n/a | n/a';
     const ratio = l ? stat(o, 'qps').med / stat(l, 'qps').med : NaN;
     rows.push(`| ${m.key} | ${cell(o)} | ${cell(l)} | ${l ? `${f(ratio, 2)}×` : 'n/a'} |`);
-    if (l) ratios.push(`${m.key}: ${f(ratio, 2)}× Lucene's queries/s (median of rounds), p99 ${f(stat(o, lat[1]).med, 3)} vs ${f(stat(l, lat[1]).med, 3)} ms`);
+    if (l)
+      ratios.push(
+        `${m.key}: ${f(ratio, 2)}× Lucene's queries/s (median of rounds), p99 ${f(stat(o, lat[1]).med, 3)} vs ${f(stat(l, lat[1]).med, 3)} ms`,
+      );
   }
-  const httpRows = Object.entries(res.http).map(([k, xs]) => `| ${k} | ${f(stat(xs, 'qps').med)} (${f(stat(xs, 'qps').min)}–${f(stat(xs, 'qps').max)}) | ${f(stat(xs, 'p50_ms').med, 2)} | ${f(stat(xs, 'p99_ms').med, 2)} |`);
+  const httpRows = Object.entries(res.http).map(
+    ([k, xs]) =>
+      `| ${k} | ${f(stat(xs, 'qps').med)} (${f(stat(xs, 'qps').min)}–${f(stat(xs, 'qps').max)}) | ${f(stat(xs, 'p50_ms').med, 2)} | ${f(stat(xs, 'p99_ms').med, 2)} |`,
+  );
   const cmd = `node --import tsx bench/search/run.ts --size ${size} --rounds ${rounds} --title ${nTitle} --common ${nCommon} --threads ${threads}${reuse ? ' --reuse-index' : ''}`;
   const lv = luceneBuild;
   const body = [
@@ -302,7 +389,9 @@ async function main(): Promise<void> {
       ? `| Lucene ${'skipped' in lucene ? '' : lucene.version} | ${f(lv.build_s, 1)} s (1 indexing thread, incl. forceMerge) | ${f(lv.peak_rss_mb)} MiB (JVM -Xmx2g) | ${f(lv.bytes / MiB, 1)} MiB | ${f(lv.inverted_bytes / MiB, 1)} MiB (.doc ${f(lv.by_ext.doc / MiB, 1)}, .tim/.tip ${f(((lv.by_ext.tim ?? 0) + (lv.by_ext.tip ?? 0)) / MiB, 1)}, norms ${f(((lv.by_ext.nvd ?? 0) + (lv.by_ext.nvm ?? 0)) / MiB, 1)}) | ${f(lucRss.rss_mb)} MiB (mmap pages counted) |`
       : `| Lucene | skipped: ${'skipped' in lucene ? lucene.skipped : ''} | | | | |`,
     '',
-    lv ? `Index size ratio (inverted index): ${f(oursInverted / lv.inverted_bytes, 2)}× Lucene's. Ours loads in ${f(oursReady.load_s, 2)} s.` : '',
+    lv
+      ? `Index size ratio (inverted index): ${f(oursInverted / lv.inverted_bytes, 2)}× Lucene's. Ours loads in ${f(oursReady.load_s, 2)} s.`
+      : '',
     `Load average during the builds (1/5/15 min): ours ${(oursBuild.loadavg ?? []).map((x: number) => f(x, 2)).join(' / ')}${lv ? `, Lucene ${(lv.loadavg ?? []).map((x: number) => f(x, 2)).join(' / ')}` : ''}.`,
     '',
     `Ours over HTTP (\`POST /v1/tools/search\`, search-r1 observations with passage text, node:http keep-alive client in the`,

@@ -97,10 +97,18 @@ def main() -> None:
     mm_large = matmul_gflops(rt.device, 1024 if rt.device.type == "cpu" else 8192)
     achieved = tok_s * flops_per_token / 1e9
     result = {
-        "device": torch.cuda.get_device_name(0) if rt.device.type == "cuda" else f"cpu ({platform.processor() or platform.machine()})",
-        "threads": torch.get_num_threads(), "params": n_params, "batch": args.batch, "steps": args.steps,
-        "mean_context": round(ctx, 1), "sft_tokens_per_s": round(tok_s), "model_gflops": round(achieved, 2),
-        "matmul_gflops_1024": round(mm_large, 1), "matmul_gflops_small": round(mm_small, 1),
+        "device": torch.cuda.get_device_name(0)
+        if rt.device.type == "cuda"
+        else f"cpu ({platform.processor() or platform.machine()})",
+        "threads": torch.get_num_threads(),
+        "params": n_params,
+        "batch": args.batch,
+        "steps": args.steps,
+        "mean_context": round(ctx, 1),
+        "sft_tokens_per_s": round(tok_s),
+        "model_gflops": round(achieved, 2),
+        "matmul_gflops_1024": round(mm_large, 1),
+        "matmul_gflops_small": round(mm_small, 1),
         "ratio_to_matmul_1024": round(achieved / mm_large, 4),
         "torch": torch.__version__,
     }
@@ -124,10 +132,10 @@ Command: `{cmd} --write`
 
 | device | threads | params | batch | mean context | SFT tokens/s | model GFLOP/s | matmul GFLOP/s (1024²) | ratio |
 |---|---|---|---|---|---|---|---|---|
-| {r['device']} | {r['threads']} | {r['params']:,} | {r['batch']} | {r['mean_context']} | {r['sft_tokens_per_s']:,} | {r['model_gflops']} | {r['matmul_gflops_1024']} | {r['ratio_to_matmul_1024']} |
+| {r["device"]} | {r["threads"]} | {r["params"]:,} | {r["batch"]} | {r["mean_context"]} | {r["sft_tokens_per_s"]:,} | {r["model_gflops"]} | {r["matmul_gflops_1024"]} | {r["ratio_to_matmul_1024"]} |
 
-A matmul at the model's own scale ((4·hidden)² = 256², {r['matmul_gflops_small']} GFLOP/s) is nearly as fast, so the
-gap is per-op overhead of a model this small (many tiny kernels), not arithmetic. torch {r['torch']}; {time.strftime('%Y-%m-%d')}; the
+A matmul at the model's own scale ((4·hidden)² = 256², {r["matmul_gflops_small"]} GFLOP/s) is nearly as fast, so the
+gap is per-op overhead of a model this small (many tiny kernels), not arithmetic. torch {r["torch"]}; {time.strftime("%Y-%m-%d")}; the
 machine is shared, so figures vary run to run.
 """
     pattern = re.compile(r"^## bench/trainer\n.*?(?=^## |\Z)", re.S | re.M)

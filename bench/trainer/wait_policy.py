@@ -31,7 +31,10 @@ TORCH_FIRST = (
     "import sys, runpy, torch; sys.argv = ['coa_trainer', *sys.argv[1:]]; "
     "runpy.run_module('coa_trainer', run_name='__main__', alter_sys=True)"
 )
-VARIANTS = {"before (torch first, libgomp default)": ["-c", TORCH_FIRST], "now (python -m coa_trainer)": ["-m", "coa_trainer"]}
+VARIANTS = {
+    "before (torch first, libgomp default)": ["-c", TORCH_FIRST],
+    "now (python -m coa_trainer)": ["-m", "coa_trainer"],
+}
 
 
 def run_stage(how: list[str], config: Path, run_dir: Path, limit_s: float) -> dict:
@@ -40,8 +43,13 @@ def run_stage(how: list[str], config: Path, run_dir: Path, limit_s: float) -> di
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     env["PYTHONPATH"] = str(ROOT / "src" / "trainer")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([PYTHON, *how, "train", "--stage", "pretrain", "--config", str(config), "--run-dir", str(run_dir)],
-                            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [PYTHON, *how, "train", "--stage", "pretrain", "--config", str(config), "--run-dir", str(run_dir)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         stopped = False
         if proc.wait(timeout=limit_s) != 0:
@@ -55,8 +63,12 @@ def run_stage(how: list[str], config: Path, run_dir: Path, limit_s: float) -> di
     rates = [e["values"]["tokens_per_s"] for e in events if e["type"] == "metrics" and "tokens_per_s" in e["values"]]
     started = next(e["time"] for e in events if e["type"] == "run_started")
     finished = next((e["time"] for e in events if e["type"] == "stage_finished"), None)
-    return {"tokens_per_s": statistics.median(rates[1:] or rates) if rates else 0.0, "stage_s": (finished or time.time()) - started,
-            "wall_s": wall, "stopped": stopped}
+    return {
+        "tokens_per_s": statistics.median(rates[1:] or rates) if rates else 0.0,
+        "stage_s": (finished or time.time()) - started,
+        "wall_s": wall,
+        "stopped": stopped,
+    }
 
 
 def main() -> None:
@@ -82,8 +94,11 @@ def main() -> None:
                     for name, how in order:
                         r = run_stage(how, config, Path(tmp) / f"t{t}-{rep}-{len(results)}-{name[:3]}", args.limit)
                         results.setdefault((t, name), []).append(r)
-                        print(f"threads {t} · {name}: {r['tokens_per_s']:,.0f} tokens/s, stage {r['stage_s']:.1f} s"
-                              f"{' (stopped at the limit)' if r['stopped'] else ''}", flush=True)
+                        print(
+                            f"threads {t} · {name}: {r['tokens_per_s']:,.0f} tokens/s, stage {r['stage_s']:.1f} s"
+                            f"{' (stopped at the limit)' if r['stopped'] else ''}",
+                            flush=True,
+                        )
                 finally:
                     busy.kill()
                     busy.wait()
@@ -98,7 +113,9 @@ def main() -> None:
             stopped = sum(r["stopped"] for r in rs)
             each = " / ".join(f"{r['tokens_per_s']:,.0f}" for r in rs)
             note = f" ({stopped} stopped at {args.limit:.0f} s)" if stopped else ""
-            rows.append(f"| {t} | {name} | {each} | {rate:,.0f} | {'> ' if stopped else ''}{stage:.1f}{note} | ×{rate / base:.2f} |")
+            rows.append(
+                f"| {t} | {name} | {each} | {rate:,.0f} | {'> ' if stopped else ''}{stage:.1f}{note} | ×{rate / base:.2f} |"
+            )
     print("\n".join(rows))
     if args.write:
         write_section(rows, args, load_before, load_after)
@@ -126,8 +143,8 @@ At 1 thread there is no barrier to spin at: both rows differ by the machine's no
 on 2 cores) the spinning threads of the old runs fight the busy process and each other for the cores; on a machine
 that other work loads as well, the loss is far worse than the 3.5× seen beside one busy process on an idle machine.
 
-Machine: {os.cpu_count()} cores, shared with other work (load average {' '.join(load_before)} before, {' '.join(load_after)}
-after, the busy process not counted); torch {torch.__version__}; {time.strftime('%Y-%m-%d')}.
+Machine: {os.cpu_count()} cores, shared with other work (load average {" ".join(load_before)} before, {" ".join(load_after)}
+after, the busy process not counted); torch {torch.__version__}; {time.strftime("%Y-%m-%d")}.
 """
     pattern = re.compile(r"^## bench/trainer \(wait policy\)\n.*?(?=^## |\Z)", re.S | re.M)
     text = pattern.sub(section + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section

@@ -21,9 +21,18 @@ async function generate(): Promise<void> {
   for (let i = 0; bytes < targetMb * 1e6; i++) {
     const steps = i % 4;
     let response = '';
-    for (let s = 0; s < steps; s++) response += `<think>step ${s} of ${i}</think>\n<search>query ${i} ${s}</search>\n<observation>Doc 1(Title: "T${i}") ${doc}</observation>\n`;
-    response += i % 10 === 7 ? `<think>oops <answer>a${i}</answer>` : `<think>done</think>\n<answer>answer ${i % 97}</answer>`;
-    const line = JSON.stringify({ id: `r${i}`, question: `question ${i}?`, golden_answers: [`answer ${i % 89}`], response, meta: { stage: 'rl2', step: i >> 6, sample: i & 63 } }) + '\n';
+    for (let s = 0; s < steps; s++)
+      response += `<think>step ${s} of ${i}</think>\n<search>query ${i} ${s}</search>\n<observation>Doc 1(Title: "T${i}") ${doc}</observation>\n`;
+    response +=
+      i % 10 === 7 ? `<think>oops <answer>a${i}</answer>` : `<think>done</think>\n<answer>answer ${i % 97}</answer>`;
+    const line =
+      JSON.stringify({
+        id: `r${i}`,
+        question: `question ${i}?`,
+        golden_answers: [`answer ${i % 89}`],
+        response,
+        meta: { stage: 'rl2', step: i >> 6, sample: i & 63 },
+      }) + '\n';
     bytes += Buffer.byteLength(line);
     if (!out.write(line)) await once(out, 'drain');
   }
@@ -34,7 +43,11 @@ async function generate(): Promise<void> {
 async function main(): Promise<void> {
   if (process.argv.includes('--generate-only')) return generate();
   if (!existsSync(file)) {
-    const g = spawnSync(process.execPath, ['--import', 'tsx', __filename, '--mb', String(targetMb), '--generate-only'], { stdio: 'inherit' });
+    const g = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', __filename, '--mb', String(targetMb), '--generate-only'],
+      { stdio: 'inherit' },
+    );
     if (g.status !== 0) throw new Error('generation failed');
   }
   const size = statSync(file).size;

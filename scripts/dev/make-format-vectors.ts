@@ -4,7 +4,11 @@ import { readFileSync } from 'node:fs';
 import { checkFormat } from '../../src/core/rules';
 import { formatVector } from '../../test/conformance/project';
 
-const inputs = JSON.parse(readFileSync(process.argv[2], 'utf8')) as { name: string; text: string; options?: Record<string, unknown> }[];
+const inputs = JSON.parse(readFileSync(process.argv[2], 'utf8')) as {
+  name: string;
+  text: string;
+  options?: Record<string, unknown>;
+}[];
 const out = inputs.map((c) => {
   const r = checkFormat(c.text, c.options ?? {});
   return { ...c, expect: formatVector(r) };

@@ -18,7 +18,12 @@ export function parseArgs(argv: string[], spec: Record<string, FlagType>): Parse
     }
     const [name, inline] = arg.replace(/^--?/, '').split(/=(.*)/s, 2);
     const type = spec[name];
-    if (!type) throw new CliError(`unknown option ${arg.split('=')[0]} (known: ${Object.keys(spec).map((k) => (k.length === 1 ? `-${k}` : `--${k}`)).join(', ')})`);
+    if (!type)
+      throw new CliError(
+        `unknown option ${arg.split('=')[0]} (known: ${Object.keys(spec)
+          .map((k) => (k.length === 1 ? `-${k}` : `--${k}`))
+          .join(', ')})`,
+      );
     if (type === 'boolean') {
       flags[name] = true;
       continue;

@@ -13,7 +13,9 @@ export function requireFile(path: string): void {
     st = statSync(path);
   } catch (e) {
     // ENOENT keeps its short words; a loop of links, a path through a file, a directory we may not search: said.
-    throw new CliError(`${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeFsError(e)}`);
+    throw new CliError(
+      `${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeFsError(e)}`,
+    );
   }
   if (st.isDirectory()) throw new CliError(`${path}: is a directory, expected a file`);
 }
@@ -27,7 +29,12 @@ export function formatOptions(args: ParsedArgs): FormatOptions & { dialect: Form
   return {
     dialect: (dialect as FormatOptions['dialect']) ?? 'auto',
     strictness: args.flags.strict ? 'strict' : 'lenient',
-    tools: tools ? tools.split(',').map((t) => t.trim()).filter(Boolean) : undefined,
+    tools: tools
+      ? tools
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean)
+      : undefined,
     maxTurns: args.flags['max-turns'] as number | undefined,
     complete: !args.flags.incomplete,
   };

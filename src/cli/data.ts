@@ -15,7 +15,14 @@ import { requireFile } from './common';
 import { LineWriter } from './output';
 import { describeFsError } from '../core/fsErrors';
 
-const PREPARE_FLAGS = { out: 'string', o: 'string', dialect: 'string', report: 'string', 'per-question': 'number', 'strict-ids': 'boolean' } as const;
+const PREPARE_FLAGS = {
+  out: 'string',
+  o: 'string',
+  dialect: 'string',
+  report: 'string',
+  'per-question': 'number',
+  'strict-ids': 'boolean',
+} as const;
 
 export async function runDataCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
@@ -23,7 +30,8 @@ export async function runDataCommand(argv: string[]): Promise<number> {
     if (sub === 'prepare') {
       const [kind, ...more] = rest;
       const args = parseArgs(more, PREPARE_FLAGS);
-      if (kind === 'questions' || kind === 'sft' || kind === 'pairs') return await prepare(kind, args.positional, args.flags);
+      if (kind === 'questions' || kind === 'sft' || kind === 'pairs')
+        return await prepare(kind, args.positional, args.flags);
       throw new CliError('data prepare: give questions, sft or pairs (try: coa --help)');
     }
     if (sub === 'check') {
@@ -50,11 +58,16 @@ type Flags = Record<string, string | number | boolean | undefined>;
 async function prepare(kind: 'questions' | 'sft' | 'pairs', files: string[], flags: Flags): Promise<number> {
   const out = (flags.out ?? flags.o) as string | undefined;
   if (!out) throw new CliError(`data prepare ${kind}: give the output file with --out <out.jsonl>`);
-  if (files.length === 0 || (kind !== 'pairs' && files.length > 1)) throw new CliError(`data prepare ${kind}: give ${kind === 'pairs' ? 'one or more input files' : 'exactly one input file'}`);
+  if (files.length === 0 || (kind !== 'pairs' && files.length > 1))
+    throw new CliError(
+      `data prepare ${kind}: give ${kind === 'pairs' ? 'one or more input files' : 'exactly one input file'}`,
+    );
   const dialect = (flags.dialect as string | undefined) ?? 'auto';
-  if (!isDialectChoice(dialect)) throw new CliError(`unknown dialect "${dialect}" (known: ${DIALECT_NAMES.join(', ')}, auto)`);
+  if (!isDialectChoice(dialect))
+    throw new CliError(`unknown dialect "${dialect}" (known: ${DIALECT_NAMES.join(', ')}, auto)`);
   const perQuestion = (flags['per-question'] as number | undefined) ?? 1;
-  if (!Number.isInteger(perQuestion) || perQuestion < 1) throw new CliError('--per-question must be a positive integer');
+  if (!Number.isInteger(perQuestion) || perQuestion < 1)
+    throw new CliError('--per-question must be a positive integer');
   for (const f of files) requireFile(f);
 
   const writer = new LineWriter(out);
@@ -103,7 +116,12 @@ async function prepareSft(file: string, dialect: DialectChoice, writer: LineWrit
   return summary;
 }
 
-async function preparePairs(files: string[], dialect: DialectChoice, perQuestion: number, writer: LineWriter): Promise<object> {
+async function preparePairs(
+  files: string[],
+  dialect: DialectChoice,
+  perQuestion: number,
+  writer: LineWriter,
+): Promise<object> {
   const report = emptyPairReport();
   const given: PairRecord[] = [];
   const trajectories: SftRecord[] = [];
@@ -115,14 +133,23 @@ async function preparePairs(files: string[], dialect: DialectChoice, perQuestion
   }
   const built = buildPairs(trajectories, perQuestion, report);
   for (const p of [...given, ...built]) await writer.write(JSON.stringify(p));
-  if (report.pairs === 0) throw new DataError(files[0], 1, 1, 'record', `no pairs: ${JSON.stringify(report.skipped_questions)} questions skipped (a pair needs a correct and an incorrect trajectory of one question)`);
+  if (report.pairs === 0)
+    throw new DataError(
+      files[0],
+      1,
+      1,
+      'record',
+      `no pairs: ${JSON.stringify(report.skipped_questions)} questions skipped (a pair needs a correct and an incorrect trajectory of one question)`,
+    );
   return report;
 }
 
 function printCheck(r: Awaited<ReturnType<typeof checkRunConfig>>): void {
   if (!r.data) console.log(`${r.config}: no data section — the embedded benchmark`);
   for (const f of r.files) {
-    console.log(`${f.key}: ${f.path}: ${f.kind === 'model' ? 'model directory ok' : `${f.count} ${f.kind === 'corpus' ? 'passages' : f.kind === 'pairs' ? 'pairs' : f.kind === 'sft' ? 'trajectories' : 'questions'}`}${f.summary ? ` ${JSON.stringify(f.summary)}` : ''}`);
+    console.log(
+      `${f.key}: ${f.path}: ${f.kind === 'model' ? 'model directory ok' : `${f.count} ${f.kind === 'corpus' ? 'passages' : f.kind === 'pairs' ? 'pairs' : f.kind === 'sft' ? 'trajectories' : 'questions'}`}${f.summary ? ` ${JSON.stringify(f.summary)}` : ''}`,
+    );
     const ids = f.ids && idSummary(f.ids);
     if (ids) console.log(`${f.key}: ${ids}`);
   }

@@ -21,9 +21,23 @@ coa env index --corpus <corpus.jsonl> [--index <dir>]      build (or verify) the
 The token: COA_ENV_TOKEN if set (never a flag: every local user can read command lines with ps), else a random one.`;
 
 const SERVE_FLAGS = {
-  corpus: 'string', index: 'string', port: 'number', dialect: 'string', token: 'string', 'fault-rate': 'number',
-  'fault-seed': 'number', 'latency-ms': 'number', 'timeout-ms': 'number', 'max-body-bytes': 'number', workers: 'number', help: 'boolean',
-  'parent-pid': 'number', 'otc-max-runs': 'number', 'otc-idle-s': 'number', 'otc-max-mb': 'number', 'max-reply-bytes': 'number',
+  corpus: 'string',
+  index: 'string',
+  port: 'number',
+  dialect: 'string',
+  token: 'string',
+  'fault-rate': 'number',
+  'fault-seed': 'number',
+  'latency-ms': 'number',
+  'timeout-ms': 'number',
+  'max-body-bytes': 'number',
+  workers: 'number',
+  help: 'boolean',
+  'parent-pid': 'number',
+  'otc-max-runs': 'number',
+  'otc-idle-s': 'number',
+  'otc-max-mb': 'number',
+  'max-reply-bytes': 'number',
   'max-body-bytes-in-flight': 'number',
 } as const;
 
@@ -31,9 +45,15 @@ const event = (obj: Record<string, unknown>): void => {
   process.stderr.write(`${JSON.stringify(obj)}\n`);
 };
 const onProgress = (done: number, total: number): void => event({ event: 'index_progress', done, total });
-const onBadLine = (bad: BadLine): void => event({ event: 'bad_line', file: bad.file, line: bad.line, message: bad.message });
+const onBadLine = (bad: BadLine): void =>
+  event({ event: 'bad_line', file: bad.file, line: bad.line, message: bad.message });
 
-function num(flags: Record<string, unknown>, name: string, check: (n: number) => boolean, what: string): number | undefined {
+function num(
+  flags: Record<string, unknown>,
+  name: string,
+  check: (n: number) => boolean,
+  what: string,
+): number | undefined {
   const v = flags[name] as number | undefined;
   if (v === undefined) return undefined;
   if (!check(v)) throw new CliError(`--${name} must be ${what}, got ${v}`);
@@ -59,7 +79,14 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
 
   if (sub === 'index') {
     const r = await openOrFail(() => Retriever.open(corpus, { indexDir, onProgress, onBadLine }), corpus);
-    event({ event: 'index_ready', source: r.info.source, reason: r.info.reason, index_dir: r.info.indexDir, passages: r.passages, ms: r.info.ms });
+    event({
+      event: 'index_ready',
+      source: r.info.source,
+      reason: r.info.reason,
+      index_dir: r.info.indexDir,
+      passages: r.passages,
+      ms: r.info.ms,
+    });
     r.close();
     return 0;
   }
@@ -72,12 +99,19 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
   let parentGone: () => void = () => stopDuringStartup('parent exited');
   if (parentPid !== undefined) watchParent(parentPid, () => parentGone());
   const dialect = flags.dialect as string | undefined;
-  if (dialect !== undefined && !isDialectName(dialect)) throw new CliError(`--dialect must be one of ${DIALECT_NAMES.join(', ')}, got "${dialect}"`);
+  if (dialect !== undefined && !isDialectName(dialect))
+    throw new CliError(`--dialect must be one of ${DIALECT_NAMES.join(', ')}, got "${dialect}"`);
   // The token never comes from the command line: any local user reads every process's arguments with `ps`, and the
   // token lets them rewrite a run's OTC state. The flag is known only to say so.
-  if (flags.token !== undefined) throw new CliError('--token would show the token to every local user (ps); set COA_ENV_TOKEN in the environment instead');
+  if (flags.token !== undefined)
+    throw new CliError(
+      '--token would show the token to every local user (ps); set COA_ENV_TOKEN in the environment instead',
+    );
   const token = process.env.COA_ENV_TOKEN || undefined;
-  if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) throw new CliError('COA_ENV_TOKEN must be printable ASCII without spaces (it is sent as "Authorization: Bearer <token>")');
+  if (token !== undefined && !/^[\x21-\x7e]+$/.test(token))
+    throw new CliError(
+      'COA_ENV_TOKEN must be printable ASCII without spaces (it is sent as "Authorization: Bearer <token>")',
+    );
   const server = await openOrFail(
     () =>
       startEnvServer({
@@ -92,9 +126,16 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
         timeoutMs: num(flags, 'timeout-ms', (n) => n > 0, '> 0'),
         maxBodyBytes: num(flags, 'max-body-bytes', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
         maxReplyBytes: num(flags, 'max-reply-bytes', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
-        maxBodyBytesInFlight: num(flags, 'max-body-bytes-in-flight', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
+        maxBodyBytesInFlight: num(
+          flags,
+          'max-body-bytes-in-flight',
+          (n) => Number.isInteger(n) && n > 0,
+          'a positive integer',
+        ),
         otcMaxRuns: num(flags, 'otc-max-runs', (n) => Number.isInteger(n) && n > 0, 'a positive integer'),
-        otcMaxBytes: ((mb) => (mb === undefined ? undefined : Math.round(mb * 2 ** 20)))(num(flags, 'otc-max-mb', (n) => n > 0, '> 0')),
+        otcMaxBytes: ((mb) => (mb === undefined ? undefined : Math.round(mb * 2 ** 20)))(
+          num(flags, 'otc-max-mb', (n) => n > 0, '> 0'),
+        ),
         otcIdleMs: ((s) => (s === undefined ? undefined : s * 1000))(num(flags, 'otc-idle-s', (n) => n > 0, '> 0')),
         workers: num(flags, 'workers', (n) => Number.isInteger(n) && n >= 1 && n <= 256, 'an integer 1-256'),
         onProgress,
@@ -102,11 +143,20 @@ export async function runEnvCommand(argv: string[]): Promise<number> {
       }),
     corpus,
   );
-  event({ event: 'index_ready', source: server.index.source, reason: server.index.reason, index_dir: server.index.indexDir, passages: server.index.header.passages, ms: server.index.ms });
+  event({
+    event: 'index_ready',
+    source: server.index.source,
+    reason: server.index.reason,
+    index_dir: server.index.indexDir,
+    passages: server.index.header.passages,
+    ms: server.index.ms,
+  });
   // token_url: the server with its token in the path, for clients that take only a URL (COA_ENV_URL of the verl and
   // TRL integrations); retrieve_url: what Search-R1's `retriever.url` / verl's `retrieval_service_url` take.
   const tokenUrl = `${server.url}/t/${encodeURIComponent(server.token)}`;
-  process.stdout.write(`${JSON.stringify({ event: 'listening', url: server.url, token: server.token, token_url: tokenUrl, retrieve_url: `${tokenUrl}/retrieve` })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ event: 'listening', url: server.url, token: server.token, token_url: tokenUrl, retrieve_url: `${tokenUrl}/retrieve` })}\n`,
+  );
 
   for (const sig of STOP_SIGNALS) process.off(sig, stopDuringStartup);
   const signal = await new Promise<NodeJS.Signals | 'parent exited'>((resolve) => {
@@ -128,7 +178,13 @@ async function openOrFail<T>(open: () => Promise<T>, corpus: string): Promise<T>
     if (e instanceof CorpusError) throw new CliError(e.message);
     const err = e as NodeJS.ErrnoException;
     if (err.code === 'EADDRINUSE') throw new CliError(`port in use: ${err.message}`);
-    if (err.code === 'ENOENT' || err.code === 'EACCES' || err.code === 'EISDIR' || err.code === 'ENOTDIR' || err.code === 'EROFS') {
+    if (
+      err.code === 'ENOENT' ||
+      err.code === 'EACCES' ||
+      err.code === 'EISDIR' ||
+      err.code === 'ENOTDIR' ||
+      err.code === 'EROFS'
+    ) {
       throw new CliError(`${err.path ?? corpus}: ${err.message}`);
     }
     throw e;

@@ -27,7 +27,13 @@ export async function runExportCommand(argv: string[]): Promise<number> {
   const out = (args.flags.out ?? args.flags.o) as string | undefined;
   if (!out) throw new CliError('export verl: give the output directory with --out <dir>');
   try {
-    return await exportVerl(files[0], overrides, resolve(out), args.flags.name as string | undefined, args.flags['reward-path'] as string | undefined);
+    return await exportVerl(
+      files[0],
+      overrides,
+      resolve(out),
+      args.flags.name as string | undefined,
+      args.flags['reward-path'] as string | undefined,
+    );
   } catch (e) {
     if (e instanceof DataError) {
       console.error(e.message);
@@ -47,8 +53,18 @@ function rewardFunctionPath(): string {
 }
 
 const PARQUET_SCHEMA = (() => {
-  const str = (name: string) => ({ name, type: 'BYTE_ARRAY' as const, converted_type: 'UTF8' as const, repetition_type: 'OPTIONAL' as const });
-  const group = (name: string, n: number, extra: object = {}) => ({ name, repetition_type: 'OPTIONAL' as const, num_children: n, ...extra });
+  const str = (name: string) => ({
+    name,
+    type: 'BYTE_ARRAY' as const,
+    converted_type: 'UTF8' as const,
+    repetition_type: 'OPTIONAL' as const,
+  });
+  const group = (name: string, n: number, extra: object = {}) => ({
+    name,
+    repetition_type: 'OPTIONAL' as const,
+    num_children: n,
+    ...extra,
+  });
   return [
     { name: 'root', num_children: 6 },
     str('data_source'),
@@ -91,14 +107,26 @@ function writeParquet(file: string, rows: VerlRow[]): void {
   renameSync(tmp, file);
 }
 
-async function exportVerl(configPath: string, overrides: string[], out: string, nameFlag: string | undefined, rewardPath: string | undefined): Promise<number> {
+async function exportVerl(
+  configPath: string,
+  overrides: string[],
+  out: string,
+  nameFlag: string | undefined,
+  rewardPath: string | undefined,
+): Promise<number> {
   const { config } = loadRunConfig(configPath, overrides);
   const at = (key: string) => new DataError(configPath, 1, 1, key, '');
   const rl2 = config.stages.rl2;
   const modelGiven = rl2.init_from ?? config.model.path;
   if (!modelGiven) {
     const e = at('model.path');
-    throw new DataError(e.file, e.line, e.column, 'model.path', 'verl needs a Hugging Face model: set model.path or stages.rl2.init_from (e.g. runs/<id>/stages/sft3/final)');
+    throw new DataError(
+      e.file,
+      e.line,
+      e.column,
+      'model.path',
+      'verl needs a Hugging Face model: set model.path or stages.rl2.init_from (e.g. runs/<id>/stages/sft3/final)',
+    );
   }
   const warnings: string[] = [];
   const local = resolveDataPath(configPath, modelGiven);
@@ -107,17 +135,31 @@ async function exportVerl(configPath: string, overrides: string[], out: string, 
     const problem = modelDirProblem(local);
     if (problem) throw new DataError(configPath, 1, 1, rl2.init_from ? 'stages.rl2.init_from' : 'model.path', problem);
     model = local;
-  } else warnings.push(`model ${modelGiven} is not a directory here: passed to verl as given (a hub id, or a path on the training machine)`);
+  } else
+    warnings.push(
+      `model ${modelGiven} is not a directory here: passed to verl as given (a hub id, or a path on the training machine)`,
+    );
   const train = config.data?.questions.train;
-  if (!train) throw new DataError(configPath, 1, 1, 'data.questions.train', 'verl trains on your questions: set data.questions.train (verl parquet, FlashRAG/Search-R1 JSONL or *.coa.jsonl)');
+  if (!train)
+    throw new DataError(
+      configPath,
+      1,
+      1,
+      'data.questions.train',
+      'verl trains on your questions: set data.questions.train (verl parquet, FlashRAG/Search-R1 JSONL or *.coa.jsonl)',
+    );
   const experiment = nameFlag ?? config.name ?? basename(out);
-  if (!isValidName(experiment)) throw new CliError(`export verl: experiment name ${JSON.stringify(experiment)} must be a plain name (A-Z a-z 0-9 . _ -): give --name`);
+  if (!isValidName(experiment))
+    throw new CliError(
+      `export verl: experiment name ${JSON.stringify(experiment)} must be a plain name (A-Z a-z 0-9 . _ -): give --name`,
+    );
 
   mkdirSync(out, { recursive: true });
   const strictIds = config.data?.strict_ids ?? false;
   const convert = async (key: string, file: string, split: string, target: string): Promise<number> => {
     const rows: VerlRow[] = [];
-    for await (const q of readQuestions(resolveDataPath(configPath, file), { strictIds })) rows.push(verlRow(config, q, split, rows.length));
+    for await (const q of readQuestions(resolveDataPath(configPath, file), { strictIds }))
+      rows.push(verlRow(config, q, split, rows.length));
     if (!rows.length) throw new DataError(resolveDataPath(configPath, file), 1, 1, 'record', `no questions (${key})`);
     writeParquet(target, rows);
     return rows.length;
@@ -166,6 +208,12 @@ async function exportVerl(configPath: string, overrides: string[], out: string, 
   );
   process.stdout.write(script);
   for (const w of warnings) console.error(`export verl: warning: ${w}`);
-  console.error(`export verl: ${Object.entries(counts).map(([k, n]) => `${n} ${k} questions`).join(', ')}; ${launch.overrides.length} overrides in ${join(out, 'verl-launch.json')} and ${join(out, 'launch.sh')}`);
+  console.error(
+    `export verl: ${Object.entries(counts)
+      .map(([k, n]) => `${n} ${k} questions`)
+      .join(
+        ', ',
+      )}; ${launch.overrides.length} overrides in ${join(out, 'verl-launch.json')} and ${join(out, 'launch.sh')}`,
+  );
   return 0;
 }

@@ -43,7 +43,17 @@ export async function main(argv: string[]): Promise<number> {
     case 'validate':
       return runValidate(parseArgs(rest, { ...VALIDATE_FLAGS, tokens: 'boolean', tokenizer: 'string' }));
     case 'score':
-      return runScore(parseArgs(rest, { ...VALIDATE_FLAGS, scheme: 'string', c: 'number', alpha: 'number', o: 'string', output: 'string', 'no-format-penalty': 'boolean' }));
+      return runScore(
+        parseArgs(rest, {
+          ...VALIDATE_FLAGS,
+          scheme: 'string',
+          c: 'number',
+          alpha: 'number',
+          o: 'string',
+          output: 'string',
+          'no-format-penalty': 'boolean',
+        }),
+      );
     case 'stats':
       return runStats(parseArgs(rest, { ...VALIDATE_FLAGS, scheme: 'string', json: 'boolean' }));
     case 'diff': {
@@ -73,7 +83,13 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-const VALIDATE_FLAGS = { dialect: 'string', strict: 'boolean', tools: 'string', 'max-turns': 'number', incomplete: 'boolean' } as const;
+const VALIDATE_FLAGS = {
+  dialect: 'string',
+  strict: 'boolean',
+  tools: 'string',
+  'max-turns': 'number',
+  incomplete: 'boolean',
+} as const;
 
 /** Entry point for bin/coa.js and `node dist/cli.js`: runs, reports, sets the exit code. */
 export function cli(argv: string[]): void {

@@ -8,7 +8,16 @@
 // The target is checked and opened synchronously, before any work: a missing directory, a directory given as the
 // output or a read-only place is one `coa: …` line and exit 2 (usage/IO), never a stack and never exit 1 (which
 // means "problems found in the input"). Write errors (a full disk, /dev/full) are the same kind of line.
-import { createWriteStream, lstatSync, openSync, realpathSync, renameSync, rmSync, statSync, type WriteStream } from 'node:fs';
+import {
+  createWriteStream,
+  lstatSync,
+  openSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  type WriteStream,
+} from 'node:fs';
 import { once } from 'node:events';
 import { CliError } from './args';
 import { describeFsError } from '../core/fsErrors';
@@ -39,7 +48,13 @@ function targetOf(path: string): OutputTarget {
   // Opened by its own name, so /dev/stdout (a link to /proc/self/fd/1, a pipe or a terminal) works too.
   if (st.isFIFO() || st.isCharacterDevice()) return { mode: 'through', target: path };
   if (st.isFile()) return { mode: 'atomic', target: link.isSymbolicLink() ? realpathSync(path) : path };
-  const what = st.isDirectory() ? 'a directory' : st.isBlockDevice() ? 'a block device' : st.isSocket() ? 'a socket' : 'not a regular file';
+  const what = st.isDirectory()
+    ? 'a directory'
+    : st.isBlockDevice()
+      ? 'a block device'
+      : st.isSocket()
+        ? 'a socket'
+        : 'not a regular file';
   throw new CliError(`${path}: is ${what}, expected an output file`);
 }
 
@@ -79,7 +94,8 @@ export class LineWriter {
 
   async write(line: string | Uint8Array): Promise<void> {
     this.check();
-    const ok = typeof line === 'string' ? this.stream.write(line + '\n') : this.stream.write(line) && this.stream.write('\n');
+    const ok =
+      typeof line === 'string' ? this.stream.write(line + '\n') : this.stream.write(line) && this.stream.write('\n');
     // A write error ends the wait too (as 'close'); check() then reports it.
     if (!ok) await this.drained();
     this.check();

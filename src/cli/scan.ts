@@ -7,7 +7,13 @@ import type { TrajectoryRecord } from '../core/record';
 import { CliError, type ParsedArgs } from './args';
 import { convertHint, formatOptions, requireFile } from './common';
 
-export const SCAN_FLAGS = { json: 'boolean', dialect: 'string', strict: 'boolean', tools: 'string', 'max-turns': 'number' } as const;
+export const SCAN_FLAGS = {
+  json: 'boolean',
+  dialect: 'string',
+  strict: 'boolean',
+  tools: 'string',
+  'max-turns': 'number',
+} as const;
 
 interface Batch {
   stage: string | null;
@@ -20,7 +26,13 @@ export interface FileScan {
   file: string;
   records: number;
   bad_lines: number;
-  steps: { stage: string | null; step: number | null; scanned: number; counts: Record<ScanRule, number>; length_limit: number | null }[];
+  steps: {
+    stage: string | null;
+    step: number | null;
+    scanned: number;
+    counts: Record<ScanRule, number>;
+    length_limit: number | null;
+  }[];
   flagged: { line: number; id: string; stage: string | null; step: number | null; findings: ScanFinding[] }[];
   totals: Record<ScanRule, number>;
 }
@@ -47,10 +59,19 @@ export async function scanFile(file: string, args: ParsedArgs): Promise<FileScan
   const totals = Object.fromEntries(SCAN_RULE_NAMES.map((r) => [r, 0])) as Record<ScanRule, number>;
   const out: FileScan = { file, records, bad_lines: bad, steps: [], flagged: [], totals };
   for (const b of batches.values()) {
-    const s = scanBatch(b.records, { format: { dialect: fmt.dialect, strictness: fmt.strictness, tools: fmt.tools, maxTurns: fmt.maxTurns } });
+    const s = scanBatch(b.records, {
+      format: { dialect: fmt.dialect, strictness: fmt.strictness, tools: fmt.tools, maxTurns: fmt.maxTurns },
+    });
     out.steps.push({ stage: b.stage, step: b.step, scanned: s.scanned, counts: s.counts, length_limit: s.lengthLimit });
     for (const r of SCAN_RULE_NAMES) totals[r] += s.counts[r];
-    for (const f of s.flagged) out.flagged.push({ line: b.lines[f.index], id: b.records[f.index].id, stage: b.stage, step: b.step, findings: f.findings });
+    for (const f of s.flagged)
+      out.flagged.push({
+        line: b.lines[f.index],
+        id: b.records[f.index].id,
+        stage: b.stage,
+        step: b.step,
+        findings: f.findings,
+      });
   }
   out.flagged.sort((x, y) => x.line - y.line);
   return out;
@@ -73,9 +94,16 @@ export async function runScan(args: ParsedArgs): Promise<number> {
 export function scanText(r: FileScan): string {
   const out: string[] = [];
   const stepsWith = (rule: ScanRule) => r.steps.filter((s) => s.counts[rule] > 0).length;
-  out.push(`${r.file}: ${r.records} records in ${r.steps.length} batch${r.steps.length === 1 ? '' : 'es'} (meta.stage × meta.step)${r.bad_lines ? `, ${r.bad_lines} bad lines skipped (coa validate)` : ''}`);
+  out.push(
+    `${r.file}: ${r.records} records in ${r.steps.length} batch${r.steps.length === 1 ? '' : 'es'} (meta.stage × meta.step)${r.bad_lines ? `, ${r.bad_lines} bad lines skipped (coa validate)` : ''}`,
+  );
   const width = Math.max(...SCAN_RULE_NAMES.map((k) => k.length));
-  for (const rule of SCAN_RULE_NAMES) out.push(`  ${rule.padEnd(width)}  ${String(r.totals[rule]).padStart(5)} records in ${String(stepsWith(rule)).padStart(3)} steps — ${SCAN_RULES[rule]}`);
-  for (const f of r.flagged) for (const x of f.findings) out.push(`${r.file}:${f.line}: ${x.rule} ${x.detail} (${f.id}${f.step !== null ? `, step ${f.step}` : ''})`);
+  for (const rule of SCAN_RULE_NAMES)
+    out.push(
+      `  ${rule.padEnd(width)}  ${String(r.totals[rule]).padStart(5)} records in ${String(stepsWith(rule)).padStart(3)} steps — ${SCAN_RULES[rule]}`,
+    );
+  for (const f of r.flagged)
+    for (const x of f.findings)
+      out.push(`${r.file}:${f.line}: ${x.rule} ${x.detail} (${f.id}${f.step !== null ? `, step ${f.step}` : ''})`);
   return out.join('\n');
 }

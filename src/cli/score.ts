@@ -13,7 +13,8 @@ export async function runScore(args: ParsedArgs): Promise<number> {
   if (!file || extra.length) throw new CliError('score: give exactly one input file');
   requireFile(file);
   const scheme = (args.flags.scheme as string | undefined) ?? 'em';
-  if (!(SCHEMES as readonly string[]).includes(scheme)) throw new CliError(`unknown scheme "${scheme}" (known: ${SCHEMES.join(', ')})`);
+  if (!(SCHEMES as readonly string[]).includes(scheme))
+    throw new CliError(`unknown scheme "${scheme}" (known: ${SCHEMES.join(', ')})`);
   const params = rewardParams(args);
 
   let state: OtcState | undefined;
@@ -30,7 +31,9 @@ export async function runScore(args: ParsedArgs): Promise<number> {
     for await (const e of readJsonl(file)) {
       if (!e.record) {
         bad++;
-        console.error(`${file}:${e.line}:${e.problem!.column}: error ${e.problem!.code} ${e.problem!.message} (copied unchanged)`);
+        console.error(
+          `${file}:${e.line}:${e.problem!.column}: error ${e.problem!.code} ${e.problem!.message} (copied unchanged)`,
+        );
         if (e.problem!.code === 'COA104') throw new CliError(`${file}: binary data, not a JSONL text file`);
         await out.write(e.bytes ?? e.raw); // invalid UTF-8: the original bytes, not the lossy decoding
         continue;
@@ -45,6 +48,8 @@ export async function runScore(args: ParsedArgs): Promise<number> {
     out.abort();
     throw err;
   }
-  console.error(`score: ${scored} records scored with ${scheme} (mean total ${(scored ? total / scored : 0).toFixed(4)}), ${bad} bad lines copied`);
+  console.error(
+    `score: ${scored} records scored with ${scheme} (mean total ${(scored ? total / scored : 0).toFixed(4)}), ${bad} bad lines copied`,
+  );
   return 0;
 }

@@ -39,7 +39,9 @@ export async function runStats(args: ParsedArgs): Promise<number> {
         continue;
       }
       const [b] = scoreRecords([e.record], scheme, params, state);
-      const dialect = e.record.dialect ?? (params.dialect && params.dialect !== 'auto' ? params.dialect : detectDialect(e.record.response));
+      const dialect =
+        e.record.dialect ??
+        (params.dialect && params.dialect !== 'auto' ? params.dialect : detectDialect(e.record.response));
       const graded = (e.record.golden_answers ?? []).length > 0;
       if (!graded) ungraded++;
       acc.add(b, { dialect, stage: e.record.meta?.stage }, graded);
@@ -50,7 +52,10 @@ export async function runStats(args: ParsedArgs): Promise<number> {
   else if (rows.length || !unreadable) {
     console.log(formatStatsTable(rows));
     if (questions) console.log(`(${questions} questions without a response skipped: they have no trajectory to score)`);
-    if (ungraded) console.log(`(${ungraded} trajectories without golden answers: EM, F1 and TP are over the other ${rows[0].graded}${rows[0].graded ? '' : ' — n/a'})`);
+    if (ungraded)
+      console.log(
+        `(${ungraded} trajectories without golden answers: EM, F1 and TP are over the other ${rows[0].graded}${rows[0].graded ? '' : ' — n/a'})`,
+      );
     if (bad) console.log(`(${bad} bad lines skipped: run coa validate)`);
   }
   return unreadable === args.positional.length ? 2 : 0;

@@ -27,7 +27,10 @@ export class TokenAuditor {
         path = f;
       } else {
         const found = findRunTokenizer(file, typeof record.meta?.stage === 'string' ? record.meta.stage : null);
-        if (!found.path) throw new CliError(`${file}: no tokenizer of its run found (looked in ${found.tried.join(', ')}): give --tokenizer <model dir or tokenizer.json>`);
+        if (!found.path)
+          throw new CliError(
+            `${file}: no tokenizer of its run found (looked in ${found.tried.join(', ')}): give --tokenizer <model dir or tokenizer.json>`,
+          );
         path = found.path;
       }
       this.perFile.set(file, path);

@@ -41,7 +41,14 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
     const seen = new Map<string, number>();
     for await (const entry of readJsonl(file)) {
       if (entry.problem) {
-        report(file, entry.line, entry.problem.column, RECORD_RULES[entry.problem.code].severity, entry.problem.code, entry.problem.message);
+        report(
+          file,
+          entry.line,
+          entry.problem.column,
+          RECORD_RULES[entry.problem.code].severity,
+          entry.problem.code,
+          entry.problem.message,
+        );
         if (entry.problem.code === 'COA104') break;
         continue;
       }
@@ -50,7 +57,14 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
       const firstLine = seen.get(record.id);
       if (firstLine !== undefined) {
         const col = entry.raw.indexOf(JSON.stringify(record.id)) + 1;
-        report(file, entry.line, Math.max(1, col), 'error', 'COA103', `duplicate id "${record.id}" (first on line ${firstLine})`);
+        report(
+          file,
+          entry.line,
+          Math.max(1, col),
+          'error',
+          'COA103',
+          `duplicate id "${record.id}" (first on line ${firstLine})`,
+        );
       } else seen.set(record.id, entry.line);
       // A question (no response yet) is prompt-only data: the format rules are for responses (core/record.ts).
       if (isQuestion(record)) {
@@ -61,7 +75,14 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
         const drift = await auditor.audit(file, record);
         if (drift) {
           const map = mapStringAt(entry.raw, ['response']);
-          report(file, entry.line, map ? map.toRaw(drift.offset) + 1 : 1, 'warning', 'COA106', `token drift: ${drift.message}`);
+          report(
+            file,
+            entry.line,
+            map ? map.toRaw(drift.offset) + 1 : 1,
+            'warning',
+            'COA106',
+            `token drift: ${drift.message}`,
+          );
         }
       }
       const result = checkFormat(record.response, recordFormatOptions(record, options));
@@ -81,7 +102,11 @@ export async function runValidate(args: ParsedArgs): Promise<number> {
 }
 
 /** A `.coa` file is one raw response. */
-function validateRaw(file: string, options: FormatOptions, report: (f: string, l: number, c: number, s: string, code: string, m: string) => void): void {
+function validateRaw(
+  file: string,
+  options: FormatOptions,
+  report: (f: string, l: number, c: number, s: string, code: string, m: string) => void,
+): void {
   const buf = readFileSync(file);
   if (buf.subarray(0, 8192).includes(0)) {
     report(file, 1, 1, 'error', 'COA104', 'binary data, not a text file');

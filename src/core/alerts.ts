@@ -28,11 +28,30 @@ export const MARGIN = 0.05;
  * numbers are settings (configZod: finite, bounded). */
 export const AlertThresholdsSchema = z
   .object({
-    tool_call_explosion: setting.number().positive().default(2.0).describe('Mean tool calls above this × the first steps\' mean.'),
-    think_collapse: setting.number().positive().default(0.5).describe('Think length below this × the first steps\' mean.'),
+    tool_call_explosion: setting
+      .number()
+      .positive()
+      .default(2.0)
+      .describe("Mean tool calls above this × the first steps' mean."),
+    think_collapse: setting
+      .number()
+      .positive()
+      .default(0.5)
+      .describe("Think length below this × the first steps' mean."),
     all_wrong_groups: z.number().min(0).max(1).default(0.5).describe('Fraction of all-wrong groups above this.'),
-    zero_variance_groups: z.number().min(0).max(1).default(0.8).describe('Fraction of groups whose rewards are all equal (zero advantages: no gradient) above this; above 80 % most of a step\'s compute teaches nothing.'),
-    logprob_drift: setting.number().positive().default(0.05).describe('Mean |sampler − trainer| log-prob per trained token above this (nats).'),
+    zero_variance_groups: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.8)
+      .describe(
+        "Fraction of groups whose rewards are all equal (zero advantages: no gradient) above this; above 80 % most of a step's compute teaches nothing.",
+      ),
+    logprob_drift: setting
+      .number()
+      .positive()
+      .default(0.05)
+      .describe('Mean |sampler − trainer| log-prob per trained token above this (nats).'),
     tool_failure_rate: z.number().min(0).max(1).default(0.2).describe('Tool-failure rate above this.'),
     window: z.number().int().positive().default(5).describe('Steps averaged for the baseline and the current value.'),
   })
@@ -40,7 +59,9 @@ export const AlertThresholdsSchema = z
 export type AlertThresholds = z.infer<typeof AlertThresholdsSchema>;
 export const DEFAULT_ALERT_THRESHOLDS: AlertThresholds = AlertThresholdsSchema.parse({});
 
-const SeriesStateSchema = z.object({ n: z.number().int().nonnegative(), first: z.array(z.number()), recent: z.array(z.number()) }).strict();
+const SeriesStateSchema = z
+  .object({ n: z.number().int().nonnegative(), first: z.array(z.number()), recent: z.array(z.number()) })
+  .strict();
 export const AlertStateSchema = z
   .object({
     series: z.record(z.string(), SeriesStateSchema).default({}),
@@ -50,7 +71,11 @@ export const AlertStateSchema = z
   .strict();
 export type AlertState = z.infer<typeof AlertStateSchema>;
 /** The trainer's checkpoints before this module: whole histories per key. */
-const LegacyStateSchema = z.object({ history: z.record(z.string(), z.array(z.number())), heldout: z.array(z.number()).default([]), active: z.array(z.string()).default([]) });
+const LegacyStateSchema = z.object({
+  history: z.record(z.string(), z.array(z.number())),
+  heldout: z.array(z.number()).default([]),
+  active: z.array(z.string()).default([]),
+});
 
 export type AlertKind = (typeof ALERT_KINDS)[number];
 /** One alert that starts at a step (the `alert` event's fields; POST /v1/alerts answers with these). */
@@ -65,7 +90,8 @@ export class AlertMonitor {
 
   constructor(thresholds: Partial<AlertThresholds> = {}, state?: unknown) {
     this.thresholds = AlertThresholdsSchema.parse(thresholds);
-    this.state = state === undefined ? { series: {}, heldout: [], active: [] } : loadAlertState(state, this.thresholds.window);
+    this.state =
+      state === undefined ? { series: {}, heldout: [], active: [] } : loadAlertState(state, this.thresholds.window);
   }
 
   toJSON(): AlertState {
@@ -108,21 +134,49 @@ export class AlertMonitor {
     const tc = this.now('tc');
     if (tc0 !== null && tc !== null) {
       const limit = tc0 > 0 ? th.tool_call_explosion * tc0 : 1.0;
-      checks.push(['tool_call_explosion', tc > limit, 'warning', `tool calls per trajectory ${tc.toFixed(2)} vs ${tc0.toFixed(2)} at the start`]);
+      checks.push([
+        'tool_call_explosion',
+        tc > limit,
+        'warning',
+        `tool calls per trajectory ${tc.toFixed(2)} vs ${tc0.toFixed(2)} at the start`,
+      ]);
     }
     const lenKey: AgentMetric = this.state.series.think_len ? 'think_len' : 'response_len';
     const l0 = this.base(lenKey);
     const l = this.now(lenKey);
     if (l0 !== null && l !== null && l0 > 0) {
       const what = lenKey === 'think_len' ? 'think length' : 'response length';
-      checks.push(['think_collapse', l < th.think_collapse * l0, 'warning', `${what} ${l.toFixed(1)} tokens vs ${l0.toFixed(1)} at the start`]);
+      checks.push([
+        'think_collapse',
+        l < th.think_collapse * l0,
+        'warning',
+        `${what} ${l.toFixed(1)} tokens vs ${l0.toFixed(1)} at the start`,
+      ]);
     }
     const aw = this.now('all_wrong_groups');
-    if (aw !== null) checks.push(['all_wrong_groups', aw > th.all_wrong_groups, 'warning', `${pct(aw)} of groups have no correct sample (no learning signal)`]);
+    if (aw !== null)
+      checks.push([
+        'all_wrong_groups',
+        aw > th.all_wrong_groups,
+        'warning',
+        `${pct(aw)} of groups have no correct sample (no learning signal)`,
+      ]);
     const zv = this.now('zero_variance_groups');
-    if (zv !== null) checks.push(['zero_variance_groups', zv > th.zero_variance_groups, 'warning', `${pct(zv)} of groups have all-equal rewards (zero advantages: compute spent for no gradient)`]);
+    if (zv !== null)
+      checks.push([
+        'zero_variance_groups',
+        zv > th.zero_variance_groups,
+        'warning',
+        `${pct(zv)} of groups have all-equal rewards (zero advantages: compute spent for no gradient)`,
+      ]);
     const lp = this.now('logprob_diff_mean');
-    if (lp !== null) checks.push(['logprob_drift', lp > th.logprob_drift, 'warning', `sampler and trainer log-probs differ by ${lp.toFixed(3)} nats per token on average before the update (train–inference drift)`]);
+    if (lp !== null)
+      checks.push([
+        'logprob_drift',
+        lp > th.logprob_drift,
+        'warning',
+        `sampler and trainer log-probs differ by ${lp.toFixed(3)} nats per token on average before the update (train–inference drift)`,
+      ]);
     const tf = this.now('tool_failure_rate');
     if (tf !== null) checks.push(['tool_failures', tf > th.tool_failure_rate, 'error', `tool-failure rate ${pct(tf)}`]);
     const r0 = this.base('reward_mean');
@@ -134,7 +188,12 @@ export class AlertMonitor {
       const h = this.state.heldout;
       const emDown = h.length >= 2 && h[h.length - 1] < h[0] - MARGIN;
       const why = fmtUp ? 'format errors rise' : 'held-out EM falls';
-      checks.push(['reward_hacking', r > r0 + MARGIN && (fmtUp || emDown), 'warning', `reward ${r0.toFixed(2)} → ${r.toFixed(2)} while ${why}`]);
+      checks.push([
+        'reward_hacking',
+        r > r0 + MARGIN && (fmtUp || emDown),
+        'warning',
+        `reward ${r0.toFixed(2)} → ${r.toFixed(2)} while ${why}`,
+      ]);
     }
 
     const out: Alert[] = [];
@@ -155,7 +214,8 @@ export function loadAlertState(value: unknown, window: number): AlertState {
   const legacy = LegacyStateSchema.safeParse(value);
   if (legacy.success && value && typeof value === 'object' && 'history' in value) {
     const series: AlertState['series'] = {};
-    for (const [k, xs] of Object.entries(legacy.data.history)) series[k] = { n: xs.length, first: xs.slice(0, window), recent: xs.slice(-window) };
+    for (const [k, xs] of Object.entries(legacy.data.history))
+      series[k] = { n: xs.length, first: xs.slice(0, window), recent: xs.slice(-window) };
     const h = legacy.data.heldout;
     return { series, heldout: h.length > 2 ? [h[0], h[h.length - 1]] : h, active: legacy.data.active };
   }

@@ -8,12 +8,14 @@ const PUNCTUATION = new Set('!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~');
 export function normalizeAnswer(s: string): string {
   let lower = '';
   for (const ch of s.toLowerCase()) if (!PUNCTUATION.has(ch)) lower += ch;
-  return lower
-    // Python's \b is Unicode-aware; JavaScript's is ASCII-only, so spell the boundary out.
-    .replace(/(?<![\p{L}\p{N}\p{M}_])(a|an|the)(?![\p{L}\p{N}\p{M}_])/gu, ' ')
-    .split(/\s+/)
-    .filter(Boolean)
-    .join(' ');
+  return (
+    lower
+      // Python's \b is Unicode-aware; JavaScript's is ASCII-only, so spell the boundary out.
+      .replace(/(?<![\p{L}\p{N}\p{M}_])(a|an|the)(?![\p{L}\p{N}\p{M}_])/gu, ' ')
+      .split(/\s+/)
+      .filter(Boolean)
+      .join(' ')
+  );
 }
 
 export function exactMatch(prediction: string | null, golden: readonly string[]): number {

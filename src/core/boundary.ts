@@ -17,13 +17,17 @@ export const BoundarySummarySchema = z
     classes: z.record(z.enum(BOUNDARY_CLASS_NAMES), count),
     over_search_rate: share.nullable(),
     under_search_rate: share.nullable(),
-    em_closed_book: share.nullable().describe('EM with search refused (each query answered by the model itself, asked it alone)'),
+    em_closed_book: share
+      .nullable()
+      .describe('EM with search refused (each query answered by the model itself, asked it alone)'),
     em: share.nullable().describe('EM with search'),
     tc: mean.describe('tool calls per question with search'),
     min_tc: mean.describe('estimated fewest tool calls per question, over the questions where one is known'),
     min_tc_questions: count.describe('questions with a known minimum (not unreachable)'),
     tc_over_min: z.number().nullable().describe('tool calls minus the minimum per question, over the same questions'),
-    avoidable_share: share.nullable().describe('share of the searches of those questions that the minimum does without'),
+    avoidable_share: share
+      .nullable()
+      .describe('share of the searches of those questions that the minimum does without'),
   })
   .strict();
 export type BoundarySummary = z.infer<typeof BoundarySummarySchema>;
@@ -34,19 +38,21 @@ export const BoundaryTruthRowSchema = z
     class: z.enum(BOUNDARY_CLASS_NAMES),
     min_calls: count.describe('facts of the question this checkpoint does not answer closed-book'),
     facts_known: z.array(z.boolean()),
-    optimal: count.nullable().describe('the benchmark\'s optimum: facts not in the pretraining text'),
+    optimal: count.nullable().describe("the benchmark's optimum: facts not in the pretraining text"),
   })
   .strict();
 
 export const BoundaryTruthSchema = z
   .object({
     class_agreement: share.nullable(),
-    min_tc_meter: mean.describe('the meter\'s minimum, over the questions where it has one'),
-    min_tc_truth: mean.describe('the truth\'s minimum over the same questions'),
+    min_tc_meter: mean.describe("the meter's minimum, over the questions where it has one"),
+    min_tc_truth: mean.describe("the truth's minimum over the same questions"),
     min_tc_truth_all: mean,
-    optimal_tc: mean.describe('the benchmark\'s optimum over all questions'),
-    optimal_tc_same: mean.describe('the benchmark\'s optimum over the questions where the meter has a minimum'),
-    optimal_agreement: share.nullable().describe('share of those questions whose estimated minimum equals the benchmark\'s optimum'),
+    optimal_tc: mean.describe("the benchmark's optimum over all questions"),
+    optimal_tc_same: mean.describe("the benchmark's optimum over the questions where the meter has a minimum"),
+    optimal_agreement: share
+      .nullable()
+      .describe("share of those questions whose estimated minimum equals the benchmark's optimum"),
     confusion: z.record(z.string(), z.record(z.string(), count)).describe('truth class → meter class → questions'),
   })
   .strict();
@@ -65,9 +71,16 @@ export const BoundaryRowSchema = z
     min_calls: count.nullable(),
     reachable: z.boolean().nullable(),
     responses: z
-      .object({ closed_book: z.string(), search: z.string(), minimal: z.string().optional(), forced: z.string().optional() })
+      .object({
+        closed_book: z.string(),
+        search: z.string(),
+        minimal: z.string().optional(),
+        forced: z.string().optional(),
+      })
       .strict()
-      .describe('the trajectories that decided the class: minimal (the fewest searches found), forced (one more search)'),
+      .describe(
+        'the trajectories that decided the class: minimal (the fewest searches found), forced (one more search)',
+      ),
     truth: BoundaryTruthRowSchema.nullable(),
   })
   .strict();

@@ -16,8 +16,20 @@ export interface RuleInfo {
   toolCall: boolean;
 }
 
-function rule(code: string, title: string, severity: Severity, opts: Partial<Pick<RuleInfo, 'strictOnly' | 'completeOnly' | 'toolCall'>> = {}): RuleInfo {
-  return { code, title, severity, strictOnly: opts.strictOnly ?? false, completeOnly: opts.completeOnly ?? false, toolCall: opts.toolCall ?? false };
+function rule(
+  code: string,
+  title: string,
+  severity: Severity,
+  opts: Partial<Pick<RuleInfo, 'strictOnly' | 'completeOnly' | 'toolCall'>> = {},
+): RuleInfo {
+  return {
+    code,
+    title,
+    severity,
+    strictOnly: opts.strictOnly ?? false,
+    completeOnly: opts.completeOnly ?? false,
+    toolCall: opts.toolCall ?? false,
+  };
 }
 
 export const RULES = {

@@ -19,10 +19,22 @@ export type ConvertSource = (typeof CONVERT_SOURCES)[number];
 
 /** What each source is, in the words the editor's picker shows. */
 export const SOURCE_INFO: Record<ConvertSource, { label: string; detail: string }> = {
-  'verl-parquet': { label: 'verl / AutoCoA / Search-R1 parquet', detail: 'a prompt-only RL dataset: each row becomes a question (prompt, golden answers, source)' },
-  'verl-rollouts': { label: 'verl rollout dump', detail: 'trainer.rollout_data_dir/<step>.jsonl (a file or the folder): each row a scored trajectory' },
-  'search-r1': { label: 'Search-R1 transcripts', detail: '<|im_start|>role … <|im_end|> chat transcripts, several per file' },
-  openai: { label: 'OpenAI chats with tool calls', detail: 'JSONL, one {"messages": [...]} conversation per line (Hermes dialect)' },
+  'verl-parquet': {
+    label: 'verl / AutoCoA / Search-R1 parquet',
+    detail: 'a prompt-only RL dataset: each row becomes a question (prompt, golden answers, source)',
+  },
+  'verl-rollouts': {
+    label: 'verl rollout dump',
+    detail: 'trainer.rollout_data_dir/<step>.jsonl (a file or the folder): each row a scored trajectory',
+  },
+  'search-r1': {
+    label: 'Search-R1 transcripts',
+    detail: '<|im_start|>role … <|im_end|> chat transcripts, several per file',
+  },
+  openai: {
+    label: 'OpenAI chats with tool calls',
+    detail: 'JSONL, one {"messages": [...]} conversation per line (Hermes dialect)',
+  },
 };
 
 /** Bad input the conversion cannot read at all (the message names the file). */
@@ -44,7 +56,11 @@ export function readTextInput(path: string): string {
 }
 
 /** Convert one input. `log` receives the FILE:LINE:COL lines of skipped input and the summary lines. */
-export async function convertInput(from: ConvertSource, input: string, opts: { strictIds?: boolean; log?: (line: string) => void } = {}): Promise<ConvertResult> {
+export async function convertInput(
+  from: ConvertSource,
+  input: string,
+  opts: { strictIds?: boolean; log?: (line: string) => void } = {},
+): Promise<ConvertResult> {
   const log = opts.log ?? (() => undefined);
   if (from === 'verl-rollouts') {
     const { records, skipped } = convertVerlRollouts(input, log);
@@ -86,7 +102,9 @@ function requireFile(path: string): void {
   try {
     info = statSync(path);
   } catch (e) {
-    throw new ConvertError(`${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeFsError(e)}`);
+    throw new ConvertError(
+      `${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeFsError(e)}`,
+    );
   }
   if (info.isDirectory()) throw new ConvertError(`${path}: is a directory, expected a file`);
 }
@@ -101,7 +119,10 @@ export function verlDumpPaths(input: string): string[] {
   }
   if (!info.isDirectory()) return [input];
   const files = dumpFiles(readdirSync(input)).map((f) => join(input, f.name));
-  if (!files.length) throw new ConvertError(`${input}: no <step>.jsonl files (verl writes trainer.rollout_data_dir/<global_step>.jsonl)`);
+  if (!files.length)
+    throw new ConvertError(
+      `${input}: no <step>.jsonl files (verl writes trainer.rollout_data_dir/<global_step>.jsonl)`,
+    );
   return files;
 }
 
@@ -130,7 +151,11 @@ export function convertVerlRollouts(input: string, log: (line: string) => void):
     read.push({ file, records });
   }
   // one dialect for the run, from all its steps' rows: an answer without a search carries no tag of its dialect
-  const dialect = verlRunDialect(read.flatMap(({ records }) => records.map((r) => ({ input: (r as { prompt?: unknown }).prompt, output: r.response }))));
+  const dialect = verlRunDialect(
+    read.flatMap(({ records }) =>
+      records.map((r) => ({ input: (r as { prompt?: unknown }).prompt, output: r.response })),
+    ),
+  );
   for (const { file, records } of read) {
     for (const r of records) {
       r.dialect = dialect;
@@ -146,8 +171,10 @@ export function convertVerlRollouts(input: string, log: (line: string) => void):
   }
   const dialects = new Map<string, number>();
   for (const r of out.records) dialects.set(r.dialect ?? 'coa', (dialects.get(r.dialect ?? 'coa') ?? 0) + 1);
-  log(`convert: ${out.files} dump file(s); dialects ${[...dialects].map(([d, n]) => `${d} ${n}`).join(', ') || 'none'}; ` +
-    `${out.formatErrors} record(s) with format errors${counts.size ? ` (${[...counts].map(([c, n]) => `${c} ×${n}`).join(', ')})` : ''}`);
+  log(
+    `convert: ${out.files} dump file(s); dialects ${[...dialects].map(([d, n]) => `${d} ${n}`).join(', ') || 'none'}; ` +
+      `${out.formatErrors} record(s) with format errors${counts.size ? ` (${[...counts].map(([c, n]) => `${c} ×${n}`).join(', ')})` : ''}`,
+  );
   return out;
 }
 

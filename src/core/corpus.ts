@@ -46,7 +46,8 @@ export function splitContents(contents: string): { rawTitle: string; title: stri
   const nl = contents.indexOf('\n');
   const rawTitle = nl < 0 ? contents : contents.slice(0, nl);
   const text = nl < 0 ? '' : contents.slice(nl + 1);
-  const title = rawTitle.length >= 2 && rawTitle.startsWith('"') && rawTitle.endsWith('"') ? rawTitle.slice(1, -1) : rawTitle;
+  const title =
+    rawTitle.length >= 2 && rawTitle.startsWith('"') && rawTitle.endsWith('"') ? rawTitle.slice(1, -1) : rawTitle;
   return { rawTitle, title, text };
 }
 

@@ -56,7 +56,11 @@ export class EventTail {
   private head: Buffer = Buffer.alloc(0);
   private reading: Promise<TailBatch> | undefined;
 
-  constructor(readonly file: string, startOffset = 0, private readonly parser?: LineParser) {
+  constructor(
+    readonly file: string,
+    startOffset = 0,
+    private readonly parser?: LineParser,
+  ) {
     this.offset = startOffset;
   }
 
@@ -160,7 +164,10 @@ export interface Tail {
 }
 
 /** Follows a file (or an existing tail, from where it stands) until disposed: an fs.watch on its directory plus a poll timer. */
-export function followEvents<T extends Tail = EventTail>(source: string | T, options: FollowOptions): { tail: T | EventTail; dispose: () => void; flush: () => Promise<void> } {
+export function followEvents<T extends Tail = EventTail>(
+  source: string | T,
+  options: FollowOptions,
+): { tail: T | EventTail; dispose: () => void; flush: () => Promise<void> } {
   const tail = typeof source === 'string' ? new EventTail(source) : source;
   const file = tail.file;
   let disposed = false;

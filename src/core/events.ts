@@ -87,7 +87,10 @@ export const HistogramEvent = z
     edges: z.array(z.number()).min(1),
     counts: z.array(z.number().int().nonnegative()),
   })
-  .refine((e) => e.counts.length === e.edges.length + 1, { message: 'counts must have one entry more than edges', path: ['counts'] });
+  .refine((e) => e.counts.length === e.edges.length + 1, {
+    message: 'counts must have one entry more than edges',
+    path: ['counts'],
+  });
 export const ALERT_KINDS = [
   'tool_call_explosion',
   'think_collapse',
@@ -127,14 +130,31 @@ export const LogEvent = z.object({
  */
 export const TRAINER_ERRORS = {
   bad_config: { exit: 2, meaning: 'the run config or a command-line argument cannot be used' },
-  bad_data: { exit: 2, meaning: 'the data (questions, trajectories, pairs, corpus) cannot be used; the message names file, line and field' },
+  bad_data: {
+    exit: 2,
+    meaning: 'the data (questions, trajectories, pairs, corpus) cannot be used; the message names file, line and field',
+  },
   missing_model: { exit: 2, meaning: 'no usable model directory where the stage starts from' },
   bad_teacher: { exit: 2, meaning: 'the collection teacher (a model directory or an endpoint) cannot be used' },
-  bad_checkpoint: { exit: 2, meaning: 'no checkpoint the stage can resume from safely: an older pickle checkpoint (convert it with `coa_trainer convert-checkpoint`), or none that reads back intact' },
-  bad_run_dir: { exit: 2, meaning: 'the run directory holds a symbolic link that leads out of it where the trainer reads its state or writes' },
-  stage_failed: { exit: 1, meaning: 'a stage run by the pipeline ended with an error of its own (its event says which)' },
+  bad_checkpoint: {
+    exit: 2,
+    meaning:
+      'no checkpoint the stage can resume from safely: an older pickle checkpoint (convert it with `coa_trainer convert-checkpoint`), or none that reads back intact',
+  },
+  bad_run_dir: {
+    exit: 2,
+    meaning: 'the run directory holds a symbolic link that leads out of it where the trainer reads its state or writes',
+  },
+  stage_failed: {
+    exit: 1,
+    meaning: 'a stage run by the pipeline ended with an error of its own (its event says which)',
+  },
   env_unreachable: { exit: 3, meaning: 'the environment server could not be started or reached' },
-  diverged: { exit: 1, meaning: 'training went non-finite (NaN/Inf loss, gradient or weights; an update that overflowed): the message names the step; nothing from that step on was saved' },
+  diverged: {
+    exit: 1,
+    meaning:
+      'training went non-finite (NaN/Inf loss, gradient or weights; an update that overflowed): the message names the step; nothing from that step on was saved',
+  },
   internal: { exit: 1, meaning: 'a bug: the event carries the traceback in `detail`' },
 } as const;
 export type TrainerErrorCode = keyof typeof TRAINER_ERRORS;

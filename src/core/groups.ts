@@ -49,8 +49,29 @@ export function groupsOfStep(records: readonly { record: TrajectoryRecord; line:
     if (m.step !== step || m.group === undefined) continue;
     const key = String(m.group);
     let g = by.get(key);
-    if (!g) by.set(key, (g = { step, group: key, question: r.question, golden: r.golden_answers ?? [], samples: [], zeroVariance: false, mean: null, std: null }));
-    g.samples.push({ id: r.id, line, sample: typeof m.sample === 'number' ? m.sample : null, response: r.response, dialect: r.dialect ?? null, reward: r.reward ?? null, advantage: storedAdvantage(r) });
+    if (!g)
+      by.set(
+        key,
+        (g = {
+          step,
+          group: key,
+          question: r.question,
+          golden: r.golden_answers ?? [],
+          samples: [],
+          zeroVariance: false,
+          mean: null,
+          std: null,
+        }),
+      );
+    g.samples.push({
+      id: r.id,
+      line,
+      sample: typeof m.sample === 'number' ? m.sample : null,
+      response: r.response,
+      dialect: r.dialect ?? null,
+      reward: r.reward ?? null,
+      advantage: storedAdvantage(r),
+    });
   }
   const groups = [...by.values()];
   let rated = 0;

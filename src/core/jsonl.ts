@@ -38,7 +38,12 @@ export interface JsonlEntry {
 }
 
 /** Parse one line as a trajectory record. Never throws. */
-export function parseRecordLine(raw: string, line: number, offset = 0, byteLength = Buffer.byteLength(raw)): JsonlEntry {
+export function parseRecordLine(
+  raw: string,
+  line: number,
+  offset = 0,
+  byteLength = Buffer.byteLength(raw),
+): JsonlEntry {
   const entry: JsonlEntry = { line, offset, byteLength, raw };
   // A BOM left at the start of a line (an editor's first line, files concatenated with cat) is not JSON text.
   const bom = raw.charCodeAt(0) === 0xfeff ? 1 : 0;
@@ -49,7 +54,12 @@ export function parseRecordLine(raw: string, line: number, offset = 0, byteLengt
     const message = (e as Error).message;
     const pos = Number(/at position (\d+)/.exec(message)?.[1] ?? NaN);
     const column = Number.isFinite(pos) ? pos + 1 + bom : Math.max(1, raw.length);
-    entry.problem = { code: 'COA101', message: `invalid JSON: ${message.replace(/ in JSON at position \d+.*$/, '')}`, column, length: 1 };
+    entry.problem = {
+      code: 'COA101',
+      message: `invalid JSON: ${message.replace(/ in JSON at position \d+.*$/, '')}`,
+      column,
+      length: 1,
+    };
     return entry;
   }
   const deep = nestingProblem(raw, value);
@@ -93,7 +103,8 @@ const DIALECT_SET: ReadonlySet<unknown> = new Set(DIALECT_NAMES);
 function plainRecord(value: unknown): TrajectoryRecord | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
   const o = value as Record<string, unknown>;
-  if (typeof o.id !== 'string' || o.id.length === 0 || typeof o.question !== 'string' || typeof o.response !== 'string') return null;
+  if (typeof o.id !== 'string' || o.id.length === 0 || typeof o.question !== 'string' || typeof o.response !== 'string')
+    return null;
   let tokens = o.tokens;
   if (tokens !== undefined && (tokens = plainTokens(tokens)) === null) return null;
   let reward = o.reward;
@@ -108,9 +119,19 @@ function plainRecord(value: unknown): TrajectoryRecord | null {
   if (meta !== undefined) {
     if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return null;
     const m = meta as Record<string, unknown>;
-    if ((m.run !== undefined && typeof m.run !== 'string') || (m.stage !== undefined && typeof m.stage !== 'string')) return null;
-    if ((m.step !== undefined && !Number.isSafeInteger(m.step)) || (m.sample !== undefined && !Number.isSafeInteger(m.sample))) return null;
-    if (m.group !== undefined && typeof m.group !== 'string' && !(typeof m.group === 'number' && Number.isFinite(m.group))) return null;
+    if ((m.run !== undefined && typeof m.run !== 'string') || (m.stage !== undefined && typeof m.stage !== 'string'))
+      return null;
+    if (
+      (m.step !== undefined && !Number.isSafeInteger(m.step)) ||
+      (m.sample !== undefined && !Number.isSafeInteger(m.sample))
+    )
+      return null;
+    if (
+      m.group !== undefined &&
+      typeof m.group !== 'string' &&
+      !(typeof m.group === 'number' && Number.isFinite(m.group))
+    )
+      return null;
     const ordered = inSchemaOrder(m, META_KEYS);
     if (ordered === null) return null;
     if (ordered !== m) meta = ordered;
@@ -128,7 +149,18 @@ function plainRecord(value: unknown): TrajectoryRecord | null {
 }
 
 const TOKEN_KEYS = ['ids', 'loss_mask', 'logprobs', 'advantages', 'offsets'];
-const REWARD_KEYS = ['scheme', 'em', 'f1', 'format_ok', 'violations', 'tool_calls', 'optimal_tool_calls', 'r_tool', 'r_correct', 'total'];
+const REWARD_KEYS = [
+  'scheme',
+  'em',
+  'f1',
+  'format_ok',
+  'violations',
+  'tool_calls',
+  'optimal_tool_calls',
+  'r_tool',
+  'r_correct',
+  'total',
+];
 const SCHEME_SET: ReadonlySet<unknown> = new Set(SCHEMES);
 
 /** Every element passes `ok` (checked in a plain loop: per-token arrays run to thousands of entries). */
@@ -159,7 +191,12 @@ function plainReward(v: unknown): Record<string, unknown> | null {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
   const r = v as Record<string, unknown>;
   if (!SCHEME_SET.has(r.scheme) || !isNumber(r.em) || !isNumber(r.f1) || typeof r.format_ok !== 'boolean') return null;
-  if (!allOf(r.violations, (x) => typeof x === 'string') || !isInt(r.tool_calls) || !(r.optimal_tool_calls === null || isInt(r.optimal_tool_calls))) return null;
+  if (
+    !allOf(r.violations, (x) => typeof x === 'string') ||
+    !isInt(r.tool_calls) ||
+    !(r.optimal_tool_calls === null || isInt(r.optimal_tool_calls))
+  )
+    return null;
   if (!isNumber(r.r_tool) || !isNumber(r.r_correct) || !isNumber(r.total)) return null;
   return inSchemaOrder(r, REWARD_KEYS);
 }
@@ -189,7 +226,11 @@ function inSchemaOrder(o: Record<string, unknown>, schema: readonly string[]): R
  * deep and a message; else null. Every reader that later walks the value recursively (jsonc-parser, JSON.stringify,
  * zod) asks first. */
 export function nestingProblem(raw: string, value: unknown): { column: number; message: string } | null {
-  if (raw.length <= 2 * MAX_NESTING || countUpTo(raw, '[', MAX_NESTING + 1) + countUpTo(raw, '{', MAX_NESTING + 1) <= MAX_NESTING) return null;
+  if (
+    raw.length <= 2 * MAX_NESTING ||
+    countUpTo(raw, '[', MAX_NESTING + 1) + countUpTo(raw, '{', MAX_NESTING + 1) <= MAX_NESTING
+  )
+    return null;
   if (!nestedDeeperThan(value, MAX_NESTING)) return null;
   return { column: Math.max(0, tooDeepAt(raw, MAX_NESTING)) + 1, message: `nested deeper than ${MAX_NESTING} levels` };
 }
@@ -279,7 +320,13 @@ export async function* readJsonl(path: string, options: ReadOptions = {}): Async
     if (first) {
       first = false;
       if (looksBinary(chunk)) {
-        yield { line: 1, offset: 0, byteLength: 0, raw: '', problem: { code: 'COA104', message: 'binary data, not a JSONL text file', column: 1, length: 1 } };
+        yield {
+          line: 1,
+          offset: 0,
+          byteLength: 0,
+          raw: '',
+          problem: { code: 'COA104', message: 'binary data, not a JSONL text file', column: 1, length: 1 },
+        };
         stream.destroy();
         return;
       }
@@ -341,8 +388,17 @@ function lineEntry(buf: Buffer, lineNo: number, offset: number, parse = parseRec
   if (!isUtf8(bytes)) {
     const bad = firstInvalidUtf8(bytes);
     return {
-      line: lineNo, offset, byteLength: end, raw, bytes: Buffer.from(bytes),
-      problem: { code: 'COA105', message: `invalid UTF-8: byte 0x${bytes[bad].toString(16).padStart(2, '0')} at byte ${bad + 1} of the line`, column: bytes.toString('utf8', 0, bad).length + 1, length: 1 },
+      line: lineNo,
+      offset,
+      byteLength: end,
+      raw,
+      bytes: Buffer.from(bytes),
+      problem: {
+        code: 'COA105',
+        message: `invalid UTF-8: byte 0x${bytes[bad].toString(16).padStart(2, '0')} at byte ${bad + 1} of the line`,
+        column: bytes.toString('utf8', 0, bad).length + 1,
+        length: 1,
+      },
     };
   }
   return parse(raw, lineNo, offset, end);

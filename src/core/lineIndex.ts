@@ -23,8 +23,8 @@ export const LineIndexEntrySchema = z
   .object({
     step: count().describe('meta.step of the records of this write.'),
     line: count().describe('0-based line of the first record in the indexed file.'),
-    offsets: z.array(count()).min(1).describe('Byte offset of each record\'s line, in order (lines line, line+1, …).'),
-    end: count().describe('Byte offset just past the last record\'s newline: where the next entry starts.'),
+    offsets: z.array(count()).min(1).describe("Byte offset of each record's line, in order (lines line, line+1, …)."),
+    end: count().describe("Byte offset just past the last record's newline: where the next entry starts."),
   })
   .strict();
 export type LineIndexEntry = z.infer<typeof LineIndexEntrySchema>;
@@ -106,7 +106,10 @@ export class StepIndex {
   /** How the last refresh went: the entries taken from the index file and the bytes parsed (for tests and logs). */
   last = { fromIndex: 0, parsedBytes: 0 };
 
-  constructor(readonly file: string, readonly indexFile = lineIndexPath(file)) {}
+  constructor(
+    readonly file: string,
+    readonly indexFile = lineIndexPath(file),
+  ) {}
 
   /** The rows of `step`, read back and parsed, in file order; rows that do not parse are left out. */
   async rowsOf(step: number): Promise<StepRow[]> {

@@ -57,7 +57,13 @@ function branches(schema: Schema): Schema[] {
 }
 
 const typeWords: Record<string, string> = {
-  null: 'null', boolean: 'true or false', integer: 'an integer', number: 'a number', string: 'a string', array: 'a list [a,b]', object: 'an object {"k": v}',
+  null: 'null',
+  boolean: 'true or false',
+  integer: 'an integer',
+  number: 'a number',
+  string: 'a string',
+  array: 'a list [a,b]',
+  object: 'an object {"k": v}',
 };
 
 function describe(options: Schema[]): string {
@@ -184,7 +190,8 @@ function fieldSchema(root: Schema, path: string[]): { schema: Schema } | { error
     if (!obj) return { error: `${here} is not an object, so it has no field ${key}` };
     const props = (obj.properties ?? {}) as Record<string, Schema>;
     if (Object.hasOwn(props, key)) node = props[key];
-    else if (obj.additionalProperties && obj.additionalProperties !== false) node = obj.additionalProperties === true ? {} : (obj.additionalProperties as Schema);
+    else if (obj.additionalProperties && obj.additionalProperties !== false)
+      node = obj.additionalProperties === true ? {} : (obj.additionalProperties as Schema);
     else {
       const known = Object.keys(props).filter((k) => k !== '$schema');
       return { error: `unknown key: ${here} has ${known.join(', ')}` };
@@ -202,7 +209,8 @@ export function parseOverride(text: string, schema: Schema = runConfigSchema()):
   if (remove && eq >= 0) throw new OverrideError(text, key, '~key removes a field and takes no value');
   const path = key.split('.');
   if (path.some((p) => p === '')) throw new OverrideError(text, key, 'an empty part in the key');
-  if (path.some((p) => /^\d+$/.test(p))) throw new OverrideError(text, key, 'list items cannot be set one by one: give the whole list, e.g. key=[a,b]');
+  if (path.some((p) => /^\d+$/.test(p)))
+    throw new OverrideError(text, key, 'list items cannot be set one by one: give the whole list, e.g. key=[a,b]');
   const field = fieldSchema(schema, path);
   if ('error' in field) throw new OverrideError(text, key, field.error);
   if (remove) return { text, path };
@@ -217,7 +225,8 @@ export function applyOverrides(raw: unknown, overrides: Override[]): unknown {
   // accepts (the trainer refuses it).
   const root = structuredClone(raw ?? {}) as Record<string, Json>;
   if (root === null || typeof root !== 'object' || Array.isArray(root)) {
-    if (overrides.length) throw new OverrideError(overrides[0].text, overrides[0].path.join('.'), 'the run config is not a JSON object');
+    if (overrides.length)
+      throw new OverrideError(overrides[0].text, overrides[0].path.join('.'), 'the run config is not a JSON object');
     return root;
   }
   for (const o of overrides) {
@@ -226,7 +235,12 @@ export function applyOverrides(raw: unknown, overrides: Override[]): unknown {
       const next = node[key];
       if (next === undefined || next === null) node = node[key] = {};
       else if (typeof next === 'object' && !Array.isArray(next)) node = next;
-      else throw new OverrideError(o.text, o.path.join('.'), `${o.path.slice(0, i + 1).join('.')} is ${JSON.stringify(next)} in the config, not an object`);
+      else
+        throw new OverrideError(
+          o.text,
+          o.path.join('.'),
+          `${o.path.slice(0, i + 1).join('.')} is ${JSON.stringify(next)} in the config, not an object`,
+        );
     }
     const last = o.path[o.path.length - 1];
     if (o.value === undefined) delete node[last];
@@ -239,5 +253,7 @@ export function applyOverrides(raw: unknown, overrides: Override[]): unknown {
 export function overrideFor(overrides: Override[], path: (string | number)[]): Override | undefined {
   const key = path.map(String);
   if (!key.length) return undefined;
-  return [...overrides].reverse().find((o) => o.path.every((p, i) => key[i] === p) || key.every((p, i) => o.path[i] === p));
+  return [...overrides]
+    .reverse()
+    .find((o) => o.path.every((p, i) => key[i] === p) || key.every((p, i) => o.path[i] === p));
 }

@@ -79,7 +79,6 @@ export const DIALECT_PROMPTS: Record<DialectName, DialectPrompt> = {
       '"arguments": {"query": "..."}}</tool_call>; the result comes back inside <tool_response> and ' +
       '</tool_response>. Think inside <think> and </think>, and give the final answer inside <answer> and </answer>.',
     user: '{question}',
-    cot:
-      '{question}\nAnswer without tools: think inside <think> and </think>, then give the final answer inside <answer> and </answer>.',
+    cot: '{question}\nAnswer without tools: think inside <think> and </think>, then give the final answer inside <answer> and </answer>.',
   },
 };

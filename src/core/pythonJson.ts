@@ -31,7 +31,13 @@ function nonFiniteToNull(text: string): string {
       inString = true;
       continue;
     }
-    const token = text.startsWith('NaN', i) ? 'NaN' : text.startsWith('-Infinity', i) ? '-Infinity' : text.startsWith('Infinity', i) ? 'Infinity' : null;
+    const token = text.startsWith('NaN', i)
+      ? 'NaN'
+      : text.startsWith('-Infinity', i)
+        ? '-Infinity'
+        : text.startsWith('Infinity', i)
+          ? 'Infinity'
+          : null;
     if (token) {
       out += `${text.slice(from, i)}null`;
       i += token.length - 1;

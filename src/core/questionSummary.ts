@@ -48,7 +48,11 @@ export class QuestionTally {
   }
 
   summary(): QuestionSummary {
-    return { questions: this.questions, withGolden: this.withGolden, sources: [...this.sources].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])) };
+    return {
+      questions: this.questions,
+      withGolden: this.withGolden,
+      sources: [...this.sources].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])),
+    };
   }
 }
 
@@ -62,6 +66,10 @@ export function summarizeQuestions(records: Iterable<TrajectoryRecord>): Questio
 export function describeQuestions(s: QuestionSummary): string {
   const n = (x: number) => x.toLocaleString('en-US');
   const pct = s.questions ? Math.round((100 * s.withGolden) / s.questions) : 0;
-  const sources = s.sources.slice(0, 5).map(([k, v]) => `${k} ${n(v)}`).join(', ') + (s.sources.length > 5 ? `, ${s.sources.length - 5} more` : '');
+  const sources =
+    s.sources
+      .slice(0, 5)
+      .map(([k, v]) => `${k} ${n(v)}`)
+      .join(', ') + (s.sources.length > 5 ? `, ${s.sources.length - 5} more` : '');
   return `${n(s.questions)} question${s.questions === 1 ? '' : 's'} (no responses yet) · golden answers on ${n(s.withGolden)} (${pct} %) · sources: ${sources}`;
 }

@@ -19,7 +19,11 @@ export const TokensSchema = z
     for (const key of PER_TOKEN_KEYS) {
       const arr = t[key];
       if (arr && arr.length !== t.ids.length) {
-        ctx.addIssue({ code: 'custom', path: [key], message: `${key} has ${arr.length} entries but ids has ${t.ids.length}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message: `${key} has ${arr.length} entries but ids has ${t.ids.length}`,
+        });
       }
     }
   })

@@ -119,7 +119,15 @@ export function formatOf(record: TrajectoryRecord, params: RewardParams = {}): F
 }
 
 function formatWith(record: TrajectoryRecord, p: ResolvedParams): FormatReport {
-  return checkFormat(record.response, recordFormatOptions(record, { dialect: p.dialect, strictness: p.strictness, tools: p.tools, maxTurns: p.max_turns }));
+  return checkFormat(
+    record.response,
+    recordFormatOptions(record, {
+      dialect: p.dialect,
+      strictness: p.strictness,
+      tools: p.tools,
+      maxTurns: p.max_turns,
+    }),
+  );
 }
 
 /**
@@ -128,7 +136,12 @@ function formatWith(record: TrajectoryRecord, p: ResolvedParams): FormatReport {
  * When a question has no correct trajectory yet, n is unknown (optimal_tool_calls = null) and r_tool falls back
  * to the n = 0 branch; that only matters for display, since r_correct is then 0.
  */
-export function scoreRecords(records: readonly TrajectoryRecord[], scheme: Scheme, params: RewardParams = {}, state?: OtcState): RewardBreakdown[] {
+export function scoreRecords(
+  records: readonly TrajectoryRecord[],
+  scheme: Scheme,
+  params: RewardParams = {},
+  state?: OtcState,
+): RewardBreakdown[] {
   const p = RewardParamsSchema.parse(params);
   const parts = records.map((r) => correctness(r, scheme, p));
 

@@ -83,7 +83,14 @@ export function checkFormat(text: string, options: FormatOptions = {}): FormatRe
   for (const s of segs) {
     if (!isStep(s, text)) continue;
     if (s.kind === 'action') {
-      if (pending) add(out, 'COA005', `action ${describe(pending, text)} has no observation`, openStart(pending), openEnd(pending));
+      if (pending)
+        add(
+          out,
+          'COA005',
+          `action ${describe(pending, text)} has no observation`,
+          openStart(pending),
+          openEnd(pending),
+        );
       pending = s;
     } else if (s.kind === 'observation') {
       if (!pending) add(out, 'COA004', `${d.observation.open} without a preceding action`, openStart(s), openEnd(s));
@@ -95,7 +102,8 @@ export function checkFormat(text: string, options: FormatOptions = {}): FormatRe
       pending = null;
     }
   }
-  if (pending && complete) add(out, 'COA005', `action ${describe(pending, text)} has no observation`, openStart(pending), openEnd(pending));
+  if (pending && complete)
+    add(out, 'COA005', `action ${describe(pending, text)} has no observation`, openStart(pending), openEnd(pending));
 
   let actionCount = 0;
   let over: Segment | null = null;
@@ -103,10 +111,19 @@ export function checkFormat(text: string, options: FormatOptions = {}): FormatRe
     if (a.kind !== 'action') continue;
     if (options.maxTurns !== undefined && actionCount === options.maxTurns) over = a;
     actionCount++;
-    if (a.tool !== '' && (a.argument ?? '').trim() === '' && a.close) add(out, 'COA009', `empty argument in ${describe(a, text)}`, a.start, a.end);
-    if (a.tool && !tools.includes(a.tool)) add(out, 'COA011', `unknown tool "${a.tool}" (known: ${tools.join(', ')})`, openStart(a), openEnd(a));
+    if (a.tool !== '' && (a.argument ?? '').trim() === '' && a.close)
+      add(out, 'COA009', `empty argument in ${describe(a, text)}`, a.start, a.end);
+    if (a.tool && !tools.includes(a.tool))
+      add(out, 'COA011', `unknown tool "${a.tool}" (known: ${tools.join(', ')})`, openStart(a), openEnd(a));
   }
-  if (over) add(out, 'COA012', `${actionCount} tool calls exceed the limit of ${options.maxTurns}`, openStart(over), openEnd(over));
+  if (over)
+    add(
+      out,
+      'COA012',
+      `${actionCount} tool calls exceed the limit of ${options.maxTurns}`,
+      openStart(over),
+      openEnd(over),
+    );
 
   let answerCount = 0;
   let firstAnswer: Segment | null = null;
@@ -167,7 +184,12 @@ export function checkFormat(text: string, options: FormatOptions = {}): FormatRe
 /** A step: not plain text, and not a blank think piece the template left (no tags of its own). */
 function isStep(s: Segment, text: string): boolean {
   if (s.kind === 'text') return false;
-  return !(s.kind === 'think' && s.open === null && s.close === null && isBlankRange(text, s.contentStart, s.contentEnd));
+  return !(
+    s.kind === 'think' &&
+    s.open === null &&
+    s.close === null &&
+    isBlankRange(text, s.contentStart, s.contentEnd)
+  );
 }
 
 function hasError(out: readonly FormatDiagnostic[]): boolean {

@@ -75,7 +75,12 @@ export function scan(text: string, options: ScanOptions = {}): ScanResult {
     if (name === 'coa' && !hasPlainTags(tags)) name = (boxed = boxedTags(text)).length ? 'autocoa' : 'coa';
   } else name = options.dialect;
   const d = DIALECTS[name];
-  const result = new Scanner(text, d, options.tools ?? DEFAULT_TOOLS, d.answer.style === 'boxed' ? merge(tags, boxed ?? boxedTags(text)) : tags).run();
+  const result = new Scanner(
+    text,
+    d,
+    options.tools ?? DEFAULT_TOOLS,
+    d.answer.style === 'boxed' ? merge(tags, boxed ?? boxedTags(text)) : tags,
+  ).run();
   // Do not keep a huge text's tags alive until the next scan.
   if (tagList.length > TAG_POOL_SIZE) tagList.length = 0;
   return result;
@@ -134,7 +139,8 @@ function sameChars(text: string, start: number, tag: string): boolean {
 function tagInfo(text: string, start: number, end: number, hash: number, closing: boolean): TagInfo {
   const bucket = infoSlots[hash & (SLOTS - 1)];
   if (bucket) {
-    for (const info of bucket) if (info.hash === hash && info.text.length === end - start && sameChars(text, start, info.text)) return info;
+    for (const info of bucket)
+      if (info.hash === hash && info.text.length === end - start && sameChars(text, start, info.text)) return info;
   }
   const sliced = text.slice(start, end);
   const tag = LITERALS.get(sliced) ?? sliced;
@@ -233,7 +239,8 @@ function merge(a: Tag[], b: Tag[]): Tag[] {
   const out: Tag[] = [];
   let i = 0;
   let j = 0;
-  while (i < a.length || j < b.length) out.push(j >= b.length || (i < a.length && a[i].start < b[j].start) ? a[i++] : b[j++]);
+  while (i < a.length || j < b.length)
+    out.push(j >= b.length || (i < a.length && a[i].start < b[j].start) ? a[i++] : b[j++]);
   return out;
 }
 
@@ -358,15 +365,21 @@ class Scanner {
         i++;
         continue;
       }
-      const opensBlock = !t.closing && (t.role === 'think' || t.role === 'action' || t.role === 'observation' || t.role === 'answer');
-      const unknownTool = this.d.action.style === 'per-tool' && t.role === 'unknown' && !t.closing && this.nextIndex(t.info!.close, i) >= 0;
+      const opensBlock =
+        !t.closing && (t.role === 'think' || t.role === 'action' || t.role === 'observation' || t.role === 'answer');
+      const unknownTool =
+        this.d.action.style === 'per-tool' &&
+        t.role === 'unknown' &&
+        !t.closing &&
+        this.nextIndex(t.info!.close, i) >= 0;
       if (opensBlock || unknownTool) {
         this.pushText(pos, t.start);
         i = this.block(i, 0);
         pos = this.at;
         continue;
       }
-      if (t.closing && t.role !== 'foreign' && t.role !== 'unknown') this.problem('COA002', t, `stray closing tag ${t.text}`);
+      if (t.closing && t.role !== 'foreign' && t.role !== 'unknown')
+        this.problem('COA002', t, `stray closing tag ${t.text}`);
       if (t.role === 'foreign') this.foreign(t);
       i++;
     }
@@ -457,7 +470,11 @@ class Scanner {
       const stop = o >= 0 && o < again ? o : again;
       end = this.tags[stop].start;
       next = stop;
-      this.problem('COA017', t, `${t.text} is opened again before it is closed (${this.tags[closeIdx].text} closes the later one)`);
+      this.problem(
+        'COA017',
+        t,
+        `${t.text} is opened again before it is closed (${this.tags[closeIdx].text} closes the later one)`,
+      );
     } else if (closeIdx >= 0) {
       const c = this.tags[closeIdx];
       close = { start: c.start, end: c.end };
@@ -497,7 +514,11 @@ class Scanner {
     if ('error' in parsed) {
       seg.tool = '';
       seg.argument = raw.trim();
-      this.problems.push({ ...diag('COA010', `invalid tool-call JSON: ${parsed.error}`), start: seg.contentStart, end: seg.contentEnd });
+      this.problems.push({
+        ...diag('COA010', `invalid tool-call JSON: ${parsed.error}`),
+        start: seg.contentStart,
+        end: seg.contentEnd,
+      });
     } else {
       seg.tool = parsed.name;
       seg.argument = parsed.arguments;
@@ -553,7 +574,8 @@ class Scanner {
         this.at = t.end;
         return j + 1;
       }
-      const isOpening = !t.closing && (t.role === 'think' || t.role === 'action' || t.role === 'observation' || t.role === 'answer');
+      const isOpening =
+        !t.closing && (t.role === 'think' || t.role === 'action' || t.role === 'observation' || t.role === 'answer');
       if (isOpening && !t.boxed) {
         const closeLater = this.nextIndex(closeText, j) >= 0;
         const allowedInside = this.d.actionsInsideThink && (t.role === 'action' || t.role === 'observation');
@@ -586,7 +608,8 @@ class Scanner {
         j++;
         continue;
       }
-      if (t.closing && t.role !== 'foreign' && t.role !== 'unknown') this.problem('COA002', t, `stray closing tag ${t.text}`);
+      if (t.closing && t.role !== 'foreign' && t.role !== 'unknown')
+        this.problem('COA002', t, `stray closing tag ${t.text}`);
       if (t.role === 'foreign') this.foreign(t);
       j++;
     }
@@ -600,12 +623,32 @@ class Scanner {
   // ---- output ----
 
   /** One piece of a think block (empty pieces only when they carry a tag). */
-  private piece(start: number, open: Span | null, end: number, contentEnd: number, close: Span | null, contentStart: number, depth: number, block: number): void {
-    if (end > start || open || close) this.segments.push({ kind: 'think', start, end, contentStart, contentEnd, open, close, depth, block });
+  private piece(
+    start: number,
+    open: Span | null,
+    end: number,
+    contentEnd: number,
+    close: Span | null,
+    contentStart: number,
+    depth: number,
+    block: number,
+  ): void {
+    if (end > start || open || close)
+      this.segments.push({ kind: 'think', start, end, contentStart, contentEnd, open, close, depth, block });
   }
 
   private pushText(start: number, end: number): void {
-    if (end > start) this.segments.push({ kind: 'text', start, end, contentStart: start, contentEnd: end, open: null, close: null, depth: 0 });
+    if (end > start)
+      this.segments.push({
+        kind: 'text',
+        start,
+        end,
+        contentStart: start,
+        contentEnd: end,
+        open: null,
+        close: null,
+        depth: 0,
+      });
   }
 
   private foreign(t: Tag): void {
@@ -614,7 +657,13 @@ class Scanner {
   }
 
   private problem(code: RuleCode, t: { start: number; end: number }, message: string, atEnd?: boolean): void {
-    const p: ScanResult['problems'][number] = { code, severity: RULES[code].severity, message, start: t.start, end: t.end };
+    const p: ScanResult['problems'][number] = {
+      code,
+      severity: RULES[code].severity,
+      message,
+      start: t.start,
+      end: t.end,
+    };
     if (atEnd !== undefined) p.atEnd = atEnd;
     this.problems.push(p);
   }
@@ -652,7 +701,8 @@ export function parseToolCall(raw: string): { name: string; arguments: string } 
       return { error: '"arguments" is a string that is not JSON' };
     }
   }
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) return { error: '"arguments" must be an object' };
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    return { error: '"arguments" must be an object' };
   return { name: obj.name, arguments: JSON.stringify(args) };
 }
 
@@ -670,4 +720,3 @@ export function actionQuery(seg: Segment): string {
   }
   return arg;
 }
-

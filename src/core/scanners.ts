@@ -24,7 +24,7 @@ export const SCAN_RULES = {
   answer_in_query: 'golden answer in a search query before any observation showed it',
   repeated_query: 'the same query twice in one trajectory',
   answer_before_thought: 'answer before any thought',
-  length_outlier: 'response far longer than the batch\'s others',
+  length_outlier: "response far longer than the batch's others",
 } as const;
 export type ScanRule = keyof typeof SCAN_RULES;
 export const SCAN_RULE_NAMES = Object.keys(SCAN_RULES) as ScanRule[];
@@ -75,7 +75,10 @@ function distinctiveAnswers(golden: readonly string[]): string[] {
 }
 
 /** The per-record rules (everything but the batch's length rule). */
-export function scanRecord(r: TrajectoryRecord, opts: ScanOptions = {}): { findings: ScanFinding[]; length: number; rewarded: boolean } {
+export function scanRecord(
+  r: TrajectoryRecord,
+  opts: ScanOptions = {},
+): { findings: ScanFinding[]; length: number; rewarded: boolean } {
   const report = checkFormat(r.response, recordFormatOptions(r, { dialect: 'auto', ...opts.format }));
   const segs = report.segments;
   const findings: ScanFinding[] = [];
@@ -85,8 +88,15 @@ export function scanRecord(r: TrajectoryRecord, opts: ScanOptions = {}): { findi
   if (reward) {
     const errors = report.diagnostics.filter((d) => d.severity === 'error');
     if (errors.length || reward.format_ok === false) {
-      const codes = [...new Set([...errors.map((d) => d.code), ...(reward.format_ok === false ? reward.violations : [])])];
-      findings.push({ rule: 'format_gate', detail: `reward ${round(reward.total)} while ${codes.join(', ') || 'a format rule'} fires${reward.format_ok === false ? ' (its breakdown says format_ok false)' : ''}`, start: errors[0]?.start, end: errors[0]?.end });
+      const codes = [
+        ...new Set([...errors.map((d) => d.code), ...(reward.format_ok === false ? reward.violations : [])]),
+      ];
+      findings.push({
+        rule: 'format_gate',
+        detail: `reward ${round(reward.total)} while ${codes.join(', ') || 'a format rule'} fires${reward.format_ok === false ? ' (its breakdown says format_ok false)' : ''}`,
+        start: errors[0]?.start,
+        end: errors[0]?.end,
+      });
     }
   }
   const answers = distinctiveAnswers(r.golden_answers ?? []);
@@ -98,19 +108,31 @@ export function scanRecord(r: TrajectoryRecord, opts: ScanOptions = {}): { findi
   let answeredBeforeThought: Segment | null = null;
   for (const s of segs) {
     if (s.kind === 'think') thought = true;
-    else if (s.kind === 'observation') observed += ` ${normalizeAnswer(r.response.slice(s.contentStart, s.contentEnd))}`;
+    else if (s.kind === 'observation')
+      observed += ` ${normalizeAnswer(r.response.slice(s.contentStart, s.contentEnd))}`;
     else if (s.kind === 'answer' && !thought && !answeredBeforeThought) answeredBeforeThought = s;
     else if (s.kind === 'action') {
       queryNo++;
       const raw = actionQuery(s);
       const folded = raw.trim().replace(/\s+/g, ' ').toLowerCase();
       const first = seen.get(folded);
-      if (folded && first !== undefined) findings.push({ rule: 'repeated_query', detail: `query ${queryNo} repeats query ${first}: ${JSON.stringify(raw.trim())}`, start: s.start, end: s.end });
+      if (folded && first !== undefined)
+        findings.push({
+          rule: 'repeated_query',
+          detail: `query ${queryNo} repeats query ${first}: ${JSON.stringify(raw.trim())}`,
+          start: s.start,
+          end: s.end,
+        });
       else if (folded) seen.set(folded, queryNo);
       const q = normalizeAnswer(raw);
       for (const g of answers) {
         if (containsWords(q, g) && !containsWords(question, g) && !containsWords(observed, g)) {
-          findings.push({ rule: 'answer_in_query', detail: `query ${queryNo} ${JSON.stringify(raw.trim())} contains the golden answer ${JSON.stringify(g)} before any observation showed it`, start: s.start, end: s.end });
+          findings.push({
+            rule: 'answer_in_query',
+            detail: `query ${queryNo} ${JSON.stringify(raw.trim())} contains the golden answer ${JSON.stringify(g)} before any observation showed it`,
+            start: s.start,
+            end: s.end,
+          });
           break;
         }
       }
@@ -118,7 +140,12 @@ export function scanRecord(r: TrajectoryRecord, opts: ScanOptions = {}): { findi
   }
   if (answeredBeforeThought && report.dialect !== 'autocoa') {
     const a: Segment = answeredBeforeThought;
-    findings.push({ rule: 'answer_before_thought', detail: 'the answer comes before any thought', start: a.start, end: a.end });
+    findings.push({
+      rule: 'answer_before_thought',
+      detail: 'the answer comes before any thought',
+      start: a.start,
+      end: a.end,
+    });
   }
   return { findings, length: writtenLength(r.response, segs), rewarded };
 }
@@ -163,9 +190,18 @@ export function scanBatch(records: readonly TrajectoryRecord[], opts: ScanOption
     if (isQuestion(r)) return;
     per.push({ index, ...scanRecord(r, opts) });
   });
-  const limit = lengthLimit(per.map((p) => p.length), opts.minBatch);
+  const limit = lengthLimit(
+    per.map((p) => p.length),
+    opts.minBatch,
+  );
   // The limit is the whole batch's (failures included: their lengths are the batch's too); only rewarded ones are flagged.
-  if (limit !== null) for (const p of per) if (p.rewarded && p.length > limit) p.findings.push({ rule: 'length_outlier', detail: `${p.length} words written, over the batch's limit ${round(limit)} (max(3 × median, Q3 + 3 × IQR))` });
+  if (limit !== null)
+    for (const p of per)
+      if (p.rewarded && p.length > limit)
+        p.findings.push({
+          rule: 'length_outlier',
+          detail: `${p.length} words written, over the batch's limit ${round(limit)} (max(3 × median, Q3 + 3 × IQR))`,
+        });
   const flagged: ScannedRecord[] = [];
   for (const p of per) {
     if (!p.findings.length) continue;

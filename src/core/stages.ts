@@ -27,7 +27,15 @@ export const StageInfoSchema = z
 export type StageInfo = z.infer<typeof StageInfoSchema>;
 
 export const STAGE_TABLE: readonly StageInfo[] = [
-  { id: 'pretrain', label: 'Pretrain', kind: 'pretrain', loss: 'lm', trains_observations: false, observations: 'none', description: 'Language-model pretraining on the knowledge base (closed-book facts).' },
+  {
+    id: 'pretrain',
+    label: 'Pretrain',
+    kind: 'pretrain',
+    loss: 'lm',
+    trains_observations: false,
+    observations: 'none',
+    description: 'Language-model pretraining on the knowledge base (closed-book facts).',
+  },
   {
     id: 'collect',
     label: 'Collect',
@@ -35,11 +43,39 @@ export const STAGE_TABLE: readonly StageInfo[] = [
     loss: null,
     trains_observations: false,
     observations: 'environment',
-    description: 'SFT data from a teacher (a model directory or an OpenAI-compatible endpoint): K samples per question with the search tool (CoA) and without (CoT), graded, selected, paired (coa_trainer collect).',
+    description:
+      'SFT data from a teacher (a model directory or an OpenAI-compatible endpoint): K samples per question with the search tool (CoA) and without (CoT), graded, selected, paired (coa_trainer collect).',
   },
-  { id: 'sft1', label: 'SFT-1', kind: 'sft', loss: 'pairwise', trains_observations: false, observations: 'teacher', from: 'pretrain', description: 'When to act: pairwise log-prob loss, act vs. answer directly.' },
-  { id: 'sft2', label: 'SFT-2', kind: 'sft', loss: 'lm', trains_observations: false, observations: 'teacher', from: 'sft1', description: 'How to act: chain-of-action SFT on teacher trajectories, observation tokens masked.' },
-  { id: 'sft3', label: 'SFT-3', kind: 'sft', loss: 'lm', trains_observations: true, observations: 'teacher', from: 'sft2', description: 'World model: the same trajectories with observation tokens trained, so the model can simulate tools.' },
+  {
+    id: 'sft1',
+    label: 'SFT-1',
+    kind: 'sft',
+    loss: 'pairwise',
+    trains_observations: false,
+    observations: 'teacher',
+    from: 'pretrain',
+    description: 'When to act: pairwise log-prob loss, act vs. answer directly.',
+  },
+  {
+    id: 'sft2',
+    label: 'SFT-2',
+    kind: 'sft',
+    loss: 'lm',
+    trains_observations: false,
+    observations: 'teacher',
+    from: 'sft1',
+    description: 'How to act: chain-of-action SFT on teacher trajectories, observation tokens masked.',
+  },
+  {
+    id: 'sft3',
+    label: 'SFT-3',
+    kind: 'sft',
+    loss: 'lm',
+    trains_observations: true,
+    observations: 'teacher',
+    from: 'sft2',
+    description: 'World model: the same trajectories with observation tokens trained, so the model can simulate tools.',
+  },
   {
     id: 'rl1',
     label: 'RL-1',
@@ -48,9 +84,19 @@ export const STAGE_TABLE: readonly StageInfo[] = [
     trains_observations: false,
     observations: 'simulated',
     from: 'sft3',
-    description: 'GRPO in a simulated environment: the policy writes its own observations (no real tool calls); rewards from the grader.',
+    description:
+      'GRPO in a simulated environment: the policy writes its own observations (no real tool calls); rewards from the grader.',
   },
-  { id: 'rl2', label: 'RL-2', kind: 'rl', loss: 'grpo', trains_observations: false, observations: 'environment', from: 'rl1', description: 'GRPO against real tools: searches run on the environment server, starting from RL-1.' },
+  {
+    id: 'rl2',
+    label: 'RL-2',
+    kind: 'rl',
+    loss: 'grpo',
+    trains_observations: false,
+    observations: 'environment',
+    from: 'rl1',
+    description: 'GRPO against real tools: searches run on the environment server, starting from RL-1.',
+  },
   {
     id: 'rl2-otc',
     label: 'RL-2-OTC',
@@ -60,12 +106,18 @@ export const STAGE_TABLE: readonly StageInfo[] = [
     observations: 'environment',
     from: 'rl1',
     trains: 'rl2',
-    description: 'Sibling of RL-2 from the same RL-1 result, with the OTC-GRPO reward (fewer tool calls for the same answer).',
+    description:
+      'Sibling of RL-2 from the same RL-1 result, with the OTC-GRPO reward (fewer tool calls for the same answer).',
   },
 ];
 
 /** The whole pipeline as one Train Stage choice. */
-export const PIPELINE_INFO = { id: 'pipeline', label: 'Whole pipeline', description: 'Every stage in order (RL-2 and RL-2-OTC both from RL-1), then the results table, into one run directory.' } as const;
+export const PIPELINE_INFO = {
+  id: 'pipeline',
+  label: 'Whole pipeline',
+  description:
+    'Every stage in order (RL-2 and RL-2-OTC both from RL-1), then the results table, into one run directory.',
+} as const;
 
 /** The results table's rows (one evaluation of one stage's final model on the test split). */
 export interface ResultSetting {
@@ -79,11 +131,35 @@ export interface ResultSetting {
 }
 
 export const RESULT_SETTINGS: readonly ResultSetting[] = [
-  { id: 'no-tool', label: 'No tool', stage: 'pretrain', mode: 'no-tool', description: 'The pretrained model answering closed-book, no tool calls.' },
-  { id: 'workflow', label: 'Workflow', stage: 'sft2', mode: 'workflow', description: 'Always search once: the SFT-1+2 model answers with the first observation given.' },
-  { id: 'sft12', label: 'SFT-1+2', stage: 'sft2', mode: 'agent', description: 'The SFT-1+2 agent deciding its own tool calls.' },
+  {
+    id: 'no-tool',
+    label: 'No tool',
+    stage: 'pretrain',
+    mode: 'no-tool',
+    description: 'The pretrained model answering closed-book, no tool calls.',
+  },
+  {
+    id: 'workflow',
+    label: 'Workflow',
+    stage: 'sft2',
+    mode: 'workflow',
+    description: 'Always search once: the SFT-1+2 model answers with the first observation given.',
+  },
+  {
+    id: 'sft12',
+    label: 'SFT-1+2',
+    stage: 'sft2',
+    mode: 'agent',
+    description: 'The SFT-1+2 agent deciding its own tool calls.',
+  },
   { id: 'sft-rl', label: 'SFT + RL', stage: 'rl2', mode: 'agent', description: 'SFT-1/2/3 + RL-1 + RL-2.' },
-  { id: 'sft-rl-otc', label: 'SFT + RL (OTC)', stage: 'rl2-otc', mode: 'agent', description: 'The same with RL-2 trained by OTC-GRPO.' },
+  {
+    id: 'sft-rl-otc',
+    label: 'SFT + RL (OTC)',
+    stage: 'rl2-otc',
+    mode: 'agent',
+    description: 'The same with RL-2 trained by OTC-GRPO.',
+  },
 ];
 
 const byId = new Map(STAGE_TABLE.map((s) => [s.id, s]));
@@ -117,5 +193,5 @@ export function stageFamily(id: string): string {
   const known = byId.get(id);
   if (known) return known.trains ?? known.id;
   const prefix = /^([a-z]+\d+)[-_.]/i.exec(id)?.[1];
-  return prefix && byId.has(prefix) ? byId.get(prefix)!.trains ?? prefix : id;
+  return prefix && byId.has(prefix) ? (byId.get(prefix)!.trains ?? prefix) : id;
 }

@@ -71,9 +71,18 @@ export class StatsAccumulator {
 
 export function formatStatsTable(rows: StatsRow[]): string {
   const header = ['group', 'count', 'EM', 'F1', 'TC', 'TP', 'format err'];
-  const body = rows.map((r) => [r.group, String(r.count), pct(r.em), pct(r.f1), r.tc.toFixed(2), r.tp === null ? '—' : r.tp.toFixed(3), pct(r.format_error_rate)]);
+  const body = rows.map((r) => [
+    r.group,
+    String(r.count),
+    pct(r.em),
+    pct(r.f1),
+    r.tc.toFixed(2),
+    r.tp === null ? '—' : r.tp.toFixed(3),
+    pct(r.format_error_rate),
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }
 

@@ -45,7 +45,10 @@ export interface TokenAudit {
 }
 
 /** Turns: maximal runs of one loss-mask value (the whole response when there is no mask). */
-export function turnsOf(ids: readonly number[], mask?: readonly number[]): { kind: 'model' | 'appended'; start: number; end: number }[] {
+export function turnsOf(
+  ids: readonly number[],
+  mask?: readonly number[],
+): { kind: 'model' | 'appended'; start: number; end: number }[] {
   if (!mask || mask.length !== ids.length) return ids.length ? [{ kind: 'model', start: 0, end: ids.length }] : [];
   const out: { kind: 'model' | 'appended'; start: number; end: number }[] = [];
   for (let i = 0; i < ids.length; ) {
@@ -66,7 +69,12 @@ async function compare(codec: TokenCodec, ids: readonly number[], offset: number
   while (i < ids.length && i < again.length && ids[i] === again[i]) i++;
   if (i === ids.length && i === again.length) return null;
   const at = Math.min(i, ids.length - 1);
-  return { index: offset + i, stored: ids.slice(i, i + CONTEXT), retokenized: again.slice(i, i + CONTEXT), text: at >= 0 ? await codec.decode([ids[at]]) : '' };
+  return {
+    index: offset + i,
+    stored: ids.slice(i, i + CONTEXT),
+    retokenized: again.slice(i, i + CONTEXT),
+    text: at >= 0 ? await codec.decode([ids[at]]) : '',
+  };
 }
 
 /** Audits one record's `tokens` (null when it carries none). */
@@ -79,7 +87,12 @@ export async function auditTokens(r: Pick<TrajectoryRecord, 'tokens'>, codec: To
   }
   const whole = await compare(codec, t.ids, 0);
   const candidates = [
-    ...turns.filter((x) => x.divergence).map((x) => ({ ...x.divergence!, where: `turn ${x.turn + 1} (${x.kind === 'model' ? 'model-written' : 'appended'}, tokens ${x.start}–${x.end - 1}) re-tokenized alone` })),
+    ...turns
+      .filter((x) => x.divergence)
+      .map((x) => ({
+        ...x.divergence!,
+        where: `turn ${x.turn + 1} (${x.kind === 'model' ? 'model-written' : 'appended'}, tokens ${x.start}–${x.end - 1}) re-tokenized alone`,
+      })),
     ...(whole ? [{ ...whole, where: 'the whole response re-tokenized' }] : []),
   ].sort((a, b) => a.index - b.index);
   return { tokens: t.ids.length, turns, whole, first: candidates[0] ?? null };

@@ -141,10 +141,16 @@ export async function buildBm25(corpusFile: string, opts: BuildOptions = {}): Pr
  * tf − 1 at the block's widths, plus the block's last passage and its block-max tf/(tf + norm), rounded up
  * (as float32, times 1 + 1e-6) so it stays an upper bound of the float64 values queries compute.
  */
-export function packPostings(postingStarts: Uint32Array, docs: Uint32Array, tfs: Uint16Array, norm: Float32Array): PackedPostings {
+export function packPostings(
+  postingStarts: Uint32Array,
+  docs: Uint32Array,
+  tfs: Uint16Array,
+  norm: Float32Array,
+): PackedPostings {
   const nTerms = postingStarts.length - 1;
   const termBlocks = new Uint32Array(nTerms + 1);
-  for (let t = 0; t < nTerms; t++) termBlocks[t + 1] = termBlocks[t] + Math.ceil((postingStarts[t + 1] - postingStarts[t]) / BLOCK);
+  for (let t = 0; t < nTerms; t++)
+    termBlocks[t + 1] = termBlocks[t] + Math.ceil((postingStarts[t + 1] - postingStarts[t]) / BLOCK);
   const nBlocks = termBlocks[nTerms];
   const blockLast = new Uint32Array(nBlocks);
   const blockWord = new Uint32Array(nBlocks);
@@ -174,7 +180,8 @@ export function packPostings(postingStarts: Uint32Array, docs: Uint32Array, tfs:
       }
       const gb = bitsFor(orGap);
       const tb = bitsFor(orTf);
-      if (words.length > 0xffffffff - 2 * BLOCK) throw new Error('corpus too large: postings exceed the 16 GiB index limit');
+      if (words.length > 0xffffffff - 2 * BLOCK)
+        throw new Error('corpus too large: postings exceed the 16 GiB index limit');
       blockWord[blk] = words.length;
       packBits(gaps, n, gb, words);
       packBits(tfm1, n, tb, words);

@@ -13,7 +13,6 @@ import { BLOCK, blockCount, packedWords, unpackDocs, unpackOne, type PackedPosti
 import { MaxScoreSearcher, TopK } from './maxscore';
 import { passageNormCodes, passageNorms } from './norms';
 
-
 export const DEFAULT_K1 = 0.9;
 export const DEFAULT_B = 0.4;
 /** Contributions are counted in units of 2^-24 (integers in a float64: exact sums up to 2^53 units). */
@@ -39,7 +38,6 @@ export interface Hit {
   doc: number;
   score: number;
 }
-
 
 export class Bm25Index {
   readonly passages: number;

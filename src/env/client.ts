@@ -3,7 +3,13 @@
 // Connections are kept alive (one http.Agent per client): a search costs a request, not a TCP handshake.
 import { Agent, request } from 'node:http';
 import type {
-  ErrorBody, GradeRequest, GradeResponse, HealthResponse, SearchRequest, SearchResponse, ToolSpec,
+  ErrorBody,
+  GradeRequest,
+  GradeResponse,
+  HealthResponse,
+  SearchRequest,
+  SearchResponse,
+  ToolSpec,
 } from './protocol';
 
 export interface EnvClientOptions {
@@ -93,7 +99,11 @@ export class EnvClient {
     try {
       json = JSON.parse(res.text);
     } catch {
-      throw new EnvError('bad_response', `${method} ${path}: HTTP ${res.status} with a non-JSON body: ${res.text.slice(0, 200)}`, res.status);
+      throw new EnvError(
+        'bad_response',
+        `${method} ${path}: HTTP ${res.status} with a non-JSON body: ${res.text.slice(0, 200)}`,
+        res.status,
+      );
     }
     if (res.status < 200 || res.status >= 300) {
       const err = (json as Partial<ErrorBody>)?.error;
@@ -107,7 +117,13 @@ export class EnvClient {
     const timeoutMs = this.opts.timeoutMs ?? 30_000;
     return new Promise((resolve, reject) => {
       if (!this.base.startsWith('http://')) {
-        reject(new EnvError('bad_url', `environment server url must start with http:// (it listens on loopback), got ${JSON.stringify(this.opts.url)}`, 0));
+        reject(
+          new EnvError(
+            'bad_url',
+            `environment server url must start with http:// (it listens on loopback), got ${JSON.stringify(this.opts.url)}`,
+            0,
+          ),
+        );
         return;
       }
       let timedOut = false;
@@ -125,7 +141,8 @@ export class EnvClient {
       const fail = (e: Error) => {
         clearTimeout(timer);
         if (timedOut) reject(new EnvError('client_timeout', `${method} ${path}: no answer within ${timeoutMs} ms`, 0));
-        else if (req.reusedSocket && (e as NodeJS.ErrnoException).code === 'ECONNRESET') reject(Object.assign(e, { reused: true }));
+        else if (req.reusedSocket && (e as NodeJS.ErrnoException).code === 'ECONNRESET')
+          reject(Object.assign(e, { reused: true }));
         else reject(new EnvError('network', `${method} ${path}: ${e.message}`, 0));
       };
       const timer = setTimeout(() => {

@@ -9,7 +9,13 @@ import type { DialectName } from '../core/dialects';
 import { OtcState, RewardParamsSchema, questionKey, scoreRecords } from '../core/rewards';
 import { SCAN_RULE_NAMES, scanBatch, scanMetric } from '../core/scanners';
 import { HttpError, parseJson } from './http';
-import { describeIssues, GradeRequestSchema, ScanRequestSchema, SearchRequestSchema, type ScanResponse } from './protocol';
+import {
+  describeIssues,
+  GradeRequestSchema,
+  ScanRequestSchema,
+  SearchRequestSchema,
+  type ScanResponse,
+} from './protocol';
 import { formatObservation } from './observations';
 import { DEFAULT_RETRIEVE_TOP_K, RetrieveRequestSchema } from './retrieve';
 import { alertsStep } from './alertsRoute';
@@ -36,7 +42,10 @@ export function parseRetrieveRequest(value: unknown): { queries: string[]; k: nu
 
 /** The error of an answer larger than the server's --max-reply-bytes (the work is dropped, nothing is sent). */
 export function replyTooLarge(maxBytes: number): HttpError {
-  return new HttpError('reply_too_large', `the answer would exceed the server's reply limit of ${maxBytes} bytes (--max-reply-bytes): ask for fewer queries per request or a smaller top_k`);
+  return new HttpError(
+    'reply_too_large',
+    `the answer would exceed the server's reply limit of ${maxBytes} bytes (--max-reply-bytes): ask for fewer queries per request or a smaller top_k`,
+  );
 }
 
 /** UTF-8 bytes of `text` in memory of their own (a small Buffer is a view of a shared pool: never transfer that). */
@@ -71,7 +80,13 @@ class Fragments {
  * Results and observations of `queries` as JSON array elements, so the answers of several workers are joined
  * with commas into one response without parsing them again.
  */
-export function searchFragments(retriever: Retriever, queries: readonly string[], topK: number, dialect: DialectName, maxBytes = Infinity): { results: Uint8Array; observations: Uint8Array; empty: number } {
+export function searchFragments(
+  retriever: Retriever,
+  queries: readonly string[],
+  topK: number,
+  dialect: DialectName,
+  maxBytes = Infinity,
+): { results: Uint8Array; observations: Uint8Array; empty: number } {
   const results = new Fragments(maxBytes);
   const observations = new Fragments(maxBytes);
   let empty = 0; // queries without a passage, for the server's tool health
@@ -85,13 +100,21 @@ export function searchFragments(retriever: Retriever, queries: readonly string[]
 }
 
 /** One list per query in the retrieve protocol's shape (retrieve.ts), as JSON array elements. */
-export function retrieveFragments(retriever: Retriever, queries: readonly string[], k: number, returnScores: boolean, maxBytes = Infinity): { result: Uint8Array; empty: number } {
+export function retrieveFragments(
+  retriever: Retriever,
+  queries: readonly string[],
+  k: number,
+  returnScores: boolean,
+  maxBytes = Infinity,
+): { result: Uint8Array; empty: number } {
   const result = new Fragments(maxBytes);
   let empty = 0;
   for (const q of queries) {
     const hits = retriever.search(q, k);
     if (hits.length === 0) empty++;
-    const docs = returnScores ? hits.map((h) => ({ document: { id: h.id, contents: h.contents }, score: h.score })) : hits.map((h) => ({ id: h.id, contents: h.contents }));
+    const docs = returnScores
+      ? hits.map((h) => ({ document: { id: h.id, contents: h.contents }, score: h.score }))
+      : hits.map((h) => ({ id: h.id, contents: h.contents }));
     result.push(JSON.stringify(docs));
   }
   return { result: result.bytes(), empty };
@@ -102,7 +125,9 @@ export function retrieveFragments(retriever: Retriever, queries: readonly string
 export function scanRequest(raw: Uint8Array, maxBytes = Infinity): Uint8Array {
   const q = validateRequest(ScanRequestSchema, json(raw));
   const p = RewardParamsSchema.parse(q.params ?? {});
-  const scan = scanBatch(q.records, { format: { dialect: p.dialect, strictness: p.strictness, tools: p.tools, maxTurns: p.max_turns } });
+  const scan = scanBatch(q.records, {
+    format: { dialect: p.dialect, strictness: p.strictness, tools: p.tools, maxTurns: p.max_turns },
+  });
   const answer: ScanResponse = {
     counts: scan.counts,
     metrics: Object.fromEntries(SCAN_RULE_NAMES.map((r) => [scanMetric(r), scan.counts[r]])),
@@ -122,8 +147,16 @@ export function alertsRequest(raw: Uint8Array, maxBytes = Infinity): Uint8Array 
 }
 
 /** The body of a search answer around its parts' elements, in order: `{"results":[…],"observations":[…]}`. */
-export function searchResponseParts(parts: { results: Uint8Array; observations: Uint8Array }[]): (string | Uint8Array)[] {
-  return ['{"results":[', ...joined(parts.map((p) => p.results)), '],"observations":[', ...joined(parts.map((p) => p.observations)), ']}'];
+export function searchResponseParts(
+  parts: { results: Uint8Array; observations: Uint8Array }[],
+): (string | Uint8Array)[] {
+  return [
+    '{"results":[',
+    ...joined(parts.map((p) => p.results)),
+    '],"observations":[',
+    ...joined(parts.map((p) => p.observations)),
+    ']}',
+  ];
 }
 
 /** The body of a retrieve answer around its parts' elements: `{"result":[…]}`. */
@@ -162,5 +195,10 @@ export async function gradeRequest(
     state = OtcState.fromJSON(await getState({ run: g.run, questions: [...new Set(g.records.map(questionKey))] }));
   }
   const breakdowns = scoreRecords(g.records, g.scheme, g.params ?? {}, state);
-  return { json: ownedUtf8(JSON.stringify({ breakdowns })), records: g.records.length, run: g.run, updates: state?.toJSON().min_tool_calls };
+  return {
+    json: ownedUtf8(JSON.stringify({ breakdowns })),
+    records: g.records.length,
+    run: g.run,
+    updates: state?.toJSON().min_tool_calls,
+  };
 }

@@ -17,13 +17,23 @@ export class HttpError extends Error {
   }
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent || res.destroyed) return;
   sendJsonText(res, status, JSON.stringify(body), headers);
 }
 
 /** A reply whose JSON text is already serialised (by a worker thread). */
-export function sendJsonText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
+export function sendJsonText(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent || res.destroyed) return;
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
@@ -43,7 +53,11 @@ export function sendJsonParts(res: ServerResponse, status: number, parts: readon
   if (res.headersSent || res.destroyed) return;
   let length = 0;
   for (const p of parts) length += typeof p === 'string' ? Buffer.byteLength(p) : p.byteLength;
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': length, 'cache-control': 'no-store' });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': length,
+    'cache-control': 'no-store',
+  });
   for (const p of parts) res.write(p);
   res.end();
 }
@@ -75,7 +89,11 @@ export class RequestBody {
     const parts: Uint8Array[] = [];
     const transfer = new Set<ArrayBuffer>();
     for (const c of this.chunks) {
-      const owned = c.byteOffset === 0 && c.byteLength === c.buffer.byteLength && c.buffer instanceof ArrayBuffer && !transfer.has(c.buffer);
+      const owned =
+        c.byteOffset === 0 &&
+        c.byteLength === c.buffer.byteLength &&
+        c.buffer instanceof ArrayBuffer &&
+        !transfer.has(c.buffer);
       const part = owned ? c : new Uint8Array(c);
       parts.push(part);
       transfer.add(part.buffer as ArrayBuffer);
@@ -142,12 +160,16 @@ export class BodyBudget {
         await new Promise<void>((resolve, reject) => {
           const entry = { bytes: want, grant: () => resolve() };
           this.waiting.push(entry);
-          signal?.addEventListener('abort', () => {
-            const i = this.waiting.indexOf(entry);
-            if (i >= 0) this.waiting.splice(i, 1);
-            reject(signal.reason);
-            this.pump(); // a large waiter leaving may let smaller ones behind it in
-          }, { once: true });
+          signal?.addEventListener(
+            'abort',
+            () => {
+              const i = this.waiting.indexOf(entry);
+              if (i >= 0) this.waiting.splice(i, 1);
+              reject(signal.reason);
+              this.pump(); // a large waiter leaving may let smaller ones behind it in
+            },
+            { once: true },
+          );
         });
         if (released) return this.give(want); // answered (timed out) while waiting
         mine += want;
@@ -188,7 +210,8 @@ export interface BodyLease {
  */
 export async function readBody(req: IncomingMessage, max: number, lease?: BodyLease): Promise<RequestBody> {
   const declared = Number(req.headers['content-length']);
-  const tooLarge = () => new HttpError('body_too_large', `request body exceeds ${max} bytes`, undefined, { connection: 'close' });
+  const tooLarge = () =>
+    new HttpError('body_too_large', `request body exceeds ${max} bytes`, undefined, { connection: 'close' });
   if (Number.isFinite(declared) && declared > max) throw tooLarge();
   const known = Number.isInteger(declared) && declared >= 0;
   // A large body of known length takes its bytes from the budget before one of them is read.

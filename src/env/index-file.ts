@@ -30,7 +30,10 @@ export interface IndexHeader {
 }
 
 type SectionName = Exclude<keyof Bm25Data, 'k1' | 'b'>;
-type ViewCtor = { new (buf: ArrayBufferLike, byteOffset: number, length: number): ArrayBufferView; BYTES_PER_ELEMENT: number };
+type ViewCtor = {
+  new (buf: ArrayBufferLike, byteOffset: number, length: number): ArrayBufferView;
+  BYTES_PER_ELEMENT: number;
+};
 const SECTIONS: { name: SectionName; ctor: ViewCtor }[] = [
   { name: 'termBlob', ctor: Uint8Array },
   { name: 'termStarts', ctor: Uint32Array },
@@ -47,11 +50,15 @@ const SECTIONS: { name: SectionName; ctor: ViewCtor }[] = [
   { name: 'docTokens', ctor: Uint32Array },
 ];
 
-if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error('the BM25 index format assumes a little-endian machine');
+if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1)
+  throw new Error('the BM25 index format assumes a little-endian machine');
 
 const align8 = (n: number): number => (n + 7) & ~7;
 
-export type HeaderInfo = Omit<IndexHeader, 'format' | 'tokenizer' | 'k1' | 'b' | 'passages' | 'terms' | 'postings' | 'sections'>;
+export type HeaderInfo = Omit<
+  IndexHeader,
+  'format' | 'tokenizer' | 'k1' | 'b' | 'passages' | 'terms' | 'postings' | 'sections'
+>;
 
 /** Write atomically (temp file + rename), so a crash mid-write never leaves a half index behind. */
 export function writeIndex(dir: string, data: Bm25Data, info: HeaderInfo): { path: string; bytes: number } {
@@ -167,7 +174,8 @@ export function readIndex(dir: string): SharedIndex & { data: Bm25Data } {
       if (!entry) throw new Error(`index file lacks section ${s.name}`);
       const [off, len] = entry;
       // An empty section (an empty corpus) has no bytes: its aligned offset may lie past the file's last byte.
-      if ((len > 0 && dataStart + off + len > size) || len % s.ctor.BYTES_PER_ELEMENT !== 0 || off % 8 !== 0) throw new Error(`index section ${s.name} is damaged`);
+      if ((len > 0 && dataStart + off + len > size) || len % s.ctor.BYTES_PER_ELEMENT !== 0 || off % 8 !== 0)
+        throw new Error(`index section ${s.name} is damaged`);
       if (len > 0) dataEnd = Math.max(dataEnd, off + len);
       extent = Math.max(extent, off + len);
     }
@@ -188,6 +196,7 @@ export function indexData({ header, buffer }: SharedIndex): Bm25Data {
     out[s.name] = new s.ctor(buffer, off, len / s.ctor.BYTES_PER_ELEMENT);
   }
   const data = { ...(out as Omit<Bm25Data, 'k1' | 'b'>), k1: header.k1, b: header.b } as Bm25Data;
-  if (data.docTokens.length !== header.passages || data.termIds.length !== header.terms) throw new Error('index counts do not match its header');
+  if (data.docTokens.length !== header.passages || data.termIds.length !== header.terms)
+    throw new Error('index counts do not match its header');
   return data;
 }

@@ -196,7 +196,8 @@ export class MaxScoreSearcher {
       }
       if (live === 0) break;
       if (liveEss === 0) {
-        for (let t = 0; t < n; t++) if (doc[t] !== NO_DOC && blockLast[blk[t]] < windowMax) windowMax = blockLast[blk[t]];
+        for (let t = 0; t < n; t++)
+          if (doc[t] !== NO_DOC && blockLast[blk[t]] < windowMax) windowMax = blockLast[blk[t]];
         liveEss = live;
       }
       // At least ~32 passages per essential term, so windows do not shrink to a handful of passages.

@@ -8,7 +8,8 @@ function averageLength(docTokens: Uint32Array): number {
 }
 
 /** k1·(1 − b + b·dl/avgdl) as float32: the build's block-maxes and every query use exactly these values. */
-const normOf = (dl: number, k1: number, b: number, avgdl: number): number => Math.fround(k1 * (1 - b + (avgdl > 0 ? (b * dl) / avgdl : 0)));
+const normOf = (dl: number, k1: number, b: number, avgdl: number): number =>
+  Math.fround(k1 * (1 - b + (avgdl > 0 ? (b * dl) / avgdl : 0)));
 
 /** The norm of every passage (4 bytes each; for building and exhaustive scoring). */
 export function passageNorms(docTokens: Uint32Array, k1: number, b: number): Float32Array {

@@ -65,7 +65,10 @@ export function layoutWords(dialects: readonly DialectName[]): string[] {
   const empty: ObservedPassage = { id: '', title: '', contents: '' };
   for (const d of dialects) {
     for (const hits of [[], [empty], [empty, empty]]) {
-      for (const w of formatObservation(d, hits).toLowerCase().match(/[a-z]+/g) ?? []) words.add(w);
+      for (const w of formatObservation(d, hits)
+        .toLowerCase()
+        .match(/[a-z]+/g) ?? [])
+        words.add(w);
     }
   }
   return [...words].sort();

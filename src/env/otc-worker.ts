@@ -72,14 +72,20 @@ port.on('message', ({ id, req }: { id: number; req: OtcRequest }) => {
     const { value, transfer } = handle(req);
     port.postMessage({ id, ok: true, value, stats: stats() } satisfies OtcReply, transfer ?? []);
   } catch (e) {
-    const error = e instanceof HttpError ? { code: e.code, message: e.message, path: e.path } : { code: 'internal', message: `OTC state: ${(e as Error)?.message ?? String(e)}` };
+    const error =
+      e instanceof HttpError
+        ? { code: e.code, message: e.message, path: e.path }
+        : { code: 'internal', message: `OTC state: ${(e as Error)?.message ?? String(e)}` };
     port.postMessage({ id, ok: false, error, stats: stats() } satisfies OtcReply);
   }
 });
 
 // Idle states go without being asked, so /v1/health's counts fall too (and their memory is freed).
-setInterval(() => {
-  const before = store.evictions;
-  const s = stats();
-  if (store.evictions !== before) port.postMessage({ id: 0, ok: true, value: null, stats: s } satisfies OtcReply);
-}, Math.min(60_000, Math.max(1_000, (init.idleMs ?? 60_000) / 4))).unref();
+setInterval(
+  () => {
+    const before = store.evictions;
+    const s = stats();
+    if (store.evictions !== before) port.postMessage({ id: 0, ok: true, value: null, stats: s } satisfies OtcReply);
+  },
+  Math.min(60_000, Math.max(1_000, (init.idleMs ?? 60_000) / 4)),
+).unref();

@@ -28,10 +28,12 @@ export interface CheckedState {
 /** A PUT body → its state, packed; every problem is the HTTP error the client gets (docs/env-server.md). */
 export function checkStateBody(body: Uint8Array, maxBytes: number): CheckedState {
   const value = parseJson(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new HttpError('invalid_request', 'body: expected an object {"version": 1, "min_tool_calls": {…}}');
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new HttpError('invalid_request', 'body: expected an object {"version": 1, "min_tool_calls": {…}}');
   // Strict, as every request object of the server: a misspelt key is named, not silently dropped.
   const unknown = Object.keys(value).find((k) => !(k in OtcStateJsonSchema.shape));
-  if (unknown !== undefined) throw new HttpError('invalid_request', `${unknown}: unknown key (expected version and min_tool_calls)`, unknown);
+  if (unknown !== undefined)
+    throw new HttpError('invalid_request', `${unknown}: unknown key (expected version and min_tool_calls)`, unknown);
   let state: OtcState;
   try {
     state = OtcState.fromJSON(value);

@@ -38,7 +38,10 @@ export class OtcStates {
   }
 
   private start(): void {
-    const w = startWorker('otc-worker.js', 'otc-worker.ts', { workerData: this.init, resourceLimits: { maxOldGenerationSizeMb: otcHeapMb(this.init.maxBytes) } });
+    const w = startWorker('otc-worker.js', 'otc-worker.ts', {
+      workerData: this.init,
+      resourceLimits: { maxOldGenerationSizeMb: otcHeapMb(this.init.maxBytes) },
+    });
     this.worker = w;
     w.unref(); // referenced only while requests are in flight
     w.on('message', (m: OtcReply) => {
@@ -71,7 +74,11 @@ export class OtcStates {
 
   /** Posts a request now; its answer comes later (in order with every other request). */
   private post(req: OtcRequest, transfer: ArrayBuffer[] = []): { id: number; answer: Promise<unknown> } {
-    if (this.closed) return { id: 0, answer: Promise.reject(new HttpError('shutting_down', 'the environment server is shutting down')) };
+    if (this.closed)
+      return {
+        id: 0,
+        answer: Promise.reject(new HttpError('shutting_down', 'the environment server is shutting down')),
+      };
     const id = this.nextId++;
     // Serialising a GET or unpacking a big PUT takes the thread a while (100k questions: tens of ms); the rest take
     // microseconds.
@@ -103,7 +110,10 @@ export class OtcStates {
    * for: the thread applies its messages in order, so every later request sees it. A PUT that timed out is never set.
    */
   set(run: string, checked: CheckedState): void {
-    this.post({ op: 'set', run, packed: checked.packed, bytes: checked.bytes }, packedTransfer(checked.packed)).answer.catch(() => undefined);
+    this.post(
+      { op: 'set', run, packed: checked.packed, bytes: checked.bytes },
+      packedTransfer(checked.packed),
+    ).answer.catch(() => undefined);
   }
 
   async delete(run: string): Promise<boolean> {
@@ -125,7 +135,8 @@ export class OtcStates {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const p of this.pending.values()) p.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
+    for (const p of this.pending.values())
+      p.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
     this.pending.clear();
     // A referenced timer keeps the process up until the thread has gone (as SearchPool.close does, for the same
     // reason: terminate()'s promise alone did not always), and bounds the wait.

@@ -39,8 +39,13 @@ export interface OtcStoreOptions {
 
 /** A state too large for the whole budget (refused, never stored). */
 export class StateTooLarge extends Error {
-  constructor(readonly bytes: number, readonly maxBytes: number) {
-    super(`the state takes about ${bytes} bytes, more than the server's whole OTC budget of ${maxBytes} bytes (--otc-max-mb)`);
+  constructor(
+    readonly bytes: number,
+    readonly maxBytes: number,
+  ) {
+    super(
+      `the state takes about ${bytes} bytes, more than the server's whole OTC budget of ${maxBytes} bytes (--otc-max-mb)`,
+    );
   }
 }
 
@@ -66,7 +71,8 @@ export class OtcStore {
     this.maxBytes = opts.maxBytes ?? DEFAULT_OTC_MAX_BYTES;
     this.idleMs = opts.idleMs ?? DEFAULT_OTC_IDLE_MS;
     this.now = opts.now ?? Date.now;
-    if (!(Number.isInteger(this.maxRuns) && this.maxRuns > 0)) throw new Error(`OTC max runs must be a positive integer, got ${this.maxRuns}`);
+    if (!(Number.isInteger(this.maxRuns) && this.maxRuns > 0))
+      throw new Error(`OTC max runs must be a positive integer, got ${this.maxRuns}`);
     if (!(this.maxBytes > 0)) throw new Error(`OTC memory budget must be > 0 bytes, got ${this.maxBytes}`);
     if (!(this.idleMs > 0)) throw new Error(`OTC idle limit must be > 0 ms, got ${this.idleMs}`);
   }

@@ -63,19 +63,32 @@ function fullBlockDecoder(bits: number): FullBlockDecoder {
     const bit = i * bits;
     const w = bit >>> 5;
     const sh = bit & 31;
-    const v = sh + bits <= 32 ? `(words[w + ${w}] >>> ${sh})` : `((words[w + ${w}] >>> ${sh}) | (words[w + ${w + 1}] << ${32 - sh}))`;
+    const v =
+      sh + bits <= 32
+        ? `(words[w + ${w}] >>> ${sh})`
+        : `((words[w + ${w}] >>> ${sh}) | (words[w + ${w + 1}] << ${32 - sh}))`;
     body += `p += (${v} & ${mask}) + 1; out[off + ${i}] = p;\n`;
   }
   return new Function('words', 'w', 'prev', 'out', 'off', body) as FullBlockDecoder;
 }
 
-const FULL_BLOCK_DECODERS: FullBlockDecoder[] = Array.from({ length: 32 }, (_, bits) => (bits === 0 ? () => {} : fullBlockDecoder(bits)));
+const FULL_BLOCK_DECODERS: FullBlockDecoder[] = Array.from({ length: 32 }, (_, bits) =>
+  bits === 0 ? () => {} : fullBlockDecoder(bits),
+);
 
 /**
  * Decode the passage numbers of one block into out[off..off+n): gaps (stored minus 1) summed onto `prev`,
  * the last passage of the previous block (−1 for a term's first block).
  */
-export function unpackDocs(words: Uint32Array, w: number, bits: number, n: number, prev: number, out: Int32Array, off: number): void {
+export function unpackDocs(
+  words: Uint32Array,
+  w: number,
+  bits: number,
+  n: number,
+  prev: number,
+  out: Int32Array,
+  off: number,
+): void {
   if (bits === 0) {
     for (let i = 0; i < n; i++) out[off + i] = ++prev;
     return;

@@ -32,7 +32,9 @@ export interface RetrieveDocument {
   id: string;
   contents: string;
 }
-export type RetrieveResponse = { result: { document: RetrieveDocument; score: number }[][] } | { result: RetrieveDocument[][] };
+export type RetrieveResponse =
+  | { result: { document: RetrieveDocument; score: number }[][] }
+  | { result: RetrieveDocument[][] };
 
 /**
  * Authenticates a request and returns the path the routes see: `/t/<token>/rest` → `/rest` (token checked in
@@ -52,7 +54,8 @@ export function authenticate(req: IncomingMessage, token: string): string {
     given = Buffer.alloc(0);
   }
   const want = Buffer.from(token);
-  if (given.length !== want.length || !timingSafeEqual(given, want)) throw new HttpError('unauthorized', 'wrong token in the URL path (/t/<token>/…)');
+  if (given.length !== want.length || !timingSafeEqual(given, want))
+    throw new HttpError('unauthorized', 'wrong token in the URL path (/t/<token>/…)');
   return m[2];
 }
 

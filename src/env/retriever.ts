@@ -8,7 +8,14 @@ import { Bm25Index, DEFAULT_B, DEFAULT_K1 } from './bm25';
 import { buildBm25, type BuildOptions } from './bm25-build';
 import { fingerprintCorpus, sameFingerprint } from './corpus';
 import { parsePassage, splitContents } from '../core/corpus';
-import { FORMAT_VERSION, readIndex, readIndexHeader, writeIndex, type IndexHeader, type SharedIndex } from './index-file';
+import {
+  FORMAT_VERSION,
+  readIndex,
+  readIndexHeader,
+  writeIndex,
+  type IndexHeader,
+  type SharedIndex,
+} from './index-file';
 import { TOKENIZER_VERSION } from './tokenize';
 
 export interface SearchHit {
@@ -49,7 +56,12 @@ export function defaultIndexDir(corpus: string): string {
 }
 
 /** Why the saved index cannot be used for this corpus, or null if it can. */
-function staleReason(header: IndexHeader | null, fp: ReturnType<typeof fingerprintCorpus>, k1: number, b: number): string | null {
+function staleReason(
+  header: IndexHeader | null,
+  fp: ReturnType<typeof fingerprintCorpus>,
+  k1: number,
+  b: number,
+): string | null {
   if (!header) return 'no saved index';
   if (header.format !== FORMAT_VERSION) return `index format ${header.format} (current: ${FORMAT_VERSION})`;
   if (header.tokenizer !== TOKENIZER_VERSION) return 'tokenizer changed';
@@ -88,11 +100,22 @@ export class Retriever {
       }
     }
     const buildStart = Date.now();
-    const { data, badLines } = await buildBm25(corpus, { k1, b, onProgress: opts.onProgress, onBadLine: opts.onBadLine });
+    const { data, badLines } = await buildBm25(corpus, {
+      k1,
+      b,
+      onProgress: opts.onProgress,
+      onBadLine: opts.onBadLine,
+    });
     // The corpus may have changed while we read it; then the offsets are unreliable: refuse.
-    if (!sameFingerprint(fingerprintCorpus(corpus), fp)) throw new Error(`${corpus}: the corpus changed while the index was being built`);
+    if (!sameFingerprint(fingerprintCorpus(corpus), fp))
+      throw new Error(`${corpus}: the corpus changed while the index was being built`);
     mkdirSync(indexDir, { recursive: true });
-    const { path } = writeIndex(indexDir, data, { corpus, fingerprint: fp, bad_lines: badLines, build_ms: Date.now() - buildStart });
+    const { path } = writeIndex(indexDir, data, {
+      corpus,
+      fingerprint: fp,
+      bad_lines: badLines,
+      build_ms: Date.now() - buildStart,
+    });
     // Serve from the file just written (one shared buffer, and proof that it reads back).
     let loaded: ReturnType<typeof readIndex>;
     try {
@@ -113,7 +136,8 @@ export class Retriever {
     const buf = Buffer.alloc(docBytes[doc]);
     readSync(this.fd, buf, 0, buf.length, docOffsets[doc]);
     const p = parsePassage(buf.toString('utf8').replace(/^\ufeff/, ''));
-    if (typeof p === 'string') throw new Error(`${this.corpus}: passage ${doc} no longer parses (${p}); was the corpus changed while serving?`);
+    if (typeof p === 'string')
+      throw new Error(`${this.corpus}: passage ${doc} no longer parses (${p}); was the corpus changed while serving?`);
     return p;
   }
 

@@ -11,7 +11,13 @@ import type { CheckedState } from './otcBody';
 import type { Task } from './search-worker';
 import type { StateRequest } from './env-work';
 import { type SearchPool, sliceBatch } from './search-pool';
-import { parseRetrieveRequest, replyTooLarge, retrieveResponseParts, searchResponseParts, validateRequest } from './env-work';
+import {
+  parseRetrieveRequest,
+  replyTooLarge,
+  retrieveResponseParts,
+  searchResponseParts,
+  validateRequest,
+} from './env-work';
 import { RUN_ID, SearchRequestSchema, toolSpecs } from './protocol';
 import { RETRIEVE_PATH } from './retrieve';
 import type { ToolHealth } from './toolHealth';
@@ -21,15 +27,28 @@ import { alertsStep } from './alertsRoute';
 const HEALTH_STATE_WAIT_MS = 25;
 
 /** Work for a search worker thread, on behalf of one request (its body budget is held while the work runs). */
-export type RunWork = <T>(task: Task, opts?: { signal?: AbortSignal; transfer?: ArrayBuffer[]; onState?: (req: StateRequest) => Promise<unknown> }) => Promise<T>;
+export type RunWork = <T>(
+  task: Task,
+  opts?: { signal?: AbortSignal; transfer?: ArrayBuffer[]; onState?: (req: StateRequest) => Promise<unknown> },
+) => Promise<T>;
 /** `raw`: the request body bytes; `signal`: aborted when the request times out (work still running is then abandoned). */
 export type HandlerContext = { raw: RequestBody; signal: AbortSignal; run: RunWork };
 /**
  * A reply is `body` (small, serialised here) or `parts`, JSON already serialised by a worker thread (http.ts
  * sendJsonParts); `toolCounts`: queries and empty results of a tool answer, for tool health.
  */
-export type Reply = { status?: number; body: unknown; parts?: (string | Uint8Array)[]; toolCounts?: { queries: number; empty: number } };
-export type Handler = (req: IncomingMessage, body: () => Promise<unknown>, params: Record<string, string>, ctx: HandlerContext) => Promise<Reply>;
+export type Reply = {
+  status?: number;
+  body: unknown;
+  parts?: (string | Uint8Array)[];
+  toolCounts?: { queries: number; empty: number };
+};
+export type Handler = (
+  req: IncomingMessage,
+  body: () => Promise<unknown>,
+  params: Record<string, string>,
+  ctx: HandlerContext,
+) => Promise<Reply>;
 /**
  * Bodies up to this size are parsed on the event loop (under a millisecond; a search's queries are then spread over
  * the workers); larger ones go whole to a worker thread, which parses, validates, answers and serialises.
@@ -74,7 +93,24 @@ export function envRoutes(d: RouteDeps): Route[] {
         GET: async () => {
           await otc.settled(HEALTH_STATE_WAIT_MS);
           const o = otc.stats;
-          return { body: { status: 'ok', passages: retriever.passages, uptime_s: (Date.now() - started) / 1000, stats: { ...stats, otc_runs: o.runs, otc_evictions: o.evictions, otc_bytes: o.bytes, tool_health_bytes: toolHealth.memoryBytes, workers: pool.size, workers_recycled: pool.recycled, workers_renewed: pool.renewed, body_bytes_held: bodyBudget.held } } };
+          return {
+            body: {
+              status: 'ok',
+              passages: retriever.passages,
+              uptime_s: (Date.now() - started) / 1000,
+              stats: {
+                ...stats,
+                otc_runs: o.runs,
+                otc_evictions: o.evictions,
+                otc_bytes: o.bytes,
+                tool_health_bytes: toolHealth.memoryBytes,
+                workers: pool.size,
+                workers_recycled: pool.recycled,
+                workers_renewed: pool.renewed,
+                body_bytes_held: bodyBudget.held,
+              },
+            },
+          };
         },
       },
     },
@@ -87,7 +123,10 @@ export function envRoutes(d: RouteDeps): Route[] {
           type Part = { results: Uint8Array; observations: Uint8Array; empty: number };
           if (raw.length > INLINE_PARSE_BYTES) {
             const { parts: bytes, transfer } = raw.movable();
-            const r = await run<Part & { queries: number }>({ kind: 'search-raw', body: bytes, dialect: defaultDialect, maxBytes: maxReply }, { signal, transfer });
+            const r = await run<Part & { queries: number }>(
+              { kind: 'search-raw', body: bytes, dialect: defaultDialect, maxBytes: maxReply },
+              { signal, transfer },
+            );
             checkReply([r.results, r.observations]);
             stats.queries += r.queries;
             return { body: null, parts: searchResponseParts([r]), toolCounts: { queries: r.queries, empty: r.empty } };
@@ -95,7 +134,11 @@ export function envRoutes(d: RouteDeps): Route[] {
           const q = validateRequest(SearchRequestSchema, await body());
           const dialect = q.dialect ?? defaultDialect;
           // A batch is cut into contiguous slices spread over the workers; the answers are joined in order.
-          const parts = await Promise.all(sliceBatch(q.queries, pool.size).map((queries) => run<Part>({ kind: 'search', queries, topK: q.top_k, dialect, maxBytes: maxReply }, { signal })));
+          const parts = await Promise.all(
+            sliceBatch(q.queries, pool.size).map((queries) =>
+              run<Part>({ kind: 'search', queries, topK: q.top_k, dialect, maxBytes: maxReply }, { signal }),
+            ),
+          );
           checkReply(parts.flatMap((p) => [p.results, p.observations]));
           stats.queries += q.queries.length;
           const empty = parts.reduce((n, p) => n + p.empty, 0);
@@ -151,17 +194,31 @@ export function envRoutes(d: RouteDeps): Route[] {
           let queries: number;
           if (raw.length > INLINE_PARSE_BYTES) {
             const { parts: bytes, transfer } = raw.movable();
-            const r = await run<Part & { queries: number }>({ kind: 'retrieve-raw', body: bytes, maxBytes: maxReply }, { signal, transfer });
+            const r = await run<Part & { queries: number }>(
+              { kind: 'retrieve-raw', body: bytes, maxBytes: maxReply },
+              { signal, transfer },
+            );
             parts = [r];
             queries = r.queries;
           } else {
             const r = parseRetrieveRequest(await body());
-            parts = await Promise.all(sliceBatch(r.queries, pool.size).map((part) => run<Part>({ kind: 'retrieve', queries: part, topK: r.k, returnScores: r.returnScores, maxBytes: maxReply }, { signal })));
+            parts = await Promise.all(
+              sliceBatch(r.queries, pool.size).map((part) =>
+                run<Part>(
+                  { kind: 'retrieve', queries: part, topK: r.k, returnScores: r.returnScores, maxBytes: maxReply },
+                  { signal },
+                ),
+              ),
+            );
             queries = r.queries.length;
           }
           checkReply(parts.map((p) => p.result));
           stats.queries += queries;
-          return { body: null, parts: retrieveResponseParts(parts), toolCounts: { queries, empty: parts.reduce((n, p) => n + p.empty, 0) } };
+          return {
+            body: null,
+            parts: retrieveResponseParts(parts),
+            toolCounts: { queries, empty: parts.reduce((n, p) => n + p.empty, 0) },
+          };
         },
       },
     },
@@ -172,7 +229,10 @@ export function envRoutes(d: RouteDeps): Route[] {
         POST: async (_req, body, _params, { raw, signal, run }) => {
           if (raw.length <= INLINE_PARSE_BYTES) return { body: alertsStep(await body()) };
           const { parts: bytes, transfer } = raw.movable();
-          return { body: null, parts: [await run<Uint8Array>({ kind: 'alerts', body: bytes, maxBytes: maxReply }, { signal, transfer })] };
+          return {
+            body: null,
+            parts: [await run<Uint8Array>({ kind: 'alerts', body: bytes, maxBytes: maxReply }, { signal, transfer })],
+          };
         },
       },
     },
@@ -182,7 +242,10 @@ export function envRoutes(d: RouteDeps): Route[] {
       methods: {
         POST: async (_req, _body, _params, { raw, signal, run }) => {
           const { parts: bytes, transfer } = raw.movable();
-          return { body: null, parts: [await run<Uint8Array>({ kind: 'scan', body: bytes, maxBytes: maxReply }, { signal, transfer })] };
+          return {
+            body: null,
+            parts: [await run<Uint8Array>({ kind: 'scan', body: bytes, maxBytes: maxReply }, { signal, transfer })],
+          };
         },
       },
     },
@@ -192,7 +255,11 @@ export function envRoutes(d: RouteDeps): Route[] {
         GET: async (_req, _body, params) => {
           const run = runParam(params);
           const state = await otc.get(run);
-          if (!state) throw new HttpError('unknown_run', `no OTC state for run ${JSON.stringify(run)}: it has not graded with "run" set nor been imported`);
+          if (!state)
+            throw new HttpError(
+              'unknown_run',
+              `no OTC state for run ${JSON.stringify(run)}: it has not graded with "run" set nor been imported`,
+            );
           return { body: null, parts: [state] };
         },
         // The body is parsed and checked in a search worker that is then replaced (otcBody.ts: its heap goes back to the
@@ -200,14 +267,18 @@ export function envRoutes(d: RouteDeps): Route[] {
         PUT: async (_req, _body, params, { raw, signal, run: work }) => {
           const run = runParam(params);
           const { parts: bytes, transfer } = raw.movable();
-          const checked = await work<CheckedState>({ kind: 'otc-state', body: bytes, maxBytes: otcMaxBytes }, { signal, transfer });
+          const checked = await work<CheckedState>(
+            { kind: 'otc-state', body: bytes, maxBytes: otcMaxBytes },
+            { signal, transfer },
+          );
           if (signal.aborted) throw signal.reason;
           otc.set(run, checked);
           return { body: { run, questions: checked.questions } };
         },
         DELETE: async (_req, _body, params) => {
           const run = runParam(params);
-          if (!(await otc.delete(run))) throw new HttpError('unknown_run', `no OTC state for run ${JSON.stringify(run)}`);
+          if (!(await otc.delete(run)))
+            throw new HttpError('unknown_run', `no OTC state for run ${JSON.stringify(run)}`);
           return { body: { run, deleted: true } };
         },
       },
@@ -216,7 +287,11 @@ export function envRoutes(d: RouteDeps): Route[] {
 }
 
 /** The route and handler of a request: 404 for a path no route takes, 405 (with Allow) for a method it does not. */
-export function findRoute(routes: readonly Route[], path: string, method: string): { route: Route; handler: Handler; params: Record<string, string> } {
+export function findRoute(
+  routes: readonly Route[],
+  path: string,
+  method: string,
+): { route: Route; handler: Handler; params: Record<string, string> } {
   const route = routes.find((r) => r.pattern.test(path));
   if (!route) throw new HttpError('not_found', `no endpoint ${path}`);
   const handler = route.methods[method];
@@ -232,7 +307,11 @@ function runParam(params: Record<string, string>): string {
   try {
     run = decodeURIComponent(params.run);
   } catch {
-    throw new HttpError('invalid_request', `invalid run id: ${JSON.stringify(params.run)} is not valid percent-encoding`, 'run');
+    throw new HttpError(
+      'invalid_request',
+      `invalid run id: ${JSON.stringify(params.run)} is not valid percent-encoding`,
+      'run',
+    );
   }
   if (!RUN_ID.test(run)) throw new HttpError('invalid_request', `invalid run id ${JSON.stringify(run)}`, 'run');
   return run;

@@ -103,7 +103,15 @@ export class SearchPool {
    * JSON.parse of 30 MB) exits only when that call returns, and its memory is held until then (the server keeps the
    * request's body budget until this, so abandoned work is bounded as running work is).
    */
-  run<T>(task: Task, opts: { signal?: AbortSignal; transfer?: ArrayBuffer[]; onState?: (req: StateRequest) => Promise<unknown>; onDone?: () => void } = {}): Promise<T> {
+  run<T>(
+    task: Task,
+    opts: {
+      signal?: AbortSignal;
+      transfer?: ArrayBuffer[];
+      onState?: (req: StateRequest) => Promise<unknown>;
+      onDone?: () => void;
+    } = {},
+  ): Promise<T> {
     if (this.closed) {
       opts.onDone?.();
       return Promise.reject(new HttpError('shutting_down', 'the environment server is shutting down'));
@@ -113,7 +121,17 @@ export class SearchPool {
       return Promise.reject(opts.signal.reason);
     }
     return new Promise<T>((resolve, reject) => {
-      const job: Job = { id: this.nextId++, task, transfer: opts.transfer ?? [], resolve: resolve as (v: unknown) => void, reject, onState: opts.onState, signal: opts.signal, bodyBytes: bodyBytes(task), onDone: opts.onDone };
+      const job: Job = {
+        id: this.nextId++,
+        task,
+        transfer: opts.transfer ?? [],
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        onState: opts.onState,
+        signal: opts.signal,
+        bodyBytes: bodyBytes(task),
+        onDone: opts.onDone,
+      };
       if (opts.signal) {
         job.onAbort = () => this.cancel(job);
         opts.signal.addEventListener('abort', job.onAbort, { once: true });

@@ -6,7 +6,16 @@ import { Bm25Index } from './bm25';
 import { indexData, type SharedIndex } from './index-file';
 import { Retriever, type OpenInfo } from './retriever';
 import { HttpError } from './http';
-import { alertsRequest, gradeRequest, scanRequest, parseRetrieveRequest, parseSearchRequest, retrieveFragments, searchFragments, type StateRequest } from './env-work';
+import {
+  alertsRequest,
+  gradeRequest,
+  scanRequest,
+  parseRetrieveRequest,
+  parseSearchRequest,
+  retrieveFragments,
+  searchFragments,
+  type StateRequest,
+} from './env-work';
 import { joinParts, LARGE_BODY_BYTES, parseJson } from './http';
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
@@ -56,13 +65,19 @@ async function run(id: number, task: Task): Promise<unknown> {
       return searchFragments(retriever, task.queries, task.topK, task.dialect, task.maxBytes);
     case 'search-raw': {
       const q = parseSearchRequest(joinParts(task.body));
-      return { ...searchFragments(retriever, q.queries, q.top_k, q.dialect ?? task.dialect, task.maxBytes), queries: q.queries.length };
+      return {
+        ...searchFragments(retriever, q.queries, q.top_k, q.dialect ?? task.dialect, task.maxBytes),
+        queries: q.queries.length,
+      };
     }
     case 'retrieve':
       return retrieveFragments(retriever, task.queries, task.topK, task.returnScores, task.maxBytes);
     case 'retrieve-raw': {
       const r = parseRetrieveRequest(parseJson(joinParts(task.body)));
-      return { ...retrieveFragments(retriever, r.queries, r.k, r.returnScores, task.maxBytes), queries: r.queries.length };
+      return {
+        ...retrieveFragments(retriever, r.queries, r.k, r.returnScores, task.maxBytes),
+        queries: r.queries.length,
+      };
     }
     case 'alerts':
       return alertsRequest(joinParts(task.body), task.maxBytes);
@@ -131,10 +146,15 @@ port.on('message', (msg: TaskMessage) => {
  * their whole buffer (env-work.ts's ownedUtf8): moving a view of a shared pool would take the pool away.
  */
 function transferables(value: unknown): ArrayBuffer[] {
-  const owned = (v: unknown): v is Uint8Array => v instanceof Uint8Array && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength && v.buffer instanceof ArrayBuffer;
+  const owned = (v: unknown): v is Uint8Array =>
+    v instanceof Uint8Array &&
+    v.byteOffset === 0 &&
+    v.byteLength === v.buffer.byteLength &&
+    v.buffer instanceof ArrayBuffer;
   if (owned(value)) return [value.buffer as ArrayBuffer];
   if (!value || typeof value !== 'object') return [];
   const out: ArrayBuffer[] = [];
-  for (const v of Object.values(value)) if (owned(v) && !out.includes(v.buffer as ArrayBuffer)) out.push(v.buffer as ArrayBuffer);
+  for (const v of Object.values(value))
+    if (owned(v) && !out.includes(v.buffer as ArrayBuffer)) out.push(v.buffer as ArrayBuffer);
   return out;
 }

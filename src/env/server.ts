@@ -10,7 +10,17 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { DialectName } from '../core/dialects';
 import { OtcStates } from './otcStates';
 import { Retriever, type OpenInfo, type OpenOptions } from './retriever';
-import { BodyBudget, type BodyLease, HttpError, parseJson, readBody, RequestBody, sendError, sendJson, sendJsonParts } from './http';
+import {
+  BodyBudget,
+  type BodyLease,
+  HttpError,
+  parseJson,
+  readBody,
+  RequestBody,
+  sendError,
+  sendJson,
+  sendJsonParts,
+} from './http';
 import { DEFAULT_OTC_MAX_BYTES } from './otcStore';
 import { SearchPool } from './search-pool';
 import { makeRandom } from './random';
@@ -91,7 +101,9 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
   if (retriever.passages === 0) {
     // Every search would answer nothing and RL would train on empty observations: refuse to start instead.
     retriever.close();
-    throw new CorpusError(`${opts.corpus}: no valid passages (each line must be {"id": …, "contents": "…"}; malformed lines are reported as bad_line events)`);
+    throw new CorpusError(
+      `${opts.corpus}: no valid passages (each line must be {"id": …, "contents": "…"}; malformed lines are reported as bad_line events)`,
+    );
   }
   // Search and grade work runs in worker threads sharing the index, never on this event loop (health stays prompt).
   const pool = new SearchPool(retriever, opts.workers);
@@ -100,10 +112,32 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<EnvServer>
   const otc = new OtcStates({ maxRuns: opts.otcMaxRuns, maxBytes: otcMaxBytes, idleMs: opts.otcIdleMs });
   const toolHealth = new ToolHealth(); // per-caller calls, failures, empty results, latency; bounded (src/env/toolHealth.ts)
   const stats: Record<string, number> = {
-    requests: 0, ok: 0, client_errors: 0, server_errors: 0, injected_faults: 0, timeouts: 0, queries: 0, graded_records: 0,
+    requests: 0,
+    ok: 0,
+    client_errors: 0,
+    server_errors: 0,
+    injected_faults: 0,
+    timeouts: 0,
+    queries: 0,
+    graded_records: 0,
   };
-  const routes = envRoutes({ retriever, pool, otc, toolHealth, bodyBudget, stats, started: Date.now(), defaultDialect, maxReply, otcMaxBytes });
-  const server = new EnvHttpServer(routes, { token, timeoutMs, maxBody, faultRate, latencyMs, random: makeRandom(opts.faultSeed) }, { retriever, pool, otc, toolHealth, bodyBudget, stats });
+  const routes = envRoutes({
+    retriever,
+    pool,
+    otc,
+    toolHealth,
+    bodyBudget,
+    stats,
+    started: Date.now(),
+    defaultDialect,
+    maxReply,
+    otcMaxBytes,
+  });
+  const server = new EnvHttpServer(
+    routes,
+    { token, timeoutMs, maxBody, faultRate, latencyMs, random: makeRandom(opts.faultSeed) },
+    { retriever, pool, otc, toolHealth, bodyBudget, stats },
+  );
   await server.listen(opts.port ?? 0);
   return server.api();
 }
@@ -140,7 +174,11 @@ class EnvHttpServer {
   private closing: Promise<void> | null = null;
   private port = 0;
 
-  constructor(private readonly routes: readonly Route[], private readonly rules: RequestRules, private readonly parts: ServerParts) {
+  constructor(
+    private readonly routes: readonly Route[],
+    private readonly rules: RequestRules,
+    private readonly parts: ServerParts,
+  ) {
     this.server = createServer((req, res) => this.respond(req, res));
     this.server.on('clientError', (_err, socket) => {
       if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
@@ -260,7 +298,9 @@ class EnvHttpServer {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         stats.timeouts++;
-        const err = new HttpError('timeout', `request took longer than ${timeoutMs} ms`, undefined, { connection: 'close' });
+        const err = new HttpError('timeout', `request took longer than ${timeoutMs} ms`, undefined, {
+          connection: 'close',
+        });
         reject(err);
         abort.abort(err); // abandons its worker-thread work (the thread is replaced)
       }, timeoutMs);
@@ -274,23 +314,40 @@ class EnvHttpServer {
         else sendJson(res, status ?? 200, body);
       })
       .catch((e: unknown) => {
-        const err = e instanceof HttpError ? e : new HttpError('internal', `internal error: ${(e as Error)?.message ?? String(e)}`);
+        const err =
+          e instanceof HttpError
+            ? e
+            : new HttpError('internal', `internal error: ${(e as Error)?.message ?? String(e)}`);
         if (err.code !== 'unauthorized') toolDone?.(false, null, `${err.code}: ${err.message}`);
         if (err.status >= 500) stats.server_errors++;
         else stats.client_errors++;
-        if (err.status === 500) process.stderr.write(`${JSON.stringify({ event: 'internal_error', message: err.message, stack: (e as Error)?.stack })}\n`);
+        if (err.status === 500)
+          process.stderr.write(
+            `${JSON.stringify({ event: 'internal_error', message: err.message, stack: (e as Error)?.stack })}\n`,
+          );
         // Answered before its body was read (401 before anything else, 404, 405, 413, a timeout): the body is never
         // read — the connection closes after the answer. Keeping it open would make Node read and discard the rest
         // (30 MB each for anyone without the token, /v1/health stalling meanwhile).
         const unread = !req.complete;
-        sendError(res, unread && err.headers.connection !== 'close' ? new HttpError(err.code, err.message, err.path, { ...err.headers, connection: 'close' }) : err);
+        sendError(
+          res,
+          unread && err.headers.connection !== 'close'
+            ? new HttpError(err.code, err.message, err.path, { ...err.headers, connection: 'close' })
+            : err,
+        );
         if (unread || err.headers.connection === 'close') res.on('finish', () => req.socket.destroySoon?.());
       })
       .finally(() => clearTimeout(timer));
   }
 
   /** Authentication, the route, the body, then injected latency and faults, and the route's handler. */
-  private async handle(req: IncomingMessage, res: ServerResponse, signal: AbortSignal, lease: BodyLease, run: HandlerContext['run']): Promise<Reply> {
+  private async handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    signal: AbortSignal,
+    lease: BodyLease,
+    run: HandlerContext['run'],
+  ): Promise<Reply> {
     const { token, maxBody, latencyMs, faultRate, random } = this.rules;
     const path = authenticate(req, token); // Authorization: Bearer, or /t/<token>/… for clients that only take a URL
     const method = req.method ?? 'GET';

@@ -41,7 +41,10 @@ export function toolCaller(path: string): string | null {
 
 /** Queries without a passage in a search or retrieve answer body (both shapes of docs/env-server.md). */
 export function emptyResults(body: unknown): { queries: number; empty: number } {
-  const lists = body && typeof body === 'object' ? ((body as { result?: unknown }).result ?? (body as { results?: unknown }).results) : undefined;
+  const lists =
+    body && typeof body === 'object'
+      ? ((body as { result?: unknown }).result ?? (body as { results?: unknown }).results)
+      : undefined;
   if (!Array.isArray(lists)) return { queries: 0, empty: 0 };
   return { queries: lists.length, empty: lists.filter((l) => Array.isArray(l) && l.length === 0).length };
 }
@@ -68,7 +71,9 @@ export class ToolHealth {
   }
 
   /** Starts timing a request; returns its completion callback, or undefined when the path is not a tool call. */
-  start(path: string): ((ok: boolean, body: unknown, error?: string, counts?: { queries: number; empty: number }) => void) | undefined {
+  start(
+    path: string,
+  ): ((ok: boolean, body: unknown, error?: string, counts?: { queries: number; empty: number }) => void) | undefined {
     const caller = toolCaller(path);
     if (caller === null) return undefined;
     const t0 = this.now();
@@ -76,12 +81,29 @@ export class ToolHealth {
   }
 
   /** `counts`: queries and empty results when the answer was serialised elsewhere (a worker); else read off `body`. */
-  record(caller: string, ms: number, ok: boolean, body: unknown, error?: string, counts?: { queries: number; empty: number }): void {
+  record(
+    caller: string,
+    ms: number,
+    ok: boolean,
+    body: unknown,
+    error?: string,
+    counts?: { queries: number; empty: number },
+  ): void {
     let s = this.callers.get(caller);
     if (s) {
       this.callers.delete(caller);
       this.bytes -= callerBytes(caller, s);
-    } else s = { calls: 0, failures: 0, queries: 0, empty: 0, latencies: new Float64Array(FIRST_RING), recorded: 0, lastError: null, lastCall: null };
+    } else
+      s = {
+        calls: 0,
+        failures: 0,
+        queries: 0,
+        empty: 0,
+        latencies: new Float64Array(FIRST_RING),
+        recorded: 0,
+        lastError: null,
+        lastCall: null,
+      };
     this.callers.set(caller, s);
     s.calls++;
     s.lastCall = Date.now() / 1000;
@@ -123,7 +145,12 @@ export class ToolHealth {
         last_call: s.lastCall,
       };
     }
-    return { uptime_s: (Date.now() - this.started) / 1000, callers, callers_omitted: this.callers.size - recent.length, callers_evicted: this.evicted };
+    return {
+      uptime_s: (Date.now() - this.started) / 1000,
+      callers,
+      callers_omitted: this.callers.size - recent.length,
+      callers_evicted: this.evicted,
+    };
   }
 }
 

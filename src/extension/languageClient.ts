@@ -1,6 +1,13 @@
 // Starts the trajectory language server (dist/server.js) over stdio with vscode-languageclient.
 import * as vscode from 'vscode';
-import { LanguageClient, LanguageClientOptions, ServerOptions, TransportKind, type DynamicFeature, type StaticFeature } from 'vscode-languageclient/node';
+import {
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  TransportKind,
+  type DynamicFeature,
+  type StaticFeature,
+} from 'vscode-languageclient/node';
 import { OpenFileDiagnostics } from './openFileDiagnostics';
 
 export interface LanguageServerHandle extends vscode.Disposable {
@@ -28,7 +35,9 @@ const NOTEBOOK_SYNC = 'notebookDocument/sync';
 type Feature = StaticFeature | DynamicFeature<unknown>;
 interface NotebookSyncInternals {
   registrations: Map<string, unknown>;
-  findNotebookDocumentAndCell(doc: vscode.TextDocument): [vscode.NotebookDocument | undefined, vscode.NotebookCell | undefined];
+  findNotebookDocumentAndCell(
+    doc: vscode.TextDocument,
+  ): [vscode.NotebookDocument | undefined, vscode.NotebookCell | undefined];
 }
 
 /**
@@ -46,13 +55,17 @@ export class TrajectoryLanguageClient extends LanguageClient {
     if (dynamic.registrationType?.method === NOTEBOOK_SYNC) {
       const sync = feature as unknown as NotebookSyncInternals;
       const lookup = sync.findNotebookDocumentAndCell;
-      sync.findNotebookDocumentAndCell = (doc) => (sync.registrations.size === 0 ? [undefined, undefined] : lookup.call(sync, doc));
+      sync.findNotebookDocumentAndCell = (doc) =>
+        sync.registrations.size === 0 ? [undefined, undefined] : lookup.call(sync, doc);
     }
     super.registerFeature(feature);
   }
 }
 
-export async function startLanguageServer(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<LanguageServerHandle> {
+export async function startLanguageServer(
+  context: vscode.ExtensionContext,
+  log: vscode.LogOutputChannel,
+): Promise<LanguageServerHandle> {
   const module = vscode.Uri.joinPath(context.extensionUri, 'dist', 'server.js').fsPath;
   const serverOptions: ServerOptions = {
     run: { module, transport: TransportKind.stdio },

@@ -42,7 +42,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   registerConvertOffers(context, log); // a parquet, dump, transcript or chat file opened → offer the conversion
   // Commands' enablement keys: true once the extension is up.
   await vscode.commands.executeCommand('setContext', 'coaStudio.active', true);
-  log.info(`CoA Studio activated (workspace ${vscode.workspace.isTrusted ? 'trusted' : 'untrusted: read-only features only'})`);
+  log.info(
+    `CoA Studio activated (workspace ${vscode.workspace.isTrusted ? 'trusted' : 'untrusted: read-only features only'})`,
+  );
 }
 
 export function deactivate(): void {}

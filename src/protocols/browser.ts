@@ -108,7 +108,16 @@ export type HostToBrowser =
   /** Indexing progress (at most ~5×/s). */
   | { type: 'progress'; indexed: number; bytes: number; size: number }
   /** The answer to the last query, on the index so far. */
-  | { type: 'page'; result: QueryResult; indexed: number; done: boolean; bytes: number; size: number; stages: string[]; questions: string }
+  | {
+      type: 'page';
+      result: QueryResult;
+      indexed: number;
+      done: boolean;
+      bytes: number;
+      size: number;
+      stages: string[];
+      questions: string;
+    }
   | ({ type: 'search' } & BrowserSearchState)
   /** The row a jump landed on. */
   | { type: 'selected'; i: number }

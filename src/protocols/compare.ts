@@ -30,5 +30,11 @@ export type PageToHost =
   /** Open one side's record (its line in its file) in the record view. */
   | { type: 'openRecord'; side: 'a' | 'b'; line: number };
 
-export type HostToPage =
-  | { type: 'pair'; key: string; a: PairSide | null; b: PairSide | null; alignment: Alignment | null; error?: string };
+export type HostToPage = {
+  type: 'pair';
+  key: string;
+  a: PairSide | null;
+  b: PairSide | null;
+  alignment: Alignment | null;
+  error?: string;
+};

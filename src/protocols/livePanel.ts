@@ -83,7 +83,17 @@ export type HostToPanel =
   | { type: 'addRun'; run: LivePanelRun }
   | { type: 'removeRun'; run: string }
   /** Answer to 'stepRollouts': the rollouts of one step (empty with `error` when there is no rollouts file). */
-  | { type: 'rollouts'; run: string; stage: string; step: number; items: RolloutItem[]; total: number; error?: string; flagged?: FlaggedItem[]; flaggedStep?: number }
+  | {
+      type: 'rollouts';
+      run: string;
+      stage: string;
+      step: number;
+      items: RolloutItem[];
+      total: number;
+      error?: string;
+      flagged?: FlaggedItem[];
+      flaggedStep?: number;
+    }
   /** The tool health of the environment server a run searches through, polled by the host (error: unreachable). */
   | { type: 'toolHealth'; run: string; callers: Record<string, ToolHealthRow>; error?: string };
 

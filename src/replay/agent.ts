@@ -84,11 +84,22 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
     if (opts.signal?.aborted) throw new CancelledError();
   };
 
-  const promptIds = (await tok.encode((opts.promptTemplate ?? info.prompt_template ?? DEFAULT_PROMPT).replace('{question}', question))).ids;
+  const promptIds = (
+    await tok.encode((opts.promptTemplate ?? info.prompt_template ?? DEFAULT_PROMPT).replace('{question}', question))
+  ).ids;
   const dec = model.decoder();
   const r: ReplayResult = {
-    promptIds, ids: [], lossMask: [], logprobs: [], steps: [], response: '', offsets: [],
-    toolCalls: 0, toolFailures: 0, finished: false, truncated: false,
+    promptIds,
+    ids: [],
+    lossMask: [],
+    logprobs: [],
+    steps: [],
+    response: '',
+    offsets: [],
+    toolCalls: 0,
+    toolFailures: 0,
+    finished: false,
+    truncated: false,
   };
   const push = async (step: ReplayStep) => {
     r.steps.push(step);
@@ -126,7 +137,11 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
       const obsStops = io.obsStops();
       const w = await generate(dec, [...pending, ...open], {
         maxNewTokens: Math.max(1, Math.min(maxObs, maxTotal - promptIds.length - r.ids.length - open.length)),
-        stopIds: obsStops.ids, stopStrings: obsStops.strings, temperature: opts.temperature, random, signal: opts.signal,
+        stopIds: obsStops.ids,
+        stopStrings: obsStops.strings,
+        temperature: opts.temperature,
+        random,
+        signal: opts.signal,
       });
       const ended = w.stopped && w.ids[w.ids.length - 1] !== eos;
       // EOS inside an observation is replaced by its close; a cut observation still closes.
@@ -138,8 +153,15 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
     r.lossMask.push(...obsIds.map(() => 0));
     r.logprobs.push(...obsIds.map(() => null));
     await push({
-      kind: 'observation', first: obsFirst, ids: obsIds, text: await tok.decode(obsIds), latencyMs: performance.now() - t1,
-      stop: 'observation', simulated, query, ...(toolError ? { toolError } : {}),
+      kind: 'observation',
+      first: obsFirst,
+      ids: obsIds,
+      text: await tok.decode(obsIds),
+      latencyMs: performance.now() - t1,
+      stop: 'observation',
+      simulated,
+      query,
+      ...(toolError ? { toolError } : {}),
     });
   };
 
@@ -174,7 +196,14 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
       break;
     }
     const t0 = performance.now();
-    const g = await generate(dec, pending, { maxNewTokens: budget, stopIds: turnStops.ids, stopStrings: turnStops.strings, temperature: opts.temperature, random, signal: opts.signal });
+    const g = await generate(dec, pending, {
+      maxNewTokens: budget,
+      stopIds: turnStops.ids,
+      stopStrings: turnStops.strings,
+      temperature: opts.temperature,
+      random,
+      signal: opts.signal,
+    });
     // A stop token is returned but not yet in the cache: it is fed first next time.
     pending = g.stopped ? [g.ids[g.ids.length - 1]] : [];
     const first = r.ids.length;
@@ -185,8 +214,25 @@ export async function replayQuestion(model: OnnxModel, question: string, opts: R
     // As the trainer's run_turns: an action gets its observation only within max_turns and while the trajectory is
     // shorter than max_len; otherwise it ends there.
     const room = promptIds.length + r.ids.length < maxTotal;
-    const stop: StopReason = !g.stopped ? 'limit' : action ? (turn >= maxTurns ? 'max-turns' : room ? 'action' : 'limit') : g.ids[g.ids.length - 1] === eos ? 'eos' : 'answer';
-    await push({ kind: 'model', first, ids: g.ids, text: await tok.decode(g.ids), latencyMs: performance.now() - t0, stop });
+    const stop: StopReason = !g.stopped
+      ? 'limit'
+      : action
+        ? turn >= maxTurns
+          ? 'max-turns'
+          : room
+            ? 'action'
+            : 'limit'
+        : g.ids[g.ids.length - 1] === eos
+          ? 'eos'
+          : 'answer';
+    await push({
+      kind: 'model',
+      first,
+      ids: g.ids,
+      text: await tok.decode(g.ids),
+      latencyMs: performance.now() - t0,
+      stop,
+    });
     if (stop === 'limit') {
       // A turn cut by the token budget truncates; an action that ends exactly at max_len only goes unanswered (the
       // trainer's run_turns leaves it neither finished nor truncated: nothing was cut).
@@ -223,8 +269,12 @@ function actionQuery(body: string, actionOpen: string): string {
 }
 
 /** The replayed trajectory as a record (tokens with mask, log-probs and offsets), tied to the record it replays. */
-export function replayRecord(source: Pick<TrajectoryRecord, 'id' | 'question' | 'golden_answers'>, result: ReplayResult, model: OnnxModel,
-  meta: { mode: ReplayMode; checkpoint: string; seed?: number; temperature?: number }): TrajectoryRecord {
+export function replayRecord(
+  source: Pick<TrajectoryRecord, 'id' | 'question' | 'golden_answers'>,
+  result: ReplayResult,
+  model: OnnxModel,
+  meta: { mode: ReplayMode; checkpoint: string; seed?: number; temperature?: number },
+): TrajectoryRecord {
   return {
     id: `${source.id}#replay-${meta.mode}`,
     question: source.question,
@@ -233,8 +283,13 @@ export function replayRecord(source: Pick<TrajectoryRecord, 'id' | 'question' | 
     dialect: model.info.dialect as TrajectoryRecord['dialect'],
     tokens: { ids: result.ids, loss_mask: result.lossMask, logprobs: result.logprobs, offsets: result.offsets },
     meta: {
-      stage: 'replay', replay_of: source.id, mode: meta.mode, checkpoint: meta.checkpoint,
-      temperature: meta.temperature ?? 0, seed: meta.seed ?? 0, truncated: result.truncated,
+      stage: 'replay',
+      replay_of: source.id,
+      mode: meta.mode,
+      checkpoint: meta.checkpoint,
+      temperature: meta.temperature ?? 0,
+      seed: meta.seed ?? 0,
+      truncated: result.truncated,
       latency_ms: result.steps.map((s) => Math.round(s.latencyMs)),
     },
   };

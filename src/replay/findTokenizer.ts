@@ -30,7 +30,10 @@ export function runDirOf(file: string): string | null {
  * The run's tokenizer for a file whose records say `stage` (meta.stage): the file's own stage directory's final model,
  * the stage named, then the run's model-init; null when none is found (the caller asks for --tokenizer).
  */
-export function findRunTokenizer(file: string, stage?: string | null): { path: string; tried: string[] } | { path: null; tried: string[] } {
+export function findRunTokenizer(
+  file: string,
+  stage?: string | null,
+): { path: string; tried: string[] } | { path: null; tried: string[] } {
   const tried: string[] = [];
   const own = dirname(resolve(file));
   const run = runDirOf(file);

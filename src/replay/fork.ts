@@ -7,7 +7,10 @@ import { OtcState, questionKey, scoreRecords, type RewardParams } from '../core/
 import type { ReplayMode, ReplayResult } from './agent';
 
 /** The fork as a record: its own id, tied to the record and step it came from and what was changed there. */
-export function forkMeta(source: Pick<TrajectoryRecord, 'id' | 'reward'>, at: { step: number; kind: string; edited: boolean }): Record<string, unknown> {
+export function forkMeta(
+  source: Pick<TrajectoryRecord, 'id' | 'reward'>,
+  at: { step: number; kind: string; edited: boolean },
+): Record<string, unknown> {
   return {
     fork_of: source.id,
     fork_step: at.step,
@@ -24,7 +27,15 @@ export function forkRecord(
   source: TrajectoryRecord,
   result: ReplayResult,
   at: { step: number; kind: string; edited: boolean },
-  run: { mode: ReplayMode; checkpoint: string; dialect: string; scheme: Scheme; params: RewardParams; temperature?: number; seed?: number },
+  run: {
+    mode: ReplayMode;
+    checkpoint: string;
+    dialect: string;
+    scheme: Scheme;
+    params: RewardParams;
+    temperature?: number;
+    seed?: number;
+  },
 ): TrajectoryRecord {
   const record: TrajectoryRecord = {
     id: forkId(source.id, at.step),
@@ -35,9 +46,16 @@ export function forkRecord(
     tokens: { ids: result.ids, loss_mask: result.lossMask, logprobs: result.logprobs, offsets: result.offsets },
     meta: {
       ...(source.meta?.run !== undefined ? { run: source.meta.run } : {}),
-      stage: 'fork', ...(source.meta?.step !== undefined ? { step: source.meta.step } : {}),
-      ...forkMeta(source, at), mode: run.mode, checkpoint: run.checkpoint, temperature: run.temperature ?? 0, seed: run.seed ?? 0,
-      given_tokens: result.given ?? 0, truncated: result.truncated, latency_ms: result.steps.map((s) => Math.round(s.latencyMs)),
+      stage: 'fork',
+      ...(source.meta?.step !== undefined ? { step: source.meta.step } : {}),
+      ...forkMeta(source, at),
+      mode: run.mode,
+      checkpoint: run.checkpoint,
+      temperature: run.temperature ?? 0,
+      seed: run.seed ?? 0,
+      given_tokens: result.given ?? 0,
+      truncated: result.truncated,
+      latency_ms: result.steps.map((s) => Math.round(s.latencyMs)),
     },
   };
   record.reward = forkReward(source, record, run.scheme, run.params);
@@ -48,7 +66,12 @@ export function forkRecord(
  * The fork's reward, comparable with its source's: the same scheme and parameters, and for OTC-GRPO the n of the
  * source's own group (its stored optimal_tool_calls), as the record view rescores the source.
  */
-export function forkReward(source: TrajectoryRecord, fork: TrajectoryRecord, scheme: Scheme, params: RewardParams): RewardBreakdown {
+export function forkReward(
+  source: TrajectoryRecord,
+  fork: TrajectoryRecord,
+  scheme: Scheme,
+  params: RewardParams,
+): RewardBreakdown {
   const n = source.reward?.scheme === 'otc-grpo' ? source.reward.optimal_tool_calls : null;
   if (scheme !== 'otc-grpo' || n === null || n === undefined) return scoreRecords([fork], scheme, params)[0];
   const state = new OtcState();

@@ -45,7 +45,8 @@ export async function generate(dec: Decoder, prefix: readonly number[], opts: Ge
     ids.push(id);
     logprobs.push(logprob);
     opts.onToken?.(id);
-    if (opts.stopIds.has(id) || (opts.stopStrings && (await opts.stopStrings.hit(ids)))) return { ids, logprobs, stopped: true };
+    if (opts.stopIds.has(id) || (opts.stopStrings && (await opts.stopStrings.hit(ids))))
+      return { ids, logprobs, stopped: true };
     if (n + 1 < opts.maxNewTokens) row = lastRow(await dec.feed([id]));
   }
   // The last token is not in the cache yet when the limit ends generation; feed it so the cache matches `ids`.

@@ -47,7 +47,10 @@ export class OnnxModel {
   static async load(onnxPath: string, options: { threads?: number } = {}): Promise<OnnxModel> {
     const dir = dirname(onnxPath);
     for (const f of [onnxPath, join(dir, 'tokenizer.json'), join(dir, 'coa_model.json')]) {
-      if (!existsSync(f)) throw new ModelLoadError(`${f} is missing: export the checkpoint with \`python -m coa_trainer export-onnx --checkpoint <model dir> -o ${onnxPath}\``);
+      if (!existsSync(f))
+        throw new ModelLoadError(
+          `${f} is missing: export the checkpoint with \`python -m coa_trainer export-onnx --checkpoint <model dir> -o ${onnxPath}\``,
+        );
     }
     let info: ModelInfo;
     try {
@@ -55,14 +58,17 @@ export class OnnxModel {
     } catch (e) {
       throw new ModelLoadError(`${join(dir, 'coa_model.json')}: ${(e as Error).message}`);
     }
-    if (info.format !== 'coa-onnx-1') throw new ModelLoadError(`${join(dir, 'coa_model.json')}: unknown format ${JSON.stringify(info.format)}`);
+    if (info.format !== 'coa-onnx-1')
+      throw new ModelLoadError(`${join(dir, 'coa_model.json')}: unknown format ${JSON.stringify(info.format)}`);
     const tokenizer = Tokenizer.fromFile(join(dir, 'tokenizer.json'));
     let ort: typeof Ort;
     try {
       // require, not import(): the bundle is CommonJS, and a lazy require keeps the native module off activation.
       ort = require('onnxruntime-node') as typeof Ort;
     } catch (e) {
-      throw new ModelLoadError(`onnxruntime-node could not be loaded (${(e as Error).message}); replay needs it installed beside the extension`);
+      throw new ModelLoadError(
+        `onnxruntime-node could not be loaded (${(e as Error).message}); replay needs it installed beside the extension`,
+      );
     }
     const session = await ort.InferenceSession.create(onnxPath, {
       executionProviders: ['cpu'],
@@ -72,7 +78,8 @@ export class OnnxModel {
     });
     const want = ['input_ids', 'attention_mask', 'position_ids', 'past_key_0', 'past_value_0'];
     const missing = want.filter((n) => !session.inputNames.includes(n));
-    if (missing.length) throw new ModelLoadError(`${onnxPath}: not a KV-cache export (missing inputs ${missing.join(', ')})`);
+    if (missing.length)
+      throw new ModelLoadError(`${onnxPath}: not a KV-cache export (missing inputs ${missing.join(', ')})`);
     return new OnnxModel(ort, session, tokenizer, info, onnxPath);
   }
 
@@ -94,7 +101,10 @@ export class Decoder {
   constructor(private readonly model: OnnxModel) {
     const { layers, kv_heads, head_dim } = model.info.kv;
     const ort = model.ort;
-    this.past = Array.from({ length: 2 * layers }, () => new ort.Tensor('float32', new Float32Array(0), [1, kv_heads, 0, head_dim]));
+    this.past = Array.from(
+      { length: 2 * layers },
+      () => new ort.Tensor('float32', new Float32Array(0), [1, kv_heads, 0, head_dim]),
+    );
   }
 
   get length(): number {
@@ -111,9 +121,17 @@ export class Decoder {
     const S = ids.length;
     const ort = this.model.ort;
     const feeds: Record<string, Ort.Tensor> = {
-      input_ids: new ort.Tensor('int64', BigInt64Array.from(ids, (x) => BigInt(x)), [1, S]),
+      input_ids: new ort.Tensor(
+        'int64',
+        BigInt64Array.from(ids, (x) => BigInt(x)),
+        [1, S],
+      ),
       attention_mask: new ort.Tensor('int64', new BigInt64Array(P + S).fill(1n), [1, P + S]),
-      position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: S }, (_, i) => BigInt(P + i)), [1, S]),
+      position_ids: new ort.Tensor(
+        'int64',
+        BigInt64Array.from({ length: S }, (_, i) => BigInt(P + i)),
+        [1, S],
+      ),
     };
     const layers = this.model.info.kv.layers;
     for (let i = 0; i < layers; i++) {

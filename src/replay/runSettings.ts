@@ -40,7 +40,8 @@ export interface ReplaySettings {
 export function findRunDir(checkpoint: string): string | null {
   let d = dirname(resolve(checkpoint));
   for (let i = 0; i < 6; i++, d = dirname(d)) {
-    if (existsSync(join(d, 'events.jsonl')) || (existsSync(join(d, 'config.json')) && existsSync(join(d, 'stages')))) return d;
+    if (existsSync(join(d, 'events.jsonl')) || (existsSync(join(d, 'config.json')) && existsSync(join(d, 'stages'))))
+      return d;
     if (dirname(d) === d) break;
   }
   return null;
@@ -48,7 +49,9 @@ export function findRunDir(checkpoint: string): string | null {
 
 /** The stage directory a checkpoint was exported from (stages/<stage>/onnx/model.onnx → <stage>), if any. */
 export function checkpointStage(checkpoint: string, runDir: string): string | null {
-  const rel = resolve(checkpoint).slice(resolve(runDir).length + 1).split(/[\\/]/);
+  const rel = resolve(checkpoint)
+    .slice(resolve(runDir).length + 1)
+    .split(/[\\/]/);
   return rel[0] === 'stages' && rel.length > 2 ? rel[1] : null;
 }
 
@@ -70,7 +73,8 @@ function startedConfigs(runDir: string): { stage: string; config: unknown }[] {
     if (!line.includes('"run_started"')) continue;
     try {
       const e = JSON.parse(line) as { type?: string; stage?: string; config?: unknown };
-      if (e.type === 'run_started' && typeof e.stage === 'string' && e.config && typeof e.config === 'object') out.push({ stage: e.stage, config: e.config });
+      if (e.type === 'run_started' && typeof e.stage === 'string' && e.config && typeof e.config === 'object')
+        out.push({ stage: e.stage, config: e.config });
     } catch {
       /* a torn last line: skipped, as the live panel does */
     }
@@ -109,18 +113,46 @@ export function corpusOf(config: RunConfig, runDir: string): string {
 }
 
 /** The settings a record replays with under a run config (see the file comment). */
-export function settingsFrom(config: RunConfig, stage: string | null, source: string, runDir: string | null): ReplaySettings {
+export function settingsFrom(
+  config: RunConfig,
+  stage: string | null,
+  source: string,
+  runDir: string | null,
+): ReplaySettings {
   const info = stage ? stageInfo(stage) : undefined;
-  const base = { source, runDir, dialect: config.dialect, promptTemplate: config.prompt_template, corpus: runDir ? corpusOf(config, runDir) : null };
+  const base = {
+    source,
+    runDir,
+    dialect: config.dialect,
+    promptTemplate: config.prompt_template,
+    corpus: runDir ? corpusOf(config, runDir) : null,
+  };
   if (info?.kind === 'rl') {
     const s = config.stages[(info.trains ?? info.id) as 'rl1' | 'rl2'];
     return {
-      ...base, kind: 'rl', topK: s.top_k, maxTurns: s.max_turns, maxNewTokens: s.max_new_tokens, maxObsTokens: s.max_obs_tokens, maxLen: s.max_len,
-      scheme: s.reward.scheme, params: s.reward.params as RewardParams,
+      ...base,
+      kind: 'rl',
+      topK: s.top_k,
+      maxTurns: s.max_turns,
+      maxNewTokens: s.max_new_tokens,
+      maxObsTokens: s.max_obs_tokens,
+      maxLen: s.max_len,
+      scheme: s.reward.scheme,
+      params: s.reward.params as RewardParams,
     };
   }
   const e = config.eval;
-  return { ...base, kind: 'eval', topK: e.top_k, maxTurns: e.max_turns, maxNewTokens: e.max_new_tokens, maxObsTokens: e.max_obs_tokens, maxLen: e.max_len ?? null, scheme: 'em', params: {} };
+  return {
+    ...base,
+    kind: 'eval',
+    topK: e.top_k,
+    maxTurns: e.max_turns,
+    maxNewTokens: e.max_new_tokens,
+    maxObsTokens: e.max_obs_tokens,
+    maxLen: e.max_len ?? null,
+    scheme: 'em',
+    params: {},
+  };
 }
 
 /**
@@ -133,7 +165,8 @@ export function replaySettings(checkpoint: string, record: Pick<TrajectoryRecord
   if (!runDir) return null;
   const recordStage = typeof record.meta?.stage === 'string' ? record.meta.stage : null;
   // A results-table setting (sft-rl-otc) is an evaluation of a stage's model (rl2-otc): that stage's config.
-  const configStage = (recordStage && resultSetting(recordStage)?.stage) ?? recordStage ?? checkpointStage(checkpoint, runDir);
+  const configStage =
+    (recordStage && resultSetting(recordStage)?.stage) ?? recordStage ?? checkpointStage(checkpoint, runDir);
   const found = runConfigFor(runDir, configStage);
   if (!found) return null;
   return settingsFrom(found.config, recordStage ?? checkpointStage(checkpoint, runDir), found.source, runDir);

@@ -14,8 +14,12 @@ export interface Stops {
 }
 
 export class TagIO {
-  private constructor(readonly tok: Tokenizer, readonly tags: ModelInfo['tags'], private readonly single: Map<string, number>,
-    readonly eos: number | undefined) {}
+  private constructor(
+    readonly tok: Tokenizer,
+    readonly tags: ModelInfo['tags'],
+    private readonly single: Map<string, number>,
+    readonly eos: number | undefined,
+  ) {}
 
   /** Special mode exactly when every tag the loop needs encodes to one token. */
   static async make(tok: Tokenizer, info: ModelInfo): Promise<TagIO> {
@@ -26,7 +30,13 @@ export class TagIO {
       const ids = (await tok.encode(s)).ids;
       if (ids.length === 1 && ids[0] === tok.tokenToId(s)) single.set(s, ids[0]); // not <unk>, not a merge
     }
-    const needed = [t.action_open, t.action_close, t.obs_open, t.obs_close, ...(t.answer_close ? [t.answer_close] : [])];
+    const needed = [
+      t.action_open,
+      t.action_close,
+      t.obs_open,
+      t.obs_close,
+      ...(t.answer_close ? [t.answer_close] : []),
+    ];
     return new TagIO(tok, t, needed.every((s) => single.has(s)) ? single : new Map(), info.eos_id ?? undefined);
   }
 
@@ -85,7 +95,8 @@ export class TagIO {
   async observationIds(body: string, maxTokens: number): Promise<{ ids: number[]; cut: boolean }> {
     const bodyIds = (await this.tok.encode(body)).ids;
     const cut = bodyIds.length > maxTokens;
-    if (this.special) return { ids: [this.id(this.tags.obs_open), ...bodyIds.slice(0, maxTokens), this.id(this.tags.obs_close)], cut };
+    if (this.special)
+      return { ids: [this.id(this.tags.obs_open), ...bodyIds.slice(0, maxTokens), this.id(this.tags.obs_close)], cut };
     const kept = cut ? await this.tok.decode(bodyIds.slice(0, maxTokens)) : body;
     return { ids: (await this.tok.encode(`${this.tags.obs_open}${kept}${this.tags.obs_close}`)).ids, cut };
   }
@@ -109,7 +120,10 @@ export class StringStops {
   private readonly window: number;
   private readonly candidate = new Map<number, boolean>();
 
-  constructor(private readonly tok: Tokenizer, readonly strings: string[]) {
+  constructor(
+    private readonly tok: Tokenizer,
+    readonly strings: string[],
+  ) {
     this.lastChars = new Set(strings.map((s) => s[s.length - 1]));
     this.window = 4 * Math.max(1, ...strings.map((s) => s.length)) + 4;
   }

@@ -15,14 +15,19 @@ export interface Encoding {
 export class TokenizerError extends Error {}
 
 export class Tokenizer {
-  private constructor(private readonly tok: Lib.Tokenizer, private readonly source: string) {}
+  private constructor(
+    private readonly tok: Lib.Tokenizer,
+    private readonly source: string,
+  ) {}
 
   static fromFile(path: string): Tokenizer {
     let lib: typeof Lib;
     try {
       lib = require('tokenizers') as typeof Lib;
     } catch (e) {
-      throw new TokenizerError(`the tokenizers library could not be loaded (${(e as Error).message}); replay needs it installed beside the extension`);
+      throw new TokenizerError(
+        `the tokenizers library could not be loaded (${(e as Error).message}); replay needs it installed beside the extension`,
+      );
     }
     try {
       return new Tokenizer(lib.Tokenizer.fromFile(path), path);
@@ -60,8 +65,14 @@ export class Tokenizer {
    */
   async decodeWithOffsets(ids: readonly number[], skipSpecial = false): Promise<{ text: string; offsets: number[] }> {
     this.checkIds(ids);
-    const [text, ...prefixes] = await this.tok.decodeBatch([[...ids], ...ids.map((_, i) => ids.slice(0, i + 1))], skipSpecial);
-    const singles = await this.tok.decodeBatch(ids.map((id) => [id]), skipSpecial);
+    const [text, ...prefixes] = await this.tok.decodeBatch(
+      [[...ids], ...ids.map((_, i) => ids.slice(0, i + 1))],
+      skipSpecial,
+    );
+    const singles = await this.tok.decodeBatch(
+      ids.map((id) => [id]),
+      skipSpecial,
+    );
     const offsets: number[] = [];
     let end = 0; // end of the text decoded so far, at a character boundary
     for (const [i, prefix] of prefixes.entries()) {
@@ -81,7 +92,8 @@ export class Tokenizer {
   private checkIds(ids: readonly number[]): void {
     const n = this.vocabSize;
     for (const id of ids) {
-      if (!Number.isInteger(id) || id < 0 || id >= n) throw new TokenizerError(`${this.source}: token id ${id} is outside the vocabulary (${n})`);
+      if (!Number.isInteger(id) || id < 0 || id >= n)
+        throw new TokenizerError(`${this.source}: token id ${id} is outside the vocabulary (${n})`);
     }
   }
 }

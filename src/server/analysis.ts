@@ -56,7 +56,13 @@ export const counters = { lineChecks: 0, documentChecks: 0, detailChecks: 0 };
 
 /** Every result has every field from the start: one object shape for all lines keeps the loops over a
  * 100 MB file's results monomorphic (shapes changing midway cost deoptimisations). */
-function result(kind: LineResult['kind'], id: string | undefined, question: string | undefined, diagnostics: LocalDiagnostic[], looksLikeTrajectory: boolean): LineResult {
+function result(
+  kind: LineResult['kind'],
+  id: string | undefined,
+  question: string | undefined,
+  diagnostics: LocalDiagnostic[],
+  looksLikeTrajectory: boolean,
+): LineResult {
   return { kind, id, question, diagnostics, looksLikeTrajectory, detail: undefined, published: undefined };
 }
 
@@ -71,7 +77,13 @@ export function analyzeLine(line: string, settings: Settings): LineResult {
   if (entry.problem) {
     const p = entry.problem;
     const start = Math.min(p.column - 1, raw.length);
-    const diagnostic: LocalDiagnostic = { start, end: Math.max(start + 1, Math.min(raw.length, start + p.length)), code: p.code, severity: RECORD_RULES[p.code].severity, message: p.message };
+    const diagnostic: LocalDiagnostic = {
+      start,
+      end: Math.max(start + 1, Math.min(raw.length, start + p.length)),
+      code: p.code,
+      severity: RECORD_RULES[p.code].severity,
+      message: p.message,
+    };
     // A schema violation in an object that has a response is a broken trajectory, not some other JSONL.
     return result('problem', undefined, undefined, [diagnostic], p.code === 'COA102' && raw.includes('"response"'));
   }
@@ -121,10 +133,16 @@ export function detailOf(result: LineResult, line: string, settings: Settings): 
 }
 
 /** A `.coa` document is one response. Offsets stay document offsets. */
-export function analyzeCoa(text: string, settings: Settings): { report: FormatReport | null; diagnostics: LocalDiagnostic[] } {
+export function analyzeCoa(
+  text: string,
+  settings: Settings,
+): { report: FormatReport | null; diagnostics: LocalDiagnostic[] } {
   counters.documentChecks++;
   if (text.slice(0, 8192).includes('\0')) {
-    return { report: null, diagnostics: [{ start: 0, end: 1, code: 'COA104', severity: 'error', message: 'binary data, not a text file' }] };
+    return {
+      report: null,
+      diagnostics: [{ start: 0, end: 1, code: 'COA104', severity: 'error', message: 'binary data, not a text file' }],
+    };
   }
   const report = checkFormat(text, formatOptions(settings));
   return { report, diagnostics: formatDiagnostics(report) };
@@ -137,7 +155,8 @@ function formatDiagnostics(report: FormatReport): LocalDiagnostic[] {
   let unclosed: Map<number, Segment> | undefined;
   return report.diagnostics.map((d) => {
     const out: LocalDiagnostic = { start: d.start, end: d.end, code: d.code, severity: d.severity, message: d.message };
-    if (d.code === 'COA002') out.fix = { title: `Remove stray ${report.text.slice(d.start, d.end)}`, start: d.start, end: d.end, newText: '' };
+    if (d.code === 'COA002')
+      out.fix = { title: `Remove stray ${report.text.slice(d.start, d.end)}`, start: d.start, end: d.end, newText: '' };
     // An unclosed tag, or one opened again before its close (COA017: the scanner ends it where the next step starts).
     if (d.code === 'COA001' || d.code === 'COA017') {
       unclosed ??= unclosedByStart(report.segments);

@@ -2,7 +2,10 @@
 // diagnostics pushed per document as publishSchedule.ts says (its latest version). Nothing here runs user code, so
 // untrusted workspaces are fine.
 import {
-  Connection, DidChangeConfigurationNotification, InitializeResult, TextDocumentSyncKind,
+  Connection,
+  DidChangeConfigurationNotification,
+  InitializeResult,
+  TextDocumentSyncKind,
 } from 'vscode-languageserver';
 import { TOKEN_TYPES, TrajectoryService } from './service';
 import { parseSettings } from './settings';
@@ -54,14 +57,19 @@ export function wire(connection: Connection, service = new TrajectoryService()):
         foldingRangeProvider: true,
         completionProvider: { triggerCharacters: ['<', '/', '"'] },
         codeActionProvider: { codeActionKinds: ['quickfix'] },
-        semanticTokensProvider: { legend: { tokenTypes: [...TOKEN_TYPES], tokenModifiers: [] }, full: true, range: true },
+        semanticTokensProvider: {
+          legend: { tokenTypes: [...TOKEN_TYPES], tokenModifiers: [] },
+          full: true,
+          range: true,
+        },
       },
       serverInfo: { name: 'coa-studio-server', version: '0.1.0' },
     };
   });
 
   connection.onInitialized(() => {
-    if (dynamicConfig) void connection.client.register(DidChangeConfigurationNotification.type, { section: SETTINGS_SECTION });
+    if (dynamicConfig)
+      void connection.client.register(DidChangeConfigurationNotification.type, { section: SETTINGS_SECTION });
     void loadSettings();
   });
   connection.onDidChangeConfiguration((p) => void loadSettings(p.settings));

@@ -18,13 +18,18 @@ export function contentLength(header: string, max = MAX_FRAME_BYTES): number {
   let length: number | undefined;
   for (const line of header.split('\r\n')) {
     const colon = line.indexOf(':');
-    if (colon <= 0) throw new FrameError(`malformed LSP header line ${JSON.stringify(line.slice(0, 80))} (expected "Name: value")`);
+    if (colon <= 0)
+      throw new FrameError(`malformed LSP header line ${JSON.stringify(line.slice(0, 80))} (expected "Name: value")`);
     const name = line.slice(0, colon).trim().toLowerCase();
     const value = line.slice(colon + 1).trim();
     if (name === 'content-length') {
-      if (!/^\d{1,16}$/.test(value)) throw new FrameError(`malformed LSP frame: Content-Length ${JSON.stringify(value.slice(0, 40))} is not a number of bytes`);
+      if (!/^\d{1,16}$/.test(value))
+        throw new FrameError(
+          `malformed LSP frame: Content-Length ${JSON.stringify(value.slice(0, 40))} is not a number of bytes`,
+        );
       length = Number(value);
-      if (length > max) throw new FrameError(`malformed LSP frame: Content-Length ${length} exceeds the ${max}-byte limit`);
+      if (length > max)
+        throw new FrameError(`malformed LSP frame: Content-Length ${length} exceeds the ${max}-byte limit`);
     } else if (name === 'content-type' && /charset=/i.test(value) && !/charset=["']?utf-?8\b/i.test(value)) {
       throw new FrameError(`unsupported LSP Content-Type ${JSON.stringify(value.slice(0, 80))} (only utf-8 JSON)`);
     }
@@ -40,7 +45,10 @@ export class StrictFrameReader extends AbstractMessageReader {
   private need = -1;
   private failed = false;
 
-  constructor(private readonly input: NodeJS.ReadableStream, private readonly maxBytes = MAX_FRAME_BYTES) {
+  constructor(
+    private readonly input: NodeJS.ReadableStream,
+    private readonly maxBytes = MAX_FRAME_BYTES,
+  ) {
     super();
   }
 
@@ -57,7 +65,11 @@ export class StrictFrameReader extends AbstractMessageReader {
     const onClose = () => {
       if (!this.failed && (this.size > 0 || this.need >= 0)) {
         this.failed = true;
-        this.fireError(new FrameError(`input ended inside an LSP frame (${this.size} bytes of ${this.need >= 0 ? this.need : 'a header'} received)`));
+        this.fireError(
+          new FrameError(
+            `input ended inside an LSP frame (${this.size} bytes of ${this.need >= 0 ? this.need : 'a header'} received)`,
+          ),
+        );
       }
       this.fireClose();
     };
@@ -82,7 +94,10 @@ export class StrictFrameReader extends AbstractMessageReader {
         const head = this.take(Math.min(this.size, MAX_HEADER_BYTES + 4), false);
         const end = head.indexOf('\r\n\r\n');
         if (end < 0) {
-          if (this.size > MAX_HEADER_BYTES) throw new FrameError(`malformed LSP frame: no end of header (a blank line) in the first ${MAX_HEADER_BYTES} bytes`);
+          if (this.size > MAX_HEADER_BYTES)
+            throw new FrameError(
+              `malformed LSP frame: no end of header (a blank line) in the first ${MAX_HEADER_BYTES} bytes`,
+            );
           return;
         }
         this.need = contentLength(head.subarray(0, end).toString('latin1'), this.maxBytes);
@@ -115,6 +130,7 @@ function parseBody(body: Buffer): Message {
   } catch (e) {
     throw new FrameError(`malformed LSP frame: the message body is not JSON (${(e as Error).message})`);
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new FrameError('malformed LSP frame: the message body is not a JSON-RPC object');
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new FrameError('malformed LSP frame: the message body is not a JSON-RPC object');
   return value as Message;
 }

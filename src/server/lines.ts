@@ -65,7 +65,8 @@ export class LineModel<R> {
     const sL = clamp(c.range.start.line, 0, last);
     const eL = clamp(c.range.end.line, sL, last);
     // A position past the end of the document means its end.
-    const sC = c.range.start.line > last ? this.lines[sL].length : clamp(c.range.start.character, 0, this.lines[sL].length);
+    const sC =
+      c.range.start.line > last ? this.lines[sL].length : clamp(c.range.start.character, 0, this.lines[sL].length);
     const eC = c.range.end.line > last ? this.lines[eL].length : clamp(c.range.end.character, 0, this.lines[eL].length);
     const head = this.lines[sL].slice(0, sC);
     const tail = this.lines[eL].slice(sL === eL ? Math.max(sC, eC) : eC);

@@ -9,7 +9,10 @@ import { rewardParams, Settings } from './settings';
 
 /** Escape a value for a Markdown table cell. */
 function cell(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/[\r\n]+/g, ' ');
+  return v
+    .replace(/\\/g, '\\\\')
+    .replace(/\|/g, '\\|')
+    .replace(/[\r\n]+/g, ' ');
 }
 
 function clip(s: string, n: number): string {
@@ -23,7 +26,11 @@ const num = (x: number) => (Number.isInteger(x) ? String(x) : x.toFixed(4).repla
  * the same question, each with its own single-record OTC-GRPO breakdown (to know which are correct): their tool
  * counts seed the state, so n is what scoring the whole group would give.
  */
-export function rewardOf(record: TrajectoryRecord, settings: Settings, group: readonly { record: TrajectoryRecord; solo: RewardBreakdown }[] = []): RewardBreakdown {
+export function rewardOf(
+  record: TrajectoryRecord,
+  settings: Settings,
+  group: readonly { record: TrajectoryRecord; solo: RewardBreakdown }[] = [],
+): RewardBreakdown {
   const params = rewardParams(settings);
   if (settings.rewardScheme !== 'otc-grpo') return scoreRecords([record], settings.rewardScheme, params)[0];
   const state = new OtcState();
@@ -31,7 +38,13 @@ export function rewardOf(record: TrajectoryRecord, settings: Settings, group: re
   return scoreRecords([record], 'otc-grpo', params, state)[0];
 }
 
-export function rewardMarkdown(record: TrajectoryRecord, b: RewardBreakdown, settings: Settings, answer: string | null, groupSize: number): string {
+export function rewardMarkdown(
+  record: TrajectoryRecord,
+  b: RewardBreakdown,
+  settings: Settings,
+  answer: string | null,
+  groupSize: number,
+): string {
   const rows: [string, string][] = [
     ['scheme', b.scheme],
     ['EM', num(b.em)],
@@ -55,23 +68,40 @@ export function rewardMarkdown(record: TrajectoryRecord, b: RewardBreakdown, set
     '',
     `answer: \`${cell(clip(answer ?? '(none)', 200))}\` · golden: ${(record.golden_answers ?? []).map((g) => `\`${cell(clip(g, 80))}\``).join(', ') || '(none)'}`,
   ];
-  if (b.scheme === 'otc-grpo') lines.push('', `n: fewest tool calls among correct answers to this question in this file (${groupSize} record${groupSize === 1 ? '' : 's'}).`);
+  if (b.scheme === 'otc-grpo')
+    lines.push(
+      '',
+      `n: fewest tool calls among correct answers to this question in this file (${groupSize} record${groupSize === 1 ? '' : 's'}).`,
+    );
   return lines.join('\n');
 }
 
 /** Hover of an action: the environment server's result when configured, else the argument and its observation. */
-export async function actionMarkdown(action: Segment, observation: string | null, dialect: DialectName, settings: Settings): Promise<string> {
+export async function actionMarkdown(
+  action: Segment,
+  observation: string | null,
+  dialect: DialectName,
+  settings: Settings,
+): Promise<string> {
   const query = actionQuery(action);
   const head = `**${action.tool || 'tool call'}** \`${cell(clip(query, 300))}\``;
-  const local = observation === null ? '_no observation follows this action_' : `observation:\n\n\`\`\`text\n${clip(observation, 2000).replace(/```/g, '`\u200b``')}\n\`\`\``;
+  const local =
+    observation === null
+      ? '_no observation follows this action_'
+      : `observation:\n\n\`\`\`text\n${clip(observation, 2000).replace(/```/g, '`\u200b``')}\n\`\`\``;
   const { url, token } = settings.envServer;
   if (!url || (action.tool && action.tool !== 'search')) return `${head}\n\n${local}`;
   try {
     const client = new EnvClient({ url, token, timeoutMs: 3000 });
     const res = await client.search({ queries: [query], top_k: 3, dialect });
     const hits = res.results[0] ?? [];
-    const list = hits.map((h, i) => `${i + 1}. **${cell(clip(h.title || h.id, 120))}** (${h.score.toFixed(3)}) ${cell(clip(h.contents, 300))}`);
-    return [`${head} — environment server result`, '', ...(list.length ? list : ['_no results_']), '', local].join('\n');
+    const list = hits.map(
+      (h, i) =>
+        `${i + 1}. **${cell(clip(h.title || h.id, 120))}** (${h.score.toFixed(3)}) ${cell(clip(h.contents, 300))}`,
+    );
+    return [`${head} — environment server result`, '', ...(list.length ? list : ['_no results_']), '', local].join(
+      '\n',
+    );
   } catch (e) {
     return `${head}\n\n_environment server: ${cell(clip((e as Error).message, 200))}_\n\n${local}`;
   }

@@ -2,8 +2,19 @@
 // JSONL documents are analysed line by line with a per-line cache (an edit re-checks only the lines it touches);
 // a `.coa` document is one response, checked whole.
 import {
-  CodeAction, CodeActionKind, CompletionItem, CompletionItemKind, Diagnostic, DiagnosticSeverity, DocumentSymbol,
-  FoldingRange, Hover, InsertTextFormat, MarkupKind, Range, SymbolKind,
+  CodeAction,
+  CodeActionKind,
+  CompletionItem,
+  CompletionItemKind,
+  Diagnostic,
+  DiagnosticSeverity,
+  DocumentSymbol,
+  FoldingRange,
+  Hover,
+  InsertTextFormat,
+  MarkupKind,
+  Range,
+  SymbolKind,
 } from 'vscode-languageserver';
 import { allTags, DIALECT_NAMES, DIALECTS, DialectName } from '../core/dialects';
 import type { FormatReport } from '../core/rules';
@@ -193,13 +204,28 @@ export class TrajectoryService {
     if (!d) return [];
     if (d.kind === 'coa') {
       const s = this.coaState(d);
-      const shown = s.diagnostics.slice(0, MAX_DOCUMENT_DIAGNOSTICS).map((x) => toDiagnostic(x, this.coaRange(s, x.start, x.end), uri, x.fix && this.coaRange(s, x.fix.start, x.fix.end)));
+      const shown = s.diagnostics
+        .slice(0, MAX_DOCUMENT_DIAGNOSTICS)
+        .map((x) =>
+          toDiagnostic(x, this.coaRange(s, x.start, x.end), uri, x.fix && this.coaRange(s, x.fix.start, x.fix.end)),
+        );
       const hidden = s.diagnostics.length - shown.length;
-      if (hidden > 0) shown.push(moreProblems(hidden, this.coaRange(s, s.diagnostics[shown.length].start, s.diagnostics[shown.length].start)));
+      if (hidden > 0)
+        shown.push(
+          moreProblems(hidden, this.coaRange(s, s.diagnostics[shown.length].start, s.diagnostics[shown.length].start)),
+        );
       return shown;
     }
     if (this.isBinary(d)) {
-      return [{ range: Range.create(0, 0, 0, 1), severity: DiagnosticSeverity.Error, code: 'COA104', source: 'coa', message: 'binary data, not a JSONL text file' }];
+      return [
+        {
+          range: Range.create(0, 0, 0, 1),
+          severity: DiagnosticSeverity.Error,
+          code: 'COA104',
+          source: 'coa',
+          message: 'binary data, not a JSONL text file',
+        },
+      ];
     }
     const out: Diagnostic[] = [];
     const lines = d.model.lines;
@@ -210,7 +236,8 @@ export class TrajectoryService {
       const r = d.model.results[i]!;
       if (r.diagnostics.length) {
         // LSP objects are rebuilt only for lines that changed or moved.
-        if (!r.published || r.published.line !== i) r.published = { line: i, list: this.lineDiagnostics(r.diagnostics, i, uri) };
+        if (!r.published || r.published.line !== i)
+          r.published = { line: i, list: this.lineDiagnostics(r.diagnostics, i, uri) };
         for (const x of r.published.list) out.push(x);
       }
       if (firstLineOfId && r.id !== undefined) {
@@ -219,7 +246,13 @@ export class TrajectoryService {
         else {
           const quoted = JSON.stringify(r.id);
           const col = Math.max(0, lines[i].indexOf(quoted));
-          out.push({ range: Range.create(i, col, i, col + quoted.length), severity: DiagnosticSeverity.Error, code: 'COA103', source: 'coa', message: `duplicate id "${r.id}" (first on line ${first + 1})` });
+          out.push({
+            range: Range.create(i, col, i, col + quoted.length),
+            severity: DiagnosticSeverity.Error,
+            code: 'COA103',
+            source: 'coa',
+            message: `duplicate id "${r.id}" (first on line ${first + 1})`,
+          });
         }
       }
     }
@@ -237,9 +270,17 @@ export class TrajectoryService {
     const out: Diagnostic[] = [];
     for (let k = 0; k < n; k++) {
       const x = ds[k];
-      out.push(toDiagnostic(x, Range.create(i, x.start, i, x.end), uri, x.fix && Range.create(i, x.fix.start, i, x.fix.end)));
+      out.push(
+        toDiagnostic(x, Range.create(i, x.start, i, x.end), uri, x.fix && Range.create(i, x.fix.start, i, x.fix.end)),
+      );
     }
-    if (ds.length > n) out.push({ range: Range.create(i, 0, i, 1), severity: DiagnosticSeverity.Warning, source: 'coa', message: `${ds.length - n} more problems on this line are not shown` });
+    if (ds.length > n)
+      out.push({
+        range: Range.create(i, 0, i, 1),
+        severity: DiagnosticSeverity.Warning,
+        source: 'coa',
+        message: `${ds.length - n} more problems on this line are not shown`,
+      });
     return out;
   }
 
@@ -268,9 +309,17 @@ export class TrajectoryService {
       if (seg.kind === 'answer') {
         const record: TrajectoryRecord = { id: uri.split('/').pop() ?? uri, question: '', response: s.text };
         const b = rewardOf(record, this.settings);
-        return markdown(rewardMarkdown(record, b, this.settings, s.report.answer, 1) + '\n\n_A `.coa` file has no question or golden answers: EM/F1 are 0._', range);
+        return markdown(
+          rewardMarkdown(record, b, this.settings, s.report.answer, 1) +
+            '\n\n_A `.coa` file has no question or golden answers: EM/F1 are 0._',
+          range,
+        );
       }
-      if (seg.kind === 'action') return markdown(await actionMarkdown(seg, observationAfter(s.report, seg), s.report.dialect, this.settings), range);
+      if (seg.kind === 'action')
+        return markdown(
+          await actionMarkdown(seg, observationAfter(s.report, seg), s.report.dialect, this.settings),
+          range,
+        );
       return null;
     }
     if (pos.line < 0 || pos.line >= d.model.lineCount || d.model.lines[pos.line].length > HUGE_LINE) return null;
@@ -282,7 +331,9 @@ export class TrajectoryService {
     const off = g.fromRaw(pos.character, record.response.length);
     const seg = onId ? null : off >= 0 ? segmentAt(report.segments, off) : null;
     if (onId || seg?.kind === 'answer') {
-      const range = onId ? Range.create(pos.line, g.id!.start, pos.line, g.id!.end) : Range.create(pos.line, g.toRaw(seg!.start), pos.line, g.toRaw(seg!.end));
+      const range = onId
+        ? Range.create(pos.line, g.id!.start, pos.line, g.id!.end)
+        : Range.create(pos.line, g.toRaw(seg!.start), pos.line, g.toRaw(seg!.end));
       const group = this.settings.rewardScheme === 'otc-grpo' ? this.questionGroup(d, record.question) : [];
       const b = rewardOf(record, this.settings, group);
       return markdown(rewardMarkdown(record, b, this.settings, report.answer, Math.max(1, group.length)), range);
@@ -328,8 +379,19 @@ export class TrajectoryService {
       const s = this.coaState(d);
       if (!s.report) return [];
       const whole = this.coaRange(s, 0, s.text.length);
-      const steps = stepSegments(s.report).map((seg) => stepSymbol(seg, s.report!, this.coaRange(s, seg.start, seg.end)));
-      return [DocumentSymbol.create(uri.split('/').pop() ?? 'trajectory', `${s.report.dialect} · ${s.report.toolCalls} tool calls`, SymbolKind.Object, whole, Range.create(whole.start, whole.start), steps)];
+      const steps = stepSegments(s.report).map((seg) =>
+        stepSymbol(seg, s.report!, this.coaRange(s, seg.start, seg.end)),
+      );
+      return [
+        DocumentSymbol.create(
+          uri.split('/').pop() ?? 'trajectory',
+          `${s.report.dialect} · ${s.report.toolCalls} tool calls`,
+          SymbolKind.Object,
+          whole,
+          Range.create(whole.start, whole.start),
+          steps,
+        ),
+      ];
     }
     if (this.isBinary(d)) return [];
     let records = 0;
@@ -344,8 +406,22 @@ export class TrajectoryService {
       const x = withSteps ? this.detail(d, i) : null;
       const g = x?.geometry;
       const sel = g?.id ? Range.create(i, g.id.start, i, g.id.end) : Range.create(i, 0, i, 0);
-      const children = x && g ? stepSegments(x.report).map((seg) => stepSymbol(seg, x.report, Range.create(i, g.toRaw(seg.start), i, g.toRaw(seg.end)))) : [];
-      out.push(DocumentSymbol.create(clip(r.id!, 100) || `line ${i + 1}`, clip(r.question!, 80), SymbolKind.Object, whole, sel, children));
+      const children =
+        x && g
+          ? stepSegments(x.report).map((seg) =>
+              stepSymbol(seg, x.report, Range.create(i, g.toRaw(seg.start), i, g.toRaw(seg.end))),
+            )
+          : [];
+      out.push(
+        DocumentSymbol.create(
+          clip(r.id!, 100) || `line ${i + 1}`,
+          clip(r.question!, 80),
+          SymbolKind.Object,
+          whole,
+          sel,
+          children,
+        ),
+      );
     }
     return out;
   }
@@ -440,7 +516,12 @@ export class TrajectoryService {
       const m = /"dialect"\s*:\s*"([A-Za-z0-9-]*)$/.exec(before);
       if (m) {
         const range = Range.create(pos.line, pos.character - m[1].length, pos.line, pos.character);
-        return DIALECT_NAMES.map((name) => ({ label: name, kind: CompletionItemKind.EnumMember, detail: DIALECTS[name].description, textEdit: { range, newText: name } }));
+        return DIALECT_NAMES.map((name) => ({
+          label: name,
+          kind: CompletionItemKind.EnumMember,
+          detail: DIALECTS[name].description,
+          textEdit: { range, newText: name },
+        }));
       }
     }
     const t = /<\/?[A-Za-z_0-9.:-]*$/.exec(before);
@@ -453,8 +534,22 @@ export class TrajectoryService {
       .filter((tag) => tag.startsWith('</') === closing)
       .map((tag, k) => {
         const pair = !closing && tag.startsWith('<') ? tag.replace('<', '</') : null;
-        const close = pair && dialect && DIALECTS[dialect].action.style === 'fixed' && tag === (DIALECTS[dialect].action as { tags: { open: string } }).tags.open ? (DIALECTS[dialect].action as { tags: { close: string } }).tags.close : pair;
-        if (tag === '\\boxed{') return { label: tag, kind: CompletionItemKind.Keyword, sortText: String(k).padStart(3, '0'), detail: `${dialect} answer`, textEdit: { range, newText: '\\\\boxed{$0}' }, insertTextFormat: InsertTextFormat.Snippet };
+        const close =
+          pair &&
+          dialect &&
+          DIALECTS[dialect].action.style === 'fixed' &&
+          tag === (DIALECTS[dialect].action as { tags: { open: string } }).tags.open
+            ? (DIALECTS[dialect].action as { tags: { close: string } }).tags.close
+            : pair;
+        if (tag === '\\boxed{')
+          return {
+            label: tag,
+            kind: CompletionItemKind.Keyword,
+            sortText: String(k).padStart(3, '0'),
+            detail: `${dialect} answer`,
+            textEdit: { range, newText: '\\\\boxed{$0}' },
+            insertTextFormat: InsertTextFormat.Snippet,
+          };
         return {
           label: tag,
           kind: CompletionItemKind.Keyword,
@@ -480,7 +575,13 @@ export class TrajectoryService {
     for (const diag of diagnostics) {
       const fix = (diag.data as { fix?: { title: string; range: Range; newText: string } } | undefined)?.fix;
       if (!fix) continue;
-      out.push({ title: fix.title, kind: CodeActionKind.QuickFix, diagnostics: [diag], isPreferred: true, edit: { changes: { [uri]: [{ range: fix.range, newText: fix.newText }] } } });
+      out.push({
+        title: fix.title,
+        kind: CodeActionKind.QuickFix,
+        diagnostics: [diag],
+        isPreferred: true,
+        edit: { changes: { [uri]: [{ range: fix.range, newText: fix.newText }] } },
+      });
     }
     // A problem of a record in a JSONL file opened as text leads to that record's view (steps as cells, its reward,
     // token overlays): a quick fix, which the Problems panel offers on the problem's row too. Records are found by
@@ -509,12 +610,22 @@ export function openRecordAction(uri: string, line: number, id: string, diagnost
     title: `Open record ${id} in the record view`,
     kind: CodeActionKind.QuickFix,
     diagnostics,
-    command: { title: `Open record ${id} in the record view`, command: 'coaStudio.openRecord', arguments: [{ file: uri, line: line + 1, id }] },
+    command: {
+      title: `Open record ${id} in the record view`,
+      command: 'coaStudio.openRecord',
+      arguments: [{ file: uri, line: line + 1, id }],
+    },
   };
 }
 
 function toDiagnostic(x: LocalDiagnostic, range: Range, uri: string, fixRange?: Range): Diagnostic {
-  const diag: Diagnostic = { range, severity: x.severity === 'error' ? DiagnosticSeverity.Error : DiagnosticSeverity.Warning, code: x.code, source: 'coa', message: x.message };
+  const diag: Diagnostic = {
+    range,
+    severity: x.severity === 'error' ? DiagnosticSeverity.Error : DiagnosticSeverity.Warning,
+    code: x.code,
+    source: 'coa',
+    message: x.message,
+  };
   if (x.fix && fixRange) diag.data = { uri, fix: { title: x.fix.title, range: fixRange, newText: x.fix.newText } };
   return diag;
 }
@@ -539,7 +650,8 @@ function offsetToPosition(lineStarts: number[], off: number): Position {
 /** The innermost non-text segment containing a decoded offset. */
 function segmentAt(segments: readonly Segment[], off: number): Segment | null {
   let best: Segment | null = null;
-  for (const s of segments) if (s.kind !== 'text' && s.start <= off && off < s.end && (!best || s.depth >= best.depth)) best = s;
+  for (const s of segments)
+    if (s.kind !== 'text' && s.start <= off && off < s.end && (!best || s.depth >= best.depth)) best = s;
   return best;
 }
 
@@ -550,9 +662,27 @@ function stepSegments(report: FormatReport): Segment[] {
 
 function stepSymbol(seg: Segment, report: FormatReport, range: Range): DocumentSymbol {
   const content = report.text.slice(seg.contentStart, seg.contentEnd).trim();
-  const name = seg.kind === 'action' ? `${seg.tool || 'tool call'}: ${clip(seg.argument ?? '', 60)}` : seg.kind === 'answer' ? `answer: ${clip(content, 60)}` : seg.kind;
-  const kind = seg.kind === 'action' ? SymbolKind.Function : seg.kind === 'answer' ? SymbolKind.Constant : seg.kind === 'observation' ? SymbolKind.Field : SymbolKind.Event;
-  return DocumentSymbol.create(name.replace(/\s+/g, ' ') || seg.kind, seg.kind === 'think' || seg.kind === 'observation' ? clip(content.replace(/\s+/g, ' '), 60) : undefined, kind, range, range);
+  const name =
+    seg.kind === 'action'
+      ? `${seg.tool || 'tool call'}: ${clip(seg.argument ?? '', 60)}`
+      : seg.kind === 'answer'
+        ? `answer: ${clip(content, 60)}`
+        : seg.kind;
+  const kind =
+    seg.kind === 'action'
+      ? SymbolKind.Function
+      : seg.kind === 'answer'
+        ? SymbolKind.Constant
+        : seg.kind === 'observation'
+          ? SymbolKind.Field
+          : SymbolKind.Event;
+  return DocumentSymbol.create(
+    name.replace(/\s+/g, ' ') || seg.kind,
+    seg.kind === 'think' || seg.kind === 'observation' ? clip(content.replace(/\s+/g, ' '), 60) : undefined,
+    kind,
+    range,
+    range,
+  );
 }
 
 function observationAfter(report: FormatReport, action: Segment): string | null {
@@ -572,7 +702,8 @@ function segmentSpans(seg: Segment): [number, number, number][] {
   if (type === undefined) return [];
   const out: [number, number, number][] = [];
   if (seg.open) out.push([seg.open.start, seg.open.end, type]);
-  if (seg.kind === 'action' && seg.contentEnd > seg.contentStart) out.push([seg.contentStart, seg.contentEnd, ARGUMENT_TOKEN]);
+  if (seg.kind === 'action' && seg.contentEnd > seg.contentStart)
+    out.push([seg.contentStart, seg.contentEnd, ARGUMENT_TOKEN]);
   if (seg.close) out.push([seg.close.start, seg.close.end, type]);
   return out;
 }

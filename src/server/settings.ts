@@ -53,16 +53,25 @@ export function parseSettings(section: unknown): Settings {
   return {
     dialect: pick(fields.dialect, s.dialect, d.dialect),
     rewardScheme: pick(fields.rewardScheme, s.rewardScheme, d.rewardScheme),
-    otc: { c: pick(fields.c, otc.c ?? s['otc.c'], d.otc.c), alpha: pick(fields.alpha, otc.alpha ?? s['otc.alpha'], d.otc.alpha) },
+    otc: {
+      c: pick(fields.c, otc.c ?? s['otc.c'], d.otc.c),
+      alpha: pick(fields.alpha, otc.alpha ?? s['otc.alpha'], d.otc.alpha),
+    },
     tools: pick(fields.tools, s.tools, d.tools),
     strictness: pick(fields.strictness, s.strictness, d.strictness),
-    envServer: { url: pick(fields.url, env.url, d.envServer.url), token: pick(fields.token, env.token, d.envServer.token) },
+    envServer: {
+      url: pick(fields.url, env.url, d.envServer.url),
+      token: pick(fields.token, env.token, d.envServer.token),
+    },
   };
 }
 
 /** The settings' format options; a record's own dialect wins over the setting (core/recordFormat.ts). */
 export function formatOptions(s: Settings, recordDialect?: DialectName): FormatOptions {
-  return recordFormatOptions({ dialect: recordDialect }, { dialect: s.dialect, strictness: s.strictness, tools: s.tools });
+  return recordFormatOptions(
+    { dialect: recordDialect },
+    { dialect: s.dialect, strictness: s.strictness, tools: s.tools },
+  );
 }
 
 export function rewardParams(s: Settings): RewardParams {

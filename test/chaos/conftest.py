@@ -17,4 +17,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_line(
         f"chaos: {STATS['kills_survived']} of {STATS['kills']} SIGKILLs survived (seed {seed}), {STATS['resumes']} "
         f"resumes, {STATS['runs_compared']} final models equal to the uninterrupted run, "
-        f"{STATS['left_processes']} processes left, {STATS['duplicates']} duplicate step events")
+        f"{STATS['left_processes']} processes left, {STATS['duplicates']} duplicate step events"
+    )

@@ -43,17 +43,33 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREA
 # RL must move the weights, or "the same RL model after a resume" proves nothing (with 12 + 8 steps of pretraining and
 # SFT every reward was 0 and RL-1's result was SFT-2's, byte for byte): enough training for some right answers, groups
 # of 4 so rewards differ inside a group. The reference run asserts RL changed the model.
-RL = {"steps": 4, "prompts_per_step": 2, "group_size": 4, "heldout_every": 0, "sample_every": 1,
-      "max_new_tokens": 16, "max_turns": 2, "log_every": 1, "checkpoint_every": 1}
-CONFIG = trainer_tests.merge(trainer_tests.TINY, {
-    "stages": {"pretrain": {"steps": 80, "lr": 0.01, "checkpoint_every": 10},
-               "sft2": {"steps": 60, "lr": 0.01, "checkpoint_every": 10}, "rl1": RL},
-    "eval": {"limit": 4},
-})
+RL = {
+    "steps": 4,
+    "prompts_per_step": 2,
+    "group_size": 4,
+    "heldout_every": 0,
+    "sample_every": 1,
+    "max_new_tokens": 16,
+    "max_turns": 2,
+    "log_every": 1,
+    "checkpoint_every": 1,
+}
+CONFIG = trainer_tests.merge(
+    trainer_tests.TINY,
+    {
+        "stages": {
+            "pretrain": {"steps": 80, "lr": 0.01, "checkpoint_every": 10},
+            "sft2": {"steps": 60, "lr": 0.01, "checkpoint_every": 10},
+            "rl1": RL,
+        },
+        "eval": {"limit": 4},
+    },
+)
 STAGES = ("pretrain", "sft2", "rl1")
 
 
 # ---------------------------------------------------------------- processes
+
 
 def run_processes(run_dir: Path) -> list[tuple[int, str]]:
     """Live processes (zombies excluded) whose command line names `run_dir`."""
@@ -91,8 +107,9 @@ def drive(argv: list[str], run_dir: Path, kill: tuple[int, float] | None) -> int
     """Run the trainer; with kill = (lines, delay): SIGKILL it `delay` seconds after its `lines`-th stdout line (0:
     after `delay` seconds from the start). Returns its exit code, or None when it was killed."""
     log = open(run_dir.parent / f"{run_dir.name}.stderr.log", "a", encoding="utf-8")  # noqa: SIM115 — closed below
-    proc = subprocess.Popen([PY, "-m", "coa_trainer", *argv], cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=log,
-                            text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "coa_trainer", *argv], cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=log, text=True
+    )
     assert proc.stdout is not None
     try:
         if kill is None:
@@ -152,17 +169,20 @@ def drill(argv: list[str], run_dir: Path, rnd: random.Random, kills: int, max_li
 
 # ---------------------------------------------------------------- checks
 
+
 def model_hash(run_dir: Path, stage: str) -> str:
     return hashlib.sha256((run_dir / "stages" / stage / "final" / "model.safetensors").read_bytes()).hexdigest()
 
 
 def check_events(run_dir: Path) -> None:
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text(encoding="utf-8").splitlines()
-              if line.strip()]
+    events = [
+        json.loads(line) for line in (run_dir / "events.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     for e in events:
         validate_event(e)
-    keys = Counter((e["type"], e["stage"], e["step"], e.get("split"), e.get("kind")) for e in events
-                   if e["type"] in STEP_EVENTS)
+    keys = Counter(
+        (e["type"], e["stage"], e["step"], e.get("split"), e.get("kind")) for e in events if e["type"] in STEP_EVENTS
+    )
     dup = {k: n for k, n in keys.items() if n > 1}
     STATS["duplicates"] += sum(n - 1 for n in dup.values())
     assert not dup, f"step events written more than once: {sorted(dup)[:10]}"
@@ -187,8 +207,13 @@ def test_pipeline_sigkilled_at_random_points_resumes_to_the_same_models(referenc
     cfg, ref = reference
     run = ref.parent / "pipe"
     rnd = random.Random(f"{SEED}/pipeline")
-    drill(["pipeline", "--config", str(cfg), "--run-dir", str(run), "--stages", ",".join(STAGES)], run, rnd,
-          kills=3, max_lines=320)
+    drill(
+        ["pipeline", "--config", str(cfg), "--run-dir", str(run), "--stages", ",".join(STAGES)],
+        run,
+        rnd,
+        kills=3,
+        max_lines=320,
+    )
     for stage in STAGES:
         assert model_hash(run, stage) == model_hash(ref, stage), stage
         STATS["runs_compared"] += 1
@@ -202,8 +227,13 @@ def test_sft_and_rl_stages_sigkilled_at_random_points_resume_to_the_same_models(
     shutil.copytree(ref / "stages" / "pretrain" / "final", run / "stages" / "pretrain" / "final")
     rnd = random.Random(f"{SEED}/stages")
     for stage, max_lines in (("sft2", 90), ("rl1", 12)):  # rl1 starts its own server: it must die with the stage
-        drill(["train", "--stage", stage, "--config", str(cfg), "--run-dir", str(run)], run, rnd, kills=2,
-              max_lines=max_lines)
+        drill(
+            ["train", "--stage", stage, "--config", str(cfg), "--run-dir", str(run)],
+            run,
+            rnd,
+            kills=2,
+            max_lines=max_lines,
+        )
         assert model_hash(run, stage) == model_hash(ref, stage), stage
         STATS["runs_compared"] += 1
     check_events(run)

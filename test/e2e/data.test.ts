@@ -19,13 +19,17 @@ before(async () => {
       'configs/good.run.json': JSON.stringify({ threads: 1, data: { questions: { dev: '../data/good.jsonl' } } }),
       'data/good.jsonl': '{"id": "q1", "question": "who wrote jaws?", "golden_answers": ["Peter Benchley"]}\n',
       'bad.run.json': JSON.stringify({ threads: 1, data: { questions: { train: 'data/bad.jsonl' } } }, null, 2),
-      'data/bad.jsonl': '{"id": "q1", "question": "who wrote jaws?", "golden_answers": ["Peter Benchley"]}\n{"id": "q2", "question": "", "golden_answers": ["Paris"]}\n',
+      'data/bad.jsonl':
+        '{"id": "q1", "question": "who wrote jaws?", "golden_answers": ["Peter Benchley"]}\n{"id": "q2", "question": "", "golden_answers": ["Paris"]}\n',
       // A finished run whose config names its data (as Train Stage writes it: absolute paths).
-      [`runs/${RUN}/config.json`]: JSON.stringify({ data: { questions: { train: '/data/hotpotqa_train.parquet' }, corpus: '/data/wiki-18.jsonl' } }),
-      [`runs/${RUN}/events.jsonl`]: [
-        ev({ type: 'run_started', stage: 'sft2', config: {}, total_steps: 2, device: 'cpu', world_size: 1, pid: 1 }),
-        ev({ type: 'stage_finished', stage: 'sft2', step: 2, status: 'ok', checkpoint: null }),
-      ].join('\n') + '\n',
+      [`runs/${RUN}/config.json`]: JSON.stringify({
+        data: { questions: { train: '/data/hotpotqa_train.parquet' }, corpus: '/data/wiki-18.jsonl' },
+      }),
+      [`runs/${RUN}/events.jsonl`]:
+        [
+          ev({ type: 'run_started', stage: 'sft2', config: {}, total_steps: 2, device: 'cpu', world_size: 1, pid: 1 }),
+          ev({ type: 'stage_finished', stage: 'sft2', step: 2, status: 'ok', checkpoint: null }),
+        ].join('\n') + '\n',
     },
   });
 });
@@ -55,7 +59,12 @@ test('Train Stage with bad data: the check names file, line and field, nothing s
 });
 
 test('the Runs view shows the data a run used', async () => {
-  await ed.page.locator('.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]').first().click();
+  await ed.page
+    .locator(
+      '.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]',
+    )
+    .first()
+    .click();
   const row = ed.page.locator('.sidebar .monaco-list-row', { hasText: RUN }).first();
   await row.waitFor({ timeout: 60_000 });
   await row.click();
@@ -75,13 +84,17 @@ test('a config without data goes from the config straight to the model pick, unc
   await pickQuick(ed.page, 'Embedded default model', 'CoA: Train Stage (3/4)');
   await pickQuick(ed.page, 'None (start fresh)', 'CoA: Train Stage (4/4)');
   // The run directory is created (the trainer is started; SFT-2 without a model then stops on its own).
-  const created = await until('the new run directory', () => readdirSync(join(ed.workspace, 'runs')).find((d) => !before.has(d) && d.endsWith('-sft2')), 60_000);
+  const created = await until(
+    'the new run directory',
+    () => readdirSync(join(ed.workspace, 'runs')).find((d) => !before.has(d) && d.endsWith('-sft2')),
+    60_000,
+  );
   const config = JSON.parse(readFileSync(join(ed.workspace, 'runs', created, 'config.json'), 'utf8'));
   assert.equal(config.seed, 5);
   assert.equal(config.data, undefined);
 });
 
-test('good data passes the check; the run\'s config copy holds the data paths resolved against the config file', async () => {
+test("good data passes the check; the run's config copy holds the data paths resolved against the config file", async () => {
   const before = new Set(readdirSync(join(ed.workspace, 'runs')));
   await runCommand(ed.page, 'CoA: Train Stage');
   await pickQuick(ed.page, /^SFT-2/, 'CoA: Train Stage (1/4)');
@@ -90,7 +103,14 @@ test('good data passes the check; the run\'s config copy holds the data paths re
   await pickQuick(ed.page, 'Embedded default model', 'CoA: Train Stage (3/4)');
   await pickQuick(ed.page, 'None (start fresh)', 'CoA: Train Stage (4/4)');
   // The check passed and the trainer was started (it writes events.jsonl).
-  const created = await until('the trainer\'s events.jsonl in a new run directory', () => readdirSync(join(ed.workspace, 'runs')).find((d) => !before.has(d) && d.endsWith('-sft2') && existsSync(join(ed.workspace, 'runs', d, 'events.jsonl'))), 90_000);
+  const created = await until(
+    "the trainer's events.jsonl in a new run directory",
+    () =>
+      readdirSync(join(ed.workspace, 'runs')).find(
+        (d) => !before.has(d) && d.endsWith('-sft2') && existsSync(join(ed.workspace, 'runs', d, 'events.jsonl')),
+      ),
+    90_000,
+  );
   const config = JSON.parse(readFileSync(join(ed.workspace, 'runs', created, 'config.json'), 'utf8'));
   assert.equal(config.data.questions.dev, join(ed.workspace, 'data', 'good.jsonl'));
 });

@@ -27,7 +27,8 @@ after(async () => {
   await ed?.close();
 });
 
-const cells = (f: Frame, sel: string) => f.$$eval(sel, (rows) => rows.map((r) => Array.from(r.children).map((c) => (c.textContent ?? '').trim())));
+const cells = (f: Frame, sel: string) =>
+  f.$$eval(sel, (rows) => rows.map((r) => Array.from(r.children).map((c) => (c.textContent ?? '').trim())));
 
 test('Compare Runs: the flip table of RL-2 against RL-2-OTC on the test split, a flipped question aligned by step', async (t) => {
   await runCommand(ed.page, 'CoA: Compare Runs');
@@ -37,12 +38,29 @@ test('Compare Runs: the flip table of RL-2 against RL-2-OTC on the test split, a
   // The page's totals are the core's (coa diff's) on the same two files.
   const dir = join(ed.workspace, 'runs', RUN, 'eval');
   const read = (n: string) => ({ text: readFileSync(join(dir, n), 'utf8'), label: n });
-  const want = flipTable(readDiff(read('results-sft-rl-test.jsonl'), read('results-sft-rl-otc-test.jsonl')).questions, { kind: 'all' }).totals;
+  const want = flipTable(readDiff(read('results-sft-rl-test.jsonl'), read('results-sft-rl-otc-test.jsonl')).questions, {
+    kind: 'all',
+  }).totals;
   const flips = await cells(page, '#flips tr');
-  assert.deepEqual(flips[1].slice(0, 6), ['all', String(want.shared), String(want.gained), String(want.lost), String(want.both_right), String(want.both_wrong)]);
-  assert.ok(flips.some((r) => /^kind = /.test(r[0])), `grouped by the questions' kind: ${flips.map((r) => r[0])}`);
+  assert.deepEqual(flips[1].slice(0, 6), [
+    'all',
+    String(want.shared),
+    String(want.gained),
+    String(want.lost),
+    String(want.both_right),
+    String(want.both_wrong),
+  ]);
+  assert.ok(
+    flips.some((r) => /^kind = /.test(r[0])),
+    `grouped by the questions' kind: ${flips.map((r) => r[0])}`,
+  );
   const identity = (await page.locator('#identity').textContent()) ?? '';
-  assert.ok(identity.includes(`= net ${String(Number(want.net.toFixed(3)))} / ${want.shared} shared questions (gained ${want.gained} − lost ${want.lost})`), identity);
+  assert.ok(
+    identity.includes(
+      `= net ${String(Number(want.net.toFixed(3)))} / ${want.shared} shared questions (gained ${want.gained} − lost ${want.lost})`,
+    ),
+    identity,
+  );
   t.diagnostic(identity);
   await ed.shot('compare-flips');
   // The first flip opened: both trajectories step by step, where they part marked.
@@ -56,17 +74,34 @@ test('Compare Runs: the flip table of RL-2 against RL-2-OTC on the test split, a
   await ed.page.locator('.tabs-container .tab', { hasText: '.coa.jsonl' }).first().waitFor({ timeout: 30_000 });
 });
 
-test('live panel: zero-variance groups, log-prob drift and scanner counts charted; a step\'s histogram; a chart step\'s GRPO groups', async (t) => {
+test("live panel: zero-variance groups, log-prob drift and scanner counts charted; a step's histogram; a chart step's GRPO groups", async (t) => {
   await runCommand(ed.page, 'CoA: Open Live Training Panel');
   await pickQuick(ed.page, RUN);
-  panel = await webviewFrame(ed.page, async (f) => (await f.locator('.chart[data-metric="zero_variance_groups"]').count()) > 0, 90_000);
-  for (const m of ['zero_variance_groups', 'logprob_diff_mean', 'logprob_diff_max', 'scan_format_gate', 'scan_answer_in_query', 'scan_repeated_query', 'scan_answer_before_thought', 'scan_length_outlier']) {
+  panel = await webviewFrame(
+    ed.page,
+    async (f) => (await f.locator('.chart[data-metric="zero_variance_groups"]').count()) > 0,
+    90_000,
+  );
+  for (const m of [
+    'zero_variance_groups',
+    'logprob_diff_mean',
+    'logprob_diff_max',
+    'scan_format_gate',
+    'scan_answer_in_query',
+    'scan_repeated_query',
+    'scan_answer_before_thought',
+    'scan_length_outlier',
+  ]) {
     assert.equal(await panel.locator(`.chart[data-metric="${m}"]`).count(), 1, m);
   }
   const bars = panel.locator('#histograms .histogram');
   await bars.first().waitFor({ timeout: 30_000 });
   assert.equal(await bars.count(), 2, 'RL-2 and RL-2-OTC, one histogram each');
-  const tokens = await panel.locator('#histograms .histogram').first().locator('.bin').evaluateAll((bins) => bins.reduce((s, b) => s + Number((b as HTMLElement).dataset.count), 0));
+  const tokens = await panel
+    .locator('#histograms .histogram')
+    .first()
+    .locator('.bin')
+    .evaluateAll((bins) => bins.reduce((s, b) => s + Number((b as HTMLElement).dataset.count), 0));
   t.diagnostic(`log-prob histogram of the last step: ${tokens} tokens`);
   assert.ok(tokens > 0);
   const chart = panel.locator('.chart[data-metric="zero_variance_groups"]');
@@ -83,27 +118,43 @@ test('live panel: zero-variance groups, log-prob drift and scanner counts charte
   const clicked = Number(/step (\d+)/.exec(text)?.[1]);
   const stage = (await panel.locator('#step-rollouts ul.step-rollouts').getAttribute('data-stage'))!;
   const flaggedFile = join(ed.workspace, 'runs', RUN, 'stages', stage, 'flagged.coa.jsonl');
-  const expected = readFileSync(flaggedFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.meta.step === clicked).map((r) => r.id);
-  assert.deepEqual(await panel.locator('#flagged li[data-id]').evaluateAll((li) => li.map((x) => x.getAttribute('data-id'))), expected, text);
+  const expected = readFileSync(flaggedFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .filter((r) => r.meta.step === clicked)
+    .map((r) => r.id);
+  assert.deepEqual(
+    await panel.locator('#flagged li[data-id]').evaluateAll((li) => li.map((x) => x.getAttribute('data-id'))),
+    expected,
+    text,
+  );
   t.diagnostic(`${stage} step ${clicked}: ${expected.length} flagged`);
   await panel.locator('#open-groups').click();
   const groups = await webviewFrame(ed.page, async (f) => (await f.locator('table#group-samples').count()) > 0, 60_000);
   const head = await cells(groups, 'table#group-samples tr');
   assert.equal(head[0].length - 1, 8, 'G = 8 samples side by side');
-  assert.deepEqual(head.slice(1).map((r) => r[0]), ['reward', 'advantage', 'EM', 'F1', 'tool calls', 'r_tool', 'r_correct', 'format']);
+  assert.deepEqual(
+    head.slice(1).map((r) => r[0]),
+    ['reward', 'advantage', 'EM', 'F1', 'tool calls', 'r_tool', 'r_correct', 'format'],
+  );
   assert.match((await groups.locator('#share').textContent()) ?? '', /\d+ groups at this step, \d+ with zero variance/);
   t.diagnostic((await groups.locator('#share').textContent()) ?? '');
   await ed.shot('grpo-group');
 });
 
-test('a rollout\'s record view: the scanners\' line and links; Audit Tokens with the run\'s tokenizer', async () => {
+test("a rollout's record view: the scanners' line and links; Audit Tokens with the run's tokenizer", async () => {
   // The step listed by the previous test's click: its first rollout opens in the record view.
   const first = panel.locator('#step-rollouts ul.step-rollouts li[data-id]').first();
   const id = (await first.getAttribute('data-id'))!;
   await first.click();
   await ed.page.locator('.tabs-container .tab', { hasText: `${id}.coa.jsonl` }).waitFor({ timeout: 30_000 });
   // This record view's header (an RL rollout: both links), not the evaluation record's opened by the first test.
-  const view = await webviewFrame(ed.page, async (f) => (await f.getByText(id).count()) > 0 && (await f.getByText('Audit tokens').count()) > 0, 60_000);
+  const view = await webviewFrame(
+    ed.page,
+    async (f) => (await f.getByText(id).count()) > 0 && (await f.getByText('Audit tokens').count()) > 0,
+    60_000,
+  );
   assert.equal(await view.getByText(/GRPO group of step \d+/).count(), 1);
   await ed.page.locator('.tabs-container .tab', { hasText: `${id}.coa.jsonl` }).click(); // the record view focused, not a webview
   await runCommand(ed.page, 'CoA: Audit Tokens');

@@ -21,7 +21,19 @@ const OPEN_LIMIT_S = 60;
 /** The first `n` rows of one of AutoCoA's HotpotQA parquets, converted by the core's converter (`coa convert`). */
 function convertedQuestions(parquet: string, n: number): string {
   const out = join(mkdtempSync(join(tmpdir(), 'coa-e2e-convert-')), 'hotpotqa.coa.jsonl');
-  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'coa.js'), 'convert', '--from', 'verl-parquet', join(repoRoot, 'examples/data/autocoa', parquet), '-o', out], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(repoRoot, 'bin', 'coa.js'),
+      'convert',
+      '--from',
+      'verl-parquet',
+      join(repoRoot, 'examples/data/autocoa', parquet),
+      '-o',
+      out,
+    ],
+    { encoding: 'utf8' },
+  );
   assert.equal(r.status, 0, r.stderr);
   const lines = readFileSync(out, 'utf8').split('\n').filter(Boolean);
   assert.ok(lines.length >= n);
@@ -31,10 +43,24 @@ function convertedQuestions(parquet: string, n: number): string {
 /** Real RL-2 rollouts (tokens with offsets, autocoa rewards stored by the run), a long observation with a stray
  * closing tag at its end, and a record without golden answers. */
 function rollouts(): string {
-  const real = readFileSync(join(repoRoot, 'test/fixtures/live-panel/rl2.rollouts.coa.jsonl'), 'utf8').trim().split('\n');
-  const doc = 'Jaws is a 1975 American thriller film directed by Steven Spielberg, based on the 1974 novel by Peter Benchley. '.repeat(12);
-  const long = { id: 'long-observation', question: 'who wrote jaws?', golden_answers: ['Peter Benchley'], response: `<think>search it</think>\n<search>jaws novel author</search>\n<observation>${doc}</observation>\n<think>found</think></think>\n<answer>Peter Benchley</answer>` };
-  const nogold = { id: 'no-golden', question: 'an open question', response: '<think>guess</think>\n<answer>maybe</answer>' };
+  const real = readFileSync(join(repoRoot, 'test/fixtures/live-panel/rl2.rollouts.coa.jsonl'), 'utf8')
+    .trim()
+    .split('\n');
+  const doc =
+    'Jaws is a 1975 American thriller film directed by Steven Spielberg, based on the 1974 novel by Peter Benchley. '.repeat(
+      12,
+    );
+  const long = {
+    id: 'long-observation',
+    question: 'who wrote jaws?',
+    golden_answers: ['Peter Benchley'],
+    response: `<think>search it</think>\n<search>jaws novel author</search>\n<observation>${doc}</observation>\n<think>found</think></think>\n<answer>Peter Benchley</answer>`,
+  };
+  const nogold = {
+    id: 'no-golden',
+    question: 'an open question',
+    response: '<think>guess</think>\n<answer>maybe</answer>',
+  };
   return [...real, JSON.stringify(long), JSON.stringify(nogold)].join('\n') + '\n';
 }
 
@@ -47,7 +73,10 @@ before(async () => {
       'hotpotqa.coa.jsonl': convertedQuestions('hotpotqa_train.parquet', RECORDS),
       'hotpotqa_dev.coa.jsonl': convertedQuestions('hotpotqa_dev.parquet', 400),
       'rollouts.coa.jsonl': rollouts(),
-      [`runs/${RUN}/events.jsonl`]: readFileSync(join(repoRoot, 'test/fixtures/live-panel/demo-pipeline.events.jsonl'), 'utf8'),
+      [`runs/${RUN}/events.jsonl`]: readFileSync(
+        join(repoRoot, 'test/fixtures/live-panel/demo-pipeline.events.jsonl'),
+        'utf8',
+      ),
     },
   });
 });
@@ -61,8 +90,18 @@ async function waitListed(title: string, timeout = 180_000): Promise<void> {
   for (;;) {
     await ed.page.keyboard.press('Escape');
     await ed.page.keyboard.press('F1');
-    await ed.page.locator('.quick-input-widget input').fill(`>${title}`).catch(() => {});
-    const ok = await ed.page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 5_000 }).then(() => true, () => false);
+    await ed.page
+      .locator('.quick-input-widget input')
+      .fill(`>${title}`)
+      .catch(() => {});
+    const ok = await ed.page
+      .locator('.quick-input-list .monaco-list-row', { hasText: title })
+      .first()
+      .waitFor({ timeout: 5_000 })
+      .then(
+        () => true,
+        () => false,
+      );
     await ed.page.keyboard.press('Escape');
     if (ok) return;
     // Not listed within 5 s: the extension is still activating. Ask again.
@@ -74,18 +113,29 @@ async function waitListed(title: string, timeout = 180_000): Promise<void> {
 async function scrollNotebookTo(target: { count(): Promise<number> }, timeout = 90_000): Promise<void> {
   const box = await ed.page.locator('.notebook-editor').first().boundingBox();
   await ed.page.mouse.move((box?.x ?? 400) + (box?.width ?? 800) / 2, (box?.y ?? 200) + (box?.height ?? 600) / 2);
-  await until('the target cell, scrolling down', async () => (await target.count()) > 0 || void (await ed.page.mouse.wheel(0, 4000)), timeout);
+  await until(
+    'the target cell, scrolling down',
+    async () => (await target.count()) > 0 || void (await ed.page.mouse.wheel(0, 4000)),
+    timeout,
+  );
 }
 
 /** Waits until `target` stops moving (a scroll has been drawn): two reads of its box, one poll apart, agree. */
-async function settled(target: { boundingBox(): Promise<{ x: number; y: number } | null> }, timeout = 10_000): Promise<void> {
+async function settled(
+  target: { boundingBox(): Promise<{ x: number; y: number } | null> },
+  timeout = 10_000,
+): Promise<void> {
   let last = '';
-  await until('the scroll to settle', async () => {
-    const now = JSON.stringify(await target.boundingBox());
-    const same = now === last;
-    last = now;
-    return same;
-  }, timeout).catch(() => undefined);
+  await until(
+    'the scroll to settle',
+    async () => {
+      const now = JSON.stringify(await target.boundingBox());
+      const same = now === last;
+      last = now;
+      return same;
+    },
+    timeout,
+  ).catch(() => undefined);
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -99,7 +149,9 @@ test(`a ${RECORDS.toLocaleString('en-US')}-record converted verl parquet opens a
   const c0 = Date.now();
   // (The palette can be caught closing the Quick Open list on this loaded machine: one retry.)
   await runCommand(ed.page, 'CoA: Train Stage').catch(() => runCommand(ed.page, 'CoA: Train Stage'));
-  await ed.page.locator('.quick-input-widget .quick-input-title', { hasText: 'CoA: Train Stage (1/4)' }).waitFor({ timeout: 120_000 });
+  await ed.page
+    .locator('.quick-input-widget .quick-input-title', { hasText: 'CoA: Train Stage (1/4)' })
+    .waitFor({ timeout: 120_000 });
   const commandMs = Date.now() - c0;
   await ed.shot('quality-train-stage-while-loading');
   await ed.page.keyboard.press('Escape');
@@ -109,11 +161,19 @@ test(`a ${RECORDS.toLocaleString('en-US')}-record converted verl parquet opens a
   const line = frame.locator('#questions');
   await line.filter({ hasText: /3,000 questions/ }).waitFor({ timeout: 120_000 });
   await ed.shot('quality-questions-browser');
-  console.log(`open → first page ${seconds(openMs)} (browser); Train Stage picker ${seconds(commandMs)} after it was asked for, while the file opened`);
+  console.log(
+    `open → first page ${seconds(openMs)} (browser); Train Stage picker ${seconds(commandMs)} after it was asked for, while the file opened`,
+  );
   assert.ok(openMs < OPEN_LIMIT_S * 1000, `open took ${seconds(openMs)} (limit ${OPEN_LIMIT_S} s)`);
   assert.match(await line.innerText(), /golden answers on 3,000 \(100 %\) · sources: HotpotQA 3,000/);
   // A question set's columns: its questions, golden answers and sources (no reward columns of "—").
-  assert.deepEqual(await frame.locator('thead th').allInnerTexts(), ['line', 'id', 'question', 'golden answers', 'source']);
+  assert.deepEqual(await frame.locator('thead th').allInnerTexts(), [
+    'line',
+    'id',
+    'question',
+    'golden answers',
+    'source',
+  ]);
   // The failures box: none (questions have not failed).
   await frame.locator('#failures').check();
   await frame.locator('#pageinfo', { hasText: / 0 matching/ }).waitFor({ timeout: 60_000 });
@@ -122,8 +182,16 @@ test(`a ${RECORDS.toLocaleString('en-US')}-record converted verl parquet opens a
 
 test('400 questions (the dev parquet, converted) open as a notebook: the Questions view, one cell each, no squiggles', async () => {
   await openFile(ed.page, 'hotpotqa_dev.coa.jsonl');
-  const frame = await webviewFrame(ed.page, async (f) => (await f.getByText('Questions', { exact: true }).count()) > 0, 180_000);
-  const view = (await frame.getByText(/questions \(no responses yet\)/).first().textContent()) ?? '';
+  const frame = await webviewFrame(
+    ed.page,
+    async (f) => (await f.getByText('Questions', { exact: true }).count()) > 0,
+    180_000,
+  );
+  const view =
+    (await frame
+      .getByText(/questions \(no responses yet\)/)
+      .first()
+      .textContent()) ?? '';
   await ed.shot('quality-questions-notebook');
   assert.match(view, /400 questions/);
   assert.match(view, /golden answers on 400 \(100 %\)/);
@@ -142,7 +210,12 @@ test('400 questions (the dev parquet, converted) open as a notebook: the Questio
   do {
     if (Date.now() - s0 > 180_000) throw new Error(`no question past line 99 drawn after ${turns} wheel turns`);
     for (let i = 0; i < 40; i++, turns++) await ed.page.mouse.wheel(0, 2000);
-  } while (!(await far.waitFor({ timeout: 5_000 }).then(() => true, () => false)));
+  } while (
+    !(await far.waitFor({ timeout: 5_000 }).then(
+      () => true,
+      () => false,
+    ))
+  );
   console.log(`scroll ${turns} wheel turns (400 questions) until drawn ${seconds(Date.now() - s0)}`);
   await ed.shot('quality-questions-scrolled');
 });
@@ -181,17 +254,29 @@ test('rollouts: rewards under the run\'s own scheme, "no golden answers", wrappe
     await settled(cell);
   }
   // Wrapped once laid out at the editor's width: several visual lines (asserted below, with what was drawn).
-  await until('the long observation drawn wrapped', async () => (await cell.locator('.view-line').count()) >= 2, 10_000).catch(() => undefined);
+  await until(
+    'the long observation drawn wrapped',
+    async () => (await cell.locator('.view-line').count()) >= 2,
+    10_000,
+  ).catch(() => undefined);
   // Wrapped: the ~1,330-character line is drawn as several visual lines of screen width, the first one starting
   // with the tag and the second continuing the same text.
   const lines = await cell.locator('.view-line').allTextContents();
   await ed.shot('quality-wrapped-cells');
-  assert.ok(lines.length >= 2 && lines[0].startsWith('<observation>Jaws') && lines[0].length < 300 && /^\S/.test(lines[1].replace(/\u00a0/g, ' ')), `a long observation wraps: ${JSON.stringify(lines.map((l) => l.slice(0, 60) + '… ' + l.length))}`);
+  assert.ok(
+    lines.length >= 2 &&
+      lines[0].startsWith('<observation>Jaws') &&
+      lines[0].length < 300 &&
+      /^\S/.test(lines[1].replace(/\u00a0/g, ' ')),
+    `a long observation wraps: ${JSON.stringify(lines.map((l) => l.slice(0, 60) + '… ' + l.length))}`,
+  );
   // The stray </think> after "found" is squiggled in the cell below the observation, on screen (not off to the right).
   const top = (await cell.boundingBox())?.y ?? 0;
   type Box = { x: number; y: number; width: number; height: number };
   const squiggleBelow = async (): Promise<Box | undefined> => {
-    const boxes = await Promise.all((await ed.page.locator('.notebook-editor .code-cell-row .squiggly-error').all()).map((l) => l.boundingBox()));
+    const boxes = await Promise.all(
+      (await ed.page.locator('.notebook-editor .code-cell-row .squiggly-error').all()).map((l) => l.boundingBox()),
+    );
     return boxes.find((b): b is Box => !!b && b.y > top && b.y < 1000);
   };
   const box = await until('the stray-tag squiggle below the observation', squiggleBelow, 30_000).catch(() => undefined);
@@ -216,10 +301,21 @@ test('token overlays in notebook cells, with the hover of the text editor', asyn
   // Decorations land in the step cells' editors (inline background colours from the heat map).
   // Inline decorations are drawn as their own elements (class ced-…) in the cell editor's layers.
   const decorated = ed.page.locator('.notebook-editor .code-cell-row [class*="ced-"]').first();
-  const found = await decorated.waitFor({ timeout: 60_000 }).then(() => true, () => false);
+  const found = await decorated.waitFor({ timeout: 60_000 }).then(
+    () => true,
+    () => false,
+  );
   if (!found) {
     await ed.shot('quality-token-overlay-missing');
-    const classes = await ed.page.evaluate(() => [...new Set(Array.from(document.querySelectorAll('.notebook-editor .code-cell-row [class]')).map((e) => String(e.className)))].slice(0, 60));
+    const classes = await ed.page.evaluate(() =>
+      [
+        ...new Set(
+          Array.from(document.querySelectorAll('.notebook-editor .code-cell-row [class]')).map((e) =>
+            String(e.className),
+          ),
+        ),
+      ].slice(0, 60),
+    );
     assert.fail(`no decorated token in the visible cells; span classes: ${JSON.stringify(classes)}`);
   }
   await ed.shot('quality-token-overlay');
@@ -237,10 +333,12 @@ test('token overlays in notebook cells, with the hover of the text editor', asyn
   await ed.page.mouse.move(cx, cy);
   let polls = 0;
   const nudge = async () => (++polls % 20 === 0 ? ed.page.mouse.move(cx + ((polls / 20) % 2), cy) : undefined);
-  await until('the token hover', async () => (await hover.isVisible()) || void (await nudge()), 30_000).catch(async (e) => {
-    await ed.shot('quality-token-hover-missing');
-    throw e;
-  });
+  await until('the token hover', async () => (await hover.isVisible()) || void (await nudge()), 30_000).catch(
+    async (e) => {
+      await ed.shot('quality-token-hover-missing');
+      throw e;
+    },
+  );
   const text = await hover.innerText();
   await ed.shot('quality-token-hover');
   assert.match(text, /token \d+/);
@@ -248,8 +346,13 @@ test('token overlays in notebook cells, with the hover of the text editor', asyn
   await runCommand(ed.page, 'CoA: Toggle Token Overlay: Log-prob Heat Map');
 });
 
-test('Runs view: the pipeline\'s evaluations are finished, not pending', async () => {
-  await ed.page.locator('.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]').first().click();
+test("Runs view: the pipeline's evaluations are finished, not pending", async () => {
+  await ed.page
+    .locator(
+      '.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]',
+    )
+    .first()
+    .click();
   const run = ed.page.locator('.sidebar .monaco-list-row', { hasText: RUN }).first();
   await run.waitFor({ timeout: 60_000 });
   await run.click();
@@ -266,10 +369,20 @@ test('the walkthrough: run the demo, watch the panel, open rollouts, open a traj
   await runCommand(ed.page, 'Welcome: Open Walkthrough');
   await pickQuick(ed.page, 'Get Started with CoA Studio');
   const steps = ed.page.locator('.gettingStartedContainer .getting-started-step');
-  await ed.page.locator('.gettingStartedContainer', { hasText: 'Get Started with CoA Studio' }).first().waitFor({ timeout: 60_000 });
+  await ed.page
+    .locator('.gettingStartedContainer', { hasText: 'Get Started with CoA Studio' })
+    .first()
+    .waitFor({ timeout: 60_000 });
   const titles = ['Run the demo', 'Open a trajectory', 'Train a stage', 'Watch the live panel', 'Open rollouts'];
   const read = async () => (await steps.allInnerTexts()).join('\n');
-  const text = await until('the walkthrough\'s steps drawn', async () => { const t = await read(); return titles.every((x) => t.includes(x)) && t; }, 30_000).catch(read);
+  const text = await until(
+    "the walkthrough's steps drawn",
+    async () => {
+      const t = await read();
+      return titles.every((x) => t.includes(x)) && t;
+    },
+    30_000,
+  ).catch(read);
   await ed.shot('quality-walkthrough');
   for (const title of titles) assert.match(text, new RegExp(title));
 });

@@ -8,22 +8,39 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openFile, pickQuick, repoFiles, repoRoot, runCommand, startEditor, until, waitLanguage, type Editor } from './harness';
+import {
+  openFile,
+  pickQuick,
+  repoFiles,
+  repoRoot,
+  runCommand,
+  startEditor,
+  until,
+  waitLanguage,
+  type Editor,
+} from './harness';
 
 // A format error the core reports: a search after the answer (COA008 content after the answer, COA005 no observation).
-const BAD = '<think>Search first.</think>\n<search>Herman Wouk</search>\n<observation>Doc 1(Title: "Herman Wouk") an author.</observation>\n<answer>Herman Wouk</answer>\n<search>after the answer</search>\n';
+const BAD =
+  '<think>Search first.</think>\n<search>Herman Wouk</search>\n<observation>Doc 1(Title: "Herman Wouk") an author.</observation>\n<answer>Herman Wouk</answer>\n<search>after the answer</search>\n';
 
 /** Errors the CLI reports for the same text: the editor's Problems count must equal it. */
 function cliErrorCount(text: string): number {
   const dir = mkdtempSync(join(tmpdir(), 'coa-e2e-cli-'));
   writeFileSync(join(dir, 'bad.coa'), text);
-  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'coa.js'), 'validate', join(dir, 'bad.coa')], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'coa.js'), 'validate', join(dir, 'bad.coa')], {
+    encoding: 'utf8',
+  });
   return (r.stdout.match(/: error COA\d+/g) ?? []).length;
 }
 
 let ed: Editor;
 before(async () => {
-  ed = await startEditor({ name: 'language', files: { ...repoFiles('examples/episode.coa'), 'bad.coa': BAD }, untrusted: true });
+  ed = await startEditor({
+    name: 'language',
+    files: { ...repoFiles('examples/episode.coa'), 'bad.coa': BAD },
+    untrusted: true,
+  });
 });
 after(async () => ed?.close());
 
@@ -72,10 +89,14 @@ test('a format error is squiggled and counted in Problems like the CLI counts it
   await squiggle.waitFor({ state: 'attached', timeout: 60_000 });
   const problems = ed.page.locator('[id="status.problems"]');
   const read = async () => (await problems.getAttribute('aria-label')) ?? (await problems.innerText());
-  const label = await until(`Problems to count ${expected} errors`, async () => {
-    const l = await read();
-    return new RegExp(`Errors?: ${expected}\\b`).test(l) && l;
-  }, 30_000).catch(read);
+  const label = await until(
+    `Problems to count ${expected} errors`,
+    async () => {
+      const l = await read();
+      return new RegExp(`Errors?: ${expected}\\b`).test(l) && l;
+    },
+    30_000,
+  ).catch(read);
   await ed.page.keyboard.press('Control+Shift+M');
   await ed.page.locator('.markers-panel .monaco-list-row').first().waitFor({ timeout: 30_000 });
   await ed.shot('bad-problems');
@@ -90,7 +111,9 @@ test('hovering the answer shows the reward breakdown', async () => {
   await waitLanguage(ed.page, 'CoA Trajectory');
   await ed.page.keyboard.press('Escape');
   // The answer's content token on the last line.
-  const target = ed.page.locator('.editor-group-container.active .view-lines .view-line span span', { hasText: 'Herman' }).last();
+  const target = ed.page
+    .locator('.editor-group-container.active .view-lines .view-line span span', { hasText: 'Herman' })
+    .last();
   await target.waitFor({ timeout: 30_000 });
   const hover = ed.page.locator('.monaco-hover', { hasText: 'Reward of' }).first();
   for (let i = 0; i < 5 && !(await hover.isVisible()); i++) {
@@ -105,13 +128,19 @@ test('hovering the answer shows the reward breakdown', async () => {
 });
 
 test('Restricted Mode: the walkthrough\'s "Run the Embedded Demo" says training needs a trusted workspace and how to trust it; nothing starts', async () => {
-  await ed.page.locator('.statusbar-item', { hasText: /Restricted Mode/ }).first().waitFor({ timeout: 30_000 });
+  await ed.page
+    .locator('.statusbar-item', { hasText: /Restricted Mode/ })
+    .first()
+    .waitFor({ timeout: 30_000 });
   await runCommand(ed.page, 'Welcome: Open Walkthrough');
   await pickQuick(ed.page, 'Get Started with CoA Studio');
   const demo = ed.page.locator('.gettingStartedContainer .getting-started-step', { hasText: 'Run the demo' }).first();
   await demo.waitFor({ timeout: 60_000 });
   await demo.click();
-  const button = ed.page.locator('.gettingStartedContainer').getByText('Run the Embedded Demo', { exact: true }).first();
+  const button = ed.page
+    .locator('.gettingStartedContainer')
+    .getByText('Run the Embedded Demo', { exact: true })
+    .first();
   await button.waitFor({ timeout: 30_000 });
   await button.click();
   const toast = ed.page.locator('.notification-toast', { hasText: 'needs a trusted workspace' }).first();
@@ -119,10 +148,17 @@ test('Restricted Mode: the walkthrough\'s "Run the Embedded Demo" says training 
   await ed.shot('restricted-demo');
   const text = await toast.innerText();
   assert.match(text, /Training needs a trusted workspace, and this folder is open in Restricted Mode/);
-  assert.ok(await toast.getByRole('button', { name: 'Manage Workspace Trust' }).count(), 'the message offers to manage trust');
+  assert.ok(
+    await toast.getByRole('button', { name: 'Manage Workspace Trust' }).count(),
+    'the message offers to manage trust',
+  );
   assert.ok(!existsSync(join(ed.workspace, 'runs')), 'no run was started');
   // The training commands are still in the palette (they vanished in Restricted Mode).
   await runCommand(ed.page, 'CoA: Train Stage');
-  await ed.page.locator('.notification-toast', { hasText: /Training needs a trusted workspace/ }).nth(1).waitFor({ timeout: 30_000 }).catch(() => undefined);
+  await ed.page
+    .locator('.notification-toast', { hasText: /Training needs a trusted workspace/ })
+    .nth(1)
+    .waitFor({ timeout: 30_000 })
+    .catch(() => undefined);
   assert.ok(!existsSync(join(ed.workspace, 'runs')));
 });

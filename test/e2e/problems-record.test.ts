@@ -19,7 +19,10 @@ let lines: string[];
 let firstLine = 0;
 
 before(async () => {
-  ed = await startEditor({ name: 'problems-record', settings: { 'workbench.editorAssociations': { '*.coa.jsonl': 'default' } } });
+  ed = await startEditor({
+    name: 'problems-record',
+    settings: { 'workbench.editorAssociations': { '*.coa.jsonl': 'default' } },
+  });
   const text = demoRunFile('stages/rl2-otc/rollouts.coa.jsonl').toString('utf8');
   lines = text.split('\n');
   writeFileSync(join(ed.workspace, FILE), text);
@@ -33,13 +36,24 @@ after(async () => {
 async function quickFix(row: Locator, title: string): Promise<Locator> {
   // With the focus on the row, its fixes come as a context menu (menu items, in a shadow root; the role query reaches
   // them); should the editor the row revealed have taken the focus, as the editor's quick fix list (options).
-  const fix = ed.page.getByRole('menuitem', { name: title }).or(ed.page.getByRole('option', { name: title })).or(ed.page.locator('.action-widget .monaco-list-row', { hasText: title })).first();
-  await until(`the quick fix "${title}"`, async () => {
-    await row.click();
-    await row.focus();
-    await ed.page.keyboard.press('Control+.');
-    return fix.waitFor({ timeout: 3000 }).then(() => true, () => false);
-  }, 60_000);
+  const fix = ed.page
+    .getByRole('menuitem', { name: title })
+    .or(ed.page.getByRole('option', { name: title }))
+    .or(ed.page.locator('.action-widget .monaco-list-row', { hasText: title }))
+    .first();
+  await until(
+    `the quick fix "${title}"`,
+    async () => {
+      await row.click();
+      await row.focus();
+      await ed.page.keyboard.press('Control+.');
+      return fix.waitFor({ timeout: 3000 }).then(
+        () => true,
+        () => false,
+      );
+    },
+    60_000,
+  );
   return fix;
 }
 
@@ -50,7 +64,7 @@ test('a problem of a rollouts .coa.jsonl opened as text opens its record in the 
   assert.equal(await ed.page.locator('.notebook-editor').count(), 0, 'the file is open as text');
   await ed.page.keyboard.press('Control+Shift+M');
   const rows = ed.page.locator('.markers-panel .monaco-list-row', { hasText: /COA0\d\d/ });
-  await until('the rollouts file\'s format errors in Problems', async () => (await rows.count()) > 0, 90_000);
+  await until("the rollouts file's format errors in Problems", async () => (await rows.count()) > 0, 90_000);
   const row = rows.first();
   const where = /Ln (\d+), Col \d+/.exec(await row.innerText());
   assert.ok(where, `a problem row names its line: ${await row.innerText()}`);
@@ -59,21 +73,35 @@ test('a problem of a rollouts .coa.jsonl opened as text opens its record in the 
   const id = (JSON.parse(lines[line - 1]) as { id: string }).id;
   await row.click();
   // The click reveals the problem in the editor (the status bar's cursor); the row then gets the focus back.
-  await ed.page.locator('.part.statusbar .statusbar-item', { hasText: new RegExp(`Ln ${line}, Col`) }).first().waitFor({ timeout: 30_000 });
+  await ed.page
+    .locator('.part.statusbar .statusbar-item', { hasText: new RegExp(`Ln ${line}, Col`) })
+    .first()
+    .waitFor({ timeout: 30_000 });
   await ed.shot('problems');
   // The row's quick fixes (Ctrl+. on a focused problem): the record view is one of them.
   const fix = await quickFix(row, `Open record ${id} in the record view`);
   await ed.shot('quick-fix');
   await fix.click();
   // The record's view: its tab, and in its webview the header and the reward breakdown.
-  await ed.page.locator('.tabs-container .tab', { hasText: `${id}.coa.jsonl` }).first().waitFor({ timeout: 30_000 });
-  const view = await webviewFrame(ed.page, async (f) => (await f.locator('h3', { hasText: id }).count()) > 0 && (await f.locator('.coa-reward').count()) > 0, 60_000);
+  await ed.page
+    .locator('.tabs-container .tab', { hasText: `${id}.coa.jsonl` })
+    .first()
+    .waitFor({ timeout: 30_000 });
+  const view = await webviewFrame(
+    ed.page,
+    async (f) => (await f.locator('h3', { hasText: id }).count()) > 0 && (await f.locator('.coa-reward').count()) > 0,
+    60_000,
+  );
   await ed.shot('record-view');
   assert.match((await view.locator('.coa-reward .coa-total').textContent()) ?? '', /^reward /);
   // Beside the text, which stays open; no Untitled copy.
-  assert.equal(await ed.page.locator('.tabs-container .tab', { hasText: FILE }).count(), 1, 'the text editor stays open');
+  assert.equal(
+    await ed.page.locator('.tabs-container .tab', { hasText: FILE }).count(),
+    1,
+    'the text editor stays open',
+  );
   assert.equal(await ed.page.locator('.tabs-container .tab', { hasText: /Untitled/ }).count(), 0, 'no Untitled copy');
-  assert.ok((await ed.page.locator('.notebook-editor .code-cell-row').count()) > 0, 'the record\'s steps are cells');
+  assert.ok((await ed.page.locator('.notebook-editor .code-cell-row').count()) > 0, "the record's steps are cells");
 });
 
 test('with unsaved edits that moved the record, the quick fix says so instead of opening the record now on that line on disk', async () => {
@@ -85,20 +113,35 @@ test('with unsaved edits that moved the record, the quick fix says so instead of
   await ed.page.keyboard.press('Control+Shift+M');
   const rows = ed.page.locator('.markers-panel .monaco-list-row', { hasText: /COA0\d\d/ });
   let line = 0;
-  await until('the problems to follow the edit', async () => {
-    const m = /Ln (\d+), Col \d+/.exec(await rows.first().innerText().catch(() => ''));
-    line = m ? Number(m[1]) : 0;
-    return line === firstLine + 1;
-  }, 60_000);
+  await until(
+    'the problems to follow the edit',
+    async () => {
+      const m = /Ln (\d+), Col \d+/.exec(
+        await rows
+          .first()
+          .innerText()
+          .catch(() => ''),
+      );
+      line = m ? Number(m[1]) : 0;
+      return line === firstLine + 1;
+    },
+    60_000,
+  );
   const id = (JSON.parse(lines[line - 2]) as { id: string }).id; // the text's line `line` is the file's line - 1
   const onDisk = (JSON.parse(lines[line - 1]) as { id: string }).id;
   const row = rows.first();
   await row.click();
   const fix = await quickFix(row, `Open record ${id} in the record view`);
   await fix.click();
-  const toast = ed.page.locator('.notification-toast', { hasText: `holds record ${onDisk} on disk, not ${id}` }).first();
+  const toast = ed.page
+    .locator('.notification-toast', { hasText: `holds record ${onDisk} on disk, not ${id}` })
+    .first();
   await toast.waitFor({ timeout: 30_000 });
   await ed.shot('unsaved-refused');
   assert.match(await toast.innerText(), /save the file/);
-  assert.equal(await ed.page.locator('.tabs-container .tab', { hasText: `${onDisk}.coa.jsonl` }).count(), 0, 'the record on disk at that line is not shown as if it were the one in the text');
+  assert.equal(
+    await ed.page.locator('.tabs-container .tab', { hasText: `${onDisk}.coa.jsonl` }).count(),
+    0,
+    'the record on disk at that line is not shown as if it were the one in the text',
+  );
 });

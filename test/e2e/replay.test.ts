@@ -11,7 +11,12 @@ import { openFile, runCommand, startEditor, until, webviewFrame, type Editor } f
 import { tinyModel } from '../unit/replay/fixture';
 import { startEnvServer, type EnvServer } from '../../src/env/server';
 
-const RECORD = JSON.stringify({ id: 'q1', question: 'who wrote the book of sand ?', golden_answers: ['borges'], response: '<answer> nobody </answer>' });
+const RECORD = JSON.stringify({
+  id: 'q1',
+  question: 'who wrote the book of sand ?',
+  golden_answers: ['borges'],
+  response: '<answer> nobody </answer>',
+});
 const CORPUS = join(import.meta.dirname, '../../examples/data/search-r1/corpus_example.jsonl');
 
 let ed: Editor;
@@ -20,8 +25,13 @@ before(async () => {
   const { dir } = tinyModel();
   env = await startEnvServer({ corpus: CORPUS, indexDir: mkdtempSync(join(tmpdir(), 'coa-e2e-replay-index-')) });
   ed = await startEditor({
-    name: 'replay', files: { 'q.coa.jsonl': RECORD + '\n' },
-    settings: { 'coaStudio.replay.checkpoint': 'model/model.onnx', 'coaStudio.envServer.url': env.url, 'coaStudio.envServer.token': env.token },
+    name: 'replay',
+    files: { 'q.coa.jsonl': RECORD + '\n' },
+    settings: {
+      'coaStudio.replay.checkpoint': 'model/model.onnx',
+      'coaStudio.envServer.url': env.url,
+      'coaStudio.envServer.token': env.token,
+    },
   });
   cpSync(join(dir, 'onnx'), join(ed.workspace, 'model'), { recursive: true });
 });
@@ -42,7 +52,10 @@ async function replay(command: string, expectCells: number): Promise<void> {
   await runCommand(ed.page, command);
   await until(`${expectCells} cells`, async () => (await cellCount()) >= expectCells, 90_000).catch(() => undefined);
   // The final cells replace the provisional ones in one edit before the command's progress notification closes.
-  await ed.page.locator('.notification-toast', { hasText: /Replaying (with checkpoint|in a simulated environment)/ }).first().waitFor({ state: 'hidden', timeout: 90_000 });
+  await ed.page
+    .locator('.notification-toast', { hasText: /Replaying (with checkpoint|in a simulated environment)/ })
+    .first()
+    .waitFor({ state: 'hidden', timeout: 90_000 });
 }
 
 test('replay in the simulated environment appends step cells with latencies', async () => {
@@ -53,10 +66,20 @@ test('replay in the simulated environment appends step cells with latencies', as
   await replay('CoA: Replay in Simulated Environment', 7);
   await ed.shot('simulated');
   assert.equal(await cellCount(), 7, '+ replay header, think, action, observation (written by the model), answer');
-  const frame = await webviewFrame(ed.page, async (f) => (await f.getByText(/simulated observation/).count()) > 0, 60_000);
+  const frame = await webviewFrame(
+    ed.page,
+    async (f) => (await f.getByText(/simulated observation/).count()) > 0,
+    60_000,
+  );
   const labels = await frame.getByText(/^step \d · /).allInnerTexts();
-  assert.ok(labels.some((l) => /simulated observation \(\d+ tokens, written by the model\) · [\d.]+ ms/.test(l)), labels.join('\n'));
-  assert.ok(labels.some((l) => /model turn \(\d+ tokens, stop: answer\) · [\d.]+ ms/.test(l)), labels.join('\n'));
+  assert.ok(
+    labels.some((l) => /simulated observation \(\d+ tokens, written by the model\) · [\d.]+ ms/.test(l)),
+    labels.join('\n'),
+  );
+  assert.ok(
+    labels.some((l) => /model turn \(\d+ tokens, stop: answer\) · [\d.]+ ms/.test(l)),
+    labels.join('\n'),
+  );
 });
 
 test('replay with the checkpoint calls the environment server; saving keeps the source line', async () => {
@@ -64,21 +87,37 @@ test('replay with the checkpoint calls the environment server; saving keeps the 
   await replay('CoA: Replay with Checkpoint', 10);
   await ed.shot('env');
   assert.ok((await cellCount()) >= 10, 'a second replay group: header, think, action, observation from the server, …');
-  const frame = await webviewFrame(ed.page, async (f) => (await f.getByText(/observation for "book of sand author"/).count()) > 0, 60_000);
+  const frame = await webviewFrame(
+    ed.page,
+    async (f) => (await f.getByText(/observation for "book of sand author"/).count()) > 0,
+    60_000,
+  );
   assert.ok(await frame.getByText(/observation for "book of sand author" · [\d.]+ ms/).count());
   assert.ok(env.stats().queries > queries, `the env server answered the search (stats ${JSON.stringify(env.stats())})`);
   await ed.page.keyboard.press('Control+S');
   const file = join(ed.workspace, 'q.coa.jsonl');
-  const read = () => readFileSync(file, 'utf8').split('\n').filter((l) => l);
-  const lines = await until('the saved file\'s 3 lines', () => read().length === 3 && read(), 30_000).catch(read);
+  const read = () =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l);
+  const lines = await until("the saved file's 3 lines", () => read().length === 3 && read(), 30_000).catch(read);
   assert.equal(lines.length, 3);
   assert.equal(lines[0], RECORD);
-  const ids = lines.slice(1).map((l) => JSON.parse(l).id).sort();
+  const ids = lines
+    .slice(1)
+    .map((l) => JSON.parse(l).id)
+    .sort();
   assert.deepEqual(ids, ['q1#replay-env', 'q1#replay-simulated']);
-  const envReplay = lines.slice(1).map((l) => JSON.parse(l)).find((r) => r.id === 'q1#replay-env');
+  const envReplay = lines
+    .slice(1)
+    .map((l) => JSON.parse(l))
+    .find((r) => r.id === 'q1#replay-env');
   assert.ok(envReplay.tokens.loss_mask.includes(0) && envReplay.tokens.loss_mask.includes(1));
   // Workbench noise offline / under load: the GitHub auth provider and save participants timing out.
-  assert.deepEqual(ed.consoleErrors.filter((e) => !/authentication provider|onWillSaveTextDocument/.test(e)), []);
+  assert.deepEqual(
+    ed.consoleErrors.filter((e) => !/authentication provider|onWillSaveTextDocument/.test(e)),
+    [],
+  );
 });
 
 test('token overlays: loss-mask decorations and the token hover on a record with tokens', async () => {
@@ -91,19 +130,43 @@ test('token overlays: loss-mask decorations and the token hover on a record with
     at += p.length + 1;
   }
   const mask = pieces.map((p, i) => (i >= 6 && i <= 8 ? 0 : 1));
-  const rec = { id: 't1', question: 'q', response, tokens: { ids: pieces.map((_, i) => 40 + i), loss_mask: mask, logprobs: mask.map((m, i) => (m ? -0.1 * (i + 1) : null)), advantages: mask.map(() => 0.5), offsets } };
+  const rec = {
+    id: 't1',
+    question: 'q',
+    response,
+    tokens: {
+      ids: pieces.map((_, i) => 40 + i),
+      loss_mask: mask,
+      logprobs: mask.map((m, i) => (m ? -0.1 * (i + 1) : null)),
+      advantages: mask.map(() => 0.5),
+      offsets,
+    },
+  };
   writeFileSync(join(ed.workspace, 'tokens.jsonl'), JSON.stringify(rec) + '\n');
   await openFile(ed.page, 'tokens.jsonl');
   await ed.page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: 30_000 });
   await runCommand(ed.page, 'CoA: Toggle Token Overlay: Loss Mask');
   // Trained tokens get a background (an overlay div per range); masked ones are dimmed inline.
-  const overlays = await ed.page.locator('.monaco-editor .view-overlays .cdr').first().waitFor({ timeout: 30_000 })
-    .then(() => ed.page.locator('.monaco-editor .view-overlays .cdr').count(), () => 0);
+  const overlays = await ed.page
+    .locator('.monaco-editor .view-overlays .cdr')
+    .first()
+    .waitFor({ timeout: 30_000 })
+    .then(
+      () => ed.page.locator('.monaco-editor .view-overlays .cdr').count(),
+      () => 0,
+    );
   await ed.shot('tokens');
   assert.ok(overlays > 0, 'trained tokens are highlighted');
   // Masked tokens are dimmed: an inline decoration splits `doc` into its own span with reduced opacity.
-  const opacity = await ed.page.$$eval('.monaco-editor .view-lines span', (els) => els.filter((e) => e.children.length === 0 && e.textContent === 'doc').map((e) => Number(getComputedStyle(e).opacity)));
-  assert.ok(opacity.some((o) => o < 1), `the masked observation text is dimmed (opacities ${JSON.stringify(opacity)})`);
+  const opacity = await ed.page.$$eval('.monaco-editor .view-lines span', (els) =>
+    els
+      .filter((e) => e.children.length === 0 && e.textContent === 'doc')
+      .map((e) => Number(getComputedStyle(e).opacity)),
+  );
+  assert.ok(
+    opacity.some((o) => o < 1),
+    `the masked observation text is dimmed (opacities ${JSON.stringify(opacity)})`,
+  );
   // Hover the `doc` token (masked observation text).
   const token = ed.page.locator('.monaco-editor .view-lines span', { hasText: /^doc$/ }).first();
   const found = await token.count();

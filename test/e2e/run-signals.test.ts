@@ -24,7 +24,9 @@ let ed: Editor;
 /** The first 40 RL-2 rollouts of the demo run, with the format errors among them (real records, as written). */
 function someRollouts(): { text: string; errors: { id: string; line: number }[] } {
   const lines = demoRunFile('stages/rl2/rollouts.coa.jsonl').toString('utf8').split('\n').filter(Boolean);
-  const withError = lines.findIndex((l) => (JSON.parse(l) as { reward?: { format_ok?: boolean } }).reward?.format_ok === false);
+  const withError = lines.findIndex(
+    (l) => (JSON.parse(l) as { reward?: { format_ok?: boolean } }).reward?.format_ok === false,
+  );
   assert.ok(withError >= 0, 'the demo rollouts hold a record with format errors');
   const picked = [...lines.slice(0, 39), lines[withError]];
   const errors = picked.flatMap((l, i) => {
@@ -45,9 +47,15 @@ before(async () => {
   });
   demoRun(join(ed.workspace, 'runs', DEMO));
   // The same RL-2 rollouts as plain JSONL under the run's folder: a text editor, checked by the language server.
-  copyFileSync(join(ed.workspace, 'runs', DEMO, 'stages/rl2/rollouts.coa.jsonl'), join(ed.workspace, 'runs', DEMO, 'stages/rl2/rollouts.jsonl'));
+  copyFileSync(
+    join(ed.workspace, 'runs', DEMO, 'stages/rl2/rollouts.coa.jsonl'),
+    join(ed.workspace, 'runs', DEMO, 'stages/rl2/rollouts.jsonl'),
+  );
   cpSync(run.runDir, join(ed.workspace, 'runs', EVAL), { recursive: true });
-  copyFileSync(join(repoRoot, 'examples/data/autocoa/hotpotqa_dev.parquet'), join(ed.workspace, 'hotpotqa_dev.parquet'));
+  copyFileSync(
+    join(repoRoot, 'examples/data/autocoa/hotpotqa_dev.parquet'),
+    join(ed.workspace, 'hotpotqa_dev.parquet'),
+  );
 });
 after(async () => {
   await ed?.close();
@@ -57,21 +65,39 @@ const problemsLabel = async () => {
   const el = ed.page.locator('[id="status.problems"]');
   return (await el.getAttribute('aria-label')) ?? (await el.innerText());
 };
-const errorCount = async () => Number(/Errors?: (\d+)/.exec(await problemsLabel())?.[1] ?? (/No Problems/i.test(await problemsLabel()) ? 0 : NaN));
+const errorCount = async () =>
+  Number(/Errors?: (\d+)/.exec(await problemsLabel())?.[1] ?? (/No Problems/i.test(await problemsLabel()) ? 0 : NaN));
 
-test('a rollout file\'s problems go when its tab closes, and never paint the finished run red in the Runs view', async () => {
+test("a rollout file's problems go when its tab closes, and never paint the finished run red in the Runs view", async () => {
   await openFile(ed.page, 'rollouts.jsonl');
-  const open = await until('the rollout file\'s format errors in Problems', async () => ((await errorCount()) > 0 ? errorCount() : false), 90_000);
+  const open = await until(
+    "the rollout file's format errors in Problems",
+    async () => ((await errorCount()) > 0 ? errorCount() : false),
+    90_000,
+  );
   // A row's problem decoration: a decoration class on its label, or a badge ("9+") drawn as ::after content.
-  const decorationOf = (el: Element) => Array.from(el.querySelectorAll('*')).map((e) => `${getComputedStyle(e, '::after').content}|${e.className}`).filter((s) => /\d/.test(s.split('|')[0]) || /monaco-decoration/.test(s)).join(' ; ');
+  const decorationOf = (el: Element) =>
+    Array.from(el.querySelectorAll('*'))
+      .map((e) => `${getComputedStyle(e, '::after').content}|${e.className}`)
+      .filter((s) => /\d/.test(s.split('|')[0]) || /monaco-decoration/.test(s))
+      .join(' ; ');
   // First the control: VS Code does decorate the Explorer's folder holding the file, so the problems' decorations
   // are known to the workbench before the Runs view is looked at (a decoration there would be drawn by then too).
   await ed.page.keyboard.press('Control+Shift+E');
   const folder = ed.page.locator('.explorer-folders-view .monaco-list-row', { hasText: /^runs$/ }).first();
   await folder.waitFor({ timeout: 30_000 });
-  await until('the Explorer\'s problem decoration on runs/', async () => (await folder.evaluate(decorationOf)) !== '', 30_000);
+  await until(
+    "the Explorer's problem decoration on runs/",
+    async () => (await folder.evaluate(decorationOf)) !== '',
+    30_000,
+  );
   // The Runs view: the run is ok, and no problem decoration (colour, "9+" badge) reaches its row.
-  await ed.page.locator('.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]').first().click();
+  await ed.page
+    .locator(
+      '.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]',
+    )
+    .first()
+    .click();
   const row = ed.page.locator('.sidebar .monaco-list-row', { hasText: DEMO }).first();
   await row.waitFor({ timeout: 60_000 });
   await row.locator('.monaco-icon-label').first().waitFor({ timeout: 10_000 });
@@ -90,22 +116,25 @@ test('a rollout file\'s problems go when its tab closes, and never paint the fin
 test('a notebook cell\'s problem names its record: id and line, not only "Ln 1, Col 1"', async () => {
   await openFile(ed.page, 'errors.coa.jsonl');
   await ed.page.locator('.notebook-editor .code-cell-row').first().waitFor({ timeout: 60_000 });
-  await until('the notebook\'s format errors in Problems', async () => (await errorCount()) > 0, 60_000);
+  await until("the notebook's format errors in Problems", async () => (await errorCount()) > 0, 60_000);
   await ed.page.keyboard.press('Control+Shift+M');
   const panel = ed.page.locator('.markers-panel');
   await panel.locator('.monaco-list-row').first().waitFor({ timeout: 30_000 });
   await ed.shot('signals-notebook-problems');
   const text = await panel.innerText();
-  for (const { id, line } of rollouts.errors) assert.ok(text.includes(`${id} (line ${line}): `), `no problem names ${id} (line ${line}):\n${text}`);
+  for (const { id, line } of rollouts.errors)
+    assert.ok(text.includes(`${id} (line ${line}): `), `no problem names ${id} (line ${line}):\n${text}`);
   await ed.page.keyboard.press('Control+Shift+M');
 });
 
-test('Train Stage proposes the previous stage\'s result first (SFT-3 → the run\'s SFT-2 model)', async () => {
+test("Train Stage proposes the previous stage's result first (SFT-3 → the run's SFT-2 model)", async () => {
   await runCommand(ed.page, 'CoA: Train Stage');
   await pickQuick(ed.page, 'SFT-3', 'CoA: Train Stage (1/4)');
   await pickQuick(ed.page, 'Embedded default config', 'CoA: Train Stage (2/4)');
   await pickQuick(ed.page, 'Embedded default model', 'CoA: Train Stage (3/4)');
-  await ed.page.locator('.quick-input-widget .quick-input-title', { hasText: 'CoA: Train Stage (4/4)' }).waitFor({ timeout: 30_000 });
+  await ed.page
+    .locator('.quick-input-widget .quick-input-title', { hasText: 'CoA: Train Stage (4/4)' })
+    .waitFor({ timeout: 30_000 });
   const rows = ed.page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
   await rows.first().waitFor({ timeout: 30_000 });
   await ed.shot('signals-train-stage-checkpoint');
@@ -125,25 +154,40 @@ test('a parquet opened in the editor offers Convert to Trajectories, which write
   // The save dialog (code-server's simple dialog) proposes <name>.coa.jsonl beside the input: accept it.
   const input = ed.page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible', timeout: 30_000 });
-  await until('the proposed output name', async () => (await input.inputValue()).endsWith('hotpotqa_dev.coa.jsonl'), 30_000);
+  await until(
+    'the proposed output name',
+    async () => (await input.inputValue()).endsWith('hotpotqa_dev.coa.jsonl'),
+    30_000,
+  );
   await ed.page.keyboard.press('Enter');
   const done = ed.page.locator('.notification-toast', { hasText: 'records written to hotpotqa_dev.coa.jsonl' }).first();
   await done.waitFor({ timeout: 60_000 });
   assert.match(await done.innerText(), /400 records written/);
   // The result opens by itself, as the notebook of its 400 questions (it used to wait for a click on "Open").
-  await ed.page.locator('.tabs-container .tab.active', { hasText: 'hotpotqa_dev.coa.jsonl' }).waitFor({ timeout: 60_000 });
+  await ed.page
+    .locator('.tabs-container .tab.active', { hasText: 'hotpotqa_dev.coa.jsonl' })
+    .waitFor({ timeout: 60_000 });
   await webviewFrame(ed.page, async (f) => (await f.getByText(/400 questions/).count()) > 0, 60_000);
   await ed.shot('signals-converted');
   const out = join(ed.workspace, 'hotpotqa_dev.coa.jsonl');
   assert.ok(existsSync(out));
-  const lines = readFileSync(out, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { response: string; golden_answers?: string[] });
+  const lines = readFileSync(out, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { response: string; golden_answers?: string[] });
   assert.equal(lines.length, 400);
   assert.ok(lines.every((r) => r.response === '' && r.golden_answers?.length));
 });
 
 test('a stored greedy evaluation record replayed with its checkpoint saves the same trajectory, token for token', async (t) => {
   const evalFile = `runs/${EVAL}/eval/sft2-agent-dev.jsonl`;
-  const stored = readFileSync(join(ed.workspace, evalFile), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; response: string; tokens: { ids: number[] }; reward: { tool_calls: number } });
+  const stored = readFileSync(join(ed.workspace, evalFile), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map(
+      (l) =>
+        JSON.parse(l) as { id: string; response: string; tokens: { ids: number[] }; reward: { tool_calls: number } },
+    );
   // The first record that searched: its action cell is the first cell with that text (the cell to select).
   const action = (r: (typeof stored)[number]) => /<search>[^<]*<\/search>/.exec(r.response)?.[0];
   const target = stored.find((r) => r.reward.tool_calls > 0)!;
@@ -154,26 +198,44 @@ test('a stored greedy evaluation record replayed with its checkpoint saves the s
   // Markdown (header) cells are drawn in the notebook's webview: select the record through its action cell.
   // Notebook editors are drawn in overlays outside the editor groups, and a closed one's may stay in the DOM: find
   // the cell by its text, scroll with the wheel over the editor area.
-  const cell = ed.page.locator('.notebook-editor .code-cell-row', { hasText: action(target)!.replace(/ +/g, ' ').slice(0, 40) }).first();
+  const cell = ed.page
+    .locator('.notebook-editor .code-cell-row', { hasText: action(target)!.replace(/ +/g, ' ').slice(0, 40) })
+    .first();
   await ed.page.locator('.notebook-editor .code-cell-row', { hasText: '<think>' }).first().waitFor({ timeout: 60_000 });
   // Cells are drawn as they scroll into view.
   const area = (await ed.page.locator('.part.editor').boundingBox())!;
   await ed.page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
-  await until('the record\'s action cell in view', async () => (await cell.isVisible()) || void (await ed.page.mouse.wheel(0, 300)), 30_000);
+  await until(
+    "the record's action cell in view",
+    async () => (await cell.isVisible()) || void (await ed.page.mouse.wheel(0, 300)),
+    30_000,
+  );
   // Select it (the notebook's overlay takes pointer events: click where the cell is drawn).
   const box = (await cell.boundingBox())!;
   await ed.page.mouse.click(box.x + box.width / 2, box.y + Math.min(box.height / 2, 20));
   const t0 = Date.now();
   await runCommand(ed.page, 'CoA: Replay with Checkpoint');
   // Saved once the replay is done: until then a save writes the running replay's header line without tokens.
-  const saved = await until('the replay saved as a line of the file', async () => {
-    await ed.page.locator('.tabs-container .tab.active').first().click();
-    await ed.page.keyboard.press('Control+S');
-    await ed.page.locator('.tabs-container .tab.active.dirty').waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
-    const lines = readFileSync(join(ed.workspace, evalFile), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; tokens?: { ids: number[] } });
-    return lines.find((l) => l.id === `${target.id}#replay-env` && l.tokens);
-  }, 180_000);
-  t.diagnostic(`replay of ${target.id} (${target.reward.tool_calls} search) with the run's environment server, saved: ${Date.now() - t0} ms`);
+  const saved = await until(
+    'the replay saved as a line of the file',
+    async () => {
+      await ed.page.locator('.tabs-container .tab.active').first().click();
+      await ed.page.keyboard.press('Control+S');
+      await ed.page
+        .locator('.tabs-container .tab.active.dirty')
+        .waitFor({ state: 'hidden', timeout: 10_000 })
+        .catch(() => undefined);
+      const lines = readFileSync(join(ed.workspace, evalFile), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { id: string; tokens?: { ids: number[] } });
+      return lines.find((l) => l.id === `${target.id}#replay-env` && l.tokens);
+    },
+    180_000,
+  );
+  t.diagnostic(
+    `replay of ${target.id} (${target.reward.tool_calls} search) with the run's environment server, saved: ${Date.now() - t0} ms`,
+  );
   await ed.shot('signals-replayed');
-  assert.deepEqual(saved.tokens!.ids, target.tokens.ids, 'the replayed ids are the evaluation\'s');
+  assert.deepEqual(saved.tokens!.ids, target.tokens.ids, "the replayed ids are the evaluation's");
 });

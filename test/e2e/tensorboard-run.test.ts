@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { repoRoot, startEditor, until, webviewFrame, type Editor } from './harness';
 
 const FIX = join(repoRoot, 'test', 'fixtures', 'tensorboard');
-const bytesOf = (run: string) => readFileSync(join(FIX, run, readdirSync(join(FIX, run)).find((n) => n.startsWith('events.out.tfevents.'))!));
+const bytesOf = (run: string) =>
+  readFileSync(join(FIX, run, readdirSync(join(FIX, run)).find((n) => n.startsWith('events.out.tfevents.'))!));
 const torch = bytesOf('torch');
 // The torch file up to the end of its 4th step's records: the rest is appended while the panel shows the run.
 const CUT = (() => {
@@ -40,7 +41,12 @@ after(async () => {
 });
 
 test('the Runs view lists TensorBoard runs; a click charts one in the live panel, and appended points are drawn', async () => {
-  await ed.page.locator('.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]').first().click();
+  await ed.page
+    .locator(
+      '.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]',
+    )
+    .first()
+    .click();
   const row = ed.page.locator('.sidebar .monaco-list-row', { hasText: 'grpo-qwen' }).first();
   await row.waitFor({ timeout: 60_000 });
   assert.match((await row.textContent()) ?? '', /TensorBoard · tensorboard_log\/search_r1\/grpo-qwen/);
@@ -49,12 +55,25 @@ test('the Runs view lists TensorBoard runs; a click charts one in the live panel
   await ed.shot('tensorboard-runs-view');
 
   await row.click();
-  const frame = await webviewFrame(ed.page, async (f) => (await f.locator('.chart[data-metric="critic/score/mean"].drawn').count()) > 0, 90_000);
+  const frame = await webviewFrame(
+    ed.page,
+    async (f) => (await f.locator('.chart[data-metric="critic/score/mean"].drawn').count()) > 0,
+    90_000,
+  );
   assert.equal(await frame.locator('.chart[data-metric="critic/score/mean"]').getAttribute('data-points'), '4');
-  for (const name of ['actor/entropy', 'response_length/mean']) assert.equal(await frame.locator(`.chart[data-metric="${name}"]`).count(), 1, name);
-  assert.equal(await frame.locator('.chart[data-metric="actor/logits"]').count(), 0, 'a histogram is not a scalar series');
+  for (const name of ['actor/entropy', 'response_length/mean'])
+    assert.equal(await frame.locator(`.chart[data-metric="${name}"]`).count(), 1, name);
+  assert.equal(
+    await frame.locator('.chart[data-metric="actor/logits"]').count(),
+    0,
+    'a histogram is not a scalar series',
+  );
 
   appendFileSync(join(ed.workspace, VERL_FILE), torch.subarray(CUT));
-  await until('the appended steps drawn', async () => (await frame.locator('.chart[data-metric="critic/score/mean"]').getAttribute('data-points')) === '6', 30_000);
+  await until(
+    'the appended steps drawn',
+    async () => (await frame.locator('.chart[data-metric="critic/score/mean"]').getAttribute('data-points')) === '6',
+    30_000,
+  );
   await ed.shot('tensorboard-panel');
 });

@@ -21,7 +21,10 @@ let env: EnvServer;
 let envDir: string;
 before(async () => {
   envDir = mkdtempSync(join(tmpdir(), 'coa-e2e-verl-env-'));
-  env = await startEnvServer({ corpus: join(repoRoot, 'examples/data/search-r1/corpus_example.jsonl'), indexDir: join(envDir, 'idx') });
+  env = await startEnvServer({
+    corpus: join(repoRoot, 'examples/data/search-r1/corpus_example.jsonl'),
+    indexDir: join(envDir, 'idx'),
+  });
   ed = await startEditor({
     name: 'verl-run',
     files: {
@@ -44,12 +47,22 @@ test('Watch verl/TRL Run: the metrics file is found, charted with the alert, a s
   // The retrieval URL verl's search tool would use (a caller segment): the host polls its tool health.
   const retrieveUrl = `${env.url}/t/${env.token}/verl-grpo/retrieve`;
   for (const queries of [['Evan Morris lobbyist'], ['zzqnothing']]) {
-    await fetch(retrieveUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ queries, topk: 3, return_scores: true }) });
+    await fetch(retrieveUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ queries, topk: 3, return_scores: true }),
+    });
   }
-  await ed.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Tool health' }).waitFor({ timeout: 60_000 });
+  await ed.page
+    .locator('.quick-input-widget .quick-input-title', { hasText: 'Tool health' })
+    .waitFor({ timeout: 60_000 });
   await ed.page.locator('.quick-input-widget input').fill(retrieveUrl);
   await ed.page.keyboard.press('Enter');
-  const frame = await webviewFrame(ed.page, async (f) => (await f.locator('.chart[data-metric="critic/score/mean"].drawn').count()) > 0, 90_000);
+  const frame = await webviewFrame(
+    ed.page,
+    async (f) => (await f.locator('.chart[data-metric="critic/score/mean"].drawn').count()) > 0,
+    90_000,
+  );
   assert.deepEqual(await frame.locator('#tabs .tab').allTextContents(), ['verl']);
   assert.equal(await frame.locator('.chart[data-metric="critic/score/mean"]').getAttribute('data-points'), '16');
   assert.deepEqual(await frame.locator('#alerts .alert-group .title').allTextContents(), ['1 × tool-call explosion']);
@@ -63,17 +76,31 @@ test('Watch verl/TRL Run: the metrics file is found, charted with the alert, a s
   const list = frame.locator('#step-rollouts ul.step-rollouts');
   for (const x of [0.02, 0.05, 0.08, 0.1]) {
     await over.click({ position: { x: box.width * x, y: box.height * 0.5 } });
-    if (await list.waitFor({ timeout: 10_000 }).then(() => true, () => false)) break;
+    if (
+      await list.waitFor({ timeout: 10_000 }).then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
   }
   const step = Number(await list.getAttribute('data-step'));
   assert.ok([1, 2, 3].includes(step), `clicked step ${step}`);
   const ids = await list.locator('li[data-id]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.id));
-  assert.deepEqual(ids, Array.from({ length: 8 }, (_, i) => `verl-${step}-${i}`));
+  assert.deepEqual(
+    ids,
+    Array.from({ length: 8 }, (_, i) => `verl-${step}-${i}`),
+  );
   await ed.shot('verl-step-rollouts');
 });
 
 test('the Runs view lists the verl metrics file found in the workspace', async () => {
-  await ed.page.locator('.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]').first().click();
+  await ed.page
+    .locator(
+      '.activitybar .action-item a[aria-label^="CoA Studio"], .activitybar .action-item[aria-label^="CoA Studio"]',
+    )
+    .first()
+    .click();
   const row = ed.page.locator('.sidebar .monaco-list-row', { hasText: 'metrics' }).first();
   await row.waitFor({ timeout: 60_000 });
   assert.match((await row.textContent()) ?? '', /verl · experiments\/search_r1\/metrics\.jsonl/);

@@ -10,7 +10,9 @@ from coa_trainer.base.config import ConfigError, load_config
 
 
 def main(argv: list[str]) -> None:
-    files = [line for a in argv for line in (open(a[1:], encoding="utf-8").read().splitlines() if a.startswith("@") else [a])]
+    files = [
+        line for a in argv for line in (open(a[1:], encoding="utf-8").read().splitlines() if a.startswith("@") else [a])
+    ]
     out = sys.stdout
     for f in files:
         try:

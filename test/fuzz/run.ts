@@ -57,20 +57,42 @@ async function quietly<T>(fn: () => Promise<T> | T): Promise<{ value?: T; error?
   }
 }
 
-const describe = (e: unknown) => String((e as Error)?.stack ?? e).split('\n').slice(0, 4).join(' | ').slice(0, 400);
+const describe = (e: unknown) =>
+  String((e as Error)?.stack ?? e)
+    .split('\n')
+    .slice(0, 4)
+    .join(' | ')
+    .slice(0, 400);
 
-export async function runFuzz(opts: { root: string; seed: number; configs: number; dataFiles: number; dir: string; linesPerFile?: number }): Promise<FuzzReport> {
+export async function runFuzz(opts: {
+  root: string;
+  seed: number;
+  configs: number;
+  dataFiles: number;
+  dir: string;
+  linesPerFile?: number;
+}): Promise<FuzzReport> {
   const t0 = performance.now();
   const { root, seed, dir } = opts;
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const inputs = fuzzInputs(seed, opts.configs, opts.dataFiles, opts.linesPerFile);
   const r = readersOf(root);
-  const report: FuzzReport = { seed, configs: inputs.configs.length, dataFiles: inputs.data.length, dataLines: 0, runs: { dataCheck: 0, coreConfig: 0, trainerConfig: 0, validate: 0, stats: 0 }, internal: [], disagreements: [] , ms: 0 };
+  const report: FuzzReport = {
+    seed,
+    configs: inputs.configs.length,
+    dataFiles: inputs.data.length,
+    dataLines: 0,
+    runs: { dataCheck: 0, coreConfig: 0, trainerConfig: 0, validate: 0, stats: 0 },
+    internal: [],
+    disagreements: [],
+    ms: 0,
+  };
   // What the CLI's top level (src/cli/main.ts cli()) prints as one line: a CliError or a system error. A DataError is
   // one line only where its command catches it (`coa data …`) or as the core's reader's own answer; from validate or
   // stats it would reach the top level and print "internal error".
-  const cliClean = (e: unknown) => e instanceof r.CliError || (r.systemErrorsClean && typeof (e as NodeJS.ErrnoException)?.syscall === 'string');
+  const cliClean = (e: unknown) =>
+    e instanceof r.CliError || (r.systemErrorsClean && typeof (e as NodeJS.ErrnoException)?.syscall === 'string');
   const clean = (e: unknown) => cliClean(e) || e instanceof r.DataError;
 
   const configFiles = inputs.configs.map((bytes, i) => {
@@ -84,37 +106,65 @@ export async function runFuzz(opts: { root: string; seed: number; configs: numbe
   for (const file of configFiles) {
     const check = await quietly(() => r.main(['data', 'check', file]));
     report.runs.dataCheck++;
-    if (check.error !== undefined && !clean(check.error)) report.internal.push({ reader: 'coa data check', input: file, message: describe(check.error) });
+    if (check.error !== undefined && !clean(check.error))
+      report.internal.push({ reader: 'coa data check', input: file, message: describe(check.error) });
     const load = await quietly(() => r.loadRunConfig(file));
     report.runs.coreConfig++;
-    if (load.error !== undefined && !clean(load.error)) report.internal.push({ reader: 'core loadRunConfig', input: file, message: describe(load.error) });
-    core.push(load.error === undefined ? 'ok' : clean(load.error) ? `error: ${String((load.error as Error).message).slice(0, 200)}` : 'internal');
+    if (load.error !== undefined && !clean(load.error))
+      report.internal.push({ reader: 'core loadRunConfig', input: file, message: describe(load.error) });
+    core.push(
+      load.error === undefined
+        ? 'ok'
+        : clean(load.error)
+          ? `error: ${String((load.error as Error).message).slice(0, 200)}`
+          : 'internal',
+    );
   }
 
   const list = join(dir, 'configs.txt');
   writeFileSync(list, configFiles.join('\n') + '\n');
   const py = spawnSync(join(root, '.venv/bin/python'), [join(__dirname, 'load_configs.py'), `@${list}`], {
-    encoding: 'utf8', env: { ...process.env, PYTHONPATH: join(root, 'src/trainer') }, maxBuffer: 1 << 28,
+    encoding: 'utf8',
+    env: { ...process.env, PYTHONPATH: join(root, 'src/trainer') },
+    maxBuffer: 1 << 28,
   });
-  const rows = py.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { verdict: string; message: string | null });
-  if (rows.length !== configFiles.length) throw new Error(`the trainer's loader answered ${rows.length} of ${configFiles.length} configs (exit ${py.status}): ${py.stderr.slice(-2000)}`);
+  const rows = py.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { verdict: string; message: string | null });
+  if (rows.length !== configFiles.length)
+    throw new Error(
+      `the trainer's loader answered ${rows.length} of ${configFiles.length} configs (exit ${py.status}): ${py.stderr.slice(-2000)}`,
+    );
   rows.forEach((row, i) => {
     report.runs.trainerConfig++;
-    if (row.verdict === 'internal') report.internal.push({ reader: 'trainer load_config', input: configFiles[i], message: row.message ?? '' });
+    if (row.verdict === 'internal')
+      report.internal.push({ reader: 'trainer load_config', input: configFiles[i], message: row.message ?? '' });
     const a = core[i] === 'ok' ? 'ok' : 'error';
     if (core[i] !== 'internal' && row.verdict !== 'internal' && a !== row.verdict) {
-      report.disagreements.push({ input: configFiles[i], core: core[i], trainer: row.verdict === 'ok' ? 'ok' : `error: ${(row.message ?? '').slice(0, 200)}` });
+      report.disagreements.push({
+        input: configFiles[i],
+        core: core[i],
+        trainer: row.verdict === 'ok' ? 'ok' : `error: ${(row.message ?? '').slice(0, 200)}`,
+      });
     }
   });
 
   for (const [i, bytes] of inputs.data.entries()) {
     const file = join(dir, `d${i}.jsonl`);
     writeFileSync(file, bytes);
-    report.dataLines += bytes.toString('latin1').split('\n').filter((l) => l.trim()).length;
-    for (const argv of [['validate', file], ['stats', file, '--json']]) {
+    report.dataLines += bytes
+      .toString('latin1')
+      .split('\n')
+      .filter((l) => l.trim()).length;
+    for (const argv of [
+      ['validate', file],
+      ['stats', file, '--json'],
+    ]) {
       const run = await quietly(() => r.main(argv));
       report.runs[argv[0] as 'validate' | 'stats']++;
-      if (run.error !== undefined && !cliClean(run.error)) report.internal.push({ reader: `coa ${argv[0]}`, input: file, message: describe(run.error) });
+      if (run.error !== undefined && !cliClean(run.error))
+        report.internal.push({ reader: `coa ${argv[0]}`, input: file, message: describe(run.error) });
     }
   }
   report.ms = performance.now() - t0;

@@ -16,12 +16,14 @@ async function main(): Promise<number> {
   }
   const events: TrainerEvent[] = [];
   const bad: string[] = [];
-  readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
-    if (!line.trim()) return;
-    const p = parseEvent(line);
-    if (p.ok) events.push(p.event);
-    else bad.push(`${file}:${i + 1}: ${p.error}`);
-  });
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((line, i) => {
+      if (!line.trim()) return;
+      const p = parseEvent(line);
+      if (p.ok) events.push(p.event);
+      else bad.push(`${file}:${i + 1}: ${p.error}`);
+    });
   if (bad.length) {
     console.log(JSON.stringify({ events: events.length, malformed: bad }));
     return 1;
@@ -34,7 +36,11 @@ async function main(): Promise<number> {
       const chart = h.page.locator(`.chart[data-metric="${metric}"]`);
       await chart.waitFor({ timeout: 15_000 });
       await chart.scrollIntoViewIfNeeded();
-      await h.page.waitForFunction((m) => Number(document.querySelector(`.chart[data-metric="${m}"]`)?.getAttribute('data-points')) > 0, metric, { timeout: 15_000 });
+      await h.page.waitForFunction(
+        (m) => Number(document.querySelector(`.chart[data-metric="${m}"]`)?.getAttribute('data-points')) > 0,
+        metric,
+        { timeout: 15_000 },
+      );
       charts[metric] = Number(await chart.getAttribute('data-points'));
     }
     const tabs = await h.page.locator('#tabs .tab').allTextContents();
@@ -49,7 +55,10 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code), (e) => {
-  console.error(e);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

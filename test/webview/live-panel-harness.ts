@@ -61,7 +61,12 @@ export function buildPanel(): Promise<void> {
   return built;
 }
 
-const TYPES: Record<string, string> = { '.js': 'text/javascript', '.css': 'text/css', '.ttf': 'font/ttf', '.map': 'application/json' };
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript',
+  '.css': 'text/css',
+  '.ttf': 'font/ttf',
+  '.map': 'application/json',
+};
 
 export interface Harness {
   browser: Browser;
@@ -83,7 +88,12 @@ export async function openPanel(initialState: LivePanelInitialState): Promise<Ha
       return;
     }
     if (path === '/') {
-      const html = renderWebviewHtml({ title: 'CoA live training', scripts: ['live-panel.js'], styles: ['live-panel.css'], initialState }, origin, (p) => `${origin}/${p}`, (p) => readFileSync(join(OUT, p), 'utf8'));
+      const html = renderWebviewHtml(
+        { title: 'CoA live training', scripts: ['live-panel.js'], styles: ['live-panel.css'], initialState },
+        origin,
+        (p) => `${origin}/${p}`,
+        (p) => readFileSync(join(OUT, p), 'utf8'),
+      );
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html);
       return;
     }
@@ -143,11 +153,19 @@ export async function shownCount(page: Page): Promise<number> {
 
 /** Data points on a metric's chart (the x values last given to uPlot). */
 export async function chartPoints(page: Page, metric: string): Promise<number> {
-  const v = await page.locator(`.chart[data-metric="${metric}"]`).getAttribute('data-points', { timeout: 2000 }).catch(() => null);
+  const v = await page
+    .locator(`.chart[data-metric="${metric}"]`)
+    .getAttribute('data-points', { timeout: 2000 })
+    .catch(() => null);
   return v === null ? -1 : Number(v);
 }
 
 /** Waits until a metric's chart holds `n` points (the page draws received events on its next render). */
 export async function waitForPoints(page: Page, metric: string, n: number, timeout = 10_000): Promise<void> {
-  await page.waitForFunction(({ metric, n }) => document.querySelector<HTMLElement>(`.chart[data-metric="${metric}"]`)?.dataset.points === String(n), { metric, n }, { timeout, polling: 50 });
+  await page.waitForFunction(
+    ({ metric, n }) =>
+      document.querySelector<HTMLElement>(`.chart[data-metric="${metric}"]`)?.dataset.points === String(n),
+    { metric, n },
+    { timeout, polling: 50 },
+  );
 }

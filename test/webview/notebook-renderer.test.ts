@@ -18,20 +18,52 @@ const THEME = `--vscode-foreground: rgb(204, 204, 204); --vscode-font-family: sa
   --vscode-testing-iconPassed: rgb(1, 160, 2); --vscode-errorForeground: rgb(240, 3, 4); --vscode-editorWidget-border: rgb(50, 50, 50);`;
 
 const rewardsOf = (text: string, scheme: 'otc-grpo' | 'em') =>
-  textToNotebook(text, { scheme }).cells.flatMap((c) => (c.outputs ?? []).flatMap((o) => o.filter((i) => i.mime === REWARD_MIME).map((i) => i.data as RewardOutput)));
+  textToNotebook(text, { scheme }).cells.flatMap((c) =>
+    (c.outputs ?? []).flatMap((o) => o.filter((i) => i.mime === REWARD_MIME).map((i) => i.data as RewardOutput)),
+  );
 
 function outputs(): RewardOutput[] {
   // The example file, plus a record without golden answers and one whose run stored an autocoa reward.
   const extra = [
     { id: 'no-golden', question: 'q', response: '<think>t</think><answer>x</answer>' },
-    { id: 'stored', question: 'q', golden_answers: ['y'], response: '<think>t</think><answer>x</answer>', reward: { scheme: 'autocoa', em: 0, f1: 0, format_ok: true, violations: [], tool_calls: 0, optimal_tool_calls: null, r_tool: 1, r_correct: 0, total: 0 } },
+    {
+      id: 'stored',
+      question: 'q',
+      golden_answers: ['y'],
+      response: '<think>t</think><answer>x</answer>',
+      reward: {
+        scheme: 'autocoa',
+        em: 0,
+        f1: 0,
+        format_ok: true,
+        violations: [],
+        tool_calls: 0,
+        optimal_tool_calls: null,
+        r_tool: 1,
+        r_correct: 0,
+        total: 0,
+      },
+    },
   ];
-  return [...rewardsOf(readFileSync(join(ROOT, 'examples/trajectories.coa.jsonl'), 'utf8'), 'otc-grpo'), ...rewardsOf(extra.map((r) => JSON.stringify(r)).join('\n'), 'em')];
+  return [
+    ...rewardsOf(readFileSync(join(ROOT, 'examples/trajectories.coa.jsonl'), 'utf8'), 'otc-grpo'),
+    ...rewardsOf(extra.map((r) => JSON.stringify(r)).join('\n'), 'em'),
+  ];
 }
 
-test('reward renderer draws every breakdown of a real file with theme colours and no console error', { timeout: 60_000 }, async () => {
+test('reward renderer draws every breakdown of a real file with theme colours and no console error', {
+  timeout: 60_000,
+}, async () => {
   mkdirSync(OUT, { recursive: true });
-  await build({ entryPoints: [join(ROOT, 'webview/notebook-renderer/index.ts')], outfile: join(OUT, 'notebook-renderer.js'), bundle: true, format: 'esm', platform: 'browser', target: 'es2022', logLevel: 'warning' });
+  await build({
+    entryPoints: [join(ROOT, 'webview/notebook-renderer/index.ts')],
+    outfile: join(OUT, 'notebook-renderer.js'),
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    logLevel: 'warning',
+  });
   const data = outputs();
   assert.ok(data.length >= 10);
   const nonce = 'n0nce';
@@ -60,7 +92,8 @@ window.__done = true;
     await page.route(`${ORIGIN}/**`, (route) => {
       const url = new URL(route.request().url());
       if (url.pathname === '/') return route.fulfill({ contentType: 'text/html', body: html });
-      if (url.pathname === '/notebook-renderer.js') return route.fulfill({ contentType: 'text/javascript', body: readFileSync(join(OUT, 'notebook-renderer.js')) });
+      if (url.pathname === '/notebook-renderer.js')
+        return route.fulfill({ contentType: 'text/javascript', body: readFileSync(join(OUT, 'notebook-renderer.js')) });
       return route.fulfill({ status: 404, body: '' });
     });
     await page.goto(`${ORIGIN}/`);
@@ -83,15 +116,24 @@ window.__done = true;
       assert.equal(d.total, `reward ${Math.round(b.total * 10000) / 10000}`);
       // Theme colours: green from --vscode-testing-iconPassed for a reward, red from --vscode-errorForeground.
       // Without golden answers a 0 measures nothing: dim, not red, and said in words.
-      assert.equal(d.colour, data[k].golden.length === 0 ? 'rgb(157, 157, 157)' : b.total > 0 ? 'rgb(1, 160, 2)' : 'rgb(240, 3, 4)');
+      assert.equal(
+        d.colour,
+        data[k].golden.length === 0 ? 'rgb(157, 157, 157)' : b.total > 0 ? 'rgb(1, 160, 2)' : 'rgb(240, 3, 4)',
+      );
       if (data[k].golden.length === 0) assert.match(d.text, /no golden answers/);
       assert.equal(d.format, b.format_ok ? 'ok' : `errors: ${b.violations.join(', ')}`);
       assert.match(d.tools, new RegExp(`^m = ${b.tool_calls}`));
       assert.equal(d.answer, data[k].answer ?? '— (none)');
       assert.ok(d.rows >= 7);
     });
-    assert.ok(drawn.some((d) => d.colour === 'rgb(1, 160, 2)') && drawn.some((d) => d.colour === 'rgb(240, 3, 4)'), 'the example mixes rewarded and failed trajectories');
-    assert.ok(drawn.some((d) => /optimal n = \d/.test(d.tools)), 'OTC-GRPO shows the optimal tool-call count');
+    assert.ok(
+      drawn.some((d) => d.colour === 'rgb(1, 160, 2)') && drawn.some((d) => d.colour === 'rgb(240, 3, 4)'),
+      'the example mixes rewarded and failed trajectories',
+    );
+    assert.ok(
+      drawn.some((d) => /optimal n = \d/.test(d.tools)),
+      'OTC-GRPO shows the optimal tool-call count',
+    );
     // The stored autocoa reward is shown next to its recomputation (same scheme: no "differs"), em offered.
     const stored = drawn[data.findIndex((o) => o.id === 'stored')].text;
     assert.match(stored, /stored by its run\s+0 \(autocoa\) — recomputed the same/);

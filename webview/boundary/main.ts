@@ -42,23 +42,39 @@ pre { white-space: pre-wrap; word-break: break-word; background: var(--vscode-te
 .toolbar { display: flex; gap: 8px; align-items: center; margin: 8px 0; }
 `;
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   for (const c of children) e.append(c);
   return e;
 }
 
-const num = (x: number | null | undefined, d = 3) => (x === null || x === undefined ? '—' : String(Number(x.toFixed(d))));
+const num = (x: number | null | undefined, d = 3) =>
+  x === null || x === undefined ? '—' : String(Number(x.toFixed(d)));
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? '—' : `${(100 * x).toFixed(1)} %`);
 const mark = (share: number) => (share >= 0.5 ? '✓' : '✗') + (share > 0 && share < 1 ? ` ${num(share, 2)}` : '');
 
 function header(s: BoundaryPageState): HTMLElement {
   const r = s.report;
-  const how = r.samples === 1 ? 'greedy, one trajectory each way' : `${r.samples} samples each way at temperature ${r.temperature}`;
-  return el('div', {}, el('h2', {}, `Search boundary — ${r.stage}`),
-    el('div', { class: 'note' }, `step ${r.step} · ${r.split} split · ${r.summary.questions} questions · ${how} · ${num(r.seconds, 1)} s · ${s.file}`),
-    el('div', { class: 'note' }, `checkpoint ${r.checkpoint}`));
+  const how =
+    r.samples === 1
+      ? 'greedy, one trajectory each way'
+      : `${r.samples} samples each way at temperature ${r.temperature}`;
+  return el(
+    'div',
+    {},
+    el('h2', {}, `Search boundary — ${r.stage}`),
+    el(
+      'div',
+      { class: 'note' },
+      `step ${r.step} · ${r.split} split · ${r.summary.questions} questions · ${how} · ${num(r.seconds, 1)} s · ${s.file}`,
+    ),
+    el('div', { class: 'note' }, `checkpoint ${r.checkpoint}`),
+  );
 }
 
 function classBar(s: BoundaryPageState, pick: (c: BoundaryClass | '') => void): HTMLElement {
@@ -76,7 +92,12 @@ function classBar(s: BoundaryPageState, pick: (c: BoundaryClass | '') => void): 
     }
     const swatch = el('span', { class: 'swatch' });
     swatch.style.background = COLOURS[c];
-    const b = el('button', { 'data-class': c, title: BOUNDARY_CLASSES[c] }, swatch, `${c} ${n} (${pct(questions ? n / questions : null)})`);
+    const b = el(
+      'button',
+      { 'data-class': c, title: BOUNDARY_CLASSES[c] },
+      swatch,
+      `${c} ${n} (${pct(questions ? n / questions : null)})`,
+    );
     b.addEventListener('click', () => pick(c));
     legend.append(b);
   }
@@ -95,7 +116,11 @@ function summaryTable(s: BoundaryPageState): HTMLElement {
     ['TC over the minimum', num(m.tc_over_min), 'per question, same questions'],
     ['avoidable searches', pct(m.avoidable_share), 'share of their searches the minimum does without'],
   ];
-  return el('table', { id: 'summary' }, ...rows.map(([k, v, note]) => el('tr', {}, el('td', {}, k), el('td', {}, v), el('td', { class: 'note' }, note))));
+  return el(
+    'table',
+    { id: 'summary' },
+    ...rows.map(([k, v, note]) => el('tr', {}, el('td', {}, k), el('td', {}, v), el('td', { class: 'note' }, note))),
+  );
 }
 
 function truthView(s: BoundaryPageState): HTMLElement | null {
@@ -103,38 +128,96 @@ function truthView(s: BoundaryPageState): HTMLElement | null {
   if (!t) return null;
   const cols = BOUNDARY_CLASS_NAMES.filter((c) => Object.values(t.confusion).some((row) => (row[c] ?? 0) > 0));
   const rows = BOUNDARY_CLASS_NAMES.filter((c) => t.confusion[c]);
-  const confusion = el('table', { id: 'confusion' }, el('tr', {}, el('th', {}, 'truth ↓ · meter →'), ...cols.map((c) => el('th', {}, c))),
-    ...rows.map((r) => el('tr', {}, el('td', {}, r), ...cols.map((c) => el('td', {}, String(t.confusion[r]?.[c] ?? 0))))));
-  const facts = el('table', { id: 'truth' },
+  const confusion = el(
+    'table',
+    { id: 'confusion' },
+    el('tr', {}, el('th', {}, 'truth ↓ · meter →'), ...cols.map((c) => el('th', {}, c))),
+    ...rows.map((r) =>
+      el('tr', {}, el('td', {}, r), ...cols.map((c) => el('td', {}, String(t.confusion[r]?.[c] ?? 0)))),
+    ),
+  );
+  const facts = el(
+    'table',
+    { id: 'truth' },
     el('tr', {}, el('td', {}, 'classes agree'), el('td', {}, pct(t.class_agreement))),
-    el('tr', {}, el('td', {}, 'minimum TC: meter · truth (same questions)'), el('td', {}, `${num(t.min_tc_meter)} · ${num(t.min_tc_truth)}`)),
+    el(
+      'tr',
+      {},
+      el('td', {}, 'minimum TC: meter · truth (same questions)'),
+      el('td', {}, `${num(t.min_tc_meter)} · ${num(t.min_tc_truth)}`),
+    ),
     el('tr', {}, el('td', {}, 'truth on every question'), el('td', {}, num(t.min_tc_truth_all))),
-    el('tr', {}, el('td', {}, 'the benchmark\'s optimum (all · same questions)'), el('td', {}, `${num(t.optimal_tc)} · ${num(t.optimal_tc_same)}`)),
-    el('tr', {}, el('td', {}, 'minimum = the benchmark\'s optimum'), el('td', {}, pct(t.optimal_agreement))));
-  return el('div', {}, el('h3', {}, 'Against the benchmark\'s ground truth'),
-    el('div', { class: 'note' }, 'Truth: each fact of a question asked alone, closed-book, of this checkpoint; its minimum is the facts it does not answer.'),
-    el('div', { class: 'cols' }, facts, confusion));
+    el(
+      'tr',
+      {},
+      el('td', {}, "the benchmark's optimum (all · same questions)"),
+      el('td', {}, `${num(t.optimal_tc)} · ${num(t.optimal_tc_same)}`),
+    ),
+    el('tr', {}, el('td', {}, "minimum = the benchmark's optimum"), el('td', {}, pct(t.optimal_agreement))),
+  );
+  return el(
+    'div',
+    {},
+    el('h3', {}, "Against the benchmark's ground truth"),
+    el(
+      'div',
+      { class: 'note' },
+      'Truth: each fact of a question asked alone, closed-book, of this checkpoint; its minimum is the facts it does not answer.',
+    ),
+    el('div', { class: 'cols' }, facts, confusion),
+  );
 }
 
 const RESPONSES: [keyof BoundaryRow['responses'], string][] = [
-  ['closed_book', 'search refused'], ['search', 'with search'], ['minimal', 'fewest searches found'], ['forced', 'one more search'],
+  ['closed_book', 'search refused'],
+  ['search', 'with search'],
+  ['minimal', 'fewest searches found'],
+  ['forced', 'one more search'],
 ];
 
 function rowView(r: BoundaryRow): HTMLElement {
   const d = el('details', { 'data-id': r.id });
   const cls = el('span', { class: 'cls' }, r.class);
   cls.style.color = COLOURS[r.class];
-  d.append(el('summary', {}, el('span', {}, r.id), el('span', {}, r.question), cls, el('span', { title: 'right with search refused' }, mark(r.closed_book)),
-    el('span', { title: 'right with search' }, mark(r.right)), el('span', { title: 'tool calls' }, num(r.tool_calls, 2)),
-    el('span', { title: 'estimated fewest tool calls' }, r.min_calls === null ? '—' : String(r.min_calls)),
-    el('span', { title: 'the benchmark\'s truth: class · minimum' }, r.truth ? `${r.truth.class} · ${r.truth.min_calls}` : '')));
+  d.append(
+    el(
+      'summary',
+      {},
+      el('span', {}, r.id),
+      el('span', {}, r.question),
+      cls,
+      el('span', { title: 'right with search refused' }, mark(r.closed_book)),
+      el('span', { title: 'right with search' }, mark(r.right)),
+      el('span', { title: 'tool calls' }, num(r.tool_calls, 2)),
+      el('span', { title: 'estimated fewest tool calls' }, r.min_calls === null ? '—' : String(r.min_calls)),
+      el(
+        'span',
+        { title: "the benchmark's truth: class · minimum" },
+        r.truth ? `${r.truth.class} · ${r.truth.min_calls}` : '',
+      ),
+    ),
+  );
   // Bodies are built on first open: a report of thousands of questions stays light.
   d.addEventListener('toggle', () => {
     if (!d.open || d.dataset.filled) return;
     d.dataset.filled = '1';
-    const facts = r.truth ? ` · truth: facts known ${r.truth.facts_known.map((k) => (k ? '✓' : '✗')).join(' ')}${r.truth.optimal !== null ? `, the benchmark's optimum ${r.truth.optimal}` : ''}` : '';
-    d.append(el('div', { class: 'note' }, `golden: ${r.golden_answers.join(' · ') || '—'}${r.group ? ` · ${r.group}` : ''} · ${BOUNDARY_CLASSES[r.class]}${facts}`),
-      el('div', { class: 'traj' }, ...RESPONSES.filter(([k]) => r.responses[k] !== undefined).map(([k, label]) => el('div', {}, el('h4', {}, label), el('pre', {}, r.responses[k] ?? '')))));
+    const facts = r.truth
+      ? ` · truth: facts known ${r.truth.facts_known.map((k) => (k ? '✓' : '✗')).join(' ')}${r.truth.optimal !== null ? `, the benchmark's optimum ${r.truth.optimal}` : ''}`
+      : '';
+    d.append(
+      el(
+        'div',
+        { class: 'note' },
+        `golden: ${r.golden_answers.join(' · ') || '—'}${r.group ? ` · ${r.group}` : ''} · ${BOUNDARY_CLASSES[r.class]}${facts}`,
+      ),
+      el(
+        'div',
+        { class: 'traj' },
+        ...RESPONSES.filter(([k]) => r.responses[k] !== undefined).map(([k, label]) =>
+          el('div', {}, el('h4', {}, label), el('pre', {}, r.responses[k] ?? '')),
+        ),
+      ),
+    );
   });
   return d;
 }
@@ -145,19 +228,28 @@ function render(s: BoundaryPageState): void {
   document.head.append(el('style', { nonce }, CSS));
   const app = document.getElementById('app') ?? document.body;
   const filter = el('input', { type: 'search', placeholder: 'filter questions', 'aria-label': 'filter questions' });
-  const classPick = el('select', { 'aria-label': 'class', id: 'class-filter' }, el('option', { value: '' }, 'every class'),
-    ...BOUNDARY_CLASS_NAMES.map((c) => el('option', { value: c }, c)));
+  const classPick = el(
+    'select',
+    { 'aria-label': 'class', id: 'class-filter' },
+    el('option', { value: '' }, 'every class'),
+    ...BOUNDARY_CLASS_NAMES.map((c) => el('option', { value: c }, c)),
+  );
   const list = el('div', { id: 'rows' });
   const count = el('span', { class: 'note', id: 'row-count' });
   const more = el('button', {}, 'show more');
   let shown = PAGE;
   const draw = () => {
     const q = filter.value.trim().toLowerCase();
-    const rows = s.report.rows.filter((r) => (!classPick.value || r.class === classPick.value) && (!q || r.question.toLowerCase().includes(q) || r.id.toLowerCase().includes(q)));
+    const rows = s.report.rows.filter(
+      (r) =>
+        (!classPick.value || r.class === classPick.value) &&
+        (!q || r.question.toLowerCase().includes(q) || r.id.toLowerCase().includes(q)),
+    );
     list.replaceChildren(...rows.slice(0, shown).map(rowView));
     count.textContent = `${rows.length} of ${s.report.rows.length} questions${s.cutRows ? ` (${s.cutRows} more in the file, not shown)` : ''}`;
     more.hidden = rows.length <= shown;
-    for (const b of Array.from(document.querySelectorAll('#class-legend button'))) b.classList.toggle('on', (b as HTMLElement).dataset.class === classPick.value);
+    for (const b of Array.from(document.querySelectorAll('#class-legend button')))
+      b.classList.toggle('on', (b as HTMLElement).dataset.class === classPick.value);
   };
   const pick = (c: BoundaryClass | '') => {
     classPick.value = classPick.value === c ? '' : c;
@@ -167,7 +259,11 @@ function render(s: BoundaryPageState): void {
   app.append(header(s), classBar(s, pick), summaryTable(s));
   const truth = truthView(s);
   if (truth) app.append(truth);
-  const head = el('div', { class: 'row-head' }, ...['id', 'question', 'class', 'no search', 'search', 'TC', 'min', 'truth'].map((h) => el('span', {}, h)));
+  const head = el(
+    'div',
+    { class: 'row-head' },
+    ...['id', 'question', 'class', 'no search', 'search', 'TC', 'min', 'truth'].map((h) => el('span', {}, h)),
+  );
   app.append(el('h3', {}, 'Questions'), el('div', { class: 'toolbar' }, classPick, filter, count), head, list, more);
   filter.addEventListener('input', () => {
     shown = PAGE;

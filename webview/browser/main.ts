@@ -1,7 +1,17 @@
 // The trajectory browser page: a table of one page of records (filters, sort, paging, jump, text search) whose
 // columns suit the file (questions or trajectories); a row opens its record in the record view beside the browser
 // (the host does that). Draws the first page from the embedded state at once; everything else comes from the host.
-import type { BrowserInitialState, BrowserQuery, BrowserSearchState, BrowserToHost, HostToBrowser, QueryResult, RecordSummary, SearchField, TableKind } from '../../src/protocols/browser';
+import type {
+  BrowserInitialState,
+  BrowserQuery,
+  BrowserSearchState,
+  BrowserToHost,
+  HostToBrowser,
+  QueryResult,
+  RecordSummary,
+  SearchField,
+  TableKind,
+} from '../../src/protocols/browser';
 
 declare function acquireVsCodeApi(): { postMessage(m: BrowserToHost): void };
 
@@ -83,7 +93,8 @@ function send(page = 0): void {
   vscode.postMessage({ type: 'query', query });
 }
 
-for (const id of ['failures', 'errors', 'em', 'minReward', 'tools', 'stage', 'step', 'sort', 'order']) $(id).addEventListener('change', () => send(0));
+for (const id of ['failures', 'errors', 'em', 'minReward', 'tools', 'stage', 'step', 'sort', 'order'])
+  $(id).addEventListener('change', () => send(0));
 $('prev').addEventListener('click', () => send(Math.max(0, (query.page ?? 0) - 1)));
 $('next').addEventListener('click', () => send((query.page ?? 0) + 1));
 $('jump').addEventListener('keydown', (e) => {
@@ -100,19 +111,29 @@ interface Column {
   /** The cell's tooltip (default: its text). */
   tip?(r: RecordSummary): string;
 }
-const rewardClass = (r: RecordSummary) => (r.isQuestion ? '' : r.error || (r.reward ?? 0) <= 0 || r.formatOk === false ? 'bad' : 'ok');
+const rewardClass = (r: RecordSummary) =>
+  r.isQuestion ? '' : r.error || (r.reward ?? 0) <= 0 || r.formatOk === false ? 'bad' : 'ok';
 const COLUMNS: Record<TableKind, Column[]> = {
   questions: [
     { title: 'line', cell: (r) => String(r.line) },
     { title: 'id', cell: (r) => r.id },
     { title: 'question', cell: (r) => (r.error ? r.error : r.question) },
     { title: 'golden answers', cell: (r) => (r.error ? '' : r.golden || '—') },
-    { title: 'source', cell: (r) => (r.error ? 'bad line' : r.isQuestion ? (r.source ?? '') : `trajectory · reward ${fmt(r.reward)}`), cls: (r) => (r.error ? 'bad' : '') },
+    {
+      title: 'source',
+      cell: (r) => (r.error ? 'bad line' : r.isQuestion ? (r.source ?? '') : `trajectory · reward ${fmt(r.reward)}`),
+      cls: (r) => (r.error ? 'bad' : ''),
+    },
   ],
   trajectories: [
     { title: 'line', cell: (r) => String(r.line) },
     { title: 'id', cell: (r) => r.id },
-    { title: 'reward', cell: (r) => (r.error ? 'bad line' : r.isQuestion ? 'question' : fmt(r.reward)), cls: rewardClass, tip: rewardTip },
+    {
+      title: 'reward',
+      cell: (r) => (r.error ? 'bad line' : r.isQuestion ? 'question' : fmt(r.reward)),
+      cls: rewardClass,
+      tip: rewardTip,
+    },
     { title: 'EM', cell: (r) => (r.error ? '' : fmt(r.em)) },
     { title: 'tools', cell: (r) => (r.error ? '' : fmt(r.toolCalls)) },
     { title: 'stage', cell: (r) => r.stage ?? '' },
@@ -121,13 +142,17 @@ const COLUMNS: Record<TableKind, Column[]> = {
   ],
 };
 const columns = COLUMNS[init.kind] ?? COLUMNS.trajectories;
-$('head').replaceChildren(...columns.map((c) => Object.assign(document.createElement('th'), { textContent: c.title, scope: 'col' })));
+$('head').replaceChildren(
+  ...columns.map((c) => Object.assign(document.createElement('th'), { textContent: c.title, scope: 'col' })),
+);
 const rewardHead = Array.from($('head').children).find((th) => th.textContent === 'reward') as HTMLElement | undefined;
 
 /** Where a row's reward comes from: the record's stored one (its run's scheme), or recomputed here. */
 function rewardTip(r: RecordSummary): string {
   if (r.error || r.isQuestion || r.reward === null) return '';
-  return r.stored ? `${fmt(r.reward)}: the record's stored reward (${r.scheme}, what its run trained on)` : `${fmt(r.reward)}: recomputed with ${r.scheme} (the record stores no reward; coaStudio.reward.scheme)`;
+  return r.stored
+    ? `${fmt(r.reward)}: the record's stored reward (${r.scheme}, what its run trained on)`
+    : `${fmt(r.reward)}: recomputed with ${r.scheme} (the record stores no reward; coaStudio.reward.scheme)`;
 }
 
 /** The reward column's heading names the scheme of the rows shown, and whether they are stored or recomputed. */
@@ -137,20 +162,27 @@ function drawRewardHead(rows: readonly RecordSummary[]): void {
   const schemes = [...new Set(scored.map((r) => r.scheme))];
   const stored = scored.filter((r) => r.stored).length;
   const source = stored === scored.length ? 'stored' : stored === 0 ? 'recomputed' : 'stored or recomputed';
-  rewardHead.textContent = scored.length ? `reward (${schemes.length === 1 ? schemes[0] : 'mixed schemes'}, ${source})` : 'reward';
+  rewardHead.textContent = scored.length
+    ? `reward (${schemes.length === 1 ? schemes[0] : 'mixed schemes'}, ${source})`
+    : 'reward';
   rewardHead.dataset.scheme = schemes.join(' ');
   rewardHead.dataset.source = scored.length ? source : '';
-  rewardHead.title = scored.length ? 'Each record\'s stored reward (under its run\'s scheme) when it has one; otherwise recomputed with coaStudio.reward.scheme. Sorting and "reward ≥" use these values.' : '';
+  rewardHead.title = scored.length
+    ? 'Each record\'s stored reward (under its run\'s scheme) when it has one; otherwise recomputed with coaStudio.reward.scheme. Sorting and "reward ≥" use these values.'
+    : '';
 }
 document.body.dataset.kind = init.kind;
 // Reward filters mean nothing for a question set (failures stays: it answers "none", questions never fail).
-if (init.kind === 'questions') for (const id of ['em', 'minReward', 'tools']) ($(id).closest('label') as HTMLElement).hidden = true;
+if (init.kind === 'questions')
+  for (const id of ['em', 'minReward', 'tools']) ($(id).closest('label') as HTMLElement).hidden = true;
 
 /** The record last opened (kept selected across pages and redraws). */
 let selected: number | null = null;
 
 function select(tr: HTMLElement, focus: boolean): void {
-  $('rows').querySelectorAll('tr.sel').forEach((x) => x.classList.remove('sel'));
+  $('rows')
+    .querySelectorAll('tr.sel')
+    .forEach((x) => x.classList.remove('sel'));
   tr.classList.add('sel');
   selected = Number(tr.dataset.i);
   vscode.postMessage({ type: 'open', i: selected, focus });
@@ -180,7 +212,9 @@ function drawRows(rows: RecordSummary[]): void {
       tr.addEventListener('keydown', (e) => {
         if (e.key === 'Enter') select(tr, true);
         else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
-          const next = (e.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling) as HTMLElement | null;
+          const next = (
+            e.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling
+          ) as HTMLElement | null;
           if (next) {
             e.preventDefault();
             next.focus();
@@ -195,13 +229,16 @@ function drawRows(rows: RecordSummary[]): void {
 
 function drawStatus(bytes: number, size: number): void {
   const pct = size ? Math.round((100 * bytes) / size) : 100;
-  $('status').textContent = done ? ` · ${indexed.toLocaleString()} records indexed` : ` · indexing… ${pct}% (${indexed.toLocaleString()} records so far)`;
+  $('status').textContent = done
+    ? ` · ${indexed.toLocaleString()} records indexed`
+    : ` · indexing… ${pct}% (${indexed.toLocaleString()} records so far)`;
 }
 
 function drawPage(result: QueryResult): void {
   drawRows(result.rows);
   const pages = Math.max(1, Math.ceil(result.total / result.pageSize));
-  $('pageinfo').textContent = ` page ${result.page + 1} / ${pages}${done ? '' : '+'} · ${result.total.toLocaleString()} matching `;
+  $('pageinfo').textContent =
+    ` page ${result.page + 1} / ${pages}${done ? '' : '+'} · ${result.total.toLocaleString()} matching `;
   query.page = result.page;
 }
 
@@ -210,7 +247,11 @@ const searchInput = $<HTMLInputElement>('search');
 let searchTimer: ReturnType<typeof setTimeout> | undefined;
 function startSearch(): void {
   clearTimeout(searchTimer);
-  vscode.postMessage({ type: 'search', text: searchInput.value, field: $<HTMLSelectElement>('search-field').value as SearchField });
+  vscode.postMessage({
+    type: 'search',
+    text: searchInput.value,
+    field: $<HTMLSelectElement>('search-field').value as SearchField,
+  });
 }
 searchInput.addEventListener('input', () => {
   clearTimeout(searchTimer);
@@ -243,7 +284,13 @@ function drawSearch(m: BrowserSearchState): void {
   else {
     const pct = init.size ? Math.min(100, Math.round((100 * m.bytes) / init.size)) : 100;
     const n = `${m.count.toLocaleString()} record${m.count === 1 ? '' : 's'} with “${m.text}”`;
-    el.textContent = m.running ? `${n} so far · searching… ${pct}%` : m.error === 'cancelled' ? `${n} (stopped at ${pct}%)` : m.error ? `${n} · search failed: ${m.error}` : n;
+    el.textContent = m.running
+      ? `${n} so far · searching… ${pct}%`
+      : m.error === 'cancelled'
+        ? `${n} (stopped at ${pct}%)`
+        : m.error
+          ? `${n} · search failed: ${m.error}`
+          : n;
   }
 }
 
@@ -264,7 +311,9 @@ window.addEventListener('message', (e: MessageEvent) => {
   } else if (m.type === 'search') drawSearch(m);
   else if (m.type === 'selected') {
     selected = m.i;
-    $('rows').querySelectorAll<HTMLElement>('tr.row').forEach((tr) => tr.classList.toggle('sel', Number(tr.dataset.i) === selected));
+    $('rows')
+      .querySelectorAll<HTMLElement>('tr.row')
+      .forEach((tr) => tr.classList.toggle('sel', Number(tr.dataset.i) === selected));
     // A jump lands on a row of its page that may be far below the fold: bring it into view (the page's answer to
     // the jump's query is posted first, so the row is drawn by now).
     $('rows').querySelector<HTMLElement>('tr.row.sel')?.scrollIntoView({ block: 'center' });
@@ -278,10 +327,14 @@ function drawJump(m: Extract<HostToBrowser, { type: 'jump' }>): void {
   el.dataset.state = m.state;
   if (m.state === 'done') el.textContent = '';
   else if (m.state === 'missing') el.textContent = `no record "${m.target}"${done ? '' : ' in the file'}`;
-  else if (m.state === 'searching') el.textContent = `looking for "${m.target}" in the file… ${m.size ? Math.floor((100 * m.bytes) / m.size) : 0}%`;
-  else if (m.state === 'unindexed') el.textContent = `no record "${m.target}" in the part indexed so far (a verl dump's ids exist once indexed)`;
-  else if (m.state === 'ahead') el.textContent = `"${m.target}" is line ${m.line.toLocaleString()}: opened beside (the table shows it once the index gets there)`;
-  else if (m.state === 'filtered') el.textContent = `"${m.target}" is line ${m.line.toLocaleString()}: opened beside (the filter or search hides it from the table)`;
+  else if (m.state === 'searching')
+    el.textContent = `looking for "${m.target}" in the file… ${m.size ? Math.floor((100 * m.bytes) / m.size) : 0}%`;
+  else if (m.state === 'unindexed')
+    el.textContent = `no record "${m.target}" in the part indexed so far (a verl dump's ids exist once indexed)`;
+  else if (m.state === 'ahead')
+    el.textContent = `"${m.target}" is line ${m.line.toLocaleString()}: opened beside (the table shows it once the index gets there)`;
+  else if (m.state === 'filtered')
+    el.textContent = `"${m.target}" is line ${m.line.toLocaleString()}: opened beside (the filter or search hides it from the table)`;
 }
 
 /** The questions view in one line: prompt-only records are a dataset, not failures. */

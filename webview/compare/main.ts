@@ -5,7 +5,14 @@
 // host for its two trajectories and shows them side by side, aligned by step, the first step where they part marked.
 // State comes embedded (#initial-state); no remote content.
 import type { ComparePageState, HostToPage, PageToHost, PageSample } from '../../src/protocols/compare';
-import { CLASS_WORDS, flipTable, windowLabel, type FlipCounts, type FlipRow, type FlipTable } from '../../src/core/diff/flips';
+import {
+  CLASS_WORDS,
+  flipTable,
+  windowLabel,
+  type FlipCounts,
+  type FlipRow,
+  type FlipTable,
+} from '../../src/core/diff/flips';
 import type { Means, StepRow, StepWindow, SideInfo } from '../../src/core/diff/types';
 import type { Alignment } from '../../src/core/diff/align';
 
@@ -44,7 +51,11 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 0; font-family: var
 .missing { opacity: .6; font-style: italic; }
 `;
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   for (const c of children) e.append(c);
@@ -58,13 +69,37 @@ function signed(x: number | undefined, tone = true): HTMLElement {
   return el('span', { class: tone ? (x > 0 ? 'pos' : x < 0 ? 'neg' : '') : '' }, `${x > 0 ? '+' : ''}${num(x)}`);
 }
 
-const rewardWords = (s: SideInfo) => (s.reward.source === 'stored' ? `rewards as stored (${s.reward.schemes.join(', ')})` : `rewards scored here (${s.reward.scheme})`);
+const rewardWords = (s: SideInfo) =>
+  s.reward.source === 'stored'
+    ? `rewards as stored (${s.reward.schemes.join(', ')})`
+    : `rewards scored here (${s.reward.scheme})`;
 
 /** Mean reward per step of each run: the curve, not one number pooled over every step. */
 function stepsTable(steps: StepRow[]): HTMLElement {
-  const head = el('tr', {}, ...['step', 'A reward', 'B reward', 'Δ reward', 'A EM', 'B EM', 'A tool calls', 'B tool calls', 'A n', 'B n'].map((h) => el('th', {}, h)));
+  const head = el(
+    'tr',
+    {},
+    ...['step', 'A reward', 'B reward', 'Δ reward', 'A EM', 'B EM', 'A tool calls', 'B tool calls', 'A n', 'B n'].map(
+      (h) => el('th', {}, h),
+    ),
+  );
   const cell = (m: Means | null, k: keyof Means) => el('td', {}, m ? num(m[k]) : '—');
-  const rows = steps.map((r) => el('tr', {}, el('td', {}, String(r.step)), cell(r.a, 'total'), cell(r.b, 'total'), el('td', {}, signed(r.delta?.total)), cell(r.a, 'em'), cell(r.b, 'em'), cell(r.a, 'tool_calls'), cell(r.b, 'tool_calls'), el('td', {}, String(r.a?.n ?? 0)), el('td', {}, String(r.b?.n ?? 0))));
+  const rows = steps.map((r) =>
+    el(
+      'tr',
+      {},
+      el('td', {}, String(r.step)),
+      cell(r.a, 'total'),
+      cell(r.b, 'total'),
+      el('td', {}, signed(r.delta?.total)),
+      cell(r.a, 'em'),
+      cell(r.b, 'em'),
+      cell(r.a, 'tool_calls'),
+      cell(r.b, 'tool_calls'),
+      el('td', {}, String(r.a?.n ?? 0)),
+      el('td', {}, String(r.b?.n ?? 0)),
+    ),
+  );
   return el('div', { class: 'steps' }, el('table', { id: 'steps' }, head, ...rows));
 }
 
@@ -75,22 +110,47 @@ interface Filters {
   text: string;
 }
 
-const COUNT_COLUMNS: [keyof FlipCounts, string, ClassFilter | null][] = [['shared', 'questions', 'all'], ['gained', 'gained', 'gained'], ['lost', 'lost', 'lost'], ['both_right', 'both right', 'both_right'], ['both_wrong', 'both wrong', 'both_wrong'], ['mixed', 'mixed', 'mixed']];
+const COUNT_COLUMNS: [keyof FlipCounts, string, ClassFilter | null][] = [
+  ['shared', 'questions', 'all'],
+  ['gained', 'gained', 'gained'],
+  ['lost', 'lost', 'lost'],
+  ['both_right', 'both right', 'both_right'],
+  ['both_wrong', 'both wrong', 'both_wrong'],
+  ['mixed', 'mixed', 'mixed'],
+];
 
 function flipsTable(t: FlipTable<PageSample>, pick: (cls: ClassFilter, group: Filters['group']) => void): HTMLElement {
-  const head = el('tr', {}, el('th', {}, ''), ...COUNT_COLUMNS.map(([, h]) => el('th', {}, h)), ...['net', 'EM A', 'EM B', 'ΔEM', 'ΔTC', 'Δreward', 'ΔF1', 'Δr_tool', 'Δformat ok'].map((h) => el('th', {}, h)));
-  const row = (label: string, c: FlipCounts, group: Filters['group']) => el('tr', { 'data-group': group ? `${group.name}=${group.value}` : 'all' },
-    el('td', {}, label),
-    ...COUNT_COLUMNS.map(([k, , cls]) => {
-      const b = el('button', { class: 'count', 'data-cls': cls ?? '' }, String(c[k]));
-      if (!c[k]) b.disabled = true;
-      b.addEventListener('click', () => pick(cls ?? 'all', group));
-      return el('td', {}, b);
-    }),
-    el('td', {}, signed(c.net)), el('td', {}, num(c.em_a)), el('td', {}, num(c.em_b)), el('td', {}, signed(c.delta_em)),
-    el('td', {}, signed(c.delta.tool_calls, false)), el('td', {}, signed(c.delta.total)), el('td', {}, signed(c.delta.f1)), el('td', {}, signed(c.delta.r_tool)), el('td', {}, signed(c.delta.format_ok)));
+  const head = el(
+    'tr',
+    {},
+    el('th', {}, ''),
+    ...COUNT_COLUMNS.map(([, h]) => el('th', {}, h)),
+    ...['net', 'EM A', 'EM B', 'ΔEM', 'ΔTC', 'Δreward', 'ΔF1', 'Δr_tool', 'Δformat ok'].map((h) => el('th', {}, h)),
+  );
+  const row = (label: string, c: FlipCounts, group: Filters['group']) =>
+    el(
+      'tr',
+      { 'data-group': group ? `${group.name}=${group.value}` : 'all' },
+      el('td', {}, label),
+      ...COUNT_COLUMNS.map(([k, , cls]) => {
+        const b = el('button', { class: 'count', 'data-cls': cls ?? '' }, String(c[k]));
+        if (!c[k]) b.disabled = true;
+        b.addEventListener('click', () => pick(cls ?? 'all', group));
+        return el('td', {}, b);
+      }),
+      el('td', {}, signed(c.net)),
+      el('td', {}, num(c.em_a)),
+      el('td', {}, num(c.em_b)),
+      el('td', {}, signed(c.delta_em)),
+      el('td', {}, signed(c.delta.tool_calls, false)),
+      el('td', {}, signed(c.delta.total)),
+      el('td', {}, signed(c.delta.f1)),
+      el('td', {}, signed(c.delta.r_tool)),
+      el('td', {}, signed(c.delta.format_ok)),
+    );
   const rows = [row('all', t.totals, null)];
-  for (const d of t.dimensions) for (const g of d.groups) rows.push(row(`${d.name} = ${g.value}`, g.counts, { name: d.name, value: g.value }));
+  for (const d of t.dimensions)
+    for (const g of d.groups) rows.push(row(`${d.name} = ${g.value}`, g.counts, { name: d.name, value: g.value }));
   return el('table', { id: 'flips' }, head, ...rows);
 }
 
@@ -101,7 +161,9 @@ function identity(t: FlipTable<PageSample>): string {
 }
 
 function classBadge(r: Row): HTMLElement {
-  return r.cls ? el('span', { class: `cls cls-${r.cls}` }, CLASS_WORDS[r.cls]) : el('span', { class: 'cls cls-only' }, r.a ? 'only in A' : 'only in B');
+  return r.cls
+    ? el('span', { class: `cls cls-${r.cls}` }, CLASS_WORDS[r.cls])
+    : el('span', { class: 'cls cls-only' }, r.a ? 'only in A' : 'only in B');
 }
 
 const pair = (a: Means | null, b: Means | null, k: keyof Means) => `${a ? num(a[k]) : '—'} → ${b ? num(b[k]) : '—'}`;
@@ -121,20 +183,55 @@ function sampleLabel(s: PageSample): string {
 }
 
 function alignedTable(al: Alignment): HTMLElement {
-  const cell = (s: Alignment['rows'][number]['a']) => (s ? el('td', {}, el('span', { class: 'kind' }, s.kind), el('pre', {}, s.text)) : el('td', { class: 'missing' }, '—'));
+  const cell = (s: Alignment['rows'][number]['a']) =>
+    s
+      ? el('td', {}, el('span', { class: 'kind' }, s.kind), el('pre', {}, s.text))
+      : el('td', { class: 'missing' }, '—');
   const rows = al.rows.map((r) => {
-    const tr = el('tr', { class: r.index === al.divergence ? 'diverge' : r.same ? 'same' : 'differ' }, el('td', {}, String(r.index + 1)), cell(r.a), cell(r.b));
+    const tr = el(
+      'tr',
+      { class: r.index === al.divergence ? 'diverge' : r.same ? 'same' : 'differ' },
+      el('td', {}, String(r.index + 1)),
+      cell(r.a),
+      cell(r.b),
+    );
     if (r.index === al.divergence) tr.firstElementChild!.append(el('span', { class: 'marker' }, 'first divergence'));
     return tr;
   });
-  return el('table', { class: 'aligned' }, el('tr', {}, el('th', {}, 'step'), el('th', {}, 'A'), el('th', {}, 'B')), ...rows);
+  return el(
+    'table',
+    { class: 'aligned' },
+    el('tr', {}, el('th', {}, 'step'), el('th', {}, 'A'), el('th', {}, 'B')),
+    ...rows,
+  );
 }
 
 function rowBody(r: Row, box: HTMLElement): void {
-  const deltas = r.delta ? el('div', { class: 'note' }, 'B − A: ', ...(['em', 'f1', 'total', 'r_tool', 'r_correct', 'tool_calls', 'format_ok'] as const).flatMap((k) => [`${k} `, signed(r.delta![k], k !== 'tool_calls'), '  '])) : el('div', { class: 'missing' }, 'only one run has this question here');
-  const attrs = Object.entries(r.attrs).map(([k, v]) => `${k} ${v}`).join(' · ');
-  const pickA = el('select', { 'aria-label': 'A sample', class: 'pick-a' }, ...r.aSamples.map((s, i) => el('option', { value: String(i) }, `A: ${sampleLabel(s)}`)));
-  const pickB = el('select', { 'aria-label': 'B sample', class: 'pick-b' }, ...r.bSamples.map((s, i) => el('option', { value: String(i) }, `B: ${sampleLabel(s)}`)));
+  const deltas = r.delta
+    ? el(
+        'div',
+        { class: 'note' },
+        'B − A: ',
+        ...(['em', 'f1', 'total', 'r_tool', 'r_correct', 'tool_calls', 'format_ok'] as const).flatMap((k) => [
+          `${k} `,
+          signed(r.delta![k], k !== 'tool_calls'),
+          '  ',
+        ]),
+      )
+    : el('div', { class: 'missing' }, 'only one run has this question here');
+  const attrs = Object.entries(r.attrs)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(' · ');
+  const pickA = el(
+    'select',
+    { 'aria-label': 'A sample', class: 'pick-a' },
+    ...r.aSamples.map((s, i) => el('option', { value: String(i) }, `A: ${sampleLabel(s)}`)),
+  );
+  const pickB = el(
+    'select',
+    { 'aria-label': 'B sample', class: 'pick-b' },
+    ...r.bSamples.map((s, i) => el('option', { value: String(i) }, `B: ${sampleLabel(s)}`)),
+  );
   const open = (side: 'a' | 'b', sel: HTMLSelectElement) => {
     const s = (side === 'a' ? r.aSamples : r.bSamples)[Number(sel.value)];
     if (s) vscode.postMessage({ type: 'openRecord', side, line: s.line });
@@ -148,21 +245,56 @@ function rowBody(r: Row, box: HTMLElement): void {
     const key = r.key;
     waiting.set(key, (m) => {
       if (m.error) return aligned.replaceChildren(el('div', { class: 'neg' }, m.error));
-      if (m.alignment) aligned.replaceChildren(el('div', { class: 'note' }, m.alignment.divergence === null ? 'the two trajectories take the same steps' : `they part at step ${m.alignment.divergence + 1}`), alignedTable(m.alignment));
+      if (m.alignment)
+        aligned.replaceChildren(
+          el(
+            'div',
+            { class: 'note' },
+            m.alignment.divergence === null
+              ? 'the two trajectories take the same steps'
+              : `they part at step ${m.alignment.divergence + 1}`,
+          ),
+          alignedTable(m.alignment),
+        );
       else aligned.replaceChildren(el('pre', {}, (m.a ?? m.b)?.response ?? ''));
     });
-    vscode.postMessage({ type: 'pair', key, a: r.aSamples.length ? Number(pickA.value) : null, b: r.bSamples.length ? Number(pickB.value) : null });
+    vscode.postMessage({
+      type: 'pair',
+      key,
+      a: r.aSamples.length ? Number(pickA.value) : null,
+      b: r.bSamples.length ? Number(pickB.value) : null,
+    });
   };
   pickA.addEventListener('change', request);
   pickB.addEventListener('change', request);
-  box.append(el('div', { class: 'note' }, `golden: ${r.golden.join(' · ') || '—'}${attrs ? ` · ${attrs}` : ''}`), deltas,
-    el('div', { class: 'toolbar' }, ...(r.aSamples.length ? [pickA, openA] : []), ...(r.bSamples.length ? [pickB, openB] : [])), aligned);
+  box.append(
+    el('div', { class: 'note' }, `golden: ${r.golden.join(' · ') || '—'}${attrs ? ` · ${attrs}` : ''}`),
+    deltas,
+    el(
+      'div',
+      { class: 'toolbar' },
+      ...(r.aSamples.length ? [pickA, openA] : []),
+      ...(r.bSamples.length ? [pickB, openB] : []),
+    ),
+    aligned,
+  );
   request();
 }
 
 function rowView(r: Row): HTMLElement {
   const d = el('details', { 'data-key': r.key, 'data-class': r.cls ?? 'only' });
-  d.append(el('summary', {}, classBadge(r), el('span', {}, r.question), el('span', {}, pair(r.a, r.b, 'em')), el('span', {}, pair(r.a, r.b, 'tool_calls')), el('span', {}, pair(r.a, r.b, 'total')), signed(r.delta?.total)));
+  d.append(
+    el(
+      'summary',
+      {},
+      classBadge(r),
+      el('span', {}, r.question),
+      el('span', {}, pair(r.a, r.b, 'em')),
+      el('span', {}, pair(r.a, r.b, 'tool_calls')),
+      el('span', {}, pair(r.a, r.b, 'total')),
+      signed(r.delta?.total),
+    ),
+  );
   // Bodies are built on first open: a comparison of thousands of questions stays light.
   d.addEventListener('toggle', () => {
     if (!d.open || d.dataset.filled) return;
@@ -178,27 +310,99 @@ function render(s: State): void {
   document.head.append(el('style', { nonce }, CSS));
   const app = document.getElementById('app') ?? document.body;
   const schemes = (x: SideInfo) => (x.reward.source === 'stored' ? x.reward.schemes : [x.reward.scheme]).join();
-  app.append(el('h2', {}, 'Compare runs'),
-    el('div', { class: 'note', id: 'sides' }, `A ${s.a.label}: ${s.a.records} trajectories, ${rewardWords(s.a)} · B ${s.b.label}: ${s.b.records} trajectories, ${rewardWords(s.b)} · paired by ${s.keyBy === 'id' ? 'record id' : 'question'}`),
-    ...(schemes(s.a) !== schemes(s.b) ? [el('div', { class: 'note' }, 'The runs were rewarded by different schemes: Δreward compares them as they trained; EM, F1 and tool calls do not depend on the scheme.')] : []),
-    ...(s.a.reward.source === 'scored' || s.b.reward.source === 'scored' ? [el('div', { class: 'note' }, s.formula)] : []));
+  app.append(
+    el('h2', {}, 'Compare runs'),
+    el(
+      'div',
+      { class: 'note', id: 'sides' },
+      `A ${s.a.label}: ${s.a.records} trajectories, ${rewardWords(s.a)} · B ${s.b.label}: ${s.b.records} trajectories, ${rewardWords(s.b)} · paired by ${s.keyBy === 'id' ? 'record id' : 'question'}`,
+    ),
+    ...(schemes(s.a) !== schemes(s.b)
+      ? [
+          el(
+            'div',
+            { class: 'note' },
+            'The runs were rewarded by different schemes: Δreward compares them as they trained; EM, F1 and tool calls do not depend on the scheme.',
+          ),
+        ]
+      : []),
+    ...(s.a.reward.source === 'scored' || s.b.reward.source === 'scored'
+      ? [el('div', { class: 'note' }, s.formula)]
+      : []),
+  );
   if (s.steps.length) app.append(el('h3', {}, 'Reward per step'), stepsTable(s.steps));
-  const windows: StepWindow[] = [s.window, ...s.steps.filter((r) => r.a && r.b && !(s.window.kind === 'step' && r.step === s.window.step)).reverse().map((r): StepWindow => ({ kind: 'step', step: r.step })), ...(s.window.kind === 'all' ? [] : [{ kind: 'all' } as StepWindow])];
-  const windowPick = el('select', { 'aria-label': 'steps', id: 'window' }, ...windows.map((w, i) => el('option', { value: String(i) }, i === 0 && w.kind === 'step' ? `step ${w.step} (the last both runs sampled)` : w.kind === 'all' ? (s.steps.length ? 'all steps, pooled' : 'all records') : `step ${w.step}`)));
+  const windows: StepWindow[] = [
+    s.window,
+    ...s.steps
+      .filter((r) => r.a && r.b && !(s.window.kind === 'step' && r.step === s.window.step))
+      .reverse()
+      .map((r): StepWindow => ({ kind: 'step', step: r.step })),
+    ...(s.window.kind === 'all' ? [] : [{ kind: 'all' } as StepWindow]),
+  ];
+  const windowPick = el(
+    'select',
+    { 'aria-label': 'steps', id: 'window' },
+    ...windows.map((w, i) =>
+      el(
+        'option',
+        { value: String(i) },
+        i === 0 && w.kind === 'step'
+          ? `step ${w.step} (the last both runs sampled)`
+          : w.kind === 'all'
+            ? s.steps.length
+              ? 'all steps, pooled'
+              : 'all records'
+            : `step ${w.step}`,
+      ),
+    ),
+  );
   const tableBox = el('div', {});
   const identityLine = el('div', { class: 'note', id: 'identity' });
   app.append(el('h3', {}, 'Flip table over ', windowPick), identityLine, tableBox);
   for (const bad of [...s.a.invalid, ...s.b.invalid].slice(0, 20)) app.append(el('div', { class: 'neg' }, bad.message));
-  if (s.truncated > 0) app.append(el('div', { class: 'note' }, `${s.truncated} more questions are not in this view (coa diff covers every one)`));
+  if (s.truncated > 0)
+    app.append(
+      el('div', { class: 'note' }, `${s.truncated} more questions are not in this view (coa diff covers every one)`),
+    );
 
   const filters: Filters = { cls: 'flips', group: null, text: '' };
   const filter = el('input', { type: 'search', placeholder: 'filter questions', 'aria-label': 'filter questions' });
-  const clsPick = el('select', { 'aria-label': 'class', id: 'class' }, ...([['flips', 'gained and lost'], ['all', 'every question'], ['gained', 'gained'], ['lost', 'lost'], ['both_right', 'both right'], ['both_wrong', 'both wrong'], ['mixed', 'same, mixed'], ['only', 'only one run']] as const).map(([v, t]) => el('option', { value: v }, t)));
+  const clsPick = el(
+    'select',
+    { 'aria-label': 'class', id: 'class' },
+    ...(
+      [
+        ['flips', 'gained and lost'],
+        ['all', 'every question'],
+        ['gained', 'gained'],
+        ['lost', 'lost'],
+        ['both_right', 'both right'],
+        ['both_wrong', 'both wrong'],
+        ['mixed', 'same, mixed'],
+        ['only', 'only one run'],
+      ] as const
+    ).map(([v, t]) => el('option', { value: v }, t)),
+  );
   const groupChip = el('span', { class: 'chip', id: 'group' });
-  const order = el('select', { 'aria-label': 'order' }, el('option', { value: 'change' }, 'flips first, largest change'), el('option', { value: 'down' }, 'B worse first'), el('option', { value: 'up' }, 'B better first'));
+  const order = el(
+    'select',
+    { 'aria-label': 'order' },
+    el('option', { value: 'change' }, 'flips first, largest change'),
+    el('option', { value: 'down' }, 'B worse first'),
+    el('option', { value: 'up' }, 'B better first'),
+  );
   const list = el('div', { id: 'rows' });
   const more = el('button', { id: 'more' }, 'show more');
-  const head = el('div', { class: 'row-head' }, el('span', {}, ''), el('span', {}, 'question'), el('span', {}, 'EM A → B'), el('span', {}, 'tool calls A → B'), el('span', {}, 'reward A → B'), el('span', {}, 'Δ reward'));
+  const head = el(
+    'div',
+    { class: 'row-head' },
+    el('span', {}, ''),
+    el('span', {}, 'question'),
+    el('span', {}, 'EM A → B'),
+    el('span', {}, 'tool calls A → B'),
+    el('span', {}, 'reward A → B'),
+    el('span', {}, 'Δ reward'),
+  );
   app.append(el('div', { class: 'toolbar' }, filter, clsPick, groupChip, order), head, list, more);
 
   let table: FlipTable<PageSample>;
@@ -229,9 +433,17 @@ function render(s: State): void {
     const g = filters.group;
     groupChip.hidden = !g;
     groupChip.textContent = g ? `${g.name} = ${g.value} ✕` : '';
-    shown = table.rows.filter((r) =>
-      (filters.cls === 'all' || (filters.cls === 'flips' ? r.cls === 'gained' || r.cls === 'lost' : filters.cls === 'only' ? r.cls === null : r.cls === filters.cls)) &&
-      (!g || r.attrs[g.name] === g.value) && (!q || r.question.toLowerCase().includes(q)));
+    shown = table.rows.filter(
+      (r) =>
+        (filters.cls === 'all' ||
+          (filters.cls === 'flips'
+            ? r.cls === 'gained' || r.cls === 'lost'
+            : filters.cls === 'only'
+              ? r.cls === null
+              : r.cls === filters.cls)) &&
+        (!g || r.attrs[g.name] === g.value) &&
+        (!q || r.question.toLowerCase().includes(q)),
+    );
     const key = (r: Row) => r.delta?.total ?? 0;
     if (order.value === 'down') shown.sort((x, y) => key(x) - key(y));
     else if (order.value === 'up') shown.sort((x, y) => key(y) - key(x));

@@ -23,14 +23,24 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0 0; font-famil
 .toolbar { display: flex; gap: 8px; align-items: center; margin: 8px 0; }
 `;
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   for (const c of children) e.append(c);
   return e;
 }
-const num = (x: number | null | undefined, d = 3) => (x === null || x === undefined ? '—' : String(Number(x.toFixed(d))));
-const signedCell = (x: number | null) => el('td', { class: x === null || x === 0 ? '' : x > 0 ? 'pos' : 'neg' }, x === null ? '—' : `${x > 0 ? '+' : ''}${num(x)}`);
+const num = (x: number | null | undefined, d = 3) =>
+  x === null || x === undefined ? '—' : String(Number(x.toFixed(d)));
+const signedCell = (x: number | null) =>
+  el(
+    'td',
+    { class: x === null || x === 0 ? '' : x > 0 ? 'pos' : 'neg' },
+    x === null ? '—' : `${x > 0 ? '+' : ''}${num(x)}`,
+  );
 
 function groupLabel(g: Group): string {
   return `group ${g.group} · ${g.samples.length} samples · mean reward ${num(g.mean)}${g.zeroVariance ? ' · zero variance' : ''} — ${g.question}`;
@@ -41,7 +51,17 @@ const ROWS: [string, (s: GroupSample) => HTMLElement][] = [
   ['advantage', (s) => signedCell(s.advantage)],
   ['EM', (s) => el('td', {}, num(s.reward?.em))],
   ['F1', (s) => el('td', {}, num(s.reward?.f1))],
-  ['tool calls', (s) => el('td', {}, s.reward ? `${s.reward.tool_calls}${s.reward.optimal_tool_calls !== null ? ` (n ${s.reward.optimal_tool_calls})` : ''}` : '—')],
+  [
+    'tool calls',
+    (s) =>
+      el(
+        'td',
+        {},
+        s.reward
+          ? `${s.reward.tool_calls}${s.reward.optimal_tool_calls !== null ? ` (n ${s.reward.optimal_tool_calls})` : ''}`
+          : '—',
+      ),
+  ],
   ['r_tool', (s) => el('td', {}, num(s.reward?.r_tool))],
   ['r_correct', (s) => el('td', {}, num(s.reward?.r_correct))],
   ['format', (s) => el('td', {}, s.reward ? (s.reward.format_ok ? 'ok' : s.reward.violations.join(', ')) : '—')],
@@ -56,11 +76,40 @@ function openButton(s: GroupSample): HTMLElement {
 function groupView(g: Group): HTMLElement {
   const head = el('tr', {}, el('th', {}, ''), ...g.samples.map((s) => el('th', {}, openButton(s))));
   const rows = ROWS.map(([name, cell]) => el('tr', { 'data-row': name }, el('td', {}, name), ...g.samples.map(cell)));
-  const verdict = g.mean === null ? el('div', { class: 'note' }, 'some samples carry no stored reward') :
-    g.zeroVariance ? el('div', { class: 'zero', id: 'verdict' }, `zero variance: every sample got reward ${num(g.mean)}, so every advantage is 0 — this group cost ${g.samples.length} rollouts and gives no gradient`) :
-      el('div', { class: 'note', id: 'verdict' }, `rewards mean ${num(g.mean)}, standard deviation ${num(g.std)} (GRPO's advantage: reward − mean, ÷ std when std_normalize)`);
-  const responses = el('div', { class: 'responses' }, ...g.samples.map((s) => el('div', { class: 'sample' }, el('h4', {}, openButton(s), ` · reward ${num(s.reward?.total)} · advantage ${num(s.advantage)}`), el('pre', {}, s.response))));
-  return el('div', {}, el('div', { class: 'note' }, `question: ${g.question} · golden: ${g.golden.join(' · ') || '—'}`), verdict, el('table', { id: 'group-samples' }, head, ...rows), responses);
+  const verdict =
+    g.mean === null
+      ? el('div', { class: 'note' }, 'some samples carry no stored reward')
+      : g.zeroVariance
+        ? el(
+            'div',
+            { class: 'zero', id: 'verdict' },
+            `zero variance: every sample got reward ${num(g.mean)}, so every advantage is 0 — this group cost ${g.samples.length} rollouts and gives no gradient`,
+          )
+        : el(
+            'div',
+            { class: 'note', id: 'verdict' },
+            `rewards mean ${num(g.mean)}, standard deviation ${num(g.std)} (GRPO's advantage: reward − mean, ÷ std when std_normalize)`,
+          );
+  const responses = el(
+    'div',
+    { class: 'responses' },
+    ...g.samples.map((s) =>
+      el(
+        'div',
+        { class: 'sample' },
+        el('h4', {}, openButton(s), ` · reward ${num(s.reward?.total)} · advantage ${num(s.advantage)}`),
+        el('pre', {}, s.response),
+      ),
+    ),
+  );
+  return el(
+    'div',
+    {},
+    el('div', { class: 'note' }, `question: ${g.question} · golden: ${g.golden.join(' · ') || '—'}`),
+    verdict,
+    el('table', { id: 'group-samples' }, head, ...rows),
+    responses,
+  );
 }
 
 function render(s: GroupPageState): void {
@@ -68,13 +117,24 @@ function render(s: GroupPageState): void {
   const app = document.getElementById('app') ?? document.body;
   const d = s.data;
   const zero = d.groups.filter((g) => g.zeroVariance).length;
-  const pick = el('select', { id: 'group', 'aria-label': 'group' }, ...d.groups.map((g, i) => el('option', { value: String(i) }, groupLabel(g))));
+  const pick = el(
+    'select',
+    { id: 'group', 'aria-label': 'group' },
+    ...d.groups.map((g, i) => el('option', { value: String(i) }, groupLabel(g))),
+  );
   const at = d.groups.findIndex((g) => g.group === s.selected);
   pick.value = String(at >= 0 ? at : 0);
   const body = el('div', { id: 'group-body' });
-  app.append(el('h2', {}, `GRPO groups · ${s.stage ?? ''} step ${d.step}`),
-    el('div', { class: 'note', id: 'share' }, `${s.file} · ${d.groups.length} groups at this step, ${zero} with zero variance (${d.zeroVarianceShare === null ? '—' : `${Math.round(100 * d.zeroVarianceShare)} %`}: all samples rewarded alike, no gradient)`),
-    el('div', { class: 'toolbar' }, pick), body);
+  app.append(
+    el('h2', {}, `GRPO groups · ${s.stage ?? ''} step ${d.step}`),
+    el(
+      'div',
+      { class: 'note', id: 'share' },
+      `${s.file} · ${d.groups.length} groups at this step, ${zero} with zero variance (${d.zeroVarianceShare === null ? '—' : `${Math.round(100 * d.zeroVarianceShare)} %`}: all samples rewarded alike, no gradient)`,
+    ),
+    el('div', { class: 'toolbar' }, pick),
+    body,
+  );
   const show = () => body.replaceChildren(groupView(d.groups[Number(pick.value)] ?? d.groups[0]));
   pick.addEventListener('change', show);
   show();

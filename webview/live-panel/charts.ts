@@ -7,8 +7,29 @@
 // of metrics costs the plots on screen. Ticks and ranges are ours (format.ts), always finite: uPlot's own splitter
 // can loop forever on ranges its increment table does not cover ("RangeError: Invalid array length").
 import uPlot from 'uplot';
-import { GROUPS, matchesFilter, readout, type ChartData, type GroupId, type Line, type PanelModel, type XAxis } from './model';
-import { STEP_INCRS, axisLabel, formatValue, logTickLabels, logTicks, niceTicks, safeRange, tickLabels, timeLabels, timeTicks, yAxisWidth } from './format';
+import {
+  GROUPS,
+  matchesFilter,
+  readout,
+  type ChartData,
+  type GroupId,
+  type Line,
+  type PanelModel,
+  type XAxis,
+} from './model';
+import {
+  STEP_INCRS,
+  axisLabel,
+  formatValue,
+  logTickLabels,
+  logTicks,
+  niceTicks,
+  safeRange,
+  tickLabels,
+  timeLabels,
+  timeTicks,
+  yAxisWidth,
+} from './format';
 import { cssVar, el, icon, lineColour, withAlpha } from './dom';
 
 export interface ChartsHost {
@@ -72,7 +93,12 @@ export class TabCharts {
   ) {
     this.lines = host.model.lines(tab);
     this.pinnedGrid = el('div', { class: 'grid' });
-    this.pinnedSection = el('section', { class: 'group', 'data-group': 'pinned', hidden: '' }, el('h3', {}, icon('pinned'), ' Pinned'), this.pinnedGrid);
+    this.pinnedSection = el(
+      'section',
+      { class: 'group', 'data-group': 'pinned', hidden: '' },
+      el('h3', {}, icon('pinned'), ' Pinned'),
+      this.pinnedGrid,
+    );
     this.emptyNote = el('p', { class: 'empty', hidden: '' }, 'No chart matches the filter.');
     root.replaceChildren(this.pinnedSection);
     for (const g of GROUPS) {
@@ -82,18 +108,21 @@ export class TabCharts {
       this.groups.set(g.id, { section, grid });
     }
     root.append(this.emptyNote);
-    this.observer = new IntersectionObserver((entries) => {
-      for (const e of entries) {
-        const c = this.charts.get((e.target as HTMLElement).dataset.metric!);
-        if (!c) continue;
-        c.visible = e.isIntersecting;
-        if (!c.visible) continue;
-        if (!c.plot) this.ensurePlot(c.name);
-        else if (c.stale) this.update(c);
-      }
-      // When the latest charts scrolled into view were drawn, in ms since the page started (bench/live-panel reads it).
-      document.body.dataset.plottedAt = performance.now().toFixed(1);
-    }, { rootMargin: '300px' });
+    this.observer = new IntersectionObserver(
+      (entries) => {
+        for (const e of entries) {
+          const c = this.charts.get((e.target as HTMLElement).dataset.metric!);
+          if (!c) continue;
+          c.visible = e.isIntersecting;
+          if (!c.visible) continue;
+          if (!c.plot) this.ensurePlot(c.name);
+          else if (c.stale) this.update(c);
+        }
+        // When the latest charts scrolled into view were drawn, in ms since the page started (bench/live-panel reads it).
+        document.body.dataset.plottedAt = performance.now().toFixed(1);
+      },
+      { rootMargin: '300px' },
+    );
     // Each plot follows its box's width (the grid's columns change with the panel's width); only a width change
     // resizes: heights change with every filter keystroke and new chart.
     this.resize = new ResizeObserver((entries) => {
@@ -118,20 +147,51 @@ export class TabCharts {
         this.charts.set(name, c);
       } else if (c.plot && c.visible) this.update(c);
       else if (c.plot) c.stale = true;
-      c.box.dataset.points = String(c.plot && c.visible && c.data ? c.data.x.length : this.host.model.chartSteps(this.lines, name));
+      c.box.dataset.points = String(
+        c.plot && c.visible && c.data ? c.data.x.length : this.host.model.chartSteps(this.lines, name),
+      );
     }
     this.applyFilter(this.filter);
   }
 
   private makeBox(name: string, group: GroupId): ChartBox {
     const pinned = this.host.pinned.has(`${this.tab}\n${name}`);
-    const pin = el('button', { class: 'icon-button pin', title: pinned ? 'Unpin' : 'Pin to the top', 'aria-label': `${pinned ? 'Unpin' : 'Pin'} ${name}`, 'aria-pressed': String(pinned) }, icon(pinned ? 'pinned' : 'pin'));
+    const pin = el(
+      'button',
+      {
+        class: 'icon-button pin',
+        title: pinned ? 'Unpin' : 'Pin to the top',
+        'aria-label': `${pinned ? 'Unpin' : 'Pin'} ${name}`,
+        'aria-pressed': String(pinned),
+      },
+      icon(pinned ? 'pinned' : 'pin'),
+    );
     pin.addEventListener('click', () => this.host.onPin(this.tab, name));
     const log = this.isLog(name);
-    const logButton = el('button', { class: 'icon-button log', title: log ? 'Linear y scale' : 'Log y scale', 'aria-label': `Log scale for ${name}`, 'aria-pressed': String(log) }, 'log');
+    const logButton = el(
+      'button',
+      {
+        class: 'icon-button log',
+        title: log ? 'Linear y scale' : 'Log y scale',
+        'aria-label': `Log scale for ${name}`,
+        'aria-pressed': String(log),
+      },
+      'log',
+    );
     logButton.addEventListener('click', () => this.host.onLog(this.tab, name));
     const readoutEl = el('div', { class: 'readout', 'aria-live': 'off' });
-    const box = el('div', { class: 'chart', 'data-metric': name, 'data-group': group, 'data-points': '0', 'data-scale': log ? 'log' : 'linear' }, el('div', { class: 'chart-title' }, el('span', { class: 'name', title: name }, name), logButton, pin), readoutEl);
+    const box = el(
+      'div',
+      {
+        class: 'chart',
+        'data-metric': name,
+        'data-group': group,
+        'data-points': '0',
+        'data-scale': log ? 'log' : 'linear',
+      },
+      el('div', { class: 'chart-title' }, el('span', { class: 'name', title: name }, name), logButton, pin),
+      readoutEl,
+    );
     box.style.minHeight = `${HEIGHT + 36}px`; // CSSOM: the page's CSP has no 'unsafe-inline'
     (pinned ? this.pinnedGrid : this.groups.get(group)!.grid).append(box);
     this.observer.observe(box);
@@ -247,7 +307,11 @@ export class TabCharts {
 
   private options(c: ChartBox): uPlot.Options {
     const smoothing = this.host.smoothing();
-    const axisColours = { stroke: cssVar('--vscode-descriptionForeground'), grid: { stroke: cssVar('--vscode-charts-lines', '--vscode-widget-border'), width: 1 }, ticks: { stroke: cssVar('--vscode-charts-lines', '--vscode-widget-border'), width: 1 } };
+    const axisColours = {
+      stroke: cssVar('--vscode-descriptionForeground'),
+      grid: { stroke: cssVar('--vscode-charts-lines', '--vscode-widget-border'), width: 1 },
+      ticks: { stroke: cssVar('--vscode-charts-lines', '--vscode-widget-border'), width: 1 },
+    };
     const font = `11px ${cssVar('--vscode-font-family') || 'sans-serif'}`;
     const axis = this.host.axis();
     const series: uPlot.Series[] = [{ label: axisLabel(axis) }];
@@ -256,11 +320,29 @@ export class TabCharts {
       const shown = !this.host.hidden(l);
       // The solid line (smoothed, or raw when smoothing is off) marks its points when it has too few to be a line:
       // uPlot's own rule hides points by density, and a lone point among many steps would draw nothing.
-      const solid = { show: (u: uPlot, si: number) => fewPoints(u.data[si] as (number | null)[]), size: 6, fill: colour };
+      const solid = {
+        show: (u: uPlot, si: number) => fewPoints(u.data[si] as (number | null)[]),
+        size: 6,
+        fill: colour,
+      };
       // Gaps (null: a value that was not finite, a break in the steps) stay gaps; points another line has and this one
       // has not (undefined) are drawn through.
-      series.push({ label: `${l.label} raw`, stroke: smoothing > 0 ? withAlpha(colour, RAW_ALPHA) : colour, width: smoothing > 0 ? 1 : 1.5, spanGaps: false, points: smoothing > 0 ? { show: false } : solid, show: shown });
-      series.push({ label: l.label, stroke: colour, width: 1.75, spanGaps: false, points: solid, show: shown && smoothing > 0 });
+      series.push({
+        label: `${l.label} raw`,
+        stroke: smoothing > 0 ? withAlpha(colour, RAW_ALPHA) : colour,
+        width: smoothing > 0 ? 1 : 1.5,
+        spanGaps: false,
+        points: smoothing > 0 ? { show: false } : solid,
+        show: shown,
+      });
+      series.push({
+        label: l.label,
+        stroke: colour,
+        width: 1.75,
+        spanGaps: false,
+        points: solid,
+        show: shown && smoothing > 0,
+      });
     });
     const clickable = this.lines.map((l) => this.host.clickable(l) && !this.host.hidden(l));
     const log = this.isLog(c.name);
@@ -273,9 +355,15 @@ export class TabCharts {
       // A drag selects an x range for every chart of the tab (onZoom); uPlot's own zoom would be lost at the next data.
       cursor: { sync: { key: `coa-live-${this.tab}` }, drag: { x: true, y: false, setScale: false } },
       scales: {
-        x: { time: false, range: (_u, min, max) => (min === max || min === null || max === null ? [Math.max(0, (min ?? 0) - 1), (max ?? 0) + 1] : [min, max]) },
+        x: {
+          time: false,
+          range: (_u, min, max) =>
+            min === max || min === null || max === null ? [Math.max(0, (min ?? 0) - 1), (max ?? 0) + 1] : [min, max],
+        },
         // A flat series (e.g. EM 0 before learning starts) gets a range around its value instead of uPlot's 0–100.
-        y: log ? { distr: 3, log: 10, range: (_u, min, max) => safeRange(min, max, true) } : { range: (_u, min, max) => safeRange(min, max, false) },
+        y: log
+          ? { distr: 3, log: 10, range: (_u, min, max) => safeRange(min, max, true) }
+          : { range: (_u, min, max) => safeRange(min, max, false) },
       },
       axes: [
         {
@@ -285,14 +373,22 @@ export class TabCharts {
           labelFont: font,
           font,
           incrs: STEP_INCRS,
-          splits: (u, _i, min, max) => (axis === 'step' ? niceTicks(min, max, Math.max(2, (u.width - 80) / 70), true) : timeTicks(min, max, Math.max(2, (u.width - 80) / 80))),
+          splits: (u, _i, min, max) =>
+            axis === 'step'
+              ? niceTicks(min, max, Math.max(2, (u.width - 80) / 70), true)
+              : timeTicks(min, max, Math.max(2, (u.width - 80) / 80)),
           values: (_u, splits) => {
             c.box.dataset.xticks = splits.join(' '); // readable from the page (the webview test checks whole steps)
             return axis === 'step' ? splits.map((v) => String(Math.round(v))) : timeLabels(splits, axis);
           },
         },
         {
-          ...axisColours, label: c.name, labelSize: 16, labelFont: font, font, size: (_u, values) => yAxisWidth(values),
+          ...axisColours,
+          label: c.name,
+          labelSize: 16,
+          labelFont: font,
+          font,
+          size: (_u, values) => yAxisWidth(values),
           splits: (_u, _i, min, max) => (log ? logTicks(min, max, 5) : niceTicks(min, max, 4)),
           // uPlot thins log ticks by default (nulls in `values`); ours are already few.
           filter: (_u, splits) => splits,
@@ -308,7 +404,10 @@ export class TabCharts {
         setSelect: [
           (u) => {
             if (u.select.width <= 2) return;
-            const range: [number, number] = [u.posToVal(u.select.left, 'x'), u.posToVal(u.select.left + u.select.width, 'x')];
+            const range: [number, number] = [
+              u.posToVal(u.select.left, 'x'),
+              u.posToVal(u.select.left + u.select.width, 'x'),
+            ];
             dragged = true;
             u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
             this.host.onZoom(range);
@@ -330,7 +429,8 @@ export class TabCharts {
               const data = c.data;
               const line = this.nearestLine(u, data, idx, clickable, this.isLog(c.name));
               const step = line >= 0 ? data.steps[line][idx] : undefined;
-              if (step !== undefined) pendingClick = setTimeout(() => this.host.onStep(this.lines[line], step), DOUBLE_CLICK_MS);
+              if (step !== undefined)
+                pendingClick = setTimeout(() => this.host.onStep(this.lines[line], step), DOUBLE_CLICK_MS);
             });
           },
         ],
@@ -370,7 +470,8 @@ export class TabCharts {
     const step = axis === 'step' ? x : steps.size === 1 ? [...steps][0] : null;
     const alerts = this.host.model.alertMarks(this.lines, axis).filter((m) => rows[m.line]?.step === m.step);
     c.readout.dataset.step = step === null ? '' : String(step);
-    const where = axis === 'step' ? `step ${x}` : `${timeLabels([x], axis, true)[0]}${step !== null ? ` · step ${step}` : ''}`;
+    const where =
+      axis === 'step' ? `step ${x}` : `${timeLabels([x], axis, true)[0]}${step !== null ? ` · step ${step}` : ''}`;
     const dropped = Number(c.box.dataset.logDropped ?? 0);
     c.readout.replaceChildren(
       el('span', { class: 'step' }, `${idx === null ? 'latest · ' : ''}${where}`),
@@ -380,11 +481,36 @@ export class TabCharts {
         swatch.style.background = lineColour(i);
         const value = el('b', { class: 'v' }, formatValue(smoothing > 0 ? r.smooth : r.raw));
         const ownStep = axis !== 'step' && step === null && r.step !== null ? ` (step ${r.step})` : '';
-        return el('span', { class: 'row', 'data-line': String(i), 'data-raw': r.raw === null ? '' : String(r.raw) }, swatch, `${r.label} `, value, smoothing > 0 && r.raw !== null ? el('span', { class: 'raw' }, ` raw ${formatValue(r.raw)}`) : '', ownStep);
+        return el(
+          'span',
+          { class: 'row', 'data-line': String(i), 'data-raw': r.raw === null ? '' : String(r.raw) },
+          swatch,
+          `${r.label} `,
+          value,
+          smoothing > 0 && r.raw !== null ? el('span', { class: 'raw' }, ` raw ${formatValue(r.raw)}`) : '',
+          ownStep,
+        );
       }),
-      ...alerts.map((a) => el('span', { class: `row alert ${a.severity}` }, icon(a.severity === 'error' ? 'error' : 'warning'), ` ${a.kind}: ${a.message}`)),
+      ...alerts.map((a) =>
+        el(
+          'span',
+          { class: `row alert ${a.severity}` },
+          icon(a.severity === 'error' ? 'error' : 'warning'),
+          ` ${a.kind}: ${a.message}`,
+        ),
+      ),
       // A log scale cannot draw values ≤ 0: say how many are left out instead of dropping them silently.
-      ...(this.isLog(c.name) && dropped > 0 ? [el('span', { class: 'row muted log-dropped' }, data.raw.some((col) => col.some((v) => v != null && v > 0)) ? `${dropped} value${dropped === 1 ? '' : 's'} ≤ 0 not drawn on the log scale` : 'no value above 0: nothing to draw on a log scale')] : []),
+      ...(this.isLog(c.name) && dropped > 0
+        ? [
+            el(
+              'span',
+              { class: 'row muted log-dropped' },
+              data.raw.some((col) => col.some((v) => v != null && v > 0))
+                ? `${dropped} value${dropped === 1 ? '' : 's'} ≤ 0 not drawn on the log scale`
+                : 'no value above 0: nothing to draw on a log scale',
+            ),
+          ]
+        : []),
     );
   }
 
@@ -402,7 +528,9 @@ export class TabCharts {
           for (const m of marks) {
             if (m.x < min || m.x > max) continue;
             const px = Math.round(u.valToPos(m.x, 'x', true));
-            const colour = cssVar(m.severity === 'error' ? '--vscode-editorError-foreground' : '--vscode-editorWarning-foreground');
+            const colour = cssVar(
+              m.severity === 'error' ? '--vscode-editorError-foreground' : '--vscode-editorWarning-foreground',
+            );
             ctx.strokeStyle = withAlpha(colour, 0.5);
             ctx.setLineDash([2, 3]);
             ctx.lineWidth = 1;
@@ -443,11 +571,14 @@ export class TabCharts {
 export function toAligned(d: ChartData, log = false): { data: uPlot.AlignedData; dropped: number } {
   const cols: (number | null | undefined)[][] = [];
   let dropped = 0;
-  const keep = (col: (number | null | undefined)[], count: boolean) => (log ? col.map((v) => {
-    if (v === null || v === undefined || v > 0) return v;
-    if (count) dropped++;
-    return null;
-  }) : col);
+  const keep = (col: (number | null | undefined)[], count: boolean) =>
+    log
+      ? col.map((v) => {
+          if (v === null || v === undefined || v > 0) return v;
+          if (count) dropped++;
+          return null;
+        })
+      : col;
   d.raw.forEach((r, i) => cols.push(keep(r, true), keep(d.smooth[i], false)));
   return { data: [d.x, ...cols] as uPlot.AlignedData, dropped };
 }

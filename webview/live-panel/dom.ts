@@ -1,6 +1,10 @@
 // Small DOM helpers shared by the live panel's modules: element builder, codicons, theme colours.
 
-export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Record<string, string>, ...children: (Node | string)[]): HTMLElementTagNameMap[K];
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs?: Record<string, string>,
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K];
 export function el(tag: string, attrs?: Record<string, string>, ...children: (Node | string)[]): HTMLElement;
 export function el(tag: string, attrs: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElement {
   const node = document.createElement(tag);

@@ -5,16 +5,27 @@ import type { XAxis } from './model';
 export function tickLabels(splits: number[]): string[] {
   const step = splits.length > 1 ? Math.abs(splits[1] - splits[0]) : Math.abs(splits[0] ?? 1);
   const big = Math.max(...splits.map(Math.abs));
-  if (big >= 1e5 || (big > 0 && big < 1e-4)) return splits.map((v) => (v === 0 ? '0' : v.toExponential(step > 0 ? Math.max(0, Math.min(6, Math.floor(Math.log10(big)) - Math.floor(Math.log10(step)))) : 2)));
+  if (big >= 1e5 || (big > 0 && big < 1e-4))
+    return splits.map((v) =>
+      v === 0
+        ? '0'
+        : v.toExponential(
+            step > 0 ? Math.max(0, Math.min(6, Math.floor(Math.log10(big)) - Math.floor(Math.log10(step)))) : 2,
+          ),
+    );
   // The fewest decimals that write the tick step exactly (0.25 → 2, 5e-5 → 5).
   let decimals = step > 0 ? Math.max(0, -Math.floor(Math.log10(step))) : 2;
   while (decimals < 8 && Math.abs(Math.round(step * 10 ** decimals) - step * 10 ** decimals) > 1e-6) decimals++;
-  return splits.map((v) => v.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals }));
+  return splits.map((v) =>
+    v.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals }),
+  );
 }
 
 /** Log-scale tick labels: each value as itself (0.001, 10, 5e+6), not with the decimals of a linear step. */
 export function logTickLabels(splits: (number | null)[]): string[] {
-  return splits.map((v) => (v === null ? '' : v >= 1e-3 && v < 1e5 ? String(Number(v.toPrecision(6))) : v.toExponential(0)));
+  return splits.map((v) =>
+    v === null ? '' : v >= 1e-3 && v < 1e5 ? String(Number(v.toPrecision(6))) : v.toExponential(0),
+  );
 }
 
 /** Y axis width in px for its tick labels: wide enough that a slowly decaying learning rate's digits are not cut. */
@@ -24,7 +35,9 @@ export function yAxisWidth(labels: string[] | null | undefined): number {
 }
 
 /** Step axis increments: whole steps only (uPlot picks the smallest that leaves room between labels). */
-export const STEP_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10_000, 20_000, 50_000, 100_000];
+export const STEP_INCRS = [
+  1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10_000, 20_000, 50_000, 100_000,
+];
 
 /** A value in the hover readout / results table: 4 significant digits, exponent for the very small or large. */
 export function formatValue(v: number | null | undefined): string {
@@ -70,10 +83,11 @@ export function logTicks(min: number, max: number, count: number): number[] {
   const every = Math.max(1, Math.ceil(decades / Math.max(1, count)));
   const mults = decades * 3 <= count ? [1, 2, 5] : [1];
   const out: number[] = [];
-  for (let e = lo; e <= hi; e += every) for (const m of mults) {
-    const v = Number((m * 10 ** e).toPrecision(12));
-    if (v >= min * (1 - 1e-9) && v <= max * (1 + 1e-9)) out.push(v);
-  }
+  for (let e = lo; e <= hi; e += every)
+    for (const m of mults) {
+      const v = Number((m * 10 ** e).toPrecision(12));
+      if (v >= min * (1 - 1e-9) && v <= max * (1 + 1e-9)) out.push(v);
+    }
   return out.length ? out : [min, max];
 }
 
@@ -102,7 +116,10 @@ export function axisLabel(axis: XAxis): string {
 }
 
 /** Time axis increments in seconds: clock-friendly (15 s, 1 min, 5 min, 1 h, …), never a decimal 20 or 50 s. */
-const TIME_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600, 43_200, 86_400, 172_800, 604_800, 2_592_000];
+const TIME_INCRS = [
+  1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600, 43_200, 86_400, 172_800, 604_800,
+  2_592_000,
+];
 
 /** At most about `count` ticks over [min, max] seconds at a clock-friendly increment; short and finite always. */
 export function timeTicks(min: number, max: number, count: number): number[] {

@@ -12,10 +12,25 @@ import { PanelModel, type XAxis } from './model';
 import { axisLabel, timeLabels } from './format';
 import { TabCharts } from './charts';
 import { renderToolHealth, type ToolHealthState } from './toolHealth';
-import { RESULTS_TAB, renderAlerts, renderResults, renderRuns, renderSamples, renderStepRollouts, renderTabHead, renderTabs, type StepRollouts } from './lists';
+import {
+  RESULTS_TAB,
+  renderAlerts,
+  renderResults,
+  renderRuns,
+  renderSamples,
+  renderStepRollouts,
+  renderTabHead,
+  renderTabs,
+  type StepRollouts,
+} from './lists';
 import { el, icon } from './dom';
 import { renderHistograms, renderStepDiagnostics, type StepDiagnostics } from './diagnostics';
-import type { HostToPanel, LivePanelInitialState, LivePanelSavedState, PanelToHost } from '../../src/protocols/livePanel';
+import type {
+  HostToPanel,
+  LivePanelInitialState,
+  LivePanelSavedState,
+  PanelToHost,
+} from '../../src/protocols/livePanel';
 
 interface VsCodeApi {
   postMessage(message: PanelToHost): void;
@@ -25,7 +40,9 @@ interface VsCodeApi {
 declare function acquireVsCodeApi(): VsCodeApi;
 
 const vscode = acquireVsCodeApi();
-const initial = JSON.parse(document.getElementById('initial-state')?.textContent || 'null') as LivePanelInitialState | null;
+const initial = JSON.parse(
+  document.getElementById('initial-state')?.textContent || 'null',
+) as LivePanelInitialState | null;
 const saved = vscode.getState();
 const model = new PanelModel();
 let smoothing = initial?.smoothing ?? 0;
@@ -52,20 +69,46 @@ const RENDER_INTERVAL_MS = 250;
 const SAMPLES_SHOWN = 100;
 
 // vscode-icon (inside vscode-button) clones the codicon stylesheet found by this id into its shadow root.
-const ownSheet = Array.from(document.querySelectorAll<HTMLLinkElement>('link[rel="stylesheet"]')).find((l) => /live-panel\.css/.test(l.href));
+const ownSheet = Array.from(document.querySelectorAll<HTMLLinkElement>('link[rel="stylesheet"]')).find((l) =>
+  /live-panel\.css/.test(l.href),
+);
 if (ownSheet && !document.getElementById('vscode-codicon-stylesheet')) ownSheet.id = 'vscode-codicon-stylesheet';
 
 // ---- layout -------------------------------------------------------------------------------------------------
 const countEl = el('span', { id: 'event-count' }, '0');
 // Continuous, as W&B's and TensorBoard's: an EMA weight from 0 (raw) to 0.99.
-const smoothingInput = el('input', { id: 'smoothing', type: 'range', min: '0', max: String(SMOOTHING_MAX), step: '0.01', 'aria-label': 'Smoothing (exponential moving average weight)' });
+const smoothingInput = el('input', {
+  id: 'smoothing',
+  type: 'range',
+  min: '0',
+  max: String(SMOOTHING_MAX),
+  step: '0.01',
+  'aria-label': 'Smoothing (exponential moving average weight)',
+});
 const smoothingValue = el('output', { id: 'smoothing-value', for: 'smoothing' });
-const filterInput = el('input', { id: 'filter', type: 'search', placeholder: 'Filter charts (e.g. reward, tool)', 'aria-label': 'Filter charts', spellcheck: 'false' });
+const filterInput = el('input', {
+  id: 'filter',
+  type: 'search',
+  placeholder: 'Filter charts (e.g. reward, tool)',
+  'aria-label': 'Filter charts',
+  spellcheck: 'false',
+});
 filterInput.value = filter;
 const addRunButton = el('vscode-button', { id: 'add-run', icon: 'add', secondary: '' }, 'Compare run…');
-const axisSelect = el('select', { id: 'x-axis', 'aria-label': 'X axis' }, ...(['step', 'relative', 'wall'] as const).map((a) => el('option', { value: a }, a === 'step' ? 'step' : a === 'relative' ? 'relative time' : 'wall clock')));
+const axisSelect = el(
+  'select',
+  { id: 'x-axis', 'aria-label': 'X axis' },
+  ...(['step', 'relative', 'wall'] as const).map((a) =>
+    el('option', { value: a }, a === 'step' ? 'step' : a === 'relative' ? 'relative time' : 'wall clock'),
+  ),
+);
 axisSelect.value = xAxis;
-const zoomButton = el('button', { id: 'zoom-reset', class: 'zoom-reset', hidden: '', title: 'Show the whole x range (or double-click a chart)' }, icon('zoom-out'), el('span', {}, ''));
+const zoomButton = el(
+  'button',
+  { id: 'zoom-reset', class: 'zoom-reset', hidden: '', title: 'Show the whole x range (or double-click a chart)' },
+  icon('zoom-out'),
+  el('span', {}, ''),
+);
 const runsEl = el('div', { id: 'runs', class: 'runs' });
 const issuesEl = el('div', { id: 'issues' });
 const alertsEl = el('div', { id: 'alerts' });
@@ -89,7 +132,12 @@ document.body.append(
     el('span', { class: 'count' }, el('vscode-badge', { variant: 'counter' }, countEl), ' events'),
     el('label', { class: 'smoothing' }, 'Smoothing ', smoothingInput, smoothingValue),
     el('label', { class: 'filter' }, icon('filter'), filterInput),
-    el('label', { class: 'x-axis', title: 'Drag across a chart to zoom every chart of the tab to that range' }, 'x ', axisSelect),
+    el(
+      'label',
+      { class: 'x-axis', title: 'Drag across a chart to zoom every chart of the tab to that range' },
+      'x ',
+      axisSelect,
+    ),
     zoomButton,
     addRunButton,
   ),
@@ -98,7 +146,20 @@ document.body.append(
   alertsEl,
   toolHealthEl,
   tabsEl,
-  el('main', {}, el('div', { class: 'tab-body' }, tabHeadEl, chartsEl, histogramsEl, resultsEl), el('aside', {}, el('h2', {}, icon('list-selection'), ' Rollouts of a step'), stepRolloutsEl, stepDiagEl, el('h2', {}, icon('list-unordered'), ' Sampled rollouts'), samplesList)),
+  el(
+    'main',
+    {},
+    el('div', { class: 'tab-body' }, tabHeadEl, chartsEl, histogramsEl, resultsEl),
+    el(
+      'aside',
+      {},
+      el('h2', {}, icon('list-selection'), ' Rollouts of a step'),
+      stepRolloutsEl,
+      stepDiagEl,
+      el('h2', {}, icon('list-unordered'), ' Sampled rollouts'),
+      samplesList,
+    ),
+  ),
 );
 smoothingInput.value = String(smoothing);
 const showSmoothing = () => (smoothingValue.textContent = smoothing > 0 ? smoothing.toFixed(2) : 'off');
@@ -110,7 +171,7 @@ smoothingInput.addEventListener('input', () => {
   showSmoothing();
   // Dragging fires many events: at most one redraw per frame. Switching smoothing on or off changes every chart's
   // series styles (raw faint under a solid smoothed line), so those charts are built again; otherwise only data.
-  if ((was > 0) !== (smoothing > 0)) {
+  if (was > 0 !== smoothing > 0) {
     cancelAnimationFrame(smoothingFrame);
     smoothingFrame = 0;
     rebuildTab();
@@ -118,7 +179,15 @@ smoothingInput.addEventListener('input', () => {
     smoothingFrame = requestAnimationFrame(() => {
       smoothingFrame = 0;
       charts?.resmooth();
-      if (shownTab) renderTabHead(tabHeadEl, model, model.tabs().find((t) => t.id === shownTab), smoothing, isHidden, toggleLine);
+      if (shownTab)
+        renderTabHead(
+          tabHeadEl,
+          model,
+          model.tabs().find((t) => t.id === shownTab),
+          smoothing,
+          isHidden,
+          toggleLine,
+        );
     });
   }
 });
@@ -141,7 +210,11 @@ zoomButton.addEventListener('click', () => setZoom(null));
 function setZoom(range: [number, number] | null, redraw = true): void {
   zoom = range && range[1] > range[0] ? range : null;
   zoomButton.hidden = !zoom;
-  const [from, to] = zoom ? (xAxis === 'step' ? zoom.map((v) => String(Math.round(v))) : timeLabels(zoom, xAxis)) : ['', ''];
+  const [from, to] = zoom
+    ? xAxis === 'step'
+      ? zoom.map((v) => String(Math.round(v)))
+      : timeLabels(zoom, xAxis)
+    : ['', ''];
   zoomButton.querySelector('span')!.textContent = zoom ? ` ${axisLabel(xAxis)} ${from}–${to}` : '';
   document.body.dataset.zoom = zoom ? zoom.join(' ') : '';
   if (redraw) charts?.rezoom();
@@ -191,7 +264,13 @@ const host = {
     const step = model.rolloutStep(line.run, line.stage, clicked);
     stepQuery = { run: line.run, stage: line.stage, step, clicked };
     renderStepRollouts(stepRolloutsEl, model, stepQuery, openRollout);
-    stepDiag = { run: line.run, stage: line.stage, step: clicked, rolloutStep: step, rl: stageInfo(line.stage)?.kind === 'rl' && model.runs.get(line.run)?.info.engine === undefined };
+    stepDiag = {
+      run: line.run,
+      stage: line.stage,
+      step: clicked,
+      rolloutStep: step,
+      rl: stageInfo(line.stage)?.kind === 'rl' && model.runs.get(line.run)?.info.engine === undefined,
+    };
     drawStepDiagnostics();
     vscode.postMessage({ type: 'stepRollouts', run: line.run, stage: line.stage, step, clicked });
   },
@@ -224,7 +303,10 @@ let stepQuery: StepRollouts | null = null;
 /** A listed rollout, by reference (its line in the stage's rollouts of the step asked for): the host opens it. */
 function openRollout(item: { line: number }): void {
   if (!stepQuery) return;
-  vscode.postMessage({ type: 'openRollout', ref: { run: stepQuery.run, stage: stepQuery.stage, file: 'rollouts', step: stepQuery.step, line: item.line } });
+  vscode.postMessage({
+    type: 'openRollout',
+    ref: { run: stepQuery.run, stage: stepQuery.stage, file: 'rollouts', step: stepQuery.step, line: item.line },
+  });
 }
 renderStepRollouts(stepRolloutsEl, model, null, openRollout);
 let stepDiag: StepDiagnostics | null = null;
@@ -232,12 +314,25 @@ function drawStepDiagnostics(): void {
   renderStepDiagnostics(
     stepDiagEl,
     stepDiag,
-    () => stepDiag && vscode.postMessage({ type: 'openGroups', run: stepDiag.run, stage: stepDiag.stage, step: stepDiag.rolloutStep }),
-    (f) => stepDiag && vscode.postMessage({ type: 'openRollout', ref: { run: stepDiag.run, stage: stepDiag.stage, file: 'flagged', step: stepDiag.step, line: f.line } }),
+    () =>
+      stepDiag &&
+      vscode.postMessage({ type: 'openGroups', run: stepDiag.run, stage: stepDiag.stage, step: stepDiag.rolloutStep }),
+    (f) =>
+      stepDiag &&
+      vscode.postMessage({
+        type: 'openRollout',
+        ref: { run: stepDiag.run, stage: stepDiag.stage, file: 'flagged', step: stepDiag.step, line: f.line },
+      }),
   );
 }
 function drawHistograms(): void {
-  renderHistograms(histogramsEl, model, shownTab && shownTab !== RESULTS_TAB ? model.lines(shownTab).filter((l) => !isHidden(l)) : [], histogramStep, drawHistograms);
+  renderHistograms(
+    histogramsEl,
+    model,
+    shownTab && shownTab !== RESULTS_TAB ? model.lines(shownTab).filter((l) => !isHidden(l)) : [],
+    histogramStep,
+    drawHistograms,
+  );
 }
 
 // ---- render loop --------------------------------------------------------------------------------------------
@@ -311,8 +406,18 @@ function draw(force: boolean): void {
   if (model.listsChanged || force) {
     renderRuns(runsEl, model, (key) => vscode.postMessage({ type: 'removeRun', run: key }));
     drawAlerts();
-    renderSamples(samplesList, model, SAMPLES_SHOWN, (s) => vscode.postMessage({ type: 'openSample', run: s.run.info.key, stage: s.stage, step: s.step, id: s.id }));
-    if (shownTab) renderTabHead(tabHeadEl, model, model.tabs().find((t) => t.id === shownTab), smoothing, isHidden, toggleLine);
+    renderSamples(samplesList, model, SAMPLES_SHOWN, (s) =>
+      vscode.postMessage({ type: 'openSample', run: s.run.info.key, stage: s.stage, step: s.step, id: s.id }),
+    );
+    if (shownTab)
+      renderTabHead(
+        tabHeadEl,
+        model,
+        model.tabs().find((t) => t.id === shownTab),
+        smoothing,
+        isHidden,
+        toggleLine,
+      );
     model.listsChanged = false;
   }
 }
@@ -322,7 +427,15 @@ let issueCount = 0;
 const issuesMore = el('div', { class: 'more' });
 
 function saveState(): void {
-  vscode.setState({ runs: [...model.runs.values()].map((r) => r.info), smoothing, pinned: [...pinned], ...(logScale.size ? { log: [...logScale] } : {}), ...(pickedTab ? { tab: pickedTab } : {}), ...(filter ? { filter } : {}), ...(xAxis !== 'step' ? { xAxis } : {}) });
+  vscode.setState({
+    runs: [...model.runs.values()].map((r) => r.info),
+    smoothing,
+    pinned: [...pinned],
+    ...(logScale.size ? { log: [...logScale] } : {}),
+    ...(pickedTab ? { tab: pickedTab } : {}),
+    ...(filter ? { filter } : {}),
+    ...(xAxis !== 'step' ? { xAxis } : {}),
+  });
 }
 
 window.addEventListener('message', (ev: MessageEvent<HostToPanel>) => {
@@ -336,7 +449,15 @@ window.addEventListener('message', (ev: MessageEvent<HostToPanel>) => {
       // The first few in full; then one line counting the rest (a corrupt file must not bury the charts).
       for (const i of msg.issues) {
         issueCount++;
-        if (issueCount <= ISSUES_SHOWN) issuesEl.append(el('div', { class: 'banner warning', role: 'status' }, icon('warning'), el('span', {}, `Skipped a malformed event: ${i.file}:${i.line}:${i.column}: ${i.message}`)));
+        if (issueCount <= ISSUES_SHOWN)
+          issuesEl.append(
+            el(
+              'div',
+              { class: 'banner warning', role: 'status' },
+              icon('warning'),
+              el('span', {}, `Skipped a malformed event: ${i.file}:${i.line}:${i.column}: ${i.message}`),
+            ),
+          );
       }
       if (issueCount > ISSUES_SHOWN) {
         issuesMore.textContent = `${issueCount - ISSUES_SHOWN} more malformed events skipped (listed in the CoA Studio log)`;

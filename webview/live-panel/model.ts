@@ -3,7 +3,14 @@
 // siblings such as RL-2 and RL-2-OTC (both from RL-1) and the same stage of other runs share a tab, one line each,
 // so they overlay. Evaluations are rows of the results table, never points of one line across settings.
 import type { TrainerEvent } from '../../src/core/events';
-import { RESULT_SETTINGS, resultSetting, stageFamily, stageInfo, stageLabelOf, stageOrder } from '../../src/core/stages';
+import {
+  RESULT_SETTINGS,
+  resultSetting,
+  stageFamily,
+  stageInfo,
+  stageLabelOf,
+  stageOrder,
+} from '../../src/core/stages';
 import type { LivePanelRun } from '../../src/protocols/livePanel';
 
 export interface Series {
@@ -86,7 +93,10 @@ export const GROUPS = [
   { id: 'throughput', title: 'Throughput' },
   { id: 'system', title: 'System: CPU, GPU, memory' },
   { id: 'length', title: 'Lengths' },
-  { id: 'diagnostics', title: 'Diagnostics: zero-variance groups, sampler/trainer log-prob drift, reward-hacking scanners' },
+  {
+    id: 'diagnostics',
+    title: 'Diagnostics: zero-variance groups, sampler/trainer log-prob drift, reward-hacking scanners',
+  },
   { id: 'validation', title: 'Validation' },
   { id: 'other', title: 'Other' },
 ] as const;
@@ -105,7 +115,10 @@ const PREFIX_GROUPS: [RegExp, GroupId][] = [
   [/^critic\/(score|rewards|advantages|returns|values|vf_)/, 'loss'],
   [/^(rewards?|reward_std|frac_reward_zero_std)(\/|$)/, 'loss'],
   [/^(actor|critic|clip_ratio|entropy|kl|grad_norm|learning_rate)(\/|$)/, 'policy'],
-  [/^(response_length|response_length_non_aborted|prompt_length|response|completions\/(mean|min|max)_(terminated_)?length|completions\/clipped_ratio)(\/|$)/, 'length'],
+  [
+    /^(response_length|response_length_non_aborted|prompt_length|response|completions\/(mean|min|max)_(terminated_)?length|completions\/clipped_ratio)(\/|$)/,
+    'length',
+  ],
   [/^(num_turns|tool_call_counts|agent_loop|tools|coa|completions)\//, 'agent'],
   // The trainer's system metrics (src/core/metrics.ts SYSTEM_METRICS) and verl's memory figures.
   [/^system\//, 'system'],
@@ -120,10 +133,17 @@ const PREFIX_GROUPS: [RegExp, GroupId][] = [
 /** Which chart group a metric name belongs to (known namespaces first, then by its `_`/`/`/`.`-separated words). */
 export function groupOf(name: string): GroupId {
   for (const [re, group] of PREFIX_GROUPS) if (re.test(name)) return group;
-  const tokens = name.toLowerCase().split(/[/_.-]+/).filter(Boolean);
+  const tokens = name
+    .toLowerCase()
+    .split(/[/_.-]+/)
+    .filter(Boolean);
   const exact = (words: string[]) => tokens.some((t) => words.includes(t));
   if (has(tokens, ['loss', 'reward', 'advantage', 'return', 'nll', 'margin'])) return 'loss';
-  if (exact(['tc', 'tp', 'otc', 'all', 'turns', 'calls']) || has(tokens, ['tool', 'malformed', 'truncat', 'format', 'call'])) return 'agent';
+  if (
+    exact(['tc', 'tp', 'otc', 'all', 'turns', 'calls']) ||
+    has(tokens, ['tool', 'malformed', 'truncat', 'format', 'call'])
+  )
+    return 'agent';
   if (exact(['em', 'f1', 'acc', 'accuracy', 'cover', 'exact'])) return 'quality';
   if (exact(['kl', 'lr']) || has(tokens, ['entropy', 'clip', 'grad', 'ratio'])) return 'policy';
   if (/per_s$|_s$|throughput|tokens|elapsed|seconds|time/.test(name.toLowerCase())) return 'throughput';
@@ -145,7 +165,16 @@ const ALERT_WORDS: Record<string, string> = {
 export const alertWords = (kind: string) => ALERT_WORDS[kind] ?? kind.replace(/_/g, ' ');
 
 export function newRun(info: LivePanelRun): RunState {
-  return { info, stages: new Map(), alerts: [], samples: [], evals: new Map(), progress: null, status: 'waiting', lastStage: null };
+  return {
+    info,
+    stages: new Map(),
+    alerts: [],
+    samples: [],
+    evals: new Map(),
+    progress: null,
+    status: 'waiting',
+    lastStage: null,
+  };
 }
 
 const MAX_SAMPLES = 200;
@@ -200,7 +229,10 @@ export interface ChartData {
  */
 export function stepGaps(x: readonly number[], factor = 2): { after: number[]; interval: number } {
   if (x.length < 3) return { after: [], interval: 0 };
-  const d = x.slice(1).map((v, i) => v - x[i]).sort((a, b) => a - b);
+  const d = x
+    .slice(1)
+    .map((v, i) => v - x[i])
+    .sort((a, b) => a - b);
   const interval = d[Math.floor(d.length / 2)];
   const after: number[] = [];
   for (let i = 0; i + 1 < x.length; i++) if (interval > 0 && x[i + 1] - x[i] > factor * interval) after.push(i);
@@ -242,7 +274,8 @@ export interface AlertGroup {
 /** Columns first in a results table, in the papers' order; the other metrics follow as first seen. */
 const RESULT_COLUMNS = ['em', 'f1', 'tc', 'tp', 'format_error_rate'];
 
-const stageSort = (a: string, b: string, seen: Map<string, number>) => stageOrder(a) - stageOrder(b) || (seen.get(a) ?? 0) - (seen.get(b) ?? 0);
+const stageSort = (a: string, b: string, seen: Map<string, number>) =>
+  stageOrder(a) - stageOrder(b) || (seen.get(a) ?? 0) - (seen.get(b) ?? 0);
 
 export class PanelModel {
   readonly runs = new Map<string, RunState>();
@@ -293,7 +326,8 @@ export class PanelModel {
   private rebuildTabMetrics(): void {
     this.tabMetrics.clear();
     for (const run of this.runs.values())
-      for (const s of run.stages.values()) for (const name of s.metrics.keys()) this.noteMetric(stageFamily(s.id), name);
+      for (const s of run.stages.values())
+        for (const name of s.metrics.keys()) this.noteMetric(stageFamily(s.id), name);
   }
 
   private noteMetric(family: string, name: string): void {
@@ -308,7 +342,15 @@ export class PanelModel {
   private stage(run: RunState, id: string): StageData {
     let s = run.stages.get(id);
     if (!s) {
-      s = { id, metrics: new Map(), maxStep: 0, status: 'running', sampledSteps: [], histograms: new Map(), startTime: null };
+      s = {
+        id,
+        metrics: new Map(),
+        maxStep: 0,
+        status: 'running',
+        sampledSteps: [],
+        histograms: new Map(),
+        startTime: null,
+      };
       run.stages.set(id, s);
       if (!this.seenStages.has(id)) this.seenStages.set(id, this.seenStages.size);
       this.structureChanged = true;
@@ -392,7 +434,15 @@ export class PanelModel {
           break;
         case 'alert':
           this.touch(run, e.stage, e.step, e.time);
-          run.alerts.push({ run: key, stage: e.stage, step: e.step, time: e.time, kind: e.kind, severity: e.severity, message: e.message });
+          run.alerts.push({
+            run: key,
+            stage: e.stage,
+            step: e.step,
+            time: e.time,
+            kind: e.kind,
+            severity: e.severity,
+            message: e.message,
+          });
           if (run.alerts.length > MAX_ALERTS) run.alerts.splice(0, run.alerts.length - MAX_ALERTS);
           this.dirtyTabs.add(stageFamily(e.stage));
           this.listsChanged = true;
@@ -400,9 +450,21 @@ export class PanelModel {
         case 'sample': {
           const steps = this.touch(run, e.stage, e.step).sampledSteps;
           if (!steps.length || steps[steps.length - 1] < e.step) steps.push(e.step);
-          else if (!steps.includes(e.step)) steps.splice(steps.findIndex((x) => x > e.step), 0, e.step);
+          else if (!steps.includes(e.step))
+            steps.splice(
+              steps.findIndex((x) => x > e.step),
+              0,
+              e.step,
+            );
           const r = e.record as { id: string; question?: string; reward?: { total?: number | null } | null };
-          run.samples.push({ stage: e.stage, step: e.step, id: r.id, question: r.question ?? '', reward: r.reward?.total ?? null, seq: this.seq++ });
+          run.samples.push({
+            stage: e.stage,
+            step: e.step,
+            id: r.id,
+            question: r.question ?? '',
+            reward: r.reward?.total ?? null,
+            seq: this.seq++,
+          });
           if (run.samples.length > MAX_SAMPLES) run.samples.splice(0, run.samples.length - MAX_SAMPLES);
           this.listsChanged = true;
           break;
@@ -411,13 +473,23 @@ export class PanelModel {
           if (e.stage !== 'pipeline') this.touch(run, e.stage, e.step).status = e.status;
           run.status = `${stageLabelOf(e.stage)}: ${e.status}`;
           // A finished, cancelled or failed stage has nothing left to estimate: its last progress keeps its step only.
-          if (run.progress && (run.progress.stage === e.stage || e.stage === 'pipeline')) run.progress = { ...run.progress, eta_s: null };
+          if (run.progress && (run.progress.stage === e.stage || e.stage === 'pipeline'))
+            run.progress = { ...run.progress, eta_s: null };
           this.listsChanged = true;
           break;
         case 'error':
           run.status = `error: ${e.message}`;
-          run.alerts.push({ run: key, stage: e.stage ?? '', step: e.stage ? (run.stages.get(e.stage)?.maxStep ?? 0) : 0, time: e.time, kind: e.code ?? 'error', severity: 'error', message: e.message });
-          if (run.progress && (!e.stage || run.progress.stage === e.stage)) run.progress = { ...run.progress, eta_s: null };
+          run.alerts.push({
+            run: key,
+            stage: e.stage ?? '',
+            step: e.stage ? (run.stages.get(e.stage)?.maxStep ?? 0) : 0,
+            time: e.time,
+            kind: e.code ?? 'error',
+            severity: 'error',
+            message: e.message,
+          });
+          if (run.progress && (!e.stage || run.progress.stage === e.stage))
+            run.progress = { ...run.progress, eta_s: null };
           this.listsChanged = true;
           break;
         case 'checkpoint':
@@ -432,7 +504,8 @@ export class PanelModel {
           const point = { step: e.step, edges: e.edges, counts: e.counts };
           const i = h.findIndex((p) => p.step >= e.step);
           if (i < 0) h.push(point);
-          else if (h[i].step === e.step) h[i] = point; // a resumed stage logging the step again
+          else if (h[i].step === e.step)
+            h[i] = point; // a resumed stage logging the step again
           else h.splice(i, 0, point);
           this.dirtyTabs.add(stageFamily(e.stage));
           break;
@@ -458,7 +531,10 @@ export class PanelModel {
       return {
         id,
         label: stages.map(stageLabelOf).join(' · '),
-        description: stages.map((s) => stageInfo(s)?.description ?? (s === id && info ? info.description : '')).filter(Boolean).join(' '),
+        description: stages
+          .map((s) => stageInfo(s)?.description ?? (s === id && info ? info.description : ''))
+          .filter(Boolean)
+          .join(' '),
         stages,
       };
     });
@@ -474,9 +550,16 @@ export class PanelModel {
     const multiRun = this.runs.size > 1;
     const out: Line[] = [];
     for (const run of this.runs.values()) {
-      const stages = [...run.stages.values()].filter((s) => s.metrics.size > 0 && stageFamily(s.id) === tab).map((s) => s.id);
+      const stages = [...run.stages.values()]
+        .filter((s) => s.metrics.size > 0 && stageFamily(s.id) === tab)
+        .map((s) => s.id);
       stages.sort((a, b) => stageSort(a, b, this.seenStages));
-      for (const stage of stages) out.push({ run: run.info.key, stage, label: `${multiRun ? run.info.label + ' · ' : ''}${stageLabelOf(stage)}` });
+      for (const stage of stages)
+        out.push({
+          run: run.info.key,
+          stage,
+          label: `${multiRun ? run.info.label + ' · ' : ''}${stageLabelOf(stage)}`,
+        });
     }
     return out;
   }
@@ -504,7 +587,13 @@ export class PanelModel {
       const gaps = stepGaps(s.x);
       const after = new Set(gaps.after);
       if (axis !== 'step') for (const i of stepGaps(s.t, TIME_GAP_FACTOR).after) after.add(i);
-      for (const i of after) points.push({ x: axis === 'step' ? s.x[i] + gaps.interval : (at(i) + at(i + 1)) / 2, step: undefined, raw: null, smooth: null });
+      for (const i of after)
+        points.push({
+          x: axis === 'step' ? s.x[i] + gaps.interval : (at(i) + at(i + 1)) / 2,
+          step: undefined,
+          raw: null,
+          smooth: null,
+        });
       return points;
     });
     const x = [...new Set(perLine.flatMap((ps) => ps.map((p) => p.x)))].sort((a, b) => a - b);
@@ -533,7 +622,9 @@ export class PanelModel {
 
   /** Number of steps on a chart without building its data (for the page's data-points attribute). */
   chartSteps(lines: Line[], name: string): number {
-    const series = lines.map((l) => this.runs.get(l.run)?.stages.get(l.stage)?.metrics.get(name)).filter((s): s is Series => !!s);
+    const series = lines
+      .map((l) => this.runs.get(l.run)?.stages.get(l.stage)?.metrics.get(name))
+      .filter((s): s is Series => !!s);
     if (series.length <= 1) return series[0]?.x.length ?? 0;
     return new Set(series.flatMap((s) => s.x)).size;
   }
@@ -545,15 +636,36 @@ export class PanelModel {
     const seen = new Set<string>();
     for (const run of this.runs.values())
       for (const e of run.evals.values()) {
-        const row = { run: run.info.key, runLabel: run.info.label, stage: e.stage, stageLabel: stageLabelOf(e.stage), split: e.split, step: e.step, values: e.metrics };
+        const row = {
+          run: run.info.key,
+          runLabel: run.info.label,
+          stage: e.stage,
+          stageLabel: stageLabelOf(e.stage),
+          split: e.split,
+          step: e.step,
+          values: e.metrics,
+        };
         (resultSetting(e.stage) ? settings : stages).push(row);
         for (const k of Object.keys(e.metrics)) seen.add(k);
       }
     const settingIndex = (id: string) => RESULT_SETTINGS.findIndex((s) => s.id === id);
     const runIndex = new Map([...this.runs.keys()].map((k, i) => [k, i]));
-    settings.sort((a, b) => settingIndex(a.stage) - settingIndex(b.stage) || runIndex.get(a.run)! - runIndex.get(b.run)! || a.split.localeCompare(b.split));
-    stages.sort((a, b) => stageSort(a.stage, b.stage, this.seenStages) || runIndex.get(a.run)! - runIndex.get(b.run)! || a.split.localeCompare(b.split));
-    const columns = [...RESULT_COLUMNS.filter((c) => seen.has(c)), ...[...seen].filter((c) => !RESULT_COLUMNS.includes(c))];
+    settings.sort(
+      (a, b) =>
+        settingIndex(a.stage) - settingIndex(b.stage) ||
+        runIndex.get(a.run)! - runIndex.get(b.run)! ||
+        a.split.localeCompare(b.split),
+    );
+    stages.sort(
+      (a, b) =>
+        stageSort(a.stage, b.stage, this.seenStages) ||
+        runIndex.get(a.run)! - runIndex.get(b.run)! ||
+        a.split.localeCompare(b.split),
+    );
+    const columns = [
+      ...RESULT_COLUMNS.filter((c) => seen.has(c)),
+      ...[...seen].filter((c) => !RESULT_COLUMNS.includes(c)),
+    ];
     return { settings, stages, columns };
   }
 
@@ -577,13 +689,30 @@ export class PanelModel {
   }
 
   /** Alerts to mark on a tab's charts, with the index of the line (run × stage) they belong to and their x. */
-  alertMarks(lines: Line[], axis: XAxis = 'step'): { line: number; step: number; x: number; kind: string; severity: 'warning' | 'error'; message: string }[] {
-    const out: { line: number; step: number; x: number; kind: string; severity: 'warning' | 'error'; message: string }[] = [];
+  alertMarks(
+    lines: Line[],
+    axis: XAxis = 'step',
+  ): { line: number; step: number; x: number; kind: string; severity: 'warning' | 'error'; message: string }[] {
+    const out: {
+      line: number;
+      step: number;
+      x: number;
+      kind: string;
+      severity: 'warning' | 'error';
+      message: string;
+    }[] = [];
     lines.forEach((l, i) => {
       const start = this.runs.get(l.run)?.stages.get(l.stage)?.startTime ?? 0;
       for (const a of this.runs.get(l.run)?.alerts ?? []) {
         if (a.stage !== l.stage) continue;
-        out.push({ line: i, step: a.step, x: axis === 'step' ? a.step : axis === 'wall' ? a.time : a.time - start, kind: a.kind, severity: a.severity, message: a.message });
+        out.push({
+          line: i,
+          step: a.step,
+          x: axis === 'step' ? a.step : axis === 'wall' ? a.time : a.time - start,
+          kind: a.kind,
+          severity: a.severity,
+          message: a.message,
+        });
       }
     });
     return out;
@@ -601,13 +730,20 @@ export class PanelModel {
 
   /** Sampled rollouts of every run, newest first. */
   samples(): (SampleItem & { run: RunState })[] {
-    return [...this.runs.values()].flatMap((run) => run.samples.map((s) => ({ ...s, run }))).sort((a, b) => b.seq - a.seq);
+    return [...this.runs.values()]
+      .flatMap((run) => run.samples.map((s) => ({ ...s, run })))
+      .sort((a, b) => b.seq - a.seq);
   }
 }
 
 /** The readout under the cursor: every line's raw and smoothed value (and step) at index `idx` of a chart's data. */
 export function readout(lines: Line[], data: ChartData, idx: number): ReadoutRow[] {
-  return lines.map((l, i) => ({ label: l.label, raw: data.raw[i]?.[idx] ?? null, smooth: data.smooth[i]?.[idx] ?? null, step: data.steps[i]?.[idx] ?? null }));
+  return lines.map((l, i) => ({
+    label: l.label,
+    raw: data.raw[i]?.[idx] ?? null,
+    smooth: data.smooth[i]?.[idx] ?? null,
+    step: data.steps[i]?.[idx] ?? null,
+  }));
 }
 
 /** Index of the step in a chart's x values nearest to `step` (the x values are sorted), or -1 when empty. */

@@ -24,7 +24,15 @@ export function renderToolHealth(root: HTMLElement, model: PanelModel, health: M
       const table = el(
         'table',
         { class: 'tool-health', 'data-run': run },
-        el('thead', {}, el('tr', {}, ...['caller', 'calls', 'failures', 'queries', 'empty results', 'p50', 'p99'].map((c) => el('th', {}, c)))),
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            ...['caller', 'calls', 'failures', 'queries', 'empty results', 'p50', 'p99'].map((c) => el('th', {}, c)),
+          ),
+        ),
         el(
           'tbody',
           {},
@@ -36,7 +44,11 @@ export function renderToolHealth(root: HTMLElement, model: PanelModel, health: M
               el('td', {}, String(r.calls)),
               el('td', { class: r.failures ? 'bad' : '' }, `${r.failures} (${pct(r.failures, r.calls)})`),
               el('td', {}, String(r.queries)),
-              el('td', { class: r.empty_results ? 'warn' : '' }, `${r.empty_results} (${pct(r.empty_results, r.queries)})`),
+              el(
+                'td',
+                { class: r.empty_results ? 'warn' : '' },
+                `${r.empty_results} (${pct(r.empty_results, r.queries)})`,
+              ),
               el('td', {}, ms(r.latency_ms.p50)),
               el('td', {}, ms(r.latency_ms.p99)),
             ),
@@ -47,7 +59,11 @@ export function renderToolHealth(root: HTMLElement, model: PanelModel, health: M
         'section',
         { class: 'tool-health-run' },
         el('h2', {}, icon('tools'), ` Tool health · ${label}`),
-        h.error ? el('p', { class: 'muted' }, h.error) : rows.length ? table : el('p', { class: 'muted' }, 'No tool calls yet.'),
+        h.error
+          ? el('p', { class: 'muted' }, h.error)
+          : rows.length
+            ? table
+            : el('p', { class: 'muted' }, 'No tool calls yet.'),
       );
     }),
   );

@@ -33,7 +33,12 @@ export function renderReward(o: RewardOutput, element: HTMLElement): void {
   const b = o.breakdown;
   const root = document.createElement('div');
   root.className = 'coa-reward';
-  Object.assign(root.style, { fontFamily: 'var(--vscode-font-family)', fontSize: 'var(--vscode-font-size, 13px)', color: 'var(--vscode-foreground)', padding: '4px 0' });
+  Object.assign(root.style, {
+    fontFamily: 'var(--vscode-font-family)',
+    fontSize: 'var(--vscode-font-size, 13px)',
+    color: 'var(--vscode-foreground)',
+    padding: '4px 0',
+  });
 
   const title = document.createElement('div');
   const total = document.createElement('strong');
@@ -52,7 +57,13 @@ export function renderReward(o: RewardOutput, element: HTMLElement): void {
     if (cls) tr.className = cls;
     const th = document.createElement('th');
     th.textContent = label;
-    Object.assign(th.style, { textAlign: 'left', fontWeight: 'normal', color: DIM, padding: '1px 12px 1px 0', borderBottom: '1px solid var(--vscode-editorWidget-border, #8884)' });
+    Object.assign(th.style, {
+      textAlign: 'left',
+      fontWeight: 'normal',
+      color: DIM,
+      padding: '1px 12px 1px 0',
+      borderBottom: '1px solid var(--vscode-editorWidget-border, #8884)',
+    });
     const td = document.createElement('td');
     td.textContent = value;
     Object.assign(td.style, { padding: '1px 0', borderBottom: '1px solid var(--vscode-editorWidget-border, #8884)' });
@@ -68,14 +79,25 @@ export function renderReward(o: RewardOutput, element: HTMLElement): void {
     row('F1', num(b.f1), undefined, 'coa-f1');
   }
   row('format', b.format_ok ? 'ok' : `errors: ${b.violations.join(', ')}`, b.format_ok ? GOOD : BAD, 'coa-format');
-  row('tool calls', `m = ${b.tool_calls}${b.optimal_tool_calls !== null ? `, optimal n = ${b.optimal_tool_calls}` : ''}`, undefined, 'coa-tools');
+  row(
+    'tool calls',
+    `m = ${b.tool_calls}${b.optimal_tool_calls !== null ? `, optimal n = ${b.optimal_tool_calls}` : ''}`,
+    undefined,
+    'coa-tools',
+  );
   row('r_tool × r_correct', `${num(b.r_tool)} × ${num(b.r_correct)}`, undefined, 'coa-factors');
   row('formula', o.formula, DIM, 'coa-formula');
   // The record's own run scored it with o.stored.scheme; `b` is recomputed under that scheme, so they compare.
   if (o.stored) {
-    row('stored by its run', `${num(o.stored.total)} (${o.stored.scheme})${o.storedDiffers ? ' — differs from the recomputed reward' : ' — recomputed the same'}`, o.storedDiffers ? BAD : undefined, 'coa-stored');
+    row(
+      'stored by its run',
+      `${num(o.stored.total)} (${o.stored.scheme})${o.storedDiffers ? ' — differs from the recomputed reward' : ' — recomputed the same'}`,
+      o.storedDiffers ? BAD : undefined,
+      'coa-stored',
+    );
   }
-  if (o.setting) row(`recomputed with ${o.setting.scheme}`, `${num(o.setting.total)} (coaStudio.rewardScheme)`, DIM, 'coa-setting');
+  if (o.setting)
+    row(`recomputed with ${o.setting.scheme}`, `${num(o.setting.total)} (coaStudio.rewardScheme)`, DIM, 'coa-setting');
   root.appendChild(table);
   element.replaceChildren(root);
 }

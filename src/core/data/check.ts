@@ -47,12 +47,16 @@ export interface CheckResult {
  * skipped, invalid UTF-8 an error at the first bad byte, JSON nested deeper than CONFIG_MAX_NESTING an error at the bracket
  * that goes too deep (found before anything parses or walks it), then the schema.
  */
-export function loadRunConfig(configPath: string, overrideArgs: string[] = []): { config: RunConfig; raw: string; overrides: Override[] } {
+export function loadRunConfig(
+  configPath: string,
+  overrideArgs: string[] = [],
+): { config: RunConfig; raw: string; overrides: Override[] } {
   const overrides = overrideArgs.map((text, i) => {
     try {
       return parseOverride(text);
     } catch (e) {
-      if (e instanceof OverrideError) throw new DataError('command line', i + 1, 1, e.key || text, `${e.detail} (override ${text})`);
+      if (e instanceof OverrideError)
+        throw new DataError('command line', i + 1, 1, e.key || text, `${e.detail} (override ${text})`);
       throw e;
     }
   });
@@ -72,14 +76,34 @@ export function loadRunConfig(configPath: string, overrideArgs: string[] = []): 
     const { line, column } = lineColumn(raw, pos);
     const constant = /^-?(NaN|Infinity)/.exec(raw.slice(pos))?.[0];
     // Python's json reads these (the trainer refuses them with the same words); JSON has no such numbers.
-    if (constant) throw new DataError(configPath, line, column, 'config', `${constant} is not a number JSON allows: give a finite number`);
-    throw new DataError(configPath, line, column, 'config', `not valid JSON (${message.replace(/ in JSON at position \d+.*$/, '').replace(/, ".*" is not valid JSON$/s, '')})`);
+    if (constant)
+      throw new DataError(
+        configPath,
+        line,
+        column,
+        'config',
+        `${constant} is not a number JSON allows: give a finite number`,
+      );
+    throw new DataError(
+      configPath,
+      line,
+      column,
+      'config',
+      `not valid JSON (${message.replace(/ in JSON at position \d+.*$/, '').replace(/, ".*" is not valid JSON$/s, '')})`,
+    );
   }
   try {
     // Without overrides the file is checked as it is (applyOverrides reads a null file as {}, which the trainer refuses).
     if (overrides.length) value = applyOverrides(value, overrides);
   } catch (e) {
-    if (e instanceof OverrideError) throw new DataError('command line', overrides.findIndex((o) => o.text === e.text) + 1, 1, e.key, `${e.detail} (override ${e.text})`);
+    if (e instanceof OverrideError)
+      throw new DataError(
+        'command line',
+        overrides.findIndex((o) => o.text === e.text) + 1,
+        1,
+        e.key,
+        `${e.detail} (override ${e.text})`,
+      );
     throw e;
   }
   const parsed = RunConfigSchema.safeParse(value);
@@ -96,7 +120,13 @@ function readConfigText(configPath: string): string {
   try {
     bytes = readFileSync(configPath);
   } catch (e) {
-    throw new DataError(configPath, 1, 1, 'config', (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeFsError(e));
+    throw new DataError(
+      configPath,
+      1,
+      1,
+      'config',
+      (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeFsError(e),
+    );
   }
   const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
   const body = bytes.subarray(bom);
@@ -105,7 +135,13 @@ function readConfigText(configPath: string): string {
     const lineStart = body.lastIndexOf(10, bad - 1) + 1;
     const line = countNewlines(body, bad) + 1;
     const column = body.toString('utf8', lineStart, bad).length + 1;
-    throw new DataError(configPath, line, column, 'config', `not UTF-8 (byte 0x${body[bad].toString(16).padStart(2, '0')}): save the file as UTF-8`);
+    throw new DataError(
+      configPath,
+      line,
+      column,
+      'config',
+      `not UTF-8 (byte 0x${body[bad].toString(16).padStart(2, '0')}): save the file as UTF-8`,
+    );
   }
   return body.toString('utf8');
 }
@@ -116,7 +152,6 @@ function countNewlines(b: Buffer, end: number): number {
   return n;
 }
 
-
 /** Where JSON.parse failed: its "at position N" when it says one, else where a JSON parser finds the first error. */
 function jsonErrorOffset(text: string, message: string): number {
   const said = /at position (\d+)/.exec(message);
@@ -125,8 +160,6 @@ function jsonErrorOffset(text: string, message: string): number {
   parse(text, errors, { allowTrailingComma: false, disallowComments: true });
   return errors.length ? errors[0].offset : text.length;
 }
-
-
 
 /** Resolve a config path against the config file's directory. */
 export function resolveDataPath(configPath: string, p: string): string {
@@ -146,7 +179,8 @@ export async function checkRunConfig(configPath: string, overrideArgs: string[] 
     } catch (e) {
       throw configError(configPath, raw, path, `${describeFsError(e)}: ${full}`, overrides);
     }
-    if (st.isDirectory()) throw configError(configPath, raw, path, `is a directory, expected a file: ${full}`, overrides);
+    if (st.isDirectory())
+      throw configError(configPath, raw, path, `is a directory, expected a file: ${full}`, overrides);
     return full;
   };
   if (config.model.path) {
@@ -173,7 +207,13 @@ export async function checkRunConfig(configPath: string, overrideArgs: string[] 
     const ids = emptyIdReport();
     for await (const _ of readQuestions(full, { strictIds: data.strict_ids, ids })) count++;
     if (count === 0) throw new DataError(full, 1, 1, 'record', 'no questions in this file');
-    result.files.push({ key: `data.questions.${split}`, path: full, kind: 'questions', count, ...(idSummary(ids) ? { ids } : {}) });
+    result.files.push({
+      key: `data.questions.${split}`,
+      path: full,
+      kind: 'questions',
+      count,
+      ...(idSummary(ids) ? { ids } : {}),
+    });
   }
   const trajectories: SftRecord[] = [];
   for (const [i, entry] of data.sft.entries()) {
@@ -188,19 +228,31 @@ export async function checkRunConfig(configPath: string, overrideArgs: string[] 
     const full = file('data.sft1_pairs', data.sft1_pairs);
     const report = emptyPairReport();
     const built = [];
-    for await (const input of readPairInputs(full, 'auto', report)) if ('trajectory' in input) built.push(input.trajectory);
+    for await (const input of readPairInputs(full, 'auto', report))
+      if ('trajectory' in input) built.push(input.trajectory);
     buildPairs(built, 1, report);
-    if (report.pairs === 0) throw new DataError(full, 1, 1, 'record', 'no pairs in this file (and none could be built from its trajectories)');
+    if (report.pairs === 0)
+      throw new DataError(
+        full,
+        1,
+        1,
+        'record',
+        'no pairs in this file (and none could be built from its trajectories)',
+      );
     result.files.push({ key: 'data.sft1_pairs', path: full, kind: 'pairs', count: report.pairs, summary: report });
   } else if (trajectories.length) {
     result.built_pairs = emptyPairReport();
     buildPairs(trajectories, 1, result.built_pairs);
     if (result.built_pairs.pairs === 0) {
-      result.warnings.push(`SFT-1 pairs built from data.sft: 0 — no question has both a correct and a wrong trajectory (skipped: ${JSON.stringify(result.built_pairs.skipped_questions)}), so SFT-1 has nothing to train on; give data.sft1_pairs or collect first`);
+      result.warnings.push(
+        `SFT-1 pairs built from data.sft: 0 — no question has both a correct and a wrong trajectory (skipped: ${JSON.stringify(result.built_pairs.skipped_questions)}), so SFT-1 has nothing to train on; give data.sft1_pairs or collect first`,
+      );
     }
   }
   if (!data.sft.length && !data.sft1_pairs) {
-    result.warnings.push('no SFT data (data.sft and data.sft1_pairs are empty): SFT-1/2/3 have nothing to train on unless this run collects first (coa_trainer collect); RL and eval need only data.questions');
+    result.warnings.push(
+      'no SFT data (data.sft and data.sft1_pairs are empty): SFT-1/2/3 have nothing to train on unless this run collects first (coa_trainer collect); RL and eval need only data.questions',
+    );
   }
   if (data.corpus) {
     const full = file('data.corpus', data.corpus);

@@ -41,9 +41,22 @@ export function lineColumn(text: string, offset: number): { line: number; column
   return { line, column: offset - start + 1 };
 }
 
-export function configError(configPath: string, raw: string, path: (string | number)[], message: string, overrides: Override[] = []): DataError {
+export function configError(
+  configPath: string,
+  raw: string,
+  path: (string | number)[],
+  message: string,
+  overrides: Override[] = [],
+): DataError {
   const given = overrideFor(overrides, path);
-  if (given) return new DataError('command line', overrides.indexOf(given) + 1, 1, path.join('.') || given.path.join('.'), `${message} (override ${given.text})`);
+  if (given)
+    return new DataError(
+      'command line',
+      overrides.indexOf(given) + 1,
+      1,
+      path.join('.') || given.path.join('.'),
+      `${message} (override ${given.text})`,
+    );
   const at = lineColumn(raw, locate(raw, path).start);
   return new DataError(configPath, at.line, at.column, path.join('.') || 'config', message);
 }

@@ -61,7 +61,13 @@ export function planIds(file: string, rows: readonly IdRow[], strict = false): I
   rows.forEach((r, i) => {
     const group = byId.get(r.id);
     if (group && strict) {
-      throw new DataError(file, r.line, 1, 'id', `duplicate id "${r.id}" (first on line ${rows[group[0]].line}; without --strict-ids exact repeats are dropped and ids repeated across sources are qualified by their source)`);
+      throw new DataError(
+        file,
+        r.line,
+        1,
+        'id',
+        `duplicate id "${r.id}" (first on line ${rows[group[0]].line}; without --strict-ids exact repeats are dropped and ids repeated across sources are qualified by their source)`,
+      );
     }
     if (group) group.push(i);
     else byId.set(r.id, [i]);
@@ -105,7 +111,9 @@ export function idSummary(report: IdReport): string | null {
   if (report.exact_duplicates_dropped) parts.push(`${report.exact_duplicates_dropped} exact repeat row(s) dropped`);
   if (report.ids_qualified) {
     const eg = report.examples.map(([a, b]) => `${a} → ${b}`).join(', ');
-    parts.push(`${report.ids_qualified} id(s) repeated: the first row keeps each, ${report.rows_renamed} later row(s) qualified, the original in meta.source_id (${eg})`);
+    parts.push(
+      `${report.ids_qualified} id(s) repeated: the first row keeps each, ${report.rows_renamed} later row(s) qualified, the original in meta.source_id (${eg})`,
+    );
   }
   return parts.length ? `ids: ${parts.join('; ')} (--strict-ids refuses repeated ids instead)` : null;
 }
@@ -123,6 +131,11 @@ export function rowSource(row: Record<string, unknown>): string | null {
 }
 
 /** A renamed row's record: the new id, the original kept in `meta.source_id`. Records whose id stays are returned as they are. */
-export function withPlannedId<T extends { id: string; meta?: Record<string, unknown> }>(record: T, renamed: string | undefined): T {
-  return renamed === undefined ? record : { ...record, id: renamed, meta: { ...(record.meta ?? {}), source_id: record.id } };
+export function withPlannedId<T extends { id: string; meta?: Record<string, unknown> }>(
+  record: T,
+  renamed: string | undefined,
+): T {
+  return renamed === undefined
+    ? record
+    : { ...record, id: renamed, meta: { ...(record.meta ?? {}), source_id: record.id } };
 }

@@ -12,15 +12,28 @@ export interface JsonLine {
 }
 
 /** The reader's line, unparsed: this module parses it itself (a data row is not a trajectory record). */
-const keepLine = (raw: string, line: number, offset = 0, byteLength = 0): JsonlEntry => ({ line, offset, byteLength, raw });
+const keepLine = (raw: string, line: number, offset = 0, byteLength = 0): JsonlEntry => ({
+  line,
+  offset,
+  byteLength,
+  raw,
+});
 
 export async function* readJsonObjects(file: string): AsyncGenerator<JsonLine> {
   for await (const entry of readJsonl(file, { parse: keepLine })) {
     const { line, problem } = entry;
-    if (problem) throw new DataError(file, line, problem.column, 'record', problem.code === 'COA104' ? 'binary data, not a JSONL text file' : problem.message);
+    if (problem)
+      throw new DataError(
+        file,
+        line,
+        problem.column,
+        'record',
+        problem.code === 'COA104' ? 'binary data, not a JSONL text file' : problem.message,
+      );
     let raw = entry.raw;
     if (raw.charCodeAt(0) === 0xfeff) raw = raw.slice(1); // a BOM left inside the file (files joined with cat)
-    if (raw.includes('\u0000')) throw new DataError(file, line, raw.indexOf('\u0000') + 1, 'record', 'binary data, not a JSONL text file');
+    if (raw.includes('\u0000'))
+      throw new DataError(file, line, raw.indexOf('\u0000') + 1, 'record', 'binary data, not a JSONL text file');
     let value: unknown;
     try {
       value = JSON.parse(raw);
@@ -28,7 +41,13 @@ export async function* readJsonObjects(file: string): AsyncGenerator<JsonLine> {
       const message = (e as Error).message;
       const pos = Number(/at position (\d+)/.exec(message)?.[1] ?? NaN);
       const col = Number.isFinite(pos) ? pos + 1 : Math.max(1, raw.length);
-      throw new DataError(file, line, col, 'record', `not valid JSON (${message.replace(/ in JSON at position \d+.*$/, '')})`);
+      throw new DataError(
+        file,
+        line,
+        col,
+        'record',
+        `not valid JSON (${message.replace(/ in JSON at position \d+.*$/, '')})`,
+      );
     }
     const deep = nestingProblem(raw, value); // before anything walks it recursively (locate, zod, JSON.stringify)
     if (deep) throw new DataError(file, line, deep.column, 'record', `not valid JSON here: ${deep.message}`);

@@ -14,7 +14,9 @@ export function modelDirProblem(dir: string): string | null {
     return `${cfg}: not valid JSON (${(e as Error).message})`;
   }
   const has = (f: string) => existsSync(join(dir, f));
-  if (!(has('tokenizer.json') || has('tokenizer.model') || (has('vocab.json') && has('merges.txt')) || has('vocab.txt'))) {
+  if (
+    !(has('tokenizer.json') || has('tokenizer.model') || (has('vocab.json') && has('merges.txt')) || has('vocab.txt'))
+  ) {
     return `${dir}: no tokenizer (tokenizer.json, tokenizer.model, vocab.json + merges.txt or vocab.txt)`;
   }
   return null;

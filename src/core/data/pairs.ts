@@ -61,7 +61,15 @@ function kindOf(chosen: PairSide, rejected: PairSide): PairKind {
 }
 
 function side(r: SftRecord): PairSide {
-  return { id: r.id, dialect: r.dialect, response: r.response, segments: r.segments, tool_calls: r.tool_calls, correct: r.correct, origin: r.origin };
+  return {
+    id: r.id,
+    dialect: r.dialect,
+    response: r.response,
+    segments: r.segments,
+    tool_calls: r.tool_calls,
+    correct: r.correct,
+    origin: r.origin,
+  };
 }
 
 /** Pairs from trajectories, grouped by question text, in order of first appearance; `perQuestion` pairs at most. */
@@ -97,15 +105,34 @@ export function buildPairs(records: readonly SftRecord[], perQuestion = 1, repor
     for (let k = 0; k < n; k++) {
       const chosen = correct[k];
       const acts = chosen.tool_calls > 0;
-      const rejected = incorrect.find((r) => !used.has(r) && r.tool_calls > 0 !== acts) ?? incorrect.find((r) => !used.has(r))!;
+      const rejected =
+        incorrect.find((r) => !used.has(r) && r.tool_calls > 0 !== acts) ?? incorrect.find((r) => !used.has(r))!;
       used.add(rejected);
-      out.push(makePair(`${chosen.id}|${rejected.id}`, chosen.question, chosen.golden_answers, chosen.prompt, side(chosen), side(rejected), report));
+      out.push(
+        makePair(
+          `${chosen.id}|${rejected.id}`,
+          chosen.question,
+          chosen.golden_answers,
+          chosen.prompt,
+          side(chosen),
+          side(rejected),
+          report,
+        ),
+      );
     }
   }
   return out;
 }
 
-function makePair(id: string, question: string, golden: string[], prompt: string | null, chosen: PairSide, rejected: PairSide, report: PairReport): PairRecord {
+function makePair(
+  id: string,
+  question: string,
+  golden: string[],
+  prompt: string | null,
+  chosen: PairSide,
+  rejected: PairSide,
+  report: PairReport,
+): PairRecord {
   const kind = kindOf(chosen, rejected);
   report.pairs++;
   report.by_kind[kind]++;
@@ -119,13 +146,18 @@ export type PairInput = { pair: PairRecord } | { trajectory: SftRecord };
  * Lines of a pairs input: pair lines (`chosen` + `rejected`: strings, `{response}` objects, or chat messages as in
  * TRL's preference datasets), records written by `coa data prepare sft`, or trajectories in any SFT format.
  */
-export async function* readPairInputs(file: string, dialect: DialectChoice = 'auto', report = emptyPairReport()): AsyncGenerator<PairInput> {
+export async function* readPairInputs(
+  file: string,
+  dialect: DialectChoice = 'auto',
+  report = emptyPairReport(),
+): AsyncGenerator<PairInput> {
   for await (const l of readJsonObjects(file)) {
     const o = l.value;
     if ('chosen' in o || 'rejected' in o) {
       report.given++;
       yield { pair: givenPair(file, l, dialect, report) };
-    } else if (Array.isArray(o.segments) && o.origin && typeof o.origin === 'object') yield { trajectory: preparedSft(file, l) };
+    } else if (Array.isArray(o.segments) && o.origin && typeof o.origin === 'object')
+      yield { trajectory: preparedSft(file, l) };
     else yield { trajectory: prepareTrajectory(toRecord(file, l), dialect, { file, line: l.line }).sft };
   }
 }
@@ -133,22 +165,46 @@ export async function* readPairInputs(file: string, dialect: DialectChoice = 'au
 function givenPair(file: string, l: JsonLine, dialect: DialectChoice, report: PairReport): PairRecord {
   const o = l.value;
   // TRL's preference data: `prompt` is a string, or chat messages (conversational) whose last user turn counts.
-  const prompt = typeof o.prompt === 'string' ? o.prompt : Array.isArray(o.prompt) ? promptText(o.prompt) || null : null;
+  const prompt =
+    typeof o.prompt === 'string' ? o.prompt : Array.isArray(o.prompt) ? promptText(o.prompt) || null : null;
   const question = typeof o.question === 'string' ? o.question.trim() : (prompt ?? '').trim();
-  if (!question) throw fieldError(file, l, [typeof o.question === 'string' || !prompt ? 'question' : 'prompt'], 'missing or empty question (a pair needs "question" or "prompt")');
+  if (!question)
+    throw fieldError(
+      file,
+      l,
+      [typeof o.question === 'string' || !prompt ? 'question' : 'prompt'],
+      'missing or empty question (a pair needs "question" or "prompt")',
+    );
   let golden: string[] = [];
   if (o.golden_answers !== undefined) {
-    if (!Array.isArray(o.golden_answers) || o.golden_answers.some((g) => typeof g !== 'string')) throw fieldError(file, l, ['golden_answers'], `expected a list of strings, got ${typeName(o.golden_answers)}`);
+    if (!Array.isArray(o.golden_answers) || o.golden_answers.some((g) => typeof g !== 'string'))
+      throw fieldError(file, l, ['golden_answers'], `expected a list of strings, got ${typeName(o.golden_answers)}`);
     golden = o.golden_answers as string[];
   }
   const sides = (['chosen', 'rejected'] as const).map((key) => {
     const response = responseOf(o[key]);
-    if (response === null) throw fieldError(file, l, [key], `expected a string, {"response": …} or assistant messages, got ${typeName(o[key])}`);
+    if (response === null)
+      throw fieldError(
+        file,
+        l,
+        [key],
+        `expected a string, {"response": …} or assistant messages, got ${typeName(o[key])}`,
+      );
     if (!response.trim()) throw fieldError(file, l, [key], 'empty response');
     const value = o[key] as Record<string, unknown>;
-    const ownDialect = value && typeof value === 'object' && !Array.isArray(value) && value.dialect !== undefined ? value.dialect : undefined;
-    if (ownDialect !== undefined && (typeof ownDialect !== 'string' || !isDialectChoice(ownDialect))) throw fieldError(file, l, [key, 'dialect'], `unknown dialect ${JSON.stringify(ownDialect)}`);
-    const rec = { id: `${idOf(o, l)}-${key}`, question, golden_answers: golden, response, ...(ownDialect && ownDialect !== 'auto' ? { dialect: ownDialect } : {}) } as TrajectoryRecord;
+    const ownDialect =
+      value && typeof value === 'object' && !Array.isArray(value) && value.dialect !== undefined
+        ? value.dialect
+        : undefined;
+    if (ownDialect !== undefined && (typeof ownDialect !== 'string' || !isDialectChoice(ownDialect)))
+      throw fieldError(file, l, [key, 'dialect'], `unknown dialect ${JSON.stringify(ownDialect)}`);
+    const rec = {
+      id: `${idOf(o, l)}-${key}`,
+      question,
+      golden_answers: golden,
+      response,
+      ...(ownDialect && ownDialect !== 'auto' ? { dialect: ownDialect } : {}),
+    } as TrajectoryRecord;
     return side(prepareTrajectory(rec, dialect, { file, line: l.line }).sft);
   });
   return makePair(idOf(o, l), question, golden, prompt, sides[0], sides[1], report);
@@ -161,26 +217,49 @@ function idOf(o: Record<string, unknown>, l: JsonLine): string {
 function responseOf(v: unknown): string | null {
   if (typeof v === 'string') return v;
   if (Array.isArray(v)) {
-    const parts = v.filter((m) => m && typeof m === 'object' && (m as { role?: unknown }).role === 'assistant').map((m) => (m as { content?: unknown }).content);
+    const parts = v
+      .filter((m) => m && typeof m === 'object' && (m as { role?: unknown }).role === 'assistant')
+      .map((m) => (m as { content?: unknown }).content);
     return parts.length && parts.every((c) => typeof c === 'string') ? parts.join('') : null;
   }
-  if (v && typeof v === 'object' && typeof (v as { response?: unknown }).response === 'string') return (v as { response: string }).response;
+  if (v && typeof v === 'object' && typeof (v as { response?: unknown }).response === 'string')
+    return (v as { response: string }).response;
   return null;
 }
 
 /** A line written by `coa data prepare sft`, read back as it was written (field types checked). */
 function preparedSft(file: string, l: JsonLine): SftRecord {
   const o = l.value;
-  for (const [key, type] of [['id', 'string'], ['question', 'string'], ['response', 'string'], ['dialect', 'string'], ['tool_calls', 'number']] as const) {
+  for (const [key, type] of [
+    ['id', 'string'],
+    ['question', 'string'],
+    ['response', 'string'],
+    ['dialect', 'string'],
+    ['tool_calls', 'number'],
+  ] as const) {
     if (typeof o[key] !== type) throw fieldError(file, l, [key], `expected a ${type}, got ${typeName(o[key])}`);
   }
-  if (!Array.isArray(o.golden_answers) || o.golden_answers.some((g) => typeof g !== 'string')) throw fieldError(file, l, ['golden_answers'], 'expected a list of strings');
-  if (!isDialectChoice(o.dialect as string) || o.dialect === 'auto') throw fieldError(file, l, ['dialect'], `unknown dialect ${JSON.stringify(o.dialect)}`);
-  if (!Array.isArray(o.segments) || o.segments.some((g) => !g || typeof g !== 'object' || typeof g.start !== 'number' || typeof g.end !== 'number' || typeof g.kind !== 'string')) {
+  if (!Array.isArray(o.golden_answers) || o.golden_answers.some((g) => typeof g !== 'string'))
+    throw fieldError(file, l, ['golden_answers'], 'expected a list of strings');
+  if (!isDialectChoice(o.dialect as string) || o.dialect === 'auto')
+    throw fieldError(file, l, ['dialect'], `unknown dialect ${JSON.stringify(o.dialect)}`);
+  if (
+    !Array.isArray(o.segments) ||
+    o.segments.some(
+      (g) =>
+        !g ||
+        typeof g !== 'object' ||
+        typeof g.start !== 'number' ||
+        typeof g.end !== 'number' ||
+        typeof g.kind !== 'string',
+    )
+  ) {
     throw fieldError(file, l, ['segments'], 'expected a list of {"kind", "start", "end"}');
   }
-  if (o.correct !== null && typeof o.correct !== 'boolean') throw fieldError(file, l, ['correct'], `expected true, false or null, got ${typeName(o.correct)}`);
+  if (o.correct !== null && typeof o.correct !== 'boolean')
+    throw fieldError(file, l, ['correct'], `expected true, false or null, got ${typeName(o.correct)}`);
   const origin = o.origin as Record<string, unknown>;
-  if (typeof origin.file !== 'string' || typeof origin.line !== 'number') throw new DataError(file, l.line, 1, 'origin', 'expected {"file": str, "line": int}');
+  if (typeof origin.file !== 'string' || typeof origin.line !== 'number')
+    throw new DataError(file, l.line, 1, 'origin', 'expected {"file": str, "line": int}');
   return o as unknown as SftRecord;
 }

@@ -32,7 +32,12 @@ export async function* readQuestions(file: string, opts: IdOptions = {}): AsyncG
   const source = () => (isParquet(file) ? parquetQuestions(file) : jsonlQuestions(file));
   const rows: IdRow[] = [];
   for await (const { q, from } of source()) {
-    rows.push({ id: q.id, source: from, content: JSON.stringify([q.question, q.golden_answers, q.data_source]), line: q.origin.line });
+    rows.push({
+      id: q.id,
+      source: from,
+      content: JSON.stringify([q.question, q.golden_answers, q.data_source]),
+      line: q.origin.line,
+    });
   }
   const plan = planIds(file, rows, opts.strictIds);
   if (opts.ids) Object.assign(opts.ids, plan.report);
@@ -69,14 +74,30 @@ async function* parquetQuestions(file: string): AsyncGenerator<SourcedQuestion> 
   }
   const has = (c: string) => columns.includes(c);
   const listed = `columns: ${columns.join(', ')}`;
-  if (!has('prompt') && !has('question')) throw new DataError(file, 1, 1, 'prompt', `missing column (a verl parquet needs "prompt" or "question"; ${listed})`);
+  if (!has('prompt') && !has('question'))
+    throw new DataError(
+      file,
+      1,
+      1,
+      'prompt',
+      `missing column (a verl parquet needs "prompt" or "question"; ${listed})`,
+    );
   if (!has('reward_model') && !has('golden_answers')) {
-    throw new DataError(file, 1, 1, 'reward_model', `missing column (a verl parquet needs "reward_model.ground_truth" or "golden_answers"; ${listed})`);
+    throw new DataError(
+      file,
+      1,
+      1,
+      'reward_model',
+      `missing column (a verl parquet needs "reward_model.ground_truth" or "golden_answers"; ${listed})`,
+    );
   }
   const rows = (await parquetReadObjects({ file: buffer })) as Row[];
   for (let i = 0; i < rows.length; i++) {
     const r = plain(rows[i]) as Row;
-    yield { q: rowQuestion(file, r, i + 1, (field, message) => new DataError(file, i + 1, 1, field, message)), from: rowSource(r) };
+    yield {
+      q: rowQuestion(file, r, i + 1, (field, message) => new DataError(file, i + 1, 1, field, message)),
+      from: rowSource(r),
+    };
   }
 }
 
@@ -97,15 +118,28 @@ async function* jsonlQuestions(file: string): AsyncGenerator<SourcedQuestion> {
 
 function jsonQuestion(file: string, l: JsonLine, stem: string): QuestionRecord {
   const o = l.value;
-  if (!('question' in o)) throw fieldError(file, l, ['question'], 'missing (a question record needs "question" and "golden_answers")');
-  if (typeof o.question !== 'string') throw fieldError(file, l, ['question'], `expected a string, got ${typeName(o.question)}`);
+  if (!('question' in o))
+    throw fieldError(file, l, ['question'], 'missing (a question record needs "question" and "golden_answers")');
+  if (typeof o.question !== 'string')
+    throw fieldError(file, l, ['question'], `expected a string, got ${typeName(o.question)}`);
   if (!o.question.trim()) throw fieldError(file, l, ['question'], 'empty question');
   if (!('golden_answers' in o)) {
     const near = ['answers', 'answer', 'golden_answer', 'ground_truth'].find((k) => k in o);
-    throw fieldError(file, l, ['golden_answers'], `missing (a question record needs "question" and "golden_answers"${near ? `; found "${near}": FlashRAG and Search-R1 name it golden_answers` : ''})`);
+    throw fieldError(
+      file,
+      l,
+      ['golden_answers'],
+      `missing (a question record needs "question" and "golden_answers"${near ? `; found "${near}": FlashRAG and Search-R1 name it golden_answers` : ''})`,
+    );
   }
   const golden = strictGoldenAnswers(o.golden_answers);
-  if ('error' in golden) throw fieldError(file, l, golden.item === undefined ? ['golden_answers'] : ['golden_answers', golden.item], golden.error);
+  if ('error' in golden)
+    throw fieldError(
+      file,
+      l,
+      golden.item === undefined ? ['golden_answers'] : ['golden_answers', golden.item],
+      golden.error,
+    );
   return {
     id: idOf(o.id, file, l, stem),
     question: o.question.trim(),
@@ -123,13 +157,20 @@ function idOf(id: unknown, file: string, l: JsonLine, stem: string): string {
 }
 
 /** A verl row: the question out of the chat prompt (or a `question` column), golden answers out of reward_model. */
-function rowQuestion(file: string, r: Row, line: number, at: (field: string, message: string) => DataError, stem = basename(file).replace(/\.parquet$/i, '')): QuestionRecord {
+function rowQuestion(
+  file: string,
+  r: Row,
+  line: number,
+  at: (field: string, message: string) => DataError,
+  stem = basename(file).replace(/\.parquet$/i, ''),
+): QuestionRecord {
   const extra = (r.extra_info && typeof r.extra_info === 'object' ? r.extra_info : {}) as Row;
   let question: string;
   if (typeof r.question === 'string') question = r.question.trim();
   else {
     if (r.prompt === undefined || r.prompt === null) throw at('prompt', 'missing');
-    if (typeof r.prompt !== 'string' && !Array.isArray(r.prompt)) throw at('prompt', `expected chat messages or a string, got ${typeName(r.prompt)}`);
+    if (typeof r.prompt !== 'string' && !Array.isArray(r.prompt))
+      throw at('prompt', `expected chat messages or a string, got ${typeName(r.prompt)}`);
     question = extractQuestion(promptText(r.prompt));
   }
   if (!question) throw at(typeof r.question === 'string' ? 'question' : 'prompt', 'empty question');
@@ -137,10 +178,24 @@ function rowQuestion(file: string, r: Row, line: number, at: (field: string, mes
   let field = 'golden_answers';
   if (r.reward_model !== undefined && r.reward_model !== null) {
     field = 'reward_model.ground_truth';
-    if (typeof r.reward_model !== 'object' || Array.isArray(r.reward_model)) throw at('reward_model', `expected an object, got ${typeName(r.reward_model)}`);
+    if (typeof r.reward_model !== 'object' || Array.isArray(r.reward_model))
+      throw at('reward_model', `expected an object, got ${typeName(r.reward_model)}`);
     golden = strictGoldenAnswers((r.reward_model as Row).ground_truth);
   } else golden = strictGoldenAnswers(r.golden_answers);
   if ('error' in golden) throw at(golden.item === undefined ? field : `${field}.${golden.item}`, golden.error);
-  const id = typeof r._id === 'string' && r._id ? r._id : typeof r.id === 'string' && r.id ? r.id : typeof r.id === 'number' ? String(r.id) : `${r.data_source ?? stem}-${extra.index ?? line - 1}`;
-  return { id, question, golden_answers: golden, data_source: typeof r.data_source === 'string' ? r.data_source : null, origin: { file, line } };
+  const id =
+    typeof r._id === 'string' && r._id
+      ? r._id
+      : typeof r.id === 'string' && r.id
+        ? r.id
+        : typeof r.id === 'number'
+          ? String(r.id)
+          : `${r.data_source ?? stem}-${extra.index ?? line - 1}`;
+  return {
+    id,
+    question,
+    golden_answers: golden,
+    data_source: typeof r.data_source === 'string' ? r.data_source : null,
+    origin: { file, line },
+  };
 }

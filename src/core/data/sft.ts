@@ -55,7 +55,11 @@ export function isDialectChoice(d: string): d is DialectChoice {
  * Every trajectory of `file`; `dialect` applies to records that do not name one. Throws DataError. `summary`,
  * when given, is updated with each record.
  */
-export async function* readSft(file: string, dialect: DialectChoice = 'auto', summary?: SftSummary): AsyncGenerator<SftRecord> {
+export async function* readSft(
+  file: string,
+  dialect: DialectChoice = 'auto',
+  summary?: SftSummary,
+): AsyncGenerator<SftRecord> {
   const seen = new Map<string, number>();
   for await (const l of readJsonObjects(file)) {
     const record = toRecord(file, l);
@@ -68,7 +72,11 @@ export async function* readSft(file: string, dialect: DialectChoice = 'auto', su
   }
 }
 
-export async function loadSft(file: string, dialect: DialectChoice = 'auto', summary?: SftSummary): Promise<SftRecord[]> {
+export async function loadSft(
+  file: string,
+  dialect: DialectChoice = 'auto',
+  summary?: SftSummary,
+): Promise<SftRecord[]> {
   const out: SftRecord[] = [];
   for await (const r of readSft(file, dialect, summary)) out.push(r);
   return out;
@@ -95,7 +103,11 @@ export function toRecord(file: string, l: JsonLine): TrajectoryRecord {
 }
 
 /** One trajectory with its segments (code points), tool calls and correctness (EM · format ok, the core's reward). */
-export function prepareTrajectory(record: TrajectoryRecord, dialect: DialectChoice, origin: Origin): { sft: SftRecord; formatOk: boolean } {
+export function prepareTrajectory(
+  record: TrajectoryRecord,
+  dialect: DialectChoice,
+  origin: Origin,
+): { sft: SftRecord; formatOk: boolean } {
   const report = checkFormat(record.response, { dialect: record.dialect ?? dialect });
   const cp = codePointIndexer(record.response);
   const golden = record.golden_answers ?? [];

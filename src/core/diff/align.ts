@@ -32,14 +32,20 @@ export function stepsOf(response: string, dialect?: DialectName | 'auto' | null)
   const out: AlignedStep[] = [];
   for (const seg of scan(response, { dialect: dialect ?? 'auto' }).segments) {
     if (seg.kind === 'text') continue;
-    const content = seg.kind === 'action' ? `${seg.tool ?? ''}: ${fold(actionQuery(seg))}` : fold(response.slice(seg.contentStart, seg.contentEnd));
+    const content =
+      seg.kind === 'action'
+        ? `${seg.tool ?? ''}: ${fold(actionQuery(seg))}`
+        : fold(response.slice(seg.contentStart, seg.contentEnd));
     out.push({ kind: seg.kind, text: response.slice(seg.start, seg.end), content });
   }
   return out;
 }
 
 /** Step i of one beside step i of the other; the shorter side padded with nulls. */
-export function alignTrajectories(a: { response: string; dialect?: string | null }, b: { response: string; dialect?: string | null }): Alignment {
+export function alignTrajectories(
+  a: { response: string; dialect?: string | null },
+  b: { response: string; dialect?: string | null },
+): Alignment {
   const sa = stepsOf(a.response, (a.dialect as DialectName | null) ?? 'auto');
   const sb = stepsOf(b.response, (b.dialect as DialectName | null) ?? 'auto');
   const rows: AlignedRow[] = [];

@@ -7,7 +7,16 @@
 // table, Σ over shared questions of (EM_B − EM_A), is by construction the question count × the EM difference of the
 // two sides over those questions: for two evaluations of one question set, gained − lost = N · ΔEM exactly.
 import type { RewardBreakdown } from '../record';
-import { MEAN_KEYS, type Attributes, type Delta, type DiffQuestion, type DiffSample, type Means, type StepRow, type StepWindow } from './types';
+import {
+  MEAN_KEYS,
+  type Attributes,
+  type Delta,
+  type DiffQuestion,
+  type DiffSample,
+  type Means,
+  type StepRow,
+  type StepWindow,
+} from './types';
 
 /** gained: B right more often than A; lost: less often; both_right / both_wrong: equal at 1 / 0; mixed: equal in between. */
 export const FLIP_CLASSES = ['gained', 'lost', 'both_right', 'both_wrong', 'mixed'] as const;
@@ -72,7 +81,16 @@ export interface FlipTable<S extends SampleLike = DiffSample> {
 }
 
 export function means(breakdowns: readonly RewardBreakdown[]): Means {
-  const m: Means = { n: breakdowns.length, total: 0, em: 0, f1: 0, tool_calls: 0, r_tool: 0, r_correct: 0, format_ok: 0 };
+  const m: Means = {
+    n: breakdowns.length,
+    total: 0,
+    em: 0,
+    f1: 0,
+    tool_calls: 0,
+    r_tool: 0,
+    r_correct: 0,
+    format_ok: 0,
+  };
   if (!breakdowns.length) return m;
   for (const b of breakdowns) {
     m.total += b.total;
@@ -111,13 +129,36 @@ export function flipRows<S extends SampleLike>(questions: readonly QuestionLike<
     if (!aSamples.length && !bSamples.length) continue;
     const a = aSamples.length ? means(aSamples.map((s) => s.breakdown)) : null;
     const b = bSamples.length ? means(bSamples.map((s) => s.breakdown)) : null;
-    out.push({ key: q.key, question: q.question, golden: q.golden, attrs: q.attrs, cls: a && b ? classify(a.em, b.em) : null, a, b, delta: a && b ? diffMeans(a, b) : null, aSamples, bSamples });
+    out.push({
+      key: q.key,
+      question: q.question,
+      golden: q.golden,
+      attrs: q.attrs,
+      cls: a && b ? classify(a.em, b.em) : null,
+      a,
+      b,
+      delta: a && b ? diffMeans(a, b) : null,
+      aSamples,
+      bSamples,
+    });
   }
   return out;
 }
 
 export function flipCounts(rows: readonly FlipRow<SampleLike>[]): FlipCounts {
-  const c: FlipCounts = { shared: 0, gained: 0, lost: 0, both_right: 0, both_wrong: 0, mixed: 0, net: 0, em_a: 0, em_b: 0, delta_em: 0, delta: zeroDelta() };
+  const c: FlipCounts = {
+    shared: 0,
+    gained: 0,
+    lost: 0,
+    both_right: 0,
+    both_wrong: 0,
+    mixed: 0,
+    net: 0,
+    em_a: 0,
+    em_b: 0,
+    delta_em: 0,
+    delta: zeroDelta(),
+  };
   let sumA = 0;
   let sumB = 0;
   for (const r of rows) {
@@ -162,7 +203,9 @@ export function dimensions(rows: readonly FlipRow<SampleLike>[], maxGroups = 40)
     groups.sort((x, y) => naturalCompare(x.value, y.value));
     out.push({ name, groups });
   }
-  return out.sort((x, y) => DIMENSION_ORDER.indexOf(x.name) - DIMENSION_ORDER.indexOf(y.name) || x.name.localeCompare(y.name));
+  return out.sort(
+    (x, y) => DIMENSION_ORDER.indexOf(x.name) - DIMENSION_ORDER.indexOf(y.name) || x.name.localeCompare(y.name),
+  );
 }
 
 /** The order dimensions are shown in (unknown names after). */
@@ -177,8 +220,19 @@ function naturalCompare(a: string, b: string): number {
 /** Where a row belongs: flips before the unchanged (one side only last), the largest |ΔEM| then |Δreward| first; each
  * row's keys computed once, and code-unit order for ties (localeCompare made sorting 3,000 rows take a third of a second). */
 export function sortedByChange<R extends FlipRow<SampleLike>>(rows: R[]): R[] {
-  const keyed = rows.map((r) => ({ r, rank: r.cls === 'gained' || r.cls === 'lost' ? 0 : r.cls === null ? 2 : 1, em: Math.abs(r.delta?.em ?? 0), total: Math.abs(r.delta?.total ?? 0) }));
-  keyed.sort((p, q) => p.rank - q.rank || q.em - p.em || q.total - p.total || (p.r.question < q.r.question ? -1 : p.r.question > q.r.question ? 1 : 0));
+  const keyed = rows.map((r) => ({
+    r,
+    rank: r.cls === 'gained' || r.cls === 'lost' ? 0 : r.cls === null ? 2 : 1,
+    em: Math.abs(r.delta?.em ?? 0),
+    total: Math.abs(r.delta?.total ?? 0),
+  }));
+  keyed.sort(
+    (p, q) =>
+      p.rank - q.rank ||
+      q.em - p.em ||
+      q.total - p.total ||
+      (p.r.question < q.r.question ? -1 : p.r.question > q.r.question ? 1 : 0),
+  );
   return keyed.map((k) => k.r);
 }
 
@@ -208,11 +262,13 @@ export function stepTable(questions: readonly QuestionLike<SampleLike>[]): StepR
     for (const s of q.a) add('a', s);
     for (const s of q.b) add('b', s);
   }
-  return [...by.entries()].sort(([x], [y]) => x - y).map(([step, g]) => {
-    const a = g.a.length ? means(g.a) : null;
-    const b = g.b.length ? means(g.b) : null;
-    return { step, a, b, delta: a && b ? diffMeans(a, b) : null };
-  });
+  return [...by.entries()]
+    .sort(([x], [y]) => x - y)
+    .map(([step, g]) => {
+      const a = g.a.length ? means(g.a) : null;
+      const b = g.b.length ? means(g.b) : null;
+      return { step, a, b, delta: a && b ? diffMeans(a, b) : null };
+    });
 }
 
 /** The default window: the last step both sides sampled, or every record when they carry no step in common. */
@@ -223,4 +279,10 @@ export function defaultWindow(steps: readonly StepRow[]): StepWindow {
 
 export const windowLabel = (w: StepWindow) => (w.kind === 'all' ? 'all records' : `step ${w.step}`);
 
-export const CLASS_WORDS: Record<FlipClass, string> = { gained: 'gained', lost: 'lost', both_right: 'both right', both_wrong: 'both wrong', mixed: 'same, mixed' };
+export const CLASS_WORDS: Record<FlipClass, string> = {
+  gained: 'gained',
+  lost: 'lost',
+  both_right: 'both right',
+  both_wrong: 'both wrong',
+  mixed: 'same, mixed',
+};

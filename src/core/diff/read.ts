@@ -35,13 +35,28 @@ function readSide(text: string, label: string, opts: DiffOptions): Side {
     if (e.record) {
       // A question without a response (prompt-only data) has no trajectory to compare.
       if (!isQuestion(e.record)) records.push({ r: e.record, line: e.line });
-    } else if (e.problem) invalid.push({ line: e.line, message: `${label}:${e.line}:${e.problem.column}: ${e.problem.code} ${e.problem.message}` });
+    } else if (e.problem)
+      invalid.push({
+        line: e.line,
+        message: `${label}:${e.line}:${e.problem.column}: ${e.problem.code} ${e.problem.message}`,
+      });
   }
   const stored = opts.scheme === undefined && records.length > 0 && records.every((x) => x.r.reward !== undefined);
   const scheme = opts.scheme ?? opts.fallbackScheme ?? 'em';
-  const breakdowns = stored ? records.map((x) => x.r.reward!) : scoreRecords(records.map((x) => x.r), scheme, opts.params);
-  const reward: SideInfo['reward'] = stored ? { source: 'stored', schemes: [...new Set(breakdowns.map((b) => b.scheme))].sort() } : { source: 'scored', scheme };
-  return { info: { label, records: records.length, invalid, reward }, entries: records.map((x, i) => ({ ...x, b: breakdowns[i] })) };
+  const breakdowns = stored
+    ? records.map((x) => x.r.reward!)
+    : scoreRecords(
+        records.map((x) => x.r),
+        scheme,
+        opts.params,
+      );
+  const reward: SideInfo['reward'] = stored
+    ? { source: 'stored', schemes: [...new Set(breakdowns.map((b) => b.scheme))].sort() }
+    : { source: 'scored', scheme };
+  return {
+    info: { label, records: records.length, invalid, reward },
+    entries: records.map((x, i) => ({ ...x, b: breakdowns[i] })),
+  };
 }
 
 /** `id` when every record of each side has its own id, none is an RL step's, and most ids are on both sides. */
@@ -68,7 +83,8 @@ export function attributesOf(r: TrajectoryRecord): Attributes {
   const src = sourceOf(r);
   if (src !== 'unknown source') out.source = src;
   const m = (r.meta ?? {}) as Record<string, unknown>;
-  const text = (v: unknown) => (typeof v === 'string' && v.trim() ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined);
+  const text = (v: unknown) =>
+    typeof v === 'string' && v.trim() ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
   for (const name of ['hops', 'kind', 'level']) {
     const v = text(m[name]);
     if (v !== undefined) out[name] = v;
@@ -101,7 +117,11 @@ function sampleOf(e: Side['entries'][number]): DiffSample {
   };
 }
 
-export function readDiff(a: { text: string; label: string }, b: { text: string; label: string }, opts: DiffOptions = {}): DiffData {
+export function readDiff(
+  a: { text: string; label: string },
+  b: { text: string; label: string },
+  opts: DiffOptions = {},
+): DiffData {
   const A = readSide(a.text, a.label, opts);
   const B = readSide(b.text, b.label, opts);
   const keyBy = opts.keyBy ?? chooseKeyMode(A, B);
@@ -110,7 +130,18 @@ export function readDiff(a: { text: string; label: string }, b: { text: string; 
     for (const e of s.entries) {
       const key = keyOf(e.r, keyBy);
       let q = byKey.get(key);
-      if (!q) byKey.set(key, (q = { key, question: e.r.question, golden: e.r.golden_answers ?? [], attrs: attributesOf(e.r), a: [], b: [] }));
+      if (!q)
+        byKey.set(
+          key,
+          (q = {
+            key,
+            question: e.r.question,
+            golden: e.r.golden_answers ?? [],
+            attrs: attributesOf(e.r),
+            a: [],
+            b: [],
+          }),
+        );
       q[side].push(sampleOf(e));
     }
   };
@@ -123,5 +154,7 @@ export function readDiff(a: { text: string; label: string }, b: { text: string; 
 
 /** How a side's rewards were obtained, in words ("stored (otc-grpo)", "scored here with em"). */
 export function describeReward(s: SideInfo): string {
-  return s.reward.source === 'stored' ? `stored (${s.reward.schemes.join(', ')})` : `scored here with ${s.reward.scheme}`;
+  return s.reward.source === 'stored'
+    ? `stored (${s.reward.schemes.join(', ')})`
+    : `scored here with ${s.reward.scheme}`;
 }

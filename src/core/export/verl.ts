@@ -85,11 +85,17 @@ export function verlLaunch(config: RunConfig, paths: VerlPaths): VerlLaunch {
   const set = (key: string, value: Parameters<typeof hydraValue>[0]) => `${key}=${hydraValue(value)}`;
   const add = (key: string, value: Parameters<typeof hydraValue>[0]) => `+${set(key, value)}`;
   if (config.dialect !== 'hermes')
-    warnings.push(`dialect ${config.dialect}: verl's tool agent loop runs Hermes tool calls (<tool_call>{"name": "search", …}); a model prompted in ${config.dialect} writes calls verl will not execute — train and export with dialect hermes`);
+    warnings.push(
+      `dialect ${config.dialect}: verl's tool agent loop runs Hermes tool calls (<tool_call>{"name": "search", …}); a model prompted in ${config.dialect} writes calls verl will not execute — train and export with dialect hermes`,
+    );
   else if (!config.model.system_prompt)
-    warnings.push('the hermes system prompt shows {"query": "…"}; verl\'s SearchTool takes {"query_list": […]} (the tool schema the chat template adds says so): set model.system_prompt if your model was not trained on both');
+    warnings.push(
+      'the hermes system prompt shows {"query": "…"}; verl\'s SearchTool takes {"query_list": […]} (the tool schema the chat template adds says so): set model.system_prompt if your model was not trained on both',
+    );
   if (rl.prompts_per_step % rl.mini_batches !== 0)
-    warnings.push(`stages.rl2.prompts_per_step ${rl.prompts_per_step} is not a multiple of mini_batches ${rl.mini_batches}: verl's ppo_mini_batch_size is rounded down`);
+    warnings.push(
+      `stages.rl2.prompts_per_step ${rl.prompts_per_step} is not a multiple of mini_batches ${rl.mini_batches}: verl's ppo_mini_batch_size is rounded down`,
+    );
   const reward = rl.reward;
   const overrides = [
     set('algorithm.adv_estimator', 'grpo'),
@@ -124,7 +130,9 @@ export function verlLaunch(config: RunConfig, paths: VerlPaths): VerlLaunch {
     set('custom_reward_function.path', paths.rewardFunction),
     set('custom_reward_function.name', 'compute_score'),
     add('custom_reward_function.reward_kwargs.scheme', reward.scheme),
-    ...Object.entries(reward.params).flatMap(([k, v]) => (exportable(v) ? [add(`custom_reward_function.reward_kwargs.params.${k}`, v)] : [])),
+    ...Object.entries(reward.params).flatMap(([k, v]) =>
+      exportable(v) ? [add(`custom_reward_function.reward_kwargs.params.${k}`, v)] : [],
+    ),
     ...(reward.scheme === 'otc-grpo' ? [add('custom_reward_function.reward_kwargs.run', paths.experiment)] : []),
     set('trainer.total_training_steps', rl.steps),
     set('trainer.project_name', 'coa-studio'),
@@ -134,7 +142,8 @@ export function verlLaunch(config: RunConfig, paths: VerlPaths): VerlLaunch {
     set('trainer.rollout_data_dir', paths.rolloutDir),
   ];
   for (const [k, v] of Object.entries(reward.params))
-    if (!exportable(v)) warnings.push(`stages.rl2.reward.params.${k} is not a number, boolean, string or list of them: not exported`);
+    if (!exportable(v))
+      warnings.push(`stages.rl2.reward.params.${k} is not a number, boolean, string or list of them: not exported`);
   return { overrides, env: { VERL_FILE_LOGGER_PATH: paths.metricsFile }, warnings };
 }
 

@@ -6,7 +6,10 @@ type Msg = { role?: string; content?: unknown; tool_calls?: { function?: { name?
 
 function text(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (p && typeof p === 'object' && 'text' in p ? String((p as { text: unknown }).text) : '')).join('');
+  if (Array.isArray(content))
+    return content
+      .map((p) => (p && typeof p === 'object' && 'text' in p ? String((p as { text: unknown }).text) : ''))
+      .join('');
   return '';
 }
 
@@ -20,7 +23,11 @@ function args(raw: unknown): unknown {
 }
 
 export function conversationToRecord(value: unknown, index: number): TrajectoryRecord {
-  const obj = (Array.isArray(value) ? { messages: value } : value) as { messages?: Msg[]; id?: unknown; golden_answers?: unknown };
+  const obj = (Array.isArray(value) ? { messages: value } : value) as {
+    messages?: Msg[];
+    id?: unknown;
+    golden_answers?: unknown;
+  };
   if (!obj || !Array.isArray(obj.messages)) throw new Error('expected {"messages": [...]} or an array of messages');
   const messages = obj.messages;
   const firstUser = messages.findIndex((m) => m?.role === 'user');
@@ -34,7 +41,10 @@ export function conversationToRecord(value: unknown, index: number): TrajectoryR
       const isFinal = calls.length === 0 && !rest.slice(i + 1).some((n) => n.role === 'assistant');
       if (calls.length) {
         if (body.trim()) parts.push(body.includes('<think>') ? body : `<think>${body}</think>`);
-        for (const c of calls) parts.push(`<tool_call>${JSON.stringify({ name: c.function?.name ?? '', arguments: args(c.function?.arguments) })}</tool_call>`);
+        for (const c of calls)
+          parts.push(
+            `<tool_call>${JSON.stringify({ name: c.function?.name ?? '', arguments: args(c.function?.arguments) })}</tool_call>`,
+          );
       } else if (isFinal) {
         parts.push(body.includes('<answer>') ? body : `<answer>${body}</answer>`);
       } else {

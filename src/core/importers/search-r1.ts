@@ -47,6 +47,11 @@ export function importSearchR1Transcripts(text: string, idPrefix = 'search-r1'):
         .map((m) => m.content)
         .join('')
         .replace(TRAILING_SPECIAL, '');
-      return { id: `${idPrefix}-${i + 1}`, question: extractQuestion(user.content), response, dialect: 'search-r1' as const };
+      return {
+        id: `${idPrefix}-${i + 1}`,
+        question: extractQuestion(user.content),
+        response,
+        dialect: 'search-r1' as const,
+      };
     });
 }

@@ -24,7 +24,8 @@ export function extractQuestion(promptText: string): string {
 export function goldenAnswers(groundTruth: unknown): string[] {
   if (typeof groundTruth === 'string') return [groundTruth];
   if (Array.isArray(groundTruth)) return groundTruth.map(String);
-  if (groundTruth && typeof groundTruth === 'object' && 'target' in groundTruth) return goldenAnswers((groundTruth as { target: unknown }).target);
+  if (groundTruth && typeof groundTruth === 'object' && 'target' in groundTruth)
+    return goldenAnswers((groundTruth as { target: unknown }).target);
   if (groundTruth === null || groundTruth === undefined) return [];
   return [String(groundTruth)];
 }
@@ -41,7 +42,8 @@ export function strictGoldenAnswers(value: unknown): string[] | { error: string;
     if (bad >= 0) return { error: `${value[bad] === null ? 'null' : typeof value[bad]}, expected a string`, item: bad };
     return value as string[];
   }
-  if (value && typeof value === 'object' && 'target' in value) return strictGoldenAnswers((value as { target: unknown }).target);
+  if (value && typeof value === 'object' && 'target' in value)
+    return strictGoldenAnswers((value as { target: unknown }).target);
   const kind = value === null ? 'null' : value === undefined ? 'missing' : typeof value;
   return { error: `expected a string or a list of strings, got ${kind}` };
 }
@@ -73,7 +75,12 @@ export function rowToRecord(row: Row, index: number): TrajectoryRecord {
   const r = plain(row) as Row;
   const extra = (r.extra_info ?? {}) as Row;
   const reward = (r.reward_model ?? {}) as Row;
-  const id = typeof r._id === 'string' ? r._id : typeof r.id === 'string' ? r.id : `${r.data_source ?? 'row'}-${extra.index ?? index}`;
+  const id =
+    typeof r._id === 'string'
+      ? r._id
+      : typeof r.id === 'string'
+        ? r.id
+        : `${r.data_source ?? 'row'}-${extra.index ?? index}`;
   const meta: Row = {};
   for (const key of ['data_source', 'source_file', 'level', 'ability']) if (r[key] !== undefined) meta[key] = r[key];
   if (extra.split !== undefined) meta.split = extra.split;
@@ -96,10 +103,19 @@ export async function importVerlParquet(path: string, opts: IdOptions = {}): Pro
   const file = await asyncBufferFromFile(path);
   const rows = (await parquetReadObjects({ file })) as Row[];
   const records = rows.map(rowToRecord);
-  const plan = planIds(path, records.map((r, i) => {
-    const { index: _index, ...meta } = (r.meta ?? {}) as Row;
-    return { id: r.id, source: rowSource(plain(rows[i]) as Row), content: JSON.stringify([r.question, r.golden_answers, meta]), line: i + 1 };
-  }), opts.strictIds);
+  const plan = planIds(
+    path,
+    records.map((r, i) => {
+      const { index: _index, ...meta } = (r.meta ?? {}) as Row;
+      return {
+        id: r.id,
+        source: rowSource(plain(rows[i]) as Row),
+        content: JSON.stringify([r.question, r.golden_answers, meta]),
+        line: i + 1,
+      };
+    }),
+    opts.strictIds,
+  );
   if (opts.ids) Object.assign(opts.ids, plan.report);
   return records.flatMap((r, i) => (plan.drop.has(i) ? [] : [withPlannedId(r, plan.rename.get(i))]));
 }

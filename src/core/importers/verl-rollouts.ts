@@ -27,19 +27,29 @@ export interface VerlRolloutIssue {
 export function isVerlRolloutRow(value: unknown): value is Row {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return false;
   const o = value as Row;
-  return typeof o.input === 'string' && typeof o.output === 'string' && 'gts' in o && 'score' in o && typeof o.step === 'number' && !('response' in o);
+  return (
+    typeof o.input === 'string' &&
+    typeof o.output === 'string' &&
+    'gts' in o &&
+    'score' in o &&
+    typeof o.step === 'number' &&
+    !('response' in o)
+  );
 }
 
 /** Checks one row's fields; the message names the first bad field. */
 export function checkVerlRow(o: Row): string | null {
-  for (const key of ['input', 'output'] as const) if (typeof o[key] !== 'string') return `${key}: expected a string, got ${describe(o[key])}`;
+  for (const key of ['input', 'output'] as const)
+    if (typeof o[key] !== 'string') return `${key}: expected a string, got ${describe(o[key])}`;
   if (!('gts' in o)) return 'gts: missing (verl writes reward_model.ground_truth here)';
   if (typeof o.score !== 'number' && o.score !== null) return `score: expected a number, got ${describe(o.score)}`;
-  if (typeof o.step !== 'number' || !Number.isInteger(o.step)) return `step: expected an integer, got ${describe(o.step)}`;
+  if (typeof o.step !== 'number' || !Number.isInteger(o.step))
+    return `step: expected an integer, got ${describe(o.step)}`;
   return null;
 }
 
-const describe = (v: unknown) => (v === undefined ? 'nothing' : v === null ? 'null' : Array.isArray(v) ? 'a list' : typeof v);
+const describe = (v: unknown) =>
+  v === undefined ? 'nothing' : v === null ? 'null' : Array.isArray(v) ? 'a list' : typeof v;
 
 /** The question in a decoded verl prompt: after the dataset's marker, or the last user turn, without the assistant cue. */
 export function questionOfPrompt(input: string): string {
@@ -97,7 +107,10 @@ export function verlRowToRecord(o: Row, index: number, group: number, dialect?: 
  * Every record of one dump file's text, and the lines that are not dump rows (file:line:column with the field).
  * Groups: rows with the same `uid` key when the reward returned one, else the same prompt text.
  */
-export function importVerlRollouts(text: string, dialect?: DialectName): { records: TrajectoryRecord[]; issues: VerlRolloutIssue[] } {
+export function importVerlRollouts(
+  text: string,
+  dialect?: DialectName,
+): { records: TrajectoryRecord[]; issues: VerlRolloutIssue[] } {
   const rows: Row[] = [];
   const issues: VerlRolloutIssue[] = [];
   const groups = new Map<string, number>();
@@ -138,7 +151,8 @@ export function importVerlRollouts(text: string, dialect?: DialectName): { recor
 /** verl's own correctness of a sample: its `acc` / `em` key when the reward returned one, else score > 0. */
 export function verlCorrect(record: TrajectoryRecord): boolean {
   const v = (record as { verl?: Row }).verl ?? {};
-  for (const key of ['acc', 'em']) if (typeof v[key] === 'number' || typeof v[key] === 'boolean') return Number(v[key]) > 0;
+  for (const key of ['acc', 'em'])
+    if (typeof v[key] === 'number' || typeof v[key] === 'boolean') return Number(v[key]) > 0;
   return typeof v.score === 'number' && v.score > 0;
 }
 
@@ -160,14 +174,18 @@ export function stepSignals(records: TrajectoryRecord[]): Record<string, number>
       if (!ok) formatBad++;
     }
   }
-  const out: Record<string, number> = { all_wrong_groups: [...byGroup.values()].filter((c) => !c).length / byGroup.size };
+  const out: Record<string, number> = {
+    all_wrong_groups: [...byGroup.values()].filter((c) => !c).length / byGroup.size,
+  };
   if (formatKnown) out.format_error_rate = formatBad / formatKnown;
   return out;
 }
 
 /** `<dir>/<step>.jsonl` names of a dump directory, in step order. */
 export function dumpFiles(names: string[]): { step: number; name: string }[] {
-  return names.flatMap((name) => (/^\d+\.jsonl$/.test(name) ? [{ step: Number(name.slice(0, -6)), name }] : [])).sort((a, b) => a.step - b.step);
+  return names
+    .flatMap((name) => (/^\d+\.jsonl$/.test(name) ? [{ step: Number(name.slice(0, -6)), name }] : []))
+    .sort((a, b) => a.step - b.step);
 }
 
 export interface VerlStepItem {
@@ -195,7 +213,13 @@ export function verlStepItems(text: string, limit = 500): { items: VerlStepItem[
     const index = total++;
     if (items.length >= limit) return;
     const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-    items.push({ id: `verl-${o.step as number}-${index}`, line, question: questionOfPrompt(o.input as string), reward: num(o.score), toolCalls: num(o.tool_calls) });
+    items.push({
+      id: `verl-${o.step as number}-${index}`,
+      line,
+      question: questionOfPrompt(o.input as string),
+      reward: num(o.score),
+      toolCalls: num(o.tool_calls),
+    });
   });
   return { items, total };
 }
@@ -205,7 +229,9 @@ export function verlStepItems(text: string, limit = 500): { items: VerlStepItem[
  * directly (the general parseRecordLine would first fail the record schema, the costly path, then be redone here).
  * A line that is not a dump row goes through parseRecordLine, so its error is reported as for any JSONL file.
  */
-export function verlLineParser(dialect?: DialectName): (raw: string, line: number, offset?: number, byteLength?: number) => JsonlEntry {
+export function verlLineParser(
+  dialect?: DialectName,
+): (raw: string, line: number, offset?: number, byteLength?: number) => JsonlEntry {
   const groups = new Map<string, number>();
   return (raw, line, offset = 0, byteLength = Buffer.byteLength(raw)) => {
     let value: unknown;

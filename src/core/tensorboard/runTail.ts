@@ -83,7 +83,17 @@ export class TensorBoardTail {
     for (const [name, info] of infos) await this.readFile(name, info, batch);
     if (!this.started && batch.events.length) {
       this.started = true;
-      batch.events.unshift({ v: 1, time: batch.events[0].time, run: this.run, type: 'run_started', stage: this.stage, config: { engine: 'tensorboard', folder: this.file }, total_steps: 0, device: 'TensorBoard files', world_size: 1 });
+      batch.events.unshift({
+        v: 1,
+        time: batch.events[0].time,
+        run: this.run,
+        type: 'run_started',
+        stage: this.stage,
+        config: { engine: 'tensorboard', folder: this.file },
+        total_steps: 0,
+        device: 'TensorBoard files',
+        world_size: 1,
+      });
     }
     return batch;
   }
@@ -91,7 +101,8 @@ export class TensorBoardTail {
   private async readFile(name: string, info: { ino: number; size: number }, batch: TailBatch): Promise<void> {
     const path = join(this.file, name);
     let state = this.files.get(name);
-    if (!state) this.files.set(name, (state = { offset: 0, ino: info.ino, plugins: new Map(), corruptReported: false }));
+    if (!state)
+      this.files.set(name, (state = { offset: 0, ino: info.ino, plugins: new Map(), corruptReported: false }));
     if (state.corruptReported || info.size <= state.offset) return; // past a corrupt record nothing can be framed
     const fh = await open(path, 'r');
     let buf: Buffer;
@@ -105,7 +116,12 @@ export class TensorBoardTail {
     const { payloads, consumed, corrupt } = readRecords(buf);
     if (corrupt && !state.corruptReported) {
       state.corruptReported = true;
-      batch.issues.push({ file: path, line: 1, column: state.offset + corrupt.offset + 1, message: `${corrupt.message} at byte ${state.offset + corrupt.offset}: the rest of this file is not read` });
+      batch.issues.push({
+        file: path,
+        line: 1,
+        column: state.offset + corrupt.offset + 1,
+        message: `${corrupt.message} at byte ${state.offset + corrupt.offset}: the rest of this file is not read`,
+      });
     }
     state.offset += consumed;
     let current: Extract<TrainerEvent, { type: 'metrics' }> | null = null;
@@ -119,7 +135,15 @@ export class TensorBoardTail {
       for (const p of points) {
         if (p.step < 0 || !Number.isSafeInteger(p.step)) continue;
         if (!current || current.step !== p.step) {
-          current = { v: 1, time: p.wallTime, run: this.run, type: 'metrics', stage: this.stage, step: p.step, values: {} };
+          current = {
+            v: 1,
+            time: p.wallTime,
+            run: this.run,
+            type: 'metrics',
+            stage: this.stage,
+            step: p.step,
+            values: {},
+          };
           batch.events.push(current);
         }
         current.values[p.tag] = Number.isFinite(p.value) ? p.value : null;

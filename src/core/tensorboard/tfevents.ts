@@ -59,7 +59,8 @@ export function readRecords(buf: Uint8Array): RecordsRead {
     const lengthBig = view.getBigUint64(pos, true);
     if (view.getUint32(pos + 8, true) !== maskedCrc(buf, pos, pos + 8))
       return { payloads, consumed: pos, corrupt: { offset: pos, message: 'record length checksum mismatch' } };
-    if (lengthBig > BigInt(MAX_RECORD)) return { payloads, consumed: pos, corrupt: { offset: pos, message: `record of ${lengthBig} bytes` } };
+    if (lengthBig > BigInt(MAX_RECORD))
+      return { payloads, consumed: pos, corrupt: { offset: pos, message: `record of ${lengthBig} bytes` } };
     const length = Number(lengthBig);
     if (pos + 12 + length + 4 > buf.length) break;
     const data = buf.subarray(pos + 12, pos + 12 + length);
@@ -162,7 +163,8 @@ function tensorScalar(t: Uint8Array): number | null {
     else if (f.no === 4 && f.bytes) content = f.bytes;
     else if (f.no === 5) packed(f, (d, i) => d.getFloat32(i, true), 4);
     else if (f.no === 6) packed(f, (d, i) => d.getFloat64(i, true), 8);
-    else if (f.no === 7 || f.no === 13) packedVarint(f, (n) => (dtype === DT_HALF ? half(n) : dtype === DT_BFLOAT16 ? bf16(n) : n | 0));
+    else if (f.no === 7 || f.no === 13)
+      packedVarint(f, (n) => (dtype === DT_HALF ? half(n) : dtype === DT_BFLOAT16 ? bf16(n) : n | 0));
     else if (f.no === 10) packedVarint(f, signed64);
   }
   if (rank > 0) return null;

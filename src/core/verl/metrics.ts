@@ -35,10 +35,16 @@ export function parseVerlLine(text: string): VerlLine | { error: string; column:
     const m = /position (\d+)/.exec((e as Error).message);
     return { error: `invalid JSON: ${(e as Error).message}`, column: m ? Number(m[1]) + 1 : 1 };
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return { error: 'expected {"step": N, "data": {...}}', column: 1 };
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    return { error: 'expected {"step": N, "data": {...}}', column: 1 };
   const o = value as Record<string, unknown>;
-  if (typeof o.step !== 'number' || !Number.isInteger(o.step) || o.step < 0) return { error: `step: expected a non-negative integer, got ${JSON.stringify(o.step)}`, column: columnOf(text, 'step') };
-  if (!o.data || typeof o.data !== 'object' || Array.isArray(o.data)) return { error: 'data: expected an object of metrics', column: columnOf(text, 'data') };
+  if (typeof o.step !== 'number' || !Number.isInteger(o.step) || o.step < 0)
+    return {
+      error: `step: expected a non-negative integer, got ${JSON.stringify(o.step)}`,
+      column: columnOf(text, 'step'),
+    };
+  if (!o.data || typeof o.data !== 'object' || Array.isArray(o.data))
+    return { error: 'data: expected an object of metrics', column: columnOf(text, 'data') };
   return { step: o.step, data: o.data as Record<string, unknown> };
 }
 
@@ -103,7 +109,15 @@ export class VerlMetricsAdapter {
     const out: TrainerEvent[] = [];
     if (!this.started) {
       this.started = true;
-      out.push({ ...base, type: 'run_started', stage: VERL_STAGE, config: { engine: 'verl', metrics_file: this.opts.source }, total_steps: 0, device: 'verl', world_size: 1 });
+      out.push({
+        ...base,
+        type: 'run_started',
+        stage: VERL_STAGE,
+        config: { engine: 'verl', metrics_file: this.opts.source },
+        total_steps: 0,
+        device: 'verl',
+        world_size: 1,
+      });
     }
     // JSON.parse gives finite numbers or null (orjson's NaN): a line of those is used as it is — copying 300 keys
     // per step is most of the cost of reading a long run; only a line with other values (a string, a list) is copied.
@@ -112,7 +126,8 @@ export class VerlMetricsAdapter {
       const v = line.data[k];
       if (v !== null && (typeof v !== 'number' || !Number.isFinite(v))) {
         values = {};
-        for (const [k2, v2] of Object.entries(line.data)) if (v2 === null || (typeof v2 === 'number' && Number.isFinite(v2))) values[k2] = v2 as number | null;
+        for (const [k2, v2] of Object.entries(line.data))
+          if (v2 === null || (typeof v2 === 'number' && Number.isFinite(v2))) values[k2] = v2 as number | null;
         break;
       }
     }
@@ -123,7 +138,16 @@ export class VerlMetricsAdapter {
       const v = values[name];
       if (typeof v === 'number') signals[signal] = v;
     }
-    for (const a of this.monitor.update(line.step, signals)) out.push({ ...base, type: 'alert', stage: VERL_STAGE, step: line.step, kind: a.kind, severity: a.severity, message: a.message });
+    for (const a of this.monitor.update(line.step, signals))
+      out.push({
+        ...base,
+        type: 'alert',
+        stage: VERL_STAGE,
+        step: line.step,
+        kind: a.kind,
+        severity: a.severity,
+        message: a.message,
+      });
     return out;
   }
 }

@@ -41,7 +41,12 @@ export function dumpSignals(rolloutDir: string, step: number): Record<string, nu
 }
 
 export function verlLineParser(metricsFile: string, opts: VerlRunOptions = {}): LineParser {
-  const adapter = new VerlMetricsAdapter({ run: opts.run ?? basename(metricsFile).replace(/\.jsonl$/, ''), source: metricsFile, thresholds: opts.thresholds, now: opts.now });
+  const adapter = new VerlMetricsAdapter({
+    run: opts.run ?? basename(metricsFile).replace(/\.jsonl$/, ''),
+    source: metricsFile,
+    thresholds: opts.thresholds,
+    now: opts.now,
+  });
   return {
     parse(text) {
       const line = parseVerlLine(text);

@@ -21,18 +21,28 @@ export interface DataCheckOptions {
 
 export function runDataCheck(o: DataCheckOptions): Promise<DataCheckOutcome> {
   return new Promise((resolve) => {
-    execFile(o.node, [o.cli, 'data', 'check', o.config, '--json'], { env: o.env, signal: o.signal, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      if (!err) {
-        try {
-          return resolve({ ok: true, result: JSON.parse(stdout) as CheckResult });
-        } catch (e) {
-          return resolve({ ok: false, message: `data check printed no result (${(e as Error).message})`, location: null });
+    execFile(
+      o.node,
+      [o.cli, 'data', 'check', o.config, '--json'],
+      { env: o.env, signal: o.signal, maxBuffer: 16 << 20 },
+      (err, stdout, stderr) => {
+        if (!err) {
+          try {
+            return resolve({ ok: true, result: JSON.parse(stdout) as CheckResult });
+          } catch (e) {
+            return resolve({
+              ok: false,
+              message: `data check printed no result (${(e as Error).message})`,
+              location: null,
+            });
+          }
         }
-      }
-      if ((err as NodeJS.ErrnoException).name === 'AbortError') return resolve({ ok: false, message: 'data check cancelled', location: null, cancelled: true });
-      const text = stderr.trim() || (err as Error).message;
-      const line = text.split('\n').find((l) => parseDataErrorLine(l)) ?? text.split('\n')[0];
-      resolve({ ok: false, message: line.replace(/^coa: /, ''), location: parseDataErrorLine(line) });
-    });
+        if ((err as NodeJS.ErrnoException).name === 'AbortError')
+          return resolve({ ok: false, message: 'data check cancelled', location: null, cancelled: true });
+        const text = stderr.trim() || (err as Error).message;
+        const line = text.split('\n').find((l) => parseDataErrorLine(l)) ?? text.split('\n')[0];
+        resolve({ ok: false, message: line.replace(/^coa: /, ''), location: parseDataErrorLine(line) });
+      },
+    );
   });
 }

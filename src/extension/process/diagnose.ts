@@ -41,16 +41,24 @@ export function diagnoseExit(info: ExitInfo): Diagnosis {
       return {
         status: 'failed',
         kind: 'python-missing',
-        message: `Cannot start the ${info.what}: "${info.command}" ${e.code === 'ENOENT' ? 'was not found' : 'is not executable'}. ` +
+        message:
+          `Cannot start the ${info.what}: "${info.command}" ${e.code === 'ENOENT' ? 'was not found' : 'is not executable'}. ` +
           'Set "coaStudio.python" to a Python 3.10+ interpreter with the trainer\'s requirements ' +
           '(pip install -r src/trainer/requirements.txt), or run `npm install` in the CoA Studio checkout to create .venv.',
       };
     }
-    return { status: 'failed', kind: 'crash', message: `Cannot start the ${info.what} (${info.command}): ${e.message}` };
+    return {
+      status: 'failed',
+      kind: 'crash',
+      message: `Cannot start the ${info.what} (${info.command}): ${e.message}`,
+    };
   }
   if (info.code === 0 && !info.signal) return { status: 'ok', message: '' };
   // A cancelled trainer checkpoints and exits 130; a process that died of our SIGTERM is cancelled too.
-  if (info.cancelled && (info.signal === 'SIGTERM' || info.signal === 'SIGKILL' || info.code === 130 || info.code === 143)) {
+  if (
+    info.cancelled &&
+    (info.signal === 'SIGTERM' || info.signal === 'SIGKILL' || info.code === 130 || info.code === 143)
+  ) {
     return { status: 'cancelled', message: '' };
   }
   const tail = tailText(info.stderrTail);
@@ -59,39 +67,49 @@ export function diagnoseExit(info: ExitInfo): Diagnosis {
     return {
       status: 'failed',
       kind: 'torch-missing',
-      message: `The ${info.what} needs the Python package "${missing[1]}", which "${info.command}" does not have. ` +
+      message:
+        `The ${info.what} needs the Python package "${missing[1]}", which "${info.command}" does not have. ` +
         'Install the trainer requirements into that interpreter (pip install -r src/trainer/requirements.txt) ' +
-        'or point "coaStudio.python" at one that has them.' + tail,
+        'or point "coaStudio.python" at one that has them.' +
+        tail,
     };
   }
   if (missing && missing[1].startsWith('coa_trainer')) {
     return {
       status: 'failed',
       kind: 'trainer-missing',
-      message: `"${info.command}" cannot import the CoA trainer (coa_trainer). Use the CoA Studio .venv ` +
-        '(npm install creates it) or pip install -e src/trainer into your interpreter.' + tail,
+      message:
+        `"${info.command}" cannot import the CoA trainer (coa_trainer). Use the CoA Studio .venv ` +
+        '(npm install creates it) or pip install -e src/trainer into your interpreter.' +
+        tail,
     };
   }
   if (/EADDRINUSE|port in use|address already in use/i.test(text)) {
     return {
       status: 'failed',
       kind: 'port-in-use',
-      message: `The ${info.what} could not listen: the port is in use. Stop the other server or choose another port ` +
-        '(CoA Studio uses a free port when the port is 0).' + tail,
+      message:
+        `The ${info.what} could not listen: the port is in use. Stop the other server or choose another port ` +
+        '(CoA Studio uses a free port when the port is 0).' +
+        tail,
     };
   }
   if (info.signal) {
     return {
       status: 'failed',
       kind: 'killed',
-      message: `The ${info.what} was killed by ${info.signal}` +
-        (info.signal === 'SIGKILL' ? ' (out of memory? try a smaller batch_size or max_len).' : '.') + tail,
+      message:
+        `The ${info.what} was killed by ${info.signal}` +
+        (info.signal === 'SIGKILL' ? ' (out of memory? try a smaller batch_size or max_len).' : '.') +
+        tail,
     };
   }
   return {
     status: 'failed',
     kind: 'crash',
-    message: `The ${info.what} exited with code ${info.code}. See the CoA Studio log for details; fix the cause shown ` +
-      'below and use "CoA: Resume Run" to continue from the last checkpoint.' + tail,
+    message:
+      `The ${info.what} exited with code ${info.code}. See the CoA Studio log for details; fix the cause shown ` +
+      'below and use "CoA: Resume Run" to continue from the last checkpoint.' +
+      tail,
   };
 }

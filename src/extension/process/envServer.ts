@@ -45,7 +45,12 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
     // freed, serves the next ones from its heaps, which it seldom gives back: a few failed 22 MB PUTs left hundreds of
     // MB resident for good. Two arenas and large blocks always mapped apart return it (a user's own values are kept;
     // the trainer starts the server alike, coa_trainer/env/client.py).
-    env: { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072', ...(opts.env ?? process.env), COA_ENV_TOKEN: token },
+    env: {
+      MALLOC_ARENA_MAX: '2',
+      MALLOC_MMAP_THRESHOLD_: '131072',
+      ...(opts.env ?? process.env),
+      COA_ENV_TOKEN: token,
+    },
     log: opts.log,
     secrets: [token],
     graceMs: 5_000,
@@ -67,16 +72,20 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
   });
   if (outcome !== 'listening' || !listening) {
     const result = outcome === 'timeout' ? await proc.cancel() : await proc.done;
-    throw new EnvServerError(outcome === 'timeout'
-      ? `The environment server did not start within ${timeoutMs / 1000} s (indexing ${opts.corpus}).`
-      : result.message || `The environment server exited before listening (code ${result.code}).`);
+    throw new EnvServerError(
+      outcome === 'timeout'
+        ? `The environment server did not start within ${timeoutMs / 1000} s (indexing ${opts.corpus}).`
+        : result.message || `The environment server exited before listening (code ${result.code}).`,
+    );
   }
   const { url } = listening;
   try {
     await waitHealthy(url, token, timeoutMs);
   } catch (e) {
     await proc.cancel();
-    throw new EnvServerError(`The environment server at ${url} did not answer its health check: ${(e as Error).message}`);
+    throw new EnvServerError(
+      `The environment server at ${url} did not answer its health check: ${(e as Error).message}`,
+    );
   }
   return { url, token, process: proc, stop: () => proc.cancel() };
 }
@@ -87,7 +96,10 @@ export async function waitHealthy(url: string, token: string, timeoutMs: number)
   let last: unknown;
   while (Date.now() < deadline) {
     try {
-      const res = await fetch(new URL('/v1/health', url), { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
+      const res = await fetch(new URL('/v1/health', url), {
+        headers: { authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(5_000),
+      });
       const body = (await res.json()) as { status?: string };
       if (res.ok && body.status === 'ok') return body;
       last = new Error(`HTTP ${res.status}`);

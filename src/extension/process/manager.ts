@@ -85,7 +85,8 @@ export class ManagedProcess {
       } catch {
         value = undefined;
       }
-      if (value && typeof value === 'object' && !Array.isArray(value)) spec.onJson?.(value as Record<string, unknown>, line);
+      if (value && typeof value === 'object' && !Array.isArray(value))
+        spec.onJson?.(value as Record<string, unknown>, line);
       else {
         log.info(`[${spec.what}] ${line}`);
         spec.onText?.(line);
@@ -109,7 +110,15 @@ export class ManagedProcess {
         if (settled) return;
         settled = true;
         if (this.killTimer) clearTimeout(this.killTimer);
-        const d = diagnoseExit({ what: spec.what, command: spec.command, spawnError, code, signal, cancelled: this.cancelled, stderrTail: this.stderrTail });
+        const d = diagnoseExit({
+          what: spec.what,
+          command: spec.command,
+          spawnError,
+          code,
+          signal,
+          cancelled: this.cancelled,
+          stderrTail: this.stderrTail,
+        });
         const end = signal ? `signal ${signal}` : `code ${code}`;
         if (d.status === 'failed') log.error(`${spec.what} failed (${end}): ${d.message}`);
         else log.info(`${spec.what} ended: ${d.status} (${end})`);
@@ -137,7 +146,9 @@ export class ManagedProcess {
   cancel(): Promise<ProcessResult> {
     if (this.running && !this.cancelled) {
       this.cancelled = true;
-      this.spec.log.info(`${this.spec.what}: cancel requested (SIGTERM; SIGKILL after ${this.spec.graceMs ?? 10_000} ms)`);
+      this.spec.log.info(
+        `${this.spec.what}: cancel requested (SIGTERM; SIGKILL after ${this.spec.graceMs ?? 10_000} ms)`,
+      );
       this.child.kill('SIGTERM');
       this.killTimer = setTimeout(() => {
         if (this.running) {

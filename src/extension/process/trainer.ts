@@ -6,13 +6,20 @@ import { PIPELINE_INFO, STAGE_TABLE, stageLabelOf } from '../../core/stages';
 import type { RunConfigInput } from '../../core/config';
 
 /** The stages `coa_trainer train --stage` accepts, with the picker's texts from the one stage table (src/core/stages.ts). */
-export const STAGES = STAGE_TABLE.filter((s) => !s.trains && s.kind !== 'collect').map((s) => ({ id: s.id, label: s.label, detail: s.description }));
+export const STAGES = STAGE_TABLE.filter((s) => !s.trains && s.kind !== 'collect').map((s) => ({
+  id: s.id,
+  label: s.label,
+  detail: s.description,
+}));
 /** `coa_trainer collect` ("CoA: Collect Trajectories"): not a `train --stage`, a command of its own. */
 export const COLLECT = { id: 'collect', label: stageLabelOf('collect') } as const;
 export const PIPELINE = { id: PIPELINE_INFO.id, label: PIPELINE_INFO.label, detail: PIPELINE_INFO.description };
 
 /** Stages that talk to the environment server while training (RL-1 for the grader only, RL-2 also for tools). */
-export const ENV_STAGES: readonly string[] = [...STAGE_TABLE.filter((s) => s.kind === 'rl' && !s.trains).map((s) => s.id), COLLECT.id];
+export const ENV_STAGES: readonly string[] = [
+  ...STAGE_TABLE.filter((s) => s.kind === 'rl' && !s.trains).map((s) => s.id),
+  COLLECT.id,
+];
 
 export const stageLabel = stageLabelOf;
 
@@ -31,9 +38,10 @@ export function trainerArgs(inv: TrainerInvocation): string[] {
     if (inv.resume) args.push('--resume');
     return args;
   }
-  const args = inv.stage === COLLECT.id
-    ? ['-m', 'coa_trainer', 'collect', '--config', inv.config, '--run-dir', inv.runDir]
-    : ['-m', 'coa_trainer', 'train', '--stage', inv.stage, '--config', inv.config, '--run-dir', inv.runDir];
+  const args =
+    inv.stage === COLLECT.id
+      ? ['-m', 'coa_trainer', 'collect', '--config', inv.config, '--run-dir', inv.runDir]
+      : ['-m', 'coa_trainer', 'train', '--stage', inv.stage, '--config', inv.config, '--run-dir', inv.runDir];
   if (inv.resume) args.push('--resume');
   if (inv.env) args.push(`--env-url=${inv.env.url}`); // the token goes in the environment: trainerTokenEnv
   return args;
@@ -104,7 +112,8 @@ export function composeRunConfig(c: RunConfigChoice): RunConfigInput {
     if (teacher) config.collect = { ...config.collect, teacher: { ...config.collect?.teacher, ...teacher } };
   } else if (c.initFrom) {
     if (c.stage === PIPELINE.id) config.model = { ...config.model, path: c.initFrom };
-    else if (isTrainedStage(c.stage)) config.stages = { ...config.stages, [c.stage]: { ...config.stages?.[c.stage], init_from: c.initFrom } };
+    else if (isTrainedStage(c.stage))
+      config.stages = { ...config.stages, [c.stage]: { ...config.stages?.[c.stage], init_from: c.initFrom } };
   }
   if (!config.env?.cli) config.env = { ...config.env, cli: c.cli };
   return config;
@@ -112,7 +121,14 @@ export function composeRunConfig(c: RunConfigChoice): RunConfigInput {
 
 type StageSection = keyof NonNullable<RunConfigInput['stages']>;
 /** The run config's `stages` sections (the type makes the list whole: a section added to the schema must be here). */
-const STAGE_SECTIONS: Record<StageSection, true> = { pretrain: true, sft1: true, sft2: true, sft3: true, rl1: true, rl2: true };
+const STAGE_SECTIONS: Record<StageSection, true> = {
+  pretrain: true,
+  sft1: true,
+  sft2: true,
+  sft3: true,
+  rl1: true,
+  rl2: true,
+};
 
 /** A stage with a section of its own in the run config's `stages` (where its starting checkpoint goes). */
 function isTrainedStage(stage: string): stage is StageSection {
@@ -127,6 +143,10 @@ export function makeRunId(now: Date, stage: string, name?: string): string {
   const p = (n: number) => String(n).padStart(2, '0');
   const stamp = `${now.getUTCFullYear()}${p(now.getUTCMonth() + 1)}${p(now.getUTCDate())}-${p(now.getUTCHours())}${p(now.getUTCMinutes())}${p(now.getUTCSeconds())}-${stage}`;
   // A path segment: letters, digits, . _ - only; never empty, never a leading dot.
-  const slug = (name ?? '').toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[-.]+|-+$/g, '').slice(0, 40);
+  const slug = (name ?? '')
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^[-.]+|-+$/g, '')
+    .slice(0, 40);
   return slug ? `${slug}-${stamp}` : stamp;
 }

@@ -25,7 +25,9 @@ export interface WebviewPage {
 }
 
 export function makeNonce(): string {
-  return randomBytes(18).toString('base64').replace(/[^A-Za-z0-9]/g, '');
+  return randomBytes(18)
+    .toString('base64')
+    .replace(/[^A-Za-z0-9]/g, '');
 }
 
 /** JSON for a <script type="application/json"> block: `<` escaped so no string can close the tag. */
@@ -71,7 +73,13 @@ function escapeHtml(text: string): string {
  * webview URI (`webview.asWebviewUri(Uri.joinPath(extensionUri, path)).toString()`); `readScript` gives a script's
  * text. Pure: testable without VS Code.
  */
-export function renderWebviewHtml(page: WebviewPage, cspSource: string, asUri: (path: string) => string, readScript: ScriptReader, nonce = makeNonce()): string {
+export function renderWebviewHtml(
+  page: WebviewPage,
+  cspSource: string,
+  asUri: (path: string) => string,
+  readScript: ScriptReader,
+  nonce = makeNonce(),
+): string {
   const csp = [
     "default-src 'none'",
     `img-src ${cspSource} data:`,
@@ -81,8 +89,12 @@ export function renderWebviewHtml(page: WebviewPage, cspSource: string, asUri: (
     `style-src ${cspSource} 'nonce-${nonce}'`,
     `script-src 'nonce-${nonce}'`,
   ].join('; ');
-  const styles = (page.styles ?? []).map((s) => `<link rel="stylesheet" nonce="${nonce}" href="${escapeHtml(asUri(s))}">`).join('\n');
-  const scripts = page.scripts.map((s) => `<script nonce="${nonce}" data-bundle="${escapeHtml(s)}">${inlineScript(s, readScript(s))}</script>`).join('\n');
+  const styles = (page.styles ?? [])
+    .map((s) => `<link rel="stylesheet" nonce="${nonce}" href="${escapeHtml(asUri(s))}">`)
+    .join('\n');
+  const scripts = page.scripts
+    .map((s) => `<script nonce="${nonce}" data-bundle="${escapeHtml(s)}">${inlineScript(s, readScript(s))}</script>`)
+    .join('\n');
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -101,6 +113,16 @@ ${scripts}
 }
 
 /** Convenience for a live `vscode.Webview`. */
-export function webviewHtml(webview: vscode.Webview, extensionUri: vscode.Uri, page: WebviewPage, joinPath: (base: vscode.Uri, p: string) => vscode.Uri): string {
-  return renderWebviewHtml(page, webview.cspSource, (p) => webview.asWebviewUri(joinPath(extensionUri, p)).toString(), extensionScripts(extensionUri.fsPath));
+export function webviewHtml(
+  webview: vscode.Webview,
+  extensionUri: vscode.Uri,
+  page: WebviewPage,
+  joinPath: (base: vscode.Uri, p: string) => vscode.Uri,
+): string {
+  return renderWebviewHtml(
+    page,
+    webview.cspSource,
+    (p) => webview.asWebviewUri(joinPath(extensionUri, p)).toString(),
+    extensionScripts(extensionUri.fsPath),
+  );
 }

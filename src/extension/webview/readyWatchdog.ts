@@ -24,7 +24,11 @@ export const READY_RETRIES = 3;
  * Sets `webview.html = render()` and re-sets it while no `ready` message comes. Returns a disposable that stops the
  * watchdog (dispose it with the panel). `render` is called for each attempt so every attempt has a fresh nonce.
  */
-export function renderUntilReady(webview: ReadyWebview, render: () => string, options: ReadyWatchdogOptions = {}): { dispose(): void } {
+export function renderUntilReady(
+  webview: ReadyWebview,
+  render: () => string,
+  options: ReadyWatchdogOptions = {},
+): { dispose(): void } {
   const timeoutMs = options.timeoutMs ?? READY_TIMEOUT_MS;
   const retries = options.retries ?? READY_RETRIES;
   let attempt = 0;

@@ -10,8 +10,14 @@ from pathlib import Path
 
 import torch
 
-QUESTIONS = ["Who founded Acme", "Where is Borealis based", "When did Cobalt open", "Who runs Delta Works",
-             "What does Ember make", "Who owns Fjord Air"]
+QUESTIONS = [
+    "Who founded Acme",
+    "Where is Borealis based",
+    "When did Cobalt open",
+    "Who runs Delta Works",
+    "What does Ember make",
+    "Who owns Fjord Air",
+]
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 
 
@@ -22,16 +28,19 @@ def prompt(q: str) -> str:
 def observation(query: str) -> str:
     """What the test tool returns for a query: deterministic, a few dozen tokens."""
     words = query.split() or ["nothing"]
-    return f"Doc 1(Title: \"{words[-1]}\") {query} was recorded in the archive of {words[0]} in 1990."
+    return f'Doc 1(Title: "{words[-1]}") {query} was recorded in the archive of {words[0]} in 1990.'
 
 
-def transcript(q: str, tags: tuple[str, str, str, str] = ("<search>", "</search>", "<information>",
-                                                            "</information>")) -> str:
+def transcript(
+    q: str, tags: tuple[str, str, str, str] = ("<search>", "</search>", "<information>", "</information>")
+) -> str:
     a_open, a_close, o_open, o_close = tags
     q2 = q + " history"
-    return (f"<think> I need to search. </think>\n{a_open} {q} {a_close}\n\n{o_open}{observation(q)}{o_close}\n\n"
-            f"<think> not enough, again. </think>\n{a_open} {q2} {a_close}\n\n{o_open}{observation(q2)}{o_close}\n\n"
-            f"<think> found it. </think>\n<answer> {q.split()[-1]} </answer>{IM_END}")
+    return (
+        f"<think> I need to search. </think>\n{a_open} {q} {a_close}\n\n{o_open}{observation(q)}{o_close}\n\n"
+        f"<think> not enough, again. </think>\n{a_open} {q2} {a_close}\n\n{o_open}{observation(q2)}{o_close}\n\n"
+        f"<think> found it. </think>\n<answer> {q.split()[-1]} </answer>{IM_END}"
+    )
 
 
 def train(model, tok, steps: int = 160, lr: float = 3e-3, seed: int = 0, special: bool = False):
@@ -44,8 +53,8 @@ def train(model, tok, steps: int = 160, lr: float = 3e-3, seed: int = 0, special
     ids = torch.full((len(seqs), T), pad)
     attn = torch.zeros((len(seqs), T), dtype=torch.long)
     for i, s in enumerate(seqs):
-        ids[i, :len(s)] = torch.tensor(s)
-        attn[i, :len(s)] = 1
+        ids[i, : len(s)] = torch.tensor(s)
+        attn[i, : len(s)] = 1
     labels = ids.masked_fill(attn == 0, -100)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()

@@ -25,9 +25,20 @@ from skip_policy import pytest_runtest_makereport  # noqa: E402,F401
 
 def _ensure_schemas() -> None:
     # every file gen-schemas writes: a schemas/ from an older build lacks the newer ones
-    needed = ("run-config.schema.json", "events.schema.json", "record.schema.json", "codes.json", "dialects.json",
-              "prompts.json", "stages.json", "search.json", "names.json", "rewards.json", "config-paths.json",
-              "python/run-config.schema.json")
+    needed = (
+        "run-config.schema.json",
+        "events.schema.json",
+        "record.schema.json",
+        "codes.json",
+        "dialects.json",
+        "prompts.json",
+        "stages.json",
+        "search.json",
+        "names.json",
+        "rewards.json",
+        "config-paths.json",
+        "python/run-config.schema.json",
+    )
     packaged = REPO / "src" / "trainer" / "coa_trainer" / "contracts" / "json"  # what the package reads
     if os.environ.get("COA_SCHEMAS_DIR") or all((packaged / n).is_file() for n in needed):
         return
@@ -35,8 +46,9 @@ def _ensure_schemas() -> None:
     node = os.environ.get("COA_NODE") or shutil.which("node")
     if node is None:
         raise RuntimeError("schemas/ is missing and node is not available to generate it (run npm run build)")
-    subprocess.run([node, "--import", "tsx", "scripts/gen-schemas.ts", str(out)], cwd=REPO, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [node, "--import", "tsx", "scripts/gen-schemas.ts", str(out)], cwd=REPO, check=True, capture_output=True
+    )
     os.environ["COA_SCHEMAS_DIR"] = str(out)
 
 
@@ -51,8 +63,16 @@ TINY = {
     "threads": 1,
     "device": "cpu",
     "benchmark": {"persons": 24, "companies": 6, "cities": 6, "countries": 3, "famous_fraction": 0.5},
-    "model": {"embedded": {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
-                           "intermediate_size": 64, "max_position": 256}},
+    "model": {
+        "embedded": {
+            "hidden_size": 32,
+            "num_layers": 2,
+            "num_heads": 2,
+            "num_kv_heads": 1,
+            "intermediate_size": 64,
+            "max_position": 256,
+        }
+    },
     "stages": {
         "pretrain": {"steps": 6, "batch_size": 4, "log_every": 1, "warmup_steps": 2},
         "sft1": {"steps": 4, "batch_size": 4, "log_every": 1, "warmup_steps": 1},
@@ -81,13 +101,15 @@ def write_config(tmp_path):
         p = tmp_path / name
         p.write_text(json.dumps(config))
         return p
+
     return write
 
 
 def run_trainer(*args: str, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
     e = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.run([PY, "-m", "coa_trainer", *args], cwd=REPO, env=e, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [PY, "-m", "coa_trainer", *args], cwd=REPO, env=e, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def read_events(run_dir: Path) -> list[dict]:
@@ -171,8 +193,9 @@ def env_server_available() -> str | None:
         return "node not on PATH"
     if not (REPO / "dist" / "cli.js").is_file():
         return "dist/cli.js missing (npm run build)"
-    r = subprocess.run([node, str(REPO / "dist" / "cli.js"), "env", "serve", "--help"], capture_output=True,
-                       text=True, timeout=30)
+    r = subprocess.run(
+        [node, str(REPO / "dist" / "cli.js"), "env", "serve", "--help"], capture_output=True, text=True, timeout=30
+    )
     if "--corpus" not in (r.stdout + r.stderr):
         return "dist/cli.js has no `env serve` yet"
     return None
@@ -193,8 +216,21 @@ def malloc_in_use() -> int:
     import ctypes
 
     class MallInfo2(ctypes.Structure):
-        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                                   "fsmblks", "uordblks", "fordblks", "keepcost")]
+        _fields_ = [
+            (n, ctypes.c_size_t)
+            for n in (
+                "arena",
+                "ordblks",
+                "smblks",
+                "hblks",
+                "hblkhd",
+                "usmblks",
+                "fsmblks",
+                "uordblks",
+                "fordblks",
+                "keepcost",
+            )
+        ]
 
     libc = ctypes.CDLL(None)
     if not hasattr(libc, "mallinfo2"):

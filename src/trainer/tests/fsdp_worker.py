@@ -26,9 +26,18 @@ def tiny(seed: int):
     from transformers import AutoModelForCausalLM, Qwen2Config
 
     torch.manual_seed(seed)
-    return AutoModelForCausalLM.from_config(Qwen2Config(
-        vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, max_position_embeddings=128, tie_word_embeddings=True))
+    return AutoModelForCausalLM.from_config(
+        Qwen2Config(
+            vocab_size=V,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=128,
+            tie_word_embeddings=True,
+        )
+    )
 
 
 def batch() -> tuple[list[list[int]], list[Sample]]:
@@ -57,9 +66,22 @@ def main(out: str) -> None:
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(params, 1e-2, 0.0)
     # one mini-batch (all of a rank's groups) per epoch, two epochs: the second one's ratios depart from 1
-    scfg = validate_config({"stages": {"rl2": {"mini_batches": 1, "ppo_epochs": 2, "clip_eps": 0.2, "kl_coef": 0.05,
-                                               "temperature": 0.9, "grad_clip": 0.5, "micro_batch_tokens": 24,
-                                               "packing": True}}}).stages.rl2
+    scfg = validate_config(
+        {
+            "stages": {
+                "rl2": {
+                    "mini_batches": 1,
+                    "ppo_epochs": 2,
+                    "clip_eps": 0.2,
+                    "kl_coef": 0.05,
+                    "temperature": 0.9,
+                    "grad_clip": 0.5,
+                    "micro_batch_tokens": 24,
+                    "packing": True,
+                }
+            }
+        }
+    ).stages.rl2
     totals, grad_norm = policy_updates(model, ref, opt, params, samples[mine], G, scfg, 0, CPU, None, di)
     totals = di.all_reduce_dict(totals)
     state = full_state_dict(model) if di.active else model.state_dict()
@@ -72,9 +94,16 @@ def main(out: str) -> None:
         gen = [new]
     if di.rank == 0:
         with open(out, "w") as f:
-            json.dump({"generated": [x for part in gen for x in part], "totals": totals, "grad_norm": grad_norm,
-                       "weights": {k: v.double().sum().item() for k, v in state.items()},
-                       "weights_abs": {k: v.double().abs().sum().item() for k, v in state.items()}}, f)
+            json.dump(
+                {
+                    "generated": [x for part in gen for x in part],
+                    "totals": totals,
+                    "grad_norm": grad_norm,
+                    "weights": {k: v.double().sum().item() for k, v in state.items()},
+                    "weights_abs": {k: v.double().abs().sum().item() for k, v in state.items()},
+                },
+                f,
+            )
     di.shutdown()
 
 

@@ -20,8 +20,10 @@ TEXTS = [REPO / "examples" / "search-r1-transcripts.txt", REPO / "examples" / "t
 
 # Qwen2's pre-tokenizer regex (tokenizer.json of the Qwen2/Qwen2.5 family): note `[^\s\p{L}\p{N}]+[\r\n]*`,
 # which puts a tag's `>` and the newlines after it in one pre-token, as real Qwen tokenizers do.
-QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 DEFAULT_SYSTEM = "You are a helpful assistant."
 # ChatML as Qwen2.5 writes it: a default system turn when none is given, generation prompt on request.
@@ -36,7 +38,7 @@ CHAT_TEMPLATE = (
 )
 # Search-R1-style text with tags, so BPE learns merges that straddle tag boundaries.
 TAG_TEXT = (
-    "<think> I need to search. </think>\n<search> query </search>\n\n<information>Doc 1(Title: \"A\") text\n"
+    '<think> I need to search. </think>\n<search> query </search>\n\n<information>Doc 1(Title: "A") text\n'
     "</information>\n\n<think> found it. </think>\n<answer> yes </answer>"
 )
 
@@ -55,14 +57,20 @@ def build_tokenizer(vocab_size: int = 1200):
     from tokenizers import AddedToken
 
     tok = Tokenizer(models.BPE(byte_fallback=False))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     specials = [ENDOFTEXT, IM_START, IM_END]
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=specials,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(training_texts(), trainer=trainer)
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     return tok
@@ -80,15 +88,30 @@ def write(out_dir: Path, seed: int = 0, hidden_size: int = 64, num_layers: int =
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     raw = build_tokenizer()
-    hf = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token=IM_END, pad_token=ENDOFTEXT,
-                                 clean_up_tokenization_spaces=False, model_max_length=2048)
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=raw,
+        eos_token=IM_END,
+        pad_token=ENDOFTEXT,
+        clean_up_tokenization_spaces=False,
+        model_max_length=2048,
+    )
     hf.chat_template = CHAT_TEMPLATE
     hf.save_pretrained(str(tmp))
     eos, pad = raw.token_to_id(IM_END), raw.token_to_id(ENDOFTEXT)
-    cfg = Qwen2Config(vocab_size=raw.get_vocab_size(), hidden_size=hidden_size, intermediate_size=hidden_size * 2,
-                      num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=2,
-                      max_position_embeddings=2048, tie_word_embeddings=True, rms_norm_eps=1e-6,
-                      bos_token_id=pad, eos_token_id=eos, pad_token_id=pad)
+    cfg = Qwen2Config(
+        vocab_size=raw.get_vocab_size(),
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 2,
+        num_hidden_layers=num_layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        rms_norm_eps=1e-6,
+        bos_token_id=pad,
+        eos_token_id=eos,
+        pad_token_id=pad,
+    )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(cfg)
     model.save_pretrained(str(tmp))

@@ -77,8 +77,11 @@ class ScriptedAgent(ModelSampler):
                 think.append(f"{prefix} {known} .")
                 if subject in self.h.verify and prefix not in searched:
                     return self._turn(think, prefix)
-                if subject in self.h.stop and i + 1 < len(q.hops) and \
-                        self._observed(text, known, q.hops[i + 1].relation) is None:
+                if (
+                    subject in self.h.stop
+                    and i + 1 < len(q.hops)
+                    and self._observed(text, known, q.hops[i + 1].relation) is None
+                ):
                     return f"{t.think_open} {' '.join(think)} {t.think_close} {t.answer_open} {known} {t.answer_close}"
                 subject = known
             elif seen is not None:
@@ -104,8 +107,11 @@ class ScriptedAgent(ModelSampler):
             text = self._text(tr)
             if text.rstrip().endswith(t.action_open):  # an action opened for it (the meter's forced search)
                 nxt = self._next(text.rstrip()[: -len(t.action_open)])
-                query = nxt.split(t.action_open)[-1].split(t.action_close)[0].strip() if t.action_open in nxt \
+                query = (
+                    nxt.split(t.action_open)[-1].split(t.action_close)[0].strip()
+                    if t.action_open in nxt
                     else self._last_prefix(text)
+                )
                 words = f"{query} {t.action_close}"
             else:
                 words = self._next(text)
@@ -135,8 +141,10 @@ class ScriptedAgent(ModelSampler):
         for tr in trajs:
             text = self._text(tr)
             query = text.split(t.action_open)[-1].split(t.action_close)[0].strip()
-            fact = next((f"{query} {o} ." for (s, rel), o in self.h.memory.items()
-                         if RELATIONS[rel][2].format(s=s) == query), "")
+            fact = next(
+                (f"{query} {o} ." for (s, rel), o in self.h.memory.items() if RELATIONS[rel][2].format(s=s) == query),
+                "",
+            )
             append_unsampled(tr, self.tok(f"{t.obs_open} {fact} {t.obs_close}", add_special_tokens=False)["input_ids"])
 
 
@@ -146,8 +154,10 @@ def question_index(bench: Benchmark, extra: list[Question] | None = None) -> dic
 
     qs = list(bench.questions) + [f for q in bench.questions for f in fact_questions(q)] + list(extra or [])
     # a query asked alone (the meter's closed book): "x born in" is the one-hop question about that fact
-    qs += [Question(f"query-{i}", RELATIONS[rel][2].format(s=s), o, rel, [Hop(s, rel, o, True)], "query")
-           for i, ((s, rel), o) in enumerate(sorted(bench.facts.items()))]
+    qs += [
+        Question(f"query-{i}", RELATIONS[rel][2].format(s=s), o, rel, [Hop(s, rel, o, True)], "query")
+        for i, ((s, rel), o) in enumerate(sorted(bench.facts.items()))
+    ]
     return {" ".join(q.question.split()): q for q in qs}
 
 

@@ -28,8 +28,9 @@ def pretrain(tmp_path, tiny_config):
     run_dir = tmp_path / "run"
     try:
         with EventWriter(run_dir, echo=None) as writer:
-            run = setup_stage(config, TrainOptions("pretrain", tmp_path / "run.json", run_dir), run_dir, writer,
-                              DistInfo())
+            run = setup_stage(
+                config, TrainOptions("pretrain", tmp_path / "run.json", run_dir), run_dir, writer, DistInfo()
+            )
             yield run, SupervisedSteps(run)
     finally:
         for s, h in handlers.items():
@@ -70,8 +71,10 @@ def test_the_decision_on_a_real_measurement(pretrain):
     assert decide("cuda", False, roomy)[0] is False and decide("cuda", False, roomy)[1].startswith("off (peak memory")
     on, text = decide("cuda", False, tight)
     assert on and text.endswith(f": above {HEADROOM:.0%})")
-    assert decide("cuda", False, Peak(None, peak.state, peak.capacity, "CUDA out of memory. Tried to allocate")) == \
-        (True, f"on (out of memory without it: CUDA out of memory. Tried to allocate; {peak.capacity / 2**30:.2f} GiB)")
+    assert decide("cuda", False, Peak(None, peak.state, peak.capacity, "CUDA out of memory. Tried to allocate")) == (
+        True,
+        f"on (out of memory without it: CUDA out of memory. Tried to allocate; {peak.capacity / 2**30:.2f} GiB)",
+    )
 
 
 def test_switched_on_the_checkpointed_update_has_the_same_gradients(pretrain):
@@ -86,8 +89,16 @@ def test_switched_on_the_checkpointed_update_has_the_same_gradients(pretrain):
         assert activations.is_enabled(run.model.policy) == on
         run.model.trained.train()
         batch = impl.impl.stream.take(0, impl.local)
-        accumulate(run.model.trained, batch, impl.impl.lengths(batch), impl.impl.count(batch), impl.impl.loss_parts,
-                   None, True, run.di)
+        accumulate(
+            run.model.trained,
+            batch,
+            impl.impl.lengths(batch),
+            impl.impl.count(batch),
+            impl.impl.loss_parts,
+            None,
+            True,
+            run.di,
+        )
         grads.append([p.grad.clone() for p in run.model.trained.parameters() if p.grad is not None])
         activations.drop_gradients(run.model.trained, run.schedule.opt)
     assert grads[0] and all(torch.allclose(a, b, atol=1e-6) for a, b in zip(*grads))

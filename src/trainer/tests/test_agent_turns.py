@@ -29,8 +29,9 @@ class ScriptedPolicy(torch.nn.Module):
         super().__init__()
         self.script, self.prompt_len, self.vocab, self.eos = script, prompt_len, vocab, eos
 
-    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor, logits_to_keep: int = 0,
-                **_: Any) -> SimpleNamespace:
+    def forward(
+        self, input_ids: torch.Tensor, position_ids: torch.Tensor, logits_to_keep: int = 0, **_: Any
+    ) -> SimpleNamespace:
         logits = torch.zeros(input_ids.shape[0], 1, self.vocab)
         for row, last in enumerate(position_ids[:, -1].tolist()):  # the context is positions 0 … last
             k = last + 1 - self.prompt_len
@@ -43,9 +44,13 @@ def tok() -> Any:
     from tokenizers import Tokenizer
     from transformers import PreTrainedTokenizerFast
 
-    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(VECTORS["tokenizer"])),
-                                   eos_token="<eos>", pad_token="<pad>", unk_token="<unk>",
-                                   clean_up_tokenization_spaces=False)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_str(json.dumps(VECTORS["tokenizer"])),
+        eos_token="<eos>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        clean_up_tokenization_spaces=False,
+    )
 
 
 @pytest.mark.parametrize("case", VECTORS["cases"], ids=[c["name"] for c in VECTORS["cases"]])
@@ -61,12 +66,30 @@ def test_the_rollout_loop_runs_every_agent_turn_vector(case, tok):
 
     lim = case["limits"]
     simulated = case["mode"] == "simulated"
-    [tr] = rollout(policy, tok, [prompt], tags("coa"), None if simulated else tool, simulate=simulated,
-                   max_turns=lim["max_turns"], max_new_tokens=lim["max_new_tokens"], max_obs_tokens=lim["max_obs_tokens"],
-                   max_len=lim["max_len"], device=torch.device("cpu"), dtype=None, engine=False)
+    [tr] = rollout(
+        policy,
+        tok,
+        [prompt],
+        tags("coa"),
+        None if simulated else tool,
+        simulate=simulated,
+        max_turns=lim["max_turns"],
+        max_new_tokens=lim["max_new_tokens"],
+        max_obs_tokens=lim["max_obs_tokens"],
+        max_len=lim["max_len"],
+        device=torch.device("cpu"),
+        dtype=None,
+        engine=False,
+    )
     want = case["expect"]
-    got = {"response": " ".join(tok.convert_ids_to_tokens(tr.ids)), "mask": " ".join(map(str, tr.loss_mask)),
-           "finished": tr.finished, "truncated": tr.truncated, "queries": tr.queries, "tool_failures": tr.tool_failures}
+    got = {
+        "response": " ".join(tok.convert_ids_to_tokens(tr.ids)),
+        "mask": " ".join(map(str, tr.loss_mask)),
+        "finished": tr.finished,
+        "truncated": tr.truncated,
+        "queries": tr.queries,
+        "tool_failures": tr.tool_failures,
+    }
     assert got == want
     assert asked == [q for q in want["queries"] if not simulated]
     assert [lp is None for lp in tr.logprobs] == [m == 0 for m in tr.loss_mask]  # only what the policy wrote is scored

@@ -8,10 +8,15 @@ from conftest import REPO, env_server_available
 from coa_trainer.env.alerts import AlertMonitor
 from coa_trainer.env.client import EnvClient, EnvError
 
-TH = {"tool_call_explosion": 2.0, "think_collapse": 0.5, "all_wrong_groups": 0.5, "tool_failure_rate": 0.2,
-      "window": 3}
-CALM = {"tc": 1.0, "think_len": 20.0, "all_wrong_groups": 0.1, "tool_failure_rate": 0.0, "reward_mean": 0.5,
-        "format_error_rate": 0.05}
+TH = {"tool_call_explosion": 2.0, "think_collapse": 0.5, "all_wrong_groups": 0.5, "tool_failure_rate": 0.2, "window": 3}
+CALM = {
+    "tc": 1.0,
+    "think_len": 20.0,
+    "all_wrong_groups": 0.1,
+    "tool_failure_rate": 0.0,
+    "reward_mean": 0.5,
+    "format_error_rate": 0.05,
+}
 CORPUS = REPO / "examples" / "data" / "search-r1" / "corpus_example.jsonl"
 
 

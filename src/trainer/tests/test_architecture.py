@@ -33,8 +33,10 @@ def imports(path: Path) -> list[tuple[str, int]]:
             if not target.startswith("coa_trainer"):
                 continue
             if node.module is None or _is_package(target):  # `from . import quiet`: the names are modules
-                out += [(f"{target}.{a.name}" if _is_module(f"{target}.{a.name}") else target, node.lineno)
-                        for a in node.names]
+                out += [
+                    (f"{target}.{a.name}" if _is_module(f"{target}.{a.name}") else target, node.lineno)
+                    for a in node.names
+                ]
             else:
                 out.append((target, node.lineno))
         elif isinstance(node, ast.Import):
@@ -65,8 +67,11 @@ def modules() -> list[Path]:
 
 
 def test_every_module_lives_on_a_floor():
-    stray = [str(p.relative_to(PACKAGE)) for p in modules()
-             if floor_of(module_name(p)) not in FLOORS and floor_of(module_name(p)) not in TOP | {"__init__"}]
+    stray = [
+        str(p.relative_to(PACKAGE))
+        for p in modules()
+        if floor_of(module_name(p)) not in FLOORS and floor_of(module_name(p)) not in TOP | {"__init__"}
+    ]
     assert not stray, f"modules outside the floors {FLOORS} and the top {sorted(TOP)}: {stray}"
 
 
@@ -96,7 +101,7 @@ def test_no_import_circles():
             if n not in graph:
                 continue
             if state.get(n) == 1:
-                cycles.append(stack[stack.index(n):] + [n])
+                cycles.append(stack[stack.index(n) :] + [n])
             elif n not in state:
                 visit(n)
         stack.pop()

@@ -67,7 +67,7 @@ def test_oracle_searches_exactly_the_unknown_hops_and_answers_correctly():
         assert len(actions) == len(observations) == q.optimal_tool_calls
         assert segs[-1].kind == "answer" and segs[-1].text == f"{t.answer_open} {q.answer} {t.answer_close}"
         for a, o in zip(actions, observations):
-            query = a.text[len(t.action_open):-len(t.action_close)].strip()
+            query = a.text[len(t.action_open) : -len(t.action_close)].strip()
             subject = query.split()[0]
             assert f"\n[1] {subject}\n" in o.text, "the searched entity's passage ranks first"
         n_two_unknown += len(q.hops) == 2 and q.optimal_tool_calls == 2

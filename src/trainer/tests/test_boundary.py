@@ -24,6 +24,7 @@ DEMO = REPO / "test" / "fixtures" / "demo-run"
 
 # ---------------------------------------------------------------- the rules alone
 
+
 def test_each_class_follows_from_what_was_measured():
     assert classify(True, True, False, None) == "no-search"
     assert classify(True, True, True, None) == "over-search"
@@ -54,34 +55,60 @@ def _outcome(cls: str, cb: float, right: float, tc: float, mn: int | None) -> Ou
 
 
 def test_summary_and_agreement_arithmetic():
-    outs = [_outcome("over-search", 1, 1, 2, 0), _outcome("needed-search", 0, 1, 2, 1),
-            _outcome("unreachable", 0, 0, 1, None), _outcome("no-search", 1, 1, 0, 0)]
+    outs = [
+        _outcome("over-search", 1, 1, 2, 0),
+        _outcome("needed-search", 0, 1, 2, 1),
+        _outcome("unreachable", 0, 0, 1, None),
+        _outcome("no-search", 1, 1, 0, 0),
+    ]
     s = summarise(outs)
     assert s.classes == {"no-search": 1, "over-search": 1, "needed-search": 1, "under-search": 0, "unreachable": 1}
     assert s.over_search_rate == 0.25 and s.under_search_rate == 0.0
     assert s.tc == 5 / 4 and s.min_tc == 1 / 3 and s.min_tc_questions == 3
     assert s.tc_over_min == (4 - 1) / 3 and s.avoidable_share == 3 / 4
     assert live_metrics(s)["boundary_over_search"] == 0.25
-    truth = [BoundaryTruthRow.model_validate(t) for t in (
-             {"class": "needed-search", "min_calls": 1, "facts_known": [False], "optimal": 1},
-             {"class": "needed-search", "min_calls": 2, "facts_known": [False, False], "optimal": 2},
-             {"class": "unreachable", "min_calls": 1, "facts_known": [False], "optimal": 0},
-             {"class": "no-search", "min_calls": 0, "facts_known": [True], "optimal": 0})]
+    truth = [
+        BoundaryTruthRow.model_validate(t)
+        for t in (
+            {"class": "needed-search", "min_calls": 1, "facts_known": [False], "optimal": 1},
+            {"class": "needed-search", "min_calls": 2, "facts_known": [False, False], "optimal": 2},
+            {"class": "unreachable", "min_calls": 1, "facts_known": [False], "optimal": 0},
+            {"class": "no-search", "min_calls": 0, "facts_known": [True], "optimal": 0},
+        )
+    ]
     a = agreement(outs, truth)
     assert a.class_agreement == 0.75
     assert a.min_tc_meter == 1 / 3 and a.min_tc_truth == 1.0 and a.min_tc_truth_all == 1.0
     assert a.optimal_tc == 3 / 4 and a.optimal_tc_same == 1.0 and a.optimal_agreement == 1 / 3
-    assert a.confusion == {"needed-search": {"over-search": 1, "needed-search": 1}, "unreachable": {"unreachable": 1},
-                              "no-search": {"no-search": 1}}
+    assert a.confusion == {
+        "needed-search": {"over-search": 1, "needed-search": 1},
+        "unreachable": {"unreachable": 1},
+        "no-search": {"no-search": 1},
+    }
 
 
 def test_a_report_that_breaks_the_schema_names_the_field():
     with pytest.raises(ValueError, match=r"summary.*questions"):
-        check_report({"version": 1, "run": None, "stage": "rl2", "step": 1, "split": "test", "checkpoint": "x",
-                      "samples": 1, "temperature": 0.0, "seconds": 1.0, "summary": {}, "truth": None, "rows": []})
+        check_report(
+            {
+                "version": 1,
+                "run": None,
+                "stage": "rl2",
+                "step": 1,
+                "split": "test",
+                "checkpoint": "x",
+                "samples": 1,
+                "temperature": 0.0,
+                "seconds": 1.0,
+                "summary": {},
+                "truth": None,
+                "rows": [],
+            }
+        )
 
 
 # ---------------------------------------------------------------- constructed cases
+
 
 @pytest.fixture(scope="module")
 def scripted(tmp_path_factory):
@@ -95,8 +122,15 @@ def scripted(tmp_path_factory):
     from coa_trainer.rollout.agentio import AgentIO
 
     d = tmp_path_factory.mktemp("boundary")
-    config = validate_config(merge(TINY, {"benchmark": {"cities": 12, "persons": 40},
-                                         "eval": {"max_turns": 4, "max_new_tokens": 32, "batch_size": 4}}))
+    config = validate_config(
+        merge(
+            TINY,
+            {
+                "benchmark": {"cities": 12, "persons": 40},
+                "eval": {"max_turns": 4, "max_new_tokens": 32, "batch_size": 4},
+            },
+        )
+    )
     bench = observed(generate(config.benchmark.model_dump(), config.seed))
     write_embedded_model(config, vocabulary_texts(bench, config), d / "m", 0)
     tok = load_tokenizer(d / "m")
@@ -110,8 +144,9 @@ def scripted(tmp_path_factory):
     p = persons[:9]
     city = {x: bench.facts[(x, "born_in")] for x in p}
     mem = {(p[0], "born_in"), (p[1], "born_in"), (p[4], "born_in"), (p[7], "born_in"), (p[8], "born_in")}
-    memory = {k: bench.facts[k] for k in mem} | {(city[x], "located_in"): bench.facts[(city[x], "located_in")]
-                                                 for x in (p[7], p[8])}
+    memory = {k: bench.facts[k] for k in mem} | {
+        (city[x], "located_in"): bench.facts[(city[x], "located_in")] for x in (p[7], p[8])
+    }
     habits = Habits(memory, verify={p[1], p[4], p[7], city[p[7]]}, guess={p[3]}, stop={p[8]})
     ask = lambda kind, s: next(q for q in bench.questions if q.kind == kind and q.hops[0].subject == s)  # noqa: E731
     cases = [  # question, class, minimum, tool calls — what the habits make them
@@ -175,6 +210,7 @@ def test_k_samples_each_way_give_shares_and_the_same_classes(scripted):
 
 # ---------------------------------------------------------------- the demo run's real checkpoint
 
+
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory) -> Path:
     """The demo run's RL-2-OTC checkpoint, config and corpus, copied (the meter writes the benchmark files)."""
@@ -190,8 +226,19 @@ def demo_run(tmp_path_factory) -> Path:
 
 @needs_env_server()
 def test_the_command_on_the_demo_checkpoint_agrees_with_the_truth(demo_run):
-    r = run_trainer("boundary", "--config", str(demo_run / "run.json"), "--run-dir", str(demo_run), "--stage",
-                    "rl2-otc", "--limit", "40", env={"OMP_WAIT_POLICY": "PASSIVE"}, timeout=600)
+    r = run_trainer(
+        "boundary",
+        "--config",
+        str(demo_run / "run.json"),
+        "--run-dir",
+        str(demo_run),
+        "--stage",
+        "rl2-otc",
+        "--limit",
+        "40",
+        env={"OMP_WAIT_POLICY": "PASSIVE"},
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads((demo_run / "eval" / "boundary-rl2-otc-test.json").read_text())
     check_report(report)
@@ -210,20 +257,44 @@ def test_the_command_on_the_demo_checkpoint_agrees_with_the_truth(demo_run):
 def test_the_command_measures_a_users_verl_parquet_and_refuses_a_missing_file(demo_run):
     parquet = REPO / "examples" / "data" / "autocoa" / "all_test.parquet"
     out = demo_run / "user.json"
-    r = run_trainer("boundary", "--config", str(demo_run / "run.json"), "--run-dir", str(demo_run), "--stage",
-                    "rl2-otc", "--questions", str(parquet), "--limit", "3", "-o", str(out), timeout=600)
+    r = run_trainer(
+        "boundary",
+        "--config",
+        str(demo_run / "run.json"),
+        "--run-dir",
+        str(demo_run),
+        "--stage",
+        "rl2-otc",
+        "--questions",
+        str(parquet),
+        "--limit",
+        "3",
+        "-o",
+        str(out),
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(out.read_text())
     assert report["truth"] is None and len(report["rows"]) == 3  # not the embedded benchmark: no truth
     assert all(row["golden_answers"] for row in report["rows"])
-    r = run_trainer("boundary", "--config", str(demo_run / "run.json"), "--run-dir", str(demo_run), "--stage",
-                    "rl2-otc", "--questions", str(demo_run / "missing.parquet"))
+    r = run_trainer(
+        "boundary",
+        "--config",
+        str(demo_run / "run.json"),
+        "--run-dir",
+        str(demo_run),
+        "--stage",
+        "rl2-otc",
+        "--questions",
+        str(demo_run / "missing.parquet"),
+    )
     error = json.loads(r.stdout.strip().splitlines()[-1])  # the one error event, with the file named
     assert r.returncode != 0 and error["code"] == "bad_data" and "missing.parquet" in error["message"]
     assert "Traceback" not in r.stdout + r.stderr
 
 
 # ---------------------------------------------------------------- inside RL
+
 
 @needs_env_server()
 def test_rl_logs_the_meter_every_n_steps(tmp_path):
@@ -234,16 +305,43 @@ def test_rl_logs_the_meter_every_n_steps(tmp_path):
     config = validate_config(TINY)
     bench = ensure_benchmark_files(config, tmp_path / "data")
     write_embedded_model(config, vocabulary_texts(bench, config), tmp_path / "model", 0)
-    rl = {"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 12, "max_turns": 2, "max_obs_tokens": 16,
-          "steps": 2, "heldout_every": 0, "warmup_steps": 1, "init_from": str(tmp_path / "model"),
-          "boundary_every": 2, "boundary_sample": 3}
+    rl = {
+        "prompts_per_step": 2,
+        "group_size": 2,
+        "max_new_tokens": 12,
+        "max_turns": 2,
+        "max_obs_tokens": 16,
+        "steps": 2,
+        "heldout_every": 0,
+        "warmup_steps": 1,
+        "init_from": str(tmp_path / "model"),
+        "boundary_every": 2,
+        "boundary_sample": 3,
+    }
     cfg = tmp_path / "run.json"
-    cfg.write_text(json.dumps(merge(TINY, {"benchmark": {"data_dir": str(tmp_path / "data")},
-                                           "eval": {"max_new_tokens": 12, "max_turns": 2}, "stages": {"rl2": rl}})))
+    cfg.write_text(
+        json.dumps(
+            merge(
+                TINY,
+                {
+                    "benchmark": {"data_dir": str(tmp_path / "data")},
+                    "eval": {"max_new_tokens": 12, "max_turns": 2},
+                    "stages": {"rl2": rl},
+                },
+            )
+        )
+    )
     r = run_trainer("train", "--stage", "rl2", "--config", str(cfg), "--run-dir", str(tmp_path / "run"))
     assert r.returncode == 0, r.stderr[-2000:]
     steps = [e for e in read_events(tmp_path / "run") if e["type"] == "metrics" and e.get("stage") == "rl2"]
-    names = {"boundary_over_search", "boundary_under_search", "boundary_em_closed_book", "boundary_tc",
-             "boundary_min_tc", "boundary_tc_over_min", "boundary_s"}
+    names = {
+        "boundary_over_search",
+        "boundary_under_search",
+        "boundary_em_closed_book",
+        "boundary_tc",
+        "boundary_min_tc",
+        "boundary_tc_over_min",
+        "boundary_s",
+    }
     assert [bool(names & set(e["values"])) for e in steps] == [False, True]
     assert names <= set(steps[1]["values"]) and 0 <= steps[1]["values"]["boundary_tc"]

@@ -59,11 +59,19 @@ def stopped(tmp_path_factory):
     """A pretrain stage stopped by SIGTERM after a few steps, a checkpoint after every step (the newest two kept)."""
     d = tmp_path_factory.mktemp("stopped")
     cfg = d / "run.json"
-    cfg.write_text(json.dumps(merge(TINY, {"stages": {"pretrain": {"steps": STEPS, "checkpoint_every": 1,
-                                                                   "checkpoint_minutes": 0}}})))
+    cfg.write_text(
+        json.dumps(
+            merge(TINY, {"stages": {"pretrain": {"steps": STEPS, "checkpoint_every": 1, "checkpoint_minutes": 0}}})
+        )
+    )
     run = d / "run"
-    proc = subprocess.Popen([PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg),
-                             "--run-dir", str(run)], cwd=REPO, env=ENV, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(run)],
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         seen = 0
@@ -78,8 +86,10 @@ def stopped(tmp_path_factory):
         if proc.poll() is None:
             proc.kill()
     k = [e for e in read_events(run) if e["type"] == "stage_finished"][-1]["step"]
-    assert 2 <= k < STEPS and sorted(p.name for p in ckpt_dir(run).iterdir()) == [ckpt(run, k - 1).name,
-                                                                                   ckpt(run, k).name]
+    assert 2 <= k < STEPS and sorted(p.name for p in ckpt_dir(run).iterdir()) == [
+        ckpt(run, k - 1).name,
+        ckpt(run, k).name,
+    ]
     return cfg, run, k
 
 
@@ -137,8 +147,11 @@ def fell_back(stopped, tmp_path_factory):
     cfg, run, k = resume_copy(stopped, d, "run")
     marker = d / "code-ran"
     ckpt(run, k + 1).write_bytes(pickle.dumps(RunsACommand(marker)))
-    _tamper_header(ckpt(run, k), ckpt(run, k + 2),
-                   lambda h: {**h, "step": k + 2, "tree": {**h["tree"], "extra": {"$call": ["os.system", "touch x"]}}})
+    _tamper_header(
+        ckpt(run, k),
+        ckpt(run, k + 2),
+        lambda h: {**h, "step": k + 2, "tree": {**h["tree"], "extra": {"$call": ["os.system", "touch x"]}}},
+    )
     ckpt(run, k + 3).write_bytes(ckpt(run, k).read_bytes()[:-1000])
     return run, k, marker, train_resume(cfg, run)
 
@@ -203,12 +216,13 @@ def test_resume_of_a_finished_stage_changes_nothing(fell_back, tmp_path, write_c
 
     assert {p.name: p.read_bytes() for p in final.iterdir()} == before
     assert sorted(p.name for p in ckpt_dir(run).iterdir()) == checkpoints
-    new = read_events(run)[len(events_before):]
+    new = read_events(run)[len(events_before) :]
     assert [e for e in new if e.get("stage") == "pretrain" and e["type"] != "log"] == []
     assert read_events(run)[: len(events_before)] == events_before
 
 
 # ---------------------------------------------------------------------------------------------- in process
+
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
@@ -246,10 +260,21 @@ def test_an_older_checkpoint_is_converted_once_on_request(tiny_model, tmp_path):
     from coa_trainer.model.load import trainable_state
 
     old = tmp_path / "step-000002.pt"
-    torch.save({"version": 1, "stage": "pretrain", "step": 2, "cursor": 8, "model": trainable_state(model),
-                "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                "rng": {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()},
-                "extra": {"events_offset": 10}, "master": None}, old)
+    torch.save(
+        {
+            "version": 1,
+            "stage": "pretrain",
+            "step": 2,
+            "cursor": 8,
+            "model": trainable_state(model),
+            "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(),
+            "rng": {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()},
+            "extra": {"events_offset": 10},
+            "master": None,
+        },
+        old,
+    )
     draws = (random.random(), float(np.random.rand()), float(torch.rand(1)))
 
     with pytest.raises(CheckpointError, match="convert-checkpoint"):
@@ -287,17 +312,32 @@ def test_a_checkpoint_that_does_not_fit_the_model_is_unusable_before_anything_lo
     assert not fopt.state
 
 
-@pytest.mark.parametrize("bad", [
-    ("not safetensors", lambda p: p.write_bytes(b"\x80\x04K\x01.")),
-    ("empty", lambda p: p.write_bytes(b"")),
-    ("no checkpoint header", lambda p: save_file({"x": torch.zeros(2)}, str(p))),
-    ("a tensor the header does not list", lambda p: save_file({"x": torch.zeros(2)}, str(p), metadata={
-        META_KEY: json.dumps({"crc32": {}, "tree": {}})})),
-    ("a reference to no tensor", lambda p: save_file({}, str(p), metadata={
-        META_KEY: json.dumps({"crc32": {}, "tree": {"model": {"$tensor": "gone"}}})})),
-    ("nesting 100,000 deep", lambda p: save_file({}, str(p), metadata={
-        META_KEY: '{"crc32": {}, "tree": ' + "[" * 100_000 + "]" * 100_000 + "}"})),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ("not safetensors", lambda p: p.write_bytes(b"\x80\x04K\x01.")),
+        ("empty", lambda p: p.write_bytes(b"")),
+        ("no checkpoint header", lambda p: save_file({"x": torch.zeros(2)}, str(p))),
+        (
+            "a tensor the header does not list",
+            lambda p: save_file(
+                {"x": torch.zeros(2)}, str(p), metadata={META_KEY: json.dumps({"crc32": {}, "tree": {}})}
+            ),
+        ),
+        (
+            "a reference to no tensor",
+            lambda p: save_file(
+                {}, str(p), metadata={META_KEY: json.dumps({"crc32": {}, "tree": {"model": {"$tensor": "gone"}}})}
+            ),
+        ),
+        (
+            "nesting 100,000 deep",
+            lambda p: save_file(
+                {}, str(p), metadata={META_KEY: '{"crc32": {}, "tree": ' + "[" * 100_000 + "]" * 100_000 + "}"}
+            ),
+        ),
+    ],
+)
 def test_a_state_file_yields_data_or_a_clear_error(tmp_path, bad):
     _, write = bad
     path = tmp_path / "step-000001.safetensors"

@@ -59,7 +59,17 @@ def test_every_command_line_becomes_its_commands_typed_options(monkeypatch):
     monkeypatch.setenv("COA_ENV_TOKEN", "t0k")
     run = ["--config", "c.json", "--run-dir", "runs/a"]
     lines = {
-        o.TrainOptions: ["train", "--stage", "rl2", *run, "--label", "rl2-b", "--env-url", "http://127.0.0.1:9", "seed=3"],
+        o.TrainOptions: [
+            "train",
+            "--stage",
+            "rl2",
+            *run,
+            "--label",
+            "rl2-b",
+            "--env-url",
+            "http://127.0.0.1:9",
+            "seed=3",
+        ],
         o.EvalOptions: ["eval", *run, "--split", "dev", "--split", "test", "--mode", "plain"],
         o.BoundaryOptions: ["boundary", *run, "--questions", "q.parquet", "--samples", "3"],
         o.ExportOnnxOptions: ["export-onnx", "--checkpoint", "m", "-o", "m.onnx"],

@@ -45,6 +45,7 @@ PROMPT = "Search with <search> query </search>, answer in <answer> </answer>. Qu
 
 # ---------------------------------------------------------------- fixtures: questions, a taught model, a server
 
+
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("collect")
@@ -54,8 +55,9 @@ def work(tmp_path_factory) -> Path:
 def questions(work) -> Path:
     """The first three questions of AutoCoA's parquet, through the core's importer."""
     out = work / "all.questions.jsonl"
-    subprocess.run([*NODE, "data", "prepare", "questions", str(PARQUET), "--out", str(out)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [*NODE, "data", "prepare", "questions", str(PARQUET), "--out", str(out)], check=True, capture_output=True
+    )
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()[:3]]
     path = work / "questions.jsonl"
     path.write_text("".join(json.dumps({k: r[k] for k in ("id", "question", "golden_answers")}) + "\n" for r in rows))
@@ -73,14 +75,19 @@ def taught_model(realistic_model_dir, questions, work) -> Path:
     out = work / "taught"
     tok = AutoTokenizer.from_pretrained(str(realistic_model_dir))
     model = AutoModelForCausalLM.from_pretrained(str(realistic_model_dir))
-    config = validate_config({"dialect": "search-r1", "model": {"path": str(realistic_model_dir), "user_prompt": PROMPT}})
+    config = validate_config(
+        {"dialect": "search-r1", "model": {"path": str(realistic_model_dir), "user_prompt": PROMPT}}
+    )
     examples = []
     for i, line in enumerate(questions.read_text().splitlines()):
         q = json.loads(line)
         gold = q["golden_answers"][0]
-        response = (f"<think> I know this. </think>\n<answer> {gold} </answer>" if i == 2 else
-                    f"<think> I need to search. </think>\n<search> {q['question'][:30]} </search>\n\n"
-                    f"<information>Doc 1 text</information>\n\n<think> found it. </think>\n<answer> {gold} </answer>")
+        response = (
+            f"<think> I know this. </think>\n<answer> {gold} </answer>"
+            if i == 2
+            else f"<think> I need to search. </think>\n<search> {q['question'][:30]} </search>\n\n"
+            f"<information>Doc 1 text</information>\n\n<think> found it. </think>\n<answer> {gold} </answer>"
+        )
         p = tok(prompt_string(tok, config, q["question"]), add_special_tokens=False)["input_ids"]
         r = tok(response, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
         examples.append((torch.tensor([p + r]), torch.tensor([[-100] * len(p) + r])))
@@ -115,9 +122,15 @@ def _free_port() -> int:
 
 def _config(questions: Path, teacher: dict, **collect) -> dict:
     base = {"teacher": teacher, "samples": 2, "temperature": 0, "max_new_tokens": 48, "batch_size": 4, "max_turns": 2}
-    return {"seed": 0, "threads": 1, "device": "cpu", "dialect": "search-r1", "model": {"user_prompt": PROMPT},
-            "data": {"questions": {"train": str(questions)}, "corpus": str(CORPUS)},
-            "collect": merge(base, collect)}
+    return {
+        "seed": 0,
+        "threads": 1,
+        "device": "cpu",
+        "dialect": "search-r1",
+        "model": {"user_prompt": PROMPT},
+        "data": {"questions": {"train": str(questions)}, "corpus": str(CORPUS)},
+        "collect": merge(base, collect),
+    }
 
 
 def _collect(tmp: Path, config: dict, run: str, env=None, resume: bool = False) -> tuple[int, Path]:
@@ -135,18 +148,26 @@ def _records(run_dir: Path, name: str = "collection.coa.jsonl") -> list[dict]:
 
 def _same(r: dict) -> tuple:
     """What two teachers must agree on: the text, its grade, and how the loop ended it."""
-    return (r["response"], r["reward"], {k: r["meta"][k] for k in ("mode", "sample", "truncated", "finished",
-                                                                   "tool_failures")})
+    return (
+        r["response"],
+        r["reward"],
+        {k: r["meta"][k] for k in ("mode", "sample", "truncated", "finished", "tool_failures")},
+    )
 
 
 # ---------------------------------------------------------------- both teachers, one loop
+
 
 def test_model_directory_and_transformers_serve_collect_the_same_trajectories(taught_model, questions, env, work):
     code, direct = _collect(work, _config(questions, {"path": str(taught_model)}), "direct", env)
     assert code == 0
     recs = _records(direct)
-    assert [r["id"] for r in recs] == [f"{json.loads(q)['id']}:{m}:{k}" for m in ("coa", "cot")
-                                       for q in questions.read_text().splitlines() for k in range(2)]
+    assert [r["id"] for r in recs] == [
+        f"{json.loads(q)['id']}:{m}:{k}"
+        for m in ("coa", "cot")
+        for q in questions.read_text().splitlines()
+        for k in range(2)
+    ]
     assert all(record_error(r) is None for r in recs)
     searched = [r for r in recs if r["meta"]["mode"] == "coa" and r["reward"]["tool_calls"] > 0]
     assert searched and all("</information>" in r["response"] for r in searched)  # observations from the server
@@ -173,9 +194,22 @@ def test_model_directory_and_transformers_serve_collect_the_same_trajectories(ta
     cache = work / "hf-cache"
     cache.mkdir(exist_ok=True)
     server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "transformers"), "serve", str(taught_model), "--host", "127.0.0.1",
-         "--port", str(port), "--device", "cpu"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, env={**os.environ, "HF_HUB_CACHE": str(cache), "OMP_NUM_THREADS": "1"})
+        [
+            str(Path(sys.executable).parent / "transformers"),
+            "serve",
+            str(taught_model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--device",
+            "cpu",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "HF_HUB_CACHE": str(cache), "OMP_NUM_THREADS": "1"},
+    )
     try:
         url = f"http://127.0.0.1:{port}/v1"
         deadline = time.time() + 180
@@ -198,8 +232,9 @@ def test_model_directory_and_transformers_serve_collect_the_same_trajectories(ta
         assert any(e["type"] == "log" and "returns matched stop strings" in e["message"] for e in read_events(served))
 
         # the chat API: observations go back as user turns; the same loop, counted, graded
-        code, chat = _collect(work, _config(questions, {**teacher, "api": "chat"}, modes=["coa"], samples=1),
-                              "chat", env)
+        code, chat = _collect(
+            work, _config(questions, {**teacher, "api": "chat"}, modes=["coa"], samples=1), "chat", env
+        )
         assert code == 0
         chats = _records(chat)
         assert len(chats) == 3 and all(r["meta"]["teacher"]["api"] == "chat" for r in chats)
@@ -217,14 +252,22 @@ def _sft_on_the_collection(work: Path, questions: Path, model: Path, run_dir: Pa
     it, SFT-2 on the kept trajectories."""
     from coa_trainer.stages.train import train_command
 
-    config = merge(_config(questions, {"path": str(model)}), {
-        "model": {"path": str(model)},
-        "stages": {s: {"steps": 1, "batch_size": 2, "warmup_steps": 1, "log_every": 1, "max_len": 512}
-                   for s in ("sft1", "sft2")}})
+    config = merge(
+        _config(questions, {"path": str(model)}),
+        {
+            "model": {"path": str(model)},
+            "stages": {
+                s: {"steps": 1, "batch_size": 2, "warmup_steps": 1, "log_every": 1, "max_len": 512}
+                for s in ("sft1", "sft2")
+            },
+        },
+    )
     cfg = work / "direct-sft.run.json"
     cfg.write_text(json.dumps(config))
     for stage in ("sft1", "sft2"):
-        assert train_command(TrainOptions(stage, cfg, run_dir)) == 0, [e for e in read_events(run_dir) if e["type"] == "error"]
+        assert train_command(TrainOptions(stage, cfg, run_dir)) == 0, [
+            e for e in read_events(run_dir) if e["type"] == "error"
+        ]
     logs = [e["message"] for e in read_events(run_dir) if e["type"] == "log"]
     assert any(m.startswith("sft1: SFT data from this run's collection") for m in logs)
     n_pairs = report["pairs"]["pairs"]
@@ -234,6 +277,7 @@ def _sft_on_the_collection(work: Path, questions: Path, model: Path, run_dir: Pa
 
 # ---------------------------------------------------------------- SIGKILL + resume
 
+
 def test_sigkill_mid_collection_then_resume_loses_and_repeats_nothing(taught_model, questions, env, work):
     config = _config(questions, {"path": str(taught_model)}, samples=4, batch_size=2, temperature=0.8)
     cfg = work / "kill.run.json"
@@ -241,9 +285,24 @@ def test_sigkill_mid_collection_then_resume_loses_and_repeats_nothing(taught_mod
     run_dir = work / "kill"
     coll = run_dir / "stages" / "collect" / "collection.coa.jsonl"
     e = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1", "COA_ENV_TOKEN": env.token}
-    proc = subprocess.Popen([sys.executable, "-m", "coa_trainer", "collect", "--config", str(cfg), "--run-dir",
-                             str(run_dir), f"--env-url={env.url}"], cwd=REPO, env=e,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "coa_trainer",
+            "collect",
+            "--config",
+            str(cfg),
+            "--run-dir",
+            str(run_dir),
+            f"--env-url={env.url}",
+        ],
+        cwd=REPO,
+        env=e,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 240
     while not (coll.is_file() and coll.read_text().count("\n") >= 4):  # two batches written, more to come
         assert proc.poll() is None, "the collection ended before it could be killed"
@@ -267,8 +326,12 @@ def test_sigkill_mid_collection_then_resume_loses_and_repeats_nothing(taught_mod
     after = coll.read_text(encoding="utf-8")
     assert after.startswith(before)  # every record written before the kill is there, unchanged
     ids = [json.loads(line)["id"] for line in after.splitlines()]
-    expected = {f"{json.loads(q)['id']}:{m}:{k}" for m in ("coa", "cot") for q in questions.read_text().splitlines()
-                for k in range(4)}
+    expected = {
+        f"{json.loads(q)['id']}:{m}:{k}"
+        for m in ("coa", "cot")
+        for q in questions.read_text().splitlines()
+        for k in range(4)
+    }
     assert len(ids) == len(set(ids)) == 24 and set(ids) == expected
     started = [e for e in read_events(run_dir) if e["type"] == "run_started"]
     assert started[-1]["resumed_from"] == n_before
@@ -277,6 +340,7 @@ def test_sigkill_mid_collection_then_resume_loses_and_repeats_nothing(taught_mod
 
 
 # ---------------------------------------------------------------- a misbehaving endpoint
+
 
 class Flaky(BaseHTTPRequestHandler):
     """An OpenAI-compatible completions server that misbehaves on purpose: per prompt, the first requests answer
@@ -320,14 +384,23 @@ class Flaky(BaseHTTPRequestHandler):
             if n == 3:
                 self.connection.shutdown(socket.SHUT_RDWR)  # closed without an answer
                 return
-        text = "\n\n<think> done </think>\n<answer> Joanne Harris </answer>" if searched \
+        text = (
+            "\n\n<think> done </think>\n<answer> Joanne Harris </answer>"
+            if searched
             else "<think> look it up </think>\n<search> Chocolat author </search>"
+        )
         stop = next((s for s in body.get("stop") or [] if s in text), None)
         if stop:
             text = text[: text.index(stop)]
-        self._send(200, {"object": "text_completion", "model": "flaky-teacher",
-                         "choices": [{"index": 0, "text": text, "finish_reason": "stop", "stop_reason": stop}],
-                         "usage": {"prompt_tokens": 10, "completion_tokens": 8, "total_tokens": 18}})
+        self._send(
+            200,
+            {
+                "object": "text_completion",
+                "model": "flaky-teacher",
+                "choices": [{"index": 0, "text": text, "finish_reason": "stop", "stop_reason": stop}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 8, "total_tokens": 18},
+            },
+        )
 
 
 def test_misbehaving_endpoint_is_retried_and_counted_never_a_crash(realistic_model_dir, questions, env, work):
@@ -337,18 +410,25 @@ def test_misbehaving_endpoint_is_retried_and_counted_never_a_crash(realistic_mod
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        teacher = {"url": url, "tokenizer": str(realistic_model_dir), "timeout_s": 0.5, "max_retries": 3,
-                   "backoff_s": 0.01, "concurrency": 3}
+        teacher = {
+            "url": url,
+            "tokenizer": str(realistic_model_dir),
+            "timeout_s": 0.5,
+            "max_retries": 3,
+            "backoff_s": 0.01,
+            "concurrency": 3,
+        }
         # Every answer is "Joanne Harris", wrong for the other questions: kept anyway, as what is tested is the endpoint.
-        config = _config(questions, teacher, modes=["coa"], samples=1, temperature=0.7,
-                         select={"correct_only": False})
+        config = _config(questions, teacher, modes=["coa"], samples=1, temperature=0.7, select={"correct_only": False})
         code, run_dir = _collect(work, config, "flaky", env)
         assert code == 0
         recs = _records(run_dir)
         assert len(recs) == 2  # the always-failing question is left out, not a crash
         assert all(r["reward"]["tool_calls"] == 1 and r["reward"]["format_ok"] for r in recs)
-        assert all(r["response"].startswith("<think> look it up </think>\n<search> Chocolat author </search>"
-                                            "<information>") for r in recs)  # the dropped stop string put back
+        assert all(
+            r["response"].startswith("<think> look it up </think>\n<search> Chocolat author </search><information>")
+            for r in recs
+        )  # the dropped stop string put back
         events = read_events(run_dir)
         last = [e for e in events if e["type"] == "metrics"][-1]["values"]
         assert last["teacher_timeouts"] >= 2 and last["teacher_connection_errors"] >= 2
@@ -376,23 +456,34 @@ class Blank(Flaky):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        text = next((t for marker, t in self.blanks.items() if marker in body["prompt"]),
-                    "<think> I know it. </think>\n<answer> Joanne Harris </answer>")
-        self._send(200, {"object": "text_completion", "model": "blank-teacher",
-                         "choices": [{"index": 0, "text": text, "finish_reason": "stop", "stop_reason": None}],
-                         "usage": {"prompt_tokens": 10, "completion_tokens": 0 if not text.strip() else 8,
-                                   "total_tokens": 18}})
+        text = next(
+            (t for marker, t in self.blanks.items() if marker in body["prompt"]),
+            "<think> I know it. </think>\n<answer> Joanne Harris </answer>",
+        )
+        self._send(
+            200,
+            {
+                "object": "text_completion",
+                "model": "blank-teacher",
+                "choices": [{"index": 0, "text": text, "finish_reason": "stop", "stop_reason": None}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 0 if not text.strip() else 8, "total_tokens": 18},
+            },
+        )
 
 
-def test_empty_teacher_responses_are_failed_samples_and_the_report_is_written(realistic_model_dir, questions, env,
-                                                                            work):
+def test_empty_teacher_responses_are_failed_samples_and_the_report_is_written(
+    realistic_model_dir, questions, env, work
+):
     qs = [json.loads(line)["question"] for line in questions.read_text().splitlines()]
     Blank.blanks = {qs[0][:20]: "", qs[1][:20]: "  \n"}
     server = ThreadingHTTPServer(("127.0.0.1", 0), Blank)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        teacher = {"url": f"http://127.0.0.1:{server.server_address[1]}/v1", "tokenizer": str(realistic_model_dir),
-                   "max_retries": 0}
+        teacher = {
+            "url": f"http://127.0.0.1:{server.server_address[1]}/v1",
+            "tokenizer": str(realistic_model_dir),
+            "max_retries": 0,
+        }
         config = _config(questions, teacher, modes=["coa"], samples=1)
         for resume in (False, True):  # the resume meets the same empty answers: the same outcome, not a crash
             code, run_dir = _collect(work, config, "blank", env, resume=resume)
@@ -400,13 +491,17 @@ def test_empty_teacher_responses_are_failed_samples_and_the_report_is_written(re
             # the one answer that came back is wrong: nothing is kept, which is an error, not "ok"
             assert code == 2, [e for e in events if e["type"] == "error"]
             err = [e for e in events if e["type"] == "error"][-1]
-            assert err["message"].startswith("collect kept 0 of 3 samples: 2 failed at the teacher (2 empty "
-                                             "responses); 1 graded and dropped by collect.select (1 incorrect)")
+            assert err["message"].startswith(
+                "collect kept 0 of 3 samples: 2 failed at the teacher (2 empty "
+                "responses); 1 graded and dropped by collect.select (1 incorrect)"
+            )
             assert [r["question"] for r in _records(run_dir)] == [qs[2]]
             report = json.loads((run_dir / "stages" / "collect" / "report.json").read_text())
             assert report["failed_samples"] == 2 and report["empty_responses"] == 2 and report["collected"] == 1
-            assert "| teacher answered nothing (empty response; `--resume` samples them again) | 2 |" in \
-                (run_dir / "stages" / "collect" / "report.md").read_text()
+            assert (
+                "| teacher answered nothing (empty response; `--resume` samples them again) | 2 |"
+                in (run_dir / "stages" / "collect" / "report.md").read_text()
+            )
             assert any(e["type"] == "alert" and "empty response" in e["message"] for e in events)
     finally:
         server.shutdown()
@@ -420,15 +515,28 @@ def test_a_collection_that_keeps_nothing_fails_with_the_reason(realistic_model_d
     server = ThreadingHTTPServer(("127.0.0.1", 0), Blank)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        teacher = {"url": f"http://127.0.0.1:{server.server_address[1]}/v1", "tokenizer": str(realistic_model_dir),
-                   "max_retries": 0}
+        teacher = {
+            "url": f"http://127.0.0.1:{server.server_address[1]}/v1",
+            "tokenizer": str(realistic_model_dir),
+            "max_retries": 0,
+        }
         config = _config(questions, teacher, modes=["coa"], samples=2)
         for run, answer, code, message in [
-                ("all-empty", "", "bad_teacher", "collect kept 0 of 6 samples: 6 failed at the teacher (6 empty "
-                                                 "responses) — nothing for SFT to train on"),
-                ("all-wrong", "<think> no idea </think>\n<answer> nobody </answer>", "bad_data",
-                 "collect kept 0 of 6 samples: 6 graded and dropped by collect.select (6 incorrect) — nothing for "
-                 "SFT to train on")]:
+            (
+                "all-empty",
+                "",
+                "bad_teacher",
+                "collect kept 0 of 6 samples: 6 failed at the teacher (6 empty "
+                "responses) — nothing for SFT to train on",
+            ),
+            (
+                "all-wrong",
+                "<think> no idea </think>\n<answer> nobody </answer>",
+                "bad_data",
+                "collect kept 0 of 6 samples: 6 graded and dropped by collect.select (6 incorrect) — nothing for "
+                "SFT to train on",
+            ),
+        ]:
             Blank.blanks = {q[:20]: answer for q in qs}
             status, run_dir = _collect(work, config, run, env)
             events = read_events(run_dir)
@@ -446,10 +554,17 @@ def test_a_collection_that_keeps_nothing_fails_with_the_reason(realistic_model_d
 
 # ---------------------------------------------------------------- bad input: one clear error before sampling
 
+
 def test_bad_teacher_or_questions_stop_before_sampling(realistic_model_dir, questions, env, work):
     # a URL that is not OpenAI-compatible: the environment server (a real HTTP server of another API)
-    code, run_dir = _collect(work, _config(questions, {"url": env.url + "/v1", "tokenizer": str(realistic_model_dir),
-                                                      "model": "x", "max_retries": 0}), "bad-url", env)
+    code, run_dir = _collect(
+        work,
+        _config(
+            questions, {"url": env.url + "/v1", "tokenizer": str(realistic_model_dir), "model": "x", "max_retries": 0}
+        ),
+        "bad-url",
+        env,
+    )
     (err,) = [e for e in read_events(run_dir) if e["type"] == "error"]
     assert code == 2 and err["code"] == "bad_teacher" and "is not OpenAI-compatible" in err["message"]
     assert not (run_dir / "stages" / "collect" / "collection.coa.jsonl").exists()
@@ -464,11 +579,14 @@ def test_bad_teacher_or_questions_stop_before_sampling(realistic_model_dir, ques
     assert not (run_dir / "stages" / "collect" / "collection.coa.jsonl").exists()
 
     no_gold = work / "no-gold.jsonl"
-    no_gold.write_text('{"question": "Who wrote Chocolat?", "golden_answers": ["Joanne Harris"]}\n'
-                       '{"question": "Where is Pavia?"}\n')
+    no_gold.write_text(
+        '{"question": "Who wrote Chocolat?", "golden_answers": ["Joanne Harris"]}\n{"question": "Where is Pavia?"}\n'
+    )
     code, run_dir = _collect(work, _config(no_gold, {"path": str(realistic_model_dir)}), "bad-questions", env)
     (err,) = [e for e in read_events(run_dir) if e["type"] == "error"]
     assert code == 2 and err["code"] == "bad_data"
     assert err["message"].startswith(f"{no_gold}:2:") and "golden_answers" in err["message"]
-    assert not (run_dir / "stages" / "collect").exists() or \
-        not (run_dir / "stages" / "collect" / "collection.coa.jsonl").exists()
+    assert (
+        not (run_dir / "stages" / "collect").exists()
+        or not (run_dir / "stages" / "collect" / "collection.coa.jsonl").exists()
+    )

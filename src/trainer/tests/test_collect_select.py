@@ -21,13 +21,30 @@ from coa_trainer.rollout.teacher import Endpoint, EndpointSampler
 SEL = CollectSelect(correct_only=True, format_clean=True, max_tool_calls=2, dedupe=True)
 
 
-def _rec(i: int, q: str, response: str, em: float, ok: bool = True, calls: int = 1, mode: str = "coa"
-         ) -> TrajectoryRecord:
+def _rec(
+    i: int, q: str, response: str, em: float, ok: bool = True, calls: int = 1, mode: str = "coa"
+) -> TrajectoryRecord:
     """A graded record as collect writes it (trajectory_record, then the server's breakdown as reward_json)."""
-    return TrajectoryRecord.model_validate({
-        "id": f"{q}:{mode}:{i}", "question": q, "response": response, "meta": {"mode": mode, "step": i + 1},
-        "reward": {"scheme": "em", "em": em, "f1": em, "format_ok": ok, "violations": [] if ok else ["COA001"],
-                   "tool_calls": calls, "optimal_tool_calls": None, "r_tool": 0.0, "r_correct": em, "total": em}})
+    return TrajectoryRecord.model_validate(
+        {
+            "id": f"{q}:{mode}:{i}",
+            "question": q,
+            "response": response,
+            "meta": {"mode": mode, "step": i + 1},
+            "reward": {
+                "scheme": "em",
+                "em": em,
+                "f1": em,
+                "format_ok": ok,
+                "violations": [] if ok else ["COA001"],
+                "tool_calls": calls,
+                "optimal_tool_calls": None,
+                "r_tool": 0.0,
+                "r_correct": em,
+                "total": em,
+            },
+        }
+    )
 
 
 def test_selection_drops_each_record_for_its_first_reason():
@@ -63,8 +80,15 @@ def test_a_torn_last_line_is_cut_and_nothing_else_changes(tmp_path):
 
 
 def _sampler(stops_in_text):
-    s = EndpointSampler(Endpoint("http://127.0.0.1:9/v1"), AgentIO(None, tags("search-r1"), False), "m", "completions",
-                        temperature=0.0, top_p=1.0, concurrency=1)
+    s = EndpointSampler(
+        Endpoint("http://127.0.0.1:9/v1"),
+        AgentIO(None, tags("search-r1"), False),
+        "m",
+        "completions",
+        temperature=0.0,
+        top_p=1.0,
+        concurrency=1,
+    )
     s.stops_in_text = stops_in_text
     return s
 
@@ -90,18 +114,30 @@ def test_endpoint_answers_are_read_whatever_the_server_does_with_stop_strings():
 def test_results_compare_a_collection_trained_run_with_its_teachers_run(tmp_path):
     teacher_run = tmp_path / "oracle"
     (teacher_run / "stages" / "sft3" / "final").mkdir(parents=True)
-    (teacher_run / "results.json").write_text(json.dumps({"rows": [
-        {"setting": "sft12", "em": 0.8, "tc": 1.4, "tp": 0.5, "format_error_rate": 0.0},
-        {"setting": "workflow", "em": 0.3, "tc": 1.2, "tp": 0.2, "format_error_rate": 0.2}]}))
+    (teacher_run / "results.json").write_text(
+        json.dumps(
+            {
+                "rows": [
+                    {"setting": "sft12", "em": 0.8, "tc": 1.4, "tp": 0.5, "format_error_rate": 0.0},
+                    {"setting": "workflow", "em": 0.3, "tc": 1.2, "tp": 0.2, "format_error_rate": 0.2},
+                ]
+            }
+        )
+    )
     run = tmp_path / "student"
     (run / "stages" / "collect").mkdir(parents=True)
     assert comparison_lines(run, []) == []  # no collection: nothing to say
-    info = {"settings": {"teacher": {"kind": "model", "path": str(teacher_run / "stages" / "sft3" / "final")}},
-            "kept": 40, "collected": 100}
+    info = {
+        "settings": {"teacher": {"kind": "model", "path": str(teacher_run / "stages" / "sft3" / "final")}},
+        "kept": 40,
+        "collected": 100,
+    }
     (run / "stages" / "collect" / "collect.json").write_text(json.dumps(info))
-    rows = [{"setting": "sft12", "em": 0.7, "tc": 1.1, "tp": 0.6, "format_error_rate": 0.01},
-            {"setting": "workflow", "em": 0.31, "tc": 1.2, "tp": 0.2, "format_error_rate": 0.2},
-            {"setting": "sft-rl", "em": None, "tc": None, "tp": None, "format_error_rate": None}]
+    rows = [
+        {"setting": "sft12", "em": 0.7, "tc": 1.1, "tp": 0.6, "format_error_rate": 0.01},
+        {"setting": "workflow", "em": 0.31, "tc": 1.2, "tp": 0.2, "format_error_rate": 0.2},
+        {"setting": "sft-rl", "em": None, "tc": None, "tp": None, "format_error_rate": None},
+    ]
     text = "\n".join(comparison_lines(run, rows))
     assert "40 trajectories kept of 100" in text and "Against oracle" in text
     assert "| sft12 | 0.700 | 0.800 | -0.100 | 1.100 | 1.400 |" in text

@@ -22,16 +22,23 @@ def test_partial_sections_are_filled():
     c = validate_config({"stages": {"sft1": {"beta": 3}}, "model": {"lora": {"r": 2}}})
     assert c.stages.sft1.beta == 3
     assert c.stages.sft1.alpha == 0.2  # default beside an explicit value
-    assert c.model.lora.model_dump() == {"r": 2, "alpha": 16, "dropout": 0.0,
-                                  "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
+    assert c.model.lora.model_dump() == {
+        "r": 2,
+        "alpha": 16,
+        "dropout": 0.0,
+        "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
+    }
 
 
-@pytest.mark.parametrize("bad, where", [
-    ({"stages": {"sft1": {"beta": -1}}}, "stages.sft1.beta"),
-    ({"stagez": {}}, "stagez"),
-    ({"device": "tpu"}, "device"),
-    ({"stages": {"pretrain": {"steps": 1.5}}}, "stages.pretrain.steps"),
-])
+@pytest.mark.parametrize(
+    "bad, where",
+    [
+        ({"stages": {"sft1": {"beta": -1}}}, "stages.sft1.beta"),
+        ({"stagez": {}}, "stagez"),
+        ({"device": "tpu"}, "device"),
+        ({"stages": {"pretrain": {"steps": 1.5}}}, "stages.pretrain.steps"),
+    ],
+)
 def test_bad_configs_name_the_field(bad, where):
     with pytest.raises(ConfigError) as e:
         validate_config(bad, "run.json")
@@ -50,7 +57,10 @@ def test_a_config_file_that_cannot_be_used_is_one_error_naming_file_line_and_col
     """Python's json accepts NaN and Infinity (an lr of Infinity trained every weight to NaN and finished "ok"); a
     byte order mark, invalid UTF-8 or 100k-level nesting gave a traceback."""
     cases = {
-        "inf.json": (b'{"seed": 1,\n "stages": {"sft2": {"lr": Infinity}}}', r"inf\.json:2:28: Infinity is not a number"),
+        "inf.json": (
+            b'{"seed": 1,\n "stages": {"sft2": {"lr": Infinity}}}',
+            r"inf\.json:2:28: Infinity is not a number",
+        ),
         "nan.json": (b'{"name": "NaN", "seed": NaN}', r"nan\.json:1:25: NaN is not a number"),
         "utf8.json": (b'{"seed": 1, "name": "caf\xe9"}', r"utf8\.json:1:25: not UTF-8 \(byte 0xe9\)"),
         "deep.json": (b"[" * 100_000 + b"]" * 100_000, r"deep\.json:1:65: nested deeper than 64 levels"),
@@ -65,7 +75,9 @@ def test_a_config_file_that_cannot_be_used_is_one_error_naming_file_line_and_col
     assert load_config(bom).seed == 3  # an editor's byte order mark is not part of the JSON
 
 
-RUN_CONFIG_VECTORS = json.loads((REPO / "test" / "conformance" / "run-configs.json").read_text(encoding="utf-8"))["cases"]
+RUN_CONFIG_VECTORS = json.loads((REPO / "test" / "conformance" / "run-configs.json").read_text(encoding="utf-8"))[
+    "cases"
+]
 
 
 @pytest.mark.parametrize("case", RUN_CONFIG_VECTORS, ids=[c["name"] for c in RUN_CONFIG_VECTORS])

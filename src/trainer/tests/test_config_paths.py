@@ -61,12 +61,18 @@ def test_every_path_is_relative_to_the_config_file_not_the_working_directory(pro
 def test_data_check_and_the_trainer_read_the_same_model_directory(project):
     """`coa data check` said "model directory ok" for a model the trainer then did not find (it resolved model.path
     against the working directory). Both now name the same directory."""
-    out = subprocess.run(["node", str(REPO / "bin" / "coa.js"), "data", "check", "../proj/configs/run.json"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["node", str(REPO / "bin" / "coa.js"), "data", "check", "../proj/configs/run.json"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     config = load_config("../proj/configs/run.json")
-    found = dict(line.rsplit(": ", 1)[0].split(": ", 1) for line in out.stdout.splitlines()
-                 if line.endswith(": model directory ok"))
+    found = dict(
+        line.rsplit(": ", 1)[0].split(": ", 1)
+        for line in out.stdout.splitlines()
+        if line.endswith(": model directory ok")
+    )
     assert os.path.realpath(found["model.path"]) == os.path.realpath(config.model.path)
     assert os.path.realpath(found["stages.rl2.init_from"]) == os.path.realpath(config.stages.rl2.init_from)
 
@@ -76,8 +82,9 @@ def test_a_bad_init_from_is_reported_by_data_check_with_its_place(project):
     raw = json.loads(cfg.read_text())
     raw["stages"]["rl2"]["init_from"] = "../models/missing"
     cfg.write_text(json.dumps(raw, indent=2))
-    out = subprocess.run(["node", str(REPO / "bin" / "coa.js"), "data", "check", str(cfg)], capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        ["node", str(REPO / "bin" / "coa.js"), "data", "check", str(cfg)], capture_output=True, text=True
+    )
     assert out.returncode == 2
     assert f"{cfg}:" in out.stderr and "stages.rl2.init_from" in out.stderr and "models/missing" in out.stderr
 
@@ -102,8 +109,9 @@ def test_the_environment_server_starts_from_the_cli_coa_cli_names(tmp_path, monk
     (tmp_path / "build" / "cli.js").symlink_to(REPO / "dist" / "cli.js")
     monkeypatch.setenv("COA_CLI", str(tmp_path / "build" / "cli.js"))
     monkeypatch.chdir(tmp_path)
-    env = EnvClient.start(CORPUS, cli=load_config(_write(tmp_path, {})).env.cli,
-                          extra_args=["--index", str(tmp_path / "idx")])
+    env = EnvClient.start(
+        CORPUS, cli=load_config(_write(tmp_path, {})).env.cli, extra_args=["--index", str(tmp_path / "idx")]
+    )
     try:
         assert env.search(["Evan Morris"], 1).observations
     finally:

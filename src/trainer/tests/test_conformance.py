@@ -37,7 +37,9 @@ def test_reward_vectors_through_the_grader(env):
     cases = json.loads((VECTORS / "rewards.json").read_text())["cases"]
     assert cases, "no reward vectors"
     for case in cases:
-        got = [b.model_dump(mode="json") for b in env.grade(case["records"], scheme=case["scheme"], params=case["params"])]
+        got = [
+            b.model_dump(mode="json") for b in env.grade(case["records"], scheme=case["scheme"], params=case["params"])
+        ]
         assert len(got) == len(case["expect"]), case["name"]
         for i, (have, want) in enumerate(zip(got, case["expect"])):
             for key, value in want.items():
@@ -52,7 +54,18 @@ def test_format_vectors_through_the_grader(env):
         opts = case.get("options", {})
         if "complete" in opts:
             continue  # the grader always scores finished episodes
-        records.append((case, {"id": f"v{i}", "question": case["name"], "response": case["text"], "dialect": case["expect"]["dialect"]}, opts))
+        records.append(
+            (
+                case,
+                {
+                    "id": f"v{i}",
+                    "question": case["name"],
+                    "response": case["text"],
+                    "dialect": case["expect"]["dialect"],
+                },
+                opts,
+            )
+        )
     for case, record, opts in records:
         params = {"strictness": opts.get("strictness", "lenient"), "format_penalty": False}
         if "tools" in opts:
@@ -109,7 +122,9 @@ def test_record_vectors_through_the_cli(tmp_path):
     for case in cases:
         path = tmp_path / "r.coa.jsonl"
         path.write_text(json.dumps(case["record"]) + "\n")
-        out = subprocess.run([node, str(REPO / "bin" / "coa.js"), "validate", str(path)], capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            [node, str(REPO / "bin" / "coa.js"), "validate", str(path)], capture_output=True, text=True, check=False
+        )
         codes = [line.split()[2] for line in out.stdout.splitlines() if line.strip()]
         assert codes == case["expect"]["codes"], f"{case['name']}: {out.stdout}{out.stderr}"
         assert out.returncode == (1 if case["expect"]["codes"] else 0), case["name"]
@@ -125,8 +140,21 @@ def test_group_vectors_through_the_trainers_metrics():
     cases = json.loads((VECTORS / "groups.json").read_text())["cases"]
     assert cases, "no group vectors"
     for case in cases:
-        breakdowns = [RewardBreakdown(scheme="em", total=t, em=rc, f1=rc, tool_calls=0, optimal_tool_calls=None, format_ok=True,
-                             violations=[], r_tool=0.0, r_correct=rc) for t, rc, _ in case["samples"]]
+        breakdowns = [
+            RewardBreakdown(
+                scheme="em",
+                total=t,
+                em=rc,
+                f1=rc,
+                tool_calls=0,
+                optimal_tool_calls=None,
+                format_ok=True,
+                violations=[],
+                r_tool=0.0,
+                r_correct=rc,
+            )
+            for t, rc, _ in case["samples"]
+        ]
         values = graded_values(graded_sums(breakdowns, [g for _, _, g in case["samples"]]))
         for key, want in case["expect"].items():
             assert _close(values[key], want), (case["why"], key, values[key], want)

@@ -27,14 +27,24 @@ def test_generated_contracts_are_current():
     assert node, "node is needed to run scripts/gen-python-contracts.mjs"
     if not (REPO / ".venv" / "bin" / "datamodel-codegen").exists():
         pytest.fail("datamodel-codegen is missing from .venv: run npm run setup:python (src/trainer/requirements.txt)")
-    r = subprocess.run([node, "scripts/gen-python-contracts.mjs", str(schemas_dir()), str(PACKAGE / "contracts"),
-                        "--check"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [node, "scripts/gen-python-contracts.mjs", str(schemas_dir()), str(PACKAGE / "contracts"), "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_a_config_is_typed_and_round_trips():
-    c = validate_config({"seed": 7, "stages": {"rl2": {"reward": {"scheme": "otc-grpo", "params": {"c": 2}}}},
-                         "data": {"questions": {"train": "/q.parquet"}}})
+    c = validate_config(
+        {
+            "seed": 7,
+            "stages": {"rl2": {"reward": {"scheme": "otc-grpo", "params": {"c": 2}}}},
+            "data": {"questions": {"train": "/q.parquet"}},
+        }
+    )
     assert isinstance(c, RunConfig) and isinstance(c.stages.rl2, RlStage) and isinstance(c.stages.sft3, SftMixStage)
     assert stage_config(c, "rl2") is c.stages.rl2 and c.stages.rl2.reward.params == {"c": 2}
     assert c.data.questions.train == "/q.parquet" and c.data.sft == [] and c.stages.sft2.max_len is None
@@ -59,13 +69,31 @@ def test_an_rl_step_logs_exactly_the_cores_agent_metrics():
     from coa_trainer.rollout.metrics import graded_sums, graded_values, step_values
 
     common = {"scheme": "em", "optimal_tool_calls": None, "violations": [], "r_tool": 0.0}
-    breakdowns = [RewardBreakdown.model_validate({**common, "total": 1.0, "em": 1, "f1": 1.0, "tool_calls": 1, "format_ok": True,
-                                         "r_correct": 1.0}),
-                  RewardBreakdown.model_validate({**common, "total": 0.0, "em": 0, "f1": 0.5, "tool_calls": 2, "format_ok": False,
-                                         "r_correct": 0.0})]
-    sums = {**asdict(graded_sums(breakdowns, [0, 0])), **{k: 1.0 for k in (
-        "calls", "failures", "called", "malformed", "truncated", "gen_tokens", "think_tokens", "retok_mismatches",
-        "retok_drift")}}
+    breakdowns = [
+        RewardBreakdown.model_validate(
+            {**common, "total": 1.0, "em": 1, "f1": 1.0, "tool_calls": 1, "format_ok": True, "r_correct": 1.0}
+        ),
+        RewardBreakdown.model_validate(
+            {**common, "total": 0.0, "em": 0, "f1": 0.5, "tool_calls": 2, "format_ok": False, "r_correct": 0.0}
+        ),
+    ]
+    sums = {
+        **asdict(graded_sums(breakdowns, [0, 0])),
+        **{
+            k: 1.0
+            for k in (
+                "calls",
+                "failures",
+                "called",
+                "malformed",
+                "truncated",
+                "gen_tokens",
+                "think_tokens",
+                "retok_mismatches",
+                "retok_drift",
+            )
+        },
+    }
     assert set(step_values(sums)) == {m.value for m in AgentMetric}
     v = graded_values(graded_sums(breakdowns, ["a", "a"]))
     assert (v["em"], v["tc"], v["tp"], v["format_error_rate"]) == (0.5, 1.5, 1 / 3, 0.5)
@@ -117,12 +145,32 @@ def test_records_are_built_in_one_order_with_the_graders_breakdown_whole():
     from coa_trainer.contracts.record import RewardBreakdown
     from coa_trainer.data.records import RecordTokens, grading_view, trajectory_record
 
-    reward = RewardBreakdown.model_validate({"scheme": "em", "em": 1, "f1": 1.0, "format_ok": True, "violations": [],
-                                    "tool_calls": 1, "optimal_tool_calls": None, "r_tool": 0.0, "r_correct": 1.0,
-                                    "total": 1.0, "detail": "kept"})
-    rec = trajectory_record("q-1", "who?", "<answer> ada </answer>", golden_answers=["ada"], dialect="coa",
-                            tokens=RecordTokens([5, 6], [0, 1], offsets=[0, 3]), meta={"step": 1}, reward=reward,
-                            extra={"split": "dev"})
+    reward = RewardBreakdown.model_validate(
+        {
+            "scheme": "em",
+            "em": 1,
+            "f1": 1.0,
+            "format_ok": True,
+            "violations": [],
+            "tool_calls": 1,
+            "optimal_tool_calls": None,
+            "r_tool": 0.0,
+            "r_correct": 1.0,
+            "total": 1.0,
+            "detail": "kept",
+        }
+    )
+    rec = trajectory_record(
+        "q-1",
+        "who?",
+        "<answer> ada </answer>",
+        golden_answers=["ada"],
+        dialect="coa",
+        tokens=RecordTokens([5, 6], [0, 1], offsets=[0, 3]),
+        meta={"step": 1},
+        reward=reward,
+        extra={"split": "dev"},
+    )
     assert list(rec) == ["id", "question", "golden_answers", "response", "dialect", "tokens", "meta", "reward", "split"]
     assert rec["tokens"] == {"ids": [5, 6], "loss_mask": [0, 1], "offsets": [0, 3]}
     assert rec["reward"]["optimal_tool_calls"] is None and rec["reward"]["detail"] == "kept"

@@ -25,11 +25,19 @@ def coa(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_sft_segments_are_python_string_indices(tmp_path: Path):
-    response = ("<think>🦈 not sure 𝔁, search.</think>\n<search>jaws 📚 author</search>\n"
-                "<observation>Doc 1 🦈 Peter Benchley wrote Jaws.</observation>\n<answer>Peter Benchley</answer>")
+    response = (
+        "<think>🦈 not sure 𝔁, search.</think>\n<search>jaws 📚 author</search>\n"
+        "<observation>Doc 1 🦈 Peter Benchley wrote Jaws.</observation>\n<answer>Peter Benchley</answer>"
+    )
     src = tmp_path / "t.coa.jsonl"
-    src.write_text(json.dumps({"id": "a", "question": "who wrote jaws?", "golden_answers": ["Peter Benchley"],
-                               "response": response}, ensure_ascii=False) + "\n", encoding="utf-8")
+    src.write_text(
+        json.dumps(
+            {"id": "a", "question": "who wrote jaws?", "golden_answers": ["Peter Benchley"], "response": response},
+            ensure_ascii=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "sft.jsonl"
     r = coa("data", "prepare", "sft", str(src), "--out", str(out))
     assert r.returncode == 0, r.stderr
@@ -40,7 +48,7 @@ def test_sft_segments_are_python_string_indices(tmp_path: Path):
     for a, b in zip(segs, segs[1:]):
         assert a["end"] == b["start"], "segments are contiguous"
     for s in segs:
-        piece = response[s["start"]:s["end"]]
+        piece = response[s["start"] : s["end"]]
         if s["kind"] in TAGS:
             assert piece.startswith(TAGS[s["kind"]]) and piece.endswith(TAGS[s["kind"]].replace("<", "</")), piece
         else:
@@ -57,8 +65,10 @@ def test_questions_from_the_autocoa_parquet(tmp_path: Path):
     assert len(rows) == 400
     assert [row["origin"]["line"] for row in rows[:3]] == [1, 2, 3]
     assert all(set(row) == {"id", "question", "golden_answers", "data_source", "origin"} for row in rows)
-    assert all(row["question"] and row["golden_answers"] and all(isinstance(g, str) for g in row["golden_answers"])
-               for row in rows)
+    assert all(
+        row["question"] and row["golden_answers"] and all(isinstance(g, str) for g in row["golden_answers"])
+        for row in rows
+    )
 
 
 def test_bad_data_is_one_error_line_and_exit_2(tmp_path: Path):

@@ -9,8 +9,9 @@ from conftest import PY, REPO, merge, read_events, run_trainer
 
 
 def _losses(run_dir, stage):
-    return [(e["step"], e["values"]["loss"]) for e in read_events(run_dir) if e["type"] == "metrics"
-            and e["stage"] == stage]
+    return [
+        (e["step"], e["values"]["loss"]) for e in read_events(run_dir) if e["type"] == "metrics" and e["stage"] == stage
+    ]
 
 
 @pytest.mark.parametrize("stage", ["pretrain", "sft1", "pretrain-packed"])
@@ -22,20 +23,53 @@ def test_two_processes_equal_one(tmp_path, tiny_config, write_config, stage):
     cfg = write_config(merge(tiny_config, over))
     if stage != "pretrain":
         base = tmp_path / "base"
-        assert run_trainer("train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(base)
-                           ).returncode == 0
-        cfg = write_config(merge(tiny_config, {**over, "stages": {stage: {
-            **over["stages"][stage], "init_from": str(base / "stages" / "pretrain" / "final")}}}), "run2.json")
+        assert run_trainer("train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(base)).returncode == 0
+        cfg = write_config(
+            merge(
+                tiny_config,
+                {
+                    **over,
+                    "stages": {
+                        stage: {**over["stages"][stage], "init_from": str(base / "stages" / "pretrain" / "final")}
+                    },
+                },
+            ),
+            "run2.json",
+        )
     one = tmp_path / "one"
     r = run_trainer("train", "--stage", stage, "--config", str(cfg), "--run-dir", str(one))
     assert r.returncode == 0, r.stdout[-2000:]
 
     two = tmp_path / "two"
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1",
-           "GLOO_SOCKET_IFNAME": "lo"}
-    r = subprocess.run([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
-                        "coa_trainer", "train", "--stage", stage, "--config", str(cfg), "--run-dir", str(two)],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src" / "trainer"),
+        "OMP_NUM_THREADS": "1",
+        "GLOO_SOCKET_IFNAME": "lo",
+    }
+    r = subprocess.run(
+        [
+            PY,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "-m",
+            "coa_trainer",
+            "train",
+            "--stage",
+            stage,
+            "--config",
+            str(cfg),
+            "--run-dir",
+            str(two),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     started = [e for e in read_events(two) if e["type"] == "run_started"]
     assert started[0]["world_size"] == 2
@@ -65,14 +99,33 @@ def test_a_rank_that_joined_a_group_exits_with_its_status_and_its_output(tmp_pat
         "    sys.stderr.write(f'rank {di.rank} err')\n"
         "    di.shutdown()\n"
         "    sys.exit(int(sys.argv[1]) if di.rank == 1 else 0)\n"
-        "run_and_exit(main)\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1",
-           "GLOO_SOCKET_IFNAME": "lo"}
+        "run_and_exit(main)\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src" / "trainer"),
+        "OMP_NUM_THREADS": "1",
+        "GLOO_SOCKET_IFNAME": "lo",
+    }
 
     def torchrun(code: int) -> subprocess.CompletedProcess:
-        return subprocess.run([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--tee=3",
-                               str(script), str(code)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=120)
+        return subprocess.run(
+            [
+                PY,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc_per_node=2",
+                "--tee=3",
+                str(script),
+                str(code),
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     ok = torchrun(0)
     assert ok.returncode == 0, (ok.stdout + ok.stderr)[-3000:]

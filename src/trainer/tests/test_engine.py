@@ -35,13 +35,23 @@ def _random_qwen2(vocab: int = 500, seed: int = 1, family: str = "qwen2"):
     import transformers
 
     torch.manual_seed(seed)
-    config_cls, model_cls = {"qwen2": ("Qwen2Config", "Qwen2ForCausalLM"), "llama": ("LlamaConfig", "LlamaForCausalLM"),
-                             "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
-                             "mistral": ("MistralConfig", "MistralForCausalLM")}[family]
+    config_cls, model_cls = {
+        "qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
+        "llama": ("LlamaConfig", "LlamaForCausalLM"),
+        "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
+        "mistral": ("MistralConfig", "MistralForCausalLM"),
+    }[family]
     extra = {"sliding_window": None} if family == "mistral" else {}
-    cfg = getattr(transformers, config_cls)(vocab_size=vocab, hidden_size=64, intermediate_size=128,
-                                            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                            max_position_embeddings=512, **extra)
+    cfg = getattr(transformers, config_cls)(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        **extra,
+    )
     return getattr(transformers, model_cls)(cfg).eval()
 
 
@@ -53,8 +63,9 @@ def _prompts(n: int, vocab: int, seed: int = 0) -> list[list[int]]:
 @pytest.fixture(scope="module")
 def agent_dirs(realistic_model_dir, tmp_path_factory):
     d = tmp_path_factory.mktemp("agent")
-    return {special: agent_model.write(d / f"special-{special}", realistic_model_dir, special)
-            for special in (False, True)}
+    return {
+        special: agent_model.write(d / f"special-{special}", realistic_model_dir, special) for special in (False, True)
+    }
 
 
 def _load(path, special):
@@ -157,8 +168,8 @@ def test_stop_table_equals_string_stops_on_real_bpe_text(realistic_model_dir):
         since = 0  # a hit starts a new phase: both checks then look at the tokens after it only
         for k, t in enumerate(ids):
             hit, state = table.step(torch.tensor([t]), state, torch.zeros(1, dtype=torch.long))
-            want = t == tok.eos_token_id or ref.hit(ids[since:k + 1])
-            assert bool(hit) == want, (text[:60], k, tok.decode(ids[since:k + 1]))
+            want = t == tok.eos_token_id or ref.hit(ids[since : k + 1])
+            assert bool(hit) == want, (text[:60], k, tok.decode(ids[since : k + 1]))
             if want:
                 hits += 1
                 merged += not any(tok.decode([t]).endswith(s) for s in strings)
@@ -192,8 +203,7 @@ def test_multi_turn_rollouts_equal_the_reference_and_never_re_encode_a_turn(agen
         calls.append(list(queries))
         return [agent_model.observation(q) if "Delta" not in q else None for q in queries]  # one failing query
 
-    kw = dict(max_turns=3, max_new_tokens=40, max_obs_tokens=30, max_len=400, device=CPU, dtype=None,
-              temperature=0.0)
+    kw = dict(max_turns=3, max_new_tokens=40, max_obs_tokens=30, max_len=400, device=CPU, dtype=None, temperature=0.0)
     ref = rollout(model, tok, prompts, t, tool, engine=False, **kw)
     eng = engine_for(model, CPU, None)
     before = eng.stats.prefill_tokens
@@ -209,17 +219,26 @@ def test_multi_turn_rollouts_equal_the_reference_and_never_re_encode_a_turn(agen
         assert (b.ids, b.loss_mask, b.queries, b.contexts) == (a.ids, a.loss_mask, a.queries, a.contexts)
         assert (b.truncated, b.finished, b.tool_failures) == (a.truncated, a.finished, a.tool_failures)
         assert [x is None for x in b.logprobs] == [x is None for x in a.logprobs]
-        assert [x for x in b.logprobs if x is not None] == pytest.approx([x for x in a.logprobs if x is not None],
-                                                                        abs=1e-4)
+        assert [x for x in b.logprobs if x is not None] == pytest.approx(
+            [x for x in a.logprobs if x is not None], abs=1e-4
+        )
         assert not retok_mismatch(b)
-        assert (c.ids, c.loss_mask, c.queries, c.truncated, c.finished) == (b.ids, b.loss_mask, b.queries,
-                                                                             b.truncated, b.finished)
+        assert (c.ids, c.loss_mask, c.queries, c.truncated, c.finished) == (
+            b.ids,
+            b.loss_mask,
+            b.queries,
+            b.truncated,
+            b.finished,
+        )
     n_calls = sum(len(tr.queries) for tr in out)
     assert n_calls >= 8 and sum(tr.finished for tr in out) >= 1 and sum(tr.tool_failures for tr in out) >= 1
     # each chunk the cache received: the prompt once, then per call the turn's last sampled token and the
     # observation — never an earlier turn again
-    obs = sum(len(io.observation_ids(agent_model.observation(q) if "Delta" not in q else "", 30)[0])
-              for tr in out for q in tr.queries)
+    obs = sum(
+        len(io.observation_ids(agent_model.observation(q) if "Delta" not in q else "", 30)[0])
+        for tr in out
+        for q in tr.queries
+    )
     assert eng.stats.prefill_tokens - before == 2 * (sum(map(len, prompts)) + n_calls + obs)  # two engine runs
 
 
@@ -227,24 +246,51 @@ def test_simulated_observations_equal_the_reference(agent_dirs):
     model, tok = _load(agent_dirs[True], True)
     t = tags("search-r1")
     prompts = [tok(agent_model.prompt(q), add_special_tokens=False)["input_ids"] for q in agent_model.QUESTIONS]
-    kw = dict(max_turns=2, max_new_tokens=40, max_obs_tokens=12, max_len=400, device=CPU, dtype=None,
-              temperature=0.0, simulate=True)
+    kw = dict(
+        max_turns=2,
+        max_new_tokens=40,
+        max_obs_tokens=12,
+        max_len=400,
+        device=CPU,
+        dtype=None,
+        temperature=0.0,
+        simulate=True,
+    )
     ref = rollout(model, tok, prompts, t, None, engine=False, **kw)
     out = rollout(model, tok, prompts, t, None, slots=4, **kw)
     o_open = tok.convert_tokens_to_ids(t.obs_open)
     assert sum(tr.ids.count(o_open) for tr in ref) >= 6  # the policy wrote observations
     for a, b in zip(ref, out):
-        assert (b.ids, b.loss_mask, b.queries, b.contexts, b.truncated, b.finished) == \
-            (a.ids, a.loss_mask, a.queries, a.contexts, a.truncated, a.finished)
+        assert (b.ids, b.loss_mask, b.queries, b.contexts, b.truncated, b.finished) == (
+            a.ids,
+            a.loss_mask,
+            a.queries,
+            a.contexts,
+            a.truncated,
+            a.finished,
+        )
 
 
 def test_sampled_rows_depend_on_their_own_seed_only():
     """Same seed → same trajectories with 2 slots or all at once; log-probs are the temperature's log-softmax."""
     model = _random_qwen2(vocab=300, seed=2)
     prompts = _prompts(9, 300, seed=4)
-    runs = [generate(model, prompts, 24, {7}, 0, CPU, temperature=0.8, top_p=top_p,
-                     generator=torch.Generator().manual_seed(5), slots=slots)
-            for top_p in (1.0, 0.9) for slots in (None, 2)]
+    runs = [
+        generate(
+            model,
+            prompts,
+            24,
+            {7},
+            0,
+            CPU,
+            temperature=0.8,
+            top_p=top_p,
+            generator=torch.Generator().manual_seed(5),
+            slots=slots,
+        )
+        for top_p in (1.0, 0.9)
+        for slots in (None, 2)
+    ]
     for a, b in (runs[:2], runs[2:]):
         assert a[0] == b[0] and a[2] == b[2]
         assert [x for r in a[1] for x in r] == pytest.approx([x for r in b[1] for x in r], abs=1e-4)
@@ -254,7 +300,7 @@ def test_sampled_rows_depend_on_their_own_seed_only():
     for p, new, lp in zip(prompts, runs[0][0], runs[0][1]):
         with torch.no_grad():
             logits = model(input_ids=torch.tensor([p + new])).logits[0].float()
-        want = torch.log_softmax(logits / 0.8, -1)[len(p) - 1:-1].gather(-1, torch.tensor(new)[:, None]).squeeze(-1)
+        want = torch.log_softmax(logits / 0.8, -1)[len(p) - 1 : -1].gather(-1, torch.tensor(new)[:, None]).squeeze(-1)
         assert lp == pytest.approx(want.tolist(), abs=1e-4)
 
 
@@ -316,12 +362,13 @@ def test_each_sampled_token_is_the_inverse_cdf_draw_at_its_own_counter():
 
     model = _random_qwen2(vocab=300, seed=2)
     prompts = _prompts(5, 300, seed=7)
-    out, _, _ = generate(model, prompts, 16, set(), 0, CPU, temperature=1.3, generator=torch.Generator().manual_seed(11),
-                         slots=2)
+    out, _, _ = generate(
+        model, prompts, 16, set(), 0, CPU, temperature=1.3, generator=torch.Generator().manual_seed(11), slots=2
+    )
     base = seed_base(torch.Generator().manual_seed(11), 1.3)
     for i, (p, new) in enumerate(zip(prompts, out)):
         with torch.no_grad():
-            logits = model(input_ids=torch.tensor([p + new])).logits[0, len(p) - 1:-1].float()
+            logits = model(input_ids=torch.tensor([p + new])).logits[0, len(p) - 1 : -1].float()
         cdf = torch.softmax(logits / 1.3, -1).cumsum(-1)
         u = uniform(torch.full((len(new),), trajectory_seed(base, i)), torch.arange(len(new)))
         want = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).squeeze(-1).clamp(max=299)
@@ -343,8 +390,16 @@ def _scripted(succ: dict[str, str]):
     raw.pre_tokenizer = pre_tokenizers.Whitespace()
     raw.decoder = decoders.Fuse()
     tok = transformers.PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<pad>", unk_token="<pad>")
-    cfg = transformers.Qwen2Config(vocab_size=V, hidden_size=V + 1, intermediate_size=8, num_hidden_layers=1,
-                                   num_attention_heads=1, num_key_value_heads=1, head_dim=8, tie_word_embeddings=False)
+    cfg = transformers.Qwen2Config(
+        vocab_size=V,
+        hidden_size=V + 1,
+        intermediate_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        head_dim=8,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     model = transformers.Qwen2ForCausalLM(cfg).eval()
     with torch.no_grad():
@@ -396,16 +451,18 @@ def test_captured_blocks_and_overlapped_reads_equal_the_reference(graphs, overla
     model = _random_qwen2()
     prompts = _prompts(12, 500, seed=3)
     ref = reference_generate(model, prompts, 40, {3, 4}, 0, CPU)
-    plain = generate(model, prompts, 40, {7}, 0, CPU, temperature=0.9, generator=torch.Generator().manual_seed(1),
-                     slots=3)
+    plain = generate(
+        model, prompts, 40, {7}, 0, CPU, temperature=0.9, generator=torch.Generator().manual_seed(1), slots=3
+    )
     eng = Engine(model, CPU, None, graphs=graphs, overlap=overlap)
     gen._ENGINES[model] = {(str(CPU), None): eng}
     out = generate(model, prompts, 40, {3, 4}, 0, CPU, slots=3)
     assert out[0] == ref[0] and out[2] == ref[2]
     for a, b in zip(out[1], ref[1]):
         assert a == pytest.approx(b, abs=1e-4)
-    sampled = generate(model, prompts, 40, {7}, 0, CPU, temperature=0.9, generator=torch.Generator().manual_seed(1),
-                       slots=3)
+    sampled = generate(
+        model, prompts, 40, {7}, 0, CPU, temperature=0.9, generator=torch.Generator().manual_seed(1), slots=3
+    )
     assert sampled[0] == plain[0]
     assert (eng.stats.graphs_captured > 0) == graphs and (eng.stats.graph_replays > eng.stats.graphs_captured) == graphs
 
@@ -418,8 +475,9 @@ def test_rollouts_sample_the_eval_mode_policy_and_leave_the_model_training(engin
 
     model = _random_qwen2(vocab=300, seed=3)
     model.config.attention_dropout = 0.3
-    lora = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.5,
-                                            target_modules=["q_proj", "v_proj", "up_proj"]))
+    lora = get_peft_model(
+        model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.5, target_modules=["q_proj", "v_proj", "up_proj"])
+    )
     for name, p in lora.named_parameters():
         if "lora_B" in name:
             torch.nn.init.normal_(p, std=0.5, generator=torch.Generator().manual_seed(len(name)))
@@ -433,7 +491,7 @@ def test_rollouts_sample_the_eval_mode_policy_and_leave_the_model_training(engin
     lora.eval()
     for p, new, lp in zip(prompts, out, lps):
         with torch.no_grad():
-            logits = lora(input_ids=torch.tensor([p + new])).logits[0, len(p) - 1:-1].float()
+            logits = lora(input_ids=torch.tensor([p + new])).logits[0, len(p) - 1 : -1].float()
         want = torch.log_softmax(logits, -1).gather(-1, torch.tensor(new)[:, None]).squeeze(-1)
         assert lp == pytest.approx(want.tolist(), abs=1e-4)
 

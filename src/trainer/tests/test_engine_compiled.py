@@ -23,9 +23,16 @@ def _model(hidden: int, mlp: int, seed: int = 0):
     import transformers
 
     torch.manual_seed(seed)
-    cfg = transformers.Qwen2Config(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=mlp, num_hidden_layers=2,
-                                   num_attention_heads=14, num_key_value_heads=2, head_dim=64,
-                                   max_position_embeddings=512)
+    cfg = transformers.Qwen2Config(
+        vocab_size=VOCAB,
+        hidden_size=hidden,
+        intermediate_size=mlp,
+        num_hidden_layers=2,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        head_dim=64,
+        max_position_embeddings=512,
+    )
     return transformers.Qwen2ForCausalLM(cfg).eval()
 
 
@@ -98,8 +105,9 @@ def test_compiled_prefill_appends_an_observation_to_a_slot(compiled):
         starts = [st + len(c) + eng.block for st, c in zip(starts, chunks)]
         chunks = [[row[-1]] + o for row, o in zip(tok.tolist(), obs)]
     first = reference_generate(model, p, eng.block + 1, set(), 0, CPU)
-    second = reference_generate(model, [a + t + o for a, t, o in zip(p, turns[0][0], obs)], eng.block + 1, set(), 0,
-                                CPU)
+    second = reference_generate(
+        model, [a + t + o for a, t, o in zip(p, turns[0][0], obs)], eng.block + 1, set(), 0, CPU
+    )
     for (tok, lp), ref in zip(turns, (first, second)):
         assert tok == ref[0]
         assert [x for r in lp for x in r] == pytest.approx([x for r in ref[1] for x in r], abs=1e-4)

@@ -26,14 +26,22 @@ def test_oracle_observations_equal_the_servers(tmp_path, monkeypatch):
     for split in ("train", "dev", "test"):
         for line in (data / f"oracle_{split}.jsonl").read_text().splitlines():
             resp = json.loads(line)["response"]
-            for m in re.finditer(re.escape(t.action_open) + r" (.*?) " + re.escape(t.action_close) + " " +
-                                 re.escape(t.obs_open) + r"(.*?)" + re.escape(t.obs_close), resp, re.S):
+            for m in re.finditer(
+                re.escape(t.action_open)
+                + r" (.*?) "
+                + re.escape(t.action_close)
+                + " "
+                + re.escape(t.obs_open)
+                + r"(.*?)"
+                + re.escape(t.obs_close),
+                resp,
+                re.S,
+            ):
                 pairs.append((m.group(1), m.group(2)))
     assert len(pairs) > len(bench.questions) // 2
     queries = sorted({q for q, _ in pairs})
     with EnvClient.start(data / "corpus.jsonl", "coa") as env:  # the evaluation's server, on the same corpus
-        got = {q: env.search([q], top_k=oracle_top_k(q, bench.top_k), dialect="coa").observations[0]
-               for q in queries}
+        got = {q: env.search([q], top_k=oracle_top_k(q, bench.top_k), dialect="coa").observations[0] for q in queries}
     for q, obs in pairs:
         assert obs == got[q], q
     # the next stage reads the cache: no server is started (a node that cannot run proves it)

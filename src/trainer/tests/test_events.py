@@ -49,8 +49,13 @@ def test_writer_refuses_malformed_events(tmp_path):
     with pytest.raises(EventError):
         w.emit(ProgressEvent(stage="pretrain", step=-1, total=3, elapsed_s=0.0, eta_s=None))
     with pytest.raises(EventError):
-        w.emit(SampleEvent(stage="sft2", step=1, record={"id": "a", "question": "q", "response": "r",
-                                                                   "tokens": {"ids": [1, 2], "loss_mask": [1]}}))
+        w.emit(
+            SampleEvent(
+                stage="sft2",
+                step=1,
+                record={"id": "a", "question": "q", "response": "r", "tokens": {"ids": [1, 2], "loss_mask": [1]}},
+            )
+        )
     w.close()
 
 
@@ -63,5 +68,4 @@ def test_nan_literals_are_not_json():
 def test_integers_written_as_floats_are_integers_like_in_js():
     validate_event({"v": 1, "time": 1.0, "run": "r", "type": "checkpoint", "stage": "s", "step": 2.0, "path": "p"})
     with pytest.raises(EventError):
-        validate_event({"v": 1, "time": 1.0, "run": "r", "type": "checkpoint", "stage": "s", "step": True,
-                        "path": "p"})
+        validate_event({"v": 1, "time": 1.0, "run": "r", "type": "checkpoint", "stage": "s", "step": True, "path": "p"})

@@ -20,16 +20,28 @@ from coa_trainer.model.load import Runtime, load_model, write_embedded_model
 
 from conftest import REPO
 
-SPEC = {"family": "qwen2", "hidden_size": 32, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
-        "intermediate_size": 64, "max_position": 64}
+SPEC = {
+    "family": "qwen2",
+    "hidden_size": 32,
+    "num_layers": 2,
+    "num_heads": 4,
+    "num_kv_heads": 2,
+    "intermediate_size": 64,
+    "max_position": 64,
+}
 TEXTS = ["question : who wrote it ? <think> x </think> <search> who wrote </search> <answer> borges </answer>"]
 
 
 def test_export_onnx_cli_kv_graph(tmp_path):
     model_dir = write_embedded_model(validate_config({"model": {"embedded": SPEC}}), TEXTS, tmp_path / "m", seed=1)
     out = tmp_path / "x" / "model.onnx"
-    res = subprocess.run([sys.executable, "-m", "coa_trainer", "export-onnx", "--checkpoint", str(model_dir),
-                          "-o", str(out)], cwd=REPO / "src" / "trainer", capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "coa_trainer", "export-onnx", "--checkpoint", str(model_dir), "-o", str(out)],
+        cwd=REPO / "src" / "trainer",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     assert "max |Δ| vs PyTorch" in res.stdout
     meta = json.loads((out.parent / "coa_model.json").read_text())
@@ -64,9 +76,22 @@ def test_export_onnx_cli_kv_graph(tmp_path):
 
 
 def test_export_onnx_missing_dir_is_clear_error(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "coa_trainer", "export-onnx", "--checkpoint", str(tmp_path / "nope"),
-                          "-o", str(tmp_path / "m.onnx")], cwd=REPO / "src" / "trainer", capture_output=True,
-                         text=True, timeout=120)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coa_trainer",
+            "export-onnx",
+            "--checkpoint",
+            str(tmp_path / "nope"),
+            "-o",
+            str(tmp_path / "m.onnx"),
+        ],
+        cwd=REPO / "src" / "trainer",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 1
     assert "does not exist" in res.stderr
 
@@ -81,11 +106,17 @@ def test_export_onnx_never_replaces_a_fifo_or_device_and_writes_through_a_link(t
 
     fifo = tmp_path / "model.fifo"
     os.mkfifo(fifo)
-    res = subprocess.run([sys.executable, "-m", "coa_trainer", "export-onnx", "--checkpoint", str(tmp_path / "none"),
-                          "-o", str(fifo)], cwd=REPO / "src" / "trainer", capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "coa_trainer", "export-onnx", "--checkpoint", str(tmp_path / "none"), "-o", str(fifo)],
+        cwd=REPO / "src" / "trainer",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 1
-    assert res.stderr.strip().splitlines() == [f"export-onnx: {fifo}: is not a regular file (a directory, FIFO or "
-                                               "device); give a model.onnx path as -o"]
+    assert res.stderr.strip().splitlines() == [
+        f"export-onnx: {fifo}: is not a regular file (a directory, FIFO or device); give a model.onnx path as -o"
+    ]
     assert fifo.is_fifo()
     for node in ("/dev/null", "/dev/full"):
         with pytest.raises(ValueError, match="is not a regular file"):

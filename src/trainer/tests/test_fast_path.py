@@ -35,9 +35,18 @@ def _lm(seed: int = 0):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(seed)
-    return Qwen2ForCausalLM(Qwen2Config(vocab_size=101, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                                        tie_word_embeddings=False))
+    return Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=101,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=128,
+            tie_word_embeddings=False,
+        )
+    )
 
 
 def _logprobs(lm) -> torch.Tensor:
@@ -49,17 +58,34 @@ def _logprobs(lm) -> torch.Tensor:
 
 # ------------------------------------------------------------------ torch: varlen_attn across releases
 
+
 def _attend(q, k, v, cu, causal: bool, scale, gqa: bool) -> torch.Tensor:
     """Attention within each sequence of packed [T, heads, d] tensors, one SDPA call per sequence."""
-    out = [F.scaled_dot_product_attention(q[a:b].transpose(0, 1), k[a:b].transpose(0, 1), v[a:b].transpose(0, 1),
-                                          is_causal=causal, scale=scale, enable_gqa=gqa).transpose(0, 1)
-           for a, b in zip(cu[:-1].tolist(), cu[1:].tolist())]
+    out = [
+        F.scaled_dot_product_attention(
+            q[a:b].transpose(0, 1),
+            k[a:b].transpose(0, 1),
+            v[a:b].transpose(0, 1),
+            is_causal=causal,
+            scale=scale,
+            enable_gqa=gqa,
+        ).transpose(0, 1)
+        for a, b in zip(cu[:-1].tolist(), cu[1:].tolist())
+    ]
     return torch.cat(out)
 
 
 @torch.library.custom_op("coa_test::varlen_torch_2_9", mutates_args=())
-def _varlen_op_2_9(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seq_q: torch.Tensor,
-                   cu_seq_k: torch.Tensor, max_q: int, max_k: int, is_causal: bool = False) -> torch.Tensor:
+def _varlen_op_2_9(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    cu_seq_q: torch.Tensor,
+    cu_seq_k: torch.Tensor,
+    max_q: int,
+    max_k: int,
+    is_causal: bool = False,
+) -> torch.Tensor:
     """torch 2.9's op: eight inputs (a custom op, whose registered backward autograd holds to its input count)."""
     return _attend(query, key, value, cu_seq_q, is_causal, None, False)
 
@@ -91,15 +117,31 @@ def varlen_torch_2_9(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, is_cau
     return _varlen_op_2_9(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, is_causal)
 
 
-def varlen_is_causal_keyword(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, is_causal=False,
-                             return_aux=None, scale=None):
+def varlen_is_causal_keyword(
+    query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, is_causal=False, return_aux=None, scale=None
+):
     if key.shape[1] != query.shape[1]:
         raise ValueError("Expect query and key/value to have the same number of heads")
     return _attend(query, key, value, cu_seq_q, is_causal, scale, False)
 
 
-def varlen_window_size(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_aux=None, scale=None,
-                       window_size=(-1, -1), enable_gqa=False, seqused_k=None, block_table=None, num_splits=None):
+def varlen_window_size(
+    query,
+    key,
+    value,
+    cu_seq_q,
+    cu_seq_k,
+    max_q,
+    max_k,
+    *,
+    return_aux=None,
+    scale=None,
+    window_size=(-1, -1),
+    enable_gqa=False,
+    seqused_k=None,
+    block_table=None,
+    num_splits=None,
+):
     if key.shape[1] != query.shape[1] and not enable_gqa:
         raise ValueError("Expect query and key/value to have the same number of heads")
     return _attend(query, key, value, cu_seq_q, list(window_size) == [-1, 0], scale, enable_gqa)
@@ -116,9 +158,11 @@ def test_this_torchs_varlen_attn_passes_its_probe_on_the_meta_device():
     assert api.causal == ("window_size", (-1, 0)) and api.takes_scale and api.takes_gqa
 
 
-@pytest.mark.parametrize("fn, causal, gqa", [(varlen_is_causal_keyword, "is_causal", False),
-                                             (varlen_window_size, "window_size", True)],
-                         ids=["is_causal keyword", "window_size + enable_gqa"])
+@pytest.mark.parametrize(
+    "fn, causal, gqa",
+    [(varlen_is_causal_keyword, "is_causal", False), (varlen_window_size, "window_size", True)],
+    ids=["is_causal keyword", "window_size + enable_gqa"],
+)
 def test_each_varlen_signature_is_called_causally_and_gives_the_padded_attention(fn, causal, gqa):
     api = varlen_api(fn)
     assert not isinstance(api, str) and api.causal[0] == causal and api.takes_gqa == gqa
@@ -147,11 +191,12 @@ def test_a_varlen_without_a_causal_switch_and_a_torch_without_varlen_are_named(m
 
 def test_a_varlen_without_scale_is_taken_only_at_the_default_scale():
     api = varlen_api(varlen_torch_2_9)
-    assert api.scale_ok(8 ** -0.5, 8) and api.scale_ok(None, 8) and not api.scale_ok(0.3, 8)
+    assert api.scale_ok(8**-0.5, 8) and api.scale_ok(None, 8) and not api.scale_ok(0.3, 8)
     assert varlen_api(varlen_window_size).scale_ok(0.3, 8)
 
 
 # ------------------------------------------------------------------ torch: fused AdamW
+
 
 def test_fused_adamw_is_probed_per_device_and_the_cpu_keeps_torchs_default():
     assert fastpath.probe_fused_adamw("cpu", torch.float32) is None  # torch has a CPU kernel …
@@ -180,6 +225,7 @@ def test_fused_adamw_on_cpu_equals_the_default_update_to_float_tolerance():
 
 
 # ------------------------------------------------------------------ Liger-Kernel: installed, missing, broken
+
 
 class _PeftBuiltForAnotherTransformers(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """An installed peft whose import fails the way one built against another transformers does: not with
@@ -229,8 +275,10 @@ def test_a_peft_failing_at_import_leaves_liger_importable_and_is_said(monkeypatc
     monkeypatch.setattr(fastpath, "LIGER_NOTES", [])
     assert not isinstance(fastpath.probe_liger_modules(), str)
     assert not isinstance(fastpath.probe_liger_linear_ce(), str) and callable(fastpath.probe_liger_rope())
-    assert fastpath.LIGER_NOTES == ["peft failed to import (AttributeError: module 'transformers' has no attribute "
-                                    "'PreTrainedModelMixin'): Liger-Kernel imported without its peft support"]
+    assert fastpath.LIGER_NOTES == [
+        "peft failed to import (AttributeError: module 'transformers' has no attribute "
+        "'PreTrainedModelMixin'): Liger-Kernel imported without its peft support"
+    ]
     assert sys.modules["liger_kernel.utils"].PEFT_AVAILABLE is False
     with pytest.raises(AttributeError):  # hidden for Liger's import only
         import peft  # noqa: F401
@@ -241,8 +289,7 @@ class _MonkeyPatchFailing(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Liger's monkey_patch failing at import for a reason of its own."""
 
     def find_spec(self, name, path=None, target=None):
-        return importlib.util.spec_from_loader(name, self) if name == "liger_kernel.transformers.monkey_patch" \
-            else None
+        return importlib.util.spec_from_loader(name, self) if name == "liger_kernel.transformers.monkey_patch" else None
 
     def create_module(self, spec):
         return None
@@ -255,8 +302,10 @@ def test_a_failing_monkey_patch_turns_off_only_the_module_patches(monkeypatch, f
     fresh_imports("liger_kernel")
     monkeypatch.setattr(sys, "meta_path", [_MonkeyPatchFailing(), *sys.meta_path])
     modules = fastpath.probe_liger_modules()
-    assert modules == ("liger-kernel's monkey_patch failed to import (RuntimeError: patched model classes missing "
-                       "from this transformers)")
+    assert modules == (
+        "liger-kernel's monkey_patch failed to import (RuntimeError: patched model classes missing "
+        "from this transformers)"
+    )
     rope = fastpath.probe_liger_rope()
     assert not isinstance(fastpath.probe_liger_linear_ce(), str) and callable(rope)
     lm = _lm(3)
@@ -275,14 +324,25 @@ def test_liger_missing_or_moved_is_named(monkeypatch, fresh_imports):
     assert fastpath.probe_liger_modules() == "liger-kernel's monkey_patch has no _patch_swiglu_module"
     fresh_imports("liger_kernel")
     monkeypatch.setitem(sys.modules, "liger_kernel", None)
-    assert {fastpath.probe_liger_modules(), fastpath.probe_liger_rope(), fastpath.probe_liger_linear_ce()} == \
-        {"liger-kernel is not installed"}
+    assert {fastpath.probe_liger_modules(), fastpath.probe_liger_rope(), fastpath.probe_liger_linear_ce()} == {
+        "liger-kernel is not installed"
+    }
 
 
 # ------------------------------------------------------------------ transformers: mask functions, RoPE site
 
-def _mask_with_cache_position(batch_size, cache_position, kv_length, kv_offset=0, mask_function=None,
-                              attention_mask=None, local_size=None, allow_is_causal_skip=True, **kwargs):
+
+def _mask_with_cache_position(
+    batch_size,
+    cache_position,
+    kv_length,
+    kv_offset=0,
+    mask_function=None,
+    attention_mask=None,
+    local_size=None,
+    allow_is_causal_skip=True,
+    **kwargs,
+):
     """A mask function that reads cache_position where this transformers passes q_length / q_offset."""
 
 
@@ -297,8 +357,10 @@ def test_a_transformers_whose_mask_functions_lack_packed_attentions_arguments_ke
         lm = _lm(4)
         scorer = TokenScorer(lm)
         assert not scorer.packed_attention and lm.config._attn_implementation == "sdpa"
-        assert scorer.fast_path(None, True, "lm")["packed attention"] == \
-            f"transformers' dense block mask ({fastpath.probe_attention_registry()})"
+        assert (
+            scorer.fast_path(None, True, "lm")["packed attention"]
+            == f"transformers' dense block mask ({fastpath.probe_attention_registry()})"
+        )
     finally:
         fastpath.attention_registry.cache_clear()
 
@@ -334,30 +396,40 @@ def test_a_bound_rope_leaves_cpu_models_and_copies_as_they_were(monkeypatch):
 
 # ------------------------------------------------------------------ what a CPU stage names
 
+
 def test_a_cpu_scorer_names_every_fallback():
     fast = TokenScorer(_lm()).fast_path(None, True, "lm")
     assert fast == {
         "packed attention": "padded (CPU: torch's varlen flash attention runs on CUDA only; each sequence unpacked "
-                            "into a padded batch, SDPA is_causal)",
+        "into a padded batch, SDPA is_causal)",
         "loss head": "chunked PyTorch (CPU: Liger's Triton kernel runs on CUDA only)",
         "RMSNorm/SwiGLU": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
         "RoPE": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
     }
     rl = TokenScorer(_lm()).fast_path(None, False, "grpo")
     assert rl["packed attention"].startswith("not used (packing off")
-    assert rl["loss head"] == ("checkpointed chunks (CPU: the fused GRPO head runs on CUDA; CPU runs stay "
-                               "bit-identical to earlier ones)")
-    assert TokenScorer(_lm()).fast_path(None, True, "pairwise")["loss head"] == \
-        "checkpointed chunks (the pairwise loss is not token-local)"
+    assert rl["loss head"] == (
+        "checkpointed chunks (CPU: the fused GRPO head runs on CUDA; CPU runs stay bit-identical to earlier ones)"
+    )
+    assert (
+        TokenScorer(_lm()).fast_path(None, True, "pairwise")["loss head"]
+        == "checkpointed chunks (the pairwise loss is not token-local)"
+    )
 
 
 # ------------------------------------------------------------------ third-party APIs of another signature
 
+
 @pytest.fixture
 def fresh_probes():
     """The cached probes forgotten before and after the test: what it installs is what they meet, once."""
-    caches = (fastpath.liger_linear_ce, fastpath.liger_modules, fastpath.liger_rope, fastpath.attention_registry,
-              fastpath.fused_adamw)
+    caches = (
+        fastpath.liger_linear_ce,
+        fastpath.liger_modules,
+        fastpath.liger_rope,
+        fastpath.attention_registry,
+        fastpath.fused_adamw,
+    )
     for c in caches:
         c.cache_clear()
     yield
@@ -398,7 +470,10 @@ def test_a_liger_rope_of_another_signature_keeps_transformers_rope_and_says_why(
 
     monkeypatch.setattr(liger_rope_module, "liger_rotary_pos_emb", liger_rotary_pos_emb)
     rope = fastpath.liger_rope()
-    assert rope == "liger_rotary_pos_emb(q, k, cos, sin, position_ids=None) does not take (q, k, cos, sin, …, unsqueeze_dim)"
+    assert (
+        rope
+        == "liger_rotary_pos_emb(q, k, cos, sin, position_ids=None) does not take (q, k, cos, sin, …, unsqueeze_dim)"
+    )
     lm = _lm(6)
     module = sys.modules[type(lm.model.layers[0].self_attn).__module__]
     original = module.apply_rotary_pos_emb
@@ -420,8 +495,10 @@ def test_a_transformers_without_the_mask_registry_keeps_sdpa_and_names_the_impor
     monkeypatch.setitem(sys.modules, "transformers.masking_utils", None)
     fastpath.attention_registry.cache_clear()  # the scoring above probed the whole transformers
     why = fastpath.probe_attention_registry()
-    assert why == (f"transformers {transformers.__version__}: ModuleNotFoundError: import of transformers.masking_utils "
-                   "halted; None in sys.modules")
+    assert why == (
+        f"transformers {transformers.__version__}: ModuleNotFoundError: import of transformers.masking_utils "
+        "halted; None in sys.modules"
+    )
     scorer = TokenScorer(lm)
     assert not scorer.packed_attention and lm.config._attn_implementation == "sdpa"
     assert scorer.fast_path(None, True, "lm")["packed attention"] == f"transformers' dense block mask ({why})"
@@ -431,10 +508,30 @@ def test_a_transformers_without_the_mask_registry_keeps_sdpa_and_names_the_impor
 class _AdamWWithoutFused(torch.optim.AdamW):
     """AdamW as torch releases before the fused kernel declared it: no `fused` keyword."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False, foreach=None, capturable=False):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                         maximize=maximize, foreach=foreach, capturable=capturable)
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=1e-2,
+        amsgrad=False,
+        *,
+        maximize=False,
+        foreach=None,
+        capturable=False,
+    ):
+        super().__init__(
+            params,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+        )
 
 
 def test_fused_adamw_is_chosen_only_where_its_probe_steps(monkeypatch, fresh_probes):
@@ -447,14 +544,18 @@ def test_fused_adamw_is_chosen_only_where_its_probe_steps(monkeypatch, fresh_pro
     kw, choice = adamw_choice({"cuda"}, {torch.float32})
     if not torch.cuda.is_available():
         assert kw == {} and str(choice).startswith(f"foreach (torch {torch.__version__}: AdamW(fused=True) on cuda")
-    assert adamw_choice({"cpu"}, {torch.float32}) == ({}, fastpath.Choice(
-        "for-loop", "CPU: torch's default, kept bit-identical to earlier runs"))
+    assert adamw_choice({"cpu"}, {torch.float32}) == (
+        {},
+        fastpath.Choice("for-loop", "CPU: torch's default, kept bit-identical to earlier runs"),
+    )
     fastpath.fused_adamw.cache_clear()
     monkeypatch.setattr(torch.optim, "AdamW", _AdamWWithoutFused)
     kw, choice = adamw_choice({"cpu"}, {torch.float32}, fused_on=("cpu",))
-    assert kw == {} and str(choice) == (f"foreach (torch {torch.__version__}: AdamW(fused=True) on cpu torch.float32 "
-                                        "failed (TypeError: _AdamWWithoutFused.__init__() got an unexpected keyword argument "
-                                        "'fused'))")
+    assert kw == {} and str(choice) == (
+        f"foreach (torch {torch.__version__}: AdamW(fused=True) on cpu torch.float32 "
+        "failed (TypeError: _AdamWWithoutFused.__init__() got an unexpected keyword argument "
+        "'fused'))"
+    )
     opt = make_optimizer(list(_lm().parameters()), 1e-3, 0.0)  # the stage's optimiser still builds and steps
     assert type(opt) is _AdamWWithoutFused and str(opt.coa_adamw).startswith("for-loop (CPU:")
 
@@ -468,18 +569,29 @@ def test_the_first_event_names_the_rollout_engines_path_and_the_attention_that_r
 
     lm = _lm()
     path = engine_path(lm, CPU, None)
-    assert path["rollout engine"] == ("eager decode step and prefill (CPU: the engine compiles them by default on CUDA "
-                                      "only); 8-step blocks run step by step (CPU: CUDA graphs on CUDA only)")
+    assert path["rollout engine"] == (
+        "eager decode step and prefill (CPU: the engine compiles them by default on CUDA "
+        "only); 8-step blocks run step by step (CPU: CUDA graphs on CUDA only)"
+    )
     assert path["rollout attention"].startswith("SDPA over each slot's cache")
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         generate(lm, [[1, 2, 3], [4, 5]], 4, set(), 0, CPU)
     ops = {e.key for e in prof.key_averages()}
     assert "aten::scaled_dot_product_attention" in ops and not any("flex" in op for op in ops)
-    dynamic = Qwen2ForCausalLM(Qwen2Config(vocab_size=101, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                                           rope_parameters={"rope_type": "dynamic", "factor": 2.0,
-                                                            "rope_theta": 10000.0}))
+    dynamic = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=101,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=128,
+            rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0},
+        )
+    )
     assert engine_path(dynamic, CPU, None) == {
         "rollout engine": "reference loop (rope type 'dynamic' changes with the sequence length; transformers' forward "
-                          "and KV cache, one step per token)",
-        "rollout attention": "the model's own (sdpa)"}
+        "and KV cache, one step per token)",
+        "rollout attention": "the model's own (sdpa)",
+    }

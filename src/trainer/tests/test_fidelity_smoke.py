@@ -15,10 +15,19 @@ from coa_trainer.evaluation.claims import CLAIMS, chain_breaks, gap_closed, run_
 
 needs_server = needs_env_server()
 
-RL = {"steps": 2, "prompts_per_step": 2, "group_size": 2, "heldout_every": 0, "sample_every": 0,
-      "max_new_tokens": 16, "max_turns": 2, "log_every": 1}
-CONFIG = merge(TINY, {"benchmark": {"redundant_search_fraction": 0.75}, "stages": {"rl1": RL, "rl2": RL},
-                      "eval": {"limit": 8}})
+RL = {
+    "steps": 2,
+    "prompts_per_step": 2,
+    "group_size": 2,
+    "heldout_every": 0,
+    "sample_every": 0,
+    "max_new_tokens": 16,
+    "max_turns": 2,
+    "log_every": 1,
+}
+CONFIG = merge(
+    TINY, {"benchmark": {"redundant_search_fraction": 0.75}, "stages": {"rl1": RL, "rl2": RL}, "eval": {"limit": 8}}
+)
 
 
 @needs_server
@@ -27,12 +36,31 @@ def test_seeds_times_thread_counts_report_each_claim_per_run(tmp_path):
     cfg.write_text(json.dumps(CONFIG))
     run = tmp_path / "fid"
     env = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1"}
-    r = subprocess.run([PY, str(REPO / "bench" / "fidelity" / "run.py"), "--config", str(cfg), "--seeds", "1",
-                        "--threads", "1,2", "--split", "dev", "--run-dir", str(run),
-                        # every row of the table, without the stages no row is read from (each stage starts from the
-                        # latest earlier one): half the processes of the whole pipeline
-                        "--stages", "pretrain,sft2,rl2,rl2-otc,results"], cwd=REPO, env=env,
-                       capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [
+            PY,
+            str(REPO / "bench" / "fidelity" / "run.py"),
+            "--config",
+            str(cfg),
+            "--seeds",
+            "1",
+            "--threads",
+            "1,2",
+            "--split",
+            "dev",
+            "--run-dir",
+            str(run),
+            # every row of the table, without the stages no row is read from (each stage starts from the
+            # latest earlier one): half the processes of the whole pipeline
+            "--stages",
+            "pretrain,sft2,rl2,rl2-otc,results",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
 
     configs = {t: json.loads((run / f"threads-{t}.run.json").read_text()) for t in (1, 2)}
@@ -45,7 +73,11 @@ def test_seeds_times_thread_counts_report_each_claim_per_run(tmp_path):
     for t in (1, 2):
         res = json.loads((run / f"threads-{t}" / "results.json").read_text())  # one seed: the pipeline's own dir
         assert res["split"] == "dev" and [x["setting"] for x in res["rows"]][:4] == [
-            "no-tool", "workflow", "sft12", "sft-rl"]
+            "no-tool",
+            "workflow",
+            "sft12",
+            "sft-rl",
+        ]
         assert res["claims"] == run_claims(res["rows"], res["tc_optimal"])  # the run carries its own claim values
         tables.append(res)
 
@@ -65,5 +97,6 @@ def test_seeds_times_thread_counts_report_each_claim_per_run(tmp_path):
         assert tb["claims"]["chain"]["value"] == pytest.approx(min(b - a for a, b in zip(ems, ems[1:])))
         chain_line = doc["verdicts"][0]
         assert f"seed {TINY['seed']}·{label}" in chain_line
-    assert doc["verdicts"][0].startswith(f"- EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL) on "
-                                         f"{by_id['chain']['holds']}/2 runs")
+    assert doc["verdicts"][0].startswith(
+        f"- EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL) on {by_id['chain']['holds']}/2 runs"
+    )

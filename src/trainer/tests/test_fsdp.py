@@ -24,8 +24,15 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREA
 
 
 def torchrun(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", *args], cwd=cwd,
-                          check=False, env=ENV, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", *args],
+        cwd=cwd,
+        check=False,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def metrics(run_dir, stage):
@@ -55,8 +62,10 @@ def base(tmp_path_factory):
 
 
 def _config(tmp_path, base, stages, name="run.json", **top):
-    cfg = merge(TINY, {"benchmark": {"data_dir": str(base / "data")}, "distributed": {"strategy": "fsdp"},
-                       "stages": stages, **top})
+    cfg = merge(
+        TINY,
+        {"benchmark": {"data_dir": str(base / "data")}, "distributed": {"strategy": "fsdp"}, "stages": stages, **top},
+    )
     p = tmp_path / name
     p.write_text(json.dumps(cfg))
     return p
@@ -67,9 +76,21 @@ def test_fsdp_sft_stage_equals_one_process_and_resumes_bit_identically(tmp_path,
     checkpointing inside the FSDP units: 2 FSDP processes log one process's losses; the sharded checkpoint at step 2
     resumes to exactly the uninterrupted steps 3-4; the final directory is a plain HF model with one process's
     weights."""
-    cfg = _config(tmp_path, base, {"sft2": {"steps": 4, "batch_size": 4, "checkpoint_every": 2, "packing": True,
-                                            "micro_batch_tokens": 200, "init_from": str(base / "model")}},
-                  model={"gradient_checkpointing": True})
+    cfg = _config(
+        tmp_path,
+        base,
+        {
+            "sft2": {
+                "steps": 4,
+                "batch_size": 4,
+                "checkpoint_every": 2,
+                "packing": True,
+                "micro_batch_tokens": 200,
+                "init_from": str(base / "model"),
+            }
+        },
+        model={"gradient_checkpointing": True},
+    )
     one, two = tmp_path / "one", tmp_path / "two"
     r = run_trainer("train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(one))
     assert r.returncode == 0, r.stdout[-2000:]
@@ -96,8 +117,9 @@ def test_fsdp_sft_stage_equals_one_process_and_resumes_bit_identically(tmp_path,
     resumed = tmp_path / "resumed"
     shutil.copytree(two, resumed)
     unfinish(resumed, "sft2")
-    r = torchrun("-m", "coa_trainer", "train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(resumed),
-                 "--resume")
+    r = torchrun(
+        "-m", "coa_trainer", "train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(resumed), "--resume"
+    )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     assert [e["resumed_from"] for e in read_events(resumed) if e["type"] == "run_started"] == [None, 2]
     events = read_events(resumed)
@@ -122,8 +144,9 @@ def test_fsdp_grpo_updates_and_generation_equal_one_process(tmp_path):
     """GRPO updates (2 PPO epochs, k3 KL, packed micro-batches) and greedy generation on gathered parameters:
     2 FSDP processes give one process's trajectories, loss terms, gradient norm and final weights."""
     worker = str(TESTS / "fsdp_worker.py")
-    r = subprocess.run([PY, worker, str(tmp_path / "one.json")], env=ENV, capture_output=True, text=True, timeout=300,
-                       check=False)
+    r = subprocess.run(
+        [PY, worker, str(tmp_path / "one.json")], env=ENV, capture_output=True, text=True, timeout=300, check=False
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     r = torchrun(worker, str(tmp_path / "two.json"))
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
@@ -146,9 +169,22 @@ needs_server = needs_env_server()
 def test_fsdp_rl_stage_equals_one_process(tmp_path, base):
     """RL-2 under FSDP2: rollouts on gathered parameters, held-out eval on rank 0, sharded checkpoints, the final HF
     directory; near-greedy sampling gives one process's trajectories, so the logged metrics agree."""
-    rl = {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 16, "max_turns": 2, "max_obs_tokens": 24,
-          "sample_every": 0, "heldout_every": 2, "heldout_limit": 4, "warmup_steps": 1, "steps": 2,
-          "temperature": 0.001, "checkpoint_every": 1, "kl_coef": 0.01, "init_from": str(base / "model")}
+    rl = {
+        "prompts_per_step": 2,
+        "group_size": 4,
+        "max_new_tokens": 16,
+        "max_turns": 2,
+        "max_obs_tokens": 24,
+        "sample_every": 0,
+        "heldout_every": 2,
+        "heldout_limit": 4,
+        "warmup_steps": 1,
+        "steps": 2,
+        "temperature": 0.001,
+        "checkpoint_every": 1,
+        "kl_coef": 0.01,
+        "init_from": str(base / "model"),
+    }
     cfg = _config(tmp_path, base, {"rl2": rl})
     one, two = tmp_path / "one", tmp_path / "two"
     r = run_trainer("train", "--stage", "rl2", "--config", str(cfg), "--run-dir", str(one))

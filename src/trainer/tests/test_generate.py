@@ -14,8 +14,17 @@ def _model():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                      num_key_value_heads=1, max_position_embeddings=64, pad_token_id=0, eos_token_id=1)
+    cfg = LlamaConfig(
+        vocab_size=32,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
     return LlamaForCausalLM(cfg).eval()
 
 
@@ -55,8 +64,11 @@ def test_a_static_kv_cache_for_the_batch_generates_the_same():
         runs = []
         for static in (False, True):
             g = torch.Generator().manual_seed(3)
-            runs.append(reference_generate(model, prompts, 8, {7}, 0, CPU, temperature=temperature, generator=g,
-                                           static_cache=static))
+            runs.append(
+                reference_generate(
+                    model, prompts, 8, {7}, 0, CPU, temperature=temperature, generator=g, static_cache=static
+                )
+            )
         (a_ids, a_lp, a_st), (b_ids, b_lp, b_st) = runs
         assert a_ids == b_ids and a_st == b_st
         for x, y in zip(a_lp, b_lp):
@@ -72,10 +84,15 @@ def test_the_reference_loop_samples_from_the_nucleus_and_scores_the_whole_distri
     greedy = reference_generate(model, prompts, 8, set(), 0, CPU)[0]
     for seed in (0, 1, 2):
         g = torch.Generator().manual_seed(seed)
-        assert reference_generate(model, prompts, 8, set(), 0, CPU, temperature=1.0, generator=g,
-                                  top_p=1e-6)[0] == greedy
-    wide = [reference_generate(model, prompts, 8, set(), 0, CPU, temperature=1.0,
-                               generator=torch.Generator().manual_seed(s))[0] for s in range(3)]
+        assert (
+            reference_generate(model, prompts, 8, set(), 0, CPU, temperature=1.0, generator=g, top_p=1e-6)[0] == greedy
+        )
+    wide = [
+        reference_generate(
+            model, prompts, 8, set(), 0, CPU, temperature=1.0, generator=torch.Generator().manual_seed(s)
+        )[0]
+        for s in range(3)
+    ]
     assert any(w != greedy for w in wide), "the tiny model samples something other than greedy at full top_p"
     g = torch.Generator().manual_seed(7)
     out, lps, _ = reference_generate(model, prompts, 8, set(), 0, CPU, temperature=1.3, generator=g, top_p=0.6)

@@ -74,8 +74,17 @@ def _tiny_model():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(1)
-    cfg = LlamaConfig(vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                      num_key_value_heads=1, max_position_embeddings=64, pad_token_id=0, eos_token_id=1)
+    cfg = LlamaConfig(
+        vocab_size=40,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
     return LlamaForCausalLM(cfg)
 
 
@@ -89,8 +98,13 @@ def test_observation_tokens_change_nothing_with_a_real_model():
 
     def loss_and_grads(obs: list[int], obs_lp: float):
         model.zero_grad()
-        s = Sample(prompt, gen + obs, [1] * len(gen) + [0] * len(obs), [-1.0, -2.0, -1.5, -0.7] + [obs_lp] * len(obs),
-                   advantage=0.8)
+        s = Sample(
+            prompt,
+            gen + obs,
+            [1] * len(gen) + [0] * len(obs),
+            [-1.0, -2.0, -1.5, -0.7] + [obs_lp] * len(obs),
+            advantage=0.8,
+        )
         other = Sample([5, 6], [12, 13, 14], [1, 1, 1], [-0.5, -3.0, -2.0], advantage=-0.8)
         total, count, _ = grpo_loss_parts(model, ref, [s, other], 0, torch.device("cpu"), None, 0.2, 0.01, 1.0)
         (total / count).backward()

@@ -63,7 +63,12 @@ def test_a_file_written_without_an_index_is_indexed_whole_before_the_next_step(t
     _write(g, writes)
     assert f.read_bytes() == g.read_bytes()
     # Rebuilt from the lines, consecutive records of a step make one entry (two writes of step 10 become one).
-    assert [(e["step"], e["line"], len(e["offsets"])) for e in _entries(f)] == [(1, 0, 2), (10, 2, 2), (2, 4, 1), (1, 5, 2)]
+    assert [(e["step"], e["line"], len(e["offsets"])) for e in _entries(f)] == [
+        (1, 0, 2),
+        (10, 2, 2),
+        (2, 4, 1),
+        (1, 5, 2),
+    ]
 
 
 def test_a_torn_line_is_ended_and_left_out(tmp_path):
@@ -92,4 +97,4 @@ def test_an_index_older_than_its_file_is_rebuilt_before_appending(tmp_path):
     rows = f.read_bytes()
     for e in _entries(f):
         for o in e["offsets"]:
-            assert json.loads(rows[o:rows.index(b"\n", o)])["meta"]["step"] == e["step"]
+            assert json.loads(rows[o : rows.index(b"\n", o)])["meta"]["step"] == e["step"]

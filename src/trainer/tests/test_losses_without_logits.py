@@ -26,8 +26,16 @@ def _lm(tied: bool, seed: int = 0, model_type: str = "qwen2"):
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(seed)
-    common = dict(vocab_size=211, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=tied)
+    common = dict(
+        vocab_size=211,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=tied,
+    )
     if model_type == "llama":
         return LlamaForCausalLM(LlamaConfig(**common))
     return Qwen2ForCausalLM(Qwen2Config(**common))
@@ -79,13 +87,15 @@ def test_sft_loss_through_the_fused_head_equals_the_full_logit_loss(monkeypatch,
     lm = _lm(tied)
     r = random.Random(3)
     seqs = [[r.randrange(1, 211) for _ in range(r.randrange(3, 30))] for _ in range(5)]
-    batch = [Encoded(s[:2], s[2:], ["think"] * (len(s) - 2), [r.randrange(2) for _ in s[2:]], [0] * (len(s) - 2), "")
-             for s in seqs]
+    batch = [
+        Encoded(s[:2], s[2:], ["think"] * (len(s) - 2), [r.randrange(2) for _ in s[2:]], [0] * (len(s) - 2), "")
+        for s in seqs
+    ]
     loss, count, _ = lm_loss_parts(lm, batch, 0, CPU, None, packed)
     loss.backward()
     fused = _grads(lm)
     lay = layout([e.input_ids for e in batch], 0, False, CPU)
-    tmask = lay.place([e.target_mask[1:len(e.input_ids)] for e in batch])
+    tmask = lay.place([e.target_mask[1 : len(e.input_ids)] for e in batch])
     lp, _ = full_token_logprobs(lm, lay.ids, lay.attn)
     ref = -(lp * tmask).sum()
     ref.backward()
@@ -132,8 +142,8 @@ def test_packed_attention_builds_no_dense_mask_and_equals_padded_attention(monke
     (lu * w_u).sum().backward()
     g_u = _grads(lm)
     for (_, a, n), (urow, _, _) in zip(sel_p.spans, sel_u.spans):
-        assert torch.allclose(lp[0, a:a + n - 1], lu[urow, :n - 1], atol=1e-5)
-        assert torch.allclose(ent[0, a:a + n - 1], eu[urow, :n - 1], atol=1e-5)
+        assert torch.allclose(lp[0, a : a + n - 1], lu[urow, : n - 1], atol=1e-5)
+        assert torch.allclose(ent[0, a : a + n - 1], eu[urow, : n - 1], atol=1e-5)
     for n in g_u:
         assert torch.allclose(g_p[n], g_u[n], atol=1e-5, rtol=1e-4), n
 
@@ -160,9 +170,13 @@ def test_the_pinned_liger_kernel_offers_what_the_cuda_path_calls():
     from coa_trainer.model.liger import fused_linear_ce_class
 
     cls = fused_linear_ce_class()
-    assert cls is not None and list(inspect.signature(cls.forward).parameters)[1:4] == ["lin_weight", "_input",
-                                                                                           "target"]
+    assert cls is not None and list(inspect.signature(cls.forward).parameters)[1:4] == [
+        "lin_weight",
+        "_input",
+        "target",
+    ]
     from liger_kernel.transformers.monkey_patch import _patch_rms_norm_module, _patch_swiglu_module  # noqa: F401
+
     with pytest.raises(RuntimeError, match="liger"):
         linear_nll_sum(torch.zeros(2, 4), torch.nn.Linear(4, 5), torch.zeros(2, dtype=torch.long), 2, kernel="liger")
 
@@ -180,7 +194,7 @@ def test_chunked_linear_token_loss_equals_autograd_through_full_logits():
     a = torch.randn(29, generator=g)
 
     def f(lp, pos):  # non-linear, per token, reads per-token constants by position
-        return a[pos] * torch.exp(lp - 0.3) + 0.5 * lp ** 2
+        return a[pos] * torch.exp(lp - 0.3) + 0.5 * lp**2
 
     z = (h @ w.t() + b) / 0.7
     logp_all = torch.log_softmax(z, dim=-1)
@@ -197,10 +211,10 @@ def test_chunked_linear_token_loss_equals_autograd_through_full_logits():
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
-@pytest.mark.parametrize("tied, with_ref, temperature", [(False, True, 1.0), (True, False, 0.8)],
-                         ids=["untied+ref", "tied+no ref+T0.8"])
-def test_grpo_through_the_fused_head_equals_the_checkpointed_chunks(monkeypatch, packed, tied, with_ref,
-                                                                     temperature):
+@pytest.mark.parametrize(
+    "tied, with_ref, temperature", [(False, True, 1.0), (True, False, 0.8)], ids=["untied+ref", "tied+no ref+T0.8"]
+)
+def test_grpo_through_the_fused_head_equals_the_checkpointed_chunks(monkeypatch, packed, tied, with_ref, temperature):
     """The fused GRPO head (CUDA's path) forced on CPU: loss, count, metrics and every gradient equal the checkpointed
     chunks' (CPU's path)."""
     from coa_trainer.algos.grpo import Sample, grpo_loss_parts
@@ -212,13 +226,21 @@ def test_grpo_through_the_fused_head_equals_the_checkpointed_chunks(monkeypatch,
     for _ in range(5):
         ids = [r.randrange(1, 211) for _ in range(r.randrange(2, 20))]
         mask = [1 if r.random() < 0.8 else 0 for _ in ids]
-        samples.append(Sample([r.randrange(1, 211) for _ in range(r.randrange(1, 6))], ids, mask,
-                              [-r.random() * 4 if m else None for m in mask], r.uniform(-1.5, 1.5)))
+        samples.append(
+            Sample(
+                [r.randrange(1, 211) for _ in range(r.randrange(1, 6))],
+                ids,
+                mask,
+                [-r.random() * 4 if m else None for m in mask],
+                r.uniform(-1.5, 1.5),
+            )
+        )
     out = {}
     for mode in ("never", "always"):
         monkeypatch.setattr(scoring, "FUSED_TOKEN_LOSS", mode)
-        loss, count, extras = grpo_loss_parts(lm, ref, samples, 0, CPU, None, 0.2, 0.05, temperature, packed,
-                                              lpd_edges=[0.01, 0.1, 1.0])
+        loss, count, extras = grpo_loss_parts(
+            lm, ref, samples, 0, CPU, None, 0.2, 0.05, temperature, packed, lpd_edges=[0.01, 0.1, 1.0]
+        )
         loss.backward()
         out[mode] = (float(loss.detach()), count, extras, _grads(lm))
     (l0, c0, e0, g0), (l1, c1, e1, g1) = out["never"], out["always"]

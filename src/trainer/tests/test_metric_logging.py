@@ -16,11 +16,25 @@ from coa_trainer.contracts.events import LogEvent, MetricsEvent
 
 needs_server = needs_env_server()
 
-RL = {"steps": 5, "prompts_per_step": 2, "group_size": 2, "heldout_every": 0, "sample_every": 0,
-      "max_new_tokens": 12, "max_turns": 2, "log_every": 1, "warmup_steps": 1}
-CONFIG = merge(TINY, {"stages": {"rl2": RL}, "eval": {"limit": 4, "max_new_tokens": 12},
-                      "logging": {"wandb": {"project": "coa-test", "mode": "offline", "tags": ["ci"]},
-                                  "tensorboard": {}}})
+RL = {
+    "steps": 5,
+    "prompts_per_step": 2,
+    "group_size": 2,
+    "heldout_every": 0,
+    "sample_every": 0,
+    "max_new_tokens": 12,
+    "max_turns": 2,
+    "log_every": 1,
+    "warmup_steps": 1,
+}
+CONFIG = merge(
+    TINY,
+    {
+        "stages": {"rl2": RL},
+        "eval": {"limit": 4, "max_new_tokens": 12},
+        "logging": {"wandb": {"project": "coa-test", "mode": "offline", "tags": ["ci"]}, "tensorboard": {}},
+    },
+)
 
 
 def panel_series(events: list[dict]) -> dict[tuple[str, str], dict[int, float]]:
@@ -65,8 +79,8 @@ def wandb_records(path: Path):
         if left < 7:  # a block's tail too short for a header is padding
             pos += left
             continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
-        chunk = data[pos + 7:pos + 7 + length]
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        chunk = data[pos + 7 : pos + 7 + length]
         pos += 7 + length
         if kind == 0 and length == 0:
             continue
@@ -87,8 +101,13 @@ def wandb_series(run_dir: Path) -> tuple[dict[tuple[str, str], dict[int, float]]
             kind = rec.WhichOneof("record_type")
             if kind == "run":
                 stage = rec.run.job_type
-                runs[stage] = {"name": rec.run.display_name, "group": rec.run.run_group, "project": rec.run.project,
-                               "tags": list(rec.run.tags), "id": rec.run.run_id}
+                runs[stage] = {
+                    "name": rec.run.display_name,
+                    "group": rec.run.run_group,
+                    "project": rec.run.project,
+                    "tags": list(rec.run.tags),
+                    "id": rec.run.run_id,
+                }
             elif kind == "exit":
                 runs[stage]["exit_code"] = rec.exit.exit_code
             elif kind == "history":
@@ -101,7 +120,9 @@ def wandb_series(run_dir: Path) -> tuple[dict[tuple[str, str], dict[int, float]]
 
 
 def assert_same(got: dict, want: dict, where: str) -> None:
-    assert set(got) == set(want), f"{where}: missing {sorted(set(want) - set(got))[:10]}, extra {sorted(set(got) - set(want))[:10]}"
+    assert set(got) == set(want), (
+        f"{where}: missing {sorted(set(want) - set(got))[:10]}, extra {sorted(set(got) - set(want))[:10]}"
+    )
     for key, steps in want.items():
         assert set(got[key]) == set(steps), f"{where}: {key} steps {sorted(got[key])} != {sorted(steps)}"
         for step, v in steps.items():
@@ -111,8 +132,18 @@ def assert_same(got: dict, want: dict, where: str) -> None:
 @needs_server
 def test_pipeline_logs_every_panel_metric_to_wandb_and_tensorboard(tmp_path, write_config):
     run = tmp_path / "run"
-    r = run_trainer("pipeline", "--config", str(write_config(CONFIG)), "--run-dir", str(run), "--stages", "pretrain,rl2",
-                    "stages.rl2.steps=3", "stages.pretrain.steps=4", timeout=400)
+    r = run_trainer(
+        "pipeline",
+        "--config",
+        str(write_config(CONFIG)),
+        "--run-dir",
+        str(run),
+        "--stages",
+        "pretrain,rl2",
+        "stages.rl2.steps=3",
+        "stages.pretrain.steps=4",
+        timeout=400,
+    )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     events = read_events(run)
     started = {e["stage"]: e for e in events if e["type"] == "run_started"}
@@ -134,8 +165,13 @@ def test_pipeline_logs_every_panel_metric_to_wandb_and_tensorboard(tmp_path, wri
     assert_same(got, want, "wandb")
     rl2_id = runs["rl2"].pop("id")
     assert rl2_id.startswith("run-rl2-"), rl2_id  # <run id>-<stage>-<hash of the run directory>
-    assert runs["rl2"] == {"name": "run/rl2", "group": "run", "project": "coa-test", "tags": ["ci"],
-                           "exit_code": 0}  # finished when the stage did
+    assert runs["rl2"] == {
+        "name": "run/rl2",
+        "group": "run",
+        "project": "coa-test",
+        "tags": ["ci"],
+        "exit_code": 0,
+    }  # finished when the stage did
     assert runs["pretrain"]["exit_code"] == 0
 
 
@@ -160,17 +196,27 @@ def test_wandb_sync_takes_the_offline_run(tmp_path):
     from coa_trainer.base.metric_sinks import WandbSink
     from coa_trainer.contracts.run_config import WandbLogging
 
-    sink = WandbSink(WandbLogging(project="p", entity=None, name=None, group=None, mode="offline", dir=None, tags=[]),
-                     "r1", tmp_path, {"seed": 1})
+    sink = WandbSink(
+        WandbLogging(project="p", entity=None, name=None, group=None, mode="offline", dir=None, tags=[]),
+        "r1",
+        tmp_path,
+        {"seed": 1},
+    )
     sink.write("rl2", 1, {"reward_mean": 0.5}, 0.0)
     sink.finish(None, True)
     import sys
 
     (run_dir,) = (tmp_path / "wandb").glob("offline-run-*-r1-rl2-*")
-    out = subprocess.run([sys.executable, "-m", "wandb", "sync", "--dry-run", str(run_dir)],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert "Would sync 1 run(s)" in out.stdout + out.stderr and "run-r1-rl2-" in out.stdout + out.stderr, \
+    out = subprocess.run(
+        [sys.executable, "-m", "wandb", "sync", "--dry-run", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert "Would sync 1 run(s)" in out.stdout + out.stderr and "run-r1-rl2-" in out.stdout + out.stderr, (
         out.stdout + out.stderr
+    )
 
 
 def test_wandb_run_ids_continue_on_resume_and_never_across_run_directories(tmp_path):
@@ -187,7 +233,7 @@ def test_wandb_run_ids_continue_on_resume_and_never_across_run_directories(tmp_p
         sink.finish(None, True)
 
     def ids(run_dir: Path) -> set[str]:
-        return {p.name[len("run-"):-len(".wandb")] for p in (run_dir / "wandb").glob("offline-run-*/run-*.wandb")}
+        return {p.name[len("run-") : -len(".wandb")] for p in (run_dir / "wandb").glob("offline-run-*/run-*.wandb")}
 
     assert len(ids(a)) == 1, f"the resume continues its run: {ids(a)}"
     assert ids(a).isdisjoint(ids(b)), (ids(a), ids(b))
@@ -198,10 +244,14 @@ def test_each_seed_of_a_seeds_run_logs_under_the_run_s_group_with_its_own_name(t
     from coa_trainer.pipeline.seeds import seed_config
 
     run_dir = tmp_path / "otc-sweep"
-    derived = [json.loads(seed_config(validate_config(CONFIG), seed, run_dir).read_text())["logging"]["wandb"]
-               for seed in (0, 1)]
-    assert [(w["group"], w["name"]) for w in derived] == [("otc-sweep", "otc-sweep-seed-0"),
-                                                         ("otc-sweep", "otc-sweep-seed-1")]
+    derived = [
+        json.loads(seed_config(validate_config(CONFIG), seed, run_dir).read_text())["logging"]["wandb"]
+        for seed in (0, 1)
+    ]
+    assert [(w["group"], w["name"]) for w in derived] == [
+        ("otc-sweep", "otc-sweep-seed-0"),
+        ("otc-sweep", "otc-sweep-seed-1"),
+    ]
     named = merge(CONFIG, {"logging": {"wandb": {"name": "otc", "group": "sweeps"}}})
     w = json.loads(seed_config(validate_config(named), 3, run_dir).read_text())["logging"]["wandb"]
     assert (w["group"], w["name"]) == ("sweeps", "otc-seed-3")

@@ -38,9 +38,18 @@ def _user_model_dir(tmp_path, config):
     tk.normalizer = normalizers.Lowercase()
     tk.pre_tokenizer = pre_tokenizer()
     hf_tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token=PAD, unk_token=UNK, eos_token=EOS)
-    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(vocab), hidden_size=32, intermediate_size=64,
-                                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                                         max_position_embeddings=256, tie_word_embeddings=False))
+    model = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=len(vocab),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=256,
+            tie_word_embeddings=False,
+        )
+    )
     out = tmp_path / "user-model"
     model.save_pretrained(str(out))
     hf_tok.save_pretrained(str(out))
@@ -51,8 +60,12 @@ def test_user_model_dir_with_lora_trains_and_chains(tmp_path, write_config):
     config = validate_config(TINY)
     model_dir, base_vocab = _user_model_dir(tmp_path, config)
     lora = {"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}
-    cfg = write_config(merge(TINY, {"model": {"path": str(model_dir), "lora": lora},
-                                    "stages": {"sft2": {"checkpoint_every": 2, "steps": 3}}}))
+    cfg = write_config(
+        merge(
+            TINY,
+            {"model": {"path": str(model_dir), "lora": lora}, "stages": {"sft2": {"checkpoint_every": 2, "steps": 3}}},
+        )
+    )
     run = tmp_path / "run"
     r = run_trainer("train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(run))
     assert r.returncode == 0, r.stdout[-3000:]
@@ -76,8 +89,11 @@ def test_loader_adds_missing_tags_as_single_tokens_when_asked(tmp_path):
 
     config = validate_config(merge(TINY, {"model": {"tags_as_special_tokens": True}}))
     model_dir, base_vocab = _user_model_dir(tmp_path, config)
-    model, tok = load_for_config(model_dir, setup_runtime(config),
-                                 config.model_copy(update={"model": config.model.model_copy(update={"path": str(model_dir)})}))
+    model, tok = load_for_config(
+        model_dir,
+        setup_runtime(config),
+        config.model_copy(update={"model": config.model.model_copy(update={"path": str(model_dir)})}),
+    )
     for tag in all_tags():
         assert len(tok.encode(tag, add_special_tokens=False)) == 1
     assert model.get_input_embeddings().weight.shape[0] == len(tok) > base_vocab
@@ -117,5 +133,7 @@ def test_a_garbage_tokenizer_file_is_one_error_naming_it(tmp_path):
     model_dir.mkdir()
     (model_dir / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
     (model_dir / "tokenizer.json").write_text("this is not a tokenizer")
-    with pytest.raises(ModelDirError, match=r"its tokenizer \(tokenizer\.json\) cannot be loaded .*copy the model's own"):
+    with pytest.raises(
+        ModelDirError, match=r"its tokenizer \(tokenizer\.json\) cannot be loaded .*copy the model's own"
+    ):
         load_tokenizer(model_dir, special_tags=False)

@@ -52,8 +52,22 @@ def test_load_config_applies_and_validates_overrides(tmp_path):
 
 def test_command_line_takes_overrides_among_options():
     parser = build_parser()
-    args = parse_command_line(parser, ["train", "stages.rl2.lr=1e-5", "--stage", "rl2", "--config", "c.json",
-                                       "--run-dir", "r", "~stages.rl2.steps", "--resume", "seed=3"])
+    args = parse_command_line(
+        parser,
+        [
+            "train",
+            "stages.rl2.lr=1e-5",
+            "--stage",
+            "rl2",
+            "--config",
+            "c.json",
+            "--run-dir",
+            "r",
+            "~stages.rl2.steps",
+            "--resume",
+            "seed=3",
+        ],
+    )
     assert args.overrides == ["stages.rl2.lr=1e-5", "~stages.rl2.steps", "seed=3"] and args.resume
     with pytest.raises(SystemExit):
         parse_command_line(parser, ["train", "--stage", "rl2", "--config", "c.json", "--run-dir", "r", "extra.json"])
@@ -64,8 +78,22 @@ def test_command_line_takes_overrides_among_options():
 def test_bad_override_is_one_clear_line(tmp_path):
     cfg = tmp_path / "run.json"
     cfg.write_text("{}")
-    out = subprocess.run([sys.executable, "-m", "coa_trainer", "data", "--config", str(cfg), "--out",
-                          str(tmp_path / "d"), "benchmark.persons=many"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coa_trainer",
+            "data",
+            "--config",
+            str(cfg),
+            "--out",
+            str(tmp_path / "d"),
+            "benchmark.persons=many",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2
     assert "override benchmark.persons=many: benchmark.persons: takes an integer" in out.stdout
     assert "Traceback" not in out.stdout + out.stderr

@@ -17,8 +17,16 @@ from conftest import PY, REPO, TINY, assert_typed_round_trip, needs_env_server, 
 
 needs_server = needs_env_server()
 
-RL = {"steps": 2, "prompts_per_step": 2, "group_size": 2, "heldout_every": 0, "sample_every": 1,
-      "max_new_tokens": 16, "max_turns": 2, "log_every": 1}
+RL = {
+    "steps": 2,
+    "prompts_per_step": 2,
+    "group_size": 2,
+    "heldout_every": 0,
+    "sample_every": 1,
+    "max_new_tokens": 16,
+    "max_turns": 2,
+    "log_every": 1,
+}
 CONFIG = merge(TINY, {"stages": {"rl1": RL, "rl2": RL}, "eval": {"limit": 8}})
 STAGES = ("pretrain", "sft1", "sft2", "sft3", "rl1", "rl2", "rl2-otc")
 SETTINGS = ["no-tool", "workflow", "sft12", "sft-rl", "sft-rl-otc"]
@@ -53,9 +61,16 @@ def test_pipeline_end_to_end(tmp_path, write_config):
     started = {e["stage"]: e for e in events if e["type"] == "run_started"}
     # each stage's first event names what its training step runs on this install, each fallback with its reason
     for stage in STAGES:
-        assert list(started[stage]["fast_path"]) == ["packed attention", "loss head", "RMSNorm/SwiGLU",
-                                                     "RoPE", "AdamW", "rollout engine", "rollout attention",
-                                                     "activation checkpointing"], stage
+        assert list(started[stage]["fast_path"]) == [
+            "packed attention",
+            "loss head",
+            "RMSNorm/SwiGLU",
+            "RoPE",
+            "AdamW",
+            "rollout engine",
+            "rollout attention",
+            "activation checkpointing",
+        ], stage
         assert started[stage]["fast_path"]["AdamW"].startswith("for-loop (CPU:"), stage
         assert started[stage]["fast_path"]["rollout engine"].startswith("eager decode step and prefill (CPU:"), stage
         assert started[stage]["fast_path"]["activation checkpointing"].startswith("off (CPU: peak resident"), stage
@@ -90,9 +105,25 @@ def test_sigterm_checkpoints_the_running_stage_and_stops_the_server(tmp_path, wr
     cfg = write_config(merge(CONFIG, {"stages": {"pretrain": {"steps": 100000, "log_every": 1}}}))
     run = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([PY, "-m", "coa_trainer", "pipeline", "--config", str(cfg), "--run-dir", str(run),
-                             "--stages", "pretrain,results"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "coa_trainer",
+            "pipeline",
+            "--config",
+            str(cfg),
+            "--run-dir",
+            str(run),
+            "--stages",
+            "pretrain,results",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         for line in proc.stdout:  # wait until the stage is training
@@ -120,13 +151,21 @@ def test_sigterm_checkpoints_the_running_stage_and_stops_the_server(tmp_path, wr
     resumed = [e for e in events if e["type"] == "run_started" and e["stage"] == "pretrain"][-1]
     assert resumed["resumed_from"] == finished["pretrain"]["step"] >= 1
     assert (run / "stages" / "pretrain" / "final" / "coa_stage.json").is_file()
-    assert events[-2]["type"] == "progress" and any("pretrain already finished, skipped" in e.get("message", "")
-                                                    for e in events[-4:])
+    assert events[-2]["type"] == "progress" and any(
+        "pretrain already finished, skipped" in e.get("message", "") for e in events[-4:]
+    )
 
 
 def test_bad_stage_list_is_one_error_event(tmp_path, write_config):
-    r = run_trainer("pipeline", "--config", str(write_config(CONFIG)), "--run-dir", str(tmp_path / "run"),
-                    "--stages", "pretrain,rl9")
+    r = run_trainer(
+        "pipeline",
+        "--config",
+        str(write_config(CONFIG)),
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--stages",
+        "pretrain,rl9",
+    )
     assert r.returncode == 2
     (err,) = [e for e in read_events(tmp_path / "run") if e["type"] == "error"]
     assert err["code"] == "bad_config" and "rl9" in err["message"]
@@ -136,8 +175,9 @@ def test_comparisons_report_what_the_numbers_say():
     def row(s, em, tc):
         return {"setting": s, "em": em, "tc": tc, "tp": em / tc if tc else None, "format_error_rate": 0.0}
 
-    lines = comparisons([row("workflow", 0.5, 1.0), row("sft12", 0.4, 1.2), row("sft-rl", 0.7, 1.5),
-                         row("sft-rl-otc", 0.69, 1.0)])
+    lines = comparisons(
+        [row("workflow", 0.5, 1.0), row("sft12", 0.4, 1.2), row("sft-rl", 0.7, 1.5), row("sft-rl-otc", 0.69, 1.0)]
+    )
     text = "\n".join(lines)
     assert "the agent beats the always-search workflow" in text
     assert "OTC cuts tool calls and keeps EM" in text

@@ -25,8 +25,19 @@ CONFIG = merge(TINY, {"eval": {"limit": 4}})
 @needs_server
 def test_each_seed_is_a_whole_pipeline_of_its_own(tmp_path, write_config):
     run = tmp_path / "run"
-    args = ("pipeline", "--config", str(write_config(CONFIG)), "--run-dir", str(run), "--seeds", "2",
-            "--stages", "results", "--split", "dev")
+    args = (
+        "pipeline",
+        "--config",
+        str(write_config(CONFIG)),
+        "--run-dir",
+        str(run),
+        "--seeds",
+        "2",
+        "--stages",
+        "results",
+        "--split",
+        "dev",
+    )
     r = run_trainer(*args)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     seeds = [TINY["seed"], TINY["seed"] + 1]
@@ -64,9 +75,27 @@ def test_sigterm_stops_the_running_seed_which_checkpoints(tmp_path, write_config
     cfg = write_config(merge(CONFIG, {"stages": {"pretrain": {"steps": 100000, "log_every": 1}}}))
     run = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([PY, "-m", "coa_trainer", "pipeline", "--config", str(cfg), "--run-dir", str(run),
-                             "--seeds", "2", "--stages", "pretrain"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "coa_trainer",
+            "pipeline",
+            "--config",
+            str(cfg),
+            "--run-dir",
+            str(run),
+            "--seeds",
+            "2",
+            "--stages",
+            "pretrain",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -91,8 +120,18 @@ def test_bad_seed_count_and_shared_server_are_config_errors(tmp_path, write_conf
     assert r.returncode == 2
     (err,) = [e for e in read_events(tmp_path / "a") if e["type"] == "error"]
     assert err["code"] == "bad_config" and "--seeds 0" in err["message"]
-    r = run_trainer("pipeline", "--config", cfg, "--run-dir", str(tmp_path / "b"), "--seeds", "2",
-                    "--env-url", "http://127.0.0.1:9", env={"COA_ENV_TOKEN": "x"})
+    r = run_trainer(
+        "pipeline",
+        "--config",
+        cfg,
+        "--run-dir",
+        str(tmp_path / "b"),
+        "--seeds",
+        "2",
+        "--env-url",
+        "http://127.0.0.1:9",
+        env={"COA_ENV_TOKEN": "x"},
+    )
     assert r.returncode == 2
     (err,) = [e for e in read_events(tmp_path / "b") if e["type"] == "error"]
     assert "own knowledge base and corpus" in err["message"]

@@ -21,7 +21,9 @@ def test_pretrain_learns_known_facts_only(tmp_path, write_config):
     assert losses[-1] < losses[0]
     # The stage says how it shares the CPU: the config's thread count, and the wait policy the entry point chose.
     policy = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
-    assert any(e["type"] == "log" and e["message"] == f"pretrain: 1 torch thread, OpenMP wait policy {policy}" for e in events)
+    assert any(
+        e["type"] == "log" and e["message"] == f"pretrain: 1 torch thread, OpenMP wait policy {policy}" for e in events
+    )
     # …and its metrics carry the machine's figures (system/*, src/core/metrics.ts SYSTEM_METRICS).
     metrics = [e["values"] for e in events if e["type"] == "metrics"]
     assert all(m["system/cpu_percent"] > 0 and m["system/rss_gb"] > 0 for m in metrics)

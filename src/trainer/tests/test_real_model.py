@@ -42,8 +42,9 @@ def _node() -> list[str]:
 def _questions(n: int) -> list[dict]:
     """The first n questions of the parquet, through the core (never a Python parquet reader)."""
     out = Path(os.environ.get("PYTEST_TMP", "/tmp")) / f"coa-real-q-{os.getpid()}.jsonl"
-    subprocess.run([*_node(), "data", "prepare", "questions", str(PARQUET), "--out", str(out)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [*_node(), "data", "prepare", "questions", str(PARQUET), "--out", str(out)], check=True, capture_output=True
+    )
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()[:n]]
     out.unlink()
     return rows
@@ -64,30 +65,68 @@ def _trajectories(path: Path, n: int = 6) -> Path:
     for i, q in enumerate(_questions(n)):
         gold = q["golden_answers"][0]
         obs = f"Doc 1(Title: {docs[i % 4].splitlines()[0]}) {docs[i % 4].splitlines()[1][:160]}"
-        search = (f"<think> I need to search. </think>\n<search> {q['question'][:60]} </search>\n\n"
-                  f"<information>{obs}</information>\n\n<think> found it. </think>\n<answer> {gold} </answer>")
+        search = (
+            f"<think> I need to search. </think>\n<search> {q['question'][:60]} </search>\n\n"
+            f"<information>{obs}</information>\n\n<think> found it. </think>\n<answer> {gold} </answer>"
+        )
         base = {"question": q["question"], "golden_answers": q["golden_answers"], "dialect": "search-r1"}
         lines.append({"id": f"{q['id']}-s", **base, "response": search})
         if i % 2 == 0:
-            lines.append({"id": f"{q['id']}-d", **base, "response": f"<think> I know it. </think>\n<answer> {gold} </answer>"})
-        lines.append({"id": f"{q['id']}-w", **base, "response": search.replace(f"<answer> {gold} </answer>",
-                                                                            "<answer> nobody </answer>")})
+            lines.append(
+                {"id": f"{q['id']}-d", **base, "response": f"<think> I know it. </think>\n<answer> {gold} </answer>"}
+            )
+        lines.append(
+            {
+                "id": f"{q['id']}-w",
+                **base,
+                "response": search.replace(f"<answer> {gold} </answer>", "<answer> nobody </answer>"),
+            }
+        )
     path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
     return path
 
 
 def _config(model_dir: Path, traj: Path, **over) -> dict:
     base = {
-        "seed": 0, "threads": 1, "device": "cpu", "dialect": "search-r1",
+        "seed": 0,
+        "threads": 1,
+        "device": "cpu",
+        "dialect": "search-r1",
         "model": {"path": str(model_dir)},
-        "data": {"questions": {"train": str(PARQUET), "dev": str(DEV_PARQUET)}, "sft": [str(traj)],
-                 "corpus": str(CORPUS)},
+        "data": {
+            "questions": {"train": str(PARQUET), "dev": str(DEV_PARQUET)},
+            "sft": [str(traj)],
+            "corpus": str(CORPUS),
+        },
         "stages": {
             "sft1": {"steps": 2, "batch_size": 2, "log_every": 1, "warmup_steps": 1, "max_len": 1024},
-            "sft2": {"steps": 2, "batch_size": 2, "log_every": 1, "warmup_steps": 1, "max_len": 1024, "sample_every": 1},
-            "sft3": {"steps": 2, "batch_size": 2, "log_every": 1, "warmup_steps": 1, "max_len": 1024, "sample_every": 1},
-            "rl2": {"steps": 2, "prompts_per_step": 2, "group_size": 2, "max_new_tokens": 16, "max_obs_tokens": 64,
-                    "max_len": 1024, "heldout_every": 0, "sample_every": 1, "kl_coef": 0.001},
+            "sft2": {
+                "steps": 2,
+                "batch_size": 2,
+                "log_every": 1,
+                "warmup_steps": 1,
+                "max_len": 1024,
+                "sample_every": 1,
+            },
+            "sft3": {
+                "steps": 2,
+                "batch_size": 2,
+                "log_every": 1,
+                "warmup_steps": 1,
+                "max_len": 1024,
+                "sample_every": 1,
+            },
+            "rl2": {
+                "steps": 2,
+                "prompts_per_step": 2,
+                "group_size": 2,
+                "max_new_tokens": 16,
+                "max_obs_tokens": 64,
+                "max_len": 1024,
+                "heldout_every": 0,
+                "sample_every": 1,
+                "kl_coef": 0.001,
+            },
         },
         "eval": {"limit": 2, "max_new_tokens": 16, "max_turns": 1, "batch_size": 2},
     }
@@ -101,6 +140,7 @@ def _prepare_sft(traj: Path, out: Path) -> list[dict]:
 
 # ---------------------------------------------------------------- model, vocabulary, prompt
 
+
 def test_text_tags_keep_the_vocabulary_and_the_chat_template_builds_the_prompt(realistic_model_dir, tmp_path):
     from transformers import AutoTokenizer
 
@@ -113,12 +153,20 @@ def test_text_tags_keep_the_vocabulary_and_the_chat_template_builds_the_prompt(r
     text = prompt_string(tok, config, "Who wrote Chocolat?")
     instruction = dialect_prompts()["search-r1"]["user"].replace("{question}", "Who wrote Chocolat?")
     # ChatML: the template's default system turn, the dialect's instruction as the user turn, generation prompt
-    assert text == ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
-                    f"<|im_start|>user\n{instruction}<|im_end|>\n<|im_start|>assistant\n")
-    over = validate_config(_config(realistic_model_dir, tmp_path / "t.jsonl",
-                                   model={"system_prompt": "Be brief.", "user_prompt": "Q: {question}"}))
-    assert prompt_string(tok, over, "x") == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nQ: x"
-                                             "<|im_end|>\n<|im_start|>assistant\n")
+    assert text == (
+        "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+        f"<|im_start|>user\n{instruction}<|im_end|>\n<|im_start|>assistant\n"
+    )
+    over = validate_config(
+        _config(
+            realistic_model_dir,
+            tmp_path / "t.jsonl",
+            model={"system_prompt": "Be brief.", "user_prompt": "Q: {question}"},
+        )
+    )
+    assert prompt_string(tok, over, "x") == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nQ: x<|im_end|>\n<|im_start|>assistant\n"
+    )
     plain = validate_config(_config(realistic_model_dir, tmp_path / "t.jsonl", model={"chat_template": False}))
     assert prompt_string(tok, plain, "x") == "question : x\n"  # a base model's prompt_template
 
@@ -131,6 +179,7 @@ def test_weights_load_in_the_dtype_asked(realistic_model_dir, tmp_path):
 
 
 # ---------------------------------------------------------------- masks from the core's segments
+
 
 @needs_server
 def test_masks_from_core_segments_are_exact_at_token_level(realistic_model_dir, tmp_path):
@@ -162,6 +211,7 @@ def test_masks_from_core_segments_are_exact_at_token_level(realistic_model_dir, 
 
 # ---------------------------------------------------------------- stop strings, ids end to end
 
+
 class Scripted(torch.nn.Module):
     """A causal LM stand-in that writes a fixed token sequence: the next token is script[len(context)] (EOS after
     its end), whatever the context — so if the loop fed back anything but the ids end to end, the result would
@@ -189,9 +239,9 @@ def test_stop_on_closing_tag_string_however_tokenised(realistic_model_dir):
     for text in ["<search> q </search>", "<search> q </search>\n\n", "<search> q</search>\nmore"]:
         ids = tok(text, add_special_tokens=False)["input_ids"]
         pieces = [tok.decode([i]) for i in ids]
-        hits = [stops.hit(ids[:k + 1]) for k in range(len(ids))]
+        hits = [stops.hit(ids[: k + 1]) for k in range(len(ids))]
         first = hits.index(True)
-        assert tok.decode(ids[:first + 1]).find("</search>") >= 0 > tok.decode(ids[:first]).find("</search>"), pieces
+        assert tok.decode(ids[: first + 1]).find("</search>") >= 0 > tok.decode(ids[:first]).find("</search>"), pieces
     # split over three tokens and merged with the newlines after it: one of each in these texts
     assert [tok.decode([i]) for i in tok("</search>", add_special_tokens=False)["input_ids"]] == ["</", "search", ">"]
     assert ">\n\n" in [tok.decode([i]) for i in tok(" </search>\n\n", add_special_tokens=False)["input_ids"]]
@@ -200,8 +250,9 @@ def test_stop_on_closing_tag_string_however_tokenised(realistic_model_dir):
     turn = tok("<think> go </think>\n<search> Evan Morris </search>\n\n", add_special_tokens=False)["input_ids"]
     tail = tok("<think> more text that goes on and on", add_special_tokens=False)["input_ids"]
     model = Scripted(prompt + turn + tail, len(tok), tok.eos_token_id)
-    out, _, stopped = generate(model, [prompt, prompt], 40, {tok.eos_token_id}, tok.pad_token_id, CPU.device,
-                               stop_strings=stops)
+    out, _, stopped = generate(
+        model, [prompt, prompt], 40, {tok.eos_token_id}, tok.pad_token_id, CPU.device, stop_strings=stops
+    )
     assert out[0] == turn and stopped == [True, True]
 
 
@@ -212,8 +263,10 @@ def test_rollout_keeps_ids_end_to_end_with_text_tags(realistic_model_dir):
     t = tags("search-r1")
     io = AgentIO.make(tok, t)
     prompt = tok("<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False)["input_ids"]
-    turn1 = tok("<think> search. </think>\n<search> Evan Morris lobbyist </search>\n\n", add_special_tokens=False)["input_ids"]
-    observation = "Doc 1(Title: \"Evan Morris\") Evan Morris was a lobbyist for Genentech."
+    turn1 = tok("<think> search. </think>\n<search> Evan Morris lobbyist </search>\n\n", add_special_tokens=False)[
+        "input_ids"
+    ]
+    observation = 'Doc 1(Title: "Evan Morris") Evan Morris was a lobbyist for Genentech.'
     obs_ids, _ = io.observation_ids(observation, 64)
     turn2 = tok("\n\n<think> done </think>\n<answer> Genentech </answer>", add_special_tokens=False)["input_ids"]
     script = prompt + turn1 + obs_ids + turn2 + [tok.eos_token_id]
@@ -224,11 +277,23 @@ def test_rollout_keeps_ids_end_to_end_with_text_tags(realistic_model_dir):
         seen.extend(queries)
         return [observation] * len(queries)
 
-    (tr,) = rollout(model, tok, [prompt], t, tool, max_turns=2, max_new_tokens=40, max_obs_tokens=64,
-                    max_len=1024, device=CPU.device, dtype=None, io=io)
+    (tr,) = rollout(
+        model,
+        tok,
+        [prompt],
+        t,
+        tool,
+        max_turns=2,
+        max_new_tokens=40,
+        max_obs_tokens=64,
+        max_len=1024,
+        device=CPU.device,
+        dtype=None,
+        io=io,
+    )
     assert seen == ["Evan Morris lobbyist"]
-    assert tr.prompt_ids + tr.ids == script[:len(tr.prompt_ids) + len(tr.ids)]
-    assert tr.ids[:len(turn1)] == turn1 and tr.ids[len(turn1):len(turn1) + len(obs_ids)] == obs_ids
+    assert tr.prompt_ids + tr.ids == script[: len(tr.prompt_ids) + len(tr.ids)]
+    assert tr.ids[: len(turn1)] == turn1 and tr.ids[len(turn1) : len(turn1) + len(obs_ids)] == obs_ids
     assert tr.loss_mask == [1] * len(turn1) + [0] * len(obs_ids) + [1] * (len(tr.ids) - len(turn1) - len(obs_ids))
     assert tr.finished and not tr.truncated and len(tr.contexts) == 2
     assert not retok_mismatch(tr)  # every turn's context is a prefix of the trained ids
@@ -260,8 +325,20 @@ def test_simulated_observation_stops_on_the_closing_tag_string(realistic_model_d
     written = tok("Doc 1 Evan Morris was a lobbyist.</information>\n\n", add_special_tokens=False)["input_ids"]
     turn2 = tok("<answer> lobbyist </answer>", add_special_tokens=False)["input_ids"]
     script = prompt + turn1 + io.obs_open_ids() + written + turn2
-    (tr,) = rollout(Scripted(script, len(tok), tok.eos_token_id), tok, [prompt], t, None, max_turns=2,
-                    max_new_tokens=40, max_obs_tokens=40, max_len=1024, device=CPU.device, dtype=None, io=io)
+    (tr,) = rollout(
+        Scripted(script, len(tok), tok.eos_token_id),
+        tok,
+        [prompt],
+        t,
+        None,
+        max_turns=2,
+        max_new_tokens=40,
+        max_obs_tokens=40,
+        max_len=1024,
+        device=CPU.device,
+        dtype=None,
+        io=io,
+    )
     n_obs = len(io.obs_open_ids()) + len(written)
     assert tr.simulated and tr.finished and tr.prompt_ids + tr.ids == script
     assert tr.loss_mask == [1] * len(turn1) + [0] * n_obs + [1] * len(turn2)
@@ -284,20 +361,22 @@ def test_eval_runs_the_rl_loop_with_evals_own_limits(realistic_model_dir, tmp_pa
     io = AgentIO.make(tok, tags("search-r1"))
     prompt = tok("<|im_start|>assistant\n", add_special_tokens=False)["input_ids"]
     turn1 = tok("<search> Evan Morris </search>\n\n", add_special_tokens=False)["input_ids"]
-    observation = "Doc 1(Title: \"Evan Morris\") Evan Morris was a lobbyist for Genentech and Roche."
+    observation = 'Doc 1(Title: "Evan Morris") Evan Morris was a lobbyist for Genentech and Roche.'
     obs_ids, cut = io.observation_ids(observation, 5)
     assert cut and len(obs_ids) < len(io.observation_ids(observation, 500)[0])
     turn2 = tok("<answer> Genentech </answer>", add_special_tokens=False)["input_ids"]
     model = Scripted(prompt + turn1 + obs_ids + turn2, len(tok), tok.eos_token_id)
     (tr,) = evaluate.eval_rollout(model, tok, config, [prompt], lambda qs: [observation] * len(qs), CPU, io)
     assert tr.ids == turn1 + obs_ids + turn2 and tr.truncated  # the observation was cut at eval.max_obs_tokens
-    short = validate_config(_config(realistic_model_dir, tmp_path / "t.jsonl",
-                                    eval={"max_len": len(prompt) + len(turn1) + 2}))
+    short = validate_config(
+        _config(realistic_model_dir, tmp_path / "t.jsonl", eval={"max_len": len(prompt) + len(turn1) + 2})
+    )
     (tr,) = evaluate.eval_rollout(model, tok, short, [prompt], lambda qs: [observation] * len(qs), CPU, io)
     assert len(tr.prompt_ids) + len(tr.ids) == short.eval.max_len and tr.truncated and not tr.finished
 
 
 # ---------------------------------------------------------------- every stage, a few steps
+
 
 @needs_server
 def test_sft123_and_rl2_on_parquet_questions_and_the_search_r1_corpus(realistic_model_dir, tmp_path, write_config):
@@ -312,7 +391,10 @@ def test_sft123_and_rl2_on_parquet_questions_and_the_search_r1_corpus(realistic_
     events = read_events(run)
     assert not [e for e in events if e["type"] == "error"]
     logs = [e["message"] for e in events if e["type"] == "log"]
-    assert any("sft1:" in m and "tags as text" in m and "pairs from your data (notool-vs-tool 3, tool-vs-tool 3;" in m for m in logs)
+    assert any(
+        "sft1:" in m and "tags as text" in m and "pairs from your data (notool-vs-tool 3, tool-vs-tool 3;" in m
+        for m in logs
+    )
     # SFT-2 samples: observation tokens 0; SFT-3: 1 — read back from what the trainer emitted
     for stage, obs_mask in (("sft2", 0), ("sft3", 1)):
         samples = [e["record"] for e in events if e["type"] == "sample" and e["stage"] == stage]
@@ -321,8 +403,11 @@ def test_sft123_and_rl2_on_parquet_questions_and_the_search_r1_corpus(realistic_
             assert rec["response"].startswith("<think>")
             toks = rec["tokens"]
             resp = rec["response"]
-            obs = [(resp.index("<information>"), resp.index("</information>") + len("</information>"))] \
-                if "<information>" in resp else []
+            obs = (
+                [(resp.index("<information>"), resp.index("</information>") + len("</information>"))]
+                if "<information>" in resp
+                else []
+            )
             for off, m in zip(toks["offsets"], toks["loss_mask"]):
                 if any(a <= off < b for a, b in obs):
                     assert m == obs_mask

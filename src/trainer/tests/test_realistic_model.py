@@ -7,8 +7,10 @@ from transformers import AutoTokenizer
 def test_realistic_model_is_realistic(realistic_model_dir):
     tok = AutoTokenizer.from_pretrained(str(realistic_model_dir))
     prompt = tok.apply_chat_template([{"role": "user", "content": "q?"}], tokenize=False, add_generation_prompt=True)
-    assert prompt == "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nq?<|im_end|>\n" \
-                     "<|im_start|>assistant\n"
+    assert (
+        prompt == "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nq?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
     assert not any("search" in t or "answer" in t for t in tok.all_special_tokens)
     text = "<search> x </search>\n\n<information>Doc 1"
     enc = tok(text, return_offsets_mapping=True, add_special_tokens=False)

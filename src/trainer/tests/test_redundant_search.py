@@ -105,8 +105,9 @@ def test_redundant_trajectories_count_as_chain_of_action(tmp_path):
     from coa_trainer.data.benchmark import vocabulary_texts
     from transformers import AutoTokenizer
 
-    config = validate_config({**TINY, "benchmark": {**TINY.get("benchmark", {}), "persons": 40,
-                                                    "redundant_search_fraction": 1.0}})
+    config = validate_config(
+        {**TINY, "benchmark": {**TINY.get("benchmark", {}), "persons": 40, "redundant_search_fraction": 1.0}}
+    )
     bench = observed(generate(config.benchmark.model_dump(), 8))
     save_hf_tokenizer(build_tokenizer(vocabulary_texts(bench, config)), tmp_path)
     tok = AutoTokenizer.from_pretrained(str(tmp_path))
@@ -114,8 +115,9 @@ def test_redundant_trajectories_count_as_chain_of_action(tmp_path):
     by_id = {q.id: q for q in bench.split("train")}
     known_coa = [e for e in examples if by_id[e.meta["id"]].known and e.meta["coa"]]
     assert known_coa and all(by_id[e.meta["id"]].id in bench.redundant for e in known_coa)
-    assert all(e.meta["coa"] == (by_id[e.meta["id"]].id in bench.redundant or not by_id[e.meta["id"]].known)
-               for e in examples)
+    assert all(
+        e.meta["coa"] == (by_id[e.meta["id"]].id in bench.redundant or not by_id[e.meta["id"]].known) for e in examples
+    )
 
 
 def test_fraction_out_of_range_is_a_config_error():

@@ -35,8 +35,27 @@ def test_label_that_is_not_a_plain_name_is_refused(tmp_path, label):
     victim.mkdir(parents=True)
     (victim / "keep.txt").write_text("mine")
     run = tmp_path / "a" / "b" / "run"
-    r = subprocess.run([PY, "-m", "coa_trainer", "train", "--stage", "sft2", "--config", "nope.json", "--run-dir",
-                        str(run), f"--label={label}"], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60, check=False)
+    r = subprocess.run(
+        [
+            PY,
+            "-m",
+            "coa_trainer",
+            "train",
+            "--stage",
+            "sft2",
+            "--config",
+            "nope.json",
+            "--run-dir",
+            str(run),
+            f"--label={label}",
+        ],
+        cwd=REPO,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert r.returncode == 2
     assert "--label" in r.stderr and "is not a valid name" in r.stderr and "Traceback" not in r.stderr
     assert not run.exists() and (victim / "keep.txt").read_text() == "mine"
@@ -96,9 +115,14 @@ def test_sigterm_during_startup_is_a_cancelled_stage_and_exit_130(tmp_path, tiny
     benchmark data) is `stage_finished` cancelled and exit 130 in every phase, not a 143 with no event."""
     cfg = write_config(merge(tiny_config, {"stages": {"pretrain": {"steps": 100000}}}))
     run = tmp_path / "run"
-    proc = subprocess.Popen([PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg),
-                             "--run-dir", str(run)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(run)],
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         if phase == "training":
             assert proc.stdout is not None
@@ -158,9 +182,11 @@ def test_resume_drops_the_events_of_the_steps_it_redoes(tmp_path):
 
 # ---------------------------------------------------------------- a trainer that never loses a stage
 
+
 def _pretrain_cfg(write_config, tiny_config, **stage):
-    return write_config(merge(tiny_config, {"stages": {"pretrain": {"steps": 12, "log_every": 1,
-                                                                    "checkpoint_minutes": 0, **stage}}}))
+    return write_config(
+        merge(tiny_config, {"stages": {"pretrain": {"steps": 12, "log_every": 1, "checkpoint_minutes": 0, **stage}}})
+    )
 
 
 def _events_ok(run) -> list[dict]:
@@ -175,9 +201,14 @@ def test_a_reader_that_goes_away_does_not_stop_the_stage(tmp_path, tiny_config, 
     with a BrokenPipeError and no checkpoint: events go to events.jsonl only and the stage finishes."""
     cfg = _pretrain_cfg(write_config, tiny_config)
     run = tmp_path / "run"
-    proc = subprocess.Popen([PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg),
-                             "--run-dir", str(run)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(run)],
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     proc.stdout.readline()  # the first event, then the reader is gone
     proc.stdout.close()
@@ -194,9 +225,14 @@ def test_every_stop_signal_checkpoints_and_cancels(tmp_path, tiny_config, write_
     `cancelled` and exit 130 — no traceback, no silent exit, no aborted save — and a resume finishes."""
     cfg = _pretrain_cfg(write_config, tiny_config, steps=100000)
     run = tmp_path / "run"
-    proc = subprocess.Popen([PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg),
-                             "--run-dir", str(run)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(run)],
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _wait_for_progress(proc, 3)
         for i, name in enumerate(signals):
@@ -216,8 +252,7 @@ def test_every_stop_signal_checkpoints_and_cancels(tmp_path, tiny_config, write_
     assert not list((run / "stages" / "pretrain" / "checkpoints").glob("*.tmp"))
 
 
-def test_checkpoints_by_time_and_no_duplicate_events_after_a_kill_before_the_first(tmp_path, tiny_config,
-                                                                                     write_config):
+def test_checkpoints_by_time_and_no_duplicate_events_after_a_kill_before_the_first(tmp_path, tiny_config, write_config):
     """checkpoint_minutes saves without a step cadence; and a stage SIGKILLed before any checkpoint, resumed, starts
     over without keeping its first attempt's step events (22 duplicates in SFT-2 before)."""
     cfg = _pretrain_cfg(write_config, tiny_config, steps=6, checkpoint_minutes=0.0001)

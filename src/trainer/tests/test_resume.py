@@ -14,8 +14,9 @@ STEPS = 160
 
 
 def _losses(run_dir, stage):
-    return {e["step"]: e["values"]["loss"] for e in read_events(run_dir) if e["type"] == "metrics"
-            and e["stage"] == stage}
+    return {
+        e["step"]: e["values"]["loss"] for e in read_events(run_dir) if e["type"] == "metrics" and e["stage"] == stage
+    }
 
 
 def test_kill_and_resume_is_bit_identical(tmp_path, tiny_config, write_config):
@@ -33,8 +34,13 @@ def test_kill_and_resume_is_bit_identical(tmp_path, tiny_config, write_config):
 
     b = tmp_path / "b"
     env = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([PY, "-m", "coa_trainer", "train", "--stage", "sft2", "--config", str(cfg),
-                             "--run-dir", str(b)], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "coa_trainer", "train", "--stage", "sft2", "--config", str(cfg), "--run-dir", str(b)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     killed_after = None
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -64,9 +70,13 @@ def test_kill_and_resume_is_bit_identical(tmp_path, tiny_config, write_config):
     assert wa.keys() == wb.keys()
     for k in wa:
         assert (wa[k] == wb[k]).all(), k
+
     # the stage's cumulative count of trained tokens survives the kill (kept in the checkpoint)
     def last_total(run_dir):
-        return [e["values"]["trained_tokens_total"] for e in read_events(run_dir) if e["type"] == "metrics"
-                and e["stage"] == "sft2"][-1]
+        return [
+            e["values"]["trained_tokens_total"]
+            for e in read_events(run_dir)
+            if e["type"] == "metrics" and e["stage"] == "sft2"
+        ][-1]
 
     assert last_total(b) == last_total(a) > 0

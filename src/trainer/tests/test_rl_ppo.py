@@ -21,8 +21,17 @@ def _tiny_model():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(1)
-    cfg = LlamaConfig(vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                      num_key_value_heads=1, max_position_embeddings=64, pad_token_id=0, eos_token_id=1)
+    cfg = LlamaConfig(
+        vocab_size=40,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
     return LlamaForCausalLM(cfg)
 
 
@@ -40,7 +49,7 @@ def _samples(model) -> list[Sample]:
         with torch.no_grad():
             x = torch.tensor([prompt + ids])
             lp = torch.log_softmax(model(input_ids=x).logits[0, :-1].float(), -1).gather(-1, x[0, 1:, None])[:, 0]
-        sampler = lp[len(prompt) - 1:].tolist()
+        sampler = lp[len(prompt) - 1 :].tolist()
         out.append(Sample(prompt, ids, mask, [v if m else None for v, m in zip(sampler, mask)], a))
     return out
 
@@ -48,8 +57,17 @@ def _samples(model) -> list[Sample]:
 def _scfg(**over):
     from coa_trainer.base.config import validate_config
 
-    rl2 = {"mini_batches": 1, "ppo_epochs": 1, "clip_eps": 0.05, "kl_coef": 0.0, "temperature": 1.0, "grad_clip": 1.0,
-           "micro_batch_tokens": None, "packing": False, **over}
+    rl2 = {
+        "mini_batches": 1,
+        "ppo_epochs": 1,
+        "clip_eps": 0.05,
+        "kl_coef": 0.0,
+        "temperature": 1.0,
+        "grad_clip": 1.0,
+        "micro_batch_tokens": None,
+        "packing": False,
+        **over,
+    }
     return validate_config({"stages": {"rl2": rl2}}).stages.rl2
 
 
@@ -81,8 +99,9 @@ def test_one_mini_batch_is_exactly_the_previous_update():
     scfg = _scfg()
 
     opt, params = _opt(a, 0.05)
-    loss_sum, count, extras = grpo_loss_parts(a, None, samples, 0, CPU, None, scfg.clip_eps, scfg.kl_coef,
-                                              scfg.temperature)
+    loss_sum, count, extras = grpo_loss_parts(
+        a, None, samples, 0, CPU, None, scfg.clip_eps, scfg.kl_coef, scfg.temperature
+    )
     loss = loss_sum / max(count, 1.0)
     opt.zero_grad(set_to_none=True)
     loss.backward()

@@ -48,8 +48,9 @@ def test_sft_data_never_holds_an_rl_question(tmp_path):
     from coa_trainer.data.benchmark import vocabulary_texts
     from transformers import AutoTokenizer
 
-    config = validate_config(merge(TINY, {"benchmark": {"persons": 40, "rl_fraction": 0.25,
-                                                        "redundant_search_fraction": 0.5}}))
+    config = validate_config(
+        merge(TINY, {"benchmark": {"persons": 40, "rl_fraction": 0.25, "redundant_search_fraction": 0.5}})
+    )
     bench = observed(generate(config.benchmark.model_dump(), 6))  # oracle observations from the environment server
     rl = ids(bench, "rl")
     held_out = rl | ids(bench, "dev") | ids(bench, "test")
@@ -96,10 +97,25 @@ def test_rl_stage_samples_only_rl_questions(tmp_path, write_config):
     from coa_trainer.model.load import write_embedded_model
     from coa_trainer.data.benchmark import vocabulary_texts
 
-    rl = {"steps": 3, "prompts_per_step": 4, "group_size": 2, "max_new_tokens": 12, "max_turns": 1,
-          "sample_every": 1, "heldout_every": 0, "warmup_steps": 1, "question_split": "rl"}
-    cfg = merge(TINY, {"benchmark": {"rl_fraction": 0.25, "data_dir": str(tmp_path / "data")},
-                       "stages": {"rl1": {**rl, "init_from": str(tmp_path / "model")}}, "eval": {"limit": 2}})
+    rl = {
+        "steps": 3,
+        "prompts_per_step": 4,
+        "group_size": 2,
+        "max_new_tokens": 12,
+        "max_turns": 1,
+        "sample_every": 1,
+        "heldout_every": 0,
+        "warmup_steps": 1,
+        "question_split": "rl",
+    }
+    cfg = merge(
+        TINY,
+        {
+            "benchmark": {"rl_fraction": 0.25, "data_dir": str(tmp_path / "data")},
+            "stages": {"rl1": {**rl, "init_from": str(tmp_path / "model")}},
+            "eval": {"limit": 2},
+        },
+    )
     config = validate_config(cfg)
     bench = ensure_benchmark_files(config, tmp_path / "data")
     write_embedded_model(config, vocabulary_texts(bench, config), tmp_path / "model", 0)
@@ -113,8 +129,9 @@ def test_rl_stage_samples_only_rl_questions(tmp_path, write_config):
     assert {rec["id"].split("-")[0] for rec in rollouts} <= ids(bench, "rl")
 
     bad = merge(cfg, {"benchmark": {"rl_fraction": 0, "data_dir": str(tmp_path / "data0")}})
-    r = run_trainer("train", "--stage", "rl1", "--config", str(write_config(bad, "bad.json")), "--run-dir",
-                    str(tmp_path / "run0"))
+    r = run_trainer(
+        "train", "--stage", "rl1", "--config", str(write_config(bad, "bad.json")), "--run-dir", str(tmp_path / "run0")
+    )
     assert r.returncode == 2
     (err,) = [e for e in read_events(tmp_path / "run0") if e["type"] == "error"]
     assert err["code"] == "bad_config" and "question_split" in err["message"] and "rl_fraction" in err["message"]

@@ -16,13 +16,47 @@ from conftest import PY, REPO, TINY, needs_env_server, merge, read_events, read_
 
 pytestmark = needs_env_server()
 
-RL = {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 16, "max_turns": 2, "max_obs_tokens": 24,
-      "sample_every": 1, "heldout_every": 2, "heldout_limit": 4, "warmup_steps": 1}
-METRICS = ("reward_mean", "reward_std", "em", "f1", "tc", "tp", "tool_failure_rate", "malformed_call_rate",
-           "truncation_ratio", "all_correct_groups", "all_wrong_groups", "response_len", "think_len", "kl", "entropy",
-           "clip_frac", "grad_norm", "gen_tokens_per_s", "train_tokens_per_s", "retok_mismatches", "zero_variance_groups",
-           "logprob_diff_mean", "logprob_diff_max", "scan_format_gate", "scan_answer_in_query", "scan_repeated_query",
-           "scan_answer_before_thought", "scan_length_outlier")
+RL = {
+    "prompts_per_step": 2,
+    "group_size": 4,
+    "max_new_tokens": 16,
+    "max_turns": 2,
+    "max_obs_tokens": 24,
+    "sample_every": 1,
+    "heldout_every": 2,
+    "heldout_limit": 4,
+    "warmup_steps": 1,
+}
+METRICS = (
+    "reward_mean",
+    "reward_std",
+    "em",
+    "f1",
+    "tc",
+    "tp",
+    "tool_failure_rate",
+    "malformed_call_rate",
+    "truncation_ratio",
+    "all_correct_groups",
+    "all_wrong_groups",
+    "response_len",
+    "think_len",
+    "kl",
+    "entropy",
+    "clip_frac",
+    "grad_norm",
+    "gen_tokens_per_s",
+    "train_tokens_per_s",
+    "retok_mismatches",
+    "zero_variance_groups",
+    "logprob_diff_mean",
+    "logprob_diff_max",
+    "scan_format_gate",
+    "scan_answer_in_query",
+    "scan_repeated_query",
+    "scan_answer_before_thought",
+    "scan_length_outlier",
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +78,16 @@ def base(tmp_path_factory):
 
 
 def _config(tmp_path, base_run, name="run.json", **rl):
-    cfg = merge(TINY, {"benchmark": {"data_dir": str(base_run / "data")}, "stages": {
-        "rl1": {**RL, "init_from": str(base_run / "model"), **rl},
-        "rl2": {**RL, "init_from": str(base_run / "model"), **rl}}})
+    cfg = merge(
+        TINY,
+        {
+            "benchmark": {"data_dir": str(base_run / "data")},
+            "stages": {
+                "rl1": {**RL, "init_from": str(base_run / "model"), **rl},
+                "rl2": {**RL, "init_from": str(base_run / "model"), **rl},
+            },
+        },
+    )
     p = tmp_path / name
     p.write_text(json.dumps(cfg))
     return p
@@ -85,7 +126,9 @@ def _check_events_and_rollouts(run, label, steps, group):
     assert len([e for e in events if e["type"] == "sample"]) == steps
     rollouts = [json.loads(x) for x in (run / "stages" / label / "rollouts.coa.jsonl").read_text().splitlines()]
     # The line index beside it: one entry per sampled step (sample_every 1), what the editor reads a step's rows by.
-    assert [e["step"] for e in read_line_index(run / "stages" / label / "rollouts.coa.jsonl")] == list(range(1, steps + 1))
+    assert [e["step"] for e in read_line_index(run / "stages" / label / "rollouts.coa.jsonl")] == list(
+        range(1, steps + 1)
+    )
     if (run / "stages" / label / "flagged.coa.jsonl").is_file():
         read_line_index(run / "stages" / label / "flagged.coa.jsonl")
     # The sampler's log-probs against the trainer's before each step's update: one histogram per logged step over
@@ -112,8 +155,10 @@ def _check_events_and_rollouts(run, label, steps, group):
         for m_, lp, a in zip(tk["loss_mask"], tk["logprobs"], tk["advantages"]):
             assert (lp is None) == (m_ == 0) and (m_ == 1 or a == 0.0)
     for g in range(0, len(rollouts), group):  # GRPO: the advantages of a group sum to 0
-        advs = [next((a for a, m_ in zip(r["tokens"]["advantages"], r["tokens"]["loss_mask"]) if m_), 0.0)
-                for r in rollouts[g:g + group]]
+        advs = [
+            next((a for a, m_ in zip(r["tokens"]["advantages"], r["tokens"]["loss_mask"]) if m_), 0.0)
+            for r in rollouts[g : g + group]
+        ]
         assert abs(sum(advs)) < 1e-5
     assert (run / "stages" / label / "final" / "config.json").is_file()
     assert [e["split"] for e in events if e["type"] == "eval"] == ["dev"]
@@ -134,8 +179,13 @@ def test_rl2_label_events_sigterm_and_bit_exact_resume(tmp_path, base):
 
     b = tmp_path / "b"
     e = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1", **_env_vars(env)}
-    proc = subprocess.Popen([PY, "-m", "coa_trainer", "train", *label, "--run-dir", str(b), *_env_args(env)],
-                            cwd=REPO, env=e, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "coa_trainer", "train", *label, "--run-dir", str(b), *_env_args(env)],
+        cwd=REPO,
+        env=e,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if json.loads(line)["type"] == "metrics":
@@ -176,14 +226,35 @@ def test_torchrun_two_processes_equal_one(tmp_path, base):
     base_run, env = base
     cfg = _config(tmp_path, base_run, steps=2, temperature=0.001, heldout_every=0, sample_every=0)
     one = tmp_path / "one"
-    r = run_trainer("train", "--stage", "rl2", "--config", str(cfg), "--run-dir", str(one), *_env_args(env),
-                    env=_env_vars(env))
+    r = run_trainer(
+        "train", "--stage", "rl2", "--config", str(cfg), "--run-dir", str(one), *_env_args(env), env=_env_vars(env)
+    )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     two = tmp_path / "two"
     e = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
-    r = subprocess.run([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "coa_trainer",
-                        "train", "--stage", "rl2", "--config", str(cfg), "--run-dir", str(two)],
-                       cwd=REPO, env=e, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            PY,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "-m",
+            "coa_trainer",
+            "train",
+            "--stage",
+            "rl2",
+            "--config",
+            str(cfg),
+            "--run-dir",
+            str(two),
+        ],
+        cwd=REPO,
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     assert [x["world_size"] for x in read_events(two) if x["type"] == "run_started"] == [2]
     m1, m2 = _metrics(one, "rl2"), _metrics(two, "rl2")
@@ -222,8 +293,13 @@ def test_the_rl_step_frees_the_engine_for_its_update_and_reserves_it_again(tmp_p
     handlers = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     try:
         with EventWriter(run_dir, echo=None) as writer:
-            run = setup_stage(config, TrainOptions("rl1", cfg, run_dir, env=EnvTarget(env.url, env.token)), run_dir,
-                              writer, DistInfo())
+            run = setup_stage(
+                config,
+                TrainOptions("rl1", cfg, run_dir, env=EnvTarget(env.url, env.token)),
+                run_dir,
+                writer,
+                DistInfo(),
+            )
             steps = GrpoSteps(run)
             policy, dev = run.model.policy, run.rt.device
             eng = Engine(policy, dev, run.rt.autocast_dtype, graphs=True)  # blocks captured (CPU: replayed steps)
@@ -238,9 +314,14 @@ def test_the_rl_step_frees_the_engine_for_its_update_and_reserves_it_again(tmp_p
             def first_forward(*_):
                 if not at_update:
                     gc.collect()
-                    at_update.update(in_use=malloc_in_use(), held=eng.held_bytes(), cache=len(eng.kv.k),
-                                     alive=sum(r() is not None for r in refs), graphs=eng.pool is not None or any(
-                                         s.graphs for s in eng.sessions.values()), captured=eng.stats.graphs_captured)
+                    at_update.update(
+                        in_use=malloc_in_use(),
+                        held=eng.held_bytes(),
+                        cache=len(eng.kv.k),
+                        alive=sum(r() is not None for r in refs),
+                        graphs=eng.pool is not None or any(s.graphs for s in eng.sessions.values()),
+                        captured=eng.stats.graphs_captured,
+                    )
 
             hook = run.model.trained.register_forward_pre_hook(first_forward)
             gc.collect()

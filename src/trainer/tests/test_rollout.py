@@ -55,11 +55,25 @@ def test_real_observations_are_the_servers_ids(setup):
     o_open, o_close = tok.convert_tokens_to_ids(t.obs_open), tok.convert_tokens_to_ids(t.obs_close)
     gen = torch.Generator().manual_seed(0)
     with EnvClient.start(corpus, "coa") as env:
+
         def tool(queries):
             return env.search(queries, top_k=2, dialect="coa").observations
 
-        trajs = rollout(model, tok, prompts, t, tool, max_turns=2, max_new_tokens=30, max_obs_tokens=400,
-                        max_len=10_000, device=rt.device, dtype=None, temperature=1.0, generator=gen)
+        trajs = rollout(
+            model,
+            tok,
+            prompts,
+            t,
+            tool,
+            max_turns=2,
+            max_new_tokens=30,
+            max_obs_tokens=400,
+            max_len=10_000,
+            device=rt.device,
+            dtype=None,
+            temperature=1.0,
+            generator=gen,
+        )
         calls = [q for tr in trajs for q in tr.queries]
         assert calls, "no trajectory called the tool (the sampled seed should produce some)"
         expected = env.search(calls, top_k=2, dialect="coa").observations
@@ -68,7 +82,7 @@ def test_real_observations_are_the_servers_ids(setup):
         assert len(tr.ids) == len(tr.loss_mask) == len(tr.logprobs)
         segs = _segments(tr, o_open, o_close)
         assert len(segs) == len(tr.queries)
-        for (a, b) in segs:
+        for a, b in segs:
             body = tok(expected[k], add_special_tokens=False)["input_ids"]
             assert tr.ids[a:b] == [o_open, *body, o_close]
             assert all(lp is None for lp in tr.logprobs[a:b])
@@ -86,8 +100,21 @@ def test_simulated_observations_are_masked_and_bounded(setup):
     t = tags("coa")
     o_open, o_close = tok.convert_tokens_to_ids(t.obs_open), tok.convert_tokens_to_ids(t.obs_close)
     gen = torch.Generator().manual_seed(0)
-    trajs = rollout(model, tok, prompts, t, None, max_turns=2, max_new_tokens=30, max_obs_tokens=6,
-                    max_len=10_000, device=rt.device, dtype=None, temperature=1.0, generator=gen)
+    trajs = rollout(
+        model,
+        tok,
+        prompts,
+        t,
+        None,
+        max_turns=2,
+        max_new_tokens=30,
+        max_obs_tokens=6,
+        max_len=10_000,
+        device=rt.device,
+        dtype=None,
+        temperature=1.0,
+        generator=gen,
+    )
     segs = [(tr, s) for tr in trajs for s in _segments(tr, o_open, o_close)]
     assert segs, "no simulated observation in 32 random rollouts"
     for tr, (a, b) in segs:
@@ -102,9 +129,21 @@ def test_simulated_observations_are_masked_and_bounded(setup):
 def test_max_len_truncates_and_flags(setup):
     config, bench, model, tok, rt, corpus, prompts = setup
     t = tags("coa")
-    trajs = rollout(model, tok, prompts[:8], t, None, max_turns=2, max_new_tokens=30, max_obs_tokens=6,
-                    max_len=len(max(prompts[:8], key=len)) + 5, device=rt.device, dtype=None, temperature=1.0,
-                    generator=torch.Generator().manual_seed(1))
+    trajs = rollout(
+        model,
+        tok,
+        prompts[:8],
+        t,
+        None,
+        max_turns=2,
+        max_new_tokens=30,
+        max_obs_tokens=6,
+        max_len=len(max(prompts[:8], key=len)) + 5,
+        device=rt.device,
+        dtype=None,
+        temperature=1.0,
+        generator=torch.Generator().manual_seed(1),
+    )
     limit = len(max(prompts[:8], key=len)) + 5
     for tr in trajs:
         assert len(tr.prompt_ids) + len(tr.ids) <= limit
@@ -126,7 +165,9 @@ def test_greedy_rollouts_of_the_embedded_model_equal_the_reference_loop(setup):
     t = tags("coa")
     model = copy.deepcopy(model).train()
     model.requires_grad_(True)
-    texts = [prompt_text(config, q.question) + " " + join_segments(bench.oracle(q, t)) for q in bench.split("train")[:16]]
+    texts = [
+        prompt_text(config, q.question) + " " + join_segments(bench.oracle(q, t)) for q in bench.split("train")[:16]
+    ]
     seqs = [encode_text(tok, x)[0] for x in texts]
     T = max(map(len, seqs))
     ids = torch.tensor([s + [tok.pad_token_id] * (T - len(s)) for s in seqs])
@@ -142,9 +183,17 @@ def test_greedy_rollouts_of_the_embedded_model_equal_the_reference_loop(setup):
             loss.backward()
             opt.step()
         model.eval()
-        kw = dict(max_turns=2, max_new_tokens=30, max_obs_tokens=400, max_len=10_000, device=rt.device, dtype=None,
-                  temperature=0.0)
+        kw = dict(
+            max_turns=2,
+            max_new_tokens=30,
+            max_obs_tokens=400,
+            max_len=10_000,
+            device=rt.device,
+            dtype=None,
+            temperature=0.0,
+        )
         with EnvClient.start(corpus, "coa") as env:
+
             def tool(queries):
                 return env.search(queries, top_k=2, dialect="coa").observations
 
@@ -159,5 +208,6 @@ def test_greedy_rollouts_of_the_embedded_model_equal_the_reference_loop(setup):
     assert sum(len(tr.queries) for tr in ref) >= 8  # it searched, and read the server's observations
     assert [fields(tr) for tr in out] == [fields(tr) for tr in ref]
     for a, b in zip(ref, out):
-        assert [x for x in b.logprobs if x is not None] == pytest.approx([x for x in a.logprobs if x is not None],
-                                                                        abs=1e-4)
+        assert [x for x in b.logprobs if x is not None] == pytest.approx(
+            [x for x in a.logprobs if x is not None], abs=1e-4
+        )

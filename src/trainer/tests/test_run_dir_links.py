@@ -50,8 +50,12 @@ def test_a_link_leading_out_of_the_run_directory_is_refused(tmp_path, capsys, co
     os.symlink(outside, run / link)
     cfg = tmp_path / "run.json"
     cfg.write_text(json.dumps(TINY))
-    argv = {"train": ["train", "--stage", "pretrain"], "pipeline": ["pipeline", "--stages", "pretrain"],
-            "eval": ["eval", "--mode", "plain"], "collect": ["collect"]}[command]
+    argv = {
+        "train": ["train", "--stage", "pretrain"],
+        "pipeline": ["pipeline", "--stages", "pretrain"],
+        "eval": ["eval", "--mode", "plain"],
+        "collect": ["collect"],
+    }[command]
 
     status = run_command([*argv, "--config", str(cfg), "--run-dir", str(run)])
 

@@ -28,9 +28,17 @@ def tiny_lm(seed: int = 0, dtype: torch.dtype = torch.float32, attn: str = "sdpa
     from transformers import AutoModelForCausalLM, Qwen2Config
 
     torch.manual_seed(seed)
-    cfg = Qwen2Config(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                      num_key_value_heads=1, max_position_embeddings=128, tie_word_embeddings=False,
-                      attn_implementation=attn)
+    cfg = Qwen2Config(
+        vocab_size=V,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=128,
+        tie_word_embeddings=False,
+        attn_implementation=attn,
+    )
     return AutoModelForCausalLM.from_config(cfg).to(dtype)
 
 
@@ -52,6 +60,7 @@ def assert_grads_close(a: dict, b: dict, atol: float = 1e-5) -> None:
 
 
 # ------------------------------------------------------------------ chunked log-probs
+
 
 def test_chunked_logprobs_and_entropy_equal_the_full_log_softmax(monkeypatch):
     lm = tiny_lm()
@@ -93,6 +102,7 @@ def test_chunked_logprobs_of_a_model_without_a_separate_head_use_its_logits(monk
 
 # ------------------------------------------------------------------ packing
 
+
 def test_packed_layout_restarts_positions_and_never_targets_across_sequences():
     lay = layout([[5, 6, 7], [8, 9], [10]], 0, True, CPU)
     assert lay.ids.tolist() == [[5, 6, 7, 8, 9, 10]] and lay.attn is None
@@ -113,20 +123,31 @@ def test_packed_attention_stays_inside_each_sequence():
         lp, _ = TokenScorer(lm)(lay.ids, None, lay.pos)
         for (_, start, n), s in zip(lay.spans, seqs):
             alone, _ = TokenScorer(lm)(torch.tensor([s]), torch.ones(1, len(s), dtype=torch.long))
-            assert torch.allclose(lp[0, start:start + n - 1], alone[0], atol=1e-5)
+            assert torch.allclose(lp[0, start : start + n - 1], alone[0], atol=1e-5)
 
 
 def _encoded(seqs):
     r = random.Random(4)
-    return [Encoded(s[:2], s[2:], ["think"] * (len(s) - 2), [r.randrange(2) for _ in s[2:]], [0] * (len(s) - 2), "")
-            for s in seqs]
+    return [
+        Encoded(s[:2], s[2:], ["think"] * (len(s) - 2), [r.randrange(2) for _ in s[2:]], [0] * (len(s) - 2), "")
+        for s in seqs
+    ]
 
 
 def _pairs():
     r = random.Random(5)
     s = rand_seqs(12, 6, 2, 9)
-    return [Pair(s[i], s[i + 1], s[i + 2], s[i + 3], bool(r.randrange(2)),
-                 chosen_mask=[r.randrange(2) for _ in s[i + 2]] if i % 8 else None) for i in range(0, 12, 4)]
+    return [
+        Pair(
+            s[i],
+            s[i + 1],
+            s[i + 2],
+            s[i + 3],
+            bool(r.randrange(2)),
+            chosen_mask=[r.randrange(2) for _ in s[i + 2]] if i % 8 else None,
+        )
+        for i in range(0, 12, 4)
+    ]
 
 
 def _samples():
@@ -161,6 +182,7 @@ def test_packed_batches_equal_padded_ones(kind):
 
 
 # ------------------------------------------------------------------ micro-batches
+
 
 def test_micro_batches_respect_the_token_budget_and_keep_items_whole():
     assert micro_batches([[3], [4], [5], [9]], 8, True) == [slice(0, 2), slice(2, 3), slice(3, 4)]
@@ -207,12 +229,15 @@ def test_counts_known_before_the_forward_equal_the_losses_counts():
     with torch.no_grad():
         assert lm_loss_parts(lm, batch, 0, CPU, None)[1] == lm_count(batch)
         assert grpo_loss_parts(lm, None, samples, 0, CPU, None, 0.2, 0.0, 1.0)[1] == grpo_count(samples)
-    assert sft1_lengths(pairs)[0] == [len(pairs[0].prompt_ids + pairs[0].prefix_ids + pairs[0].chosen_ids),
-                                      len(pairs[0].prompt_ids + pairs[0].prefix_ids + pairs[0].rejected_ids)]
+    assert sft1_lengths(pairs)[0] == [
+        len(pairs[0].prompt_ids + pairs[0].prefix_ids + pairs[0].chosen_ids),
+        len(pairs[0].prompt_ids + pairs[0].prefix_ids + pairs[0].rejected_ids),
+    ]
     assert grpo_lengths(samples)[0] == [len(samples[0].prompt_ids) + len(samples[0].ids)]
 
 
 # ------------------------------------------------------------------ activation checkpointing, bf16, attention
+
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
@@ -307,8 +332,14 @@ def test_eager_attention_gives_the_sdpa_log_probs():
 def test_a_bf16_stage_runs(tmp_path):
     """pretrain with bf16 weights and bf16 autocast, packed micro-batches, activation checkpointing: finite losses,
     and the stage's HF directory is written in bf16."""
-    cfg = merge(TINY, {"dtype": "bfloat16", "model": {"dtype": "bfloat16", "gradient_checkpointing": True},
-                       "stages": {"pretrain": {"steps": 3, "micro_batch_tokens": 64, "packing": True}}})
+    cfg = merge(
+        TINY,
+        {
+            "dtype": "bfloat16",
+            "model": {"dtype": "bfloat16", "gradient_checkpointing": True},
+            "stages": {"pretrain": {"steps": 3, "micro_batch_tokens": 64, "packing": True}},
+        },
+    )
     p = tmp_path / "run.json"
     p.write_text(json.dumps(cfg))
     r = run_trainer("train", "--stage", "pretrain", "--config", str(p), "--run-dir", str(tmp_path / "run"))
@@ -321,15 +352,15 @@ def test_a_bf16_stage_runs(tmp_path):
     started = next(e for e in read_events(tmp_path / "run") if e["type"] == "run_started")
     assert started["fast_path"] == {
         "packed attention": "padded (CPU: torch's varlen flash attention runs on CUDA only; each sequence unpacked "
-                            "into a padded batch, SDPA is_causal)",
+        "into a padded batch, SDPA is_causal)",
         "loss head": "chunked PyTorch (CPU: Liger's Triton kernel runs on CUDA only)",
         "RMSNorm/SwiGLU": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
         "RoPE": "transformers' (CPU: Liger's Triton kernels run on CUDA only)",
         "AdamW": "for-loop (CPU: torch's default, kept bit-identical to earlier runs)",
         "rollout engine": "eager decode step and prefill (CPU: the engine compiles them by default on CUDA only); "
-                          "8-step blocks run step by step (CPU: CUDA graphs on CUDA only)",
+        "8-step blocks run step by step (CPU: CUDA graphs on CUDA only)",
         "rollout attention": "SDPA over each slot's cache up to the block's attention length, a per-row boolean "
-                             "length mask (SDPA's flash kernel takes no mask: the memory-efficient or math kernel "
-                             "runs), each KV head read once",
+        "length mask (SDPA's flash kernel takes no mask: the memory-efficient or math kernel "
+        "runs), each KV head read once",
         "activation checkpointing": "on (model.gradient_checkpointing)",
     }

@@ -21,15 +21,24 @@ def row(setting, em, tc, tp=None, fmt=0.0):
 
 
 def seed(s, no_tool, wf, sft12, rl, otc, tc_rl, tc_otc, tp_rl, tp_otc, opt=0.9):
-    return SeedResult(s, f"seed-{s}", [
-        {"setting": "no-tool", "em": no_tool, "tc": 0.0, "tp": None, "format_error_rate": None},
-        row("workflow", wf, 1.2, 0.2, 0.3), row("sft12", sft12, 1.4, 0.6),
-        row("sft-rl", rl, tc_rl, tp_rl), row("sft-rl-otc", otc, tc_otc, tp_otc)], opt, "test")
+    return SeedResult(
+        s,
+        f"seed-{s}",
+        [
+            {"setting": "no-tool", "em": no_tool, "tc": 0.0, "tp": None, "format_error_rate": None},
+            row("workflow", wf, 1.2, 0.2, 0.3),
+            row("sft12", sft12, 1.4, 0.6),
+            row("sft-rl", rl, tc_rl, tp_rl),
+            row("sft-rl-otc", otc, tc_otc, tp_otc),
+        ],
+        opt,
+        "test",
+    )
 
 
 PER_SEED = [
-    seed(0, 0.2, 0.3, 0.8, 0.9, 0.89, 1.4, 1.1, 0.6, 0.8),   # gap 0.5, closed 0.3/0.5 = 60 %
-    seed(1, 0.2, 0.3, 0.8, 0.85, 0.8, 1.5, 1.4, 0.6, 0.5),   # gap 0.6, closed 1/6; EM −0.05; TP falls
+    seed(0, 0.2, 0.3, 0.8, 0.9, 0.89, 1.4, 1.1, 0.6, 0.8),  # gap 0.5, closed 0.3/0.5 = 60 %
+    seed(1, 0.2, 0.3, 0.8, 0.85, 0.8, 1.5, 1.4, 0.6, 0.5),  # gap 0.6, closed 1/6; EM −0.05; TP falls
     seed(2, 0.3, 0.25, 0.8, 0.79, 0.8, 1.3, 1.0, 0.6, 0.7),  # no-tool > workflow, RL < SFT-1+2; closed 75 %
 ]
 
@@ -65,30 +74,45 @@ def test_headroom_is_the_share_of_the_over_calling_gap():
 
 def test_verdicts_count_seeds_and_name_the_failing_ones():
     lines = seed_verdicts(PER_SEED)
-    assert lines[0] == ("- EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL) on 2/3 seeds (not on seed 2): weakest "
-                        "link +0.033 ± 0.076 (seed 0: +0.100, seed 1: +0.050, seed 2: -0.050); broken links — seed 2: "
-                        "no-tool 0.300 ≥ workflow 0.250, sft12 0.800 > sft-rl 0.790.")
-    assert lines[1] == ("- The trained agent beats the always-search workflow on 3/3 seeds: EM difference +0.563 ± 0.032 "
-                        "(seed 0: +0.600, seed 1: +0.550, seed 2: +0.540).")
-    assert lines[2] == ("- SFT-3 + RL is at least SFT-1+2 on 2/3 seeds (not on seed 2): EM difference +0.047 ± 0.055 "
-                        "(seed 0: +0.100, seed 1: +0.050, seed 2: -0.010).")
+    assert lines[0] == (
+        "- EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL) on 2/3 seeds (not on seed 2): weakest "
+        "link +0.033 ± 0.076 (seed 0: +0.100, seed 1: +0.050, seed 2: -0.050); broken links — seed 2: "
+        "no-tool 0.300 ≥ workflow 0.250, sft12 0.800 > sft-rl 0.790."
+    )
+    assert lines[1] == (
+        "- The trained agent beats the always-search workflow on 3/3 seeds: EM difference +0.563 ± 0.032 "
+        "(seed 0: +0.600, seed 1: +0.550, seed 2: +0.540)."
+    )
+    assert lines[2] == (
+        "- SFT-3 + RL is at least SFT-1+2 on 2/3 seeds (not on seed 2): EM difference +0.047 ± 0.055 "
+        "(seed 0: +0.100, seed 1: +0.050, seed 2: -0.010)."
+    )
     # TC cuts 21.4 %, 6.7 %, 23.1 %; EM −0.01, −0.05, +0.01
-    assert lines[3] == ("- OTC-GRPO cuts tool calls (by ≥ 5%) on 3/3 seeds: cut 17 ± 9% (seed 0: 21%, seed 1: 7%, "
-                        "seed 2: 23%).")
-    assert lines[4] == ("- OTC-GRPO keeps EM (within 0.02 of RL-2) on 2/3 seeds (not on seed 1): EM difference -0.017 ± "
-                        "0.031 (seed 0: -0.010, seed 1: -0.050, seed 2: +0.010); on average OTC keeps EM.")
-    assert lines[5] == ("- OTC-GRPO closes ≥ 50% of the over-calling gap (TC of RL-2 − the benchmark's optimal TC) on "
-                        "2/3 seeds (not on seed 1): closed 51 ± 30% (seed 0: 60%, seed 1: 17%, seed 2: 75%).")
-    assert lines[6] == ("- Tool productivity (correct answers per call) rises with OTC-GRPO on 2/3 seeds (not on seed "
-                        "1): TP difference +0.067 ± 0.153 (seed 0: +0.200, seed 1: -0.100, seed 2: +0.100).")
+    assert lines[3] == (
+        "- OTC-GRPO cuts tool calls (by ≥ 5%) on 3/3 seeds: cut 17 ± 9% (seed 0: 21%, seed 1: 7%, seed 2: 23%)."
+    )
+    assert lines[4] == (
+        "- OTC-GRPO keeps EM (within 0.02 of RL-2) on 2/3 seeds (not on seed 1): EM difference -0.017 ± "
+        "0.031 (seed 0: -0.010, seed 1: -0.050, seed 2: +0.010); on average OTC keeps EM."
+    )
+    assert lines[5] == (
+        "- OTC-GRPO closes ≥ 50% of the over-calling gap (TC of RL-2 − the benchmark's optimal TC) on "
+        "2/3 seeds (not on seed 1): closed 51 ± 30% (seed 0: 60%, seed 1: 17%, seed 2: 75%)."
+    )
+    assert lines[6] == (
+        "- Tool productivity (correct answers per call) rises with OTC-GRPO on 2/3 seeds (not on seed "
+        "1): TP difference +0.067 ± 0.153 (seed 0: +0.200, seed 1: -0.100, seed 2: +0.100)."
+    )
     assert len(lines) == 7
 
 
 def test_em_lost_on_average_is_said():
     worse = [seed(s, 0.2, 0.3, 0.8, 0.9, 0.85, 1.4, 1.0, 0.6, 0.8) for s in (0, 1)]
     (otc,) = [x for x in seed_verdicts(worse) if x.startswith("- OTC-GRPO keeps EM")]
-    assert otc.endswith("on 0/2 seeds (not on seed 0, seed 1): EM difference -0.050 ± 0.000 (seed 0: -0.050, "
-                        "seed 1: -0.050); on average OTC does NOT keep EM.")
+    assert otc.endswith(
+        "on 0/2 seeds (not on seed 0, seed 1): EM difference -0.050 ± 0.000 (seed 0: -0.050, "
+        "seed 1: -0.050); on average OTC does NOT keep EM."
+    )
 
 
 def test_a_claim_without_its_rows_is_left_out():
@@ -97,8 +121,10 @@ def test_a_claim_without_its_rows_is_left_out():
     assert not any("over-calling gap" in x for x in seed_verdicts(no_opt))
     no_otc = [replace(p, rows=[r for r in p.rows if r["setting"] != "sft-rl-otc"]) for p in PER_SEED]
     assert [x.split(" on ")[0] for x in seed_verdicts(no_otc)] == [
-        "- EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL)", "- The trained agent beats the always-search "
-        "workflow", "- SFT-3 + RL is at least SFT-1+2"]
+        "- EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL)",
+        "- The trained agent beats the always-search workflow",
+        "- SFT-3 + RL is at least SFT-1+2",
+    ]
 
 
 def test_files_hold_means_per_seed_rows_and_verdicts(tmp_path):

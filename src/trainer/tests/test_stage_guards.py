@@ -19,9 +19,14 @@ def test_a_full_disk_on_stdout_and_stderr_does_not_lose_the_stage(tmp_path, tiny
     run = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(REPO / "src" / "trainer"), "OMP_NUM_THREADS": "1"}
     with open("/dev/full", "w") as full:
-        code = subprocess.run([PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg),
-                               "--run-dir", str(run)], cwd=REPO, env=env, stdout=full, stderr=full,
-                              timeout=240).returncode
+        code = subprocess.run(
+            [PY, "-m", "coa_trainer", "train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(run)],
+            cwd=REPO,
+            env=env,
+            stdout=full,
+            stderr=full,
+            timeout=240,
+        ).returncode
     events = read_events(run)
     assert code == 0, [e for e in events if e["type"] == "error"]
     assert [e["type"] for e in events if e["type"] in ("error", "stage_finished")] == ["stage_finished"]
@@ -29,8 +34,7 @@ def test_a_full_disk_on_stdout_and_stderr_does_not_lose_the_stage(tmp_path, tiny
     assert (run / "stages" / "pretrain" / "final" / "config.json").is_file()
 
 
-def test_a_stage_that_goes_non_finite_fails_at_that_step_and_saves_nothing_of_it(tmp_path, tiny_config,
-                                                                                write_config):
+def test_a_stage_that_goes_non_finite_fails_at_that_step_and_saves_nothing_of_it(tmp_path, tiny_config, write_config):
     """A starting model with one infinite weight (an fp16 export that overflowed): the first step's loss and
     gradient are NaN. The stage used to train on — NaN weights, `nan_loss` alerts, status `ok`, exit 0 — and leave an
     all-NaN final/. Now: `diverged` at step 1, exit 1, no checkpoint of it, no final/."""
@@ -46,8 +50,17 @@ def test_a_stage_that_goes_non_finite_fails_at_that_step_and_saves_nothing_of_it
     name = next(n for n in weights if n.endswith("mlp.down_proj.weight"))
     weights[name][0, 0] = float("inf")
     save_file(weights, model / "model.safetensors", metadata={"format": "pt"})
-    cfg = write_config(merge(tiny_config, {"benchmark": {"data_dir": str(tmp_path / "data")}, "stages": {"pretrain": {
-        "steps": 3, "init_from": str(model), "checkpoint_every": 1, "checkpoint_minutes": 0}}}))
+    cfg = write_config(
+        merge(
+            tiny_config,
+            {
+                "benchmark": {"data_dir": str(tmp_path / "data")},
+                "stages": {
+                    "pretrain": {"steps": 3, "init_from": str(model), "checkpoint_every": 1, "checkpoint_minutes": 0}
+                },
+            },
+        )
+    )
     run = tmp_path / "run"
     r = run_trainer("train", "--stage", "pretrain", "--config", str(cfg), "--run-dir", str(run))
     events = read_events(run)
@@ -84,10 +97,18 @@ def test_an_update_that_overflows_is_the_same_clear_error(tmp_path, tiny_config,
 
     config = validate_config(merge(tiny_config, {"stages": {"pretrain": {"steps": 2}}}))
     with EventWriter(tmp_path / "run", echo=None) as writer:
-        run = setup_stage(config, TrainOptions("pretrain", tmp_path / "run.json", tmp_path / "run"), tmp_path / "run",
-                          writer, DistInfo())
+        run = setup_stage(
+            config,
+            TrainOptions("pretrain", tmp_path / "run.json", tmp_path / "run"),
+            tmp_path / "run",
+            writer,
+            DistInfo(),
+        )
         for group in run.schedule.opt.param_groups:
             group["lr"] = 1e300
-        with pytest.raises(DivergedError, match=r"^pretrain: training diverged at step 1: the optimiser update "
-                                                r"overflowed .*\(learning rate 1e\+300\)"):
+        with pytest.raises(
+            DivergedError,
+            match=r"^pretrain: training diverged at step 1: the optimiser update "
+            r"overflowed .*\(learning rate 1e\+300\)",
+        ):
             run_loop(run, SupervisedSteps(run))

@@ -50,7 +50,7 @@ def test_segment_encoding_equals_whole_text_encoding_with_offsets(setup):
         assert e.ids == tok.encode(e.response, add_special_tokens=False)
         for tid, off in zip(e.ids, e.offsets):
             piece = tok.convert_ids_to_tokens(tid)
-            assert e.response[off:off + len(piece)].lower() == piece
+            assert e.response[off : off + len(piece)].lower() == piece
 
 
 def _observation_spans(ids: list[int], open_id: int, close_id: int) -> set[int]:

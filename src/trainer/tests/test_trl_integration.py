@@ -15,10 +15,12 @@ import pytest
 from conftest import REPO, env_server_available, read_line_index
 
 CORPUS = REPO / "examples" / "data" / "search-r1" / "corpus_example.jsonl"
-QUESTIONS = [("Who was Evan Morris a lobbyist for?", ["Genentech"]),
-             ("Where did Evan Morris work?", ["Washington, D.C."]),
-             ("When was Evan Morris born?", ["1977"]),
-             ("Which company owns Genentech?", ["Roche"])]
+QUESTIONS = [
+    ("Who was Evan Morris a lobbyist for?", ["Genentech"]),
+    ("Where did Evan Morris work?", ["Washington, D.C."]),
+    ("When was Evan Morris born?", ["1977"]),
+    ("Which company owns Genentech?", ["Roche"]),
+]
 STEPS = 3
 
 
@@ -44,18 +46,38 @@ def trl_run(tmp_path_factory, realistic_model_dir):
     tmp = tmp_path_factory.mktemp("trl")
     env = EnvClient.start(CORPUS, dialect="search-r1", extra_args=["--index", str(tmp / "idx")])
     try:
-        data = Dataset.from_list([{"prompt": [{"role": "user", "content": q}], "question": q, "golden_answers": a}
-                                  for q, a in QUESTIONS])
+        data = Dataset.from_list(
+            [{"prompt": [{"role": "user", "content": q}], "question": q, "golden_answers": a} for q, a in QUESTIONS]
+        )
         tok = AutoTokenizer.from_pretrained(realistic_model_dir)
         model = AutoModelForCausalLM.from_pretrained(realistic_model_dir)
-        args = GRPOConfig(output_dir=str(tmp / "out"), max_steps=STEPS, per_device_train_batch_size=4,
-                          num_generations=4, max_completion_length=24, logging_steps=1, learning_rate=1e-3,
-                          use_cpu=True, report_to=[], save_strategy="steps", save_steps=2, save_only_model=True,
-                          seed=0, dataloader_num_workers=0, disable_tqdm=True)
+        args = GRPOConfig(
+            output_dir=str(tmp / "out"),
+            max_steps=STEPS,
+            per_device_train_batch_size=4,
+            num_generations=4,
+            max_completion_length=24,
+            logging_steps=1,
+            learning_rate=1e-3,
+            use_cpu=True,
+            report_to=[],
+            save_strategy="steps",
+            save_steps=2,
+            save_only_model=True,
+            seed=0,
+            dataloader_num_workers=0,
+            disable_tqdm=True,
+        )
         # the three lines of docs/integrations.md (env given explicitly here instead of COA_ENV_URL)
         coa = CoaRun(tmp / "runs" / "trl-grpo", env=env, dialect="search-r1")
-        trainer = GRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=data,
-                              reward_funcs=[coa.reward], callbacks=[coa.callback])
+        trainer = GRPOTrainer(
+            model=model,
+            processing_class=tok,
+            args=args,
+            train_dataset=data,
+            reward_funcs=[coa.reward],
+            callbacks=[coa.callback],
+        )
         trainer.train()
     finally:
         env.stop()
@@ -81,8 +103,16 @@ def test_events_follow_the_protocol_and_carry_trl_and_coa_metrics(trl_run):
     (summary,) = [e for e in events if e["type"] == "log" and "training finished" in e["message"]]
     assert "train_runtime" in summary["message"] and "train_loss" in summary["message"]
     first = metrics[0]["values"]
-    for key in ("loss", "reward", "rewards/coa_reward/mean", "coa/em", "coa/tc", "coa/all_wrong_groups",
-                "coa/format_error_rate", "completions/mean_length"):
+    for key in (
+        "loss",
+        "reward",
+        "rewards/coa_reward/mean",
+        "coa/em",
+        "coa/tc",
+        "coa/all_wrong_groups",
+        "coa/format_error_rate",
+        "completions/mean_length",
+    ):
         assert key in first, key
     assert [e["step"] for e in events if e["type"] == "sample"] == list(range(1, STEPS + 1))
     # an untrained model answers nothing right: every group is all wrong, and the core's alert says so, once
@@ -101,17 +131,24 @@ def test_trls_checkpoints_are_in_the_runs_view(trl_run):
     node = _node()
     if node is None:
         pytest.skip("node missing")
-    out = subprocess.run([node, "--import", "tsx", "test/unit/extension/read-run-dir.ts", str(trl_run)], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [node, "--import", "tsx", "test/unit/extension/read-run-dir.ts", str(trl_run)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     (view,) = json.loads(out.stdout.strip().splitlines()[-1])["stages"]
-    assert view == {"name": "trl", "status": "ok",
-                    "checkpoints": [[f"checkpoint {c['step']}", c["path"], True, False] for c in ckpts]}
+    assert view == {
+        "name": "trl",
+        "status": "ok",
+        "checkpoints": [[f"checkpoint {c['step']}", c["path"], True, False] for c in ckpts],
+    }
 
 
 def test_rollouts_are_records_with_the_graders_breakdown(trl_run):
-    rows = [json.loads(line) for line in
-            (trl_run / "stages" / "trl" / "rollouts.coa.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (trl_run / "stages" / "trl" / "rollouts.coa.jsonl").read_text().splitlines()]
     assert len(rows) == STEPS * 4
     assert sorted({r["meta"]["step"] for r in rows}) == list(range(1, STEPS + 1))
     assert all(len(r["tokens"]["ids"]) > 0 and r["reward"]["scheme"] == "em" for r in rows)
@@ -120,8 +157,11 @@ def test_rollouts_are_records_with_the_graders_breakdown(trl_run):
     entries = read_line_index(trl_run / "stages" / "trl" / "rollouts.coa.jsonl")
     assert sorted({e["step"] for e in entries}) == list(range(1, STEPS + 1))
     events = _events(trl_run)
-    reward_means = {e["step"]: e["values"]["rewards/coa_reward/mean"] for e in events
-                    if e["type"] == "metrics" and "rewards/coa_reward/mean" in e["values"]}
+    reward_means = {
+        e["step"]: e["values"]["rewards/coa_reward/mean"]
+        for e in events
+        if e["type"] == "metrics" and "rewards/coa_reward/mean" in e["values"]
+    }
     for step, mean in reward_means.items():
         got = [r["reward"]["total"] for r in rows if r["meta"]["step"] == step]
         assert abs(sum(got) / len(got) - mean) < 1e-6, step
@@ -131,9 +171,20 @@ def test_the_live_panel_draws_the_run(trl_run):
     node = _node()
     if node is None or not Path("/usr/bin/chromium").exists():
         pytest.skip("node or /usr/bin/chromium missing")
-    out = subprocess.run([node, "--import", "tsx", "test/webview/check-events-file.ts", str(trl_run / "events.jsonl"),
-                          "loss,reward,coa/tc,completions/mean_length"], cwd=REPO, capture_output=True, text=True,
-                         timeout=180)
+    out = subprocess.run(
+        [
+            node,
+            "--import",
+            "tsx",
+            "test/webview/check-events-file.ts",
+            str(trl_run / "events.jsonl"),
+            "loss,reward,coa/tc,completions/mean_length",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["tabs"] == ["trl"]
@@ -144,9 +195,20 @@ def test_the_rollouts_open_in_the_notebook_with_the_rewards_of_coa_score(trl_run
     node = _node()
     if node is None:
         pytest.skip("node missing")
-    out = subprocess.run([node, "--import", "tsx", "test/unit/notebook/check-rollouts-file.ts",
-                          str(trl_run / "stages" / "trl" / "rollouts.coa.jsonl"), "em"], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            node,
+            "--import",
+            "tsx",
+            "test/unit/notebook/check-rollouts-file.ts",
+            str(trl_run / "stages" / "trl" / "rollouts.coa.jsonl"),
+            "em",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["records"] == STEPS * 4 and result["byte_identical"] is True
@@ -177,18 +239,35 @@ def test_reward_reads_verl_ground_truth_through_trls_own_call(realistic_model_di
     assert "golden_answers" not in data.column_names and "reward_model" in data.column_names
     tok = AutoTokenizer.from_pretrained(realistic_model_dir)
     model = AutoModelForCausalLM.from_pretrained(realistic_model_dir)
-    args = GRPOConfig(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=4, num_generations=2,
-                      max_completion_length=8, use_cpu=True, report_to=[], save_strategy="no", disable_tqdm=True)
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        max_steps=1,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=8,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        disable_tqdm=True,
+    )
     env = EnvClient.start(CORPUS, dialect="autocoa", extra_args=["--index", str(tmp_path / "idx")])
     try:
         coa = CoaRun(tmp_path / "runs" / "trl-autocoa", env=env, scheme="autocoa")
-        trainer = GRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=data,
-                              reward_funcs=[coa.reward], callbacks=[coa.callback])
+        trainer = GRPOTrainer(
+            model=model,
+            processing_class=tok,
+            args=args,
+            train_dataset=data,
+            reward_funcs=[coa.reward],
+            callbacks=[coa.callback],
+        )
         inputs = [data[0], data[0], data[1], data[1]]
         golds = [list(x["reward_model"]["ground_truth"]) for x in inputs]
         answers = [golds[0][0], "wrong", golds[2][0], "also wrong"]
-        completions = [[{"role": "assistant", "content": f"Let me think.\n</think>\n\nThe answer is \\boxed{{{a}}}."}]
-                       for a in answers]
+        completions = [
+            [{"role": "assistant", "content": f"Let me think.\n</think>\n\nThe answer is \\boxed{{{a}}}."}]
+            for a in answers
+        ]
         completion_ids = [tok(c[0]["content"])["input_ids"] for c in completions]
         rewards = trainer._calculate_rewards(inputs, [x["prompt"] for x in inputs], completions, completion_ids)
         assert rewards[:, 0].tolist() == [1.0, 0.0, 1.0, 0.0]
@@ -196,8 +275,21 @@ def test_reward_reads_verl_ground_truth_through_trls_own_call(realistic_model_di
         assert [r["golden_answers"] for r in rows] == golds
         # the question, not AutoCoA's whole instruction: what `coa convert --from verl-parquet` reads off the row
         converted = tmp_path / "autocoa.coa.jsonl"
-        res = subprocess.run([_node() or "node", str(REPO / "bin" / "coa.js"), "convert", "--from", "verl-parquet",
-                              str(AUTOCOA_TEST), "-o", str(converted)], capture_output=True, text=True, cwd=REPO)
+        res = subprocess.run(
+            [
+                _node() or "node",
+                str(REPO / "bin" / "coa.js"),
+                "convert",
+                "--from",
+                "verl-parquet",
+                str(AUTOCOA_TEST),
+                "-o",
+                str(converted),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+        )
         assert res.returncode == 0, res.stderr
         with open(converted, encoding="utf-8") as f:
             first = [json.loads(next(f)), json.loads(next(f))]
@@ -205,8 +297,9 @@ def test_reward_reads_verl_ground_truth_through_trls_own_call(realistic_model_di
         assert "web search" not in rows[0]["question"] and rows[0]["question"].endswith("?")
 
         bare = data.remove_columns(["reward_model"])
-        trainer = GRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=bare,
-                              reward_funcs=[coa.reward])
+        trainer = GRPOTrainer(
+            model=model, processing_class=tok, args=args, train_dataset=bare, reward_funcs=[coa.reward]
+        )
         with pytest.raises(ValueError, match="no golden answers .*reward_model.ground_truth"):
             trainer._calculate_rewards([bare[0]], [bare[0]["prompt"]], completions[:1], completion_ids[:1])
     finally:

@@ -51,8 +51,11 @@ def surface(package: Path = PACKAGE) -> Surface:
                     out.parameters += 1
                     if p.annotation is None or _is_any(p.annotation):
                         out.untyped.append(f"{rel}:{p.lineno} {p.arg}")
-            elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
-                    and isinstance(node.slice.value, str):
+            elif (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.slice, ast.Constant)
+                and isinstance(node.slice.value, str)
+            ):
                 out.subscripts.append(f"{rel}:{node.lineno} {node.slice.value}")
     return out
 
@@ -63,14 +66,16 @@ def test_untyped_parameters_stay_under_their_ceiling():
     assert len(s.untyped) <= UNTYPED_PARAMETERS_MAX, (
         f"{len(s.untyped)} of {s.parameters} parameters ({s.untyped_share:.1%}) are typed Any or not at all, over the "
         f"ceiling of {UNTYPED_PARAMETERS_MAX}; type the new ones (by file: "
-        f"{Counter(x.split(':')[0] for x in s.untyped).most_common(5)})")
+        f"{Counter(x.split(':')[0] for x in s.untyped).most_common(5)})"
+    )
 
 
 def test_string_key_subscripts_stay_under_their_ceiling():
     s = surface()
     assert len(s.subscripts) <= STRING_SUBSCRIPTS_MAX, (
         f"{len(s.subscripts)} string-key subscripts (x['key']) over the ceiling of {STRING_SUBSCRIPTS_MAX}: read a "
-        f"typed object's attribute instead (by file: {Counter(x.split(':')[0] for x in s.subscripts).most_common(5)})")
+        f"typed object's attribute instead (by file: {Counter(x.split(':')[0] for x in s.subscripts).most_common(5)})"
+    )
 
 
 def test_the_walk_counts_what_it_names(tmp_path):
@@ -80,7 +85,9 @@ def test_the_walk_counts_what_it_names(tmp_path):
         "    def f(self, a, b: Any, c: int, *args: Any, **kw: str) -> None:\n"
         "        return kw['x'] or self.d[0] or self.d[c]\n"
         "def g(e, d: dict) -> int:\n"
-        "    return d['k']['j']\n", encoding="utf-8")
+        "    return d['k']['j']\n",
+        encoding="utf-8",
+    )
     (tmp_path / "contracts").mkdir()
     (tmp_path / "contracts" / "gen.py").write_text("def h(a, b): return a['x']\n", encoding="utf-8")
     s = surface(tmp_path)
@@ -91,7 +98,12 @@ def test_the_walk_counts_what_it_names(tmp_path):
 
 if __name__ == "__main__":
     s = surface(Path(sys.argv[1]) if len(sys.argv) > 1 else PACKAGE)
-    print(f"parameters: {s.parameters}, typed Any or not at all: {len(s.untyped)} ({s.untyped_share:.1%}); "
-          f"string-key subscripts: {len(s.subscripts)}")
+    print(
+        f"parameters: {s.parameters}, typed Any or not at all: {len(s.untyped)} ({s.untyped_share:.1%}); "
+        f"string-key subscripts: {len(s.subscripts)}"
+    )
     for what, items in (("untyped parameters", s.untyped), ("subscripts", s.subscripts)):
-        print(f"{what} by file:", ", ".join(f"{f} {n}" for f, n in Counter(x.split(":")[0] for x in items).most_common(12)))
+        print(
+            f"{what} by file:",
+            ", ".join(f"{f} {n}" for f, n in Counter(x.split(":")[0] for x in items).most_common(12)),
+        )

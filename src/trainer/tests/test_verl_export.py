@@ -16,8 +16,10 @@ from conftest import REPO
 VERL_CONFIG = REPO / "test" / "fixtures" / "verl-config-b178a3cd" / "config"
 AUTOCOA = REPO / "examples" / "data" / "autocoa"
 NODE = os.environ.get("COA_NODE") or shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None or not (REPO / "dist" / "cli.js").is_file() and not os.environ.get("CI"),
-                                reason="node and dist/cli.js (npm run build)")
+pytestmark = pytest.mark.skipif(
+    NODE is None or not (REPO / "dist" / "cli.js").is_file() and not os.environ.get("CI"),
+    reason="node and dist/cli.js (npm run build)",
+)
 
 
 def compose(overrides: list[str]):
@@ -36,15 +38,46 @@ def compose(overrides: list[str]):
 def exported(tmp_path_factory, realistic_model_dir):
     out = tmp_path_factory.mktemp("export") / "verl out 'q'"  # a space and a quote: the launch must stay exact
     cfg = out.parent / "run.json"
-    cfg.write_text(json.dumps({
-        "name": "hotpot-rl2", "dialect": "hermes", "model": {"path": str(realistic_model_dir)},
-        "data": {"questions": {"train": str(AUTOCOA / "hotpotqa_train.parquet"),
-                               "dev": str(AUTOCOA / "hotpotqa_dev.parquet")}},
-        "stages": {"rl2": {"reward": {"scheme": "otc-grpo", "params": {"c": 4, "alpha": 1}}, "group_size": 5,
-                           "prompts_per_step": 16, "mini_batches": 2, "top_k": 3}},
-    }))
-    r = subprocess.run([NODE, str(REPO / "dist" / "cli.js"), "export", "verl", str(cfg), "--out", str(out),
-                        "stages.rl2.lr=1e-7", "stages.rl2.max_turns=2"], capture_output=True, text=True, timeout=300)
+    cfg.write_text(
+        json.dumps(
+            {
+                "name": "hotpot-rl2",
+                "dialect": "hermes",
+                "model": {"path": str(realistic_model_dir)},
+                "data": {
+                    "questions": {
+                        "train": str(AUTOCOA / "hotpotqa_train.parquet"),
+                        "dev": str(AUTOCOA / "hotpotqa_dev.parquet"),
+                    }
+                },
+                "stages": {
+                    "rl2": {
+                        "reward": {"scheme": "otc-grpo", "params": {"c": 4, "alpha": 1}},
+                        "group_size": 5,
+                        "prompts_per_step": 16,
+                        "mini_batches": 2,
+                        "top_k": 3,
+                    }
+                },
+            }
+        )
+    )
+    r = subprocess.run(
+        [
+            NODE,
+            str(REPO / "dist" / "cli.js"),
+            "export",
+            "verl",
+            str(cfg),
+            "--out",
+            str(out),
+            "stages.rl2.lr=1e-7",
+            "stages.rl2.max_turns=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return out, json.loads((out / "verl-launch.json").read_text()), r
 
@@ -58,7 +91,9 @@ def test_verl_composes_the_exported_config(exported):
     assert cfg.actor_rollout_ref.rollout.n == 5 and cfg.data.train_batch_size == 16
     assert cfg.actor_rollout_ref.actor.ppo_mini_batch_size == 8
     assert cfg.actor_rollout_ref.actor.kl_loss_type == "low_var_kl" and cfg.actor_rollout_ref.actor.use_kl_loss
-    assert cfg.actor_rollout_ref.rollout.multi_turn.enable and cfg.actor_rollout_ref.rollout.multi_turn.format == "hermes"
+    assert (
+        cfg.actor_rollout_ref.rollout.multi_turn.enable and cfg.actor_rollout_ref.rollout.multi_turn.format == "hermes"
+    )
     assert cfg.actor_rollout_ref.rollout.multi_turn.max_assistant_turns == 3
     assert cfg.actor_rollout_ref.rollout.multi_turn.tool_config_path == str(out / "search_tool.yaml")
     assert cfg.data.train_files == str(out / "train.parquet") and cfg.data.val_files == str(out / "val.parquet")
@@ -70,8 +105,12 @@ def test_verl_composes_the_exported_config(exported):
     assert list(cfg.trainer.logger) == ["console", "file"]
     assert cfg.trainer.rollout_data_dir == str(out / "rollouts") and cfg.trainer.total_training_steps == 24
     assert launch["env"] == {"VERL_FILE_LOGGER_PATH": str(out / "metrics.jsonl")}
-    assert cfg.actor_rollout_ref.model.path == launch["overrides"][
-        [o.split("=")[0] for o in launch["overrides"]].index("actor_rollout_ref.model.path")].split("=", 1)[1]
+    assert (
+        cfg.actor_rollout_ref.model.path
+        == launch["overrides"][
+            [o.split("=")[0] for o in launch["overrides"]].index("actor_rollout_ref.model.path")
+        ].split("=", 1)[1]
+    )
 
 
 def test_a_key_verl_does_not_have_fails_to_compose(exported):
@@ -119,7 +158,9 @@ def test_search_tool_config_resolves_the_server_url_from_the_environment(exporte
     config = OmegaConf.to_container(tool.config, resolve=True)
     assert config["retrieval_service_url"] == "http://127.0.0.1:4100/t/secret/verl-hotpot-rl2/retrieve"
     assert config["topk"] == 3 and config["type"] == "native"
-    assert OmegaConf.to_container(tool.tool_schema, resolve=True)["function"]["parameters"]["required"] == ["query_list"]
+    assert OmegaConf.to_container(tool.tool_schema, resolve=True)["function"]["parameters"]["required"] == [
+        "query_list"
+    ]
     assert "secret" not in (out / "launch.sh").read_text() + (out / "verl-launch.json").read_text()
 
 
@@ -130,31 +171,56 @@ def test_launch_script_hands_verl_exactly_the_overrides(exported, tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     record = tmp_path / "argv"
-    (bin_dir / "python3").write_text(f"#!/bin/sh\nprintf '%s\\0' \"$@\" > '{record}'\n"
-                                     f"printf '%s' \"$VERL_FILE_LOGGER_PATH\" > '{record}.env'\n")
+    (bin_dir / "python3").write_text(
+        f"#!/bin/sh\nprintf '%s\\0' \"$@\" > '{record}'\nprintf '%s' \"$VERL_FILE_LOGGER_PATH\" > '{record}.env'\n"
+    )
     (bin_dir / "python3").chmod(0o755)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "COA_ENV_URL": "http://127.0.0.1:1/t/x"}
-    done = subprocess.run(["sh", str(out / "launch.sh"), "trainer.n_gpus_per_node=8"], env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        ["sh", str(out / "launch.sh"), "trainer.n_gpus_per_node=8"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     argv = record.read_text().split("\0")[:-1]
     assert argv == ["-m", "verl.trainer.main_ppo", *launch["overrides"], "trainer.n_gpus_per_node=8"]
     assert (tmp_path / "argv.env").read_text() == str(out / "metrics.jsonl")
-    refused = subprocess.run(["sh", str(out / "launch.sh")], env={"PATH": env["PATH"]}, capture_output=True,
-                             text=True, timeout=60)
+    refused = subprocess.run(
+        ["sh", str(out / "launch.sh")], env={"PATH": env["PATH"]}, capture_output=True, text=True, timeout=60
+    )
     assert refused.returncode != 0 and "COA_ENV_URL" in refused.stderr  # no server URL, no launch
-    bare = subprocess.run(["sh", str(out / "launch.sh")], env={**env, "COA_ENV_URL": "http://127.0.0.1:1"},
-                          capture_output=True, text=True, timeout=60)
+    bare = subprocess.run(
+        ["sh", str(out / "launch.sh")],
+        env={**env, "COA_ENV_URL": "http://127.0.0.1:1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bare.returncode == 2 and "token_url" in bare.stderr  # the search tool could not authenticate
 
 
 def test_export_refuses_what_verl_cannot_train(tmp_path):
     cfg = tmp_path / "run.json"
     cfg.write_text(json.dumps({"data": {"questions": {"train": str(AUTOCOA / "hotpotqa_dev.parquet")}}}))
-    r = subprocess.run([NODE, str(REPO / "dist" / "cli.js"), "export", "verl", str(cfg), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [NODE, str(REPO / "dist" / "cli.js"), "export", "verl", str(cfg), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "model.path" in r.stderr and "internal error" not in r.stderr
-    r = subprocess.run([NODE, str(REPO / "dist" / "cli.js"), "export", "verl", str(cfg), "--out", str(tmp_path / "o"),
-                        "model.path=Qwen/Qwen2.5-3B-Instruct", "stages.rl2.group_size=many"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            NODE,
+            str(REPO / "dist" / "cli.js"),
+            "export",
+            "verl",
+            str(cfg),
+            "--out",
+            str(tmp_path / "o"),
+            "model.path=Qwen/Qwen2.5-3B-Instruct",
+            "stages.rl2.group_size=many",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "stages.rl2.group_size: takes an integer" in r.stderr

@@ -59,17 +59,23 @@ def tok(realistic_model_dir):
 
 def _load_like_verl(reward_kwargs: dict):
     """custom_reward_function.path=<this module's file>, name=compute_score, reward_kwargs, as verl loads it."""
-    return get_custom_reward_fn({"custom_reward_function": {"path": str(MODULE), "name": "compute_score",
-                                                            "reward_kwargs": reward_kwargs}})
+    return get_custom_reward_fn(
+        {"custom_reward_function": {"path": str(MODULE), "name": "compute_score", "reward_kwargs": reward_kwargs}}
+    )
 
 
 def _dump_batch(tok, rows, extra_infos=None, data_source="searchR1_nq"):
     """The dump's answers as a verl batch: one prompt per row (its `input`), extra_info the dataset row's own
     (Search-R1's and AutoCoA's parquets: `{index, split}`)."""
-    dataset = [{"prompt": r.get("input", "question"), "data_source": data_source,
-                "reward_model": {"ground_truth": r["gts"], "style": "rule"},
-                "extra_info": dict(extra_infos[i]) if extra_infos else {"index": i, "split": "train"}}
-               for i, r in enumerate(rows)]
+    dataset = [
+        {
+            "prompt": r.get("input", "question"),
+            "data_source": data_source,
+            "reward_model": {"ground_truth": r["gts"], "style": "rule"},
+            "extra_info": dict(extra_infos[i]) if extra_infos else {"index": i, "split": "train"},
+        }
+        for i, r in enumerate(rows)
+    ]
     return rollout_batch(tok, dataset, [[r["output"]] for r in rows])
 
 
@@ -85,8 +91,18 @@ def _run(manager, data):
 def test_reward_as_verl_calls_it(env_url, tok, tmp_path):
     fn = _load_like_verl({})
     rewards, extra = _run(NaiveRewardManager(tok, num_examine=0, compute_score=fn), _dump_batch(tok, ROWS))
-    keys = {"score", "em", "f1", "format_ok", "format_codes", "tool_calls", "optimal_tool_calls", "r_tool",
-            "r_correct", "scheme"}
+    keys = {
+        "score",
+        "em",
+        "f1",
+        "format_ok",
+        "format_codes",
+        "tool_calls",
+        "optimal_tool_calls",
+        "r_tool",
+        "r_correct",
+        "scheme",
+    }
     assert set(extra) == keys and all(len(v) == len(ROWS) for v in extra.values())
     for key, values in extra.items():
         assert all(isinstance(v, str) for v in values) or all(isinstance(v, (int, float)) for v in values), key
@@ -96,10 +112,19 @@ def test_reward_as_verl_calls_it(env_url, tok, tmp_path):
         json.dumps({k: v[i] for k, v in extra.items()}, ensure_ascii=False)
     # the same totals as the core's `coa score`, written to a file the CLI reads
     f = tmp_path / "same.coa.jsonl"
-    f.write_text("\n".join(json.dumps({"id": f"r{i}", "question": "", "golden_answers": r["gts"]["target"],
-                                       "response": r["output"]}) for i, r in enumerate(ROWS)) + "\n")
-    out = subprocess.run(["node", str(REPO / "bin" / "coa.js"), "score", str(f), "--scheme", "em", "-o",
-                          str(tmp_path / "scored.jsonl")], capture_output=True, text=True, cwd=REPO)
+    f.write_text(
+        "\n".join(
+            json.dumps({"id": f"r{i}", "question": "", "golden_answers": r["gts"]["target"], "response": r["output"]})
+            for i, r in enumerate(ROWS)
+        )
+        + "\n"
+    )
+    out = subprocess.run(
+        ["node", str(REPO / "bin" / "coa.js"), "score", str(f), "--scheme", "em", "-o", str(tmp_path / "scored.jsonl")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert out.returncode == 0, out.stderr
     want = [json.loads(line)["reward"]["total"] for line in (tmp_path / "scored.jsonl").read_text().splitlines()]
     assert rewards == want
@@ -130,13 +155,18 @@ def test_otc_grpo_minimum_is_per_question_on_autocoa_parquet_rows(env_url, tok):
     assert set(a["extra_info"]) == {"index", "split"}  # no question text reaches the reward function
 
     def boxed(answer: str, searches: int) -> str:
-        steps = "".join(f"<begin_search> query {k} </end_search>\n<search_result> text </search_result>\n"
-                        for k in range(searches))
+        steps = "".join(
+            f"<begin_search> query {k} </end_search>\n<search_result> text </search_result>\n" for k in range(searches)
+        )
         return f"Let me think.\n{steps}So.\n</think>\n\nThe answer is \\boxed{{{answer}}}."
 
     def row(r):
-        return {"prompt": r["prompt"][-1]["content"], "data_source": r["data_source"],
-                "reward_model": dict(r["reward_model"]), "extra_info": dict(r["extra_info"])}
+        return {
+            "prompt": r["prompt"][-1]["content"],
+            "data_source": r["data_source"],
+            "reward_model": dict(r["reward_model"]),
+            "extra_info": dict(r["extra_info"]),
+        }
 
     gold_a, gold_b = list(a["reward_model"]["ground_truth"]), list(b["reward_model"]["ground_truth"])
     fn = _load_like_verl({"scheme": "otc-grpo", "run": "verl-test-otc-keys"})
@@ -164,8 +194,12 @@ def test_search_tool_request_of_verl(env):
     """call_search_api's request, as sent: JSON body and headers, no Authorization, the token only in the URL."""
     url = f"{env.url}/t/{env.token}/verl-search/retrieve"
     payload = {"queries": ["Evan Morris lobbyist", "zzqnothing"], "topk": 3, "return_scores": True}
-    req = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
-                                 headers={"Content-Type": "application/json", "Accept": "application/json"})
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(payload).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "Accept": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as resp:
         body = json.loads(resp.read())
     first, empty = body["result"]

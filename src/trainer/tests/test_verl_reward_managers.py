@@ -56,8 +56,9 @@ def tok(realistic_model_dir):
 
 def reward_fn(path: str = str(MODULE), **reward_kwargs):
     """The reward as verl loads it from `custom_reward_function` (a file path or `pkg://`)."""
-    return get_custom_reward_fn({"custom_reward_function": {"path": path, "name": "compute_score",
-                                                            "reward_kwargs": reward_kwargs}})
+    return get_custom_reward_fn(
+        {"custom_reward_function": {"path": path, "name": "compute_score", "reward_kwargs": reward_kwargs}}
+    )
 
 
 def scores(result: dict, data) -> list[float]:
@@ -69,17 +70,20 @@ def scores(result: dict, data) -> list[float]:
 
 # ------------------------------------------------------------------ AutoCoA's parquet, groups of 8 as GRPO makes them
 def boxed(answer: str, searches: int) -> str:
-    steps = "".join(f"<begin_search> query {k} </end_search>\n<search_result> text </search_result>\n"
-                    for k in range(searches))
+    steps = "".join(
+        f"<begin_search> query {k} </end_search>\n<search_result> text </search_result>\n" for k in range(searches)
+    )
     return f"Let me think.\n{steps}So.\n</think>\n\nThe answer is \\boxed{{{answer}}}."
 
 
 # (searches, correct) for 8 samples of each of 4 questions: fewest calls among correct answers 2, 0, none, 1 — never
 # first in its group, so a running minimum in arrival order gives other numbers
-PLAN = [[(3, True), (3, True), (4, True), (1, False), (2, True), (0, False), (2, True), (5, True)],
-        [(1, True), (2, True), (2, False), (0, True), (0, False), (3, True), (1, True), (0, True)],
-        [(1, False), (0, False), (2, False), (3, False), (1, False), (0, False), (4, False), (2, False)],
-        [(2, True), (3, False), (2, True), (1, True), (4, True), (1, False), (6, True), (1, True)]]
+PLAN = [
+    [(3, True), (3, True), (4, True), (1, False), (2, True), (0, False), (2, True), (5, True)],
+    [(1, True), (2, True), (2, False), (0, True), (0, False), (3, True), (1, True), (0, True)],
+    [(1, False), (0, False), (2, False), (3, False), (1, False), (0, False), (4, False), (2, False)],
+    [(2, True), (3, False), (2, True), (1, True), (4, True), (1, False), (6, True), (1, True)],
+]
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +97,16 @@ def autocoa_groups():
     for i, plan in enumerate(PLAN):
         row = df.iloc[i]
         gold = list(row["reward_model"]["ground_truth"])
-        rows.append({"prompt": row["prompt"][-1]["content"], "data_source": row["data_source"],
-                     "reward_model": dict(row["reward_model"]), "extra_info": dict(row["extra_info"]),
-                     "question": row["prompt"][-1]["content"], "golden": gold})
+        rows.append(
+            {
+                "prompt": row["prompt"][-1]["content"],
+                "data_source": row["data_source"],
+                "reward_model": dict(row["reward_model"]),
+                "extra_info": dict(row["extra_info"]),
+                "question": row["prompt"][-1]["content"],
+                "golden": gold,
+            }
+        )
         responses.append([boxed(gold[0] if ok else "nobody at all", m) for m, ok in plan])
     return rows, responses
 
@@ -132,8 +143,13 @@ def test_otc_grpo_batch_manager_is_order_and_thread_independent_and_equals_trl(e
     errors: list[str] = []
     for trial in range(100):
         # a fresh run each trial: no minimum kept from an earlier call, 8 threads grading into the same new state
-        manager = BatchRewardManager(tok, num_examine=0, compute_score=reward_fn(
-            path="pkg://coa_trainer.integrations.verl_reward", scheme="otc-grpo", run=f"verl-threads-{trial}"))
+        manager = BatchRewardManager(
+            tok,
+            num_examine=0,
+            compute_score=reward_fn(
+                path="pkg://coa_trainer.integrations.verl_reward", scheme="otc-grpo", run=f"verl-threads-{trial}"
+            ),
+        )
         orders = []
         for _ in range(8):
             perm = list(range(n))
@@ -163,8 +179,15 @@ def test_otc_grpo_batch_manager_gives_the_cores_vectors(env_url, tok, case):
     """Each conformance case as one verl batch: a dataset row per question (named by data_source/split/index, as
     verl's reward call names it), the case's answers to it as that row's samples."""
     questions = list(dict.fromkeys((r.get("meta") or {}).get("question_key") or r["question"] for r in case["records"]))
-    rows = [{"prompt": f"Question {i}", "data_source": "conformance", "extra_info": {"index": i, "split": "test"},
-             "reward_model": {"ground_truth": None, "style": "rule"}} for i in range(len(questions))]
+    rows = [
+        {
+            "prompt": f"Question {i}",
+            "data_source": "conformance",
+            "extra_info": {"index": i, "split": "test"},
+            "reward_model": {"ground_truth": None, "style": "rule"},
+        }
+        for i in range(len(questions))
+    ]
     responses: list[list[str]] = [[] for _ in questions]
     where = []
     for r in case["records"]:
@@ -227,7 +250,8 @@ def test_per_sample_managers_refuse_a_group_reward_at_the_first_call(env_url, to
     # without a run id as well, the manager is what is said first: no run id would make a per-sample call exact
     with pytest.raises(verl_reward.RewardCallError, match=r"reward_model\.reward_manager=batch"):
         NaiveRewardManager(tok, num_examine=0, compute_score=reward_fn(scheme="otc-grpo"))(
-            rollout_batch(tok, rows, responses))
+            rollout_batch(tok, rows, responses)
+        )
 
     async def reward_loop(compute_score):
         worker = RewardLoopWorker(LoopNaiveRewardManager(None, tok, compute_score), str(MODULE))

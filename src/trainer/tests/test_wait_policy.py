@@ -16,7 +16,9 @@ def probe(policy: str | None) -> str:
     env["PYTHONPATH"] = str(REPO / "src" / "trainer")
     if policy is not None:
         env["OMP_WAIT_POLICY"] = policy
-    return subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_passive_before_torch_loads():

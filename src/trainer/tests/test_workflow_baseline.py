@@ -4,7 +4,6 @@ where it reaches for a tool the workflow still ends in an answer (its reasoning 
 the answer opened by the pipeline and ended at the model's first tag). A barely trained model reaches for tools and
 writes tags everywhere, which is what exercises the refusals."""
 
-
 from conftest import TINY, needs_env_server, merge, run_trainer
 
 needs_server = needs_env_server()
@@ -41,8 +40,14 @@ def test_every_workflow_trajectory_is_one_search_and_one_answer(tmp_path, write_
     obs_close = tok.convert_tokens_to_ids(t.obs_close)
     ends = [r["tokens"]["ids"].index(obs_close) + 1 for r in records]
     # what the model writes on its own after the pipeline's search, tools refused (an action ends the turn)
-    plain = eval_rollout(model, tok, config, [prompt_ids(tok, config, r["question"]) + r["tokens"]["ids"][:e]
-                                              for r, e in zip(records, ends)], None, rt)
+    plain = eval_rollout(
+        model,
+        tok,
+        config,
+        [prompt_ids(tok, config, r["question"]) + r["tokens"]["ids"][:e] for r, e in zip(records, ends)],
+        None,
+        rt,
+    )
     assert metrics["questions"] == 16 == len(records)
     refused = 0
     for rec, own, obs_end in zip(records, plain, ends):

@@ -43,15 +43,24 @@ export const FLOORS: { floor: string; units: Record<string, string[]> }[] = [
     floor: 'extension services',
     units: {
       'extension services': [
-        'src/extension/process/', 'src/extension/webview/', 'src/extension/config.ts', 'src/extension/workspace.ts',
-        'src/extension/python.ts', 'src/extension/languageClient.ts', 'src/extension/openFileDiagnostics.ts', 'src/extension/commandArgs.ts',
+        'src/extension/process/',
+        'src/extension/webview/',
+        'src/extension/config.ts',
+        'src/extension/workspace.ts',
+        'src/extension/python.ts',
+        'src/extension/languageClient.ts',
+        'src/extension/openFileDiagnostics.ts',
+        'src/extension/commandArgs.ts',
       ],
     },
   },
   // The editor features, one folder each; they may use one another (the cycle rule keeps that a tree).
   { floor: 'extension providers', units: { providers: ['src/extension/providers/'] } },
   // activate(): the context object that owns every feature, and the command table.
-  { floor: 'extension main', units: { 'extension main': ['src/extension/main.ts', 'src/extension/ctx.ts', 'src/extension/commands.ts'] } },
+  {
+    floor: 'extension main',
+    units: { 'extension main': ['src/extension/main.ts', 'src/extension/ctx.ts', 'src/extension/commands.ts'] },
+  },
 ];
 
 /** Packages only some units may import: the editor's API belongs to the extension, the server's to the server. */
@@ -71,7 +80,8 @@ function unitOf(path: string): Unit | undefined {
   FLOORS.forEach(({ units }, floor) => {
     for (const [name, prefixes] of Object.entries(units)) {
       for (const p of prefixes) {
-        if ((path === p || path.startsWith(p)) && (!best || p.length > best.length)) best = { unit: { name, floor }, length: p.length };
+        if ((path === p || path.startsWith(p)) && (!best || p.length > best.length))
+          best = { unit: { name, floor }, length: p.length };
       }
     }
   });
@@ -81,7 +91,8 @@ function unitOf(path: string): Unit | undefined {
 function tsFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) return name === 'node_modules' || path === join(ROOT, 'src', 'trainer') ? [] : tsFiles(path);
+    if (statSync(path).isDirectory())
+      return name === 'node_modules' || path === join(ROOT, 'src', 'trainer') ? [] : tsFiles(path);
     return name.endsWith('.ts') && !name.endsWith('.d.ts') ? [path] : [];
   });
 }
@@ -106,7 +117,10 @@ type Graph = Map<string, { spec: string; target: string }[]>;
  * Every source file's relative imports, resolved. `sources`: repository path → text. Package imports are left out
  * of the graph (they cannot close a cycle of ours) and checked by `layerProblems`.
  */
-export function importGraph(sources: Map<string, string>, exists: (repoPath: string) => boolean): { graph: Graph; unresolved: string[] } {
+export function importGraph(
+  sources: Map<string, string>,
+  exists: (repoPath: string) => boolean,
+): { graph: Graph; unresolved: string[] } {
   const graph: Graph = new Map();
   const unresolved: string[] = [];
   for (const [file, text] of sources) {
@@ -134,16 +148,24 @@ export function layerProblems(sources: Map<string, string>, graph: Graph): strin
     for (const { spec, target } of graph.get(file) ?? []) {
       const to = unitOf(target);
       if (!to) {
-        if (!target.startsWith('src/') && !target.startsWith('webview/') && target !== 'package.json') problems.push(`${file} imports ${target} (${spec}), outside src/ and webview/`);
+        if (!target.startsWith('src/') && !target.startsWith('webview/') && target !== 'package.json')
+          problems.push(`${file} imports ${target} (${spec}), outside src/ and webview/`);
         continue;
       }
       if (to.name === from.name) continue;
-      if (to.floor > from.floor) problems.push(`${file} (${from.name}, floor ${FLOORS[from.floor].floor}) imports ${target} (${to.name}), a floor above`);
-      else if (to.floor === from.floor) problems.push(`${file} (${from.name}) imports ${target} (${to.name}), a peer on its floor`);
+      if (to.floor > from.floor)
+        problems.push(
+          `${file} (${from.name}, floor ${FLOORS[from.floor].floor}) imports ${target} (${to.name}), a floor above`,
+        );
+      else if (to.floor === from.floor)
+        problems.push(`${file} (${from.name}) imports ${target} (${to.name}), a peer on its floor`);
     }
     for (const spec of importsOf(text)) {
       const pkg = Object.keys(PACKAGE_UNITS).find((p) => spec === p || spec.startsWith(`${p}/`));
-      if (pkg && !PACKAGE_UNITS[pkg].includes(from.name)) problems.push(`${file} (${from.name}) imports the package ${pkg}, which only ${PACKAGE_UNITS[pkg].join(', ')} may use`);
+      if (pkg && !PACKAGE_UNITS[pkg].includes(from.name))
+        problems.push(
+          `${file} (${from.name}) imports the package ${pkg}, which only ${PACKAGE_UNITS[pkg].join(', ')} may use`,
+        );
     }
   }
   return problems;
@@ -222,7 +244,9 @@ function closedPath(graph: Graph, members: Set<string>): string[] {
 let tree: Map<string, string> | undefined;
 /** src/ and webview/ (the trainer's Python left out), read once for the tests below. */
 function readTree(): Map<string, string> {
-  tree ??= new Map([...tsFiles(join(ROOT, 'src')), ...tsFiles(join(ROOT, 'webview'))].map((f) => [toRepo(f), readFileSync(f, 'utf8')]));
+  tree ??= new Map(
+    [...tsFiles(join(ROOT, 'src')), ...tsFiles(join(ROOT, 'webview'))].map((f) => [toRepo(f), readFileSync(f, 'utf8')]),
+  );
   return tree;
 }
 
@@ -242,7 +266,10 @@ test('the checks can fail: a type-only cycle, an upward import, a peer import an
   ]);
   const { graph, unresolved } = importGraph(sources, (p) => sources.has(p));
   assert.deepEqual(unresolved, []);
-  assert.deepEqual(importCycles(graph), [['src/replay/a.ts', 'src/replay/b.ts', 'src/replay/a.ts'], ['src/core/ok.ts', 'src/core/ok.ts']]);
+  assert.deepEqual(importCycles(graph), [
+    ['src/replay/a.ts', 'src/replay/b.ts', 'src/replay/a.ts'],
+    ['src/core/ok.ts', 'src/core/ok.ts'],
+  ]);
   assert.deepEqual(layerProblems(sources, graph), [
     'src/protocols/page.ts (protocols, floor protocols) imports src/extension/providers/browser/summary.ts (providers), a floor above',
     'src/cli/main.ts (cli) imports src/server/main.ts (server), a peer on its floor',
@@ -250,7 +277,9 @@ test('the checks can fail: a type-only cycle, an upward import, a peer import an
     'webview/compare/main.ts (page compare) imports the package vscode, which only extension services, providers, extension main may use',
   ]);
   const nowhere = new Map([['src/new/x.ts', 'export {};']]);
-  assert.deepEqual(layerProblems(nowhere, importGraph(nowhere, () => false).graph), ['src/new/x.ts is on no floor: add its folder to FLOORS (test/unit/architecture/layers.test.ts)']);
+  assert.deepEqual(layerProblems(nowhere, importGraph(nowhere, () => false).graph), [
+    'src/new/x.ts is on no floor: add its folder to FLOORS (test/unit/architecture/layers.test.ts)',
+  ]);
 });
 
 test('every relative import of src/ and webview/ resolves to a file (the graph below is complete)', () => {

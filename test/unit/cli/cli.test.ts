@@ -35,7 +35,14 @@ test('validate prints file:line:col: severity CODE message and exits 1 on errors
 
 test('validate exits 0 on a clean file and reports bad JSON lines without stopping', () => {
   const file = join(dir, 'mixed.jsonl');
-  writeFileSync(file, ['{"id":"a","question":"q","response":"<think>x</think><answer>y</answer>"}', '{oops', '{"id":"a","question":"q","response":"<answer>y</answer>"}'].join('\n'));
+  writeFileSync(
+    file,
+    [
+      '{"id":"a","question":"q","response":"<think>x</think><answer>y</answer>"}',
+      '{oops',
+      '{"id":"a","question":"q","response":"<answer>y</answer>"}',
+    ].join('\n'),
+  );
   const r = coa('validate', file);
   assert.equal(r.code, 1);
   assert.match(r.out, /mixed\.jsonl:2:2: error COA101 invalid JSON/);
@@ -70,7 +77,10 @@ test('score fills rewards; OTC-GRPO groups by question across the file', () => {
   const out = join(dir, 'scored.jsonl');
   const r = coa('score', 'examples/trajectories.coa.jsonl', '--scheme', 'otc-grpo', '--c', '4', '-o', out);
   assert.equal(r.code, 0, r.err);
-  const recs = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const recs = readFileSync(out, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const by = Object.fromEntries(recs.map((x) => [x.id, x.reward]));
   // Same question: direct answer (0 calls) is correct, so n = 0 for the whole group.
   assert.equal(by['coa-direct'].total, 1);
@@ -95,7 +105,13 @@ test('stats --json gives the paper columns per dialect and per stage', () => {
 
 test('stats: EM, F1 and TP are n/a for trajectories without golden answers, not 0 %', () => {
   const file = join(dir, 'stats-unlabelled.coa.jsonl');
-  const t = (id: string, answer: string, golden?: string[]) => JSON.stringify({ id, question: 'q', ...(golden ? { golden_answers: golden } : {}), response: `<think>x</think><search>q</search><observation>o</observation><answer>${answer}</answer>` });
+  const t = (id: string, answer: string, golden?: string[]) =>
+    JSON.stringify({
+      id,
+      question: 'q',
+      ...(golden ? { golden_answers: golden } : {}),
+      response: `<think>x</think><search>q</search><observation>o</observation><answer>${answer}</answer>`,
+    });
   writeFileSync(file, [t('a', 'Paris'), t('b', 'Rome')].join('\n') + '\n');
   const none = coa('stats', file, '--json');
   assert.equal(none.code, 0, none.err);
@@ -111,7 +127,7 @@ test('stats: EM, F1 and TP are n/a for trajectories without golden answers, not 
   assert.deepEqual([mixed.graded, mixed.em, mixed.tp], [1, 1, 1]);
 });
 
-test('validate and stats on another engine\'s file name the coa convert to run', () => {
+test("validate and stats on another engine's file name the coa convert to run", () => {
   const cases: [string, string][] = [
     ['examples/data/autocoa/all_test.parquet', 'verl-parquet'],
     ['examples/search-r1-transcripts.txt', 'search-r1'],
@@ -122,7 +138,12 @@ test('validate and stats on another engine\'s file name the coa convert to run',
     const v = coa('validate', file);
     assert.equal(v.code, 1, `${file}: ${v.err}`);
     assert.equal(v.out.trim().split('\n').length, 1, `one line, not a page of JSON errors: ${v.out}`);
-    assert.match(v.out, new RegExp(`^${file.replace(/\./g, '\\.')}:1:1: error COA104 this is a .* file, not trajectory JSONL: convert it first with \`coa convert --from ${from} ${file.replace(/\./g, '\\.')} -o `));
+    assert.match(
+      v.out,
+      new RegExp(
+        `^${file.replace(/\./g, '\\.')}:1:1: error COA104 this is a .* file, not trajectory JSONL: convert it first with \`coa convert --from ${from} ${file.replace(/\./g, '\\.')} -o `,
+      ),
+    );
     const s = coa('stats', file);
     assert.equal(s.code, 2);
     assert.match(s.err, new RegExp(`coa convert --from ${from} `));
@@ -135,7 +156,10 @@ test('validate and stats on another engine\'s file name the coa convert to run',
 
 test('stats counts questions apart: a converted parquet is data, not 400 format errors', () => {
   const out = join(dir, 'stats-dev.coa.jsonl');
-  assert.equal(coa('convert', '--from', 'verl-parquet', join(root, 'examples/data/autocoa/hotpotqa_dev.parquet'), '-o', out).code, 0);
+  assert.equal(
+    coa('convert', '--from', 'verl-parquet', join(root, 'examples/data/autocoa/hotpotqa_dev.parquet'), '-o', out).code,
+    0,
+  );
   const mixed = join(dir, 'stats-mixed.coa.jsonl');
   const trajectories = readFileSync(join(root, 'examples/trajectories.coa.jsonl'), 'utf8');
   writeFileSync(mixed, readFileSync(out, 'utf8') + trajectories);

@@ -11,7 +11,9 @@ import { runFuzz } from '../../fuzz/run';
 
 const root = join(__dirname, '../../..');
 
-test('fuzz: 400 hostile configs and 150 hostile JSONL files — no internal error anywhere, the core and the trainer agree on every config', { timeout: 180_000 }, async (t) => {
+test('fuzz: 400 hostile configs and 150 hostile JSONL files — no internal error anywhere, the core and the trainer agree on every config', {
+  timeout: 180_000,
+}, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'coa-config-fuzz-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const r = await runFuzz({ root, seed: 38, configs: 400, dataFiles: 150, dir });

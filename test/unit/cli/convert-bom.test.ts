@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const root = join(__dirname, '../../..');
-const coa = (...args: string[]) => spawnSync(process.execPath, [join(root, 'bin/coa.js'), ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+const coa = (...args: string[]) =>
+  spawnSync(process.execPath, [join(root, 'bin/coa.js'), ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
 const lines = (file: string) => readFileSync(file, 'utf8').trim().split('\n');
 
 before(() => {
@@ -36,6 +37,10 @@ for (const [from, source] of [
     assert.equal(a.status, 0, a.stderr);
     assert.equal(b.status, 0, b.stderr);
     assert.doesNotMatch(b.stderr, /skipped/, 'no line is skipped');
-    assert.deepEqual(lines(join(dir, 'bom.coa.jsonl')), lines(join(dir, 'plain.coa.jsonl')), 'the same records as without the BOM');
+    assert.deepEqual(
+      lines(join(dir, 'bom.coa.jsonl')),
+      lines(join(dir, 'plain.coa.jsonl')),
+      'the same records as without the BOM',
+    );
   });
 }

@@ -25,11 +25,32 @@ const piece = fc.oneof(
     const nest = arr ? '['.repeat(n) + ']'.repeat(n) : '{"a":'.repeat(n) + '0' + '}'.repeat(n);
     return bytes(rec ? `{"id":"d","question":"q","response":"<answer>a</answer>","x":${nest}}` : nest);
   }),
-  fc.constantFrom(Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from([0xc3, 0x28]), Buffer.from([0xff]), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0xf0, 0x9f, 0x98]), Buffer.from([0x0d]), Buffer.from([0x00])),
+  fc.constantFrom(
+    Buffer.from([0xef, 0xbb, 0xbf]),
+    Buffer.from([0xc3, 0x28]),
+    Buffer.from([0xff]),
+    Buffer.from([0xed, 0xa0, 0x80]),
+    Buffer.from([0xf0, 0x9f, 0x98]),
+    Buffer.from([0x0d]),
+    Buffer.from([0x00]),
+  ),
   fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b)),
 );
-const file = fc.array(fc.array(piece, { minLength: 1, maxLength: 3 }).map((ps) => Buffer.concat(ps)), { maxLength: 8 })
-  .chain((lines) => fc.boolean().map((bom) => Buffer.concat([bom ? Buffer.from([0xef, 0xbb, 0xbf]) : Buffer.alloc(0), ...lines.flatMap((l) => [l, Buffer.from('\n')])])));
+const file = fc
+  .array(
+    fc.array(piece, { minLength: 1, maxLength: 3 }).map((ps) => Buffer.concat(ps)),
+    { maxLength: 8 },
+  )
+  .chain((lines) =>
+    fc
+      .boolean()
+      .map((bom) =>
+        Buffer.concat([
+          bom ? Buffer.from([0xef, 0xbb, 0xbf]) : Buffer.alloc(0),
+          ...lines.flatMap((l) => [l, Buffer.from('\n')]),
+        ]),
+      ),
+  );
 
 async function quietly(argv: string[]): Promise<{ code?: number; error?: unknown; out: string }> {
   const log = console.log;
@@ -54,7 +75,11 @@ test('fuzz: validate, score and stats never crash on hostile files', async () =>
     fc.asyncProperty(file, async (content) => {
       const path = join(dir, `f${n++}.jsonl`);
       writeFileSync(path, content);
-      for (const argv of [['validate', path], ['score', path, '--scheme', 'otc-grpo', '-o', `${path}.scored`], ['stats', path, '--json']]) {
+      for (const argv of [
+        ['validate', path],
+        ['score', path, '--scheme', 'otc-grpo', '-o', `${path}.scored`],
+        ['stats', path, '--json'],
+      ]) {
         inputs++;
         const r = await quietly(argv);
         if (r.error !== undefined) {

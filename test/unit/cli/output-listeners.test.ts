@@ -47,13 +47,19 @@ function cli(args: string[], cwd: string) {
   return spawnSync(process.execPath, [join(root, 'bin/coa.js'), ...args], { cwd, encoding: 'utf8' });
 }
 
-test('convert and data prepare of AutoCoA\'s parquet print no listener warning', (t) => {
+test("convert and data prepare of AutoCoA's parquet print no listener warning", (t) => {
   const dir = tempDir(t);
-  const convert = cli(['convert', join(autocoa, 'all_test.parquet'), '--from', 'verl-parquet', '-o', 'test.coa.jsonl'], dir);
+  const convert = cli(
+    ['convert', join(autocoa, 'all_test.parquet'), '--from', 'verl-parquet', '-o', 'test.coa.jsonl'],
+    dir,
+  );
   assert.equal(convert.status, 0, convert.stderr);
   assert.doesNotMatch(convert.stderr, /MaxListenersExceeded|Warning/);
   assert.match(convert.stderr, /2935 records written/);
-  const prepare = cli(['data', 'prepare', 'questions', join(autocoa, 'hotpotqa_train.parquet'), '--out', 'train.jsonl'], dir);
+  const prepare = cli(
+    ['data', 'prepare', 'questions', join(autocoa, 'hotpotqa_train.parquet'), '--out', 'train.jsonl'],
+    dir,
+  );
   assert.equal(prepare.status, 0, prepare.stderr);
   assert.doesNotMatch(prepare.stderr, /MaxListenersExceeded|Warning/);
   assert.equal(readFileSync(join(dir, 'train.jsonl'), 'utf8').trimEnd().split('\n').length, 6144);

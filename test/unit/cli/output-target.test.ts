@@ -5,13 +5,24 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const root = join(__dirname, '../../..');
 const bin = join(root, 'bin/coa.js');
-const good = (id: string) => JSON.stringify({ id, question: 'q', golden_answers: ['a'], response: '<think>t</think><answer>a</answer>' });
+const good = (id: string) =>
+  JSON.stringify({ id, question: 'q', golden_answers: ['a'], response: '<think>t</think><answer>a</answer>' });
 
 before(() => {
   if (!existsSync(join(root, 'dist/cli.js'))) {
@@ -29,7 +40,10 @@ function workDir(t: { after: (fn: () => void) => void }): string {
 }
 
 /** A child's exit code, stdout and stderr (no shell). */
-function run(command: string, args: string[]): { child: ReturnType<typeof spawn>; done: Promise<{ code: number | null; out: string; err: string }> } {
+function run(
+  command: string,
+  args: string[],
+): { child: ReturnType<typeof spawn>; done: Promise<{ code: number | null; out: string; err: string }> } {
   const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -48,7 +62,13 @@ test('-o onto a FIFO writes through it: the reader gets every line, the FIFO sta
   assert.equal(writer.code, 0, writer.err);
   assert.ok(lstatSync(fifo).isFIFO(), 'the FIFO was replaced by a regular file');
   const got = await reader.done;
-  assert.deepEqual(got.out.trim().split('\n').map((l) => JSON.parse(l).id), ['a', 'b', 'c']);
+  assert.deepEqual(
+    got.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).id),
+    ['a', 'b', 'c'],
+  );
   assert.deepEqual(readdirSync(dir).sort(), ['in.jsonl', 'out.fifo'], 'no temporary file left');
 });
 
@@ -58,16 +78,26 @@ test('-o onto a symbolic link writes its target and keeps the link', (t) => {
   writeFileSync(target, 'old\n');
   const link = join(dir, 'latest.jsonl');
   symlinkSync(target, link);
-  const r = spawnSync(process.execPath, [bin, 'convert', '--from', 'openai', join(root, 'examples/openai-chats.jsonl'), '-o', link], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [bin, 'convert', '--from', 'openai', join(root, 'examples/openai-chats.jsonl'), '-o', link],
+    { cwd: root, encoding: 'utf8' },
+  );
   assert.equal(r.status, 0, r.stderr);
   assert.ok(lstatSync(link).isSymbolicLink(), 'the link was replaced by a regular file');
   assert.ok(readFileSync(target, 'utf8').startsWith('{"id":"chat-1"'), 'the target holds the output');
   // A link to nothing is refused (what it should create is the user's call), and nothing is created.
   const dangling = join(dir, 'dangling.jsonl');
   symlinkSync(join(dir, 'missing', 'x.jsonl'), dangling);
-  const d = spawnSync(process.execPath, [bin, 'score', join(dir, 'in.jsonl'), '-o', dangling], { cwd: root, encoding: 'utf8' });
+  const d = spawnSync(process.execPath, [bin, 'score', join(dir, 'in.jsonl'), '-o', dangling], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   assert.equal(d.status, 2);
-  assert.equal(d.stderr, `coa: ${dangling}: is a symbolic link to a missing file; give the file itself as the output\n`);
+  assert.equal(
+    d.stderr,
+    `coa: ${dangling}: is a symbolic link to a missing file; give the file itself as the output\n`,
+  );
   assert.ok(lstatSync(dangling).isSymbolicLink());
 });
 
@@ -79,19 +109,35 @@ function devices(dir: string): { nul: string; full: string } {
   if (process.getuid?.() !== 0) return { nul: '/dev/null', full: '/dev/full' };
   const nul = join(dir, 'null');
   const full = join(dir, 'full');
-  for (const [path, minor] of [[nul, '3'], [full, '7']]) assert.equal(spawnSync('mknod', [path, 'c', '1', minor]).status, 0, `mknod ${path}`);
+  for (const [path, minor] of [
+    [nul, '3'],
+    [full, '7'],
+  ])
+    assert.equal(spawnSync('mknod', [path, 'c', '1', minor]).status, 0, `mknod ${path}`);
   return { nul, full };
 }
 
 test('-o onto character devices: a null device is written through; a full one is a clear error, exit 2, device kept', (t) => {
   const dir = workDir(t);
   const { nul, full } = devices(dir);
-  const toNull = spawnSync(process.execPath, [bin, 'score', join(dir, 'in.jsonl'), '-o', nul], { cwd: root, encoding: 'utf8' });
+  const toNull = spawnSync(process.execPath, [bin, 'score', join(dir, 'in.jsonl'), '-o', nul], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   assert.equal(toNull.status, 0, toNull.stderr);
   assert.ok(statSync(nul).isCharacterDevice(), 'the device node was replaced');
-  const toFull = spawnSync(process.execPath, [bin, 'score', join(dir, 'in.jsonl'), '-o', full], { cwd: root, encoding: 'utf8' });
+  const toFull = spawnSync(process.execPath, [bin, 'score', join(dir, 'in.jsonl'), '-o', full], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   assert.equal(toFull.status, 2, toFull.stderr);
-  assert.equal(toFull.stderr.split('\n').filter((l) => l.startsWith('coa:')).join('\n'), `coa: cannot write ${full}: no space left on device`);
+  assert.equal(
+    toFull.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('coa:'))
+      .join('\n'),
+    `coa: cannot write ${full}: no space left on device`,
+  );
   assert.doesNotMatch(toFull.stderr, /\n\s+at |node:internal/);
   assert.ok(statSync(full).isCharacterDevice(), 'the device node was replaced');
 });

@@ -5,23 +5,51 @@
 // test/unit/cli/reliability.test.ts kills a real parent.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_WAIT_MS, mayStop, PARENT_POLL_MS, QUIET_MS, watchParent, whenIdle, type ServerActivity } from '../../../src/cli/parentWatch';
+import {
+  MAX_WAIT_MS,
+  mayStop,
+  PARENT_POLL_MS,
+  QUIET_MS,
+  watchParent,
+  whenIdle,
+  type ServerActivity,
+} from '../../../src/cli/parentWatch';
 
 test('mayStop: nothing in flight and no client connected, or a connected client quiet for QUIET_MS, or the cap', () => {
   const now = 100_000;
   const goneAt = now - 10;
   assert.equal(mayStop({ inFlight: 0, connections: 0, lastRequestAt: now - 1 }, now, goneAt), true, 'unused: at once');
-  assert.equal(mayStop({ inFlight: 1, connections: 0, lastRequestAt: now - 5_000 }, now, goneAt), false, 'a request still running');
-  assert.equal(mayStop({ inFlight: 0, connections: 1, lastRequestAt: now - 100 }, now, goneAt), false, 'a connected client just called');
-  assert.equal(mayStop({ inFlight: 0, connections: 1, lastRequestAt: now - QUIET_MS }, now, goneAt), true, 'a connected client gone quiet');
-  assert.equal(mayStop({ inFlight: 3, connections: 5, lastRequestAt: now }, now, now - MAX_WAIT_MS), true, 'never past the cap');
+  assert.equal(
+    mayStop({ inFlight: 1, connections: 0, lastRequestAt: now - 5_000 }, now, goneAt),
+    false,
+    'a request still running',
+  );
+  assert.equal(
+    mayStop({ inFlight: 0, connections: 1, lastRequestAt: now - 100 }, now, goneAt),
+    false,
+    'a connected client just called',
+  );
+  assert.equal(
+    mayStop({ inFlight: 0, connections: 1, lastRequestAt: now - QUIET_MS }, now, goneAt),
+    true,
+    'a connected client gone quiet',
+  );
+  assert.equal(
+    mayStop({ inFlight: 3, connections: 5, lastRequestAt: now }, now, now - MAX_WAIT_MS),
+    true,
+    'never past the cap',
+  );
 });
 
 test('the parent is polled every PARENT_POLL_MS; an unused server stops at the first poll after its death', (t) => {
   t.mock.timers.enable({ apis: ['setInterval', 'Date'] });
   let parentAlive = true;
   let gone = 0;
-  const stop = watchParent(4242, () => gone++, () => parentAlive);
+  const stop = watchParent(
+    4242,
+    () => gone++,
+    () => parentAlive,
+  );
   t.after(stop);
   t.mock.timers.tick(5 * PARENT_POLL_MS);
   assert.equal(gone, 0);

@@ -4,7 +4,16 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isAlive } from '../../../src/cli/parentWatch';
@@ -14,10 +23,16 @@ const bin = join(root, 'bin/coa.js');
 const dir = mkdtempSync(join(tmpdir(), 'coa-cli-rel-'));
 const coa = (...args: string[]) => coaWith({}, ...args);
 const coaWith = (env: NodeJS.ProcessEnv, ...args: string[]) => {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
+  const r = spawnSync(process.execPath, [bin, ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, ...env },
+  });
   return { code: r.status, out: r.stdout, err: r.stderr };
 };
-const good = (id: string) => JSON.stringify({ id, question: 'q', golden_answers: ['a'], response: '<think>t</think><answer>a</answer>' });
+const good = (id: string) =>
+  JSON.stringify({ id, question: 'q', golden_answers: ['a'], response: '<think>t</think><answer>a</answer>' });
 const NO_STACK = /internal error|\n\s+at |RangeError|node:internal/;
 
 before(() => {
@@ -36,7 +51,10 @@ test('score -o into a missing directory or onto a directory: one clear line, exi
   const onDir = coa('score', input, '-o', dir);
   assert.equal(onDir.code, 2, onDir.err);
   assert.match(onDir.err, /^coa: .*: is a directory, expected an output file\n$/);
-  assert.ok(!readdirSync(join(dir, '..')).some((f) => f.startsWith(`${dir.split('/').pop()}.tmp-`)), 'no temporary file left beside it');
+  assert.ok(
+    !readdirSync(join(dir, '..')).some((f) => f.startsWith(`${dir.split('/').pop()}.tmp-`)),
+    'no temporary file left beside it',
+  );
   // And a file it can write still works.
   const ok = coa('score', input, '-o', join(dir, 'out.jsonl'));
   assert.equal(ok.code, 0, ok.err);
@@ -49,12 +67,21 @@ test('validate/score/stats on 5,000-level nesting: file:line:col, no stack, late
   const v = coa('validate', file);
   assert.equal(v.code, 1);
   assert.doesNotMatch(v.out + v.err, NO_STACK);
-  assert.match(v.out, new RegExp(`deep\\.jsonl:2:${deepLine.indexOf('[') + 512}: error COA101 invalid JSON: nested deeper than 512 levels`));
+  assert.match(
+    v.out,
+    new RegExp(
+      `deep\\.jsonl:2:${deepLine.indexOf('[') + 512}: error COA101 invalid JSON: nested deeper than 512 levels`,
+    ),
+  );
   assert.match(v.out, /deep\.jsonl:3:\d+: error COA001/);
   const s = coa('score', file, '-o', join(dir, 'deep.scored.jsonl'));
   assert.equal(s.code, 0, s.err);
   assert.doesNotMatch(s.err, NO_STACK);
-  assert.equal(readFileSync(join(dir, 'deep.scored.jsonl'), 'utf8').split('\n')[1], deepLine, 'the bad line is copied unchanged');
+  assert.equal(
+    readFileSync(join(dir, 'deep.scored.jsonl'), 'utf8').split('\n')[1],
+    deepLine,
+    'the bad line is copied unchanged',
+  );
   const st = coa('stats', file, '--json');
   assert.doesNotMatch(st.out + st.err, NO_STACK);
 });
@@ -77,7 +104,10 @@ test('data prepare on 5,000-level nesting: FILE:LINE:COL, exit 2, no stack', () 
   writeFileSync(file, `{"question":"q?","golden_answers":["a"]}\n${prefix}${'['.repeat(6000)}${']'.repeat(6000)}}\n`);
   const r = coa('data', 'prepare', 'questions', file, '--out', join(dir, 'q.out.jsonl'));
   assert.equal(r.code, 2, r.err);
-  assert.equal(r.err.trim(), `${file}:2:${prefix.length + 512}: error: record: not valid JSON here: nested deeper than 512 levels`);
+  assert.equal(
+    r.err.trim(),
+    `${file}:2:${prefix.length + 512}: error: record: not valid JSON here: nested deeper than 512 levels`,
+  );
 });
 
 test('data prepare: invalid UTF-8 is an error at FILE:LINE:COL, never a silent U+FFFD; a BOM and CRLF are fine', () => {
@@ -87,8 +117,15 @@ test('data prepare: invalid UTF-8 is an error at FILE:LINE:COL, never a silent U
   };
   for (const [kind, [first, head]] of Object.entries(cases)) {
     const file = join(dir, `enc-${kind}.jsonl`);
-    const bad = Buffer.concat([Buffer.from(head), Buffer.from([0xff]), Buffer.from(' is","id":"b","response":"<answer>x</answer>","golden_answers":["x"]}')]);
-    writeFileSync(file, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`${first}\r\n\r\n`), bad, Buffer.from('\n')]));
+    const bad = Buffer.concat([
+      Buffer.from(head),
+      Buffer.from([0xff]),
+      Buffer.from(' is","id":"b","response":"<answer>x</answer>","golden_answers":["x"]}'),
+    ]);
+    writeFileSync(
+      file,
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`${first}\r\n\r\n`), bad, Buffer.from('\n')]),
+    );
     const out = join(dir, `enc-${kind}.out.jsonl`);
     const r = coa('data', 'prepare', kind, file, '--out', out);
     assert.equal(r.code, 2, r.err);
@@ -96,18 +133,43 @@ test('data prepare: invalid UTF-8 is an error at FILE:LINE:COL, never a silent U
     assert.ok(!existsSync(out), 'nothing written');
   }
   const ok = join(dir, 'enc-ok.jsonl');
-  writeFileSync(ok, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"question":"q?","golden_answers":["a"]}\r\n\r\n{"question":"caf\u00e9 \ufffd?","golden_answers":["b"]}\r\n')]));
+  writeFileSync(
+    ok,
+    Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      Buffer.from(
+        '{"question":"q?","golden_answers":["a"]}\r\n\r\n{"question":"caf\u00e9 \ufffd?","golden_answers":["b"]}\r\n',
+      ),
+    ]),
+  );
   const out = join(dir, 'enc-ok.out.jsonl');
   const r = coa('data', 'prepare', 'questions', ok, '--out', out);
   assert.equal(r.code, 0, r.err);
-  const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(rows.map((q) => [q.question, q.origin.line]), [['q?', 1], ['caf\u00e9 \ufffd?', 3]], 'a real U+FFFD in the file is kept; line numbers count blank lines');
+  const rows = readFileSync(out, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    rows.map((q) => [q.question, q.origin.line]),
+    [
+      ['q?', 1],
+      ['caf\u00e9 \ufffd?', 3],
+    ],
+    'a real U+FFFD in the file is kept; line numbers count blank lines',
+  );
 });
 
 test('a BOM is accepted and invalid UTF-8 is reported at file:line:col and copied byte for byte', () => {
   const file = join(dir, 'enc.jsonl');
-  const bad = Buffer.concat([Buffer.from('{"id":"b","question":"ab'), Buffer.from([0xc3, 0x28]), Buffer.from('","response":"<think>t</think><answer>a</answer>"}')]);
-  writeFileSync(file, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(good('a') + '\n'), bad, Buffer.from('\n')]));
+  const bad = Buffer.concat([
+    Buffer.from('{"id":"b","question":"ab'),
+    Buffer.from([0xc3, 0x28]),
+    Buffer.from('","response":"<think>t</think><answer>a</answer>"}'),
+  ]);
+  writeFileSync(
+    file,
+    Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(good('a') + '\n'), bad, Buffer.from('\n')]),
+  );
   const v = coa('validate', file);
   assert.equal(v.code, 1);
   assert.equal(v.out, `${file}:2:25: error COA105 invalid UTF-8: byte 0xc3 at byte 25 of the line\n`);
@@ -124,7 +186,10 @@ test('env serve: a token on the command line, a token with a space and a corpus 
   writeFileSync(corpus, JSON.stringify({ id: 'p1', contents: '"T"\ntext' }) + '\n');
   const flag = coa('env', 'serve', '--corpus', corpus, '--token', 'abc');
   assert.equal(flag.code, 2);
-  assert.equal(flag.err, 'coa: --token would show the token to every local user (ps); set COA_ENV_TOKEN in the environment instead\n');
+  assert.equal(
+    flag.err,
+    'coa: --token would show the token to every local user (ps); set COA_ENV_TOKEN in the environment instead\n',
+  );
   assert.equal(flag.out, '', 'never listened');
   const tok = coaWith({ COA_ENV_TOKEN: 'a b' }, 'env', 'serve', '--corpus', corpus);
   assert.equal(tok.code, 2);
@@ -161,7 +226,6 @@ setInterval(() => {}, 1000);`;
   assert.ok(!isAlive(serverPid), 'the server outlived its parent');
 });
 
-
 // Output that cannot be written. A reader that stops reading (`| head`) ends the command quietly with SIGPIPE's status
 // (141); any other write error is one line and exit 2; a path the system refuses (a loop of links) is one line naming
 // it. Before: an unhandled EPIPE stack trace, exit 0 with the output lost, "internal error: ELOOP" and a stack.
@@ -170,7 +234,10 @@ const EXAMPLE = join(root, 'examples/trajectories.coa.jsonl');
 test('a reader that closes the pipe early (| head -c10) ends the command quietly: exit 141, nothing on stderr', async () => {
   const big = join(dir, 'big.jsonl');
   writeFileSync(big, readFileSync(EXAMPLE, 'utf8').repeat(400));
-  for (const args of [['validate', big, big, big, '--strict'], ['score', big, '--scheme', 'f1']]) {
+  for (const args of [
+    ['validate', big, big, big, '--strict'],
+    ['score', big, '--scheme', 'f1'],
+  ]) {
     const child = spawn(process.execPath, [bin, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     child.stderr!.on('data', (d: Buffer) => (err += d));
@@ -183,20 +250,44 @@ test('a reader that closes the pipe early (| head -c10) ends the command quietly
   }
 });
 
-test('output onto a full disk (> /dev/full, -o /dev/full, --out, --report): one line, exit 2, for every command that writes', { skip: !existsSync('/dev/full') && 'no /dev/full here' }, () => {
+test('output onto a full disk (> /dev/full, -o /dev/full, --out, --report): one line, exit 2, for every command that writes', {
+  skip: !existsSync('/dev/full') && 'no /dev/full here',
+}, () => {
   const cfg = join(dir, 'plain.run.json');
   writeFileSync(cfg, '{"seed": 1}\n');
   const full = () => openSync('/dev/full', 'w');
-  const toStdout: string[][] = [['stats', EXAMPLE], ['stats', EXAMPLE, '--json'], ['validate', EXAMPLE], ['score', EXAMPLE], ['data', 'check', cfg], ['data', 'check', cfg, '--json'], ['diff', EXAMPLE, EXAMPLE], ['--help']];
+  const toStdout: string[][] = [
+    ['stats', EXAMPLE],
+    ['stats', EXAMPLE, '--json'],
+    ['validate', EXAMPLE],
+    ['score', EXAMPLE],
+    ['data', 'check', cfg],
+    ['data', 'check', cfg, '--json'],
+    ['diff', EXAMPLE, EXAMPLE],
+    ['--help'],
+  ];
   for (const args of toStdout) {
-    const r = spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8', stdio: ['ignore', full(), 'pipe'] });
+    const r = spawnSync(process.execPath, [bin, ...args], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', full(), 'pipe'],
+    });
     assert.equal(r.status, 2, `${args.join(' ')} > /dev/full exited ${r.status}: ${r.stderr}`);
     assert.equal(r.stderr, 'coa: cannot write standard output: no space left on device\n', args.join(' '));
   }
-  for (const args of [['score', EXAMPLE, '-o', '/dev/full'], ['convert', '--from', 'openai', join(root, 'examples/openai-chats.jsonl'), '-o', '/dev/full'], ['data', 'prepare', 'sft', EXAMPLE, '--out', '/dev/full'], ['data', 'prepare', 'sft', EXAMPLE, '--out', join(dir, 'sft.jsonl'), '--report', '/dev/full']]) {
+  for (const args of [
+    ['score', EXAMPLE, '-o', '/dev/full'],
+    ['convert', '--from', 'openai', join(root, 'examples/openai-chats.jsonl'), '-o', '/dev/full'],
+    ['data', 'prepare', 'sft', EXAMPLE, '--out', '/dev/full'],
+    ['data', 'prepare', 'sft', EXAMPLE, '--out', join(dir, 'sft.jsonl'), '--report', '/dev/full'],
+  ]) {
     const r = coa(...args);
     assert.equal(r.code, 2, `${args.join(' ')} exited ${r.code}: ${r.err}`);
-    assert.match(r.err.split('\n').filter(Boolean).at(-1)!, /^coa: .*\/dev\/full: no space left on device$/, args.join(' '));
+    assert.match(
+      r.err.split('\n').filter(Boolean).at(-1)!,
+      /^coa: .*\/dev\/full: no space left on device$/,
+      args.join(' '),
+    );
     assert.doesNotMatch(r.err, NO_STACK);
   }
 });
@@ -207,9 +298,16 @@ test('a loop of symbolic links as input or output: one line naming the path, exi
   symlinkSync(b, a);
   symlinkSync(a, b);
   const cases = [
-    ['score', EXAMPLE, '-o', a], ['convert', '--from', 'openai', join(root, 'examples/openai-chats.jsonl'), '-o', a],
-    ['data', 'prepare', 'sft', EXAMPLE, '--out', a], ['data', 'prepare', 'sft', EXAMPLE, '--out', join(dir, 'sft2.jsonl'), '--report', a],
-    ['validate', a], ['stats', a], ['score', a], ['diff', a, EXAMPLE], ['data', 'check', a], ['convert', '--from', 'openai', a, '-o', join(dir, 'c.jsonl')],
+    ['score', EXAMPLE, '-o', a],
+    ['convert', '--from', 'openai', join(root, 'examples/openai-chats.jsonl'), '-o', a],
+    ['data', 'prepare', 'sft', EXAMPLE, '--out', a],
+    ['data', 'prepare', 'sft', EXAMPLE, '--out', join(dir, 'sft2.jsonl'), '--report', a],
+    ['validate', a],
+    ['stats', a],
+    ['score', a],
+    ['diff', a, EXAMPLE],
+    ['data', 'check', a],
+    ['convert', '--from', 'openai', a, '-o', join(dir, 'c.jsonl')],
   ];
   for (const args of cases) {
     const r = coa(...args);

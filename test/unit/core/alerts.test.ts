@@ -6,10 +6,23 @@ import assert from 'node:assert/strict';
 import { AlertMonitor, loadAlertState } from '../../../src/core/alerts';
 
 const TH = { tool_call_explosion: 2.0, think_collapse: 0.5, all_wrong_groups: 0.5, tool_failure_rate: 0.2, window: 3 };
-const CALM = { tc: 1.0, think_len: 20.0, all_wrong_groups: 0.1, tool_failure_rate: 0.0, reward_mean: 0.5, format_error_rate: 0.05, zero_variance_groups: 0.4, logprob_diff_mean: 2e-7 };
+const CALM = {
+  tc: 1.0,
+  think_len: 20.0,
+  all_wrong_groups: 0.1,
+  tool_failure_rate: 0.0,
+  reward_mean: 0.5,
+  format_error_rate: 0.05,
+  zero_variance_groups: 0.4,
+  logprob_diff_mean: 2e-7,
+};
 type Values = Record<string, number>;
 
-function run(series: Values[], heldout: Record<number, number> = {}, monitor = new AlertMonitor(TH)): [number, string][] {
+function run(
+  series: Values[],
+  heldout: Record<number, number> = {},
+  monitor = new AlertMonitor(TH),
+): [number, string][] {
   const out: [number, string][] = [];
   series.forEach((values, i) => {
     const step = i + 1;
@@ -18,7 +31,8 @@ function run(series: Values[], heldout: Record<number, number> = {}, monitor = n
   });
   return out;
 }
-const series = (n: number, after: Values = {}, calm: Values = CALM): Values[] => Array.from({ length: n }, (_, i) => ({ ...calm, ...(i >= n / 2 ? after : {}) }));
+const series = (n: number, after: Values = {}, calm: Values = CALM): Values[] =>
+  Array.from({ length: n }, (_, i) => ({ ...calm, ...(i >= n / 2 ? after : {}) }));
 const kinds = (got: [number, string][]) => got.map(([, k]) => k);
 
 test('a calm run has no alerts', () => assert.deepEqual(run(series(20)), []));
@@ -33,17 +47,32 @@ test('think collapse; without think_len the response length is watched and named
   assert.deepEqual(kinds(run(series(12, { think_len: 4 }))), ['think_collapse']);
   const m = new AlertMonitor(TH);
   const { think_len: _drop, ...noThink } = CALM;
-  const alerts = series(12, { response_len: 10 }, { ...noThink, response_len: 80 }).flatMap((v, i) => m.update(i + 1, v));
-  assert.deepEqual(alerts.map((a) => a.kind), ['think_collapse']);
+  const alerts = series(12, { response_len: 10 }, { ...noThink, response_len: 80 }).flatMap((v, i) =>
+    m.update(i + 1, v),
+  );
+  assert.deepEqual(
+    alerts.map((a) => a.kind),
+    ['think_collapse'],
+  );
   assert.match(alerts[0].message, /^step 8: response length 33\.3 tokens vs 80\.0 at the start$/); // (80 + 2 × 10) / 3 < 0.5 × 80
 });
 
 test('all-wrong groups and tool failures (error severity), re-armed after calm steps', () => {
   assert.deepEqual(kinds(run(series(12, { all_wrong_groups: 0.9 }))), ['all_wrong_groups']);
-  const s = [...series(8, { tool_failure_rate: 0.6 }), ...Array(6).fill(CALM), ...Array(4).fill({ ...CALM, tool_failure_rate: 0.9 })];
+  const s = [
+    ...series(8, { tool_failure_rate: 0.6 }),
+    ...Array(6).fill(CALM),
+    ...Array(4).fill({ ...CALM, tool_failure_rate: 0.9 }),
+  ];
   const m = new AlertMonitor(TH);
   const alerts = s.flatMap((v, i) => m.update(i + 1, v));
-  assert.deepEqual(alerts.map((a) => [a.kind, a.severity]), [['tool_failures', 'error'], ['tool_failures', 'error']]);
+  assert.deepEqual(
+    alerts.map((a) => [a.kind, a.severity]),
+    [
+      ['tool_failures', 'error'],
+      ['tool_failures', 'error'],
+    ],
+  );
 });
 
 test('zero-variance groups and sampler/trainer log-prob drift: each fires when its window mean crosses the default', () => {
@@ -51,9 +80,19 @@ test('zero-variance groups and sampler/trainer log-prob drift: each fires when i
   assert.deepEqual(kinds(zv), ['zero_variance_groups']);
   const m = new AlertMonitor();
   const drift = series(10, { logprob_diff_mean: 0.2 }).flatMap((v, i) => m.update(i + 1, v));
-  assert.deepEqual(drift.map((a) => a.kind), ['logprob_drift']);
-  assert.match(drift[0].message, /^step \d+: sampler and trainer log-probs differ by 0\.\d{3} nats per token on average/);
-  assert.deepEqual(run(series(10, { zero_variance_groups: 0.75, logprob_diff_mean: 0.01 }), {}, new AlertMonitor()), [], 'below the defaults (0.8, 0.05)');
+  assert.deepEqual(
+    drift.map((a) => a.kind),
+    ['logprob_drift'],
+  );
+  assert.match(
+    drift[0].message,
+    /^step \d+: sampler and trainer log-probs differ by 0\.\d{3} nats per token on average/,
+  );
+  assert.deepEqual(
+    run(series(10, { zero_variance_groups: 0.75, logprob_diff_mean: 0.01 }), {}, new AlertMonitor()),
+    [],
+    'below the defaults (0.8, 0.05)',
+  );
 });
 
 test('reward hacking by format errors or by held-out EM, not by learning', () => {
@@ -78,7 +117,8 @@ test('state: JSON round trip keeps an active alert active; legacy whole-history 
 
 test('non-numbers are ignored; bounded state whatever the run length', () => {
   const m = new AlertMonitor(TH);
-  for (let i = 1; i <= 1000; i++) m.update(i, { ...CALM, note: 'x', flag: true as unknown as number, missing: null as unknown as number });
+  for (let i = 1; i <= 1000; i++)
+    m.update(i, { ...CALM, note: 'x', flag: true as unknown as number, missing: null as unknown as number });
   const st = m.toJSON();
   assert.equal(st.series.tc.n, 1000);
   assert.equal(st.series.tc.recent.length, 3);

@@ -29,15 +29,24 @@ test('convertInput: every source gives records, skipped lines are reported FILE:
   const log = (l: string) => lines.push(l);
   const parquet = await convertInput('verl-parquet', join(root, 'examples/data/autocoa/hotpotqa_dev.parquet'), { log });
   assert.equal(parquet.records.length, 400);
-  assert.ok(parquet.records.every((r) => r.response === '' && r.golden_answers?.length), 'questions with golden answers');
+  assert.ok(
+    parquet.records.every((r) => r.response === '' && r.golden_answers?.length),
+    'questions with golden answers',
+  );
   const sr1 = await convertInput('search-r1', join(root, 'examples/search-r1-transcripts.txt'), { log });
   assert.ok(sr1.records.length > 0 && sr1.records.every((r) => r.dialect === 'search-r1'));
   const chats = await convertInput('openai', join(root, 'examples/openai-chats.jsonl'), { log });
   assert.ok(chats.records.length > 0 && chats.records.every((r) => r.dialect === 'hermes'));
   const verl = await convertInput('verl-rollouts', join(root, 'test/fixtures/verl/rollouts'), { log });
   assert.ok(verl.records.length > 0);
-  assert.ok(lines.some((l) => l.startsWith('convert: 3 dump file(s)')), lines.join('\n'));
+  assert.ok(
+    lines.some((l) => l.startsWith('convert: 3 dump file(s)')),
+    lines.join('\n'),
+  );
   // Not a parquet file: one error naming the file, no records.
-  await assert.rejects(convertInput('verl-parquet', join(root, 'examples/openai-chats.jsonl')), (e: Error) => e instanceof ConvertError && e.message.includes('openai-chats.jsonl'));
+  await assert.rejects(
+    convertInput('verl-parquet', join(root, 'examples/openai-chats.jsonl')),
+    (e: Error) => e instanceof ConvertError && e.message.includes('openai-chats.jsonl'),
+  );
   await assert.rejects(convertInput('openai', join(root, 'no-such-file.jsonl')), /no-such-file\.jsonl: no such file/);
 });

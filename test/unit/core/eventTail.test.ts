@@ -1,7 +1,16 @@
 // EventTail on real files that are appended to, truncated and replaced while being read.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,11 +23,21 @@ function dir(): string {
 }
 
 function metrics(step: number, extra: Record<string, number | null> = {}): string {
-  return JSON.stringify({ v: 1, time: 1_700_000_000 + step, run: 'r', type: 'metrics', stage: 'pretrain', step, values: { loss: 1 / (step + 1), ...extra } });
+  return JSON.stringify({
+    v: 1,
+    time: 1_700_000_000 + step,
+    run: 'r',
+    type: 'metrics',
+    stage: 'pretrain',
+    step,
+    values: { loss: 1 / (step + 1), ...extra },
+  });
 }
 
 test('a finished run recorded from the trainer reads completely, every line valid', async () => {
-  const lines = readFileSync(FIXTURE, 'utf8').split('\n').filter((l) => l.trim());
+  const lines = readFileSync(FIXTURE, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim());
   const tail = new EventTail(FIXTURE);
   const batch = await tail.read();
   assert.equal(batch.issues.length, 0, batch.issues.map(formatIssue).join('\n'));
@@ -53,7 +72,10 @@ test('a partial last line is held until its newline, even when it splits a UTF-8
     assert.equal(b.issues.length, 0);
     appendFileSync(file, metrics(2).slice(10) + '\n');
     b = await tail.read();
-    assert.deepEqual(b.events.map((e) => e.type === 'metrics' && e.step), [2]);
+    assert.deepEqual(
+      b.events.map((e) => e.type === 'metrics' && e.step),
+      [2],
+    );
   } finally {
     rmSync(d, { recursive: true, force: true });
   }
@@ -63,10 +85,18 @@ test('a malformed event is reported once with file:line:column and skipped', asy
   const d = dir();
   const file = join(d, 'events.jsonl');
   try {
-    writeFileSync(file, [metrics(1), '{"v": 1, "time": 2, oops}', '', metrics(3).replace('"metrics"', '"metricz"'), metrics(4)].join('\n') + '\n');
+    writeFileSync(
+      file,
+      [metrics(1), '{"v": 1, "time": 2, oops}', '', metrics(3).replace('"metrics"', '"metricz"'), metrics(4)].join(
+        '\n',
+      ) + '\n',
+    );
     const tail = new EventTail(file);
     const b = await tail.read();
-    assert.deepEqual(b.events.map((e) => e.type === 'metrics' && e.step), [1, 4]);
+    assert.deepEqual(
+      b.events.map((e) => e.type === 'metrics' && e.step),
+      [1, 4],
+    );
     assert.equal(b.issues.length, 2);
     assert.equal(b.issues[0].line, 2);
     assert.equal(b.issues[0].column, 21); // the `o` of `oops`
@@ -76,7 +106,10 @@ test('a malformed event is reported once with file:line:column and skipped', asy
     appendFileSync(file, metrics(5) + '\n');
     const again = await tail.read();
     assert.equal(again.issues.length, 0, 'not reported twice');
-    assert.deepEqual(again.events.map((e) => e.type === 'metrics' && e.step), [5]);
+    assert.deepEqual(
+      again.events.map((e) => e.type === 'metrics' && e.step),
+      [5],
+    );
   } finally {
     rmSync(d, { recursive: true, force: true });
   }
@@ -94,19 +127,28 @@ test('truncation and replacement restart from the top with reset', async () => {
     appendFileSync(file, metrics(10) + '\n');
     let b = await tail.read();
     assert.equal(b.reset, true);
-    assert.deepEqual(b.events.map((e) => e.type === 'metrics' && e.step), [10]);
+    assert.deepEqual(
+      b.events.map((e) => e.type === 'metrics' && e.step),
+      [10],
+    );
     // Replaced by rename (rotation): the new file is longer than what was consumed, only its inode tells.
     const next = join(d, 'events.jsonl.new');
     writeFileSync(next, [20, 21, 22, 23].map((s) => metrics(s)).join('\n') + '\n');
     renameSync(next, file);
     b = await tail.read();
     assert.equal(b.reset, true);
-    assert.deepEqual(b.events.map((e) => e.type === 'metrics' && e.step), [20, 21, 22, 23]);
+    assert.deepEqual(
+      b.events.map((e) => e.type === 'metrics' && e.step),
+      [20, 21, 22, 23],
+    );
     // Rewritten in place to a larger size (same inode): the first bytes differ.
     writeFileSync(file, [30, 31, 32, 33, 34].map((s) => metrics(s)).join('\n') + '\n');
     b = await tail.read();
     assert.equal(b.reset, true);
-    assert.deepEqual(b.events.map((e) => e.type === 'metrics' && e.step), [30, 31, 32, 33, 34]);
+    assert.deepEqual(
+      b.events.map((e) => e.type === 'metrics' && e.step),
+      [30, 31, 32, 33, 34],
+    );
   } finally {
     rmSync(d, { recursive: true, force: true });
   }
@@ -130,7 +172,10 @@ test('followEvents sees every event of a file appended while it runs (created af
   });
   try {
     // Append in uneven pieces that cut lines anywhere, with pauses so reads interleave with writes.
-    const text = Array.from({ length: total }, (_, i) => metrics(i + 1, { reward_mean: i % 7 === 0 ? null : i / total }) + '\n').join('');
+    const text = Array.from(
+      { length: total },
+      (_, i) => metrics(i + 1, { reward_mean: i % 7 === 0 ? null : i / total }) + '\n',
+    ).join('');
     let pos = 0;
     let piece = 1;
     while (pos < text.length) {
@@ -140,10 +185,15 @@ test('followEvents sees every event of a file appended while it runs (created af
       await new Promise((r) => setTimeout(r, 2));
     }
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`only ${got.length} of ${total}`)), 20_000)));
+    const timeout = new Promise(
+      (_, reject) => (timer = setTimeout(() => reject(new Error(`only ${got.length} of ${total}`)), 20_000)),
+    );
     await Promise.race([done, timeout]).finally(() => clearTimeout(timer));
     await follower.flush();
-    assert.deepEqual(got, Array.from({ length: total }, (_, i) => i + 1));
+    assert.deepEqual(
+      got,
+      Array.from({ length: total }, (_, i) => i + 1),
+    );
     assert.equal(batches.flatMap((b) => b.issues).length, 0);
     assert.ok(batches.length > 1, 'read in several batches while being written');
   } finally {
@@ -154,14 +204,15 @@ test('followEvents sees every event of a file appended while it runs (created af
 
 // ---- exactly-once events across resume, the reader's half (the writer's is test_reliability.py)
 
-test('a resume that drops the redone steps (the trainer\'s own rewrite) reaches a live tail as a reset, then once each', async () => {
+test("a resume that drops the redone steps (the trainer's own rewrite) reaches a live tail as a reset, then once each", async () => {
   const python = join(__dirname, '../../../.venv/bin/python');
   // No skip: the trainer writes the rewrite, and `npm install` makes its .venv (a suite green without it proves nothing).
   assert.ok(existsSync(python), `${python} is missing: run npm install (it creates the trainer's .venv)`);
   const d = dir();
   const file = join(d, 'events.jsonl');
   try {
-    const ev = (type: string, step: number, extra: object = {}) => JSON.stringify({ v: 1, time: step, run: 'r', type, stage: 'sft2', step, ...extra });
+    const ev = (type: string, step: number, extra: object = {}) =>
+      JSON.stringify({ v: 1, time: step, run: 'r', type, stage: 'sft2', step, ...extra });
     const m = (step: number, loss: number) => ev('metrics', step, { values: { loss } });
     // The killed run: steps 1..6, a checkpoint after step 4 (its file offset is what the checkpoint records).
     writeFileSync(file, [1, 2, 3, 4].map((s) => m(s, s)).join('\n') + '\n');
@@ -175,7 +226,10 @@ test('a resume that drops the redone steps (the trainer\'s own rewrite) reaches 
     const script = `import sys; from coa_trainer.base.events import EventWriter
 w = EventWriter(sys.argv[1], echo=None)
 print(w.supersede("sft2", 4, int(sys.argv[2])))`;
-    const r = spawnSync(python, ['-c', script, d, String(offset)], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: join(__dirname, '../../../src/trainer') } });
+    const r = spawnSync(python, ['-c', script, d, String(offset)], {
+      encoding: 'utf8',
+      env: { ...process.env, PYTHONPATH: join(__dirname, '../../../src/trainer') },
+    });
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.trim(), '2');
     appendFileSync(file, [5, 6, 7].map((s) => m(s, s * 10)).join('\n') + '\n');
@@ -184,7 +238,18 @@ print(w.supersede("sft2", 4, int(sys.argv[2])))`;
     seen = batch.events;
     const keys = seen.map((e) => `${e.type}/${'stage' in e ? e.stage : ''}/${'step' in e ? e.step : ''}`);
     assert.equal(new Set(keys).size, keys.length, `duplicates: ${keys.join(' ')}`);
-    assert.deepEqual(seen.flatMap((e) => (e.type === 'metrics' ? [[e.step, e.values.loss]] : [])), [[1, 1], [2, 2], [3, 3], [4, 4], [5, 50], [6, 60], [7, 70]]);
+    assert.deepEqual(
+      seen.flatMap((e) => (e.type === 'metrics' ? [[e.step, e.values.loss]] : [])),
+      [
+        [1, 1],
+        [2, 2],
+        [3, 3],
+        [4, 4],
+        [5, 50],
+        [6, 60],
+        [7, 70],
+      ],
+    );
   } finally {
     rmSync(d, { recursive: true, force: true });
   }

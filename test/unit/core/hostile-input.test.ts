@@ -10,7 +10,8 @@ import { iterateJsonlText, MAX_NESTING, parseRecordLine, readJsonl } from '../..
 import { isValidName, nameError, NAME_RULE } from '../../../src/core/names';
 
 const dir = mkdtempSync(join(tmpdir(), 'coa-hostile-'));
-const good = (id: string, response = '<think>t</think><answer>a</answer>') => JSON.stringify({ id, question: 'q', response });
+const good = (id: string, response = '<think>t</think><answer>a</answer>') =>
+  JSON.stringify({ id, question: 'q', response });
 const deep = (n: number, open = '[', close = ']') => open.repeat(n) + close.repeat(n);
 
 async function collect(path: string, chunkSize?: number) {
@@ -31,7 +32,10 @@ test('a line nested 5,000+ levels is COA101 at the bracket that goes too deep; i
   const path = join(dir, 'deep.jsonl');
   writeFileSync(path, lines.join('\n') + '\n');
   const entries = await collect(path);
-  assert.deepEqual(entries.map((e) => e.record?.id ?? e.problem?.code), ['a', 'COA101', 'COA101', 'COA101', 'COA101', 'f']);
+  assert.deepEqual(
+    entries.map((e) => e.record?.id ?? e.problem?.code),
+    ['a', 'COA101', 'COA101', 'COA101', 'COA101', 'f'],
+  );
   for (const e of entries.slice(1, 5)) {
     assert.match(e.problem!.message, new RegExp(`nested deeper than ${MAX_NESTING} levels`));
     const raw = lines[e.line - 1];
@@ -44,7 +48,10 @@ test('a line nested 5,000+ levels is COA101 at the bracket that goes too deep; i
   // Exactly at the limit is still a record.
   const atLimit = `{"id":"l","question":"q","response":"r","x":${deep(MAX_NESTING - 1)}}`;
   assert.equal(parseRecordLine(atLimit, 1).record?.id, 'l');
-  assert.equal(parseRecordLine(`{"id":"l","question":"q","response":"r","x":${deep(MAX_NESTING)}}`, 1).problem?.code, 'COA101');
+  assert.equal(
+    parseRecordLine(`{"id":"l","question":"q","response":"r","x":${deep(MAX_NESTING)}}`, 1).problem?.code,
+    'COA101',
+  );
   // Brackets inside strings do not count.
   assert.equal(parseRecordLine(good('s', '['.repeat(10_000)), 1).record?.id, 's');
   // A deep line that is also a schema violation (the path locator recurses) is the nesting error, not a crash.
@@ -58,15 +65,26 @@ test('a UTF-8 BOM at file start is skipped: record 1 parses, offsets count its 3
   const buf = readFileSync(path);
   for (const chunkSize of [1, 2, 5, 1 << 20]) {
     const entries = await collect(path, chunkSize);
-    assert.deepEqual(entries.map((e) => e.record?.id ?? e.problem?.code), ['a', 'COA102'], `chunk ${chunkSize}`);
+    assert.deepEqual(
+      entries.map((e) => e.record?.id ?? e.problem?.code),
+      ['a', 'COA102'],
+      `chunk ${chunkSize}`,
+    );
     assert.equal(entries[0].offset, 3);
-    for (const [i, e] of entries.entries()) assert.equal(buf.subarray(e.offset, e.offset + e.byteLength).toString('utf8'), lines[i]);
+    for (const [i, e] of entries.entries())
+      assert.equal(buf.subarray(e.offset, e.offset + e.byteLength).toString('utf8'), lines[i]);
     assert.equal(entries[1].problem!.column, lines[1].indexOf('1}') + 1);
   }
   // An editor's text (decoded, BOM as U+FEFF) gives the same entries and offsets.
   const text = buf.toString('utf8');
   assert.equal(text.charCodeAt(0), 0xfeff);
-  assert.deepEqual([...iterateJsonlText(text)].map((e) => [e.line, e.offset, e.record?.id ?? e.problem?.code]), [[1, 3, 'a'], [2, 3 + lines[0].length + 1, 'COA102']]);
+  assert.deepEqual(
+    [...iterateJsonlText(text)].map((e) => [e.line, e.offset, e.record?.id ?? e.problem?.code]),
+    [
+      [1, 3, 'a'],
+      [2, 3 + lines[0].length + 1, 'COA102'],
+    ],
+  );
   // A BOM left on a line (files concatenated with cat) is skipped too; columns count it.
   assert.equal(parseRecordLine(`\ufeff${good('c')}`, 1).record?.id, 'c');
   const bad = `\ufeff{"id": "d", "question": "q", "response": 1}`;
@@ -88,7 +106,11 @@ test('invalid UTF-8 is COA105 at the first bad byte, the original bytes kept; va
     const path = join(dir, `utf8-${name.replace(/\W/g, '')}.jsonl`);
     writeFileSync(path, Buffer.concat([Buffer.from(good('a') + '\n'), line, Buffer.from('\n' + good('c') + '\n')]));
     const entries = await collect(path);
-    assert.deepEqual(entries.map((e) => e.record?.id ?? e.problem?.code), ['a', 'COA105', 'c'], name);
+    assert.deepEqual(
+      entries.map((e) => e.record?.id ?? e.problem?.code),
+      ['a', 'COA105', 'c'],
+      name,
+    );
     const p = entries[1];
     assert.equal(p.problem!.column, pre.toString('utf8').length + 1, `${name}: column of the first bad byte`);
     assert.match(p.problem!.message, /invalid UTF-8/);
@@ -100,8 +122,25 @@ test('invalid UTF-8 is COA105 at the first bad byte, the original bytes kept; va
 });
 
 test('one name rule for run ids, stages and labels, exported to the trainer as schemas/names.json', () => {
-  for (const ok of ['pretrain', 'rl2-otc', 'r1', '2026-11-24T10-00-00Z-sft2', 'a.b_c-d', 'x'.repeat(128)]) assert.ok(isValidName(ok), ok);
-  for (const bad of ['', '..', '../x', 'a/../b', 'a..b', '/abs', 'a/b', 'a\\b', '.hidden', '-x', 'a b', 'x'.repeat(129), 'é', 'C:x', 'a\nb']) {
+  for (const ok of ['pretrain', 'rl2-otc', 'r1', '2026-11-24T10-00-00Z-sft2', 'a.b_c-d', 'x'.repeat(128)])
+    assert.ok(isValidName(ok), ok);
+  for (const bad of [
+    '',
+    '..',
+    '../x',
+    'a/../b',
+    'a..b',
+    '/abs',
+    'a/b',
+    'a\\b',
+    '.hidden',
+    '-x',
+    'a b',
+    'x'.repeat(129),
+    'é',
+    'C:x',
+    'a\nb',
+  ]) {
     assert.ok(!isValidName(bad), JSON.stringify(bad));
   }
   assert.match(nameError('--label', '../../x')!, /--label "\.\.\/\.\.\/x" is not a valid name/);

@@ -19,7 +19,10 @@ test('AutoCoA parquet: one record per row, question without instructions, golden
   assert.equal(records.length, 400);
   const first = records[0];
   assert.equal(first.id, '5a7752645542994aec3b728d');
-  assert.equal(first.question, "What American author born in 1915, and won a Pulitzer Prize for Fiction, wrote the 1965 novel, 'Don't Stop the Carnival'?");
+  assert.equal(
+    first.question,
+    "What American author born in 1915, and won a Pulitzer Prize for Fiction, wrote the 1965 novel, 'Don't Stop the Carnival'?",
+  );
   assert.deepEqual(first.golden_answers, ['Herman Wouk']);
   for (const r of records) {
     assert.ok(RecordSchema.safeParse(r).success);
@@ -45,7 +48,10 @@ const transcript = (q: string, body: string) =>
   `<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nAnswer the given question. You must conduct reasoning inside <think> and </think> first every time you get new information. After reasoning, if you find you lack some knowledge, you can call a search engine by <search> query </search> and it will return the top searched results between <information> and </information>. You can search as many times as your want. If you find no further external knowledge needed, you can directly provide the answer inside <answer> and </answer>, without detailed illustrations. For example, <answer> Beijing </answer>. Question: ${q}\n<|im_end|>\n<|im_start|>assistant\n${body}<|im_end|>\n`;
 
 test('Search-R1 transcripts: several per file, the assistant part is the response', () => {
-  const a = transcript('who wrote the day after roswell?', '<think> I need to search. </think>\n<search> The Day After Roswell author </search>\n\n<information>Doc 1(Title: "The Day After Roswell") by Philip J. Corso\n</information>\n\n<think> It is Corso. </think>\n<answer> Philip J. Corso </answer>');
+  const a = transcript(
+    'who wrote the day after roswell?',
+    '<think> I need to search. </think>\n<search> The Day After Roswell author </search>\n\n<information>Doc 1(Title: "The Day After Roswell") by Philip J. Corso\n</information>\n\n<think> It is Corso. </think>\n<answer> Philip J. Corso </answer>',
+  );
   const b = transcript('capital of france?', '<think> I know it. </think>\n<answer> Paris </answer>');
   const records = importSearchR1Transcripts(a + b);
   assert.equal(records.length, 2);
@@ -66,7 +72,13 @@ test('OpenAI chats with tool_calls become Hermes records', () => {
       messages: [
         { role: 'system', content: 'sys' },
         { role: 'user', content: 'capital of france?' },
-        { role: 'assistant', content: 'Let me look.', tool_calls: [{ id: 't', type: 'function', function: { name: 'search', arguments: '{"query":"capital of france"}' } }] },
+        {
+          role: 'assistant',
+          content: 'Let me look.',
+          tool_calls: [
+            { id: 't', type: 'function', function: { name: 'search', arguments: '{"query":"capital of france"}' } },
+          ],
+        },
         { role: 'tool', tool_call_id: 't', content: 'Paris is the capital.' },
         { role: 'assistant', content: 'Paris' },
       ],

@@ -9,7 +9,8 @@ import { iterateJsonlText, readJsonl } from '../../../src/core/jsonl';
 import { mapLiteral, mapStringAt } from '../../../src/core/jsonstring';
 
 const dir = mkdtempSync(join(tmpdir(), 'coa-jsonl-'));
-const good = (id: string, response = '<think>t</think><answer>a</answer>') => JSON.stringify({ id, question: 'q', response });
+const good = (id: string, response = '<think>t</think><answer>a</answer>') =>
+  JSON.stringify({ id, question: 'q', response });
 
 async function collect(path: string, chunkSize?: number) {
   const out = [];
@@ -18,11 +19,27 @@ async function collect(path: string, chunkSize?: number) {
 }
 
 test('bad lines are reported with line and column and skipped; good lines survive', async () => {
-  const lines = [good('a'), '{"id": "b", "question": "q", "response": 1}', '{"id": "c",, }', '', good('d'), '{"id": "e"'];
+  const lines = [
+    good('a'),
+    '{"id": "b", "question": "q", "response": 1}',
+    '{"id": "c",, }',
+    '',
+    good('d'),
+    '{"id": "e"',
+  ];
   const path = join(dir, 'mixed.coa.jsonl');
   writeFileSync(path, lines.join('\n'));
   const entries = await collect(path);
-  assert.deepEqual(entries.map((e) => [e.line, e.record?.id ?? e.problem?.code]), [[1, 'a'], [2, 'COA102'], [3, 'COA101'], [5, 'd'], [6, 'COA101']]);
+  assert.deepEqual(
+    entries.map((e) => [e.line, e.record?.id ?? e.problem?.code]),
+    [
+      [1, 'a'],
+      [2, 'COA102'],
+      [3, 'COA101'],
+      [5, 'd'],
+      [6, 'COA101'],
+    ],
+  );
   const schema = entries[1].problem!;
   assert.equal(schema.path, 'response');
   assert.equal(schema.column, lines[1].indexOf('1}') + 1, 'column points at the offending value');
@@ -37,10 +54,18 @@ test('byte offsets are exact with multi-byte text, CRLF and tiny chunks', async 
   const buf = readFileSync(path);
   for (const chunkSize of [1, 3, 7, 64, 1 << 20]) {
     const entries = await collect(path, chunkSize);
-    assert.deepEqual(entries.map((e) => e.record?.id), ['é', 'b', 'ç'], `chunk ${chunkSize}`);
-    for (const [i, e] of entries.entries()) assert.equal(buf.subarray(e.offset, e.offset + e.byteLength).toString('utf8'), lines[i]);
+    assert.deepEqual(
+      entries.map((e) => e.record?.id),
+      ['é', 'b', 'ç'],
+      `chunk ${chunkSize}`,
+    );
+    for (const [i, e] of entries.entries())
+      assert.equal(buf.subarray(e.offset, e.offset + e.byteLength).toString('utf8'), lines[i]);
   }
-  assert.deepEqual([...iterateJsonlText(text)].map((e) => [e.line, e.offset]), (await collect(path)).map((e) => [e.line, e.offset]));
+  assert.deepEqual(
+    [...iterateJsonlText(text)].map((e) => [e.line, e.offset]),
+    (await collect(path)).map((e) => [e.line, e.offset]),
+  );
 });
 
 test('binary files are refused in one entry', async () => {

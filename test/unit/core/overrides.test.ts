@@ -12,7 +12,11 @@ import vectors from '../../conformance/overrides.json';
 
 for (const c of vectors.cases) {
   test(`override vector: ${c.name}`, () => {
-    const run = () => applyOverrides(c.config, c.args.map((a) => parseOverride(a)));
+    const run = () =>
+      applyOverrides(
+        c.config,
+        c.args.map((a) => parseOverride(a)),
+      );
     if ('error' in c && c.error) {
       assert.throws(run, (e: unknown) => {
         assert.ok(e instanceof OverrideError, String(e));

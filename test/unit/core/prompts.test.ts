@@ -21,7 +21,8 @@ test("each prompt names its dialect's action, observation and answer form", () =
     for (const tag of [action.open, action.close, d.observation.open, d.observation.close, d.think.open]) {
       assert.ok(text.includes(tag), `${name}: ${tag} missing`);
     }
-    if (d.answer.style === 'tag') assert.ok(text.includes(d.answer.tags.open) && text.includes(d.answer.tags.close), name);
+    if (d.answer.style === 'tag')
+      assert.ok(text.includes(d.answer.tags.open) && text.includes(d.answer.tags.close), name);
     else assert.ok(text.includes('\\boxed{'), `${name}: \\boxed{} missing`);
   }
 });

@@ -10,7 +10,19 @@ import { parseRecordLine } from '../../../src/core/jsonl';
 
 // Strings built from tag fragments hit the interesting paths far more often than uniform text.
 const fragment = fc.oneof(
-  fc.constantFrom(...allTags(['search', 'calc']), '\\boxed{', '}', '{', '<', '>', '</', '<|im_end|>', '\n', ' ', '{"name":"search","arguments":{}}'),
+  fc.constantFrom(
+    ...allTags(['search', 'calc']),
+    '\\boxed{',
+    '}',
+    '{',
+    '<',
+    '>',
+    '</',
+    '<|im_end|>',
+    '\n',
+    ' ',
+    '{"name":"search","arguments":{}}',
+  ),
   fc.string({ maxLength: 6 }),
   fc.string({ unit: 'binary', maxLength: 3 }),
 );
@@ -30,12 +42,19 @@ test('checkFormat never throws and keeps offsets in bounds', () => {
       let pos = 0;
       for (const s of r.segments) {
         assert.equal(s.start, pos, 'segments are contiguous');
-        assert.ok(s.start <= s.contentStart && s.contentStart <= s.contentEnd && s.contentEnd <= s.end, 'content inside segment');
-        assert.ok(s.end > s.start || (s.kind === 'think' && (s.open !== null || s.close !== null)), 'non-empty segment');
+        assert.ok(
+          s.start <= s.contentStart && s.contentStart <= s.contentEnd && s.contentEnd <= s.end,
+          'content inside segment',
+        );
+        assert.ok(
+          s.end > s.start || (s.kind === 'think' && (s.open !== null || s.close !== null)),
+          'non-empty segment',
+        );
         pos = s.end;
       }
       assert.equal(pos, text.length, 'segments cover the text');
-      for (const d of r.diagnostics) assert.ok(d.start >= 0 && d.start <= d.end && d.end <= text.length, `diagnostic ${d.code} in bounds`);
+      for (const d of r.diagnostics)
+        assert.ok(d.start >= 0 && d.start <= d.end && d.end <= text.length, `diagnostic ${d.code} in bounds`);
       assert.equal(r.toolCalls, r.segments.filter((s) => s.kind === 'action').length);
       assert.equal(r.formatOk, !r.diagnostics.some((d) => d.severity === 'error'));
     }),
@@ -47,7 +66,9 @@ test('a well-formed episode built from parts passes lenient and strict checks', 
   const word = fc.stringMatching(/^[a-z]{1,8}$/);
   fc.assert(
     fc.property(fc.array(fc.tuple(word, word, word), { maxLength: 4 }), word, word, (steps, think, answer) => {
-      const text = steps.map(([t, q, o]) => `<think>${t}</think><search>${q}</search><observation>${o}</observation>`).join('') + `<think>${think}</think><answer>${answer}</answer>`;
+      const text =
+        steps.map(([t, q, o]) => `<think>${t}</think><search>${q}</search><observation>${o}</observation>`).join('') +
+        `<think>${think}</think><answer>${answer}</answer>`;
       for (const strictness of ['lenient', 'strict'] as const) {
         const r = checkFormat(text, { strictness });
         assert.deepEqual(r.diagnostics, [], text);

@@ -12,7 +12,13 @@ const GOOD =
   '<think> check </think> <search> jaws 1975 director </search> <observation> doc 2 ( title : jaws ) directed by steven spielberg </observation> <think> found it </think> <answer> steven spielberg </answer>';
 // The rollout with its first </search> removed.
 const BROKEN = GOOD.replace('</search>', '');
-const record = (response: string) => ({ id: 'q1-0', question: 'Who directed Jaws?', golden_answers: ['Steven Spielberg'], response, dialect: 'coa' as const });
+const record = (response: string) => ({
+  id: 'q1-0',
+  question: 'Who directed Jaws?',
+  golden_answers: ['Steven Spielberg'],
+  response,
+  dialect: 'coa' as const,
+});
 
 test('removing the first </search> of a rewarded rollout zeroes its reward under every scheme', () => {
   for (const scheme of ['autocoa', 'em', 'otc-grpo'] as const) {
@@ -31,7 +37,10 @@ test('the language server reports it at the unclosed tag and its quick fix close
   const s = new TrajectoryService();
   s.open(uri, 'coa-jsonl', 1, raw);
   const diags = s.diagnose(uri);
-  assert.deepEqual(diags.map((d) => d.code), ['COA017']);
+  assert.deepEqual(
+    diags.map((d) => d.code),
+    ['COA017'],
+  );
   assert.equal(raw.slice(diags[0].range.start.character, diags[0].range.end.character), '<search>');
   const [edit] = s.codeActions(uri, diags).flatMap((a) => a.edit?.changes?.[uri] ?? []);
   assert.equal(edit.newText, '</search>');

@@ -3,7 +3,15 @@
 // tensor_content) must give exactly what TensorBoard's own EventAccumulator read from them (expected.json); a
 // file read while it is being written gives the same points in the end; corruption stops reading at the bad record.
 import { strict as assert } from 'node:assert';
-import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -12,8 +20,12 @@ import { isTensorBoardRunDir, TensorBoardTail } from '../../../src/core/tensorbo
 import type { TrainerEvent } from '../../../src/core/events';
 
 const FIXTURES = join(__dirname, '../../fixtures/tensorboard');
-const expected = JSON.parse(readFileSync(join(FIXTURES, 'expected.json'), 'utf8')) as Record<string, Record<string, [number, number][]>>;
-const eventFile = (run: string) => join(FIXTURES, run, readdirSync(join(FIXTURES, run)).find((n) => n.startsWith('events.out.tfevents.'))!);
+const expected = JSON.parse(readFileSync(join(FIXTURES, 'expected.json'), 'utf8')) as Record<
+  string,
+  Record<string, [number, number][]>
+>;
+const eventFile = (run: string) =>
+  join(FIXTURES, run, readdirSync(join(FIXTURES, run)).find((n) => n.startsWith('events.out.tfevents.'))!);
 
 function byTag(points: { tag: string; step: number; value: number }[]): Record<string, [number, number][]> {
   const out: Record<string, [number, number][]> = {};
@@ -23,7 +35,9 @@ function byTag(points: { tag: string; step: number; value: number }[]): Record<s
 
 function metricsByTag(events: TrainerEvent[]): Record<string, [number, number][]> {
   const out: Record<string, [number, number][]> = {};
-  for (const e of events) if (e.type === 'metrics') for (const [k, v] of Object.entries(e.values)) (out[k] ??= []).push([e.step, v as number]);
+  for (const e of events)
+    if (e.type === 'metrics')
+      for (const [k, v] of Object.entries(e.values)) (out[k] ??= []).push([e.step, v as number]);
   return out;
 }
 

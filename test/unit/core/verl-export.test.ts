@@ -20,17 +20,49 @@ test('Hydra values: plain where Hydra reads the same string back, quoted otherwi
 });
 
 test('shell words survive sh unchanged', () => {
-  for (const word of ['plain=1', "data.train_files='/a b/x.parquet'", 'a"b', "it's $HOME `x` \\ *", 'trainer.logger=[console,file]']) {
+  for (const word of [
+    'plain=1',
+    "data.train_files='/a b/x.parquet'",
+    'a"b',
+    "it's $HOME `x` \\ *",
+    'trainer.logger=[console,file]',
+  ]) {
     const echoed = execFileSync('sh', ['-c', `printf '%s' ${shellWord(word)}`], { encoding: 'utf8' });
     assert.equal(echoed, word);
   }
 });
 
 test("RL-2's settings become verl's keys", () => {
-  const config = RunConfigSchema.parse({ dialect: 'hermes', model: { system_prompt: 'x' }, stages: { rl2: { group_size: 5, prompts_per_step: 12, mini_batches: 3, kl_coef: 0, reward: { scheme: 'otc-ppo', params: { c: 2, sources: ['nq', 'hotpotqa'] } } } } });
-  const paths = { model: 'm', trainFiles: 't.parquet', valFiles: null, toolConfig: 'tool.yaml', rewardFunction: 'r.py', rolloutDir: 'roll', metricsFile: 'm.jsonl', experiment: 'e1' };
+  const config = RunConfigSchema.parse({
+    dialect: 'hermes',
+    model: { system_prompt: 'x' },
+    stages: {
+      rl2: {
+        group_size: 5,
+        prompts_per_step: 12,
+        mini_batches: 3,
+        kl_coef: 0,
+        reward: { scheme: 'otc-ppo', params: { c: 2, sources: ['nq', 'hotpotqa'] } },
+      },
+    },
+  });
+  const paths = {
+    model: 'm',
+    trainFiles: 't.parquet',
+    valFiles: null,
+    toolConfig: 'tool.yaml',
+    rewardFunction: 'r.py',
+    rolloutDir: 'roll',
+    metricsFile: 'm.jsonl',
+    experiment: 'e1',
+  };
   const { overrides, env, warnings } = verlLaunch(config, paths);
-  const get = (k: string) => overrides.find((o) => o.replace(/^\+/, '').startsWith(`${k}=`))?.split('=').slice(1).join('=');
+  const get = (k: string) =>
+    overrides
+      .find((o) => o.replace(/^\+/, '').startsWith(`${k}=`))
+      ?.split('=')
+      .slice(1)
+      .join('=');
   assert.equal(get('actor_rollout_ref.rollout.n'), '5');
   assert.equal(get('data.train_batch_size'), '12');
   assert.equal(get('actor_rollout_ref.actor.ppo_mini_batch_size'), '4');
@@ -41,5 +73,8 @@ test("RL-2's settings become verl's keys", () => {
   assert.deepEqual(env, { VERL_FILE_LOGGER_PATH: 'm.jsonl' });
   assert.equal(get('custom_reward_function.reward_kwargs.params.sources'), '[nq,hotpotqa]');
   assert.deepEqual(warnings, []);
-  assert.match(verlLaunch(RunConfigSchema.parse({}), paths).warnings[0], /dialect coa: verl's tool agent loop runs Hermes/);
+  assert.match(
+    verlLaunch(RunConfigSchema.parse({}), paths).warnings[0],
+    /dialect coa: verl's tool agent loop runs Hermes/,
+  );
 });

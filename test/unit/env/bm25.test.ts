@@ -12,7 +12,14 @@ import { tempDir, writeKnownCorpus, writeSkewedCorpus, referenceBm25, referenceS
 import { makeRandom } from '../../../src/env/random';
 
 test('tokenizer: lower-case, letters/digits, diacritics folded, stopwords dropped', () => {
-  assert.deepEqual(tokenize('The Beyoncé album, "4" (2011) — is Ｆｕｌｌ-width'), ['beyonce', 'album', '4', '2011', 'full', 'width']);
+  assert.deepEqual(tokenize('The Beyoncé album, "4" (2011) — is Ｆｕｌｌ-width'), [
+    'beyonce',
+    'album',
+    '4',
+    '2011',
+    'full',
+    'width',
+  ]);
   assert.deepEqual(tokenize('Москва и Київ'), ['москва', 'и', 'киів']);
   assert.deepEqual(tokenize('of the and'), []);
 });
@@ -20,18 +27,27 @@ test('tokenizer: lower-case, letters/digits, diacritics folded, stopwords droppe
 test('scores equal a textbook Lucene BM25 on every passage', async (t) => {
   const dir = tempDir(t);
   const { file } = writeKnownCorpus(dir, 300);
-  const docs = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l).contents as string);
+  const docs = readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l).contents as string);
   const r = await Retriever.open(file, { indexDir: join(dir, 'idx') });
   t.after(() => r.close());
   for (const query of ['river king', 'Entity 17 zq5x', 'church church island', 'music album film school']) {
     const want = referenceBm25(docs, query);
-    const order = want.map((s, i) => ({ s, i })).filter((x) => x.s > 0).sort((a, b) => b.s - a.s || a.i - b.i);
+    const order = want
+      .map((s, i) => ({ s, i }))
+      .filter((x) => x.s > 0)
+      .sort((a, b) => b.s - a.s || a.i - b.i);
     const got = r.search(query, 10);
     assert.equal(got.length, Math.min(10, order.length), query);
     got.forEach((hit, rank) => {
       // Every returned score matches the oracle for that passage, and no better passage was missed.
       const doc = Number(hit.id.slice(1));
-      assert.ok(Math.abs(hit.score - want[doc]) < 1e-5 * Math.max(1, want[doc]), `${query}: ${hit.id} ${hit.score} vs ${want[doc]}`);
+      assert.ok(
+        Math.abs(hit.score - want[doc]) < 1e-5 * Math.max(1, want[doc]),
+        `${query}: ${hit.id} ${hit.score} vs ${want[doc]}`,
+      );
       assert.ok(Math.abs(hit.score - order[rank].s) < 1e-5 * Math.max(1, order[rank].s), `${query}: rank ${rank}`);
     });
   }
@@ -75,7 +91,10 @@ test('streaming reader reports bad lines with line numbers and keeps going', asy
   const ids: string[] = [];
   for await (const row of readCorpus(file, (b) => bad.push(b))) ids.push(`${row.passage.id}@${row.line}`);
   assert.deepEqual(ids, ['a@1', '3@4', 'e@7', 'f@8']);
-  assert.deepEqual(bad.map((b) => b.line), [2, 5, 6]);
+  assert.deepEqual(
+    bad.map((b) => b.line),
+    [2, 5, 6],
+  );
   assert.match(bad[0].message, /invalid JSON/);
   assert.match(bad[2].message, /contents/);
   const r = await Retriever.open(file, { indexDir: join(dir, 'idx') });
@@ -138,11 +157,14 @@ test('a damaged index file is rebuilt, not trusted', async (t) => {
   assert.match(r.info.reason ?? '', /unreadable/);
 });
 
-test('lines spanning the reader\'s 1 MiB chunks keep exact byte offsets (multi-byte text too)', async (t) => {
+test("lines spanning the reader's 1 MiB chunks keep exact byte offsets (multi-byte text too)", async (t) => {
   const dir = tempDir(t);
   const file = join(dir, 'big.jsonl');
   const lines: string[] = [];
-  for (let i = 0; i < 8000; i++) lines.push(JSON.stringify({ id: `d${i}`, contents: `"Tïtle ${i}"\n${'naïve café Ωmega '.repeat(3 + (i % 40))}w${i}` }));
+  for (let i = 0; i < 8000; i++)
+    lines.push(
+      JSON.stringify({ id: `d${i}`, contents: `"Tïtle ${i}"\n${'naïve café Ωmega '.repeat(3 + (i % 40))}w${i}` }),
+    );
   writeFileSync(file, lines.join('\n') + '\n');
   const bytes = readFileSync(file);
   assert.ok(bytes.length > 3 * (1 << 20), `${bytes.length} bytes`);
@@ -155,14 +177,17 @@ test('lines spanning the reader\'s 1 MiB chunks keep exact byte offsets (multi-b
   assert.equal(n, 8000);
   const r = await Retriever.open(file, { indexDir: join(dir, 'idx') });
   t.after(() => r.close());
-  assert.equal(r.search('w7999 omega', 1)[0].id, "d7999");
+  assert.equal(r.search('w7999 omega', 1)[0].id, 'd7999');
   assert.equal(r.search('W2500', 1)[0].title, 'Tïtle 2500');
 });
 
 test('early termination returns exactly the exhaustive top k (ids, order, scores)', async (t) => {
   const dir = tempDir(t);
   const { file, word } = writeSkewedCorpus(dir, 1500);
-  const docs = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l).contents as string);
+  const docs = readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l).contents as string);
   const fresh = await Retriever.open(file, { indexDir: join(dir, 'idx') }); // bounds computed at build
   const loaded = await Retriever.open(file, { indexDir: join(dir, 'idx') }); // bounds read from disk
   t.after(() => (fresh.close(), loaded.close()));
@@ -174,15 +199,22 @@ test('early termination returns exactly the exhaustive top k (ids, order, scores
     // Mixed queries: skewed draws (common words) plus uniform draws (often rare words).
     const parts = Array.from({ length: 1 + (n % 5) }, (_, j) => (j % 2 ? word(rnd) : `w${Math.floor(400 * rnd())}`));
     const query = parts.join(' ');
-    const want = oracle(query).map((s, i) => ({ s, i })).filter((x) => x.s > 0).sort((a, b) => b.s - a.s || a.i - b.i);
+    const want = oracle(query)
+      .map((s, i) => ({ s, i }))
+      .filter((x) => x.s > 0)
+      .sort((a, b) => b.s - a.s || a.i - b.i);
     for (const k of [1, 3, 10]) {
       for (const r of [fresh, loaded]) {
         const got = r.search(query, k);
         assert.equal(got.length, Math.min(k, want.length));
         got.forEach((h, i) => {
-          assert.ok(Math.abs(h.score - want[i].s) < 1e-5 * want[i].s, `${query} k=${k} rank ${i}: ${h.score} vs ${want[i].s}`);
+          assert.ok(
+            Math.abs(h.score - want[i].s) < 1e-5 * want[i].s,
+            `${query} k=${k} rank ${i}: ${h.score} vs ${want[i].s}`,
+          );
           // Same passage unless the oracle has a float-level tie at this rank.
-          const tie = Math.abs(want[i].s - (want[i + 1]?.s ?? -1)) < 1e-6 || Math.abs(want[i].s - (want[i - 1]?.s ?? -1)) < 1e-6;
+          const tie =
+            Math.abs(want[i].s - (want[i + 1]?.s ?? -1)) < 1e-6 || Math.abs(want[i].s - (want[i - 1]?.s ?? -1)) < 1e-6;
           if (!tie) assert.equal(h.id, `p${want[i].i}`, `${query} k=${k} rank ${i}`);
         });
         checked++;

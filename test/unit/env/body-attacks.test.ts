@@ -12,14 +12,24 @@ import { BodyBudget } from '../../../src/env/http';
 import { EXAMPLE_CORPUS, tempDir } from './helpers';
 
 /** A raw HTTP request: its head and the first `sent` bytes of a body declared `declared` bytes long; the rest is never sent. */
-function partialUpload(srv: EnvServer, path: string, token: string, declared: number, sent: number): { socket: Socket; answer: Promise<string>; closed: Promise<void> } {
+function partialUpload(
+  srv: EnvServer,
+  path: string,
+  token: string,
+  declared: number,
+  sent: number,
+): { socket: Socket; answer: Promise<string>; closed: Promise<void> } {
   const { port } = new URL(srv.url);
   const socket = connect(Number(port), '127.0.0.1');
-  socket.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ncontent-length: ${declared}\r\n\r\n`);
+  socket.write(
+    `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ncontent-length: ${declared}\r\n\r\n`,
+  );
   socket.write(Buffer.alloc(sent, 0x20));
   let text = '';
   socket.setEncoding('utf8');
-  const answer = new Promise<string>((resolve) => socket.on('data', (d: string) => ((text += d), /\r\n\r\n[\s\S]*\}/.test(text) && resolve(text))));
+  const answer = new Promise<string>((resolve) =>
+    socket.on('data', (d: string) => ((text += d), /\r\n\r\n[\s\S]*\}/.test(text) && resolve(text))),
+  );
   const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
   socket.on('error', () => undefined);
   return { socket, answer, closed };
@@ -28,13 +38,22 @@ function partialUpload(srv: EnvServer, path: string, token: string, declared: nu
 /** Waits until the server has received `n` requests besides the health polls (they wait out their latency). */
 async function allReceived(url: string, token: string, n: number): Promise<void> {
   for (let polls = 1; ; polls++) {
-    const stats = ((await (await fetch(`${url}/v1/health`, { headers: { authorization: `Bearer ${token}` } })).json()) as { stats: { requests: number } }).stats;
+    const stats = (
+      (await (await fetch(`${url}/v1/health`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+        stats: { requests: number };
+      }
+    ).stats;
     if (stats.requests - polls >= n) return;
     await new Promise((r) => setTimeout(r, 20));
   }
 }
 
-const health = async (srv: EnvServer) => ((await (await fetch(`${srv.url}/v1/health`, { headers: { authorization: `Bearer ${srv.token}` } })).json()) as { stats: Record<string, number> }).stats;
+const health = async (srv: EnvServer) =>
+  (
+    (await (await fetch(`${srv.url}/v1/health`, { headers: { authorization: `Bearer ${srv.token}` } })).json()) as {
+      stats: Record<string, number>;
+    }
+  ).stats;
 
 test('a request without the token is answered 401 and its connection closed, its body never read', async (t) => {
   const srv = await startEnvServer({ corpus: EXAMPLE_CORPUS, indexDir: join(tempDir(t), 'idx') });
@@ -55,7 +74,12 @@ test('a request without the token is answered 401 and its connection closed, its
 
 test('large bodies share one budget across requests: past it they wait unread, then each is answered', async (t) => {
   const mb = 1024 * 1024;
-  const srv = await startEnvServer({ corpus: EXAMPLE_CORPUS, indexDir: join(tempDir(t), 'idx'), maxBodyBytes: 2 * mb, maxBodyBytesInFlight: 2 * mb });
+  const srv = await startEnvServer({
+    corpus: EXAMPLE_CORPUS,
+    indexDir: join(tempDir(t), 'idx'),
+    maxBodyBytes: 2 * mb,
+    maxBodyBytesInFlight: 2 * mb,
+  });
   t.after(() => srv.close());
   // Three requests each declare 2 MiB and send 1 KiB: the first holds the whole budget, the others are not read at all.
   const ups = [0, 1, 2].map(() => partialUpload(srv, '/v1/alerts', srv.token, 2 * mb, 1024));
@@ -64,7 +88,11 @@ test('large bodies share one budget across requests: past it they wait unread, t
   const during = await health(srv);
   assert.equal(during.body_bytes_held, 2 * mb, 'the bytes of one body held, not of three');
   // A small request does not wait behind them.
-  const small = await fetch(`${srv.url}/v1/tools/search`, { method: 'POST', headers: { authorization: `Bearer ${srv.token}` }, body: JSON.stringify({ queries: ['Evan Morris'] }) });
+  const small = await fetch(`${srv.url}/v1/tools/search`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${srv.token}` },
+    body: JSON.stringify({ queries: ['Evan Morris'] }),
+  });
   assert.equal(small.status, 200);
   // Each finished in turn: all three answered (400: 2 MiB of spaces is no JSON), and the budget is free again.
   for (const u of ups) u.socket.write(Buffer.alloc(2 * mb - 1024, 0x20));
@@ -81,7 +109,10 @@ test('BodyBudget: leases wait in order, a timed-out waiter leaves the queue, rel
   const cTook = c.take(60).then(() => order.push('c'));
   const abort = new AbortController();
   const d = b.lease(abort.signal);
-  const dTook = d.take(30).then(() => order.push('d'), () => order.push('d aborted'));
+  const dTook = d.take(30).then(
+    () => order.push('d'),
+    () => order.push('d aborted'),
+  );
   const e = b.lease();
   const eTook = e.take(10).then(() => order.push('e'));
   await new Promise((r) => setImmediate(r));
@@ -106,29 +137,72 @@ test('a large PUT otc-state that fails is parsed in a worker that is then replac
   for (let i = 0; i < 200_000; i++) parts.push(`"question number ${i}?":${i % 5}`);
   const body = `{"version":1,"min_tool_calls":{${parts.join(',')},"last":-1}}`;
   assert.ok(body.length > 4 * 1024 * 1024);
-  const r = await fetch(`${srv.url}/v1/runs/big/otc-state`, { method: 'PUT', headers: { authorization: `Bearer ${srv.token}` }, body });
+  const r = await fetch(`${srv.url}/v1/runs/big/otc-state`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${srv.token}` },
+    body,
+  });
   assert.equal(r.status, 400);
   const stats = await health(srv);
   assert.equal(stats.workers_renewed, 1, 'the thread that parsed it was replaced (its heap given back)');
   assert.equal(stats.otc_runs, 0);
   // The server goes on: the fresh thread searches, and a good state is kept.
-  const ok = await fetch(`${srv.url}/v1/runs/big/otc-state`, { method: 'PUT', headers: { authorization: `Bearer ${srv.token}` }, body: '{"version":1,"min_tool_calls":{"q":2}}' });
+  const ok = await fetch(`${srv.url}/v1/runs/big/otc-state`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${srv.token}` },
+    body: '{"version":1,"min_tool_calls":{"q":2}}',
+  });
   assert.deepEqual([ok.status, await ok.json()], [200, { run: 'big', questions: 1 }]);
 });
 
 // Each search is held --latency-ms before it is worked on. SIGHUP's case holds them longer than the server's 2 s grace
 // for connections with nothing being worked on, so a stop that gave requests in flight only that grace (and dropped
 // them on a loaded machine) fails here every time, not only under load; the other two signals take the same path.
-for (const [signal, latencyMs] of [['SIGHUP', 2_600], ['SIGTERM', 700], ['SIGINT', 700]] as const) {
-  test(`env serve on ${signal} with 20 searches in flight: every one answered, then "stopped", exit 0`, { timeout: 60_000 }, async (t) => {
+for (const [signal, latencyMs] of [
+  ['SIGHUP', 2_600],
+  ['SIGTERM', 700],
+  ['SIGINT', 700],
+] as const) {
+  test(`env serve on ${signal} with 20 searches in flight: every one answered, then "stopped", exit 0`, {
+    timeout: 60_000,
+  }, async (t) => {
     const dir = tempDir(t);
-    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'cli-entry.ts'), 'serve', '--corpus', EXAMPLE_CORPUS, '--index', join(dir, 'idx'), '--latency-ms', String(latencyMs), '--workers', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(__dirname, 'cli-entry.ts'),
+        'serve',
+        '--corpus',
+        EXAMPLE_CORPUS,
+        '--index',
+        join(dir, 'idx'),
+        '--latency-ms',
+        String(latencyMs),
+        '--workers',
+        '1',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     t.after(() => child.exitCode === null && child.kill('SIGKILL'));
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d));
-    const { url, token } = await new Promise<{ url: string; token: string }>((resolve) => child.stdout.once('data', (d: Buffer) => resolve(JSON.parse(String(d)))));
-    const exited = new Promise<[number | null, string | null]>((resolve) => child.once('exit', (code, sig) => resolve([code, sig])));
-    const search = () => fetch(`${url}/v1/tools/search`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify({ queries: ['Evan Morris'] }) }).then((r) => r.status, () => 0);
+    const { url, token } = await new Promise<{ url: string; token: string }>((resolve) =>
+      child.stdout.once('data', (d: Buffer) => resolve(JSON.parse(String(d)))),
+    );
+    const exited = new Promise<[number | null, string | null]>((resolve) =>
+      child.once('exit', (code, sig) => resolve([code, sig])),
+    );
+    const search = () =>
+      fetch(`${url}/v1/tools/search`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: JSON.stringify({ queries: ['Evan Morris'] }),
+      }).then(
+        (r) => r.status,
+        () => 0,
+      );
     assert.equal(await search(), 200); // the worker thread is up (under tsx on a loaded machine it takes seconds)
     const searches = Array.from({ length: 20 }, search);
     await allReceived(url, token, 21);

@@ -13,7 +13,11 @@ import { EXAMPLE_CORPUS, tempDir } from './helpers';
 import { correctAfter } from './records';
 
 async function call(srv: EnvServer, method: string, path: string, body?: unknown) {
-  const res = await fetch(srv.url + path, { method, headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await fetch(srv.url + path, {
+    method,
+    headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
   return { status: res.status, json: (await res.json()) as any };
 }
 
@@ -75,8 +79,15 @@ test('server: OTC states stay within --otc-max-mb; an oversized or misspelt stat
   assert.match(huge.json.error.message, /more than the server's whole OTC budget of 200000 bytes \(--otc-max-mb\)/);
   assert.equal((await call(srv, 'GET', '/v1/runs/huge/otc-state')).status, 404);
 
-  const extra = await call(srv, 'PUT', '/v1/runs/x/otc-state', { version: 1, min_tool_calls: { q: 1 }, min_toolcalls: { q: 0 } });
-  assert.deepEqual([extra.status, extra.json.error.code, extra.json.error.path], [400, 'invalid_request', 'min_toolcalls']);
+  const extra = await call(srv, 'PUT', '/v1/runs/x/otc-state', {
+    version: 1,
+    min_tool_calls: { q: 1 },
+    min_toolcalls: { q: 0 },
+  });
+  assert.deepEqual(
+    [extra.status, extra.json.error.code, extra.json.error.path],
+    [400, 'invalid_request', 'min_toolcalls'],
+  );
   const bad = await call(srv, 'PUT', '/v1/runs/x/otc-state', { version: 1, min_tool_calls: { q: -1 } });
   assert.deepEqual([bad.status, bad.json.error.path], [400, 'min_tool_calls.q']);
   const notJson = await call(srv, 'PUT', '/v1/runs/x/otc-state', '{"version": 1,');
@@ -85,7 +96,12 @@ test('server: OTC states stay within --otc-max-mb; an oversized or misspelt stat
 
   // Grades still read and grow a run's state through the state thread.
   const q = 'What is the capital of France?';
-  for (const calls of [3, 1, 2]) assert.equal((await call(srv, 'POST', '/v1/grade', { records: [correctAfter('a', q, calls)], scheme: 'otc-grpo', run: 'g' })).status, 200);
+  for (const calls of [3, 1, 2])
+    assert.equal(
+      (await call(srv, 'POST', '/v1/grade', { records: [correctAfter('a', q, calls)], scheme: 'otc-grpo', run: 'g' }))
+        .status,
+      200,
+    );
   assert.equal((await call(srv, 'GET', '/v1/runs/g/otc-state')).json.min_tool_calls[q], 1);
   assert.equal((await call(srv, 'GET', '/v1/health')).json.stats.server_errors, 0);
 });
@@ -118,7 +134,12 @@ test('ToolHealth: 20,000 caller names stay within the byte budget; the reply lis
 
 test('server: an answer past --max-reply-bytes is refused with reply_too_large (search, retrieve, large bodies too)', async (t) => {
   const dir = tempDir(t);
-  const srv = await startEnvServer({ corpus: EXAMPLE_CORPUS, indexDir: join(dir, 'idx'), maxReplyBytes: 20_000, workers: 2 });
+  const srv = await startEnvServer({
+    corpus: EXAMPLE_CORPUS,
+    indexDir: join(dir, 'idx'),
+    maxReplyBytes: 20_000,
+    workers: 2,
+  });
   t.after(() => srv.close());
   const queries = Array.from({ length: 40 }, (_, i) => `film game cathedral highway ${i}`);
   const small = await call(srv, 'POST', '/v1/tools/search', { queries: queries.slice(0, 1), top_k: 1 });

@@ -7,7 +7,11 @@ import { join } from 'node:path';
 import { tempDir, writeKnownCorpus } from './helpers';
 
 const ENTRY = join(__dirname, 'cli-entry.ts');
-const node = (args: string[], env: NodeJS.ProcessEnv = {}) => spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+const node = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+  spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
 
 function lines(stream: NodeJS.ReadableStream, onLine: (l: string) => void): void {
   let buf = '';
@@ -27,7 +31,10 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const dir = tempDir(t);
     const { file, facts } = writeKnownCorpus(dir, 5000);
     // The token comes from the environment (never a flag: command lines are public to local users).
-    const child = node(['serve', '--corpus', file, '--index', join(dir, 'idx'), '--port', '0', '--dialect', 'search-r1'], { COA_ENV_TOKEN: 'tok-123' });
+    const child = node(
+      ['serve', '--corpus', file, '--index', join(dir, 'idx'), '--port', '0', '--dialect', 'search-r1'],
+      { COA_ENV_TOKEN: 'tok-123' },
+    );
     t.after(() => child.exitCode === null && child.kill('SIGKILL'));
     const stdout: string[] = [];
     const stderr: string[] = [];
@@ -65,7 +72,8 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 test('env serve / index: bad flags and missing corpus are one-line errors', () => {
-  const run = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', ENTRY, ...args], { encoding: 'utf8' });
+  const run = (args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', ENTRY, ...args], { encoding: 'utf8' });
   const cases: [string[], RegExp][] = [
     [['serve'], /--corpus <corpus.jsonl> is required/],
     [['serve', '--corpus', '/nonexistent/c.jsonl'], /\/nonexistent\/c\.jsonl: ENOENT/],
@@ -87,8 +95,16 @@ test('env serve / index: bad flags and missing corpus are one-line errors', () =
 test('env index builds once, then reports the saved index as loaded', (t) => {
   const dir = tempDir(t);
   const { file } = writeKnownCorpus(dir, 100);
-  const run = () => spawnSync(process.execPath, ['--import', 'tsx', ENTRY, 'index', '--corpus', file, '--index', join(dir, 'idx')], { encoding: 'utf8' });
-  const ready = (stderr: string) => stderr.trim().split('\n').map((l) => JSON.parse(l)).find((e) => e.event === 'index_ready');
+  const run = () =>
+    spawnSync(process.execPath, ['--import', 'tsx', ENTRY, 'index', '--corpus', file, '--index', join(dir, 'idx')], {
+      encoding: 'utf8',
+    });
+  const ready = (stderr: string) =>
+    stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .find((e) => e.event === 'index_ready');
   const first = run();
   assert.equal(first.status, 0, first.stderr);
   assert.equal(ready(first.stderr).source, 'built');

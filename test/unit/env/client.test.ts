@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { createServer, connect, type Socket } from 'node:net';
 import { startEnvServer } from '../../../src/env/server';
 import { EnvClient, EnvError } from '../../../src/env/client';
-import { GradeRequestSchema, GradeResponseSchema, SearchRequestSchema, type GradeRequest, type GradeResponse, type SearchRequest } from '../../../src/env/protocol';
+import {
+  GradeRequestSchema,
+  GradeResponseSchema,
+  SearchRequestSchema,
+  type GradeRequest,
+  type GradeResponse,
+  type SearchRequest,
+} from '../../../src/env/protocol';
 import { scoreRecords } from '../../../src/core/rewards';
 import { EXAMPLE_CORPUS, tempDir } from './helpers';
 import { RECORDS, correctAfter } from './records';
@@ -17,7 +24,10 @@ test('EnvClient: health, tools, search, grade, OTC state export/import', async (
   const client = new EnvClient({ url: `${server.url}/`, token: server.token });
 
   assert.equal((await client.health()).passages, 10);
-  assert.deepEqual((await client.tools()).map((x) => x.name), ['search']);
+  assert.deepEqual(
+    (await client.tools()).map((x) => x.name),
+    ['search'],
+  );
   const s = await client.search({ queries: ['Airborne Corps Soviet'], top_k: 1 });
   assert.equal(s.results[0][0].id, '9');
   assert.ok(s.observations[0].startsWith('\n[1] 4th Airborne Corps (Soviet Union)\n'), 'server default dialect is coa');
@@ -32,14 +42,17 @@ test('EnvClient: health, tools, search, grade, OTC state export/import', async (
   assert.deepEqual(await client.exportOtcState('copy'), state);
 });
 
-test('EnvClient: its request and answer types are the protocol schemas\' own (what a client may send, the server accepts)', () => {
+test("EnvClient: its request and answer types are the protocol schemas' own (what a client may send, the server accepts)", () => {
   const search: SearchRequest = { queries: ['q'] }; // top_k left to the server's default
   assert.equal(SearchRequestSchema.parse(search).top_k, 3);
   // @ts-expect-error: a key the strict schema refuses is a type error too
   const misspelt: SearchRequest = { queries: ['q'], topk: 2 };
   assert.throws(() => SearchRequestSchema.parse(misspelt), /topk/);
   const grade: GradeRequest = { records: RECORDS, scheme: 'f1', run: 'ckpt' };
-  assert.deepEqual(GradeRequestSchema.parse(grade).records.map((r) => r.id), RECORDS.map((r) => r.id));
+  assert.deepEqual(
+    GradeRequestSchema.parse(grade).records.map((r) => r.id),
+    RECORDS.map((r) => r.id),
+  );
   const answer: GradeResponse = { breakdowns: scoreRecords(RECORDS, 'f1') };
   assert.deepEqual(GradeResponseSchema.parse(answer), answer);
 });
@@ -56,12 +69,19 @@ test('EnvClient: server errors arrive as EnvError with code, status and path', a
     assert.equal(e.path, 'top_k');
     return true;
   });
-  await assert.rejects(new EnvClient({ url: server.url, token: 'nope' }).health(), { name: 'EnvError', code: 'unauthorized', status: 401 });
+  await assert.rejects(new EnvClient({ url: server.url, token: 'nope' }).health(), {
+    name: 'EnvError',
+    code: 'unauthorized',
+    status: 401,
+  });
   await assert.rejects(client.exportOtcState('absent'), { code: 'unknown_run', status: 404 });
   // Nothing listens on the port after close: a network error, not a hang.
   const closed = await startEnvServer({ corpus: EXAMPLE_CORPUS, indexDir: join(dir, 'idx') });
   await closed.close();
-  await assert.rejects(new EnvClient({ url: closed.url, token: closed.token }).health(), { code: 'network', status: 0 });
+  await assert.rejects(new EnvClient({ url: closed.url, token: closed.token }).health(), {
+    code: 'network',
+    status: 0,
+  });
 });
 
 test('EnvClient: retries 503s, then reports the last one', async (t) => {
@@ -108,12 +128,16 @@ test('EnvClient: one kept-alive connection for many calls, and a new one when th
     for (const s of open) s.destroy();
     await server.close();
   });
-  for (let i = 0; i < 10; i++) assert.equal((await client.search({ queries: ['Evan Morris'], top_k: 1 })).results[0][0].id, '0');
+  for (let i = 0; i < 10; i++)
+    assert.equal((await client.search({ queries: ['Evan Morris'], top_k: 1 })).results[0][0].id, '0');
   await client.health();
   assert.equal(connections, 1, 'eleven sequential calls share one connection');
   for (const s of open) s.destroy(); // the server side goes away while the client keeps the socket
   await new Promise((r) => setTimeout(r, 50));
   assert.equal((await client.health()).passages, 10);
   assert.equal(connections, 2);
-  await assert.rejects(new EnvClient({ url: 'https://127.0.0.1:1', token: 'x' }).health(), { code: 'bad_url', status: 0 });
+  await assert.rejects(new EnvClient({ url: 'https://127.0.0.1:1', token: 'x' }).health(), {
+    code: 'bad_url',
+    status: 0,
+  });
 });

@@ -21,7 +21,9 @@ export interface KnownCorpus {
   facts: { id: string; word: string; title: string }[];
 }
 
-const FILLER = 'river mountain city king queen battle music album film river city church school station island'.split(' ');
+const FILLER = 'river mountain city king queen battle music album film river city church school station island'.split(
+  ' ',
+);
 
 /**
  * `n` passages `{"id": "p<i>", "contents": "\"Entity <i>\"\n…"}`, each with filler words and one unique
@@ -45,7 +47,11 @@ export function writeKnownCorpus(dir: string, n: number, seed = 7): KnownCorpus 
 }
 
 /** Passages of words w0…w399 with skewed frequencies (w0 common, w399 rare): every df from 1 to most. */
-export function writeSkewedCorpus(dir: string, n: number, seed = 11): { file: string; word: (rnd: () => number) => string } {
+export function writeSkewedCorpus(
+  dir: string,
+  n: number,
+  seed = 11,
+): { file: string; word: (rnd: () => number) => string } {
   const rnd = makeRandom(seed);
   const word = (r: () => number) => `w${Math.floor(400 * r() ** 3)}`;
   const lines = Array.from({ length: n }, (_, i) => {
@@ -102,11 +108,21 @@ export function send(srv: EnvServer, method: string, path: string, body?: string
   let flushed!: () => void;
   const f = new Promise<void>((r) => (flushed = r));
   const done = new Promise<{ status: number; json: any; order: number }>((resolve, reject) => {
-    const req = request(`${srv.url}${path}`, { method, agent: false, headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')), order: ++finished }));
-    });
+    const req = request(
+      `${srv.url}${path}`,
+      { method, agent: false, headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            json: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+            order: ++finished,
+          }),
+        );
+      },
+    );
     req.on('error', reject);
     req.on('finish', () => flushed());
     req.end(body);

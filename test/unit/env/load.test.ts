@@ -9,7 +9,9 @@ import { tempDir, writeKnownCorpus } from './helpers';
 
 const N = 1000;
 
-test('1,000 concurrent searches with 20% injected faults: all answered or failed explicitly', { timeout: 60_000 }, async (t) => {
+test('1,000 concurrent searches with 20% injected faults: all answered or failed explicitly', {
+  timeout: 60_000,
+}, async (t) => {
   const dir = tempDir(t);
   const { file, facts } = writeKnownCorpus(dir, 3000);
   const server = await startEnvServer({ corpus: file, indexDir: join(dir, 'idx'), faultRate: 0.2, faultSeed: 42 });
@@ -37,7 +39,9 @@ test('1,000 concurrent searches with 20% injected faults: all answered or failed
 
   const counts: Record<string, number> = {};
   for (const o of outcomes) counts[o] = (counts[o] ?? 0) + 1;
-  t.diagnostic(`outcomes ${JSON.stringify(counts)}; heap growth ${((process.memoryUsage().heapUsed - heapBefore) / 2 ** 20).toFixed(1)} MiB`);
+  t.diagnostic(
+    `outcomes ${JSON.stringify(counts)}; heap growth ${((process.memoryUsage().heapUsed - heapBefore) / 2 ** 20).toFixed(1)} MiB`,
+  );
   assert.deepEqual(Object.keys(counts).sort(), ['503:injected_fault', 'ok'], JSON.stringify(counts));
   assert.equal(counts.ok + counts['503:injected_fault'], N);
   // 20% of 1,000 with a fixed seed; the band is ±5 sigma, so it only fails if injection is broken.

@@ -38,7 +38,12 @@ test('codec: bit-packed gaps and tfs round-trip at every width 0..31 and block s
 });
 
 /** Random corpus with a Zipf-like vocabulary, duplicated passages (exact ties) and a few very long ones. */
-function writeRandomCorpus(dir: string, n: number, vocab: number, seed: number): { file: string; docs: string[]; word: () => string } {
+function writeRandomCorpus(
+  dir: string,
+  n: number,
+  vocab: number,
+  seed: number,
+): { file: string; docs: string[]; word: () => string } {
   const rnd = makeRandom(seed);
   const word = () => `t${Math.floor(vocab * rnd() ** 2.5)}`;
   const docs: string[] = [];
@@ -78,7 +83,10 @@ for (const [n, vocab, seed] of [
         const want = r.index.searchExhaustive(query, k);
         assert.deepEqual(got, want, `${query} k=${k}`);
         for (let i = 1; i < got.length; i++) {
-          assert.ok(got[i - 1].score > got[i].score || (got[i - 1].score === got[i].score && got[i - 1].doc < got[i].doc), 'order: score desc, then passage asc');
+          assert.ok(
+            got[i - 1].score > got[i].score || (got[i - 1].score === got[i].score && got[i - 1].doc < got[i].doc),
+            'order: score desc, then passage asc',
+          );
           if (got[i - 1].score === got[i].score) ties++;
         }
       }

@@ -47,7 +47,9 @@ for (const [path, prefix, suffix] of [
   });
 }
 
-test('a 600k-question PUT otc-state: health answered meanwhile, 504 at --timeout-ms while it is parsed, never kept', { timeout: 120_000 }, async (t) => {
+test('a 600k-question PUT otc-state: health answered meanwhile, 504 at --timeout-ms while it is parsed, never kept', {
+  timeout: 120_000,
+}, async (t) => {
   const dir = tempDir(t);
   const srv = await startEnvServer({ corpus: EXAMPLE_CORPUS, indexDir: join(dir, 'idx'), timeoutMs: 500 });
   t.after(() => srv.close());
@@ -89,14 +91,28 @@ test('readBody: declared, chunked and over-limit bodies; a large body moves to a
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.after(() => server.close());
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
-  const post = (body: Buffer, chunked = false) => new Promise<void>((resolve) => {
-    const req = request(url, { method: 'POST', agent: false, headers: chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': body.length } }, (res) => (res.resume(), res.on('end', resolve)));
-    req.on('error', () => resolve());
-    for (let i = 0; i < body.length; i += 100_000) req.write(body.subarray(i, i + 100_000));
-    req.end();
-  });
+  const post = (body: Buffer, chunked = false) =>
+    new Promise<void>((resolve) => {
+      const req = request(
+        url,
+        {
+          method: 'POST',
+          agent: false,
+          headers: chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': body.length },
+        },
+        (res) => (res.resume(), res.on('end', resolve)),
+      );
+      req.on('error', () => resolve());
+      for (let i = 0; i < body.length; i += 100_000) req.write(body.subarray(i, i + 100_000));
+      req.end();
+    });
   const bytes = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => i % 251));
-  for (const [n, chunked] of [[500_000, false], [3_000_000, false], [3_000_000, true], [0, false]] as const) {
+  for (const [n, chunked] of [
+    [500_000, false],
+    [3_000_000, false],
+    [3_000_000, true],
+    [0, false],
+  ] as const) {
     await post(bytes(n), chunked);
     const r = got.pop()!;
     assert.ok(r.body, r.error);

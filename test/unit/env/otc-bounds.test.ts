@@ -10,7 +10,11 @@ import { EXAMPLE_CORPUS, tempDir } from './helpers';
 import { correctAfter } from './records';
 
 async function call(srv: EnvServer, method: string, path: string, body?: unknown) {
-  const res = await fetch(srv.url + path, { method, headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(srv.url + path, {
+    method,
+    headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: res.status, json: (await res.json()) as any };
 }
 
@@ -42,7 +46,11 @@ test('server: states bounded by --otc-max-runs over many runs; DELETE frees one;
   t.after(() => srv.close());
   const q = 'What is the capital of France?';
   for (let i = 0; i < 40; i++) {
-    const r = await call(srv, 'POST', '/v1/grade', { records: [correctAfter(`r${i}`, q, 1 + (i % 3))], scheme: 'otc-grpo', run: `run-${i}` });
+    const r = await call(srv, 'POST', '/v1/grade', {
+      records: [correctAfter(`r${i}`, q, 1 + (i % 3))],
+      scheme: 'otc-grpo',
+      run: `run-${i}`,
+    });
     assert.equal(r.status, 200);
   }
   const health = await call(srv, 'GET', '/v1/health');
@@ -50,7 +58,14 @@ test('server: states bounded by --otc-max-runs over many runs; DELETE frees one;
   assert.equal(health.json.stats.otc_evictions, 37);
   assert.equal((await call(srv, 'GET', '/v1/runs/run-0/otc-state')).status, 404, 'the oldest run was evicted');
   const kept = await call(srv, 'GET', '/v1/runs/run-39/otc-state');
-  assert.deepEqual(kept.json, (() => { const s = new OtcState(); s.observe(q, 1 + (39 % 3)); return s.toJSON(); })());
+  assert.deepEqual(
+    kept.json,
+    (() => {
+      const s = new OtcState();
+      s.observe(q, 1 + (39 % 3));
+      return s.toJSON();
+    })(),
+  );
   const del = await call(srv, 'DELETE', '/v1/runs/run-39/otc-state');
   assert.deepEqual([del.status, del.json], [200, { run: 'run-39', deleted: true }]);
   assert.equal((await call(srv, 'GET', '/v1/runs/run-39/otc-state')).status, 404);
@@ -63,7 +78,12 @@ test('a run id that is not valid percent-encoding or not a valid name is a 400 n
   const dir = tempDir(t);
   const srv = await startEnvServer({ corpus: EXAMPLE_CORPUS, indexDir: join(dir, 'idx') });
   t.after(() => srv.close());
-  for (const path of ['/v1/runs/%E0%A4%A/otc-state', '/v1/runs/%ZZ/otc-state', '/v1/runs/a..b/otc-state', '/v1/runs/a%2Fb/otc-state']) {
+  for (const path of [
+    '/v1/runs/%E0%A4%A/otc-state',
+    '/v1/runs/%ZZ/otc-state',
+    '/v1/runs/a..b/otc-state',
+    '/v1/runs/a%2Fb/otc-state',
+  ]) {
     for (const method of ['GET', 'PUT', 'DELETE']) {
       const r = await call(srv, method, path, method === 'PUT' ? { version: 1, min_tool_calls: {} } : undefined);
       assert.equal(r.status, 400, `${method} ${path}`);

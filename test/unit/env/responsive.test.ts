@@ -29,7 +29,11 @@ test('health is answered while heavy searches and a heavy grade are still runnin
   const dir = tempDir(t);
   const srv = await startEnvServer({ corpus: EXAMPLE_CORPUS, indexDir: join(dir, 'idx'), workers: 2 });
   t.after(() => srv.close());
-  const heavy = [send(srv, 'POST', '/v1/grade', heavyGrade()), send(srv, 'POST', '/v1/tools/search', heavySearch()), send(srv, 'POST', '/v1/tools/search', heavySearch())];
+  const heavy = [
+    send(srv, 'POST', '/v1/grade', heavyGrade()),
+    send(srv, 'POST', '/v1/tools/search', heavySearch()),
+    send(srv, 'POST', '/v1/tools/search', heavySearch()),
+  ];
   await Promise.all(heavy.map((h) => h.flushed));
   await settle(); // let the server take in the bodies and start on them
   const health = await send(srv, 'GET', '/v1/health').done;
@@ -59,11 +63,13 @@ test('work past --timeout-ms is answered 504, its worker replaced, and the serve
   assert.ok(h.json.stats.timeouts >= 1);
   // The server keeps serving once the replacement thread is up (booting it may itself outlast 200 ms under
   // tsx on a loaded machine: those answers are 504s too, never anything else).
-  let s = await send(srv, 'POST', '/v1/tools/search', JSON.stringify({ queries: ['Pavia Cathedral dome'], top_k: 2 })).done;
+  let s = await send(srv, 'POST', '/v1/tools/search', JSON.stringify({ queries: ['Pavia Cathedral dome'], top_k: 2 }))
+    .done;
   for (let tries = 0; s.status === 504 && tries < 100; tries++) {
     assert.equal(s.json.error.code, 'timeout');
     await settle();
-    s = await send(srv, 'POST', '/v1/tools/search', JSON.stringify({ queries: ['Pavia Cathedral dome'], top_k: 2 })).done;
+    s = await send(srv, 'POST', '/v1/tools/search', JSON.stringify({ queries: ['Pavia Cathedral dome'], top_k: 2 }))
+      .done;
   }
   assert.equal(s.status, 200);
   assert.equal(s.json.results[0].length, 2);
@@ -82,7 +88,14 @@ test('pool: a cancelled running task is abandoned, its thread replaced, and the 
   let doneAt = 0;
   let gone!: () => void;
   const threadGone = new Promise<void>((r) => (gone = r));
-  const slow = pool.run({ kind: 'grade', body: [body] }, { signal: abort.signal, onState: async () => ({ version: 1, min_tool_calls: {} }), onDone: () => ((doneAt = performance.now()), gone()) });
+  const slow = pool.run(
+    { kind: 'grade', body: [body] },
+    {
+      signal: abort.signal,
+      onState: async () => ({ version: 1, min_tool_calls: {} }),
+      onDone: () => ((doneAt = performance.now()), gone()),
+    },
+  );
   const queued = pool.run({ kind: 'search', queries: ['Pavia Cathedral dome'], topK: 1, dialect: 'coa' });
   abort.abort(new Error('cancelled by the test'));
   await assert.rejects(slow, /cancelled by the test/);
@@ -93,7 +106,10 @@ test('pool: a cancelled running task is abandoned, its thread replaced, and the 
   assert.ok(doneAt > 0);
   // The task queued behind it runs on the fresh thread.
   const r = (await queued) as { results: Uint8Array };
-  assert.equal(JSON.parse(`[${Buffer.from(r.results).toString('utf8')}]`)[0][0].title, retriever.search('Pavia Cathedral dome', 1)[0].title);
+  assert.equal(
+    JSON.parse(`[${Buffer.from(r.results).toString('utf8')}]`)[0][0].title,
+    retriever.search('Pavia Cathedral dome', 1)[0].title,
+  );
 });
 
 test('pool: a task cancelled while its thread is still starting is dropped without recycling', async (t) => {
@@ -105,7 +121,9 @@ test('pool: a task cancelled while its thread is still starting is dropped witho
   const dropped = pool.run({ kind: 'search', queries: ['Pavia'], topK: 1, dialect: 'coa' }, { signal: abort.signal });
   abort.abort(new Error('gone'));
   await assert.rejects(dropped, /gone/);
-  const r = (await pool.run({ kind: 'search', queries: ['Pavia Cathedral dome'], topK: 1, dialect: 'coa' })) as { results: Uint8Array };
+  const r = (await pool.run({ kind: 'search', queries: ['Pavia Cathedral dome'], topK: 1, dialect: 'coa' })) as {
+    results: Uint8Array;
+  };
   assert.equal(JSON.parse(`[${Buffer.from(r.results).toString('utf8')}]`)[0].length, 1);
   assert.equal(pool.recycled, 0);
 });
@@ -114,7 +132,15 @@ test('a batch is spread over the workers and answered in request order', async (
   const dir = tempDir(t);
   const srv = await startEnvServer({ corpus: EXAMPLE_CORPUS, indexDir: join(dir, 'idx'), workers: 3 });
   t.after(() => srv.close());
-  const queries = ['Pavia Cathedral dome', 'Evan Morris', 'highway', 'nothingmatcheshere', 'film game', 'Soviet corps', 'Horatio Hale'];
+  const queries = [
+    'Pavia Cathedral dome',
+    'Evan Morris',
+    'highway',
+    'nothingmatcheshere',
+    'film game',
+    'Soviet corps',
+    'Horatio Hale',
+  ];
   const batch = await send(srv, 'POST', '/v1/tools/search', JSON.stringify({ queries, top_k: 2 })).done;
   assert.equal(batch.status, 200);
   for (const [i, q] of queries.entries()) {
@@ -129,10 +155,12 @@ test('concurrent OTC-GRPO grades of one run are serialised: each sees the other,
   const srv = await startEnvServer({ corpus: EXAMPLE_CORPUS, indexDir: join(dir, 'idx'), workers: 2 });
   t.after(() => srv.close());
   // Bulk records (other questions) make both grades run at the same time on the two workers.
-  const bulk = (tag: string) => Array.from({ length: 3000 }, (_, i) => correctAfter(`${tag}${i}`, `bulk ${tag} ${i % 300}`, 6));
+  const bulk = (tag: string) =>
+    Array.from({ length: 3000 }, (_, i) => correctAfter(`${tag}${i}`, `bulk ${tag} ${i % 300}`, 6));
   const a = [correctAfter('a1', 'Q1', 2), correctAfter('a2', 'Q2', 5), ...bulk('a')];
   const b = [correctAfter('b1', 'Q1', 4), correctAfter('b2', 'Q2', 1), ...bulk('b')];
-  const grade = (records: unknown[]) => send(srv, 'POST', '/v1/grade', JSON.stringify({ records, scheme: 'otc-grpo', run: 'shared' }));
+  const grade = (records: unknown[]) =>
+    send(srv, 'POST', '/v1/grade', JSON.stringify({ records, scheme: 'otc-grpo', run: 'shared' }));
   const [ra, rb] = await Promise.all([grade(a).done, grade(b).done]);
   assert.equal(ra.status, 200);
   assert.equal(rb.status, 200);

@@ -29,20 +29,29 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const corpus = readFileSync(EXAMPLE_CORPUS, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; contents: string });
+const corpus = readFileSync(EXAMPLE_CORPUS, 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l) as { id: string; contents: string });
 
 /** Search-R1's client: `requests.post(search_url, json=payload).json()` — JSON body, no auth header. */
 async function searchR1Client(url: string, queries: string[], topk: number) {
-  const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ queries, topk, return_scores: true }) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ queries, topk, return_scores: true }),
+  });
   return { status: res.status, json: (await res.json()) as any };
 }
 
 /** Search-R1's `_passages2string`: reads document.contents, first line the title. */
 function passages2string(result: { document: { contents: string } }[]): string {
-  return result.map((d, i) => {
-    const [title, ...rest] = d.document.contents.split('\n');
-    return `Doc ${i + 1}(Title: ${title}) ${rest.join('\n')}\n`;
-  }).join('');
+  return result
+    .map((d, i) => {
+      const [title, ...rest] = d.document.contents.split('\n');
+      return `Doc ${i + 1}(Title: ${title}) ${rest.join('\n')}\n`;
+    })
+    .join('');
 }
 
 test('Search-R1 request shape with return_scores: one list per query of {document: {id, contents}, score}', async () => {
@@ -53,19 +62,33 @@ test('Search-R1 request shape with return_scores: one list per query of {documen
   assert.equal(r.json.result.length, 3);
   for (const [i, q] of queries.entries()) {
     const want = reference.search(q, 2);
-    assert.deepEqual(r.json.result[i], want.map((h) => ({ document: { id: h.id, contents: h.contents }, score: h.score })));
-    for (const item of r.json.result[i]) assert.equal(item.document.contents, corpus.find((p) => p.id === item.document.id)!.contents);
+    assert.deepEqual(
+      r.json.result[i],
+      want.map((h) => ({ document: { id: h.id, contents: h.contents }, score: h.score })),
+    );
+    for (const item of r.json.result[i])
+      assert.equal(item.document.contents, corpus.find((p) => p.id === item.document.id)!.contents);
   }
   assert.deepEqual(r.json.result[2], []);
   assert.match(passages2string(r.json.result[0]), /^Doc 1\(Title: "/);
 });
 
 test('without return_scores the inner items are the documents; topk missing or null falls back to 3', async () => {
-  for (const body of [{ queries: ['film director'] }, { queries: ['film director'], topk: null, return_scores: false }, { queries: ['film director'], topk: 0 }]) {
-    const res = await fetch(`${base}/retrieve`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  for (const body of [
+    { queries: ['film director'] },
+    { queries: ['film director'], topk: null, return_scores: false },
+    { queries: ['film director'], topk: 0 },
+  ]) {
+    const res = await fetch(`${base}/retrieve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     assert.equal(res.status, 200, JSON.stringify(body));
     const json = (await res.json()) as any;
-    assert.deepEqual(json.result, [reference.search('film director', 3).map((h) => ({ id: h.id, contents: h.contents }))]);
+    assert.deepEqual(json.result, [
+      reference.search('film director', 3).map((h) => ({ id: h.id, contents: h.contents })),
+    ]);
   }
 });
 
@@ -81,12 +104,21 @@ test("verl's search tool request (Content-Type + Accept, return_scores true) and
 });
 
 test('the token in the path is checked; the retrieve endpoint also takes the bearer header; bad bodies are 400s', async () => {
-  for (const url of [`${server.url}/t/wrong/retrieve`, `${server.url}/t//retrieve`, `${server.url}/retrieve`, `${server.url}/t/${server.token}x/retrieve`]) {
+  for (const url of [
+    `${server.url}/t/wrong/retrieve`,
+    `${server.url}/t//retrieve`,
+    `${server.url}/retrieve`,
+    `${server.url}/t/${server.token}x/retrieve`,
+  ]) {
     const r = await searchR1Client(url, ['x'], 1);
     assert.equal(r.status, 401, url);
     assert.equal(r.json.error.code, 'unauthorized');
   }
-  const withHeader = await fetch(`${server.url}/retrieve`, { method: 'POST', headers: { authorization: `Bearer ${server.token}` }, body: JSON.stringify({ queries: ['Evan Morris lobbyist'], topk: 1 }) });
+  const withHeader = await fetch(`${server.url}/retrieve`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.token}` },
+    body: JSON.stringify({ queries: ['Evan Morris lobbyist'], topk: 1 }),
+  });
   assert.equal(withHeader.status, 200);
   // Any endpoint accepts the path token.
   const health = await fetch(`${base}/v1/health`);

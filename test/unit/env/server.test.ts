@@ -24,16 +24,28 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function call(method: string, path: string, body?: unknown, opts: { token?: string | null; raw?: string; srv?: EnvServer } = {}) {
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  opts: { token?: string | null; raw?: string; srv?: EnvServer } = {},
+) {
   const srv = opts.srv ?? server;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   const token = opts.token === undefined ? srv.token : opts.token;
   if (token !== null) headers.authorization = `Bearer ${token}`;
-  const res = await fetch(srv.url + path, { method, headers, body: opts.raw ?? (body === undefined ? undefined : JSON.stringify(body)) });
+  const res = await fetch(srv.url + path, {
+    method,
+    headers,
+    body: opts.raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+  });
   return { status: res.status, headers: res.headers, json: (await res.json()) as any };
 }
 
-const corpusLines = readFileSync(EXAMPLE_CORPUS, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; contents: string });
+const corpusLines = readFileSync(EXAMPLE_CORPUS, 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l) as { id: string; contents: string });
 const byId = (id: string) => corpusLines.find((p) => p.id === id)!;
 
 test('binds loopback only and prints a usable token', () => {
@@ -42,7 +54,14 @@ test('binds loopback only and prints a usable token', () => {
 });
 
 test('every endpoint refuses requests without the right token', async () => {
-  for (const [method, path] of [['GET', '/v1/health'], ['GET', '/v1/tools'], ['POST', '/v1/tools/search'], ['POST', '/v1/grade'], ['GET', '/v1/runs/r/otc-state'], ['GET', '/nope']]) {
+  for (const [method, path] of [
+    ['GET', '/v1/health'],
+    ['GET', '/v1/tools'],
+    ['POST', '/v1/tools/search'],
+    ['POST', '/v1/grade'],
+    ['GET', '/v1/runs/r/otc-state'],
+    ['GET', '/nope'],
+  ]) {
     for (const token of [null, 'wrong-token', `${server.token}x`]) {
       const r = await call(method, path, method === 'GET' ? undefined : { queries: ['x'] }, { token });
       assert.equal(r.status, 401, `${method} ${path} with ${token}`);
@@ -83,7 +102,11 @@ test('search ranks the example corpus sensibly', async () => {
     const got = r.json.results[i].map((h: any) => h.id);
     assert.deepEqual([...got.slice(0, want.length)].sort(), want, q);
     const scores = r.json.results[i].map((h: any) => h.score);
-    assert.deepEqual(scores, [...scores].sort((a: number, b: number) => b - a), `${q}: best first`);
+    assert.deepEqual(
+      scores,
+      [...scores].sort((a: number, b: number) => b - a),
+      `${q}: best first`,
+    );
     for (const hit of r.json.results[i]) assert.equal(hit.contents, byId(hit.id).contents);
   });
   assert.equal(r.json.results[0][0].title, 'Evan Morris');
@@ -93,7 +116,9 @@ test('observations: Search-R1 _passages2string layout byte for byte, and the oth
   const q = { queries: ['Pavia Cathedral dome', 'zzzz-no-match'], top_k: 2 };
   const r1 = await call('POST', '/v1/tools/search', q); // server default dialect: search-r1
   const hits = r1.json.results[0].map((h: any) => byId(h.id).contents as string);
-  const expected = hits.map((c: string, i: number) => `Doc ${i + 1}(Title: ${c.split('\n')[0]}) ${c.split('\n').slice(1).join('\n')}\n`).join('');
+  const expected = hits
+    .map((c: string, i: number) => `Doc ${i + 1}(Title: ${c.split('\n')[0]}) ${c.split('\n').slice(1).join('\n')}\n`)
+    .join('');
   assert.equal(r1.json.observations[0], expected);
   assert.ok(r1.json.observations[0].startsWith('Doc 1(Title: "Pavia Cathedral") '));
   assert.equal(r1.json.observations[1], '');
@@ -106,13 +131,19 @@ test('observations: Search-R1 _passages2string layout byte for byte, and the oth
 
   const coa = await call('POST', '/v1/tools/search', { ...q, dialect: 'coa' });
   const text = (c: string) => c.split('\n').slice(1).join('\n');
-  assert.equal(coa.json.observations[0], `\n[1] Pavia Cathedral\n${text(hits[0])}\n\n[2] Pavia Cathedral\n${text(hits[1])}\n`);
+  assert.equal(
+    coa.json.observations[0],
+    `\n[1] Pavia Cathedral\n${text(hits[0])}\n\n[2] Pavia Cathedral\n${text(hits[1])}\n`,
+  );
   assert.equal(coa.json.observations[1], '\nNo results.\n');
 
   const hermes = await call('POST', '/v1/tools/search', { ...q, dialect: 'hermes' });
   const body = JSON.parse(hermes.json.observations[0]);
   assert.equal(body.name, 'search');
-  assert.deepEqual(body.content.map((c: any) => c.id), r1.json.results[0].map((h: any) => h.id));
+  assert.deepEqual(
+    body.content.map((c: any) => c.id),
+    r1.json.results[0].map((h: any) => h.id),
+  );
   assert.equal(body.content[0].text, text(hits[0]));
   assert.ok(hermes.json.observations[0].startsWith('\n{') && hermes.json.observations[0].endsWith('}\n'));
 });
@@ -175,11 +206,17 @@ test('grader output equals scoreRecords for every scheme', async () => {
     for (const params of [undefined, { c: 2, alpha: 0.5, format_penalty: false }]) {
       const r = await call('POST', '/v1/grade', { records: RECORDS, scheme, params });
       assert.equal(r.status, 200, JSON.stringify(r.json));
-      assert.deepEqual(r.json.breakdowns, scoreRecords(RECORDS, scheme, params ?? {}), `${scheme} ${JSON.stringify(params)}`);
+      assert.deepEqual(
+        r.json.breakdowns,
+        scoreRecords(RECORDS, scheme, params ?? {}),
+        `${scheme} ${JSON.stringify(params)}`,
+      );
     }
   }
   // Not vacuous: right, wrong and malformed answers are told apart.
-  const em = (await call('POST', '/v1/grade', { records: RECORDS, scheme: 'em' })).json.breakdowns.map((b: any) => b.total);
+  const em = (await call('POST', '/v1/grade', { records: RECORDS, scheme: 'em' })).json.breakdowns.map(
+    (b: any) => b.total,
+  );
   assert.deepEqual(em, [1, 1, 1, 0, 0]);
 });
 
@@ -188,14 +225,25 @@ test('OTC-GRPO running minimum per run: kept across calls, exported and imported
   const local = new OtcState();
   const b1 = await call('POST', '/v1/grade', { records: [correctAfter('a', q, 3)], scheme: 'otc-grpo', run: 'run-1' });
   assert.deepEqual(b1.json.breakdowns, scoreRecords([correctAfter('a', q, 3)], 'otc-grpo', {}, local));
-  const b2 = await call('POST', '/v1/grade', { records: [correctAfter('b', q, 2), correctAfter('c', q, 4)], scheme: 'otc-grpo', run: 'run-1' });
-  assert.deepEqual(b2.json.breakdowns, scoreRecords([correctAfter('b', q, 2), correctAfter('c', q, 4)], 'otc-grpo', {}, local));
+  const b2 = await call('POST', '/v1/grade', {
+    records: [correctAfter('b', q, 2), correctAfter('c', q, 4)],
+    scheme: 'otc-grpo',
+    run: 'run-1',
+  });
+  assert.deepEqual(
+    b2.json.breakdowns,
+    scoreRecords([correctAfter('b', q, 2), correctAfter('c', q, 4)], 'otc-grpo', {}, local),
+  );
   const b3 = await call('POST', '/v1/grade', { records: [correctAfter('d', q, 5)], scheme: 'otc-grpo', run: 'run-1' });
   assert.equal(b3.json.breakdowns[0].optimal_tool_calls, 2, 'the minimum of earlier calls is remembered');
   scoreRecords([correctAfter('d', q, 5)], 'otc-grpo', {}, local);
 
   // Another run starts fresh.
-  const other = await call('POST', '/v1/grade', { records: [correctAfter('e', q, 5)], scheme: 'otc-grpo', run: 'run-2' });
+  const other = await call('POST', '/v1/grade', {
+    records: [correctAfter('e', q, 5)],
+    scheme: 'otc-grpo',
+    run: 'run-2',
+  });
   assert.equal(other.json.breakdowns[0].optimal_tool_calls, 5);
 
   const exported = await call('GET', '/v1/runs/run-1/otc-state');
@@ -203,7 +251,11 @@ test('OTC-GRPO running minimum per run: kept across calls, exported and imported
   assert.deepEqual(exported.json, local.toJSON());
   const put = await call('PUT', '/v1/runs/restored/otc-state', exported.json);
   assert.deepEqual(put.json, { run: 'restored', questions: 1 });
-  const resumed = await call('POST', '/v1/grade', { records: [correctAfter('f', q, 4)], scheme: 'otc-grpo', run: 'restored' });
+  const resumed = await call('POST', '/v1/grade', {
+    records: [correctAfter('f', q, 4)],
+    scheme: 'otc-grpo',
+    run: 'restored',
+  });
   assert.equal(resumed.json.breakdowns[0].optimal_tool_calls, 2);
 
   const missing = await call('GET', '/v1/runs/never-graded/otc-state');

@@ -51,10 +51,14 @@ test('training, resume, the demo, replay, fork and ONNX export stay offered in R
     const src = readFileSync(join(root, file), 'utf8');
     const body = src.slice(src.indexOf(fn));
     const trust = body.indexOf('requireTrust(');
-    assert.ok(trust >= 0 && trust < body.slice(1).search(/\n {0,2}(async |export |function )/), `${id}: ${fn} asks requireTrust first`);
+    assert.ok(
+      trust >= 0 && trust < body.slice(1).search(/\n {0,2}(async |export |function )/),
+      `${id}: ${fn} asks requireTrust first`,
+    );
   }
   // Viewing stays available.
-  for (const id of ['coaStudio.runs.refresh', 'coaStudio.runs.openPanel', 'coaStudio.runs.reveal']) assert.doesNotMatch(byId[id].enablement, /isWorkspaceTrusted/, id);
+  for (const id of ['coaStudio.runs.refresh', 'coaStudio.runs.openPanel', 'coaStudio.runs.reveal'])
+    assert.doesNotMatch(byId[id].enablement, /isWorkspaceTrusted/, id);
   assert.equal(pkg.capabilities.untrustedWorkspaces.supported, 'limited');
 });
 
@@ -63,15 +67,28 @@ test('the Runs view: activity-bar container, welcome content with the demo butto
   const container = c.viewsContainers.activitybar.find((v: { id: string }) => v.id === 'coaStudio');
   assert.equal(container.title, 'CoA Studio');
   assert.ok(existsSync(join(root, container.icon)), container.icon);
-  assert.deepEqual(c.views.coaStudio.map((v: { id: string }) => v.id), ['coaStudio.runs']);
-  const welcome = c.viewsWelcome.filter((w: { view: string }) => w.view === 'coaStudio.runs').map((w: { contents: string }) => w.contents).join('\n');
+  assert.deepEqual(
+    c.views.coaStudio.map((v: { id: string }) => v.id),
+    ['coaStudio.runs'],
+  );
+  const welcome = c.viewsWelcome
+    .filter((w: { view: string }) => w.view === 'coaStudio.runs')
+    .map((w: { contents: string }) => w.contents)
+    .join('\n');
   assert.match(welcome, /\[Run the embedded demo\]\(command:coaStudio\.runDemo\)/);
   const ids = new Set(c.commands.map((x: { command: string }) => x.command));
   for (const [menu, items] of Object.entries(c.menus as Record<string, { command: string }[]>)) {
     for (const item of items) assert.ok(ids.has(item.command), `${menu}: ${item.command} is not a contributed command`);
   }
   const actions = c.menus['view/item/context'].map((m: { command: string }) => m.command);
-  for (const id of ['coaStudio.runs.openPanel', 'coaStudio.runs.openRollouts', 'coaStudio.resumeRun', 'coaStudio.runs.exportOnnx', 'coaStudio.runs.reveal', 'coaStudio.runs.delete']) {
+  for (const id of [
+    'coaStudio.runs.openPanel',
+    'coaStudio.runs.openRollouts',
+    'coaStudio.resumeRun',
+    'coaStudio.runs.exportOnnx',
+    'coaStudio.runs.reveal',
+    'coaStudio.runs.delete',
+  ]) {
     assert.ok(actions.includes(id), `${id} is not in the Runs view's item menu`);
   }
   assert.ok(pkg.activationEvents.includes('workspaceContains:runs/*/events.jsonl'));
@@ -103,12 +120,19 @@ test('replay needs a trusted workspace and the env server settings are restricte
   // for trust first.
   const src = readFileSync(join(root, 'src/extension/providers/replay/controller.ts'), 'utf8');
   const body = src.slice(src.indexOf('async function replayCell('));
-  assert.ok(body.indexOf("requireTrust('Replay')") >= 0 && body.indexOf("requireTrust('Replay')") < body.indexOf('checkpointFor('), 'replayCell checks trust before it loads a model or reads the server settings');
+  assert.ok(
+    body.indexOf("requireTrust('Replay')") >= 0 &&
+      body.indexOf("requireTrust('Replay')") < body.indexOf('checkpointFor('),
+    'replayCell checks trust before it loads a model or reads the server settings',
+  );
 });
 
 test('the walkthrough: starts with the demo, then the panel, rollouts, your own trajectories, a stage; media shipped, links and completion events name real commands', () => {
   const [w] = pkg.contributes.walkthroughs;
-  assert.deepEqual(w.steps.map((s: { id: string }) => s.id), ['runDemo', 'watchPanel', 'openRollouts', 'openTrajectory', 'trainStage']);
+  assert.deepEqual(
+    w.steps.map((s: { id: string }) => s.id),
+    ['runDemo', 'watchPanel', 'openRollouts', 'openTrajectory', 'trainStage'],
+  );
   const ours = new Set(pkg.contributes.commands.map((c: { command: string }) => c.command));
   // Built-in commands used by the steps, and the view's own focus command VS Code makes for coaStudio.runs.
   const builtin = new Set(['workbench.action.files.openFile', 'coaStudio.runs.focus']);
@@ -118,7 +142,12 @@ test('the walkthrough: starts with the demo, then the panel, rollouts, your own 
     assert.match(ignore, /^!media\/\*\*$/m, 'media/ is shipped in the vsix');
     const links = [...s.description.matchAll(/\(command:([\w.]+)\)/g)].map((m: RegExpMatchArray) => m[1]);
     assert.ok(links.length >= 1, `${s.id} has a button`);
-    for (const c of [...links, ...s.completionEvents.filter((e: string) => e.startsWith('onCommand:')).map((e: string) => e.slice('onCommand:'.length))]) {
+    for (const c of [
+      ...links,
+      ...s.completionEvents
+        .filter((e: string) => e.startsWith('onCommand:'))
+        .map((e: string) => e.slice('onCommand:'.length)),
+    ]) {
       assert.ok(ours.has(c) || builtin.has(c), `${s.id}: unknown command ${c}`);
     }
   }
@@ -129,12 +158,18 @@ test('the walkthrough says what a .vsix user can do: no coa command line as the 
   for (const s of w.steps) {
     const md = readFileSync(join(root, s.media.markdown), 'utf8');
     // `coa …` exists only in a clone of the repository; a line may mention it after the editor's way.
-    for (const line of md.split('\n').filter((l: string) => /`(npx )?coa \w/.test(l))) assert.match(line, /clone of the repository/, `${s.media.markdown}: ${line}`);
+    for (const line of md.split('\n').filter((l: string) => /`(npx )?coa \w/.test(l)))
+      assert.match(line, /clone of the repository/, `${s.media.markdown}: ${line}`);
   }
   const offered = new Set(STAGE_PICKS.map((p) => p.label));
-  const table = readFileSync(join(root, 'media/walkthrough/train-stage.md'), 'utf8').split('\n').filter((l) => /^\| [A-Z]/.test(l) && !l.startsWith('| stage')).map((l) => l.split('|')[1].trim());
+  const table = readFileSync(join(root, 'media/walkthrough/train-stage.md'), 'utf8')
+    .split('\n')
+    .filter((l) => /^\| [A-Z]/.test(l) && !l.startsWith('| stage'))
+    .map((l) => l.split('|')[1].trim());
   assert.ok(table.length >= 6);
-  for (const label of table) assert.ok(offered.has(label), `train-stage.md lists ${label}, which Train Stage does not offer`);
+  for (const label of table)
+    assert.ok(offered.has(label), `train-stage.md lists ${label}, which Train Stage does not offer`);
   const step = w.steps.find((s: { id: string }) => s.id === 'trainStage');
-  for (const label of /\(([^)]*)\) or the whole pipeline/.exec(step.description)![1].split(', ')) assert.ok(offered.has(label) || label === 'SFT-1/2/3', `${label} in the step text`);
+  for (const label of /\(([^)]*)\) or the whole pipeline/.exec(step.description)![1].split(', '))
+    assert.ok(offered.has(label) || label === 'SFT-1/2/3', `${label} in the step text`);
 });

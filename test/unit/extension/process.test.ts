@@ -16,7 +16,12 @@ const node = process.execPath;
 
 function memoryLog(): LogSink & { lines: string[] } {
   const lines: string[] = [];
-  return { lines, info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) };
+  return {
+    lines,
+    info: (m) => lines.push(`info ${m}`),
+    warn: (m) => lines.push(`warn ${m}`),
+    error: (m) => lines.push(`error ${m}`),
+  };
 }
 
 test('arguments reach the child verbatim (no shell) and stdout JSON lines become events', async () => {
@@ -26,15 +31,25 @@ test('arguments reach the child verbatim (no shell) and stdout JSON lines become
   const p = new ManagedProcess({
     what: 'child',
     command: node,
-    args: ['-e', 'console.log(JSON.stringify({argv: process.argv.slice(1)})); console.log("plain text"); console.error("to stderr")', ...tricky],
+    args: [
+      '-e',
+      'console.log(JSON.stringify({argv: process.argv.slice(1)})); console.log("plain text"); console.error("to stderr")',
+      ...tricky,
+    ],
     log,
     onJson: (v) => seen.push(v),
   });
   const r = await p.done;
   assert.equal(r.status, 'ok');
   assert.deepEqual(seen, [{ argv: tricky }]);
-  assert.ok(log.lines.some((l) => l === 'info [child] plain text'), log.lines.join('\n'));
-  assert.ok(log.lines.some((l) => l === 'warn [child] to stderr'), log.lines.join('\n'));
+  assert.ok(
+    log.lines.some((l) => l === 'info [child] plain text'),
+    log.lines.join('\n'),
+  );
+  assert.ok(
+    log.lines.some((l) => l === 'warn [child] to stderr'),
+    log.lines.join('\n'),
+  );
 });
 
 const sigtermChild = `
@@ -75,7 +90,10 @@ test('a child that ignores SIGTERM is killed after the grace period', async () =
   const p = new ManagedProcess({
     what: 'trainer',
     command: node,
-    args: ['-e', `process.on('SIGTERM', () => console.log('{"ignored":true}')); console.log('{"ready":true}'); setInterval(() => {}, 1000);`],
+    args: [
+      '-e',
+      `process.on('SIGTERM', () => console.log('{"ignored":true}')); console.log('{"ready":true}'); setInterval(() => {}, 1000);`,
+    ],
     log,
     graceMs: 300,
     onJson: (v) => v.ready && ready(),
@@ -91,7 +109,10 @@ test('a crash (non-zero exit) gives a message with the fix and the last stderr l
   const p = new ManagedProcess({
     what: 'trainer',
     command: node,
-    args: ['-e', 'for (let i = 0; i < 20; i++) console.error("line " + i); console.error("ValueError: boom"); process.exit(3)'],
+    args: [
+      '-e',
+      'for (let i = 0; i < 20; i++) console.error("line " + i); console.error("ValueError: boom"); process.exit(3)',
+    ],
     log: memoryLog(),
   });
   const r = await p.done;
@@ -105,7 +126,12 @@ test('a crash (non-zero exit) gives a message with the fix and the last stderr l
 });
 
 test('a child killed by a signal it did not get from us is a failure, not a cancel', async () => {
-  const p = new ManagedProcess({ what: 'trainer', command: node, args: ['-e', 'process.kill(process.pid, "SIGKILL")'], log: memoryLog() });
+  const p = new ManagedProcess({
+    what: 'trainer',
+    command: node,
+    args: ['-e', 'process.kill(process.pid, "SIGKILL")'],
+    log: memoryLog(),
+  });
   const r = await p.done;
   assert.equal(r.status, 'failed');
   assert.equal(r.kind, 'killed');
@@ -113,7 +139,12 @@ test('a child killed by a signal it did not get from us is a failure, not a canc
 });
 
 test('a missing interpreter says how to set coaStudio.python', async () => {
-  const p = new ManagedProcess({ what: 'trainer', command: '/nonexistent/bin/python3', args: ['-m', 'coa_trainer'], log: memoryLog() });
+  const p = new ManagedProcess({
+    what: 'trainer',
+    command: '/nonexistent/bin/python3',
+    args: ['-m', 'coa_trainer'],
+    log: memoryLog(),
+  });
   const r = await p.done;
   assert.equal(r.status, 'failed');
   assert.equal(r.kind, 'python-missing');
@@ -125,7 +156,12 @@ test('python without torch: the message names the package and the fix', async ()
   const python = ['/usr/bin/python3', join(root, '.venv/bin/python')].find(existsSync);
   assert.ok(python, 'neither /usr/bin/python3 nor .venv/bin/python exists: run npm install');
   // -S: no site-packages, so the import fails exactly as in an interpreter without the requirements.
-  const p = new ManagedProcess({ what: 'trainer', command: python, args: ['-S', '-c', 'import torch'], log: memoryLog() });
+  const p = new ManagedProcess({
+    what: 'trainer',
+    command: python,
+    args: ['-S', '-c', 'import torch'],
+    log: memoryLog(),
+  });
   const r = await p.done;
   assert.equal(r.kind, 'torch-missing');
   assert.match(r.message, /needs the Python package "torch"/);
@@ -134,8 +170,14 @@ test('python without torch: the message names the package and the fix', async ()
 
 test('diagnoseExit: trainer module missing, port in use, cancelled vs failed', () => {
   const base = { what: 'trainer', command: 'py', code: 1, signal: null, cancelled: false };
-  assert.equal(diagnoseExit({ ...base, stderrTail: ["ModuleNotFoundError: No module named 'coa_trainer'"] }).kind, 'trainer-missing');
-  assert.equal(diagnoseExit({ ...base, stderrTail: ['Error: listen EADDRINUSE: address already in use 127.0.0.1:80'] }).kind, 'port-in-use');
+  assert.equal(
+    diagnoseExit({ ...base, stderrTail: ["ModuleNotFoundError: No module named 'coa_trainer'"] }).kind,
+    'trainer-missing',
+  );
+  assert.equal(
+    diagnoseExit({ ...base, stderrTail: ['Error: listen EADDRINUSE: address already in use 127.0.0.1:80'] }).kind,
+    'port-in-use',
+  );
   assert.equal(diagnoseExit({ ...base, code: 130, cancelled: true, stderrTail: [] }).status, 'cancelled');
   assert.equal(diagnoseExit({ ...base, code: 130, cancelled: false, stderrTail: [] }).status, 'failed');
   assert.equal(diagnoseExit({ ...base, code: 0, stderrTail: [] }).status, 'ok');
@@ -146,7 +188,12 @@ const cli = join(root, 'dist/cli.js');
 function tinyCorpus(): string {
   const dir = mkdtempSync(join(tmpdir(), 'coa-env-'));
   const corpus = join(dir, 'corpus.jsonl');
-  writeFileSync(corpus, ['Paris', 'Berlin', 'Rome'].map((c, i) => JSON.stringify({ id: String(i), contents: `"${c}"\n${c} is a capital.` })).join('\n') + '\n');
+  writeFileSync(
+    corpus,
+    ['Paris', 'Berlin', 'Rome']
+      .map((c, i) => JSON.stringify({ id: String(i), contents: `"${c}"\n${c} is a capital.` }))
+      .join('\n') + '\n',
+  );
   return corpus;
 }
 
@@ -164,7 +211,7 @@ test('env server: starts on 127.0.0.1 with a per-run token, is healthy, stops wi
     const denied = await fetch(new URL('/v1/health', env.url));
     assert.equal(denied.status, 401);
     const token = env.token;
-    assert.ok(!log.lines.some((l) => l.includes(token)), "the token is not logged");
+    assert.ok(!log.lines.some((l) => l.includes(token)), 'the token is not logged');
     // Nor on the server's command line, which every local user reads with ps: it is in its environment.
     const cmdline = readFileSync(`/proc/${env.process.pid}/cmdline`, 'utf8');
     assert.ok(cmdline.includes('env\0serve'), cmdline);
@@ -172,7 +219,10 @@ test('env server: starts on 127.0.0.1 with a per-run token, is healthy, stops wi
     // Few malloc arenas, so memory a replaced worker thread freed goes back to the system.
     const environ = readFileSync(`/proc/${env.process.pid}/environ`, 'utf8').split('\0');
     assert.ok(environ.includes(`MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '2'}`), 'MALLOC_ARENA_MAX');
-    assert.ok(environ.includes(`MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_ ?? '131072'}`), 'MALLOC_MMAP_THRESHOLD_');
+    assert.ok(
+      environ.includes(`MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_ ?? '131072'}`),
+      'MALLOC_MMAP_THRESHOLD_',
+    );
     const r = await env.stop();
     assert.equal(r.status, 'ok'); // the server handles SIGTERM by closing and exiting 0
     assert.equal(env!.process.running, false);

@@ -4,11 +4,23 @@ import assert from 'node:assert/strict';
 import { resolvePython, venvPython } from '../../../src/extension/python';
 
 test('search order', () => {
-  const has = (...paths: string[]) => (p: string) => paths.includes(p);
+  const has =
+    (...paths: string[]) =>
+    (p: string) =>
+      paths.includes(p);
   const base = { workspaceFolders: ['/ws/a', '/ws/b'], extensionPath: '/ext', platform: 'linux' as const };
-  assert.deepEqual(resolvePython({ ...base, setting: ' /opt/py ', exists: has() }), { path: '/opt/py', source: 'setting' });
-  assert.deepEqual(resolvePython({ ...base, exists: has('/ws/b/.venv/bin/python', '/ext/.venv/bin/python') }), { path: '/ws/b/.venv/bin/python', source: 'workspace-venv' });
-  assert.deepEqual(resolvePython({ ...base, exists: has('/ext/.venv/bin/python') }), { path: '/ext/.venv/bin/python', source: 'extension-venv' });
+  assert.deepEqual(resolvePython({ ...base, setting: ' /opt/py ', exists: has() }), {
+    path: '/opt/py',
+    source: 'setting',
+  });
+  assert.deepEqual(resolvePython({ ...base, exists: has('/ws/b/.venv/bin/python', '/ext/.venv/bin/python') }), {
+    path: '/ws/b/.venv/bin/python',
+    source: 'workspace-venv',
+  });
+  assert.deepEqual(resolvePython({ ...base, exists: has('/ext/.venv/bin/python') }), {
+    path: '/ext/.venv/bin/python',
+    source: 'extension-venv',
+  });
   assert.deepEqual(resolvePython({ ...base, exists: has() }), { path: 'python3', source: 'path' });
   assert.equal(venvPython('C:\\ws', 'win32').endsWith('python.exe'), true);
 });

@@ -13,6 +13,8 @@ if (!run) {
 const stages = run.stages.map((stage) => ({
   name: stage.name,
   status: stage.status,
-  checkpoints: stageChildren(run, stage).flatMap((n) => (n.kind === 'checkpoint' ? [[n.label, n.path, n.external, n.final]] : [])),
+  checkpoints: stageChildren(run, stage).flatMap((n) =>
+    n.kind === 'checkpoint' ? [[n.label, n.path, n.external, n.final]] : [],
+  ),
 }));
 console.log(JSON.stringify({ stages }));

@@ -28,7 +28,11 @@ test('a silent page is re-rendered with fresh HTML, at most `retries` times, the
   const w = fakeWebview();
   let n = 0;
   const stalls: [number, boolean][] = [];
-  const dog = renderUntilReady(w.webview, () => `page ${++n}`, { timeoutMs: 1000, retries: 2, onStall: (a, g) => stalls.push([a, g]) });
+  const dog = renderUntilReady(w.webview, () => `page ${++n}`, {
+    timeoutMs: 1000,
+    retries: 2,
+    onStall: (a, g) => stalls.push([a, g]),
+  });
   assert.deepEqual(w.sets, ['page 1']);
   t.mock.timers.tick(999);
   assert.deepEqual(w.sets, ['page 1']);
@@ -38,7 +42,11 @@ test('a silent page is re-rendered with fresh HTML, at most `retries` times, the
   assert.deepEqual(w.sets, ['page 1', 'page 2', 'page 3']);
   t.mock.timers.tick(5000);
   assert.deepEqual(w.sets, ['page 1', 'page 2', 'page 3'], 'no render past the retry bound');
-  assert.deepEqual(stalls, [[1, false], [2, false], [2, true]]);
+  assert.deepEqual(stalls, [
+    [1, false],
+    [2, false],
+    [2, true],
+  ]);
   dog.dispose();
   assert.equal(w.listeners.size, 0);
 });

@@ -30,14 +30,20 @@ const messageOf = (d: Diagnostic): string => (typeof d.message === 'string' ? d.
 async function validate(text: string, uri = 'file:///ws/my.run.json'): Promise<Diagnostic[]> {
   // A file's own "$schema": "../schemas/run-config.schema.json" resolves to the same generated schema.
   const serve = (u: string) => u === schemaUri || u.endsWith('/schemas/run-config.schema.json');
-  const ls = getLanguageService({ schemaRequestService: async (u) => (serve(u) ? schemaText : Promise.reject(new Error(`no schema at ${u}`))) });
+  const ls = getLanguageService({
+    schemaRequestService: async (u) => (serve(u) ? schemaText : Promise.reject(new Error(`no schema at ${u}`))),
+  });
   ls.configure({ validate: true, allowComments: true, schemas: [{ uri: schemaUri, fileMatch: ['*.run.json'] }] });
   const doc = TextDocument.create(uri, 'json', 1, text);
   return ls.doValidation(doc, ls.parseJSONDocument(doc), { comments: 'ignore', trailingCommas: 'error' });
 }
 
 test('the schema in schemas/ (what package.json points at) is the one the build generates now', () => {
-  assert.equal(readFileSync(join(root, 'schemas/run-config.schema.json'), 'utf8'), schemaText, 'schemas/ is stale: npm run build');
+  assert.equal(
+    readFileSync(join(root, 'schemas/run-config.schema.json'), 'utf8'),
+    schemaText,
+    'schemas/ is stale: npm run build',
+  );
 });
 
 test('the example run configs validate', async () => {
@@ -45,22 +51,35 @@ test('the example run configs validate', async () => {
     const diags = await validate(readFileSync(join(root, file), 'utf8'), `file://${join(root, file)}`);
     assert.deepEqual(diags.map(messageOf), [], file);
   }
-  const composed = { seed: 3, model: { path: '/models/qwen', embedded: { hidden_size: 32 } }, stages: { sft2: { steps: 10, init_from: 'runs/a/stages/sft1/final' } }, env: { cli: '/ext/dist/cli.js' } };
+  const composed = {
+    seed: 3,
+    model: { path: '/models/qwen', embedded: { hidden_size: 32 } },
+    stages: { sft2: { steps: 10, init_from: 'runs/a/stages/sft1/final' } },
+    env: { cli: '/ext/dist/cli.js' },
+  };
   assert.deepEqual((await validate(JSON.stringify(composed, null, 2))).map(messageOf), []);
 });
 
 test('the example configs validate anywhere: copied out of the repository, through the contributed schema alone', async () => {
   // Only the schema package.json contributes is served: a relative "$schema" (the examples had one) would not load
   // from the copy ("Unable to load schema"), which is what a user copying an example met.
-  const contributed = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).contributes.jsonValidation as { fileMatch: string[] }[]).flatMap((v) => v.fileMatch);
+  const contributed = (
+    JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).contributes.jsonValidation as { fileMatch: string[] }[]
+  ).flatMap((v) => v.fileMatch);
   assert.ok(contributed.includes('*.run.json'));
   for (const file of ['examples/embedded-demo.run.json', 'examples/collect-embedded.run.json']) {
     const text = readFileSync(join(root, file), 'utf8');
     assert.equal(JSON.parse(text).$schema, undefined, `${file}: a relative $schema breaks once the file is copied`);
-    const ls = getLanguageService({ schemaRequestService: async (u) => (u === schemaUri ? schemaText : Promise.reject(new Error(`Unable to load schema from ${u}`))) });
+    const ls = getLanguageService({
+      schemaRequestService: async (u) =>
+        u === schemaUri ? schemaText : Promise.reject(new Error(`Unable to load schema from ${u}`)),
+    });
     ls.configure({ validate: true, allowComments: true, schemas: [{ uri: schemaUri, fileMatch: contributed }] });
     const doc = TextDocument.create('file:///home/user/elsewhere/my.run.json', 'json', 1, text);
-    const diags = await ls.doValidation(doc, ls.parseJSONDocument(doc), { comments: 'ignore', trailingCommas: 'error' });
+    const diags = await ls.doValidation(doc, ls.parseJSONDocument(doc), {
+      comments: 'ignore',
+      trailingCommas: 'error',
+    });
     assert.deepEqual(diags.map(messageOf), [], file);
   }
 });

@@ -25,9 +25,18 @@ function ownCommandCalls(file: string, text: string): string[] {
   const visit = (node: ts.Node) => {
     if (ts.isCallExpression(node)) {
       const callee = node.expression;
-      const name = ts.isPropertyAccessExpression(callee) ? callee.name.text : ts.isIdentifier(callee) ? callee.text : '';
+      const name = ts.isPropertyAccessExpression(callee)
+        ? callee.name.text
+        : ts.isIdentifier(callee)
+          ? callee.text
+          : '';
       const id = node.arguments[0];
-      if (name === 'executeCommand' && id && (ts.isStringLiteral(id) || ts.isNoSubstitutionTemplateLiteral(id)) && id.text.startsWith('coaStudio.')) {
+      if (
+        name === 'executeCommand' &&
+        id &&
+        (ts.isStringLiteral(id) || ts.isNoSubstitutionTemplateLiteral(id)) &&
+        id.text.startsWith('coaStudio.')
+      ) {
         const { line } = source.getLineAndCharacterOfPosition(node.getStart());
         found.push(`${relative(ROOT, file)}:${line + 1} ${id.text}`);
       }
@@ -38,16 +47,19 @@ function ownCommandCalls(file: string, text: string): string[] {
   return found;
 }
 
-test('the reader finds a coaStudio command call and leaves VS Code\'s own commands alone (the check can fail)', () => {
+test("the reader finds a coaStudio command call and leaves VS Code's own commands alone (the check can fail)", () => {
   const text = [
     "await vscode.commands.executeCommand('coaStudio.openLivePanel', vscode.Uri.file(dir));",
     "await vscode.commands.executeCommand('vscode.openWith', uri, 'coa-trajectories');",
-    "void executeCommand(`coaStudio.openRecord`, { file, line });",
+    'void executeCommand(`coaStudio.openRecord`, { file, line });',
   ].join('\n');
-  assert.deepEqual(ownCommandCalls(join(ROOT, 'src/extension/x.ts'), text), ['src/extension/x.ts:1 coaStudio.openLivePanel', 'src/extension/x.ts:3 coaStudio.openRecord']);
+  assert.deepEqual(ownCommandCalls(join(ROOT, 'src/extension/x.ts'), text), [
+    'src/extension/x.ts:1 coaStudio.openLivePanel',
+    'src/extension/x.ts:3 coaStudio.openRecord',
+  ]);
 });
 
-test('no feature of the extension (nor a page) calls a coaStudio command: they use the context\'s typed members', () => {
+test("no feature of the extension (nor a page) calls a coaStudio command: they use the context's typed members", () => {
   const files = [...tsFiles(join(ROOT, 'src', 'extension')), ...tsFiles(join(ROOT, 'webview'))];
   assert.ok(files.length > 50, `${files.length} files read`);
   const calls = files.flatMap((f) => ownCommandCalls(f, readFileSync(f, 'utf8')));

@@ -27,17 +27,24 @@ before(() => {
 test('config paths: listed in config order, made absolute against the config file, absolute ones kept', () => {
   const config = {
     model: { path: 'models/qwen' },
-    data: { questions: { train: 'd/train.parquet', dev: '/abs/dev.jsonl', test: null }, sft: ['t.coa.jsonl', { path: 'u.jsonl', dialect: 'search-r1' }], corpus: 'c.jsonl' },
+    data: {
+      questions: { train: 'd/train.parquet', dev: '/abs/dev.jsonl', test: null },
+      sft: ['t.coa.jsonl', { path: 'u.jsonl', dialect: 'search-r1' }],
+      corpus: 'c.jsonl',
+    },
   };
   const abs = resolveConfigPaths(config, '/work/proj/configs');
-  assert.deepEqual(dataEntries(abs).map((e) => [e.key, e.path, e.kind]), [
-    ['model.path', '/work/proj/configs/models/qwen', 'model'],
-    ['data.questions.train', '/work/proj/configs/d/train.parquet', 'questions'],
-    ['data.questions.dev', '/abs/dev.jsonl', 'questions'],
-    ['data.sft.0', '/work/proj/configs/t.coa.jsonl', 'sft'],
-    ['data.sft.1', '/work/proj/configs/u.jsonl', 'sft'],
-    ['data.corpus', '/work/proj/configs/c.jsonl', 'corpus'],
-  ]);
+  assert.deepEqual(
+    dataEntries(abs).map((e) => [e.key, e.path, e.kind]),
+    [
+      ['model.path', '/work/proj/configs/models/qwen', 'model'],
+      ['data.questions.train', '/work/proj/configs/d/train.parquet', 'questions'],
+      ['data.questions.dev', '/abs/dev.jsonl', 'questions'],
+      ['data.sft.0', '/work/proj/configs/t.coa.jsonl', 'sft'],
+      ['data.sft.1', '/work/proj/configs/u.jsonl', 'sft'],
+      ['data.corpus', '/work/proj/configs/c.jsonl', 'corpus'],
+    ],
+  );
   assert.equal((abs.data.sft[1] as { dialect: string }).dialect, 'search-r1');
   assert.equal(config.data.questions.train, 'd/train.parquet', 'the input is not changed');
   assert.deepEqual(dataEntries({}), []);
@@ -84,54 +91,127 @@ test('one path rule: every path field of a run config, not only the data section
 function unwrap(node: any): any {
   const branches = node.anyOf ?? node.oneOf;
   if (!branches) return node;
-  return branches.find((b: any) => b.type === 'object' || b.type === 'array' || b.properties) ?? branches.find((b: any) => b.type !== 'null') ?? node;
+  return (
+    branches.find((b: any) => b.type === 'object' || b.type === 'array' || b.properties) ??
+    branches.find((b: any) => b.type !== 'null') ??
+    node
+  );
 }
 
-test('data picks replace the config\'s entries and give a valid run config; summary line', () => {
+test("data picks replace the config's entries and give a valid run config; summary line", () => {
   assert.equal(hasPicks({}), false);
   assert.equal(hasPicks({ sft: [] }), false);
-  const picked = applyDataPicks({ seed: 2, data: { questions: { dev: '/d.parquet' }, corpus: '/old.jsonl' } }, { train: '/t.parquet', sft: ['/a.coa.jsonl', '/b.coa.jsonl'], corpus: '/c.jsonl' });
+  const picked = applyDataPicks(
+    { seed: 2, data: { questions: { dev: '/d.parquet' }, corpus: '/old.jsonl' } },
+    { train: '/t.parquet', sft: ['/a.coa.jsonl', '/b.coa.jsonl'], corpus: '/c.jsonl' },
+  );
   const composed = composeRunConfig({ base: picked, stage: 'sft2', modelPath: '/m', initFrom: null, cli: '/cli.js' });
   const parsed = RunConfigSchema.parse(composed);
-  assert.deepEqual(parsed.data, { questions: { train: '/t.parquet', dev: '/d.parquet', test: null }, sft: ['/a.coa.jsonl', '/b.coa.jsonl'], sft1_pairs: null, corpus: '/c.jsonl', sft_filter: { dialect: 'run', format_ok: true, correct: true }, strict_ids: false });
+  assert.deepEqual(parsed.data, {
+    questions: { train: '/t.parquet', dev: '/d.parquet', test: null },
+    sft: ['/a.coa.jsonl', '/b.coa.jsonl'],
+    sft1_pairs: null,
+    corpus: '/c.jsonl',
+    sft_filter: { dialect: 'run', format_ok: true, correct: true },
+    strict_ids: false,
+  });
   assert.equal(describeData(picked), 'train t.parquet · dev d.parquet · sft 2 files · corpus c.jsonl');
-  assert.equal(describeData({ data: { sft: ['x/one.coa.jsonl'], sft1_pairs: 'p.jsonl' } }), 'sft one.coa.jsonl · pairs p.jsonl');
+  assert.equal(
+    describeData({ data: { sft: ['x/one.coa.jsonl'], sft1_pairs: 'p.jsonl' } }),
+    'sft one.coa.jsonl · pairs p.jsonl',
+  );
   assert.equal(describeData({ model: { path: '/m' } }), null);
 });
 
-test('the check\'s error line parses back into file, line, column and field', () => {
-  assert.deepEqual(parseDataErrorLine('/d/train.jsonl:5:38: error: golden_answers.0: number, expected a string\n'), { file: '/d/train.jsonl', line: 5, column: 38, field: 'golden_answers.0', message: 'number, expected a string' });
+test("the check's error line parses back into file, line, column and field", () => {
+  assert.deepEqual(parseDataErrorLine('/d/train.jsonl:5:38: error: golden_answers.0: number, expected a string\n'), {
+    file: '/d/train.jsonl',
+    line: 5,
+    column: 38,
+    field: 'golden_answers.0',
+    message: 'number, expected a string',
+  });
   assert.equal(parseDataErrorLine('coa: data check: give one run config file'), null);
-  const printed = new DataError('/d/a b.parquet', 12, 1, 'reward_model.ground_truth', 'missing: give the golden answers');
-  assert.deepEqual(parseDataErrorLine(printed.message), { file: '/d/a b.parquet', line: 12, column: 1, field: 'reward_model.ground_truth', message: 'missing: give the golden answers' }, 'what DataError prints is what the editor reads back');
+  const printed = new DataError(
+    '/d/a b.parquet',
+    12,
+    1,
+    'reward_model.ground_truth',
+    'missing: give the golden answers',
+  );
+  assert.deepEqual(
+    parseDataErrorLine(printed.message),
+    {
+      file: '/d/a b.parquet',
+      line: 12,
+      column: 1,
+      field: 'reward_model.ground_truth',
+      message: 'missing: give the golden answers',
+    },
+    'what DataError prints is what the editor reads back',
+  );
 });
 
 test('runDataCheck: counts on success; on bad data the error names file, line and field', async () => {
   const cfg = join(dir, 'ok.json');
-  writeFileSync(cfg, JSON.stringify({ data: { questions: { dev: join(root, 'examples/data/autocoa/hotpotqa_dev.parquet') } } }));
+  writeFileSync(
+    cfg,
+    JSON.stringify({ data: { questions: { dev: join(root, 'examples/data/autocoa/hotpotqa_dev.parquet') } } }),
+  );
   const cli = join(root, 'dist/cli.js');
   const ok = await runDataCheck({ node: process.execPath, cli, config: cfg });
   assert.ok(ok.ok);
-  assert.deepEqual(ok.result.files.map((f) => [f.key, f.count]), [['data.questions.dev', 400]]);
+  assert.deepEqual(
+    ok.result.files.map((f) => [f.key, f.count]),
+    [['data.questions.dev', 400]],
+  );
   const bad = join(dir, 'bad.jsonl');
   writeFileSync(bad, '{"question": "q", "golden_answers": ["a"]}\n{"question": "", "golden_answers": ["a"]}\n');
   writeFileSync(cfg, JSON.stringify({ data: { questions: { train: 'bad.jsonl' } } }));
   const failed = await runDataCheck({ node: process.execPath, cli, config: cfg });
   assert.ok(!failed.ok);
-  assert.deepEqual(failed.location && [failed.location.file, failed.location.line, failed.location.field], [bad, 2, 'question']);
+  assert.deepEqual(failed.location && [failed.location.file, failed.location.line, failed.location.field], [
+    bad,
+    2,
+    'question',
+  ]);
   assert.match(failed.message, /empty question/);
 });
 
-test('Runs view: a run\'s data node from its config.json, else from its run_started event', () => {
+test("Runs view: a run's data node from its config.json, else from its run_started event", () => {
   const run = (id: string): RunInfo => ({ id, dir: join(dir, id), status: 'ok', stages: [], badLines: 0, updated: 0 });
   mkdirSync(join(dir, 'r1'));
-  writeFileSync(join(dir, 'r1', 'config.json'), JSON.stringify({ model: { path: '/models/qwen' }, data: { questions: { train: '/d/train.parquet' }, corpus: '/d/wiki.jsonl' } }));
+  writeFileSync(
+    join(dir, 'r1', 'config.json'),
+    JSON.stringify({
+      model: { path: '/models/qwen' },
+      data: { questions: { train: '/d/train.parquet' }, corpus: '/d/wiki.jsonl' },
+    }),
+  );
   const node = dataNode(run('r1'))!;
   assert.equal(node.description, 'train.parquet · wiki.jsonl · model qwen');
   assert.match(node.tooltip, /data\.questions\.train: \/d\/train\.parquet/);
-  assert.deepEqual(dataFileNodes(node).map((n) => [n.label, n.description]), [['model.path', 'qwen'], ['questions.train', 'train.parquet'], ['corpus', 'wiki.jsonl']]);
+  assert.deepEqual(
+    dataFileNodes(node).map((n) => [n.label, n.description]),
+    [
+      ['model.path', 'qwen'],
+      ['questions.train', 'train.parquet'],
+      ['corpus', 'wiki.jsonl'],
+    ],
+  );
   mkdirSync(join(dir, 'r2'));
-  const started = { v: 1, time: 1, run: 'r2', type: 'run_started', stage: 'sft2', config: { data: null, model: { path: null } }, total_steps: 3, device: 'cpu', world_size: 1, pid: 1 };
+  const started = {
+    v: 1,
+    time: 1,
+    run: 'r2',
+    type: 'run_started',
+    stage: 'sft2',
+    config: { data: null, model: { path: null } },
+    total_steps: 3,
+    device: 'cpu',
+    world_size: 1,
+    pid: 1,
+  };
   writeFileSync(join(dir, 'r2', 'events.jsonl'), JSON.stringify(started) + '\n');
   assert.deepEqual(runDataEntries(join(dir, 'r2')), []);
   assert.equal(dataNode(run('r2'))!.description, 'embedded benchmark');

@@ -9,11 +9,22 @@ import { checkedRunConfigInput } from '../../../src/core/data/configErrors';
 import { DataError } from '../../../src/core/data/errors';
 
 test('a scripted Train Stage request is handed on as given; none means the picks ask', () => {
-  const request = { stage: 'sft2', config: 'configs/a.run.json', checkpoint: '/runs/r/stages/sft1/final', data: { train: '/d/t.parquet', sft: ['/d/a.coa.jsonl'] } };
+  const request = {
+    stage: 'sft2',
+    config: 'configs/a.run.json',
+    checkpoint: '/runs/r/stages/sft1/final',
+    data: { train: '/d/t.parquet', sft: ['/d/a.coa.jsonl'] },
+  };
   assert.deepEqual(commandArgument(TrainRequestSchema, request), { value: request });
-  assert.deepEqual(commandArgument(TrainRequestSchema, { stage: 'pipeline', config: '/w/examples/embedded-demo.run.json' }), { value: { stage: 'pipeline', config: '/w/examples/embedded-demo.run.json' } });
+  assert.deepEqual(
+    commandArgument(TrainRequestSchema, { stage: 'pipeline', config: '/w/examples/embedded-demo.run.json' }),
+    { value: { stage: 'pipeline', config: '/w/examples/embedded-demo.run.json' } },
+  );
   assert.deepEqual(commandArgument(TrainRequestSchema, undefined), { value: undefined });
-  assert.deepEqual(commandArgument(CollectRequestSchema, { config: 'c.run.json', teacherUrl: 'http://127.0.0.1:8000/v1' }), { value: { config: 'c.run.json', teacherUrl: 'http://127.0.0.1:8000/v1' } });
+  assert.deepEqual(
+    commandArgument(CollectRequestSchema, { config: 'c.run.json', teacherUrl: 'http://127.0.0.1:8000/v1' }),
+    { value: { config: 'c.run.json', teacherUrl: 'http://127.0.0.1:8000/v1' } },
+  );
 });
 
 test('a wrong scripted request is refused with the field at fault (it used to be cast and used)', () => {
@@ -23,7 +34,11 @@ test('a wrong scripted request is refused with the field at fault (it used to be
     return r.problem;
   };
   assert.match(problem(TrainRequestSchema, { stage: 'sft9' }), /^stage: /);
-  assert.match(problem(TrainRequestSchema, { stage: 'rl2-otc' }), /^stage: /, 'a variant trained inside the pipeline is not a stage of its own');
+  assert.match(
+    problem(TrainRequestSchema, { stage: 'rl2-otc' }),
+    /^stage: /,
+    'a variant trained inside the pipeline is not a stage of its own',
+  );
   assert.match(problem(TrainRequestSchema, { stage: 'sft2', data: { sft: '/d/a.coa.jsonl' } }), /^data\.sft: /);
   assert.match(problem(TrainRequestSchema, { stage: 'sft2', cofig: 'a.run.json' }), /cofig/);
   assert.match(problem(TrainRequestSchema, 'sft2'), /object/);
@@ -31,16 +46,22 @@ test('a wrong scripted request is refused with the field at fault (it used to be
   assert.match(problem(CollectRequestSchema, { teacher: 5 }), /^teacher: /);
 });
 
-test('a user\'s run config: checked by the core\'s schema and kept as written; a wrong one names file, line, column and field', () => {
+test("a user's run config: checked by the core's schema and kept as written; a wrong one names file, line, column and field", () => {
   const raw = '{\n  // the demo, longer\n  "seed": 3,\n  "stages": { "sft2": { "steps": 9 } }\n}\n';
   const value = { seed: 3, stages: { sft2: { steps: 9 } } };
   assert.deepEqual(checkedRunConfigInput('/w/a.run.json', raw, value), value, 'no defaults are filled in');
   const bad = '{\n  "seed": 3,\n  "stages": { "sft2": { "stepz": 9 } }\n}\n';
-  assert.throws(() => checkedRunConfigInput('/w/b.run.json', bad, { seed: 3, stages: { sft2: { stepz: 9 } } }), (e: unknown) => {
-    assert.ok(e instanceof DataError);
-    assert.deepEqual([e.file, e.line, e.column, e.field], ['/w/b.run.json', 3, 23, 'stages.sft2']);
-    assert.match(e.detail, /stepz/);
-    return true;
-  });
-  assert.throws(() => checkedRunConfigInput('/w/c.run.json', '{"seed": -1.5}', { seed: -1.5 }), /\/w\/c\.run\.json:1:10: error: seed: /);
+  assert.throws(
+    () => checkedRunConfigInput('/w/b.run.json', bad, { seed: 3, stages: { sft2: { stepz: 9 } } }),
+    (e: unknown) => {
+      assert.ok(e instanceof DataError);
+      assert.deepEqual([e.file, e.line, e.column, e.field], ['/w/b.run.json', 3, 23, 'stages.sft2']);
+      assert.match(e.detail, /stepz/);
+      return true;
+    },
+  );
+  assert.throws(
+    () => checkedRunConfigInput('/w/c.run.json', '{"seed": -1.5}', { seed: -1.5 }),
+    /\/w\/c\.run\.json:1:10: error: seed: /,
+  );
 });

@@ -15,9 +15,20 @@ const python = join(root, '.venv/bin/python');
 const log: LogSink = { info: () => {}, warn: () => {}, error: () => {} };
 
 const config = {
-  seed: 1, threads: 1, device: 'cpu',
+  seed: 1,
+  threads: 1,
+  device: 'cpu',
   benchmark: { persons: 24, companies: 6, cities: 6, countries: 3 },
-  model: { embedded: { hidden_size: 32, num_layers: 2, num_heads: 2, num_kv_heads: 1, intermediate_size: 64, max_position: 256 } },
+  model: {
+    embedded: {
+      hidden_size: 32,
+      num_layers: 2,
+      num_heads: 2,
+      num_kv_heads: 1,
+      intermediate_size: 64,
+      max_position: 256,
+    },
+  },
   stages: { pretrain: { steps: 4000, batch_size: 4, log_every: 1, warmup_steps: 2, max_len: 128 } },
   eval: { limit: 4, max_new_tokens: 8, max_turns: 1 },
 };

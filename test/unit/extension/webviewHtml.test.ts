@@ -11,7 +11,13 @@ const asUri = (p: string) => `https://res.test/${p}`;
 
 test('scripts are inlined under the nonce; stylesheets stay links; the CSP allows nothing else', () => {
   const code = 'document.body.dataset.ran = "yes";';
-  const html = renderWebviewHtml({ title: 'T', scripts: ['dist/webview/x.js'], styles: ['dist/webview/x.css'], initialState: { a: '</script>' } }, 'https://csp.test', asUri, (p) => (p === 'dist/webview/x.js' ? code : ''), 'N0NCE');
+  const html = renderWebviewHtml(
+    { title: 'T', scripts: ['dist/webview/x.js'], styles: ['dist/webview/x.css'], initialState: { a: '</script>' } },
+    'https://csp.test',
+    asUri,
+    (p) => (p === 'dist/webview/x.js' ? code : ''),
+    'N0NCE',
+  );
   assert.ok(html.includes(`<script nonce="N0NCE" data-bundle="dist/webview/x.js">${code}</script>`));
   assert.doesNotMatch(html, /<script[^>]*\bsrc=/);
   assert.ok(html.includes('<link rel="stylesheet" nonce="N0NCE" href="https://res.test/dist/webview/x.css">'));
@@ -24,14 +30,20 @@ test('scripts are inlined under the nonce; stylesheets stay links; the CSP allow
 });
 
 test('a bundle an HTML parser would cut short is refused with its path and offset', () => {
-  assert.throws(() => inlineScript('dist/webview/bad.js', 'const s = "</SCRIPT>";'), /dist\/webview\/bad\.js cannot be inlined.*"<\/SCRIPT".*offset 11/);
+  assert.throws(
+    () => inlineScript('dist/webview/bad.js', 'const s = "</SCRIPT>";'),
+    /dist\/webview\/bad\.js cannot be inlined.*"<\/SCRIPT".*offset 11/,
+  );
   assert.throws(() => inlineScript('b.js', 'x <!-- y'), /b\.js cannot be inlined.*"<!--"/);
   assert.equal(inlineScript('ok.js', 'if (a < b) c = "<scrip";'), 'if (a < b) c = "<scrip";');
 });
 
 test('every built webview bundle inlines, read from the extension the way the panels read it', () => {
   const bundles = readdirSync(join(ROOT, 'dist', 'webview')).filter((f) => f.endsWith('.js'));
-  assert.ok(['browser.js', 'live-panel.js', 'compare.js'].every((b) => bundles.includes(b)), `built bundles: ${bundles.join(', ')}`);
+  assert.ok(
+    ['browser.js', 'live-panel.js', 'compare.js'].every((b) => bundles.includes(b)),
+    `built bundles: ${bundles.join(', ')}`,
+  );
   const read = extensionScripts(ROOT);
   for (const b of bundles) {
     const path = `dist/webview/${b}`;

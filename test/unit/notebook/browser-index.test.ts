@@ -14,7 +14,9 @@ import type { WorkerMessage } from '../../../src/extension/providers/browser/wor
 import { scoreRecords } from '../../../src/core/rewards';
 
 const root = join(__dirname, '../../..');
-const examples = readFileSync(join(root, 'examples/trajectories.coa.jsonl'), 'utf8').split('\n').filter((l) => l.trim());
+const examples = readFileSync(join(root, 'examples/trajectories.coa.jsonl'), 'utf8')
+  .split('\n')
+  .filter((l) => l.trim());
 
 /** A file of the example records repeated with fresh ids and stages/steps, plus a bad line and a blank line, CRLF in places. */
 function makeFile(dir: string, copies: number): { path: string; lines: string[] } {
@@ -22,11 +24,16 @@ function makeFile(dir: string, copies: number): { path: string; lines: string[] 
   for (let k = 0; k < copies; k++) {
     examples.forEach((l) => {
       const r = JSON.parse(l);
-      lines.push(JSON.stringify({ ...r, id: `${r.id}-${k}`, meta: { ...r.meta, stage: k % 2 ? 'rl' : 'sft2', step: k } }));
+      lines.push(
+        JSON.stringify({ ...r, id: `${r.id}-${k}`, meta: { ...r.meta, stage: k % 2 ? 'rl' : 'sft2', step: k } }),
+      );
     });
   }
   lines.splice(5, 0, '{"id": "broken"');
-  const text = lines.map((l, i) => l + (i % 7 === 3 ? '\r\n' : '\n')).join('') .replace(/\n(?=.*"id":"coa-direct-1")/, '\n\n');
+  const text = lines
+    .map((l, i) => l + (i % 7 === 3 ? '\r\n' : '\n'))
+    .join('')
+    .replace(/\n(?=.*"id":"coa-direct-1")/, '\n\n');
   const path = join(dir, 'big.coa.jsonl');
   writeFileSync(path, text);
   return { path, lines };
@@ -46,8 +53,14 @@ test('index: offsets read back every line exactly, summaries agree with the core
     assert.match(bad[0].error!, /^6:\d+: COA101/);
     const good = lines.filter((l) => l !== '{"id": "broken"').map((l) => JSON.parse(l));
     const rewards = scoreRecords(good, 'em');
-    assert.deepEqual(index.filter((r) => !r.error).map((r) => r.reward), rewards.map((b) => b.total));
-    assert.deepEqual(index.filter((r) => !r.error).map((r) => r.toolCalls), rewards.map((b) => b.tool_calls));
+    assert.deepEqual(
+      index.filter((r) => !r.error).map((r) => r.reward),
+      rewards.map((b) => b.total),
+    );
+    assert.deepEqual(
+      index.filter((r) => !r.error).map((r) => r.toolCalls),
+      rewards.map((b) => b.tool_calls),
+    );
     assert.deepEqual(stagesOf(index), ['rl', 'sft2']);
 
     // The first page comes from the head of the file alone and equals the index's first rows.
@@ -55,7 +68,16 @@ test('index: offsets read back every line exactly, summaries agree with the core
 
     // The worker thread, bundled as scripts/build.mjs bundles it (the editor's path), builds the same index.
     const bundle = join(dir, 'browser-worker.js');
-    await build({ entryPoints: [join(root, 'src/extension/providers/browser/worker.ts')], outfile: bundle, bundle: true, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'], logLevel: 'warning' });
+    await build({
+      entryPoints: [join(root, 'src/extension/providers/browser/worker.ts')],
+      outfile: bundle,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      mainFields: ['module', 'main'],
+      logLevel: 'warning',
+    });
     const fromWorker: RecordSummary[] = [];
     await new Promise<void>((resolve, reject) => {
       const w = new Worker(bundle, { workerData: { path, scheme: 'em' } });
@@ -94,7 +116,10 @@ test('query: failures, tool calls, stage, step, sort by reward, paging and jump'
     const rewards = sorted.rows.map((r) => r.reward);
     assert.equal(rewards.at(-1), null, 'the bad line sorts last');
     const scored = rewards.filter((x): x is number => x !== null);
-    assert.deepEqual(scored, [...scored].sort((a, b) => b - a));
+    assert.deepEqual(
+      scored,
+      [...scored].sort((a, b) => b - a),
+    );
     const page2 = runQuery(index, { pageSize: 25, page: 2 });
     assert.deepEqual(page2.rows, index.slice(50, 75));
     assert.equal(runQuery(index, { pageSize: 25, page: 999 }).page, Math.ceil(index.length / 25) - 1);
@@ -120,14 +145,17 @@ test('browser: questions (converted verl rows) show without a reward and are nev
     assert.ok(index.filter((r) => r.isQuestion).every((r) => r.reward === null && r.formatOk === null));
     const failures = runQuery(index, { failuresOnly: true, pageSize: 1000 });
     assert.ok(failures.rows.every((r) => !r.isQuestion));
-    assert.equal(questionsLine(index), '50 questions (no responses yet) · golden answers on 50 (100 %) · sources: HotpotQA 50');
+    assert.equal(
+      questionsLine(index),
+      '50 questions (no responses yet) · golden answers on 50 (100 %) · sources: HotpotQA 50',
+    );
     assert.equal(questionsLine(index.filter((r) => !r.isQuestion)), '');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test('reward column: a record\'s stored reward under its run\'s scheme (RL-2-OTC\'s real rollouts: 0.866 stays 0.866); only records without one are recomputed, and say so', async () => {
+test("reward column: a record's stored reward under its run's scheme (RL-2-OTC's real rollouts: 0.866 stays 0.866); only records without one are recomputed, and say so", async () => {
   const { demoRunFile } = await import('../../fixtures/demoRun');
   const dir = mkdtempSync(join(tmpdir(), 'coa-browser-'));
   try {
@@ -141,12 +169,21 @@ test('reward column: a record\'s stored reward under its run\'s scheme (RL-2-OTC
     const index: RecordSummary[] = [];
     await buildIndex(path, (rows) => index.push(...rows), { scheme: 'em' });
     const stored = index.slice(1);
-    assert.deepEqual(stored.map((r) => r.reward), records.map((r) => r.reward.total));
+    assert.deepEqual(
+      stored.map((r) => r.reward),
+      records.map((r) => r.reward.total),
+    );
     assert.ok(stored.every((r) => r.stored && r.scheme === 'otc-grpo'));
     // The case the em recomputation hid: a right answer with more calls than the group's fewest, 0.866 under OTC-GRPO.
     const partial = stored.filter((r) => r.em === 1 && r.reward! > 0 && r.reward! < 1);
-    assert.ok(partial.length > 0 && partial.some((r) => Math.abs(r.reward! - 0.866) < 0.001), 'right answers scored below 1 by OTC-GRPO');
-    assert.deepEqual([index[0].stored, index[0].scheme, index[0].reward], [false, 'em', scoreRecords([bare], 'em')[0].total]);
+    assert.ok(
+      partial.length > 0 && partial.some((r) => Math.abs(r.reward! - 0.866) < 0.001),
+      'right answers scored below 1 by OTC-GRPO',
+    );
+    assert.deepEqual(
+      [index[0].stored, index[0].scheme, index[0].reward],
+      [false, 'em', scoreRecords([bare], 'em')[0].total],
+    );
     // Sorting and the reward filter read the stored values.
     const atLeast = runQuery(index, { minReward: 0.9, pageSize: 10_000 }).rows;
     assert.ok(atLeast.every((r) => r.reward! >= 0.9) && !atLeast.some((r) => partial.includes(r)));

@@ -12,7 +12,9 @@ import { findIndexed, findPage } from '../../../src/extension/providers/browser/
 import type { RecordSummary } from '../../../src/protocols/browser';
 
 const root = join(__dirname, '../../..');
-const examples = readFileSync(join(root, 'examples/trajectories.coa.jsonl'), 'utf8').split('\n').filter((l) => l.trim());
+const examples = readFileSync(join(root, 'examples/trajectories.coa.jsonl'), 'utf8')
+  .split('\n')
+  .filter((l) => l.trim());
 
 /** ~3 MB (more than two 1 MB chunks) of the example records with fresh ids, CRLF in places, blank lines, a bad line,
  *  a record whose meta names another's id (a decoy), and ids with quotes and non-ASCII. */
@@ -26,7 +28,16 @@ function makeFile(dir: string): string {
     }
   }
   lines.splice(10, 0, '{"id": "broken"', '');
-  lines.splice(20, 0, JSON.stringify({ ...JSON.parse(examples[0]), id: 'decoy-holder', golden_answers: ['late "one" é'], meta: { id: 'late "one" é' } }));
+  lines.splice(
+    20,
+    0,
+    JSON.stringify({
+      ...JSON.parse(examples[0]),
+      id: 'decoy-holder',
+      golden_answers: ['late "one" é'],
+      meta: { id: 'late "one" é' },
+    }),
+  );
   lines.push(JSON.stringify({ ...JSON.parse(examples[0]), id: 'late "one" é' }));
   lines.push('{"id":"compact-last","question":"q?","response":"<answer>x</answer>"}');
   const text = lines.map((l, i) => l + (i % 5 === 2 ? '\r\n' : '\n')).join('');
@@ -55,7 +66,16 @@ async function withIndexedFile(check: (path: string, index: RecordSummary[]) => 
 test('locateRecord finds records by id and by line exactly where the index puts them, before any index exists', async () => {
   await withIndexedFile(async (path, index) => {
     // Ids across the file (first, in the middle, past chunk boundaries, the last ones), and the same by line.
-    const picks = [0, 1, 17, index.length >> 2, index.length >> 1, index.length - 3, index.length - 2, index.length - 1].map((i) => index[i]);
+    const picks = [
+      0,
+      1,
+      17,
+      index.length >> 2,
+      index.length >> 1,
+      index.length - 3,
+      index.length - 2,
+      index.length - 1,
+    ].map((i) => index[i]);
     for (const r of picks) {
       if (r.id) assert.deepEqual(await locateRecord(path, r.id), want(r), `id ${r.id}`);
       assert.deepEqual(await locateRecord(path, String(r.line)), want(r), `line ${r.line}`);
@@ -92,7 +112,11 @@ test('a jump past the index searches from its frontier (line and id), and an abo
       const from = { offset: last.offset + last.length, line: last.line };
       const next = index[k];
       const far = index[index.length - 2];
-      assert.deepEqual(await locateRecord(path, String(next.line), { from }), want(next), `line ${next.line} from line ${last.line}`);
+      assert.deepEqual(
+        await locateRecord(path, String(next.line), { from }),
+        want(next),
+        `line ${next.line} from line ${last.line}`,
+      );
       assert.deepEqual(await locateRecord(path, String(far.line), { from }), want(far));
       assert.deepEqual(await locateRecord(path, far.id!, { from }), want(far));
       assert.deepEqual(await locateId(path, next.id!, { from }), want(next));
@@ -103,14 +127,21 @@ test('a jump past the index searches from its frontier (line and id), and an abo
     }
     // A frontier at or past the line wanted is not used: the line is still found.
     const last = index[index.length - 1];
-    assert.deepEqual(await locateRecord(path, String(index[3].line), { from: { offset: last.offset, line: last.line } }), want(index[3]));
+    assert.deepEqual(
+      await locateRecord(path, String(index[3].line), { from: { offset: last.offset, line: last.line } }),
+      want(index[3]),
+    );
     // A line scan (the whole file for the last line) stops on the signal, like an id search.
     const ctl = new AbortController();
     ctl.abort();
     assert.equal(await locateRecord(path, String(last.line), { signal: ctl.signal }), null);
     let calls = 0;
     const stopper = new AbortController();
-    const got = await locateRecord(path, String(last.line), { signal: stopper.signal, everyMs: 0, onProgress: () => ++calls === 2 && stopper.abort() });
+    const got = await locateRecord(path, String(last.line), {
+      signal: stopper.signal,
+      everyMs: 0,
+      onProgress: () => ++calls === 2 && stopper.abort(),
+    });
     assert.equal(got, null, 'aborted while scanning');
   });
 });
@@ -122,7 +153,11 @@ test('an id jump in a verl dump says only the index knows its ids (not "no such 
   assert.ok(index.length > 1 && index[0].id);
   assert.equal(await locateRecord(dump, index[0].id!), 'indexOnly', 'read from the file head');
   assert.equal(await locateRecord(dump, index[0].id!, { verl: true }), 'indexOnly', 'the caller decided');
-  assert.deepEqual(await locateRecord(dump, String(index[1].line), { verl: true }), { line: index[1].line, offset: index[1].offset, length: index[1].length });
+  assert.deepEqual(await locateRecord(dump, String(index[1].line), { verl: true }), {
+    line: index[1].line,
+    offset: index[1].offset,
+    length: index[1].length,
+  });
 });
 
 test('a jump to an indexed record the filter hides finds it in the index, not on the table page', async () => {

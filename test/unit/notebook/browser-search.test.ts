@@ -27,10 +27,15 @@ async function autocoaTest(): Promise<{ path: string; records: TrajectoryRecord[
 const search = async (path: string, text: string, field?: (typeof SEARCH_FIELDS)[number]) => {
   const hits: number[] = [];
   let batches = 0;
-  const total = await searchFile(path, text, (h) => {
-    batches++;
-    hits.push(...h);
-  }, { field, everyMs: 0 });
+  const total = await searchFile(
+    path,
+    text,
+    (h) => {
+      batches++;
+      hits.push(...h);
+    },
+    { field, everyMs: 0 },
+  );
   assert.equal(total, hits.length);
   assert.ok(batches >= 1, 'the last batch always comes');
   return hits;
@@ -47,7 +52,10 @@ test('AutoCoA test set: "drogo" finds the one question about Drogo of Champagne;
   await buildIndex(path, (rows) => index.push(...rows));
   assert.equal(index[hits[0]].id, records[hits[0]].id);
   const page = runQuery(index, { pageSize: 50 }, new Set(hits));
-  assert.deepEqual(page.rows.map((r) => r.id), [records[hits[0]].id]);
+  assert.deepEqual(
+    page.rows.map((r) => r.id),
+    [records[hits[0]].id],
+  );
   assert.equal(page.total, 1);
   for (const field of SEARCH_FIELDS) {
     for (const text of ['Paris', 'who ', '1990', 'Pepin of Herstal']) {
@@ -55,7 +63,11 @@ test('AutoCoA test set: "drogo" finds the one question about Drogo of Champagne;
       assert.deepEqual(await search(path, text, field), expected, `${field}: ${text}`);
     }
   }
-  assert.equal((await search(path, 'Pepin of Herstal', 'question')).length, 0, 'a golden answer is not in the question');
+  assert.equal(
+    (await search(path, 'Pepin of Herstal', 'question')).length,
+    0,
+    'a golden answer is not in the question',
+  );
   assert.ok((await search(path, 'pepin of herstal', 'answers')).length >= 1);
   assert.deepEqual(await search(path, ''), []);
   // A question set: the table shows question / golden answers / source, the source being the row's source file.

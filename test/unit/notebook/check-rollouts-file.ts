@@ -15,21 +15,37 @@ import type { Scheme } from '../../../src/core/record';
 const [file, scheme] = process.argv.slice(2) as [string, Scheme];
 const bytes = readFileSync(file);
 const nb = decodeNotebook(bytes, { scheme });
-const rewards = nb.cells.flatMap((c) => c.outputs ?? []).map((o) => o.find((i) => i.mime === REWARD_MIME)?.data as RewardOutput | undefined).filter((x): x is RewardOutput => !!x);
+const rewards = nb.cells
+  .flatMap((c) => c.outputs ?? [])
+  .map((o) => o.find((i) => i.mime === REWARD_MIME)?.data as RewardOutput | undefined)
+  .filter((x): x is RewardOutput => !!x);
 const dir = mkdtempSync(join(tmpdir(), 'coa-check-rollouts-'));
 try {
   const out = join(dir, 'scored.jsonl');
-  const r = spawnSync(process.execPath, [join(__dirname, '../../../bin/coa.js'), 'score', file, '--scheme', scheme, '-o', out], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [join(__dirname, '../../../bin/coa.js'), 'score', file, '--scheme', scheme, '-o', out],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) throw new Error(`coa score failed: ${r.stderr}`);
-  const scored = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l).reward as unknown);
-  const stored = bytes.toString('utf8').trim().split('\n').map((l) => JSON.parse(l).reward ?? null);
-  console.log(JSON.stringify({
-    records: rewards.length,
-    byte_identical: notebookToText(nb) === bytes.toString('utf8'),
-    notebook_rewards: rewards.map((x) => x.breakdown),
-    coa_score_rewards: scored,
-    stored_rewards: stored,
-  }));
+  const scored = readFileSync(out, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l).reward as unknown);
+  const stored = bytes
+    .toString('utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l).reward ?? null);
+  console.log(
+    JSON.stringify({
+      records: rewards.length,
+      byte_identical: notebookToText(nb) === bytes.toString('utf8'),
+      notebook_rewards: rewards.map((x) => x.breakdown),
+      coa_score_rewards: scored,
+      stored_rewards: stored,
+    }),
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -4,7 +4,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { textToNotebook } from '../../../src/extension/providers/notebook/codec';
-import { cellMessage, notebookDiagnostics, recordDiagnostics } from '../../../src/extension/providers/notebook/diagnostics';
+import {
+  cellMessage,
+  notebookDiagnostics,
+  recordDiagnostics,
+} from '../../../src/extension/providers/notebook/diagnostics';
 import { checkFormat } from '../../../src/core/rules';
 import { cellMeta } from '../../../src/extension/providers/notebook/cells';
 
@@ -33,10 +37,16 @@ test('over a whole notebook: every finding of the example file, in the right rec
   const text = readFileSync(join(__dirname, '../../../examples/trajectories.coa.jsonl'), 'utf8');
   const nb = textToNotebook(text);
   const diags = notebookDiagnostics(nb.cells);
-  const records = text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+  const records = text
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
   const expected = records.flatMap((r, i) => checkFormat(r.response).diagnostics.map((d) => `${i}:${d.code}`));
   assert.ok(expected.length > 0);
-  assert.deepEqual(diags.map((d) => `${cellMeta(nb.cells[d.cell].metadata)!.record}:${d.code}`), expected);
+  assert.deepEqual(
+    diags.map((d) => `${cellMeta(nb.cells[d.cell].metadata)!.record}:${d.code}`),
+    expected,
+  );
   assert.ok(diags.every((d) => cellMeta(nb.cells[d.cell].metadata)?.kind === 'step'));
 });
 
@@ -48,7 +58,11 @@ test('with a cache, only records whose cells changed are checked again', () => {
   const first = notebookDiagnostics(nb.cells, {}, cache);
   assert.deepEqual(notebookDiagnostics(nb.cells, {}, cache), first);
   // Poison the cached findings of every record, then edit one record: only that one is recomputed.
-  for (const [k, v] of cache.records) cache.records.set(k, v.map((d: { code: string }) => ({ ...d, code: 'CACHED' })));
+  for (const [k, v] of cache.records)
+    cache.records.set(
+      k,
+      v.map((d: { code: string }) => ({ ...d, code: 'CACHED' })),
+    );
   const answer = nb.cells.findIndex((c) => c.value === '<answer>Herman Wouk</answer>');
   const record = cellMeta(nb.cells[answer].metadata)!.record;
   nb.cells[answer].value = '<answer>Herman Wouk</answer> trailing';
@@ -56,7 +70,10 @@ test('with a cache, only records whose cells changed are checked again', () => {
   const after = notebookDiagnostics(nb.cells, {}, cache);
   const recordOf = (d: { cell: number }) => cellMeta(nb.cells[d.cell].metadata)!.record;
   assert.ok(after.filter((d) => recordOf(d) !== record).every((d) => d.code === 'CACHED'));
-  assert.deepEqual(after.filter((d) => recordOf(d) === record).map((d) => d.code), ['COA008']);
+  assert.deepEqual(
+    after.filter((d) => recordOf(d) === record).map((d) => d.code),
+    ['COA008'],
+  );
 });
 
 test('each finding names its record (id and line): Problems shows a cell only as "Ln 1, Col 1"', () => {

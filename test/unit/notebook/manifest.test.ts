@@ -3,7 +3,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NOTEBOOK_TYPE, NOTEBOOK_TYPE_ANY_JSONL, RENDERER_ID, REWARD_MIME } from '../../../src/extension/providers/notebook/cells';
+import {
+  NOTEBOOK_TYPE,
+  NOTEBOOK_TYPE_ANY_JSONL,
+  RENDERER_ID,
+  REWARD_MIME,
+} from '../../../src/extension/providers/notebook/cells';
 import { BROWSER_VIEW_TYPE } from '../../../src/extension/providers/browser/summary';
 
 const root = join(__dirname, '../../..');
@@ -19,14 +24,21 @@ test('notebook types: default for *.coa.jsonl, option for any *.jsonl', () => {
 });
 
 test('renderer: the reward MIME, an ESM bundle that build.mjs makes', () => {
-  const r = (pkg.contributes.notebookRenderer as { id: string; entrypoint: string; mimeTypes: string[] }[]).find((x) => x.id === RENDERER_ID)!;
+  const r = (pkg.contributes.notebookRenderer as { id: string; entrypoint: string; mimeTypes: string[] }[]).find(
+    (x) => x.id === RENDERER_ID,
+  )!;
   assert.deepEqual(r.mimeTypes, [REWARD_MIME]);
   assert.equal(r.entrypoint, './dist/webview/notebook-renderer.js');
-  assert.match(build, /\['webview\/notebook-renderer\/index\.ts', 'dist\/webview\/notebook-renderer\.js', \{ \.\.\.browser, format: 'esm' \}\]/);
+  assert.match(
+    build,
+    /\['webview\/notebook-renderer\/index\.ts', 'dist\/webview\/notebook-renderer\.js', \{ \.\.\.browser, format: 'esm' \}\]/,
+  );
 });
 
 test('large-file browser: an optional custom editor for *.jsonl, its worker and page bundled, a threshold setting', () => {
-  const ed = (pkg.contributes.customEditors as { viewType: string; selector: { filenamePattern: string }[]; priority: string }[]).find((x) => x.viewType === BROWSER_VIEW_TYPE)!;
+  const ed = (
+    pkg.contributes.customEditors as { viewType: string; selector: { filenamePattern: string }[]; priority: string }[]
+  ).find((x) => x.viewType === BROWSER_VIEW_TYPE)!;
   assert.deepEqual([ed.selector[0].filenamePattern, ed.priority], ['*.jsonl', 'option']);
   assert.match(build, /'dist\/browser-worker\.js'/);
   assert.match(build, /'dist\/webview\/browser\.js'/);

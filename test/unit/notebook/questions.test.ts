@@ -38,10 +38,11 @@ test('a converted verl parquet opens as questions: one header cell each, a quest
 });
 
 test('an empty response with tokens is a trajectory that failed, without them a question', () => {
-  const text = [
-    JSON.stringify({ id: 'q', question: 'who?', golden_answers: ['a'], response: '' }),
-    JSON.stringify({ id: 'e', question: 'who?', golden_answers: ['a'], response: '', tokens: { ids: [2] } }),
-  ].join('\n') + '\n';
+  const text =
+    [
+      JSON.stringify({ id: 'q', question: 'who?', golden_answers: ['a'], response: '' }),
+      JSON.stringify({ id: 'e', question: 'who?', golden_answers: ['a'], response: '', tokens: { ids: [2] } }),
+    ].join('\n') + '\n';
   const nb = textToNotebook(text);
   assert.equal(nb.cells.filter((c) => cellMeta(c.metadata)?.kind === 'header').length, 2);
   const codes = notebookDiagnostics(nb.cells).map((d) => d.code);
@@ -49,14 +50,22 @@ test('an empty response with tokens is a trajectory that failed, without them a 
   assert.equal(notebookToText(nb), text);
 });
 
-test('rewards are recomputed under the scheme the record\'s own run stored; the configured one is offered', () => {
+test("rewards are recomputed under the scheme the record's own run stored; the configured one is offered", () => {
   const base = { question: 'Who wrote it?', golden_answers: ['Herman Wouk'] };
   const wrong = { ...base, id: 'w', response: '<think>t</think><answer>Thomas Wolfe</answer>' };
   const right = { ...base, id: 'r', response: '<think>t</think><answer>Herman Wouk</answer>' };
   const stored = (r: typeof wrong) => ({ ...r, reward: scoreRecords([r], 'autocoa')[0] });
   const nogold = { id: 'n', question: 'q', response: '<think>t</think><answer>x</answer>' };
-  const text = [stored(wrong), { ...stored(right), reward: { ...scoreRecords([right], 'autocoa')[0], total: 0.5 } }, nogold].map((r) => JSON.stringify(r)).join('\n');
-  const outs = textToNotebook(text, { scheme: 'em' }).cells.flatMap((c) => (c.outputs ?? []).flatMap((o) => o.filter((x) => x.mime === REWARD_MIME).map((x) => x.data as RewardOutput)));
+  const text = [
+    stored(wrong),
+    { ...stored(right), reward: { ...scoreRecords([right], 'autocoa')[0], total: 0.5 } },
+    nogold,
+  ]
+    .map((r) => JSON.stringify(r))
+    .join('\n');
+  const outs = textToNotebook(text, { scheme: 'em' }).cells.flatMap((c) =>
+    (c.outputs ?? []).flatMap((o) => o.filter((x) => x.mime === REWARD_MIME).map((x) => x.data as RewardOutput)),
+  );
   assert.equal(outs.length, 3);
   // Both 0 under autocoa: shown, recomputed under autocoa, no "differs"; em offered as the configured scheme.
   assert.equal(outs[0].breakdown.scheme, 'autocoa');

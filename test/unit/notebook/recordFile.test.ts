@@ -5,10 +5,18 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseRecordViewPath, readLineAt, readSpan, recordViewPath, replaceSpan, safeName } from '../../../src/extension/providers/notebook/recordFile';
+import {
+  parseRecordViewPath,
+  readLineAt,
+  readSpan,
+  recordViewPath,
+  replaceSpan,
+  safeName,
+} from '../../../src/extension/providers/notebook/recordFile';
 
 const dir = mkdtempSync(join(tmpdir(), 'coa-record-file-'));
-const rec = (id: string, pad = 0) => JSON.stringify({ id, question: 'q', response: `<answer> ${'x'.repeat(pad)} </answer>` });
+const rec = (id: string, pad = 0) =>
+  JSON.stringify({ id, question: 'q', response: `<answer> ${'x'.repeat(pad)} </answer>` });
 
 test('a line is found by scanning, across chunk boundaries, and at a checked offset', async () => {
   // Lines longer than the 1 MiB read chunk: the scan must carry a line across chunks.
@@ -46,7 +54,7 @@ test('CRLF terminators and a last line without one', async () => {
   assert.deepEqual(await readLineAt(path, 3, c), c);
 });
 
-test('a save replaces exactly the record\'s bytes, and refuses when they changed on disk', async () => {
+test("a save replaces exactly the record's bytes, and refuses when they changed on disk", async () => {
   const path = join(dir, 'save.coa.jsonl');
   const original = [rec('a'), rec('b'), rec('c')].join('\n') + '\n';
   writeFileSync(path, original);
@@ -71,6 +79,10 @@ test('record view paths: the id as a file name, the file and line recoverable', 
   assert.equal(safeName('..'), '_');
   const p = recordViewPath('/w/runs/r/stages/rl2/rollouts.coa.jsonl', 1451, 'q1#replay-env');
   assert.equal(p, '/w/runs/r/stages/rl2/rollouts.coa.jsonl/1451/q1#replay-env.coa.jsonl');
-  assert.deepEqual(parseRecordViewPath(p), { file: '/w/runs/r/stages/rl2/rollouts.coa.jsonl', line: 1451, name: 'q1#replay-env' });
+  assert.deepEqual(parseRecordViewPath(p), {
+    file: '/w/runs/r/stages/rl2/rollouts.coa.jsonl',
+    line: 1451,
+    name: 'q1#replay-env',
+  });
   assert.equal(parseRecordViewPath('/w/x.coa.jsonl'), null);
 });

@@ -13,7 +13,13 @@ import { rolloutsOfStep } from '../../../src/extension/providers/livePanel/recor
 import { StepIndex } from '../../../src/core/lineIndex';
 import { readLineAt } from '../../../src/extension/providers/notebook/recordFile';
 import { notebookToText, textToNotebook } from '../../../src/extension/providers/notebook/codec';
-import { META_KEY, REWARD_MIME, cellMeta, type NotebookMeta, type RewardOutput } from '../../../src/extension/providers/notebook/cells';
+import {
+  META_KEY,
+  REWARD_MIME,
+  cellMeta,
+  type NotebookMeta,
+  type RewardOutput,
+} from '../../../src/extension/providers/notebook/cells';
 import { readFileSync } from 'node:fs';
 
 const run = demoRun(mkdtempSync(join(tmpdir(), 'coa-record-view-')));
@@ -22,7 +28,8 @@ const lines = readFileSync(FILE, 'utf8').split('\n').filter(Boolean);
 
 const rewardOf = (text: string, line: number) => {
   const nb = textToNotebook(text, { scheme: 'em', within: { line, file: 'stages/rl2-otc/rollouts.coa.jsonl' } });
-  const out = nb.cells.flatMap((c) => (c.outputs ?? []).flat()).find((o) => o.mime === REWARD_MIME)?.data as RewardOutput;
+  const out = nb.cells.flatMap((c) => (c.outputs ?? []).flat()).find((o) => o.mime === REWARD_MIME)
+    ?.data as RewardOutput;
   return { nb, out };
 };
 
@@ -40,9 +47,15 @@ test('a listed rollout of a 1,536-record file is read at its offset and opens as
     const { nb, out } = rewardOf(text, it.line + 1);
     const header = nb.cells[0];
     // Markdown-escaped: `rl2\-otc`.
-    assert.ok(header.value.includes(`*line ${(it.line + 1).toLocaleString('en-US')} of stages/rl2\\-otc/rollouts.coa.jsonl`), header.value);
+    assert.ok(
+      header.value.includes(`*line ${(it.line + 1).toLocaleString('en-US')} of stages/rl2\\-otc/rollouts.coa.jsonl`),
+      header.value,
+    );
     assert.equal(cellMeta(header.metadata)?.line, it.line + 1);
-    assert.deepEqual((nb.metadata[META_KEY] as NotebookMeta).record, { line: it.line + 1, file: 'stages/rl2-otc/rollouts.coa.jsonl' });
+    assert.deepEqual((nb.metadata[META_KEY] as NotebookMeta).record, {
+      line: it.line + 1,
+      file: 'stages/rl2-otc/rollouts.coa.jsonl',
+    });
     const steps = nb.cells.filter((c) => cellMeta(c.metadata)?.kind === 'step');
     assert.ok(steps.length >= 3, 'think, action, observation, …: one cell each');
     assert.equal(steps.map((c) => c.value).join(''), JSON.parse(lines[it.line]).response);
@@ -51,7 +64,7 @@ test('a listed rollout of a 1,536-record file is read at its offset and opens as
   }
 });
 
-test('each RL-2-OTC record alone is rescored with its run\'s n: the recomputed reward equals the stored one', () => {
+test("each RL-2-OTC record alone is rescored with its run's n: the recomputed reward equals the stored one", () => {
   let same = 0;
   const differ: string[] = [];
   for (const [i, l] of lines.entries()) {

@@ -4,7 +4,13 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { decodeNotebook, encodeNotebook, notebookToText, textToNotebook, NotebookContent } from '../../../src/extension/providers/notebook/codec';
+import {
+  decodeNotebook,
+  encodeNotebook,
+  notebookToText,
+  textToNotebook,
+  NotebookContent,
+} from '../../../src/extension/providers/notebook/codec';
 import { REWARD_MIME, RewardOutput, StepCellMeta, cellMeta } from '../../../src/extension/providers/notebook/cells';
 import { importVerlParquet } from '../../../src/core/importers/verl-parquet';
 import { importSearchR1Transcripts } from '../../../src/core/importers/search-r1';
@@ -37,7 +43,13 @@ test('examples/trajectories.coa.jsonl: header + step cells, steps concatenate to
   assert.equal(headers.length, lines.length);
   lines.forEach((line, i) => {
     const r = JSON.parse(line);
-    assert.equal(steps(nb, i).map((c) => c.value).join(''), r.response, `record ${i}`);
+    assert.equal(
+      steps(nb, i)
+        .map((c) => c.value)
+        .join(''),
+      r.response,
+      `record ${i}`,
+    );
     assert.ok(steps(nb, i).every((c) => c.languageId === 'coa'));
   });
   // The one-search record: think, action, observation, think, answer — and its header names the question.
@@ -74,7 +86,12 @@ test('AutoCoA HotpotQA data converted by the core round-trips byte-identically (
   assert.equal(out, text);
   const kinds = steps(nb, 0).map((c) => (cellMeta(c.metadata) as StepCellMeta).step);
   assert.deepEqual(kinds, ['think', 'action', 'observation', 'think', 'answer']);
-  assert.equal(steps(nb, 0).map((c) => c.value).join(''), JSON.parse(lines[0]).response);
+  assert.equal(
+    steps(nb, 0)
+      .map((c) => c.value)
+      .join(''),
+    JSON.parse(lines[0]).response,
+  );
   const rewardOf = (i: number) => (steps(nb, i).at(-1)!.outputs![0][0].data as RewardOutput).breakdown;
   assert.equal(rewardOf(0).total, 0); // boxed 'wrong'
   assert.equal(rewardOf(2).total, 1);
@@ -87,7 +104,14 @@ test('Search-R1 transcripts converted by the core round-trip and split into step
   const text = records.map((r) => JSON.stringify(r)).join('\n') + '\n';
   const { nb, out } = roundTrip(text);
   assert.equal(out, text);
-  records.forEach((r, i) => assert.equal(steps(nb, i).map((c) => c.value).join(''), r.response));
+  records.forEach((r, i) =>
+    assert.equal(
+      steps(nb, i)
+        .map((c) => c.value)
+        .join(''),
+      r.response,
+    ),
+  );
   const kinds = new Set(steps(nb, 0).map((c) => (cellMeta(c.metadata) as StepCellMeta).step));
   for (const k of ['think', 'action', 'observation', 'answer']) assert.ok(kinds.has(k as never), `no ${k} cell`);
 });
@@ -123,7 +147,28 @@ test('bad lines become error cells and everything is written back verbatim (CRLF
 });
 
 test('an edited step cell rewrites only its record: new response, stale tokens and reward dropped, key order kept', () => {
-  const a = { id: 'a', question: 'Who wrote it?', golden_answers: ['Herman Wouk'], response: '<think>hm</think>\n<search>who wrote it</search>\n<observation>Doc 1 by Someone</observation>\n<answer>Someone</answer>', tokens: { ids: [1, 2] }, reward: { scheme: 'em', em: 0, f1: 0, format_ok: true, violations: [], tool_calls: 1, optimal_tool_calls: null, r_tool: 1, r_correct: 0, total: 0 }, meta: { stage: 'rl', step: 3 }, extra: { keep: true } };
+  const a = {
+    id: 'a',
+    question: 'Who wrote it?',
+    golden_answers: ['Herman Wouk'],
+    response:
+      '<think>hm</think>\n<search>who wrote it</search>\n<observation>Doc 1 by Someone</observation>\n<answer>Someone</answer>',
+    tokens: { ids: [1, 2] },
+    reward: {
+      scheme: 'em',
+      em: 0,
+      f1: 0,
+      format_ok: true,
+      violations: [],
+      tool_calls: 1,
+      optimal_tool_calls: null,
+      r_tool: 1,
+      r_correct: 0,
+      total: 0,
+    },
+    meta: { stage: 'rl', step: 3 },
+    extra: { keep: true },
+  };
   const b = { ...a, id: 'b' };
   const text = `${JSON.stringify(a, null, 0).replace(/,"/g, ', "')}\n${JSON.stringify(b)}\n`;
   const nb = textToNotebook(text);
@@ -166,14 +211,29 @@ test('invalid UTF-8 and binary files open read-only and refuse to save', () => {
 test('property: any text of lines round-trips byte-identically', () => {
   const line = fc.oneof(
     fc.string({ unit: 'binary', maxLength: 40 }).map((s) => s.replace(/[\n\r]/g, ' ')),
-    fc.record({ id: fc.string({ minLength: 1, maxLength: 8 }), question: fc.string({ maxLength: 20 }), response: fc.string({ unit: 'binary', maxLength: 60 }) }).map((r) => JSON.stringify(r)),
-    fc.constantFrom('', '  ', '{"id":"t","question":"q","response":"<think>x</think><search>q</search><observation>o</observation><answer>a</answer>"}'),
+    fc
+      .record({
+        id: fc.string({ minLength: 1, maxLength: 8 }),
+        question: fc.string({ maxLength: 20 }),
+        response: fc.string({ unit: 'binary', maxLength: 60 }),
+      })
+      .map((r) => JSON.stringify(r)),
+    fc.constantFrom(
+      '',
+      '  ',
+      '{"id":"t","question":"q","response":"<think>x</think><search>q</search><observation>o</observation><answer>a</answer>"}',
+    ),
   );
-  const file = fc.tuple(fc.array(fc.tuple(line, fc.constantFrom('\n', '\r\n')), { maxLength: 8 }), fc.boolean()).map(([ls, final]) => {
-    const t = ls.map(([l, e]) => l + e).join('');
-    return final ? t : t.replace(/\r?\n$/, '');
-  });
-  fc.assert(fc.property(file, (text) => notebookToText(textToNotebook(text)) === text), { numRuns: 300 });
+  const file = fc
+    .tuple(fc.array(fc.tuple(line, fc.constantFrom('\n', '\r\n')), { maxLength: 8 }), fc.boolean())
+    .map(([ls, final]) => {
+      const t = ls.map(([l, e]) => l + e).join('');
+      return final ? t : t.replace(/\r?\n$/, '');
+    });
+  fc.assert(
+    fc.property(file, (text) => notebookToText(textToNotebook(text)) === text),
+    { numRuns: 300 },
+  );
 });
 
 test('moving the last record (read without a final newline) up gives it a terminator', () => {

@@ -19,10 +19,20 @@ interface Case {
   limits: { max_turns: number; max_new_tokens: number; max_obs_tokens: number; max_len: number };
   policy: string;
   tool: Record<string, string | null>;
-  expect: { response: string; mask: string; finished: boolean; truncated: boolean; queries: string[]; tool_failures: number };
+  expect: {
+    response: string;
+    mask: string;
+    finished: boolean;
+    truncated: boolean;
+    queries: string[];
+    tool_failures: number;
+  };
 }
 
-const VECTORS = JSON.parse(readFileSync(join(REPO, 'test/conformance/agent-turns.json'), 'utf8')) as { tokenizer: unknown; cases: Case[] };
+const VECTORS = JSON.parse(readFileSync(join(REPO, 'test/conformance/agent-turns.json'), 'utf8')) as {
+  tokenizer: unknown;
+  cases: Case[];
+};
 
 /** The vectors' tokenizer, through the replay's own loader (a tokenizer.json file, as an export has). */
 function vectorTokenizer(): Tokenizer {
@@ -42,11 +52,27 @@ function vectorTokenizer(): Tokenizer {
  */
 function scriptedModel(tok: Tokenizer, script: number[], promptLength: number): OnnxModel {
   const id = (s: string) => tok.tokenToId(s)!;
-  const tags = { think_open: '<think>', think_close: '</think>', action_open: '<search>', action_close: '</search>', obs_open: '<observation>', obs_close: '</observation>', answer_open: '<answer>', answer_close: '</answer>' };
+  const tags = {
+    think_open: '<think>',
+    think_close: '</think>',
+    action_open: '<search>',
+    action_close: '</search>',
+    obs_open: '<observation>',
+    obs_close: '</observation>',
+    answer_open: '<answer>',
+    answer_close: '</answer>',
+  };
   const info: ModelInfo = {
-    format: 'coa-onnx-1', dialect: 'coa', tags, tag_ids: Object.fromEntries(Object.values(tags).map((t) => [t, id(t)])),
-    eos_id: id('<eos>'), pad_id: id('<pad>'), vocab_size: tok.vocabSize, kv: { layers: 0, kv_heads: 0, head_dim: 0 },
-    prompt_template: '{question}', context: null,
+    format: 'coa-onnx-1',
+    dialect: 'coa',
+    tags,
+    tag_ids: Object.fromEntries(Object.values(tags).map((t) => [t, id(t)])),
+    eos_id: id('<eos>'),
+    pad_id: id('<pad>'),
+    vocab_size: tok.vocabSize,
+    kv: { layers: 0, kv_heads: 0, head_dim: 0 },
+    prompt_template: '{question}',
+    context: null,
   };
   const decoder = {
     ids: [] as number[],
@@ -77,16 +103,29 @@ for (const c of VECTORS.cases) {
         if (answer === null) throw new Error('the search failed');
         return answer;
       },
-      maxTurns: c.limits.max_turns, maxNewTokens: c.limits.max_new_tokens, maxObservationTokens: c.limits.max_obs_tokens,
+      maxTurns: c.limits.max_turns,
+      maxNewTokens: c.limits.max_new_tokens,
+      maxObservationTokens: c.limits.max_obs_tokens,
       maxTotal: c.limits.max_len,
     });
     const queries = r.steps.filter((s) => s.kind === 'observation').map((s) => (s.simulated ? '' : s.query));
-    assert.deepEqual({
-      response: r.ids.map((i) => tok.idToTokenText(i)).join(' '), mask: r.lossMask.join(' '), finished: r.finished, truncated: r.truncated,
-      queries, tool_failures: r.toolFailures,
-    }, c.expect);
+    assert.deepEqual(
+      {
+        response: r.ids.map((i) => tok.idToTokenText(i)).join(' '),
+        mask: r.lossMask.join(' '),
+        finished: r.finished,
+        truncated: r.truncated,
+        queries,
+        tool_failures: r.toolFailures,
+      },
+      c.expect,
+    );
     assert.deepEqual(asked, c.mode === 'simulated' ? [] : c.expect.queries);
-    assert.deepEqual(r.logprobs.map((lp) => lp === null), r.lossMask.map((m) => m === 0), 'only what the policy wrote is scored');
+    assert.deepEqual(
+      r.logprobs.map((lp) => lp === null),
+      r.lossMask.map((m) => m === 0),
+      'only what the policy wrote is scored',
+    );
     assert.equal(r.toolCalls, c.expect.queries.length);
   });
 }

@@ -34,15 +34,20 @@ async function checkDecodeOffsets(tok: Tokenizer, ids: number[], label: string):
   for (const [i, at] of d.offsets.entries()) {
     assert.ok(at >= (d.offsets[i - 1] ?? 0) && at <= chars.length, `${label}: offset ${i}`);
     const own = await tok.decode([ids[i]]);
-    if (own && !own.includes('\uFFFD')) assert.ok(chars.slice(at).join('').startsWith(own), `${label}: token ${i} ${JSON.stringify(own)} at ${at}`);
+    if (own && !own.includes('\uFFFD'))
+      assert.ok(chars.slice(at).join('').startsWith(own), `${label}: token ${i} ${JSON.stringify(own)} at ${at}`);
   }
 }
 
 test('tokenizer: ids, offsets and decode identical to the Python tokenizer (WordLevel, byte-level BPE, Unigram)', async (t) => {
   const { dir, ref } = tinyModel();
   const cases: [string, { text: string; ids: number[]; offsets?: number[]; decoded: string }[]][] = [
-    ['onnx/tokenizer.json', ref.probes], ['alt_tokenizer.json', ref.alt], ['bpe_gpt2.json', ref.bpe.gpt2], ['bpe_qwen2.json', ref.bpe.qwen2],
-    ['unigram.json', ref.unigram], ['realistic/onnx/tokenizer.json', ref.realistic.probes],
+    ['onnx/tokenizer.json', ref.probes],
+    ['alt_tokenizer.json', ref.alt],
+    ['bpe_gpt2.json', ref.bpe.gpt2],
+    ['bpe_qwen2.json', ref.bpe.qwen2],
+    ['unigram.json', ref.unigram],
+    ['realistic/onnx/tokenizer.json', ref.realistic.probes],
   ];
   for (const [file, probes] of cases) {
     const tok = Tokenizer.fromFile(join(dir, file));
@@ -58,7 +63,8 @@ test('tokenizer: ids, offsets and decode identical to the Python tokenizer (Word
   // The embedded default's word-level decoder joins tokens with spaces: each token's offset is its own text's.
   const tok = Tokenizer.fromFile(join(dir, 'onnx/tokenizer.json'));
   const d = await tok.decodeWithOffsets(ref.probes[1].ids);
-  for (const [i, id] of ref.probes[1].ids.entries()) assert.equal(d.text.slice(d.offsets[i]).startsWith(tok.idToTokenText(id)!), true);
+  for (const [i, id] of ref.probes[1].ids.entries())
+    assert.equal(d.text.slice(d.offsets[i]).startsWith(tok.idToTokenText(id)!), true);
   // Byte-level BPE: the bytes of one character are several tokens, all at that character's start.
   const bpe = Tokenizer.fromFile(join(dir, 'realistic/onnx/tokenizer.json'));
   const emoji = await bpe.encode('a \u{1F600}b');
@@ -66,10 +72,17 @@ test('tokenizer: ids, offsets and decode identical to the Python tokenizer (Word
   assert.equal(eo.text, 'a \u{1F600}b');
   assert.ok(emoji.ids.length >= 5, 'the emoji is split into byte tokens');
   assert.deepEqual(eo.offsets.slice(-2), [2, 3]);
-  await assert.rejects(tok.decode([1e9]), (e: unknown) => e instanceof TokenizerError && /onnx\/tokenizer\.json: token id 1000000000 is outside/.test(e.message));
+  await assert.rejects(
+    tok.decode([1e9]),
+    (e: unknown) =>
+      e instanceof TokenizerError && /onnx\/tokenizer\.json: token id 1000000000 is outside/.test(e.message),
+  );
   const bad = join(tempDir(t), 'tokenizer.json');
   writeFileSync(bad, '{"model": {"type": "Nope"}}');
-  assert.throws(() => Tokenizer.fromFile(bad), (e: unknown) => e instanceof TokenizerError && e.message.startsWith(`${bad}: `));
+  assert.throws(
+    () => Tokenizer.fromFile(bad),
+    (e: unknown) => e instanceof TokenizerError && e.message.startsWith(`${bad}: `),
+  );
 });
 
 test('logits match PyTorch (max |Δ| ≤ 1e-4) with and without the KV cache; greedy tokens identical', async () => {
@@ -82,19 +95,28 @@ test('logits match PyTorch (max |Δ| ≤ 1e-4) with and without the KV cache; gr
     const worstFull = maxAbsDiff(full.logits, ref.prompt_logits.flat());
     const dec = model.decoder();
     let worstCached = 0;
-    for (const [i, id] of ref.prompt_ids.entries()) worstCached = Math.max(worstCached, maxAbsDiff(lastRow(await dec.feed([id])), ref.prompt_logits[i]));
-    console.log(`replay logits max |Δ| vs PyTorch: prefill ${worstFull.toExponential(2)}, cached ${worstCached.toExponential(2)}`);
+    for (const [i, id] of ref.prompt_ids.entries())
+      worstCached = Math.max(worstCached, maxAbsDiff(lastRow(await dec.feed([id])), ref.prompt_logits[i]));
+    console.log(
+      `replay logits max |Δ| vs PyTorch: prefill ${worstFull.toExponential(2)}, cached ${worstCached.toExponential(2)}`,
+    );
     assert.ok(worstFull <= 1e-4, `prefill max |Δ| ${worstFull}`);
     assert.ok(worstCached <= 1e-4, `cached max |Δ| ${worstCached}`);
 
-    const g = await generate(model.decoder(), ref.prompt_ids, { maxNewTokens: ref.greedy_ids.length, stopIds: new Set([model.info.eos_id!]) });
+    const g = await generate(model.decoder(), ref.prompt_ids, {
+      maxNewTokens: ref.greedy_ids.length,
+      stopIds: new Set([model.info.eos_id!]),
+    });
     assert.deepEqual(g.ids, ref.greedy_ids);
     assert.equal(await model.tokenizer.decode(g.ids), ref.greedy_text);
     assert.ok(g.logprobs.every((x) => x <= 0));
 
     const ctl = new AbortController();
     ctl.abort();
-    await assert.rejects(generate(model.decoder(), ref.prompt_ids, { maxNewTokens: 5, stopIds: new Set(), signal: ctl.signal }), CancelledError);
+    await assert.rejects(
+      generate(model.decoder(), ref.prompt_ids, { maxNewTokens: 5, stopIds: new Set(), signal: ctl.signal }),
+      CancelledError,
+    );
   } finally {
     await model.release();
   }
@@ -119,19 +141,32 @@ test('agent loop against the env server: action → observation (mask 0) → ans
   assert.equal(r.toolCalls, 1);
   assert.equal(r.finished, true);
   const obs = r.steps[1];
-  const expected = (await model.tokenizer.encode(`<observation>${await tool('book of sand author')}</observation>`)).ids;
+  const expected = (await model.tokenizer.encode(`<observation>${await tool('book of sand author')}</observation>`))
+    .ids;
   assert.deepEqual(obs.ids, expected);
-  assert.deepEqual(r.lossMask, r.steps.flatMap((s) => s.ids.map(() => (s.kind === 'model' ? 1 : 0))));
+  assert.deepEqual(
+    r.lossMask,
+    r.steps.flatMap((s) => s.ids.map(() => (s.kind === 'model' ? 1 : 0))),
+  );
   assert.ok(r.logprobs.every((x, i) => (r.lossMask[i] === 0) === (x === null)));
   assert.match(r.steps[2].text, /<answer> borges <\/answer>$/);
-  const rec = replayRecord({ id: 'q1', question: QUESTION, golden_answers: ['borges'] }, r, model, { mode: 'env', checkpoint: onnx });
+  const rec = replayRecord({ id: 'q1', question: QUESTION, golden_answers: ['borges'] }, r, model, {
+    mode: 'env',
+    checkpoint: onnx,
+  });
   assert.equal(RecordSchema.safeParse(rec).success, true);
-  for (const [i, id] of rec.tokens!.ids.entries()) assert.ok(rec.response.slice(rec.tokens!.offsets![i]).startsWith(model.tokenizer.idToTokenText(id)!));
+  for (const [i, id] of rec.tokens!.ids.entries())
+    assert.ok(rec.response.slice(rec.tokens!.offsets![i]).startsWith(model.tokenizer.idToTokenText(id)!));
   // The example corpus has no passage on the book of sand ("No results."), and the tiny model goes on with what it
   // memorised: `<answer> borges ) … </observation> <answer> borges </answer>`. An answer opened again before its
   // close is a format error (COA017; the second </answer> does not close the first) and so
   // is the second answer.
-  assert.deepEqual(checkFormat(rec.response, { dialect: 'coa' }).diagnostics.filter((d) => d.severity === 'error').map((d) => d.code), ['COA017', 'COA007']);
+  assert.deepEqual(
+    checkFormat(rec.response, { dialect: 'coa' })
+      .diagnostics.filter((d) => d.severity === 'error')
+      .map((d) => d.code),
+    ['COA017', 'COA007'],
+  );
 });
 
 test('simulated environment: the model writes its own observation, masked; sampling is seeded', async (t) => {
@@ -139,7 +174,10 @@ test('simulated environment: the model writes its own observation, masked; sampl
   const model = await OnnxModel.load(onnx);
   t.after(() => model.release());
   const r = await replayQuestion(model, QUESTION, { mode: 'simulated' });
-  assert.deepEqual(r.steps.map((s) => s.kind), ['model', 'observation', 'model']);
+  assert.deepEqual(
+    r.steps.map((s) => s.kind),
+    ['model', 'observation', 'model'],
+  );
   assert.equal(r.steps[1].simulated, true);
   assert.match(r.steps[1].text, /^<observation> doc 1 .*<\/observation>$/);
   assert.ok(r.steps[1].ids.length > 3);
@@ -165,17 +203,36 @@ test('byte-level BPE checkpoint with text tags (the realistic tiny model): stops
   };
   const r = await replayQuestion(model, question, { mode: 'env', tool, promptTemplate });
   assert.deepEqual(queries, ['book of sand author']);
-  assert.deepEqual(r.steps.map((s) => [s.kind, s.stop]), [['model', 'action'], ['observation', 'observation'], ['model', 'answer']]);
+  assert.deepEqual(
+    r.steps.map((s) => [s.kind, s.stop]),
+    [
+      ['model', 'action'],
+      ['observation', 'observation'],
+      ['model', 'answer'],
+    ],
+  );
   // The turn stopped on the token that completed `</search>`, merged with the newlines after it (`>\n\n`).
   assert.match(r.steps[0].text, /<search> book of sand author <\/search>\s*$/);
-  assert.deepEqual(r.steps[1].ids, (await model.tokenizer.encode(`<information>${ref.realistic.observation}</information>`)).ids);
+  assert.deepEqual(
+    r.steps[1].ids,
+    (await model.tokenizer.encode(`<information>${ref.realistic.observation}</information>`)).ids,
+  );
   assert.match(r.response, /borges <\/answer>$/);
-  const rec = replayRecord({ id: 'q1', question, golden_answers: ['borges'] }, r, model, { mode: 'env', checkpoint: onnx });
+  const rec = replayRecord({ id: 'q1', question, golden_answers: ['borges'] }, r, model, {
+    mode: 'env',
+    checkpoint: onnx,
+  });
   assert.equal(RecordSchema.safeParse(rec).success, true);
   assert.equal(rec.response, await model.tokenizer.decode(r.ids));
-  assert.deepEqual(rec.tokens!.loss_mask, r.steps.flatMap((s) => s.ids.map(() => (s.kind === 'model' ? 1 : 0))));
+  assert.deepEqual(
+    rec.tokens!.loss_mask,
+    r.steps.flatMap((s) => s.ids.map(() => (s.kind === 'model' ? 1 : 0))),
+  );
 
   const sim = await replayQuestion(model, question, { mode: 'simulated', promptTemplate, maxObservationTokens: 200 });
-  assert.deepEqual(sim.steps.slice(0, 2).map((s) => s.kind), ['model', 'observation']);
+  assert.deepEqual(
+    sim.steps.slice(0, 2).map((s) => s.kind),
+    ['model', 'observation'],
+  );
   assert.match(sim.steps[1].text, /^<information>[^]*<\/information>$/);
 });

@@ -16,20 +16,33 @@ from coa_trainer.model.load import Runtime, load_model, write_embedded_model
 TEXTS = [
     "question : who wrote the book of sand ? <think> i should search </think> <search> book of sand author </search>",
     "<observation> doc 1 ( title : borges ) jorge luis borges wrote it in 1975 . </observation> <answer> borges </answer>",
-    "the capital of france is paris ; 42 + 7 = 49 ! what's \"quoted\" [x] {y} café",
+    'the capital of france is paris ; 42 + 7 = 49 ! what\'s "quoted" [x] {y} café',
 ]
-MEMO = ("<think> i should search </think> <search> book of sand author </search> <observation> doc 1 ( title : "
-        "borges ) jorge luis borges wrote it in 1975 . </observation> <answer> borges </answer>")
-PROBES = ["question : who wrote the book of sand ?\n", "<think>i should search</think><search>Borges 1975</search>",
-          "  Mixed CASE, digits 123 and unknownword!  ", "<answer> paris </answer><eos>"]
+MEMO = (
+    "<think> i should search </think> <search> book of sand author </search> <observation> doc 1 ( title : "
+    "borges ) jorge luis borges wrote it in 1975 . </observation> <answer> borges </answer>"
+)
+PROBES = [
+    "question : who wrote the book of sand ?\n",
+    "<think>i should search</think><search>Borges 1975</search>",
+    "  Mixed CASE, digits 123 and unknownword!  ",
+    "<answer> paris </answer><eos>",
+]
 
 
 def main() -> None:
     out = Path(sys.argv[1])
     family = sys.argv[2] if len(sys.argv) > 2 else "llama"
     torch.set_num_threads(1)
-    spec = {"family": family, "hidden_size": 32, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
-            "intermediate_size": 64, "max_position": 128}
+    spec = {
+        "family": family,
+        "hidden_size": 32,
+        "num_layers": 2,
+        "num_heads": 4,
+        "num_kv_heads": 2,
+        "intermediate_size": 64,
+        "max_position": 128,
+    }
     model_dir = write_embedded_model(validate_config({"model": {"embedded": spec}}), TEXTS, out / "model", seed=7)
     model, tok = load_model(model_dir, Runtime(torch.device("cpu"), None), trainable=True)
     loss = memorise(model, tok, PROBES[0] + MEMO)
@@ -42,8 +55,15 @@ def main() -> None:
         logits = model(input_ids=torch.tensor([prompt])).logits[0]
     greedy, _, _ = generate(model, [prompt], 24, {tok.eos_token_id}, tok.pad_token_id, torch.device("cpu"))
     ref = {
-        "probes": [{"text": p, "ids": list(e["input_ids"]), "offsets": [a for a, _ in e["offset_mapping"]],
-                    "decoded": tok.decode(e["input_ids"], skip_special_tokens=False)} for p, e in zip(PROBES, enc)],
+        "probes": [
+            {
+                "text": p,
+                "ids": list(e["input_ids"]),
+                "offsets": [a for a, _ in e["offset_mapping"]],
+                "decoded": tok.decode(e["input_ids"], skip_special_tokens=False),
+            }
+            for p, e in zip(PROBES, enc)
+        ],
         "prompt_ids": prompt,
         "prompt_logits": logits.tolist(),
         "greedy_ids": greedy[0],
@@ -83,17 +103,30 @@ def alt_tokenizer(out: Path) -> dict:
     tok.normalizer = norm
     tok.pre_tokenizer = pre
     tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
-    tok.add_special_tokens([AddedToken("<answer>", special=True, normalized=False), AddedToken("</answer>", special=True, normalized=False)])
+    tok.add_special_tokens(
+        [
+            AddedToken("<answer>", special=True, normalized=False),
+            AddedToken("</answer>", special=True, normalized=False),
+        ]
+    )
     tok.save(str(out / "alt_tokenizer.json"))
     probes = PROBES + ["Cafe\u0301 12abc34 x_y-z ;; 2024!", "<answer>X</answer>"]
     encs = [tok.encode(p) for p in probes]
-    return [{"text": p, "ids": e.ids, "offsets": [a for a, _ in e.offsets], "decoded": tok.decode(e.ids, skip_special_tokens=False)}
-            for p, e in zip(probes, encs)]
+    return [
+        {
+            "text": p,
+            "ids": e.ids,
+            "offsets": [a for a, _ in e.offsets],
+            "decoded": tok.decode(e.ids, skip_special_tokens=False),
+        }
+        for p, e in zip(probes, encs)
+    ]
 
 
-
-QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
-               r"|\s+(?!\S)|\s+")
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
+    r"|\s+(?!\S)|\s+"
+)
 
 
 def bpe_tokenizer(out: Path, style: str) -> list[dict]:
@@ -104,29 +137,52 @@ def bpe_tokenizer(out: Path, style: str) -> list[dict]:
     tok = Tokenizer(models.BPE())
     if style == "qwen2":
         tok.normalizer = normalizers.NFC()
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
     else:
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
     tok.train_from_iterator(TEXTS * 3, trainer=trainer)
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ("<eos>", "<answer>", "</answer>")])
     tok.save(str(out / f"bpe_{style}.json"))
-    probes = PROBES + ["Cafe\u0301 12abc34 x_y-z ;;\n\n  2024! 😀 naïve \t tab's WE'LL", "<answer>Borges</answer><eos>", "   "]
-    return [{"text": p, "ids": tok.encode(p).ids, "decoded": tok.decode(tok.encode(p).ids, skip_special_tokens=False)}
-            for p in probes]
+    probes = PROBES + [
+        "Cafe\u0301 12abc34 x_y-z ;;\n\n  2024! 😀 naïve \t tab's WE'LL",
+        "<answer>Borges</answer><eos>",
+        "   ",
+    ]
+    return [
+        {"text": p, "ids": tok.encode(p).ids, "decoded": tok.decode(tok.encode(p).ids, skip_special_tokens=False)}
+        for p in probes
+    ]
 
 
-ODD = ["Cafe\u0301 12abc34 x_y-z ;;\n\n  2024! \U0001F600 naïve \t tab's WE'LL", "<answer>Borges</answer><eos>", "   ", ""]
+ODD = [
+    "Cafe\u0301 12abc34 x_y-z ;;\n\n  2024! \U0001f600 naïve \t tab's WE'LL",
+    "<answer>Borges</answer><eos>",
+    "   ",
+    "",
+]
 
 
 def _probes(tok, texts: list[str]) -> list[dict]:
     """ids, start offsets (code points) and decoding of `texts` by a `tokenizers.Tokenizer`."""
     encs = [tok.encode(t, add_special_tokens=False) for t in texts]
-    return [{"text": t, "ids": e.ids, "offsets": [a for a, _ in e.offsets], "decoded": tok.decode(e.ids, skip_special_tokens=False)}
-            for t, e in zip(texts, encs)]
+    return [
+        {
+            "text": t,
+            "ids": e.ids,
+            "offsets": [a for a, _ in e.offsets],
+            "decoded": tok.decode(e.ids, skip_special_tokens=False),
+        }
+        for t, e in zip(texts, encs)
+    ]
 
 
 def unigram_tokenizer(out: Path) -> list[dict]:
@@ -148,9 +204,11 @@ def unigram_tokenizer(out: Path) -> list[dict]:
 # The realistic tiny model (byte-level BPE, tags as text) memorises one Search-R1 trajectory, so replay has real
 # text-tag stops, queries and observations to follow.
 REAL_PROMPT = "question : who wrote the book of sand ?\n"
-REAL_OBS = "Doc 1(Title: \"Borges\") jorge luis borges wrote it in 1975 .\n"
-REAL_MEMO = (f"<think> I need to search. </think>\n<search> book of sand author </search>\n\n<information>{REAL_OBS}"
-             "</information>\n\n<answer> borges </answer>")
+REAL_OBS = 'Doc 1(Title: "Borges") jorge luis borges wrote it in 1975 .\n'
+REAL_MEMO = (
+    f"<think> I need to search. </think>\n<search> book of sand author </search>\n\n<information>{REAL_OBS}"
+    "</information>\n\n<answer> borges </answer>"
+)
 
 
 def realistic(out: Path) -> dict:
@@ -166,8 +224,7 @@ def realistic(out: Path) -> dict:
     loss = memorise(model, tok, REAL_PROMPT + REAL_MEMO)
     model.save_pretrained(str(model_dir))
     export(model_dir, out / "realistic" / "onnx" / "model.onnx", dialect="search-r1")
-    return {"probes": probes, "prompt": REAL_PROMPT, "memo": REAL_MEMO, "observation": REAL_OBS,
-            "final_loss": loss}
+    return {"probes": probes, "prompt": REAL_PROMPT, "memo": REAL_MEMO, "observation": REAL_OBS, "final_loss": loss}
 
 
 if __name__ == "__main__":

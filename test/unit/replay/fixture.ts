@@ -42,14 +42,20 @@ export function trainerSources(): string[] {
   return out;
 }
 
-const SOURCES = () => ['test/unit/replay/fixture.py', 'src/core/dialects.ts', 'src/trainer/tests/realistic_model.py', ...trainerSources()];
+const SOURCES = () => [
+  'test/unit/replay/fixture.py',
+  'src/core/dialects.ts',
+  'src/trainer/tests/realistic_model.py',
+  ...trainerSources(),
+];
 
 let built: { dir: string; onnx: string; ref: Reference } | undefined;
 
 export function tinyModel(): { dir: string; onnx: string; ref: Reference } {
   if (built) return built;
   const python = join(REPO, '.venv/bin/python');
-  if (!existsSync(python)) throw new Error(`${python} is missing: run npm run setup:python (the replay tests export a model with it)`);
+  if (!existsSync(python))
+    throw new Error(`${python} is missing: run npm run setup:python (the replay tests export a model with it)`);
   const hash = createHash('sha256');
   for (const f of SOURCES()) hash.update(f).update(readFileSync(join(REPO, f)));
   const dir = join(REPO, '.cache', `replay-fixture-${hash.digest('hex').slice(0, 12)}`);
@@ -69,6 +75,10 @@ export function tinyModel(): { dir: string; onnx: string; ref: Reference } {
       rmSync(tmp, { recursive: true, force: true }); // another process finished first: use its build
     }
   }
-  built = { dir, onnx: join(dir, 'onnx/model.onnx'), ref: JSON.parse(readFileSync(join(dir, 'ref.json'), 'utf8')) as Reference };
+  built = {
+    dir,
+    onnx: join(dir, 'onnx/model.onnx'),
+    ref: JSON.parse(readFileSync(join(dir, 'ref.json'), 'utf8')) as Reference,
+  };
   return built;
 }

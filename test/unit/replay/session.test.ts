@@ -9,7 +9,12 @@ import { textToNotebook, notebookToText, type CellData } from '../../../src/exte
 import { cellMeta, REWARD_MIME } from '../../../src/extension/providers/notebook/cells';
 import { tinyModel } from './fixture';
 
-const SOURCE = { id: 'q1', question: 'who wrote the book of sand ?', golden_answers: ['borges'], response: '<answer> nobody </answer>' };
+const SOURCE = {
+  id: 'q1',
+  question: 'who wrote the book of sand ?',
+  golden_answers: ['borges'],
+  response: '<answer> nobody </answer>',
+};
 
 function arraySink(cells: CellData[], at: number, log: string[]): CellSink {
   let count = 0;
@@ -38,8 +43,17 @@ test('replay session: steps appended as generated, final cells save as a new lin
   const sizes: number[] = [];
   const sink = arraySink(cells, cells.length, log);
   const r = await runReplaySession({
-    model, source: SOURCE, mode: 'simulated', scheme: 'em',
-    sink: { append: async (c) => { await sink.append(c); sizes.push(cells.length); }, replaceAll: sink.replaceAll },
+    model,
+    source: SOURCE,
+    mode: 'simulated',
+    scheme: 'em',
+    sink: {
+      append: async (c) => {
+        await sink.append(c);
+        sizes.push(cells.length);
+      },
+      replaceAll: sink.replaceAll,
+    },
   });
   assert.equal(r.status, 'done');
   assert.deepEqual(log.slice(0, 4), ['append 1', 'append 1', 'append 1', 'append 1'], 'header, then one cell per step');
@@ -47,13 +61,27 @@ test('replay session: steps appended as generated, final cells save as a new lin
   assert.deepEqual(sizes, [sizes[0], sizes[0] + 1, sizes[0] + 2, sizes[0] + 3]);
   const replayCells = cells.slice(nb.cells.length);
   assert.equal(cellMeta(replayCells[0].metadata)?.kind, 'header');
-  assert.match(replayCells[0].value, /^\*replay, written as a new line on save · dialect coa · stage \*\*replay\*\*\*$/m);
+  assert.match(
+    replayCells[0].value,
+    /^\*replay, written as a new line on save · dialect coa · stage \*\*replay\*\*\*$/m,
+  );
   const steps = replayCells.filter((c) => cellMeta(c.metadata)?.kind === 'step');
   assert.ok(steps.length >= 3);
   assert.equal(steps.map((c) => c.value).join(''), r.record!.response);
-  const latencies = steps.flatMap((c) => (c.outputs ?? []).flat().filter((o) => o.mime === 'text/plain' && /· [\d.]+ ms/.test(String(o.data))).map((o) => String(o.data)));
+  const latencies = steps.flatMap((c) =>
+    (c.outputs ?? [])
+      .flat()
+      .filter((o) => o.mime === 'text/plain' && /· [\d.]+ ms/.test(String(o.data)))
+      .map((o) => String(o.data)),
+  );
   assert.equal(latencies.join('\n').split('\n').length, 3, 'each step has its latency');
-  assert.ok(replayCells.some((c) => (c.outputs ?? []).flat().some((o) => o.mime === REWARD_MIME && (o.data as { breakdown: { em: number } }).breakdown.em === 1)));
+  assert.ok(
+    replayCells.some((c) =>
+      (c.outputs ?? [])
+        .flat()
+        .some((o) => o.mime === REWARD_MIME && (o.data as { breakdown: { em: number } }).breakdown.em === 1),
+    ),
+  );
   const saved = notebookToText({ cells, metadata: nb.metadata });
   const [first, second, rest] = saved.split('\n');
   assert.equal(first, line);
@@ -71,8 +99,17 @@ test('replay session: cancel removes the provisional cells', async (t) => {
   let appended = 0;
   const sink = arraySink(cells, 0, []);
   const r = await runReplaySession({
-    model, source: SOURCE, mode: 'simulated', signal: ctl.signal,
-    sink: { append: async (c) => { await sink.append(c); if (++appended === 2) ctl.abort(); }, replaceAll: sink.replaceAll },
+    model,
+    source: SOURCE,
+    mode: 'simulated',
+    signal: ctl.signal,
+    sink: {
+      append: async (c) => {
+        await sink.append(c);
+        if (++appended === 2) ctl.abort();
+      },
+      replaceAll: sink.replaceAll,
+    },
   });
   assert.equal(r.status, 'cancelled');
   assert.equal(r.steps, 1);

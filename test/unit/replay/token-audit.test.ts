@@ -26,7 +26,14 @@ async function record(tok: Tokenizer, turns: [text: string, model: boolean][]) {
     ids.push(...e.ids);
     loss_mask.push(...e.ids.map(() => (model ? 1 : 0)));
   }
-  return { id: 'r1', question: 'Is it A?', golden_answers: ['yes'], dialect: 'search-r1' as const, response: turns.map(([t]) => t).join(''), tokens: { ids, loss_mask } };
+  return {
+    id: 'r1',
+    question: 'Is it A?',
+    golden_answers: ['yes'],
+    dialect: 'search-r1' as const,
+    response: turns.map(([t]) => t).join(''),
+    tokens: { ids, loss_mask },
+  };
 }
 
 const T1 = '<think> I need to search. </think>\n<search> query </search>';
@@ -37,47 +44,92 @@ test('turns appended as tokenized alone: clean when the model writes its newline
   const tok = Tokenizer.fromFile(tokPath());
   const codec = codecOf(tok);
   // Clean: the model closes </search> and writes "\n\n" itself; the observation starts at "<information".
-  const clean = await record(tok, [[`${T1}\n\n`, true], [OBS, false], [T2, true]]);
+  const clean = await record(tok, [
+    [`${T1}\n\n`, true],
+    [OBS, false],
+    [T2, true],
+  ]);
   const a = (await auditTokens(clean, codec))!;
   assert.equal(a.first, null, JSON.stringify(a.first));
-  assert.deepEqual(a.turns.map((t) => [t.kind, t.divergence]), [['model', null], ['appended', null], ['model', null]]);
+  assert.deepEqual(
+    a.turns.map((t) => [t.kind, t.divergence]),
+    [
+      ['model', null],
+      ['appended', null],
+      ['model', null],
+    ],
+  );
   // Injected: the same text, but the observation brings the "\n\n" (an environment that prepends them).
-  const drift = await record(tok, [[T1, true], [`\n\n${OBS}`, false], [T2, true]]);
+  const drift = await record(tok, [
+    [T1, true],
+    [`\n\n${OBS}`, false],
+    [T2, true],
+  ]);
   const t1 = (await tok.encode(T1)).ids.length;
   const b = (await auditTokens(drift, codec))!;
-  assert.ok(b.turns.every((t) => t.divergence === null), 'each turn is its own tokenization');
-  assert.equal(b.whole?.index, t1 - 1, 'the model turn\'s last token, where the tag boundary is');
+  assert.ok(
+    b.turns.every((t) => t.divergence === null),
+    'each turn is its own tokenization',
+  );
+  assert.equal(b.whole?.index, t1 - 1, "the model turn's last token, where the tag boundary is");
   assert.equal(b.first?.index, t1 - 1);
   assert.equal(b.first?.text, '>');
-  assert.equal(await tok.decode(b.whole!.retokenized.slice(0, 1)), '>\n\n', '> and the observation\'s newlines as one token');
+  assert.equal(
+    await tok.decode(b.whole!.retokenized.slice(0, 1)),
+    '>\n\n',
+    "> and the observation's newlines as one token",
+  );
   assert.match(b.first!.where, /whole response/);
 });
 
 test('a sampled turn that spelt a word in two tokens: flagged at that token, in that turn', async () => {
   const tok = Tokenizer.fromFile(tokPath());
-  const clean = await record(tok, [[`${T1}\n\n`, true], [OBS, false], [T2, true]]);
+  const clean = await record(tok, [
+    [`${T1}\n\n`, true],
+    [OBS, false],
+    [T2, true],
+  ]);
   // " found" sampled as two tokens of the vocabulary that decode to the same text (as a sampler may pick).
   const found = (await tok.encode(' found')).ids;
   assert.equal(found.length, 1);
   const piece = tok.idToTokenText(found[0])!;
-  const k = [...Array(piece.length).keys()].slice(1).find((i) => tok.tokenToId(piece.slice(0, i)) !== undefined && tok.tokenToId(piece.slice(i)) !== undefined)!;
+  const k = [...Array(piece.length).keys()]
+    .slice(1)
+    .find((i) => tok.tokenToId(piece.slice(0, i)) !== undefined && tok.tokenToId(piece.slice(i)) !== undefined)!;
   const parts = [tok.tokenToId(piece.slice(0, k))!, tok.tokenToId(piece.slice(k))!];
   const at = clean.tokens.ids.lastIndexOf(found[0]);
   const ids = [...clean.tokens.ids.slice(0, at), ...parts, ...clean.tokens.ids.slice(at + 1)];
   const loss_mask = [...clean.tokens.loss_mask.slice(0, at), 1, 1, ...clean.tokens.loss_mask.slice(at + 1)];
   const a = (await auditTokens({ tokens: { ids, loss_mask } }, codecOf(tok)))!;
   assert.equal(await tok.decode(ids), clean.response);
-  assert.deepEqual(a.turns.map((t) => t.divergence?.index ?? null), [null, null, at]);
-  assert.deepEqual([a.first!.index, a.first!.text, a.first!.retokenized[0]], [at, await tok.decode([parts[0]]), found[0]]);
+  assert.deepEqual(
+    a.turns.map((t) => t.divergence?.index ?? null),
+    [null, null, at],
+  );
+  assert.deepEqual(
+    [a.first!.index, a.first!.text, a.first!.retokenized[0]],
+    [at, await tok.decode([parts[0]]), found[0]],
+  );
   assert.match(a.first!.where, /^turn 3 \(model-written/);
 });
 
-test('coa validate --tokens: COA106 at the first divergent token\'s column, the clean record silent', async () => {
+test("coa validate --tokens: COA106 at the first divergent token's column, the clean record silent", async () => {
   const tok = Tokenizer.fromFile(tokPath());
   const dir = mkdtempSync(join(tmpdir(), 'coa-audit-'));
   try {
-    const clean = await record(tok, [[`${T1}\n\n`, true], [OBS, false], [T2, true]]);
-    const drift = { ...(await record(tok, [[T1, true], [`\n\n${OBS}`, false], [T2, true]])), id: 'r2' };
+    const clean = await record(tok, [
+      [`${T1}\n\n`, true],
+      [OBS, false],
+      [T2, true],
+    ]);
+    const drift = {
+      ...(await record(tok, [
+        [T1, true],
+        [`\n\n${OBS}`, false],
+        [T2, true],
+      ])),
+      id: 'r2',
+    };
     const file = join(dir, 'rollouts.coa.jsonl');
     const lines = [JSON.stringify(clean), JSON.stringify(drift)];
     writeFileSync(file, lines.join('\n') + '\n');
@@ -92,7 +144,10 @@ test('coa validate --tokens: COA106 at the first divergent token\'s column, the 
       [console.log, console.error] = [log, error];
     }
     assert.equal(out.length, 1, out.join('\n'));
-    const m = /^(.*):(\d+):(\d+): warning COA106 token drift: token 15 ">": stored \[(\d+)[^\]]*\] ≠ re-tokenized \[(\d+)/.exec(out[0]);
+    const m =
+      /^(.*):(\d+):(\d+): warning COA106 token drift: token 15 ">": stored \[(\d+)[^\]]*\] ≠ re-tokenized \[(\d+)/.exec(
+        out[0],
+      );
     assert.ok(m, out[0]);
     assert.equal(m[2], '2');
     // The column is the `>` closing </search> in the JSON line.
@@ -104,7 +159,7 @@ test('coa validate --tokens: COA106 at the first divergent token\'s column, the 
   }
 });
 
-test('the demo run\'s RL-2-OTC rollouts: the run\'s own tokenizer is found beside them, and no record drifts', async () => {
+test("the demo run's RL-2-OTC rollouts: the run's own tokenizer is found beside them, and no record drifts", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'coa-audit-'));
   try {
     demoRun(dir);

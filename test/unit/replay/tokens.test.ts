@@ -1,9 +1,17 @@
 // Token overlay mapping (record → ranges + styles + hover), without VS Code.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { groupByStyle, hoverMarkdown, spanAt, styleOf, tokenSpans, type TokenSpan } from '../../../src/extension/providers/tokens/mapping';
+import {
+  groupByStyle,
+  hoverMarkdown,
+  spanAt,
+  styleOf,
+  tokenSpans,
+  type TokenSpan,
+} from '../../../src/extension/providers/tokens/mapping';
 
-const RESPONSE = '<think> a "quote"\n</think> <search> q 😀 </search> <observation> doc </observation> <answer> x </answer>';
+const RESPONSE =
+  '<think> a "quote"\n</think> <search> q 😀 </search> <observation> doc </observation> <answer> x </answer>';
 // Token starts in code points, as Python's offset_mapping writes them.
 function cpOffsets(text: string, pieces: string[]): number[] {
   const cps = Array.from(text);
@@ -16,11 +24,39 @@ function cpOffsets(text: string, pieces: string[]): number[] {
   }
   return out;
 }
-const PIECES = ['<think>', 'a', '"', 'quote', '"', '</think>', '<search>', 'q', '😀', '</search>', '<observation>', 'doc', '</observation>', '<answer>', 'x', '</answer>'];
+const PIECES = [
+  '<think>',
+  'a',
+  '"',
+  'quote',
+  '"',
+  '</think>',
+  '<search>',
+  'q',
+  '😀',
+  '</search>',
+  '<observation>',
+  'doc',
+  '</observation>',
+  '<answer>',
+  'x',
+  '</answer>',
+];
 const MASK = PIECES.map((_, i) => (i >= 10 && i <= 12 ? 0 : 1));
 const LOGP = PIECES.map((_, i) => (MASK[i] ? Math.log([0.95, 0.6, 0.2, 0.05, 0.001][i % 5]) : null));
 const ADV = PIECES.map((_, i) => (MASK[i] ? (i % 2 ? 0.5 : -0.25) : 0));
-const RECORD = { id: 'r', question: 'q', response: RESPONSE, tokens: { ids: PIECES.map((_, i) => 100 + i), loss_mask: MASK, logprobs: LOGP, advantages: ADV, offsets: cpOffsets(RESPONSE, PIECES) } };
+const RECORD = {
+  id: 'r',
+  question: 'q',
+  response: RESPONSE,
+  tokens: {
+    ids: PIECES.map((_, i) => 100 + i),
+    loss_mask: MASK,
+    logprobs: LOGP,
+    advantages: ADV,
+    offsets: cpOffsets(RESPONSE, PIECES),
+  },
+};
 
 test('spans: raw columns cover exactly each token, through JSON escapes and astral characters', () => {
   const line = JSON.stringify(RECORD);
@@ -39,13 +75,25 @@ test('spans: raw columns cover exactly each token, through JSON escapes and astr
 
 test('styles per view: mask, log-prob heat buckets, advantage sign', () => {
   const { spans } = tokenSpans(JSON.stringify(RECORD)) as { spans: TokenSpan[] };
-  assert.deepEqual(spans.map((s) => styleOf('mask', s)), MASK.map((m) => (m ? 'trained' : 'masked')));
-  assert.deepEqual(spans.slice(0, 5).map((s) => styleOf('logprob', s)), ['lp0', 'lp1', 'lp2', 'lp3', 'lp4']);
+  assert.deepEqual(
+    spans.map((s) => styleOf('mask', s)),
+    MASK.map((m) => (m ? 'trained' : 'masked')),
+  );
+  assert.deepEqual(
+    spans.slice(0, 5).map((s) => styleOf('logprob', s)),
+    ['lp0', 'lp1', 'lp2', 'lp3', 'lp4'],
+  );
   assert.equal(styleOf('logprob', spans[11]), null, 'observation tokens have no log-prob');
-  assert.deepEqual(spans.slice(0, 3).map((s) => styleOf('advantage', s)), ['negative', 'positive', 'negative']);
+  assert.deepEqual(
+    spans.slice(0, 3).map((s) => styleOf('advantage', s)),
+    ['negative', 'positive', 'negative'],
+  );
   assert.equal(styleOf('advantage', spans[11]), 'zero');
   const g = groupByStyle('mask', spans);
-  assert.deepEqual(g.get('masked')?.map((s) => s.text), ['<observation>', 'doc', '</observation>']);
+  assert.deepEqual(
+    g.get('masked')?.map((s) => s.text),
+    ['<observation>', 'doc', '</observation>'],
+  );
   const h = hoverMarkdown(spans[2]);
   assert.match(h, /token 2/);
   assert.match(h, /\| 102 \| -1\.6094 \(p = 0\.2000\) \| 1 \(trained\) \| -0\.2500 \|/);
@@ -54,8 +102,14 @@ test('styles per view: mask, log-prob heat buckets, advantage sign', () => {
 
 test('lines without usable tokens say why', () => {
   assert.deepEqual(tokenSpans('{'), { spans: null, reason: 'not valid JSON' });
-  assert.deepEqual(tokenSpans(JSON.stringify({ id: 'a', question: 'q', response: 'r' })), { spans: null, reason: 'no tokens' });
-  assert.deepEqual(tokenSpans(JSON.stringify({ id: 'a', question: 'q', response: 'r', tokens: { ids: [1] } })), { spans: null, reason: 'tokens without offsets' });
+  assert.deepEqual(tokenSpans(JSON.stringify({ id: 'a', question: 'q', response: 'r' })), {
+    spans: null,
+    reason: 'no tokens',
+  });
+  assert.deepEqual(tokenSpans(JSON.stringify({ id: 'a', question: 'q', response: 'r', tokens: { ids: [1] } })), {
+    spans: null,
+    reason: 'tokens without offsets',
+  });
 });
 
 test('notebook step cells: each cell gets the tokens of its piece of the response, in cell offsets', async () => {
@@ -82,5 +136,9 @@ test('notebook step cells: each cell gets the tokens of its piece of the respons
   assert.deepEqual(seen, PIECES, 'every token lands in exactly one cell, in order');
   // An edited cell has no overlay (the tokens describe the old text).
   const step = cellMeta(nb.cells[1].metadata)!;
-  if (step.kind === 'step') assert.deepEqual(cellTokenSpans(raw, step.start, step.end, nb.cells[1].value + 'x'), { spans: null, reason: 'cell edited' });
+  if (step.kind === 'step')
+    assert.deepEqual(cellTokenSpans(raw, step.start, step.end, nb.cells[1].value + 'x'), {
+      spans: null,
+      reason: 'cell edited',
+    });
 });

@@ -25,8 +25,16 @@ function reading() {
 
 test('frames split anywhere, several per chunk and multi-byte text all arrive whole and in order', () => {
   const { input, got, errors } = reading();
-  const messages = [{ jsonrpc: '2.0', id: 1, method: 'a' }, { jsonrpc: '2.0', method: 'b', params: { text: 'héllo — 日本 🎉' } }, { jsonrpc: '2.0', id: 2, result: null }];
-  const bytes = Buffer.concat([...messages.map((m) => frame(JSON.stringify(m))), Buffer.from('Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n'), frame('{"jsonrpc":"2.0","method":"c"}')]);
+  const messages = [
+    { jsonrpc: '2.0', id: 1, method: 'a' },
+    { jsonrpc: '2.0', method: 'b', params: { text: 'héllo — 日本 🎉' } },
+    { jsonrpc: '2.0', id: 2, result: null },
+  ];
+  const bytes = Buffer.concat([
+    ...messages.map((m) => frame(JSON.stringify(m))),
+    Buffer.from('Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n'),
+    frame('{"jsonrpc":"2.0","method":"c"}'),
+  ]);
   // One byte at a time (a UTF-8 character and the header's blank line split over chunks), then all at once.
   for (const b of bytes) input.write(Buffer.from([b]));
   input.write(bytes);
@@ -48,12 +56,20 @@ test('a bad Content-Length, a missing one, a foreign charset or a header line wi
     ['Content-Length: 2\r\nContent-Type: text/plain; charset=latin1', /unsupported LSP Content-Type/],
     ['Content-Length 5', /malformed LSP header line/],
   ];
-  for (const [header, message] of bad) assert.throws(() => contentLength(header), (e: Error) => e instanceof FrameError && message.test(e.message), header);
+  for (const [header, message] of bad)
+    assert.throws(
+      () => contentLength(header),
+      (e: Error) => e instanceof FrameError && message.test(e.message),
+      header,
+    );
 });
 
 test('the reader stops at the first bad frame (a body that is not JSON, not UTF-8, a header without end) and says so once', () => {
   for (const [bytes, message] of [
-    [Buffer.concat([frame('{"jsonrpc":"2.0","method":"ok"}'), Buffer.from('Content-Length: 5\r\n\r\n{oops')]), /body is not JSON/],
+    [
+      Buffer.concat([frame('{"jsonrpc":"2.0","method":"ok"}'), Buffer.from('Content-Length: 5\r\n\r\n{oops')]),
+      /body is not JSON/,
+    ],
     [Buffer.concat([Buffer.from('Content-Length: 3\r\n\r\n'), Buffer.from([0x22, 0xff, 0x22])]), /not valid UTF-8/],
     [Buffer.from('X'.repeat(9000)), /no end of header/],
     [Buffer.from('Content-Length: 2\r\n\r\n[]'), /not a JSON-RPC object/],
@@ -67,7 +83,9 @@ test('the reader stops at the first bad frame (a body that is not JSON, not UTF-
   }
 });
 
-test('stdio server: a bad Content-Length is one line on stderr and exit 1, not a silent live process', { timeout: 30_000 }, async (t) => {
+test('stdio server: a bad Content-Length is one line on stderr and exit 1, not a silent live process', {
+  timeout: 30_000,
+}, async (t) => {
   ensureBuilt();
   const c = new LspClient({});
   t.after(() => c.proc.exitCode === null && c.proc.kill('SIGKILL'));
@@ -76,5 +94,8 @@ test('stdio server: a bad Content-Length is one line on stderr and exit 1, not a
   c.proc.stdin.write('Content-Length: abc\r\n\r\n{"jsonrpc":"2.0","id":99,"method":"shutdown"}');
   const [code] = await exited;
   assert.equal(code, 1);
-  assert.match(c.stderr, /^coa language server: malformed LSP frame: Content-Length "abc" is not a number of bytes; exiting\n$/m);
+  assert.match(
+    c.stderr,
+    /^coa language server: malformed LSP frame: Content-Length "abc" is not a number of bytes; exiting\n$/m,
+  );
 });

@@ -22,8 +22,15 @@ function duplicateLines(text: string): number[] {
 
 const URI = 'file:///w/t.coa.jsonl';
 const line = fc.oneof(
-  fc.constantFrom('a', 'b', 'c', 'd').map((id) => JSON.stringify({ id, question: 'Q?', response: '<think>x</think><answer>y</answer>' })),
-  fc.constantFrom('', '{"id":', '{"id":"a","question":1,"response":""}', '{"id":"b","question":"q","response":"<answer>"}'),
+  fc
+    .constantFrom('a', 'b', 'c', 'd')
+    .map((id) => JSON.stringify({ id, question: 'Q?', response: '<think>x</think><answer>y</answer>' })),
+  fc.constantFrom(
+    '',
+    '{"id":',
+    '{"id":"a","question":1,"response":""}',
+    '{"id":"b","question":"q","response":"<answer>"}',
+  ),
 );
 const doc = fc.array(line, { maxLength: 8 }).map((ls) => ls.join('\n'));
 
@@ -33,7 +40,11 @@ const change = fc.record({
   sC: fc.nat(30),
   span: fc.nat(3),
   eC: fc.nat(30),
-  text: fc.oneof(line, line.map((l) => `${l}\n`), fc.constantFrom('', '\n', 'a', '"', 'b"')),
+  text: fc.oneof(
+    line,
+    line.map((l) => `${l}\n`),
+    fc.constantFrom('', '\n', 'a', '"', 'b"'),
+  ),
 });
 
 test('edits re-validated incrementally equal a fresh analysis', () => {
@@ -44,13 +55,19 @@ test('edits re-validated incrementally equal a fresh analysis', () => {
       s.diagnose(URI);
       let v = 2;
       for (const e of edits) {
-        const c: ContentChange = { range: { start: { line: e.sL, character: e.sC }, end: { line: e.sL + e.span, character: e.eC } }, text: e.text };
+        const c: ContentChange = {
+          range: { start: { line: e.sL, character: e.sC }, end: { line: e.sL + e.span, character: e.eC } },
+          text: e.text,
+        };
         s.change(URI, v++, [c]);
         const fresh = new TrajectoryService();
         fresh.open(URI, 'coa-jsonl', 1, s.text(URI)!);
         const got = s.diagnose(URI);
         assert.deepEqual(got, fresh.diagnose(URI), JSON.stringify(s.text(URI)));
-        assert.deepEqual(got.filter((d) => d.code === 'COA103').map((d) => d.range.start.line), duplicateLines(s.text(URI)!));
+        assert.deepEqual(
+          got.filter((d) => d.code === 'COA103').map((d) => d.range.start.line),
+          duplicateLines(s.text(URI)!),
+        );
       }
     }),
     { numRuns: 400 },

@@ -10,7 +10,11 @@ export const SERVER = join(ROOT, 'dist/server.js');
 /** Build dist/server.js if it is missing or older than a server source file. */
 export function ensureBuilt(): void {
   const src = join(ROOT, 'src/server');
-  const newest = Math.max(...require('node:fs').readdirSync(src).map((f: string) => statSync(join(src, f)).mtimeMs));
+  const newest = Math.max(
+    ...require('node:fs')
+      .readdirSync(src)
+      .map((f: string) => statSync(join(src, f)).mtimeMs),
+  );
   if (existsSync(SERVER) && statSync(SERVER).mtimeMs >= newest) return;
   const r = spawnSync(process.execPath, [join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`build failed: ${r.stderr}`);
@@ -38,7 +42,10 @@ export class LspClient {
   exited: number | null | undefined = undefined;
 
   /** `server`: another build's dist/server.js (the reliability bench runs an older checkout's too). */
-  constructor(public settings: unknown = {}, server = SERVER) {
+  constructor(
+    public settings: unknown = {},
+    server = SERVER,
+  ) {
     this.proc = spawn(process.execPath, [server, '--stdio'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
     this.proc.stdout.on('data', (chunk: Buffer) => this.onData(chunk));
     this.proc.stderr.on('data', (c: Buffer) => (this.stderr += c.toString()));
@@ -67,7 +74,8 @@ export class LspClient {
     if (m.method && m.id !== undefined) {
       this.serverRequests.push(m);
       let result: unknown = null;
-      if (m.method === 'workspace/configuration') result = m.params.items.map((it: { section?: string }) => (it.section === 'coaStudio' ? this.settings : null));
+      if (m.method === 'workspace/configuration')
+        result = m.params.items.map((it: { section?: string }) => (it.section === 'coaStudio' ? this.settings : null));
       this.write({ jsonrpc: '2.0', id: m.id, result });
     } else if (m.method) {
       this.notifications.push(m);
@@ -97,7 +105,10 @@ export class LspClient {
     this.write({ jsonrpc: '2.0', id, method, params });
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`${method}: no answer in ${timeoutMs} ms`)), timeoutMs);
-      this.pending.set(id, { resolve: (v) => (clearTimeout(timer), resolve(v)), reject: (e) => (clearTimeout(timer), reject(e)) });
+      this.pending.set(id, {
+        resolve: (v) => (clearTimeout(timer), resolve(v)),
+        reject: (e) => (clearTimeout(timer), reject(e)),
+      });
     });
   }
 
@@ -113,7 +124,10 @@ export class LspClient {
       if (hit) return hit;
       if (this.exited !== undefined) throw new Error(`server exited (${this.exited}): ${this.stderr}`);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for a notification; got ${this.notifications.map((n) => n.method).join(', ')}`);
+      if (left <= 0)
+        throw new Error(
+          `timed out waiting for a notification; got ${this.notifications.map((n) => n.method).join(', ')}`,
+        );
       await new Promise<void>((r) => {
         const t = setTimeout(r, left);
         this.waiters.push(() => (clearTimeout(t), r()));
@@ -126,7 +140,11 @@ export class LspClient {
     return this.waitFor((m) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === uri, 20_000, from);
   }
 
-  async initialize(capabilities: unknown = { workspace: { configuration: true, didChangeConfiguration: { dynamicRegistration: true } } }): Promise<any> {
+  async initialize(
+    capabilities: unknown = {
+      workspace: { configuration: true, didChangeConfiguration: { dynamicRegistration: true } },
+    },
+  ): Promise<any> {
     const result = await this.request('initialize', { processId: process.pid, rootUri: null, capabilities });
     this.notify('initialized', {});
     return result;

@@ -10,18 +10,32 @@ import { mapLiteral } from '../../../src/core/jsonstring';
 /** Keys written with escapes that decode to `response` and `id`. */
 const RAW_KEYS = ['respons\\u0065', 'i\\u0064'];
 const key = fc.oneof(fc.constantFrom('id', 'response', 'question', 'x', ...RAW_KEYS), fc.string({ maxLength: 4 }));
-const value = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.string({ unit: 'binary', maxLength: 20 }), fc.constantFrom('a\\"b', '\\\\', '"', '}{][', 'x\\\\"'));
+const value = fc.oneof(
+  fc.jsonValue({ maxDepth: 2 }),
+  fc.string({ unit: 'binary', maxLength: 20 }),
+  fc.constantFrom('a\\"b', '\\\\', '"', '}{][', 'x\\\\"'),
+);
 /** Object text with possibly repeated and escaped keys and random whitespace (JSON.stringify cannot write those). */
 const line = fc
-  .tuple(fc.array(fc.tuple(key, value, fc.constantFrom('', ' ', '\t', ' \r\n ')), { maxLength: 6 }), fc.constantFrom('', ' '))
-  .map(([props, pad]) => `${pad}{${props.map(([k, v, ws]) => `${ws}${RAW_KEYS.includes(k) ? `"${k}"` : JSON.stringify(k)}${ws}:${ws}${JSON.stringify(v)}${ws}`).join(',')}}${pad}`);
+  .tuple(
+    fc.array(fc.tuple(key, value, fc.constantFrom('', ' ', '\t', ' \r\n ')), { maxLength: 6 }),
+    fc.constantFrom('', ' '),
+  )
+  .map(
+    ([props, pad]) =>
+      `${pad}{${props.map(([k, v, ws]) => `${ws}${RAW_KEYS.includes(k) ? `"${k}"` : JSON.stringify(k)}${ws}:${ws}${JSON.stringify(v)}${ws}`).join(',')}}${pad}`,
+  );
 
 function byTree(raw: string) {
   const root = parseTree(raw);
   const node = root && findNodeAtLocation(root, ['response']);
   if (!root || !node || node.type !== 'string') return null;
   const idNode = findNodeAtLocation(root, ['id']);
-  return { literalStart: node.offset, id: idNode ? { start: idNode.offset, end: idNode.offset + idNode.length } : null, map: mapLiteral(raw, node.offset) };
+  return {
+    literalStart: node.offset,
+    id: idNode ? { start: idNode.offset, end: idNode.offset + idNode.length } : null,
+    map: mapLiteral(raw, node.offset),
+  };
 }
 
 test('lineGeometry places id and response where the jsonc tree does', () => {

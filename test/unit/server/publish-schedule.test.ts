@@ -16,7 +16,7 @@ test('one edit after a quiet moment is published at once; a burst twice: its fir
   assert.deepEqual(out.at(-1), ['a', 1000], 'a lone edit: no delay');
   t.mock.timers.tick(1000);
   for (let k = 0; k < 1000; k++) s.changed('a'); // 1,000 edits in the same instant
-  assert.equal(out.length, 3, 'the burst\'s first edit');
+  assert.equal(out.length, 3, "the burst's first edit");
   t.mock.timers.tick(PUBLISH_DELAY_MS - 1);
   assert.equal(out.length, 3);
   t.mock.timers.tick(1);

@@ -23,7 +23,11 @@ test("the language server's defaults are the manifest's", () => {
   const s = parseSettings({});
   const d = (k: string) => props[`coaStudio.${k}`].default;
   assert.deepEqual(s, {
-    dialect: d('dialect'), rewardScheme: d('rewardScheme'), strictness: d('strictness'), tools: d('tools'),
-    otc: { c: d('otc.c'), alpha: d('otc.alpha') }, envServer: { url: d('envServer.url'), token: d('envServer.token') },
+    dialect: d('dialect'),
+    rewardScheme: d('rewardScheme'),
+    strictness: d('strictness'),
+    tools: d('tools'),
+    otc: { c: d('otc.c'), alpha: d('otc.alpha') },
+    envServer: { url: d('envServer.url'), token: d('envServer.token') },
   });
 });

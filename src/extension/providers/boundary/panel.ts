@@ -13,32 +13,61 @@ const REPORTS = '**/eval/boundary-*.json';
 /** The report to show: given (a report file, or a run directory / Runs view node holding some), the active editor's,
  * or picked among the workspace's (newest first). */
 async function pickReport(arg: unknown): Promise<vscode.Uri | undefined> {
-  const given = arg instanceof vscode.Uri ? arg : typeof arg === 'string' && arg ? vscode.Uri.file(arg)
-    : arg && typeof arg === 'object' && 'run' in arg ? vscode.Uri.file((arg as { run: { dir: string } }).run.dir) : undefined;
+  const given =
+    arg instanceof vscode.Uri
+      ? arg
+      : typeof arg === 'string' && arg
+        ? vscode.Uri.file(arg)
+        : arg && typeof arg === 'object' && 'run' in arg
+          ? vscode.Uri.file((arg as { run: { dir: string } }).run.dir)
+          : undefined;
   if (given && isReportName(basename(given.path))) return given;
   const active = vscode.window.activeTextEditor?.document.uri;
   if (!given && active && isReportName(basename(active.path))) return active;
   const files = given
     ? await vscode.workspace.fs.readDirectory(vscode.Uri.joinPath(given, 'eval')).then(
-      (entries) => entries.filter(([n, t]) => t === vscode.FileType.File && isReportName(n)).map(([n]) => vscode.Uri.joinPath(given, 'eval', n)),
-      () => [] as vscode.Uri[])
+        (entries) =>
+          entries
+            .filter(([n, t]) => t === vscode.FileType.File && isReportName(n))
+            .map(([n]) => vscode.Uri.joinPath(given, 'eval', n)),
+        () => [] as vscode.Uri[],
+      )
     : await vscode.workspace.findFiles(REPORTS, '**/node_modules/**', 500);
-  const items = await Promise.all(files.map(async (uri) => ({
-    label: basename(uri.path).replace(/^boundary-|\.json$/g, ''),
-    description: vscode.workspace.asRelativePath(uri),
-    uri,
-    mtime: (await vscode.workspace.fs.stat(uri).then((s) => s, () => undefined))?.mtime ?? 0,
-  })));
+  const items = await Promise.all(
+    files.map(async (uri) => ({
+      label: basename(uri.path).replace(/^boundary-|\.json$/g, ''),
+      description: vscode.workspace.asRelativePath(uri),
+      uri,
+      mtime:
+        (
+          await vscode.workspace.fs.stat(uri).then(
+            (s) => s,
+            () => undefined,
+          )
+        )?.mtime ?? 0,
+    })),
+  );
   if (items.length === 0) {
-    void vscode.window.showInformationMessage(`CoA: no search boundary report ${given ? `in ${vscode.workspace.asRelativePath(given)}/eval` : 'in this workspace'} — measure one with \`python -m coa_trainer boundary --config <run config> --run-dir <run> --stage rl2\``);
+    void vscode.window.showInformationMessage(
+      `CoA: no search boundary report ${given ? `in ${vscode.workspace.asRelativePath(given)}/eval` : 'in this workspace'} — measure one with \`python -m coa_trainer boundary --config <run config> --run-dir <run> --stage rl2\``,
+    );
     return undefined;
   }
   if (items.length === 1) return items[0].uri;
   items.sort((a, b) => b.mtime - a.mtime);
-  return (await vscode.window.showQuickPick(items, { title: 'CoA: Show Search Boundary', placeHolder: 'Report (stage-split)' }))?.uri;
+  return (
+    await vscode.window.showQuickPick(items, {
+      title: 'CoA: Show Search Boundary',
+      placeHolder: 'Report (stage-split)',
+    })
+  )?.uri;
 }
 
-export async function showSearchBoundary(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, arg?: unknown): Promise<void> {
+export async function showSearchBoundary(
+  context: vscode.ExtensionContext,
+  log: vscode.LogOutputChannel,
+  arg?: unknown,
+): Promise<void> {
   const uri = await pickReport(arg);
   if (!uri) return;
   const name = vscode.workspace.asRelativePath(uri);
@@ -51,9 +80,24 @@ export async function showSearchBoundary(context: vscode.ExtensionContext, log: 
     return;
   }
   const { report } = state;
-  const panel = vscode.window.createWebviewPanel('coaStudio.searchBoundary', `Search boundary: ${report.stage} (${report.split})`, vscode.ViewColumn.Active, {
-    enableScripts: true,
-    localResourceRoots: [vscode.Uri.joinPath(context.extensionUri, 'dist', 'webview')],
-  });
-  panel.webview.html = webviewHtml(panel.webview, context.extensionUri, { title: 'Search boundary', scripts: ['dist/webview/boundary.js'], initialState: state, body: '<div id="app"></div>' }, vscode.Uri.joinPath);
+  const panel = vscode.window.createWebviewPanel(
+    'coaStudio.searchBoundary',
+    `Search boundary: ${report.stage} (${report.split})`,
+    vscode.ViewColumn.Active,
+    {
+      enableScripts: true,
+      localResourceRoots: [vscode.Uri.joinPath(context.extensionUri, 'dist', 'webview')],
+    },
+  );
+  panel.webview.html = webviewHtml(
+    panel.webview,
+    context.extensionUri,
+    {
+      title: 'Search boundary',
+      scripts: ['dist/webview/boundary.js'],
+      initialState: state,
+      body: '<div id="app"></div>',
+    },
+    vscode.Uri.joinPath,
+  );
 }

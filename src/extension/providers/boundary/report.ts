@@ -14,7 +14,10 @@ export function parseReport(text: string, file: string): BoundaryReport {
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new Error(`${file}: not JSON (${(e as Error).message}) — a search boundary report is written whole by python -m coa_trainer boundary`, { cause: e });
+    throw new Error(
+      `${file}: not JSON (${(e as Error).message}) — a search boundary report is written whole by python -m coa_trainer boundary`,
+      { cause: e },
+    );
   }
   const parsed = BoundaryReportSchema.safeParse(value);
   if (!parsed.success) {
@@ -27,12 +30,22 @@ export function parseReport(text: string, file: string): BoundaryReport {
 
 /** The page's state: rows beyond MAX_ROWS left out (counted), responses cut to MAX_RESPONSE_CHARS. */
 export function pageState(report: BoundaryReport, file: string): BoundaryPageState {
-  const cut = (s: string) => (s.length > MAX_RESPONSE_CHARS ? `${s.slice(0, MAX_RESPONSE_CHARS)}… (${s.length - MAX_RESPONSE_CHARS} more characters)` : s);
+  const cut = (s: string) =>
+    s.length > MAX_RESPONSE_CHARS
+      ? `${s.slice(0, MAX_RESPONSE_CHARS)}… (${s.length - MAX_RESPONSE_CHARS} more characters)`
+      : s;
   const rows = report.rows.slice(0, MAX_ROWS).map((r) => ({
     ...r,
-    responses: Object.fromEntries(Object.entries(r.responses).map(([k, v]) => [k, cut(v as string)])) as typeof r.responses,
+    responses: Object.fromEntries(
+      Object.entries(r.responses).map(([k, v]) => [k, cut(v as string)]),
+    ) as typeof r.responses,
   }));
-  return { file, report: { ...report, rows }, cutRows: report.rows.length - rows.length, responseChars: MAX_RESPONSE_CHARS };
+  return {
+    file,
+    report: { ...report, rows },
+    cutRows: report.rows.length - rows.length,
+    responseChars: MAX_RESPONSE_CHARS,
+  };
 }
 
 /** A report file's name says what it measured: `boundary-<stage>-<split>.json`. */

@@ -14,7 +14,11 @@ export interface IndexOptions extends ScoreOptions {
   signal?: AbortSignal;
 }
 
-export async function buildIndex(path: string, onBatch: (rows: RecordSummary[], bytesRead: number) => void, options: IndexOptions = {}): Promise<number> {
+export async function buildIndex(
+  path: string,
+  onBatch: (rows: RecordSummary[], bytesRead: number) => void,
+  options: IndexOptions = {},
+): Promise<number> {
   const size = options.batchSize ?? 2000;
   let batch: JsonlEntry[] = [];
   let i = 0;
@@ -64,7 +68,10 @@ export async function firstRecords(path: string, n: number, options: ScoreOption
 }
 
 /** Read the lines at the given offsets (positioned reads; the file is never loaded whole). */
-export async function readLines(path: string, rows: readonly Pick<RecordSummary, 'offset' | 'length'>[]): Promise<string[]> {
+export async function readLines(
+  path: string,
+  rows: readonly Pick<RecordSummary, 'offset' | 'length'>[],
+): Promise<string[]> {
   const fh = await open(path, 'r');
   try {
     const out: string[] = [];

@@ -33,13 +33,22 @@ const CHUNK = 1 << 20;
  * or when the search was aborted. 'indexOnly' for an id in a verl dump: its ids are made while indexing, from the
  * rows' groups, so only the index knows them (a file search cannot say the record is not there).
  */
-export async function locateRecord(path: string, target: string, options: LocateOptions = {}): Promise<Located | 'indexOnly' | null> {
+export async function locateRecord(
+  path: string,
+  target: string,
+  options: LocateOptions = {},
+): Promise<Located | 'indexOnly' | null> {
   const t = target.trim();
   if (/^\d+$/.test(t)) {
     const line = Number(t);
     if (line < 1) return null;
     try {
-      const at = await readLineAt(path, line, undefined, { from: options.from, signal: options.signal, onProgress: options.onProgress, everyMs: options.everyMs });
+      const at = await readLineAt(path, line, undefined, {
+        from: options.from,
+        signal: options.signal,
+        onProgress: options.onProgress,
+        everyMs: options.everyMs,
+      });
       return { line, offset: at.offset, length: at.length };
     } catch {
       return null;

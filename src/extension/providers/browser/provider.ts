@@ -13,17 +13,33 @@ import { locateRecord } from './locate';
 import { findIndexed, findPage, questionsLine, runQuery, stagesOf, tableKind } from './query';
 import { BROWSER_VIEW_TYPE } from './summary';
 import type { WorkerMessage } from './worker';
-import type { BrowserInitialState, BrowserQuery, BrowserSearchState, BrowserToHost, HostToBrowser, RecordSummary, SearchField } from '../../../protocols/browser';
+import type {
+  BrowserInitialState,
+  BrowserQuery,
+  BrowserSearchState,
+  BrowserToHost,
+  HostToBrowser,
+  RecordSummary,
+  SearchField,
+} from '../../../protocols/browser';
 
 export { BROWSER_VIEW_TYPE };
 const PAGE_SIZE = 50;
 
-export function registerTrajectoryBrowser(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, records: RecordViews): void {
+export function registerTrajectoryBrowser(
+  context: vscode.ExtensionContext,
+  log: vscode.LogOutputChannel,
+  records: RecordViews,
+): void {
   context.subscriptions.push(
-    vscode.window.registerCustomEditorProvider(BROWSER_VIEW_TYPE, new TrajectoryBrowserProvider(context, log, records), {
-      webviewOptions: { retainContextWhenHidden: false },
-      supportsMultipleEditorsPerDocument: true,
-    }),
+    vscode.window.registerCustomEditorProvider(
+      BROWSER_VIEW_TYPE,
+      new TrajectoryBrowserProvider(context, log, records),
+      {
+        webviewOptions: { retainContextWhenHidden: false },
+        supportsMultipleEditorsPerDocument: true,
+      },
+    ),
   );
 }
 
@@ -44,24 +60,47 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
     const opts = rewardOptions();
     const t0 = performance.now();
     const first = await firstRecords(path, PAGE_SIZE, opts);
-    this.log.info(`trajectory browser: ${path} (${(size / 1e6).toFixed(1)} MB): first page (${first.length} records) read in ${(performance.now() - t0).toFixed(1)} ms; indexing the rest`);
+    this.log.info(
+      `trajectory browser: ${path} (${(size / 1e6).toFixed(1)} MB): first page (${first.length} records) read in ${(performance.now() - t0).toFixed(1)} ms; indexing the rest`,
+    );
     const extensionUri = this.context.extensionUri;
     panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist')] };
-    const initialState: BrowserInitialState = { file: vscode.workspace.asRelativePath(document.uri), size, pageSize: PAGE_SIZE, first, questions: questionsLine(first), kind: tableKind(first) };
+    const initialState: BrowserInitialState = {
+      file: vscode.workspace.asRelativePath(document.uri),
+      size,
+      pageSize: PAGE_SIZE,
+      first,
+      questions: questionsLine(first),
+      kind: tableKind(first),
+    };
     const watchdog = renderUntilReady(
       panel.webview,
       // Each call renders afresh: a new nonce per attempt.
-      () => webviewHtml(panel.webview, extensionUri, { title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState }, vscode.Uri.joinPath),
+      () =>
+        webviewHtml(
+          panel.webview,
+          extensionUri,
+          { title: 'Trajectory browser', scripts: ['dist/webview/browser.js'], initialState },
+          vscode.Uri.joinPath,
+        ),
       {
         onStall: (attempt, gaveUp) => {
-          if (!gaveUp) return this.log.warn(`trajectory browser for ${path}: no word from the page; reloading it (attempt ${attempt})`);
+          if (!gaveUp)
+            return this.log.warn(
+              `trajectory browser for ${path}: no word from the page; reloading it (attempt ${attempt})`,
+            );
           this.log.error(`trajectory browser for ${path}: the page never started after ${attempt} reloads`);
           // A new editor gets a new webview host; the stuck one is closed rather than left blank.
-          void vscode.window.showWarningMessage(`CoA: the trajectory browser for ${vscode.workspace.asRelativePath(document.uri)} did not start (see the CoA Studio log).`, 'Reopen').then((pick) => {
-            if (pick !== 'Reopen') return;
-            panel.dispose();
-            void vscode.commands.executeCommand('vscode.openWith', document.uri, BROWSER_VIEW_TYPE);
-          });
+          void vscode.window
+            .showWarningMessage(
+              `CoA: the trajectory browser for ${vscode.workspace.asRelativePath(document.uri)} did not start (see the CoA Studio log).`,
+              'Reopen',
+            )
+            .then((pick) => {
+              if (pick !== 'Reopen') return;
+              panel.dispose();
+              void vscode.commands.executeCommand('vscode.openWith', document.uri, BROWSER_VIEW_TYPE);
+            });
         },
       },
     );
@@ -82,7 +121,16 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
       queried = true;
       const result = runQuery(index, q, search.hits);
       pageFull = result.rows.length === result.pageSize;
-      post({ type: 'page', result, indexed: index.length, done, bytes, size, stages: stagesOf(index), questions: questionsLine(index.length ? index : first) });
+      post({
+        type: 'page',
+        result,
+        indexed: index.length,
+        done,
+        bytes,
+        size,
+        stages: stagesOf(index),
+        questions: questionsLine(index.length ? index : first),
+      });
     };
 
     const worker = new Worker(workerPath(extensionUri), { workerData: { path, ...opts } });
@@ -116,7 +164,10 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
     /** A record of the file in its record view, beside the browser (the browser keeps the focus unless asked). */
     const openRecord = async (row: Pick<RecordSummary, 'line' | 'offset' | 'length'>, focus: boolean) => {
       try {
-        await this.records.open({ file: document.uri, line: row.line, offset: row.offset, length: row.length }, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: !focus, preview: !focus });
+        await this.records.open(
+          { file: document.uri, line: row.line, offset: row.offset, length: row.length },
+          { viewColumn: vscode.ViewColumn.Beside, preserveFocus: !focus, preview: !focus },
+        );
       } catch (e) {
         post({ type: 'error', message: `cannot open line ${row.line}: ${(e as Error).message}` });
       }
@@ -137,7 +188,14 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
       const from = lastRow && { offset: lastRow.offset + lastRow.length, line: lastRow.line };
       verl ??= readOptions(path).then((o) => o.parse !== undefined);
       const found = await verl
-        .then((isVerl) => locateRecord(path, target, { from, verl: isVerl, signal: ctl.signal, onProgress: (b) => post({ type: 'jump', target, state: 'searching', bytes: b, size }) }))
+        .then((isVerl) =>
+          locateRecord(path, target, {
+            from,
+            verl: isVerl,
+            signal: ctl.signal,
+            onProgress: (b) => post({ type: 'jump', target, state: 'searching', bytes: b, size }),
+          }),
+        )
         .catch((e: Error) => {
           this.log.warn(`trajectory browser: looking for "${target}" in ${path} failed: ${e.message}`);
           return null;
@@ -146,7 +204,9 @@ class TrajectoryBrowserProvider implements vscode.CustomReadonlyEditorProvider {
       locating = undefined;
       if (found === 'indexOnly') return post({ type: 'jump', target, state: 'unindexed' });
       if (!found) return post({ type: 'jump', target, state: 'missing' });
-      this.log.info(`trajectory browser: "${target}" found at line ${found.line} of ${path} in ${Date.now() - t0} ms, before the index (${index.length} records indexed)`);
+      this.log.info(
+        `trajectory browser: "${target}" found at line ${found.line} of ${path} in ${Date.now() - t0} ms, before the index (${index.length} records indexed)`,
+      );
       post({ type: 'jump', target, state: 'ahead', line: found.line });
       await openRecord(found, false);
     };
@@ -237,7 +297,12 @@ class TextSearch {
         this.onChange({ text: needle, count: hits.size, running: false, bytes, error: m.message });
       }
     });
-    worker.on('error', (e) => this.worker === worker && this.onChange({ text: needle, count: hits.size, running: false, bytes, error: e.message }));
+    worker.on(
+      'error',
+      (e) =>
+        this.worker === worker &&
+        this.onChange({ text: needle, count: hits.size, running: false, bytes, error: e.message }),
+    );
     this.onChange({ text: needle, count: 0, running: true, bytes: 0 });
   }
 

@@ -13,7 +13,8 @@ const keyOf: Record<Exclude<SortKey, 'file'>, (r: RecordSummary) => number | nul
 export function matches(r: RecordSummary, q: BrowserQuery, hits?: ReadonlySet<number> | null): boolean {
   if (hits && !hits.has(r.i)) return false;
   if (q.errorsOnly) return r.error !== undefined;
-  if (q.failuresOnly && (r.isQuestion || !(r.error === undefined && ((r.reward ?? 0) <= 0 || r.formatOk === false)))) return false;
+  if (q.failuresOnly && (r.isQuestion || !(r.error === undefined && ((r.reward ?? 0) <= 0 || r.formatOk === false))))
+    return false;
   if (q.em != null && r.em !== q.em) return false;
   if (q.minReward != null && !((r.reward ?? -Infinity) >= q.minReward)) return false;
   if (q.moreToolCalls != null && !((r.toolCalls ?? -1) > q.moreToolCalls)) return false;
@@ -22,7 +23,11 @@ export function matches(r: RecordSummary, q: BrowserQuery, hits?: ReadonlySet<nu
   return true;
 }
 
-export function runQuery(index: readonly RecordSummary[], q: BrowserQuery, hits?: ReadonlySet<number> | null): QueryResult {
+export function runQuery(
+  index: readonly RecordSummary[],
+  q: BrowserQuery,
+  hits?: ReadonlySet<number> | null,
+): QueryResult {
   const pageSize = Math.max(1, q.pageSize ?? 50);
   let rows = index.filter((r) => matches(r, q, hits));
   if (q.sort && q.sort !== 'file') {
@@ -42,7 +47,12 @@ export function runQuery(index: readonly RecordSummary[], q: BrowserQuery, hits?
 }
 
 /** Jump: the page of the query's result holding the record with this id, or at this 1-based line. */
-export function findPage(index: readonly RecordSummary[], q: BrowserQuery, target: string, hits?: ReadonlySet<number> | null): { page: number; i: number } | null {
+export function findPage(
+  index: readonly RecordSummary[],
+  q: BrowserQuery,
+  target: string,
+  hits?: ReadonlySet<number> | null,
+): { page: number; i: number } | null {
   const all = runQuery(index, { ...q, page: 0, pageSize: Number.MAX_SAFE_INTEGER }, hits).rows;
   const pos = all.findIndex(isJumpTarget(target));
   if (pos < 0) return null;

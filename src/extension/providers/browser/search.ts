@@ -17,7 +17,11 @@ export interface SearchOptions {
 }
 
 /** Does the record hold `needle` (already lower-cased) in `field`? */
-export function recordMatches(r: Pick<TrajectoryRecord, 'question' | 'response' | 'golden_answers'>, needle: string, field: SearchField = 'all'): boolean {
+export function recordMatches(
+  r: Pick<TrajectoryRecord, 'question' | 'response' | 'golden_answers'>,
+  needle: string,
+  field: SearchField = 'all',
+): boolean {
   const has = (s: string | undefined) => !!s && s.toLowerCase().includes(needle);
   if ((field === 'all' || field === 'question') && has(r.question)) return true;
   if ((field === 'all' || field === 'response') && has(r.response)) return true;
@@ -35,7 +39,12 @@ function rawPrefilter(needle: string): ((raw: string) => boolean) | null {
 }
 
 /** Index `i` of every record holding `text`, reported in batches through `onHits`; returns the number of hits. */
-export async function searchFile(path: string, text: string, onHits: (hits: number[], bytesRead: number) => void, options: SearchOptions = {}): Promise<number> {
+export async function searchFile(
+  path: string,
+  text: string,
+  onHits: (hits: number[], bytesRead: number) => void,
+  options: SearchOptions = {},
+): Promise<number> {
   const needle = text.toLowerCase();
   if (!needle) {
     onHits([], 0);
@@ -48,7 +57,9 @@ export async function searchFile(path: string, text: string, onHits: (hits: numb
   const skip = rawPrefilter(needle);
   // Lines the prefilter rules out are not parsed: an entry with neither record nor problem.
   const cheap = (raw: string, line: number, offset?: number, byteLength?: number): JsonlEntry =>
-    skip && !skip(raw) ? { line, offset: offset ?? 0, byteLength: byteLength ?? 0, raw: '' } : parse(raw, line, offset, byteLength);
+    skip && !skip(raw)
+      ? { line, offset: offset ?? 0, byteLength: byteLength ?? 0, raw: '' }
+      : parse(raw, line, offset, byteLength);
   let i = 0;
   let total = 0;
   let batch: number[] = [];

@@ -31,12 +31,21 @@ export function summarize(entry: JsonlEntry, i: number, options: ScoreOptions = 
  * scored, under the configured scheme, and the row says which (`stored`). One scoring call per batch saves the
  * per-call parameter validation; for OTC-GRPO each record is scored alone, so a row never depends on its batch.
  */
-export function summarizeBatch(entries: readonly JsonlEntry[], first: number, options: ScoreOptions = {}): RecordSummary[] {
+export function summarizeBatch(
+  entries: readonly JsonlEntry[],
+  first: number,
+  options: ScoreOptions = {},
+): RecordSummary[] {
   const scheme = options.scheme ?? 'em';
   const unscored = entries.flatMap((e) => (e.record && !e.record.reward ? [e.record] : []));
-  const scores = scheme === 'otc-grpo' ? unscored.flatMap((r) => scoreRecords([r], scheme, options.params ?? {})) : scoreRecords(unscored, scheme, options.params ?? {});
+  const scores =
+    scheme === 'otc-grpo'
+      ? unscored.flatMap((r) => scoreRecords([r], scheme, options.params ?? {}))
+      : scoreRecords(unscored, scheme, options.params ?? {});
   let k = 0;
-  return entries.map((e, j) => row(e, first + j, e.record ? (e.record.reward ?? scores[k++]) : undefined, !!e.record?.reward));
+  return entries.map((e, j) =>
+    row(e, first + j, e.record ? (e.record.reward ?? scores[k++]) : undefined, !!e.record?.reward),
+  );
 }
 
 function row(entry: JsonlEntry, i: number, b: RewardBreakdown | undefined, stored = false): RecordSummary {
@@ -44,10 +53,36 @@ function row(entry: JsonlEntry, i: number, b: RewardBreakdown | undefined, store
   const r = entry.record;
   if (!r || !b) {
     const p = entry.problem!;
-    return { ...base, id: '', reward: null, em: null, toolCalls: null, formatOk: null, stage: null, step: null, question: entry.raw.slice(0, QUESTION_CHARS), error: `${entry.line}:${p.column}: ${p.code} ${p.message}` };
+    return {
+      ...base,
+      id: '',
+      reward: null,
+      em: null,
+      toolCalls: null,
+      formatOk: null,
+      stage: null,
+      step: null,
+      question: entry.raw.slice(0, QUESTION_CHARS),
+      error: `${entry.line}:${p.column}: ${p.code} ${p.message}`,
+    };
   }
   // A question (no response yet, core isQuestion) has no reward to show and is not a failure.
-  if (isQuestion(r)) return { ...base, id: r.id, reward: null, em: null, toolCalls: null, formatOk: null, stage: r.meta?.stage ?? null, step: r.meta?.step ?? null, question: r.question.slice(0, QUESTION_CHARS), isQuestion: true, hasGolden: hasGolden(r), source: sourceOf(r), golden: (r.golden_answers ?? []).join(' · ').slice(0, QUESTION_CHARS) };
+  if (isQuestion(r))
+    return {
+      ...base,
+      id: r.id,
+      reward: null,
+      em: null,
+      toolCalls: null,
+      formatOk: null,
+      stage: r.meta?.stage ?? null,
+      step: r.meta?.step ?? null,
+      question: r.question.slice(0, QUESTION_CHARS),
+      isQuestion: true,
+      hasGolden: hasGolden(r),
+      source: sourceOf(r),
+      golden: (r.golden_answers ?? []).join(' · ').slice(0, QUESTION_CHARS),
+    };
   return {
     ...base,
     id: r.id,

@@ -19,6 +19,8 @@ export type WorkerMessage =
 const input = workerData as WorkerInput;
 const post = (m: WorkerMessage) => parentPort!.postMessage(m);
 const work = input.search
-  ? searchFile(input.path, input.search.text, (hits, bytes) => post({ type: 'hits', hits, bytes }), { field: input.search.field })
+  ? searchFile(input.path, input.search.text, (hits, bytes) => post({ type: 'hits', hits, bytes }), {
+      field: input.search.field,
+    })
   : buildIndex(input.path, (rows, bytes) => post({ type: 'batch', rows, bytes }), input);
 work.then((count) => post({ type: 'done', count })).catch((e: Error) => post({ type: 'error', message: e.message }));

@@ -19,7 +19,11 @@ export interface CompareOptions {
   rescore?: boolean;
 }
 
-export function compareFiles(a: { text: string; label: string }, b: { text: string; label: string }, o: CompareOptions): DiffData {
+export function compareFiles(
+  a: { text: string; label: string },
+  b: { text: string; label: string },
+  o: CompareOptions,
+): DiffData {
   const opts: DiffOptions = { params: o.params, ...(o.rescore ? { scheme: o.scheme } : { fallbackScheme: o.scheme }) };
   return readDiff(a, b, opts);
 }
@@ -28,13 +32,31 @@ const strip = ({ response: _r, ...rest }: DiffSample): PageSample => rest;
 
 export function pageState(data: DiffData, o: CompareOptions): ComparePageState {
   const questions = data.questions.slice(0, MAX_QUESTIONS).map((q) => ({ ...q, a: q.a.map(strip), b: q.b.map(strip) }));
-  return { ...data, questions, truncated: data.questions.length - questions.length, formula: describeFormula(o.scheme, o.params) };
+  return {
+    ...data,
+    questions,
+    truncated: data.questions.length - questions.length,
+    formula: describeFormula(o.scheme, o.params),
+  };
 }
 
 /** The two trajectories a row asks for, and their alignment when both exist. */
-export function pairAnswer(data: DiffData, key: string, ia: number | null, ib: number | null): Extract<HostToPage, { type: 'pair' }> {
+export function pairAnswer(
+  data: DiffData,
+  key: string,
+  ia: number | null,
+  ib: number | null,
+): Extract<HostToPage, { type: 'pair' }> {
   const q = data.questions.find((x) => x.key === key);
-  if (!q) return { type: 'pair', key, a: null, b: null, alignment: null, error: `no question ${JSON.stringify(key)} in this comparison` };
+  if (!q)
+    return {
+      type: 'pair',
+      key,
+      a: null,
+      b: null,
+      alignment: null,
+      error: `no question ${JSON.stringify(key)} in this comparison`,
+    };
   const pick = (ss: DiffSample[], i: number | null) => (i !== null && ss[i] ? ss[i] : null);
   const a = pick(q.a, ia);
   const b = pick(q.b, ib);

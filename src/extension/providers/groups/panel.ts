@@ -31,21 +31,42 @@ export async function openGroupView(ctx: GroupViewHost, t: GroupTarget): Promise
   const rows = await recordsOfStep(t.file.fsPath, t.step);
   const data = groupsOfStep(rows, t.step);
   if (!data.groups.length) {
-    void vscode.window.showInformationMessage(`CoA: ${vscode.workspace.asRelativePath(t.file)} has no GRPO group at step ${t.step} (records with meta.step and meta.group)`);
+    void vscode.window.showInformationMessage(
+      `CoA: ${vscode.workspace.asRelativePath(t.file)} has no GRPO group at step ${t.step} (records with meta.step and meta.group)`,
+    );
     return undefined;
   }
-  for (const g of data.groups) for (const s of g.samples) if (s.response.length > MAX_RESPONSE_CHARS) s.response = `${s.response.slice(0, MAX_RESPONSE_CHARS)}… (${s.response.length - MAX_RESPONSE_CHARS} more characters: open the sample)`;
+  for (const g of data.groups)
+    for (const s of g.samples)
+      if (s.response.length > MAX_RESPONSE_CHARS)
+        s.response = `${s.response.slice(0, MAX_RESPONSE_CHARS)}… (${s.response.length - MAX_RESPONSE_CHARS} more characters: open the sample)`;
   const stage = rows.find((r) => typeof r.record.meta?.stage === 'string')?.record.meta?.stage ?? null;
-  const state: GroupPageState = { file: vscode.workspace.asRelativePath(t.file), stage, data, selected: t.group ?? null };
-  const panel = vscode.window.createWebviewPanel('coaStudio.grpoGroup', `GRPO groups: ${stage ?? ''} step ${t.step}`, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: false }, {
-    enableScripts: true,
-    retainContextWhenHidden: true,
-    localResourceRoots: [vscode.Uri.joinPath(ctx.extensionUri, 'dist', 'webview')],
-  });
+  const state: GroupPageState = {
+    file: vscode.workspace.asRelativePath(t.file),
+    stage,
+    data,
+    selected: t.group ?? null,
+  };
+  const panel = vscode.window.createWebviewPanel(
+    'coaStudio.grpoGroup',
+    `GRPO groups: ${stage ?? ''} step ${t.step}`,
+    { viewColumn: vscode.ViewColumn.Beside, preserveFocus: false },
+    {
+      enableScripts: true,
+      retainContextWhenHidden: true,
+      localResourceRoots: [vscode.Uri.joinPath(ctx.extensionUri, 'dist', 'webview')],
+    },
+  );
   panel.webview.onDidReceiveMessage((m: GroupPageToHost) => {
-    if (m?.type === 'openRecord' && Number.isInteger(m.line) && m.line > 0) void ctx.records.show({ file: t.file, line: m.line });
+    if (m?.type === 'openRecord' && Number.isInteger(m.line) && m.line > 0)
+      void ctx.records.show({ file: t.file, line: m.line });
   });
-  panel.webview.html = webviewHtml(panel.webview, ctx.extensionUri, { title: 'GRPO groups', scripts: ['dist/webview/group.js'], initialState: state, body: '<div id="app"></div>' }, vscode.Uri.joinPath);
+  panel.webview.html = webviewHtml(
+    panel.webview,
+    ctx.extensionUri,
+    { title: 'GRPO groups', scripts: ['dist/webview/group.js'], initialState: state, body: '<div id="app"></div>' },
+    vscode.Uri.joinPath,
+  );
   return panel;
 }
 
@@ -54,20 +75,28 @@ export async function openGroupCommand(ctx: GroupViewHost, arg?: unknown): Promi
   const o = (arg && typeof arg === 'object' ? arg : {}) as { file?: unknown; step?: unknown; group?: unknown };
   if (o.file !== undefined && Number.isInteger(o.step)) {
     const file = o.file instanceof vscode.Uri ? o.file : vscode.Uri.file(String(o.file));
-    await openGroupView(ctx, { file, step: o.step as number, group: o.group === undefined ? undefined : String(o.group) });
+    await openGroupView(ctx, {
+      file,
+      step: o.step as number,
+      group: o.group === undefined ? undefined : String(o.group),
+    });
     return;
   }
   const uri = vscode.window.activeNotebookEditor?.notebook.uri;
   const src = uri && recordViewSource(uri);
   if (!src) {
-    void vscode.window.showInformationMessage('CoA: Show GRPO Group works on a record view of an RL rollout (open one from the live panel or the trajectory browser).');
+    void vscode.window.showInformationMessage(
+      'CoA: Show GRPO Group works on a record view of an RL rollout (open one from the live panel or the trajectory browser).',
+    );
     return;
   }
   const at = await readLineAt(src.file.fsPath, src.line);
   const r = parseRecordLine(at.bytes.toString('utf8'), src.line).record;
   const step = r?.meta?.step;
   if (!r || typeof step !== 'number' || r.meta?.group === undefined) {
-    void vscode.window.showInformationMessage(`CoA: ${r?.id ?? `line ${src.line}`} is not a GRPO sample (no meta.step and meta.group)`);
+    void vscode.window.showInformationMessage(
+      `CoA: ${r?.id ?? `line ${src.line}`} is not a GRPO sample (no meta.step and meta.group)`,
+    );
     return;
   }
   await openGroupView(ctx, { file: src.file, step, group: String(r.meta.group) });

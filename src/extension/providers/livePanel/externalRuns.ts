@@ -57,7 +57,8 @@ export async function findVerlMetricsFiles(limit = 50): Promise<vscode.Uri[]> {
 }
 
 /** Where TensorBoard runs are not looked for: the same, and our own runs' TensorBoard mirror (the run is listed). */
-const EXCLUDE_TENSORBOARD = '{**/node_modules/**,**/.git/**,**/.venv/**,**/.cache/**,**/runs/*/stages/**,**/runs/*/tensorboard/**}';
+const EXCLUDE_TENSORBOARD =
+  '{**/node_modules/**,**/.git/**,**/.venv/**,**/.cache/**,**/runs/*/stages/**,**/runs/*/tensorboard/**}';
 
 /** TensorBoard runs in the workspace: folders holding `events.out.tfevents.*` files (verl's tensorboard logger,
  * torch's SummaryWriter, HF Trainer's report_to), newest first. */
@@ -90,20 +91,53 @@ function commonPrefix(a: string, b: string): number {
 
 /** "CoA: Watch verl/TRL Run…": pick a verl metrics file or a CoA-protocol run (TRL via our callback), then open it. */
 export async function watchExternalRun(open: (source: vscode.Uri | VerlRunSource) => Promise<void>): Promise<void> {
-  const [verl, coa, tensorboard] = await Promise.all([findVerlMetricsFiles(), vscode.workspace.findFiles('**/events.jsonl', EXCLUDE, 200), findTensorBoardRuns()]);
+  const [verl, coa, tensorboard] = await Promise.all([
+    findVerlMetricsFiles(),
+    vscode.workspace.findFiles('**/events.jsonl', EXCLUDE, 200),
+    findTensorBoardRuns(),
+  ]);
   type Item = vscode.QuickPickItem & { uri?: vscode.Uri; verl?: boolean };
   const items: Item[] = [
-    ...verl.map((uri) => ({ label: `$(graph) ${verlRunName(uri.fsPath)}`, description: `verl metrics · ${vscode.workspace.asRelativePath(uri)}`, uri, verl: true })),
-    ...tensorboard.map((uri) => ({ label: `$(graph-line) ${basename(uri.fsPath)}`, description: `TensorBoard · ${vscode.workspace.asRelativePath(uri)}`, uri })),
-    ...coa.map((uri) => ({ label: `$(pulse) ${basename(dirname(uri.fsPath))}`, description: `CoA events (CoA trainer or TRL callback) · ${vscode.workspace.asRelativePath(uri)}`, uri: vscode.Uri.file(dirname(uri.fsPath)) })),
-    { label: '$(folder-opened) Browse…', description: 'a verl metrics .jsonl, a run directory holding events.jsonl, or a folder of TensorBoard event files' },
+    ...verl.map((uri) => ({
+      label: `$(graph) ${verlRunName(uri.fsPath)}`,
+      description: `verl metrics · ${vscode.workspace.asRelativePath(uri)}`,
+      uri,
+      verl: true,
+    })),
+    ...tensorboard.map((uri) => ({
+      label: `$(graph-line) ${basename(uri.fsPath)}`,
+      description: `TensorBoard · ${vscode.workspace.asRelativePath(uri)}`,
+      uri,
+    })),
+    ...coa.map((uri) => ({
+      label: `$(pulse) ${basename(dirname(uri.fsPath))}`,
+      description: `CoA events (CoA trainer or TRL callback) · ${vscode.workspace.asRelativePath(uri)}`,
+      uri: vscode.Uri.file(dirname(uri.fsPath)),
+    })),
+    {
+      label: '$(folder-opened) Browse…',
+      description:
+        'a verl metrics .jsonl, a run directory holding events.jsonl, or a folder of TensorBoard event files',
+    },
   ];
-  const picked = await vscode.window.showQuickPick(items, { title: 'CoA: Watch verl/TRL Run', placeHolder: verl.length + coa.length + tensorboard.length ? 'Run to watch' : 'No verl metrics file, events.jsonl or TensorBoard event file found in the workspace' });
+  const picked = await vscode.window.showQuickPick(items, {
+    title: 'CoA: Watch verl/TRL Run',
+    placeHolder:
+      verl.length + coa.length + tensorboard.length
+        ? 'Run to watch'
+        : 'No verl metrics file, events.jsonl or TensorBoard event file found in the workspace',
+  });
   if (!picked) return;
   let uri = picked.uri;
   let isVerl = picked.verl === true;
   if (!uri) {
-    const chosen = await vscode.window.showOpenDialog({ canSelectFiles: true, canSelectFolders: true, filters: { 'JSON Lines': ['jsonl'] }, openLabel: 'Watch', title: 'CoA: Watch verl/TRL Run' });
+    const chosen = await vscode.window.showOpenDialog({
+      canSelectFiles: true,
+      canSelectFolders: true,
+      filters: { 'JSON Lines': ['jsonl'] },
+      openLabel: 'Watch',
+      title: 'CoA: Watch verl/TRL Run',
+    });
     if (!chosen?.[0]) return;
     uri = chosen[0];
     if (uri.path.endsWith('/events.jsonl')) uri = vscode.Uri.joinPath(uri, '..');
@@ -113,13 +147,17 @@ export async function watchExternalRun(open: (source: vscode.Uri | VerlRunSource
   const rolloutDir = await findRolloutDir(uri);
   const retrieve = await vscode.window.showInputBox({
     title: 'Tool health (optional)',
-    prompt: 'The retrieval URL this run searches through (…/t/<token>/retrieve of `coa env serve`), to show its tool health. Leave empty to skip.',
+    prompt:
+      'The retrieval URL this run searches through (…/t/<token>/retrieve of `coa env serve`), to show its tool health. Leave empty to skip.',
     ignoreFocusOut: true,
-    validateInput: (v) => (!v.trim() || toolHealthUrlOf(v) ? undefined : 'expected http://127.0.0.1:PORT/t/<token>/…/retrieve'),
+    validateInput: (v) =>
+      !v.trim() || toolHealthUrlOf(v) ? undefined : 'expected http://127.0.0.1:PORT/t/<token>/…/retrieve',
   });
   await open({ metrics: uri, rolloutDir, toolHealthUrl: retrieve ? toolHealthUrlOf(retrieve) : undefined });
 }
 
 export function describeRolloutDir(source: VerlRunSource): string {
-  return source.rolloutDir ? relative(dirname(source.metrics.fsPath), source.rolloutDir.fsPath) || '.' : 'no rollout dumps found';
+  return source.rolloutDir
+    ? relative(dirname(source.metrics.fsPath), source.rolloutDir.fsPath) || '.'
+    : 'no rollout dumps found';
 }

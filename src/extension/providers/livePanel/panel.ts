@@ -10,7 +10,14 @@ import { isTensorBoardRunDir, TensorBoardTail } from '../../../core/tensorboard/
 import type { TrainerEvent } from '../../../core/events';
 import { webviewHtml } from '../../webview/html';
 import { StepIndex } from '../../../core/lineIndex';
-import { type HostToPanel, type LivePanelInitialState, type LivePanelRun, type PanelToHost, type RecordRef, type RolloutItem } from '../../../protocols/livePanel';
+import {
+  type HostToPanel,
+  type LivePanelInitialState,
+  type LivePanelRun,
+  type PanelToHost,
+  type RecordRef,
+  type RolloutItem,
+} from '../../../protocols/livePanel';
 import type { RecordViews } from '../notebook/recordView';
 import { chunk, flaggedOfStep, isSafeStageName, lineOfSample, rolloutsOfStep, sampleFromEvents } from './records';
 import { isVerlMetricsUri, type VerlRunSource } from './externalRuns';
@@ -49,7 +56,8 @@ function newRun(source: RunSource): FollowedRun {
     const info: LivePanelRun = { ...runInfo(source), engine: 'tensorboard' };
     return { info, dir: source, pending: [], reset: false };
   }
-  if (source instanceof vscode.Uri && !isVerlMetricsUri(source)) return { info: runInfo(source), dir: source, pending: [], reset: false };
+  if (source instanceof vscode.Uri && !isVerlMetricsUri(source))
+    return { info: runInfo(source), dir: source, pending: [], reset: false };
   const verl: VerlRunSource = source instanceof vscode.Uri ? { metrics: source } : source;
   const info: LivePanelRun = { ...runInfo(verl.metrics), engine: 'verl', rolloutDir: verl.rolloutDir?.toString() };
   info.label = verlRunName(verl.metrics.fsPath);
@@ -60,7 +68,8 @@ function newRun(source: RunSource): FollowedRun {
  * events.jsonl. */
 function tailOf(run: FollowedRun): Tail {
   if (run.info.engine === 'tensorboard') return new TensorBoardTail(run.dir.fsPath, run.info.label);
-  if (run.verl) return verlTail(run.verl.metrics.fsPath, { rolloutDir: run.verl.rolloutDir?.fsPath, run: run.info.label });
+  if (run.verl)
+    return verlTail(run.verl.metrics.fsPath, { rolloutDir: run.verl.rolloutDir?.fsPath, run: run.info.label });
   return new EventTail(vscode.Uri.joinPath(run.dir, 'events.jsonl').fsPath);
 }
 
@@ -93,7 +102,10 @@ export class LivePanel implements vscode.Disposable {
     private readonly log: vscode.LogOutputChannel,
     private readonly host: LivePanelHost,
   ) {
-    panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist', 'webview')] };
+    panel.webview.options = {
+      enableScripts: true,
+      localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist', 'webview')],
+    };
     this.disposables.push(
       panel.webview.onDidReceiveMessage((m: PanelToHost) => void this.onMessage(m)),
       panel.onDidDispose(() => this.dispose()),
@@ -125,7 +137,12 @@ export class LivePanel implements vscode.Disposable {
     this.panel.webview.html = webviewHtml(
       this.panel.webview,
       this.extensionUri,
-      { title: 'CoA live training', scripts: ['dist/webview/live-panel.js'], styles: ['dist/webview/live-panel.css'], initialState: initial },
+      {
+        title: 'CoA live training',
+        scripts: ['dist/webview/live-panel.js'],
+        styles: ['dist/webview/live-panel.css'],
+        initialState: initial,
+      },
       (base, p) => vscode.Uri.joinPath(base, p),
     );
   }
@@ -174,7 +191,12 @@ export class LivePanel implements vscode.Disposable {
         if (!res.ok) throw new Error(body.error?.message ?? `HTTP ${res.status}`);
         this.post({ type: 'toolHealth', run: run.info.key, callers: body.callers ?? {} });
       } catch (e) {
-        this.post({ type: 'toolHealth', run: run.info.key, callers: {}, error: `tool health unavailable: ${(e as Error).message}` });
+        this.post({
+          type: 'toolHealth',
+          run: run.info.key,
+          callers: {},
+          error: `tool health unavailable: ${(e as Error).message}`,
+        });
       }
     };
     void poll();
@@ -200,7 +222,9 @@ export class LivePanel implements vscode.Disposable {
       const events = run.pending;
       run.pending = [];
       const batches = events.length ? chunk(events, MAX_EVENTS_PER_MESSAGE) : [[]];
-      batches.forEach((b, i) => this.post({ type: 'events', run: run.info.key, events: b, reset: i === 0 && run.reset ? true : undefined }));
+      batches.forEach((b, i) =>
+        this.post({ type: 'events', run: run.info.key, events: b, reset: i === 0 && run.reset ? true : undefined }),
+      );
       run.reset = false;
       this.sent += events.length;
     }
@@ -235,12 +259,26 @@ export class LivePanel implements vscode.Disposable {
       case 'stepRollouts': {
         const run = this.runs.get(m.run);
         if (!run || !Number.isInteger(m.step)) return;
-        const answer = run.info.engine === 'tensorboard' ? { items: [], total: 0, error: 'a TensorBoard run holds scalars only: no rollouts' }
-          : run.verl ? await listVerlStep(run.verl, m.step) : await this.listStepRollouts(run.dir, m.stage, m.step);
+        const answer =
+          run.info.engine === 'tensorboard'
+            ? { items: [], total: 0, error: 'a TensorBoard run holds scalars only: no rollouts' }
+            : run.verl
+              ? await listVerlStep(run.verl, m.step)
+              : await this.listStepRollouts(run.dir, m.stage, m.step);
         // What the scanners flagged at the step clicked (written every step, not only where rollouts are sampled).
         const flaggedStep = Number.isInteger(m.clicked) ? m.clicked! : m.step;
-        const flagged = run.verl || run.info.engine === 'tensorboard' || !isSafeStageName(m.stage) ? undefined : await flaggedOfStep(this.index(stageFile(run.dir, m.stage, 'flagged')), flaggedStep);
-        this.post({ type: 'rollouts', run: m.run, stage: m.stage, step: m.step, ...answer, ...(flagged ? { flagged, flaggedStep } : {}) });
+        const flagged =
+          run.verl || run.info.engine === 'tensorboard' || !isSafeStageName(m.stage)
+            ? undefined
+            : await flaggedOfStep(this.index(stageFile(run.dir, m.stage, 'flagged')), flaggedStep);
+        this.post({
+          type: 'rollouts',
+          run: m.run,
+          stage: m.stage,
+          step: m.step,
+          ...answer,
+          ...(flagged ? { flagged, flaggedStep } : {}),
+        });
         return;
       }
       case 'openRollout':
@@ -269,12 +307,17 @@ export class LivePanel implements vscode.Disposable {
   }
 
   /** The rollouts a stage wrote at one step, from its rollouts file's line index (the file may be large). */
-  private async listStepRollouts(runDir: vscode.Uri, stage: string, step: number): Promise<{ items: RolloutItem[]; total: number; error?: string }> {
+  private async listStepRollouts(
+    runDir: vscode.Uri,
+    stage: string,
+    step: number,
+  ): Promise<{ items: RolloutItem[]; total: number; error?: string }> {
     if (!isSafeStageName(stage)) return { items: [], total: 0, error: `not a stage name: ${JSON.stringify(stage)}` };
     const file = stageFile(runDir, stage, 'rollouts');
     try {
       const answer = await rolloutsOfStep(this.index(file), step);
-      if (!answer.total && !(await exists(file))) return { ...answer, error: `${stage} wrote no rollouts file (stages/${stage}/rollouts.coa.jsonl)` };
+      if (!answer.total && !(await exists(file)))
+        return { ...answer, error: `${stage} wrote no rollouts file (stages/${stage}/rollouts.coa.jsonl)` };
       return answer;
     } catch (e) {
       return { items: [], total: 0, error: `cannot read ${file.fsPath}: ${(e as Error).message}` };
@@ -285,16 +328,31 @@ export class LivePanel implements vscode.Disposable {
    * its file: where its line is comes from the file's line index. */
   private async openRef(ref: RecordRef): Promise<void> {
     const run = this.runs.get(ref?.run);
-    if (!run || !isSafeStageName(ref.stage) || !Number.isInteger(ref.line) || ref.line < 0 || !Number.isInteger(ref.step)) return;
+    if (
+      !run ||
+      !isSafeStageName(ref.stage) ||
+      !Number.isInteger(ref.line) ||
+      ref.line < 0 ||
+      !Number.isInteger(ref.step)
+    )
+      return;
     if (ref.file !== 'rollouts' && ref.file !== 'flagged') return;
     if (run.verl) {
       if (!run.verl.rolloutDir || ref.file !== 'rollouts') return;
-      await this.host.records.show({ file: vscode.Uri.joinPath(run.verl.rolloutDir, `${ref.step}.jsonl`), line: ref.line + 1 }, { viewColumn: vscode.ViewColumn.Beside });
+      await this.host.records.show(
+        { file: vscode.Uri.joinPath(run.verl.rolloutDir, `${ref.step}.jsonl`), line: ref.line + 1 },
+        { viewColumn: vscode.ViewColumn.Beside },
+      );
       return;
     }
     const file = stageFile(run.dir, ref.stage, ref.file);
-    const at = await this.index(file).locate(ref.line).catch(() => undefined);
-    await this.host.records.show({ file, line: ref.line + 1, ...(at ? { offset: at.offset, length: at.length } : {}) }, { viewColumn: vscode.ViewColumn.Beside });
+    const at = await this.index(file)
+      .locate(ref.line)
+      .catch(() => undefined);
+    await this.host.records.show(
+      { file, line: ref.line + 1, ...(at ? { offset: at.offset, length: at.length } : {}) },
+      { viewColumn: vscode.ViewColumn.Beside },
+    );
   }
 
   /**
@@ -305,12 +363,16 @@ export class LivePanel implements vscode.Disposable {
    */
   private async openSample(runDir: vscode.Uri, stage: string, step: number, id: string): Promise<void> {
     const beside = { viewColumn: vscode.ViewColumn.Beside };
-    if (!isSafeStageName(stage)) return void this.log.warn(`live panel: ignored a rollout with an unexpected stage name ${JSON.stringify(stage)}`);
+    if (!isSafeStageName(stage))
+      return void this.log.warn(`live panel: ignored a rollout with an unexpected stage name ${JSON.stringify(stage)}`);
     const file = stageFile(runDir, stage, 'rollouts');
     const line = await lineOfSample(this.index(file), step, id).catch(() => undefined);
     if (line !== undefined) return this.openRef({ run: runDir.toString(), stage, file: 'rollouts', step, line });
     const record = await sampleFromEvents(vscode.Uri.joinPath(runDir, 'events.jsonl').fsPath, stage, step, id);
-    if (record === undefined) return void vscode.window.showWarningMessage(`CoA: ${id} (${stage}, step ${step}) is in neither the stage's rollouts nor the run's events.`);
+    if (record === undefined)
+      return void vscode.window.showWarningMessage(
+        `CoA: ${id} (${stage}, step ${step}) is in neither the stage's rollouts nor the run's events.`,
+      );
     const dir = mkdtempSync(join(tmpdir(), 'coa-studio-sample-'));
     const out = join(dir, `${safeName(id)}.coa.jsonl`);
     writeFileSync(out, JSON.stringify(record) + '\n');
@@ -331,18 +393,31 @@ export class LivePanel implements vscode.Disposable {
 }
 
 /** The rows of a verl step's dump (`<rollout_data_dir>/<step>.jsonl`). */
-async function listVerlStep(verl: VerlRunSource, step: number): Promise<{ items: RolloutItem[]; total: number; error?: string }> {
-  if (!verl.rolloutDir) return { items: [], total: 0, error: 'no rollout dump directory known for this verl run (trainer.rollout_data_dir)' };
+async function listVerlStep(
+  verl: VerlRunSource,
+  step: number,
+): Promise<{ items: RolloutItem[]; total: number; error?: string }> {
+  if (!verl.rolloutDir)
+    return {
+      items: [],
+      total: 0,
+      error: 'no rollout dump directory known for this verl run (trainer.rollout_data_dir)',
+    };
   const file = vscode.Uri.joinPath(verl.rolloutDir, `${step}.jsonl`);
   try {
     return verlStepItems(new TextDecoder().decode(await vscode.workspace.fs.readFile(file)));
   } catch {
-    return { items: [], total: 0, error: `verl dumped no rollouts at step ${step} (${vscode.workspace.asRelativePath(file)})` };
+    return {
+      items: [],
+      total: 0,
+      error: `verl dumped no rollouts at step ${step} (${vscode.workspace.asRelativePath(file)})`,
+    };
   }
 }
 
 /** A stage's record file: its rollouts, or what the reward-hacking scanners flagged. */
-const stageFile = (runDir: vscode.Uri, stage: string, file: RecordRef['file']) => vscode.Uri.joinPath(runDir, 'stages', stage, `${file}.coa.jsonl`);
+const stageFile = (runDir: vscode.Uri, stage: string, file: RecordRef['file']) =>
+  vscode.Uri.joinPath(runDir, 'stages', stage, `${file}.coa.jsonl`);
 
 async function exists(file: vscode.Uri): Promise<boolean> {
   try {

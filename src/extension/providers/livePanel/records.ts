@@ -20,18 +20,33 @@ export function chunk<T>(items: T[], size: number): T[][] {
   return out;
 }
 
-type Fields = { id?: unknown; question?: unknown; meta?: { scan?: { rule?: unknown; detail?: unknown }[] }; reward?: { total?: unknown; tool_calls?: unknown } | null };
+type Fields = {
+  id?: unknown;
+  question?: unknown;
+  meta?: { scan?: { rule?: unknown; detail?: unknown }[] };
+  reward?: { total?: unknown; tool_calls?: unknown } | null;
+};
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 /**
  * The rollouts a stage wrote at `step` (records whose `meta.step` is `step`), in file order; at most `limit` listed,
  * `total` counts all. A missing file has none.
  */
-export async function rolloutsOfStep(index: StepIndex, step: number, limit = 500): Promise<{ items: RolloutItem[]; total: number }> {
+export async function rolloutsOfStep(
+  index: StepIndex,
+  step: number,
+  limit = 500,
+): Promise<{ items: RolloutItem[]; total: number }> {
   const rows = (await index.rowsOf(step)).filter((r) => typeof (r.value as Fields).id === 'string');
   const items = rows.slice(0, limit).map((r) => {
     const v = r.value as Fields;
-    return { id: v.id as string, line: r.line, question: typeof v.question === 'string' ? v.question : '', reward: num(v.reward?.total), toolCalls: num(v.reward?.tool_calls) };
+    return {
+      id: v.id as string,
+      line: r.line,
+      question: typeof v.question === 'string' ? v.question : '',
+      reward: num(v.reward?.total),
+      toolCalls: num(v.reward?.tool_calls),
+    };
   });
   return { items, total: rows.length };
 }
@@ -45,7 +60,14 @@ export async function flaggedOfStep(index: StepIndex, step: number): Promise<Fla
     const v = r.value as Fields;
     if (typeof v.id !== 'string') return [];
     const scan = Array.isArray(v.meta?.scan) ? v.meta.scan : [];
-    return [{ id: v.id, line: r.line, rules: scan.map((f) => String(f.rule)), detail: scan.map((f) => String(f.detail)).join('; ') }];
+    return [
+      {
+        id: v.id,
+        line: r.line,
+        rules: scan.map((f) => String(f.rule)),
+        detail: scan.map((f) => String(f.detail)).join('; '),
+      },
+    ];
   });
 }
 
@@ -61,7 +83,10 @@ export async function lineOfSample(index: StepIndex, step: number, id: string): 
 export async function sampleFromEvents(eventsFile: string, stage: string, step: number, id: string): Promise<unknown> {
   let found: unknown;
   try {
-    for await (const row of createInterface({ input: createReadStream(eventsFile, { encoding: 'utf8' }), crlfDelay: Infinity })) {
+    for await (const row of createInterface({
+      input: createReadStream(eventsFile, { encoding: 'utf8' }),
+      crlfDelay: Infinity,
+    })) {
       let e: { type?: unknown; stage?: unknown; step?: unknown; record?: { id?: unknown } };
       try {
         e = parsePythonJson(row) as typeof e;

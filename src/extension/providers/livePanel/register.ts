@@ -24,7 +24,8 @@ export class LivePanels implements vscode.Disposable {
     const lp = new LivePanel(panel, this.extensionUri, this.log, {
       records: this.records,
       addRun: () => this.addRun(),
-      openGroups: (file, step) => openGroupView({ extensionUri: this.extensionUri, records: this.records }, { file, step }),
+      openGroups: (file, step) =>
+        openGroupView({ extensionUri: this.extensionUri, records: this.records }, { file, step }),
     });
     this.panels.add(lp);
     this.active = lp;
@@ -45,12 +46,17 @@ export class LivePanels implements vscode.Disposable {
       existing.panel.reveal();
       return;
     }
-    const panel = vscode.window.createWebviewPanel(LIVE_PANEL_VIEW_TYPE, 'CoA Live', { viewColumn: vscode.ViewColumn.Active, preserveFocus: false }, {
-      enableScripts: true,
-      // Charts hold every point received; rebuilding them on each tab switch would mean re-reading the run.
-      retainContextWhenHidden: true,
-      localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview')],
-    });
+    const panel = vscode.window.createWebviewPanel(
+      LIVE_PANEL_VIEW_TYPE,
+      'CoA Live',
+      { viewColumn: vscode.ViewColumn.Active, preserveFocus: false },
+      {
+        enableScripts: true,
+        // Charts hold every point received; rebuilding them on each tab switch would mean re-reading the run.
+        retainContextWhenHidden: true,
+        localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview')],
+      },
+    );
     await this.adopt(panel).show([dir]);
   }
 
@@ -75,14 +81,24 @@ export class LivePanels implements vscode.Disposable {
   }
 }
 
-export function registerLivePanel(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, records: RecordViews): LivePanels {
+export function registerLivePanel(
+  context: vscode.ExtensionContext,
+  log: vscode.LogOutputChannel,
+  records: RecordViews,
+): LivePanels {
   const panels = new LivePanels(context.extensionUri, log, records);
   context.subscriptions.push(
     vscode.window.registerWebviewPanelSerializer(LIVE_PANEL_VIEW_TYPE, {
       // After a window reload: the page saved its runs and smoothing with setState; the events are re-read.
       async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: LivePanelSavedState | undefined) {
         const dirs: RunSource[] = (state?.runs ?? []).map((r) =>
-          r.engine === 'verl' ? { metrics: vscode.Uri.parse(r.key), rolloutDir: r.rolloutDir ? vscode.Uri.parse(r.rolloutDir) : undefined } : vscode.Uri.parse(r.key));
+          r.engine === 'verl'
+            ? {
+                metrics: vscode.Uri.parse(r.key),
+                rolloutDir: r.rolloutDir ? vscode.Uri.parse(r.rolloutDir) : undefined,
+              }
+            : vscode.Uri.parse(r.key),
+        );
         await panels.adopt(panel).show(dirs, state?.smoothing ?? DEFAULT_SMOOTHING);
       },
     }),
@@ -106,20 +122,43 @@ async function pickRunDir(title: string): Promise<vscode.Uri | undefined> {
   const items = await Promise.all(
     files.map(async (f) => {
       const dir = vscode.Uri.joinPath(f, '..');
-      const stat = await vscode.workspace.fs.stat(f).then((s) => s, () => undefined);
-      return { label: dir.path.split('/').pop() ?? dir.path, description: vscode.workspace.asRelativePath(dir), dir, mtime: stat?.mtime ?? 0 };
+      const stat = await vscode.workspace.fs.stat(f).then(
+        (s) => s,
+        () => undefined,
+      );
+      return {
+        label: dir.path.split('/').pop() ?? dir.path,
+        description: vscode.workspace.asRelativePath(dir),
+        dir,
+        mtime: stat?.mtime ?? 0,
+      };
     }),
   );
   items.sort((a, b) => b.mtime - a.mtime);
-  const browse = { label: '$(folder-opened) Browse…', description: 'a run directory (holding events.jsonl)', dir: undefined, mtime: 0 };
-  const picked = await vscode.window.showQuickPick([...items, browse], { title, placeHolder: items.length ? 'Run' : 'No runs/*/events.jsonl in the workspace' });
+  const browse = {
+    label: '$(folder-opened) Browse…',
+    description: 'a run directory (holding events.jsonl)',
+    dir: undefined,
+    mtime: 0,
+  };
+  const picked = await vscode.window.showQuickPick([...items, browse], {
+    title,
+    placeHolder: items.length ? 'Run' : 'No runs/*/events.jsonl in the workspace',
+  });
   if (!picked) return undefined;
   if (picked.dir) return picked.dir;
-  const chosen = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, openLabel: 'Open run', title });
+  const chosen = await vscode.window.showOpenDialog({
+    canSelectFolders: true,
+    canSelectFiles: false,
+    openLabel: 'Open run',
+    title,
+  });
   return chosen?.[0];
 }
 
 /** A verl metrics file given as a Uri (Runs view, Explorer) gets its rollout dump directory looked up. */
 async function withRolloutDir(source: RunSource): Promise<RunSource> {
-  return source instanceof vscode.Uri && isVerlMetricsUri(source) ? { metrics: source, rolloutDir: await findRolloutDir(source) } : source;
+  return source instanceof vscode.Uri && isVerlMetricsUri(source)
+    ? { metrics: source, rolloutDir: await findRolloutDir(source) }
+    : source;
 }

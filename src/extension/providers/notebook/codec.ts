@@ -98,7 +98,10 @@ export function decodeBytes(bytes: Uint8Array): { text: string; readonly?: strin
     // ignoreBOM: keep a BOM in the text so it is written back (the core skips it: line 1 is still a record).
     return { text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes) };
   } catch {
-    return { text: new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes), readonly: 'not valid UTF-8: saving would change bytes' };
+    return {
+      text: new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes),
+      readonly: 'not valid UTF-8: saving would change bytes',
+    };
   }
 }
 
@@ -118,7 +121,10 @@ export function textToNotebook(text: string, options: DecodeOptions = {}): Noteb
   // A verl rollout dump (trainer.rollout_data_dir/<step>.jsonl) opens as it is: its rows read as records
   // (src/core/importers/verl-rollouts.ts), read-only since saving would have to write verl's row format back.
   // One dialect for the dump (its run's), not one per answer: an answer that did not search has no tag of its own.
-  const verl = lines.length > 0 && looksLikeVerlDump(lines[0].raw) ? verlLineParser(verlRunDialect(lines.map((l) => dumpRow(l.raw)))) : undefined;
+  const verl =
+    lines.length > 0 && looksLikeVerlDump(lines[0].raw)
+      ? verlLineParser(verlRunDialect(lines.map((l) => dumpRow(l.raw))))
+      : undefined;
   const parse = verl ?? parseRecordLine;
   const entries = lines.map((l) => ({ src: l, entry: parse(l.raw, l.line) }));
   const content = linesToNotebook(entries, trailer, options);
@@ -126,7 +132,8 @@ export function textToNotebook(text: string, options: DecodeOptions = {}): Noteb
   return content;
 }
 
-export const VERL_DUMP_READONLY = 'verl rollout dump: read-only here ("CoA: Convert to Trajectories…", or coa convert --from verl-rollouts, makes an editable *.coa.jsonl)';
+export const VERL_DUMP_READONLY =
+  'verl rollout dump: read-only here ("CoA: Convert to Trajectories…", or coa convert --from verl-rollouts, makes an editable *.coa.jsonl)';
 
 /**
  * Rewards as the notebook shows them: each record under its own run's scheme (the scheme of its stored `reward`,
@@ -140,7 +147,11 @@ export interface NotebookRewards {
   setting: (RewardBreakdown | undefined)[];
 }
 
-export function scoreForNotebook(records: readonly TrajectoryRecord[], scheme: Scheme, params: RewardParams): NotebookRewards {
+export function scoreForNotebook(
+  records: readonly TrajectoryRecord[],
+  scheme: Scheme,
+  params: RewardParams,
+): NotebookRewards {
   const own: RewardBreakdown[] = new Array(records.length);
   const setting: (RewardBreakdown | undefined)[] = new Array(records.length).fill(undefined);
   const bySchemeIdx = new Map<Scheme, number[]>();
@@ -157,7 +168,11 @@ export function scoreForNotebook(records: readonly TrajectoryRecord[], scheme: S
     const withN = s === 'otc-grpo' ? idx.filter((i) => typeof records[i].reward?.optimal_tool_calls === 'number') : [];
     const alone = new Set(withN);
     const rest = alone.size ? idx.filter((i) => !alone.has(i)) : idx;
-    scoreRecords(rest.map((i) => records[i]), s, params).forEach((b, k) => (own[rest[k]] = b));
+    scoreRecords(
+      rest.map((i) => records[i]),
+      s,
+      params,
+    ).forEach((b, k) => (own[rest[k]] = b));
     for (const i of withN) {
       const state = new OtcState();
       state.observe(questionKey(records[i]), records[i].reward!.optimal_tool_calls!);
@@ -165,7 +180,12 @@ export function scoreForNotebook(records: readonly TrajectoryRecord[], scheme: S
     }
   }
   const foreign = records.flatMap((r, i) => (r.reward && r.reward.scheme !== scheme ? [i] : []));
-  if (foreign.length) scoreRecords(foreign.map((i) => records[i]), scheme, params).forEach((b, k) => (setting[foreign[k]] = b));
+  if (foreign.length)
+    scoreRecords(
+      foreign.map((i) => records[i]),
+      scheme,
+      params,
+    ).forEach((b, k) => (setting[foreign[k]] = b));
   return { own, setting };
 }
 
@@ -188,11 +208,27 @@ export function linesToNotebook(
   entries.forEach(({ src, entry }, index) => {
     if (!entry.record) {
       const p = entry.problem!;
-      cells.push(errorCell(src, index, p.code, `${options.source ?? 'line'}:${src.line}:${p.column}: ${p.code} ${p.message}`, p.column));
+      cells.push(
+        errorCell(
+          src,
+          index,
+          p.code,
+          `${options.source ?? 'line'}:${src.line}:${p.column}: ${p.code} ${p.message}`,
+          p.column,
+        ),
+      );
       return;
     }
     const i = k++;
-    cells.push(...recordCells(entry.record, src, index, { breakdown: rewards.own[i], setting: rewards.setting[i], params, configured: scheme }, options.within?.file));
+    cells.push(
+      ...recordCells(
+        entry.record,
+        src,
+        index,
+        { breakdown: rewards.own[i], setting: rewards.setting[i], params, configured: scheme },
+        options.within?.file,
+      ),
+    );
   });
   const meta: NotebookMeta = { trailer, ...(options.within ? { record: options.within } : {}) };
   return { cells, metadata: { [META_KEY]: meta } };
@@ -210,18 +246,36 @@ function summaryCell(s: QuestionSummary, records: number): CellData {
       ? '*A prompt-only dataset: questions and golden answers, no responses yet — train on it or generate rollouts, nothing here has failed.*'
       : `*${(records - s.questions).toLocaleString('en-US')} of the ${records.toLocaleString('en-US')} records have responses; the others are questions waiting for one.*`,
   ];
-  if (s.withGolden < s.questions) lines.push('', `${(s.questions - s.withGolden).toLocaleString('en-US')} question(s) have **no golden answers**: they cannot be scored.`);
+  if (s.withGolden < s.questions)
+    lines.push(
+      '',
+      `${(s.questions - s.withGolden).toLocaleString('en-US')} question(s) have **no golden answers**: they cannot be scored.`,
+    );
   return { kind: 'markup', value: lines.join('\n'), languageId: 'markdown', metadata: { [META_KEY]: meta } };
 }
 
 function errorCell(src: SourceLine, record: number, code: string, message: string, column: number): CellData {
-  const meta: ErrorCellMeta = { kind: 'error', record, line: src.line, eol: src.eol, gap: src.gap, code, message, column };
+  const meta: ErrorCellMeta = {
+    kind: 'error',
+    record,
+    line: src.line,
+    eol: src.eol,
+    gap: src.gap,
+    code,
+    message,
+    column,
+  };
   return {
     kind: 'code',
     value: src.raw,
     languageId: ERROR_LANGUAGE,
     metadata: { [META_KEY]: meta },
-    outputs: [[{ mime: 'application/vnd.code.notebook.error', data: { name: code, message } }, { mime: 'text/plain', data: message }]],
+    outputs: [
+      [
+        { mime: 'application/vnd.code.notebook.error', data: { name: code, message } },
+        { mime: 'text/plain', data: message },
+      ],
+    ],
   };
 }
 
@@ -232,25 +286,56 @@ function recordCells(
   reward: { breakdown: RewardBreakdown; setting?: RewardBreakdown; params: RewardParams; configured: Scheme },
   file?: string,
 ): CellData[] {
-  const header: HeaderCellMeta = { kind: 'header', record: index, line: src.line, raw: src.raw, eol: src.eol, gap: src.gap, id: r.id };
-  const cells: CellData[] = [{ kind: 'markup', value: headerMarkdown(r, src.line, file), languageId: 'markdown', metadata: { [META_KEY]: header } }];
+  const header: HeaderCellMeta = {
+    kind: 'header',
+    record: index,
+    line: src.line,
+    raw: src.raw,
+    eol: src.eol,
+    gap: src.gap,
+    id: r.id,
+  };
+  const cells: CellData[] = [
+    {
+      kind: 'markup',
+      value: headerMarkdown(r, src.line, file),
+      languageId: 'markdown',
+      metadata: { [META_KEY]: header },
+    },
+  ];
   // A question has nothing to show but its header: no empty step cell, no reward (one cell per record keeps a
   // 3,000-question dataset at 3,000 cells). A code cell added under the header becomes its response on save.
   if (isQuestion(r)) return cells;
   const report = formatOf(r, reward.params);
   for (const [i, piece] of stepPieces(r.response, report.segments).entries()) {
     const meta: StepCellMeta = { kind: 'step', record: index, line: src.line, index: i, ...piece.meta };
-    cells.push({ kind: 'code', value: r.response.slice(piece.meta.start, piece.meta.end), languageId: STEP_LANGUAGE, metadata: { [META_KEY]: meta } });
+    cells.push({
+      kind: 'code',
+      value: r.response.slice(piece.meta.start, piece.meta.end),
+      languageId: STEP_LANGUAGE,
+      metadata: { [META_KEY]: meta },
+    });
   }
   const b = reward.breakdown;
-  const out: RewardOutput = { id: r.id, breakdown: b, formula: describeFormula(b.scheme, reward.params), answer: report.answer, golden: r.golden_answers ?? [] };
+  const out: RewardOutput = {
+    id: r.id,
+    breakdown: b,
+    formula: describeFormula(b.scheme, reward.params),
+    answer: report.answer,
+    golden: r.golden_answers ?? [],
+  };
   if (r.reward) {
     out.stored = r.reward;
     // Same scheme by construction (scoreForNotebook): compare what the reward is made of, not float noise.
     out.storedDiffers = Math.abs(r.reward.total - b.total) > 1e-9 || r.reward.format_ok !== b.format_ok;
   }
   if (reward.setting) out.setting = reward.setting;
-  cells[cells.length - 1].outputs = [[{ mime: REWARD_MIME, data: out }, { mime: 'text/plain', data: rewardText(out) }]];
+  cells[cells.length - 1].outputs = [
+    [
+      { mime: REWARD_MIME, data: out },
+      { mime: 'text/plain', data: rewardText(out) },
+    ],
+  ];
   return cells;
 }
 
@@ -277,7 +362,8 @@ export function stepPieces(response: string, segments: readonly Segment[]): Piec
     if (s.block !== undefined) meta.block = s.block;
     pieces.push({ meta });
   }
-  if (!pieces.length) pieces.push({ meta: { step: 'text', start: 0, end: response.length, segmentEnd: response.length } });
+  if (!pieces.length)
+    pieces.push({ meta: { step: 'text', start: 0, end: response.length, segmentEnd: response.length } });
   else pieces[pieces.length - 1].meta.end = response.length;
   return pieces;
 }
@@ -290,15 +376,25 @@ function md(text: string): string {
 /** The header cell: generated from the record (edits to it are not written back). */
 export function headerMarkdown(r: TrajectoryRecord, line: number, file?: string): string {
   const meta = r.meta ?? {};
-  const metaParts = (['run', 'stage', 'step', 'sample'] as const).filter((k) => meta[k] !== undefined).map((k) => `${k} **${md(String(meta[k]))}**`);
+  const metaParts = (['run', 'stage', 'step', 'sample'] as const)
+    .filter((k) => meta[k] !== undefined)
+    .map((k) => `${k} **${md(String(meta[k]))}**`);
   const lines = [`### ${md(r.id)}`, '', `**Question:** ${md(r.question)}`, ''];
   if (r.golden_answers?.length) lines.push(`**Golden answers:** ${r.golden_answers.map(md).join(' · ')}`, '');
   // A fork (replay/fork.ts) says what it forked and what that scored, so the two rewards read side by side.
   if (typeof meta.fork_of === 'string') {
-    const was = typeof meta.fork_of_reward === 'number' ? ` — its reward ${meta.fork_of_reward}${typeof meta.fork_of_scheme === 'string' ? ` (${md(meta.fork_of_scheme)})` : ''}` : '';
-    lines.push(`**Fork of** ${md(meta.fork_of)} from step ${Number(meta.fork_step) + 1} (${md(String(meta.fork_step_kind ?? ''))}${meta.fork_edited ? ', edited' : ', as it was'})${was}; the rest regenerated by ${md(String(meta.checkpoint ?? 'the checkpoint').replace(/^.*[\\/](runs[\\/])/, '$1'))}`, '');
+    const was =
+      typeof meta.fork_of_reward === 'number'
+        ? ` — its reward ${meta.fork_of_reward}${typeof meta.fork_of_scheme === 'string' ? ` (${md(meta.fork_of_scheme)})` : ''}`
+        : '';
+    lines.push(
+      `**Fork of** ${md(meta.fork_of)} from step ${Number(meta.fork_step) + 1} (${md(String(meta.fork_step_kind ?? ''))}${meta.fork_edited ? ', edited' : ', as it was'})${was}; the rest regenerated by ${md(String(meta.checkpoint ?? 'the checkpoint').replace(/^.*[\\/](runs[\\/])/, '$1'))}`,
+      '',
+    );
   }
-  lines.push(`*line ${line.toLocaleString('en-US')}${file ? ` of ${md(file)}` : ''}${r.dialect ? ` · dialect ${r.dialect}` : ''}${metaParts.length ? ` · ${metaParts.join(' · ')}` : ''}*`);
+  lines.push(
+    `*line ${line.toLocaleString('en-US')}${file ? ` of ${md(file)}` : ''}${r.dialect ? ` · dialect ${r.dialect}` : ''}${metaParts.length ? ` · ${metaParts.join(' · ')}` : ''}*`,
+  );
   // A record view (one record of a file) also says what the scanners find and links its token audit and GRPO group.
   const diagnostics = file ? recordDiagnosticsMarkdown(r) : null;
   if (diagnostics) lines.push('', diagnostics);
@@ -313,7 +409,10 @@ export function rewardText(o: RewardOutput): string {
     `answer ${o.answer === null ? '—' : JSON.stringify(o.answer)}  golden ${JSON.stringify(o.golden)}`,
     o.formula,
   ];
-  if (o.stored) lines.push(`stored reward ${o.stored.total} (${o.stored.scheme}, the record's own run)${o.storedDiffers ? ' differs from the recomputed one' : ': recomputed the same'}`);
+  if (o.stored)
+    lines.push(
+      `stored reward ${o.stored.total} (${o.stored.scheme}, the record's own run)${o.storedDiffers ? ' differs from the recomputed one' : ': recomputed the same'}`,
+    );
   if (o.setting) lines.push(`under ${o.setting.scheme} (coaStudio.rewardScheme): ${o.setting.total}`);
   if (!o.golden.length) lines.push('no golden answers: EM and F1 cannot be measured');
   return lines.join('\n');
@@ -326,7 +425,10 @@ export function rewardText(o: RewardOutput): string {
 export class SaveError extends Error {}
 
 /** Notebook → file text. */
-export function notebookToText(content: { cells: readonly Pick<CellData, 'kind' | 'value' | 'metadata'>[]; metadata?: { [key: string]: unknown } }): string {
+export function notebookToText(content: {
+  cells: readonly Pick<CellData, 'kind' | 'value' | 'metadata'>[];
+  metadata?: { [key: string]: unknown };
+}): string {
   const nbMeta = content.metadata?.[META_KEY] as NotebookMeta | undefined;
   if (nbMeta?.readonly) throw new SaveError(`this notebook cannot be saved: ${nbMeta.readonly}`);
   const out: string[] = [];
@@ -346,7 +448,8 @@ export function notebookToText(content: { cells: readonly Pick<CellData, 'kind' 
     } else if (cell.kind === 'code') {
       // A step cell, or a code cell the user added: both extend the record above.
       const step = meta?.kind === 'step' ? meta : undefined;
-      if (group) (group as { steps: { value: string; meta?: StepCellMeta }[] }).steps.push({ value: cell.value, meta: step });
+      if (group)
+        (group as { steps: { value: string; meta?: StepCellMeta }[] }).steps.push({ value: cell.value, meta: step });
       else if (cell.value.trim() !== '') out.push('', cell.value.replace(/\r?\n/g, ' '), '\n'); // no record above: a line of its own
     }
     // Markdown cells the user added are notes, not data.

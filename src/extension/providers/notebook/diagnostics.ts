@@ -38,7 +38,11 @@ export interface DiagnosticCache {
 }
 
 /** Diagnostics of every record in a notebook, placed in its step cells. */
-export function notebookDiagnostics(cells: readonly CellLike[], options: FormatOptions = {}, cache?: DiagnosticCache): CellDiagnostic[] {
+export function notebookDiagnostics(
+  cells: readonly CellLike[],
+  options: FormatOptions = {},
+  cache?: DiagnosticCache,
+): CellDiagnostic[] {
   const out: CellDiagnostic[] = [];
   const seen = new Map<string, CellDiagnostic[]>();
   let group: number[] | null = null;
@@ -48,7 +52,12 @@ export function notebookDiagnostics(cells: readonly CellLike[], options: FormatO
       const g = group;
       const h = header;
       const k = cache ? g.map((i) => cache.key(i)).join('|') : '';
-      const found = (cache && cache.records.get(k)) ?? recordDiagnostics(g.map((i) => cells[i].value), recordFormatOptions({ dialect: dialectOf(h) }, options));
+      const found =
+        (cache && cache.records.get(k)) ??
+        recordDiagnostics(
+          g.map((i) => cells[i].value),
+          recordFormatOptions({ dialect: dialectOf(h) }, options),
+        );
       if (cache) seen.set(k, found);
       for (const d of found) out.push({ ...d, cell: g[d.cell], record: { id: h.id, line: h.line } });
     }

@@ -2,7 +2,15 @@
 // matching records (the source is never reordered or changed). Pure; the commands in commands.ts call it.
 import { parseRecordLine } from '../../../core/jsonl';
 import { isQuestion, type RewardBreakdown } from '../../../core/record';
-import { DecodeOptions, NotebookContent, NotebookRewards, linesToNotebook, notebookToText, scoreForNotebook, splitLines } from './codec';
+import {
+  DecodeOptions,
+  NotebookContent,
+  NotebookRewards,
+  linesToNotebook,
+  notebookToText,
+  scoreForNotebook,
+  splitLines,
+} from './codec';
 import { META_KEY, NotebookMeta } from './cells';
 
 export type ViewSpec =
@@ -21,7 +29,14 @@ export function describeView(spec: ViewSpec): string {
     case 'sort':
       return `sorted by ${spec.by} (${spec.order === 'asc' ? 'lowest' : 'highest'} first)`;
     case 'filter':
-      return [spec.reward === 'positive' ? 'reward > 0' : spec.reward === 'zero' ? 'reward 0' : null, spec.mode ? `mode ${spec.mode}` : null].filter(Boolean).join(', ') || 'every trajectory';
+      return (
+        [
+          spec.reward === 'positive' ? 'reward > 0' : spec.reward === 'zero' ? 'reward 0' : null,
+          spec.mode ? `mode ${spec.mode}` : null,
+        ]
+          .filter(Boolean)
+          .join(', ') || 'every trajectory'
+      );
   }
 }
 
@@ -44,15 +59,23 @@ export interface ViewResult extends NotebookContent {
 
 export function viewNotebook(text: string, spec: ViewSpec, options: DecodeOptions = {}): ViewResult {
   const { lines } = splitLines(text);
-  const parsed = lines.map((src) => ({ src: { ...src, gap: '', eol: '\n' }, entry: parseRecordLine(src.raw, src.line) })).filter((e) => e.entry.record);
-  const all = scoreForNotebook(parsed.map((e) => e.entry.record!), options.scheme ?? 'em', options.params ?? {});
+  const parsed = lines
+    .map((src) => ({ src: { ...src, gap: '', eol: '\n' }, entry: parseRecordLine(src.raw, src.line) }))
+    .filter((e) => e.entry.record);
+  const all = scoreForNotebook(
+    parsed.map((e) => e.entry.record!),
+    options.scheme ?? 'em',
+    options.params ?? {},
+  );
   const rewards = all.own;
   let order = parsed.map((_, i) => i);
   // A question (no response yet) has not failed: it has not been tried.
-  if (spec.kind === 'failures') order = order.filter((i) => !isQuestion(parsed[i].entry.record!) && isFailure(rewards[i]));
+  if (spec.kind === 'failures')
+    order = order.filter((i) => !isQuestion(parsed[i].entry.record!) && isFailure(rewards[i]));
   if (spec.kind === 'tool-calls') order = order.filter((i) => rewards[i].tool_calls > spec.more);
   if (spec.kind === 'filter') {
-    if (spec.reward) order = order.filter((i) => (spec.reward === 'positive' ? rewards[i].total > 0 : rewards[i].total <= 0));
+    if (spec.reward)
+      order = order.filter((i) => (spec.reward === 'positive' ? rewards[i].total > 0 : rewards[i].total <= 0));
     if (spec.mode) order = order.filter((i) => modeOf(parsed[i].entry.record!) === spec.mode);
   }
   if (spec.kind === 'sort') {
@@ -62,7 +85,11 @@ export function viewNotebook(text: string, spec: ViewSpec, options: DecodeOption
   }
   // Score the subset with the whole file's rewards: re-scoring a subset would change OTC-GRPO's n.
   const chosen: NotebookRewards = { own: order.map((i) => all.own[i]), setting: order.map((i) => all.setting[i]) };
-  const content = linesToNotebook(order.map((i) => parsed[i]), '', { ...options, rewards: chosen });
+  const content = linesToNotebook(
+    order.map((i) => parsed[i]),
+    '',
+    { ...options, rewards: chosen },
+  );
   const meta = content.metadata[META_KEY] as NotebookMeta;
   meta.view = { source: options.source ?? '', description: describeView(spec) };
   return { ...content, count: order.length, text: notebookToText(content), rewards: chosen };

@@ -29,7 +29,12 @@ export interface ScanOptions {
 }
 
 /** The line `line` (1-based) of `path`, at `hint` when that still is a whole line there, else found by a scan. */
-export async function readLineAt(path: string, line: number, hint?: Pick<LineAt, 'offset' | 'length'>, scan: ScanOptions = {}): Promise<LineRead> {
+export async function readLineAt(
+  path: string,
+  line: number,
+  hint?: Pick<LineAt, 'offset' | 'length'>,
+  scan: ScanOptions = {},
+): Promise<LineRead> {
   const fh = await open(path, 'r');
   try {
     if (hint) {
@@ -63,7 +68,8 @@ async function checkHint(fh: Handle, offset: number, length: number): Promise<Om
 
 /** A line read up to its '\n' keeps a '\r' before it as part of the terminator. */
 function trimCr(r: Omit<LineRead, 'line'>): Omit<LineRead, 'line'> {
-  if (r.eol === '\n' && r.bytes.length && r.bytes[r.bytes.length - 1] === 13) return { offset: r.offset, length: r.length - 1, eol: '\r\n', bytes: r.bytes.subarray(0, -1) };
+  if (r.eol === '\n' && r.bytes.length && r.bytes[r.bytes.length - 1] === 13)
+    return { offset: r.offset, length: r.length - 1, eol: '\r\n', bytes: r.bytes.subarray(0, -1) };
   return r;
 }
 

@@ -7,7 +7,16 @@ import * as vscode from 'vscode';
 import { parseRecordLine } from '../../../core/jsonl';
 import { looksLikeVerlDump, verlLineParser } from '../../../core/importers/verl-rollouts';
 import { recordViews } from './serializer';
-import { type LineAt, type LineRead, parseRecordViewPath, readLineAt, readSpan, recordViewPath, replaceSpan, safeName } from './recordFile';
+import {
+  type LineAt,
+  type LineRead,
+  parseRecordViewPath,
+  readLineAt,
+  readSpan,
+  recordViewPath,
+  replaceSpan,
+  safeName,
+} from './recordFile';
 
 export const RECORD_SCHEME = 'coa-record';
 
@@ -53,13 +62,16 @@ export class RecordViews implements vscode.FileSystemProvider, vscode.Disposable
     const t0 = performance.now();
     const file = loc.file.fsPath;
     const key = `${file}\n${loc.line}`;
-    if (loc.offset !== undefined && loc.length !== undefined) this.hints.set(key, { offset: loc.offset, length: loc.length });
+    if (loc.offset !== undefined && loc.length !== undefined)
+      this.hints.set(key, { offset: loc.offset, length: loc.length });
     // The line is read here for its id (the view's name), and handed to readFile so it is not read twice.
     const at = await readLineAt(file, loc.line, this.hints.get(key));
     this.hints.set(key, { offset: at.offset, length: at.length });
     const name = nameOf(at.bytes.toString('utf8'), loc.line);
     if (loc.id !== undefined && safeName(loc.id) !== name) {
-      throw new Error(`line ${loc.line} holds ${name === `line-${loc.line}` ? 'no record' : `record ${name}`} on disk, not ${loc.id} (unsaved edits?): save the file to open ${loc.id}`);
+      throw new Error(
+        `line ${loc.line} holds ${name === `line-${loc.line}` ? 'no record' : `record ${name}`} on disk, not ${loc.id} (unsaved edits?): save the file to open ${loc.id}`,
+      );
     }
     this.preread.set(`${file}\n${loc.line}\n${name}`, at);
     const uri = vscode.Uri.from({ scheme: RECORD_SCHEME, path: recordViewPath(loc.file.path, loc.line, name) });
@@ -73,10 +85,16 @@ export class RecordViews implements vscode.FileSystemProvider, vscode.Disposable
       this.preread.delete(`${file}\n${loc.line}\n${name}`);
     }
     const t2 = performance.now();
-    const editor = await vscode.window.showNotebookDocument(doc, { viewColumn: options.viewColumn, preserveFocus: options.preserveFocus, preview: options.preview ?? true });
+    const editor = await vscode.window.showNotebookDocument(doc, {
+      viewColumn: options.viewColumn,
+      preserveFocus: options.preserveFocus,
+      preview: options.preview ?? true,
+    });
     const t3 = performance.now();
     // Where the time of an open goes on this side (bench/live-panel reads these lines): the rest is the editor's.
-    this.log.info(`record view: opened ${name} (line ${loc.line} of ${vscode.workspace.asRelativePath(loc.file)}): line read ${ms(t1 - t0)}, document ${ms(t2 - t1)} (${this.lastRead < 0 ? 'open already' : `read ${ms(this.lastRead)}`}, ${doc.cellCount} cells), editor ${ms(t3 - t2)}`);
+    this.log.info(
+      `record view: opened ${name} (line ${loc.line} of ${vscode.workspace.asRelativePath(loc.file)}): line read ${ms(t1 - t0)}, document ${ms(t2 - t1)} (${this.lastRead < 0 ? 'open already' : `read ${ms(this.lastRead)}`}, ${doc.cellCount} cells), editor ${ms(t3 - t2)}`,
+    );
     return editor;
   }
 
@@ -85,7 +103,9 @@ export class RecordViews implements vscode.FileSystemProvider, vscode.Disposable
     try {
       await this.open(loc, { ...options, viewColumn: options.viewColumn ?? vscode.ViewColumn.Beside });
     } catch (e) {
-      void vscode.window.showErrorMessage(`CoA: cannot open line ${loc.line} of ${vscode.workspace.asRelativePath(loc.file)}: ${(e as Error).message}`);
+      void vscode.window.showErrorMessage(
+        `CoA: cannot open line ${loc.line} of ${vscode.workspace.asRelativePath(loc.file)}: ${(e as Error).message}`,
+      );
     }
   }
 
@@ -97,7 +117,8 @@ export class RecordViews implements vscode.FileSystemProvider, vscode.Disposable
 
   async stat(uri: vscode.Uri): Promise<vscode.FileStat> {
     const served = this.served.get(uri.toString());
-    if (served) return { type: vscode.FileType.File, ctime: served.mtime, mtime: served.mtime, size: served.bytes.length };
+    if (served)
+      return { type: vscode.FileType.File, ctime: served.mtime, mtime: served.mtime, size: served.bytes.length };
     const { file } = this.where(uri);
     try {
       const s = await vscode.workspace.fs.stat(vscode.Uri.file(file));
@@ -127,7 +148,9 @@ export class RecordViews implements vscode.FileSystemProvider, vscode.Disposable
       this.lastRead = performance.now() - t0;
       const text = at.bytes.toString('utf8');
       if (nameOf(text, line) !== name) {
-        throw vscode.FileSystemError.FileNotFound(`${file}:${line} no longer holds record ${name} (the file changed since it was listed); open it again from its list`);
+        throw vscode.FileSystemError.FileNotFound(
+          `${file}:${line} no longer holds record ${name} (the file changed since it was listed); open it again from its list`,
+        );
       }
       bytes = Buffer.concat([at.bytes, Buffer.from(at.eol)]);
       offset = at.offset;
@@ -155,7 +178,9 @@ export class RecordViews implements vscode.FileSystemProvider, vscode.Disposable
       if (k !== key && s.offset > served.offset && this.where(vscode.Uri.parse(k)).file === file) s.offset += delta;
     }
     for (const [k, h] of this.hints) if (k.startsWith(`${file}\n`) && h.offset > served.offset) h.offset += delta;
-    this.log.info(`record view: saved ${uri.path} into ${file} at byte ${served.offset} (${delta >= 0 ? '+' : ''}${delta} bytes)`);
+    this.log.info(
+      `record view: saved ${uri.path} into ${file} at byte ${served.offset} (${delta >= 0 ? '+' : ''}${delta} bytes)`,
+    );
     this.changed.fire([{ type: vscode.FileChangeType.Changed, uri }]);
   }
 
@@ -217,7 +242,14 @@ export function registerRecordViews(context: vscode.ExtensionContext, log: vscod
 export function recordLocationFrom(arg: unknown): RecordLocation | undefined {
   if (!arg || typeof arg !== 'object') return undefined;
   const o = arg as { file?: unknown; line?: unknown; offset?: unknown; length?: unknown; id?: unknown };
-  const file = o.file instanceof vscode.Uri ? o.file : typeof o.file === 'string' ? (o.file.includes('://') ? vscode.Uri.parse(o.file) : vscode.Uri.file(o.file)) : undefined;
+  const file =
+    o.file instanceof vscode.Uri
+      ? o.file
+      : typeof o.file === 'string'
+        ? o.file.includes('://')
+          ? vscode.Uri.parse(o.file)
+          : vscode.Uri.file(o.file)
+        : undefined;
   const line = Number(o.line);
   if (!file || !Number.isInteger(line) || line < 1) return undefined;
   const num = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined);
@@ -238,6 +270,7 @@ function openRecordOptionsFrom(arg: unknown): OpenRecordOptions {
 /** `coaStudio.openRecord`: the command's arguments parsed, then `RecordViews.show`. */
 export async function openRecordCommand(views: RecordViews, where: unknown, options: unknown): Promise<void> {
   const loc = recordLocationFrom(where);
-  if (!loc) return void vscode.window.showInformationMessage('CoA: Open Record needs a file and a line ({ file, line }).');
+  if (!loc)
+    return void vscode.window.showInformationMessage('CoA: Open Record needs a file and a line ({ file, line }).');
   await views.show(loc, openRecordOptionsFrom(options));
 }

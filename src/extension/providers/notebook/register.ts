@@ -4,24 +4,46 @@ import * as vscode from 'vscode';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { LARGE_FILE_REASON, TrajectorySerializer, largeFileBytes, notebookDocumentText, notebookLimits, rewardOptions, viewRewards } from './serializer';
+import {
+  LARGE_FILE_REASON,
+  TrajectorySerializer,
+  largeFileBytes,
+  notebookDocumentText,
+  notebookLimits,
+  rewardOptions,
+  viewRewards,
+} from './serializer';
 import { TooLarge, describeTooLarge, tooLargeBeforeParsing } from './threshold';
-import { META_KEY, NOTEBOOK_TYPE, NOTEBOOK_TYPES, NOTEBOOK_TYPE_ANY_JSONL, NotebookMeta, isTrajectoryNotebook } from './cells';
+import {
+  META_KEY,
+  NOTEBOOK_TYPE,
+  NOTEBOOK_TYPES,
+  NOTEBOOK_TYPE_ANY_JSONL,
+  NotebookMeta,
+  isTrajectoryNotebook,
+} from './cells';
 import { ViewSpec, modesIn, viewNotebook } from './filter';
 import { DiagnosticCache, cellMessage, notebookDiagnostics } from './diagnostics';
 import { readConfig } from '../../config';
 import { BROWSER_VIEW_TYPE, registerTrajectoryBrowser } from '../browser/provider';
 import { RecordViews, recordViewSource, registerRecordViews } from './recordView';
 
-export function registerTrajectoryNotebook(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): RecordViews {
+export function registerTrajectoryNotebook(
+  context: vscode.ExtensionContext,
+  log: vscode.LogOutputChannel,
+): RecordViews {
   const records = registerRecordViews(context, log);
   context.subscriptions.push(
     // Outputs are derived (rewards are recomputed on open): never written, never making the notebook dirty.
-    ...NOTEBOOK_TYPES.map((type) => vscode.workspace.registerNotebookSerializer(type, new TrajectorySerializer(), { transientOutputs: true })),
+    ...NOTEBOOK_TYPES.map((type) =>
+      vscode.workspace.registerNotebookSerializer(type, new TrajectorySerializer(), { transientOutputs: true }),
+    ),
     vscode.workspace.onDidOpenNotebookDocument((doc) => void redirectLargeFile(doc)),
     // A large file's notebook tab is swapped for the browser as soon as it opens, before VS Code reads the file
     // (VS Code may also stop at its own "very large notebook" notice, where no document is ever opened).
-    vscode.window.tabGroups.onDidChangeTabs((e) => [...e.opened, ...e.changed].forEach((tab) => void redirectLargeTab(tab))),
+    vscode.window.tabGroups.onDidChangeTabs((e) =>
+      [...e.opened, ...e.changed].forEach((tab) => void redirectLargeTab(tab)),
+    ),
   );
   vscode.window.tabGroups.all.forEach((g) => g.tabs.forEach((tab) => void redirectLargeTab(tab)));
   registerTrajectoryBrowser(context, log, records);
@@ -32,7 +54,9 @@ export function registerTrajectoryNotebook(context: vscode.ExtensionContext, log
 
 /** Whether a notebook is shown in some editor tab. */
 function notebookInTab(uri: string): boolean {
-  return vscode.window.tabGroups.all.some((g) => g.tabs.some((t) => t.input instanceof vscode.TabInputNotebook && t.input.uri.toString() === uri));
+  return vscode.window.tabGroups.all.some((g) =>
+    g.tabs.some((t) => t.input instanceof vscode.TabInputNotebook && t.input.uri.toString() === uri),
+  );
 }
 
 /**
@@ -60,14 +84,22 @@ function registerCellDiagnostics(context: vscode.ExtensionContext): void {
     cache.key = (i) => `${cells[i].document.uri.toString()}@${cells[i].document.version}`;
     caches.set(doc.uri.toString(), cache);
     const found = notebookDiagnostics(
-      cells.map((cell) => ({ kind: cell.kind === vscode.NotebookCellKind.Markup ? 'markup' : 'code', value: cell.document.getText(), metadata: cell.metadata })),
+      cells.map((cell) => ({
+        kind: cell.kind === vscode.NotebookCellKind.Markup ? 'markup' : 'code',
+        value: cell.document.getText(),
+        metadata: cell.metadata,
+      })),
       { dialect: c.dialect, strictness: c.strictness, tools: c.tools },
       cache,
     );
     const byCell = new Map<number, vscode.Diagnostic[]>();
     for (const d of found) {
       const docu = cells[d.cell].document;
-      const diag = new vscode.Diagnostic(new vscode.Range(docu.positionAt(d.start), docu.positionAt(d.end)), cellMessage(d), d.severity === 'error' ? vscode.DiagnosticSeverity.Error : vscode.DiagnosticSeverity.Warning);
+      const diag = new vscode.Diagnostic(
+        new vscode.Range(docu.positionAt(d.start), docu.positionAt(d.end)),
+        cellMessage(d),
+        d.severity === 'error' ? vscode.DiagnosticSeverity.Error : vscode.DiagnosticSeverity.Warning,
+      );
       diag.code = d.code;
       diag.source = 'coa';
       byCell.set(d.cell, [...(byCell.get(d.cell) ?? []), diag]);
@@ -88,7 +120,10 @@ function registerCellDiagnostics(context: vscode.ExtensionContext): void {
   const later = (doc: vscode.NotebookDocument) => {
     const key = doc.uri.toString();
     clearTimeout(timers.get(key));
-    timers.set(key, setTimeout(() => update(doc), 300));
+    timers.set(
+      key,
+      setTimeout(() => update(doc), 300),
+    );
   };
   context.subscriptions.push(
     collection,
@@ -132,13 +167,19 @@ function registerCellDiagnostics(context: vscode.ExtensionContext): void {
 
 async function redirectLargeFile(doc: vscode.NotebookDocument): Promise<void> {
   const meta = doc.metadata?.[META_KEY] as NotebookMeta | undefined;
-  if (!isTrajectoryNotebook(doc.notebookType) || meta?.readonly !== LARGE_FILE_REASON || doc.uri.scheme !== 'file') return;
+  if (!isTrajectoryNotebook(doc.notebookType) || meta?.readonly !== LARGE_FILE_REASON || doc.uri.scheme !== 'file')
+    return;
   await openInBrowserInstead(doc.uri);
 }
 
 async function redirectLargeTab(tab: vscode.Tab): Promise<void> {
   const input = tab.input;
-  if (!(input instanceof vscode.TabInputNotebook) || !isTrajectoryNotebook(input.notebookType) || input.uri.scheme !== 'file') return;
+  if (
+    !(input instanceof vscode.TabInputNotebook) ||
+    !isTrajectoryNotebook(input.notebookType) ||
+    input.uri.scheme !== 'file'
+  )
+    return;
   let size: number;
   try {
     size = (await vscode.workspace.fs.stat(input.uri)).size;
@@ -159,7 +200,12 @@ async function openInBrowserInstead(uri: vscode.Uri, viewColumn?: vscode.ViewCol
     await vscode.commands.executeCommand('vscode.openWith', uri, BROWSER_VIEW_TYPE, viewColumn);
     for (const group of vscode.window.tabGroups.all) {
       for (const tab of group.tabs) {
-        if (tab.input instanceof vscode.TabInputNotebook && isTrajectoryNotebook(tab.input.notebookType) && tab.input.uri.toString() === key) await vscode.window.tabGroups.close(tab);
+        if (
+          tab.input instanceof vscode.TabInputNotebook &&
+          isTrajectoryNotebook(tab.input.notebookType) &&
+          tab.input.uri.toString() === key
+        )
+          await vscode.window.tabGroups.close(tab);
       }
     }
   } finally {
@@ -168,14 +214,20 @@ async function openInBrowserInstead(uri: vscode.Uri, viewColumn?: vscode.ViewCol
 }
 
 function activeUri(): vscode.Uri | undefined {
-  const uri = vscode.window.activeNotebookEditor?.notebook.uri ?? vscode.window.activeTextEditor?.document.uri ?? activeTabUri();
+  const uri =
+    vscode.window.activeNotebookEditor?.notebook.uri ?? vscode.window.activeTextEditor?.document.uri ?? activeTabUri();
   // A record view stands for its file.
   return uri && (recordViewSource(uri)?.file ?? uri);
 }
 
 function activeTabUri(): vscode.Uri | undefined {
   const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
-  if (input instanceof vscode.TabInputText || input instanceof vscode.TabInputCustom || input instanceof vscode.TabInputNotebook) return input.uri;
+  if (
+    input instanceof vscode.TabInputText ||
+    input instanceof vscode.TabInputCustom ||
+    input instanceof vscode.TabInputNotebook
+  )
+    return input.uri;
   return undefined;
 }
 
@@ -190,7 +242,10 @@ export async function openAsTrajectoryNotebook(): Promise<void> {
   let tooLarge: TooLarge | null = null;
   if (uri.scheme === 'file') {
     const size = (await vscode.workspace.fs.stat(uri)).size;
-    tooLarge = size > limits.maxBytes ? { why: 'bytes', bytes: size, limit: limits.maxBytes } : tooLargeBeforeParsing(await vscode.workspace.fs.readFile(uri), limits);
+    tooLarge =
+      size > limits.maxBytes
+        ? { why: 'bytes', bytes: size, limit: limits.maxBytes }
+        : tooLargeBeforeParsing(await vscode.workspace.fs.readFile(uri), limits);
   }
   if (tooLarge) {
     await vscode.commands.executeCommand('vscode.openWith', uri, BROWSER_VIEW_TYPE);
@@ -198,10 +253,18 @@ export async function openAsTrajectoryNotebook(): Promise<void> {
       `CoA: ${describeTooLarge(tooLarge).replace(/`/g, '')}: it stays in the trajectory browser. Filter there and open single records as notebooks, or raise the limit.`,
       'Open Setting',
     );
-    if (pick) await vscode.commands.executeCommand('workbench.action.openSettings', tooLarge.why === 'bytes' ? 'coaStudio.notebook.largeFileMB' : 'coaStudio.notebook.maxCells');
+    if (pick)
+      await vscode.commands.executeCommand(
+        'workbench.action.openSettings',
+        tooLarge.why === 'bytes' ? 'coaStudio.notebook.largeFileMB' : 'coaStudio.notebook.maxCells',
+      );
     return;
   }
-  await vscode.commands.executeCommand('vscode.openWith', uri, uri.path.endsWith('.coa.jsonl') ? NOTEBOOK_TYPE : NOTEBOOK_TYPE_ANY_JSONL);
+  await vscode.commands.executeCommand(
+    'vscode.openWith',
+    uri,
+    uri.path.endsWith('.coa.jsonl') ? NOTEBOOK_TYPE : NOTEBOOK_TYPE_ANY_JSONL,
+  );
 }
 
 export async function openTrajectoryBrowser(): Promise<void> {
@@ -213,9 +276,14 @@ export async function openTrajectoryBrowser(): Promise<void> {
 /** Filter/sort commands: a new untitled notebook with the matching records of the active trajectory notebook. */
 export async function showNotebookView(spec: ViewSpec | 'ask-tool-calls' | 'ask-filter'): Promise<void> {
   const editor = vscode.window.activeNotebookEditor;
-  if (!editor || !isTrajectoryNotebook(editor.notebook.notebookType)) return void vscode.window.showInformationMessage('Open a trajectory notebook first.');
+  if (!editor || !isTrajectoryNotebook(editor.notebook.notebookType))
+    return void vscode.window.showInformationMessage('Open a trajectory notebook first.');
   if (spec === 'ask-tool-calls') {
-    const answer = await vscode.window.showInputBox({ prompt: 'Show trajectories with more than N tool calls', value: '3', validateInput: (v) => (/^\d+$/.test(v.trim()) ? null : 'a whole number') });
+    const answer = await vscode.window.showInputBox({
+      prompt: 'Show trajectories with more than N tool calls',
+      value: '3',
+      validateInput: (v) => (/^\d+$/.test(v.trim()) ? null : 'a whole number'),
+    });
     if (answer === undefined) return;
     spec = { kind: 'tool-calls', more: Number(answer.trim()) };
   }
@@ -227,13 +295,29 @@ export async function showNotebookView(spec: ViewSpec | 'ask-tool-calls' | 'ask-
   }
   if (spec === 'ask-filter') {
     const reward = await vscode.window.showQuickPick(
-      [{ label: 'Any reward', value: null }, { label: 'Reward > 0', value: 'positive' as const }, { label: 'Reward 0', value: 'zero' as const }],
-      { title: 'CoA: Filter Trajectories (1/2): reward', placeHolder: 'Keep trajectories by their reward (the notebook\'s scheme)' },
+      [
+        { label: 'Any reward', value: null },
+        { label: 'Reward > 0', value: 'positive' as const },
+        { label: 'Reward 0', value: 'zero' as const },
+      ],
+      {
+        title: 'CoA: Filter Trajectories (1/2): reward',
+        placeHolder: "Keep trajectories by their reward (the notebook's scheme)",
+      },
     );
     if (!reward) return;
     const modes = modesIn(text);
     const mode = modes.length
-      ? await vscode.window.showQuickPick([{ label: 'Any mode', value: null as string | null }, ...modes.map((m) => ({ label: m, value: m as string | null }))], { title: 'CoA: Filter Trajectories (2/2): mode', placeHolder: 'Keep trajectories sampled in this mode (meta.mode: coa with the tool, cot without)' })
+      ? await vscode.window.showQuickPick(
+          [
+            { label: 'Any mode', value: null as string | null },
+            ...modes.map((m) => ({ label: m, value: m as string | null })),
+          ],
+          {
+            title: 'CoA: Filter Trajectories (2/2): mode',
+            placeHolder: 'Keep trajectories sampled in this mode (meta.mode: coa with the tool, cot without)',
+          },
+        )
       : { value: null };
     if (!mode) return;
     spec = { kind: 'filter', reward: reward.value, mode: mode.value };
@@ -241,11 +325,21 @@ export async function showNotebookView(spec: ViewSpec | 'ask-tool-calls' | 'ask-
   const view = viewNotebook(text, spec, { ...rewardOptions(), source: editor.notebook.uri.fsPath });
   const meta = view.metadata[META_KEY] as NotebookMeta;
   // Nothing matches: say so instead of opening an empty notebook.
-  if (view.count === 0) return void vscode.window.showInformationMessage(`CoA: no ${meta.view?.description ?? 'records'} in ${basename(editor.notebook.uri.path)}.`);
+  if (view.count === 0)
+    return void vscode.window.showInformationMessage(
+      `CoA: no ${meta.view?.description ?? 'records'} in ${basename(editor.notebook.uri.path)}.`,
+    );
   // A view is a file of its own in a temp folder, opened through the serializer: VS Code drops the outputs of an
   // untitled notebook made from NotebookData, and the reward outputs are the point of a view.
   const base = basename(editor.notebook.uri.path).replace(/(\.coa)?\.jsonl$/, '');
-  const slug = spec.kind === 'failures' ? 'failures' : spec.kind === 'tool-calls' ? `more-than-${spec.more}-tool-calls` : spec.kind === 'filter' ? `filter-${spec.reward ?? 'any'}-${spec.mode ?? 'any'}` : `by-${spec.by}`;
+  const slug =
+    spec.kind === 'failures'
+      ? 'failures'
+      : spec.kind === 'tool-calls'
+        ? `more-than-${spec.more}-tool-calls`
+        : spec.kind === 'filter'
+          ? `filter-${spec.reward ?? 'any'}-${spec.mode ?? 'any'}`
+          : `by-${spec.by}`;
   const file = join(mkdtempSync(join(tmpdir(), 'coa-studio-view-')), `${base}.${slug}.coa.jsonl`);
   writeFileSync(file, view.text);
   viewRewards.set(view.text, view.rewards);

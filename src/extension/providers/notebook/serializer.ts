@@ -48,7 +48,11 @@ export class TrajectorySerializer implements vscode.NotebookSerializer {
     viewRewards.delete(text);
     const within = recordViews.get(text);
     recordViews.delete(text);
-    const decoded = decodeNotebook(content, { ...options, ...(rewards ? { rewards } : {}), ...(within ? { within } : {}) });
+    const decoded = decodeNotebook(content, {
+      ...options,
+      ...(rewards ? { rewards } : {}),
+      ...(within ? { within } : {}),
+    });
     const late = tooManyCells(decoded.cells.length, limits);
     return toVscode(late ? largeFileStub(late) : decoded);
   }
@@ -72,14 +76,22 @@ function largeFileStub(t: TooLarge): NotebookContent {
 
 export function toVscode(content: NotebookContent): vscode.NotebookData {
   const cells = content.cells.map((c) => {
-    const cell = new vscode.NotebookCellData(c.kind === 'markup' ? vscode.NotebookCellKind.Markup : vscode.NotebookCellKind.Code, c.value, c.languageId);
+    const cell = new vscode.NotebookCellData(
+      c.kind === 'markup' ? vscode.NotebookCellKind.Markup : vscode.NotebookCellKind.Code,
+      c.value,
+      c.languageId,
+    );
     cell.metadata = c.metadata;
     if (c.outputs) {
       cell.outputs = c.outputs.map(
         (items) =>
           new vscode.NotebookCellOutput(
             items.map((i) =>
-              typeof i.data === 'string' ? vscode.NotebookCellOutputItem.text(i.data, i.mime) : i.mime === 'application/vnd.code.notebook.error' ? vscode.NotebookCellOutputItem.error(i.data as Error) : vscode.NotebookCellOutputItem.json(i.data, i.mime),
+              typeof i.data === 'string'
+                ? vscode.NotebookCellOutputItem.text(i.data, i.mime)
+                : i.mime === 'application/vnd.code.notebook.error'
+                  ? vscode.NotebookCellOutputItem.error(i.data as Error)
+                  : vscode.NotebookCellOutputItem.json(i.data, i.mime),
             ),
           ),
       );
@@ -93,7 +105,12 @@ export function toVscode(content: NotebookContent): vscode.NotebookData {
 
 export function fromVscode(data: vscode.NotebookData): { cells: CellData[]; metadata: { [key: string]: unknown } } {
   return {
-    cells: data.cells.map((c) => ({ kind: c.kind === vscode.NotebookCellKind.Markup ? 'markup' : 'code', value: c.value, languageId: c.languageId, metadata: c.metadata })),
+    cells: data.cells.map((c) => ({
+      kind: c.kind === vscode.NotebookCellKind.Markup ? 'markup' : 'code',
+      value: c.value,
+      languageId: c.languageId,
+      metadata: c.metadata,
+    })),
     metadata: data.metadata ?? {},
   };
 }
@@ -101,7 +118,11 @@ export function fromVscode(data: vscode.NotebookData): { cells: CellData[]; meta
 /** The text of an open notebook as it would be saved (edits included). */
 export function notebookDocumentText(doc: vscode.NotebookDocument): string {
   return notebookToText({
-    cells: doc.getCells().map((c) => ({ kind: c.kind === vscode.NotebookCellKind.Markup ? 'markup' : 'code', value: c.document.getText(), metadata: c.metadata })),
+    cells: doc.getCells().map((c) => ({
+      kind: c.kind === vscode.NotebookCellKind.Markup ? 'markup' : 'code',
+      value: c.document.getText(),
+      metadata: c.metadata,
+    })),
     metadata: doc.metadata,
   });
 }

@@ -15,7 +15,9 @@ export interface NotebookLimits {
 }
 
 /** Why a file goes to the browser instead (null: the notebook takes it). */
-export type TooLarge = { why: 'bytes'; bytes: number; limit: number } | { why: 'cells'; cells: number; limit: number; records?: number };
+export type TooLarge =
+  | { why: 'bytes'; bytes: number; limit: number }
+  | { why: 'cells'; cells: number; limit: number; records?: number };
 
 /** Cheap test before any parsing: every non-blank line is at least one cell. */
 export function tooLargeBeforeParsing(bytes: Uint8Array, limits: NotebookLimits): TooLarge | null {

@@ -14,7 +14,12 @@ export const REPLAY_META_KEY = 'coaReplay';
 export const LATENCY_MIME = 'text/plain';
 
 export function stepLabel(step: ReplayStep, index: number): string {
-  const what = step.kind === 'model' ? `model turn (${step.ids.length} tokens, stop: ${step.stop})` : step.simulated ? `simulated observation (${step.ids.length} tokens, written by the model)` : `observation for ${JSON.stringify(step.query ?? '')}${step.toolError ? ` — tool failed: ${step.toolError}` : ''}`;
+  const what =
+    step.kind === 'model'
+      ? `model turn (${step.ids.length} tokens, stop: ${step.stop})`
+      : step.simulated
+        ? `simulated observation (${step.ids.length} tokens, written by the model)`
+        : `observation for ${JSON.stringify(step.query ?? '')}${step.toolError ? ` — tool failed: ${step.toolError}` : ''}`;
   return `step ${index + 1} · ${what} · ${step.latencyMs.toFixed(1)} ms`;
 }
 
@@ -43,9 +48,15 @@ export function runningHeader(question: string, checkpoint: string, mode: string
  * The final cells of a replayed record: the notebook codec's cells for its JSON line, with each replay step's
  * latency attached to the first cell that starts inside it (model turns hold several segments: think + action).
  */
-export function finalCells(record: TrajectoryRecord, result: ReplayResult, options: { scheme?: Scheme; params?: RewardParams; source?: string } = {}): CellData[] {
+export function finalCells(
+  record: TrajectoryRecord,
+  result: ReplayResult,
+  options: { scheme?: Scheme; params?: RewardParams; source?: string } = {},
+): CellData[] {
   const content = textToNotebook(serializeRecord(record) + '\n', options);
-  const starts = result.steps.map((s) => utf16Offset(result.response, result.offsets[s.first] ?? result.response.length));
+  const starts = result.steps.map((s) =>
+    utf16Offset(result.response, result.offsets[s.first] ?? result.response.length),
+  );
   const steps = content.cells.filter((c) => cellMeta(c.metadata)?.kind === 'step');
   const labels = new Map<CellData, string[]>();
   result.steps.forEach((step, k) => {
@@ -59,12 +70,14 @@ export function finalCells(record: TrajectoryRecord, result: ReplayResult, optio
     if (!target) return;
     labels.set(target, [...(labels.get(target) ?? []), stepLabel(step, k)]);
   });
-  for (const [cell, lines] of labels) cell.outputs = [[{ mime: LATENCY_MIME, data: lines.join('\n') }], ...(cell.outputs ?? [])];
+  for (const [cell, lines] of labels)
+    cell.outputs = [[{ mime: LATENCY_MIME, data: lines.join('\n') }], ...(cell.outputs ?? [])];
   for (const cell of content.cells) {
     const m = cell.metadata?.[META_KEY];
     if (m && typeof m === 'object') (m as { replay?: boolean }).replay = true;
     // The codec numbers lines of the one-line text it was given; a replay has no line until the file is saved.
-    if (cellMeta(cell.metadata)?.kind === 'header') cell.value = cell.value.replace(/^\*line 1\b/m, '*replay, written as a new line on save');
+    if (cellMeta(cell.metadata)?.kind === 'header')
+      cell.value = cell.value.replace(/^\*line 1\b/m, '*replay, written as a new line on save');
   }
   return content.cells;
 }

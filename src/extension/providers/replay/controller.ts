@@ -11,7 +11,19 @@ import { NOTEBOOK_TYPES, isTrajectoryNotebook } from '../notebook/cells';
 import type { CellData } from '../notebook/codec';
 import { runReplaySession } from './session';
 import { forkFromStep } from './fork';
-import { type ReplaySeams, type State, checkpointFor, envTool, exportIfNeeded, loadModel, pickCheckpoint, recordOf, sampling, settingsFor, sourceFile } from './state';
+import {
+  type ReplaySeams,
+  type State,
+  checkpointFor,
+  envTool,
+  exportIfNeeded,
+  loadModel,
+  pickCheckpoint,
+  recordOf,
+  sampling,
+  settingsFor,
+  sourceFile,
+} from './state';
 
 export type { ReplaySeams } from './state';
 
@@ -22,13 +34,23 @@ export interface Replay {
   fork(cell?: unknown): Promise<void>;
 }
 
-export function registerReplay(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, seams: ReplaySeams): Replay {
+export function registerReplay(
+  context: vscode.ExtensionContext,
+  log: vscode.LogOutputChannel,
+  seams: ReplaySeams,
+): Replay {
   const s: State = { context, seams, log, models: new Map(), servers: new Map(), controllers: new Map() };
   for (const type of NOTEBOOK_TYPES) {
     for (const mode of ['env', 'simulated'] as const) {
-      const c = vscode.notebooks.createNotebookController(`coa-replay-${mode}-${type}`, type,
-        mode === 'env' ? 'CoA Replay: checkpoint + environment server' : 'CoA Replay: simulated environment');
-      c.description = mode === 'env' ? 'ONNX checkpoint, tools from the environment server (RL-2)' : 'ONNX checkpoint writes its own observations (RL-1)';
+      const c = vscode.notebooks.createNotebookController(
+        `coa-replay-${mode}-${type}`,
+        type,
+        mode === 'env' ? 'CoA Replay: checkpoint + environment server' : 'CoA Replay: simulated environment',
+      );
+      c.description =
+        mode === 'env'
+          ? 'ONNX checkpoint, tools from the environment server (RL-2)'
+          : 'ONNX checkpoint writes its own observations (RL-1)';
       c.supportedLanguages = ['coa', 'json', 'plaintext'];
       c.supportsExecutionOrder = false;
       c.executeHandler = (cells, notebook) => executeCells(s, c, mode, cells, notebook);
@@ -38,14 +60,32 @@ export function registerReplay(context: vscode.ExtensionContext, log: vscode.Log
   }
   context.subscriptions.push({
     dispose: () => {
-      for (const srv of s.servers.values()) void srv.then((x) => x.stop(), () => undefined);
-      for (const m of s.models.values()) void m.model.then((x) => x.release(), () => undefined);
+      for (const srv of s.servers.values())
+        void srv.then(
+          (x) => x.stop(),
+          () => undefined,
+        );
+      for (const m of s.models.values())
+        void m.model.then(
+          (x) => x.release(),
+          () => undefined,
+        );
     },
   });
-  return { command: (mode) => replayCommand(s, mode), pickCheckpoint: () => pickCheckpoint(s), fork: (cell) => forkFromStep(s, cell) };
+  return {
+    command: (mode) => replayCommand(s, mode),
+    pickCheckpoint: () => pickCheckpoint(s),
+    fork: (cell) => forkFromStep(s, cell),
+  };
 }
 
-async function executeCells(s: State, c: vscode.NotebookController, mode: ReplayMode, cells: vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
+async function executeCells(
+  s: State,
+  c: vscode.NotebookController,
+  mode: ReplayMode,
+  cells: vscode.NotebookCell[],
+  notebook: vscode.NotebookDocument,
+): Promise<void> {
   const done = new Set<string>();
   for (const cell of cells) {
     // One replay per record, however many of its cells were run (keyed by the record's id and line).
@@ -59,10 +99,13 @@ async function executeCells(s: State, c: vscode.NotebookController, mode: Replay
     exec.start(Date.now());
     // The cell keeps its own outputs (the reward breakdown on a record's last step); progress goes below them.
     const keep = cell.outputs.filter((o) => !o.metadata?.coaReplayProgress);
-    const show = (item: vscode.NotebookCellOutputItem) => void exec.replaceOutput([...keep, new vscode.NotebookCellOutput([item], { coaReplayProgress: true })]);
+    const show = (item: vscode.NotebookCellOutputItem) =>
+      void exec.replaceOutput([...keep, new vscode.NotebookCellOutput([item], { coaReplayProgress: true })]);
     let ok = false;
     try {
-      ok = await replayCell(s, notebook, cell, mode, ctl.signal, (msg) => show(vscode.NotebookCellOutputItem.text(msg)));
+      ok = await replayCell(s, notebook, cell, mode, ctl.signal, (msg) =>
+        show(vscode.NotebookCellOutputItem.text(msg)),
+      );
     } catch (e) {
       show(vscode.NotebookCellOutputItem.error(e as Error));
     }
@@ -73,11 +116,18 @@ async function executeCells(s: State, c: vscode.NotebookController, mode: Replay
 /** Command: replay the record of the selected cell (asks for a checkpoint the first time). */
 async function replayCommand(s: State, mode: ReplayMode): Promise<void> {
   const editor = vscode.window.activeNotebookEditor;
-  if (!editor || !isTrajectoryNotebook(editor.notebook.notebookType)) return void vscode.window.showInformationMessage('Open a trajectory notebook and select a cell of the record to replay.');
+  if (!editor || !isTrajectoryNotebook(editor.notebook.notebookType))
+    return void vscode.window.showInformationMessage(
+      'Open a trajectory notebook and select a cell of the record to replay.',
+    );
   const index = editor.selection?.start ?? 0;
   const cell = editor.notebook.cellAt(Math.min(index, editor.notebook.cellCount - 1));
   await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Notification, title: mode === 'env' ? 'Replaying with checkpoint' : 'Replaying in a simulated environment', cancellable: true },
+    {
+      location: vscode.ProgressLocation.Notification,
+      title: mode === 'env' ? 'Replaying with checkpoint' : 'Replaying in a simulated environment',
+      cancellable: true,
+    },
     async (progress, token) => {
       const ctl = new AbortController();
       token.onCancellationRequested(() => ctl.abort());
@@ -90,7 +140,14 @@ async function replayCommand(s: State, mode: ReplayMode): Promise<void> {
   );
 }
 
-async function replayCell(s: State, notebook: vscode.NotebookDocument, cell: vscode.NotebookCell, mode: ReplayMode, signal: AbortSignal, report: (msg: string) => void): Promise<boolean> {
+async function replayCell(
+  s: State,
+  notebook: vscode.NotebookDocument,
+  cell: vscode.NotebookCell,
+  mode: ReplayMode,
+  signal: AbortSignal,
+  report: (msg: string) => void,
+): Promise<boolean> {
   // Replay runs a model file and sends searches (with the configured token) to a configured server: both can come
   // from the workspace, so an untrusted one gets neither (coaStudio.envServer.* are restricted settings too).
   if (!(await requireTrust('Replay'))) return false;
@@ -116,9 +173,19 @@ async function replayCell(s: State, notebook: vscode.NotebookDocument, cell: vsc
   };
   const t0 = Date.now();
   const result = await runReplaySession({
-    model, source: found.record, mode, tool, signal, ...sampling(),
-    scheme: settings.scheme, params: settings.params, promptTemplate: settings.promptTemplate, maxTurns: settings.maxTurns,
-    maxNewTokens: settings.maxNewTokens, maxObservationTokens: settings.maxObsTokens, maxTotal: settings.maxLen ?? undefined,
+    model,
+    source: found.record,
+    mode,
+    tool,
+    signal,
+    ...sampling(),
+    scheme: settings.scheme,
+    params: settings.params,
+    promptTemplate: settings.promptTemplate,
+    maxTurns: settings.maxTurns,
+    maxNewTokens: settings.maxNewTokens,
+    maxObservationTokens: settings.maxObsTokens,
+    maxTotal: settings.maxLen ?? undefined,
     sink: {
       append: async (cells) => {
         await edit(new vscode.NotebookRange(start + count, start + count), cells);
@@ -131,9 +198,10 @@ async function replayCell(s: State, notebook: vscode.NotebookDocument, cell: vsc
       },
     },
   });
-  const msg = result.status === 'cancelled'
-    ? `replay cancelled after ${result.steps} steps`
-    : `replayed in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${result.steps} steps, ${result.result!.toolCalls} tool calls${result.result!.truncated ? ' (truncated)' : ''}`;
+  const msg =
+    result.status === 'cancelled'
+      ? `replay cancelled after ${result.steps} steps`
+      : `replayed in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${result.steps} steps, ${result.result!.toolCalls} tool calls${result.result!.truncated ? ' (truncated)' : ''}`;
   report(msg);
   s.log.info(`replay of ${found.record.id} (${mode}, ${checkpoint}): ${msg}`);
   return result.status === 'done';

@@ -53,22 +53,46 @@ export async function runReplaySession(o: SessionOptions): Promise<SessionResult
   // The running header already carries a record header's metadata (empty response), so saving mid-run writes a
   // coherent partial replay line instead of gluing the provisional steps onto the record above.
   const placeholder: HeaderCellMeta = {
-    kind: 'header', record: -1, line: 0, eol: '\n', gap: '', id: run,
-    raw: JSON.stringify({ id: run, question: o.source.question, ...(o.source.golden_answers ? { golden_answers: o.source.golden_answers } : {}), response: '', meta: { stage: 'replay', replay_of: o.source.id, mode: o.mode } }),
+    kind: 'header',
+    record: -1,
+    line: 0,
+    eol: '\n',
+    gap: '',
+    id: run,
+    raw: JSON.stringify({
+      id: run,
+      question: o.source.question,
+      ...(o.source.golden_answers ? { golden_answers: o.source.golden_answers } : {}),
+      response: '',
+      meta: { stage: 'replay', replay_of: o.source.id, mode: o.mode },
+    }),
   };
   header.metadata = { ...header.metadata, [META_KEY]: placeholder };
   await o.sink.append([header]);
   let steps = 0;
   try {
     const result = await replayQuestion(o.model, o.source.question, {
-      mode: o.mode, tool: o.tool, signal: o.signal, temperature: o.temperature, seed: o.seed, maxTurns: o.maxTurns, maxNewTokens: o.maxNewTokens,
-      maxObservationTokens: o.maxObservationTokens, maxTotal: o.maxTotal, promptTemplate: o.promptTemplate,
+      mode: o.mode,
+      tool: o.tool,
+      signal: o.signal,
+      temperature: o.temperature,
+      seed: o.seed,
+      maxTurns: o.maxTurns,
+      maxNewTokens: o.maxNewTokens,
+      maxObservationTokens: o.maxObservationTokens,
+      maxTotal: o.maxTotal,
+      promptTemplate: o.promptTemplate,
       onStep: async (step) => {
         await o.sink.append([provisionalCell(step, steps, run)]);
         steps++;
       },
     });
-    const record = replayRecord(o.source, result, o.model, { mode: o.mode, checkpoint: o.model.path, temperature: o.temperature, seed: o.seed });
+    const record = replayRecord(o.source, result, o.model, {
+      mode: o.mode,
+      checkpoint: o.model.path,
+      temperature: o.temperature,
+      seed: o.seed,
+    });
     await o.sink.replaceAll(finalCells(record, result, { scheme: o.scheme, params: o.params }));
     return { status: 'done', record, result, steps };
   } catch (e) {

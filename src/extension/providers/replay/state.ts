@@ -39,7 +39,9 @@ export interface State {
 /** Command: choose the ONNX checkpoint replays use. */
 export async function pickCheckpoint(s: State): Promise<string | undefined> {
   const picked = await vscode.window.showOpenDialog({
-    title: 'Exported checkpoint (python -m coa_trainer export-onnx … -o model.onnx)', canSelectMany: false, filters: { 'ONNX model': ['onnx'] },
+    title: 'Exported checkpoint (python -m coa_trainer export-onnx … -o model.onnx)',
+    canSelectMany: false,
+    filters: { 'ONNX model': ['onnx'] },
   });
   if (!picked?.[0]) return undefined;
   await s.context.workspaceState.update(CHECKPOINT_KEY, picked[0].fsPath);
@@ -74,14 +76,18 @@ export function sourceFile(uri: vscode.Uri): string | null {
  * so nothing is asked (a fork's export used to be answered by a replay asking for a checkpoint); else the one last
  * picked, else a picker.
  */
-export async function checkpointFor(s: State, file: string | null): Promise<{ checkpoint: string; exportFrom?: string } | undefined> {
+export async function checkpointFor(
+  s: State,
+  file: string | null,
+): Promise<{ checkpoint: string; exportFrom?: string } | undefined> {
   const configured = configuredCheckpoint();
   if (configured && existsSync(configured)) return { checkpoint: configured };
   const stageDir = file && basename(dirname(dirname(file))) === 'stages' ? dirname(file) : null;
   if (stageDir) {
     const onnx = join(stageDir, 'onnx', 'model.onnx');
     if (existsSync(onnx)) return { checkpoint: onnx };
-    if (existsSync(join(stageDir, 'final', 'config.json'))) return { checkpoint: onnx, exportFrom: join(stageDir, 'final') };
+    if (existsSync(join(stageDir, 'final', 'config.json')))
+      return { checkpoint: onnx, exportFrom: join(stageDir, 'final') };
   }
   const last = s.context.workspaceState.get<string>(CHECKPOINT_KEY);
   if (last && existsSync(last)) return { checkpoint: last };
@@ -90,7 +96,12 @@ export async function checkpointFor(s: State, file: string | null): Promise<{ ch
 }
 
 /** Exports `chosen.exportFrom` to `chosen.checkpoint` when the stage has no ONNX export yet; cancelled → CancelledError. */
-export async function exportIfNeeded(s: State, chosen: { checkpoint: string; exportFrom?: string }, signal: AbortSignal, report: (message: string) => void): Promise<void> {
+export async function exportIfNeeded(
+  s: State,
+  chosen: { checkpoint: string; exportFrom?: string },
+  signal: AbortSignal,
+  report: (message: string) => void,
+): Promise<void> {
   if (!chosen.exportFrom || existsSync(chosen.checkpoint)) return;
   report(`exporting ${vscode.workspace.asRelativePath(chosen.exportFrom)} to ONNX (once per stage)…`);
   const t0 = Date.now();
@@ -98,7 +109,10 @@ export async function exportIfNeeded(s: State, chosen: { checkpoint: string; exp
   s.log.info(`exported ${chosen.exportFrom} to ${chosen.checkpoint} in ${Date.now() - t0} ms`);
 }
 
-export function recordOf(notebook: vscode.NotebookDocument, cell: vscode.NotebookCell): { record: TrajectoryRecord; last: number } | string {
+export function recordOf(
+  notebook: vscode.NotebookDocument,
+  cell: vscode.NotebookCell,
+): { record: TrajectoryRecord; last: number } | string {
   const meta = cellMeta(cell.metadata);
   if (!meta || meta.kind === 'error') return 'Select a cell of a valid record to replay.';
   let header: vscode.NotebookCell | undefined;
@@ -136,19 +150,35 @@ export async function loadModel(s: State, path: string): Promise<OnnxModel> {
  * The env server's search tool: the configured server, else one started for the run's corpus, searching as many
  * documents as the run did (its top_k).
  */
-export async function envTool(s: State, checkpoint: string, settings: ReplaySettings): Promise<(q: string) => Promise<string>> {
+export async function envTool(
+  s: State,
+  checkpoint: string,
+  settings: ReplaySettings,
+): Promise<(q: string) => Promise<string>> {
   const cfg = readConfig();
   const dialect = settings.dialect;
   let url = cfg.envServerUrl;
   let token = cfg.envServerToken;
   if (!url) {
     const runCorpus = settings.corpus && existsSync(settings.corpus) ? settings.corpus : undefined;
-    const corpus = runCorpus ?? findCorpus(checkpoint) ?? (await vscode.window.showOpenDialog({ title: 'Search corpus for the environment server (FlashRAG JSONL)', filters: { JSONL: ['jsonl'] } }))?.[0]?.fsPath;
+    const corpus =
+      runCorpus ??
+      findCorpus(checkpoint) ??
+      (
+        await vscode.window.showOpenDialog({
+          title: 'Search corpus for the environment server (FlashRAG JSONL)',
+          filters: { JSONL: ['jsonl'] },
+        })
+      )?.[0]?.fsPath;
     if (!corpus) throw new Error('no environment server: set coaStudio.envServer.url or pick a corpus');
     let server = s.servers.get(corpus);
     if (!server) {
       server = startEnvServer({
-        node: process.execPath, cli: join(s.context.extensionPath, 'dist', 'cli.js'), corpus, dialect, log: s.log,
+        node: process.execPath,
+        cli: join(s.context.extensionPath, 'dist', 'cli.js'),
+        corpus,
+        dialect,
+        log: s.log,
         env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
       });
       s.servers.set(corpus, server);
@@ -178,7 +208,18 @@ export function settingsFor(checkpoint: string, record: TrajectoryRecord, model:
   const own = replaySettings(checkpoint, record);
   if (own) return own;
   const { scheme, params } = rewardOptions();
-  const defaults = settingsFrom(RunConfigSchema.parse({}), null, 'the run config defaults (the checkpoint is in no run directory) and the editor\'s reward scheme', null);
+  const defaults = settingsFrom(
+    RunConfigSchema.parse({}),
+    null,
+    "the run config defaults (the checkpoint is in no run directory) and the editor's reward scheme",
+    null,
+  );
   const dialect = isDialectName(model.info.dialect) ? model.info.dialect : defaults.dialect;
-  return { ...defaults, dialect, promptTemplate: model.info.prompt_template ?? defaults.promptTemplate, scheme, params };
+  return {
+    ...defaults,
+    dialect,
+    promptTemplate: model.info.prompt_template ?? defaults.promptTemplate,
+    scheme,
+    params,
+  };
 }

@@ -6,8 +6,18 @@ import { basename, join } from 'node:path';
 import { dataEntries, type DataEntry } from '../../../core/data/paths';
 import { configFromEvents, type RunInfo } from './model';
 
-export type RunDataNode = { kind: 'data'; id: string; label: string; description: string; tooltip: string; run: RunInfo; entries: DataEntry[] };
-export type DataNode = RunDataNode | { kind: 'dataFile'; id: string; label: string; description: string; path: string; entry: DataEntry; run: RunInfo };
+export type RunDataNode = {
+  kind: 'data';
+  id: string;
+  label: string;
+  description: string;
+  tooltip: string;
+  run: RunInfo;
+  entries: DataEntry[];
+};
+export type DataNode =
+  | RunDataNode
+  | { kind: 'dataFile'; id: string; label: string; description: string; path: string; entry: DataEntry; run: RunInfo };
 
 /** The run's data entries; null when neither config.json nor a run_started event holds a config. */
 export function runDataEntries(runDir: string): DataEntry[] | null {
@@ -29,8 +39,15 @@ export function dataNode(run: RunInfo): RunDataNode | null {
   if (!entries) return null;
   const files = entries.filter((e) => e.kind !== 'model');
   const model = entries.find((e) => e.kind === 'model');
-  const description = [files.length ? files.map((e) => basename(e.path)).join(' · ') : 'embedded benchmark', model ? `model ${basename(model.path)}` : null].filter(Boolean).join(' · ');
-  const tooltip = entries.length ? entries.map((e) => `${e.key}: ${e.path}`).join('\n') : 'The embedded synthetic benchmark (no data section, no model.path).';
+  const description = [
+    files.length ? files.map((e) => basename(e.path)).join(' · ') : 'embedded benchmark',
+    model ? `model ${basename(model.path)}` : null,
+  ]
+    .filter(Boolean)
+    .join(' · ');
+  const tooltip = entries.length
+    ? entries.map((e) => `${e.key}: ${e.path}`).join('\n')
+    : 'The embedded synthetic benchmark (no data section, no model.path).';
   return { kind: 'data', id: `${run.dir}#data`, label: 'data', description, tooltip, run, entries };
 }
 

@@ -51,11 +51,16 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
     const root = workspaceRoot();
     if (!root) return [];
     if (!node) {
-      const [verl, tensorboard] = await Promise.all([findVerlMetricsFiles().catch(() => []), findTensorBoardRuns().catch(() => [])]);
+      const [verl, tensorboard] = await Promise.all([
+        findVerlMetricsFiles().catch(() => []),
+        findTensorBoardRuns().catch(() => []),
+      ]);
       return [
         ...readRuns(join(root, 'runs')).map((r) => runNode(r, stageLabel)),
         ...verl.map((uri): VerlNode => ({ kind: 'verl', id: `verl:${uri.toString()}`, uri })),
-        ...tensorboard.map((uri): TensorBoardNode => ({ kind: 'tensorboard', id: `tensorboard:${uri.toString()}`, uri })),
+        ...tensorboard.map(
+          (uri): TensorBoardNode => ({ kind: 'tensorboard', id: `tensorboard:${uri.toString()}`, uri }),
+        ),
       ];
     }
     if (node.kind === 'run') {
@@ -90,9 +95,12 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
       item.command = { title: 'Watch in the live panel', command: 'coaStudio.watchRun', arguments: [node.uri] };
       return item;
     }
-    const collapsible = node.kind === 'run' ? vscode.TreeItemCollapsibleState.Collapsed
-      : node.kind === 'stage' && stageChildren(node.run, node.stage).length ? vscode.TreeItemCollapsibleState.Collapsed
-        : vscode.TreeItemCollapsibleState.None;
+    const collapsible =
+      node.kind === 'run'
+        ? vscode.TreeItemCollapsibleState.Collapsed
+        : node.kind === 'stage' && stageChildren(node.run, node.stage).length
+          ? vscode.TreeItemCollapsibleState.Collapsed
+          : vscode.TreeItemCollapsibleState.None;
     const item = new vscode.TreeItem(node.label, collapsible);
     item.id = node.id;
     item.description = node.description;
@@ -103,7 +111,8 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
       // `.resumable`: Resume Run is offered only where a checkpoint exists to resume from (package.json menus).
       const canResume = node.kind === 'stage' ? resumable(node.stage) : node.run.stages.some(resumable);
       item.contextValue = `coaRun.${node.kind}.${node.status}${canResume ? '.resumable' : ''}`;
-      item.tooltip = node.kind === 'stage' && node.stage.error ? `${node.label}: ${node.stage.error}` : `${node.run.dir}`;
+      item.tooltip =
+        node.kind === 'stage' && node.stage.error ? `${node.label}: ${node.stage.error}` : `${node.run.dir}`;
       // No resourceUri on runs: VS Code would decorate the run with the problems of the files under its folder, so
       // a rollout file's format errors (the model's, not the run's) turned a finished run red with "9+".
     } else if (node.kind === 'checkpoint') {
@@ -127,7 +136,10 @@ export class RunsProvider implements vscode.TreeDataProvider<Node>, vscode.Dispo
 
 function dataItem(node: DataNode): vscode.TreeItem {
   if (node.kind === 'data') {
-    const item = new vscode.TreeItem(node.label, node.entries.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(
+      node.label,
+      node.entries.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,
+    );
     item.id = node.id;
     item.description = node.description;
     item.tooltip = node.tooltip;
@@ -158,13 +170,28 @@ export function registerRuns(context: vscode.ExtensionContext, train: TrainContr
   // TensorBoard runs: a new folder of event files (a writer's first file) is looked for too.
   const tfevents = vscode.workspace.createFileSystemWatcher('**/events.out.tfevents.*', false, true, false);
   const refresh = () => provider.refresh();
-  context.subscriptions.push(provider, view, watcher, jsonl, tfevents, watcher.onDidCreate(refresh), watcher.onDidChange(refresh), watcher.onDidDelete(refresh), jsonl.onDidCreate(refresh), jsonl.onDidDelete(refresh), tfevents.onDidCreate(refresh), tfevents.onDidDelete(refresh), train.onRunsChanged(refresh));
+  context.subscriptions.push(
+    provider,
+    view,
+    watcher,
+    jsonl,
+    tfevents,
+    watcher.onDidCreate(refresh),
+    watcher.onDidChange(refresh),
+    watcher.onDidDelete(refresh),
+    jsonl.onDidCreate(refresh),
+    jsonl.onDidDelete(refresh),
+    tfevents.onDidCreate(refresh),
+    tfevents.onDidDelete(refresh),
+    train.onRunsChanged(refresh),
+  );
   return provider;
 }
 
 // ------------------------------------------------------------------ actions (command table entries)
 
-const runDirOf = (node: unknown): string | undefined => (node && typeof node === 'object' && 'run' in node ? (node as RunNode).run.dir : undefined);
+const runDirOf = (node: unknown): string | undefined =>
+  node && typeof node === 'object' && 'run' in node ? (node as RunNode).run.dir : undefined;
 
 export async function openRunPanel(livePanels: LivePanels, node?: unknown): Promise<void> {
   const dir = runDirOf(node);
@@ -174,7 +201,10 @@ export async function openRunPanel(livePanels: LivePanels, node?: unknown): Prom
 export async function openRollouts(node?: unknown): Promise<void> {
   const n = node as RunNode | undefined;
   const path = n?.kind === 'rollouts' ? n.path : n?.kind === 'stage' ? n.stage.rollouts : undefined;
-  if (!path) return void vscode.window.showInformationMessage('CoA: this stage has no rollouts file (stages/<stage>/rollouts.coa.jsonl).');
+  if (!path)
+    return void vscode.window.showInformationMessage(
+      'CoA: this stage has no rollouts file (stages/<stage>/rollouts.coa.jsonl).',
+    );
   await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(path));
 }
 
@@ -194,7 +224,10 @@ export async function cancelFromNode(train: TrainController, node?: unknown): Pr
 export async function exportOnnxFromNode(train: TrainController, node?: unknown): Promise<void> {
   const n = node as RunNode | undefined;
   const finalDir = n?.kind === 'checkpoint' && n.final ? n.path : n?.kind === 'stage' ? n.stage.finalDir : undefined;
-  if (!finalDir) return void vscode.window.showInformationMessage('CoA: pick a stage that finished (it has a final/ model directory) to export to ONNX.');
+  if (!finalDir)
+    return void vscode.window.showInformationMessage(
+      'CoA: pick a stage that finished (it has a final/ model directory) to export to ONNX.',
+    );
   await train.exportOnnx(finalDir);
 }
 
@@ -207,8 +240,13 @@ export async function revealRun(node?: unknown): Promise<void> {
 export async function deleteRun(train: TrainController, runs: RunsProvider, node?: unknown): Promise<void> {
   const dir = runDirOf(node);
   if (!dir) return;
-  if (train.running.includes(dir)) return void vscode.window.showWarningMessage('CoA: cancel the run before deleting it.');
-  const ok = await vscode.window.showWarningMessage(`Delete run ${(node as RunNode).run.id}? Its directory ${dir} (checkpoints, models, events) is removed permanently.`, { modal: true }, 'Delete');
+  if (train.running.includes(dir))
+    return void vscode.window.showWarningMessage('CoA: cancel the run before deleting it.');
+  const ok = await vscode.window.showWarningMessage(
+    `Delete run ${(node as RunNode).run.id}? Its directory ${dir} (checkpoints, models, events) is removed permanently.`,
+    { modal: true },
+    'Delete',
+  );
   if (ok !== 'Delete') return;
   rmSync(dir, { recursive: true, force: true });
   runs.refresh();

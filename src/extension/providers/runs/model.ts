@@ -65,7 +65,17 @@ export const isAlive: IsAlive = (pid) => {
 };
 
 function newStage(name: string): StageInfo {
-  return { name, status: 'pending', step: null, total: null, checkpoints: [], evals: [], finalDir: null, rollouts: null, error: null };
+  return {
+    name,
+    status: 'pending',
+    step: null,
+    total: null,
+    checkpoints: [],
+    evals: [],
+    finalDir: null,
+    rollouts: null,
+    error: null,
+  };
 }
 
 /** Folds the event stream into per-stage state. `running` = started, not finished, and its process alive. */
@@ -179,14 +189,18 @@ export function readRun(dir: string, id: string, alive: IsAlive = isAlive): RunI
     stages.set(name, s);
     // step-N.safetensors, or step-N.sharded/ (FSDP2, one file per rank; coa_trainer/model/checkpoint.py); an older
     // run's step-N.pt or .dcp/ too (a resume from one says how to convert it); not a .tmp being written.
-    const pts = listDir(join(sdir, 'checkpoints')).filter((f) => /^step-\d+\.(safetensors|sharded|pt|dcp)$/.test(f)).map((f) => join(sdir, 'checkpoints', f));
+    const pts = listDir(join(sdir, 'checkpoints'))
+      .filter((f) => /^step-\d+\.(safetensors|sharded|pt|dcp)$/.test(f))
+      .map((f) => join(sdir, 'checkpoints', f));
     const finalDir = join(sdir, 'final');
     s.finalDir = existsSync(join(finalDir, 'config.json')) ? finalDir : null;
     const onDisk: CheckpointInfo[] = pts.map((p) => ({ step: stepOf(p.slice(sdir.length)), path: p, final: false }));
-    if (s.finalDir) onDisk.push({ step: s.checkpoints.find((c) => c.final)?.step ?? null, path: s.finalDir, final: true });
+    if (s.finalDir)
+      onDisk.push({ step: s.checkpoints.find((c) => c.final)?.step ?? null, path: s.finalDir, final: true });
     // model directories another engine wrote elsewhere and the events announced (TRL's checkpoints), while they exist
     for (const c of s.checkpoints) {
-      if (!c.final && !c.path.startsWith(sdir + sep) && existsSync(join(c.path, 'config.json'))) onDisk.push({ ...c, external: true });
+      if (!c.final && !c.path.startsWith(sdir + sep) && existsSync(join(c.path, 'config.json')))
+        onDisk.push({ ...c, external: true });
     }
     s.checkpoints = onDisk.sort((a, b) => Number(a.final) - Number(b.final) || (a.step ?? 0) - (b.step ?? 0));
     const rollouts = join(sdir, 'rollouts.coa.jsonl');
@@ -255,7 +269,17 @@ export function readRuns(runsDir: string, alive: IsAlive = isAlive): RunInfo[] {
 export type RunNode =
   | { kind: 'run'; id: string; label: string; description: string; status: Status; run: RunInfo }
   | { kind: 'stage'; id: string; label: string; description: string; status: Status; run: RunInfo; stage: StageInfo }
-  | { kind: 'checkpoint'; id: string; label: string; description: string; path: string; final: boolean; external: boolean; run: RunInfo; stage: StageInfo }
+  | {
+      kind: 'checkpoint';
+      id: string;
+      label: string;
+      description: string;
+      path: string;
+      final: boolean;
+      external: boolean;
+      run: RunInfo;
+      stage: StageInfo;
+    }
   | { kind: 'eval'; id: string; label: string; description: string; run: RunInfo; stage: StageInfo }
   | { kind: 'rollouts'; id: string; label: string; description: string; path: string; run: RunInfo; stage: StageInfo };
 
@@ -263,7 +287,14 @@ const fmt = (v: number | null) => (v === null ? 'n/a' : Number.isInteger(v) ? St
 
 export function runNode(run: RunInfo, label: (stage: string) => string = (s) => s): RunNode {
   const stages = run.stages.filter((s) => s.status !== 'pending' || s.finalDir).map((s) => label(s.name));
-  return { kind: 'run', id: run.dir, label: run.id, description: `${run.status}${stages.length ? ` · ${stages.join(', ')}` : ''}`, status: run.status, run };
+  return {
+    kind: 'run',
+    id: run.dir,
+    label: run.id,
+    description: `${run.status}${stages.length ? ` · ${stages.join(', ')}` : ''}`,
+    status: run.status,
+    run,
+  };
 }
 
 export function stageNodes(run: RunInfo, label: (stage: string) => string = (s) => s): RunNode[] {
@@ -284,7 +315,11 @@ export function stageChildren(run: RunInfo, stage: StageInfo): RunNode[] {
     kind: 'checkpoint' as const,
     id: `${base}#ckpt:${c.path}`,
     label: c.final ? 'final' : `checkpoint ${c.step ?? '?'}`,
-    description: c.final ? `model${c.step !== null ? ` · step ${c.step}` : ''}` : c.external ? 'model directory (written by the engine)' : 'resumable',
+    description: c.final
+      ? `model${c.step !== null ? ` · step ${c.step}` : ''}`
+      : c.external
+        ? 'model directory (written by the engine)'
+        : 'resumable',
     path: c.path,
     final: c.final,
     external: c.external === true,
@@ -304,7 +339,15 @@ export function stageChildren(run: RunInfo, stage: StageInfo): RunNode[] {
   }
   if (stage.rollouts) {
     const collection = stage.rollouts.endsWith('collection.coa.jsonl');
-    nodes.push({ kind: 'rollouts', id: `${base}#rollouts`, label: collection ? 'collection' : 'rollouts', description: collection ? 'collection.coa.jsonl' : 'rollouts.coa.jsonl', path: stage.rollouts, run, stage });
+    nodes.push({
+      kind: 'rollouts',
+      id: `${base}#rollouts`,
+      label: collection ? 'collection' : 'rollouts',
+      description: collection ? 'collection.coa.jsonl' : 'rollouts.coa.jsonl',
+      path: stage.rollouts,
+      run,
+      stage,
+    });
   }
   return nodes;
 }

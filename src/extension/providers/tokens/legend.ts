@@ -52,9 +52,14 @@ export function registerOverlayLegend(context: vscode.ExtensionContext, overlays
       if (meta?.kind !== 'step' || meta.index !== 0 || cell.index === 0) return [];
       const header = cellMeta(cell.notebook.cellAt(cell.index - 1).metadata);
       if (header?.kind !== 'header' || !header.raw.includes('"offsets"')) return [];
-      const legend = new vscode.NotebookCellStatusBarItem(`$(symbol-color) ${legendLine(overlays.active)}`, vscode.NotebookCellStatusBarAlignment.Left);
+      const legend = new vscode.NotebookCellStatusBarItem(
+        `$(symbol-color) ${legendLine(overlays.active)}`,
+        vscode.NotebookCellStatusBarAlignment.Left,
+      );
       legend.command = CHOOSE;
-      legend.tooltip = overlays.active.size ? 'Hover a token for its id, log-prob, loss mask and advantage; click to choose overlays' : 'Click to choose token overlays';
+      legend.tooltip = overlays.active.size
+        ? 'Hover a token for its id, log-prob, loss mask and advantage; click to choose overlays'
+        : 'Click to choose token overlays';
       return [legend];
     },
   };
@@ -64,7 +69,10 @@ export function registerOverlayLegend(context: vscode.ExtensionContext, overlays
   let auto = false;
   const firstRecordView = (doc: vscode.NotebookDocument) => {
     if (chosen || overlays.active.size || doc.uri.scheme !== RECORD_SCHEME) return;
-    const header = doc.getCells().map((c) => cellMeta(c.metadata)).find((m) => m?.kind === 'header');
+    const header = doc
+      .getCells()
+      .map((c) => cellMeta(c.metadata))
+      .find((m) => m?.kind === 'header');
     if (header?.kind !== 'header' || !header.raw.includes('"offsets"')) return;
     auto = true;
     overlays.set('logprob', true);
@@ -85,8 +93,21 @@ export function registerOverlayLegend(context: vscode.ExtensionContext, overlays
 
 /** "CoA: Choose Token Overlays…": every overlay at once, those on already ticked. */
 export async function chooseOverlays(overlays: OverlaySwitches): Promise<void> {
-  const items = OVERLAY_VIEWS.map((v) => ({ label: VIEW_NAMES[v], description: WORDS[v].replace(/^[^(]*\(|\)$/g, ''), view: v, picked: overlays.active.has(v) }));
-  const picked = await vscode.window.showQuickPick(items, { canPickMany: true, title: 'CoA: Token Overlays', placeHolder: 'Overlays drawn on records with tokens (loss mask, log-probs, advantages)' });
+  const items = OVERLAY_VIEWS.map((v) => ({
+    label: VIEW_NAMES[v],
+    description: WORDS[v].replace(/^[^(]*\(|\)$/g, ''),
+    view: v,
+    picked: overlays.active.has(v),
+  }));
+  const picked = await vscode.window.showQuickPick(items, {
+    canPickMany: true,
+    title: 'CoA: Token Overlays',
+    placeHolder: 'Overlays drawn on records with tokens (loss mask, log-probs, advantages)',
+  });
   if (!picked) return;
-  for (const v of OVERLAY_VIEWS) overlays.set(v, picked.some((p) => p.view === v));
+  for (const v of OVERLAY_VIEWS)
+    overlays.set(
+      v,
+      picked.some((p) => p.view === v),
+    );
 }

@@ -59,8 +59,14 @@ export function responseTokenSpans(r: TrajectoryRecord): SpansResult {
     if (b < a) b = a; // offsets out of order: a zero-width span rather than a wrong one
     while (b > a && /\s/.test(response[b - 1])) b--; // the separator before the next token is not this token
     spans.push({
-      index: i, start: a, end: b, id: t.ids[i], text: response.slice(a, b),
-      mask: t.loss_mask?.[i] ?? null, logprob: t.logprobs?.[i] ?? null, advantage: t.advantages?.[i] ?? null,
+      index: i,
+      start: a,
+      end: b,
+      id: t.ids[i],
+      text: response.slice(a, b),
+      mask: t.loss_mask?.[i] ?? null,
+      logprob: t.logprobs?.[i] ?? null,
+      advantage: t.advantages?.[i] ?? null,
     });
   }
   return { spans };
@@ -160,7 +166,8 @@ export function spanAt(spans: readonly TokenSpan[], column: number): TokenSpan |
 }
 
 export function hoverMarkdown(s: TokenSpan): string {
-  const fmt = (x: number | null, digits = 4) => (x === null ? '—' : Number.isInteger(x) ? String(x) : x.toFixed(digits));
+  const fmt = (x: number | null, digits = 4) =>
+    x === null ? '—' : Number.isInteger(x) ? String(x) : x.toFixed(digits);
   const p = s.logprob === null ? '' : ` (p = ${Math.exp(s.logprob).toFixed(4)})`;
   return [
     `**token ${s.index}** \`${JSON.stringify(s.text)}\``,

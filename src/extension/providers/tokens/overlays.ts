@@ -4,7 +4,18 @@
 // decorated, so a large file costs what the screen shows (cells are found from the visible notebook editors'
 // ranges, never by walking a notebook's cells).
 import * as vscode from 'vscode';
-import { type OverlayView, OVERLAY_VIEWS, STYLE_KEYS, cellTokenSpans, groupByStyle, hoverMarkdown, spanAt, tokenSpans, type SpansResult, type TokenSpan } from './mapping';
+import {
+  type OverlayView,
+  OVERLAY_VIEWS,
+  STYLE_KEYS,
+  cellTokenSpans,
+  groupByStyle,
+  hoverMarkdown,
+  spanAt,
+  tokenSpans,
+  type SpansResult,
+  type TokenSpan,
+} from './mapping';
 import { cellMeta, isTrajectoryNotebook } from '../notebook/cells';
 import { OVERLAY_STYLES } from './styles';
 import { registerOverlayLegend } from './legend';
@@ -18,9 +29,21 @@ const CELL_STABLE_MS = 600; // a notebook cell's editor is decorated once it has
 
 function decorationFor(view: OverlayView, key: string): vscode.TextEditorDecorationType {
   const s = OVERLAY_STYLES[view][key] ?? OVERLAY_STYLES.logprob.lp4;
-  if (s.lineStyle === 'through') return vscode.window.createTextEditorDecorationType({ opacity: s.faded ? '0.45' : undefined, textDecoration: `line-through ${s.line}` });
-  if (s.line) return vscode.window.createTextEditorDecorationType({ borderWidth: s.lineStyle === 'dotted' ? '0 0 1px 0' : '0 0 2px 0', borderStyle: s.lineStyle, borderColor: s.line });
-  return vscode.window.createTextEditorDecorationType({ backgroundColor: s.background, borderRadius: view === 'mask' ? '2px' : undefined });
+  if (s.lineStyle === 'through')
+    return vscode.window.createTextEditorDecorationType({
+      opacity: s.faded ? '0.45' : undefined,
+      textDecoration: `line-through ${s.line}`,
+    });
+  if (s.line)
+    return vscode.window.createTextEditorDecorationType({
+      borderWidth: s.lineStyle === 'dotted' ? '0 0 1px 0' : '0 0 2px 0',
+      borderStyle: s.lineStyle,
+      borderColor: s.line,
+    });
+  return vscode.window.createTextEditorDecorationType({
+    backgroundColor: s.background,
+    borderRadius: view === 'mask' ? '2px' : undefined,
+  });
 }
 
 export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
@@ -36,7 +59,8 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor() {
-    for (const view of OVERLAY_VIEWS) for (const key of STYLE_KEYS[view]) this.types.set(`${view}:${key}`, decorationFor(view, key));
+    for (const view of OVERLAY_VIEWS)
+      for (const key of STYLE_KEYS[view]) this.types.set(`${view}:${key}`, decorationFor(view, key));
     this.disposables.push(
       vscode.window.onDidChangeVisibleTextEditors(() => this.refreshAll()),
       vscode.window.onDidChangeTextEditorVisibleRanges((e) => this.later(e.textEditor)),
@@ -57,7 +81,15 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
         this.cells.clear();
         this.cellSpans.clear();
       }),
-      vscode.languages.registerHoverProvider([{ language: 'coa-jsonl' }, { language: 'jsonl' }, { pattern: '**/*.jsonl' }, { scheme: CELL_SCHEME, language: 'coa' }], this),
+      vscode.languages.registerHoverProvider(
+        [
+          { language: 'coa-jsonl' },
+          { language: 'jsonl' },
+          { pattern: '**/*.jsonl' },
+          { scheme: CELL_SCHEME, language: 'coa' },
+        ],
+        this,
+      ),
     );
   }
 
@@ -67,7 +99,8 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
     this.cells.clear();
     for (const ed of vscode.window.visibleNotebookEditors) {
       if (!isTrajectoryNotebook(ed.notebook.notebookType)) continue;
-      for (const range of ed.visibleRanges) for (const cell of ed.notebook.getCells(range)) this.cells.set(cell.document.uri.toString(), cell);
+      for (const range of ed.visibleRanges)
+        for (const cell of ed.notebook.getCells(range)) this.cells.set(cell.document.uri.toString(), cell);
     }
     return this.cells;
   }
@@ -96,7 +129,10 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
     return { spans: null, reason: 'no record header' };
   }
 
-  private rangesOf(doc: vscode.TextDocument, line: number | null): { spans: TokenSpan[]; range: (s: TokenSpan) => vscode.Range }[] {
+  private rangesOf(
+    doc: vscode.TextDocument,
+    line: number | null,
+  ): { spans: TokenSpan[]; range: (s: TokenSpan) => vscode.Range }[] {
     if (doc.uri.scheme === CELL_SCHEME) {
       const { spans } = this.cellSpansOf(doc);
       return spans ? [{ spans, range: (s) => new vscode.Range(doc.positionAt(s.start), doc.positionAt(s.end)) }] : [];
@@ -109,9 +145,13 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
   /** The toggle command of one view; returns the new state. */
   toggle(view: OverlayView): boolean {
     this.set(view, !this.on.has(view));
-    const ed = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === CELL_SCHEME);
+    const ed =
+      vscode.window.activeTextEditor ??
+      vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === CELL_SCHEME);
     if (this.on.has(view) && ed && !this.anyTokens(ed)) {
-      void vscode.window.showInformationMessage('No visible record has `tokens` with `offsets`: nothing to overlay here.');
+      void vscode.window.showInformationMessage(
+        'No visible record has `tokens` with `offsets`: nothing to overlay here.',
+      );
     }
     return this.on.has(view);
   }
@@ -136,14 +176,22 @@ export class TokenOverlays implements vscode.Disposable, vscode.HoverProvider {
     let r = entry.lines.get(line);
     if (!r) {
       const text = doc.lineAt(line).text;
-      r = text.length > MAX_LINE_CHARS ? { spans: null, reason: 'line too long' } : text.trim() === '' ? { spans: null, reason: 'blank' } : tokenSpans(text);
+      r =
+        text.length > MAX_LINE_CHARS
+          ? { spans: null, reason: 'line too long' }
+          : text.trim() === ''
+            ? { spans: null, reason: 'blank' }
+            : tokenSpans(text);
       entry.lines.set(line, r);
     }
     return r;
   }
 
   private anyTokens(ed: vscode.TextEditor): boolean {
-    if (ed.document.uri.scheme === CELL_SCHEME) return vscode.window.visibleTextEditors.some((e) => e.document.uri.scheme === CELL_SCHEME && this.cellSpansOf(e.document).spans);
+    if (ed.document.uri.scheme === CELL_SCHEME)
+      return vscode.window.visibleTextEditors.some(
+        (e) => e.document.uri.scheme === CELL_SCHEME && this.cellSpansOf(e.document).spans,
+      );
     return ed.visibleRanges.some((r) => {
       for (let l = r.start.line; l <= r.end.line; l++) if (this.spansOf(ed.document, l).spans) return true;
       return false;

@@ -13,7 +13,11 @@ export interface OverlayStyle {
   faded?: boolean;
 }
 
-export const VIEW_NAMES: Record<OverlayView, string> = { mask: 'loss mask', logprob: 'log-prob heat map', advantage: 'advantage sign' };
+export const VIEW_NAMES: Record<OverlayView, string> = {
+  mask: 'loss mask',
+  logprob: 'log-prob heat map',
+  advantage: 'advantage sign',
+};
 
 const HEAT = ['#00a0001a', '#a0c80038', '#e6b4004d', '#f06e0061', '#e6141473'];
 const HEAT_LABELS = ['p ≥ 0.9', 'p ≥ 0.5', 'p ≥ 0.1', 'p ≥ 0.01', 'p < 0.01'];
@@ -33,15 +37,25 @@ export const OVERLAY_STYLES: Record<OverlayView, Record<string, OverlayStyle>> =
 
 /** "loss mask · log-prob heat map", in the order the commands list them; '' when none is on. */
 export function overlayNames(on: ReadonlySet<OverlayView>): string {
-  return OVERLAY_VIEWS.filter((v) => on.has(v)).map((v) => VIEW_NAMES[v]).join(' · ');
+  return OVERLAY_VIEWS.filter((v) => on.has(v))
+    .map((v) => VIEW_NAMES[v])
+    .join(' · ');
 }
 
 /** The legend as Markdown (HTML spans with the overlay colours; the caller enables supportHtml). */
 export function legendMarkdown(on: ReadonlySet<OverlayView>): string {
   const views = OVERLAY_VIEWS.filter((v) => on.has(v));
-  if (!views.length) return 'No token overlay is on. *CoA: Choose Token Overlays…* turns them on for records with `tokens.offsets`.';
+  if (!views.length)
+    return 'No token overlay is on. *CoA: Choose Token Overlays…* turns them on for records with `tokens.offsets`.';
   const swatch = (s: OverlayStyle) =>
-    s.background ? `<span style="background-color:${s.background};">&nbsp;tok&nbsp;</span>` : `<span style="color:${s.line};">${s.lineStyle === 'dotted' ? '┈┈' : s.lineStyle === 'through' ? '—' : '━━'}</span>`;
-  const lines = views.map((v) => `**${VIEW_NAMES[v]}**: ${Object.values(OVERLAY_STYLES[v]).map((s) => `${swatch(s)} ${s.label}`).join(' &nbsp; ')}`);
+    s.background
+      ? `<span style="background-color:${s.background};">&nbsp;tok&nbsp;</span>`
+      : `<span style="color:${s.line};">${s.lineStyle === 'dotted' ? '┈┈' : s.lineStyle === 'through' ? '—' : '━━'}</span>`;
+  const lines = views.map(
+    (v) =>
+      `**${VIEW_NAMES[v]}**: ${Object.values(OVERLAY_STYLES[v])
+        .map((s) => `${swatch(s)} ${s.label}`)
+        .join(' &nbsp; ')}`,
+  );
   return [...lines, '', 'Hover a token for its id, log-prob, loss mask and advantage.'].join('\n\n');
 }

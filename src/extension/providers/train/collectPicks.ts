@@ -46,9 +46,19 @@ export function endpointUrlProblem(url: string): string | null {
 }
 
 /** The files a finished collection leaves in its run directory (coa_trainer collect, stages/collect/). */
-export function collectionFiles(runDir: string): { collection: string; selected: string; report: string; reportJson: string } {
+export function collectionFiles(runDir: string): {
+  collection: string;
+  selected: string;
+  report: string;
+  reportJson: string;
+} {
   const dir = join(runDir, 'stages', 'collect');
-  return { collection: join(dir, 'collection.coa.jsonl'), selected: join(dir, 'selected.coa.jsonl'), report: join(dir, 'report.md'), reportJson: join(dir, 'report.json') };
+  return {
+    collection: join(dir, 'collection.coa.jsonl'),
+    selected: join(dir, 'selected.coa.jsonl'),
+    report: join(dir, 'report.md'),
+    reportJson: join(dir, 'report.json'),
+  };
 }
 
 /** "collected N, kept K" from the collection's report.json; null when it is not there. */
@@ -56,7 +66,12 @@ export function collectionSummary(runDir: string): string | null {
   const path = collectionFiles(runDir).reportJson;
   if (!existsSync(path)) return null;
   try {
-    const r = JSON.parse(readFileSync(path, 'utf8')) as { collected: number; kept: number; failed_samples?: number; pairs?: { pairs?: number } };
+    const r = JSON.parse(readFileSync(path, 'utf8')) as {
+      collected: number;
+      kept: number;
+      failed_samples?: number;
+      pairs?: { pairs?: number };
+    };
     return `collected ${r.collected} trajectories, kept ${r.kept}, ${r.pairs?.pairs ?? 0} SFT-1 pairs${r.failed_samples ? `, ${r.failed_samples} failed at the teacher (resume to collect them)` : ''}`;
   } catch {
     return null;

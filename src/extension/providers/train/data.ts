@@ -10,7 +10,14 @@ const path = () => z.string().min(1);
 
 /** Files picked in the editor; each replaces the config's own entry (sft: the list). Absolute paths. */
 export const DataPicksSchema = z
-  .object({ train: path().optional(), dev: path().optional(), test: path().optional(), sft: z.array(path()).optional(), sft1_pairs: path().optional(), corpus: path().optional() })
+  .object({
+    train: path().optional(),
+    dev: path().optional(),
+    test: path().optional(),
+    sft: z.array(path()).optional(),
+    sft1_pairs: path().optional(),
+    corpus: path().optional(),
+  })
   .strict();
 export type DataPicks = z.infer<typeof DataPicksSchema>;
 

@@ -11,10 +11,19 @@ import { LABELS, PLACEHOLDERS, TITLES } from './picks';
 type Slot = 'train' | 'dev' | 'test' | 'sft' | 'sft1_pairs' | 'corpus';
 
 const SLOTS: { slot: Slot; label: string; filters: Record<string, string[]>; many?: boolean }[] = [
-  { slot: 'train', label: 'Training questions…', filters: { 'Question sets (verl parquet, FlashRAG JSONL, *.coa.jsonl)': ['parquet', 'jsonl'] } },
+  {
+    slot: 'train',
+    label: 'Training questions…',
+    filters: { 'Question sets (verl parquet, FlashRAG JSONL, *.coa.jsonl)': ['parquet', 'jsonl'] },
+  },
   { slot: 'dev', label: 'Dev questions…', filters: { 'Question sets': ['parquet', 'jsonl'] } },
   { slot: 'test', label: 'Test questions…', filters: { 'Question sets': ['parquet', 'jsonl'] } },
-  { slot: 'sft', label: 'SFT trajectories…', filters: { 'Trajectories (*.coa.jsonl, OpenAI chats)': ['jsonl'] }, many: true },
+  {
+    slot: 'sft',
+    label: 'SFT trajectories…',
+    filters: { 'Trajectories (*.coa.jsonl, OpenAI chats)': ['jsonl'] },
+    many: true,
+  },
   { slot: 'sft1_pairs', label: 'SFT-1 pairs…', filters: { 'Pairs (chosen/rejected JSONL)': ['jsonl'] } },
   { slot: 'corpus', label: 'Search corpus…', filters: { 'FlashRAG corpus (JSONL)': ['jsonl'] } },
 ];
@@ -37,17 +46,29 @@ export async function pickDataFiles(config: RunConfigInput | null): Promise<Data
       { label: LABELS.dataDone, description: describeData(current) ?? 'no data chosen yet', slot: null as Slot | null },
       ...SLOTS.map((s) => ({ label: s.label, description: shown(s.slot), slot: s.slot as Slot | null })),
     ];
-    const pick = await vscode.window.showQuickPick(items, { title: TITLES.data, placeHolder: PLACEHOLDERS.data, ignoreFocusOut: true });
+    const pick = await vscode.window.showQuickPick(items, {
+      title: TITLES.data,
+      placeHolder: PLACEHOLDERS.data,
+      ignoreFocusOut: true,
+    });
     if (!pick) return undefined;
     if (pick.slot === null) {
       if (!describeData(current)) {
-        void vscode.window.showWarningMessage('CoA: choose at least one data file (or pick the embedded default config).');
+        void vscode.window.showWarningMessage(
+          'CoA: choose at least one data file (or pick the embedded default config).',
+        );
         continue;
       }
       return picks;
     }
     const spec = SLOTS.find((s) => s.slot === pick.slot)!;
-    const uris = await vscode.window.showOpenDialog({ canSelectFiles: true, canSelectFolders: false, canSelectMany: !!spec.many, filters: spec.filters, openLabel: `Use as ${spec.label.replace('…', '').toLowerCase()}` });
+    const uris = await vscode.window.showOpenDialog({
+      canSelectFiles: true,
+      canSelectFolders: false,
+      canSelectMany: !!spec.many,
+      filters: spec.filters,
+      openLabel: `Use as ${spec.label.replace('…', '').toLowerCase()}`,
+    });
     if (!uris?.length) continue;
     if (spec.slot === 'sft') picks.sft = uris.map((u) => u.fsPath);
     else picks[spec.slot] = uris[0].fsPath;

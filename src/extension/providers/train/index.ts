@@ -24,7 +24,16 @@ import { readConfig } from '../../config';
 import type { LivePanels } from '../livePanel/register';
 import type { ManagedProcess, ProcessResult } from '../../process/manager';
 import type { RunningEnvServer } from '../../process/envServer';
-import { ENV_STAGES, PIPELINE, composeRunConfig, exportOnnxArgs, makeRunId, stageLabel, trainerArgs, trainerTokenEnv } from '../../process/trainer';
+import {
+  ENV_STAGES,
+  PIPELINE,
+  composeRunConfig,
+  exportOnnxArgs,
+  makeRunId,
+  stageLabel,
+  trainerArgs,
+  trainerTokenEnv,
+} from '../../process/trainer';
 import { requireTrust, workspaceRoot } from '../../workspace';
 import { configFromEvents, readRun, readRuns, resumable } from '../runs/model';
 import { PLACEHOLDERS, TITLES, resumableRuns, resumableStages } from './picks';
@@ -36,7 +45,6 @@ import { pickCollectRequest, pickTrainRequest, readUserConfig } from './request'
 import type { CollectRequest, TrainRequest } from './requests';
 import { COLLECT_LABELS, collectionFiles, collectionSummary } from './collectPicks';
 import { COLLECT } from '../../process/trainer';
-
 
 interface ActiveRun {
   runDir: string;
@@ -50,7 +58,11 @@ export interface TrainSeams {
   livePanels: Pick<LivePanels, 'open'>;
 }
 
-export function registerTrain(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, seams: TrainSeams): TrainController {
+export function registerTrain(
+  context: vscode.ExtensionContext,
+  log: vscode.LogOutputChannel,
+  seams: TrainSeams,
+): TrainController {
   const controller = new TrainController(context, log, seams);
   context.subscriptions.push(controller);
   return controller;
@@ -90,18 +102,26 @@ export class TrainController implements vscode.Disposable {
   async trainStage(request?: TrainRequest): Promise<void> {
     if (!(await requireTrust('Training'))) return;
     const root = workspaceRoot();
-    if (!root) return void vscode.window.showErrorMessage('CoA: Train Stage needs an open folder: runs are written to <folder>/runs/<id>.');
+    if (!root)
+      return void vscode.window.showErrorMessage(
+        'CoA: Train Stage needs an open folder: runs are written to <folder>/runs/<id>.',
+      );
     const req = request ?? (await pickTrainRequest(root));
     if (!req) return;
     const userConfig = req.config ? readUserConfig(join(root, '.'), req.config) : null;
     if (userConfig === undefined) return;
     // runs/<id>/config.json is a copy: paths relative to the user's config file are made absolute first.
-    let base = userConfig && req.config ? resolveConfigPaths(userConfig, dirname(isAbsolute(req.config) ? req.config : join(root, req.config))) : userConfig;
+    let base =
+      userConfig && req.config
+        ? resolveConfigPaths(userConfig, dirname(isAbsolute(req.config) ? req.config : join(root, req.config)))
+        : userConfig;
     if (hasPicks(req.data)) base = applyDataPicks(base ?? {}, req.data);
-    if (req.embeddedModel && base && typeof base.model === 'object' && base.model) base = { ...base, model: { ...base.model, path: null } };
+    if (req.embeddedModel && base && typeof base.model === 'object' && base.model)
+      base = { ...base, model: { ...base.model, path: null } };
     const runName = typeof base?.name === 'string' ? base.name : undefined;
     let runDir = join(root, 'runs', makeRunId(new Date(), req.stage, runName));
-    for (let i = 2; existsSync(runDir); i++) runDir = join(root, 'runs', `${makeRunId(new Date(), req.stage, runName)}-${i}`);
+    for (let i = 2; existsSync(runDir); i++)
+      runDir = join(root, 'runs', `${makeRunId(new Date(), req.stage, runName)}-${i}`);
     const config = composeRunConfig({
       base,
       stage: req.stage,
@@ -121,10 +141,19 @@ export class TrainController implements vscode.Disposable {
   async collectTrajectories(request?: CollectRequest): Promise<void> {
     if (!(await requireTrust('Collecting trajectories'))) return;
     const root = workspaceRoot();
-    if (!root) return void vscode.window.showErrorMessage('CoA: Collect Trajectories needs an open folder: collections are written to <folder>/runs/<id>.');
+    if (!root)
+      return void vscode.window.showErrorMessage(
+        'CoA: Collect Trajectories needs an open folder: collections are written to <folder>/runs/<id>.',
+      );
     const req = request ?? (await pickCollectRequest(root));
     if (!req) return;
-    await this.trainStage({ stage: COLLECT.id, config: req.config, checkpoint: req.teacher, teacherUrl: req.teacherUrl, data: req.data });
+    await this.trainStage({
+      stage: COLLECT.id,
+      config: req.config,
+      checkpoint: req.teacher,
+      teacherUrl: req.teacherUrl,
+      data: req.data,
+    });
   }
 
   async resumeRun(runDir?: string, stage?: string): Promise<void> {
@@ -136,26 +165,44 @@ export class TrainController implements vscode.Disposable {
       const all = readRuns(join(root, 'runs'));
       const runs = resumableRuns(all);
       if (!runs.length) {
-        const why = all.length ? `no run in runs/ has a cancelled or failed stage with a checkpoint (${all.length} finished or never checkpointed)` : 'no run in runs/';
-        return void vscode.window.showInformationMessage(`CoA: nothing to resume: ${why}. Start a stage with "CoA: Train Stage".`);
+        const why = all.length
+          ? `no run in runs/ has a cancelled or failed stage with a checkpoint (${all.length} finished or never checkpointed)`
+          : 'no run in runs/';
+        return void vscode.window.showInformationMessage(
+          `CoA: nothing to resume: ${why}. Start a stage with "CoA: Train Stage".`,
+        );
       }
-      const pick = await vscode.window.showQuickPick(runs.map((r) => ({ label: r.id, description: r.status, run: r })), { title: TITLES.resumeRun, placeHolder: PLACEHOLDERS.resumeRun, ignoreFocusOut: true });
+      const pick = await vscode.window.showQuickPick(
+        runs.map((r) => ({ label: r.id, description: r.status, run: r })),
+        { title: TITLES.resumeRun, placeHolder: PLACEHOLDERS.resumeRun, ignoreFocusOut: true },
+      );
       if (!pick) return void this.log.info('resume: no run picked');
       runDir = pick.run.dir;
     }
     const run = readRun(runDir, basename(runDir));
     if (!run) return void vscode.window.showErrorMessage(`CoA: ${runDir} is not a run directory (no events.jsonl).`);
     if (!stage) {
-      const items = resumableStages(run).map((s) => ({ label: s.name, description: `${s.status}${s.step !== null ? ` · step ${s.step}/${s.total ?? '?'}` : ''}` }));
+      const items = resumableStages(run).map((s) => ({
+        label: s.name,
+        description: `${s.status}${s.step !== null ? ` · step ${s.step}/${s.total ?? '?'}` : ''}`,
+      }));
       if (!run.stages.length) items.push({ label: PIPELINE.id, description: 'the whole pipeline' });
-      if (!items.length) return void vscode.window.showInformationMessage(`CoA: nothing to resume in ${run.id}: every stage finished or stopped before its first checkpoint. Start a stage with "CoA: Train Stage".`);
-      const pick = await vscode.window.showQuickPick(items, { title: TITLES.resumeStage, placeHolder: PLACEHOLDERS.resumeStage, ignoreFocusOut: true });
+      if (!items.length)
+        return void vscode.window.showInformationMessage(
+          `CoA: nothing to resume in ${run.id}: every stage finished or stopped before its first checkpoint. Start a stage with "CoA: Train Stage".`,
+        );
+      const pick = await vscode.window.showQuickPick(items, {
+        title: TITLES.resumeStage,
+        placeHolder: PLACEHOLDERS.resumeStage,
+        ignoreFocusOut: true,
+      });
       if (!pick) return void this.log.info('resume: no stage picked');
       stage = pick.label;
     }
     this.log.info(`resume: ${runDir} stage ${stage}`);
     const previous = this.active.get(runDir);
-    if (previous && !previous.proc.cancelling) return void vscode.window.showWarningMessage(`CoA: ${basename(runDir)} is already running.`);
+    if (previous && !previous.proc.cancelling)
+      return void vscode.window.showWarningMessage(`CoA: ${basename(runDir)} is already running.`);
     if (previous) {
       // Cancelled a moment ago: the trainer is still writing its checkpoint. Resume once it has exited.
       this.log.info(`resume: waiting for the cancelled trainer of ${basename(runDir)} to exit`);
@@ -164,7 +211,9 @@ export class TrainController implements vscode.Disposable {
     }
     const configPath = join(runDir, 'config.json');
     if (!existsSync(configPath) && !recoverConfig(runDir, configPath)) {
-      return void vscode.window.showErrorMessage(`CoA: cannot resume ${basename(runDir)}: no config.json and no run_started event to take the config from.`);
+      return void vscode.window.showErrorMessage(
+        `CoA: cannot resume ${basename(runDir)}: no config.json and no run_started event to take the config from.`,
+      );
     }
     await this.start(runDir, stage, configPath, true);
   }
@@ -174,7 +223,10 @@ export class TrainController implements vscode.Disposable {
     if (!dirs.length) return void vscode.window.showInformationMessage('CoA: no training run is in progress.');
     let dir = dirs[0];
     if (dirs.length > 1) {
-      const pick = await vscode.window.showQuickPick(dirs.map((d) => basename(d)), { title: 'CoA: Cancel Run', placeHolder: 'Pick the run to cancel' });
+      const pick = await vscode.window.showQuickPick(
+        dirs.map((d) => basename(d)),
+        { title: 'CoA: Cancel Run', placeHolder: 'Pick the run to cancel' },
+      );
       if (!pick) return;
       dir = dirs.find((d) => basename(d) === pick)!;
     }
@@ -195,7 +247,11 @@ export class TrainController implements vscode.Disposable {
     let out: string | undefined;
     try {
       out = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: `CoA: exporting ${relative(workspaceRoot() ?? '', finalDir)} to ONNX`, cancellable: true },
+        {
+          location: vscode.ProgressLocation.Notification,
+          title: `CoA: exporting ${relative(workspaceRoot() ?? '', finalDir)} to ONNX`,
+          cancellable: true,
+        },
         (_p, token) => {
           const abort = new AbortController();
           token.onCancellationRequested(() => abort.abort());
@@ -271,7 +327,10 @@ export class TrainController implements vscode.Disposable {
       .catch((e: unknown) => this.log.error(`run ${runId}: ${(e as Error).stack ?? e}`));
   }
 
-  private async ended(result: ProcessResult, run: { runDir: string; stage: string; env?: RunningEnvServer; errorMessage: () => string | undefined }): Promise<void> {
+  private async ended(
+    result: ProcessResult,
+    run: { runDir: string; stage: string; env?: RunningEnvServer; errorMessage: () => string | undefined },
+  ): Promise<void> {
     const { runDir, stage, env } = run;
     const runId = basename(runDir);
     await env?.stop();
@@ -281,23 +340,40 @@ export class TrainController implements vscode.Disposable {
     if (result.status === 'ok' && stage === COLLECT.id) {
       // the collection opens in the trajectory notebook (filter it by reward and mode there)
       const files = collectionFiles(runDir);
-      const pick = await vscode.window.showInformationMessage(`CoA: collection finished (${runId}): ${collectionSummary(runDir) ?? 'see its report'}.`, COLLECT_LABELS.openCollection, COLLECT_LABELS.openReport);
-      if (pick === COLLECT_LABELS.openCollection && existsSync(files.collection)) await vscode.commands.executeCommand('vscode.openWith', vscode.Uri.file(files.collection), 'coa-trajectories');
-      if (pick === COLLECT_LABELS.openReport && existsSync(files.report)) await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.file(files.report));
+      const pick = await vscode.window.showInformationMessage(
+        `CoA: collection finished (${runId}): ${collectionSummary(runDir) ?? 'see its report'}.`,
+        COLLECT_LABELS.openCollection,
+        COLLECT_LABELS.openReport,
+      );
+      if (pick === COLLECT_LABELS.openCollection && existsSync(files.collection))
+        await vscode.commands.executeCommand('vscode.openWith', vscode.Uri.file(files.collection), 'coa-trajectories');
+      if (pick === COLLECT_LABELS.openReport && existsSync(files.report))
+        await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.file(files.report));
     } else if (result.status === 'ok') {
-      const pick = await vscode.window.showInformationMessage(`CoA: ${stageLabel(stage)} finished (${runId}).`, 'Open Live Panel');
+      const pick = await vscode.window.showInformationMessage(
+        `CoA: ${stageLabel(stage)} finished (${runId}).`,
+        'Open Live Panel',
+      );
       if (pick) await this.seams.livePanels.open(vscode.Uri.file(runDir));
     } else if (result.status === 'cancelled' && canResume(runDir, stage)) {
-      const pick = await vscode.window.showInformationMessage(`CoA: ${stageLabel(stage)} cancelled (${runId}); the trainer saved a checkpoint.`, 'Resume Run');
+      const pick = await vscode.window.showInformationMessage(
+        `CoA: ${stageLabel(stage)} cancelled (${runId}); the trainer saved a checkpoint.`,
+        'Resume Run',
+      );
       if (pick) await this.resumeRun(runDir, stage);
     } else if (result.status === 'cancelled') {
-      void vscode.window.showInformationMessage(`CoA: ${stageLabel(stage)} cancelled (${runId}) before its first checkpoint; train it again to start over.`);
+      void vscode.window.showInformationMessage(
+        `CoA: ${stageLabel(stage)} cancelled (${runId}) before its first checkpoint; train it again to start over.`,
+      );
     } else {
       // The trainer's own error event says what was wrong more precisely than an exit code.
       const errorMessage = run.errorMessage();
       const message = errorMessage && result.kind === 'crash' ? `The trainer stopped: ${errorMessage}` : result.message;
       // "Resume Run" only from a checkpoint: a stage that failed before its first one would fail the same way again.
-      await this.launcher.showFailure(message, canResume(runDir, stage) ? () => this.resumeRun(runDir, stage) : undefined);
+      await this.launcher.showFailure(
+        message,
+        canResume(runDir, stage) ? () => this.resumeRun(runDir, stage) : undefined,
+      );
     }
   }
 }

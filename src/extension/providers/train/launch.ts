@@ -28,7 +28,10 @@ function readRunConfig(configPath: string): RunConfig {
 }
 
 export class Launcher {
-  constructor(private readonly extensionPath: string, private readonly log: vscode.LogOutputChannel) {}
+  constructor(
+    private readonly extensionPath: string,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
 
   python(): string {
     return resolvePython({
@@ -48,7 +51,15 @@ export class Launcher {
 
   /** The project's Python running `args` in the workspace, logged. */
   pythonProcess(what: string, args: string[], extra: Partial<SpawnSpec> = {}): ManagedProcess {
-    return new ManagedProcess({ what, command: this.python(), args, cwd: workspaceRoot(), env: this.childEnv(), log: this.log, ...extra });
+    return new ManagedProcess({
+      what,
+      command: this.python(),
+      args,
+      cwd: workspaceRoot(),
+      env: this.childEnv(),
+      log: this.log,
+      ...extra,
+    });
   }
 
   /**
@@ -58,15 +69,27 @@ export class Launcher {
   async checkData(configPath: string, runDir: string): Promise<boolean> {
     const abort = new AbortController();
     const outcome = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'CoA: checking the run\'s data and model', cancellable: true },
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: "CoA: checking the run's data and model",
+        cancellable: true,
+      },
       (_p, token) => {
         token.onCancellationRequested(() => abort.abort());
-        return runDataCheck({ node: process.execPath, cli: this.cli, config: configPath, env: this.childEnv(), signal: abort.signal });
+        return runDataCheck({
+          node: process.execPath,
+          cli: this.cli,
+          config: configPath,
+          env: this.childEnv(),
+          signal: abort.signal,
+        });
       },
     );
     if (outcome.ok) {
-      for (const f of outcome.result.files) this.log.info(`data check: ${f.key} ${f.path}: ${f.count}${f.summary ? ` ${JSON.stringify(f.summary)}` : ''}`);
-      if (outcome.result.built_pairs) this.log.info(`data check: SFT-1 pairs from data.sft: ${JSON.stringify(outcome.result.built_pairs)}`);
+      for (const f of outcome.result.files)
+        this.log.info(`data check: ${f.key} ${f.path}: ${f.count}${f.summary ? ` ${JSON.stringify(f.summary)}` : ''}`);
+      if (outcome.result.built_pairs)
+        this.log.info(`data check: SFT-1 pairs from data.sft: ${JSON.stringify(outcome.result.built_pairs)}`);
       for (const w of outcome.result.warnings ?? []) this.log.warn(`data check: ${w}`);
       return true;
     }
@@ -80,7 +103,11 @@ export class Launcher {
   private async showDataError(message: string, loc: DataErrorLocation | null, configPath: string): Promise<void> {
     // An error inside the run's own config copy is the user's config's error; the copy is removed.
     const openable = loc && loc.file !== configPath && !/\.parquet$/i.test(loc.file) && existsSync(loc.file);
-    const pick = await vscode.window.showErrorMessage(`CoA: the run's data did not pass the check, nothing was started: ${message}`, ...(openable ? ['Open File'] : []), 'Show Log');
+    const pick = await vscode.window.showErrorMessage(
+      `CoA: the run's data did not pass the check, nothing was started: ${message}`,
+      ...(openable ? ['Open File'] : []),
+      'Show Log',
+    );
     if (pick === 'Show Log') this.log.show();
     if (pick === 'Open File' && loc) {
       const pos = new vscode.Position(loc.line - 1, loc.column - 1);
@@ -95,14 +122,31 @@ export class Launcher {
     const corpus = config.data?.corpus ?? config.env.corpus ?? join(dataDir, 'corpus.jsonl');
     if (!existsSync(corpus)) {
       // The embedded benchmark (and its search corpus) is written by `coa_trainer data`: make it first.
-      const r = await this.pythonProcess('benchmark writer', ['-m', 'coa_trainer', 'data', '--config', configPath, '--out', dataDir]).done;
+      const r = await this.pythonProcess('benchmark writer', [
+        '-m',
+        'coa_trainer',
+        'data',
+        '--config',
+        configPath,
+        '--out',
+        dataDir,
+      ]).done;
       if (r.status !== 'ok' || !existsSync(corpus)) {
-        await this.showFailure(r.message || `CoA: the search corpus ${corpus} is missing; set env.corpus in the run config.`);
+        await this.showFailure(
+          r.message || `CoA: the search corpus ${corpus} is missing; set env.corpus in the run config.`,
+        );
         return undefined;
       }
     }
     try {
-      return await startEnvServer({ node: process.execPath, cli: this.cli, corpus, dialect: config.dialect, log: this.log, env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
+      return await startEnvServer({
+        node: process.execPath,
+        cli: this.cli,
+        corpus,
+        dialect: config.dialect,
+        log: this.log,
+        env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+      });
     } catch (e) {
       await this.showFailure((e as Error).message);
       return undefined;

@@ -45,7 +45,9 @@ export const checkpointLabel = (runId: string, stage: string) => `${runId} / ${s
 
 /** Is this directory a Hugging Face model directory (what `model.path` / `init_from` accept)? */
 export function looksLikeModelDir(files: string[]): boolean {
-  return files.includes('config.json') && files.some((f) => /\.(safetensors|bin)$/.test(f) || f === 'adapter_config.json');
+  return (
+    files.includes('config.json') && files.some((f) => /\.(safetensors|bin)$/.test(f) || f === 'adapter_config.json')
+  );
 }
 
 /** A finished stage's model (stages/<stage>/final) as the checkpoint step offers it. */
@@ -66,13 +68,24 @@ export interface CheckpointItem {
 
 /** Every final model of the workspace's runs, newest run first. */
 export function finalCheckpoints(runs: readonly RunInfo[]): FinalCheckpoint[] {
-  return [...runs].sort((a, b) => b.updated - a.updated).flatMap((r) => r.stages.filter((s) => s.finalDir).map((s) => ({ runId: r.id, stage: s.name, step: s.step, path: s.finalDir!, updated: r.updated })));
+  return [...runs]
+    .sort((a, b) => b.updated - a.updated)
+    .flatMap((r) =>
+      r.stages
+        .filter((s) => s.finalDir)
+        .map((s) => ({ runId: r.id, stage: s.name, step: s.step, path: s.finalDir!, updated: r.updated })),
+    );
 }
 
 /** The stages a stage starts from, nearest first (SFT-2 → SFT-1 → pretrain; core/stages.ts `from`). */
 function startingStages(stage: string): string[] {
   const chain: string[] = [];
-  for (let s = STAGE_TABLE.find((x) => x.id === stage)?.from; s && !chain.includes(s); s = STAGE_TABLE.find((x) => x.id === s)?.from) chain.push(s);
+  for (
+    let s = STAGE_TABLE.find((x) => x.id === stage)?.from;
+    s && !chain.includes(s);
+    s = STAGE_TABLE.find((x) => x.id === s)?.from
+  )
+    chain.push(s);
   return chain;
 }
 
@@ -92,14 +105,26 @@ export function sawToolCalls(stage: string): boolean {
  * start from in that run): "None (start fresh)" first made SFT-2 fail with "needs a model". "None" comes first only
  * where it works: pretrain, the whole pipeline, or a model picked in the step before.
  */
-export function checkpointItems(stage: string, finals: readonly FinalCheckpoint[], modelPicked: boolean): CheckpointItem[] {
-  const item = (f: FinalCheckpoint, why = ''): CheckpointItem => ({ label: checkpointLabel(f.runId, f.stage), description: [f.step !== null ? `step ${f.step}` : '', why].filter(Boolean).join(' · '), path: f.path });
+export function checkpointItems(
+  stage: string,
+  finals: readonly FinalCheckpoint[],
+  modelPicked: boolean,
+): CheckpointItem[] {
+  const item = (f: FinalCheckpoint, why = ''): CheckpointItem => ({
+    label: checkpointLabel(f.runId, f.stage),
+    description: [f.step !== null ? `step ${f.step}` : '', why].filter(Boolean).join(' · '),
+    path: f.path,
+  });
   // An RL stage starts only from a model that has written tool calls: a run holding only a pretrain must not make
   // that pretrain the focused first item (Enter would start RL from a model that never saw a search).
   const rl = stageInfo(stage)?.kind === 'rl';
   const chain = startingStages(stage).filter((s) => !rl || sawToolCalls(s));
   const freshWorks = startingStages(stage).length === 0 || modelPicked;
-  const none: CheckpointItem = { label: LABELS.noCheckpoint, description: freshWorks ? '' : 'the stage needs model.path or init_from in the config', path: '' };
+  const none: CheckpointItem = {
+    label: LABELS.noCheckpoint,
+    description: freshWorks ? '' : 'the stage needs model.path or init_from in the config',
+    path: '',
+  };
   const proposed: FinalCheckpoint[] = [];
   if (!freshWorks) {
     for (const runId of new Set(finals.map((f) => f.runId))) {
@@ -109,13 +134,30 @@ export function checkpointItems(stage: string, finals: readonly FinalCheckpoint[
     }
   }
   const unfit = (f: FinalCheckpoint) => rl && !modelPicked && !sawToolCalls(f.stage);
-  const rest = finals.filter((f) => !proposed.includes(f)).map((f) => item(f, unfit(f) ? `never trained on tool calls: ${stageLabelOf(stage)} would learn nothing about search` : ''));
+  const rest = finals
+    .filter((f) => !proposed.includes(f))
+    .map((f) =>
+      item(f, unfit(f) ? `never trained on tool calls: ${stageLabelOf(stage)} would learn nothing about search` : ''),
+    );
   const browse: CheckpointItem = { label: LABELS.browseCheckpoint, description: 'a model directory', path: '' };
-  if (proposed.length) return [...proposed.map((f) => item(f, `the ${stageLabelOf(f.stage)} result ${stageLabelOf(stage)} starts from`)), none, ...rest, browse];
+  if (proposed.length)
+    return [
+      ...proposed.map((f) => item(f, `the ${stageLabelOf(f.stage)} result ${stageLabelOf(stage)} starts from`)),
+      none,
+      ...rest,
+      browse,
+    ];
   if (freshWorks || !rl) return [none, ...rest, browse];
   // No result fit to start RL from: say so on the first (focused) item, which only browses for a model directory.
   const wanted = chain.map(stageLabelOf).join(' or ');
-  return [{ ...browse, description: `no ${wanted} result in runs/ — ${stageLabelOf(stage)} needs a model trained on tool calls: train ${stageLabelOf(chain[chain.length - 1])} first, or pick a model directory` }, none, ...rest];
+  return [
+    {
+      ...browse,
+      description: `no ${wanted} result in runs/ — ${stageLabelOf(stage)} needs a model trained on tool calls: train ${stageLabelOf(chain[chain.length - 1])} first, or pick a model directory`,
+    },
+    none,
+    ...rest,
+  ];
 }
 
 /** "Resume Run"'s runs: those with a stage to continue (cancelled or failed, with a step checkpoint), newest first. */

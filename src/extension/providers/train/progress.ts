@@ -15,7 +15,11 @@ export class TrainingStatus implements vscode.Disposable {
   starting(title: string, runDir: string, stage: string): void {
     this.item.text = `$(sync~spin) CoA ${stageLabel(stage)}: starting`;
     this.item.tooltip = `${title}\nClick to open the live panel`;
-    this.item.command = { title: 'Open live panel', command: 'coaStudio.openLivePanel', arguments: [vscode.Uri.file(runDir)] };
+    this.item.command = {
+      title: 'Open live panel',
+      command: 'coaStudio.openLivePanel',
+      arguments: [vscode.Uri.file(runDir)],
+    };
     this.item.show();
   }
 
@@ -40,7 +44,11 @@ export class RunProgress {
   /** The message of the trainer's error event, if it sent one. */
   errorMessage: string | undefined;
 
-  constructor(private readonly status: TrainingStatus, private readonly log: vscode.LogOutputChannel, private readonly changed: () => void) {}
+  constructor(
+    private readonly status: TrainingStatus,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly changed: () => void,
+  ) {}
 
   /** The notification's progress, once it is shown. */
   attach(progress: vscode.Progress<{ message?: string; increment?: number }>): void {
@@ -65,7 +73,9 @@ export class RunProgress {
       this.lastPct = pct;
     } else if (e.type === 'run_started') {
       this.lastPct = 0;
-      this.report?.(`${stageLabel(e.stage)}: started on ${e.device}${e.resumed_from ? ` (resumed at step ${e.resumed_from})` : ''}`);
+      this.report?.(
+        `${stageLabel(e.stage)}: started on ${e.device}${e.resumed_from ? ` (resumed at step ${e.resumed_from})` : ''}`,
+      );
       this.changed();
     } else if (e.type === 'stage_finished' || e.type === 'checkpoint' || e.type === 'eval') this.changed();
     else if (e.type === 'error') this.errorMessage = e.message;

@@ -10,7 +10,16 @@ import { checkedRunConfigInput } from '../../../core/data/configErrors';
 import { DataError } from '../../../core/data/errors';
 import type { RunConfigInput } from '../../../core/config';
 import { readRuns } from '../runs/model';
-import { LABELS, PLACEHOLDERS, STAGE_PICKS, TITLES, checkpointItems, checkpointLabel, finalCheckpoints, looksLikeModelDir } from './picks';
+import {
+  LABELS,
+  PLACEHOLDERS,
+  STAGE_PICKS,
+  TITLES,
+  checkpointItems,
+  checkpointLabel,
+  finalCheckpoints,
+  looksLikeModelDir,
+} from './picks';
 import { describeData, type DataPicks } from './data';
 import { pickDataFiles } from './dataPicks';
 import { COLLECT_LABELS, COLLECT_TITLES, configTeacher, endpointUrlProblem } from './collectPicks';
@@ -35,7 +44,9 @@ export function readUserConfig(root: string, path: string): RunConfigInput | und
     const at = errors[0]?.offset ?? 0;
     const before = text.slice(0, at).split('\n');
     const where = `${abs}:${before.length}:${before[before.length - 1].length + 1}`;
-    void vscode.window.showErrorMessage(`CoA: ${where}: ${errors.length ? printParseErrorCode(errors[0].error) : 'the run config must be a JSON object'}`);
+    void vscode.window.showErrorMessage(
+      `CoA: ${where}: ${errors.length ? printParseErrorCode(errors[0].error) : 'the run config must be a JSON object'}`,
+    );
     return undefined;
   }
   try {
@@ -48,7 +59,10 @@ export function readUserConfig(root: string, path: string): RunConfigInput | und
 }
 
 async function showConfigError(e: DataError): Promise<void> {
-  const pick = await vscode.window.showErrorMessage(`CoA: the run config is not valid, nothing was started: ${e.message}`, 'Open File');
+  const pick = await vscode.window.showErrorMessage(
+    `CoA: the run config is not valid, nothing was started: ${e.message}`,
+    'Open File',
+  );
   if (pick !== 'Open File') return;
   const pos = new vscode.Position(e.line - 1, e.column - 1);
   await vscode.window.showTextDocument(vscode.Uri.file(e.file), { selection: new vscode.Range(pos, pos) });
@@ -64,11 +78,21 @@ async function pickConfigAndData(
 ): Promise<{ config: { path?: string }; chosen: RunConfigInput | null; data?: DataPicks } | undefined> {
   const files = await vscode.workspace.findFiles('**/*.run.json', '{**/node_modules/**,**/runs/**}', 200);
   const configItems = [
-    { label: LABELS.embeddedConfig, description: 'every setting at its default', path: undefined as string | undefined },
-    ...files.map((f) => ({ label: relative(root, f.fsPath), description: '', path: f.fsPath })).sort((a, b) => a.label.localeCompare(b.label)),
+    {
+      label: LABELS.embeddedConfig,
+      description: 'every setting at its default',
+      path: undefined as string | undefined,
+    },
+    ...files
+      .map((f) => ({ label: relative(root, f.fsPath), description: '', path: f.fsPath }))
+      .sort((a, b) => a.label.localeCompare(b.label)),
     { label: LABELS.ownData, description: texts.ownData, path: undefined as string | undefined },
   ];
-  const config = await vscode.window.showQuickPick(configItems, { title: texts.title, placeHolder: PLACEHOLDERS.config, ignoreFocusOut: true });
+  const config = await vscode.window.showQuickPick(configItems, {
+    title: texts.title,
+    placeHolder: PLACEHOLDERS.config,
+    ignoreFocusOut: true,
+  });
   if (!config) return undefined;
   const chosen = config.path ? readUserConfig(root, config.path) : null;
   if (chosen === undefined) return undefined;
@@ -78,7 +102,10 @@ async function pickConfigAndData(
     if (!data) return undefined;
   } else if (chosen && describeData(chosen)) {
     const dataPick = await vscode.window.showQuickPick(
-      [{ label: LABELS.configData, description: describeData(chosen)! }, { label: LABELS.changeData, description: texts.changeData }],
+      [
+        { label: LABELS.configData, description: describeData(chosen)! },
+        { label: LABELS.changeData, description: texts.changeData },
+      ],
       { title: TITLES.data, placeHolder: texts.dataPlaceholder, ignoreFocusOut: true },
     );
     if (!dataPick) return undefined;
@@ -91,7 +118,10 @@ async function pickConfigAndData(
 }
 
 export async function pickTrainRequest(root: string): Promise<TrainRequest | undefined> {
-  const stage = await vscode.window.showQuickPick(STAGE_PICKS.map((s) => ({ ...s })), { title: TITLES.stage, placeHolder: PLACEHOLDERS.stage, ignoreFocusOut: true });
+  const stage = await vscode.window.showQuickPick(
+    STAGE_PICKS.map((s) => ({ ...s })),
+    { title: TITLES.stage, placeHolder: PLACEHOLDERS.stage, ignoreFocusOut: true },
+  );
   if (!stage) return undefined;
 
   const picked = await pickConfigAndData(root, {
@@ -145,15 +175,31 @@ export async function pickCollectRequest(root: string): Promise<CollectRequest |
   if (!picked) return undefined;
   const { config, chosen, data } = picked;
   const own = configTeacher(chosen);
-  const finals = finalCheckpoints(readRuns(join(root, 'runs'))).map((f) => ({ label: checkpointLabel(f.runId, f.stage), description: f.step !== null ? `step ${f.step}` : '', path: f.path }));
+  const finals = finalCheckpoints(readRuns(join(root, 'runs'))).map((f) => ({
+    label: checkpointLabel(f.runId, f.stage),
+    description: f.step !== null ? `step ${f.step}` : '',
+    path: f.path,
+  }));
   const pick = await vscode.window.showQuickPick(
     [
       ...(own ? [{ label: COLLECT_LABELS.configTeacher, description: own, path: '' }] : []),
       ...finals,
-      { label: COLLECT_LABELS.modelDir, description: 'a directory with config.json, a tokenizer and weights', path: '' },
-      { label: COLLECT_LABELS.endpoint, description: 'vLLM, SGLang, transformers serve, a hosted API (…/v1)', path: '' },
+      {
+        label: COLLECT_LABELS.modelDir,
+        description: 'a directory with config.json, a tokenizer and weights',
+        path: '',
+      },
+      {
+        label: COLLECT_LABELS.endpoint,
+        description: 'vLLM, SGLang, transformers serve, a hosted API (…/v1)',
+        path: '',
+      },
     ],
-    { title: COLLECT_TITLES.teacher, placeHolder: 'Pick the teacher to sample trajectories from', ignoreFocusOut: true },
+    {
+      title: COLLECT_TITLES.teacher,
+      placeHolder: 'Pick the teacher to sample trajectories from',
+      ignoreFocusOut: true,
+    },
   );
   if (!pick) return undefined;
   const req: CollectRequest = { config: config.path, data };
@@ -161,7 +207,13 @@ export async function pickCollectRequest(root: string): Promise<CollectRequest |
     req.teacher = await browseModelDir('Sample from this model');
     if (!req.teacher) return undefined;
   } else if (pick.label === COLLECT_LABELS.endpoint) {
-    const url = await vscode.window.showInputBox({ title: COLLECT_TITLES.url, prompt: 'Base URL of an OpenAI-compatible server (checked with GET /models before sampling)', value: 'http://127.0.0.1:8000/v1', ignoreFocusOut: true, validateInput: endpointUrlProblem });
+    const url = await vscode.window.showInputBox({
+      title: COLLECT_TITLES.url,
+      prompt: 'Base URL of an OpenAI-compatible server (checked with GET /models before sampling)',
+      value: 'http://127.0.0.1:8000/v1',
+      ignoreFocusOut: true,
+      validateInput: endpointUrlProblem,
+    });
     if (!url) return undefined;
     req.teacherUrl = url.trim();
   } else if (pick.path) req.teacher = pick.path;
@@ -169,7 +221,12 @@ export async function pickCollectRequest(root: string): Promise<CollectRequest |
 }
 
 async function browseModelDir(openLabel: string): Promise<string | undefined> {
-  const picked = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, canSelectMany: false, openLabel });
+  const picked = await vscode.window.showOpenDialog({
+    canSelectFolders: true,
+    canSelectFiles: false,
+    canSelectMany: false,
+    openLabel,
+  });
   const dir = picked?.[0]?.fsPath;
   if (!dir) return undefined;
   let files: string[] = [];
@@ -180,7 +237,9 @@ async function browseModelDir(openLabel: string): Promise<string | undefined> {
   }
   const problem = modelDirProblem(dir);
   if (problem || !looksLikeModelDir(files)) {
-    void vscode.window.showErrorMessage(`CoA: ${problem ?? `${dir} is not a Hugging Face model directory (config.json and *.safetensors / *.bin expected).`}`);
+    void vscode.window.showErrorMessage(
+      `CoA: ${problem ?? `${dir} is not a Hugging Face model directory (config.json and *.safetensors / *.bin expected).`}`,
+    );
     return undefined;
   }
   return dir;

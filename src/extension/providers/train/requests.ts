@@ -29,6 +29,11 @@ export type TrainRequest = z.infer<typeof TrainRequestSchema>;
 
 /** "CoA: Collect Trajectories", scripted: the run config, the teacher (a model directory or an endpoint URL), data. */
 export const CollectRequestSchema = z
-  .object({ config: path().optional(), teacher: path().optional(), teacherUrl: path().optional(), data: DataPicksSchema.optional() })
+  .object({
+    config: path().optional(),
+    teacher: path().optional(),
+    teacherUrl: path().optional(),
+    data: DataPicksSchema.optional(),
+  })
   .strict();
 export type CollectRequest = z.infer<typeof CollectRequestSchema>;

@@ -30,7 +30,7 @@ def group_advantages(rewards: list[float], group_size: int, std_normalize: bool,
         raise ValueError(f"{len(rewards)} rewards do not split into groups of {group_size}")
     out: list[float] = []
     for g in range(0, len(rewards), group_size):
-        r = torch.tensor(rewards[g:g + group_size], dtype=torch.float64)
+        r = torch.tensor(rewards[g : g + group_size], dtype=torch.float64)
         a = r - r.mean()
         if std_normalize:
             # population std (unbiased=False) so G = 1 gives 0 advantage, not NaN
@@ -49,16 +49,29 @@ def _pg_k3(log_ratio: torch.Tensor, adv: torch.Tensor, d: torch.Tensor, clip_eps
     return pg, k3, ratio, unclipped, clipped
 
 
-def grpo_token_loss(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, adv: torch.Tensor,
-                    clip_eps: float, kl_coef: float) -> torch.Tensor:
+def grpo_token_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    adv: torch.Tensor,
+    clip_eps: float,
+    kl_coef: float,
+) -> torch.Tensor:
     """loss_t of trained tokens only (1-D, no mask): what grpo_token_terms sums, token by token — the token-local
     loss the fused GRPO head differentiates in its one pass (model/linear_ce.ChunkedLinearTokenLoss)."""
     pg, k3, *_ = _pg_k3(logp - old_logp, adv, ref_logp - logp, clip_eps)
     return pg + kl_coef * k3
 
 
-def grpo_token_terms(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, adv: torch.Tensor,
-                     mask: torch.Tensor, clip_eps: float, kl_coef: float) -> tuple[torch.Tensor, float, dict]:
+def grpo_token_terms(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    adv: torch.Tensor,
+    mask: torch.Tensor,
+    clip_eps: float,
+    kl_coef: float,
+) -> tuple[torch.Tensor, float, dict]:
     """Per-token GRPO terms on [B, T] tensors (adv broadcast per row or per token); mask 1 = model-generated.
     loss_t = −min(ρ·A, clip(ρ, 1±ε)·A) + β·k3,  ρ = exp(logp − old),  k3 = exp(ref − logp) − (ref − logp) − 1."""
     m = mask > 0
@@ -73,13 +86,18 @@ def grpo_token_terms(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch
     count = float(m.sum().item())
     with torch.no_grad():
         clip_hit = m & (clipped < unclipped)  # the clipped branch is the active one
-        extras = {"kl_sum": float((k3 * m).sum()), "clip_sum": float(clip_hit.sum()),
-                  "pg_sum": float((pg * m).sum()), "ratio_sum": float((ratio * m).sum())}
+        extras = {
+            "kl_sum": float((k3 * m).sum()),
+            "clip_sum": float(clip_hit.sum()),
+            "pg_sum": float((pg * m).sum()),
+            "ratio_sum": float((ratio * m).sum()),
+        }
     return per_token.sum(), count, extras
 
 
-def logprob_diff_parts(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, edges: list[float]
-                       ) -> dict[str, float]:
+def logprob_diff_parts(
+    logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, edges: list[float]
+) -> dict[str, float]:
     """|trainer − sampler| log-prob of every trained token: the sum, the largest and a histogram over `edges` (bin 0
     below edges[0], bin i in [edges[i-1], edges[i]), the last at or above edges[-1]: the core's `histogram` event).
     Before the step's first optimiser update the two policies are the same weights, so any difference is the rollout
@@ -107,10 +125,19 @@ def grpo_lengths(samples: list[Sample]) -> list[list[int]]:
     return [[len(s.prompt_ids) + len(s.ids)] for s in samples]
 
 
-def grpo_loss_parts(model: torch.nn.Module, ref_model: Any | None, samples: list[Sample], pad_id: int, device: torch.device,
-                    dtype: torch.dtype | None, clip_eps: float, kl_coef: float, temperature: float,
-                    packed: bool = False, lpd_edges: list[float] | None = None
-                    ) -> tuple[torch.Tensor, float, dict[str, float]]:
+def grpo_loss_parts(
+    model: torch.nn.Module,
+    ref_model: Any | None,
+    samples: list[Sample],
+    pad_id: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    clip_eps: float,
+    kl_coef: float,
+    temperature: float,
+    packed: bool = False,
+    lpd_edges: list[float] | None = None,
+) -> tuple[torch.Tensor, float, dict[str, float]]:
     """The GRPO loss pieces of a batch of trajectories (policy forward with grad, reference without). Log-probs and
     entropy come a chunk of positions at a time, only at trained positions (logprobs.TokenScorer). With
     `lpd_edges`, the extras also carry the sampler/trainer log-prob difference (logprob_diff_parts)."""
@@ -128,8 +155,9 @@ def grpo_loss_parts(model: torch.nn.Module, ref_model: Any | None, samples: list
         ref = None
         if use_ref and ref_model is not None:
             with torch.no_grad():
-                ref, _ = as_scorer(ref_model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
-                                              dtype=dtype)
+                ref, _ = as_scorer(ref_model)(
+                    lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature, dtype=dtype
+                )
         old_flat, adv_flat = old.reshape(-1), adv.reshape(-1)
         ref_flat = None if ref is None else ref.reshape(-1)
 
@@ -137,18 +165,27 @@ def grpo_loss_parts(model: torch.nn.Module, ref_model: Any | None, samples: list
             r = lp.detach() if ref_flat is None else ref_flat[pos]  # no reference: k3 = 0
             return grpo_token_loss(lp, old_flat[pos], r, adv_flat[pos], clip_eps, kl_coef)
 
-        logp, ent, loss_sum = scorer(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
-                                     with_entropy=True, dtype=dtype, token_loss=token_loss)
+        logp, ent, loss_sum = scorer(
+            lay.ids,
+            lay.attn,
+            lay.pos,
+            select=sel,
+            temperature=temperature,
+            with_entropy=True,
+            dtype=dtype,
+            token_loss=token_loss,
+        )
         with torch.no_grad():  # the count and the metrics, from the same log-probs
-            _, count, extras = grpo_token_terms(logp, old, logp if ref is None else ref, adv, mask, clip_eps,
-                                                kl_coef)
+            _, count, extras = grpo_token_terms(logp, old, logp if ref is None else ref, adv, mask, clip_eps, kl_coef)
     else:
-        logp, ent = scorer(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature, with_entropy=True,
-                           dtype=dtype)
+        logp, ent = scorer(
+            lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature, with_entropy=True, dtype=dtype
+        )
         if use_ref and ref_model is not None:
             with torch.no_grad():
-                ref, _ = as_scorer(ref_model)(lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature,
-                                              dtype=dtype)
+                ref, _ = as_scorer(ref_model)(
+                    lay.ids, lay.attn, lay.pos, select=sel, temperature=temperature, dtype=dtype
+                )
         else:
             ref = logp.detach()  # no reference: k3 = 0
         loss_sum, count, extras = grpo_token_terms(logp, old, ref, adv, mask, clip_eps, kl_coef)

@@ -13,17 +13,23 @@ from ..model.scoring import token_logprobs
 
 def lm_count(batch: list[Any]) -> float:
     """The trained targets of a batch (what lm_loss_parts returns as count), known before any forward."""
-    return float(sum(sum(e.target_mask[1:len(e.input_ids)]) for e in batch))
+    return float(sum(sum(e.target_mask[1 : len(e.input_ids)]) for e in batch))
 
 
-def lm_loss_parts(model: torch.nn.Module, batch: list[Any], pad_id: int, device: torch.device, dtype: torch.dtype | None,
-                  packed: bool = False) -> tuple[torch.Tensor, float, dict[str, float]]:
+def lm_loss_parts(
+    model: torch.nn.Module,
+    batch: list[Any],
+    pad_id: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    packed: bool = False,
+) -> tuple[torch.Tensor, float, dict[str, float]]:
     """Sum of masked token NLL and the number of trained tokens (pretrain, SFT-2, SFT-3)."""
     from ..model.packing import layout
     from ..model.scoring import as_scorer
 
     lay = layout([e.input_ids for e in batch], pad_id, packed, device)
-    tmask = lay.place([e.target_mask[1:len(e.input_ids)] for e in batch])
+    tmask = lay.place([e.target_mask[1 : len(e.input_ids)] for e in batch])
     # target masks are 0/1: the loss is the sum of the selected targets' NLL, fused with the LM head (no logits kept)
     nll_sum, _ = as_scorer(model)(lay.ids, lay.attn, lay.pos, select=tmask > 0, dtype=dtype, nll=True)
     count = float(tmask.sum().item())
@@ -47,16 +53,24 @@ def sft1_lengths(pairs: list[Any]) -> list[list[int]]:
     return [[len(seqs[2 * i]), len(seqs[2 * i + 1])] for i in range(len(pairs))]
 
 
-def sft1_loss_parts(model: torch.nn.Module, pairs: list[Any], pad_id: int, device: torch.device, dtype: torch.dtype | None,
-                    beta: float, margin: float, alpha: float, packed: bool = False
-                    ) -> tuple[torch.Tensor, float, dict[str, float]]:
+def sft1_loss_parts(
+    model: torch.nn.Module,
+    pairs: list[Any],
+    pad_id: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    beta: float,
+    margin: float,
+    alpha: float,
+    packed: bool = False,
+) -> tuple[torch.Tensor, float, dict[str, float]]:
     """AutoCoA SFT-1: −log σ(β·(P̄c − P̄r) − margin) + α·(−P̄c), P̄ = mean token log-prob of the continuation.
     Returns the sum over pairs and the pair count; extras are sums (divided by the count when logged)."""
     from ..model.packing import layout
 
     seqs, masks = _pair_seqs(pairs)
     lay = layout(seqs, pad_id, packed, device)
-    tmask = lay.place([m[1:len(s)] for s, m in zip(seqs, masks)])
+    tmask = lay.place([m[1 : len(s)] for s, m in zip(seqs, masks)])
     lp = token_logprobs(model, lay.ids, lay.attn, dtype, lay.pos, tmask > 0)
     # per-sequence sums through the sequence index (rows in the padded layout, spans of one row when packed)
     seq = lay.seq_index()

@@ -38,9 +38,16 @@ def _dummy_loss(model: torch.nn.Module) -> torch.Tensor:
     return logp.sum() * 0.0
 
 
-def accumulate(model: torch.nn.Module, items: list[Any], lengths: list[list[int]], count: float,
-               loss_fn: Callable[[Any, list[Any]], tuple[torch.Tensor, float, dict[str, float]]],
-               budget: int | None, packed: bool, di: DistInfo) -> Accumulated:
+def accumulate(
+    model: torch.nn.Module,
+    items: list[Any],
+    lengths: list[list[int]],
+    count: float,
+    loss_fn: Callable[[Any, list[Any]], tuple[torch.Tensor, float, dict[str, float]]],
+    budget: int | None,
+    packed: bool,
+    di: DistInfo,
+) -> Accumulated:
     """Backward of sum(loss_fn(model, micro-batch)) / global count × world size (DDP and FSDP average gradients
     over ranks; the world-size factor makes the result one process's gradient on the global batch)."""
     from ..model.fsdp import is_sharded

@@ -82,8 +82,9 @@ def _is_integer(checker: jsonschema.TypeChecker, value: object) -> bool:
     return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(value, "integer") and not _non_finite(value)
 
 
-def _multiple_of_rules(validator: jsonschema.protocols.Validator, rules: list[dict], instance: object, schema: dict
-                       ) -> Iterator[jsonschema.ValidationError]:
+def _multiple_of_rules(
+    validator: jsonschema.protocols.Validator, rules: list[dict], instance: object, schema: dict
+) -> Iterator[jsonschema.ValidationError]:
     """`x-coa-multiple-of` (src/core/config.ts EMBEDDED_SHAPE_RULES): sizes that must divide evenly, a missing size
     taking its default; worded as the core words it (shapeRuleMessage)."""
     if not isinstance(instance, dict):
@@ -104,15 +105,17 @@ def _multiple_of_rules(validator: jsonschema.protocols.Validator, rules: list[di
             continue  # a size that is not a positive integer has its own error
         if value % (times * of):
             need = f"{rule['of']} ({of})" if times == 1 else f"{times} × {rule['of']} ({times * of})"
-            yield jsonschema.ValidationError(f"{rule['size']} {value} is not a multiple of {need}: {rule['why']}",
-                                             path=[rule["size"]])
+            yield jsonschema.ValidationError(
+                f"{rule['size']} {value} is not a multiple of {need}: {rule['why']}", path=[rule["size"]]
+            )
 
 
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
     validators={"x-coa-multiple-of": _multiple_of_rules},
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {"number": _is_number, "integer": _is_integer}),
+        {"number": _is_number, "integer": _is_integer}
+    ),
 )
 
 
@@ -130,6 +133,7 @@ def validate_config(raw: object, source: str = "config", overrides: list[str] | 
     validator = _Validator(schema)
     errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
     if errors:
+
         def where(err: jsonschema.ValidationError) -> str:
             given = override_for(parsed, list(err.absolute_path))
             return f"command line: override {given.text}" if given else source
@@ -165,14 +169,17 @@ def decode_config(data: bytes, source: str) -> str:
     except UnicodeDecodeError as e:
         line_start = data.rfind(b"\n", 0, e.start) + 1
         line = data.count(b"\n", 0, e.start) + 1
-        column = len(data[line_start:e.start].decode("utf-8")) + 1
-        raise ConfigError(f"{source}:{line}:{column}: not UTF-8 (byte 0x{data[e.start]:02x}): save the file as UTF-8") from e
+        column = len(data[line_start : e.start].decode("utf-8")) + 1
+        raise ConfigError(
+            f"{source}:{line}:{column}: not UTF-8 (byte 0x{data[e.start]:02x}): save the file as UTF-8"
+        ) from e
 
 
 def parse_json_config(text: str, source: str) -> Any:
     """JSON as the run config accepts it: numbers must be finite (Python's json would take NaN and Infinity, and an
     `lr` of Infinity trained every weight to NaN; `1e999`, read as inf, is refused by the schema), nesting bounded as
     the core bounds it (the schema's `x-coa-max-nesting`, checked before parsing, at the bracket that goes too deep)."""
+
     def no_constants(name: str) -> Any:
         raise _NonFinite(name)
 
@@ -188,8 +195,9 @@ def parse_json_config(text: str, source: str) -> Any:
         raise ConfigError(f"{source}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from e
     except _NonFinite as e:
         line, column = _token_position(text, e.args[0])
-        raise ConfigError(f"{source}:{line}:{column}: {e.args[0]} is not a number JSON allows: give a finite "
-                          "number") from None
+        raise ConfigError(
+            f"{source}:{line}:{column}: {e.args[0]} is not a number JSON allows: give a finite number"
+        ) from None
     except RecursionError:
         raise ConfigError(f"{source}: nested too deeply to be a run config") from None
 
@@ -284,6 +292,7 @@ def resolve_data_paths(config: RunConfig, config_dir: Path) -> RunConfig:
     commands = set(table["commands"])
     legacy = table["legacy_defaults"]
     for field in table["fields"]:
+
         def fix(p: object, field: str = field) -> object:
             if not isinstance(p, str) or p == "":
                 return p

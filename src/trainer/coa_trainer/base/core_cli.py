@@ -31,8 +31,10 @@ def find_core_cli(cli: str | Path | None) -> tuple[Path, str]:
     root = checkout_root()
     if given:
         path = Path(given)
-        fix = ("point env.cli in the run config (relative: to the config file) or COA_CLI at the CoA Studio CLI "
-               "(dist/cli.js of a build)")
+        fix = (
+            "point env.cli in the run config (relative: to the config file) or COA_CLI at the CoA Studio CLI "
+            "(dist/cli.js of a build)"
+        )
     elif root is not None:
         path = root / "dist" / "cli.js"
         fix = "build it (npm run build), or set COA_CLI to a built CLI"

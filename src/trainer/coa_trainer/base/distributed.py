@@ -18,8 +18,11 @@ class DistInfo:
 
     @classmethod
     def from_env(cls) -> "DistInfo":
-        return cls(int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0")),
-                   int(os.environ.get("LOCAL_RANK", "0")))
+        return cls(
+            int(os.environ.get("WORLD_SIZE", "1")),
+            int(os.environ.get("RANK", "0")),
+            int(os.environ.get("LOCAL_RANK", "0")),
+        )
 
     def init(self, device: torch.device) -> None:
         if self.world_size > 1 and not dist.is_initialized():
@@ -68,8 +71,10 @@ class DistInfo:
         if not self.active:
             return d
         out: dict[str, float] = {}
-        for op, keys in ((dist.ReduceOp.SUM, sorted(k for k in d if not k.endswith("_max"))),
-                         (dist.ReduceOp.MAX, sorted(k for k in d if k.endswith("_max")))):
+        for op, keys in (
+            (dist.ReduceOp.SUM, sorted(k for k in d if not k.endswith("_max"))),
+            (dist.ReduceOp.MAX, sorted(k for k in d if k.endswith("_max"))),
+        ):
             if keys:
                 t = torch.tensor([d[k] for k in keys], dtype=torch.float64, device=self._comm_device())
                 dist.all_reduce(t, op=op)

@@ -51,6 +51,12 @@ def report_failure(writer: EventSink, stage: str, e: BaseException) -> int:
     if isinstance(e, CoaError):
         writer.emit(ErrorEvent(message=f"{e.prefix}{e}", code=e.code.value, stage=stage))
         return e.exit_status
-    writer.emit(ErrorEvent(message=f"{type(e).__name__}: {e}", code=ErrorCode.internal.value, stage=stage,
-                           detail=traceback.format_exc()))
+    writer.emit(
+        ErrorEvent(
+            message=f"{type(e).__name__}: {e}",
+            code=ErrorCode.internal.value,
+            stage=stage,
+            detail=traceback.format_exc(),
+        )
+    )
     return exit_status(ErrorCode.internal)

@@ -20,16 +20,38 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..contracts.events import (AlertEvent, CheckpointEvent, ErrorEvent, EvalEvent, HistogramEvent, LogEvent,
-                               MetricsEvent, ProgressEvent, RunStartedEvent, SampleEvent, StageFinishedEvent,
-                               TrainerEvent)
+from ..contracts.events import (
+    AlertEvent,
+    CheckpointEvent,
+    ErrorEvent,
+    EvalEvent,
+    HistogramEvent,
+    LogEvent,
+    MetricsEvent,
+    ProgressEvent,
+    RunStartedEvent,
+    SampleEvent,
+    StageFinishedEvent,
+    TrainerEvent,
+)
 from ..contracts.schemas import load_schema_file
 
 PROTOCOL_VERSION = 1
 # One event, as the class of its type generated from src/core/events.ts (contracts/events.py): what the writer takes
 # and a reader gets back.
-Event = (RunStartedEvent | ProgressEvent | MetricsEvent | SampleEvent | CheckpointEvent | EvalEvent | AlertEvent
-         | StageFinishedEvent | LogEvent | ErrorEvent | HistogramEvent)
+Event = (
+    RunStartedEvent
+    | ProgressEvent
+    | MetricsEvent
+    | SampleEvent
+    | CheckpointEvent
+    | EvalEvent
+    | AlertEvent
+    | StageFinishedEvent
+    | LogEvent
+    | ErrorEvent
+    | HistogramEvent
+)
 # Events that belong to one step of one stage: after a resume each (type, stage, step) appears once in events.jsonl.
 STEP_EVENTS = ("metrics", "progress", "sample", "checkpoint", "eval", "alert", "histogram")
 
@@ -47,10 +69,14 @@ def _same_length_as(validator: Any, spec: dict, instance: Any, schema: dict) -> 
         return
     for ref, keys in spec.items():
         for key in keys:
-            if isinstance(instance.get(key), list) and isinstance(instance.get(ref), list) \
-                    and len(instance[key]) != len(instance[ref]):
-                yield ValidationError(f"{key} has {len(instance[key])} entries but {ref} has {len(instance[ref])}",
-                                      path=[key])
+            if (
+                isinstance(instance.get(key), list)
+                and isinstance(instance.get(ref), list)
+                and len(instance[key]) != len(instance[ref])
+            ):
+                yield ValidationError(
+                    f"{key} has {len(instance[key])} entries but {ref} has {len(instance[ref])}", path=[key]
+                )
 
 
 @lru_cache(maxsize=None)
@@ -118,6 +144,7 @@ def event_json(event: Event) -> dict[str, Any]:
 
 def parse_event_line(line: str) -> dict:
     """Parse one events.jsonl line; raises EventError (NaN/Infinity literals are not JSON)."""
+
     def no_constants(name: str) -> Any:
         raise EventError(f"invalid JSON: {name} is not a JSON number")
 
@@ -130,6 +157,7 @@ def parse_event_line(line: str) -> dict:
 
 
 # ---------------------------------------------------------------- writing
+
 
 def sanitize(value: Any) -> Any:
     """NaN/±inf → None (JSON has no NaN); tensors/numpy scalars → Python numbers; tuples → lists."""
@@ -149,8 +177,9 @@ class EventWriter:
 
     Only one process writes (rank 0 under DDP): other ranks get enabled=False and emit nothing."""
 
-    def __init__(self, run_dir: str | Path, run_id: str | None = None, *, echo: TextIO | None = sys.stdout,
-                 enabled: bool = True):
+    def __init__(
+        self, run_dir: str | Path, run_id: str | None = None, *, echo: TextIO | None = sys.stdout, enabled: bool = True
+    ):
         self.run_dir = Path(run_dir)
         self.run = run_id or self.run_dir.resolve().name
         self.echo = echo
@@ -239,8 +268,13 @@ class EventWriter:
         from .config import config_dict
         from .metric_sinks import metric_sinks
 
-        self.sinks = metric_sinks(config, self.run_dir, self.run, config_dict(config),
-                                  lambda message: self.emit(LogEvent(level="warning", message=f"logging: {message}")))
+        self.sinks = metric_sinks(
+            config,
+            self.run_dir,
+            self.run,
+            config_dict(config),
+            lambda message: self.emit(LogEvent(level="warning", message=f"logging: {message}")),
+        )
 
     def resume_marks(self) -> dict:
         """What a checkpoint records so that a resume from it can drop the events written after it."""
@@ -266,8 +300,13 @@ class EventWriter:
             except ValueError:  # a line cut by a kill: keep it as it is (readers report it)
                 kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
                 continue
-            if (isinstance(e, dict) and e.get("type") in STEP_EVENTS and e.get("stage") == stage
-                    and isinstance(e.get("step"), int) and e["step"] > step):
+            if (
+                isinstance(e, dict)
+                and e.get("type") in STEP_EVENTS
+                and e.get("stage") == stage
+                and isinstance(e.get("step"), int)
+                and e["step"] > step
+            ):
                 dropped += 1
             else:
                 kept.append(raw if raw.endswith(b"\n") else raw + b"\n")

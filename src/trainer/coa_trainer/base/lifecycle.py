@@ -50,6 +50,7 @@ class RunLockBusy(RuntimeError):
 
 # ---------------------------------------------------------------- signals from the first line
 
+
 def _raise_cancelled(signum: int, _frame: FrameType | None) -> None:
     raise StartupCancelled(signal.Signals(signum).name)
 
@@ -73,6 +74,7 @@ def on_stop_signals(handler: Callable[[int, Any], None]) -> dict[signal.Signals,
 
 
 # ---------------------------------------------------------------- a stage's stop: at once where nothing is lost
+
 
 class StageCancelled(StartupCancelled):
     """A stop signal inside an interruptible section of a stage (StopControl): the section's work is dropped, and
@@ -168,14 +170,24 @@ class _Shield:
             self.ctl._raise_if_due()
 
 
-_OWN_CODE = {f.__code__ for f in (StopControl._raise_if_due, StopControl.commit, _Section.__enter__,
-                                  _Section.__exit__, _Shield.__enter__, _Shield.__exit__)}
+_OWN_CODE = {
+    f.__code__
+    for f in (
+        StopControl._raise_if_due,
+        StopControl.commit,
+        _Section.__enter__,
+        _Section.__exit__,
+        _Shield.__enter__,
+        _Shield.__exit__,
+    )
+}
 
 
 STOP = StopControl()  # the process's one stage (shielded() is reached from deep in the rollout engine)
 
 
 # ---------------------------------------------------------------- a reader that went away
+
 
 def stdout_gone() -> None:
     """Our stdout's reader is gone (the editor reloaded, `| tee` ended, the demo was interrupted): what we print
@@ -241,12 +253,16 @@ def startup_step(run_dir: Path, label: str, resume: bool) -> int:
     if not resume:
         return 0
     ckpts = run_dir / "stages" / label / "checkpoints"
-    steps = [int(m.group(1)) for p in (ckpts.iterdir() if ckpts.is_dir() else ())
-             if (m := re.match(r"^step-(\d{6,})\.(?:safetensors|sharded)$", p.name))]  # model/checkpoint.py NAME
+    steps = [
+        int(m.group(1))
+        for p in (ckpts.iterdir() if ckpts.is_dir() else ())
+        if (m := re.match(r"^step-(\d{6,})\.(?:safetensors|sharded)$", p.name))
+    ]  # model/checkpoint.py NAME
     return max(steps, default=0)
 
 
 # ---------------------------------------------------------------- children die with their parent
+
 
 def die_with_parent() -> None:
     """If COA_PARENT_PID is set: SIGTERM to us when our parent exits (Linux), and at once if it already has."""
@@ -285,6 +301,7 @@ def pid_alive(pid: int) -> bool:
 
 
 # ---------------------------------------------------------------- one trainer per run directory
+
 
 class RunLock:
     def __init__(self, path: Path, fd: int, inherited: bool = False):
@@ -336,11 +353,14 @@ def _busy_message(run_dir: Path, path: Path) -> str:
     who = f"pid {pid}, `coa_trainer {info.get('command', '?')}`" if pid else "another process"
     if isinstance(pid, int) and not pid_alive(pid):
         who += " — it has exited, but a process it started (a stage saving its checkpoint) still holds the lock"
-    return (f"run directory {run_dir} is in use by another trainer ({who}); wait for it to finish or stop it "
-            f"(one trainer per run directory: two would write the same events.jsonl and checkpoints)")
+    return (
+        f"run directory {run_dir} is in use by another trainer ({who}); wait for it to finish or stop it "
+        f"(one trainer per run directory: two would write the same events.jsonl and checkpoints)"
+    )
 
 
 # ---------------------------------------------------------------- `python -m coa_trainer.base.lifecycle MODULE ARGS…`
+
 
 def _run_module_dying_with_parent() -> None:
     """Runs MODULE as __main__ with ARGS after die_with_parent(): how the pipeline starts torchrun's launcher, which

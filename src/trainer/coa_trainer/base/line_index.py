@@ -101,9 +101,16 @@ def _well_formed(e: object) -> bool:
     def count(v: object) -> bool:
         return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
-    return (isinstance(e, dict) and set(e) == set(_format()["entry"]["required"]) and count(e["step"])
-            and count(e["line"]) and count(e["end"]) and isinstance(e["offsets"], list) and len(e["offsets"]) > 0
-            and all(count(o) for o in e["offsets"]))
+    return (
+        isinstance(e, dict)
+        and set(e) == set(_format()["entry"]["required"])
+        and count(e["step"])
+        and count(e["line"])
+        and count(e["end"])
+        and isinstance(e["offsets"], list)
+        and len(e["offsets"]) > 0
+        and all(count(o) for o in e["offsets"])
+    )
 
 
 def _ready(path: Path) -> tuple[int, int]:

@@ -29,7 +29,11 @@ def event_scalars(event: dict) -> tuple[str, int, dict[str, float]] | None:
         return event["stage"], int(event["step"]), _scalars(event["values"])
     if event.get("type") == "eval":
         split = event["split"]
-        return event["stage"], int(event["step"]), {f"eval/{split}/{k}": v for k, v in _scalars(event["metrics"]).items()}
+        return (
+            event["stage"],
+            int(event["step"]),
+            {f"eval/{split}/{k}": v for k, v in _scalars(event["metrics"]).items()},
+        )
     return None
 
 
@@ -82,15 +86,31 @@ class WandbSink:
         if run is None:
             self.dir.mkdir(parents=True, exist_ok=True)
             cfg, name = self.cfg, self.cfg.name or self.run_id
-            settings = self.wandb.Settings(silent=True, console="off", x_disable_stats=True, disable_git=True,
-                                           save_code=False, x_save_requirements=False, disable_job_creation=True,
-                                           x_disable_machine_info=True)
-            run = self.wandb.init(project=cfg.project, entity=cfg.entity, name=f"{name}/{stage}",
-                                  group=cfg.group or self.run_id, job_type=stage, tags=list(cfg.tags),
-                                  id=_wandb_id(f"{self.run_id}-{stage}-{self.dir_key}"), resume="allow",
-                                  dir=str(self.dir),
-                                  mode=cfg.mode,
-                                  config=self.config, reinit="create_new", settings=settings)
+            settings = self.wandb.Settings(
+                silent=True,
+                console="off",
+                x_disable_stats=True,
+                disable_git=True,
+                save_code=False,
+                x_save_requirements=False,
+                disable_job_creation=True,
+                x_disable_machine_info=True,
+            )
+            run = self.wandb.init(
+                project=cfg.project,
+                entity=cfg.entity,
+                name=f"{name}/{stage}",
+                group=cfg.group or self.run_id,
+                job_type=stage,
+                tags=list(cfg.tags),
+                id=_wandb_id(f"{self.run_id}-{stage}-{self.dir_key}"),
+                resume="allow",
+                dir=str(self.dir),
+                mode=cfg.mode,
+                config=self.config,
+                reinit="create_new",
+                settings=settings,
+            )
             run.define_metric("step")
             run.define_metric("*", step_metric="step")
             self.runs[stage] = run
@@ -133,14 +153,16 @@ class MetricSinks:
         self.sinks = []
 
 
-def metric_sinks(config: RunConfig, run_dir: Path, run_id: str, config_json: dict,
-                 warn: Callable[[str], object]) -> MetricSinks | None:
+def metric_sinks(
+    config: RunConfig, run_dir: Path, run_id: str, config_json: dict, warn: Callable[[str], object]
+) -> MetricSinks | None:
     """The sinks the run config asks for (None when it asks for none). Imports W&B / TensorBoard only then."""
     sinks: list[Any] = []
     log = config.logging
     if log.tensorboard is not None:  # a shared log directory holds many runs: <dir>/<run>/<stage>
-        sinks.append(TensorBoardSink(Path(log.tensorboard.dir) / run_id if log.tensorboard.dir
-                                     else run_dir / "tensorboard"))
+        sinks.append(
+            TensorBoardSink(Path(log.tensorboard.dir) / run_id if log.tensorboard.dir else run_dir / "tensorboard")
+        )
     if log.wandb is not None and log.wandb.mode != "disabled":
         sinks.append(WandbSink(log.wandb, run_id, run_dir, config_json))
     return MetricSinks(sinks, warn) if sinks else None

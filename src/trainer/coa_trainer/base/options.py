@@ -119,5 +119,13 @@ class DataOptions:
     overrides: tuple[str, ...] = ()
 
 
-CommandOptions = Union[TrainOptions, EvalOptions, BoundaryOptions, ExportOnnxOptions, PipelineOptions, CollectOptions,
-                       ConvertOptions, DataOptions]
+CommandOptions = Union[
+    TrainOptions,
+    EvalOptions,
+    BoundaryOptions,
+    ExportOnnxOptions,
+    PipelineOptions,
+    CollectOptions,
+    ConvertOptions,
+    DataOptions,
+]

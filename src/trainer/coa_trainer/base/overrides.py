@@ -57,8 +57,15 @@ def _branches(schema: dict) -> list[dict]:
     return [schema]
 
 
-_TYPE_WORDS = {"null": "null", "boolean": "true or false", "integer": "an integer", "number": "a number",
-               "string": "a string", "array": "a list [a,b]", "object": 'an object {"k": v}'}
+_TYPE_WORDS = {
+    "null": "null",
+    "boolean": "true or false",
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "array": "a list [a,b]",
+    "object": 'an object {"k": v}',
+}
 
 
 def _json(value: object) -> str:
@@ -229,7 +236,7 @@ def parse_override(text: str, schema: dict | None = None) -> Override:
         schema = run_config_schema()
     remove = text.startswith("~")
     eq = text.find("=")
-    key = text[1:eq if eq >= 0 else None] if remove else (text if eq < 0 else text[:eq])
+    key = text[1 : eq if eq >= 0 else None] if remove else (text if eq < 0 else text[:eq])
     if not key or (not remove and eq < 0):
         raise OverrideError(text, key, "give key=value (or ~key to remove a field)")
     if remove and eq >= 0:
@@ -244,7 +251,7 @@ def parse_override(text: str, schema: dict | None = None) -> Override:
         raise OverrideError(text, key, err)
     if remove:
         return Override(text, path)
-    value, err = type_value(node or {}, text[eq + 1:])
+    value, err = type_value(node or {}, text[eq + 1 :])
     if err:
         raise OverrideError(text, key, err)
     return Override(text, path, value)
@@ -264,8 +271,11 @@ def apply_overrides(raw: object, overrides: list[Override]) -> object:
             if nxt is None:
                 node[key] = nxt = {}
             elif not isinstance(nxt, dict):
-                raise OverrideError(o.text, ".".join(o.path),
-                                    f"{'.'.join(o.path[:i + 1])} is {_json(nxt)} in the config, not an object")
+                raise OverrideError(
+                    o.text,
+                    ".".join(o.path),
+                    f"{'.'.join(o.path[: i + 1])} is {_json(nxt)} in the config, not an object",
+                )
             node = nxt
         if o.removes:
             node.pop(o.path[-1], None)

@@ -40,9 +40,11 @@ def link_problem(root: str, link: Path) -> str | None:
     target = os.path.realpath(link)
     if _inside(root, target):
         return None
-    return (f"{link} is a symbolic link to {os.readlink(link)}, which leads out of the run directory {root}; the "
-            "trainer reads its state and writes only inside it. Replace the link with the real file or directory "
-            "(to share a model or data between runs, set stages.<stage>.init_from, model.path or benchmark.data_dir)")
+    return (
+        f"{link} is a symbolic link to {os.readlink(link)}, which leads out of the run directory {root}; the "
+        "trainer reads its state and writes only inside it. Replace the link with the real file or directory "
+        "(to share a model or data between runs, set stages.<stage>.init_from, model.path or benchmark.data_dir)"
+    )
 
 
 def check_inside(run_dir: Path, path: Path) -> None:

@@ -33,11 +33,21 @@ class RunStart:
     lock: RunLock | None = None
 
 
-def run_in_directory(run_dir: Path, stage: str, config: Path, overrides: tuple[str, ...],
-                     body: Callable[[RunStart], int], *, lock_as: str | None = None, primary: bool = True,
-                     check_name: bool = True, on_cancel: Callable[[EventWriter], int] | None = None,
-                     cancel_on: tuple[type[BaseException], ...] = (StartupCancelled,), log_metrics: bool = True,
-                     cleanup: Callable[[], None] | None = None) -> int:
+def run_in_directory(
+    run_dir: Path,
+    stage: str,
+    config: Path,
+    overrides: tuple[str, ...],
+    body: Callable[[RunStart], int],
+    *,
+    lock_as: str | None = None,
+    primary: bool = True,
+    check_name: bool = True,
+    on_cancel: Callable[[EventWriter], int] | None = None,
+    cancel_on: tuple[type[BaseException], ...] = (StartupCancelled,),
+    log_metrics: bool = True,
+    cleanup: Callable[[], None] | None = None,
+) -> int:
     """Run `body` in `run_dir`; its exit status. `stage`: the name the error events carry. `lock_as`: the command
     the run lock names (None: the command takes no lock — it only reads what trainers wrote, or writes beside them).
     `primary`: this process writes events and takes the lock (False on the other ranks of a torchrun). `on_cancel`:
@@ -123,10 +133,27 @@ def cancelled_at_startup(run_dir: Path, stage: str, step: int, *, lock_as: str, 
     return 130
 
 
-def run_started(writer: EventWriter, stage: str, config: RunConfig | dict[str, Any], total_steps: int, *,
-                device: str = "pipeline", world_size: int = 1, resumed_from: int | None = None,
-                **extra: Any) -> None:
+def run_started(
+    writer: EventWriter,
+    stage: str,
+    config: RunConfig | dict[str, Any],
+    total_steps: int,
+    *,
+    device: str = "pipeline",
+    world_size: int = 1,
+    resumed_from: int | None = None,
+    **extra: Any,
+) -> None:
     """The run's first event: its stage, config (as the schema writes it), steps, device, processes and pid."""
-    writer.emit(RunStartedEvent(stage=stage, config=config if isinstance(config, dict) else config_dict(config),
-                                total_steps=total_steps, device=device, world_size=world_size, pid=os.getpid(),
-                                resumed_from=resumed_from, **extra))
+    writer.emit(
+        RunStartedEvent(
+            stage=stage,
+            config=config if isinstance(config, dict) else config_dict(config),
+            total_steps=total_steps,
+            device=device,
+            world_size=world_size,
+            pid=os.getpid(),
+            resumed_from=resumed_from,
+            **extra,
+        )
+    )

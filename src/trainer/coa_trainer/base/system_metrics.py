@@ -72,7 +72,9 @@ class SystemSampler:
         if wall > self._wall:
             out["system/cpu_percent"] = 100.0 * (cpu - self._cpu) / (wall - self._wall)
         if machine and self._machine and machine[1] > self._machine[1]:
-            out["system/machine_cpu_percent"] = 100.0 * (machine[0] - self._machine[0]) / (machine[1] - self._machine[1])
+            out["system/machine_cpu_percent"] = (
+                100.0 * (machine[0] - self._machine[0]) / (machine[1] - self._machine[1])
+            )
         self._cpu, self._wall, self._machine = cpu, wall, machine
         rss = _rss_bytes()
         if rss is not None:

@@ -123,8 +123,11 @@ class Benchmark:
         # every entity is named (so obscure names are familiar words), but only famous entities' facts are stated
         # The "what is x" lines also teach copying a name from the question into the answer, for every name —
         # the skill the agent needs to write `<think> x born in …` and its queries about entities it never saw in SFT.
-        lines = [f"question : what is {name} ?\nanswer : {name} is a {etype} ."
-                 for etype, names in sorted(self.entities.items()) for name in names]
+        lines = [
+            f"question : what is {name} ?\nanswer : {name} is a {etype} ."
+            for etype, names in sorted(self.entities.items())
+            for name in names
+        ]
         for (s, rel), o in sorted(self.facts.items()):
             if s in self.famous:
                 lines.append(self.statement(s, rel))
@@ -138,13 +141,16 @@ class Benchmark:
     def queries(self) -> list[str]:
         """Every query an oracle trajectory can search: each entity's statement prefix of each of its relations
         (hallucinated hops in SFT-1 pairs search other entities' facts too)."""
-        return [RELATIONS[rel][2].format(s=e) for rel, (stype, _, _, _) in RELATIONS.items()
-                for e in self.entities[stype]]
+        return [
+            RELATIONS[rel][2].format(s=e) for rel, (stype, _, _, _) in RELATIONS.items() for e in self.entities[stype]
+        ]
 
     def observation(self, query: str) -> str:
         if self.observations is None:
-            raise RuntimeError("the benchmark's observations are not fetched: ensure_benchmark_files(config, "
-                               "data_dir) or fetch_observations(bench, env) asks the environment server")
+            raise RuntimeError(
+                "the benchmark's observations are not fetched: ensure_benchmark_files(config, "
+                "data_dir) or fetch_observations(bench, env) asks the environment server"
+            )
         return self.observations[query]
 
     # ------------------------------------------------------------ oracle
@@ -211,8 +217,9 @@ class Benchmark:
         text = join_segments(segs)
         for i, hop in enumerate(true_hops):
             if hop.known:
-                flipped = [Hop(h.subject, h.relation, h.object, h.known if j != i else False)
-                           for j, h in enumerate(true_hops)]
+                flipped = [
+                    Hop(h.subject, h.relation, h.object, h.known if j != i else False) for j, h in enumerate(true_hops)
+                ]
                 flipped = flipped[: i + 1]  # continuation ends at the search anyway
             else:
                 otype = RELATIONS[hop.relation][1]
@@ -225,13 +232,15 @@ class Benchmark:
             ftext = join_segments(fsegs)
             cut = decisions[i]
             assert ftext[:cut] == text[:cut], "a flipped trajectory must share the prefix"
-            out.append({
-                "prefix": text[:cut],
-                "chosen": text[cut:continuation_end(text, cut, t)],
-                "rejected": ftext[cut:continuation_end(ftext, cut, t)],
-                "act": not hop.known,  # the chosen continuation searches
-                "hop": i,
-            })
+            out.append(
+                {
+                    "prefix": text[:cut],
+                    "chosen": text[cut : continuation_end(text, cut, t)],
+                    "rejected": ftext[cut : continuation_end(ftext, cut, t)],
+                    "act": not hop.known,  # the chosen continuation searches
+                    "hop": i,
+                }
+            )
         return out
 
 
@@ -267,6 +276,7 @@ def fetch_observations(bench: Benchmark, env: EnvClient) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- generation
+
 
 def _names(rng: random.Random, count: int, taken: set[str]) -> list[str]:
     out = []
@@ -335,8 +345,9 @@ def generate(params: dict, seed: int) -> Benchmark:
         n_test = round(len(group) * params["test_fraction"])
         n_rl = round(len(group) * params.get("rl_fraction", 0.0))
         for i, q in enumerate(group):
-            q.split = "dev" if i < n_dev else "test" if i < n_dev + n_test else \
-                "rl" if i < n_dev + n_test + n_rl else "train"
+            q.split = (
+                "dev" if i < n_dev else "test" if i < n_dev + n_test else "rl" if i < n_dev + n_test + n_rl else "train"
+            )
     bench = Benchmark(seed, entities, famous, facts, questions, params["top_k"])
     # an over-calling teacher: its own rng, so the knowledge base and splits do not depend on the fraction
     eligible = [q for q in questions if q.split == "train" and any(h.known for h in q.hops)]
@@ -352,13 +363,25 @@ def generate(params: dict, seed: int) -> Benchmark:
 
 # ---------------------------------------------------------------- files
 
+
 def record_for(q: Question, segments: list[Segment], dialect: str, redundant_searches: int = 0) -> JsonRecord:
     """A trajectory record (src/core/record.ts) for an oracle trajectory, plus benchmark fields."""
     extra = {"redundant_searches": redundant_searches} if redundant_searches else {}
-    return trajectory_record(q.id, q.question, join_segments(segments), golden_answers=[q.answer], dialect=dialect,
-                             meta={"stage": "oracle", "group": q.kind},
-                             extra={"split": q.split, "hops": len(q.hops), "known": q.known,
-                                    "optimal_tool_calls": q.optimal_tool_calls, **extra})
+    return trajectory_record(
+        q.id,
+        q.question,
+        join_segments(segments),
+        golden_answers=[q.answer],
+        dialect=dialect,
+        meta={"stage": "oracle", "group": q.kind},
+        extra={
+            "split": q.split,
+            "hops": len(q.hops),
+            "known": q.known,
+            "optimal_tool_calls": q.optimal_tool_calls,
+            **extra,
+        },
+    )
 
 
 def write_benchmark(bench: Benchmark, out: Path, dialect: str = "coa") -> Path:
@@ -375,15 +398,34 @@ def write_benchmark(bench: Benchmark, out: Path, dialect: str = "coa") -> Path:
 
     dump("corpus.jsonl", bench.corpus)
     dump("pretrain.txt", [json.dumps(line) for line in bench.pretrain_lines()])
-    dump("questions.jsonl", [{
-        "id": q.id, "question": q.question, "golden_answers": [q.answer], "kind": q.kind, "split": q.split,
-        "hops": [h.__dict__ for h in q.hops], "known": q.known, "optimal_tool_calls": q.optimal_tool_calls,
-    } for q in bench.questions])
+    dump(
+        "questions.jsonl",
+        [
+            {
+                "id": q.id,
+                "question": q.question,
+                "golden_answers": [q.answer],
+                "kind": q.kind,
+                "split": q.split,
+                "hops": [h.__dict__ for h in q.hops],
+                "known": q.known,
+                "optimal_tool_calls": q.optimal_tool_calls,
+            }
+            for q in bench.questions
+        ],
+    )
     for split in ("train", "dev", "test"):
-        dump(f"oracle_{split}.jsonl", [record_for(q, bench.oracle(q, t), dialect, bench.redundant_searches(q))
-                                       for q in bench.split(split)])
-    kb = {"version": BENCHMARK_VERSION, "seed": bench.seed, "entities": bench.entities,
-          "famous": sorted(bench.famous), "facts": [[s, r, o] for (s, r), o in sorted(bench.facts.items())]}
+        dump(
+            f"oracle_{split}.jsonl",
+            [record_for(q, bench.oracle(q, t), dialect, bench.redundant_searches(q)) for q in bench.split(split)],
+        )
+    kb = {
+        "version": BENCHMARK_VERSION,
+        "seed": bench.seed,
+        "entities": bench.entities,
+        "famous": sorted(bench.famous),
+        "facts": [[s, r, o] for (s, r), o in sorted(bench.facts.items())],
+    }
     (out / "kb.json").write_text(json.dumps(kb, indent=1) + "\n", encoding="utf-8")
     return out
 
@@ -438,8 +480,9 @@ def ensure_observations(bench: Benchmark, config: RunConfig, data_dir: Path, env
     else:
         bench.observations = fetch_observations(bench, env)
     tmp = data_dir / (OBSERVATIONS + ".tmp")
-    tmp.write_text(json.dumps({"fingerprint": fp, "observations": bench.observations}, ensure_ascii=False) + "\n",
-                   encoding="utf-8")
+    tmp.write_text(
+        json.dumps({"fingerprint": fp, "observations": bench.observations}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     tmp.replace(data_dir / OBSERVATIONS)
 
 
@@ -451,8 +494,9 @@ def ensure_benchmark_files(config: RunConfig, data_dir: Path, env: EnvClient | N
     stamp = data_dir / "manifest.json"
     if not (stamp.is_file() and json.loads(stamp.read_text()).get("fingerprint") == fp):
         write_benchmark(bench, data_dir, config.dialect if config.dialect == "coa" else "coa")
-        stamp.write_text(json.dumps({"fingerprint": fp, "questions": len(bench.questions),
-                                     "corpus": len(bench.corpus)}) + "\n")
+        stamp.write_text(
+            json.dumps({"fingerprint": fp, "questions": len(bench.questions), "corpus": len(bench.corpus)}) + "\n"
+        )
     return bench
 
 
@@ -468,8 +512,16 @@ def data_command(opts: DataOptions) -> int:
         config.benchmark.seed = opts.seed
     bench = ensure_benchmark_files(config, opts.out)
     counts = {s: len(bench.split(s)) for s in ("train", "rl", "dev", "test")}
-    print(json.dumps({"out": str(opts.out), "questions": counts, "corpus": len(bench.corpus),
-                      "pretrain_lines": len(bench.pretrain_lines())}))
+    print(
+        json.dumps(
+            {
+                "out": str(opts.out),
+                "questions": counts,
+                "corpus": len(bench.corpus),
+                "pretrain_lines": len(bench.pretrain_lines()),
+            }
+        )
+    )
     return 0
 
 

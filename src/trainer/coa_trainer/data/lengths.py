@@ -48,19 +48,25 @@ class LengthReport:
             return None
         parts = []
         if self.whole:
-            parts.append(f"{self.whole} of {self.examples} {self.what} lose their whole response at max_len "
-                         f"{self.max_len}")
+            parts.append(
+                f"{self.whole} of {self.examples} {self.what} lose their whole response at max_len {self.max_len}"
+            )
         if self.partial:
             parts.append(f"{self.partial} of {self.examples} are cut inside their response")
         source = "from the model's context" if self.derived else "set in the config"
-        return (f"{'; '.join(parts)} (max_len {source}); the prompt alone is {self.prompt_max} tokens at most "
-                f"(median {self.prompt_median:g})")
+        return (
+            f"{'; '.join(parts)} (max_len {source}); the prompt alone is {self.prompt_max} tokens at most "
+            f"(median {self.prompt_median:g})"
+        )
 
     def require_tokens(self, stage: str) -> None:
         """A stage that would train on nothing stops here, saying why, instead of finishing "ok"."""
         if self.examples and self.trained == 0:
-            raise StageError(f"{stage} would train on no tokens: {self.line()}. Raise stages.{stage}.max_len (or "
-                             "set it to null to follow the data) or shorten the prompt", "bad_data")
+            raise StageError(
+                f"{stage} would train on no tokens: {self.line()}. Raise stages.{stage}.max_len (or "
+                "set it to null to follow the data) or shorten the prompt",
+                "bad_data",
+            )
 
 
 def sft_report(what: str, examples: list[Any], max_len: int, derived: bool) -> LengthReport:
@@ -78,12 +84,20 @@ def sft_report(what: str, examples: list[Any], max_len: int, derived: bool) -> L
     return LengthReport(what, max_len, len(examples), max(prompts), median(prompts), whole, partial, trained, derived)
 
 
-def rollout_report(what: str, prompt_lengths: list[int], max_len: int, derived: bool,
-                   turn_tokens: int) -> LengthReport:
+def rollout_report(what: str, prompt_lengths: list[int], max_len: int, derived: bool, turn_tokens: int) -> LengthReport:
     """Questions whose prompt leaves no room to generate under `max_len` (their rollouts would be empty), and those
     that leave less than one turn (`turn_tokens`, max_new_tokens) — cut inside their first answer."""
     prompts = prompt_lengths or [0]
     whole = sum(1 for n in prompt_lengths if n >= max_len)
     partial = sum(1 for n in prompt_lengths if max_len - turn_tokens < n < max_len)
-    return LengthReport(what, max_len, len(prompt_lengths), max(prompts), median(prompts), whole, partial,
-                        len(prompt_lengths) - whole, derived)
+    return LengthReport(
+        what,
+        max_len,
+        len(prompt_lengths),
+        max(prompts),
+        median(prompts),
+        whole,
+        partial,
+        len(prompt_lengths) - whole,
+        derived,
+    )

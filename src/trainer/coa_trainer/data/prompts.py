@@ -29,15 +29,20 @@ def chat_messages(config: RunConfig, question: str, dialect: str, mode: str = "c
     return messages + [{"role": "user", "content": user.replace("{question}", question)}]
 
 
-def prompt_string(tok: TextTokenizer, config: RunConfig, question: str, dialect: str | None = None, mode: str = "coa") -> str:
+def prompt_string(
+    tok: TextTokenizer, config: RunConfig, question: str, dialect: str | None = None, mode: str = "coa"
+) -> str:
     """The prompt as text (what the model sees before its response)."""
     if uses_chat_template(tok, config):
-        return tok.apply_chat_template(chat_messages(config, question, dialect or config.dialect, mode),
-                                       tokenize=False, add_generation_prompt=True)
+        return tok.apply_chat_template(
+            chat_messages(config, question, dialect or config.dialect, mode), tokenize=False, add_generation_prompt=True
+        )
     return config.prompt_template.replace("{question}", question)
 
 
-def prompt_ids(tok: TextTokenizer, config: RunConfig, question: str, dialect: str | None = None, mode: str = "coa") -> list[int]:
+def prompt_ids(
+    tok: TextTokenizer, config: RunConfig, question: str, dialect: str | None = None, mode: str = "coa"
+) -> list[int]:
     """Prompt ids; the chat template's own special tokens (<|im_start|> …) are in its text, so no others are
     added."""
     return list(tok(prompt_string(tok, config, question, dialect, mode), add_special_tokens=False)["input_ids"])

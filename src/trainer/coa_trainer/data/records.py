@@ -33,10 +33,18 @@ class RecordTokens:
         return out
 
 
-def trajectory_record(id: str, question: str, response: str, *, golden_answers: list[str] | None = None,
-                      dialect: str | None = None, tokens: RecordTokens | None = None,
-                      meta: dict[str, Any] | None = None, reward: RewardBreakdown | None = None,
-                      extra: dict[str, Any] | None = None) -> JsonRecord:
+def trajectory_record(
+    id: str,
+    question: str,
+    response: str,
+    *,
+    golden_answers: list[str] | None = None,
+    dialect: str | None = None,
+    tokens: RecordTokens | None = None,
+    meta: dict[str, Any] | None = None,
+    reward: RewardBreakdown | None = None,
+    extra: dict[str, Any] | None = None,
+) -> JsonRecord:
     """A record as JSON data. `extra`: fields of another format written beside the record's own (the embedded
     benchmark's split, hops, known)."""
     rec: JsonRecord = {"id": id, "question": question}

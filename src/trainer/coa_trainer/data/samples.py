@@ -16,6 +16,7 @@ from ..data.dialects import Tags
 from ..contracts.run_config import RunConfig
 from ..data.tokenizer import TextTokenizer
 
+
 def masked_kinds(stage: str) -> frozenset[str]:
     """Segment kinds out of a stage's loss: observations, unless the stage trains them (SFT-3, the world model)."""
     return frozenset() if stage_info(stage).trains_observations else frozenset({"observation"})
@@ -48,8 +49,13 @@ def encode_text(tok: TextTokenizer, text: str) -> tuple[list[int], list[int]]:
     return list(enc["input_ids"]), [a for a, _ in enc["offset_mapping"]]
 
 
-def encode_segments(tok: TextTokenizer, prompt: str, segments: list[Segment], masked_kinds: frozenset[str] = frozenset(),
-                    eos: bool = False) -> Encoded:
+def encode_segments(
+    tok: TextTokenizer,
+    prompt: str,
+    segments: list[Segment],
+    masked_kinds: frozenset[str] = frozenset(),
+    eos: bool = False,
+) -> Encoded:
     prompt_ids, _ = encode_text(tok, prompt)
     ids: list[int] = []
     kinds: list[str] = []
@@ -76,8 +82,14 @@ def encode_segments(tok: TextTokenizer, prompt: str, segments: list[Segment], ma
 MODEL_KINDS = frozenset({"think", "action", "answer", "text"})
 
 
-def encode_trajectory(tok: TextTokenizer, prompt_ids: list[int], response: str, segments: list[dict],
-                      masked_kinds: frozenset[str] = frozenset(), eos: bool = True) -> Encoded:
+def encode_trajectory(
+    tok: TextTokenizer,
+    prompt_ids: list[int],
+    response: str,
+    segments: list[dict],
+    masked_kinds: frozenset[str] = frozenset(),
+    eos: bool = True,
+) -> Encoded:
     """Token ids, kinds and loss mask of a user's trajectory from the core's segments (code-point spans of
     `response`, `coa data prepare sft`).
 
@@ -128,8 +140,13 @@ def user_sft_examples(records: list[dict], tok: TextTokenizer, config: RunConfig
         p = r["prompt"] if r.get("prompt") else None
         pids = encode_text(tok, p)[0] if p else prompt_ids(tok, config, r["question"], r["dialect"])
         e = encode_trajectory(tok, pids, r["response"], r["segments"], masked)
-        e.meta = {"id": r["id"], "question": r["question"], "golden_answers": r["golden_answers"],
-                  "coa": r["tool_calls"] > 0, "dialect": r["dialect"]}
+        e.meta = {
+            "id": r["id"],
+            "question": r["question"],
+            "golden_answers": r["golden_answers"],
+            "coa": r["tool_calls"] > 0,
+            "dialect": r["dialect"],
+        }
         examples.append(e)
     return examples
 
@@ -157,12 +174,16 @@ def user_pairs(pairs: list[dict], tok: TextTokenizer, config: RunConfig) -> list
 
     out = []
     for p in pairs:
-        pids = encode_text(tok, p["prompt"])[0] if p.get("prompt") else prompt_ids(
-            tok, config, p["question"], p["chosen"].get("dialect") or config.dialect)
+        pids = (
+            encode_text(tok, p["prompt"])[0]
+            if p.get("prompt")
+            else prompt_ids(tok, config, p["question"], p["chosen"].get("dialect") or config.dialect)
+        )
         c = encode_trajectory(tok, [], p["chosen"]["response"], p["chosen"]["segments"], masked_kinds("sft1"))
         r = encode_trajectory(tok, [], p["rejected"]["response"], p["rejected"]["segments"], masked_kinds("sft1"))
-        out.append(Pair(pids, [], c.ids, r.ids, bool(p["act"]), c.loss_mask, r.loss_mask,
-                        {"id": p["id"], "kind": p["kind"]}))
+        out.append(
+            Pair(pids, [], c.ids, r.ids, bool(p["act"]), c.loss_mask, r.loss_mask, {"id": p["id"], "kind": p["kind"]})
+        )
     return out
 
 
@@ -181,11 +202,13 @@ def prompt_text(config: RunConfig, question: str) -> str:
 
 def truncate(e: Encoded, max_len: int) -> Encoded:
     keep = max(0, max_len - len(e.prompt_ids))
-    return Encoded(e.prompt_ids[:max_len], e.ids[:keep], e.kinds[:keep], e.loss_mask[:keep], e.offsets[:keep],
-                   e.response, e.meta)
+    return Encoded(
+        e.prompt_ids[:max_len], e.ids[:keep], e.kinds[:keep], e.loss_mask[:keep], e.offsets[:keep], e.response, e.meta
+    )
 
 
 # ---------------------------------------------------------------- sample streams
+
 
 class Stream:
     """An endless, deterministic sequence of samples: epoch e is `make_epoch(e)` (shuffled with seed+e).
@@ -223,29 +246,41 @@ def pretrain_stream(bench: Benchmark, tok: TextTokenizer, seed: int, max_len: in
         random.Random(f"{seed}/pretrain/{e}").shuffle(order)
         out = []
         for i in range(0, len(order), lines_per_sample):
-            ids = [t for j in order[i:i + lines_per_sample] for t in encoded[j]][:max_len]
+            ids = [t for j in order[i : i + lines_per_sample] for t in encoded[j]][:max_len]
             out.append(Encoded([], ids, ["text"] * len(ids), [1] * len(ids), [0] * len(ids), ""))
         return out
 
     return Stream(epoch)
 
 
-def oracle_examples(bench: Benchmark, tok: TextTokenizer, config: RunConfig, t: Tags, split: str, masked: frozenset[str],
-                    max_len: int | None = None) -> list[Encoded]:
+def oracle_examples(
+    bench: Benchmark,
+    tok: TextTokenizer,
+    config: RunConfig,
+    t: Tags,
+    split: str,
+    masked: frozenset[str],
+    max_len: int | None = None,
+) -> list[Encoded]:
     """The benchmark's oracle trajectories of a split, cut to `max_len` when given."""
     out = []
     for q in bench.split(split):
         segments = bench.oracle(q, t)
         e = encode_segments(tok, prompt_text(config, q.question), segments, masked, eos=False)
         # chain of action = the teacher searched (with redundant searches that includes some known questions)
-        e.meta = {"id": q.id, "question": q.question, "answer": q.answer,
-                  "coa": any(s.kind == "action" for s in segments)}
+        e.meta = {
+            "id": q.id,
+            "question": q.question,
+            "answer": q.answer,
+            "coa": any(s.kind == "action" for s in segments),
+        }
         out.append(truncate(e, max_len) if max_len is not None else e)
     return out
 
 
-def sft_stream(bench: Benchmark, tok: TextTokenizer, config: RunConfig, t: Tags, stage: str, seed: int,
-               max_len: int | None = None) -> Stream:
+def sft_stream(
+    bench: Benchmark, tok: TextTokenizer, config: RunConfig, t: Tags, stage: str, seed: int, max_len: int | None = None
+) -> Stream:
     """SFT-2 / SFT-3 on the benchmark: oracle trajectories of the train split in the CoA : CoT mix. SFT-2 masks
     observation segments; SFT-3 trains on them (world model)."""
     masked = masked_kinds(stage)
@@ -270,8 +305,15 @@ def sft1_pairs(bench: Benchmark, tok: TextTokenizer, config: RunConfig, t: Tags,
     for q in bench.split(split):
         prompt_ids, _ = encode_text(tok, prompt_text(config, q.question))
         for p in bench.pairs(q, t, rng):
-            out.append(Pair(prompt_ids, encode_text(tok, p["prefix"])[0], encode_text(tok, p["chosen"])[0],
-                            encode_text(tok, p["rejected"])[0], p["act"]))
+            out.append(
+                Pair(
+                    prompt_ids,
+                    encode_text(tok, p["prefix"])[0],
+                    encode_text(tok, p["chosen"])[0],
+                    encode_text(tok, p["rejected"])[0],
+                    p["act"],
+                )
+            )
     return out
 
 

@@ -20,13 +20,23 @@ class SftFilterReport:
     ungraded: int = 0  # kept without golden answers: not graded
 
     def line(self, stage: str) -> str:
-        why = ", ".join(f"{n} {what}" for what, n in (
-            ("in other dialects" + (f" ({_counts(self.other_dialects)})" if self.other_dialects else ""),
-             self.dropped["dialect"]), ("with format errors", self.dropped["format"]),
-            ("with a wrong answer", self.dropped["incorrect"])) if n)
+        why = ", ".join(
+            f"{n} {what}"
+            for what, n in (
+                (
+                    "in other dialects" + (f" ({_counts(self.other_dialects)})" if self.other_dialects else ""),
+                    self.dropped["dialect"],
+                ),
+                ("with format errors", self.dropped["format"]),
+                ("with a wrong answer", self.dropped["incorrect"]),
+            )
+            if n
+        )
         ungraded = f"; {self.ungraded} kept ungraded (no golden answers)" if self.ungraded else ""
-        return (f"{stage} data: {self.kept} of {self.given} trajectories kept by data.sft_filter"
-                f"{f' (dialect {self.dialect})' if self.dialect else ''}; dropped: {why or 'none'}{ungraded}")
+        return (
+            f"{stage} data: {self.kept} of {self.given} trajectories kept by data.sft_filter"
+            f"{f' (dialect {self.dialect})' if self.dialect else ''}; dropped: {why or 'none'}{ungraded}"
+        )
 
 
 def _counts(by: dict[str, int]) -> str:
@@ -57,11 +67,16 @@ def filter_sft(records: list[dict], flt: Any, run_dialect: str, stage: str) -> t
         for r in kept:
             mix[str(r.get("dialect"))] = mix.get(str(r.get("dialect")), 0) + 1
         if len(mix) > 1:
-            raise StageError(f"{stage}: the trajectories mix dialects ({_counts(mix)}): one stage would train "
-                             "their different tags side by side. Set data.sft_filter.dialect to one of them ('run' "
-                             "keeps the run's dialect), or convert them to one dialect", "bad_data")
+            raise StageError(
+                f"{stage}: the trajectories mix dialects ({_counts(mix)}): one stage would train "
+                "their different tags side by side. Set data.sft_filter.dialect to one of them ('run' "
+                "keeps the run's dialect), or convert them to one dialect",
+                "bad_data",
+            )
         report.dialect = next(iter(mix), None)
     if records and not kept:
-        raise StageError(f"{report.line(stage)} — nothing left to train on: loosen data.sft_filter, or give other "
-                         "trajectories", "bad_data")
+        raise StageError(
+            f"{report.line(stage)} — nothing left to train on: loosen data.sft_filter, or give other trajectories",
+            "bad_data",
+        )
     return kept, report

@@ -14,6 +14,7 @@ from tokenizers import AddedToken
 from ..data.dialects import all_tags
 from ..contracts.schemas import dialect_table
 
+
 class TextTokenizer(Protocol):
     """What the trainer uses of a Hugging Face tokenizer, as model/load.load_tokenizer returns it (the pad token set:
     the model's own, else its end-of-sequence token)."""
@@ -22,8 +23,9 @@ class TextTokenizer(Protocol):
     eos_token_id: int
     unk_token_id: int | None
 
-    def __call__(self, text: str, add_special_tokens: bool = ..., return_offsets_mapping: bool = ...
-                 ) -> Mapping[str, list[Any]]: ...
+    def __call__(
+        self, text: str, add_special_tokens: bool = ..., return_offsets_mapping: bool = ...
+    ) -> Mapping[str, list[Any]]: ...
 
     def __len__(self) -> int: ...
 
@@ -35,8 +37,9 @@ class TextTokenizer(Protocol):
 
     def convert_tokens_to_ids(self, tokens: str) -> int | None: ...
 
-    def apply_chat_template(self, conversation: list[dict[str, str]], tokenize: bool = ...,
-                            add_generation_prompt: bool = ...) -> str: ...
+    def apply_chat_template(
+        self, conversation: list[dict[str, str]], tokenize: bool = ..., add_generation_prompt: bool = ...
+    ) -> str: ...
 
     def save_pretrained(self, save_directory: str) -> tuple[str, ...]: ...
 
@@ -46,11 +49,13 @@ PUNCT = list(".,:;?!'\"()[]{}<>/\\-_+=*&%$#@|~`^")
 
 
 def pre_tokenizer() -> pre_tokenizers.PreTokenizer:
-    return pre_tokenizers.Sequence([
-        pre_tokenizers.WhitespaceSplit(),
-        pre_tokenizers.Punctuation("isolated"),
-        pre_tokenizers.Digits(individual_digits=True),
-    ])
+    return pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.WhitespaceSplit(),
+            pre_tokenizers.Punctuation("isolated"),
+            pre_tokenizers.Digits(individual_digits=True),
+        ]
+    )
 
 
 def vocabulary(texts: Iterable[str]) -> list[str]:
@@ -86,7 +91,12 @@ def save_hf_tokenizer(tok: Tokenizer, out_dir: Path) -> None:
     from transformers import PreTrainedTokenizerFast
 
     hf = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token=PAD, unk_token=UNK, eos_token=EOS,
-        additional_special_tokens=list(all_tags()), padding_side="left", clean_up_tokenization_spaces=False,
+        tokenizer_object=tok,
+        pad_token=PAD,
+        unk_token=UNK,
+        eos_token=EOS,
+        additional_special_tokens=list(all_tags()),
+        padding_side="left",
+        clean_up_tokenization_spaces=False,
     )
     hf.save_pretrained(str(out_dir))

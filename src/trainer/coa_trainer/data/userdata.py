@@ -162,9 +162,16 @@ class UserData:
             path = getattr(self.data.questions, name)
             strict = ["--strict-ids"] if self.data.strict_ids else []
             rows = self._read(self._prepared("questions", [path], strict)) if path else []
-            self._questions[name] = [UserQuestion(r["id"], r["question"], list(r["golden_answers"]),
-                                                  r.get("data_source"), source_id=(r.get("meta") or {}).get("source_id"))
-                                     for r in rows]
+            self._questions[name] = [
+                UserQuestion(
+                    r["id"],
+                    r["question"],
+                    list(r["golden_answers"]),
+                    r.get("data_source"),
+                    source_id=(r.get("meta") or {}).get("source_id"),
+                )
+                for r in rows
+            ]
         return self._questions[name]
 
     def sft_records(self) -> list[dict]:

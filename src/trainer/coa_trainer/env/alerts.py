@@ -26,8 +26,11 @@ class AlertMonitor:
 
     def update(self, step: int, values: dict[str, Any]) -> list[Alert]:
         # JSON has no NaN: only finite numbers travel (the core ignores anything else anyway).
-        finite = {k: float(v) for k, v in values.items()
-                  if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+        finite = {
+            k: float(v)
+            for k, v in values.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        }
         answer = self.env.alerts(step, finite, self.thresholds, self.state, self._heldout)
         self._heldout = None
         self.state = answer.state

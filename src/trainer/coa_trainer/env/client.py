@@ -20,8 +20,16 @@ from pydantic import BaseModel, ValidationError
 
 from ..base.core_cli import find_core_cli, find_node
 from ..base.errors import CoaError
-from ..contracts.env_protocol import (AlertsResponse, GradeRequest, GradeResponse, HealthResponse, ScanRequest,
-                                      ScanResponse, SearchRequest, SearchResponse)
+from ..contracts.env_protocol import (
+    AlertsResponse,
+    GradeRequest,
+    GradeResponse,
+    HealthResponse,
+    ScanRequest,
+    ScanResponse,
+    SearchRequest,
+    SearchResponse,
+)
 from ..contracts.error_code import ErrorCode
 from ..contracts.record import RewardBreakdown
 
@@ -52,8 +60,15 @@ class EnvClient:
 
     # ------------------------------------------------------------ lifecycle
     @classmethod
-    def start(cls, corpus: str | Path, dialect: str = "coa", node: str | None = None, cli: str | Path | None = None,
-              startup_timeout_s: float = 30.0, extra_args: list[str] | None = None) -> "EnvClient":
+    def start(
+        cls,
+        corpus: str | Path,
+        dialect: str = "coa",
+        node: str | None = None,
+        cli: str | Path | None = None,
+        startup_timeout_s: float = 30.0,
+        extra_args: list[str] | None = None,
+    ) -> "EnvClient":
         node_exe = find_node(node)
         if not node_exe:
             raise EnvError("node not found: put it on PATH or set COA_NODE (the environment server is Node)")
@@ -63,8 +78,21 @@ class EnvClient:
         if not Path(corpus).is_file():
             raise EnvError(f"corpus {corpus} not found")
         # --parent-pid: the server stops itself when this process dies, even by SIGKILL (no orphaned servers)
-        argv = [node_exe, str(cli_path), "env", "serve", "--corpus", str(corpus), "--port", "0",
-                "--dialect", dialect, "--parent-pid", str(os.getpid()), *(extra_args or [])]
+        argv = [
+            node_exe,
+            str(cli_path),
+            "env",
+            "serve",
+            "--corpus",
+            str(corpus),
+            "--port",
+            "0",
+            "--dialect",
+            dialect,
+            "--parent-pid",
+            str(os.getpid()),
+            *(extra_args or []),
+        ]
         # a server of our own gets a fresh random token (it prints it on stdout), not one meant for another server
         env = {k: v for k, v in os.environ.items() if k != "COA_ENV_TOKEN"}
         # glibc gives each of the server's worker threads a malloc arena of its own and, once a large block has been
@@ -74,8 +102,15 @@ class EnvClient:
         for name, value in (("MALLOC_ARENA_MAX", "2"), ("MALLOC_MMAP_THRESHOLD_", "131072")):
             env.setdefault(name, value)
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, bufsize=1, env=env)
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+                env=env,
+            )
         except OSError as e:
             raise EnvError(f"cannot start {node_exe}: {e.strerror}") from e
         lines: "queue.Queue[str | None]" = queue.Queue()
@@ -163,8 +198,10 @@ class EnvClient:
         return conn, False
 
     def _exchange(self, method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
-        headers = {"Authorization": f"Bearer {self.token}",
-                   **({"Content-Type": "application/json"} if data is not None else {})}
+        headers = {
+            "Authorization": f"Bearer {self.token}",
+            **({"Content-Type": "application/json"} if data is not None else {}),
+        }
         for attempt in (0, 1):
             conn, reused = self._connection()
             try:
@@ -209,8 +246,10 @@ class EnvClient:
         try:
             return answer.model_validate(raw)
         except ValidationError as e:
-            raise EnvError(f"{method} {path}: the answer is not the protocol's {answer.__name__} "
-                           f"({str(e).splitlines()[0]}): server and trainer from different builds?") from e
+            raise EnvError(
+                f"{method} {path}: the answer is not the protocol's {answer.__name__} "
+                f"({str(e).splitlines()[0]}): server and trainer from different builds?"
+            ) from e
 
     def health(self) -> HealthResponse:
         return self._call("GET", "/v1/health", None, HealthResponse)
@@ -230,22 +269,39 @@ class EnvClient:
         except Exception:  # noqa: BLE001 — whatever went wrong, the rollout goes on without observations
             return [None] * len(queries)
 
-    def grade(self, records: list[dict[str, Any]], scheme: str = "em", params: dict[str, Any] | None = None,
-              run: str | None = None) -> list[RewardBreakdown]:
+    def grade(
+        self,
+        records: list[dict[str, Any]],
+        scheme: str = "em",
+        params: dict[str, Any] | None = None,
+        run: str | None = None,
+    ) -> list[RewardBreakdown]:
         """One breakdown per record (the grader's reward parts and total), in the records' order."""
         try:
             request = GradeRequest.model_validate({"records": records, "scheme": scheme, "params": params, "run": run})
         except ValidationError as e:
-            raise EnvError(f"POST /v1/grade: not a grade request ({str(e).splitlines()[0]}: "
-                           f"{e.errors()[0]['loc']} {e.errors()[0]['msg']})") from e
+            raise EnvError(
+                f"POST /v1/grade: not a grade request ({str(e).splitlines()[0]}: "
+                f"{e.errors()[0]['loc']} {e.errors()[0]['msg']})"
+            ) from e
         return self._call("POST", "/v1/grade", request, GradeResponse).breakdowns
 
-    def alerts(self, step: int, values: dict[str, float], thresholds: dict[str, Any] | None = None,
-               state: dict[str, Any] | None = None, heldout: float | None = None) -> AlertsResponse:
+    def alerts(
+        self,
+        step: int,
+        values: dict[str, float],
+        thresholds: dict[str, Any] | None = None,
+        state: dict[str, Any] | None = None,
+        heldout: float | None = None,
+    ) -> AlertsResponse:
         """The core's agent alerts for one step: the alerts that start at it and the monitor's new state."""
-        body: dict[str, Any] = {"step": step, "values": values, "thresholds": thresholds or {},
-                                **({"state": state} if state else {}),
-                                **({"heldout": heldout} if heldout is not None else {})}
+        body: dict[str, Any] = {
+            "step": step,
+            "values": values,
+            "thresholds": thresholds or {},
+            **({"state": state} if state else {}),
+            **({"heldout": heldout} if heldout is not None else {}),
+        }
         return self._call("POST", "/v1/alerts", body, AlertsResponse)
 
     def scan(self, records: list[dict[str, Any]], params: dict[str, Any] | None = None) -> ScanResponse:

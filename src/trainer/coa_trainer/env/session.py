@@ -18,8 +18,9 @@ def open_env(target: EnvTarget, config: RunConfig, run_dir: Path, *, check: bool
     any work), or of a new server over `run_dir`'s corpus when no url was given."""
     if target.url:
         return connect_env(target, check=check)
-    return EnvClient.start(corpus_path(config, run_dir), config.dialect, config.env.node, config.env.cli,
-                           config.env.startup_timeout_s)
+    return EnvClient.start(
+        corpus_path(config, run_dir), config.dialect, config.env.node, config.env.cli, config.env.startup_timeout_s
+    )
 
 
 def connect_env(target: EnvTarget, *, check: bool = False) -> EnvClient:

@@ -46,19 +46,34 @@ def normalize_answer(s: str) -> str:
 
 
 @torch.no_grad()
-def plain_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, batch_size: int = 64
-               ) -> tuple[dict, list[dict]]:
+def plain_eval(
+    model: torch.nn.Module,
+    tok: TextTokenizer,
+    bench: QuestionSplits,
+    config: RunConfig,
+    split: str,
+    rt: Runtime,
+    batch_size: int = 64,
+) -> tuple[dict, list[dict]]:
     """Closed-book EM in the pretraining QA form, overall and by known/unknown and hops."""
     questions = bench.split(split)
     rows: list[ClosedBookRow] = []
     for i in range(0, len(questions), batch_size):
-        qs = questions[i:i + batch_size]
+        qs = questions[i : i + batch_size]
         prompts = [encode_text(tok, prompt_text(config, q.question) + "answer :")[0] for q in qs]
         outs, _, _ = generate(model, prompts, 6, {tok.eos_token_id}, tok.pad_token_id, rt.device, rt.autocast_dtype)
         for q, ids in zip(qs, outs):
             pred = tok.decode([t for t in ids if t != tok.eos_token_id], skip_special_tokens=True).strip()
-            rows.append(ClosedBookRow(q.id, pred, q.answer, q.known, len(q.hops),
-                                      float(normalize_answer(pred) == normalize_answer(q.answer))))
+            rows.append(
+                ClosedBookRow(
+                    q.id,
+                    pred,
+                    q.answer,
+                    q.known,
+                    len(q.hops),
+                    float(normalize_answer(pred) == normalize_answer(q.answer)),
+                )
+            )
 
     def mean(sel: list[ClosedBookRow]) -> float | None:
         return sum(r.em for r in sel) / len(sel) if sel else None
@@ -113,8 +128,15 @@ def _rate(rows: list[GradedQuestion], pred: Callable[[int, int], bool]) -> float
     return _mean([1.0 if pred(tc, opt) else 0.0 for tc, opt in sel]) if sel else None
 
 
-def eval_rollout(model: torch.nn.Module, tok: TextTokenizer, config: RunConfig, prompts: list[list[int]], tool: Callable[[list[str]], list[str | None]] | None, rt: Runtime, io: AgentIO | None = None,
-                 ) -> list:
+def eval_rollout(
+    model: torch.nn.Module,
+    tok: TextTokenizer,
+    config: RunConfig,
+    prompts: list[list[int]],
+    tool: Callable[[list[str]], list[str | None]] | None,
+    rt: Runtime,
+    io: AgentIO | None = None,
+) -> list:
     """Greedy rollouts with eval's limits — the RL stages' loop (rollout.rollout), so eval and RL sample alike."""
     from ..data.dialects import tags
 
@@ -123,16 +145,38 @@ def eval_rollout(model: torch.nn.Module, tok: TextTokenizer, config: RunConfig, 
 
     ecfg = config.eval
     max_len = resolve_max_len(ecfg.max_len, None, model_context(model))
-    return rollout(model, tok, prompts, tags(config.dialect), tool, max_turns=ecfg.max_turns,
-                   max_new_tokens=ecfg.max_new_tokens, max_obs_tokens=ecfg.max_obs_tokens,
-                   max_len=max_len, device=rt.device, dtype=rt.autocast_dtype, temperature=0.0,
-                   simulate=False, io=io)
+    return rollout(
+        model,
+        tok,
+        prompts,
+        tags(config.dialect),
+        tool,
+        max_turns=ecfg.max_turns,
+        max_new_tokens=ecfg.max_new_tokens,
+        max_obs_tokens=ecfg.max_obs_tokens,
+        max_len=max_len,
+        device=rt.device,
+        dtype=rt.autocast_dtype,
+        temperature=0.0,
+        simulate=False,
+        io=io,
+    )
 
 
 @torch.no_grad()
-def agent_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, env: EnvClient,
-               tools: bool = True, run: str | None = None, stage: str = "eval", io: AgentIO | None = None
-               ) -> tuple[dict, list[dict]]:
+def agent_eval(
+    model: torch.nn.Module,
+    tok: TextTokenizer,
+    bench: QuestionSplits,
+    config: RunConfig,
+    split: str,
+    rt: Runtime,
+    env: EnvClient,
+    tools: bool = True,
+    run: str | None = None,
+    stage: str = "eval",
+    io: AgentIO | None = None,
+) -> tuple[dict, list[dict]]:
     """Greedy rollouts with the search tool served by `env`, graded by the server (scheme em). `bench`: the
     embedded benchmark or the user's data (anything with split())."""
     ecfg = config.eval
@@ -150,24 +194,48 @@ def agent_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits
     records: list[dict] = []
     trajs_all = []
     for i in range(0, len(questions), ecfg.batch_size):
-        qs = questions[i:i + ecfg.batch_size]
+        qs = questions[i : i + ecfg.batch_size]
         prompts = [prompt_ids(tok, config, q.question) for q in qs]
         trajs = eval_rollout(model, tok, config, prompts, tool if tools else None, rt, io)
         for j, (q, tr) in enumerate(zip(qs, trajs)):
-            records.append(trajectory_record(
-                q.id, q.question, tok.decode(tr.ids, skip_special_tokens=False), golden_answers=golden(q),
-                dialect=config.dialect, tokens=RecordTokens(tr.ids, tr.loss_mask),
-                meta={"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {}),
-                      **source_of(q), **question_meta(q)}))
+            records.append(
+                trajectory_record(
+                    q.id,
+                    q.question,
+                    tok.decode(tr.ids, skip_special_tokens=False),
+                    golden_answers=golden(q),
+                    dialect=config.dialect,
+                    tokens=RecordTokens(tr.ids, tr.loss_mask),
+                    meta={
+                        "stage": stage,
+                        "sample": i + j,
+                        "group": q.kind,
+                        **({"run": run} if run else {}),
+                        **source_of(q),
+                        **question_meta(q),
+                    },
+                )
+            )
             trajs_all.append((q, tr))
     breakdowns: list[RewardBreakdown] = []
     for i in range(0, len(records), 256):
-        breakdowns += env.grade(records[i:i + 256], scheme="em")
+        breakdowns += env.grade(records[i : i + 256], scheme="em")
     rows: list[GradedQuestion] = []
     for rec, b, (q, tr) in zip(records, breakdowns, trajs_all):
         rec["reward"] = reward_json(b)
-        rows.append(GradedQuestion(float(b.em), float(b.f1), bool(b.format_ok), int(b.tool_calls),
-                                   q.optimal_tool_calls, q.known, len(q.hops), tr.truncated, tr.tool_failures))
+        rows.append(
+            GradedQuestion(
+                float(b.em),
+                float(b.f1),
+                bool(b.format_ok),
+                int(b.tool_calls),
+                q.optimal_tool_calls,
+                q.known,
+                len(q.hops),
+                tr.truncated,
+                tr.tool_failures,
+            )
+        )
     graded = graded_values(graded_sums(breakdowns))
     metrics = {
         **{k: graded[k] for k in ("em", "f1", "tc", "tp", "format_error_rate")},
@@ -261,11 +329,15 @@ def eval_command(opts: EvalOptions) -> int:
                 metrics, rows = plain_eval(model, tok, bench, config, split, rt)
             else:
                 assert env is not None  # opened above for every mode but plain
-                metrics, rows = agent_eval(model, tok, bench, config, split, rt, env, tools=opts.mode == "agent",
-                                           run=writer.run, stage=stage)
+                metrics, rows = agent_eval(
+                    model, tok, bench, config, split, rt, env, tools=opts.mode == "agent", run=writer.run, stage=stage
+                )
             metrics = {**metrics, "seconds": time.time() - t0}
-            writer.emit(EvalEvent(stage=stage, step=step, split=split, metrics={"mode_agent": float(opts.mode == "agent"),
-                                                                                       **metrics}))
+            writer.emit(
+                EvalEvent(
+                    stage=stage, step=step, split=split, metrics={"mode_agent": float(opts.mode == "agent"), **metrics}
+                )
+            )
             with open(out_dir / f"{stage}-{opts.mode}-{split}.jsonl", "w", encoding="utf-8") as f:
                 for r in rows:
                     f.write(json.dumps(r) + "\n")

@@ -46,11 +46,20 @@ def _questions(bench: QuestionSplits, config: RunConfig, split: str) -> Sequence
 
 
 @torch.no_grad()
-def no_tool_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime) -> dict:
-    metrics, rows = plain_eval(model, tok, _QuestionsView(bench, _questions(bench, config, split), split), config,
-                               split, rt)
-    return {"em": metrics["em"], "f1": None, "tc": 0.0, "tp": None, "format_error_rate": None,
-            "questions": float(len(rows))}
+def no_tool_eval(
+    model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime
+) -> dict:
+    metrics, rows = plain_eval(
+        model, tok, _QuestionsView(bench, _questions(bench, config, split), split), config, split, rt
+    )
+    return {
+        "em": metrics["em"],
+        "f1": None,
+        "tc": 0.0,
+        "tp": None,
+        "format_error_rate": None,
+        "questions": float(len(rows)),
+    }
 
 
 class _QuestionsView:
@@ -64,15 +73,24 @@ class _QuestionsView:
 
 
 @torch.no_grad()
-def workflow_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime, env: EnvClient,
-                  run: str | None = None, stage: str = "workflow") -> tuple[dict, list[dict]]:
+def workflow_eval(
+    model: torch.nn.Module,
+    tok: TextTokenizer,
+    bench: QuestionSplits,
+    config: RunConfig,
+    split: str,
+    rt: Runtime,
+    env: EnvClient,
+    run: str | None = None,
+    stage: str = "workflow",
+) -> tuple[dict, list[dict]]:
     ecfg = config.eval
     t = tags(config.dialect)
     questions = _questions(bench, config, split)
     io = AgentIO.make(tok, t)
     records: list[dict] = []
     for i in range(0, len(questions), ecfg.batch_size):
-        qs = questions[i:i + ecfg.batch_size]
+        qs = questions[i : i + ecfg.batch_size]
         observations = env.search([q.question for q in qs], top_k=ecfg.top_k, dialect=config.dialect)
         prompts, prefixes = [], []
         for q, obs in zip(qs, observations.observations):
@@ -89,21 +107,42 @@ def workflow_eval(model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSpl
             _answer_where_refused(model, tok, config, rt, io, t, prompts, bodies, masks)
         for j, (q, prefix, body, mask) in enumerate(zip(qs, prefixes, bodies, masks)):
             ids = prefix + body
-            records.append(trajectory_record(
-                q.id, q.question, tok.decode(ids, skip_special_tokens=False), golden_answers=golden(q),
-                dialect=config.dialect, tokens=RecordTokens(ids, [0] * len(prefix) + mask),
-                meta={"stage": stage, "sample": i + j, "group": q.kind, **({"run": run} if run else {}),
-                      **source_of(q)}))
+            records.append(
+                trajectory_record(
+                    q.id,
+                    q.question,
+                    tok.decode(ids, skip_special_tokens=False),
+                    golden_answers=golden(q),
+                    dialect=config.dialect,
+                    tokens=RecordTokens(ids, [0] * len(prefix) + mask),
+                    meta={
+                        "stage": stage,
+                        "sample": i + j,
+                        "group": q.kind,
+                        **({"run": run} if run else {}),
+                        **source_of(q),
+                    },
+                )
+            )
     breakdowns: list[RewardBreakdown] = []
     for i in range(0, len(records), 256):
-        breakdowns += env.grade(records[i:i + 256], scheme="em")
+        breakdowns += env.grade(records[i : i + 256], scheme="em")
     for rec, b in zip(records, breakdowns):
         rec["reward"] = reward_json(b)
     return summarise(breakdowns), records
 
 
-def _answer_where_refused(model: torch.nn.Module, tok: TextTokenizer, config: RunConfig, rt: Runtime, io: AgentIO, t: Any,
-                          prompts: list[list[int]], bodies: list[list[int]], masks: list[list[int]]) -> None:
+def _answer_where_refused(
+    model: torch.nn.Module,
+    tok: TextTokenizer,
+    config: RunConfig,
+    rt: Runtime,
+    io: AgentIO,
+    t: Any,
+    prompts: list[list[int]],
+    bodies: list[list[int]],
+    masks: list[list[int]],
+) -> None:
     """Tools refused, the workflow still answers: a continuation that did not end in an answer (the model reached
     for a tool) is cut after its last closed thought, the pipeline opens the answer, and the model writes it; the
     answer ends at the first tag the model writes (a query it starts, a thought inside the answer). Edits `bodies` and
@@ -117,8 +156,9 @@ def _answer_where_refused(model: torch.nn.Module, tok: TextTokenizer, config: Ru
         bodies[k] = bodies[k][:keep] + opened
         masks[k] = masks[k][:keep] + [0] * len(opened)
     answers = eval_rollout(model, tok, config, [prompts[k] + bodies[k] for k in refused], None, rt, io)
-    tag_texts = [x for x in (t.answer_close, t.action_open, t.action_close, t.answer_open, t.think_open,
-                             t.think_close) if x]
+    tag_texts = [
+        x for x in (t.answer_close, t.action_open, t.action_close, t.answer_open, t.think_open, t.think_close) if x
+    ]
     for k, tr in zip(refused, answers):
         text = tok.decode(tr.ids, skip_special_tokens=False)
         first = min(((text.find(x), x) for x in tag_texts if x in text), default=(-1, ""))
@@ -145,6 +185,6 @@ def prefix_through(tok: TextTokenizer, ids: list[int], tag: str, first: bool = F
 def prefix_before(tok: TextTokenizer, ids: list[int], pos: int) -> int:
     """The most of `ids` whose decoding ends at or before character `pos`."""
     n = 0
-    while n < len(ids) and len(tok.decode(ids[:n + 1], skip_special_tokens=False)) <= pos:
+    while n < len(ids) and len(tok.decode(ids[: n + 1], skip_special_tokens=False)) <= pos:
         n += 1
     return n

@@ -133,12 +133,31 @@ class ClosedBookSampler(ModelSampler):
     make on its tool thread beside its decoding), writing its own observations, each cut at the first tag it writes
     (the observation's closing tag, or any other: an observation that opens a thought or an answer ends there)."""
 
-    def __init__(self, model: torch.nn.Module, io: AgentIO, device: torch.device, dtype: torch.dtype | None,
-                 temperature: float = 0.0, generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        io: AgentIO,
+        device: torch.device,
+        dtype: torch.dtype | None,
+        temperature: float = 0.0,
+        generator: torch.Generator | None = None,
+    ):
         super().__init__(model, io, device, dtype, temperature, generator, engine=False)
         t = io.t
-        self.tag_strings = [x for x in (t.think_open, t.think_close, t.action_open, t.action_close, t.obs_open,
-                                        t.obs_close, t.answer_open, t.answer_close) if x]
+        self.tag_strings = [
+            x
+            for x in (
+                t.think_open,
+                t.think_close,
+                t.action_open,
+                t.action_close,
+                t.obs_open,
+                t.obs_close,
+                t.answer_open,
+                t.answer_close,
+            )
+            if x
+        ]
 
     def simulate(self, trajs: list[RlTrajectory], max_obs_tokens: int, timings: dict) -> None:
         io, tok = self.io, self.tok
@@ -149,8 +168,19 @@ class ClosedBookSampler(ModelSampler):
             stops, strings = io.eos_ids(), StringStops(tok, self.tag_strings)
         t0 = time.time()
         contexts = [tr.prompt_ids + tr.ids + o_open for tr in trajs]
-        new, _, _ = reference_generate(self.model, contexts, max_obs_tokens, stops, tok.pad_token_id, self.device,
-                                       self.dtype, self.temperature, self.generator, strings, top_p=self.top_p)
+        new, _, _ = reference_generate(
+            self.model,
+            contexts,
+            max_obs_tokens,
+            stops,
+            tok.pad_token_id,
+            self.device,
+            self.dtype,
+            self.temperature,
+            self.generator,
+            strings,
+            top_p=self.top_p,
+        )
         add_since(timings, "generate", t0)
         for tr, ids in zip(trajs, new):
             append_unsampled(tr, [*o_open, *self._body(ids), *o_close])
@@ -160,10 +190,10 @@ class ClosedBookSampler(ModelSampler):
         io = self.io
         if io.special:
             ends = {io.id_of(x) for x in self.tag_strings} | io.eos_ids()
-            return ids[:next((k for k, i in enumerate(ids) if i in ends), len(ids))]
+            return ids[: next((k for k, i in enumerate(ids) if i in ends), len(ids))]
         text = self.tok.decode(ids, skip_special_tokens=False)
         cut = min([text.find(x) for x in self.tag_strings if x in text] + [len(text)])
-        return ids[:prefix_before(self.tok, ids, cut)]
+        return ids[: prefix_before(self.tok, ids, cut)]
 
 
 SamplerFactory = Callable[[bool, float, "torch.Generator | None"], Sampler]
@@ -173,10 +203,12 @@ SamplerFactory = Callable[[bool, float, "torch.Generator | None"], Sampler]
 
 def model_samplers(model: torch.nn.Module, io: AgentIO, rt: Runtime) -> SamplerFactory:
     """The trainer's model: the rollout engine with search (as evaluation), the reference path closed-book."""
+
     def make(closed_book: bool, temperature: float, generator: torch.Generator | None) -> Sampler:
         if closed_book:
             return ClosedBookSampler(model, io, rt.device, rt.autocast_dtype, temperature, generator)
         return ModelSampler(model, io, rt.device, rt.autocast_dtype, temperature, generator)
+
     return make
 
 
@@ -185,8 +217,17 @@ class Meter:
     evaluation limits. The policy is the checkpoint `model` (its samplers made by `model_samplers`), or any
     rollout.Sampler over token ids given as `samplers`."""
 
-    def __init__(self, model: torch.nn.Module, tok: TextTokenizer, config: RunConfig, rt: Runtime, env: EnvClient, io: AgentIO | None = None,
-                 log: Callable[[str], None] | None = None, samplers: SamplerFactory | None = None):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tok: TextTokenizer,
+        config: RunConfig,
+        rt: Runtime,
+        env: EnvClient,
+        io: AgentIO | None = None,
+        log: Callable[[str], None] | None = None,
+        samplers: SamplerFactory | None = None,
+    ):
         self.tok, self.config, self.rt, self.env = tok, config, rt, env
         self.t = tags(config.dialect)
         self.io = io or AgentIO.make(tok, self.t)
@@ -202,17 +243,29 @@ class Meter:
     def tool(self, queries: list[str]) -> list[str | None]:
         return self.env.observations(queries, self.ecfg.top_k, self.config.dialect)
 
-    def _rollout(self, prompts: list[list[int]], tool: Callable[[list[str]], list[str | None]] | None,
-                 temperature: float = 0.0, generator: torch.Generator | None = None, closed_book: bool = False
-                 ) -> list[RlTrajectory]:
+    def _rollout(
+        self,
+        prompts: list[list[int]],
+        tool: Callable[[list[str]], list[str | None]] | None,
+        temperature: float = 0.0,
+        generator: torch.Generator | None = None,
+        closed_book: bool = False,
+    ) -> list[RlTrajectory]:
         """The one rollout loop (rollout.run_turns) in batches of eval.batch_size, with `tool` (None: an action ends
         the trajectory); closed_book: the policy's closed-book sampler answers through `tool` = self.recall."""
         out: list[RlTrajectory] = []
         e = self.ecfg
         for i in range(0, len(prompts), e.batch_size):
-            trajs = [RlTrajectory(list(p)) for p in prompts[i:i + e.batch_size]]
-            out += run_turns(self.samplers(closed_book, temperature, generator), trajs, tool, max_turns=e.max_turns,
-                             max_new_tokens=e.max_new_tokens, max_obs_tokens=e.max_obs_tokens, max_len=self.max_len)
+            trajs = [RlTrajectory(list(p)) for p in prompts[i : i + e.batch_size]]
+            out += run_turns(
+                self.samplers(closed_book, temperature, generator),
+                trajs,
+                tool,
+                max_turns=e.max_turns,
+                max_new_tokens=e.max_new_tokens,
+                max_obs_tokens=e.max_obs_tokens,
+                max_len=self.max_len,
+            )
         return out
 
     def recall(self, queries: list[str]) -> list[str | None]:
@@ -221,7 +274,7 @@ class Meter:
         todo = sorted({q for q in queries if q not in self.recalled})
         e, io = self.ecfg, self.io
         for i in range(0, len(todo), e.batch_size):
-            batch = todo[i:i + e.batch_size]
+            batch = todo[i : i + e.batch_size]
             sampler = self.samplers(True, 0.0, None)
             trajs = [RlTrajectory(prompt_ids(self.tok, self.config, q), simulated=True) for q in batch]
             outs = sampler.turn(trajs, e.max_new_tokens, {})
@@ -230,9 +283,10 @@ class Meter:
                 sampler.simulate(searched, e.max_obs_tokens, {})
             for q, tr, o in zip(batch, trajs, outs):
                 if o.action:  # the observation it wrote: the ids after the turn, inside the observation tags
-                    body = tr.ids[len(tr.ids) - len(zero_tail(tr.loss_mask)):]
-                    text = self.tok.decode(body[len(io.obs_open_ids()):-len(io.obs_close_ids())],
-                                           skip_special_tokens=False)
+                    body = tr.ids[len(tr.ids) - len(zero_tail(tr.loss_mask)) :]
+                    text = self.tok.decode(
+                        body[len(io.obs_open_ids()) : -len(io.obs_close_ids())], skip_special_tokens=False
+                    )
                 else:  # it answered from memory: what it wrote, tags left out
                     text = self._untagged(self.tok.decode(tr.ids, skip_special_tokens=False))
                 self.recalled[q] = " ".join(text.split())
@@ -240,8 +294,16 @@ class Meter:
 
     def _untagged(self, text: str) -> str:
         t = self.t
-        for tag in (t.think_open, t.think_close, t.action_open, t.action_close, t.obs_open, t.obs_close,
-                    t.answer_open, t.answer_close):
+        for tag in (
+            t.think_open,
+            t.think_close,
+            t.action_open,
+            t.action_close,
+            t.obs_open,
+            t.obs_close,
+            t.answer_open,
+            t.answer_close,
+        ):
             if tag:
                 text = text.replace(tag, " ")
         return text
@@ -250,14 +312,23 @@ class Meter:
         """Right (EM) and tool calls of each trial, by the environment server's grader (scheme em)."""
         for t in trials:
             t.text = self.tok.decode(t.ids, skip_special_tokens=False)
-        records = [{"id": f"{q.id}-{i}", "question": q.question, "golden_answers": golden(q), "response": t.text,
-                    "dialect": self.config.dialect} for i, (q, t) in enumerate(zip(questions, trials))]
+        records = [
+            {
+                "id": f"{q.id}-{i}",
+                "question": q.question,
+                "golden_answers": golden(q),
+                "response": t.text,
+                "dialect": self.config.dialect,
+            }
+            for i, (q, t) in enumerate(zip(questions, trials))
+        ]
         for i in range(0, len(records), 256):
-            for t, b in zip(trials[i:i + 256], self.env.grade(records[i:i + 256], scheme="em")):
+            for t, b in zip(trials[i : i + 256], self.env.grade(records[i : i + 256], scheme="em")):
                 t.right, t.tool_calls = float(b.em) > 0, int(b.tool_calls)
 
-    def trials(self, questions: list[Any], real: bool, temperature: float = 0.0,
-               generator: torch.Generator | None = None) -> list[Trial]:
+    def trials(
+        self, questions: list[Any], real: bool, temperature: float = 0.0, generator: torch.Generator | None = None
+    ) -> list[Trial]:
         """One graded trajectory per question, with search (`real`) or closed-book (self.recall answers its queries)."""
         prompts = [prompt_ids(self.tok, self.config, q.question) for q in questions]
         trajs = self._rollout(prompts, self.tool if real else self.recall, temperature, generator, closed_book=not real)
@@ -278,14 +349,20 @@ class Meter:
             if not active:
                 break
             cuts = [cur[i].searches[tried[i]] for i in active]
-            own = [io.observation_ids(x or "", self.ecfg.max_obs_tokens)[0]
-                   for x in self.recall([io.query(cur[i].ids[:c], 0) for i, c in zip(active, cuts)])]
-            heads = [(cur[i].ids[:c] + o, cur[i].mask[:c] + [0] * len(o), cur[i].searches[:tried[i]])
-                     for i, c, o in zip(active, cuts, own)]
+            own = [
+                io.observation_ids(x or "", self.ecfg.max_obs_tokens)[0]
+                for x in self.recall([io.query(cur[i].ids[:c], 0) for i, c in zip(active, cuts)])
+            ]
+            heads = [
+                (cur[i].ids[:c] + o, cur[i].mask[:c] + [0] * len(o), cur[i].searches[: tried[i]])
+                for i, c, o in zip(active, cuts, own)
+            ]
             base = [prompt_ids(self.tok, self.config, questions[i].question) for i in active]
             trajs = self._rollout([b + h[0] for b, h in zip(base, heads)], self.tool)
-            made = [Trial(ids + tr.ids, mask + tr.loss_mask, kept + [len(ids) + s for s in zero_runs(tr.loss_mask)])
-                    for (ids, mask, kept), tr in zip(heads, trajs)]
+            made = [
+                Trial(ids + tr.ids, mask + tr.loss_mask, kept + [len(ids) + s for s in zero_runs(tr.loss_mask)])
+                for (ids, mask, kept), tr in zip(heads, trajs)
+            ]
             self._grade([questions[i] for i in active], made)
             for i, t in zip(active, made):
                 if t.right:
@@ -295,8 +372,7 @@ class Meter:
         return cur
 
     # ------------------------------------------------------------ forced search
-    def forced(self, questions: list[Any], wrong: list[Trial], queries: list[str] | None = None
-               ) -> list[Trial | None]:
+    def forced(self, questions: list[Any], wrong: list[Trial], queries: list[str] | None = None) -> list[Trial | None]:
         """One more search where each wrong trajectory answered: cut before its answer, an action opened; the model
         writes the query (a turn with tools refused ends on the action) — or `queries` gives it (the benchmark's
         truth searches the fact the model lacks) — the real tool answers, the model goes on."""
@@ -306,8 +382,9 @@ class Meter:
         for i, w in enumerate(wrong):
             cut = self._answer_start(w)
             if cut is not None:
-                heads.append((i, w.ids[:cut] + a_open, w.mask[:cut] + [0] * len(a_open),
-                              [s for s in w.searches if s < cut]))
+                heads.append(
+                    (i, w.ids[:cut] + a_open, w.mask[:cut] + [0] * len(a_open), [s for s in w.searches if s < cut])
+                )
         out: list[Trial | None] = [None] * len(wrong)
         if not heads:
             return out
@@ -315,20 +392,27 @@ class Meter:
         if queries is None:
             # the query: one turn that ends on the action's closing tag (an action ends a trajectory without tools)
             turns = self._rollout([b + h[1] for b, h in zip(base, heads)], None)
-            asked = [(h, b, list(q.ids), list(q.loss_mask)) for h, b, q in zip(heads, base, turns)
-                     if q.ids and io.ended_with_action(q.ids)]
+            asked = [
+                (h, b, list(q.ids), list(q.loss_mask))
+                for h, b, q in zip(heads, base, turns)
+                if q.ids and io.ended_with_action(q.ids)
+            ]
         else:
             written = [tok.encode(f" {queries[h[0]]} {t.action_close}", add_special_tokens=False) for h in heads]
             asked = [(h, b, w, [0] * len(w)) for h, b, w in zip(heads, base, written)]
         if not asked:
             return out
-        texts = self.tool([io.query(h[1][-len(a_open):] + ids, 0) for h, _, ids, _ in asked])
+        texts = self.tool([io.query(h[1][-len(a_open) :] + ids, 0) for h, _, ids, _ in asked])
         obs = [io.observation_ids(x or "", self.ecfg.max_obs_tokens)[0] for x in texts]
-        heads2 = [(h[0], h[1] + ids + o, h[2] + mask + [0] * len(o), h[3] + [len(h[1]) + len(ids)])
-                  for (h, _, ids, mask), o in zip(asked, obs)]
+        heads2 = [
+            (h[0], h[1] + ids + o, h[2] + mask + [0] * len(o), h[3] + [len(h[1]) + len(ids)])
+            for (h, _, ids, mask), o in zip(asked, obs)
+        ]
         rest = self._rollout([b + h[1] for (_, b, _, _), h in zip(asked, heads2)], self.tool)
-        made = [Trial(h[1] + tr.ids, h[2] + tr.loss_mask, h[3] + [len(h[1]) + s for s in zero_runs(tr.loss_mask)])
-                for h, tr in zip(heads2, rest)]
+        made = [
+            Trial(h[1] + tr.ids, h[2] + tr.loss_mask, h[3] + [len(h[1]) + s for s in zero_runs(tr.loss_mask)])
+            for h, tr in zip(heads2, rest)
+        ]
         self._grade([questions[h[0]] for h in heads2], made)
         for h, m in zip(heads2, made):
             out[h[0]] = m
@@ -346,8 +430,7 @@ class Meter:
 
     # ------------------------------------------------------------ all of it
     @torch.no_grad()
-    def measure(self, questions: list[Any], samples: int = 1, temperature: float = 1.0, seed: int = 0
-                ) -> list[Outcome]:
+    def measure(self, questions: list[Any], samples: int = 1, temperature: float = 1.0, seed: int = 0) -> list[Outcome]:
         """Every question's outcome. samples=1: greedy (temperature ignored); k > 1: k samples each way at
         `temperature`, classes by majority, the minimum from the right sample with the fewest searches."""
         k = max(1, samples)
@@ -365,16 +448,25 @@ class Meter:
         self.log(f"with search: {len(rep)} trajectories ({time.time() - t0:.1f} s)")
         outs: list[Outcome] = []
         for i in range(len(questions)):
-            c, s = closed[i * k:(i + 1) * k], search[i * k:(i + 1) * k]
+            c, s = closed[i * k : (i + 1) * k], search[i * k : (i + 1) * k]
             share = lambda xs: sum(xs) / len(xs)  # noqa: E731
-            outs.append(Outcome(share([x.right for x in c]), share([x.right for x in s]),
-                                share([x.tool_calls > 0 for x in s]), share([x.tool_calls for x in s]), None, None,
-                                "", Trials(c[0], s[0])))
+            outs.append(
+                Outcome(
+                    share([x.right for x in c]),
+                    share([x.right for x in s]),
+                    share([x.tool_calls > 0 for x in s]),
+                    share([x.tool_calls for x in s]),
+                    None,
+                    None,
+                    "",
+                    Trials(c[0], s[0]),
+                )
+            )
         # wrong both ways: one more search
         lost = [i for i, o in enumerate(outs) if not majority(o.closed_book) and not majority(o.right)]
         if lost:
             t0 = time.time()
-            firsts = [next((x for x in search[i * k:(i + 1) * k] if not x.right), search[i * k]) for i in lost]
+            firsts = [next((x for x in search[i * k : (i + 1) * k] if not x.right), search[i * k]) for i in lost]
             for i, f in zip(lost, self.forced([questions[i] for i in lost], firsts)):
                 outs[i].reachable = bool(f is not None and f.right)
                 if f is not None:
@@ -386,7 +478,7 @@ class Meter:
             if majority(o.closed_book):
                 o.min_calls = 0
                 continue
-            right = [x for x in search[i * k:(i + 1) * k] if x.right]
+            right = [x for x in search[i * k : (i + 1) * k] if x.right]
             if not right and o.reachable and (forced := o.made().forced) is not None:
                 right = [forced]
             if right:

@@ -87,23 +87,36 @@ def boundary_command(opts: BoundaryOptions) -> int:
         env = open_env(opts.env, config, run_dir)
         model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)
         model.eval()
-        stderr_log(f"{stage} ({model_dir}) on {len(questions)} {opts.split} questions, {opts.samples} sample(s) each way")
+        stderr_log(
+            f"{stage} ({model_dir}) on {len(questions)} {opts.split} questions, {opts.samples} sample(s) each way"
+        )
         t0 = time.time()
         meter = Meter(model, tok, config, rt, env, log=stderr_log)
-        outcomes = meter.measure(questions, opts.samples, opts.temperature,
-                                 opts.seed if opts.seed is not None else config.seed)
+        outcomes = meter.measure(
+            questions, opts.samples, opts.temperature, opts.seed if opts.seed is not None else config.seed
+        )
         truth = truth_summary = None
         if embedded and not opts.no_truth:
             t1 = time.time()
             truth = truth_rows(meter, source, questions, outcomes)
             truth_summary = agreement(outcomes, truth)
-            stderr_log(f"benchmark truth: {sum(len(q.hops) for q in questions)} facts asked closed-book "
-                       f"({time.time() - t1:.1f} s)")
+            stderr_log(
+                f"benchmark truth: {sum(len(q.hops) for q in questions)} facts asked closed-book "
+                f"({time.time() - t1:.1f} s)"
+            )
         report = BoundaryReport(
-            version=REPORT_VERSION, run=writer.run, stage=stage, step=step, split=opts.split,
-            checkpoint=str(model_dir), samples=opts.samples,
-            temperature=opts.temperature if opts.samples > 1 else 0.0, seconds=round(time.time() - t0, 3),
-            summary=summarise(outcomes), truth=truth_summary, rows=rows(questions, outcomes, truth),
+            version=REPORT_VERSION,
+            run=writer.run,
+            stage=stage,
+            step=step,
+            split=opts.split,
+            checkpoint=str(model_dir),
+            samples=opts.samples,
+            temperature=opts.temperature if opts.samples > 1 else 0.0,
+            seconds=round(time.time() - t0, 3),
+            summary=summarise(outcomes),
+            truth=truth_summary,
+            rows=rows(questions, outcomes, truth),
         )
         out = opts.out if opts.out else run_dir / "eval" / f"boundary-{stage}-{opts.split}.json"
         write_report(out, report)
@@ -117,5 +130,6 @@ def boundary_command(opts: BoundaryOptions) -> int:
 
     # reads a run's models and writes its report beside its trainers (eval/): no run lock, any run directory's name,
     # and no metric sinks (a report, not a training run)
-    return run_in_directory(opts.run_dir, "boundary", opts.config, (), body, check_name=False, log_metrics=False,
-                            cleanup=close)
+    return run_in_directory(
+        opts.run_dir, "boundary", opts.config, (), body, check_name=False, log_metrics=False, cleanup=close
+    )

@@ -59,20 +59,32 @@ def live_metrics(summary: BoundarySummary) -> dict[str, float | None]:
     }
 
 
-def rows(questions: list[Any], outcomes: list[Outcome], truth: list[BoundaryTruthRow] | None = None
-         ) -> list[BoundaryRow]:
+def rows(
+    questions: list[Any], outcomes: list[Outcome], truth: list[BoundaryTruthRow] | None = None
+) -> list[BoundaryRow]:
     """One row per question (BoundaryRowSchema), with the trajectories that decided its class. (Made from its JSON:
     the row's `class` is a Python keyword, the class's field an alias of it.)"""
     out = []
     for i, (q, o) in enumerate(zip(questions, outcomes)):
-        out.append(BoundaryRow.model_validate({
-            "id": str(q.id), "question": q.question, "golden_answers": golden(q),
-            "group": getattr(q, "kind", None) or getattr(q, "data_source", None),
-            "class": o.cls, "closed_book": o.closed_book, "right": o.right, "searched": o.searched,
-            "tool_calls": o.tool_calls, "min_calls": o.min_calls, "reachable": o.reachable,
-            "responses": o.made().texts(),
-            "truth": truth[i] if truth is not None else None,
-        }))
+        out.append(
+            BoundaryRow.model_validate(
+                {
+                    "id": str(q.id),
+                    "question": q.question,
+                    "golden_answers": golden(q),
+                    "group": getattr(q, "kind", None) or getattr(q, "data_source", None),
+                    "class": o.cls,
+                    "closed_book": o.closed_book,
+                    "right": o.right,
+                    "searched": o.searched,
+                    "tool_calls": o.tool_calls,
+                    "min_calls": o.min_calls,
+                    "reachable": o.reachable,
+                    "responses": o.made().texts(),
+                    "truth": truth[i] if truth is not None else None,
+                }
+            )
+        )
     return out
 
 
@@ -122,7 +134,9 @@ def format_summary(report: BoundaryReport) -> str:
     ]
     t = report.truth
     if t:
-        lines.append(f"benchmark truth: classes agree on {_num(t.class_agreement)} · minimum {_num(t.min_tc_meter)} "
-                     f"vs truth {_num(t.min_tc_truth)} on the same questions (truth on all "
-                     f"{_num(t.min_tc_truth_all)}; the benchmark's optimum {_num(t.optimal_tc)})")
+        lines.append(
+            f"benchmark truth: classes agree on {_num(t.class_agreement)} · minimum {_num(t.min_tc_meter)} "
+            f"vs truth {_num(t.min_tc_truth)} on the same questions (truth on all "
+            f"{_num(t.min_tc_truth_all)}; the benchmark's optimum {_num(t.optimal_tc)})"
+        )
     return "\n".join(lines)

@@ -25,12 +25,15 @@ from .boundary import Meter, Outcome, classify, majority
 
 def fact_questions(q: Question) -> list[Question]:
     """One single-hop question per hop of `q`, about the hop's true subject (the benchmark's question template)."""
-    return [Question(f"{q.id}/fact{i}", RELATIONS[h.relation][3].format(s=h.subject), h.object, h.relation, [h],
-                     q.split) for i, h in enumerate(q.hops)]
+    return [
+        Question(f"{q.id}/fact{i}", RELATIONS[h.relation][3].format(s=h.subject), h.object, h.relation, [h], q.split)
+        for i, h in enumerate(q.hops)
+    ]
 
 
-def truth_rows(meter: Meter, bench: Benchmark, questions: list[Question], outcomes: list[Outcome]
-               ) -> list[BoundaryTruthRow]:
+def truth_rows(
+    meter: Meter, bench: Benchmark, questions: list[Question], outcomes: list[Outcome]
+) -> list[BoundaryTruthRow]:
     """Each question's true minimum and class (module docstring), greedy closed-book fact by fact."""
     del bench  # the questions carry their hops; kept in the signature so callers pass the benchmark they measured
     facts = [fact_questions(q) for q in questions]
@@ -45,8 +48,10 @@ def truth_rows(meter: Meter, bench: Benchmark, questions: list[Question], outcom
     short = [i for i in lost if not all(known[i])]
     if short:
         first = [next(j for j, k in enumerate(known[i]) if not k) for i in short]
-        queries = [RELATIONS[questions[i].hops[j].relation][2].format(s=questions[i].hops[j].subject)
-                   for i, j in zip(short, first)]
+        queries = [
+            RELATIONS[questions[i].hops[j].relation][2].format(s=questions[i].hops[j].subject)
+            for i, j in zip(short, first)
+        ]
         made = meter.forced([questions[i] for i in short], [outcomes[i].made().search for i in short], queries)
         reachable.update({i: bool(m is not None and m.right) for i, m in zip(short, made)})
     # no fact missing, answered wrong without a search: the search the model itself makes there
@@ -60,8 +65,11 @@ def truth_rows(meter: Meter, bench: Benchmark, questions: list[Question], outcom
         need = max(sum(not x for x in k), int(not closed[i]))
         cls = classify(closed[i], majority(o.right), majority(o.searched), reachable.get(i))
         # made from its JSON: `class` is a Python keyword (the class's field is an alias of it)
-        out.append(BoundaryTruthRow.model_validate({"class": cls, "min_calls": need, "facts_known": k,
-                                                    "optimal": q.optimal_tool_calls}))
+        out.append(
+            BoundaryTruthRow.model_validate(
+                {"class": cls, "min_calls": need, "facts_known": k, "optimal": q.optimal_tool_calls}
+            )
+        )
     return out
 
 

@@ -44,6 +44,7 @@ def _diff(a: str, b: str, key: str = "em") -> Callable[[dict[str, dict], float |
     def measure(by: dict[str, dict], _opt: float | None) -> float | None:
         x, y = _get(by, a, key), _get(by, b, key)
         return None if x is None or y is None else x - y
+
     return measure
 
 
@@ -72,20 +73,50 @@ def gap_closed(by: dict[str, dict], tc_optimal: float | None) -> float | None:
 
 
 CLAIMS: list[Claim] = [
-    Claim("chain", "EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL)", "em", "weakest link", _chain,
-          _chain_holds),
-    Claim("agent_beats_workflow", "the trained agent beats the always-search workflow", "em", "EM difference",
-          _diff("sft-rl", "workflow"), lambda v, _: v > 0),
-    Claim("rl_over_sft", "SFT-3 + RL is at least SFT-1+2", "em", "EM difference", _diff("sft-rl", "sft12"),
-          lambda v, _: v >= 0),
-    Claim("otc_cuts_tc", f"OTC-GRPO cuts tool calls (by ≥ {TC_CUT:.0%})", "share", "cut", _cut,
-          lambda v, _: v >= TC_CUT),
-    Claim("otc_keeps_em", f"OTC-GRPO keeps EM (within {EM_KEPT} of RL-2)", "em", "EM difference",
-          _diff("sft-rl-otc", "sft-rl"), lambda v, _: v >= -EM_KEPT),
-    Claim("otc_closes_gap", f"OTC-GRPO closes ≥ {GAP_TARGET:.0%} of the over-calling gap (TC of RL-2 − the "
-          "benchmark's optimal TC)", "share", "closed", gap_closed, lambda v, _: v >= GAP_TARGET),
-    Claim("otc_raises_tp", "tool productivity (correct answers per call) rises with OTC-GRPO", "em", "TP difference",
-          _diff("sft-rl-otc", "sft-rl", "tp"), lambda v, _: v > 0),
+    Claim("chain", "EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL)", "em", "weakest link", _chain, _chain_holds),
+    Claim(
+        "agent_beats_workflow",
+        "the trained agent beats the always-search workflow",
+        "em",
+        "EM difference",
+        _diff("sft-rl", "workflow"),
+        lambda v, _: v > 0,
+    ),
+    Claim(
+        "rl_over_sft",
+        "SFT-3 + RL is at least SFT-1+2",
+        "em",
+        "EM difference",
+        _diff("sft-rl", "sft12"),
+        lambda v, _: v >= 0,
+    ),
+    Claim(
+        "otc_cuts_tc", f"OTC-GRPO cuts tool calls (by ≥ {TC_CUT:.0%})", "share", "cut", _cut, lambda v, _: v >= TC_CUT
+    ),
+    Claim(
+        "otc_keeps_em",
+        f"OTC-GRPO keeps EM (within {EM_KEPT} of RL-2)",
+        "em",
+        "EM difference",
+        _diff("sft-rl-otc", "sft-rl"),
+        lambda v, _: v >= -EM_KEPT,
+    ),
+    Claim(
+        "otc_closes_gap",
+        f"OTC-GRPO closes ≥ {GAP_TARGET:.0%} of the over-calling gap (TC of RL-2 − the benchmark's optimal TC)",
+        "share",
+        "closed",
+        gap_closed,
+        lambda v, _: v >= GAP_TARGET,
+    ),
+    Claim(
+        "otc_raises_tp",
+        "tool productivity (correct answers per call) rises with OTC-GRPO",
+        "em",
+        "TP difference",
+        _diff("sft-rl-otc", "sft-rl", "tp"),
+        lambda v, _: v > 0,
+    ),
 ]
 
 
@@ -150,7 +181,7 @@ class ClaimSpread:
 
     @property
     def spread(self) -> str:
-        """"70 ± 15%" / "+0.012 ± 0.020" (sd only from two runs on)."""
+        """ "70 ± 15%" / "+0.012 ± 0.020" (sd only from two runs on)."""
         if self.mean is None:
             return "—"
         if self.unit == "share":
@@ -168,8 +199,20 @@ def claim_spreads(per_run: list[dict[str, ClaimResult]], labels: list[str]) -> l
         cells = [r.get(c.id, UNMEASURED) for r in per_run]
         known = [x.holds for x in cells if x.holds is not None]
         m, sd, _ = mean_sd([x.value for x in cells])
-        out.append(ClaimSpread(c.id, c.text, c.unit, c.measure_name, sum(known), len(known), m, sd,
-                               [lab for lab, x in zip(labels, cells) if x.holds is False], [x.value for x in cells]))
+        out.append(
+            ClaimSpread(
+                c.id,
+                c.text,
+                c.unit,
+                c.measure_name,
+                sum(known),
+                len(known),
+                m,
+                sd,
+                [lab for lab, x in zip(labels, cells) if x.holds is False],
+                [x.value for x in cells],
+            )
+        )
     return out
 
 
@@ -193,8 +236,11 @@ def chain_breaks(rows: list[dict]) -> list[str]:
     ems = [e for e in (_get(by, s) for s in chain) if e is not None]
     if len(ems) < len(chain):
         return []
-    return [f"{a} {x:.3f} {'>' if i == 2 else '≥'} {b} {y:.3f}"
-            for i, (a, b, x, y) in enumerate(zip(chain, chain[1:], ems, ems[1:])) if (x > y if i == 2 else x >= y)]
+    return [
+        f"{a} {x:.3f} {'>' if i == 2 else '≥'} {b} {y:.3f}"
+        for i, (a, b, x, y) in enumerate(zip(chain, chain[1:], ems, ems[1:]))
+        if (x > y if i == 2 else x >= y)
+    ]
 
 
 @dataclass(frozen=True)
@@ -220,8 +266,10 @@ def verdict_lines(tables: list[RunTable], labels: list[str], noun: str) -> list[
             continue
         failing = f" (not on {', '.join(s.failing)})" if s.failing else ""
         values = ", ".join(f"{lab}: {fmt(v, s.unit)}" for lab, v in zip(labels, s.values))
-        line = (f"- {s.text[0].upper()}{s.text[1:]} on {s.holds}/{s.runs} {noun}{failing}: "
-                f"{s.measure} {s.spread} ({values})")
+        line = (
+            f"- {s.text[0].upper()}{s.text[1:]} on {s.holds}/{s.runs} {noun}{failing}: "
+            f"{s.measure} {s.spread} ({values})"
+        )
         if s.id == "chain":
             broken = [f"{lab}: {', '.join(b)}" for lab, t in zip(labels, tables) if (b := chain_breaks(t.rows))]
             line += f"; broken links — {'; '.join(broken)}" if broken else ""

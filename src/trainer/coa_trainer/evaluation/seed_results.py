@@ -50,8 +50,9 @@ def aggregate_rows(per_seed: list[SeedResult]) -> list[dict]:
 def seed_verdicts(per_seed: list[SeedResult]) -> list[str]:
     """Sentences from the seed-level evidence (evaluation/claims.py): on how many seeds each claim holds, the seeds
     where it fails, the mean ± sd of its measure and each seed's value."""
-    return verdict_lines([RunTable(p.rows, p.tc_optimal) for p in per_seed], [f"seed {p.seed}" for p in per_seed],
-                         "seeds")
+    return verdict_lines(
+        [RunTable(p.rows, p.tc_optimal) for p in per_seed], [f"seed {p.seed}" for p in per_seed], "seeds"
+    )
 
 
 def _cell(m: float | None, sd: float | None) -> str:
@@ -65,40 +66,66 @@ def load_seed_results(run_dir: Path, seed: int) -> SeedResult:
     return SeedResult(seed, str(run_dir), table.rows, table.tc_optimal, doc.get("split"))
 
 
-def write_seed_results(run_dir: Path, per_seed: list[SeedResult], split: str, questions: int | None
-                       ) -> tuple[Path, Path]:
+def write_seed_results(
+    run_dir: Path, per_seed: list[SeedResult], split: str, questions: int | None
+) -> tuple[Path, Path]:
     """results.json (`rows` = means, with `<key>_sd`; `per_seed`; `verdicts`) and results.md in run_dir."""
     rows = aggregate_rows(per_seed)
     verdicts = seed_verdicts(per_seed)
     heads = {p.seed: otc_headroom(p.rows, p.tc_optimal) for p in per_seed}
-    doc = {"rows": rows, "split": split, "seeds": [p.seed for p in per_seed],
-           "per_seed": [{**asdict(p), "otc_headroom": headroom_json(heads[p.seed])} for p in per_seed],
-           "verdicts": verdicts}
+    doc = {
+        "rows": rows,
+        "split": split,
+        "seeds": [p.seed for p in per_seed],
+        "per_seed": [{**asdict(p), "otc_headroom": headroom_json(heads[p.seed])} for p in per_seed],
+        "verdicts": verdicts,
+    }
     json_path, md_path = run_dir / "results.json", run_dir / "results.md"
     json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
     n = f"{questions} questions" if questions else "all questions"
     seeds = ", ".join(str(p.seed) for p in per_seed)
     table = ["| setting | EM | TC | TP | format errors |", "|---|---|---|---|---|"]
-    table += [f"| {r['setting']} | " + " | ".join(_cell(r[k], r[f'{k}_sd']) for k in ROW_KEYS) + " |" for r in rows]
+    table += [f"| {r['setting']} | " + " | ".join(_cell(r[k], r[f"{k}_sd"]) for k in ROW_KEYS) + " |" for r in rows]
     per = ["| seed | setting | EM | TC | TP | format errors |", "|---|---|---|---|---|---|"]
-    per += [f"| {p.seed} | {r['setting']} | " + " | ".join(_cell(r.get(k), None) for k in ROW_KEYS) + " |"
-            for p in per_seed for r in p.rows]
+    per += [
+        f"| {p.seed} | {r['setting']} | " + " | ".join(_cell(r.get(k), None) for k in ROW_KEYS) + " |"
+        for p in per_seed
+        for r in p.rows
+    ]
     gap = ["| seed | optimal TC | RL-2 TC | OTC TC | gap | closed |", "|---|---|---|---|---|---|"]
-    gap += [f"| {s} | {h.tc_optimal:.3f} | {h.tc_rl2:.3f} | {h.tc_otc:.3f} | {h.gap:+.3f} | "
-            f"{'—' if h.closed is None else format(h.closed, '.0%')} |" for s, h in heads.items() if h]
+    gap += [
+        f"| {s} | {h.tc_optimal:.3f} | {h.tc_rl2:.3f} | {h.tc_otc:.3f} | {h.gap:+.3f} | "
+        f"{'—' if h.closed is None else format(h.closed, '.0%')} |"
+        for s, h in heads.items()
+        if h
+    ]
     settings = list(by_setting(rows))  # aggregate_rows gives each setting one row
     notes = [f"- **{s}**: {DESCRIPTIONS[s]}." for s in settings if s in DESCRIPTIONS]
-    intro = (f"Split: {split} ({n} per seed); seeds {seeds}. Each seed is a whole pipeline in seed-<s>/ with its own "
-             "knowledge base, question split and models (the seeds share nothing but code). Cells: mean ± sample sd "
-             "over seeds; greedy decoding; graded by the environment server (scheme em). TC = tool calls per "
-             "question; TP = correct answers per tool call (OTC-PO); format errors = share of trajectories with a "
-             "format-rule error.")
-    md = [f"# Results — {run_dir.name} ({len(per_seed)} seeds)", "", intro, "", *table, "",
-          "## Measured, seed by seed", "", *(verdicts or ["- (not enough rows to compare)"]), ""]
+    intro = (
+        f"Split: {split} ({n} per seed); seeds {seeds}. Each seed is a whole pipeline in seed-<s>/ with its own "
+        "knowledge base, question split and models (the seeds share nothing but code). Cells: mean ± sample sd "
+        "over seeds; greedy decoding; graded by the environment server (scheme em). TC = tool calls per "
+        "question; TP = correct answers per tool call (OTC-PO); format errors = share of trajectories with a "
+        "format-rule error."
+    )
+    md = [
+        f"# Results — {run_dir.name} ({len(per_seed)} seeds)",
+        "",
+        intro,
+        "",
+        *table,
+        "",
+        "## Measured, seed by seed",
+        "",
+        *(verdicts or ["- (not enough rows to compare)"]),
+        "",
+    ]
     if len(gap) > 2:
-        gap_note = ("gap = TC of the RL-2 agent − the benchmark's optimal TC on the same questions; closed = the share "
-                    "of it OTC-GRPO removes.")
+        gap_note = (
+            "gap = TC of the RL-2 agent − the benchmark's optimal TC on the same questions; closed = the share "
+            "of it OTC-GRPO removes."
+        )
         md += ["## Over-calling gap", "", gap_note, "", *gap, ""]
     md += ["## Per seed", "", *per, "", "## Rows", "", *notes, ""]
     md_path.write_text("\n".join(md), encoding="utf-8")

@@ -31,8 +31,10 @@ def grader() -> EnvClient:
         if _client is None:
             url = os.environ.get("COA_ENV_URL", "").strip()
             if not url:
-                raise EnvError("COA_ENV_URL is not set: start `coa env serve --corpus …` and export its token_url "
-                               "(http://127.0.0.1:PORT/t/<token>) as COA_ENV_URL (docs/integrations.md)")
+                raise EnvError(
+                    "COA_ENV_URL is not set: start `coa env serve --corpus …` and export its token_url "
+                    "(http://127.0.0.1:PORT/t/<token>) as COA_ENV_URL (docs/integrations.md)"
+                )
             _client = connect_env(EnvTarget.given(url))  # the token: COA_ENV_TOKEN, unless the url carries it
         return _client
 

@@ -36,8 +36,15 @@ from .grader import golden_list, grader, reward_settings
 from ..contracts.record import RewardBreakdown, TrajectoryRecord
 from ..data.records import RecordTokens, reward_json, trajectory_record
 from ..env.client import EnvClient
-from ..contracts.events import (AlertEvent, CheckpointEvent, LogEvent, MetricsEvent, ProgressEvent, SampleEvent,
-                                StageFinishedEvent)
+from ..contracts.events import (
+    AlertEvent,
+    CheckpointEvent,
+    LogEvent,
+    MetricsEvent,
+    ProgressEvent,
+    SampleEvent,
+    StageFinishedEvent,
+)
 
 # TRL's metric names → the signals of the core's alert rules (src/core/alerts.ts). The coa/* ones are this module's.
 TRL_SIGNALS = {
@@ -58,8 +65,9 @@ def _text(x: Any) -> str:
     if isinstance(x, str):
         return x
     if isinstance(x, list):
-        return "".join(m.get("content", "") if isinstance(m.get("content"), str) else "" for m in x
-                       if isinstance(m, dict))
+        return "".join(
+            m.get("content", "") if isinstance(m.get("content"), str) else "" for m in x if isinstance(m, dict)
+        )
     return str(x)
 
 
@@ -75,16 +83,27 @@ def _question(prompt: Any) -> str:
     for marker in dialect_table()["question_markers"]:
         at = text.rfind(marker)
         if at >= 0:
-            return text[at + len(marker):].strip()
+            return text[at + len(marker) :].strip()
     return text.strip()
 
 
 class CoaRun:
     """One TRL run seen by CoA Studio. `env` defaults to the grader of COA_ENV_URL."""
 
-    def __init__(self, run_dir: str | Path, *, stage: str = "trl", scheme: str | None = None,
-                 params: dict | None = None, dialect: str | None = None, run_id: str | None = None,
-                 thresholds: dict | None = None, env: EnvClient | None = None, sample_every: int = 1, echo: Any = None):
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        stage: str = "trl",
+        scheme: str | None = None,
+        params: dict | None = None,
+        dialect: str | None = None,
+        run_id: str | None = None,
+        thresholds: dict | None = None,
+        env: EnvClient | None = None,
+        sample_every: int = 1,
+        echo: Any = None,
+    ):
         self.run_dir = Path(run_dir)
         self.stage = stage
         self.scheme, self.params, _ = reward_settings(scheme, params, None)
@@ -118,9 +137,14 @@ class CoaRun:
     def _make_reward(self) -> Callable[..., list[float]]:
         run = self
 
-        def coa_reward(prompts: list, completions: list, completion_ids: list | None = None,
-                       trainer_state: Any = None, log_metric: Callable[[str, float], None] | None = None,
-                       **columns: Any) -> list[float]:
+        def coa_reward(
+            prompts: list,
+            completions: list,
+            completion_ids: list | None = None,
+            trainer_state: Any = None,
+            log_metric: Callable[[str, float], None] | None = None,
+            **columns: Any,
+        ) -> list[float]:
             """The CoA grader's total per completion (TRL: `rewards/coa_reward/*`)."""
             step = (getattr(trainer_state, "global_step", 0) or 0) + 1  # logged by on_log at the end of this step
             golden = golden_answers(columns)
@@ -132,14 +156,31 @@ class CoaRun:
                 key = json.dumps(p, sort_keys=True, default=str)
                 g = groups.setdefault(key, len(groups))
                 group_of.append(f"{step}-g{g}")
-                records.append(trajectory_record(
-                    f"{run.stage}-{step}-{i}", str(questions[i]), _text(c), golden_answers=golden[i],
-                    dialect=run.dialect or None,
-                    tokens=RecordTokens([int(t) for t in completion_ids[i]]) if completion_ids is not None else None,
-                    meta={"run": run._open().run, "stage": run.stage, "step": step, "sample": i,
-                          "group": group_of[-1]}))
-            breakdowns = run.grader().grade([{k: v for k, v in r.items() if k != "tokens"} for r in records],
-                                            scheme=run.scheme, params=run.params or None, run=run.grade_run)
+                records.append(
+                    trajectory_record(
+                        f"{run.stage}-{step}-{i}",
+                        str(questions[i]),
+                        _text(c),
+                        golden_answers=golden[i],
+                        dialect=run.dialect or None,
+                        tokens=RecordTokens([int(t) for t in completion_ids[i]])
+                        if completion_ids is not None
+                        else None,
+                        meta={
+                            "run": run._open().run,
+                            "stage": run.stage,
+                            "step": step,
+                            "sample": i,
+                            "group": group_of[-1],
+                        },
+                    )
+                )
+            breakdowns = run.grader().grade(
+                [{k: v for k, v in r.items() if k != "tokens"} for r in records],
+                scheme=run.scheme,
+                params=run.params or None,
+                run=run.grade_run,
+            )
             for r, b in zip(records, breakdowns):
                 r["reward"] = reward_json(b)
             stats = _step_stats(breakdowns, group_of)
@@ -155,7 +196,9 @@ class CoaRun:
     def _write_rollouts(self, step: int, records: list[dict]) -> None:
         line_index.append_step(self.rollouts, records)
         if self.sample_every and step % self.sample_every == 0 and records:
-            self._open().emit(SampleEvent(stage=self.stage, step=step, record=TrajectoryRecord.model_validate(records[0])))
+            self._open().emit(
+                SampleEvent(stage=self.stage, step=step, record=TrajectoryRecord.model_validate(records[0]))
+            )
 
 
 def golden_answers(columns: dict[str, list]) -> list[list[str]]:
@@ -169,21 +212,28 @@ def golden_answers(columns: dict[str, list]) -> list[list[str]]:
         out = []
         for i, rm in enumerate(columns["reward_model"]):
             if not isinstance(rm, dict) or "ground_truth" not in rm:
-                raise ValueError(f"coa_reward: row {i} of the batch has reward_model {rm!r} without 'ground_truth' "
-                                 "(verl's layout is reward_model: {'ground_truth': …, 'style': 'rule'})")
+                raise ValueError(
+                    f"coa_reward: row {i} of the batch has reward_model {rm!r} without 'ground_truth' "
+                    "(verl's layout is reward_model: {'ground_truth': …, 'style': 'rule'})"
+                )
             out.append(golden_list(rm["ground_truth"]))
         return out
     shown = ", ".join(sorted(columns)) or "none"
-    raise ValueError(f"coa_reward: the dataset has no golden answers (columns: {shown}); add a "
-                     f"{' / '.join(GOLDEN_COLUMNS)} column or verl's reward_model.ground_truth — without them every "
-                     f"reward would be 0")
+    raise ValueError(
+        f"coa_reward: the dataset has no golden answers (columns: {shown}); add a "
+        f"{' / '.join(GOLDEN_COLUMNS)} column or verl's reward_model.ground_truth — without them every "
+        f"reward would be 0"
+    )
 
 
 def _step_stats(breakdowns: list[RewardBreakdown], groups: list[str]) -> dict[str, float]:
     """The agent metrics of a TRL step, computed where every other caller computes them (rollout/metrics.py)."""
     values = graded_values(graded_sums(breakdowns, groups))
-    return {k: float(v) for k in ("em", "f1", "tc", "tp", "format_error_rate", "all_wrong_groups")
-            if (v := values.get(k)) is not None}
+    return {
+        k: float(v)
+        for k in ("em", "f1", "tc", "tp", "format_error_rate", "all_wrong_groups")
+        if (v := values.get(k)) is not None
+    }
 
 
 class _Callback(TrainerCallback):
@@ -194,29 +244,52 @@ class _Callback(TrainerCallback):
         self.started = 0.0
         self.last_checkpoint: Path | None = None
 
-    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object
+    ) -> None:
         import time
 
         self.started = time.time()
         if not state.is_world_process_zero:
             return
-        config = {"engine": "trl", "output_dir": str(args.output_dir), "learning_rate": args.learning_rate,
-                  "scheme": self.run.scheme}
+        config = {
+            "engine": "trl",
+            "output_dir": str(args.output_dir),
+            "learning_rate": args.learning_rate,
+            "scheme": self.run.scheme,
+        }
         for key in ("num_generations", "max_completion_length", "beta", "loss_type"):
             if hasattr(args, key):
                 config[key] = getattr(args, key)
         # TRL's trainer has loaded a checkpoint's state before this call: a resumed run starts past step 0
-        run_started(self.run._open(), self.run.stage, config, int(state.max_steps), device=str(args.device),
-                    world_size=int(args.world_size), resumed_from=int(state.global_step) or None)
+        run_started(
+            self.run._open(),
+            self.run.stage,
+            config,
+            int(state.max_steps),
+            device=str(args.device),
+            world_size=int(args.world_size),
+            resumed_from=int(state.global_step) or None,
+        )
 
-    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, logs: dict | None = None, **kwargs: object) -> None:
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict | None = None,
+        **kwargs: object,
+    ) -> None:
         import math
         import time
 
         if not state.is_world_process_zero or not logs:
             return
-        values = {k: (float(v) if math.isfinite(v) else None) for k, v in logs.items()
-                  if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        values = {
+            k: (float(v) if math.isfinite(v) else None)
+            for k, v in logs.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         if not values:
             return
         w = self.run._open()
@@ -230,8 +303,15 @@ class _Callback(TrainerCallback):
         w.emit(MetricsEvent(stage=self.run.stage, step=step, values=values))
         elapsed = time.time() - self.started
         total = int(state.max_steps)
-        w.emit(ProgressEvent(stage=self.run.stage, step=step, total=total, elapsed_s=elapsed,
-                             eta_s=elapsed / step * (total - step) if step else None))
+        w.emit(
+            ProgressEvent(
+                stage=self.run.stage,
+                step=step,
+                total=total,
+                elapsed_s=elapsed,
+                eta_s=elapsed / step * (total - step) if step else None,
+            )
+        )
         signals = {TRL_SIGNALS[k]: v for k, v in values.items() if k in TRL_SIGNALS and v is not None}
         if signals:
             if self.run.monitor is None:
@@ -250,15 +330,21 @@ class _Callback(TrainerCallback):
         path = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
         if path.is_dir():
             self.last_checkpoint = path.resolve()
-            self.run._open().emit(CheckpointEvent(stage=self.run.stage, step=int(state.global_step),
-                                                  path=str(self.last_checkpoint)))
+            self.run._open().emit(
+                CheckpointEvent(stage=self.run.stage, step=int(state.global_step), path=str(self.last_checkpoint))
+            )
 
-    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object) -> None:
+    def on_train_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object
+    ) -> None:
         if not state.is_world_process_zero:
             return
         w = self.run._open()
         last = self.last_checkpoint if self.last_checkpoint is not None and self.last_checkpoint.is_dir() else None
-        w.emit(StageFinishedEvent(stage=self.run.stage, step=int(state.global_step), status="ok",
-                                  checkpoint=str(last) if last else None))
+        w.emit(
+            StageFinishedEvent(
+                stage=self.run.stage, step=int(state.global_step), status="ok", checkpoint=str(last) if last else None
+            )
+        )
         w.close()
         self.run.writer = None

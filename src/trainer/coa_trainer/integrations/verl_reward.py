@@ -61,11 +61,22 @@ Column = Sequence[object] | np.ndarray
 REQUEST_BUDGET_BYTES = 8 * 1024 * 1024
 
 
-def compute_score(data_source: object = None, solution_str: str | None = None, ground_truth: object = None,
-                  extra_info: dict | None = None, *, data_sources: Column | None = None,
-                  solution_strs: Column | None = None, ground_truths: Column | None = None,
-                  extra_infos: Column | None = None, scheme: str | None = None, params: dict | None = None,
-                  run: str | None = None, dialect: str | None = None, **kwargs: object) -> dict | list[dict]:
+def compute_score(
+    data_source: object = None,
+    solution_str: str | None = None,
+    ground_truth: object = None,
+    extra_info: dict | None = None,
+    *,
+    data_sources: Column | None = None,
+    solution_strs: Column | None = None,
+    ground_truths: Column | None = None,
+    extra_infos: Column | None = None,
+    scheme: str | None = None,
+    params: dict | None = None,
+    run: str | None = None,
+    dialect: str | None = None,
+    **kwargs: object,
+) -> dict | list[dict]:
     """One sample's `{"score": total, "em", "f1", "format_ok", "format_codes", "tool_calls", "optimal_tool_calls",
     "r_tool", "r_correct", "scheme"}`, or a list of them for verl's batch manager (`solution_strs=`). Unknown keyword
     arguments (verl's reward_router_address, …) are ignored; a grader failure raises (verl then stops the step instead
@@ -73,8 +84,9 @@ def compute_score(data_source: object = None, solution_str: str | None = None, g
     scheme, params, run = reward_settings(scheme, params, run)
     if solution_strs is None:
         if solution_str is None:
-            raise RewardCallError("coa verl reward: called without solution_str (one sample) or solution_strs (verl's "
-                                  "batch manager)")
+            raise RewardCallError(
+                "coa verl reward: called without solution_str (one sample) or solution_strs (verl's batch manager)"
+            )
         if scheme in group_schemes():  # refused before anything else: no setting makes a per-sample call exact
             raise RewardCallError(
                 f"coa verl reward: scheme {scheme} needs each prompt's whole group in one call (its reward compares "
@@ -82,22 +94,40 @@ def compute_score(data_source: object = None, solution_str: str | None = None, g
                 "(solution_str=), as its naive manager and its reward loop do. Use verl's batch manager: "
                 "reward_model.reward_manager=batch reward_model.use_reward_loop=False (the reward loop, verl's "
                 "default, scores samples one by one; verl 0.9 has no batch manager left). Or choose the per-sample "
-                "OTC reward, scheme=otc-ppo (docs/integrations.md)")
+                "OTC reward, scheme=otc-ppo (docs/integrations.md)"
+            )
     if scheme == "otc-grpo" and not run:
         raise RewardCallError(
             "coa verl reward: scheme otc-grpo needs a run id — the server keeps each question's fewest tool calls "
-            "under it across steps: add +custom_reward_function.reward_kwargs.run=<run id> (or set COA_REWARD_RUN)")
+            "under it across steps: add +custom_reward_function.reward_kwargs.run=<run id> (or set COA_REWARD_RUN)"
+        )
     if solution_strs is not None:
-        return score_batch(data_sources, solution_strs, ground_truths, extra_infos, scheme=scheme, params=params,
-                           run=run, dialect=dialect)
+        return score_batch(
+            data_sources,
+            solution_strs,
+            ground_truths,
+            extra_infos,
+            scheme=scheme,
+            params=params,
+            run=run,
+            dialect=dialect,
+        )
     (record,), _ = _records([data_source], [solution_str], [ground_truth], [extra_info], dialect)
     (breakdown,) = grader().grade([record], scheme=scheme, params=params or None, run=run)
     return flat_breakdown(breakdown)
 
 
-def score_batch(data_sources: Column | None, solution_strs: Column, ground_truths: Column | None,
-                extra_infos: Column | None, *, scheme: str,
-                params: dict, run: str | None, dialect: str | None = None) -> list[dict]:
+def score_batch(
+    data_sources: Column | None,
+    solution_strs: Column,
+    ground_truths: Column | None,
+    extra_infos: Column | None,
+    *,
+    scheme: str,
+    params: dict,
+    run: str | None,
+    dialect: str | None = None,
+) -> list[dict]:
     """verl's batch manager's call: every sample graded with the others of its question, in requests of whole
     questions; the breakdowns in the batch's order."""
     n = len(solution_strs)
@@ -105,8 +135,10 @@ def score_batch(data_sources: Column | None, solution_strs: Column, ground_truth
     truths = list(ground_truths) if ground_truths is not None else [None for _ in range(n)]
     extras = list(extra_infos) if extra_infos is not None else [None for _ in range(n)]
     if not (len(sources) == len(truths) == len(extras) == n):
-        raise RewardCallError(f"coa verl reward: the batch has {n} solution_strs but {len(sources)} data_sources, "
-                              f"{len(truths)} ground_truths and {len(extras)} extra_infos")
+        raise RewardCallError(
+            f"coa verl reward: the batch has {n} solution_strs but {len(sources)} data_sources, "
+            f"{len(truths)} ground_truths and {len(extras)} extra_infos"
+        )
     records, keys = _records(sources, list(solution_strs), truths, extras, dialect)
     out: list[dict | None] = [None] * n
     for part in _parts_by_question(records, keys):
@@ -120,8 +152,9 @@ def group_schemes() -> frozenset[str]:
     return frozenset(rewards_table()["group_schemes"])
 
 
-def _records(sources: list, responses: list, truths: list, extras: list, dialect: str | None
-             ) -> tuple[list[dict], list[str]]:
+def _records(
+    sources: list, responses: list, truths: list, extras: list, dialect: str | None
+) -> tuple[list[dict], list[str]]:
     """The batch's records, and each one's question key (the core's questionKey: meta.question_key, else the
     question)."""
     records, keys = [], []
@@ -134,8 +167,16 @@ def _records(sources: list, responses: list, truths: list, extras: list, dialect
         key = None if question else question_key(source, extra, golden)
         meta: dict[str, Any] = {"data_source": str(source), **({} if key is None else {"question_key": key})}
         keys.append(key or question.strip())
-        records.append(trajectory_record(str(_plain(extra.get("index", "sample"))), question, str(response),
-                                         golden_answers=golden, dialect=dialect or None, meta=meta))
+        records.append(
+            trajectory_record(
+                str(_plain(extra.get("index", "sample"))),
+                question,
+                str(response),
+                golden_answers=golden,
+                dialect=dialect or None,
+                meta=meta,
+            )
+        )
     return records, keys
 
 
@@ -180,6 +221,8 @@ def question_key(data_source: object, extra: dict, golden: list[str]) -> str:
     global _warned_unindexed
     if not _warned_unindexed:
         _warned_unindexed = True
-        _log.warning("coa verl reward: extra_info has neither 'question' nor 'index'; OTC-GRPO keys questions by "
-                     "data_source and ground truth, so questions with the same golden answers share one minimum")
+        _log.warning(
+            "coa verl reward: extra_info has neither 'question' nor 'index'; OTC-GRPO keys questions by "
+            "data_source and ground truth, so questions with the same golden answers share one minimum"
+        )
     return f"{data_source}/answers/{json.dumps(golden, ensure_ascii=False)}"

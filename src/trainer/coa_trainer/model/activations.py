@@ -96,8 +96,12 @@ def _cpu_peak() -> int | None:
 def optimizer_state_to_come(opt: torch.optim.Optimizer) -> int:
     """Bytes AdamW's first step allocates: exp_avg and exp_avg_sq for each parameter that has no state yet (a resumed
     optimiser has them already)."""
-    return sum(2 * p.numel() * p.element_size() for group in opt.param_groups for p in group.get("params", ())
-               if p.requires_grad and not opt.state.get(p))
+    return sum(
+        2 * p.numel() * p.element_size()
+        for group in opt.param_groups
+        for p in group.get("params", ())
+        if p.requires_grad and not opt.state.get(p)
+    )
 
 
 def measure(device: torch.device, probe: Callable[[], None], opt: torch.optim.Optimizer) -> Peak | None:
@@ -136,8 +140,11 @@ def decide(device_type: str, forced: bool, peak: Peak | None) -> tuple[bool, str
     if peak.oom is not None:
         return True, f"on (out of memory without it: {peak.oom}; {_gib(peak.capacity)})"
     what = "peak memory" if device_type == "cuda" else "peak resident memory"
-    parts = (f" (the first update's forward/backward {_gib(peak.used or 0)} + AdamW state {_gib(peak.state)})"
-             if peak.state else "")  # none to come: a measured optimiser step holds it already
+    parts = (
+        f" (the first update's forward/backward {_gib(peak.used or 0)} + AdamW state {_gib(peak.state)})"
+        if peak.state
+        else ""
+    )  # none to come: a measured optimiser step holds it already
     figure = f"{what} {_gib(peak.need)} of {_gib(peak.capacity)} without it{parts}"
     if device_type != "cuda":
         return False, f"off ({device_type.upper()}: {figure}; on a CPU only model.gradient_checkpointing turns it on)"

@@ -64,13 +64,21 @@ class CheckpointState:
 
 # ---------------------------------------------------------------------------------------------------- RNG state
 
+
 def rng_state() -> dict:
     """Every generator a step draws from, as tensors and plain values."""
     kind, key, pos, has_gauss, cached = np.random.get_state()
-    state = {"python": random.getstate(),
-             "numpy": {"kind": str(kind), "key": torch.from_numpy(np.array(key, dtype=np.uint32)), "pos": int(pos),
-                       "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
-             "torch": torch.get_rng_state()}
+    state = {
+        "python": random.getstate(),
+        "numpy": {
+            "kind": str(kind),
+            "key": torch.from_numpy(np.array(key, dtype=np.uint32)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
+        "torch": torch.get_rng_state(),
+    }
     if torch.cuda.is_available():
         state["cuda"] = list(torch.cuda.get_rng_state_all())
     return state
@@ -80,8 +88,7 @@ def set_rng_state(state: dict) -> None:
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     n = state["numpy"]
-    np.random.set_state((n["kind"], n["key"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
-                         n["cached_gaussian"]))
+    np.random.set_state((n["kind"], n["key"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -89,11 +96,26 @@ def set_rng_state(state: dict) -> None:
 
 # ---------------------------------------------------------------------------------------------------- one file
 
-def save_checkpoint(directory: Path, step: int, cursor: int, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler, stage: str,
-                    extra: dict | None = None) -> Path:
+
+def save_checkpoint(
+    directory: Path,
+    step: int,
+    cursor: int,
+    model: torch.nn.Module,
+    opt: torch.optim.Optimizer,
+    sched: torch.optim.lr_scheduler.LRScheduler,
+    stage: str,
+    extra: dict | None = None,
+) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    tree = {"model": trainable_state(model), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-            "rng": rng_state(), "master": master_state(opt), "extra": extra or {}}
+    tree = {
+        "model": trainable_state(model),
+        "optimizer": opt.state_dict(),
+        "scheduler": sched.state_dict(),
+        "rng": rng_state(),
+        "master": master_state(opt),
+        "extra": extra or {},
+    }
     return write_state_file(directory / f"step-{step:06d}.safetensors", tree, header(stage, step, cursor))
 
 
@@ -133,10 +155,17 @@ def checked_state(path: Path, info: dict, tree: object, keys: tuple[str, ...]) -
         raise Unusable("its stage state is not a dictionary")
     stage = info.get("stage")
     return CheckpointState(
-        stage=stage if isinstance(stage, str) else None, step=step, cursor=cursor, model=tree.get("model", {}),
-        optimizer=tree.get("optimizer", {}), scheduler=tree.get("scheduler", {}), rng=tree.get("rng", {}),
-        master=tree.get("master"), extra=extra,
-        header={k: v for k, v in info.items() if k not in ("format", "version", "stage", "step", "cursor")})
+        stage=stage if isinstance(stage, str) else None,
+        step=step,
+        cursor=cursor,
+        model=tree.get("model", {}),
+        optimizer=tree.get("optimizer", {}),
+        scheduler=tree.get("scheduler", {}),
+        rng=tree.get("rng", {}),
+        master=tree.get("master"),
+        extra=extra,
+        header={k: v for k, v in info.items() if k not in ("format", "version", "stage", "step", "cursor")},
+    )
 
 
 def check_fits(state: CheckpointState, model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
@@ -154,9 +183,12 @@ def check_fits(state: CheckpointState, model: torch.nn.Module, opt: torch.optim.
             raise Unusable(f"its weight {n} is {_describe(t)}, the model's {tuple(p.shape)} {p.dtype}")
     osd = state.optimizer
     groups = osd.get("param_groups") if isinstance(osd, dict) else None
-    if not isinstance(groups, list) or not isinstance(osd.get("state"), dict) \
-            or [len(g.get("params", ())) if isinstance(g, dict) else -1 for g in groups] \
-            != [len(g["params"]) for g in opt.param_groups]:
+    if (
+        not isinstance(groups, list)
+        or not isinstance(osd.get("state"), dict)
+        or [len(g.get("params", ())) if isinstance(g, dict) else -1 for g in groups]
+        != [len(g["params"]) for g in opt.param_groups]
+    ):
         raise Unusable("its optimiser state is not this optimiser's")
     params = [p for g in opt.param_groups for p in g["params"]]
     ids = [i for g in groups for i in g["params"]]
@@ -169,9 +201,11 @@ def check_fits(state: CheckpointState, model: torch.nn.Module, opt: torch.optim.
                 raise Unusable(f"its optimiser state {k} of parameter {i} is {_describe(v)}, not {tuple(p.shape)}")
     masters = state.master
     pairs = getattr(opt, "coa_master_pairs", None)
-    if pairs is not None and (not isinstance(masters, list) or len(masters) != len(pairs)
-                              or any(not isinstance(t, torch.Tensor) or t.shape != mm.shape for t, (_, mm) in
-                                     zip(masters, pairs))):
+    if pairs is not None and (
+        not isinstance(masters, list)
+        or len(masters) != len(pairs)
+        or any(not isinstance(t, torch.Tensor) or t.shape != mm.shape for t, (_, mm) in zip(masters, pairs))
+    ):
         raise Unusable("its fp32 master weights are not this model's")
 
 
@@ -179,7 +213,9 @@ def _describe(t: object) -> str:
     return f"{tuple(t.shape)} {t.dtype}" if isinstance(t, torch.Tensor) else type(t).__name__
 
 
-def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> CheckpointState:
+def load_checkpoint(
+    path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler
+) -> CheckpointState:
     """Read, check, then load the checkpoint into model, optimiser, schedule and the RNGs; Unusable if it cannot be."""
     state = read_checkpoint(path)
     check_fits(state, model, opt)
@@ -195,6 +231,7 @@ def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimiz
 
 
 # ---------------------------------------------------------------------------------------------------- resuming
+
 
 def checkpoints(directory: Path) -> list[tuple[int, Path, bool]]:
     """(step, path, legacy) of every checkpoint in `directory`, newest first."""
@@ -216,16 +253,21 @@ def latest_checkpoint(directory: Path) -> Path | None:
 
 def legacy_message(path: Path) -> str:
     if path.suffix == ".dcp":
-        return (f"{path} is a sharded checkpoint in the older DCP format, whose metadata is a pickle (reading it could "
-                "run code); it is not read. Delete it to resume from an earlier checkpoint, or start the stage over "
-                "without --resume")
-    return (f"{path} is a checkpoint in the older pickle format, which is not read implicitly (unpickling a file can "
-            f"run code). If this run is yours, convert it once: `python -m coa_trainer convert-checkpoint {path}` "
-            "(reads data only and refuses a file that asks to run anything), then resume again; otherwise delete it")
+        return (
+            f"{path} is a sharded checkpoint in the older DCP format, whose metadata is a pickle (reading it could "
+            "run code); it is not read. Delete it to resume from an earlier checkpoint, or start the stage over "
+            "without --resume"
+        )
+    return (
+        f"{path} is a checkpoint in the older pickle format, which is not read implicitly (unpickling a file can "
+        f"run code). If this run is yours, convert it once: `python -m coa_trainer convert-checkpoint {path}` "
+        "(reads data only and refuses a file that asks to run anything), then resume again; otherwise delete it"
+    )
 
 
-def resume(directory: Path, load: Callable[[Path], CheckpointState], agree: Callable[[bool], bool],
-           warn: Callable[[str], None]) -> tuple[CheckpointState | None, list[Path]]:
+def resume(
+    directory: Path, load: Callable[[Path], CheckpointState], agree: Callable[[bool], bool], warn: Callable[[str], None]
+) -> tuple[CheckpointState | None, list[Path]]:
     """The state of the newest checkpoint every rank could load, and the damaged ones skipped on the way (newest
     first). `load` reads a checkpoint into the model (raising Unusable), `agree(ok)` is True when it was ok on every
     rank. None when there is no checkpoint; CheckpointError when there are some but none can be used."""
@@ -246,8 +288,10 @@ def resume(directory: Path, load: Callable[[Path], CheckpointState], agree: Call
         skipped.append(path)
         warn(f"checkpoint {path} cannot be used ({why}); trying the one before it")
     if found:
-        raise CheckpointError(f"no checkpoint in {directory} can be resumed from ({'; '.join(reasons)}); start the "
-                              "stage over without --resume")
+        raise CheckpointError(
+            f"no checkpoint in {directory} can be resumed from ({'; '.join(reasons)}); start the "
+            "stage over without --resume"
+        )
     return None, skipped
 
 

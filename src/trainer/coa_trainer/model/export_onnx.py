@@ -37,15 +37,26 @@ class _KvWrapper(torch.nn.Module):
         self.model = model
         self.layers = layers
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,  # type: ignore[override]
-                *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,  # type: ignore[override]
+        *past: torch.Tensor,
+    ) -> tuple[torch.Tensor, ...]:
         from transformers import DynamicCache
 
         cache = DynamicCache(config=self.model.config)
         for i in range(self.layers):
             cache.update(past[2 * i], past[2 * i + 1], i)
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                         past_key_values=cache, use_cache=True, return_dict=True)
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            past_key_values=cache,
+            use_cache=True,
+            return_dict=True,
+        )
         present = out.past_key_values
         flat: list[torch.Tensor] = []
         for i in range(self.layers):
@@ -98,8 +109,13 @@ def model_file_target(out: Path) -> Path:
     return out
 
 
-def export(model_dir: Path, out: Path, opset: int = 17, dialect: str | None = None,
-           prompt_template: str = "question : {question}\n") -> dict:
+def export(
+    model_dir: Path,
+    out: Path,
+    opset: int = 17,
+    dialect: str | None = None,
+    prompt_template: str = "question : {question}\n",
+) -> dict:
     from ..model.load import Runtime, load_model
 
     out = model_file_target(out)
@@ -139,9 +155,17 @@ def export(model_dir: Path, out: Path, opset: int = 17, dialect: str | None = No
         warnings.simplefilter("ignore")
         # The TorchScript exporter records the DynamicCache plumbing as plain concats; the dynamo exporter
         # in torch 2.15 needs the cache registered as a pytree and gains nothing for these small decoders.
-        torch.onnx.export(wrapper, args, str(tmp), input_names=["input_ids", "attention_mask", "position_ids",
-                          *past_names], output_names=["logits", *present_names], dynamic_axes=dyn,
-                          opset_version=opset, dynamo=False, do_constant_folding=True)
+        torch.onnx.export(
+            wrapper,
+            args,
+            str(tmp),
+            input_names=["input_ids", "attention_mask", "position_ids", *past_names],
+            output_names=["logits", *present_names],
+            dynamic_axes=dyn,
+            opset_version=opset,
+            dynamo=False,
+            do_constant_folding=True,
+        )
     tmp.replace(out)
 
     max_delta = verify(out, wrapper, vocab, layers, kv_heads, head_dim)
@@ -205,11 +229,15 @@ def _stage_dialect(model_dir: Path) -> str:
     return "coa"
 
 
-def model_json(tok: TextTokenizer, config: PretrainedConfig, layers: int, kv_heads: int, head_dim: int, vocab: int, dialect: str) -> dict:
+def model_json(
+    tok: TextTokenizer, config: PretrainedConfig, layers: int, kv_heads: int, head_dim: int, vocab: int, dialect: str
+) -> dict:
     """What the TypeScript replay engine needs besides the graph and tokenizer.json."""
     t = tags(dialect)
     # Tags that are one token of the vocabulary (the others are text for this tokenizer).
-    tag_ids = {tag: i for tag in all_tags() if (i := tok.convert_tokens_to_ids(tag)) is not None and i != tok.unk_token_id}
+    tag_ids = {
+        tag: i for tag in all_tags() if (i := tok.convert_tokens_to_ids(tag)) is not None and i != tok.unk_token_id
+    }
     return {
         "format": "coa-onnx-1",
         "dialect": dialect,
@@ -229,11 +257,14 @@ def export_command(opts: ExportOnnxOptions) -> int:
     from ..model.load import ModelDirError
 
     try:
-        meta = export(opts.checkpoint, opts.output, opset=opts.opset, dialect=opts.dialect,
-                      prompt_template=opts.prompt_template)
+        meta = export(
+            opts.checkpoint, opts.output, opset=opts.opset, dialect=opts.dialect, prompt_template=opts.prompt_template
+        )
     except (ModelDirError, RuntimeError, ValueError) as e:
         print(f"export-onnx: {e}", file=sys.stderr)
         return 1
-    print(f"export-onnx: wrote {opts.output} ({meta['kv']['layers']} layers, vocab {meta['vocab_size']}, "
-          f"dialect {meta['dialect']}) with tokenizer and coa_model.json beside it")
+    print(
+        f"export-onnx: wrote {opts.output} ({meta['kv']['layers']} layers, vocab {meta['vocab_size']}, "
+        f"dialect {meta['dialect']}) with tokenizer and coa_model.json beside it"
+    )
     return 0

@@ -36,7 +36,9 @@ def full_attention_reason(model: nn.Module) -> str | None:
     if reason is not None:
         return reason
     cfg = base_model(model).config
-    if getattr(cfg, "use_sliding_window", False) or any(t != "full_attention" for t in getattr(cfg, "layer_types", None) or []):
+    if getattr(cfg, "use_sliding_window", False) or any(
+        t != "full_attention" for t in getattr(cfg, "layer_types", None) or []
+    ):
         return "sliding-window attention"
     if cfg.model_type == "mistral" and getattr(cfg, "sliding_window", None) is not None:
         return "sliding-window attention"

@@ -57,6 +57,7 @@ def _err(e: BaseException) -> str:
 
 # ------------------------------------------------------------------ torch: varlen flash attention
 
+
 @dataclass(frozen=True)
 class Varlen:
     """torch's `varlen_attn` called causally with the keywords this release takes."""
@@ -68,10 +69,11 @@ class Varlen:
 
     def scale_ok(self, scale: float | None, head_dim: int) -> bool:
         """Whether `scale` can be had: passed, or the kernel's own default 1/√d."""
-        return self.takes_scale or scale is None or abs(scale - head_dim ** -0.5) <= 1e-6 * head_dim ** -0.5
+        return self.takes_scale or scale is None or abs(scale - head_dim**-0.5) <= 1e-6 * head_dim**-0.5
 
-    def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_len: int,
-                 scale: float | None) -> torch.Tensor:
+    def __call__(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_len: int, scale: float | None
+    ) -> torch.Tensor:
         """Causal attention within each sequence of packed [T, heads, d] tensors (kv heads may be fewer)."""
         kw: dict[str, Any] = {self.causal[0]: self.causal[1]}
         if scale is not None and self.takes_scale:
@@ -113,7 +115,7 @@ def check_varlen(api: Varlen, device: torch.device) -> str | None:
         k = torch.randn(6, 1, 64, device=device, dtype=torch.bfloat16, requires_grad=True)
         v = torch.randn(6, 1, 64, device=device, dtype=torch.bfloat16, requires_grad=True)
         cu = torch.tensor([0, 2, 6], dtype=torch.int32, device=device)
-        out = api(q, k, v, cu, 4, 64 ** -0.5)
+        out = api(q, k, v, cu, 4, 64**-0.5)
         if tuple(out.shape) != (6, 2, 64):
             return f"varlen_attn returned shape {tuple(out.shape)} for (6, 2, 64) queries"
         out.float().sum().backward()
@@ -153,17 +155,23 @@ def varlen_plan(q: torch.Tensor, scale: float | None) -> tuple[Varlen, torch.dty
     api = installed_varlen("cuda")
     if isinstance(api, str):
         return api
-    dtype = q.dtype if q.dtype in HALF else (
-        torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else q.dtype)
+    dtype = (
+        q.dtype
+        if q.dtype in HALF
+        else (torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else q.dtype)
+    )
     if dtype not in HALF:
-        return f"{dtype} queries without autocast: flash attention runs in bf16 / fp16 (set dtype or model.dtype " \
-               "to bfloat16)"
+        return (
+            f"{dtype} queries without autocast: flash attention runs in bf16 / fp16 (set dtype or model.dtype "
+            "to bfloat16)"
+        )
     if not api.scale_ok(scale, q.shape[-1]):
         return f"this varlen_attn takes no scale and the model's attention scale {scale} is not 1/√d"
     return api, dtype
 
 
 # ------------------------------------------------------------------ torch: fused AdamW
+
 
 def probe_fused_adamw(device: str | torch.device, dtype: torch.dtype) -> str | None:
     """None when torch's fused AdamW steps a parameter of `device` and `dtype`; else why not."""
@@ -235,6 +243,7 @@ def _import_liger(what: str, importer: Callable[[], Any]) -> Any:
 
 def probe_liger_linear_ce() -> Any:
     """Liger's fused linear cross-entropy class, or why not."""
+
     def load() -> Any:
         from liger_kernel.transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 
@@ -245,7 +254,9 @@ def probe_liger_linear_ce() -> Any:
         return cls
     params = list(inspect.signature(cls.forward).parameters)[1:4]
     if params != ["lin_weight", "_input", "target"]:
-        return f"LigerFusedLinearCrossEntropyLoss.forward takes ({', '.join(params)}, …), not (lin_weight, _input, target)"
+        return (
+            f"LigerFusedLinearCrossEntropyLoss.forward takes ({', '.join(params)}, …), not (lin_weight, _input, target)"
+        )
     return cls
 
 
@@ -258,6 +269,7 @@ class LigerModules:
 
 def probe_liger_modules() -> LigerModules | str:
     """Liger's RMSNorm / SwiGLU module patches (liger_kernel.transformers.monkey_patch), or why not."""
+
     def load() -> Any:
         from liger_kernel.transformers import monkey_patch
         from liger_kernel.transformers.swiglu import LigerSwiGLUMLP
@@ -268,8 +280,9 @@ def probe_liger_modules() -> LigerModules | str:
     if isinstance(found, str):
         return found
     monkey_patch, swiglu = found
-    missing = [n for n in ("_patch_rms_norm_module", "_patch_swiglu_module")
-               if not callable(getattr(monkey_patch, n, None))]
+    missing = [
+        n for n in ("_patch_rms_norm_module", "_patch_swiglu_module") if not callable(getattr(monkey_patch, n, None))
+    ]
     if missing:
         return f"liger-kernel's monkey_patch has no {' or '.join(missing)}"
     return LigerModules(monkey_patch._patch_rms_norm_module, monkey_patch._patch_swiglu_module, swiglu)
@@ -277,6 +290,7 @@ def probe_liger_modules() -> LigerModules | str:
 
 def probe_liger_rope() -> Callable[..., Any] | str:
     """Liger's fused RoPE, `(q, k, cos, sin, …, unsqueeze_dim=…)`, or why not."""
+
     def load() -> Any:
         from liger_kernel.transformers.rope import liger_rotary_pos_emb
 

@@ -47,8 +47,10 @@ def decoder_layers(lm: torch.nn.Module) -> list[torch.nn.Module]:
     names = set(getattr(base, "_no_split_modules", None) or [])
     layers = [m for m in base.modules() if type(m).__name__ in names]
     if not layers:
-        raise RuntimeError(f"{type(base).__name__} names no decoder layer class (_no_split_modules): "
-                           "FSDP has nothing to shard per layer")
+        raise RuntimeError(
+            f"{type(base).__name__} names no decoder layer class (_no_split_modules): "
+            "FSDP has nothing to shard per layer"
+        )
     return layers
 
 
@@ -113,14 +115,23 @@ def full_state_dict(model: torch.nn.Module) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ checkpoints
 
+
 def _states(model: torch.nn.Module, opt: torch.optim.Optimizer) -> tuple[dict, dict]:
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
     return get_state_dict(model, opt)
 
 
-def save_sharded(directory: Path, step: int, cursor: int, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler, stage: str,
-                 extra: dict | None = None) -> Path:
+def save_sharded(
+    directory: Path,
+    step: int,
+    cursor: int,
+    model: torch.nn.Module,
+    opt: torch.optim.Optimizer,
+    sched: torch.optim.lr_scheduler.LRScheduler,
+    stage: str,
+    extra: dict | None = None,
+) -> Path:
     """Every rank calls this: its own shards of the model and optimiser, and its RNG state, as one state file
     (model/statefile.py); rank 0's also holds the schedule and the stage's state. Returns the checkpoint directory."""
     from ..model.checkpoint import header, rng_state
@@ -138,8 +149,12 @@ def save_sharded(directory: Path, step: int, cursor: int, model: torch.nn.Module
     tree = {"model": msd, "optimizer": osd, "rng": rng_state()}
     if rank == 0:
         tree.update(scheduler=sched.state_dict(), extra=extra or {})
-    write_state_file(tmp / rank_file(rank), tree,
-                     header(stage, step, cursor, world_size=dist.get_world_size(), rank=rank), atomic=False)
+    write_state_file(
+        tmp / rank_file(rank),
+        tree,
+        header(stage, step, cursor, world_size=dist.get_world_size(), rank=rank),
+        atomic=False,
+    )
     dist.barrier()
     if rank == 0:
         fsync_dir(tmp)
@@ -161,7 +176,9 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def load_sharded(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler) -> CheckpointState:
+def load_sharded(
+    path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler
+) -> CheckpointState:
     """Every rank calls this with the number of processes the checkpoint was written by: reads its own file, checks
     that every shard has the shape this rank holds, then copies them in (Unusable, changing nothing, if any does
     not fit)."""
@@ -182,8 +199,9 @@ def load_sharded(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer,
     state = checked_state(own, info, tree, ("model", "optimizer", "rng"))
     common = checked_state(path / rank_file(0), first, shared, ("scheduler", "extra"))
     if info.get("world_size") != ws or info.get("rank") != rank or common.step != state.step:
-        raise Unusable(f"it was written by {info.get('world_size')} processes; resume it with the same number "
-                       f"(this run has {ws})")
+        raise Unusable(
+            f"it was written by {info.get('world_size')} processes; resume it with the same number (this run has {ws})"
+        )
     msd, osd = _states(model, opt)
     parts = ((msd, state.model, "model"), (osd, state.optimizer, "optimizer"))
     for target, loaded, where in parts:  # every shape checked before anything changes

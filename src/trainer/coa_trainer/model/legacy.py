@@ -27,8 +27,13 @@ OLD_KEYS = ("stage", "step", "cursor", "model", "optimizer", "scheduler", "rng")
 def _numpy_globals() -> list[Any]:
     from numpy._core.multiarray import _reconstruct
 
-    return [_reconstruct, (_reconstruct, "numpy.core.multiarray._reconstruct"), np.ndarray, np.dtype,
-            type(np.dtype(np.uint32))]
+    return [
+        _reconstruct,
+        (_reconstruct, "numpy.core.multiarray._reconstruct"),
+        np.ndarray,
+        np.dtype,
+        type(np.dtype(np.uint32)),
+    ]
 
 
 def read_legacy(path: Path) -> dict:
@@ -40,13 +45,17 @@ def read_legacy(path: Path) -> dict:
             state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         first = str(e).strip().splitlines()[-1] if str(e).strip() else ""
-        raise CheckpointError(f"{path} is not a checkpoint this trainer wrote: reading it as data was refused "
-                              f"({first[:300]}); nothing in it was run. Delete it.") from None
+        raise CheckpointError(
+            f"{path} is not a checkpoint this trainer wrote: reading it as data was refused "
+            f"({first[:300]}); nothing in it was run. Delete it."
+        ) from None
     except (OSError, RuntimeError, EOFError, ValueError) as e:
         raise CheckpointError(f"{path} cannot be read ({type(e).__name__}: {e}); delete it") from None
     if not isinstance(state, dict) or any(k not in state for k in OLD_KEYS):
-        raise CheckpointError(f"{path} is not a checkpoint this trainer wrote (it lacks "
-                              f"{', '.join(k for k in OLD_KEYS if not isinstance(state, dict) or k not in state)})")
+        raise CheckpointError(
+            f"{path} is not a checkpoint this trainer wrote (it lacks "
+            f"{', '.join(k for k in OLD_KEYS if not isinstance(state, dict) or k not in state)})"
+        )
     return state
 
 
@@ -54,23 +63,41 @@ def convert(path: Path) -> Path:
     """Write the new checkpoint beside the old one, read it back whole, then remove the old one."""
     m = LEGACY.match(path.name)
     if m is None or path.suffix != ".pt" or not path.is_file():
-        raise CheckpointError(f"{path} is not an older single-file checkpoint (step-NNNNNN.pt)"
-                              + ("; sharded .dcp checkpoints cannot be converted" if path.suffix == ".dcp" else ""))
+        raise CheckpointError(
+            f"{path} is not an older single-file checkpoint (step-NNNNNN.pt)"
+            + ("; sharded .dcp checkpoints cannot be converted" if path.suffix == ".dcp" else "")
+        )
     old = read_legacy(path)
     if old["step"] != int(m.group(1)):
         raise CheckpointError(f"{path} says step {old['step']}; its name says {int(m.group(1))}")
     kind, key, pos, has_gauss, cached = old["rng"]["numpy"]
-    rng = {**old["rng"], "numpy": {"kind": str(kind), "key": torch.from_numpy(np.asarray(key, dtype=np.uint32)),
-                                   "pos": int(pos), "has_gauss": int(has_gauss), "cached_gaussian": float(cached)}}
-    tree = {"model": old["model"], "optimizer": old["optimizer"], "scheduler": old["scheduler"], "rng": rng,
-            "master": old.get("master"), "extra": old.get("extra") or {}}
+    rng = {
+        **old["rng"],
+        "numpy": {
+            "kind": str(kind),
+            "key": torch.from_numpy(np.asarray(key, dtype=np.uint32)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
+    }
+    tree = {
+        "model": old["model"],
+        "optimizer": old["optimizer"],
+        "scheduler": old["scheduler"],
+        "rng": rng,
+        "master": old.get("master"),
+        "extra": old.get("extra") or {},
+    }
     new = path.with_name(f"step-{old['step']:06d}.safetensors")
     write_state_file(new, tree, header(str(old["stage"]), int(old["step"]), int(old["cursor"])))
     try:
         read_checkpoint(new)
     except Unusable as e:
         new.unlink(missing_ok=True)
-        raise CheckpointError(f"{path}: the converted checkpoint does not read back ({e}); the old one is kept") from None
+        raise CheckpointError(
+            f"{path}: the converted checkpoint does not read back ({e}); the old one is kept"
+        ) from None
     path.unlink()
     return new
 

@@ -72,8 +72,11 @@ def bind(lm: torch.nn.Module, modules: LigerModules | str, rope: Rope | str) -> 
                 modules.patch_rms_norm(layer.self_attn.k_norm)
             if swiglu:
                 modules.patch_swiglu(layer.mlp, modules.swiglu_mlp)
-        norms = Choice("liger") if swiglu else Choice("liger RMSNorm, transformers' MLP",
-                                                      f"hidden_act {base.config.hidden_act} is not SwiGLU")
+        norms = (
+            Choice("liger")
+            if swiglu
+            else Choice("liger RMSNorm, transformers' MLP", f"hidden_act {base.config.hidden_act} is not SwiGLU")
+        )
     return norms, (Choice("transformers'", rope) if isinstance(rope, str) else bind_rope(lm, rope))
 
 
@@ -83,8 +86,9 @@ _IN_BOUND_ATTENTION = threading.local()  # per thread: backward's recomputation 
 
 
 def _dispatcher(original: Rope, fused: Rope) -> Rope:
-    def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *args: object,
-                             **kwargs: object) -> tuple[torch.Tensor, torch.Tensor]:
+    def apply_rotary_pos_emb(
+        q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *args: object, **kwargs: object
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         if getattr(_IN_BOUND_ATTENTION, "on", False) and q.is_cuda and not args and set(kwargs) <= {"unsqueeze_dim"}:
             return fused(q, k, cos, sin, unsqueeze_dim=kwargs.get("unsqueeze_dim", 1))
         return original(q, k, cos, sin, *args, **kwargs)

@@ -39,18 +39,26 @@ class ChunkedLinearNLL(torch.autograd.Function):
     """Σ_i −log softmax(h_i Wᵀ + b)[t_i]; h [N, H], weight [V, H], bias [V] or None, targets [N]."""
 
     @staticmethod
-    def forward(ctx: _Ctx, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
-                rows: int, grads: bool) -> torch.Tensor:
+    def forward(
+        ctx: _Ctx,
+        h: torch.Tensor,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+        targets: torch.Tensor,
+        rows: int,
+        grads: bool,
+    ) -> torch.Tensor:
         # `grads`: whether the caller's grad mode was on — inside forward it is always off, and needs_input_grad
         # stays True under no_grad, so without it an evaluation would build gradients nobody reads
         need = ctx.needs_input_grad if grads else (False, False, False)
         grad_h = torch.empty_like(h) if need[0] else None
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need[1] else None
-        grad_b = torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if bias is not None and need[2] \
-            else None
+        grad_b = (
+            torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if bias is not None and need[2] else None
+        )
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         for s in range(0, h.shape[0], rows):
-            hc, tc = h[s:s + rows], targets[s:s + rows]
+            hc, tc = h[s : s + rows], targets[s : s + rows]
             logits = (hc @ weight.t().to(hc.dtype)).float()
             if bias is not None:
                 logits = logits + bias.float()
@@ -61,7 +69,7 @@ class ChunkedLinearNLL(torch.autograd.Function):
             g = torch.softmax(logits, dim=-1)  # d loss / d logits = softmax − one-hot
             g[torch.arange(g.shape[0], device=g.device), tc] -= 1.0
             if grad_h is not None:
-                grad_h[s:s + rows] = (g.to(hc.dtype) @ weight.to(hc.dtype)).to(h.dtype)
+                grad_h[s : s + rows] = (g.to(hc.dtype) @ weight.to(hc.dtype)).to(h.dtype)
             if grad_w is not None:
                 grad_w += (g.t().to(hc.dtype) @ hc).float()
             if grad_b is not None:
@@ -80,8 +88,9 @@ class ChunkedLinearNLL(torch.autograd.Function):
         return out[0], out[1], out[2], None, None, None
 
 
-def linear_nll_sum(h: torch.Tensor, head: torch.nn.Linear, targets: torch.Tensor, rows: int, kernel: str = "auto"
-                   ) -> torch.Tensor:
+def linear_nll_sum(
+    h: torch.Tensor, head: torch.nn.Linear, targets: torch.Tensor, rows: int, kernel: str = "auto"
+) -> torch.Tensor:
     """Σ −log p(target) of hidden states h [N, H] through `head`, `rows` at a time (model/scoring.chunk_rows: the
     chunk size the scorer uses). `kernel`: "liger" (CUDA), "chunked", or "auto"
     (Liger-Kernel's Triton kernel on CUDA when installed, the chunked PyTorch function otherwise). With grad mode off
@@ -110,20 +119,30 @@ class ChunkedLinearTokenLoss(torch.autograd.Function):
     caller. Returns (Σ f, log p [N], entropy [N]); only Σ f carries gradients."""
 
     @staticmethod
-    def forward(ctx: _Ctx, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
-                rows: int, temperature: float, token_loss: TokenLoss, positions: torch.Tensor, grads: bool
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(
+        ctx: _Ctx,
+        h: torch.Tensor,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+        targets: torch.Tensor,
+        rows: int,
+        temperature: float,
+        token_loss: TokenLoss,
+        positions: torch.Tensor,
+        grads: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         need = ctx.needs_input_grad if grads else (False, False, False)
         grad_h = torch.empty_like(h) if need[0] else None
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need[1] else None
-        grad_b = torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if bias is not None and need[2] \
-            else None
+        grad_b = (
+            torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if bias is not None and need[2] else None
+        )
         N = h.shape[0]
         logp = torch.empty(N, dtype=torch.float32, device=h.device)
         ent = torch.empty(N, dtype=torch.float32, device=h.device)
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         for s in range(0, N, rows):
-            hc, tc = h[s:s + rows], targets[s:s + rows]
+            hc, tc = h[s : s + rows], targets[s : s + rows]
             z = (hc @ weight.t().to(hc.dtype)).float()
             if bias is not None:
                 z = z + bias.float()
@@ -132,11 +151,11 @@ class ChunkedLinearTokenLoss(torch.autograd.Function):
             lse = torch.logsumexp(z, dim=-1)
             lp = z.gather(-1, tc[:, None]).squeeze(-1) - lse
             prob = torch.exp(z - lse[:, None])
-            logp[s:s + rows] = lp
-            ent[s:s + rows] = lse - (prob * z).sum(-1)
+            logp[s : s + rows] = lp
+            ent[s : s + rows] = lse - (prob * z).sum(-1)
             with torch.enable_grad():
                 leaf = lp.detach().requires_grad_(True)
-                loss = token_loss(leaf, positions[s:s + rows])
+                loss = token_loss(leaf, positions[s : s + rows])
                 (g,) = torch.autograd.grad(loss.sum(), leaf)
             total = total + loss.detach().sum()
             if grad_h is None and grad_w is None and grad_b is None:
@@ -146,7 +165,7 @@ class ChunkedLinearTokenLoss(torch.autograd.Function):
             if temperature != 1.0:
                 dz = dz / temperature
             if grad_h is not None:
-                grad_h[s:s + rows] = (dz.to(hc.dtype) @ weight.to(hc.dtype)).to(h.dtype)
+                grad_h[s : s + rows] = (dz.to(hc.dtype) @ weight.to(hc.dtype)).to(h.dtype)
             if grad_w is not None:
                 grad_w += (dz.t().to(hc.dtype) @ hc).float()
             if grad_b is not None:

@@ -34,7 +34,9 @@ class Runtime:
 
 def setup_runtime(config: RunConfig, world_size: int = 1, local_rank: int = 0) -> Runtime:
     # The CPUs this process may run on (a taskset or cgroup cpuset narrows them), not every core of the machine.
-    threads = config.threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()) or 1
+    threads = (
+        config.threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()) or 1
+    )
     torch.set_num_threads(max(1, threads // world_size))
     want = config.device
     if want == "cuda" and not torch.cuda.is_available():
@@ -65,11 +67,19 @@ def embedded_hf_config(spec: EmbeddedModelConfig, vocab_size: int, pad_id: int, 
     from transformers import LlamaConfig, Qwen2Config
 
     common: dict[str, Any] = dict(
-        vocab_size=vocab_size, hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
-        num_key_value_heads=spec.num_kv_heads, max_position_embeddings=spec.max_position,
-        tie_word_embeddings=True, pad_token_id=pad_id, eos_token_id=eos_id, bos_token_id=eos_id,
-        rms_norm_eps=1e-5, attention_dropout=0.0,
+        vocab_size=vocab_size,
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        max_position_embeddings=spec.max_position,
+        tie_word_embeddings=True,
+        pad_token_id=pad_id,
+        eos_token_id=eos_id,
+        bos_token_id=eos_id,
+        rms_norm_eps=1e-5,
+        attention_dropout=0.0,
     )
     if spec.family == "qwen2":
         return Qwen2Config(**common)
@@ -127,12 +137,17 @@ def load_tokenizer(model_dir: Path, special_tags: bool = True) -> Any:
         tok = AutoTokenizer.from_pretrained(str(model_dir))
     except Exception as e:  # noqa: BLE001 — a broken tokenizer file is the user's to fix: say which and why
         files = [f for f in ("tokenizer.json", "tokenizer_config.json") if (Path(model_dir) / f).is_file()]
-        raise ModelDirError(f"{model_dir}: its tokenizer ({', '.join(files) or 'no tokenizer file'}) cannot be "
-                            f"loaded ({type(e).__name__}: {str(e)[:200]}): copy the model's own tokenizer files "
-                            "there") from e
+        raise ModelDirError(
+            f"{model_dir}: its tokenizer ({', '.join(files) or 'no tokenizer file'}) cannot be "
+            f"loaded ({type(e).__name__}: {str(e)[:200]}): copy the model's own tokenizer files "
+            "there"
+        ) from e
     if special_tags:
-        missing = [t for t in all_tags() if len(tok.encode(t, add_special_tokens=False)) != 1
-                   or tok.convert_tokens_to_ids(t) == tok.unk_token_id]
+        missing = [
+            t
+            for t in all_tags()
+            if len(tok.encode(t, add_special_tokens=False)) != 1 or tok.convert_tokens_to_ids(t) == tok.unk_token_id
+        ]
         if missing:
             tok.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False)
     if tok.pad_token_id is None:
@@ -149,15 +164,24 @@ def check_attn_implementation(name: str, device: torch.device) -> None:
     from ..base.config import ConfigError
 
     if importlib.util.find_spec("flash_attn") is None:
-        raise ConfigError("model.attn_implementation is flash_attention_2 but the flash-attn package is not "
-                            "installed (pip install flash-attn), or use sdpa")
+        raise ConfigError(
+            "model.attn_implementation is flash_attention_2 but the flash-attn package is not "
+            "installed (pip install flash-attn), or use sdpa"
+        )
     if device.type != "cuda":
         raise ConfigError(f"model.attn_implementation flash_attention_2 runs on CUDA only (device is {device})")
 
 
-def load_model(model_dir: str | Path, rt: Runtime, lora: LoraConfig | None = None, trainable: bool = True,
-               special_tags: bool = True, weight_dtype: str = "float32", attn_implementation: str = "sdpa",
-               gradient_checkpointing: bool = False) -> tuple[Any, Any]:
+def load_model(
+    model_dir: str | Path,
+    rt: Runtime,
+    lora: LoraConfig | None = None,
+    trainable: bool = True,
+    special_tags: bool = True,
+    weight_dtype: str = "float32",
+    attn_implementation: str = "sdpa",
+    gradient_checkpointing: bool = False,
+) -> tuple[Any, Any]:
     """(model, tokenizer) from an HF directory, weights in `weight_dtype`; LoRA adapters added when `lora` is
     given. The embeddings are resized only when special tags were added to the tokenizer."""
     from transformers import AutoModelForCausalLM
@@ -166,8 +190,9 @@ def load_model(model_dir: str | Path, rt: Runtime, lora: LoraConfig | None = Non
     check_attn_implementation(attn_implementation, rt.device)
     tok = load_tokenizer(model_dir, special_tags)
     # a transformers model as from_pretrained builds it (its class depends on the directory's config)
-    model: Any = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=WEIGHT_DTYPES[weight_dtype],
-                                                 attn_implementation=attn_implementation)
+    model: Any = AutoModelForCausalLM.from_pretrained(
+        str(model_dir), dtype=WEIGHT_DTYPES[weight_dtype], attn_implementation=attn_implementation
+    )
     if gradient_checkpointing and trainable:
         from .activations import enable
 
@@ -204,12 +229,21 @@ def storage_dtype(config: RunConfig, trainable: bool = True) -> str:
     return want
 
 
-def load_for_config(model_dir: str | Path, rt: Runtime, config: RunConfig, trainable: bool = True,
-                    lora: bool = True) -> tuple[Any, Any]:
+def load_for_config(
+    model_dir: str | Path, rt: Runtime, config: RunConfig, trainable: bool = True, lora: bool = True
+) -> tuple[Any, Any]:
     """load_model with the run config's model choices (tags, weight dtype, attention, checkpointing, LoRA)."""
     m = config.model
-    return load_model(model_dir, rt, m.lora if lora else None, trainable, tags_as_special(config),
-                      storage_dtype(config, trainable), m.attn_implementation, m.gradient_checkpointing)
+    return load_model(
+        model_dir,
+        rt,
+        m.lora if lora else None,
+        trainable,
+        tags_as_special(config),
+        storage_dtype(config, trainable),
+        m.attn_implementation,
+        m.gradient_checkpointing,
+    )
 
 
 def unwrap(model: torch.nn.Module) -> Any:

@@ -65,8 +65,9 @@ def adamw_implementation(params: list[Any]) -> tuple[dict[str, Any], Choice]:
     return adamw_choice({p.device.type for p in params}, {p.dtype for p in params})
 
 
-def adamw_choice(devices: set[str], dtypes: set[torch.dtype], fused_on: tuple[str, ...] = ("cuda",)
-                 ) -> tuple[dict[str, Any], Choice]:
+def adamw_choice(
+    devices: set[str], dtypes: set[torch.dtype], fused_on: tuple[str, ...] = ("cuda",)
+) -> tuple[dict[str, Any], Choice]:
     """(AdamW keyword arguments, what runs) for parameters on `devices` in `dtypes`: fused only where all of them are
     on one device type of `fused_on` and the probe (fastpath.fused_adamw) stepped each dtype there; else torch's
     default, with why."""
@@ -105,4 +106,5 @@ def lr_lambda(warmup: int, total: int):
             return (step + 1) / warmup
         progress = (step - warmup) / max(1, total - warmup)
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
     return f

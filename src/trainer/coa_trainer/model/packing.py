@@ -48,7 +48,7 @@ class Layout:
         for (row, start, n), vals in zip(self.spans, per_seq):
             k = min(len(vals), n - 1)
             if k > 0:
-                out[row, start:start + k] = torch.as_tensor(list(vals[:k]), dtype=dtype)
+                out[row, start : start + k] = torch.as_tensor(list(vals[:k]), dtype=dtype)
         return out.to(self.ids.device)
 
     def seq_index(self) -> torch.Tensor:
@@ -56,7 +56,7 @@ class Layout:
         R, L = self.ids.shape
         out = torch.full((R, L - 1), -1, dtype=torch.long)
         for i, (row, start, n) in enumerate(self.spans):
-            out[row, start:start + max(0, n - 1)] = i
+            out[row, start : start + max(0, n - 1)] = i
         return out.to(self.ids.device)
 
 
@@ -72,16 +72,18 @@ def layout(seqs: list[list[int]], pad_id: int, packed: bool, device: torch.devic
         if len(flat) < 2:  # a row needs one target at least (same rule as the padded layout's T ≥ 2)
             flat, pos = flat + [pad_id] * (2 - len(flat)), pos + [0] * (2 - len(pos))
         ids = torch.tensor([flat], dtype=torch.long)
-        return Layout(ids.to(device), None, torch.tensor([pos], dtype=torch.long).to(device), spans,
-                      sum(len(s) for s in seqs))
+        return Layout(
+            ids.to(device), None, torch.tensor([pos], dtype=torch.long).to(device), spans, sum(len(s) for s in seqs)
+        )
     T = max(2, max(len(s) for s in seqs))
     ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)
     attn = torch.zeros((len(seqs), T), dtype=torch.long)
     for i, s in enumerate(seqs):
-        ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
-        attn[i, :len(s)] = 1
-    return Layout(ids.to(device), attn.to(device), None, [(i, 0, len(s)) for i, s in enumerate(seqs)],
-                  sum(len(s) for s in seqs))
+        ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+        attn[i, : len(s)] = 1
+    return Layout(
+        ids.to(device), attn.to(device), None, [(i, 0, len(s)) for i, s in enumerate(seqs)], sum(len(s) for s in seqs)
+    )
 
 
 def micro_batches(lengths: list[list[int]], budget: int | None, packed: bool) -> list[slice]:
@@ -121,6 +123,7 @@ def _cut(lengths: list[list[int]], cap: int, packed: bool) -> list[slice]:
 
 # ---------------------------------------------------------------- packed attention without a dense mask
 
+
 def cu_seqlens(position_ids: torch.Tensor) -> tuple[torch.Tensor, int] | None:
     """(cumulative sequence starts [n + 1] int32, longest sequence) of a packed row [1, T]; None if it holds one
     sequence. One host synchronisation."""
@@ -134,8 +137,9 @@ def cu_seqlens(position_ids: torch.Tensor) -> tuple[torch.Tensor, int] | None:
     return cu, int((cu[1:] - cu[:-1]).max())
 
 
-def varlen_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_len: int,
-                  scale: float | None) -> torch.Tensor:
+def varlen_causal(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_len: int, scale: float | None
+) -> torch.Tensor:
     """Causal attention within each sequence of packed [T, heads, d] tensors (kv heads may be fewer: GQA): torch's
     varlen flash attention where model/fastpath.varlen_plan finds it usable, else the padded path below."""
     plan = varlen_plan(q, scale)
@@ -145,8 +149,9 @@ def varlen_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.T
     return unpacked_causal(q, k, v, cu, max_len, scale)
 
 
-def unpacked_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_len: int,
-                    scale: float | None) -> torch.Tensor:
+def unpacked_causal(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_len: int, scale: float | None
+) -> torch.Tensor:
     """The portable path: the sequences unpacked into [n, heads, max_len, d], SDPA is_causal. Causal within each
     sequence needs no mask (padding sits after the keys any real query may see), and no key of one sequence is in
     another's row; the padding queries are computed and dropped."""
@@ -158,46 +163,70 @@ def unpacked_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch
     def unpack(x: torch.Tensor) -> torch.Tensor:
         return x[idx].transpose(1, 2)  # [n, heads, max_len, d]
 
-    o = F.scaled_dot_product_attention(unpack(q), unpack(k), unpack(v), is_causal=True, scale=scale,
-                                       enable_gqa=k.shape[1] != q.shape[1])
+    o = F.scaled_dot_product_attention(
+        unpack(q), unpack(k), unpack(v), is_causal=True, scale=scale, enable_gqa=k.shape[1] != q.shape[1]
+    )
     return o.transpose(1, 2)[valid]  # [T, heads, d], the sequences back in order
 
 
-def packed_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                     attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
-                     is_causal: bool | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+def packed_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     """transformers' attention-function signature ([B, heads, T, d] in, [B, T, heads, d] out)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     cu, max_len = kwargs.pop("cu_seq_lens_q", None), kwargs.pop("max_length_q", None)
     kwargs.pop("cu_seq_lens_k", None)
     kwargs.pop("max_length_k", None)
-    if cu is None and attention_mask is None and query.shape[0] == 1 and kwargs.get("position_ids") is not None \
-            and query.shape[2] == key.shape[2]:
+    if (
+        cu is None
+        and attention_mask is None
+        and query.shape[0] == 1
+        and kwargs.get("position_ids") is not None
+        and query.shape[2] == key.shape[2]
+    ):
         found = cu_seqlens(kwargs["position_ids"])  # a packed row whose caller gave no boundaries
         cu, max_len = found if found is not None else (None, None)
     if cu is None or dropout > 0:
         if cu is not None:
             raise ValueError("packed attention with dropout is not supported")
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                      is_causal=is_causal, **kwargs)
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
+        )
     if max_len is None:
         raise ValueError("packed attention needs max_length_q beside cu_seq_lens_q")
-    out = varlen_causal(query[0].transpose(0, 1), key[0].transpose(0, 1), value[0].transpose(0, 1), cu,
-                        int(max_len), scaling)
+    out = varlen_causal(
+        query[0].transpose(0, 1), key[0].transpose(0, 1), value[0].transpose(0, 1), cu, int(max_len), scaling
+    )
     return out.unsqueeze(0), None
 
 
-def packed_mask(batch_size: int, q_length: int, kv_length: int, q_offset: int = 0, kv_offset: int = 0,
-                attention_mask: torch.Tensor | None = None, **kwargs: Any) -> torch.Tensor | None:
+def packed_mask(
+    batch_size: int,
+    q_length: int,
+    kv_length: int,
+    q_offset: int = 0,
+    kv_offset: int = 0,
+    attention_mask: torch.Tensor | None = None,
+    **kwargs: Any,
+) -> torch.Tensor | None:
     """No mask for a forward over whole sequences without padding (packed or one sequence: `packed_attention`
     keeps it causal within each); transformers' sdpa mask for anything else."""
     from transformers.masking_utils import sdpa_mask
 
     if attention_mask is None and q_offset == 0 and kv_offset == 0 and q_length == kv_length:
         return None
-    return sdpa_mask(batch_size, q_length, kv_length, q_offset=q_offset, kv_offset=kv_offset,
-                     attention_mask=attention_mask, **kwargs)
+    return sdpa_mask(
+        batch_size, q_length, kv_length, q_offset=q_offset, kv_offset=kv_offset, attention_mask=attention_mask, **kwargs
+    )
 
 
 _REGISTERED = False

@@ -33,8 +33,9 @@ from .family import base_model
 CHUNK_ELEMENTS = 1 << 26  # logits floats per chunk (256 MiB in fp32; 441 positions at a 151,936 vocabulary)
 
 
-def _chunk_terms(logits: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
+def _chunk_terms(
+    logits: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(log p(target), entropy) of [N, V] logits at `temperature`; entropy is 0-sized when not asked."""
     z = logits.float()
     if temperature != 1.0:
@@ -48,8 +49,9 @@ def _chunk_terms(logits: torch.Tensor, targets: torch.Tensor, temperature: float
     return logp, ent
 
 
-def _head_chunk(head: torch.nn.Module, h: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+def _head_chunk(
+    head: torch.nn.Module, h: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
     return _chunk_terms(head(h), targets, temperature, with_entropy)
 
 
@@ -97,10 +99,18 @@ class TokenScorer(torch.nn.Module):
         self.norms, self.rope = patch_model(lm)
         self.liger = self.norms.fast
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None, select: torch.Tensor | None = None,
-                temperature: float = 1.0, with_entropy: bool = False, dtype: torch.dtype | None = None,
-                nll: bool = False, token_loss: Callable[..., torch.Tensor] | None = None) -> tuple:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        select: torch.Tensor | None = None,
+        temperature: float = 1.0,
+        with_entropy: bool = False,
+        dtype: torch.dtype | None = None,
+        nll: bool = False,
+        token_loss: Callable[..., torch.Tensor] | None = None,
+    ) -> tuple:
         B, T = input_ids.shape
         targets = input_ids[:, 1:]
         sel = torch.ones_like(targets, dtype=torch.bool) if select is None else select.bool()
@@ -132,8 +142,12 @@ class TokenScorer(torch.nn.Module):
             if nll and temperature == 1.0 and _plain_linear(head):
                 from .linear_ce import linear_nll_sum
 
-                total = linear_nll_sum(h.index_select(0, idx), head, flat_t.index_select(0, idx),
-                                       chunk_rows(idx.numel(), head.weight.shape[0]))
+                total = linear_nll_sum(
+                    h.index_select(0, idx),
+                    head,
+                    flat_t.index_select(0, idx),
+                    chunk_rows(idx.numel(), head.weight.shape[0]),
+                )
                 return total * (0.0 if empty else 1.0), None
             if token_loss is not None:
                 if not _plain_linear(head):
@@ -141,9 +155,16 @@ class TokenScorer(torch.nn.Module):
                 from .linear_ce import ChunkedLinearTokenLoss
 
                 total, lp, en = ChunkedLinearTokenLoss.apply(
-                    h.index_select(0, idx), head.weight, head.bias, flat_t.index_select(0, idx),
-                    chunk_rows(idx.numel(), head.weight.shape[0]), temperature, token_loss, idx,
-                    torch.is_grad_enabled())
+                    h.index_select(0, idx),
+                    head.weight,
+                    head.bias,
+                    flat_t.index_select(0, idx),
+                    chunk_rows(idx.numel(), head.weight.shape[0]),
+                    temperature,
+                    token_loss,
+                    idx,
+                    torch.is_grad_enabled(),
+                )
                 where = (idx // (T - 1), idx % (T - 1))
                 zero = torch.zeros((B, T - 1), dtype=torch.float32, device=input_ids.device)
                 keep = 0.0 if empty else 1.0
@@ -153,14 +174,13 @@ class TokenScorer(torch.nn.Module):
             step = chunk_rows(idx.numel(), vocab)
             lp_parts, ent_parts = [], []
             for s in range(0, idx.numel(), step):
-                rows = idx[s:s + step]
+                rows = idx[s : s + step]
                 hc, tc = h.index_select(0, rows), flat_t.index_select(0, rows)
                 if head is None:
                     lp_c, ent_c = _chunk_terms(hc, tc, temperature, with_entropy)
                 elif torch.is_grad_enabled() and hc.requires_grad:
                     # recomputed in backward: only this chunk's logits are ever alive
-                    lp_c, ent_c = checkpoint(_head_chunk, head, hc, tc, temperature, with_entropy,
-                                             use_reentrant=False)
+                    lp_c, ent_c = checkpoint(_head_chunk, head, hc, tc, temperature, with_entropy, use_reentrant=False)
                 else:
                     lp_c, ent_c = _head_chunk(head, hc, tc, temperature, with_entropy)
                 lp_parts.append(lp_c)
@@ -176,7 +196,6 @@ class TokenScorer(torch.nn.Module):
         if ent is not None:
             ent = ent.index_put(where, torch.cat(ent_parts) * (0.0 if empty else 1.0))
         return logp, ent
-
 
     def fast_path(self, autocast_dtype: torch.dtype | None, packing: bool, loss: str | None) -> dict[str, str]:
         """What each part of a training forward runs for this model (model/fastpath.py's probes), the fallbacks with
@@ -196,23 +215,36 @@ class TokenScorer(torch.nn.Module):
             head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
             scale = getattr(base_model(self.lm).model.layers[0].self_attn, "scaling", None)
             plan = varlen_plan(torch.empty((0, 1, head_dim), device=device, dtype=compute), scale)
-            attention = Choice("varlen flash") if not isinstance(plan, str) else Choice(
-                "padded", f"{plan}; each sequence unpacked into a padded batch, SDPA is_causal")
+            attention = (
+                Choice("varlen flash")
+                if not isinstance(plan, str)
+                else Choice("padded", f"{plan}; each sequence unpacked into a padded batch, SDPA is_causal")
+            )
         parts = split_head(self.lm)
         if parts is None:
             head = Choice("the model's own logits, chunked", "no plain decoder + LM head split")
         elif not _plain_linear(parts[1]):
             head = Choice("checkpointed chunks", f"the LM head is a {type(parts[1]).__name__}, not a plain Linear")
         elif loss == "grpo":
-            head = Choice("fused GRPO head") if fused_token_loss(self) else Choice(
-                "checkpointed chunks", f"{device.type.upper()}: the fused GRPO head runs on CUDA; CPU runs stay "
-                "bit-identical to earlier ones")
+            head = (
+                Choice("fused GRPO head")
+                if fused_token_loss(self)
+                else Choice(
+                    "checkpointed chunks",
+                    f"{device.type.upper()}: the fused GRPO head runs on CUDA; CPU runs stay "
+                    "bit-identical to earlier ones",
+                )
+            )
         elif loss != "lm":
             head = Choice("checkpointed chunks", f"the {loss} loss is not token-local")
         else:
             head = lm_head_choice(device.type)
-        out = {"packed attention": str(attention), "loss head": str(head), "RMSNorm/SwiGLU": str(self.norms),
-               "RoPE": str(self.rope)}
+        out = {
+            "packed attention": str(attention),
+            "loss head": str(head),
+            "RMSNorm/SwiGLU": str(self.norms),
+            "RoPE": str(self.rope),
+        }
         if LIGER_NOTES:
             out["liger-kernel"] = "; ".join(LIGER_NOTES)
         return out
@@ -258,8 +290,9 @@ def as_scorer(model: torch.nn.Module) -> torch.nn.Module:
     return model if isinstance(inner, TokenScorer) else TokenScorer(model)
 
 
-def full_token_logprobs(model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor | None, temperature: float = 1.0
-                        ) -> tuple[torch.Tensor, torch.Tensor]:
+def full_token_logprobs(
+    model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor | None, temperature: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The reference: every logit, one [B, T-1, V] log-softmax (what the trainer did before; tests compare)."""
     logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits
     logp_all = F.log_softmax(logits[:, :-1].float() / temperature, dim=-1)
@@ -273,8 +306,14 @@ def autocast(device: torch.device, dtype: torch.dtype | None) -> Any:
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 
-def token_logprobs(model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor | None, dtype: torch.dtype | None = None,
-                   position_ids: torch.Tensor | None = None, select: torch.Tensor | None = None) -> torch.Tensor:
+def token_logprobs(
+    model: torch.nn.Module,
+    ids: torch.Tensor,
+    attn: torch.Tensor | None,
+    dtype: torch.dtype | None = None,
+    position_ids: torch.Tensor | None = None,
+    select: torch.Tensor | None = None,
+) -> torch.Tensor:
     """log p(ids[:, t+1] | ids[:, :t+1]) for every position (0 outside `select`), [B, T-1], in float32, without a
     full-vocabulary log-softmax (logprobs.TokenScorer)."""
     return as_scorer(model)(ids, attn, position_ids, select=select, dtype=dtype)[0]

@@ -31,6 +31,7 @@ class StateFileError(ValueError):
 
 # ---------------------------------------------------------------------------------------------------- encoding
 
+
 def _local(t: torch.Tensor) -> torch.Tensor:
     """A DTensor's own shard (FSDP2: each rank writes its shards), else the tensor itself; on the CPU, contiguous."""
     to_local = getattr(t, "to_local", None)
@@ -53,8 +54,18 @@ def encode(tree: object, tensors: dict[str, torch.Tensor], path: str = "", seen:
     if isinstance(tree, torch.Tensor):
         to_local = getattr(tree, "to_local", None)
         local = to_local() if to_local is not None else tree
-        same = (local.device, local.untyped_storage().data_ptr(), local.storage_offset(), tuple(local.shape),
-                local.stride(), local.dtype) if local.numel() else None
+        same = (
+            (
+                local.device,
+                local.untyped_storage().data_ptr(),
+                local.storage_offset(),
+                tuple(local.shape),
+                local.stride(),
+                local.dtype,
+            )
+            if local.numel()
+            else None
+        )
         if same is not None and same in seen:
             return {"$tensor": seen[same]}
         name = path or "tensor"
@@ -80,9 +91,14 @@ def encode(tree: object, tensors: dict[str, torch.Tensor], path: str = "", seen:
     if isinstance(tree, dict):
         if all(isinstance(k, str) and not k.startswith("$") for k in tree):
             return {k: encode(v, tensors, f"{path}.{k}" if path else k, seen) for k, v in tree.items()}
-        return {"$dict": [[encode(k, tensors, path, seen), encode(v, tensors, f"{path}.{k}", seen)]
-                          for k, v in tree.items()]}
-    raise TypeError(f"a checkpoint holds tensors and plain values only; {path or 'the state'} is a {type(tree).__name__}")
+        return {
+            "$dict": [
+                [encode(k, tensors, path, seen), encode(v, tensors, f"{path}.{k}", seen)] for k, v in tree.items()
+            ]
+        }
+    raise TypeError(
+        f"a checkpoint holds tensors and plain values only; {path or 'the state'} is a {type(tree).__name__}"
+    )
 
 
 def decode(tree: object, tensors: dict[str, torch.Tensor]) -> Any:
@@ -114,6 +130,7 @@ def decode(tree: object, tensors: dict[str, torch.Tensor]) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------------- files
+
 
 def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)

@@ -23,5 +23,13 @@ def pipeline_command(opts: PipelineOptions) -> int:
         on_stop_signals(pipe.on_signal)
         return pipe.run(steps)
 
-    return run_in_directory(opts.run_dir, "pipeline", opts.config, opts.overrides, body, lock_as="pipeline",
-                            cancel_on=(Cancelled,), on_cancel=lambda _writer: 130)
+    return run_in_directory(
+        opts.run_dir,
+        "pipeline",
+        opts.config,
+        opts.overrides,
+        body,
+        lock_as="pipeline",
+        cancel_on=(Cancelled,),
+        on_cancel=lambda _writer: 130,
+    )

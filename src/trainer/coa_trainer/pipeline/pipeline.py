@@ -166,13 +166,36 @@ class Pipeline:
         nproc = self.opts.nproc_per_node
         if nproc > 1:  # DDP on this machine; multi-node: run the stages with torchrun yourself
             # torchrun's launcher runs through lifecycle's entry so that it too dies with the pipeline
-            launcher += ["-m", "coa_trainer.base.lifecycle", "torch.distributed.run", "--standalone",
-                         f"--nproc_per_node={nproc}"]
-        argv = [*launcher, "-m", "coa_trainer", "train", "--stage", stage, "--config", str(config_path),
-                "--run-dir", str(self.run_dir)]
+            launcher += [
+                "-m",
+                "coa_trainer.base.lifecycle",
+                "torch.distributed.run",
+                "--standalone",
+                f"--nproc_per_node={nproc}",
+            ]
+        argv = [
+            *launcher,
+            "-m",
+            "coa_trainer",
+            "train",
+            "--stage",
+            stage,
+            "--config",
+            str(config_path),
+            "--run-dir",
+            str(self.run_dir),
+        ]
         if step == "collect":  # one process: sampling is the teacher's (a model directory or an endpoint)
-            argv = [sys.executable, "-m", "coa_trainer", "collect", "--config", str(config_path), "--run-dir",
-                    str(self.run_dir)]
+            argv = [
+                sys.executable,
+                "-m",
+                "coa_trainer",
+                "collect",
+                "--config",
+                str(config_path),
+                "--run-dir",
+                str(self.run_dir),
+            ]
         if step == "rl2-otc":
             argv += ["--label", "rl2-otc"]
         else:  # rl2-otc's derived config already holds them (and its reward scheme must stay otc-grpo)
@@ -209,18 +232,32 @@ class Pipeline:
         self.writer.emit(LogEvent(level="info", message=f"pipeline: environment server at {self.env.url}"))
 
     def results(self) -> None:
-        from ..evaluation.results import compute_rows, detail_table, missing_split, optimal_tc, render_table, write_results
+        from ..evaluation.results import (
+            compute_rows,
+            detail_table,
+            missing_split,
+            optimal_tc,
+            render_table,
+            write_results,
+        )
 
         split = self.opts.split
         from ..stages.collect import comparison_lines
 
         rows, details = compute_rows(self.run_dir, self.config, self.env, self.writer, split)
-        json_path, md_path = write_results(self.run_dir, rows, split, self.config.eval.limit,
-                                           [f"- **No questions**: {why}." for why in [missing_split(self.config, split)]
-                                            if why] + detail_table(details) + comparison_lines(self.run_dir, rows),
-                                           optimal_tc(details))
-        self.writer.emit(LogEvent(level="info", message=f"pipeline: results in {md_path} and {json_path}\n"
-                                  + render_table(rows)))
+        json_path, md_path = write_results(
+            self.run_dir,
+            rows,
+            split,
+            self.config.eval.limit,
+            [f"- **No questions**: {why}." for why in [missing_split(self.config, split)] if why]
+            + detail_table(details)
+            + comparison_lines(self.run_dir, rows),
+            optimal_tc(details),
+        )
+        self.writer.emit(
+            LogEvent(level="info", message=f"pipeline: results in {md_path} and {json_path}\n" + render_table(rows))
+        )
 
     def run(self, steps: list[str]) -> int:
         w = self.writer
@@ -249,8 +286,9 @@ class Pipeline:
                     self.run_stage(step) if step != "results" else self.results()
                 outcome.done += 1
                 elapsed = time.time() - started
-                w.emit(ProgressEvent(stage="pipeline", step=outcome.done, total=len(steps), elapsed_s=elapsed,
-                                     eta_s=None))
+                w.emit(
+                    ProgressEvent(stage="pipeline", step=outcome.done, total=len(steps), elapsed_s=elapsed, eta_s=None)
+                )
 
         try:
             return outcome.run(every_step)

@@ -74,9 +74,18 @@ class SeedRunner:
 
     def argv(self, seed: int) -> list[str]:
         a = self.opts
-        argv = [sys.executable, "-m", "coa_trainer", "pipeline", "--config",
-                str(seed_config(self.config, seed, self.run_dir)), "--run-dir", str(seed_dir(self.run_dir, seed)),
-                "--split", self.split]
+        argv = [
+            sys.executable,
+            "-m",
+            "coa_trainer",
+            "pipeline",
+            "--config",
+            str(seed_config(self.config, seed, self.run_dir)),
+            "--run-dir",
+            str(seed_dir(self.run_dir, seed)),
+            "--split",
+            self.split,
+        ]
         if a.stages:
             argv += ["--stages", a.stages]
         if a.resume:
@@ -93,8 +102,9 @@ class SeedRunner:
         # COA_PARENT_PID: a seed's pipeline dies with this runner, as a stage dies with its pipeline (base/lifecycle.py)
         code = run_child(self, self.argv(seed), child_env({"PYTHONPATH": child_pythonpath()}))
         if code != 0:
-            raise PipelineError(f"seed {seed} failed (exit {code}); see {seed_dir(self.run_dir, seed)}/events.jsonl",
-                                "stage_failed")
+            raise PipelineError(
+                f"seed {seed} failed (exit {code}); see {seed_dir(self.run_dir, seed)}/events.jsonl", "stage_failed"
+            )
 
     def run(self, seeds: list[int], steps: list[str]) -> int:
         from ..evaluation.seed_results import load_seed_results, write_seed_results
@@ -102,8 +112,13 @@ class SeedRunner:
         w = self.writer
         started = time.time()
         run_started(w, "seeds", self.config, len(seeds))
-        w.emit(LogEvent(level="info", message=f"seeds: {len(seeds)} whole pipelines (seeds {seeds[0]}…{seeds[-1]}), one "
-                        f"after another, so about {len(seeds)}× the time of one (the demo: 4–13 min each on 2 shared cores)"))
+        w.emit(
+            LogEvent(
+                level="info",
+                message=f"seeds: {len(seeds)} whole pipelines (seeds {seeds[0]}…{seeds[-1]}), one "
+                f"after another, so about {len(seeds)}× the time of one (the demo: 4–13 min each on 2 shared cores)",
+            )
+        )
         outcome = RunOutcome(w, "seeds")
 
         def every_seed() -> None:
@@ -114,21 +129,37 @@ class SeedRunner:
                 if self.opts.resume and "results" in steps and seed_done(self.run_dir, seed, self.split):
                     w.emit(LogEvent(level="info", message=f"seeds: seed {seed} already has its results, skipped"))
                 else:
-                    w.emit(LogEvent(level="info", message=f"seeds: seed {seed} ({outcome.done + 1}/{len(seeds)}) → "
-                                    f"{seed_dir(self.run_dir, seed)}"))
+                    w.emit(
+                        LogEvent(
+                            level="info",
+                            message=f"seeds: seed {seed} ({outcome.done + 1}/{len(seeds)}) → "
+                            f"{seed_dir(self.run_dir, seed)}",
+                        )
+                    )
                     self.run_seed(seed)
                     w.emit(LogEvent(level="info", message=f"seeds: seed {seed} took {time.time() - t0:.0f} s"))
                 outcome.done += 1
                 elapsed = time.time() - started
-                w.emit(ProgressEvent(stage="seeds", step=outcome.done, total=len(seeds), elapsed_s=elapsed,
-                                     eta_s=elapsed / outcome.done * (len(seeds) - outcome.done)))
+                w.emit(
+                    ProgressEvent(
+                        stage="seeds",
+                        step=outcome.done,
+                        total=len(seeds),
+                        elapsed_s=elapsed,
+                        eta_s=elapsed / outcome.done * (len(seeds) - outcome.done),
+                    )
+                )
             if "results" in steps:
                 per_seed = [load_seed_results(seed_dir(self.run_dir, s), s) for s in seeds]
-                json_path, md_path = write_seed_results(self.run_dir, per_seed, self.split,
-                                                        self.config.eval.limit)
+                json_path, md_path = write_seed_results(self.run_dir, per_seed, self.split, self.config.eval.limit)
                 verdicts = json.loads(json_path.read_text())["verdicts"]
-                w.emit(LogEvent(level="info", message=f"seeds: results over {len(seeds)} seeds in {md_path} and "
-                                f"{json_path}\n" + "\n".join(verdicts)))
+                w.emit(
+                    LogEvent(
+                        level="info",
+                        message=f"seeds: results over {len(seeds)} seeds in {md_path} and "
+                        f"{json_path}\n" + "\n".join(verdicts),
+                    )
+                )
 
         return outcome.run(every_seed)
 
@@ -137,8 +168,10 @@ def run_seeds(opts: PipelineOptions, config: RunConfig, writer: EventWriter, ste
     """Called by pipeline_command for --seeds N > 1 (it restores the signal handlers set here)."""
     n = opts.seeds
     if config.data is None and opts.env.url:
-        raise ConfigError("--seeds with --env-url: every seed of the embedded benchmark has its own knowledge base "
-                          "and corpus, so each seed's pipeline starts its own environment server (leave --env-url out)")
+        raise ConfigError(
+            "--seeds with --env-url: every seed of the embedded benchmark has its own knowledge base "
+            "and corpus, so each seed's pipeline starts its own environment server (leave --env-url out)"
+        )
     seeds = [config.seed + i for i in range(n)]
     runner = SeedRunner(opts, config, writer)
     on_stop_signals(runner.on_signal)

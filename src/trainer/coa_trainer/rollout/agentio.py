@@ -77,7 +77,7 @@ class AgentIO:
         """The query of the action that ends the turn `text`."""
         end = text.rfind(self.t.action_close)
         start = text.rfind(self.t.action_open, 0, max(end, 0))
-        return self._argument(text[start + len(self.t.action_open):end].strip()) if 0 <= start < end else ""
+        return self._argument(text[start + len(self.t.action_open) : end].strip()) if 0 <= start < end else ""
 
     def query(self, ids: list[int], turn_start: int) -> str:
         """The query of the action that ends `ids` (the turn began at `turn_start`)."""
@@ -87,7 +87,7 @@ class AgentIO:
                 start = len(ids) - 1 - ids[::-1].index(a_open)
             except ValueError:
                 return ""
-            return self._argument(self.tok.decode(ids[start + 1:-1], skip_special_tokens=False).strip())
+            return self._argument(self.tok.decode(ids[start + 1 : -1], skip_special_tokens=False).strip())
         return self.text_query(self.tok.decode(ids[turn_start:], skip_special_tokens=False))
 
     def _argument(self, body: str) -> str:

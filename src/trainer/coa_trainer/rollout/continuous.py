@@ -26,8 +26,15 @@ import torch
 from .engine import Engine, Session, Staged, bucket
 from .trajectory import crc
 from .stoptable import StopTable
-from .turns import (Limits, after_turn, append_observation, append_unsampled, cut_to_length, goes_on_after_observation,
-                    tool_answered)
+from .turns import (
+    Limits,
+    after_turn,
+    append_observation,
+    append_unsampled,
+    cut_to_length,
+    goes_on_after_observation,
+    tool_answered,
+)
 
 TURN, OBS = 0, 1  # stop sets / phases
 MAX_SLOTS = 256
@@ -66,10 +73,22 @@ class Continuous:
     """One rollout call: `run()` takes every job through its phases (see the module doc). `tool` None and not
     `simulate`: an action ends the trajectory. `agent` False: one phase per job (plain generation)."""
 
-    def __init__(self, engine: Engine, io: Any, jobs: list[Job], limits: Limits, tool: Callable | None,
-                 temperature: float, top_p: float, pad_id: int, stops: StopTable, agent: bool = True,
-                 timings: dict[str, float] | None = None, slots: int | None = None,
-                 logit_bias: dict[int, float] | None = None):
+    def __init__(
+        self,
+        engine: Engine,
+        io: Any,
+        jobs: list[Job],
+        limits: Limits,
+        tool: Callable | None,
+        temperature: float,
+        top_p: float,
+        pad_id: int,
+        stops: StopTable,
+        agent: bool = True,
+        timings: dict[str, float] | None = None,
+        slots: int | None = None,
+        logit_bias: dict[int, float] | None = None,
+    ):
         self.engine, self.io, self.jobs, self.lim, self.tool, self.agent = engine, io, jobs, limits, tool, agent
         self.timings = timings if timings is not None else {}
         n = slots or slot_bucket(min(len(jobs), MAX_SLOTS))
@@ -139,9 +158,16 @@ class Continuous:
             self._after_observation(job)
             return
         # the action is looked for only in a turn that stopped (one cut by its budget is truncated whatever it holds)
-        action = job.hit and io.ended_with_action(tr.ids[job.start:])
-        if after_turn(tr, stopped=job.hit, action=action, turns_done=job.turn, size=self._size(job), lim=lim,
-                      has_tool=self.tool is not None):
+        action = job.hit and io.ended_with_action(tr.ids[job.start :])
+        if after_turn(
+            tr,
+            stopped=job.hit,
+            action=action,
+            turns_done=job.turn,
+            size=self._size(job),
+            lim=lim,
+            has_tool=self.tool is not None,
+        ):
             job.turn += 1
             if self.tool is None:
                 tr.queries.append("")
@@ -209,8 +235,14 @@ class Continuous:
             while k < len(starts) and (k + 1 - i) * len(starts[k].pending) <= PREFILL_TOKENS:
                 k += 1
             group = starts[i:k]
-            eng.prefill(s, [j.slot for j in group], [j.pending for j in group], [j.length for j in group],
-                        [j.budget for j in group], [j.phase for j in group])
+            eng.prefill(
+                s,
+                [j.slot for j in group],
+                [j.pending for j in group],
+                [j.length for j in group],
+                [j.budget for j in group],
+                [j.phase for j in group],
+            )
             for j in group:
                 j.length += len(j.pending)
                 j.pending = []
@@ -274,8 +306,9 @@ class Continuous:
                 continue
             cols = live[slot].nonzero()[0]
             if len(cols) == 0:  # a decoding slot samples in every block it runs in: its device state was lost
-                raise RuntimeError(f"rollout engine: slot {slot} (trajectory {job.index}) sampled nothing in a block "
-                                   "while decoding")
+                raise RuntimeError(
+                    f"rollout engine: slot {slot} (trajectory {job.index}) sampled nothing in a block while decoding"
+                )
             toks = tok[slot, cols].tolist()
             tr = job.tr
             tr.ids += toks

@@ -89,8 +89,16 @@ class Stats:
 class Session:
     """One engine configuration — slots, stop table, sampling — with its device state and captured graphs."""
 
-    def __init__(self, engine: "Engine", slots: int, stops: StopTable, temperature: float, top_p: float,
-                 bias: torch.Tensor | None, pad_id: int):
+    def __init__(
+        self,
+        engine: "Engine",
+        slots: int,
+        stops: StopTable,
+        temperature: float,
+        top_p: float,
+        bias: torch.Tensor | None,
+        pad_id: int,
+    ):
         dev, K = engine.device, engine.block
         self.slots, self.stops, self.temperature, self.top_p, self.bias = slots, stops, temperature, top_p, bias
 
@@ -107,8 +115,18 @@ class Session:
         self.graphs: dict[int, Any] = {}
 
     def state(self) -> list[torch.Tensor]:
-        return [self.last_tok, self.lens, self.budget, self.counters, self.active, self.stop_state,
-                self.out_tok, self.out_lp, self.out_live, self.out_hit]
+        return [
+            self.last_tok,
+            self.lens,
+            self.budget,
+            self.counters,
+            self.active,
+            self.stop_state,
+            self.out_tok,
+            self.out_lp,
+            self.out_live,
+            self.out_hit,
+        ]
 
 
 class Staged:
@@ -185,8 +203,16 @@ class Engine:
     (default: on CUDA); `compiled`: torch.compile the decode step and the prefill (default: on CUDA); `overlap`: the
     host reads a block while the next one runs (default: on CUDA, where the two run at once)."""
 
-    def __init__(self, model: torch.nn.Module, device: torch.device, dtype: torch.dtype | None, block: int = BLOCK,
-                 graphs: bool | None = None, compiled: bool | None = None, overlap: bool | None = None):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        device: torch.device,
+        dtype: torch.dtype | None,
+        block: int = BLOCK,
+        graphs: bool | None = None,
+        compiled: bool | None = None,
+        overlap: bool | None = None,
+    ):
         self.kv = KVModel(model, device, dtype)
         self.device, self.dtype, self.block = device, dtype, block
         self.graphs_on = device.type == "cuda" if graphs is None else graphs
@@ -221,8 +247,9 @@ class Engine:
             self.drop_graphs()
         self.stats.weight_syncs += 1
 
-    def session(self, slots: int, stops: StopTable, temperature: float, top_p: float,
-                bias: dict[int, float] | None, pad_id: int) -> Session:
+    def session(
+        self, slots: int, stops: StopTable, temperature: float, top_p: float, bias: dict[int, float] | None, pad_id: int
+    ) -> Session:
         """The session for this configuration (made once; its graphs are kept for the next call alike)."""
         key = (slots, stops, float(temperature), float(top_p), tuple(sorted((bias or {}).items())), pad_id)
         s = self.sessions.get(key)
@@ -302,8 +329,9 @@ class Engine:
         return torch.autocast(device_type=self.device.type, dtype=self.dtype, cache_enabled=not capturing)
 
     # ------------------------------------------------------------ device steps
-    def _advance(self, s: Session, rows: torch.Tensor | None, logits: torch.Tensor, live: torch.Tensor,
-                 col: torch.Tensor) -> None:
+    def _advance(
+        self, s: Session, rows: torch.Tensor | None, logits: torch.Tensor, live: torch.Tensor, col: torch.Tensor
+    ) -> None:
         """Sample for `rows` (None: every slot, in order — a decode step, done with whole-tensor ops), check stops and
         budgets, write column `col` ([1] index tensor) of the outputs, retire finished rows."""
         full = rows is None
@@ -344,7 +372,7 @@ class Engine:
         logits = self.kv.forward(s.last_tok[:, None], s.lens[:, None], write[:, None], None, L, mask, None, s.lens)
         s.lens += live.long()
         if flex:  # the next step's first positions (kvmodel.block_mask reads them)
-            self.kv.starts[:s.slots].copy_(s.lens)
+            self.kv.starts[: s.slots].copy_(s.lens)
         self._advance(s, None, logits, live, col)
 
     def _step(self, s: Session, L: int, col: int) -> None:
@@ -370,20 +398,36 @@ class Engine:
 
     def _block(self, s: Session, L: int) -> None:
         if self.compiled:
-            self.kv.starts[:s.slots].copy_(s.lens)
+            self.kv.starts[: s.slots].copy_(s.lens)
         for col in range(1, self.block + 1):
             self._step(s, L, col)
 
-    def _prefill_forward(self, ids: torch.Tensor, pos: torch.Tensor, write: torch.Tensor, rows: torch.Tensor,
-                         L: int, last: torch.Tensor, start: torch.Tensor, flex: bool = False) -> torch.Tensor:
+    def _prefill_forward(
+        self,
+        ids: torch.Tensor,
+        pos: torch.Tensor,
+        write: torch.Tensor,
+        rows: torch.Tensor,
+        L: int,
+        last: torch.Tensor,
+        start: torch.Tensor,
+        flex: bool = False,
+    ) -> torch.Tensor:
         """The prefill's forward (the function compiled when `compiled`, with `flex` attention): logits at each row's
         last chunk token."""
         mask = None if flex else (self.positions[:L][None, None, :] <= pos[:, :, None])[:, None]
         return self.kv.forward(ids, pos, write, rows, L, mask, last, start)
 
     @torch.no_grad()
-    def prefill(self, s: Session, rows: list[int], chunks: list[list[int]], starts: list[int], budgets: list[int],
-                set_ids: list[int]) -> None:
+    def prefill(
+        self,
+        s: Session,
+        rows: list[int],
+        chunks: list[list[int]],
+        starts: list[int],
+        budgets: list[int],
+        set_ids: list[int],
+    ) -> None:
         """Append each chunk to its slot's cache (slot `rows[i]` holds `starts[i]` tokens), then sample the first
         token of the slot's new phase (`budgets[i]` tokens at most, stop set `set_ids[i]`) into output column 0."""
         dev = self.device
@@ -398,7 +442,7 @@ class Engine:
                 rows, chunks, starts, lens = rows * 2, chunks * 2, starts * 2, lens + [0]
         ids = torch.zeros((len(rows), C), dtype=torch.long)
         for i, c in enumerate(chunks):
-            ids[i, :len(c)] = torch.tensor(c, dtype=torch.long)
+            ids[i, : len(c)] = torch.tensor(c, dtype=torch.long)
         lengths = torch.tensor(lens, dtype=torch.long, device=dev)
         all_rows = torch.tensor(rows, dtype=torch.long, device=dev)
         start_t = torch.tensor(starts, dtype=torch.long, device=dev)
@@ -412,7 +456,7 @@ class Engine:
             logits = None
             if self.compiled:
                 try:
-                    self.kv.starts[:len(rows)].copy_(start_t)
+                    self.kv.starts[: len(rows)].copy_(start_t)
                     logits = self._prefill_fn(ids, pos, write, all_rows, L, last, start_t)
                 except Exception as e:  # noqa: BLE001
                     self._fall_back(e)
@@ -475,6 +519,7 @@ class Engine:
             with torch.cuda.graph(g, pool=self.pool), self._autocast(capturing=True):
                 self._block(s, L)
         else:
+
             def run_block() -> None:
                 with self._autocast(capturing=True):
                     self._block(s, L)
@@ -496,9 +541,13 @@ class Engine:
             return Staged(_unpack(packed, s.out_lp.clone()), None, jobs)
         sets = self._host.get(s.slots)
         if sets is None:
-            sets = self._host[s.slots] = [[torch.empty(packed.shape, dtype=torch.long, pin_memory=True),
-                                           torch.empty(s.out_lp.shape, dtype=torch.float32, pin_memory=True)]
-                                          for _ in range(2)]
+            sets = self._host[s.slots] = [
+                [
+                    torch.empty(packed.shape, dtype=torch.long, pin_memory=True),
+                    torch.empty(s.out_lp.shape, dtype=torch.float32, pin_memory=True),
+                ]
+                for _ in range(2)
+            ]
         self._flip ^= 1
         hp, hl = sets[self._flip]
         hp.copy_(packed, non_blocking=True)

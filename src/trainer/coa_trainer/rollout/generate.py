@@ -51,24 +51,38 @@ def engine_path(model: torch.nn.Module, device: torch.device, dtype: torch.dtype
     lora = "" if lora_class()[1] is None else f"; LoRA layers not recognised: {lora_class()[1]}"
     if why is not None:
         impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
-        return {"rollout engine": f"reference loop ({why}; transformers' forward and KV cache, one step per token)"
-                                  f"{lora}", "rollout attention": f"the model's own ({impl})"}
+        return {
+            "rollout engine": f"reference loop ({why}; transformers' forward and KV cache, one step per token){lora}",
+            "rollout attention": f"the model's own ({impl})",
+        }
     eng = Engine(model, torch.device(device), dtype)
     where = eng.device.type.upper()
-    decode = ("compiled decode step and prefill (torch.compile, inductor; deterministic algorithms off inside them — "
-              "each index is written once, so the values are the same and the kernels fused; eager from the first "
-              "compile failure on, said when it happens)") if eng.compiled else \
-        f"eager decode step and prefill ({where}: the engine compiles them by default on CUDA only)"
-    blocks = f"{eng.block}-step blocks captured as CUDA graphs" if eng.graphs_on and eng.device.type == "cuda" \
+    decode = (
+        (
+            "compiled decode step and prefill (torch.compile, inductor; deterministic algorithms off inside them — "
+            "each index is written once, so the values are the same and the kernels fused; eager from the first "
+            "compile failure on, said when it happens)"
+        )
+        if eng.compiled
+        else f"eager decode step and prefill ({where}: the engine compiles them by default on CUDA only)"
+    )
+    blocks = (
+        f"{eng.block}-step blocks captured as CUDA graphs"
+        if eng.graphs_on and eng.device.type == "cuda"
         else f"{eng.block}-step blocks run step by step ({where}: CUDA graphs on CUDA only)"
+    )
     # kvmodel.KVModel.forward: one attention call per layer over the slot's cache, flex attention when compiled
     if eng.compiled:
-        attention = (f"flex attention (compiled) over each slot's own key blocks ({KV_BLOCK} positions each) up to "
-                     "its length, a block mask made from the slots' positions (no dense mask), each KV head read once")
+        attention = (
+            f"flex attention (compiled) over each slot's own key blocks ({KV_BLOCK} positions each) up to "
+            "its length, a block mask made from the slots' positions (no dense mask), each KV head read once"
+        )
     else:
-        attention = ("SDPA over each slot's cache up to the block's attention length, a per-row boolean length mask "
-                     "(SDPA's flash kernel takes no mask: the memory-efficient or math kernel runs), each KV head read "
-                     "once")
+        attention = (
+            "SDPA over each slot's cache up to the block's attention length, a per-row boolean length mask "
+            "(SDPA's flash kernel takes no mask: the memory-efficient or math kernel runs), each KV head read "
+            "once"
+        )
     return {"rollout engine": f"{decode}; {blocks}{lora}", "rollout attention": attention}
 
 
@@ -108,6 +122,7 @@ def eval_mode(model: torch.nn.Module) -> Iterator[None]:
 
 def in_eval_mode(fn: Callable) -> Callable:
     """`fn(model, …)` run under `eval_mode(model)`."""
+
     @functools.wraps(fn)
     def wrapped(model: torch.nn.Module, *args: object, **kwargs: object) -> object:
         with eval_mode(model):
@@ -152,7 +167,7 @@ class StringStops:
         """Whether a stop string ends inside the last token of `ids` (it was not complete before it)."""
         if not ids or not self._candidate(ids[-1]):
             return False
-        tail = ids[-self.window:]
+        tail = ids[-self.window :]
         full = self.tok.decode(tail, skip_special_tokens=False)
         prev = self.tok.decode(tail[:-1], skip_special_tokens=False)
         return any(full.find(s, max(0, len(prev) - len(s) + 1)) >= 0 for s in self.strings)
@@ -168,10 +183,20 @@ def _takes(model: torch.nn.Module, name: str) -> bool:
 
 @torch.no_grad()
 @in_eval_mode
-def generate(model: torch.nn.Module, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
-             device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
-             generator: torch.Generator | None = None, stop_strings: StringStops | None = None,
-             top_p: float = 1.0, slots: int | None = None) -> tuple[list[list[int]], list[list[float]], list[bool]]:
+def generate(
+    model: torch.nn.Module,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    stop_ids: set[int],
+    pad_id: int,
+    device: torch.device,
+    dtype: torch.dtype | None = None,
+    temperature: float = 0.0,
+    generator: torch.Generator | None = None,
+    stop_strings: StringStops | None = None,
+    top_p: float = 1.0,
+    slots: int | None = None,
+) -> tuple[list[list[int]], list[list[float]], list[bool]]:
     """Continue each prompt until a stop id or stop string (included) or max_new_tokens. Greedy when
     temperature == 0. Returns (new ids, their log-probs under the sampling distribution, whether each row stopped on
     a stop). The engine when it supports the model (sampled rows then depend on their own seed only: sampling.py;
@@ -179,8 +204,19 @@ def generate(model: torch.nn.Module, prompts: list[list[int]], max_new_tokens: i
     generator's stream)."""
     eng = engine_for(model, device, dtype)
     if eng is None:
-        return reference_generate(model, prompts, max_new_tokens, stop_ids, pad_id, device, dtype, temperature,
-                                  generator, stop_strings, top_p=top_p)
+        return reference_generate(
+            model,
+            prompts,
+            max_new_tokens,
+            stop_ids,
+            pad_id,
+            device,
+            dtype,
+            temperature,
+            generator,
+            stop_strings,
+            top_p=top_p,
+        )
     B = len(prompts)
     if B == 0:
         return [], [], []
@@ -202,10 +238,20 @@ def generate(model: torch.nn.Module, prompts: list[list[int]], max_new_tokens: i
 
 @torch.no_grad()
 @in_eval_mode
-def reference_generate(model: Any, prompts: list[list[int]], max_new_tokens: int, stop_ids: set[int], pad_id: int,
-                       device: torch.device, dtype: torch.dtype | None = None, temperature: float = 0.0,
-                       generator: torch.Generator | None = None, stop_strings: StringStops | None = None,
-                       static_cache: bool = False, top_p: float = 1.0) -> tuple[list[list[int]], list[list[float]], list[bool]]:
+def reference_generate(
+    model: Any,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    stop_ids: set[int],
+    pad_id: int,
+    device: torch.device,
+    dtype: torch.dtype | None = None,
+    temperature: float = 0.0,
+    generator: torch.Generator | None = None,
+    stop_strings: StringStops | None = None,
+    static_cache: bool = False,
+    top_p: float = 1.0,
+) -> tuple[list[list[int]], list[list[float]], list[bool]]:
     """The reference loop: the model's own forward with transformers' KV cache, one host step per token. Continue
     each prompt until a stop id or stop string (included) or max_new_tokens. Greedy when temperature == 0. Returns (new ids, their log-probs under the sampling distribution, whether each row
     stopped on a stop). `static_cache`: one KV cache allocated up front for the batch × (prompt + max_new_tokens)
@@ -222,8 +268,8 @@ def reference_generate(model: Any, prompts: list[list[int]], max_new_tokens: int
     ids = torch.full((B, T), pad_id, dtype=torch.long)
     attn = torch.zeros((B, T), dtype=torch.long)
     for i, p in enumerate(prompts):
-        ids[i, T - len(p):] = torch.tensor(p, dtype=torch.long)
-        attn[i, T - len(p):] = 1
+        ids[i, T - len(p) :] = torch.tensor(p, dtype=torch.long)
+        attn[i, T - len(p) :] = 1
     ids, attn = ids.to(device), attn.to(device)
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
     done = torch.zeros(B, dtype=torch.bool, device=device)
@@ -250,8 +296,14 @@ def reference_generate(model: Any, prompts: list[list[int]], max_new_tokens: int
     step_ids, step_pos = ids, pos
     for _ in range(max_new_tokens):
         with autocast(device, dtype):
-            res = model(input_ids=step_ids, attention_mask=attn, position_ids=step_pos, past_key_values=past,
-                        use_cache=True, **last_only)
+            res = model(
+                input_ids=step_ids,
+                attention_mask=attn,
+                position_ids=step_pos,
+                past_key_values=past,
+                use_cache=True,
+                **last_only,
+            )
         past = res.past_key_values
         logits = res.logits[:, -1].float()
         logp = torch.log_softmax(logits / temperature if temperature > 0 else logits, dim=-1)

@@ -23,12 +23,50 @@ if TYPE_CHECKING:
     from .engine import Engine, Session
 
 # operators that launch no kernel: allocations, views and metadata
-NO_KERNEL = {f"aten::{n}" for n in (
-    "empty", "empty_strided", "empty_like", "as_strided", "view", "reshape", "_reshape_alias", "alias", "resize_",
-    "detach", "detach_", "lift_fresh", "t", "transpose", "expand", "expand_as", "unsqueeze", "squeeze", "slice",
-    "select", "permute", "_unsafe_view", "split", "split_with_sizes", "chunk", "unbind", "narrow", "view_as",
-    "resolve_conj", "resolve_neg", "to", "contiguous", "type_as", "lift_fresh_copy", "scalar_tensor", "item",
-    "_local_scalar_dense", "set_", "is_nonzero")}
+NO_KERNEL = {
+    f"aten::{n}"
+    for n in (
+        "empty",
+        "empty_strided",
+        "empty_like",
+        "as_strided",
+        "view",
+        "reshape",
+        "_reshape_alias",
+        "alias",
+        "resize_",
+        "detach",
+        "detach_",
+        "lift_fresh",
+        "t",
+        "transpose",
+        "expand",
+        "expand_as",
+        "unsqueeze",
+        "squeeze",
+        "slice",
+        "select",
+        "permute",
+        "_unsafe_view",
+        "split",
+        "split_with_sizes",
+        "chunk",
+        "unbind",
+        "narrow",
+        "view_as",
+        "resolve_conj",
+        "resolve_neg",
+        "to",
+        "contiguous",
+        "type_as",
+        "lift_fresh_copy",
+        "scalar_tensor",
+        "item",
+        "_local_scalar_dense",
+        "set_",
+        "is_nonzero",
+    )
+}
 # of those, the ones that copy when they must: counted when a kernel ran below them
 MAY_COPY = {"aten::to", "aten::reshape", "aten::contiguous", "aten::type_as", "aten::expand_as"}
 COMPILED_CALL = "## Call CompiledFxGraph"
@@ -90,6 +128,11 @@ def decode_kernels(engine: Engine, s: Session, L: int) -> dict:
     n, names = count_kernels(lambda: engine.decode(s, L), engine.device)
     steps, layers = engine.block, len(engine.kv.layers)
     per_step = n / steps
-    return {"kernels_per_step": round(per_step, 2), "per_layer": round(per_step / layers, 2), "layers": layers,
-            "compiled": engine.compiled, "graphs": engine.graphs_on,
-            "top": [[k, round(v / steps, 2)] for k, v in names.most_common(12)]}
+    return {
+        "kernels_per_step": round(per_step, 2),
+        "per_layer": round(per_step / layers, 2),
+        "layers": layers,
+        "compiled": engine.compiled,
+        "graphs": engine.graphs_on,
+        "top": [[k, round(v / steps, 2)] for k, v in names.most_common(12)],
+    }

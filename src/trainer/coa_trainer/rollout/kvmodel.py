@@ -66,8 +66,9 @@ def block_mask(starts: torch.Tensor, start: torch.Tensor, bound: torch.Tensor, C
         return k <= starts[b] + q
 
     # no query-major copy (compute_q_blocks): only a backward pass reads it, and it sorts a dense block grid
-    return BlockMask.from_kv_blocks(counts, indices, BLOCK_SIZE=(KV_BLOCK, KV_BLOCK), mask_mod=visible,
-                                    seq_lengths=(C, L), compute_q_blocks=False)
+    return BlockMask.from_kv_blocks(
+        counts, indices, BLOCK_SIZE=(KV_BLOCK, KV_BLOCK), mask_mod=visible, seq_lengths=(C, L), compute_q_blocks=False
+    )
 
 
 # peft's LoraLayer class, or why it cannot be imported — found once per process (`lora_class`)
@@ -212,8 +213,9 @@ class DecodeWeights:
     def _dtype(self, w: torch.Tensor) -> torch.dtype:
         return self.dtype or w.dtype
 
-    def _packed(self, old: torch.Tensor | None, parts: list[torch.Tensor | None], rows: list[int], like: torch.Tensor
-                ) -> tuple[torch.Tensor | None, bool]:
+    def _packed(
+        self, old: torch.Tensor | None, parts: list[torch.Tensor | None], rows: list[int], like: torch.Tensor
+    ) -> tuple[torch.Tensor | None, bool]:
         """`parts` (None: zeros of `rows[i]` rows) concatenated into `old` when it fits, else a new tensor."""
         if all(p is None for p in parts):
             return None, old is not None
@@ -224,14 +226,15 @@ class DecodeWeights:
         at = 0
         for p, n in zip(parts, rows):
             if p is None:
-                out[at:at + n].zero_()
+                out[at : at + n].zero_()
             else:
-                out[at:at + n].copy_(p)
+                out[at : at + n].copy_(p)
             at += n
         return out, fresh
 
-    def _single(self, old: torch.Tensor | None, w: torch.Tensor | None, merged: bool
-                ) -> tuple[torch.Tensor | None, bool]:
+    def _single(
+        self, old: torch.Tensor | None, w: torch.Tensor | None, merged: bool
+    ) -> tuple[torch.Tensor | None, bool]:
         """`w` itself when it is a parameter already in the compute dtype, else a copy into `old` (when it fits)."""
         if w is None:
             return None, old is not None
@@ -327,9 +330,17 @@ class KVModel:
             new[:s, :, :c].copy_(old[:s, :, :c])
         self.slots, self.capacity = slots, capacity
 
-    def forward(self, ids: torch.Tensor, pos: torch.Tensor, write: torch.Tensor, rows: torch.Tensor | None, L: int,
-                mask: torch.Tensor | None, last: torch.Tensor | None, start: torch.Tensor | None = None
-                ) -> torch.Tensor:
+    def forward(
+        self,
+        ids: torch.Tensor,
+        pos: torch.Tensor,
+        write: torch.Tensor,
+        rows: torch.Tensor | None,
+        L: int,
+        mask: torch.Tensor | None,
+        last: torch.Tensor | None,
+        start: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         n, C = ids.shape
         H, KV, d = self.heads, self.kv_heads, self.head_dim
         rep = H // KV
@@ -362,8 +373,9 @@ class KVModel:
             else:
                 keys, values = kc[rows, :, :L], vc[rows, :, :L]
             if blocks is not None:  # query head g·rep + r uses KV head g (enable_gqa: transformers' repeat_kv order)
-                o = flex_attention(q.to(keys.dtype), keys, values, block_mask=blocks, scale=self.scaling,
-                                   enable_gqa=rep > 1)
+                o = flex_attention(
+                    q.to(keys.dtype), keys, values, block_mask=blocks, scale=self.scaling, enable_gqa=rep > 1
+                )
                 assert isinstance(o, torch.Tensor)  # (no log-sum-exp asked for)
             else:  # [n, H, C, d] → [n, kv, rep·C, d]: query head g·rep + r uses KV head g (repeat_kv's order)
                 qg = q.reshape(n, KV, rep * C, d)

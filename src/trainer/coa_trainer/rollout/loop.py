@@ -33,8 +33,15 @@ from ..data.dialects import Tags
 from ..rollout.generate import StringStops, eval_mode, reference_generate
 from ..rollout.trajectory import RlTrajectory, crc as _crc
 from ..data.tokenizer import TextTokenizer
-from .turns import (Limits, after_turn, append_observation, append_unsampled, cut_to_length, goes_on_after_observation,
-                    tool_answered)
+from .turns import (
+    Limits,
+    after_turn,
+    append_observation,
+    append_unsampled,
+    cut_to_length,
+    goes_on_after_observation,
+    tool_answered,
+)
 
 
 @dataclass
@@ -47,7 +54,7 @@ class TurnOut:
 
 
 class Sampler(Protocol):
-    """"Produce the next continuation" — the one thing that differs between the trainer's model (ids, batched
+    """ "Produce the next continuation" — the one thing that differs between the trainer's model (ids, batched
     KV-cached generation) and a teacher behind an OpenAI-compatible endpoint (text). The turn logic around it
     (stop at the closing action tag, call the tool, append the observation, continue, limits) is `run_turns`."""
 
@@ -69,35 +76,77 @@ def add_since(timings: dict[str, float], phase: str, t0: float) -> None:
     timings[phase] = timings.get(phase, 0.0) + time.time() - t0
 
 
-def rollout(model: torch.nn.Module, tok: TextTokenizer, prompts: list[list[int]], t: Tags, tool: Callable[[list[str]], list[str | None]] | None,
-            *, max_turns: int, max_new_tokens: int, max_obs_tokens: int, max_len: int, device: torch.device,
-            dtype: torch.dtype | None, temperature: float = 0.0, generator: torch.Generator | None = None,
-            timings: dict[str, float] | None = None, simulate: bool | None = None,
-            io: AgentIO | None = None, top_p: float = 1.0, engine: bool = True, slots: int | None = None
-            ) -> list[RlTrajectory]:
+def rollout(
+    model: torch.nn.Module,
+    tok: TextTokenizer,
+    prompts: list[list[int]],
+    t: Tags,
+    tool: Callable[[list[str]], list[str | None]] | None,
+    *,
+    max_turns: int,
+    max_new_tokens: int,
+    max_obs_tokens: int,
+    max_len: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    temperature: float = 0.0,
+    generator: torch.Generator | None = None,
+    timings: dict[str, float] | None = None,
+    simulate: bool | None = None,
+    io: AgentIO | None = None,
+    top_p: float = 1.0,
+    engine: bool = True,
+    slots: int | None = None,
+) -> list[RlTrajectory]:
     """`tool=None` → simulated observations written by `model` unless `simulate=False` (then an action ends the
     trajectory). `timings` accumulates generate/tools seconds. Greedy when temperature == 0. `engine=False`: the
     reference sampler even where the engine runs the model; `slots`: trajectories the engine decodes at once."""
-    sampler = ModelSampler(model, io or AgentIO.make(tok, t), device, dtype, temperature, generator, top_p, engine,
-                           slots)
+    sampler = ModelSampler(
+        model, io or AgentIO.make(tok, t), device, dtype, temperature, generator, top_p, engine, slots
+    )
     simulate = tool is None if simulate is None else simulate
     trajs = [RlTrajectory(list(p), simulated=simulate) for p in prompts]
     with eval_mode(model):  # sampled from the policy that is scored: no dropout (generate.eval_mode)
-        return run_turns(sampler, trajs, tool, max_turns=max_turns, max_new_tokens=max_new_tokens,
-                         max_obs_tokens=max_obs_tokens, max_len=max_len, simulate=simulate, timings=timings)
+        return run_turns(
+            sampler,
+            trajs,
+            tool,
+            max_turns=max_turns,
+            max_new_tokens=max_new_tokens,
+            max_obs_tokens=max_obs_tokens,
+            max_len=max_len,
+            simulate=simulate,
+            timings=timings,
+        )
 
 
-def run_turns(sampler: Sampler, trajs: list[RlTrajectory], tool: Callable[[list[str]], list[str | None]] | None,
-              *, max_turns: int, max_new_tokens: int, max_obs_tokens: int, max_len: int, simulate: bool = False,
-              timings: dict[str, float] | None = None) -> list[RlTrajectory]:
+def run_turns(
+    sampler: Sampler,
+    trajs: list[RlTrajectory],
+    tool: Callable[[list[str]], list[str | None]] | None,
+    *,
+    max_turns: int,
+    max_new_tokens: int,
+    max_obs_tokens: int,
+    max_len: int,
+    simulate: bool = False,
+    timings: dict[str, float] | None = None,
+) -> list[RlTrajectory]:
     """The multi-turn loop: each active trajectory gets its next continuation; one that ended on an action (and
     is within max_turns and max_len) gets the tool's observation — or, simulated, the sampler's own — appended,
     and goes on. A trajectory whose sampler failed (`error`) leaves the loop as it is."""
     timings = timings if timings is not None else {}
     lim = Limits(max_turns, max_new_tokens, max_obs_tokens, max_len, simulate)
     if isinstance(sampler, ModelSampler) and sampler.run_engine(
-            trajs, tool, max_turns=max_turns, max_new_tokens=max_new_tokens, max_obs_tokens=max_obs_tokens,
-            max_len=max_len, simulate=simulate, timings=timings):
+        trajs,
+        tool,
+        max_turns=max_turns,
+        max_new_tokens=max_new_tokens,
+        max_obs_tokens=max_obs_tokens,
+        max_len=max_len,
+        simulate=simulate,
+        timings=timings,
+    ):
         return trajs
     active = [tr for tr in trajs if tr.error is None]
     turn = 0
@@ -105,8 +154,15 @@ def run_turns(sampler: Sampler, trajs: list[RlTrajectory], tool: Callable[[list[
         outs = sampler.turn(active, max_new_tokens, timings)
         calls: list[tuple[RlTrajectory, int]] = []
         for tr, out in zip(active, outs):
-            if tr.error is None and after_turn(tr, stopped=out.stopped, action=out.action, turns_done=turn,
-                                               size=sampler.size(tr), lim=lim, has_tool=tool is not None):
+            if tr.error is None and after_turn(
+                tr,
+                stopped=out.stopped,
+                action=out.action,
+                turns_done=turn,
+                size=sampler.size(tr),
+                lim=lim,
+                has_tool=tool is not None,
+            ):
                 calls.append((tr, out.start))
         turn += 1
         if not calls:
@@ -133,18 +189,36 @@ class ModelSampler:
     decoded and re-encoded between turns. `run_engine` runs the whole loop on the rollout engine; `turn` /
     `simulate` are the reference path (one batched `reference_generate` per turn)."""
 
-    def __init__(self, model: torch.nn.Module, io: AgentIO, device: torch.device, dtype: torch.dtype | None,
-                 temperature: float = 0.0, generator: torch.Generator | None = None, top_p: float = 1.0,
-                 engine: bool = True, slots: int | None = None):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        io: AgentIO,
+        device: torch.device,
+        dtype: torch.dtype | None,
+        temperature: float = 0.0,
+        generator: torch.Generator | None = None,
+        top_p: float = 1.0,
+        engine: bool = True,
+        slots: int | None = None,
+    ):
         self.model, self.io, self.tok = model, io, io.tok
         self.device, self.dtype, self.temperature, self.generator = device, dtype, temperature, generator
         self.top_p, self.engine, self.slots = top_p, engine, slots
         stop_ids, stop_strs = io.turn_stops()
         self.stop_ids, self.strings = stop_ids, (StringStops(self.tok, stop_strs) if stop_strs else None)
 
-    def run_engine(self, trajs: list[RlTrajectory], tool: Callable[[list[str]], list[str | None]] | None, *,
-                   max_turns: int, max_new_tokens: int, max_obs_tokens: int, max_len: int, simulate: bool,
-                   timings: dict[str, float]) -> bool:
+    def run_engine(
+        self,
+        trajs: list[RlTrajectory],
+        tool: Callable[[list[str]], list[str | None]] | None,
+        *,
+        max_turns: int,
+        max_new_tokens: int,
+        max_obs_tokens: int,
+        max_len: int,
+        simulate: bool,
+        timings: dict[str, float],
+    ) -> bool:
         """The whole multi-turn loop on the rollout engine (continuous.py); False when the engine does not run this
         model (or `engine=False`): the caller takes the reference path."""
         from .continuous import Continuous, Job
@@ -159,8 +233,19 @@ class ModelSampler:
         jobs = [Job(i, tr, seed=trajectory_seed(base, i)) for i, tr in enumerate(trajs) if tr.error is None]
         limits = Limits(max_turns, max_new_tokens, max_obs_tokens, max_len, simulate)
         with torch.no_grad():
-            Continuous(eng, self.io, jobs, limits, tool, self.temperature, self.top_p, self.tok.pad_token_id, stops,
-                       timings=timings, slots=self.slots).run()
+            Continuous(
+                eng,
+                self.io,
+                jobs,
+                limits,
+                tool,
+                self.temperature,
+                self.top_p,
+                self.tok.pad_token_id,
+                stops,
+                timings=timings,
+                slots=self.slots,
+            ).run()
         return True
 
     def turn(self, trajs: list[RlTrajectory], max_new_tokens: int, timings: dict) -> list[TurnOut]:
@@ -168,9 +253,19 @@ class ModelSampler:
         contexts = [tr.prompt_ids + tr.ids for tr in trajs]
         for tr, c in zip(trajs, contexts):
             tr.contexts.append((len(c), _crc(c)))
-        new, lps, stopped = reference_generate(self.model, contexts, max_new_tokens, self.stop_ids,
-                                               self.tok.pad_token_id, self.device, self.dtype, self.temperature,
-                                               self.generator, self.strings, top_p=self.top_p)
+        new, lps, stopped = reference_generate(
+            self.model,
+            contexts,
+            max_new_tokens,
+            self.stop_ids,
+            self.tok.pad_token_id,
+            self.device,
+            self.dtype,
+            self.temperature,
+            self.generator,
+            self.strings,
+            top_p=self.top_p,
+        )
         add_since(timings, "generate", t0)
         outs = []
         for tr, ids, lp, st in zip(trajs, new, lps, stopped):
@@ -197,9 +292,19 @@ class ModelSampler:
         contexts = [tr.prompt_ids + tr.ids + o_open for tr in trajs]
         for tr, c in zip(trajs, contexts):
             tr.contexts.append((len(c), _crc(c)))
-        new, _, stopped = reference_generate(self.model, contexts, max_obs_tokens, stop_ids, self.tok.pad_token_id,
-                                             self.device, self.dtype, self.temperature, self.generator,
-                                             StringStops(self.tok, stop_strs) if stop_strs else None, top_p=self.top_p)
+        new, _, stopped = reference_generate(
+            self.model,
+            contexts,
+            max_obs_tokens,
+            stop_ids,
+            self.tok.pad_token_id,
+            self.device,
+            self.dtype,
+            self.temperature,
+            self.generator,
+            StringStops(self.tok, stop_strs) if stop_strs else None,
+            top_p=self.top_p,
+        )
         add_since(timings, "generate", t0)
         for tr, ids, st in zip(trajs, new, stopped):
             append_unsampled(tr, [*o_open, *ids] if st else [*o_open, *ids, *io.obs_close_ids()])

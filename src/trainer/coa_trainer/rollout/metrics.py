@@ -53,8 +53,9 @@ class StepSums(GradedSums):
     retok_drift: float = 0.0
 
 
-def graded_sums(breakdowns: Sequence[RewardBreakdown], groups: Sequence[Hashable] | None = None,
-                into: GradedSums | None = None) -> GradedSums:
+def graded_sums(
+    breakdowns: Sequence[RewardBreakdown], groups: Sequence[Hashable] | None = None, into: GradedSums | None = None
+) -> GradedSums:
     """Sums over the grader's breakdowns; `groups` (one label per breakdown: GRPO's samples of one question) adds
     the counts of groups with every / no sample correct, and of groups whose rewards are all equal (zero
     advantages: no gradient, whatever the correctness — an OTC group of right answers with different call counts
@@ -93,7 +94,7 @@ def graded_values(s: GradedSums) -> dict[str, float | None]:
     var = max(0.0, s.reward_sq / n - mean * mean) if n and mean is not None else None
     out = {
         M.reward_mean.value: mean,
-        M.reward_std.value: var ** 0.5 if var is not None else None,
+        M.reward_std.value: var**0.5 if var is not None else None,
         M.em.value: _div(s.em, n),
         M.f1.value: _div(s.f1, n),
         M.tc.value: _div(s.tc, n),
@@ -108,8 +109,14 @@ def graded_values(s: GradedSums) -> dict[str, float | None]:
     return out
 
 
-def step_sums(trajs: list[RlTrajectory], breakdowns: list[RewardBreakdown], group_size: int, io: AgentIO,
-              retok: list[bool], drift: list[bool] | None = None) -> dict[str, float]:
+def step_sums(
+    trajs: list[RlTrajectory],
+    breakdowns: list[RewardBreakdown],
+    group_size: int,
+    io: AgentIO,
+    retok: list[bool],
+    drift: list[bool] | None = None,
+) -> dict[str, float]:
     """An RL step's sums (StepSums) as the dict the stage adds its update's sums to and all-reduces: the graded ones
     (GRPO groups are consecutive runs of `group_size`) and the trajectories'."""
     s = StepSums()
@@ -157,5 +164,7 @@ def logprob_diff_counts(s: dict[str, float]) -> list[int]:
 def logprob_diff_values(s: dict[str, float]) -> dict[str, float | None]:
     """Mean and largest |sampler − trainer| log-prob per trained token (None where the step measured none)."""
     tokens = sum(logprob_diff_counts(s))
-    return {M.logprob_diff_mean.value: _div(s.get("lpd_sum", 0.0), tokens),
-            M.logprob_diff_max.value: s.get("lpd_max") if tokens else None}
+    return {
+        M.logprob_diff_mean.value: _div(s.get("lpd_sum", 0.0), tokens),
+        M.logprob_diff_max.value: s.get("lpd_max") if tokens else None,
+    }

@@ -55,8 +55,14 @@ def nucleus(p: torch.Tensor, top_p: float) -> torch.Tensor:
     return p * torch.zeros_like(keep).scatter(-1, order, keep)
 
 
-def choose(logits: torch.Tensor, temperature: float, top_p: float, seeds: torch.Tensor, counters: torch.Tensor,
-           bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def choose(
+    logits: torch.Tensor,
+    temperature: float,
+    top_p: float,
+    seeds: torch.Tensor,
+    counters: torch.Tensor,
+    bias: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(token [B], log-prob [B]) from float logits [B, V]. `temperature` and `top_p` are Python numbers (a captured
     CUDA graph bakes them in); `bias` an additive [V] logit bias or None."""
     z = logits.float()

@@ -39,8 +39,10 @@ def token_texts(tok: TextTokenizer, vocab_size: int) -> list[str]:
     else:
         a_text = tok.decode([anchor], skip_special_tokens=False)
         pairs = tok.batch_decode([[anchor, t] for t in range(n)], skip_special_tokens=False)
-        texts = [p[len(a_text):] if p.startswith(a_text) else tok.decode([t], skip_special_tokens=False)
-                 for t, p in enumerate(pairs)]
+        texts = [
+            p[len(a_text) :] if p.startswith(a_text) else tok.decode([t], skip_special_tokens=False)
+            for t, p in enumerate(pairs)
+        ]
     texts += [""] * (vocab_size - n)
     _TEXTS[tok] = texts
     return texts
@@ -117,7 +119,9 @@ class StopTable:
     `step(tokens, state, set_idx)` → (hit [B] bool, new state [B, S] int64) where state holds each string's KMP
     state (0 at the start of a phase: only the phase's own tokens count, as in `StringStops`)."""
 
-    def __init__(self, tok: TextTokenizer, sets: list[tuple[set[int], list[str]]], vocab_size: int, device: torch.device):
+    def __init__(
+        self, tok: TextTokenizer, sets: list[tuple[set[int], list[str]]], vocab_size: int, device: torch.device
+    ):
         self.vocab_size, self.device = vocab_size, device
         self.tok_ref = (lambda: None) if tok is None else weakref.ref(tok)
         self.strings: list[str] = sorted({s for _, strs in sets for s in strs if s})
@@ -141,7 +145,7 @@ class StopTable:
             nxt = np.zeros((vocab_size, self.n_strings, self.width), dtype=np.int64)
             done = np.zeros((vocab_size, self.n_strings, self.width), dtype=bool)
             for k, (n, d) in enumerate(tabs):
-                nxt[:, k, :n.shape[1]], done[:, k, :d.shape[1]] = n, d
+                nxt[:, k, : n.shape[1]], done[:, k, : d.shape[1]] = n, d
             # flat tables: one gather at index ((token · S) + string) · W + state
             self.next_flat = torch.from_numpy(nxt.reshape(-1)).to(device)
             self.done_flat = torch.from_numpy(done.reshape(-1)).to(device)
@@ -150,8 +154,9 @@ class StopTable:
     def fresh_state(self, rows: int) -> torch.Tensor:
         return torch.zeros((rows, max(1, self.n_strings)), dtype=torch.long, device=self.device)
 
-    def step(self, tokens: torch.Tensor, state: torch.Tensor, set_idx: torch.Tensor
-             ) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(
+        self, tokens: torch.Tensor, state: torch.Tensor, set_idx: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         hit = self.id_table[tokens, set_idx]
         if not self.n_strings:
             return hit, state

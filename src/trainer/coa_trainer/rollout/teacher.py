@@ -65,13 +65,28 @@ class Completion:
 class Endpoint:
     """One OpenAI-compatible base URL (…/v1): JSON requests with retries, backoff and counted errors."""
 
-    def __init__(self, url: str, *, api_key: str | None = None, timeout_s: float = 120.0, max_retries: int = 4,
-                 backoff_s: float = 1.0):
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        backoff_s: float = 1.0,
+    ):
         self.url = url.rstrip("/")
         self.api_key, self.timeout_s, self.max_retries, self.backoff_s = api_key, timeout_s, max_retries, backoff_s
-        self.stats: dict[str, float] = {"requests": 0, "retries": 0, "errors": 0, "failed": 0, "timeouts": 0,
-                                        "http_errors": 0, "connection_errors": 0, "bad_responses": 0,
-                                        "completion_tokens": 0}
+        self.stats: dict[str, float] = {
+            "requests": 0,
+            "retries": 0,
+            "errors": 0,
+            "failed": 0,
+            "timeouts": 0,
+            "http_errors": 0,
+            "connection_errors": 0,
+            "bad_responses": 0,
+            "completion_tokens": 0,
+        }
         self._lock = threading.Lock()
 
     def _count(self, **inc: float) -> None:
@@ -81,8 +96,10 @@ class Endpoint:
 
     def _once(self, method: str, path: str, body: dict | None) -> dict:
         data = json.dumps(body).encode("utf-8") if body is not None else None
-        headers = {"Content-Type": "application/json",
-                   **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})}
+        headers = {
+            "Content-Type": "application/json",
+            **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
+        }
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
@@ -91,7 +108,9 @@ class Endpoint:
             detail = e.read().decode("utf-8", "replace")[:300]
             self._count(http_errors=1)
             # 408/409/429 and 5xx are the server being busy or broken for a moment; other 4xx are our request
-            raise RequestFailed(f"{method} {path} → HTTP {e.code}: {detail}", e.code in (408, 409, 429) or e.code >= 500) from e
+            raise RequestFailed(
+                f"{method} {path} → HTTP {e.code}: {detail}", e.code in (408, 409, 429) or e.code >= 500
+            ) from e
         except TimeoutError as e:
             self._count(timeouts=1)
             raise RequestFailed(f"{method} {path}: no answer within {self.timeout_s:g}s ({e})", True) from e
@@ -128,7 +147,7 @@ class Endpoint:
                     raise
                 self._count(retries=1)
                 # exponential backoff with jitter, so concurrent retries do not arrive together
-                time.sleep(self.backoff_s * (2 ** attempt) * (0.5 + random.random() / 2))
+                time.sleep(self.backoff_s * (2**attempt) * (0.5 + random.random() / 2))
         raise AssertionError("unreachable")
 
     def probe(self, model: str | None, api: str) -> str | None:
@@ -151,32 +170,51 @@ class Endpoint:
                 else:
                     listing_problem = f"GET /models does not list {model!r} (it lists {', '.join(ids[:5])})"
             else:
-                listing_problem = f"GET /models answered {json.dumps(listing)[:160]} (expected {{\"data\": [{{\"id\": …}}]}})"
+                listing_problem = (
+                    f'GET /models answered {json.dumps(listing)[:160]} (expected {{"data": [{{"id": …}}]}})'
+                )
         except RequestFailed as e:
             if "HTTP" not in str(e):  # refused, closed, timed out: nothing is listening there
                 raise TeacherError(f"teacher endpoint {self.url} is not reachable: {e}{hint}") from None
             listing_problem = str(e)
         if listing_problem is None:
             return model
-        path, body = ("/chat/completions", {"messages": [{"role": "user", "content": "Say yes."}]}) if api == "chat" \
+        path, body = (
+            ("/chat/completions", {"messages": [{"role": "user", "content": "Say yes."}]})
+            if api == "chat"
             else ("/completions", {"prompt": "Say yes."})
+        )
         body = {**body, "max_tokens": 1, "temperature": 0, **({"model": model} if model else {})}
         try:
             answer = self.request("POST", path, body, retries=retries)
         except RequestFailed as e:
-            raise TeacherError(f"teacher endpoint {self.url} is not OpenAI-compatible: {listing_problem}; POST {path} "
-                               f"failed: {e}{hint}") from None
+            raise TeacherError(
+                f"teacher endpoint {self.url} is not OpenAI-compatible: {listing_problem}; POST {path} "
+                f"failed: {e}{hint}"
+            ) from None
         if not isinstance(choices := answer.get("choices"), list) or not choices:
-            raise TeacherError(f"teacher endpoint {self.url} is not OpenAI-compatible: {listing_problem}; POST {path} "
-                               f"answered {json.dumps(answer)[:160]} (expected {{\"choices\": [...]}}){hint}")
+            raise TeacherError(
+                f"teacher endpoint {self.url} is not OpenAI-compatible: {listing_problem}; POST {path} "
+                f'answered {json.dumps(answer)[:160]} (expected {{"choices": [...]}}){hint}'
+            )
         return model
 
 
 class EndpointSampler:
     """A teacher behind an OpenAI-compatible endpoint, as a rollout.Sampler (text in, text out)."""
 
-    def __init__(self, endpoint: Endpoint, io: AgentIO, model: str | None, api: str, *, temperature: float, top_p: float,
-                 concurrency: int, seed: int | None = None):
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        io: AgentIO,
+        model: str | None,
+        api: str,
+        *,
+        temperature: float,
+        top_p: float,
+        concurrency: int,
+        seed: int | None = None,
+    ):
         self.endpoint, self.io, self.t, self.model, self.api = endpoint, io, io.t, model, api
         self.temperature, self.top_p, self.concurrency, self.seed = temperature, top_p, concurrency, seed
         self.tok = io.tok  # optional: token counts and observation cuts; None → characters / 4
@@ -192,11 +230,19 @@ class EndpointSampler:
         """Find out whether the server returns matched stop strings: greedy 8 tokens, then the same request with
         the first two characters of that answer as the stop string. Inconclusive (None) when the model answers
         nothing first or something else the second time."""
+
         def ask(stop: list[str] | None) -> str | None:
-            body: dict[str, Any] = {"max_tokens": 8, "temperature": 0, **({"model": self.model} if self.model else {}),
-                                    **({"stop": stop} if stop else {})}
-            path, body = ("/chat/completions", {**body, "messages": messages}) if self.api == "chat" \
+            body: dict[str, Any] = {
+                "max_tokens": 8,
+                "temperature": 0,
+                **({"model": self.model} if self.model else {}),
+                **({"stop": stop} if stop else {}),
+            }
+            path, body = (
+                ("/chat/completions", {**body, "messages": messages})
+                if self.api == "chat"
                 else ("/completions", {**body, "prompt": prompt})
+            )
             try:
                 return self._read(self.endpoint.request("POST", path, body)).text
             except RequestFailed:
@@ -234,12 +280,19 @@ class EndpointSampler:
     def _body(self, tr: RlTrajectory, max_new_tokens: int) -> tuple[str, dict]:
         sampled = self.temperature > 0
         # per sample and turn: a server that honours seeds repeats a collection
-        seed = (self.seed * 1_000_003 + self._keys.get(id(tr), 0) * 31 + self._turns.get(id(tr), 0)) % (2 ** 31) \
-            if sampled and self.seed is not None else None
-        body: dict[str, Any] = {"max_tokens": max_new_tokens, "temperature": self.temperature, "stop": self.stops,
-                                **({"model": self.model} if self.model is not None else {}),
-                                **({"top_p": self.top_p} if sampled else {}),
-                                **({"seed": seed} if seed is not None else {})}
+        seed = (
+            (self.seed * 1_000_003 + self._keys.get(id(tr), 0) * 31 + self._turns.get(id(tr), 0)) % (2**31)
+            if sampled and self.seed is not None
+            else None
+        )
+        body: dict[str, Any] = {
+            "max_tokens": max_new_tokens,
+            "temperature": self.temperature,
+            "stop": self.stops,
+            **({"model": self.model} if self.model is not None else {}),
+            **({"top_p": self.top_p} if sampled else {}),
+            **({"seed": seed} if seed is not None else {}),
+        }
         if self.api == "chat":
             return "/chat/completions", {**body, "messages": self.messages[id(tr)]}
         return "/completions", {**body, "prompt": tr.prompt + tr.text}
@@ -278,16 +331,18 @@ class EndpointSampler:
             self.endpoint._count(bad_responses=1, failed=1, errors=1)
             raise RequestFailed(f"the answer's choice has no text: {json.dumps(c)[:200]}", False)
         usage = answer.get("usage")
-        prompt_tokens, completion_tokens = (usage.get("prompt_tokens"), usage.get("completion_tokens")) \
-            if isinstance(usage, dict) else (None, None)
+        prompt_tokens, completion_tokens = (
+            (usage.get("prompt_tokens"), usage.get("completion_tokens")) if isinstance(usage, dict) else (None, None)
+        )
         both = isinstance(prompt_tokens, int) and isinstance(completion_tokens, int)
         # vLLM says which stop ended a choice in `stop_reason` (a string, a token id, or null for EOS), SGLang in
         # `matched_stop`; neither is in the OpenAI API
         reason = c.get("stop_reason", c.get("matched_stop"))
         if reason is None and ("stop_reason" in c or "matched_stop" in c):
             reason = -1  # known: the end of sequence
-        return Completion(text, c.get("finish_reason"), reason, prompt_tokens if both else None,
-                          completion_tokens if both else None)
+        return Completion(
+            text, c.get("finish_reason"), reason, prompt_tokens if both else None, completion_tokens if both else None
+        )
 
     def _close(self, text: str, finish: str | None, stop_reason: str | int | None) -> tuple[str, bool]:
         """(the turn's text, whether it stopped on a stop rather than a length limit) — see the module doc."""
@@ -345,7 +400,7 @@ class EndpointSampler:
             if len(ids) <= max_tokens:
                 return body, False
             return self.tok.decode(ids[:max_tokens], skip_special_tokens=False), True
-        return (body, False) if len(body) <= 4 * max_tokens else (body[:4 * max_tokens], True)
+        return (body, False) if len(body) <= 4 * max_tokens else (body[: 4 * max_tokens], True)
 
 
 def api_key(env_name: str) -> str | None:

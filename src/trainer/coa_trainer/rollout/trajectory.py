@@ -29,7 +29,6 @@ class RlTrajectory:
     error: str | None = None  # text samplers: the teacher failed for this trajectory (retries exhausted)
 
 
-
 def crc(ids: list[int]) -> int:
     """CRC-32 of token ids: each turn's context is recorded as (length, crc) for `loop.retok_mismatch`."""
     return zlib.crc32(array("q", ids).tobytes())

@@ -28,8 +28,9 @@ class ObservationIds(Protocol):
     def observation_ids(self, body: str, max_tokens: int) -> tuple[list[int], bool]: ...
 
 
-def after_turn(tr: RlTrajectory, *, stopped: bool, action: bool, turns_done: int, size: int, lim: Limits,
-               has_tool: bool) -> bool:
+def after_turn(
+    tr: RlTrajectory, *, stopped: bool, action: bool, turns_done: int, size: int, lim: Limits, has_tool: bool
+) -> bool:
     """A turn has ended: without a stop (its token budget ran out) the trajectory is truncated; on a stop that is not
     an action it is finished; an action is answered (the tool's observation, or simulated, the policy's own) while
     turns remain and the trajectory is shorter than max_len — True — else the trajectory ends as it is."""

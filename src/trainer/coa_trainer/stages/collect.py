@@ -45,8 +45,15 @@ from ..data.benchmark import Question
 from ..data.userdata import UserData, UserQuestion
 from .collect_report import CollectReport, ModeCounts, PairsReport, SftMix, report_markdown
 from .collect_settings import CollectSettings, Sampling, TeacherSettings
-from ..contracts.events import (AlertEvent, EvalEvent, LogEvent, MetricsEvent, ProgressEvent, SampleEvent,
-                                StageFinishedEvent)
+from ..contracts.events import (
+    AlertEvent,
+    EvalEvent,
+    LogEvent,
+    MetricsEvent,
+    ProgressEvent,
+    SampleEvent,
+    StageFinishedEvent,
+)
 
 if TYPE_CHECKING:
     from ..rollout.trajectory import RlTrajectory
@@ -109,6 +116,7 @@ def finished(run_dir: Path) -> bool:
 
 # ---------------------------------------------------------------- the collection file (append-only, resumable)
 
+
 def read_collection(path: Path, repair: bool) -> dict[str, dict]:
     """Records of the collection by id. `repair`: a last line without its newline (a write cut by SIGKILL) is
     removed from the file first. A repeated id keeps its first record."""
@@ -154,8 +162,9 @@ DROP_REASONS = ("incorrect", "format", "too_many_tool_calls", "duplicate")
 def graded(rec: TrajectoryRecord) -> RewardBreakdown:
     """A collected record's grade (every record of the collection file is graded before it is written)."""
     if rec.reward is None:
-        raise CollectError(f"collected record {rec.id} has no reward: the collection file was not written by collect",
-                           "bad_data")
+        raise CollectError(
+            f"collected record {rec.id} has no reward: the collection file was not written by collect", "bad_data"
+        )
     return rec.reward
 
 
@@ -165,8 +174,9 @@ def mode_of(rec: TrajectoryRecord) -> str:
     return str((extra or {}).get("mode", ""))
 
 
-def select(records: list[TrajectoryRecord], sel: CollectSelect
-           ) -> tuple[list[TrajectoryRecord], dict[str, int], list[str | None]]:
+def select(
+    records: list[TrajectoryRecord], sel: CollectSelect
+) -> tuple[list[TrajectoryRecord], dict[str, int], list[str | None]]:
     """(kept records, dropped count per reason, the reason of each record or None when kept). A record is dropped
     for the first reason that applies, in DROP_REASONS order."""
     kept: list[TrajectoryRecord] = []
@@ -193,9 +203,18 @@ def select(records: list[TrajectoryRecord], sel: CollectSelect
     return kept, dropped, reasons
 
 
-def build_report(records: list[TrajectoryRecord], kept: list[TrajectoryRecord], dropped: dict[str, int], reasons: list[str | None],
-                 modes: list[str], failed: int, teacher_stats: dict[str, float], pairs: PairsReport, ratio: float,
-                 empty_responses: int = 0) -> CollectReport:
+def build_report(
+    records: list[TrajectoryRecord],
+    kept: list[TrajectoryRecord],
+    dropped: dict[str, int],
+    reasons: list[str | None],
+    modes: list[str],
+    failed: int,
+    teacher_stats: dict[str, float],
+    pairs: PairsReport,
+    ratio: float,
+    empty_responses: int = 0,
+) -> CollectReport:
     by_mode = {m: ModeCounts() for m in modes}
     for rec, reason in zip(records, reasons):
         m = by_mode.setdefault(mode_of(rec), ModeCounts())
@@ -208,14 +227,22 @@ def build_report(records: list[TrajectoryRecord], kept: list[TrajectoryRecord], 
     # what sft_mix_stream does with them (data/samples.py): every CoA trajectory, CoT ones at coa_cot_ratio : 1
     cot_used = min(cot, max(1, round(coa / ratio))) if cot and coa else cot
     return CollectReport(
-        collected=len(records), questions=len({r.question for r in records}), kept=len(kept), dropped=dropped,
-        failed_samples=failed, empty_responses=empty_responses, by_mode={m: by_mode[m] for m in modes},
+        collected=len(records),
+        questions=len({r.question for r in records}),
+        kept=len(kept),
+        dropped=dropped,
+        failed_samples=failed,
+        empty_responses=empty_responses,
+        by_mode={m: by_mode[m] for m in modes},
         questions_with_kept=len({r.question for r in kept}),
         sft_mix=SftMix(with_tools=coa, tool_free=cot, coa_cot_ratio=ratio, tool_free_per_epoch=cot_used),
-        pairs=pairs, teacher=teacher_stats)
+        pairs=pairs,
+        teacher=teacher_stats,
+    )
 
 
 # ---------------------------------------------------------------- the collected data as SFT data
+
 
 def collected_data(config: RunConfig, run_dir: Path, prepare: bool = True) -> UserData | None:
     """A userdata.UserData whose SFT trajectories are this run's kept collection and whose SFT-1 pairs are the ones
@@ -228,15 +255,19 @@ def collected_data(config: RunConfig, run_dir: Path, prepare: bool = True) -> Us
     own = config.data
     with_defaults = own if own is not None else validate_config({"data": {}}).data  # sft_filter's default
     assert with_defaults is not None  # {"data": {}} validates to a data section with every default
-    data = DataConfig(questions=own.questions if own else QuestionFiles(train=None, dev=None, test=None),
-                      sft=[str(cdir / "selected.coa.jsonl")],
-                      sft1_pairs=str(cdir / "pairs.jsonl") if (cdir / "pairs.jsonl").is_file() else None,
-                      corpus=own.corpus if own else None, strict_ids=own.strict_ids if own else False,
-                      sft_filter=with_defaults.sft_filter)
+    data = DataConfig(
+        questions=own.questions if own else QuestionFiles(train=None, dev=None, test=None),
+        sft=[str(cdir / "selected.coa.jsonl")],
+        sft1_pairs=str(cdir / "pairs.jsonl") if (cdir / "pairs.jsonl").is_file() else None,
+        corpus=own.corpus if own else None,
+        strict_ids=own.strict_ids if own else False,
+        sft_filter=with_defaults.sft_filter,
+    )
     return UserData(config.model_copy(update={"data": data}), data_dir(config, run_dir) / "prepared", prepare=prepare)
 
 
 # ---------------------------------------------------------------- the command
+
 
 class Collector:
     def __init__(self, config: RunConfig, opts: CollectOptions, run_dir: Path, writer: EventWriter):
@@ -268,8 +299,11 @@ class Collector:
 
         for q in qs:
             if not [g for g in golden(q) if g.strip()]:
-                raise CollectError(f"question {q.id} has no golden answer: collection grades every trajectory against "
-                                   "them (rejection sampling)", "bad_data")
+                raise CollectError(
+                    f"question {q.id} has no golden answer: collection grades every trajectory against "
+                    "them (rejection sampling)",
+                    "bad_data",
+                )
         if not qs:
             raise CollectError(f"no questions in split {split}", "bad_data")
         return qs[: self.ccfg.limit] if self.ccfg.limit else qs
@@ -279,15 +313,22 @@ class Collector:
 
         t = self.ccfg.teacher
         if t.url:
-            return TeacherSettings(kind="endpoint", url=t.url, api=t.api, model=t.model, tokenizer=t.tokenizer or t.path)
+            return TeacherSettings(
+                kind="endpoint", url=t.url, api=t.api, model=t.model, tokenizer=t.tokenizer or t.path
+            )
         path = t.path
         if not path:
-            found = [final_dir(self.run_dir, s) for s in reversed(STAGE_ORDER)
-                     if (final_dir(self.run_dir, s) / "config.json").is_file()]
+            found = [
+                final_dir(self.run_dir, s)
+                for s in reversed(STAGE_ORDER)
+                if (final_dir(self.run_dir, s) / "config.json").is_file()
+            ]
             path = str(found[0]) if found else self.config.model.path
         if not path:
-            raise CollectError("collect needs a teacher: collect.teacher.path (a model directory) or "
-                               "collect.teacher.url (an OpenAI-compatible endpoint), or a finished stage in this run")
+            raise CollectError(
+                "collect needs a teacher: collect.teacher.path (a model directory) or "
+                "collect.teacher.url (an OpenAI-compatible endpoint), or a finished stage in this run"
+            )
         return TeacherSettings(kind="model", path=str(Path(path).resolve()))
 
     def check_model_dir(self, path: str) -> None:
@@ -298,8 +339,13 @@ class Collector:
         probe.write_text(json.dumps({"model": {"path": path}}) + "\n", encoding="utf-8")
         node, cli = find_cli(self.config)
         try:
-            res = subprocess.run([node, str(cli), "data", "check", str(probe)], stdin=subprocess.DEVNULL,
-                                 capture_output=True, text=True, check=False)
+            res = subprocess.run(
+                [node, str(cli), "data", "check", str(probe)],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
         finally:
             probe.unlink(missing_ok=True)
         if res.returncode != 0:
@@ -310,12 +356,24 @@ class Collector:
     def settings(self, teacher: TeacherSettings) -> CollectSettings:
         c = self.ccfg
         return CollectSettings(
-            teacher=teacher, split=c.split, limit=c.limit, modes=list(c.modes), samples=c.samples,
-            dialect=self.config.dialect, reward=c.reward.model_copy(deep=True),
-            sampling=Sampling(temperature=c.temperature, top_p=c.top_p,
-                              seed=self.config.seed if c.seed is None else c.seed, max_new_tokens=c.max_new_tokens,
-                              max_turns=c.max_turns, max_obs_tokens=c.max_obs_tokens, max_len=c.max_len,
-                              top_k=c.top_k))
+            teacher=teacher,
+            split=c.split,
+            limit=c.limit,
+            modes=list(c.modes),
+            samples=c.samples,
+            dialect=self.config.dialect,
+            reward=c.reward.model_copy(deep=True),
+            sampling=Sampling(
+                temperature=c.temperature,
+                top_p=c.top_p,
+                seed=self.config.seed if c.seed is None else c.seed,
+                max_new_tokens=c.max_new_tokens,
+                max_turns=c.max_turns,
+                max_obs_tokens=c.max_obs_tokens,
+                max_len=c.max_len,
+                top_k=c.top_k,
+            ),
+        )
 
     # ------------------------------------------------------------ run
     def run(self) -> int:
@@ -324,8 +382,9 @@ class Collector:
         coll_path = self.dir / "collection.coa.jsonl"
         resume = self.opts.resume
         if coll_path.is_file() and not resume:
-            raise CollectError(f"{coll_path} exists: pass --resume to continue that collection (or use another run "
-                               "directory)")
+            raise CollectError(
+                f"{coll_path} exists: pass --resume to continue that collection (or use another run directory)"
+            )
         questions = self.questions()  # bad data stops here
         self.first_question = questions[0].question
         teacher = self.teacher_settings()
@@ -343,8 +402,10 @@ class Collector:
             before_teacher = TeacherSettings.from_json(before.get("teacher") or {})
             diff += ["teacher"] if before_teacher.identity() != teacher.identity() else []
             if diff:
-                raise CollectError(f"--resume: {settings_path} was collected with other settings ({', '.join(diff)}); "
-                                   "use another run directory for a different collection")
+                raise CollectError(
+                    f"--resume: {settings_path} was collected with other settings ({', '.join(diff)}); "
+                    "use another run directory for a different collection"
+                )
         write_atomic(settings_path, json.dumps(now, indent=2) + "\n")
         (self.dir / "collect.json").unlink(missing_ok=True)
 
@@ -352,16 +413,30 @@ class Collector:
         work = [Work(q, m, k) for m in self.ccfg.modes for q in questions for k in range(self.ccfg.samples)]
         todo = [x for x in work if x.key not in done]
         total = len(work)
-        run_started(w, COLLECT_DIR, self.config, total, device=backend.device,
-                    resumed_from=len(done) if resume and done else None)
-        w.emit(LogEvent(level="info", message=f"collect: {len(questions)} questions × {len(self.ccfg.modes)} "
-                        f"mode(s) × K={self.ccfg.samples} = {total} samples from {backend.name}"
-                        + (f"; {total - len(todo)} already collected, {len(todo)} to go" if done else "")))
+        run_started(
+            w,
+            COLLECT_DIR,
+            self.config,
+            total,
+            device=backend.device,
+            resumed_from=len(done) if resume and done else None,
+        )
+        w.emit(
+            LogEvent(
+                level="info",
+                message=f"collect: {len(questions)} questions × {len(self.ccfg.modes)} "
+                f"mode(s) × K={self.ccfg.samples} = {total} samples from {backend.name}"
+                + (f"; {total - len(todo)} already collected, {len(todo)} to go" if done else ""),
+            )
+        )
         self.start_env()
         failed = self.sample(todo, len(work) - len(todo), total, backend, coll_path, settings)
         if self.cancelled:
-            w.emit(StageFinishedEvent(stage=COLLECT_DIR, step=len(read_collection(coll_path, False)),
-                                      status="cancelled", checkpoint=None))
+            w.emit(
+                StageFinishedEvent(
+                    stage=COLLECT_DIR, step=len(read_collection(coll_path, False)), status="cancelled", checkpoint=None
+                )
+            )
             return 130
         return self.finish(coll_path, work, settings, failed, backend.stats())
 
@@ -382,8 +457,12 @@ class Collector:
         c, config = self.ccfg, self.config
         t = tags(config.dialect)
         seed = config.seed if c.seed is None else c.seed
-        limits: dict[str, Any] = {"max_turns": c.max_turns, "max_new_tokens": c.max_new_tokens,
-                  "max_obs_tokens": c.max_obs_tokens, "max_len": c.max_len}
+        limits: dict[str, Any] = {
+            "max_turns": c.max_turns,
+            "max_new_tokens": c.max_new_tokens,
+            "max_obs_tokens": c.max_obs_tokens,
+            "max_len": c.max_len,
+        }
         generated = Generated()
 
         if teacher.kind == "model":
@@ -395,11 +474,14 @@ class Collector:
             # the teacher's vocabulary is used as it is: tags that are single tokens there (the embedded default's
             # stage directories) are read as ids, others as text (AgentIO.make)
             assert teacher.path is not None
-            model, tok = load_model(teacher.path, rt, None, trainable=False, special_tags=False,
-                                    weight_dtype=config.model.dtype)
+            model, tok = load_model(
+                teacher.path, rt, None, trainable=False, special_tags=False, weight_dtype=config.model.dtype
+            )
             model.eval()
             gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-            extra = tuple(gen_eos) if isinstance(gen_eos, (list, tuple)) else ((gen_eos,) if gen_eos is not None else ())
+            extra = (
+                tuple(gen_eos) if isinstance(gen_eos, (list, tuple)) else ((gen_eos,) if gen_eos is not None else ())
+            )
             io = AgentIO.make(tok, t, extra)
             generator = torch.Generator(device=rt.device)
 
@@ -425,8 +507,14 @@ class Collector:
                     ids, mask, lps = ids[:-1], mask[:-1], lps[:-1]
                 return tok.decode(ids, skip_special_tokens=False), RecordTokens(ids, mask, lps)
 
-            return TeacherBackend(rollout=rollout_batch, response=response, stats=dict, generated=generated,
-                                  device=str(rt.device), name=f"the model directory {teacher.path}")
+            return TeacherBackend(
+                rollout=rollout_batch,
+                response=response,
+                stats=dict,
+                generated=generated,
+                device=str(rt.device),
+                name=f"the model directory {teacher.path}",
+            )
 
         from ..rollout.teacher import Endpoint, EndpointSampler, TeacherError, api_key
 
@@ -440,25 +528,48 @@ class Collector:
             except (OSError, ValueError) as e:
                 raise TeacherError(f"collect.teacher.tokenizer {teacher.tokenizer}: no usable tokenizer ({e})") from e
         elif teacher.api == "completions":
-            raise TeacherError("collect.teacher.api \"completions\" renders the prompt here: give the teacher's "
-                               "tokenizer (collect.teacher.tokenizer, a directory with its chat template), or use "
-                               "api \"chat\"")
+            raise TeacherError(
+                'collect.teacher.api "completions" renders the prompt here: give the teacher\'s '
+                "tokenizer (collect.teacher.tokenizer, a directory with its chat template), or use "
+                'api "chat"'
+            )
         assert teacher.url is not None
-        endpoint = Endpoint(teacher.url, api_key=api_key(tc.api_key_env), timeout_s=tc.timeout_s,
-                            max_retries=tc.max_retries, backoff_s=tc.backoff_s)
+        endpoint = Endpoint(
+            teacher.url,
+            api_key=api_key(tc.api_key_env),
+            timeout_s=tc.timeout_s,
+            max_retries=tc.max_retries,
+            backoff_s=tc.backoff_s,
+        )
         teacher.model = endpoint.probe(teacher.model, teacher.api)
         io = AgentIO(tok, t, False) if tok is None else AgentIO.make(tok, t)
         if io.special:
             io = AgentIO(tok, t, False)  # an endpoint returns text: tags are read as text whatever the tokenizer
-        sampler = EndpointSampler(endpoint, io, teacher.model, teacher.api, temperature=c.temperature,
-                                  top_p=c.top_p, concurrency=tc.concurrency, seed=seed)
+        sampler = EndpointSampler(
+            endpoint,
+            io,
+            teacher.model,
+            teacher.api,
+            temperature=c.temperature,
+            top_p=c.top_p,
+            concurrency=tc.concurrency,
+            seed=seed,
+        )
         q0 = self.first_question
         msgs0 = chat_messages(config, q0, config.dialect, c.modes[0])
         echo = sampler.probe_stops("" if tok is None else prompt_string(tok, config, q0, mode=c.modes[0]), msgs0)
         teacher.stops_in_text, teacher.probed = echo, True
-        self.writer.emit(LogEvent(level="info", message="collect: the endpoint " + {
-                     True: "returns matched stop strings in its text", False: "drops matched stop strings from its text",
-                     None: "did not show whether it returns matched stop strings (an unclosed tag at a stop is closed)"}[echo]))
+        self.writer.emit(
+            LogEvent(
+                level="info",
+                message="collect: the endpoint "
+                + {
+                    True: "returns matched stop strings in its text",
+                    False: "drops matched stop strings from its text",
+                    None: "did not show whether it returns matched stop strings (an unclosed tag at a stop is closed)",
+                }[echo],
+            )
+        )
 
         def rollout_batch(works: list[Work], batch_no: int) -> list[RlTrajectory]:
             out: list[RlTrajectory | None] = [None] * len(works)
@@ -484,16 +595,27 @@ class Collector:
             generated.tokens += endpoint.stats["completion_tokens"] - before
             return _every(out)
 
-        return TeacherBackend(rollout=rollout_batch, response=lambda tr: (tr.text, None),
-                              stats=lambda: dict(endpoint.stats), generated=generated,
-                              device=f"endpoint {teacher.url}",
-                              name=f"the endpoint {teacher.url} ({teacher.api}, model {teacher.model})")
+        return TeacherBackend(
+            rollout=rollout_batch,
+            response=lambda tr: (tr.text, None),
+            stats=lambda: dict(endpoint.stats),
+            generated=generated,
+            device=f"endpoint {teacher.url}",
+            name=f"the endpoint {teacher.url} ({teacher.api}, model {teacher.model})",
+        )
 
     def tool(self, queries: list[str]) -> list[str | None]:
         return self.env.observations(queries, self.ccfg.top_k, self.config.dialect)
 
-    def sample(self, todo: list[Work], already: int, total: int, teacher: TeacherBackend, coll_path: Path,
-               settings: CollectSettings) -> int:
+    def sample(
+        self,
+        todo: list[Work],
+        already: int,
+        total: int,
+        teacher: TeacherBackend,
+        coll_path: Path,
+        settings: CollectSettings,
+    ) -> int:
         w, c = self.writer, self.ccfg
         started, done, failed, empty = time.time(), already, 0, 0
         meta_teacher = {k: v for k, v in settings.teacher.to_json().items() if v is not None}
@@ -502,7 +624,7 @@ class Collector:
         for b in range(0, len(todo), B):
             if self.cancelled:
                 break
-            works = todo[b:b + B]
+            works = todo[b : b + B]
             t0 = time.time()
             gen_before = teacher.generated.tokens
             trajs = teacher.rollout(works, b // B)
@@ -517,18 +639,35 @@ class Collector:
                     failed += 1
                     empty += 1
                     continue
-                records.append(trajectory_record(
-                    x.key, x.q.question, response, golden_answers=_golden(x.q), dialect=self.config.dialect,
-                    tokens=tokens,
-                    meta={"run": w.run, "stage": COLLECT_DIR, "step": done + len(records) + 1, "sample": x.k,
-                          "group": str(x.q.id), "mode": x.mode, "teacher": meta_teacher,
-                          "sampling": meta_sampling, "truncated": tr.truncated, "finished": tr.finished,
-                          "tool_failures": tr.tool_failures}))
+                records.append(
+                    trajectory_record(
+                        x.key,
+                        x.q.question,
+                        response,
+                        golden_answers=_golden(x.q),
+                        dialect=self.config.dialect,
+                        tokens=tokens,
+                        meta={
+                            "run": w.run,
+                            "stage": COLLECT_DIR,
+                            "step": done + len(records) + 1,
+                            "sample": x.k,
+                            "group": str(x.q.id),
+                            "mode": x.mode,
+                            "teacher": meta_teacher,
+                            "sampling": meta_sampling,
+                            "truncated": tr.truncated,
+                            "finished": tr.finished,
+                            "tool_failures": tr.tool_failures,
+                        },
+                    )
+                )
                 owners.append(tr)
             breakdowns: list[RewardBreakdown] = []
             if records:
-                breakdowns = self.env.grade([grading_view(r) for r in records], scheme=c.reward.scheme,
-                                            params=dict(c.reward.params))
+                breakdowns = self.env.grade(
+                    [grading_view(r) for r in records], scheme=c.reward.scheme, params=dict(c.reward.params)
+                )
                 for r, bd in zip(records, breakdowns):
                     r["reward"] = reward_json(bd)
                 append_records(coll_path, records)
@@ -538,7 +677,8 @@ class Collector:
             stats = teacher.stats()
             graded = graded_values(graded_sums(breakdowns))  # rollout/metrics.py: one place
             values = {
-                "collected": float(done), "failed": float(failed),
+                "collected": float(done),
+                "failed": float(failed),
                 **{k: graded[k] for k in ("em", "f1", "tc", "tp", "format_error_rate")},
                 "tool_failures": float(sum(tr.tool_failures for tr in owners)),
                 "truncated_rate": sum(1.0 for tr in owners if tr.truncated) / n if records else None,
@@ -549,24 +689,46 @@ class Collector:
             w.emit(MetricsEvent(stage=COLLECT_DIR, step=done, values=values))
             elapsed = time.time() - started
             rate = (done - already) / elapsed if elapsed > 0 else 0.0
-            w.emit(ProgressEvent(stage=COLLECT_DIR, step=done, total=total, elapsed_s=elapsed,
-                                 eta_s=(total - done - failed) / rate if rate > 0 else None))
+            w.emit(
+                ProgressEvent(
+                    stage=COLLECT_DIR,
+                    step=done,
+                    total=total,
+                    elapsed_s=elapsed,
+                    eta_s=(total - done - failed) / rate if rate > 0 else None,
+                )
+            )
             if records:
                 w.emit(SampleEvent(stage=COLLECT_DIR, step=done, record=TrajectoryRecord.model_validate(records[0])))
             errors = [tr.error for tr in trajs if tr.error is not None]
             if errors:  # counted, never fatal: the samples are left out and a --resume samples them again
-                w.emit(AlertEvent(stage=COLLECT_DIR, step=done, kind="other", severity="warning",
-                                  message=f"{len(errors)} sample(s) of this batch failed at the teacher after retries "
-                                          f"({failed} so far; last: {errors[-1][:200]}); --resume samples them again"))
+                w.emit(
+                    AlertEvent(
+                        stage=COLLECT_DIR,
+                        step=done,
+                        kind="other",
+                        severity="warning",
+                        message=f"{len(errors)} sample(s) of this batch failed at the teacher after retries "
+                        f"({failed} so far; last: {errors[-1][:200]}); --resume samples them again",
+                    )
+                )
             if empty > empty_before:
-                w.emit(AlertEvent(stage=COLLECT_DIR, step=done, kind="other", severity="warning",
-                                  message=f"the teacher answered {empty - empty_before} sample(s) of this batch with an empty "
-                                          f"response ({empty} so far): counted as failed samples; --resume samples them again"))
+                w.emit(
+                    AlertEvent(
+                        stage=COLLECT_DIR,
+                        step=done,
+                        kind="other",
+                        severity="warning",
+                        message=f"the teacher answered {empty - empty_before} sample(s) of this batch with an empty "
+                        f"response ({empty} so far): counted as failed samples; --resume samples them again",
+                    )
+                )
         self.empty_responses = empty
         return failed
 
-    def finish(self, coll_path: Path, work: list[Work], settings: CollectSettings, failed: int,
-               teacher_stats: dict[str, float]) -> int:
+    def finish(
+        self, coll_path: Path, work: list[Work], settings: CollectSettings, failed: int, teacher_stats: dict[str, float]
+    ) -> int:
         from ..data.userdata import DataError, find_cli
 
         w = self.writer
@@ -583,9 +745,26 @@ class Collector:
         if records:
             node, cli = find_cli(self.config)
             rep = self.dir / "pairs.report.json"
-            res = subprocess.run([node, str(cli), "data", "prepare", "pairs", str(coll_path), "--out", str(pairs_path),
-                                  "--per-question", str(self.ccfg.pairs_per_question), "--report", str(rep)],
-                                 stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+            res = subprocess.run(
+                [
+                    node,
+                    str(cli),
+                    "data",
+                    "prepare",
+                    "pairs",
+                    str(coll_path),
+                    "--out",
+                    str(pairs_path),
+                    "--per-question",
+                    str(self.ccfg.pairs_per_question),
+                    "--report",
+                    str(rep),
+                ],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if res.returncode == 0:
                 pairs = PairsReport.parse(rep.read_text(encoding="utf-8"))
             elif "no pairs" in res.stderr:
@@ -594,8 +773,18 @@ class Collector:
                 pair_error = next((ln for ln in res.stderr.splitlines() if ": error: " in ln), res.stderr[-300:])
                 pairs = PairsReport.failed(pair_error.split(": error: ")[-1][:300])
         ratio = float(self.config.stages.sft2.coa_cot_ratio)
-        report = build_report(records, kept, dropped, reasons, list(self.ccfg.modes), failed, teacher_stats, pairs,
-                              ratio, self.empty_responses)
+        report = build_report(
+            records,
+            kept,
+            dropped,
+            reasons,
+            list(self.ccfg.modes),
+            failed,
+            teacher_stats,
+            pairs,
+            ratio,
+            self.empty_responses,
+        )
         write_atomic(self.dir / "report.json", json.dumps(report.to_json(), indent=2) + "\n")
         md = report_markdown(report, settings)
         write_atomic(self.dir / "report.md", md)
@@ -603,16 +792,37 @@ class Collector:
             raise DataError(pair_error)
         if not kept:
             raise nothing_kept(len(work), records, failed, self.empty_responses, dropped)
-        write_atomic(self.dir / "collect.json", json.dumps({"stage": COLLECT_DIR, "settings": settings.to_json(),
-                                                            "collected": len(records), "kept": len(kept),
-                                                            "selected": str(sel_path),
-                                                            "pairs": str(pairs_path) if pairs_path.is_file() else None,
-                                                            "failed_samples": failed}, indent=2) + "\n")
-        w.emit(EvalEvent(stage=COLLECT_DIR, step=len(records), split=self.ccfg.split,
-                         metrics={"collected": float(len(records)), "kept": float(len(kept)), "failed": float(failed),
-                                  "kept_rate": len(kept) / len(records) if records else None,
-                                  "pairs": float(pairs.pairs),
-                                  **{f"dropped_{k}": float(v) for k, v in dropped.items()}}))
+        write_atomic(
+            self.dir / "collect.json",
+            json.dumps(
+                {
+                    "stage": COLLECT_DIR,
+                    "settings": settings.to_json(),
+                    "collected": len(records),
+                    "kept": len(kept),
+                    "selected": str(sel_path),
+                    "pairs": str(pairs_path) if pairs_path.is_file() else None,
+                    "failed_samples": failed,
+                },
+                indent=2,
+            )
+            + "\n",
+        )
+        w.emit(
+            EvalEvent(
+                stage=COLLECT_DIR,
+                step=len(records),
+                split=self.ccfg.split,
+                metrics={
+                    "collected": float(len(records)),
+                    "kept": float(len(kept)),
+                    "failed": float(failed),
+                    "kept_rate": len(kept) / len(records) if records else None,
+                    "pairs": float(pairs.pairs),
+                    **{f"dropped_{k}": float(v) for k, v in dropped.items()},
+                },
+            )
+        )
         w.emit(LogEvent(level="info", message=f"collect: {md}"))
         w.emit(StageFinishedEvent(stage=COLLECT_DIR, step=len(records), status="ok", checkpoint=str(sel_path)))
         return 0
@@ -625,7 +835,9 @@ class Collector:
             self.env.stop()
 
 
-def nothing_kept(samples: int, records: list[TrajectoryRecord], failed: int, empty: int, dropped: dict[str, int]) -> CollectError:
+def nothing_kept(
+    samples: int, records: list[TrajectoryRecord], failed: int, empty: int, dropped: dict[str, int]
+) -> CollectError:
     """The error of a collection that kept no trajectory — SFT would have nothing to train on, so it is not "ok".
     The teacher's fault (bad_teacher) when nothing came back graded, the data's (bad_data) when selection dropped
     everything; the reasons counted either way (report.md has the rest)."""
@@ -636,8 +848,11 @@ def nothing_kept(samples: int, records: list[TrajectoryRecord], failed: int, emp
         why = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in dropped.items() if n)
         parts.append(f"{len(records)} graded and dropped by collect.select ({why})")
     code = ErrorCode.bad_teacher if not records else ErrorCode.bad_data
-    return CollectError(f"collect kept 0 of {samples} samples: {'; '.join(parts) or 'nothing was sampled'} — "
-                        "nothing for SFT to train on (stages/collect/report.md)", code)
+    return CollectError(
+        f"collect kept 0 of {samples} samples: {'; '.join(parts) or 'nothing was sampled'} — "
+        "nothing for SFT to train on (stages/collect/report.md)",
+        code,
+    )
 
 
 def _golden(q: Question | UserQuestion) -> list[str]:
@@ -672,11 +887,13 @@ def collect_command(opts: CollectOptions) -> int:
         if collector is not None:
             collector.close()
 
-    return run_in_directory(opts.run_dir, COLLECT_DIR, opts.config, opts.overrides, body, lock_as="collect",
-                            cleanup=close)
+    return run_in_directory(
+        opts.run_dir, COLLECT_DIR, opts.config, opts.overrides, body, lock_as="collect", cleanup=close
+    )
 
 
 # ---------------------------------------------------------------- the results table's comparison
+
 
 def comparison_lines(run_dir: Path, rows: list[dict]) -> list[str]:
     """For results.md: when this run's SFT data is a collection whose teacher is another run's stage result
@@ -688,18 +905,28 @@ def comparison_lines(run_dir: Path, rows: list[dict]) -> list[str]:
     info = json.loads(info_path.read_text(encoding="utf-8"))
     settings = info.get("settings") or {}
     teacher = TeacherSettings.from_json(settings.get("teacher") or {})
-    head = ["", "## SFT data collected from a teacher", "",
-            (f"The SFT stages of this run trained on {info.get('kept')} trajectories kept of {info.get('collected')} "
-             f"collected from {teacher.path or teacher.url} (stages/collect/report.md; SFT-1 pairs built from all of "
-             "them).")]
+    head = [
+        "",
+        "## SFT data collected from a teacher",
+        "",
+        (
+            f"The SFT stages of this run trained on {info.get('kept')} trajectories kept of {info.get('collected')} "
+            f"collected from {teacher.path or teacher.url} (stages/collect/report.md; SFT-1 pairs built from all of "
+            "them)."
+        ),
+    ]
     tp = Path(teacher.path) if teacher.path else None
     other = tp.parents[2] / "results.json" if tp is not None and tp.parent.parent.name == "stages" else None
     if other is None or not other.is_file():
         return head + ["", "The teacher is not a run with a results table here, so there is nothing to compare with."]
     theirs = {r["setting"]: r for r in json.loads(other.read_text(encoding="utf-8"))["rows"]}
-    lines = ["", f"Against {other.parent.name} (the teacher's own run, its SFT data as that run configured it):", "",
-             "| setting | EM here | EM there | Δ EM | TC here | TC there | format errors here | there |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        f"Against {other.parent.name} (the teacher's own run, its SFT data as that run configured it):",
+        "",
+        "| setting | EM here | EM there | Δ EM | TC here | TC there | format errors here | there |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
 
     def cell(v: float | None) -> str:
         return "—" if v is None else f"{v:.3f}"
@@ -710,14 +937,20 @@ def comparison_lines(run_dir: Path, rows: list[dict]) -> list[str]:
         if o is None or r.get("em") is None or o.get("em") is None:
             continue
         found = True
-        lines.append(f"| {r['setting']} | {cell(r['em'])} | {cell(o['em'])} | {r['em'] - o['em']:+.3f} | {cell(r['tc'])} | "
-                     f"{cell(o['tc'])} | {cell(r['format_error_rate'])} | {cell(o['format_error_rate'])} |")
+        lines.append(
+            f"| {r['setting']} | {cell(r['em'])} | {cell(o['em'])} | {r['em'] - o['em']:+.3f} | {cell(r['tc'])} | "
+            f"{cell(o['tc'])} | {cell(r['format_error_rate'])} | {cell(o['format_error_rate'])} |"
+        )
     if not found:
         return head + ["", f"{other} has no setting evaluated in both runs."]
+
     def verdict(d: float) -> str:  # the results table's own threshold for "barely changes" is relative; EM: 0.02
         return "higher" if d > 0.02 else ("lower" if d < -0.02 else "about the same (within 0.02)")
 
-    summary = [f"- {r['setting']}: EM {r['em']:.3f} with the collected data vs {theirs[r['setting']]['em']:.3f}: "
-               f"{verdict(r['em'] - theirs[r['setting']]['em'])}." for r in rows
-               if r.get("em") is not None and theirs.get(r["setting"], {}).get("em") is not None]
+    summary = [
+        f"- {r['setting']}: EM {r['em']:.3f} with the collected data vs {theirs[r['setting']]['em']:.3f}: "
+        f"{verdict(r['em'] - theirs[r['setting']]['em'])}."
+        for r in rows
+        if r.get("em") is not None and theirs.get(r["setting"], {}).get("em") is not None
+    ]
     return head + lines + ["", *summary]

@@ -30,8 +30,14 @@ class TeacherSettings:
         if self.kind == "model":
             return {"kind": "model", "path": self.path}
         probe: dict[str, object] = {"stops_in_text": self.stops_in_text} if self.probed else {}
-        return {"kind": "endpoint", "url": self.url, "api": self.api, "model": self.model, "tokenizer": self.tokenizer,
-                **probe}
+        return {
+            "kind": "endpoint",
+            "url": self.url,
+            "api": self.api,
+            "model": self.model,
+            "tokenizer": self.tokenizer,
+            **probe,
+        }
 
     def identity(self) -> dict[str, object]:
         """The JSON less what the endpoint says about itself, which may differ between two starts of one collection."""
@@ -44,11 +50,16 @@ class TeacherSettings:
             return v if isinstance(v, str) else None
 
         stops = d.get("stops_in_text")
-        return TeacherSettings(kind="endpoint" if d.get("kind") == "endpoint" else "model", path=text("path"),
-                               url=text("url"), api="completions" if d.get("api") == "completions" else "chat",
-                               model=text("model"), tokenizer=text("tokenizer"),
-                               stops_in_text=stops if isinstance(stops, bool) else None,
-                               probed="stops_in_text" in d)
+        return TeacherSettings(
+            kind="endpoint" if d.get("kind") == "endpoint" else "model",
+            path=text("path"),
+            url=text("url"),
+            api="completions" if d.get("api") == "completions" else "chat",
+            model=text("model"),
+            tokenizer=text("tokenizer"),
+            stops_in_text=stops if isinstance(stops, bool) else None,
+            probed="stops_in_text" in d,
+        )
 
     def describe(self) -> str:
         return self.path or f"{self.url} ({self.api}, model {self.model})"
@@ -78,6 +89,13 @@ class CollectSettings:
     sampling: Sampling
 
     def to_json(self) -> dict[str, object]:
-        return {"teacher": self.teacher.to_json(), "split": self.split, "limit": self.limit, "modes": self.modes,
-                "samples": self.samples, "dialect": self.dialect, "reward": self.reward.model_dump(),
-                "sampling": asdict(self.sampling)}
+        return {
+            "teacher": self.teacher.to_json(),
+            "split": self.split,
+            "limit": self.limit,
+            "modes": self.modes,
+            "samples": self.samples,
+            "dialect": self.dialect,
+            "reward": self.reward.model_dump(),
+            "sampling": asdict(self.sampling),
+        }

@@ -20,8 +20,15 @@ from ..base.errors import StageError
 from ..base.lifecycle import CANCELLED_EXIT, StageCancelled
 from ..base.system_metrics import SystemSampler
 from .setup import StageRun
-from ..contracts.events import (AlertEvent, CheckpointEvent, EvalEvent, LogEvent, MetricsEvent, ProgressEvent,
-                                StageFinishedEvent)
+from ..contracts.events import (
+    AlertEvent,
+    CheckpointEvent,
+    EvalEvent,
+    LogEvent,
+    MetricsEvent,
+    ProgressEvent,
+    StageFinishedEvent,
+)
 
 CANCELLED = CANCELLED_EXIT  # the exit status of a stage cancelled by a signal (it checkpointed first)
 
@@ -62,15 +69,25 @@ class DivergedError(StageError):
     """The loss, the gradient or the weights went non-finite: every step after it would train on NaN."""
 
     def __init__(self, run: StageRun, step: int, what: str, lr: float):
-        super().__init__(f"{run.label}: training diverged at step {step}: {what} (learning rate {lr:g}). Nothing from "
-                         f"step {step} on was saved. The usual causes: stages.{run.stage}.lr too high for this model "
-                         f"and data (it is {run.schedule.scfg.lr:g}), or a starting model whose weights are not finite "
-                         f"({run.model.init}); --resume continues from the newest checkpoint", "diverged")
+        super().__init__(
+            f"{run.label}: training diverged at step {step}: {what} (learning rate {lr:g}). Nothing from "
+            f"step {step} on was saved. The usual causes: stages.{run.stage}.lr too high for this model "
+            f"and data (it is {run.schedule.scfg.lr:g}), or a starting model whose weights are not finite "
+            f"({run.model.init}); --resume continues from the newest checkpoint",
+            "diverged",
+        )
 
 
 def run_loop(run: StageRun, impl: StageSteps) -> int:
     """Train `run.schedule.total` steps (or until cancelled) and finish the stage; returns the exit status."""
-    writer, di, scfg, label, total, stop = run.io.writer, run.di, run.schedule.scfg, run.label, run.schedule.total, run.stop
+    writer, di, scfg, label, total, stop = (
+        run.io.writer,
+        run.di,
+        run.schedule.scfg,
+        run.label,
+        run.schedule.total,
+        run.stop,
+    )
     step, resumed_from = 0, None
     trained = Trained()
     with stop.interruptible():  # loading the checkpoint: a stop has nothing new to save (see train_command)
@@ -113,13 +130,27 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
             writer.emit(MetricsEvent(stage=label, step=step, values={**values, **system.sample()}))
             elapsed = time.time() - started
             done = step - (resumed_from or 0)
-            writer.emit(ProgressEvent(stage=label, step=step, total=total, elapsed_s=elapsed,
-                                      eta_s=elapsed / done * (total - step) if done else None))
+            writer.emit(
+                ProgressEvent(
+                    stage=label,
+                    step=step,
+                    total=total,
+                    elapsed_s=elapsed,
+                    eta_s=elapsed / done * (total - step) if done else None,
+                )
+            )
         for a in impl.alerts(step, values):
             writer.emit(AlertEvent(stage=label, step=step, kind=a.kind, severity=a.severity, message=a.message))
         if bad := [k for k, v in values.items() if isinstance(v, float) and not math.isfinite(v)]:
-            writer.emit(AlertEvent(stage=label, step=step, kind="nan_loss", severity="error",
-                                   message=f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not finite at step {step}"))
+            writer.emit(
+                AlertEvent(
+                    stage=label,
+                    step=step,
+                    kind="nan_loss",
+                    severity="error",
+                    message=f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not finite at step {step}",
+                )
+            )
         check_finite(run, step, values, lr)
         if scfg.sample_every and step % scfg.sample_every == 0 and di.rank == 0:
             impl.sample(step)
@@ -142,10 +173,16 @@ def run_loop(run: StageRun, impl: StageSteps) -> int:
             # it was asked to stop, as every stop does.
             late = di.any(run.cancelled)
             if late:
-                writer.emit(LogEvent(level="info", message=f"{label}: stopped by {stop_name(run)} while its final "
-                                     "model was written; the stage is complete"))
-            writer.emit(StageFinishedEvent(stage=label, step=step, status="cancelled" if late else "ok",
-                                           checkpoint=str(out)))
+                writer.emit(
+                    LogEvent(
+                        level="info",
+                        message=f"{label}: stopped by {stop_name(run)} while its final "
+                        "model was written; the stage is complete",
+                    )
+                )
+            writer.emit(
+                StageFinishedEvent(stage=label, step=step, status="cancelled" if late else "ok", checkpoint=str(out))
+            )
             return CANCELLED if late else 0
     return cancel(run, impl, step, saved_at, trained.total)
 
@@ -190,8 +227,13 @@ def cancel(run: StageRun, impl: StageSteps, step: int, saved_at: int | None, tra
     if saved_at != step:
         run.phase("checkpoint", step)
         save(run, impl, step, prune=False, trained=trained)
-    writer.emit(LogEvent(level="info", message=f"{label}: stopped by {stop_name(run)} during {what} of step {at}; "
-                         f"resume with --resume from step {step}"))
+    writer.emit(
+        LogEvent(
+            level="info",
+            message=f"{label}: stopped by {stop_name(run)} during {what} of step {at}; "
+            f"resume with --resume from step {step}",
+        )
+    )
     writer.emit(StageFinishedEvent(stage=label, step=step, status="cancelled", checkpoint=None))
     return CANCELLED
 
@@ -258,8 +300,11 @@ class Trained:
 
     def require(self, label: str, step: int) -> None:
         if self.reported and self.total == 0:
-            raise StageError(f"{label} trained 0 tokens in {step} steps: no token of its data carried loss (every "
-                             "loss mask empty) — nothing was learnt, so the stage is not saved as finished", "bad_data")
+            raise StageError(
+                f"{label} trained 0 tokens in {step} steps: no token of its data carried loss (every "
+                "loss mask empty) — nothing was learnt, so the stage is not saved as finished",
+                "bad_data",
+            )
 
 
 def save(run: StageRun, impl: StageSteps, step: int, prune: bool = True, trained: float | None = None) -> None:

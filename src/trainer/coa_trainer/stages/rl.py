@@ -92,13 +92,33 @@ def flagged_examples(flagged: list[FlaggedItem], per_rule: int = FLAGGED_PER_RUL
     return out
 
 
-def _record(tok: TextTokenizer, q: Question | UserQuestion, tr: RlTrajectory, advantage: float, breakdown: RewardBreakdown | None, meta: dict[str, Any],
-            dialect: str) -> JsonRecord:
+def _record(
+    tok: TextTokenizer,
+    q: Question | UserQuestion,
+    tr: RlTrajectory,
+    advantage: float,
+    breakdown: RewardBreakdown | None,
+    meta: dict[str, Any],
+    dialect: str,
+) -> JsonRecord:
     response = tok.decode(tr.ids, skip_special_tokens=False)
-    tokens = RecordTokens(tr.ids, tr.loss_mask, tr.logprobs, [advantage if m else 0.0 for m in tr.loss_mask],
-                          token_offsets(tok, tr.ids, response))
-    return trajectory_record(f"{q.id}-{meta['step']}-{meta['sample']}", q.question, response,
-                             golden_answers=golden(q), dialect=dialect, tokens=tokens, meta=meta, reward=breakdown)
+    tokens = RecordTokens(
+        tr.ids,
+        tr.loss_mask,
+        tr.logprobs,
+        [advantage if m else 0.0 for m in tr.loss_mask],
+        token_offsets(tok, tr.ids, response),
+    )
+    return trajectory_record(
+        f"{q.id}-{meta['step']}-{meta['sample']}",
+        q.question,
+        response,
+        golden_answers=golden(q),
+        dialect=dialect,
+        tokens=tokens,
+        meta=meta,
+        reward=breakdown,
+    )
 
 
 def mini_batch_slices(n_samples: int, group_size: int, mini_batches: int) -> list[slice]:
@@ -116,9 +136,19 @@ def mini_batch_slices(n_samples: int, group_size: int, mini_batches: int) -> lis
     return out
 
 
-def policy_updates(model: torch.nn.Module, ref: torch.nn.Module | None, opt: torch.optim.Optimizer, params: list[Any], samples: list[Sample], group_size: int,
-                   scfg: RlStage, pad_id: int, device: torch.device, dtype: torch.dtype | None, di: DistInfo
-                   ) -> tuple[dict[str, float], float]:
+def policy_updates(
+    model: torch.nn.Module,
+    ref: torch.nn.Module | None,
+    opt: torch.optim.Optimizer,
+    params: list[Any],
+    samples: list[Sample],
+    group_size: int,
+    scfg: RlStage,
+    pad_id: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    di: DistInfo,
+) -> tuple[dict[str, float], float]:
     """PPO-style reuse of one rollout batch: `ppo_epochs` passes, each split into `mini_batches` optimiser updates.
     The old log-probs are the sampler's (in `samples`), fixed for the whole step, so the ratio departs from 1 from
     the second update on and the clipping becomes active. mini_batches = ppo_epochs = 1 is a single on-policy
@@ -136,16 +166,28 @@ def policy_updates(model: torch.nn.Module, ref: torch.nn.Module | None, opt: tor
     first = [True]
 
     def loss_fn(m: torch.nn.Module, part: list[Sample]) -> Any:
-        return grpo_loss_parts(m, ref, part, pad_id, device, dtype, scfg.clip_eps, scfg.kl_coef,
-                               scfg.temperature, scfg.packing, lpd_edges=edges if first[0] else None)
+        return grpo_loss_parts(
+            m,
+            ref,
+            part,
+            pad_id,
+            device,
+            dtype,
+            scfg.clip_eps,
+            scfg.kl_coef,
+            scfg.temperature,
+            scfg.packing,
+            lpd_edges=edges if first[0] else None,
+        )
 
     for _ in range(scfg.ppo_epochs):
         for sl in slices:
             part = samples[sl]
             opt.zero_grad(set_to_none=True)
             # micro-batches by token budget, each loss ÷ the mini-batch's global token count (algos/microbatch.py)
-            acc = accumulate(model, part, grpo_lengths(part), grpo_count(part), loss_fn,
-                             scfg.micro_batch_tokens, scfg.packing, di)
+            acc = accumulate(
+                model, part, grpo_lengths(part), grpo_count(part), loss_fn, scfg.micro_batch_tokens, scfg.packing, di
+            )
             first[0] = False
             norms.append(clip_grad_norm(params, scfg.grad_clip))
             opt.step()
@@ -160,12 +202,18 @@ def check_rl_config(scfg: RlStage, stage: str, di: DistInfo) -> None:
     """What must hold before any model is loaded: every rank takes whole groups."""
     P = scfg.prompts_per_step
     if P % di.world_size:
-        raise StageError(f"stages.{stage}.prompts_per_step {P} is not divisible by the {di.world_size} processes "
-                         "(each process takes whole groups)", "bad_config")
+        raise StageError(
+            f"stages.{stage}.prompts_per_step {P} is not divisible by the {di.world_size} processes "
+            "(each process takes whole groups)",
+            "bad_config",
+        )
     if scfg.mini_batches > P // di.world_size:
-        raise StageError(f"stages.{stage}.mini_batches {scfg.mini_batches} is more than the "
-                         f"{P // di.world_size} groups each of the {di.world_size} processes gets per step "
-                         "(mini-batches are whole groups)", "bad_config")
+        raise StageError(
+            f"stages.{stage}.mini_batches {scfg.mini_batches} is more than the "
+            f"{P // di.world_size} groups each of the {di.world_size} processes gets per step "
+            "(mini-batches are whole groups)",
+            "bad_config",
+        )
 
 
 class GrpoSteps:
@@ -190,18 +238,26 @@ class GrpoSteps:
         train_qs = self.source.split(scfg.question_split)
         if not train_qs:  # the sampler would stop later with "empty training set": say which setting to change
             hint = "set benchmark.rl_fraction above 0" if scfg.question_split == "rl" else "check the data section"
-            raise StageError(f"stages.{run.stage}.question_split is {scfg.question_split!r} but that split has no "
-                             f"questions ({hint})", "bad_config")
+            raise StageError(
+                f"stages.{run.stage}.question_split is {scfg.question_split!r} but that split has no "
+                f"questions ({hint})",
+                "bad_config",
+            )
         self.has_dev = bool(self.source.split("dev"))
         # the search boundary meter's fixed sample: the same dev questions at every measured step
-        self.boundary_qs = fixed_sample(self.source.split("dev"), scfg.boundary_sample, config.seed) \
-            if scfg.boundary_every else []
+        self.boundary_qs = (
+            fixed_sample(self.source.split("dev"), scfg.boundary_sample, config.seed) if scfg.boundary_every else []
+        )
         self.max_len = resolve_max_len(scfg.max_len, None, model_context(run.model.policy))
         every = -(-len(train_qs) // 2000)  # a large question set is measured on an even sample of 2,000 prompts
         measured = train_qs[::every]
-        self.room = rollout_report(f"{label} questions" + (f" (every {every}th of {len(train_qs)})" if every > 1 else ""),
-                                   [len(prompt_ids(run.model.tok, config, q.question)) for q in measured], self.max_len,
-                                   scfg.max_len is None, scfg.max_new_tokens)
+        self.room = rollout_report(
+            f"{label} questions" + (f" (every {every}th of {len(train_qs)})" if every > 1 else ""),
+            [len(prompt_ids(run.model.tok, config, q.question)) for q in measured],
+            self.max_len,
+            scfg.max_len is None,
+            scfg.max_new_tokens,
+        )
         self.room.require_tokens(label)  # no question leaves room to generate: stop now, not after empty rollouts
 
         def epoch(e: int) -> list[Any]:
@@ -223,8 +279,10 @@ class GrpoSteps:
 
     def describe(self) -> str:
         s = self.scfg
-        return (f"GRPO, {s.prompts_per_step} questions × G={s.group_size} per step, reward {self.scheme}, "
-                f"{self.sim_steps} of {self.run.schedule.total} steps with simulated observations, max_len {self.max_len}")
+        return (
+            f"GRPO, {s.prompts_per_step} questions × G={s.group_size} per step, reward {self.scheme}, "
+            f"{self.sim_steps} of {self.run.schedule.total} steps with simulated observations, max_len {self.max_len}"
+        )
 
     def notes(self) -> list[str]:
         return [line] if (line := self.room.line()) is not None else []
@@ -264,11 +322,29 @@ class GrpoSteps:
         samples = [Sample([token] * prompt, [token] * new, [1] * new, [0.0] * new, 1.0) for _ in range(n)]
 
         def loss_fn(m: torch.nn.Module, part: list[Sample]) -> Any:
-            return grpo_loss_parts(m, self.ref, part, pad, run.rt.device, run.rt.autocast_dtype, scfg.clip_eps,
-                                   scfg.kl_coef, scfg.temperature, scfg.packing)
+            return grpo_loss_parts(
+                m,
+                self.ref,
+                part,
+                pad,
+                run.rt.device,
+                run.rt.autocast_dtype,
+                scfg.clip_eps,
+                scfg.kl_coef,
+                scfg.temperature,
+                scfg.packing,
+            )
 
-        accumulate(run.model.trained, samples, grpo_lengths(samples), grpo_count(samples), loss_fn,
-                   scfg.micro_batch_tokens, scfg.packing, di)
+        accumulate(
+            run.model.trained,
+            samples,
+            grpo_lengths(samples),
+            grpo_count(samples),
+            loss_fn,
+            scfg.micro_batch_tokens,
+            scfg.packing,
+            di,
+        )
         drop_gradients(run.model.trained, run.schedule.opt)
 
     def step(self, step: int) -> dict[str, float | None]:
@@ -284,19 +360,48 @@ class GrpoSteps:
         timings: dict[str, float] = {"generate": 0.0, "tools": 0.0}
         run.phase("rollout", step + 1)
         with run.gathered():  # FSDP2: full (bf16) parameters for the rollout, freed again before training
-            trajs = rollout(run.model.policy, tok, prompts, run.model.tags, None if simulated else self.tool, max_turns=scfg.max_turns,
-                            max_new_tokens=scfg.max_new_tokens, max_obs_tokens=scfg.max_obs_tokens,
-                            max_len=self.max_len, device=run.rt.device, dtype=run.rt.autocast_dtype,
-                            temperature=scfg.temperature, generator=self.gen, timings=timings, io=run.model.agent_io)
+            trajs = rollout(
+                run.model.policy,
+                tok,
+                prompts,
+                run.model.tags,
+                None if simulated else self.tool,
+                max_turns=scfg.max_turns,
+                max_new_tokens=scfg.max_new_tokens,
+                max_obs_tokens=scfg.max_obs_tokens,
+                max_len=self.max_len,
+                device=run.rt.device,
+                dtype=run.rt.autocast_dtype,
+                temperature=scfg.temperature,
+                generator=self.gen,
+                timings=timings,
+                io=run.model.agent_io,
+            )
         # the engine's KV caches, graphs and packed weights freed before the training forward, allocated again after
         release_cached_memory(run.rt.device, run.model.policy)
         owners = [q for q in qs for _ in range(G)]
-        meta = [{"run": run.io.writer.run, "stage": self.label, "step": step + 1, "sample": i, "group": i // G,
-                 **question_meta(q)} for i, q in enumerate(owners)]
+        meta = [
+            {
+                "run": run.io.writer.run,
+                "stage": self.label,
+                "step": step + 1,
+                "sample": i,
+                "group": i // G,
+                **question_meta(q),
+            }
+            for i, q in enumerate(owners)
+        ]
         # graded by the server (rewards and format rules live in TypeScript only); OTC-GRPO keys on the question
-        to_grade = [{"id": f"{q.id}-{m['sample']}", "question": q.question, "golden_answers": golden(q),
-                     "response": tok.decode(tr.ids, skip_special_tokens=False), "dialect": config.dialect}
-                    for q, tr, m in zip(owners, trajs, meta)]
+        to_grade = [
+            {
+                "id": f"{q.id}-{m['sample']}",
+                "question": q.question,
+                "golden_answers": golden(q),
+                "response": tok.decode(tr.ids, skip_special_tokens=False),
+                "dialect": config.dialect,
+            }
+            for q, tr, m in zip(owners, trajs, meta)
+        ]
         run.phase("grade", step + 1)
         if self.scheme == "otc-grpo" and run.stop.raises:
             # grading moves the server's running minimum; a stop before this step's update drops the step, and its
@@ -311,8 +416,19 @@ class GrpoSteps:
 
         run.phase("update", step + 1)
         tt = time.time()
-        extras, grad_norm = policy_updates(run.model.trained, self.ref, run.schedule.opt, run.schedule.params, samples, G, scfg,
-                                           tok.pad_token_id, run.rt.device, run.rt.autocast_dtype, di)
+        extras, grad_norm = policy_updates(
+            run.model.trained,
+            self.ref,
+            run.schedule.opt,
+            run.schedule.params,
+            samples,
+            G,
+            scfg,
+            tok.pad_token_id,
+            run.rt.device,
+            run.rt.autocast_dtype,
+            di,
+        )
         # The cache comes back at its size now; the graphs are captured again at the next rollout, and must be: a CUDA
         # graph replays fixed addresses — the freed cache, packed weights and pool — so none survives the release.
         # What is kept is the compiled step (torch.compile's code, dynamic shapes): no compilation again.
@@ -331,31 +447,59 @@ class GrpoSteps:
         s = di.all_reduce_dict(sums)  # lpd_max: the largest over the ranks (all_reduce_dict's `_max` rule)
         ws = di.world_size
         values = {
-            **step_values(s), "loss": s["loss_sum"] / max(s["count"], 1.0), "kl": s["kl_sum"] / max(s["count"], 1.0),
-            "entropy": s["entropy_sum"] / max(s["count"], 1.0), "clip_frac": s["clip_sum"] / max(s["count"], 1.0),
-            "ratio_mean": s["ratio_sum"] / max(s["count"], 1.0), "grad_norm": grad_norm,
-            "lr": run.schedule.sched.get_last_lr()[0], "simulated": float(simulated),
+            **step_values(s),
+            "loss": s["loss_sum"] / max(s["count"], 1.0),
+            "kl": s["kl_sum"] / max(s["count"], 1.0),
+            "entropy": s["entropy_sum"] / max(s["count"], 1.0),
+            "clip_frac": s["clip_sum"] / max(s["count"], 1.0),
+            "ratio_mean": s["ratio_sum"] / max(s["count"], 1.0),
+            "grad_norm": grad_norm,
+            "lr": run.schedule.sched.get_last_lr()[0],
+            "simulated": float(simulated),
             "gen_tokens_per_s": s["gen_tokens"] / max(s["generate_s"] / ws, 1e-9),
             "train_tokens_per_s": s["train_tokens"] / max(s["train_s"] / ws, 1e-9),
-            "generate_s": s["generate_s"] / ws, "tools_s": s["tools_s"] / ws, "train_s": s["train_s"] / ws,
+            "generate_s": s["generate_s"] / ws,
+            "tools_s": s["tools_s"] / ws,
+            "train_s": s["train_s"] / ws,
             "step_s": time.time() - t0,
             **({k: s[k] for k in scan.metrics} if scan else {}),
             # each sample is in one mini-batch per epoch: the tokens that carried loss in this step, once each
             "trained_tokens": s["count"] / max(scfg.ppo_epochs, 1),
         }
         lpd_counts = logprob_diff_counts(s)
-        if sum(lpd_counts) and (done % scfg.log_every == 0 or done == run.schedule.total):  # beside the step's metrics event
-            run.io.writer.emit(HistogramEvent(stage=self.label, step=done, name="logprob_diff",
-                                           edges=histogram_edges("logprob_diff"), counts=lpd_counts))
+        if sum(lpd_counts) and (
+            done % scfg.log_every == 0 or done == run.schedule.total
+        ):  # beside the step's metrics event
+            run.io.writer.emit(
+                HistogramEvent(
+                    stage=self.label,
+                    step=done,
+                    name="logprob_diff",
+                    edges=histogram_edges("logprob_diff"),
+                    counts=lpd_counts,
+                )
+            )
         if self.has_dev and scfg.heldout_every and done % scfg.heldout_every == 0:
             run.phase("heldout", done)
             with run.gathered():
                 if di.rank == 0:
-                    hcfg = config.model_copy(update={"eval": config.eval.model_copy(update={"limit": scfg.heldout_limit})})
+                    hcfg = config.model_copy(
+                        update={"eval": config.eval.model_copy(update={"limit": scfg.heldout_limit})}
+                    )
                     try:  # the step is done: a stop drops only this check (no heldout_em in its metrics)
                         with run.stop.interruptible():
-                            hm, _ = self.agent_eval(run.model.policy, tok, self.source, hcfg, "dev", run.rt, self.env,
-                                                    run=run.io.writer.run, stage=self.label, io=run.model.agent_io)
+                            hm, _ = self.agent_eval(
+                                run.model.policy,
+                                tok,
+                                self.source,
+                                hcfg,
+                                "dev",
+                                run.rt,
+                                self.env,
+                                run=run.io.writer.run,
+                                stage=self.label,
+                                io=run.model.agent_io,
+                            )
                         values["heldout_em"] = hm["em"]
                         self.monitor.observe_heldout(float(hm["em"] or 0.0))
                     except StageCancelled:
@@ -381,15 +525,25 @@ class GrpoSteps:
         if self.scan_off:
             return None
         try:
-            return self.env.scan([{**r, "reward": reward_json(b)} for r, b in zip(records, breakdowns)],
-                                 params=self.rparams)
+            return self.env.scan(
+                [{**r, "reward": reward_json(b)} for r, b in zip(records, breakdowns)], params=self.rparams
+            )
         except EnvError as e:
             self.scan_off = True
-            self.run.io.writer.emit(LogEvent(level="warning", message=f"{self.label}: reward-hacking scanners off: {e}"))
+            self.run.io.writer.emit(
+                LogEvent(level="warning", message=f"{self.label}: reward-hacking scanners off: {e}")
+            )
             return None
 
-    def write_flagged(self, scan: ScanResponse, owners: list[Any], trajs: list[RlTrajectory], adv: list[float],
-                      breakdowns: list[RewardBreakdown], meta: list[dict[str, Any]]) -> None:
+    def write_flagged(
+        self,
+        scan: ScanResponse,
+        owners: list[Any],
+        trajs: list[RlTrajectory],
+        adv: list[float],
+        breakdowns: list[RewardBreakdown],
+        meta: list[dict[str, Any]],
+    ) -> None:
         """Examples of what the scanners flagged, FLAGGED_PER_RULE per rule and step, appended to the stage's
         flagged.coa.jsonl with their findings in meta.scan: every step's, not only the sampled steps' (the live
         panel lists a step's from there and opens them in the record view)."""
@@ -397,8 +551,17 @@ class GrpoSteps:
         for f in flagged_examples(scan.flagged):
             i = f.index
             findings = [x.model_dump(mode="json", exclude_unset=True) for x in f.findings]
-            out.append(_record(self.run.model.tok, owners[i], trajs[i], adv[i], breakdowns[i], {**meta[i], "scan": findings},
-                               self.config.dialect))
+            out.append(
+                _record(
+                    self.run.model.tok,
+                    owners[i],
+                    trajs[i],
+                    adv[i],
+                    breakdowns[i],
+                    {**meta[i], "scan": findings},
+                    self.config.dialect,
+                )
+            )
         if out:
             line_index.append_step(self.sdir / "flagged.coa.jsonl", out)
 
@@ -421,10 +584,13 @@ class GrpoSteps:
         tok, dialect = self.run.model.tok, self.config.dialect
         full = [_record(tok, q, tr, a, b, m, dialect) for q, tr, a, b, m in self.last]
         line_index.append_step(self.sdir / "rollouts.coa.jsonl", full)
-        self.run.io.writer.emit(SampleEvent(stage=self.label, step=step, record=TrajectoryRecord.model_validate(full[0])))
+        self.run.io.writer.emit(
+            SampleEvent(stage=self.label, step=step, record=TrajectoryRecord.model_validate(full[0]))
+        )
 
     def checkpoint_extra(self) -> dict:
         """The OTC running minima from the env server, the alert baselines, and where the rollouts file stood."""
+
         def size(name: str) -> int:
             return (self.sdir / name).stat().st_size if (self.sdir / name).is_file() else 0
 
@@ -434,16 +600,29 @@ class GrpoSteps:
             otc = self.otc_before_step[0]
         else:
             otc = self.env.export_otc_state(self.grade_run)
-        return {"otc_state": otc,
-                "alerts": self.monitor.state_dict(),
-                "rollouts_offset": size("rollouts.coa.jsonl"), "flagged_offset": size("flagged.coa.jsonl")}
+        return {
+            "otc_state": otc,
+            "alerts": self.monitor.state_dict(),
+            "rollouts_offset": size("rollouts.coa.jsonl"),
+            "flagged_offset": size("flagged.coa.jsonl"),
+        }
 
     def evaluate(self) -> dict[str, dict]:
         if not self.has_dev:
             return {}
         run = self.run
-        metrics, _ = self.agent_eval(run.model.policy, run.model.tok, self.source, self.config, "dev", run.rt, self.env,
-                                     run=run.io.writer.run, stage=self.label, io=run.model.agent_io)
+        metrics, _ = self.agent_eval(
+            run.model.policy,
+            run.model.tok,
+            self.source,
+            self.config,
+            "dev",
+            run.rt,
+            self.env,
+            run=run.io.writer.run,
+            stage=self.label,
+            io=run.model.agent_io,
+        )
         return {"dev": metrics}
 
     def close(self) -> None:

@@ -134,8 +134,11 @@ class StageRun:
 
                 return load_sharded(path, self.model.trained, self.schedule.opt, self.schedule.sched)
             if path.is_dir():
-                raise StageError(f"{path} is a sharded (FSDP) checkpoint; resume it with distributed.strategy fsdp "
-                                 "and the same number of processes", "bad_config")
+                raise StageError(
+                    f"{path} is a sharded (FSDP) checkpoint; resume it with distributed.strategy fsdp "
+                    "and the same number of processes",
+                    "bad_config",
+                )
             return load_checkpoint(path, self.model.trained, self.schedule.opt, self.schedule.sched)
 
         def warn(message: str) -> None:
@@ -179,9 +182,27 @@ class StageRun:
         if self.sharded:
             from ..model.fsdp import save_sharded
 
-            path = save_sharded(self.io.ckpt_dir, step, cursor, self.model.trained, self.schedule.opt, self.schedule.sched, self.label, extra)
+            path = save_sharded(
+                self.io.ckpt_dir,
+                step,
+                cursor,
+                self.model.trained,
+                self.schedule.opt,
+                self.schedule.sched,
+                self.label,
+                extra,
+            )
         elif self.di.rank == 0:
-            path = save_checkpoint(self.io.ckpt_dir, step, cursor, self.model.trained, self.schedule.opt, self.schedule.sched, self.label, extra)
+            path = save_checkpoint(
+                self.io.ckpt_dir,
+                step,
+                cursor,
+                self.model.trained,
+                self.schedule.opt,
+                self.schedule.sched,
+                self.label,
+                extra,
+            )
         if self.di.rank == 0 and prune:
             prune_checkpoints(self.io.ckpt_dir, keep=2)
         self.di.barrier()
@@ -190,13 +211,30 @@ class StageRun:
     def started(self, resumed_from: int | None, describe: str) -> None:
         from ..model.load import count_parameters
 
-        run_started(self.io.writer, self.label, self.config, self.schedule.total, device=str(self.rt.device),
-                    world_size=self.di.world_size, resumed_from=resumed_from, fast_path=self.model.fast_path)
+        run_started(
+            self.io.writer,
+            self.label,
+            self.config,
+            self.schedule.total,
+            device=str(self.rt.device),
+            world_size=self.di.world_size,
+            resumed_from=resumed_from,
+            fast_path=self.model.fast_path,
+        )
         mode = "tags as special tokens" if self.model.agent_io.special else "tags as text"
-        self.io.writer.emit(LogEvent(level="info", message=f"{self.label}: {count_parameters(self.model.trained):,} parameters "
-                                  f"from {self.model.init} ({mode}); {describe}"))
-        self.io.writer.emit(LogEvent(level="info", message=f"{self.label}: fast path — "
-                                  + "; ".join(f"{k}: {v}" for k, v in self.model.fast_path.items())))
+        self.io.writer.emit(
+            LogEvent(
+                level="info",
+                message=f"{self.label}: {count_parameters(self.model.trained):,} parameters "
+                f"from {self.model.init} ({mode}); {describe}",
+            )
+        )
+        self.io.writer.emit(
+            LogEvent(
+                level="info",
+                message=f"{self.label}: fast path — " + "; ".join(f"{k}: {v}" for k, v in self.model.fast_path.items()),
+            )
+        )
 
     def save_final(self, step: int) -> Path:
         """Rank 0 writes stages/<label>/final (HF directory + coa_stage.json) and says so."""
@@ -223,9 +261,14 @@ class StageRun:
 
         from ..model.load import Runtime, load_for_config
 
-        cpu = self.config.model_copy(update={
-            "distributed": self.config.distributed.model_copy(update={"strategy": "ddp"}),
-            "model": self.config.model.model_copy(update={"gradient_checkpointing": False, "attn_implementation": "sdpa"})})
+        cpu = self.config.model_copy(
+            update={
+                "distributed": self.config.distributed.model_copy(update={"strategy": "ddp"}),
+                "model": self.config.model.model_copy(
+                    update={"gradient_checkpointing": False, "attn_implementation": "sdpa"}
+                ),
+            }
+        )
         plain, _ = load_for_config(self.model.init, Runtime(torch.device("cpu"), None), cpu, trainable=False)
         inner = {k.removeprefix("lm."): v for k, v in state.items()}
         missing = plain.load_state_dict(inner, strict=False)
@@ -274,23 +317,46 @@ def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: Ev
     scfg = stage_config(config, stage)
     own_data = config.data is not None
     if not own_data and config.dialect != "coa":
-        raise StageError("the embedded benchmark's trajectories are written in the coa dialect; set dialect to coa "
-                         "(or train on your own data: run config `data`)", "bad_config")
+        raise StageError(
+            "the embedded benchmark's trajectories are written in the coa dialect; set dialect to coa "
+            "(or train on your own data: run config `data`)",
+            "bad_config",
+        )
     if own_data and info.kind == "pretrain":
-        raise StageError("pretrain trains the embedded default on the embedded benchmark; with your own data set "
-                         "model.path and start at sft1", "bad_config")
+        raise StageError(
+            "pretrain trains the embedded default on the embedded benchmark; with your own data set "
+            "model.path and start at sft1",
+            "bad_config",
+        )
     rt = setup_runtime(config, di.world_size, di.local_rank)
     di.init(rt.device)
     if di.rank == 0:  # how the CPU is shared: a slow stage beside other work starts its diagnosis here
         threads = torch.get_num_threads()
-        writer.emit(LogEvent(level="info", message=f"{label}: {threads} torch thread{'s' if threads != 1 else ''}, OpenMP wait "
-                             f"policy {os.environ.get('OMP_WAIT_POLICY', 'unset (libgomp spins at barriers)')}"))
+        writer.emit(
+            LogEvent(
+                level="info",
+                message=f"{label}: {threads} torch thread{'s' if threads != 1 else ''}, OpenMP wait "
+                f"policy {os.environ.get('OMP_WAIT_POLICY', 'unset (libgomp spins at barriers)')}",
+            )
+        )
     data, init = _stage_data_and_start(config, stage, label, scfg, run_dir, writer, di)
     total = opts.max_steps or scfg.steps
     model, schedule = _stage_model_and_schedule(config, init, rt, di, scfg, total, info.loss)
-    run = StageRun(config, opts, di, rt, model, data, schedule,
-                   StageIO(run_dir, writer, stage_dir(run_dir, label) / "checkpoints",
-                           trace=os.environ.get("COA_TRACE_PHASES", "") not in ("", "0")))
+    run = StageRun(
+        config,
+        opts,
+        di,
+        rt,
+        model,
+        data,
+        schedule,
+        StageIO(
+            run_dir,
+            writer,
+            stage_dir(run_dir, label) / "checkpoints",
+            trace=os.environ.get("COA_TRACE_PHASES", "") not in ("", "0"),
+        ),
+    )
     # TERM, INT, HUP: at once in a step before its first update or in an evaluation, else at the next check; then
     # the last completed step is checkpointed and the stage ends `cancelled` (stages/loop.py)
     STOP.install(raises=di.world_size == 1)
@@ -298,8 +364,9 @@ def setup_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: Ev
     return run
 
 
-def _stage_data_and_start(config: RunConfig, stage: str, label: str, scfg: StageConfig, run_dir: Path,
-                          writer: EventWriter, di: DistInfo) -> tuple[StageData, Path]:
+def _stage_data_and_start(
+    config: RunConfig, stage: str, label: str, scfg: StageConfig, run_dir: Path, writer: EventWriter, di: DistInfo
+) -> tuple[StageData, Path]:
     """The stage's data (a finished collection, the user's data or the embedded benchmark, prepared by rank 0) and
     where its model starts (resolve_init: rank 0 writes the embedded default from the benchmark)."""
     from ..data.benchmark import benchmark_from_config, ensure_benchmark_files
@@ -319,12 +386,18 @@ def _stage_data_and_start(config: RunConfig, stage: str, label: str, scfg: Stage
             for note in getattr(user, "notes", []):
                 writer.emit(LogEvent(level="warning", message=f"{label}: {note}"))
     if collected is not None:
-        writer.emit(LogEvent(level="info", message=f"{label}: SFT data from this run's collection "
-                             f"({run_dir / 'stages' / 'collect'}; collect.use_for_sft)"))
+        writer.emit(
+            LogEvent(
+                level="info",
+                message=f"{label}: SFT data from this run's collection "
+                f"({run_dir / 'stages' / 'collect'}; collect.use_for_sft)",
+            )
+        )
     bench = None
     if not own_data:
-        bench = ensure_benchmark_files(config, data_dir(config, run_dir)) if di.rank == 0 \
-            else benchmark_from_config(config)
+        bench = (
+            ensure_benchmark_files(config, data_dir(config, run_dir)) if di.rank == 0 else benchmark_from_config(config)
+        )
     init = resolve_init(config, run_dir, stage, bench, di.rank == 0)
     di.barrier()
     if bench is not None and bench.observations is None:  # other ranks: the observations rank 0 fetched and cached
@@ -332,8 +405,9 @@ def _stage_data_and_start(config: RunConfig, stage: str, label: str, scfg: Stage
     return StageData(bench, user), init
 
 
-def _stage_model_and_schedule(config: RunConfig, init: Path, rt: Runtime, di: DistInfo, scfg: StageConfig, total: int,
-                              loss: str | None) -> tuple[StageModel, StageSchedule]:
+def _stage_model_and_schedule(
+    config: RunConfig, init: Path, rt: Runtime, di: DistInfo, scfg: StageConfig, total: int, loss: str | None
+) -> tuple[StageModel, StageSchedule]:
     """The model from `init` (seeded), wrapped for the processes, with its optimiser and learning-rate schedule, and
     what each part of the step runs (said by the stage's first event)."""
     import torch
@@ -360,8 +434,10 @@ def _stage_model_and_schedule(config: RunConfig, init: Path, rt: Runtime, di: Di
     fast_path.update(engine_path(unwrap(wrapped), rt.device, rt.autocast_dtype))
     # "activation checkpointing": decided by the first update's measured peak before run_started (stages/loop.py)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(scfg.warmup_steps, total))
-    return (StageModel(init, wrapped, unwrap(wrapped), tok, t, AgentIO.make(tok, t), fast_path),
-            StageSchedule(scfg, total, params, opt, sched))
+    return (
+        StageModel(init, wrapped, unwrap(wrapped), tok, t, AgentIO.make(tok, t), fast_path),
+        StageSchedule(scfg, total, params, opt, sched),
+    )
 
 
 def resolve_init(config: RunConfig, run_dir: Path, stage: str, bench: Benchmark | None, is_main: bool) -> Path:
@@ -379,11 +455,15 @@ def resolve_init(config: RunConfig, run_dir: Path, stage: str, bench: Benchmark 
     if config.model.path:
         return check_model_dir(config.model.path)
     if stage_info(stage).kind != "pretrain":
-        raise ModelDirError(f"stage {stage} needs a model: run the earlier stages into {run_dir}, or set "
-                            f"model.path or stages.{stage}.init_from")
+        raise ModelDirError(
+            f"stage {stage} needs a model: run the earlier stages into {run_dir}, or set "
+            f"model.path or stages.{stage}.init_from"
+        )
     if bench is None:
-        raise ModelDirError("pretrain builds the embedded default from the embedded benchmark; with your own data "
-                            "set model.path and start at sft1")
+        raise ModelDirError(
+            "pretrain builds the embedded default from the embedded benchmark; with your own data "
+            "set model.path and start at sft1"
+        )
     target = run_dir / "model-init"
     if is_main:
         write_embedded_model(config, vocabulary_texts(bench, config), target, config.seed)

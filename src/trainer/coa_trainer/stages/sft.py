@@ -10,8 +10,20 @@ from typing import Any
 import torch
 
 from ..data.benchmark import Benchmark
-from ..data.samples import (Encoded, masked_kinds, Pair, oracle_examples, pair_stream, pretrain_stream, sft1_pairs,
-                   sft1_stream, sft_mix_stream, truncate, user_pairs, user_sft_examples)
+from ..data.samples import (
+    Encoded,
+    masked_kinds,
+    Pair,
+    oracle_examples,
+    pair_stream,
+    pretrain_stream,
+    sft1_pairs,
+    sft1_stream,
+    sft_mix_stream,
+    truncate,
+    user_pairs,
+    user_sft_examples,
+)
 from ..data.dialects import Tags
 from ..data.lengths import resolve_max_len, sft_report
 from ..data.sft_filter import filter_sft
@@ -42,8 +54,17 @@ def _embedded(bench: Benchmark | None) -> Benchmark:
 class LmStage:
     """pretrain, SFT-2 (observations masked) and SFT-3 (observations trained): masked token NLL."""
 
-    def __init__(self, name: str, config: RunConfig, bench: Benchmark | None, tok: TextTokenizer, t: Tags, rt: Runtime,
-                 data: UserData | None = None, context: int | None = None):
+    def __init__(
+        self,
+        name: str,
+        config: RunConfig,
+        bench: Benchmark | None,
+        tok: TextTokenizer,
+        t: Tags,
+        rt: Runtime,
+        data: UserData | None = None,
+        context: int | None = None,
+    ):
         self.name, self.config, self.bench, self.tok, self.t, self.rt, self.data = name, config, bench, tok, t, rt, data
         scfg = stage_config(config, name)
         self.notes: list[str] = []  # what the length cap does to the data, for the run's log
@@ -61,8 +82,11 @@ class LmStage:
                 self.filtered = report.line(name)
             examples = user_sft_examples(records, tok, config, name)
             if not examples:
-                raise StageError(f"{name} has no trajectories to train on: data.sft names none (give *.coa.jsonl "
-                                 "trajectories or OpenAI chats there, or run collect first)", "bad_data")
+                raise StageError(
+                    f"{name} has no trajectories to train on: data.sft names none (give *.coa.jsonl "
+                    "trajectories or OpenAI chats there, or run collect first)",
+                    "bad_data",
+                )
         else:
             examples = oracle_examples(_embedded(bench), tok, config, t, "train", masked_kinds(name))
         need = max((len(e.input_ids) for e in examples), default=None)
@@ -79,12 +103,20 @@ class LmStage:
             return f"{len(_embedded(self.bench).pretrain_lines())} pretraining lines packed into {n} samples per epoch"
         masked = "observations trained" if self.info.trains_observations else "observations masked"
         kept = f"{self.filtered}; " if self.filtered else ""
-        return (f"{kept}{n} trajectories per epoch (CoA:CoT {sft_mix_stage(stage_config(self.config, self.name), self.name).coa_cot_ratio}:1), {masked}, "
-                f"max_len {self.max_len}")
+        return (
+            f"{kept}{n} trajectories per epoch (CoA:CoT {sft_mix_stage(stage_config(self.config, self.name), self.name).coa_cot_ratio}:1), {masked}, "
+            f"max_len {self.max_len}"
+        )
 
     def loss_parts(self, model: torch.nn.Module, batch: list[Encoded]) -> tuple[torch.Tensor, float, dict]:
-        return lm_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
-                             stage_config(self.config, self.name).packing)
+        return lm_loss_parts(
+            model,
+            batch,
+            self.tok.pad_token_id,
+            self.rt.device,
+            self.rt.autocast_dtype,
+            stage_config(self.config, self.name).packing,
+        )
 
     def count(self, batch: list[Encoded]) -> float:
         return lm_count(batch)
@@ -99,10 +131,14 @@ class LmStage:
         response = e.response or self.tok.decode(e.ids, skip_special_tokens=False)
         golden = e.meta.get("golden_answers") or ([e.meta["answer"]] if "answer" in e.meta else [])
         return trajectory_record(
-            e.meta.get("id", f"{self.name}-{step}"), e.meta.get("question", ""), response, golden_answers=golden,
+            e.meta.get("id", f"{self.name}-{step}"),
+            e.meta.get("question", ""),
+            response,
+            golden_answers=golden,
             dialect=e.meta.get("dialect", "coa"),
             tokens=RecordTokens(e.ids, e.loss_mask, offsets=e.offsets if e.response else None),
-            meta={"run": run, "stage": self.name, "step": step, "sample": 0})
+            meta={"run": run, "stage": self.name, "step": step, "sample": 0},
+        )
 
     @torch.no_grad()
     def evaluate(self, model: torch.nn.Module) -> dict[str, dict]:
@@ -117,8 +153,9 @@ class LmStage:
         dev = oracle_examples(_embedded(self.bench), self.tok, self.config, self.t, "dev", masked, self.max_len)
         total, count = 0.0, 0.0
         for i in range(0, len(dev), 32):
-            s, c, _ = lm_loss_parts(model, dev[i:i + 32], self.tok.pad_token_id, self.rt.device,
-                                    self.rt.autocast_dtype)
+            s, c, _ = lm_loss_parts(
+                model, dev[i : i + 32], self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype
+            )
             total, count = total + float(s), count + c
         return {"dev": {"loss": total / max(count, 1.0), "trajectories": float(len(dev))}}
 
@@ -128,7 +165,15 @@ class Sft1Stage:
 
     name = "sft1"
 
-    def __init__(self, config: RunConfig, bench: Benchmark | None, tok: TextTokenizer, t: Tags, rt: Runtime, data: UserData | None = None):
+    def __init__(
+        self,
+        config: RunConfig,
+        bench: Benchmark | None,
+        tok: TextTokenizer,
+        t: Tags,
+        rt: Runtime,
+        data: UserData | None = None,
+    ):
         self.config, self.bench, self.tok, self.t, self.rt, self.data = config, bench, tok, t, rt, data
         self.scfg = config.stages.sft1
         if data is not None:
@@ -144,12 +189,23 @@ class Sft1Stage:
                 kinds[p.meta["kind"]] = kinds.get(p.meta["kind"], 0) + 1
             by_kind = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
             return f"{len(self.pairs)} pairs from your data ({by_kind}; beta {self.scfg.beta})"
-        return (f"{self.stream.epoch_size()} contrastive pairs (beta {self.scfg.beta}, margin {self.scfg.margin},"
-                f" alpha {self.scfg.alpha})")
+        return (
+            f"{self.stream.epoch_size()} contrastive pairs (beta {self.scfg.beta}, margin {self.scfg.margin},"
+            f" alpha {self.scfg.alpha})"
+        )
 
     def loss_parts(self, model: torch.nn.Module, batch: list[Pair]) -> tuple[torch.Tensor, float, dict]:
-        return sft1_loss_parts(model, batch, self.tok.pad_token_id, self.rt.device, self.rt.autocast_dtype,
-                               self.scfg.beta, self.scfg.margin, self.scfg.alpha, self.scfg.packing)
+        return sft1_loss_parts(
+            model,
+            batch,
+            self.tok.pad_token_id,
+            self.rt.device,
+            self.rt.autocast_dtype,
+            self.scfg.beta,
+            self.scfg.margin,
+            self.scfg.alpha,
+            self.scfg.packing,
+        )
 
     def count(self, batch: list[Pair]) -> float:
         return float(len(batch))
@@ -172,10 +228,13 @@ class Sft1Stage:
         ids = p.prefix_ids + p.chosen_ids
         mask = p.chosen_mask if p.chosen_mask is not None else [1] * len(p.chosen_ids)
         return trajectory_record(
-            f"sft1-{step}", self.tok.decode(p.prompt_ids, skip_special_tokens=False),
-            self.tok.decode(ids, skip_special_tokens=False), dialect=self.config.dialect,
+            f"sft1-{step}",
+            self.tok.decode(p.prompt_ids, skip_special_tokens=False),
+            self.tok.decode(ids, skip_special_tokens=False),
+            dialect=self.config.dialect,
             tokens=RecordTokens(ids, [0] * len(p.prefix_ids) + list(mask)),
-            meta={"run": run, "stage": "sft1", "step": step, "sample": 0, "group": "act" if p.act else "answer"})
+            meta={"run": run, "stage": "sft1", "step": step, "sample": 0, "group": "act" if p.act else "answer"},
+        )
 
     @torch.no_grad()
     def evaluate(self, model: torch.nn.Module) -> dict[str, dict]:
@@ -184,7 +243,7 @@ class Sft1Stage:
         pairs = sft1_pairs(_embedded(self.bench), self.tok, self.config, self.t, "dev", self.config.seed)
         stats: dict[str, float] = {}
         for i in range(0, len(pairs), 32):
-            _, _, ex = self.loss_parts(model, pairs[i:i + 32])
+            _, _, ex = self.loss_parts(model, pairs[i : i + 32])
             for k, v in ex.items():
                 stats[k] = stats.get(k, 0.0) + v
         return {"dev": {k: v for k, v in self.metrics(stats, float(len(pairs))).items()}}
@@ -219,8 +278,16 @@ class SupervisedSteps:
         dropped (model/activations.py measures it)."""
         run, scfg, di, impl = self.run, self.scfg, self.run.di, self.impl
         batch = impl.stream.take(self.cursor + di.rank * self.local, self.local)
-        accumulate(run.model.trained, batch, impl.lengths(batch), impl.count(batch), impl.loss_parts,
-                   scfg.micro_batch_tokens, scfg.packing, di)
+        accumulate(
+            run.model.trained,
+            batch,
+            impl.lengths(batch),
+            impl.count(batch),
+            impl.loss_parts,
+            scfg.micro_batch_tokens,
+            scfg.packing,
+            di,
+        )
         drop_gradients(run.model.trained, run.schedule.opt)
 
     def step(self, step: int) -> dict[str, float | None]:
@@ -229,8 +296,16 @@ class SupervisedSteps:
         t0 = time.time()
         batch = impl.stream.take(self.cursor + di.rank * self.local, self.local)
         run.schedule.opt.zero_grad(set_to_none=True)
-        acc = accumulate(run.model.trained, batch, impl.lengths(batch), impl.count(batch), impl.loss_parts,
-                         scfg.micro_batch_tokens, scfg.packing, di)
+        acc = accumulate(
+            run.model.trained,
+            batch,
+            impl.lengths(batch),
+            impl.count(batch),
+            impl.loss_parts,
+            scfg.micro_batch_tokens,
+            scfg.packing,
+            di,
+        )
         grad_norm = clip_grad_norm(run.schedule.params, scfg.grad_clip)
         run.schedule.opt.step()
         run.schedule.sched.step()
@@ -238,16 +313,26 @@ class SupervisedSteps:
         self.batch = batch
         stats = di.all_reduce_dict({"loss_sum": acc.loss_sum, **acc.extras})
         dt = time.time() - t0
-        return {"loss": stats["loss_sum"] / max(acc.global_count, 1.0), "lr": float(run.schedule.sched.get_last_lr()[0]),
-                "grad_norm": float(grad_norm), "tokens_per_s": stats.get("tokens", 0.0) / max(dt, 1e-9),
-                **impl.metrics(stats, acc.global_count)}
+        return {
+            "loss": stats["loss_sum"] / max(acc.global_count, 1.0),
+            "lr": float(run.schedule.sched.get_last_lr()[0]),
+            "grad_norm": float(grad_norm),
+            "tokens_per_s": stats.get("tokens", 0.0) / max(dt, 1e-9),
+            **impl.metrics(stats, acc.global_count),
+        }
 
     def alerts(self, step: int, values: dict) -> list[Any]:
         return []
 
     def sample(self, step: int) -> None:
         w = self.run.io.writer
-        w.emit(SampleEvent(stage=self.run.label, step=step, record=TrajectoryRecord.model_validate(self.impl.sample_record(self.batch[0], w.run, step))))
+        w.emit(
+            SampleEvent(
+                stage=self.run.label,
+                step=step,
+                record=TrajectoryRecord.model_validate(self.impl.sample_record(self.batch[0], w.run, step)),
+            )
+        )
 
     def checkpoint_extra(self) -> None:
         return None
@@ -263,4 +348,13 @@ def make_stage(run: StageRun) -> Any:
     """The stage implementation for a stage_setup.StageRun."""
     if stage_info(run.stage).loss == "pairwise":
         return Sft1Stage(run.config, run.data.bench, run.model.tok, run.model.tags, run.rt, run.data.user)
-    return LmStage(run.stage, run.config, run.data.bench, run.model.tok, run.model.tags, run.rt, run.data.user, model_context(run.model.policy))
+    return LmStage(
+        run.stage,
+        run.config,
+        run.data.bench,
+        run.model.tok,
+        run.model.tags,
+        run.rt,
+        run.data.user,
+        model_context(run.model.policy),
+    )

@@ -31,22 +31,45 @@ def train_command(opts: TrainOptions) -> int:
 
     def cancelled(writer: EventWriter) -> int:  # a stop before the first step (imports, data, model, the stage's
         # start): nothing to save; the stage ends `cancelled` at the newest checkpoint's step
-        writer.emit(StageFinishedEvent(stage=opts.name, step=startup_step(opts.run_dir, opts.name, opts.resume),
-                                       status="cancelled", checkpoint=None))
+        writer.emit(
+            StageFinishedEvent(
+                stage=opts.name,
+                step=startup_step(opts.run_dir, opts.name, opts.resume),
+                status="cancelled",
+                checkpoint=None,
+            )
+        )
         return 130
 
-    return run_in_directory(opts.run_dir, opts.name, opts.config, opts.overrides,
-                            lambda start: run_stage(start.config, opts, start.run_dir, start.writer, dist_info),
-                            lock_as=f"train --stage {opts.stage}", primary=dist_info.rank == 0, on_cancel=cancelled,
-                            cleanup=dist_info.shutdown)
+    return run_in_directory(
+        opts.run_dir,
+        opts.name,
+        opts.config,
+        opts.overrides,
+        lambda start: run_stage(start.config, opts, start.run_dir, start.writer, dist_info),
+        lock_as=f"train --stage {opts.stage}",
+        primary=dist_info.rank == 0,
+        on_cancel=cancelled,
+        cleanup=dist_info.shutdown,
+    )
 
 
 def say_finished(writer: EventWriter, run_dir: Path, label: str, step: int, total: int) -> None:
     """`--resume` of a stage that has finished: nothing to do, and nothing is written but this note."""
-    more = "" if step == total else (f" (this config asks for {total} steps; a finished stage is not extended: train "
-                                     f"it again without --resume, or a new --label with init_from {final_dir(run_dir, label)})")
-    writer.emit(LogEvent(level="info", message=f"{label}: already finished at step {step} ({final_dir(run_dir, label)}); "
-                         f"nothing to resume{more}"))
+    more = (
+        ""
+        if step == total
+        else (
+            f" (this config asks for {total} steps; a finished stage is not extended: train "
+            f"it again without --resume, or a new --label with init_from {final_dir(run_dir, label)})"
+        )
+    )
+    writer.emit(
+        LogEvent(
+            level="info",
+            message=f"{label}: already finished at step {step} ({final_dir(run_dir, label)}); nothing to resume{more}",
+        )
+    )
 
 
 def run_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: EventWriter, di: DistInfo) -> int:
@@ -62,8 +85,9 @@ def run_stage(config: RunConfig, opts: TrainOptions, run_dir: Path, writer: Even
     if rl:
         check_rl_config(rl_stage(scfg, stage), stage, di)
     elif (batch_size := supervised_stage(scfg, stage).batch_size) % di.world_size:
-        raise StageError(f"stages.{stage}.batch_size {batch_size} is not divisible by the "
-                         f"{di.world_size} processes", "bad_config")
+        raise StageError(
+            f"stages.{stage}.batch_size {batch_size} is not divisible by the {di.world_size} processes", "bad_config"
+        )
     run = setup_stage(config, opts, run_dir, writer, di)
     # The stage's own start (an environment server, a reference model) stops at once: nothing new to save yet, and
     # StageCancelled is a StartupCancelled (train_command says `cancelled` at the newest checkpoint's step).
@@ -83,5 +107,8 @@ def check_label(stage: str, label: str | None) -> None:
         return
     known = {row["id"]: row.get("trains") for row in stage_table()["stages"]}
     if label in known and known[label] != stage:
-        raise StageError(f"--label {label} names another stage ({label}): its stages/{label}/ would be overwritten; "
-                         f"give this run of {stage} a name of its own (e.g. {stage}-b)", "bad_config")
+        raise StageError(
+            f"--label {label} names another stage ({label}): its stages/{label}/ would be overwritten; "
+            f"give this run of {stage} a name of its own (e.g. {stage}-b)",
+            "bad_config",
+        )

@@ -35,10 +35,16 @@ class DataProto:
 
     def __getitem__(self, item: int | slice) -> DataProtoItem | DataProto:
         if isinstance(item, slice):
-            return DataProto({k: v[item] for k, v in self.batch.items()},
-                             {k: v[item] for k, v in self.non_tensor_batch.items()}, self.meta_info)
-        return DataProtoItem({k: v[item] for k, v in self.batch.items()},
-                             {k: v[item] for k, v in self.non_tensor_batch.items()}, self.meta_info)
+            return DataProto(
+                {k: v[item] for k, v in self.batch.items()},
+                {k: v[item] for k, v in self.non_tensor_batch.items()},
+                self.meta_info,
+            )
+        return DataProtoItem(
+            {k: v[item] for k, v in self.batch.items()},
+            {k: v[item] for k, v in self.non_tensor_batch.items()},
+            self.meta_info,
+        )
 
     def __iter__(self):
         for i in range(len(self)):
@@ -46,8 +52,9 @@ class DataProto:
 
     def copy(self) -> DataProto:
         """A deep copy (samples of one prompt still share one extra_info dict): a batch each thread may reorder."""
-        return DataProto({k: v.clone() for k, v in self.batch.items()}, copy.deepcopy(self.non_tensor_batch),
-                         dict(self.meta_info))
+        return DataProto(
+            {k: v.clone() for k, v in self.batch.items()}, copy.deepcopy(self.non_tensor_batch), dict(self.meta_info)
+        )
 
     def reorder(self, indices: torch.Tensor) -> None:
         """In place, as verl's DataProto.reorder (what `trainer.balance_batch` does to a batch before its reward)."""
@@ -77,20 +84,27 @@ def rollout_batch(tokenizer: Any, rows: list[dict], responses: list[list[str]]) 
     resp = torch.full((len(samples), rlen), pad, dtype=torch.long)
     mask = torch.zeros((len(samples), plen + rlen), dtype=torch.long)
     for i, (_, p, t) in enumerate(samples):
-        prompts[i, plen - len(p):] = torch.tensor(p)
-        mask[i, plen - len(p):plen] = 1
+        prompts[i, plen - len(p) :] = torch.tensor(p)
+        mask[i, plen - len(p) : plen] = 1
         if t:
-            resp[i, :len(t)] = torch.tensor(t)
-            mask[i, plen:plen + len(t)] = 1
+            resp[i, : len(t)] = torch.tensor(t)
+            mask[i, plen : plen + len(t)] = 1
     repeats = [len(texts) for texts in responses]
 
     def repeated(key: str) -> np.ndarray:
         return np.repeat(_objects([r[key] for r in rows]), repeats, axis=0)
 
     return DataProto(
-        batch={"prompts": prompts, "responses": resp, "input_ids": torch.cat([prompts, resp], dim=1),
-               "attention_mask": mask},
-        non_tensor_batch={"data_source": repeated("data_source"), "reward_model": repeated("reward_model"),
-                          "extra_info": repeated("extra_info"),
-                          "__num_turns__": np.array([2] * len(samples), dtype=object)},
+        batch={
+            "prompts": prompts,
+            "responses": resp,
+            "input_ids": torch.cat([prompts, resp], dim=1),
+            "attention_mask": mask,
+        },
+        non_tensor_batch={
+            "data_source": repeated("data_source"),
+            "reward_model": repeated("reward_model"),
+            "extra_info": repeated("extra_info"),
+            "__num_turns__": np.array([2] * len(samples), dtype=object),
+        },
     )

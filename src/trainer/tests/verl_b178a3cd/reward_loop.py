@@ -142,14 +142,14 @@ class NaiveRewardManager(RewardManagerBase):
         return {"reward_score": reward, "reward_extra_info": reward_extra_info}
 
 
-
-
 class RewardLoopWorker:
     """verl's reward loop worker (a Ray actor there): built here around a manager, then its own scoring methods."""
 
     def __init__(self, reward_loop, custom_reward_function_path):
-        self.config = SimpleNamespace(custom_reward_function=SimpleNamespace(path=custom_reward_function_path),
-                                      reward_model=SimpleNamespace(enable=False))
+        self.config = SimpleNamespace(
+            custom_reward_function=SimpleNamespace(path=custom_reward_function_path),
+            reward_model=SimpleNamespace(enable=False),
+        )
         self.reward_loop = reward_loop
 
     # verl/experimental/reward_loop/reward_loop.py (class RewardLoopWorker) lines 104-109: compute_score_batch
@@ -159,7 +159,6 @@ class RewardLoopWorker:
             tasks.append(asyncio.create_task(self.compute_score(data[i : i + 1])))
         outputs = await asyncio.gather(*tasks)
         return outputs
-
 
     # verl/experimental/reward_loop/reward_loop.py (class RewardLoopWorker) lines 111-122: compute_score
     async def compute_score(self, data: DataProto) -> dict:
@@ -174,4 +173,3 @@ class RewardLoopWorker:
                 return await self.compute_score_disrm(data)
             else:
                 return await self.reward_loop.run_single(data)
-

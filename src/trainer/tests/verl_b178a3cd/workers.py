@@ -25,7 +25,9 @@ import torch
 
 from .protocol import DataProto
 
-default_compute_score = None  # verl.utils.reward_score's default (math/code scorers): not copied, a compute_score is always given
+default_compute_score = (
+    None  # verl.utils.reward_score's default (math/code scorers): not copied, a compute_score is always given
+)
 
 
 # verl/workers/reward_manager/abstract.py lines 24-24: RawRewardFn
@@ -284,4 +286,3 @@ class BatchRewardManager(AbstractRewardManager):
             return {"reward_tensor": reward_tensor, "reward_extra_info": reward_extra_info}
         else:
             return reward_tensor
-
