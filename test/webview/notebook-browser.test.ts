@@ -364,7 +364,17 @@ test('a jump past the part indexed so far: the page says it is looking in the fi
     assert.equal(asked?.type, 'jump');
     assert.equal(asked?.target, target);
     const size = readFileSync(path).length;
-    const send = (m: unknown) => page.evaluate((x) => window.postMessage(x, '*'), m);
+    // postMessage dispatches in a later task: resolve from a listener added after the page's own, so the page has
+    // handled the message (its handler draws synchronously) before the test reads what it drew.
+    const send = (m: unknown) =>
+      page.evaluate(
+        (x) =>
+          new Promise<void>((handled) => {
+            window.addEventListener('message', () => handled(), { once: true });
+            window.postMessage(x, '*');
+          }),
+        m,
+      );
     await send({ type: 'jump', target, state: 'searching', bytes: size >> 1, size });
     assert.equal(await page.textContent('#jump-status'), `looking for "${target}" in the file… 50%`);
     const found = await locateId(path, target);
