@@ -26,8 +26,8 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { CONFIG_MAX_NESTING, RunConfigSchema } from '../src/core/config';
 import { SETTING_LIMIT } from '../src/core/configZod';
-import { BOXED_OPEN, DIALECTS, DIALECT_NAMES, DEFAULT_TOOLS, allTags } from '../src/core/dialects';
-import { DIALECT_PROMPTS } from '../src/core/prompts';
+import { BOXED_OPEN, DIALECTS, DIALECT_NAMES, DEFAULT_TOOLS, Dialect, allTags } from '../src/core/dialects';
+import { DIALECT_PROMPTS, DialectPrompt } from '../src/core/prompts';
 import { EventSchema, PROTOCOL_VERSION, TRAINER_ERRORS, TRAINER_ERROR_CODES } from '../src/core/events';
 import { RecordSchema } from '../src/core/record';
 import { RECORD_RULES, RULES } from '../src/core/codes';
@@ -102,6 +102,59 @@ const dialects = {
   tokenizer_words: tokenizerWords,
   question_markers: QUESTION_MARKERS,
 };
+// The tables above as zod schemas, for the trainer's generated classes (contracts/tables.py: DialectTable, Dialect,
+// DialectPrompt, SearchTable). Each schema is typed as the core's own type (a field added there and not here fails the
+// type check) and parses the table it describes before it is written (a value the schema does not describe stops the
+// build), so the classes cannot drift from the files the trainer validates with them.
+const TagPairSchema = z.object({ open: z.string(), close: z.string() }).meta({ title: 'TagPair' });
+const DialectSchema: z.ZodType<Dialect> = z
+  .object({
+    name: z.enum(DIALECT_NAMES),
+    description: z.string(),
+    think: TagPairSchema,
+    action: z.discriminatedUnion('style', [
+      z.object({ style: z.literal('per-tool') }).meta({ title: 'PerToolAction' }),
+      z.object({ style: z.literal('fixed'), tool: z.string(), tags: TagPairSchema }).meta({ title: 'FixedAction' }),
+      z.object({ style: z.literal('json'), tags: TagPairSchema }).meta({ title: 'JsonAction' }),
+    ]),
+    observation: TagPairSchema,
+    answer: z.discriminatedUnion('style', [
+      z.object({ style: z.literal('tag'), tags: TagPairSchema }).meta({ title: 'TagAnswer' }),
+      z.object({ style: z.literal('boxed') }).meta({ title: 'BoxedAnswer' }),
+    ]),
+    actionsInsideThink: z.boolean(),
+    implicitThinkOpen: z.boolean(),
+  })
+  .meta({ title: 'Dialect' });
+const DialectTableSchema = z
+  .object({
+    dialects: z.record(z.string(), DialectSchema),
+    names: z.array(z.enum(DIALECT_NAMES)),
+    default_tools: z.array(z.string()),
+    all_tags: z.array(z.string()),
+    tokenizer_words: z.array(z.string()),
+    question_markers: z.array(z.string()),
+  })
+  .meta({ title: 'DialectTable' });
+const DialectPromptSchema: z.ZodType<DialectPrompt> = z
+  .object({ system: z.string().nullable(), user: z.string(), cot: z.string() })
+  .meta({ title: 'DialectPrompt' });
+const SearchTableSchema = z.object({ stopwords: z.array(z.string()) }).meta({ title: 'SearchTable' });
+const searchTable = { stopwords: [...STOPWORDS].sort() };
+DialectTableSchema.parse(dialects);
+z.record(z.enum(DIALECT_NAMES), DialectPromptSchema).parse(DIALECT_PROMPTS);
+SearchTableSchema.parse(searchTable);
+const tablesPython = {
+  title: 'Tables',
+  description: 'The core tables the trainer reads typed: dialects.json, prompts.json (per dialect), search.json.',
+  $defs: Object.fromEntries(
+    [DialectTableSchema, DialectPromptSchema, SearchTableSchema].map((schema) => {
+      const { $schema: _s, ...body } = z.toJSONSchema(schema, { io: 'output', target: 'draft-2020-12' }) as Json;
+      return [body.title as string, body];
+    }),
+  ),
+};
+
 // io: 'input' — what a reader accepts (zod keeps unknown keys out of the parsed value but does not reject them).
 const draft = { io: 'input', target: 'draft-2020-12' } as const;
 const events = {
@@ -288,7 +341,7 @@ const files: [string, unknown][] = [
   ['events.schema.json', events],
   ['record.schema.json', record],
   ['codes.json', codes],
-  ['search.json', { stopwords: [...STOPWORDS].sort() }],
+  ['search.json', searchTable],
   ['stages.json', { stages: STAGE_TABLE, pipeline: PIPELINE_INFO, results: RESULT_SETTINGS }],
   ['names.json', NAME_RULE],
   ['python/run-config.schema.json', runConfigOutput],
@@ -356,6 +409,7 @@ const files: [string, unknown][] = [
       enum: BOUNDARY_METRIC_NAMES,
     },
   ],
+  ['python/tables.schema.json', tablesPython],
   ['python/record.schema.json', recordPython],
   ['python/events.schema.json', eventsPython],
   ['python/boundary-report.schema.json', boundaryReportPython],

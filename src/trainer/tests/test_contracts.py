@@ -205,3 +205,23 @@ def test_events_and_records_read_into_their_generated_classes_and_back():
     assert GradeRequest.model_fields["records"].annotation == list[TrajectoryRecord]
     assert ScanRequest.model_fields["records"].annotation == list[TrajectoryRecord]
     assert GradeResponse.model_fields["breakdowns"].annotation == list[RewardBreakdown]
+
+
+def test_the_dialect_table_reads_into_its_generated_classes():
+    """dialects.json, prompts.json and search.json are read as the classes generated from the core's tables; a field
+    the core adds or drops fails validation here rather than a key lookup somewhere in a run."""
+    from pydantic import ValidationError
+
+    from coa_trainer.contracts.schemas import dialect_prompts, dialect_table, load_schema_file, search_table
+    from coa_trainer.contracts.tables import DialectTable
+    from coa_trainer.data.dialects import tags
+
+    raw = load_schema_file("dialects.json")
+    assert dialect_table().model_dump(mode="json") == raw  # every field typed, nothing left out
+    assert set(dialect_prompts()) == set(raw["names"]) and "the" in search_table().stopwords
+    coa, autocoa, hermes = tags("coa", "lookup"), tags("autocoa", "lookup"), tags("hermes")
+    assert (coa.action_open, coa.answer_open, coa.json_actions) == ("<lookup>", "<answer>", False)
+    assert (autocoa.action_open, autocoa.answer_open) == ("<begin_search>", None)  # fixed tags; \boxed{} answers
+    assert (hermes.action_open, hermes.json_actions) == ("<tool_call>", True)
+    with pytest.raises(ValidationError):
+        DialectTable.model_validate({**raw, "dialects": {"coa": {**raw["dialects"]["coa"], "extra": 1}}})

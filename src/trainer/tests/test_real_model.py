@@ -151,7 +151,7 @@ def test_text_tags_keep_the_vocabulary_and_the_chat_template_builds_the_prompt(r
     assert model.get_input_embeddings().weight.shape[0] == model.config.vocab_size == 1200
     assert not AgentIO.make(tok, tags("search-r1")).special  # `</search>` is several tokens here
     text = prompt_string(tok, config, "Who wrote Chocolat?")
-    instruction = dialect_prompts()["search-r1"]["user"].replace("{question}", "Who wrote Chocolat?")
+    instruction = dialect_prompts()["search-r1"].user.replace("{question}", "Who wrote Chocolat?")
     # ChatML: the template's default system turn, the dialect's instruction as the user turn, generation prompt
     assert text == (
         "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"

@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .stage_info import StageInfo
+from .tables import DialectPrompt, DialectTable, SearchTable
 
 JSON_DIR = Path(__file__).resolve().parent / "json"  # written by `npm run build`, carried by the package
 
@@ -39,13 +40,18 @@ def run_config_schema() -> dict:
     return load_schema_file("run-config.schema.json")
 
 
-def dialect_table() -> dict:
-    return load_schema_file("dialects.json")
+@lru_cache(maxsize=None)
+def dialect_table() -> DialectTable:
+    """The dialects' tags, names and tag list, the tokenizer's layout words and the question markers
+    (src/core/dialects.ts), typed."""
+    return DialectTable.model_validate(load_schema_file("dialects.json"))
 
 
-def dialect_prompts() -> dict:
-    """{dialect: {"system": str | None, "user": str with {question}}} from src/core/prompts.ts."""
-    return load_schema_file("prompts.json")
+@lru_cache(maxsize=None)
+def dialect_prompts() -> dict[str, DialectPrompt]:
+    """{dialect: its system turn (None: none), user turn and CoT user turn, each with {question}}
+    (src/core/prompts.ts)."""
+    return {name: DialectPrompt.model_validate(p) for name, p in load_schema_file("prompts.json").items()}
 
 
 def codes_table() -> dict:
@@ -53,9 +59,10 @@ def codes_table() -> dict:
     return load_schema_file("codes.json")
 
 
-def search_table() -> dict:
-    """{"stopwords": [...]}: the environment server's BM25 stop words (src/env/tokenize.ts)."""
-    return load_schema_file("search.json")
+@lru_cache(maxsize=None)
+def search_table() -> SearchTable:
+    """The environment server's BM25 stop words (src/env/tokenize.ts)."""
+    return SearchTable.model_validate(load_schema_file("search.json"))
 
 
 def histogram_edges(name: str) -> list[float]:

@@ -293,7 +293,7 @@ def generate(params: dict, seed: int) -> Benchmark:
     rng = random.Random(seed)
     taken: set[str] = {w for tpl in RELATIONS.values() for w in tpl[3].split()} | {"question", "answer"}
     taken |= {"person", "company", "city", "country", "what"}
-    taken |= {w for tpl in TWO_HOP.values() for w in tpl[2].split()} | set(search_table()["stopwords"]) | {"results"}
+    taken |= {w for tpl in TWO_HOP.values() for w in tpl[2].split()} | set(search_table().stopwords) | {"results"}
     entities = {
         "country": _names(rng, params["countries"], taken),
         "city": _names(rng, params["cities"], taken),

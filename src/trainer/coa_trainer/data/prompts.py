@@ -21,10 +21,10 @@ def chat_messages(config: RunConfig, question: str, dialect: str, mode: str = "c
     table = dialect_prompts()[dialect]
     system = config.model.system_prompt
     if mode == "cot":
-        user = table["cot"]
+        user = table.cot
     else:
-        system = table["system"] if system is None else system
-        user = config.model.user_prompt or table["user"]
+        system = table.system if system is None else system
+        user = config.model.user_prompt or table.user
     messages = [{"role": "system", "content": system}] if system else []
     return messages + [{"role": "user", "content": user.replace("{question}", question)}]
 
@@ -45,4 +45,4 @@ def prompt_ids(
 ) -> list[int]:
     """Prompt ids; the chat template's own special tokens (<|im_start|> …) are in its text, so no others are
     added."""
-    return list(tok(prompt_string(tok, config, question, dialect, mode), add_special_tokens=False)["input_ids"])
+    return list(tok(prompt_string(tok, config, question, dialect, mode), add_special_tokens=False).input_ids)

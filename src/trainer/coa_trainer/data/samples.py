@@ -46,7 +46,7 @@ class Encoded:
 
 def encode_text(tok: TextTokenizer, text: str) -> tuple[list[int], list[int]]:
     enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
-    return list(enc["input_ids"]), [a for a, _ in enc["offset_mapping"]]
+    return list(enc.input_ids), [a for a, _ in enc.offset_mapping]
 
 
 def encode_segments(
@@ -116,7 +116,7 @@ def encode_trajectory(
     offsets: list[int] = []
     for _obs, a, b in runs:
         enc = tok(response[a:b], add_special_tokens=False, return_offsets_mapping=True)
-        for tid, (o, _) in zip(enc["input_ids"], enc["offset_mapping"]):
+        for tid, (o, _) in zip(enc.input_ids, enc.offset_mapping):
             kind = segments[max(0, bisect.bisect_right(starts, a + o) - 1)]["kind"]
             ids.append(tid)
             kinds.append(kind)

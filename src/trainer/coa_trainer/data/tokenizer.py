@@ -6,13 +6,24 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import Iterable, Protocol, Sequence
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import AddedToken
 
 from ..data.dialects import all_tags
 from ..contracts.schemas import dialect_table
+
+
+class TokenizedText(Protocol):
+    """What a tokenizer call returns for one text (a transformers BatchEncoding): the token ids and, when asked for
+    (`return_offsets_mapping`), each token's (start, end) character span in the text."""
+
+    @property
+    def input_ids(self) -> list[int]: ...
+
+    @property
+    def offset_mapping(self) -> list[tuple[int, int]]: ...
 
 
 class TextTokenizer(Protocol):
@@ -25,7 +36,7 @@ class TextTokenizer(Protocol):
 
     def __call__(
         self, text: str, add_special_tokens: bool = ..., return_offsets_mapping: bool = ...
-    ) -> Mapping[str, list[Any]]: ...
+    ) -> TokenizedText: ...
 
     def __len__(self) -> int: ...
 
@@ -65,7 +76,7 @@ def vocabulary(texts: Iterable[str]) -> list[str]:
     pre = pre_tokenizer()
     # the words observation layouts and answer syntax write themselves (src/env/observations.ts layoutWords), so
     # real observations never hit <unk>
-    words: set[str] = set(dialect_table()["tokenizer_words"]) | set(PUNCT) | {str(d) for d in range(10)}
+    words: set[str] = set(dialect_table().tokenizer_words) | set(PUNCT) | {str(d) for d in range(10)}
     for text in texts:
         for piece, _ in pre.pre_tokenize_str(norm.normalize_str(tag_re.sub(" ", text))):
             words.add(piece)

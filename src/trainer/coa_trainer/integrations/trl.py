@@ -80,7 +80,7 @@ def _question(prompt: Any) -> str:
         users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
         if users:
             text = _text([users[-1]])
-    for marker in dialect_table()["question_markers"]:
+    for marker in dialect_table().question_markers:
         at = text.rfind(marker)
         if at >= 0:
             return text[at + len(marker) :].strip()

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data.dialects import Tags
-from ..contracts.schemas import dialect_table
 from ..data.tokenizer import TextTokenizer
 
 
@@ -93,7 +92,7 @@ class AgentIO:
     def _argument(self, body: str) -> str:
         """Hermes-style calls carry `{"name": …, "arguments": {"query": …}}`: the search gets the query argument
         (whether the call is well formed is the core's format rules' business, at grading)."""
-        if dialect_table()["dialects"][self.t.name]["action"]["style"] != "json":
+        if not self.t.json_actions:
             return body
         import json
 
