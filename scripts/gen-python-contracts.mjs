@@ -37,6 +37,12 @@ const MODULES = [
   { module: 'run_config.py', schema: 'python/run-config.schema.json', source: 'src/core/config.ts (RunConfigSchema)' },
   // an Enum the code raises with (ErrorCode.bad_data), a str subclass so it writes into events as its value
   { module: 'stage_info.py', schema: 'python/stage-info.schema.json', source: 'src/core/stages.ts (StageInfoSchema)' },
+  // one entry of the line index beside a rollouts file (base/line_index.py reads and writes them)
+  {
+    module: 'line_index.py',
+    schema: 'python/line-index-entry.schema.json',
+    source: 'src/core/lineIndex.ts (LineIndexEntrySchema)',
+  },
   // The trajectory record and its parts (tokens, grade breakdown, meta): the classes every other module that carries a
   // record imports from here (SHARED_FROM below).
   { module: 'record.py', schema: 'python/record.schema.json', source: 'src/core/record.ts (RecordSchema)' },

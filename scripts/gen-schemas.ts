@@ -392,6 +392,14 @@ const files: [string, unknown][] = [
     },
   ],
   [
+    'python/line-index-entry.schema.json',
+    forPython(
+      z.toJSONSchema(LineIndexEntrySchema, { io: 'output', target: 'draft-2020-12' }) as Json,
+      { '': 'LineIndexEntry' },
+      'line index entry',
+    ),
+  ],
+  [
     'python/boundary-class.schema.json',
     {
       title: 'BoundaryClass',

@@ -98,3 +98,30 @@ def test_an_index_older_than_its_file_is_rebuilt_before_appending(tmp_path):
     for e in _entries(f):
         for o in e["offsets"]:
             assert json.loads(rows[o : rows.index(b"\n", o)])["meta"]["step"] == e["step"]
+
+
+def test_an_entry_the_core_would_refuse_ends_the_entries_read(tmp_path):
+    """Each entry is read by the core's schema (the generated LineIndexEntry, strictly): one that is not an entry ends
+    the index there, as chainedEntries ends it, so the writer rebuilds rather than trusts it."""
+    f = tmp_path / "rollouts.coa.jsonl"
+    _write(f, VECTOR["writes"][:2])
+    idx = line_index.index_path(f)
+    first = idx.read_text(encoding="utf-8").splitlines()[0]
+    e = VECTOR["entries"][1]
+    for bad in (
+        {**e, "step": True},
+        {**e, "line": float(e["line"])},
+        {**e, "end": str(e["end"])},
+        {**e, "offsets": []},
+        {**e, "offsets": [-1]},
+        {**e, "step": 2**53},
+        {**e, "extra": 1},
+        {k: v for k, v in e.items() if k != "end"},
+        [e["step"], e["line"], e["offsets"], e["end"]],
+    ):
+        idx.write_text(f"{first}\n{json.dumps(bad)}\n", encoding="utf-8")
+        line_index.truncate(f, f.stat().st_size)  # the index rewritten with the entries read from it
+        assert _entries(f) == VECTOR["entries"][:1], bad
+    idx.write_text(f"{first}\n{json.dumps(e)}\n", encoding="utf-8")
+    line_index.truncate(f, f.stat().st_size)
+    assert _entries(f) == VECTOR["entries"][:2], "the same entry well formed is read"

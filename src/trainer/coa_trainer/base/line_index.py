@@ -1,7 +1,7 @@
 """The line index beside a stage's record files (rollouts.coa.jsonl → rollouts.index.jsonl): one JSON line per write
 of one step's records, {"step", "line", "offsets", "end"}, so the editor reads a step's rows at their byte offsets
-instead of reading (or searching) the file. The format is the core's (src/core/lineIndex.ts): its name rule and
-entry schema are read from schemas/line-index.json. Every writer of a stage's rollouts or flagged records appends
+instead of reading (or searching) the file. The format is the core's (src/core/lineIndex.ts): its name rule is read
+from schemas/line-index.json, an entry is the class generated from its schema (contracts/line_index.py). Every writer of a stage's rollouts or flagged records appends
 through `append_step`, and a resumed stage cuts both files back with `truncate`.
 
 The index always describes its whole file: before appending, an index that does not end where the file ends (a file
@@ -16,23 +16,35 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pydantic
+
+from ..contracts.line_index import LineIndexEntry
 from ..contracts.schemas import load_schema_file
 
 
+class _IndexName(pydantic.BaseModel):
+    """How an indexed file's name becomes its index's (schemas/line-index.json: the core's LINE_INDEX_REPLACES and
+    LINE_INDEX_SUFFIX; the file's `entry` schema is the generated LineIndexEntry's)."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
+    replaces: tuple[str, ...]
+    suffix: str
+
+
 @cache
-def _format() -> dict[str, Any]:
-    return load_schema_file("line-index.json")
+def _naming() -> _IndexName:
+    return _IndexName.model_validate(load_schema_file("line-index.json"))
 
 
 def index_path(path: Path) -> Path:
     """rollouts.coa.jsonl → rollouts.index.jsonl (the core's LINE_INDEX_REPLACES / LINE_INDEX_SUFFIX)."""
-    fmt = _format()
+    naming = _naming()
     name = path.name
-    for ending in fmt["replaces"]:
+    for ending in naming.replaces:
         if name.endswith(ending):
             name = name[: -len(ending)]
             break
-    return path.with_name(name + fmt["suffix"])
+    return path.with_name(name + naming.suffix)
 
 
 def append_step(path: Path, records: Iterable[dict[str, Any]]) -> None:
@@ -44,21 +56,34 @@ def append_step(path: Path, records: Iterable[dict[str, Any]]) -> None:
     lines = [(json.dumps(r, ensure_ascii=False) + "\n").encode("utf-8") for r in records]
     path.parent.mkdir(parents=True, exist_ok=True)
     line, pos = _ready(path)
-    entries: list[dict[str, Any]] = []
+    entries: list[LineIndexEntry] = []
     for r, b in zip(records, lines):
-        step = _meta_step(r)
-        last = entries[-1] if entries else None
-        if step is not None and last is not None and last["step"] == step and last["end"] == pos:
-            last["offsets"].append(pos)
-            last["end"] = pos + len(b)
-        elif step is not None:
-            entries.append({"step": step, "line": line, "offsets": [pos], "end": pos + len(b)})
+        _add_line(entries, _meta_step(r), line, pos, len(b))
         line += 1
         pos += len(b)
     with open(path, "ab") as f:
         f.write(b"".join(lines))
     with open(index_path(path), "a", encoding="utf-8") as f:
-        f.writelines(json.dumps(e) + "\n" for e in entries)
+        f.writelines(_entry_line(e) for e in entries)
+
+
+def _add_line(entries: list[LineIndexEntry], step: int | None, line: int, offset: int, length: int) -> None:
+    """A line of `length` bytes at `offset` (line number `line`) into the entries: the last entry grows when the line
+    continues its step right after it, a new entry starts otherwise; a line without a step is in none."""
+    if step is None:
+        return
+    last = entries[-1] if entries else None
+    if last is not None and last.step == step and last.end == offset:
+        last.offsets.append(offset)
+        last.end = offset + length
+    else:
+        entries.append(LineIndexEntry(step=step, line=line, offsets=[offset], end=offset + length))
+
+
+def _entry_line(e: LineIndexEntry) -> str:
+    """An entry's line: json.dumps of its fields in the schema's order (step, line, offsets, end), as the core's
+    vector spaces it."""
+    return json.dumps(e.model_dump()) + "\n"
 
 
 def truncate(path: Path, size: int) -> None:
@@ -73,44 +98,39 @@ def truncate(path: Path, size: int) -> None:
         _write_index(idx, _entries(idx, path.stat().st_size))
 
 
-def _entries(idx: Path, size: int) -> list[dict[str, Any]]:
+def _entries(idx: Path, size: int) -> list[LineIndexEntry]:
     """The index's entries in order while each follows the one before and fits in `size` bytes (the core's
     chainedEntries): a torn last line or a stale entry ends them."""
-    out: list[dict[str, Any]] = []
+    out: list[LineIndexEntry] = []
     line = end = 0
     with open(idx, encoding="utf-8") as f:
         for raw in f:
             if not raw.strip():
                 continue
-            try:
-                e = json.loads(raw)
-            except json.JSONDecodeError:
+            e = _read_entry(raw)
+            if e is None:
                 break
-            if not _well_formed(e):
-                break
-            offsets = e["offsets"]
-            inside = all(o < e["end"] and (o >= end if i == 0 else o > offsets[i - 1]) for i, o in enumerate(offsets))
-            if e["line"] < line or not inside or e["end"] > size:
+            offsets = e.offsets
+            inside = all(o < e.end and (o >= end if i == 0 else o > offsets[i - 1]) for i, o in enumerate(offsets))
+            if e.line < line or not inside or e.end > size:
                 break
             out.append(e)
-            line, end = e["line"] + len(offsets), e["end"]
+            line, end = e.line + len(offsets), e.end
     return out
 
 
-def _well_formed(e: object) -> bool:
-    def count(v: object) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+def _read_entry(raw: str) -> LineIndexEntry | None:
+    """An index line as an entry, or None when it is not one by the core's schema: not JSON, a key missing or extra,
+    a count that is not a whole number ≥ 0 (strict: no true, no 1.0, no "1"), no offsets."""
+    try:
+        e = LineIndexEntry.model_validate_json(raw, strict=True)
+    except pydantic.ValidationError:
+        return None
+    counts = (e.step, e.line, e.end, *e.offsets)
+    return e if e.offsets and all(0 <= c <= _MAX_COUNT for c in counts) else None
 
-    return (
-        isinstance(e, dict)
-        and set(e) == set(_format()["entry"]["required"])
-        and count(e["step"])
-        and count(e["line"])
-        and count(e["end"])
-        and isinstance(e["offsets"], list)
-        and len(e["offsets"]) > 0
-        and all(count(o) for o in e["offsets"])
-    )
+
+_MAX_COUNT = 2**53 - 1  # the core's counts are JavaScript's safe integers (z.number().int().nonnegative())
 
 
 def _ready(path: Path) -> tuple[int, int]:
@@ -123,29 +143,21 @@ def _ready(path: Path) -> tuple[int, int]:
         return 0, 0
     if idx.is_file() and idx.stat().st_mtime_ns >= path.stat().st_mtime_ns:
         entries = _entries(idx, size)
-        if entries and entries[-1]["end"] == size:
-            return entries[-1]["line"] + len(entries[-1]["offsets"]), size
+        if entries and entries[-1].end == size:
+            return entries[-1].line + len(entries[-1].offsets), size
     return _rebuild(path)
 
 
 def _rebuild(path: Path) -> tuple[int, int]:
     """The index made from the file's lines: consecutive lines of one meta.step make an entry; a line without a step
     (not JSON, a record without meta.step) is in none. Returns (lines, bytes) of the file."""
-    entries: list[dict[str, Any]] = []
+    entries: list[LineIndexEntry] = []
     line = offset = 0
     with open(path, "rb") as f:
         for raw in f:
             if not raw.endswith(b"\n"):  # a torn last line: in no entry
                 break
-            step = _step_of(raw)
-            last = entries[-1] if entries else None
-            if step is None:
-                pass
-            elif last is not None and last["step"] == step and last["end"] == offset:
-                last["offsets"].append(offset)
-                last["end"] = offset + len(raw)
-            else:
-                entries.append({"step": step, "line": line, "offsets": [offset], "end": offset + len(raw)})
+            _add_line(entries, _step_of(raw), line, offset, len(raw))
             line += 1
             offset += len(raw)
     size = path.stat().st_size
@@ -171,8 +183,8 @@ def _meta_step(value: object) -> int | None:
     return step if isinstance(step, int) and not isinstance(step, bool) and step >= 0 else None
 
 
-def _write_index(idx: Path, entries: list[dict[str, Any]]) -> None:
+def _write_index(idx: Path, entries: list[LineIndexEntry]) -> None:
     tmp = idx.with_name(idx.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(e) + "\n" for e in entries)
+        f.writelines(_entry_line(e) for e in entries)
     os.replace(tmp, idx)
