@@ -255,3 +255,26 @@ def test_each_seed_of_a_seeds_run_logs_under_the_run_s_group_with_its_own_name(t
     named = merge(CONFIG, {"logging": {"wandb": {"name": "otc", "group": "sweeps"}}})
     w = json.loads(seed_config(validate_config(named), 3, run_dir).read_text())["logging"]["wandb"]
     assert (w["group"], w["name"]) == ("sweeps", "otc-seed-3")
+
+
+def test_tensorboard_charts_the_finite_values_of_metrics_and_eval_events_at_their_steps(tmp_path):
+    """A NaN or infinity (null in the events file) is a gap in the chart, not a point; eval metrics are charted as
+    eval/<split>/<metric>; a stage's writer is closed when it finishes."""
+    from coa_trainer.base.events import EventWriter
+    from coa_trainer.base.metric_sinks import MetricSinks, TensorBoardSink
+    from coa_trainer.contracts.events import EvalEvent, StageFinishedEvent
+
+    sink = TensorBoardSink(tmp_path / "tb")
+    with EventWriter(tmp_path / "r", echo=None) as w:
+        w.sinks = MetricSinks([sink], lambda m: w.emit(LogEvent(level="warning", message=m)))
+        w.emit(MetricsEvent(stage="sft2", step=1, values={"loss": 1.5, "lr": float("nan"), "grad": None}))
+        w.emit(MetricsEvent(stage="sft2", step=2, values={"loss": 0.5, "lr": 1e-4, "grad": float("inf")}))
+        w.emit(EvalEvent(stage="sft2", step=2, split="dev", metrics={"em": 0.25, "f1": float("-inf")}))
+        w.emit(StageFinishedEvent(stage="sft2", step=2, status="ok", checkpoint=None))
+        assert sink.writers == {}, "the stage's writer closed when it finished"
+    assert tensorboard_series(tmp_path / "tb") == {
+        ("sft2", "loss"): {1: 1.5, 2: 0.5},
+        ("sft2", "lr"): {2: pytest.approx(1e-4)},
+        ("sft2", "eval/dev/em"): {2: 0.25},
+    }
+    assert not [e for e in read_events(tmp_path / "r") if e["type"] == "log"], "no sink was switched off"

@@ -234,7 +234,8 @@ class EventWriter:
 
     def emit(self, event: Event) -> dict[str, Any]:
         """Writes the event (the class of its type), stamped with this run and the time now; returns it as written."""
-        data = event_json(event.model_copy(update={"time": time.time(), "run": self.run}))
+        stamped = event.model_copy(update={"time": time.time(), "run": self.run})
+        data = event_json(stamped)
         validate_event(data)  # a malformed event is a trainer bug: fail loudly rather than confuse the editor
         if not self.enabled:
             return data
@@ -257,7 +258,7 @@ class EventWriter:
 
                     stdout_gone()
         if self.sinks is not None:
-            self.sinks.handle(data)
+            self.sinks.handle(stamped)
         return data
 
     def attach_logging(self, config: Any) -> None:

@@ -11,29 +11,28 @@ A sink that fails (disk full, a W&B error) is switched off with one warning; the
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from pathlib import Path
 from typing import Any, Callable
 
+from ..contracts.events import EvalEvent, MetricsEvent, StageFinishedEvent
 from ..contracts.run_config import RunConfig, WandbLogging
+from .events import Event
 
 
-def _scalars(values: dict[str, Any]) -> dict[str, float]:
-    """The values a chart can draw: numbers (a null — a NaN the events carry as null — is a gap, not a point)."""
-    return {k: float(v) for k, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+def _scalars(values: dict[str, float | None]) -> dict[str, float]:
+    """The values a chart can draw: finite numbers (a NaN or infinity, which the events file carries as null, is a gap,
+    not a point)."""
+    return {k: float(v) for k, v in values.items() if v is not None and math.isfinite(v)}
 
 
-def event_scalars(event: dict) -> tuple[str, int, dict[str, float]] | None:
+def event_scalars(event: Event) -> tuple[str, int, dict[str, float]] | None:
     """(stage, step, {name: value}) that an event charts, or None. The names are the live panel's."""
-    if event.get("type") == "metrics":
-        return event["stage"], int(event["step"]), _scalars(event["values"])
-    if event.get("type") == "eval":
-        split = event["split"]
-        return (
-            event["stage"],
-            int(event["step"]),
-            {f"eval/{split}/{k}": v for k, v in _scalars(event["metrics"]).items()},
-        )
+    if isinstance(event, MetricsEvent):
+        return event.stage, event.step, _scalars(event.values)
+    if isinstance(event, EvalEvent):
+        return event.stage, event.step, {f"eval/{event.split}/{k}": v for k, v in _scalars(event.metrics).items()}
     return None
 
 
@@ -132,14 +131,15 @@ class MetricSinks:
     def __init__(self, sinks: list[Any], warn: Callable[[str], object]) -> None:
         self.sinks, self.warn = sinks, warn
 
-    def handle(self, event: dict) -> None:
+    def handle(self, event: Event) -> None:
+        """An event as written (stamped with its time)."""
         charted = event_scalars(event)
         for sink in list(self.sinks):
             try:
                 if charted is not None and charted[2]:
-                    sink.write(*charted, event["time"])
-                elif event.get("type") == "stage_finished":
-                    sink.finish(event["stage"], event["status"] == "ok")
+                    sink.write(*charted, event.time)
+                elif isinstance(event, StageFinishedEvent):
+                    sink.finish(event.stage, event.status == "ok")
             except Exception as e:  # noqa: BLE001 — logging elsewhere must never stop training
                 self.sinks.remove(sink)
                 self.warn(f"{type(sink).__name__}: switched off after an error: {type(e).__name__}: {e}")
