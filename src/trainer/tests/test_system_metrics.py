@@ -3,8 +3,9 @@ schemas/system-metrics.json), finite, and telling: CPU time spent shows as the p
 
 import math
 import time
+from dataclasses import fields
 
-from coa_trainer.base.system_metrics import SystemSampler, system_metric_names
+from coa_trainer.base.system_metrics import SystemSample, SystemSampler, system_metric_names
 
 
 def test_a_sample_holds_only_the_core_tables_names_all_finite_and_measures_cpu():
@@ -24,3 +25,12 @@ def test_a_sample_holds_only_the_core_tables_names_all_finite_and_measures_cpu()
     # The next sample covers only the time since this one: an idle interval shows (near) no CPU.
     time.sleep(0.2)
     assert sampler.sample()["system/cpu_percent"] < sample["system/cpu_percent"]
+
+
+def test_the_sample_class_has_one_field_per_metric_of_the_core_table():
+    """A metric added to (or renamed in) src/core/metrics.ts SYSTEM_METRICS without its field here would never be
+    logged; a field the table lacks would be dropped from every sample."""
+    assert {f"system/{f.name}" for f in fields(SystemSample)} == system_metric_names()
+    sample = SystemSample(cpu_percent=12.5, rss_gb=0.25, gpu_util_percent=None)
+    assert sample.values(system_metric_names()) == {"system/cpu_percent": 12.5, "system/rss_gb": 0.25}
+    assert sample.values(frozenset({"system/rss_gb"})) == {"system/rss_gb": 0.25}

@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..contracts.schemas import load_schema_file
 
@@ -21,6 +23,23 @@ GB = 1e9
 
 def system_metric_names() -> frozenset[str]:
     return frozenset(load_schema_file("system-metrics.json"))
+
+
+@dataclass(frozen=True)
+class SystemSample:
+    """One sample's figures, each the metric `system/<field>` of the core's table; None where this machine cannot tell
+    it (no /proc, no GPU in use). In the order a metrics event lists them."""
+
+    cpu_percent: float | None = None
+    machine_cpu_percent: float | None = None
+    rss_gb: float | None = None
+    mem_percent: float | None = None
+    gpu_mem_gb: float | None = None
+    gpu_util_percent: float | None = None
+
+    def values(self, names: frozenset[str]) -> dict[str, float]:
+        """The metrics event's values: {system/<field>: figure} of the figures known, named in `names`."""
+        return {f"system/{k}": float(v) for k, v in asdict(self).items() if v is not None and f"system/{k}" in names}
 
 
 def _machine_cpu() -> tuple[int, int] | None:
@@ -35,18 +54,28 @@ def _machine_cpu() -> tuple[int, int] | None:
     return total - idle, total
 
 
-def _meminfo() -> dict[str, int]:
+class _Memory(NamedTuple):
+    total: int  # bytes
+    available: int
+
+
+def _memory() -> _Memory | None:
+    """The machine's memory from /proc/meminfo (MemTotal, MemAvailable); None where it does not tell both."""
     try:
         text = Path("/proc/meminfo").read_text(encoding="ascii")
     except OSError:
-        return {}
-    out = {}
+        return None
+    total = available = None
     for line in text.splitlines():
         key, _, rest = line.partition(":")
         parts = rest.split()
-        if parts and parts[0].isdigit():
-            out[key] = int(parts[0]) * 1024
-    return out
+        if not (parts and parts[0].isdigit()):
+            continue
+        if key == "MemTotal":
+            total = int(parts[0]) * 1024
+        elif key == "MemAvailable":
+            available = int(parts[0]) * 1024
+    return _Memory(total, available) if total and available is not None else None
 
 
 def _rss_bytes() -> int | None:
@@ -67,32 +96,36 @@ class SystemSampler:
         self._machine = _machine_cpu()
 
     def sample(self) -> dict[str, float]:
-        out: dict[str, float] = {}
         cpu, wall, machine = time.process_time(), time.monotonic(), _machine_cpu()
-        if wall > self._wall:
-            out["system/cpu_percent"] = 100.0 * (cpu - self._cpu) / (wall - self._wall)
-        if machine and self._machine and machine[1] > self._machine[1]:
-            out["system/machine_cpu_percent"] = (
-                100.0 * (machine[0] - self._machine[0]) / (machine[1] - self._machine[1])
-            )
+        before_cpu, before_wall, before_machine = self._cpu, self._wall, self._machine
         self._cpu, self._wall, self._machine = cpu, wall, machine
-        rss = _rss_bytes()
-        if rss is not None:
-            out["system/rss_gb"] = rss / GB
-        mem = _meminfo()
-        if mem.get("MemTotal") and "MemAvailable" in mem:
-            out["system/mem_percent"] = 100.0 * (1 - mem["MemAvailable"] / mem["MemTotal"])
-        out.update(_gpu())
-        return {k: float(v) for k, v in out.items() if k in self.names}
+        rss, mem, gpu = _rss_bytes(), _memory(), _gpu()
+        return SystemSample(
+            cpu_percent=100.0 * (cpu - before_cpu) / (wall - before_wall) if wall > before_wall else None,
+            machine_cpu_percent=(
+                100.0 * (machine[0] - before_machine[0]) / (machine[1] - before_machine[1])
+                if machine and before_machine and machine[1] > before_machine[1]
+                else None
+            ),
+            rss_gb=rss / GB if rss is not None else None,
+            mem_percent=100.0 * (1 - mem.available / mem.total) if mem is not None else None,
+            gpu_mem_gb=gpu.mem_gb if gpu is not None else None,
+            gpu_util_percent=gpu.util_percent if gpu is not None else None,
+        ).values(self.names)
 
 
-def _gpu() -> dict[str, float]:
+class _Gpu(NamedTuple):
+    mem_gb: float
+    util_percent: float | None  # None: NVML (pynvml) missing or refused
+
+
+def _gpu() -> _Gpu | None:
     torch = sys.modules.get("torch")  # never imports it: a process without torch has no GPU in use
     if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
-        return {}
-    out = {"system/gpu_mem_gb": torch.cuda.memory_allocated() / GB}
+        return None
+    mem_gb = torch.cuda.memory_allocated() / GB
     try:
-        out["system/gpu_util_percent"] = float(torch.cuda.utilization())
+        util = float(torch.cuda.utilization())
     except Exception:  # noqa: BLE001 - NVML (pynvml) missing or refused: no utilisation, the rest stands
-        pass
-    return out
+        util = None
+    return _Gpu(mem_gb, util)
