@@ -14,11 +14,12 @@ import hashlib
 import math
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
+
+import pydantic
 
 from ..contracts.events import EvalEvent, MetricsEvent, StageFinishedEvent
 from ..contracts.run_config import RunConfig, WandbLogging
-from .events import Event
 
 
 def _scalars(values: dict[str, float | None]) -> dict[str, float]:
@@ -27,12 +28,22 @@ def _scalars(values: dict[str, float | None]) -> dict[str, float]:
     return {k: float(v) for k, v in values.items() if v is not None and math.isfinite(v)}
 
 
-def event_scalars(event: Event) -> tuple[str, int, dict[str, float]] | None:
-    """(stage, step, {name: value}) that an event charts, or None. The names are the live panel's."""
+class Charted(NamedTuple):
+    """What an event puts on the charts: {name: value} at a stage's step, at the event's time."""
+
+    stage: str
+    step: int
+    scalars: dict[str, float]
+    time: float
+
+
+def event_scalars(event: pydantic.BaseModel) -> Charted | None:
+    """What an event (one of the contracts' event classes) charts, or None. The names are the live panel's."""
     if isinstance(event, MetricsEvent):
-        return event.stage, event.step, _scalars(event.values)
+        return Charted(event.stage, event.step, _scalars(event.values), event.time)
     if isinstance(event, EvalEvent):
-        return event.stage, event.step, {f"eval/{event.split}/{k}": v for k, v in _scalars(event.metrics).items()}
+        scalars = {f"eval/{event.split}/{k}": v for k, v in _scalars(event.metrics).items()}
+        return Charted(event.stage, event.step, scalars, event.time)
     return None
 
 
@@ -131,13 +142,14 @@ class MetricSinks:
     def __init__(self, sinks: list[Any], warn: Callable[[str], object]) -> None:
         self.sinks, self.warn = sinks, warn
 
-    def handle(self, event: Event) -> None:
-        """An event as written (stamped with its time)."""
+    def handle(self, event: pydantic.BaseModel) -> None:
+        """An event as written (stamped with its time): base/events.py's Event, named here, not imported (events
+        imports this module)."""
         charted = event_scalars(event)
         for sink in list(self.sinks):
             try:
-                if charted is not None and charted[2]:
-                    sink.write(*charted, event.time)
+                if charted is not None and charted.scalars:
+                    sink.write(charted.stage, charted.step, charted.scalars, charted.time)
                 elif isinstance(event, StageFinishedEvent):
                     sink.finish(event.stage, event.status == "ok")
             except Exception as e:  # noqa: BLE001 — logging elsewhere must never stop training
