@@ -10,7 +10,8 @@ import sys
 
 from .base import options
 from .base.options import CommandOptions
-from .contracts.schemas import stage_table, trainable_stages
+from .base.stage_table import stage_rows
+from .contracts.schemas import trainable_stages
 
 
 def name_arg(value: str) -> str:
@@ -157,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipe = sub.add_parser("pipeline", help="pretrain → SFT-1/2/3 → RL-1 → RL-2 (+ RL-2 OTC-GRPO) → results table")
     pipe.add_argument("--config", required=True)
     pipe.add_argument("--run-dir", required=True)
-    steps = [s["id"] for s in stage_table()["stages"]] + ["results"]
+    steps = [s.id for s in stage_rows()] + ["results"]
     pipe.add_argument("--stages", default=None, help=f"comma list of {','.join(steps)} (default: all but collect)")
     pipe.add_argument("--resume", action="store_true", help="skip finished stages, resume the interrupted one")
     pipe.add_argument("--nproc-per-node", type=int, default=1, help="run each stage as N DDP processes (torchrun)")

@@ -9,6 +9,7 @@ import os
 import json
 import math
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +83,21 @@ def _is_integer(checker: jsonschema.TypeChecker, value: object) -> bool:
     return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(value, "integer") and not _non_finite(value)
 
 
+class _MultipleOf(pydantic.BaseModel):
+    """One rule of the schema's `x-coa-multiple-of` keyword: `size` must be a multiple of `times` × `of`."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
+    size: str
+    of: str
+    times: int
+    why: str
+
+
+_MULTIPLE_OF_RULES = pydantic.TypeAdapter(list[_MultipleOf])
+
+
 def _multiple_of_rules(
-    validator: jsonschema.protocols.Validator, rules: list[dict], instance: object, schema: dict
+    validator: jsonschema.protocols.Validator, rules: object, instance: object, schema: dict
 ) -> Iterator[jsonschema.ValidationError]:
     """`x-coa-multiple-of` (src/core/config.ts EMBEDDED_SHAPE_RULES): sizes that must divide evenly, a missing size
     taking its default; worded as the core words it (shapeRuleMessage)."""
@@ -99,14 +113,14 @@ def _multiple_of_rules(
             return int(v)
         return None
 
-    for rule in rules:
-        value, of, times = whole(size(rule["size"])), whole(size(rule["of"])), rule["times"]
+    for rule in _MULTIPLE_OF_RULES.validate_python(rules):
+        value, of, times = whole(size(rule.size)), whole(size(rule.of)), rule.times
         if value is None or of is None:
             continue  # a size that is not a positive integer has its own error
         if value % (times * of):
-            need = f"{rule['of']} ({of})" if times == 1 else f"{times} × {rule['of']} ({times * of})"
+            need = f"{rule.of} ({of})" if times == 1 else f"{times} × {rule.of} ({times * of})"
             yield jsonschema.ValidationError(
-                f"{rule['size']} {value} is not a multiple of {need}: {rule['why']}", path=[rule["size"]]
+                f"{rule.size} {value} is not a multiple of {need}: {rule.why}", path=[rule.size]
             )
 
 
@@ -183,7 +197,7 @@ def parse_json_config(text: str, source: str) -> Any:
     def no_constants(name: str) -> Any:
         raise _NonFinite(name)
 
-    max_nesting = run_config_schema()["x-coa-max-nesting"]
+    max_nesting = _schema_limits().max_nesting
     deep = too_deep_at(text, max_nesting)
     if deep >= 0:
         line = text.count("\n", 0, deep) + 1
@@ -204,6 +218,18 @@ def parse_json_config(text: str, source: str) -> Any:
 
 class _NonFinite(Exception):
     pass
+
+
+class _SchemaLimits(pydantic.BaseModel):
+    """The run-config schema's own keywords that bound a config file before it is parsed (CONFIG_MAX_NESTING)."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
+    max_nesting: int = pydantic.Field(alias="x-coa-max-nesting")
+
+
+@cache
+def _schema_limits() -> _SchemaLimits:
+    return _SchemaLimits.model_validate(run_config_schema())
 
 
 def too_deep_at(text: str, max_depth: int) -> int:
@@ -288,10 +314,10 @@ def resolve_data_paths(config: RunConfig, config_dir: Path) -> RunConfig:
     CONFIG_PATH_FIELDS — model.path, stages.*.init_from, the data files, collect.teacher, env.cli, logging dirs …).
     So a config run from any working directory, or copied elsewhere (the pipeline's rl2-otc.run.json), names the same
     files."""
-    table = load_schema_file("config-paths.json")
-    commands = set(table["commands"])
-    legacy = table["legacy_defaults"]
-    for field in table["fields"]:
+    table = _config_paths()
+    commands = table.commands
+    legacy = table.legacy_defaults
+    for field in table.fields:
 
         def fix(p: object, field: str = field) -> object:
             if not isinstance(p, str) or p == "":
@@ -304,6 +330,23 @@ def resolve_data_paths(config: RunConfig, config_dir: Path) -> RunConfig:
 
         _fix_field(config, field.split("."), fix)
     return config
+
+
+class _ConfigPaths(pydantic.BaseModel):
+    """schemas/config-paths.json (src/core/data/paths.ts): the path fields of a run config (`*`: every field of a
+    section, `name[]`: every element of a list), those that name a command (a bare name is looked up on PATH), and
+    the old defaults that now mean "not set"."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
+    rule: str
+    fields: tuple[str, ...]
+    commands: frozenset[str]
+    legacy_defaults: dict[str, str]
+
+
+@cache
+def _config_paths() -> _ConfigPaths:
+    return _ConfigPaths.model_validate(load_schema_file("config-paths.json"))
 
 
 def _fix_field(node: object, parts: list[str], fix: Callable[[object], object]) -> None:

@@ -7,7 +7,10 @@ an exception becomes an event and an exit status."""
 from __future__ import annotations
 
 import traceback
+from functools import cache
 from typing import Protocol
+
+import pydantic
 
 from ..contracts.error_code import ErrorCode
 from ..contracts.schemas import load_schema_file
@@ -34,9 +37,22 @@ class StageError(CoaError):
     """A stage cannot run as configured (code given by the raiser: bad_config, bad_data …)."""
 
 
+class _TrainerError(pydantic.BaseModel):
+    """A row of schemas/errors.json (src/core/events.ts TRAINER_ERRORS): a code's exit status and what it means."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
+    exit: int
+    meaning: str
+
+
+@cache
+def _trainer_errors() -> dict[str, _TrainerError]:
+    return pydantic.TypeAdapter(dict[str, _TrainerError]).validate_python(load_schema_file("errors.json"))
+
+
 def exit_status(code: ErrorCode) -> int:
     """The process's exit status for an error code (schemas errors.json, from the core's table)."""
-    return int(load_schema_file("errors.json")[ErrorCode(code).value]["exit"])
+    return _trainer_errors()[ErrorCode(code).value].exit
 
 
 class EventSink(Protocol):

@@ -6,17 +6,31 @@ from __future__ import annotations
 import re
 from functools import cache
 
+import pydantic
+
 from ..contracts.schemas import load_schema_file
 
 
+class _NameRule(pydantic.BaseModel):
+    """schemas/names.json (src/core/names.ts NAME_RULE), read once."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
+    pattern: str
+    description: str
+
+
 @cache
-def _rule() -> tuple[re.Pattern[str], str]:
-    rule = load_schema_file("names.json")
-    return re.compile(rule["pattern"]), rule["description"]
+def _rule() -> _NameRule:
+    return _NameRule.model_validate(load_schema_file("names.json"))
+
+
+@cache
+def _pattern() -> re.Pattern[str]:
+    return re.compile(_rule().pattern)
 
 
 def is_valid_name(value: str) -> bool:
-    return _rule()[0].fullmatch(value) is not None
+    return _pattern().fullmatch(value) is not None
 
 
 def name_error(value: str, what: str = "") -> str | None:
@@ -24,4 +38,4 @@ def name_error(value: str, what: str = "") -> str | None:
     if is_valid_name(value):
         return None
     prefix = f"{what} " if what else ""
-    return f"{prefix}{value!r} is not a valid name: {_rule()[1]}"
+    return f"{prefix}{value!r} is not a valid name: {_rule().description}"
