@@ -17,7 +17,7 @@ LEFT_OUT = {"contracts", "tests"}  # generated from src/core (never edited); tes
 
 # The counts at the last change that lowered them (25 of 1,979 parameters: 1.3 %); the targets are 3 % and 100.
 UNTYPED_PARAMETERS_MAX = 25
-STRING_SUBSCRIPTS_MAX = 235
+STRING_SUBSCRIPTS_MAX = 228
 
 
 @dataclass

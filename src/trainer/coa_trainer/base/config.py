@@ -22,6 +22,7 @@ from ..contracts.run_config import PretrainStage, RlStage, RunConfig, Sft1Stage,
 from ..contracts.schemas import load_schema_file, run_config_schema
 from ..contracts.error_code import ErrorCode
 from .errors import CoaError
+from .schema_node import SchemaNode, run_config_node
 
 StageConfig = PretrainStage | Sft1Stage | SftMixStage | RlStage
 
@@ -32,31 +33,32 @@ class ConfigError(CoaError, ValueError):
     code = ErrorCode.bad_config
 
 
-def _resolve(schema: dict, root: dict) -> dict:
-    ref = schema.get("$ref")
-    if ref and ref.startswith("#/"):
-        node: Any = root
-        for part in ref[2:].split("/"):
-            node = node[part]
-        return node
+def _resolve(schema: SchemaNode, root: SchemaNode) -> SchemaNode:
+    """A `$ref` to one of the root's `$defs` (how zod writes a schema used twice) followed; any other node as it is."""
+    ref = schema.ref
+    if ref and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        if root.defs is None or name not in root.defs:
+            raise ConfigError(f"run-config schema: {ref} names no definition (regenerate schemas: npm run build)")
+        return root.defs[name]
     return schema
 
 
-def fill_defaults(value: object, schema: dict, root: dict) -> object:
+def fill_defaults(value: object, schema: SchemaNode, root: SchemaNode) -> object:
     """Recursively add `default`s for missing object properties (anyOf branches: the object one)."""
     schema = _resolve(schema, root)
     if isinstance(value, dict):
-        props = schema.get("properties")
+        props = schema.properties
         if props is None:
-            for branch in schema.get("anyOf", []):
+            for branch in schema.any_of or []:
                 branch = _resolve(branch, root)
-                if branch.get("type") == "object":
+                if branch.type == "object":
                     return fill_defaults(value, branch, root)
             return value
         for key, sub in props.items():
             sub_r = _resolve(sub, root)
-            if key not in value and "default" in sub_r:
-                value[key] = copy.deepcopy(sub_r["default"])
+            if key not in value and sub_r.has_default:
+                value[key] = copy.deepcopy(sub_r.default)
             if key in value:
                 value[key] = fill_defaults(value[key], sub_r, root)
     return value
@@ -138,9 +140,9 @@ def validate_config(raw: object, source: str = "config", overrides: list[str] | 
     (base/overrides.py) applied to `raw` first; a problem in a field they set names the override."""
     from .overrides import OverrideError, apply_overrides, override_for, parse_override
 
-    schema = run_config_schema()
+    schema, node = run_config_schema(), run_config_node()
     try:
-        parsed = [parse_override(o, schema) for o in overrides or []]
+        parsed = [parse_override(o, node) for o in overrides or []]
         raw = apply_overrides(raw, parsed) if parsed else raw
     except OverrideError as e:
         raise ConfigError(f"command line: {e}") from None
@@ -154,7 +156,7 @@ def validate_config(raw: object, source: str = "config", overrides: list[str] | 
 
         raise ConfigError("invalid run config:\n" + "\n".join(_format_error(e, where(e)) for e in errors[:20]))
     try:
-        return RunConfig.model_validate(fill_defaults(copy.deepcopy(raw), schema, schema))
+        return RunConfig.model_validate(fill_defaults(copy.deepcopy(raw), node, node))
     except pydantic.ValidationError as e:  # the classes are generated from the schema just checked: a gap is a bug,
         raise ConfigError(f"invalid run config:\n{source}: {e}") from e  # but still the user's config, named
 

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .schema_node import SchemaNode, run_config_node
+
 _INTEGER = re.compile(r"[+-]?\d+\Z")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 _OVERRIDE = re.compile(r"~?[A-Za-z_$][\w$-]*(\.[\w$-]+)*(=|\Z)")
@@ -49,11 +51,11 @@ def is_override(arg: str) -> bool:
     return bool(_OVERRIDE.match(arg)) and (arg.startswith("~") or "=" in arg)
 
 
-def _branches(schema: dict) -> list[dict]:
-    if isinstance(schema.get("anyOf"), list):
-        return [b for s in schema["anyOf"] for b in _branches(s)]
-    if isinstance(schema.get("type"), list):
-        return [{**schema, "type": t} for t in schema["type"]]
+def _branches(schema: SchemaNode) -> list[SchemaNode]:
+    if schema.any_of is not None:
+        return [b for s in schema.any_of for b in _branches(s)]
+    if isinstance(schema.type, list):
+        return [schema.model_copy(update={"type": t}) for t in schema.type]
     return [schema]
 
 
@@ -72,13 +74,13 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _describe(options: list[dict]) -> str:
+def _describe(options: list[SchemaNode]) -> str:
     words: list[str] = []
     for b in options:
-        if isinstance(b.get("enum"), list):
-            word = "one of " + ", ".join(_json(v) for v in b["enum"])
-        elif isinstance(b.get("type"), str):
-            word = _TYPE_WORDS.get(b["type"], str(b["type"]))
+        if b.enum is not None:
+            word = "one of " + ", ".join(_json(v) for v in b.enum)
+        elif isinstance(b.type, str):
+            word = _TYPE_WORDS.get(b.type, b.type)
         else:
             word = "any value"
         if word not in words:
@@ -156,18 +158,18 @@ def _untyped(text: str) -> Any:
     return text
 
 
-def type_value(schema: dict, text: str) -> tuple[Any, str | None]:
+def type_value(schema: SchemaNode, text: str) -> tuple[Any, str | None]:
     """(value, None), or (None, what the field takes) when the text is not of its type."""
     options = _branches(schema)
-    if all(b.get("type") is None and b.get("enum") is None for b in options):
+    if all(b.type is None and b.enum is None for b in options):
         return _untyped(text), None
     t = text.strip()
     quoted = _unquote(t)
     for b in options:
-        kind = b.get("type")
-        if isinstance(b.get("enum"), list):
+        kind = b.type
+        if b.enum is not None:
             want = quoted if quoted is not None else t
-            for v in b["enum"]:
+            for v in b.enum:
                 if (isinstance(v, str) and v == want) or (not isinstance(v, str) and _json(v) == t):
                     return v, None
             continue
@@ -189,7 +191,7 @@ def type_value(schema: dict, text: str) -> tuple[Any, str | None]:
                 return None, f"takes {_describe(options)}; {_json(text)} is not a well-formed list"
             out = []
             for i, item in enumerate(items):
-                value, err = type_value(b.get("items") or {}, item)
+                value, err = type_value(b.items or SchemaNode(), item)
                 if err:
                     return None, f"item {i + 1}: {err}"
                 out.append(value)
@@ -201,39 +203,39 @@ def type_value(schema: dict, text: str) -> tuple[Any, str | None]:
                 return None, f"takes {_describe(options)}; {_json(text)} is not a JSON object"
             if isinstance(value, dict):
                 return value, None
-    if any(b.get("type") == "string" and b.get("enum") is None for b in options):
+    if any(b.type == "string" and b.enum is None for b in options):
         return text, None
     return None, f"takes {_describe(options)}; {_json(text)} is not one"
 
 
-def _object_branch(schema: dict) -> dict | None:
-    return next((b for b in _branches(schema) if b.get("type") == "object"), None)
+def _object_branch(schema: SchemaNode) -> SchemaNode | None:
+    return next((b for b in _branches(schema) if b.type == "object"), None)
 
 
-def _field_schema(root: dict, path: list[str]) -> tuple[dict | None, str | None]:
+def _field_schema(root: SchemaNode, path: list[str]) -> tuple[SchemaNode | None, str | None]:
     node = root
     for i, key in enumerate(path):
         obj = _object_branch(node)
         here = ".".join(path[:i]) or "the run config"
         if obj is None:
             return None, f"{here} is not an object, so it has no field {key}"
-        props = obj.get("properties") or {}
-        extra = obj.get("additionalProperties")
+        props = obj.properties or {}
+        extra = obj.additional_properties
         if key in props:
             node = props[key]
-        elif extra not in (None, False):
-            node = {} if extra is True else extra
+        elif isinstance(extra, SchemaNode):
+            node = extra
+        elif extra is True:
+            node = SchemaNode()
         else:
             return None, f"unknown key: {here} has {', '.join(k for k in props if k != '$schema')}"
     return node, None
 
 
-def parse_override(text: str, schema: dict | None = None) -> Override:
-    """One argument against the run config schema. Raises OverrideError naming the key."""
+def parse_override(text: str, schema: SchemaNode | None = None) -> Override:
+    """One argument against the run config schema (or `schema`). Raises OverrideError naming the key."""
     if schema is None:
-        from ..contracts.schemas import run_config_schema
-
-        schema = run_config_schema()
+        schema = run_config_node()
     remove = text.startswith("~")
     eq = text.find("=")
     key = text[1 : eq if eq >= 0 else None] if remove else (text if eq < 0 else text[:eq])
@@ -251,7 +253,7 @@ def parse_override(text: str, schema: dict | None = None) -> Override:
         raise OverrideError(text, key, err)
     if remove:
         return Override(text, path)
-    value, err = type_value(node or {}, text[eq + 1 :])
+    value, err = type_value(node or SchemaNode(), text[eq + 1 :])
     if err:
         raise OverrideError(text, key, err)
     return Override(text, path, value)
