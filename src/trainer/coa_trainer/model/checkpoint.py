@@ -14,13 +14,14 @@ from __future__ import annotations
 import random
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..base.errors import CoaError
 from ..model.load import trainable_state, unwrap
@@ -65,33 +66,80 @@ class CheckpointState:
 # ---------------------------------------------------------------------------------------------------- RNG state
 
 
+class NumpyRng(BaseModel):
+    """numpy's global generator state (`np.random.get_state()`), its key array as a tensor so the state file stores it
+    as tensor data."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+    kind: str
+    key: torch.Tensor
+    pos: int
+    has_gauss: int
+    cached_gaussian: float
+
+    @classmethod
+    def of(cls, state: Iterable[Any]) -> NumpyRng:
+        """From the tuple numpy's get_state() returns (kind, key array, pos, has_gauss, cached gaussian)."""
+        kind, key, pos, has_gauss, cached = state
+        return cls(
+            kind=str(kind),
+            key=torch.from_numpy(np.asarray(key, dtype=np.uint32)),
+            pos=int(pos),
+            has_gauss=int(has_gauss),
+            cached_gaussian=float(cached),
+        )
+
+    def tree(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "pos": self.pos,
+            "has_gauss": self.has_gauss,
+            "cached_gaussian": self.cached_gaussian,
+        }
+
+
+class RngState(BaseModel):
+    """Every generator a step draws from: Python's, numpy's, torch's CPU one and (when there is one) each CUDA
+    device's. Read from a checkpoint's tree once (`model_validate`); written back as the same tree (`tree()`)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+    python: tuple[int, tuple[int, ...], float | None]
+    numpy: NumpyRng
+    torch: torch.Tensor
+    cuda: list[torch.Tensor] | None = None
+
+    @classmethod
+    def capture(cls) -> RngState:
+        return cls(
+            python=random.getstate(),
+            numpy=NumpyRng.of(np.random.get_state()),
+            torch=torch.get_rng_state(),
+            cuda=list(torch.cuda.get_rng_state_all()) if torch.cuda.is_available() else None,
+        )
+
+    def tree(self) -> dict[str, object]:
+        """As tensors and plain values, in the order checkpoints have always held them (cuda only when present)."""
+        out: dict[str, object] = {"python": self.python, "numpy": self.numpy.tree(), "torch": self.torch}
+        return out if self.cuda is None else {**out, "cuda": self.cuda}
+
+    def restore(self) -> None:
+        random.setstate(self.python)
+        n = self.numpy
+        np.random.set_state((n.kind, n.key.numpy().astype(np.uint32), n.pos, n.has_gauss, n.cached_gaussian))
+        torch.set_rng_state(self.torch)
+        if self.cuda is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(self.cuda)
+
+
 def rng_state() -> dict:
-    """Every generator a step draws from, as tensors and plain values."""
-    kind, key, pos, has_gauss, cached = np.random.get_state()
-    state = {
-        "python": random.getstate(),
-        "numpy": {
-            "kind": str(kind),
-            "key": torch.from_numpy(np.array(key, dtype=np.uint32)),
-            "pos": int(pos),
-            "has_gauss": int(has_gauss),
-            "cached_gaussian": float(cached),
-        },
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = list(torch.cuda.get_rng_state_all())
-    return state
+    """Every generator a step draws from, as tensors and plain values (a checkpoint's `rng`)."""
+    return RngState.capture().tree()
 
 
 def set_rng_state(state: dict) -> None:
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    n = state["numpy"]
-    np.random.set_state((n["kind"], n["key"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    """The generators set from a checkpoint's `rng` (pydantic's ValidationError, a ValueError, when it is not one)."""
+    RngState.model_validate(state).restore()
 
 
 # ---------------------------------------------------------------------------------------------------- one file
@@ -168,6 +216,21 @@ def checked_state(path: Path, info: dict, tree: object, keys: tuple[str, ...]) -
     )
 
 
+class OptimizerGroup(BaseModel):
+    """One of a saved optimiser state's param_groups: the ids of its parameters (and its settings, kept as they are)."""
+
+    model_config = ConfigDict(extra="allow")
+    params: list[object] = []
+
+
+class OptimizerTree(BaseModel):
+    """A saved optimiser state (torch's `state_dict()` format) as far as the fit check reads it: the per-parameter
+    state by parameter id, and the groups."""
+
+    state: dict[object, object]
+    param_groups: list[OptimizerGroup]
+
+
 def check_fits(state: CheckpointState, model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
     """Unusable unless the weights are exactly this model's trainable ones (names, shapes, dtypes) and the optimiser
     state has this optimiser's groups — checked before anything is loaded, so a bad file changes nothing."""
@@ -181,18 +244,16 @@ def check_fits(state: CheckpointState, model: torch.nn.Module, opt: torch.optim.
         t = have[n]
         if not isinstance(t, torch.Tensor) or t.shape != p.shape or t.dtype != p.dtype:
             raise Unusable(f"its weight {n} is {_describe(t)}, the model's {tuple(p.shape)} {p.dtype}")
-    osd = state.optimizer
-    groups = osd.get("param_groups") if isinstance(osd, dict) else None
-    if (
-        not isinstance(groups, list)
-        or not isinstance(osd.get("state"), dict)
-        or [len(g.get("params", ())) if isinstance(g, dict) else -1 for g in groups]
-        != [len(g["params"]) for g in opt.param_groups]
-    ):
+    try:
+        osd = OptimizerTree.model_validate(state.optimizer)
+    except ValidationError:
+        raise Unusable("its optimiser state is not this optimiser's") from None
+    own_groups = [g["params"] for g in opt.param_groups]  # torch's own param groups: dicts by its API
+    if [len(g.params) for g in osd.param_groups] != [len(g) for g in own_groups]:
         raise Unusable("its optimiser state is not this optimiser's")
-    params = [p for g in opt.param_groups for p in g["params"]]
-    ids = [i for g in groups for i in g["params"]]
-    for i, s in osd["state"].items():
+    params = [p for g in own_groups for p in g]
+    ids = [i for g in osd.param_groups for i in g.params]
+    for i, s in osd.state.items():
         if i not in ids or not isinstance(s, dict):
             raise Unusable(f"its optimiser state names parameter {i!r}, which no group holds")
         p = params[ids.index(i)]

@@ -11,11 +11,13 @@ the export fails above the tolerance."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
@@ -115,7 +117,7 @@ def export(
     opset: int = 17,
     dialect: str | None = None,
     prompt_template: str = "question : {question}\n",
-) -> dict:
+) -> ModelInfo:
     from ..model.load import Runtime, load_model
 
     out = model_file_target(out)
@@ -174,11 +176,17 @@ def export(
         raise RuntimeError(f"ONNX logits differ from PyTorch by {max_delta:.3e} (> {TOLERANCE:g})")
 
     tok.save_pretrained(str(out.parent))
-    meta = model_json(tok, model.config, layers, kv_heads, head_dim, vocab, dialect or _stage_dialect(model_dir))
-    meta["prompt_template"] = prompt_template  # how the replay engine puts a question to the model
-    meta["onnx"] = out.name
-    meta["verified_max_abs_diff"] = max_delta
-    (out.parent / "coa_model.json").write_text(json.dumps(meta, indent=2) + "\n")
+    meta = model_info(
+        tok,
+        model.config,
+        KvLayout(layers, kv_heads, head_dim),
+        vocab,
+        dialect or _stage_dialect(model_dir),
+        prompt_template=prompt_template,
+        onnx=out.name,
+        verified_max_abs_diff=max_delta,
+    )
+    (out.parent / "coa_model.json").write_text(json.dumps(dataclasses.asdict(meta), indent=2) + "\n")
     return meta
 
 
@@ -229,28 +237,63 @@ def _stage_dialect(model_dir: Path) -> str:
     return "coa"
 
 
-def model_json(
-    tok: TextTokenizer, config: PretrainedConfig, layers: int, kv_heads: int, head_dim: int, vocab: int, dialect: str
-) -> dict:
-    """What the TypeScript replay engine needs besides the graph and tokenizer.json."""
+@dataclass(frozen=True)
+class KvLayout:
+    """The past/present key-value tensors' layout: one key and one value per layer, [B, kv_heads, P, head_dim]."""
+
+    layers: int
+    kv_heads: int
+    head_dim: int
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """coa_model.json: what the TypeScript replay engine needs besides the graph and tokenizer.json
+    (src/replay/model.ts ModelInfo), its keys in this order."""
+
+    format: Literal["coa-onnx-1"]
+    dialect: str
+    tags: dict[str, str | None]  # the dialect's tag strings by role (think_open, action_close …)
+    tag_ids: dict[str, int]  # the tags that are one token of the vocabulary (the others are text for it)
+    eos_id: int | None
+    pad_id: int | None
+    vocab_size: int
+    kv: KvLayout
+    model_type: str | None
+    context: int | None  # the context a `max_len: null` rollout is capped at (lengths.resolve_max_len)
+    prompt_template: str  # how the replay engine puts a question to the model
+    onnx: str  # the graph's file name, beside this one
+    verified_max_abs_diff: float  # max |Δlogit| against PyTorch at export
+
+
+def model_info(
+    tok: TextTokenizer,
+    config: PretrainedConfig,
+    kv: KvLayout,
+    vocab: int,
+    dialect: str,
+    prompt_template: str,
+    onnx: str,
+    verified_max_abs_diff: float,
+) -> ModelInfo:
     t = tags(dialect)
-    # Tags that are one token of the vocabulary (the others are text for this tokenizer).
-    tag_ids = {
-        tag: i for tag in all_tags() if (i := tok.convert_tokens_to_ids(tag)) is not None and i != tok.unk_token_id
-    }
-    return {
-        "format": "coa-onnx-1",
-        "dialect": dialect,
-        "tags": {k: v for k, v in vars(t).items() if k != "name"},
-        "tag_ids": tag_ids,
-        "eos_id": tok.eos_token_id,
-        "pad_id": tok.pad_token_id,
-        "vocab_size": vocab,
-        "kv": {"layers": layers, "kv_heads": kv_heads, "head_dim": head_dim},
-        "model_type": getattr(config, "model_type", None),
-        # the context a `max_len: null` rollout is capped at (lengths.resolve_max_len), for the replay engine
-        "context": getattr(config, "max_position_embeddings", None),
-    }
+    return ModelInfo(
+        format="coa-onnx-1",
+        dialect=dialect,
+        tags={k: v for k, v in vars(t).items() if k != "name"},
+        tag_ids={
+            tag: i for tag in all_tags() if (i := tok.convert_tokens_to_ids(tag)) is not None and i != tok.unk_token_id
+        },
+        eos_id=tok.eos_token_id,
+        pad_id=tok.pad_token_id,
+        vocab_size=vocab,
+        kv=kv,
+        model_type=getattr(config, "model_type", None),
+        context=getattr(config, "max_position_embeddings", None),
+        prompt_template=prompt_template,
+        onnx=onnx,
+        verified_max_abs_diff=verified_max_abs_diff,
+    )
 
 
 def export_command(opts: ExportOnnxOptions) -> int:
@@ -264,7 +307,7 @@ def export_command(opts: ExportOnnxOptions) -> int:
         print(f"export-onnx: {e}", file=sys.stderr)
         return 1
     print(
-        f"export-onnx: wrote {opts.output} ({meta['kv']['layers']} layers, vocab {meta['vocab_size']}, "
-        f"dialect {meta['dialect']}) with tokenizer and coa_model.json beside it"
+        f"export-onnx: wrote {opts.output} ({meta.kv.layers} layers, vocab {meta.vocab_size}, "
+        f"dialect {meta.dialect}) with tokenizer and coa_model.json beside it"
     )
     return 0

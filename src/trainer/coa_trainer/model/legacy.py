@@ -16,12 +16,41 @@ from typing import Any
 
 import numpy as np
 import torch
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .checkpoint import LEGACY, CheckpointError, Unusable, header, read_checkpoint
+from .checkpoint import LEGACY, CheckpointError, NumpyRng, RngState, Unusable, header, read_checkpoint
 from .statefile import write_state_file
 from ..base.options import ConvertOptions
 
 OLD_KEYS = ("stage", "step", "cursor", "model", "optimizer", "scheduler", "rng")
+
+
+class LegacyRng(BaseModel):
+    """The older checkpoints' RNG state: numpy's as the tuple np.random.get_state() returns (its key an ndarray)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    python: tuple[int, tuple[int, ...], float | None]
+    numpy: tuple[Any, ...]
+    torch: torch.Tensor
+    cuda: list[torch.Tensor] | None = None
+
+    def converted(self) -> RngState:
+        return RngState(python=self.python, numpy=NumpyRng.of(self.numpy), torch=self.torch, cuda=self.cuda)
+
+
+class LegacyCheckpoint(BaseModel):
+    """What an older `step-NNNNNN.pt` held: where its stage was and the state dicts (torch's own formats)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    stage: object  # written back as its str()
+    step: int
+    cursor: int
+    model: dict[str, Any]
+    optimizer: dict[str, Any]
+    scheduler: dict[str, Any]
+    rng: LegacyRng
+    master: list[torch.Tensor] | None = None
+    extra: dict[str, Any] | None = None
 
 
 def _numpy_globals() -> list[Any]:
@@ -36,7 +65,7 @@ def _numpy_globals() -> list[Any]:
     ]
 
 
-def read_legacy(path: Path) -> dict:
+def read_legacy(path: Path) -> LegacyCheckpoint:
     """The old checkpoint's dict, read as data only (CheckpointError when it is anything else)."""
     import pickle
 
@@ -56,7 +85,12 @@ def read_legacy(path: Path) -> dict:
             f"{path} is not a checkpoint this trainer wrote (it lacks "
             f"{', '.join(k for k in OLD_KEYS if not isinstance(state, dict) or k not in state)})"
         )
-    return state
+    try:
+        return LegacyCheckpoint.model_validate(state)
+    except ValidationError as e:
+        raise CheckpointError(
+            f"{path} is not a checkpoint this trainer wrote ({' '.join(str(e).split())[:300]})"
+        ) from None
 
 
 def convert(path: Path) -> Path:
@@ -68,29 +102,18 @@ def convert(path: Path) -> Path:
             + ("; sharded .dcp checkpoints cannot be converted" if path.suffix == ".dcp" else "")
         )
     old = read_legacy(path)
-    if old["step"] != int(m.group(1)):
-        raise CheckpointError(f"{path} says step {old['step']}; its name says {int(m.group(1))}")
-    kind, key, pos, has_gauss, cached = old["rng"]["numpy"]
-    rng = {
-        **old["rng"],
-        "numpy": {
-            "kind": str(kind),
-            "key": torch.from_numpy(np.asarray(key, dtype=np.uint32)),
-            "pos": int(pos),
-            "has_gauss": int(has_gauss),
-            "cached_gaussian": float(cached),
-        },
-    }
+    if old.step != int(m.group(1)):
+        raise CheckpointError(f"{path} says step {old.step}; its name says {int(m.group(1))}")
     tree = {
-        "model": old["model"],
-        "optimizer": old["optimizer"],
-        "scheduler": old["scheduler"],
-        "rng": rng,
-        "master": old.get("master"),
-        "extra": old.get("extra") or {},
+        "model": old.model,
+        "optimizer": old.optimizer,
+        "scheduler": old.scheduler,
+        "rng": old.rng.converted().tree(),
+        "master": old.master,
+        "extra": old.extra or {},
     }
-    new = path.with_name(f"step-{old['step']:06d}.safetensors")
-    write_state_file(new, tree, header(str(old["stage"]), int(old["step"]), int(old["cursor"])))
+    new = path.with_name(f"step-{old.step:06d}.safetensors")
+    write_state_file(new, tree, header(str(old.stage), old.step, old.cursor))
     try:
         read_checkpoint(new)
     except Unusable as e:

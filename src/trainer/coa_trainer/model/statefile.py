@@ -147,8 +147,8 @@ def write_state_file(path: Path, tree: dict, info: dict, atomic: bool = True) ->
     from safetensors.torch import save_file
 
     tensors: dict[str, torch.Tensor] = {}
-    header = {**info, "tree": encode(tree, tensors)}
-    header["crc32"] = {name: crc(t) for name, t in tensors.items()}
+    encoded = encode(tree, tensors)  # fills `tensors`, whose checksums follow the tree in the header
+    header = {**info, "tree": encoded, "crc32": {name: crc(t) for name, t in tensors.items()}}
     out = path.with_name(f".{path.name}.tmp") if atomic else path
     out.unlink(missing_ok=True)  # never write through whatever a crash (or anyone) left under that name
     save_file(tensors, str(out), metadata={META_KEY: json.dumps(header, allow_nan=False)})
@@ -170,9 +170,9 @@ def read_state_file(path: Path) -> tuple[dict, Any]:
             if META_KEY not in meta:
                 raise StateFileError("it has no checkpoint header (a safetensors file, but not a checkpoint)")
             header = json.loads(meta[META_KEY])
-            if not isinstance(header, dict) or not isinstance(header.get("crc32"), dict):
+            sums = header.get("crc32") if isinstance(header, dict) else None  # a damaged file may lack it
+            if not isinstance(header, dict) or not isinstance(sums, dict):
                 raise StateFileError("its header is not a checkpoint's")
-            sums = header["crc32"]
             names = set(f.keys())
             if names != set(sums):
                 raise StateFileError(f"its tensors ({len(names)}) are not the ones its header lists ({len(sums)})")
