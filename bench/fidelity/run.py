@@ -28,7 +28,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src" / "trainer"))
 
-from coa_trainer.evaluation.claims import RunTable, fmt, gap_closed, run_claims, spread, verdict_lines  # noqa: E402
+from coa_trainer.evaluation.claims import (  # noqa: E402
+    RunTable,
+    by_setting,
+    fmt,
+    gap_closed,
+    run_claims,
+    spread,
+    verdict_lines,
+)
 
 SPREAD = ROOT / "bench" / "fidelity" / "spread.json"
 TUNING = ROOT / "bench" / "fidelity" / "tuning.md"
@@ -154,12 +162,13 @@ def seed_times(run_dir: Path) -> dict[str, float]:
 
 def summarise(runs: list[dict], split: str) -> dict:
     labels = [r["label"] for r in runs]
-    claims = spread([run_claims(r["rows"], r["tc_optimal"]) for r in runs], labels)
+    tables = [RunTable.of(r) for r in runs]
+    claims = spread([run_claims(t.rows, t.tc_optimal) for t in tables], labels)
     return {
         "split": split,
         "runs": runs,
         "claims": claims,
-        "verdicts": verdict_lines([RunTable.of(r) for r in runs], labels, "runs"),
+        "verdicts": verdict_lines(tables, labels, "runs"),
     }
 
 
@@ -177,10 +186,11 @@ def run_table(runs: list[dict]) -> list[str]:
         tc = " · ".join(
             num(v) for v in (by.get("sft-rl", {}).get("tc"), by.get("sft-rl-otc", {}).get("tc"), r["tc_optimal"])
         )
-        c = run_claims(r["rows"], r["tc_optimal"])
+        t = RunTable.of(r)
+        c = run_claims(t.rows, t.tc_optimal)
         lines.append(
             f"| {r['seed']} | {r['threads']} | {' | '.join(em)} | {tc} | "
-            f"{fmt(gap_closed(by, r['tc_optimal']), 'share')} | {fmt(c['otc_keeps_em']['value'], 'em')} | "
+            f"{fmt(gap_closed(by_setting(t.rows), t.tc_optimal), 'share')} | {fmt(c['otc_keeps_em']['value'], 'em')} | "
             f"{fmt(c['otc_raises_tp']['value'], 'em')} | {r['minutes']:.1f} |"
         )
     return head + lines

@@ -8,6 +8,7 @@ import json
 
 from coa_trainer.contracts.record import TrajectoryRecord
 from coa_trainer.contracts.run_config import CollectSelect
+from coa_trainer.evaluation.claims import ResultRow
 from coa_trainer.rollout.agentio import AgentIO
 from coa_trainer.stages.collect import (
     append_records,
@@ -133,11 +134,7 @@ def test_results_compare_a_collection_trained_run_with_its_teachers_run(tmp_path
         "collected": 100,
     }
     (run / "stages" / "collect" / "collect.json").write_text(json.dumps(info))
-    rows = [
-        {"setting": "sft12", "em": 0.7, "tc": 1.1, "tp": 0.6, "format_error_rate": 0.01},
-        {"setting": "workflow", "em": 0.31, "tc": 1.2, "tp": 0.2, "format_error_rate": 0.2},
-        {"setting": "sft-rl", "em": None, "tc": None, "tp": None, "format_error_rate": None},
-    ]
+    rows = [ResultRow("sft12", 0.7, 1.1, 0.6, 0.01), ResultRow("workflow", 0.31, 1.2, 0.2, 0.2), ResultRow("sft-rl")]
     text = "\n".join(comparison_lines(run, rows))
     assert "40 trajectories kept of 100" in text and "Against oracle" in text
     assert "| sft12 | 0.700 | 0.800 | -0.100 | 1.100 | 1.400 |" in text

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from conftest import PY, REPO, TINY, needs_env_server, merge
 
-from coa_trainer.evaluation.claims import CLAIMS, chain_breaks, gap_closed, run_claims
+from coa_trainer.evaluation.claims import CLAIMS, RunTable, by_setting, chain_breaks, gap_closed, run_claims
 
 needs_server = needs_env_server()
 
@@ -78,7 +78,8 @@ def test_seeds_times_thread_counts_report_each_claim_per_run(tmp_path):
             "sft12",
             "sft-rl",
         ]
-        assert res["claims"] == run_claims(res["rows"], res["tc_optimal"])  # the run carries its own claim values
+        table = RunTable.of(res)
+        assert res["claims"] == run_claims(table.rows, table.tc_optimal)  # the run carries its own claim values
         tables.append(res)
 
     by_id = {c["id"]: c for c in doc["claims"]}
@@ -92,8 +93,9 @@ def test_seeds_times_thread_counts_report_each_claim_per_run(tmp_path):
         by = {x["setting"]: x for x in tb["rows"]}
         ems = [by[s]["em"] for s in ("no-tool", "workflow", "sft12", "sft-rl")]
         holds = ems[0] < ems[1] < ems[2] <= ems[3]
-        assert tb["claims"]["chain"]["holds"] is holds and (chain_breaks(tb["rows"]) == []) is holds
-        assert tb["claims"]["otc_closes_gap"]["value"] == gap_closed(by, tb["tc_optimal"])
+        rows = RunTable.of(tb).rows
+        assert tb["claims"]["chain"]["holds"] is holds and (chain_breaks(rows) == []) is holds
+        assert tb["claims"]["otc_closes_gap"]["value"] == gap_closed(by_setting(rows), tb["tc_optimal"])
         assert tb["claims"]["chain"]["value"] == pytest.approx(min(b - a for a, b in zip(ems, ems[1:])))
         chain_line = doc["verdicts"][0]
         assert f"seed {TINY['seed']}·{label}" in chain_line

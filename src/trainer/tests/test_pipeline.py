@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from coa_trainer.base.events import validate_event
-from coa_trainer.evaluation.claims import run_claims
+from coa_trainer.evaluation.claims import ResultRow, RunTable, run_claims
 from coa_trainer.evaluation.results import comparisons
 from conftest import PY, REPO, TINY, assert_typed_round_trip, needs_env_server, merge, read_events, run_trainer
 
@@ -83,7 +83,8 @@ def test_pipeline_end_to_end(tmp_path, write_config):
 
     results = json.loads((run / "results.json").read_text())
     assert list(results) == ["rows", "split", "tc_optimal", "otc_headroom", "claims"] and results["split"] == "test"
-    assert results["claims"] == run_claims(results["rows"], results["tc_optimal"])
+    table = RunTable.of(results)
+    assert results["claims"] == run_claims(table.rows, table.tc_optimal)
     assert 0 <= results["tc_optimal"] <= 2 and results["otc_headroom"]["tc_optimal"] == results["tc_optimal"]
     assert [row["setting"] for row in results["rows"]] == SETTINGS
     for row in results["rows"]:
@@ -173,7 +174,7 @@ def test_bad_stage_list_is_one_error_event(tmp_path, write_config):
 
 def test_comparisons_report_what_the_numbers_say():
     def row(s, em, tc):
-        return {"setting": s, "em": em, "tc": tc, "tp": em / tc if tc else None, "format_error_rate": 0.0}
+        return ResultRow(s, em, tc, em / tc if tc else None, 0.0)
 
     lines = comparisons(
         [row("workflow", 0.5, 1.0), row("sft12", 0.4, 1.2), row("sft-rl", 0.7, 1.5), row("sft-rl-otc", 0.69, 1.0)]

@@ -6,6 +6,7 @@ import math
 from dataclasses import replace
 
 import pytest
+from coa_trainer.evaluation.claims import ResultRow
 from coa_trainer.evaluation.results import comparisons, otc_headroom
 from coa_trainer.evaluation.seed_results import (
     SeedResult,
@@ -17,7 +18,7 @@ from coa_trainer.evaluation.seed_results import (
 
 
 def row(setting, em, tc, tp=None, fmt=0.0):
-    return {"setting": setting, "em": em, "tc": tc, "tp": tp, "format_error_rate": fmt}
+    return ResultRow(setting, em, tc, tp, fmt)
 
 
 def seed(s, no_tool, wf, sft12, rl, otc, tc_rl, tc_otc, tp_rl, tp_otc, opt=0.9):
@@ -25,7 +26,7 @@ def seed(s, no_tool, wf, sft12, rl, otc, tc_rl, tc_otc, tp_rl, tp_otc, opt=0.9):
         s,
         f"seed-{s}",
         [
-            {"setting": "no-tool", "em": no_tool, "tc": 0.0, "tp": None, "format_error_rate": None},
+            ResultRow("no-tool", no_tool, 0.0, None, None),
             row("workflow", wf, 1.2, 0.2, 0.3),
             row("sft12", sft12, 1.4, 0.6),
             row("sft-rl", rl, tc_rl, tp_rl),
@@ -54,12 +55,12 @@ def test_mean_and_sample_sd():
 
 def test_aggregate_rows_are_means_with_sds_in_table_order():
     rows = aggregate_rows(PER_SEED)
-    assert [r["setting"] for r in rows] == ["no-tool", "workflow", "sft12", "sft-rl", "sft-rl-otc"]
-    by = {r["setting"]: r for r in rows}
-    assert by["sft12"]["em"] == pytest.approx(0.8) and by["sft12"]["em_sd"] == pytest.approx(0.0, abs=1e-12)
-    assert by["sft-rl"]["tc"] == pytest.approx(1.4) and by["sft-rl"]["tc_sd"] == pytest.approx(0.1)
-    assert by["no-tool"]["tp"] is None and by["no-tool"]["tp_sd"] is None and by["no-tool"]["seeds"] == 3
-    assert by["sft-rl-otc"]["tp"] == pytest.approx(2 / 3) and by["sft-rl-otc"]["tp_sd"] == pytest.approx(0.15275252316)
+    assert [r.setting for r in rows] == ["no-tool", "workflow", "sft12", "sft-rl", "sft-rl-otc"]
+    by = {r.setting: r for r in rows}
+    assert by["sft12"].em == pytest.approx(0.8) and by["sft12"].em_sd == pytest.approx(0.0, abs=1e-12)
+    assert by["sft-rl"].tc == pytest.approx(1.4) and by["sft-rl"].tc_sd == pytest.approx(0.1)
+    assert by["no-tool"].tp is None and by["no-tool"].tp_sd is None and by["no-tool"].seeds == 3
+    assert by["sft-rl-otc"].tp == pytest.approx(2 / 3) and by["sft-rl-otc"].tp_sd == pytest.approx(0.15275252316)
 
 
 def test_headroom_is_the_share_of_the_over_calling_gap():
@@ -119,7 +120,7 @@ def test_a_claim_without_its_rows_is_left_out():
     """Users' data: no optimum, so no gap line; a run without an OTC row: no OTC lines at all."""
     no_opt = [replace(p, tc_optimal=None) for p in PER_SEED]
     assert not any("over-calling gap" in x for x in seed_verdicts(no_opt))
-    no_otc = [replace(p, rows=[r for r in p.rows if r["setting"] != "sft-rl-otc"]) for p in PER_SEED]
+    no_otc = [replace(p, rows=[r for r in p.rows if r.setting != "sft-rl-otc"]) for p in PER_SEED]
     assert [x.split(" on ")[0] for x in seed_verdicts(no_otc)] == [
         "- EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL)",
         "- The trained agent beats the always-search workflow",

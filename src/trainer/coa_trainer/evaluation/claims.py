@@ -17,12 +17,72 @@ A run is one results table (evaluation/results.py rows + the benchmark's optimal
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
+
+from pydantic import TypeAdapter
 
 TC_CUT = 0.05
 EM_KEPT = 0.02
 GAP_TARGET = 0.5
+
+
+ROW_KEYS = ("em", "tc", "tp", "format_error_rate")  # a results row's measures, in the table's column order
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One row of a results table (results.json's `rows`): a setting and its measures, None where unmeasured (no
+    model, or a measure the setting does not define). Written as these keys in this order."""
+
+    setting: str
+    em: float | None = None
+    tc: float | None = None
+    tp: float | None = None
+    format_error_rate: float | None = None
+
+    @classmethod
+    def of_metrics(cls, setting: str, metrics: Mapping[str, float | None]) -> ResultRow:
+        """The row of an evaluation's metrics (name → value, as its `eval` event carries them)."""
+        em, tc, tp, fer = (metrics.get(k) for k in ROW_KEYS)
+        return cls(setting, em, tc, tp, fer)
+
+    @property
+    def measures(self) -> tuple[float | None, float | None, float | None, float | None]:
+        """em, tc, tp and format_error_rate: the table's columns (ROW_KEYS)."""
+        return self.em, self.tc, self.tp, self.format_error_rate
+
+
+@dataclass(frozen=True)
+class RunTable:
+    """One run's results table as the claims read it: its rows and the benchmark's optimal TC."""
+
+    rows: list[ResultRow]
+    tc_optimal: float | None = None
+
+    @classmethod
+    def of(cls, doc: object) -> RunTable:
+        """From results.json's data (or anything with its `rows` and `tc_optimal`), validated once
+        (pydantic's ValidationError, a ValueError, names what is wrong)."""
+        return _RUN_TABLE.validate_python(doc)
+
+
+_RUN_TABLE = TypeAdapter(RunTable)
+
+Measure = Callable[[ResultRow], float | None]
+
+
+def em_of(r: ResultRow) -> float | None:
+    return r.em
+
+
+def tc_of(r: ResultRow) -> float | None:
+    return r.tc
+
+
+def tp_of(r: ResultRow) -> float | None:
+    return r.tp
 
 
 @dataclass(frozen=True)
@@ -31,47 +91,64 @@ class Claim:
     text: str  # the claim, as a verdict names it
     unit: str  # how its measure is shown: "em" (±0.000), "share" (percent)
     measure_name: str
-    measure: Callable[[dict[str, dict], float | None], float | None]
-    holds: Callable[[float, dict[str, dict]], bool]
+    measure: Callable[[dict[str, ResultRow], float | None], float | None]
+    holds: Callable[[float, dict[str, ResultRow]], bool]
+
+    def on(self, by: dict[str, ResultRow], tc_optimal: float | None) -> ClaimResult:
+        """This claim on one results table (its rows by setting)."""
+        v = self.measure(by, tc_optimal)
+        return ClaimResult(v, None if v is None else self.holds(v, by), fmt(v, self.unit))
 
 
-def _get(by: dict[str, dict], setting: str, key: str = "em") -> float | None:
-    v = by.get(setting, {}).get(key)
+def _get(by: dict[str, ResultRow], setting: str, measure: Measure = em_of) -> float | None:
+    row = by.get(setting)
+    v = None if row is None else measure(row)
     return None if v is None else float(v)
 
 
-def _diff(a: str, b: str, key: str = "em") -> Callable[[dict[str, dict], float | None], float | None]:
-    def measure(by: dict[str, dict], _opt: float | None) -> float | None:
-        x, y = _get(by, a, key), _get(by, b, key)
+def _diff(a: str, b: str, measure: Measure = em_of) -> Callable[[dict[str, ResultRow], float | None], float | None]:
+    def diff(by: dict[str, ResultRow], _opt: float | None) -> float | None:
+        x, y = _get(by, a, measure), _get(by, b, measure)
         return None if x is None or y is None else x - y
 
-    return measure
+    return diff
 
 
-def _chain(by: dict[str, dict], _opt: float | None) -> float | None:
+def _chain(by: dict[str, ResultRow], _opt: float | None) -> float | None:
     ems = [_get(by, s) for s in ("no-tool", "workflow", "sft12", "sft-rl")]
     if any(e is None for e in ems):
         return None
     return min(b - a for a, b in zip(ems, ems[1:]))  # type: ignore[operator]
 
 
-def _chain_holds(_v: float, by: dict[str, dict]) -> bool:
+def _chain_holds(_v: float, by: dict[str, ResultRow]) -> bool:
     nt, wf, sft, rl = (_get(by, s) for s in ("no-tool", "workflow", "sft12", "sft-rl"))
     return nt < wf < sft <= rl  # type: ignore[operator]
 
 
-def _cut(by: dict[str, dict], _opt: float | None) -> float | None:
-    tc, otc = _get(by, "sft-rl", "tc"), _get(by, "sft-rl-otc", "tc")
+def _cut(by: dict[str, ResultRow], _opt: float | None) -> float | None:
+    tc, otc = _get(by, "sft-rl", tc_of), _get(by, "sft-rl-otc", tc_of)
     return None if tc is None or otc is None or not tc else 1 - otc / tc
 
 
-def gap_closed(by: dict[str, dict], tc_optimal: float | None) -> float | None:
-    tc, otc = _get(by, "sft-rl", "tc"), _get(by, "sft-rl-otc", "tc")
+def gap_closed(by: dict[str, ResultRow], tc_optimal: float | None) -> float | None:
+    tc, otc = _get(by, "sft-rl", tc_of), _get(by, "sft-rl-otc", tc_of)
     if tc_optimal is None or tc is None or otc is None or tc - tc_optimal <= 0:
         return None
     return (tc - otc) / (tc - tc_optimal)
 
 
+OTC_CUTS_TC = Claim(
+    "otc_cuts_tc", f"OTC-GRPO cuts tool calls (by ≥ {TC_CUT:.0%})", "share", "cut", _cut, lambda v, _: v >= TC_CUT
+)
+OTC_KEEPS_EM = Claim(
+    "otc_keeps_em",
+    f"OTC-GRPO keeps EM (within {EM_KEPT} of RL-2)",
+    "em",
+    "EM difference",
+    _diff("sft-rl-otc", "sft-rl"),
+    lambda v, _: v >= -EM_KEPT,
+)
 CLAIMS: list[Claim] = [
     Claim("chain", "EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL)", "em", "weakest link", _chain, _chain_holds),
     Claim(
@@ -90,17 +167,8 @@ CLAIMS: list[Claim] = [
         _diff("sft-rl", "sft12"),
         lambda v, _: v >= 0,
     ),
-    Claim(
-        "otc_cuts_tc", f"OTC-GRPO cuts tool calls (by ≥ {TC_CUT:.0%})", "share", "cut", _cut, lambda v, _: v >= TC_CUT
-    ),
-    Claim(
-        "otc_keeps_em",
-        f"OTC-GRPO keeps EM (within {EM_KEPT} of RL-2)",
-        "em",
-        "EM difference",
-        _diff("sft-rl-otc", "sft-rl"),
-        lambda v, _: v >= -EM_KEPT,
-    ),
+    OTC_CUTS_TC,
+    OTC_KEEPS_EM,
     Claim(
         "otc_closes_gap",
         f"OTC-GRPO closes ≥ {GAP_TARGET:.0%} of the over-calling gap (TC of RL-2 − the benchmark's optimal TC)",
@@ -114,7 +182,7 @@ CLAIMS: list[Claim] = [
         "tool productivity (correct answers per call) rises with OTC-GRPO",
         "em",
         "TP difference",
-        _diff("sft-rl-otc", "sft-rl", "tp"),
+        _diff("sft-rl-otc", "sft-rl", tp_of),
         lambda v, _: v > 0,
     ),
 ]
@@ -132,22 +200,18 @@ class ClaimResult:
 UNMEASURED = ClaimResult(None, None, "—")
 
 
-def by_setting(rows: list[dict]) -> dict[str, dict]:
+def by_setting(rows: list[ResultRow]) -> dict[str, ResultRow]:
     """A results table's rows by their setting (each setting has one row)."""
-    return {r["setting"]: r for r in rows}
+    return {r.setting: r for r in rows}
 
 
-def claim_results(rows: list[dict], tc_optimal: float | None) -> dict[str, ClaimResult]:
+def claim_results(rows: list[ResultRow], tc_optimal: float | None) -> dict[str, ClaimResult]:
     """Each claim (by id) on one results table."""
     by = by_setting(rows)
-    out: dict[str, ClaimResult] = {}
-    for c in CLAIMS:
-        v = c.measure(by, tc_optimal)
-        out[c.id] = ClaimResult(v, None if v is None else c.holds(v, by), fmt(v, c.unit))
-    return out
+    return {c.id: c.on(by, tc_optimal) for c in CLAIMS}
 
 
-def run_claims(rows: list[dict], tc_optimal: float | None) -> dict[str, dict]:
+def run_claims(rows: list[ResultRow], tc_optimal: float | None) -> dict[str, dict]:
     """{claim id: {"value": measure or None, "holds": bool or None, "shown": the measure formatted}} for one results
     table (results.json carries it; the demo prints `shown` next to bench/fidelity's spread)."""
     return {k: asdict(v) for k, v in claim_results(rows, tc_optimal).items()}
@@ -229,7 +293,7 @@ def fmt(value: float | None, unit: str) -> str:
     return f"{value:.0%}" if unit == "share" else f"{value:+.3f}"
 
 
-def chain_breaks(rows: list[dict]) -> list[str]:
+def chain_breaks(rows: list[ResultRow]) -> list[str]:
     """The links of EM(no tool) < EM(workflow) < EM(SFT-1+2) ≤ EM(SFT+RL) that do not hold in one results table."""
     by = by_setting(rows)
     chain = ("no-tool", "workflow", "sft12", "sft-rl")
@@ -241,19 +305,6 @@ def chain_breaks(rows: list[dict]) -> list[str]:
         for i, (a, b, x, y) in enumerate(zip(chain, chain[1:], ems, ems[1:]))
         if (x > y if i == 2 else x >= y)
     ]
-
-
-@dataclass(frozen=True)
-class RunTable:
-    """One run's results table as the claims read it: its rows and the benchmark's optimal TC."""
-
-    rows: list[dict]
-    tc_optimal: float | None
-
-    @classmethod
-    def of(cls, doc: dict[str, Any]) -> RunTable:
-        """From results.json's data (or anything with its `rows` and `tc_optimal`)."""
-        return cls(doc["rows"], doc.get("tc_optimal"))
 
 
 def verdict_lines(tables: list[RunTable], labels: list[str], noun: str) -> list[str]:

@@ -13,7 +13,16 @@ from typing import Callable
 
 from ..contracts.schemas import stage_table
 from ..contracts.run_config import RunConfig
-from ..evaluation.claims import EM_KEPT, TC_CUT, by_setting, claim_results, gap_closed, run_claims
+from ..evaluation.claims import (
+    EM_KEPT,
+    OTC_CUTS_TC,
+    OTC_KEEPS_EM,
+    TC_CUT,
+    ResultRow,
+    by_setting,
+    gap_closed,
+    run_claims,
+)
 from ..env.client import EnvClient
 from ..base.events import EventWriter
 from ..contracts.events import EvalEvent, LogEvent
@@ -31,7 +40,7 @@ DESCRIPTIONS = {
     "sft-rl": "SFT-1+2+3 + RL-1 + RL-2 (stages/rl2/final), reward as configured for stages.rl2",
     "sft-rl-otc": "the same but RL-2 with OTC-GRPO, started from the same RL-1 result (stages/rl2-otc/final)",
 }
-ROW_KEYS = ("em", "tc", "tp", "format_error_rate")
+NO_ROW = ResultRow("")  # a setting the table has no row for: every measure None
 
 
 def missing_split(config: RunConfig, split: str) -> str | None:
@@ -54,7 +63,7 @@ def compute_rows(
     split: str = "test",
     settings: list[str] | None = None,
     on_row: Callable[[int, int, str], None] | None = None,
-) -> tuple[list[dict], dict[str, dict]]:
+) -> tuple[list[ResultRow], dict[str, dict]]:
     """Evaluate each setting whose model exists; a missing model gives a row of nulls (and a warning event).
     Returns the rows and, per setting, every metric its evaluation produced (for results.md's detail table)."""
     from ..evaluation.baselines import no_tool_eval, workflow_eval
@@ -74,16 +83,15 @@ def compute_rows(
         else ensure_benchmark_files(config, data_dir(config, run_dir))
     )
     wanted = [s for s in SETTINGS if settings is None or s[0] in settings]
-    rows: list[dict] = []
+    rows: list[ResultRow] = []
     details: dict[str, dict] = {}
     out = run_dir / "eval"
     out.mkdir(parents=True, exist_ok=True)
     for i, (setting, stage, mode) in enumerate(wanted):
         model_dir = final_dir(run_dir, stage)
         t0 = time.time()
-        row: dict = {"setting": setting, **{k: None for k in ROW_KEYS}}
         if mode == "no-tool" and own:  # the closed-book row is the embedded benchmark's pretraining form
-            rows.append(row)
+            rows.append(ResultRow(setting))
             continue
         if not (model_dir / "config.json").is_file():
             writer.emit(
@@ -91,7 +99,7 @@ def compute_rows(
                     level="warning", message=f"results: {setting} has no model ({model_dir} missing); its row is empty"
                 )
             )
-            rows.append(row)
+            rows.append(ResultRow(setting))
             continue
         model, tok = load_for_config(model_dir, rt, config, trainable=False, lora=False)
         model.eval()
@@ -104,8 +112,7 @@ def compute_rows(
             metrics, records = agent_eval(
                 model, tok, bench, config, split, rt, env, tools=True, run=writer.run, stage=setting
             )
-        row.update({k: metrics.get(k) for k in ROW_KEYS})
-        rows.append(row)
+        rows.append(ResultRow.of_metrics(setting, metrics))
         details[setting] = metrics
         step = (
             int(json.loads((model_dir / "coa_stage.json").read_text()).get("step", 0))
@@ -144,13 +151,13 @@ class OtcHeadroom:
     closed: float | None
 
 
-def otc_headroom(rows: list[dict], tc_optimal: float | None) -> OtcHeadroom | None:
+def otc_headroom(rows: list[ResultRow], tc_optimal: float | None) -> OtcHeadroom | None:
     """How much of the over-calling gap OTC-GRPO closes: gap = TC(RL-2 agent) − the benchmark's optimal TC on the
     same questions, closed = (TC(RL-2) − TC(OTC)) / gap. The fair comparison with OTC-PO, whose agent over-called by
     ~2.7 calls per question (Qwen2.5-7B, HotpotQA: TC 3.741 → 1.005), where ours over-calls by about half a call.
     None without an optimum (users' data) or a row; closed is None when RL-2 does not over-call (gap ≤ 0)."""
     by = by_setting(rows)
-    tc, tc_otc = by.get("sft-rl", {}).get("tc"), by.get("sft-rl-otc", {}).get("tc")
+    tc, tc_otc = by.get("sft-rl", NO_ROW).tc, by.get("sft-rl-otc", NO_ROW).tc
     if tc_optimal is None or tc is None or tc_otc is None:
         return None
     return OtcHeadroom(tc_optimal, tc, tc_otc, tc - tc_optimal, gap_closed(by, tc_optimal))
@@ -173,27 +180,23 @@ def headroom_sentence(h: OtcHeadroom) -> str:
     )
 
 
-def comparisons(rows: list[dict], tc_optimal: float | None = None) -> list[str]:
+def comparisons(rows: list[ResultRow], tc_optimal: float | None = None) -> list[str]:
     """What the numbers say about the papers' two claims — computed, never assumed."""
     by = by_setting(rows)
     lines = []
-
-    def get(s: str, k: str) -> float | None:
-        return by.get(s, {}).get(k)
-
-    agent, wf = get("sft-rl", "em"), get("workflow", "em")
+    rl2, otc = by.get("sft-rl", NO_ROW), by.get("sft-rl-otc", NO_ROW)
+    agent, wf = rl2.em, by.get("workflow", NO_ROW).em
     if agent is not None and wf is not None:
         verdict = "beats" if agent > wf else ("ties" if agent == wf else "does NOT beat")
         lines.append(
             f"- Trained agent vs workflow: EM {agent:.3f} vs {wf:.3f} ({agent - wf:+.3f}): the agent {verdict} "
             "the always-search workflow."
         )
-    rl, sft = get("sft-rl", "em"), get("sft12", "em")
+    rl, sft = rl2.em, by.get("sft12", NO_ROW).em
     if rl is not None and sft is not None:
         lines.append(f"- SFT-3 + RL over SFT-1+2: EM {rl:.3f} vs {sft:.3f} ({rl - sft:+.3f}).")
-    tc, tc_otc, em_otc = get("sft-rl", "tc"), get("sft-rl-otc", "tc"), get("sft-rl-otc", "em")
-    claims = claim_results(rows, tc_optimal)
-    cut, kept = claims["otc_cuts_tc"], claims["otc_keeps_em"]
+    tc, tc_otc, em_otc = rl2.tc, otc.tc, otc.em
+    cut, kept = OTC_CUTS_TC.on(by, tc_optimal), OTC_KEEPS_EM.on(by, tc_optimal)
     if cut.value is not None and kept.value is not None:
         # a cut under TC_CUT is within what a different sampling seed moves TC on 133 questions: not called a cut
         verdict = "cuts" if cut.holds else ("barely changes" if cut.value > -TC_CUT else "does NOT cut")
@@ -205,7 +208,7 @@ def comparisons(rows: list[dict], tc_optimal: float | None = None) -> list[str]:
         )
     if (h := otc_headroom(rows, tc_optimal)) is not None:
         lines.append(headroom_sentence(h))
-    tp, tp_otc = get("sft-rl", "tp"), get("sft-rl-otc", "tp")
+    tp, tp_otc = rl2.tp, otc.tp
     if tp is not None and tp_otc is not None:
         lines.append(f"- Tool productivity (correct answers per tool call): {tp_otc:.3f} with OTC vs {tp:.3f}.")
     return lines
@@ -254,7 +257,7 @@ def detail_table(details: dict[str, dict]) -> list[str]:
 
 def write_results(
     run_dir: Path,
-    rows: list[dict],
+    rows: list[ResultRow],
     split: str,
     questions: int | None,
     extra: list[str] | None = None,
@@ -264,7 +267,7 @@ def write_results(
     # claims: each of the papers' claims measured on this run (evaluation/claims.py) — what `npm run demo` sets
     # against the spread bench/fidelity measured over seeds and thread counts
     doc = {
-        "rows": rows,
+        "rows": [asdict(r) for r in rows],
         "split": split,
         "tc_optimal": tc_optimal,
         "otc_headroom": headroom_json(otc_headroom(rows, tc_optimal)),
@@ -272,8 +275,8 @@ def write_results(
     }
     json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     table = ["| setting | EM | TC | TP | format errors |", "|---|---|---|---|---|"]
-    table += [f"| {r['setting']} | " + " | ".join(_cell(r[k]) for k in ROW_KEYS) + " |" for r in rows]
-    notes = [f"- **{r['setting']}**: {DESCRIPTIONS[r['setting']]}." for r in rows]
+    table += [f"| {r.setting} | " + " | ".join(_cell(v) for v in r.measures) + " |" for r in rows]
+    notes = [f"- **{r.setting}**: {DESCRIPTIONS[r.setting]}." for r in rows]
     n = f"{questions} questions" if questions else "all questions"
     md = [
         f"# Results — {run_dir.name}",
@@ -298,14 +301,14 @@ def write_results(
     return json_path, md_path
 
 
-def render_table(rows: list[dict]) -> str:
+def render_table(rows: list[ResultRow]) -> str:
     """The table for the terminal."""
     head = f"{'setting':<12} {'EM':>7} {'TC':>7} {'TP':>7} {'fmt err':>8}"
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
-            f"{r['setting']:<12} "
-            + " ".join(f"{_cell(r[k]):>7}" for k in ROW_KEYS[:3])
-            + f" {_cell(r['format_error_rate']):>8}"
+            f"{r.setting:<12} "
+            + " ".join(f"{_cell(v):>7}" for v in (r.em, r.tc, r.tp))
+            + f" {_cell(r.format_error_rate):>8}"
         )
     return "\n".join(lines)

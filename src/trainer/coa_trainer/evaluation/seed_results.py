@@ -11,10 +11,18 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..evaluation.claims import RunTable, by_setting, mean_sd, verdict_lines
-from ..evaluation.results import DESCRIPTIONS, ROW_KEYS, SETTINGS, headroom_json, otc_headroom
+from ..evaluation.claims import ResultRow, RunTable, mean_sd, verdict_lines
+from ..evaluation.results import DESCRIPTIONS, SETTINGS, headroom_json, otc_headroom
 
-__all__ = ["SeedResult", "aggregate_rows", "load_seed_results", "mean_sd", "seed_verdicts", "write_seed_results"]
+__all__ = [
+    "SeedResult",
+    "SeedRow",
+    "aggregate_rows",
+    "load_seed_results",
+    "mean_sd",
+    "seed_verdicts",
+    "write_seed_results",
+]
 
 
 @dataclass(frozen=True)
@@ -23,27 +31,53 @@ class SeedResult:
 
     seed: int
     run_dir: str
-    rows: list[dict]
+    rows: list[ResultRow]
     tc_optimal: float | None
     split: str | None
 
 
-def aggregate_rows(per_seed: list[SeedResult]) -> list[dict]:
-    """One row per setting (in the table's order): each key's mean, `<key>_sd`, and `seeds` (seeds with an EM)."""
+@dataclass(frozen=True)
+class SeedRow:
+    """One setting over seeds (results.json's `rows` over seeds): each measure's mean and sample sd, and on how many
+    seeds it has an EM. Written as these keys in this order."""
+
+    setting: str
+    em: float | None
+    em_sd: float | None
+    tc: float | None
+    tc_sd: float | None
+    tp: float | None
+    tp_sd: float | None
+    format_error_rate: float | None
+    format_error_rate_sd: float | None
+    seeds: int
+
+    @property
+    def cells(self) -> list[tuple[float | None, float | None]]:
+        """(mean, sd) of em, tc, tp and format_error_rate: the table's columns."""
+        return [
+            (self.em, self.em_sd),
+            (self.tc, self.tc_sd),
+            (self.tp, self.tp_sd),
+            (self.format_error_rate, self.format_error_rate_sd),
+        ]
+
+
+def aggregate_rows(per_seed: list[SeedResult]) -> list[SeedRow]:
+    """One row per setting (in the table's order): each measure's mean and sd, and the seeds with an EM."""
     order = [s for s, _, _ in SETTINGS]
-    present = {s for p in per_seed for s in by_setting(p.rows)}
+    present = {r.setting for p in per_seed for r in p.rows}
     order += sorted(present - set(order))  # a setting this module does not know still gets its row
     rows = []
     for setting in order:
         if setting not in present:
             continue
-        mine = [next((r for r in p.rows if r["setting"] == setting), {}) for p in per_seed]
-        row: dict = {"setting": setting}
-        for k in ROW_KEYS:
-            m, sd, _ = mean_sd([r.get(k) for r in mine])
-            row[k], row[f"{k}_sd"] = m, sd
-        row["seeds"] = mean_sd([r.get("em") for r in mine])[2]
-        rows.append(row)
+        mine = [next((r for r in p.rows if r.setting == setting), ResultRow(setting)) for p in per_seed]
+        em, em_sd, seeds = mean_sd([r.em for r in mine])
+        tc, tc_sd, _ = mean_sd([r.tc for r in mine])
+        tp, tp_sd, _ = mean_sd([r.tp for r in mine])
+        fer, fer_sd, _ = mean_sd([r.format_error_rate for r in mine])
+        rows.append(SeedRow(setting, em, em_sd, tc, tc_sd, tp, tp_sd, fer, fer_sd, seeds))
     return rows
 
 
@@ -74,7 +108,7 @@ def write_seed_results(
     verdicts = seed_verdicts(per_seed)
     heads = {p.seed: otc_headroom(p.rows, p.tc_optimal) for p in per_seed}
     doc = {
-        "rows": rows,
+        "rows": [asdict(r) for r in rows],
         "split": split,
         "seeds": [p.seed for p in per_seed],
         "per_seed": [{**asdict(p), "otc_headroom": headroom_json(heads[p.seed])} for p in per_seed],
@@ -86,10 +120,10 @@ def write_seed_results(
     n = f"{questions} questions" if questions else "all questions"
     seeds = ", ".join(str(p.seed) for p in per_seed)
     table = ["| setting | EM | TC | TP | format errors |", "|---|---|---|---|---|"]
-    table += [f"| {r['setting']} | " + " | ".join(_cell(r[k], r[f"{k}_sd"]) for k in ROW_KEYS) + " |" for r in rows]
+    table += [f"| {r.setting} | " + " | ".join(_cell(m, sd) for m, sd in r.cells) + " |" for r in rows]
     per = ["| seed | setting | EM | TC | TP | format errors |", "|---|---|---|---|---|---|"]
     per += [
-        f"| {p.seed} | {r['setting']} | " + " | ".join(_cell(r.get(k), None) for k in ROW_KEYS) + " |"
+        f"| {p.seed} | {r.setting} | " + " | ".join(_cell(v, None) for v in r.measures) + " |"
         for p in per_seed
         for r in p.rows
     ]
@@ -100,7 +134,7 @@ def write_seed_results(
         for s, h in heads.items()
         if h
     ]
-    settings = list(by_setting(rows))  # aggregate_rows gives each setting one row
+    settings = [r.setting for r in rows]  # aggregate_rows gives each setting one row
     notes = [f"- **{s}**: {DESCRIPTIONS[s]}." for s in settings if s in DESCRIPTIONS]
     intro = (
         f"Split: {split} ({n} per seed); seeds {seeds}. Each seed is a whole pipeline in seed-<s>/ with its own "

@@ -43,6 +43,7 @@ from ..contracts.error_code import ErrorCode
 from ..base.events import EventWriter
 from ..data.benchmark import Question
 from ..data.userdata import UserData, UserQuestion
+from ..evaluation.claims import ResultRow, RunTable, by_setting
 from .collect_report import CollectReport, ModeCounts, PairsReport, SftMix, report_markdown
 from .collect_settings import CollectSettings, Sampling, TeacherSettings
 from ..contracts.events import (
@@ -895,7 +896,7 @@ def collect_command(opts: CollectOptions) -> int:
 # ---------------------------------------------------------------- the results table's comparison
 
 
-def comparison_lines(run_dir: Path, rows: list[dict]) -> list[str]:
+def comparison_lines(run_dir: Path, rows: list[ResultRow]) -> list[str]:
     """For results.md: when this run's SFT data is a collection whose teacher is another run's stage result
     (`<run>/stages/<stage>/final`) and that run has a results table (trained on the embedded oracle, or on other
     data), each setting both tables have, side by side, with the difference — measured, whichever way it goes."""
@@ -919,7 +920,7 @@ def comparison_lines(run_dir: Path, rows: list[dict]) -> list[str]:
     other = tp.parents[2] / "results.json" if tp is not None and tp.parent.parent.name == "stages" else None
     if other is None or not other.is_file():
         return head + ["", "The teacher is not a run with a results table here, so there is nothing to compare with."]
-    theirs = {r["setting"]: r for r in json.loads(other.read_text(encoding="utf-8"))["rows"]}
+    theirs = by_setting(RunTable.of(json.loads(other.read_text(encoding="utf-8"))).rows)
     lines = [
         "",
         f"Against {other.parent.name} (the teacher's own run, its SFT data as that run configured it):",
@@ -931,26 +932,21 @@ def comparison_lines(run_dir: Path, rows: list[dict]) -> list[str]:
     def cell(v: float | None) -> str:
         return "—" if v is None else f"{v:.3f}"
 
-    found = False
-    for r in rows:
-        o = theirs.get(r["setting"])
-        if o is None or r.get("em") is None or o.get("em") is None:
-            continue
-        found = True
-        lines.append(
-            f"| {r['setting']} | {cell(r['em'])} | {cell(o['em'])} | {r['em'] - o['em']:+.3f} | {cell(r['tc'])} | "
-            f"{cell(o['tc'])} | {cell(r['format_error_rate'])} | {cell(o['format_error_rate'])} |"
-        )
-    if not found:
+    both = [(r, o, r.em, o.em) for r in rows if (o := theirs.get(r.setting)) is not None]
+    pairs = [(r, o, em, their_em) for r, o, em, their_em in both if em is not None and their_em is not None]
+    if not pairs:
         return head + ["", f"{other} has no setting evaluated in both runs."]
+    lines += [
+        f"| {r.setting} | {cell(em)} | {cell(their_em)} | {em - their_em:+.3f} | {cell(r.tc)} | "
+        f"{cell(o.tc)} | {cell(r.format_error_rate)} | {cell(o.format_error_rate)} |"
+        for r, o, em, their_em in pairs
+    ]
 
     def verdict(d: float) -> str:  # the results table's own threshold for "barely changes" is relative; EM: 0.02
         return "higher" if d > 0.02 else ("lower" if d < -0.02 else "about the same (within 0.02)")
 
     summary = [
-        f"- {r['setting']}: EM {r['em']:.3f} with the collected data vs {theirs[r['setting']]['em']:.3f}: "
-        f"{verdict(r['em'] - theirs[r['setting']]['em'])}."
-        for r in rows
-        if r.get("em") is not None and theirs.get(r["setting"], {}).get("em") is not None
+        f"- {r.setting}: EM {em:.3f} with the collected data vs {their_em:.3f}: {verdict(em - their_em)}."
+        for r, _, em, their_em in pairs
     ]
     return head + lines + ["", *summary]
