@@ -85,10 +85,10 @@ def test_sft1_pairs_share_prefix_and_flip_the_decision():
     for q in bench.questions:
         for p in bench.pairs(q, t, random.Random(0)):
             # the decision token: `?` (then search this hop) or the object (answer it from memory)
-            assert p["chosen"].startswith("?") == p["act"]
-            assert p["rejected"].startswith("?") != p["act"]
-            if p["act"]:
-                assert p["chosen"].endswith(t.action_close)
-                assert t.action_open not in p["rejected"], "rejected answers without acting"
+            assert p.chosen.startswith("?") == p.act
+            assert p.rejected.startswith("?") != p.act
+            if p.act:
+                assert p.chosen.endswith(t.action_close)
+                assert t.action_open not in p.rejected, "rejected answers without acting"
             else:
-                assert p["rejected"].endswith(t.action_close)
+                assert p.rejected.endswith(t.action_close)

@@ -11,6 +11,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 
 CLI = REPO / "dist" / "cli.js"
@@ -55,6 +57,11 @@ def test_sft_segments_are_python_string_indices(tmp_path: Path):
             assert piece.strip() == "", piece
     assert [s["kind"] for s in segs if s["kind"] != "text"] == ["think", "action", "observation", "answer"]
     assert rec["tool_calls"] == 1 and rec["correct"] is True and rec["dialect"] == "coa"
+    from coa_trainer.data.prepared import SftRecord, read_prepared
+
+    (typed,) = read_prepared(out, SftRecord)  # how the trainer reads the line: the same record, typed
+    assert [(s.kind, s.start, s.end) for s in typed.segments] == [(s["kind"], s["start"], s["end"]) for s in segs]
+    assert (typed.tool_calls, typed.correct, typed.format_ok, typed.response) == (1, True, True, response)
 
 
 def test_questions_from_the_autocoa_parquet(tmp_path: Path):
@@ -106,3 +113,25 @@ def test_repeated_ids_of_autocoas_test_parquet_join_back_to_its_rows(tmp_path: P
     # joined on the original id: each result names rows of the parquet with that id
     originals = [q.source_id or q.id for q in questions]
     assert set(originals) == set(rows["id"])
+
+
+def test_a_prepared_line_is_read_once_into_its_class_and_a_bad_one_names_its_line(tmp_path):
+    """The prepared files are read into typed records at load; a line not in the core's shape is a DataError with its
+    file, line and field rather than a KeyError wherever a stage first reads it."""
+    from coa_trainer.data.prepared import DataError, PairRecord, SftRecord, read_prepared
+
+    seg = {"kind": "answer", "start": 0, "end": 5}
+    row = {"id": "a", "question": "q", "golden_answers": ["x"], "dialect": "coa", "prompt": None, "response": "x"}
+    row |= {"segments": [seg], "tool_calls": 0, "reward": None, "correct": True, "format_ok": True}
+    path = tmp_path / "sft.jsonl"
+    path.write_text(json.dumps(row) + "\n\n" + json.dumps({**row, "segments": [{"kind": "answer"}]}) + "\n")
+    with pytest.raises(DataError, match=r"sft\.jsonl:3:1: error: segments\.0\.start: Field required"):
+        read_prepared(path, SftRecord)
+    path.write_text(json.dumps(row) + "\n")
+    (r,) = read_prepared(path, SftRecord)
+    assert (r.segments[0].end, r.correct, r.format_ok, r.prompt) == (5, True, True, None)
+    side = {k: row[k] for k in ("id", "dialect", "response", "segments", "tool_calls", "correct")}
+    pair = {"id": "p", "question": "q", "golden_answers": [], "prompt": None, "kind": "tool-vs-notool", "act": True}
+    path.write_text(json.dumps({**pair, "chosen": side, "rejected": side}) + "\n")
+    (p,) = read_prepared(path, PairRecord)
+    assert p.act and p.chosen.segments == r.segments and p.rejected.dialect == "coa"

@@ -16,6 +16,7 @@ import torch
 
 from coa_trainer.rollout.agentio import AgentIO
 from coa_trainer.base.config import validate_config
+from coa_trainer.data.prepared import SftRecord, read_prepared
 from coa_trainer.data.samples import encode_trajectory
 from coa_trainer.data.dialects import tags
 from coa_trainer.rollout.generate import StringStops, generate
@@ -133,9 +134,9 @@ def _config(model_dir: Path, traj: Path, **over) -> dict:
     return merge(base, over)
 
 
-def _prepare_sft(traj: Path, out: Path) -> list[dict]:
+def _prepare_sft(traj: Path, out: Path) -> list[SftRecord]:
     subprocess.run([*_node(), "data", "prepare", "sft", str(traj), "--out", str(out)], check=True, capture_output=True)
-    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    return read_prepared(out, SftRecord)
 
 
 # ---------------------------------------------------------------- model, vocabulary, prompt
@@ -187,9 +188,9 @@ def test_masks_from_core_segments_are_exact_at_token_level(realistic_model_dir, 
     _, tok = load_for_config(realistic_model_dir, CPU, config, trainable=False)
     records = _prepare_sft(_trajectories(tmp_path / "t.jsonl"), tmp_path / "sft.jsonl")
     straddled = 0
-    for r in [r for r in records if r["tool_calls"]]:
-        resp, segs = r["response"], r["segments"]
-        obs = [(s["start"], s["end"]) for s in segs if s["kind"] == "observation"]
+    for r in [r for r in records if r.tool_calls]:
+        resp, segs = r.response, r.segments
+        obs = [(s.start, s.end) for s in segs if s.kind == "observation"]
         assert obs
         # what the rule is for: tokenising the whole response would put a token across an observation's edge
         whole = tok(resp, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]

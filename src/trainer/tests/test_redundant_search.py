@@ -59,11 +59,11 @@ def test_sft1_pairs_follow_the_teacher():
         for p, h in zip(pairs, bench.hops_for(q)):
             redundant = q.id in bench.redundant and h.known
             seen_redundant += redundant
-            assert p["act"] == (not h.known)
-            assert p["chosen"].lstrip().startswith("?") == p["act"]
-            assert p["rejected"].lstrip().startswith("?") != p["act"]
+            assert p.act == (not h.known)
+            assert p.chosen.lstrip().startswith("?") == p.act
+            assert p.rejected.lstrip().startswith("?") != p.act
             if redundant:
-                assert p["chosen"] == f"{h.object} . {t.think_close} {t.action_open} {h.prefix} {t.action_close}"
+                assert p.chosen == f"{h.object} . {t.think_close} {t.action_open} {h.prefix} {t.action_close}"
     assert seen_redundant > 0
 
 
@@ -113,11 +113,9 @@ def test_redundant_trajectories_count_as_chain_of_action(tmp_path):
     tok = AutoTokenizer.from_pretrained(str(tmp_path))
     examples = oracle_examples(bench, tok, config, tags("coa"), "train", frozenset({"observation"}), 512)
     by_id = {q.id: q for q in bench.split("train")}
-    known_coa = [e for e in examples if by_id[e.meta["id"]].known and e.meta["coa"]]
-    assert known_coa and all(by_id[e.meta["id"]].id in bench.redundant for e in known_coa)
-    assert all(
-        e.meta["coa"] == (by_id[e.meta["id"]].id in bench.redundant or not by_id[e.meta["id"]].known) for e in examples
-    )
+    known_coa = [e for e in examples if by_id[e.meta.id].known and e.meta.coa]
+    assert known_coa and all(by_id[e.meta.id].id in bench.redundant for e in known_coa)
+    assert all(e.meta.coa == (by_id[e.meta.id].id in bench.redundant or not by_id[e.meta.id].known) for e in examples)
 
 
 def test_fraction_out_of_range_is_a_config_error():

@@ -65,7 +65,7 @@ def test_sft_data_never_holds_an_rl_question(tmp_path):
     tok = AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
     for stage in ("sft2", "sft3"):
         stream = sft_stream(bench, tok, config, tags("coa"), stage, 0)
-        seen = {e.meta["id"] for epoch in range(3) for e in stream.make_epoch(epoch)}
+        seen = {e.meta.id for epoch in range(3) for e in stream.make_epoch(epoch)}
         assert seen and not seen & held_out
 
 

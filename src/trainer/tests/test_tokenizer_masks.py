@@ -91,6 +91,6 @@ def test_sft2_mix_ratio(setup):
     config, bench, tok = setup
     stream = sft_stream(bench, tok, config, tags("coa"), "sft2", config.seed)
     items = stream.take(0, stream.epoch_size())
-    coa = sum(1 for e in items if e.meta["coa"])
+    coa = sum(1 for e in items if e.meta.coa)
     cot = len(items) - coa
     assert cot > 0 and abs(coa / cot - config.stages.sft2.coa_cot_ratio) < 1.0

@@ -92,6 +92,17 @@ class Question:
         return sum(1 for h in self.hops if not h.known)
 
 
+@dataclass(frozen=True)
+class DecisionPair:
+    """An SFT-1 pair at one hop's decision: the shared prefix, the oracle's continuation and the opposite one."""
+
+    prefix: str
+    chosen: str
+    rejected: str
+    act: bool  # the chosen continuation searches
+    hop: int
+
+
 @dataclass
 class Segment:
     """One block of a response: kind is think | action | observation | answer."""
@@ -204,7 +215,7 @@ class Benchmark:
     def oracle(self, q: Question, t: Tags) -> list[Segment]:
         return self.render(self.hops_for(q), t, verify=q.id in self.redundant)[0]
 
-    def pairs(self, q: Question, t: Tags, rng: random.Random) -> list[dict]:
+    def pairs(self, q: Question, t: Tags, rng: random.Random) -> list[DecisionPair]:
         """SFT-1 contrastive pairs, one per hop: shared prefix up to the decision token; chosen = the oracle's
         continuation (search if unknown, state the fact if known) up to the end of the next action or answer;
         rejected = the opposite (answer with a hallucinated object / search a known fact). A redundant question's
@@ -233,13 +244,13 @@ class Benchmark:
             cut = decisions[i]
             assert ftext[:cut] == text[:cut], "a flipped trajectory must share the prefix"
             out.append(
-                {
-                    "prefix": text[:cut],
-                    "chosen": text[cut : continuation_end(text, cut, t)],
-                    "rejected": ftext[cut : continuation_end(ftext, cut, t)],
-                    "act": not hop.known,  # the chosen continuation searches
-                    "hop": i,
-                }
+                DecisionPair(
+                    prefix=text[:cut],
+                    chosen=text[cut : continuation_end(text, cut, t)],
+                    rejected=ftext[cut : continuation_end(ftext, cut, t)],
+                    act=not hop.known,
+                    hop=i,
+                )
             )
         return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import bisect
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..base.config import sft_mix_stage, stage_config
@@ -15,6 +15,7 @@ from ..data.benchmark import Benchmark, Segment, join_segments
 from ..data.dialects import Tags
 from ..contracts.run_config import RunConfig
 from ..data.tokenizer import TextTokenizer
+from .prepared import PairRecord, SftRecord, SftSegment
 
 
 def masked_kinds(stage: str) -> frozenset[str]:
@@ -22,9 +23,22 @@ def masked_kinds(stage: str) -> frozenset[str]:
     return frozenset() if stage_info(stage).trains_observations else frozenset({"observation"})
 
 
+@dataclass(frozen=True)
+class ExampleMeta:
+    """Where an SFT example comes from (its question, the answers it is graded by, its dialect) and whether it is a
+    chain of action (≥ 1 tool call), for the CoA : CoT mix and the stage's sample records."""
+
+    id: str
+    question: str
+    golden_answers: list[str]
+    coa: bool
+    dialect: str | None = None  # None: the benchmark's oracle (coa tags)
+
+
 @dataclass
 class Encoded:
-    """A prompt plus a response; per response token: id, segment kind, loss mask, char offset in the response."""
+    """A prompt plus a response; per response token: id, segment kind, loss mask, char offset in the response.
+    `meta`: None for pretraining text (no question)."""
 
     prompt_ids: list[int]
     ids: list[int]
@@ -32,7 +46,7 @@ class Encoded:
     loss_mask: list[int]
     offsets: list[int]
     response: str
-    meta: dict = field(default_factory=dict)
+    meta: ExampleMeta | None = None
 
     @property
     def input_ids(self) -> list[int]:
@@ -86,7 +100,7 @@ def encode_trajectory(
     tok: TextTokenizer,
     prompt_ids: list[int],
     response: str,
-    segments: list[dict],
+    segments: list[SftSegment],
     masked_kinds: frozenset[str] = frozenset(),
     eos: bool = True,
 ) -> Encoded:
@@ -104,12 +118,12 @@ def encode_trajectory(
     mapping), its mask is 1 either way. SFT-2 and SFT-3 tokenise identically; only the masks differ."""
     runs: list[tuple[bool, int, int]] = []  # (observation?, start, end)
     for seg in segments:
-        obs = seg["kind"] == "observation"
-        if runs and runs[-1][0] == obs and runs[-1][2] == seg["start"]:
-            runs[-1] = (obs, runs[-1][1], seg["end"])
+        obs = seg.kind == "observation"
+        if runs and runs[-1][0] == obs and runs[-1][2] == seg.start:
+            runs[-1] = (obs, runs[-1][1], seg.end)
         else:
-            runs.append((obs, seg["start"], seg["end"]))
-    starts = [seg["start"] for seg in segments]
+            runs.append((obs, seg.start, seg.end))
+    starts = [seg.start for seg in segments]
     ids: list[int] = []
     kinds: list[str] = []
     mask: list[int] = []
@@ -117,7 +131,7 @@ def encode_trajectory(
     for _obs, a, b in runs:
         enc = tok(response[a:b], add_special_tokens=False, return_offsets_mapping=True)
         for tid, (o, _) in zip(enc.input_ids, enc.offset_mapping):
-            kind = segments[max(0, bisect.bisect_right(starts, a + o) - 1)]["kind"]
+            kind = segments[max(0, bisect.bisect_right(starts, a + o) - 1)].kind
             ids.append(tid)
             kinds.append(kind)
             mask.append(0 if kind in masked_kinds else 1)
@@ -130,23 +144,16 @@ def encode_trajectory(
     return Encoded(list(prompt_ids), ids, kinds, mask, offsets, response)
 
 
-def user_sft_examples(records: list[dict], tok: TextTokenizer, config: RunConfig, stage: str) -> list[Encoded]:
+def user_sft_examples(records: list[SftRecord], tok: TextTokenizer, config: RunConfig, stage: str) -> list[Encoded]:
     """SFT-2 / SFT-3 examples from the user's trajectories (data.sft through the core), not yet cut to max_len."""
     from ..data.prompts import prompt_ids
 
     masked = masked_kinds(stage)
     examples = []
     for r in records:
-        p = r["prompt"] if r.get("prompt") else None
-        pids = encode_text(tok, p)[0] if p else prompt_ids(tok, config, r["question"], r["dialect"])
-        e = encode_trajectory(tok, pids, r["response"], r["segments"], masked)
-        e.meta = {
-            "id": r["id"],
-            "question": r["question"],
-            "golden_answers": r["golden_answers"],
-            "coa": r["tool_calls"] > 0,
-            "dialect": r["dialect"],
-        }
+        pids = encode_text(tok, r.prompt)[0] if r.prompt else prompt_ids(tok, config, r.question, r.dialect)
+        e = encode_trajectory(tok, pids, r.response, r.segments, masked)
+        e.meta = ExampleMeta(r.id, r.question, r.golden_answers, r.tool_calls > 0, r.dialect)
         examples.append(e)
     return examples
 
@@ -155,8 +162,8 @@ def sft_mix_stream(examples: list[Encoded], config: RunConfig, stage: str, seed:
     """SFT-2 / SFT-3 samples: every chain-of-action example (≥ 1 tool call) each epoch and a different subset of the
     chain-of-thought ones, CoA : CoT = coa_cot_ratio : 1 (AutoCoA used 5:1); all CoT when there is no CoA."""
     scfg = sft_mix_stage(stage_config(config, stage), stage)
-    coa = [e for e in examples if e.meta["coa"]]
-    cot = [e for e in examples if not e.meta["coa"]]
+    coa = [e for e in examples if e.meta and e.meta.coa]
+    cot = [e for e in examples if not (e.meta and e.meta.coa)]
     n_cot = min(len(cot), max(1, round(len(coa) / scfg.coa_cot_ratio))) if cot and coa else len(cot)
 
     def epoch(e: int) -> list[Encoded]:
@@ -168,22 +175,20 @@ def sft_mix_stream(examples: list[Encoded], config: RunConfig, stage: str, seed:
     return Stream(epoch)
 
 
-def user_pairs(pairs: list[dict], tok: TextTokenizer, config: RunConfig) -> list[Pair]:
+def user_pairs(pairs: list[PairRecord], tok: TextTokenizer, config: RunConfig) -> list[Pair]:
     """SFT-1 pairs from the core's pair lines: whole trajectories, observations out of the mean log-prob."""
     from ..data.prompts import prompt_ids
 
     out = []
     for p in pairs:
         pids = (
-            encode_text(tok, p["prompt"])[0]
-            if p.get("prompt")
-            else prompt_ids(tok, config, p["question"], p["chosen"].get("dialect") or config.dialect)
+            encode_text(tok, p.prompt)[0]
+            if p.prompt
+            else prompt_ids(tok, config, p.question, p.chosen.dialect or config.dialect)
         )
-        c = encode_trajectory(tok, [], p["chosen"]["response"], p["chosen"]["segments"], masked_kinds("sft1"))
-        r = encode_trajectory(tok, [], p["rejected"]["response"], p["rejected"]["segments"], masked_kinds("sft1"))
-        out.append(
-            Pair(pids, [], c.ids, r.ids, bool(p["act"]), c.loss_mask, r.loss_mask, {"id": p["id"], "kind": p["kind"]})
-        )
+        c = encode_trajectory(tok, [], p.chosen.response, p.chosen.segments, masked_kinds("sft1"))
+        r = encode_trajectory(tok, [], p.rejected.response, p.rejected.segments, masked_kinds("sft1"))
+        out.append(Pair(pids, [], c.ids, r.ids, p.act, c.loss_mask, r.loss_mask, PairMeta(p.id, p.kind)))
     return out
 
 
@@ -268,12 +273,7 @@ def oracle_examples(
         segments = bench.oracle(q, t)
         e = encode_segments(tok, prompt_text(config, q.question), segments, masked, eos=False)
         # chain of action = the teacher searched (with redundant searches that includes some known questions)
-        e.meta = {
-            "id": q.id,
-            "question": q.question,
-            "answer": q.answer,
-            "coa": any(s.kind == "action" for s in segments),
-        }
+        e.meta = ExampleMeta(q.id, q.question, [q.answer], any(s.kind == "action" for s in segments))
         out.append(truncate(e, max_len) if max_len is not None else e)
     return out
 
@@ -287,6 +287,14 @@ def sft_stream(
     return sft_mix_stream(oracle_examples(bench, tok, config, t, "train", masked, max_len), config, stage, seed)
 
 
+@dataclass(frozen=True)
+class PairMeta:
+    """A user's pair: its id and kind (tool-vs-notool, …), which the stage counts."""
+
+    id: str
+    kind: str
+
+
 @dataclass
 class Pair:
     prompt_ids: list[int]
@@ -296,7 +304,7 @@ class Pair:
     act: bool
     chosen_mask: list[int] | None = None  # None: every continuation token counts
     rejected_mask: list[int] | None = None
-    meta: dict = field(default_factory=dict)
+    meta: PairMeta | None = None  # None: the benchmark's own pairs
 
 
 def sft1_pairs(bench: Benchmark, tok: TextTokenizer, config: RunConfig, t: Tags, split: str, seed: int) -> list[Pair]:
@@ -308,10 +316,10 @@ def sft1_pairs(bench: Benchmark, tok: TextTokenizer, config: RunConfig, t: Tags,
             out.append(
                 Pair(
                     prompt_ids,
-                    encode_text(tok, p["prefix"])[0],
-                    encode_text(tok, p["chosen"])[0],
-                    encode_text(tok, p["rejected"])[0],
-                    p["act"],
+                    encode_text(tok, p.prefix)[0],
+                    encode_text(tok, p.chosen)[0],
+                    encode_text(tok, p.rejected)[0],
+                    p.act,
                 )
             )
     return out

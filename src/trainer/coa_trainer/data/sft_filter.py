@@ -5,9 +5,18 @@ says so — a stage never trains on wrong answers, broken formats or a mix of di
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
 from ..base.errors import StageError
+from ..contracts.run_config import SftFilter
+from .prepared import SftRecord
+
+
+@dataclass
+class Dropped:
+    """Trajectories dropped, by the first check each failed."""
+
+    dialect: int = 0
+    format: int = 0
+    incorrect: int = 0
 
 
 @dataclass
@@ -15,7 +24,7 @@ class SftFilterReport:
     given: int = 0
     kept: int = 0
     dialect: str | None = None  # the dialect kept (None: any, and the data had none)
-    dropped: dict[str, int] = field(default_factory=lambda: {"dialect": 0, "format": 0, "incorrect": 0})
+    dropped: Dropped = field(default_factory=Dropped)
     other_dialects: dict[str, int] = field(default_factory=dict)
     ungraded: int = 0  # kept without golden answers: not graded
 
@@ -25,10 +34,10 @@ class SftFilterReport:
             for what, n in (
                 (
                     "in other dialects" + (f" ({_counts(self.other_dialects)})" if self.other_dialects else ""),
-                    self.dropped["dialect"],
+                    self.dropped.dialect,
                 ),
-                ("with format errors", self.dropped["format"]),
-                ("with a wrong answer", self.dropped["incorrect"]),
+                ("with format errors", self.dropped.format),
+                ("with a wrong answer", self.dropped.incorrect),
             )
             if n
         )
@@ -43,29 +52,30 @@ def _counts(by: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(by.items()))
 
 
-def filter_sft(records: list[dict], flt: Any, run_dialect: str, stage: str) -> tuple[list[dict], SftFilterReport]:
+def filter_sft(
+    records: list[SftRecord], flt: SftFilter, run_dialect: str, stage: str
+) -> tuple[list[SftRecord], SftFilterReport]:
     """(kept records, report). A record is dropped for the first check it fails: dialect, format, answer. Raises a
     StageError when nothing is left, or when `dialect: any` would mix dialects in one stage."""
     want = run_dialect if flt.dialect == "run" else None if flt.dialect == "any" else flt.dialect
     report = SftFilterReport(given=len(records), dialect=want)
     kept = []
     for r in records:
-        dialect = r.get("dialect")
-        if want is not None and dialect != want:
-            report.dropped["dialect"] += 1
-            report.other_dialects[str(dialect)] = report.other_dialects.get(str(dialect), 0) + 1
-        elif flt.format_ok and r.get("format_ok") is False:
-            report.dropped["format"] += 1
-        elif flt.correct and r.get("correct") is False:
-            report.dropped["incorrect"] += 1
+        if want is not None and r.dialect != want:
+            report.dropped.dialect += 1
+            report.other_dialects[r.dialect] = report.other_dialects.get(r.dialect, 0) + 1
+        elif flt.format_ok and not r.format_ok:
+            report.dropped.format += 1
+        elif flt.correct and r.correct is False:
+            report.dropped.incorrect += 1
         else:
-            report.ungraded += r.get("correct") is None
+            report.ungraded += r.correct is None
             kept.append(r)
     report.kept = len(kept)
     if want is None:
         mix: dict[str, int] = {}
         for r in kept:
-            mix[str(r.get("dialect"))] = mix.get(str(r.get("dialect")), 0) + 1
+            mix[r.dialect] = mix.get(r.dialect, 0) + 1
         if len(mix) > 1:
             raise StageError(
                 f"{stage}: the trajectories mix dialects ({_counts(mix)}): one stage would train "

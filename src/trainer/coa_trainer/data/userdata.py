@@ -18,15 +18,8 @@ from typing import Protocol, Sequence
 
 from ..contracts.run_config import RunConfig
 from ..base.core_cli import find_core_cli, find_node
-from ..base.errors import CoaError
-from ..contracts.error_code import ErrorCode
 from .benchmark import Question
-
-
-class DataError(CoaError):
-    """Bad user data; the message is the core's `FILE:LINE:COL: error: FIELD: message` line."""
-
-    code = ErrorCode.bad_data
+from .prepared import DataError, PairRecord, PreparedQuestion, SftRecord, read_prepared
 
 
 @dataclass
@@ -147,11 +140,6 @@ class UserData:
             probe.unlink(missing_ok=True)
         stamp.write_text("ok\n", encoding="utf-8")
 
-    @staticmethod
-    def _read(path: Path) -> list[dict]:
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
-
     # ------------------------------------------------------------ what the stages read
     def has_questions(self, split: str) -> bool:
         return bool(getattr(self.data.questions, split))
@@ -161,36 +149,36 @@ class UserData:
         if name not in self._questions:
             path = getattr(self.data.questions, name)
             strict = ["--strict-ids"] if self.data.strict_ids else []
-            rows = self._read(self._prepared("questions", [path], strict)) if path else []
+            rows = read_prepared(self._prepared("questions", [path], strict), PreparedQuestion) if path else []
             self._questions[name] = [
                 UserQuestion(
-                    r["id"],
-                    r["question"],
-                    list(r["golden_answers"]),
-                    r.get("data_source"),
-                    source_id=(r.get("meta") or {}).get("source_id"),
+                    r.id,
+                    r.question,
+                    list(r.golden_answers),
+                    r.data_source,
+                    source_id=r.meta.source_id if r.meta else None,
                 )
                 for r in rows
             ]
         return self._questions[name]
 
-    def sft_records(self) -> list[dict]:
+    def sft_records(self) -> list[SftRecord]:
         """Trajectories of data.sft through `prepare sft` (segments as code-point spans of `response`)."""
-        out: list[dict] = []
+        out: list[SftRecord] = []
         for entry in self.data.sft:
             path, dialect = (entry, "auto") if isinstance(entry, str) else (entry.path, entry.dialect)
             extra = [] if dialect == "auto" else ["--dialect", dialect]
-            out += self._read(self._prepared("sft", [path], extra))
+            out += read_prepared(self._prepared("sft", [path], extra), SftRecord)
         return out
 
-    def pairs(self) -> list[dict]:
+    def pairs(self) -> list[PairRecord]:
         """SFT-1 pairs: data.sft1_pairs, else built by the core from data.sft (`prepare pairs`)."""
         if self.data.sft1_pairs:
-            return self._read(self._prepared("pairs", [self.data.sft1_pairs]))
+            return read_prepared(self._prepared("pairs", [self.data.sft1_pairs]), PairRecord)
         files = [e if isinstance(e, str) else e.path for e in self.data.sft]
         if not files:
             raise DataError("SFT-1 needs data.sft1_pairs or data.sft trajectories to build pairs from")
-        return self._read(self._prepared("pairs", files))
+        return read_prepared(self._prepared("pairs", files), PairRecord)
 
     def corpus(self) -> str | None:
         return self.data.corpus

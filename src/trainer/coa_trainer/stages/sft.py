@@ -129,13 +129,13 @@ class LmStage:
 
     def sample_record(self, e: Encoded, run: str, step: int) -> JsonRecord:
         response = e.response or self.tok.decode(e.ids, skip_special_tokens=False)
-        golden = e.meta.get("golden_answers") or ([e.meta["answer"]] if "answer" in e.meta else [])
+        m = e.meta
         return trajectory_record(
-            e.meta.get("id", f"{self.name}-{step}"),
-            e.meta.get("question", ""),
+            m.id if m else f"{self.name}-{step}",
+            m.question if m else "",
             response,
-            golden_answers=golden,
-            dialect=e.meta.get("dialect", "coa"),
+            golden_answers=list(m.golden_answers) if m else [],
+            dialect=(m.dialect if m else None) or "coa",
             tokens=RecordTokens(e.ids, e.loss_mask, offsets=e.offsets if e.response else None),
             meta={"run": run, "stage": self.name, "step": step, "sample": 0},
         )
@@ -185,8 +185,8 @@ class Sft1Stage:
     def describe(self) -> str:
         if self.data is not None:
             kinds: dict[str, int] = {}
-            for p in self.pairs:
-                kinds[p.meta["kind"]] = kinds.get(p.meta["kind"], 0) + 1
+            for kind in (p.meta.kind for p in self.pairs if p.meta):
+                kinds[kind] = kinds.get(kind, 0) + 1
             by_kind = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
             return f"{len(self.pairs)} pairs from your data ({by_kind}; beta {self.scfg.beta})"
         return (
