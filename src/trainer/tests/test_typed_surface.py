@@ -17,7 +17,7 @@ LEFT_OUT = {"contracts", "tests"}  # generated from src/core (never edited); tes
 
 # The counts at the last change that lowered them (25 of 1,986 parameters: 1.3 %; 162 subscripts); the targets are 3 % and 100.
 UNTYPED_PARAMETERS_MAX = 25
-STRING_SUBSCRIPTS_MAX = 162
+STRING_SUBSCRIPTS_MAX = 115
 
 
 @dataclass
