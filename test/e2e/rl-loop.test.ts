@@ -24,6 +24,21 @@ before(async () => {
   ed = await startEditor({ name: 'rl-loop' });
   // The whole run as the pipeline left it: RL-2-OTC's final/ model, no ONNX export yet (the first fork makes it).
   demoRun(join(ed.workspace, 'runs', RUN));
+  // AutoCoA's test parquet converted by the CLI before Quick Open first lists the workspace: a file written later
+  // reaches Quick Open only through the file watcher, which a loaded machine can hold back past any wait.
+  execFileSync(
+    process.execPath,
+    [
+      join(repoRoot, 'dist/cli.js'),
+      'convert',
+      '--from',
+      'verl-parquet',
+      join(repoRoot, 'examples/data/autocoa/all_test.parquet'),
+      '-o',
+      join(ed.workspace, 'all_test.coa.jsonl'),
+    ],
+    { stdio: 'ignore' },
+  );
 });
 after(async () => {
   await ed?.close();
@@ -387,20 +402,6 @@ test('the browser of a 1,536-record rollouts file shows the stored rewards and o
 });
 
 test('AutoCoA\'s 2,936-row test parquet, converted: the browser\'s text search (Ctrl+F) finds "Drogo" and opens its question beside', async (t) => {
-  const out = join(ed.workspace, 'all_test.coa.jsonl');
-  execFileSync(
-    process.execPath,
-    [
-      join(repoRoot, 'dist/cli.js'),
-      'convert',
-      '--from',
-      'verl-parquet',
-      join(repoRoot, 'examples/data/autocoa/all_test.parquet'),
-      '-o',
-      out,
-    ],
-    { stdio: 'ignore' },
-  );
   await quickOpen('all_test.coa.jsonl');
   const browser = await webviewFrame(
     ed.page,
