@@ -69,3 +69,41 @@ def test_integers_written_as_floats_are_integers_like_in_js():
     validate_event({"v": 1, "time": 1.0, "run": "r", "type": "checkpoint", "stage": "s", "step": 2.0, "path": "p"})
     with pytest.raises(EventError):
         validate_event({"v": 1, "time": 1.0, "run": "r", "type": "checkpoint", "stage": "s", "step": True, "path": "p"})
+
+
+def test_an_event_line_s_head_is_read_strictly_and_a_torn_line_has_none():
+    from coa_trainer.base.events import event_head
+
+    head = event_head(
+        b'{"v": 1, "time": 1.0, "run": "r", "type": "metrics", "stage": "sft2", "step": 3, "values": {}}\n'
+    )
+    assert head is not None and (head.type, head.stage, head.step, head.status) == ("metrics", "sft2", 3, None)
+    for line in ('{"v": 1, "type": "metr', "[1]", '{"step": 3.0}', '{"step": true}', '{"step": "3"}', '{"stage": 1}'):
+        assert event_head(line) is None, line
+
+
+def test_a_stage_s_finished_step_is_that_of_its_last_attempt(tmp_path):
+    """The step of the last `stage_finished` ok after the stage's last `run_started` (other stages', torn lines and
+    a step that is not an integer are not it); None once it is started again, or failed."""
+    from coa_trainer.base.runlayout import final_dir, finished_step
+
+    run = tmp_path / "run"
+    final_dir(run, "sft2").mkdir(parents=True)
+    (final_dir(run, "sft2") / "coa_stage.json").write_text("{}", encoding="utf-8")
+    events = run / "events.jsonl"
+
+    def add(*lines: str) -> int | None:
+        with open(events, "a", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in lines)
+        return finished_step(run, "sft2")
+
+    started = '{"v": 1, "type": "run_started", "stage": "sft2"}'
+    assert add(started, '{"v": 1, "type": "stage_finished", "stage": "sft2", "step": 7, "status": "ok"}') == 7
+    assert add('{"v": 1, "type": "stage_finished", "stage": "other", "step": 9, "status": "ok"}') == 7
+    assert add('{"v": 1, "type": "stage_finished", "stage": "sft2", "step": 8.5, "status": "ok"}') == 7
+    assert add('{"v": 1, "type": "stage_finished", "stage": "sft2", "st') == 7
+    assert add(started) is None
+    assert add('{"v": 1, "type": "stage_finished", "stage": "sft2", "step": 3, "status": "failed"}') is None
+    assert add('{"v": 1, "type": "stage_finished", "stage": "sft2", "step": 4, "status": "ok"}') == 4
+    (final_dir(run, "sft2") / "coa_stage.json").unlink()
+    assert finished_step(run, "sft2") is None, "final/ gone: not finished"

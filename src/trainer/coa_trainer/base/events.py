@@ -20,6 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TextIO
 
+import pydantic
+
 from ..contracts.events import (
     AlertEvent,
     CheckpointEvent,
@@ -86,14 +88,43 @@ def _validator(schema_file: str, event_type: str | None = None) -> Any:
 
     schema = load_schema_file(schema_file)
     if event_type is not None:
-        schema = {"$schema": schema["$schema"], **_branches()[event_type]}
+        schema = {"$schema": _events_schema().dialect, **_branches()[event_type]}
     cls = validators.extend(Draft202012Validator, {"x-same-length-as": _same_length_as})
     return cls(schema)
 
 
+class _EventsSchema(pydantic.BaseModel):
+    """schemas/events.schema.json: its JSON Schema dialect and one branch per event type (each kept as the schema
+    jsonschema checks an event of that type against)."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
+    dialect: str = pydantic.Field(alias="$schema")
+    branches: list[dict[str, Any]] = pydantic.Field(alias="oneOf")
+
+
+class _Const(pydantic.BaseModel):
+    const: str
+
+
+class _TypeProperty(pydantic.BaseModel):
+    type: _Const
+
+
+class _Branch(pydantic.BaseModel):
+    """What a branch says of its event's type: properties.type.const."""
+
+    properties: _TypeProperty
+
+
 @lru_cache(maxsize=None)
-def _branches() -> dict[str, dict]:
-    return {b["properties"]["type"]["const"]: b for b in load_schema_file("events.schema.json")["oneOf"]}
+def _events_schema() -> _EventsSchema:
+    return _EventsSchema.model_validate(load_schema_file("events.schema.json"))
+
+
+@lru_cache(maxsize=None)
+def _branches() -> dict[str, dict[str, Any]]:
+    """Each event type's branch of the schema."""
+    return {_Branch.model_validate(b).properties.type.const: b for b in _events_schema().branches}
 
 
 def _first_error(validator: Any, value: Any) -> str | None:
@@ -140,6 +171,26 @@ def event_json(event: Event) -> dict[str, Any]:
     fields = event.model_dump(exclude_unset=True)
     head = {"v": event.v, "time": event.time, "run": event.run, "type": event.type}
     return sanitize({**head, **{k: v for k, v in fields.items() if k not in head}})
+
+
+class EventHead(pydantic.BaseModel):
+    """What an events.jsonl line is sorted by when a whole file is scanned (resume, a finished stage's step): its type,
+    stage, step and status, read strictly — a line where one of them is of another JSON type is no head, as a line
+    that is not a JSON object. The rest of the line is not checked (read_event does that)."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore", strict=True)
+    type: str | None = None
+    stage: str | None = None
+    step: int | None = None
+    status: str | None = None
+
+
+def event_head(line: bytes | str) -> EventHead | None:
+    """The head of an events.jsonl line, or None (not JSON, not an object, a head field of another type)."""
+    try:
+        return EventHead.model_validate_json(line)
+    except pydantic.ValidationError:
+        return None
 
 
 def parse_event_line(line: str) -> dict:
@@ -296,17 +347,13 @@ class EventWriter:
         kept: list[bytes] = []
         dropped = 0
         for raw in data[start:].splitlines(keepends=True):
-            try:
-                e = json.loads(raw)
-            except ValueError:  # a line cut by a kill: keep it as it is (readers report it)
-                kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
-                continue
+            head = event_head(raw)  # None: a line cut by a kill, kept as it is (readers report it)
             if (
-                isinstance(e, dict)
-                and e.get("type") in STEP_EVENTS
-                and e.get("stage") == stage
-                and isinstance(e.get("step"), int)
-                and e["step"] > step
+                head is not None
+                and head.type in STEP_EVENTS
+                and head.stage == stage
+                and head.step is not None
+                and head.step > step
             ):
                 dropped += 1
             else:

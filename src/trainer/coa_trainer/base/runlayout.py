@@ -15,10 +15,10 @@ stages/setup.py's `resolve_init`).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..contracts.schemas import trainable_stages
+from .events import event_head
 from ..contracts.run_config import RunConfig
 
 STAGE_ORDER = trainable_stages()  # src/core/stages.ts
@@ -56,14 +56,11 @@ def finished_step(run_dir: Path, label: str) -> int | None:
         for line in f:
             if b'"run_started"' not in line and b'"stage_finished"' not in line:  # most lines: no JSON parse
                 continue
-            try:
-                e = json.loads(line)
-            except ValueError:
+            head = event_head(line)
+            if head is None or head.stage != label:
                 continue
-            if not isinstance(e, dict) or e.get("stage") != label:
-                continue
-            if e.get("type") == "run_started":
+            if head.type == "run_started":
                 step = None
-            elif e.get("type") == "stage_finished" and e.get("status") == "ok" and isinstance(e.get("step"), int):
-                step = e["step"]
+            elif head.type == "stage_finished" and head.status == "ok" and head.step is not None:
+                step = head.step
     return step
