@@ -100,3 +100,31 @@ def test_run_config_files_read_as_the_core_reads_them(case, tmp_path):
     if "field" in err:
         fields = re.findall(rf"^{re.escape(str(p))}: ([^:]+): ", message, re.M)
         assert fields[:1] == [err["field"]], message
+
+
+def test_defaults_are_filled_through_a_ref_to_the_schemas_defs():
+    """zod writes a schema used twice once, under $defs, and refers to it: the defaults inside it are filled where it
+    is referred to (an object branch of anyOf included); a $ref that names no definition is a ConfigError."""
+    from coa_trainer.base.config import fill_defaults
+    from coa_trainer.base.schema_node import SchemaNode
+
+    root = SchemaNode.model_validate(
+        {
+            "$defs": {"Opt": {"type": "object", "properties": {"lr": {"default": 0.1}, "eps": {"default": None}}}},
+            "type": "object",
+            "properties": {
+                "a": {"$ref": "#/$defs/Opt"},
+                "b": {"anyOf": [{"$ref": "#/$defs/Opt"}, {"type": "null"}], "default": None},
+                "c": {"default": [1]},
+            },
+        }
+    )
+    assert fill_defaults({"a": {}, "b": {"lr": 1}}, root, root) == {
+        "a": {"lr": 0.1, "eps": None},
+        "b": {"lr": 1, "eps": None},
+        "c": [1],
+    }
+    assert fill_defaults({"b": None}, root, root) == {"b": None, "c": [1]}
+    broken = SchemaNode.model_validate({"type": "object", "properties": {"a": {"$ref": "#/$defs/Gone"}}})
+    with pytest.raises(ConfigError, match="Gone"):
+        fill_defaults({"a": {}}, broken, broken)

@@ -18,7 +18,8 @@ import sys
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TextIO
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, TextIO
 
 import pydantic
 
@@ -36,7 +37,12 @@ from ..contracts.events import (
     StageFinishedEvent,
     TrainerEvent,
 )
+from ..contracts.run_config import RunConfig
 from ..contracts.schemas import load_schema_file
+
+if TYPE_CHECKING:  # jsonschema is imported when an event is first checked, not with this module
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
 
 PROTOCOL_VERSION = 1
 # One event, as the class of its type generated from src/core/events.ts (contracts/events.py): what the writer takes
@@ -62,7 +68,9 @@ class EventError(ValueError):
     pass
 
 
-def _same_length_as(validator: Any, spec: dict, instance: Any, schema: dict) -> Any:
+def _same_length_as(
+    validator: Validator, spec: dict[str, list[str]], instance: object, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
     """The `x-same-length-as` keyword of the generated schemas ({"ids": [keys…]}: each key's array is as long
     as ids); JSON Schema cannot compare lengths, so the core exports the rule as a keyword of its own."""
     from jsonschema import ValidationError
@@ -82,7 +90,7 @@ def _same_length_as(validator: Any, spec: dict, instance: Any, schema: dict) -> 
 
 
 @lru_cache(maxsize=None)
-def _validator(schema_file: str, event_type: str | None = None) -> Any:
+def _validator(schema_file: str, event_type: str | None = None) -> Validator:
     """A compiled validator for a generated schema (for events: the branch of one event type, for clear errors)."""
     from jsonschema import Draft202012Validator, validators
 
@@ -127,7 +135,7 @@ def _branches() -> dict[str, dict[str, Any]]:
     return {_Branch.model_validate(b).properties.type.const: b for b in _events_schema().branches}
 
 
-def _first_error(validator: Any, value: Any) -> str | None:
+def _first_error(validator: Validator, value: Any) -> str | None:
     from jsonschema.exceptions import best_match
 
     err = best_match(validator.iter_errors(value))
@@ -137,12 +145,12 @@ def _first_error(validator: Any, value: Any) -> str | None:
     return f"{where}: {err.message}"
 
 
-def record_error(r: Any) -> str | None:
+def record_error(r: object) -> str | None:
     """Why a trajectory record is invalid (None if valid), by schemas/record.schema.json."""
     return _first_error(_validator("record.schema.json"), r)
 
 
-def event_error(event: Any) -> str | None:
+def event_error(event: object) -> str | None:
     """Why an event is invalid under protocol v1 (None if valid), by schemas/events.schema.json."""
     if not isinstance(event, dict):
         return "(root): expected object"
@@ -152,7 +160,7 @@ def event_error(event: Any) -> str | None:
     return _first_error(_validator("events.schema.json", kind), event)
 
 
-def validate_event(event: Any) -> None:
+def validate_event(event: object) -> None:
     err = event_error(event)
     if err:
         raise EventError(err)
@@ -312,7 +320,7 @@ class EventWriter:
             self.sinks.handle(stamped)
         return data
 
-    def attach_logging(self, config: Any) -> None:
+    def attach_logging(self, config: RunConfig) -> None:
         """Also log to W&B / TensorBoard as the run config's `logging` section asks (rank 0 only: the writer that is
         enabled)."""
         if not self.enabled or self.sinks is not None:
@@ -382,5 +390,5 @@ class EventWriter:
     def __enter__(self) -> "EventWriter":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
