@@ -185,6 +185,18 @@ def observed(bench):
     return bench
 
 
+def legacy_fingerprint(params, seed: int) -> str:
+    """A benchmark's fingerprint as written before the fractions added later (redundant_search_fraction,
+    rl_fraction) existed, for the test that a run whose fractions are 0 keeps its files."""
+    import hashlib
+
+    from coa_trainer.data.benchmark import BENCHMARK_VERSION
+
+    keys = ("persons", "companies", "cities", "countries", "famous_fraction", "dev_fraction", "test_fraction", "top_k")
+    blob = {"v": BENCHMARK_VERSION, "seed": seed, **{k: getattr(params, k) for k in keys}}
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
+
+
 @functools.cache
 def env_server_available() -> str | None:
     """Why the real environment server cannot be used here (None when it can)."""

@@ -7,7 +7,7 @@ from conftest import TINY, observed
 
 
 def params(**over):
-    return {**validate_config(TINY).benchmark.model_dump(), **over}
+    return validate_config(TINY).benchmark.model_copy(update=over)
 
 
 def test_same_seed_same_files_other_seed_differs(tmp_path):

@@ -131,7 +131,7 @@ def scripted(tmp_path_factory):
             },
         )
     )
-    bench = observed(generate(config.benchmark.model_dump(), config.seed))
+    bench = observed(generate(config.benchmark, config.seed))
     write_embedded_model(config, vocabulary_texts(bench, config), d / "m", 0)
     tok = load_tokenizer(d / "m")
     # persons with distinct birth cities (the second hop of "which country was x born in ?")

@@ -18,7 +18,7 @@ from conftest import TINY, merge, observed, read_events, run_trainer
 
 def test_embedded_default_is_small():
     config = validate_config({})
-    bench = observed(generate(config.benchmark.model_dump(), config.seed))
+    bench = observed(generate(config.benchmark, config.seed))
     from transformers import AutoModelForCausalLM
     from coa_trainer.model.load import embedded_hf_config
 
@@ -31,7 +31,7 @@ def _user_model_dir(tmp_path, config):
     """A Qwen2-style model saved with save_pretrained whose tokenizer lacks the tags (like a real user's)."""
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-    bench = observed(generate(config.benchmark.model_dump(), config.seed))
+    bench = observed(generate(config.benchmark, config.seed))
     words = [w for w in vocabulary(vocabulary_texts(bench, config)) if w not in all_tags()]
     vocab = {t: i for i, t in enumerate([PAD, UNK, EOS, *words])}
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
@@ -101,7 +101,7 @@ def test_loader_adds_missing_tags_as_single_tokens_when_asked(tmp_path):
 
 def test_embedded_default_is_an_hf_directory(tmp_path):
     config = validate_config(TINY)
-    bench = observed(generate(config.benchmark.model_dump(), config.seed))
+    bench = observed(generate(config.benchmark, config.seed))
     d = write_embedded_model(config, vocabulary_texts(bench, config), tmp_path / "init", 0)
     assert (d / "config.json").is_file() and (d / "tokenizer.json").is_file()
     lora = LoraConfig(r=2, alpha=4, dropout=0.0, target_modules=["q_proj"])

@@ -14,7 +14,7 @@ from conftest import TINY, observed
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     config = validate_config(TINY)
-    bench = observed(generate(config.benchmark.model_dump(), config.seed))
+    bench = observed(generate(config.benchmark, config.seed))
     d = write_embedded_model(config, vocabulary_texts(bench, config), tmp_path_factory.mktemp("m") / "init", 0)
     return config, bench, load_tokenizer(d)
 

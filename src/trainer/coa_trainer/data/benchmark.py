@@ -33,13 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter
+
 from ..data.dialects import Tags, tags as dialect_tags
 from ..data.records import JsonRecord, trajectory_record
 
 if TYPE_CHECKING:  # started lazily where a benchmark needs its observations
     from ..env.client import EnvClient
 from ..contracts.schemas import search_table
-from ..contracts.run_config import RunConfig
+from ..contracts.run_config import BenchmarkConfig, RunConfig
 from ..base.options import DataOptions
 
 BENCHMARK_VERSION = 5
@@ -299,17 +301,18 @@ def _names(rng: random.Random, count: int, taken: set[str]) -> list[str]:
     return out
 
 
-def generate(params: dict, seed: int) -> Benchmark:
-    """Build the benchmark from the config's `benchmark` section (see src/core/config.ts)."""
+def generate(params: BenchmarkConfig, seed: int) -> Benchmark:
+    """Build the benchmark from the config's `benchmark` section (see src/core/config.ts); `seed`: its own seed, else
+    the run's (the section's seed is not read here)."""
     rng = random.Random(seed)
     taken: set[str] = {w for tpl in RELATIONS.values() for w in tpl[3].split()} | {"question", "answer"}
     taken |= {"person", "company", "city", "country", "what"}
     taken |= {w for tpl in TWO_HOP.values() for w in tpl[2].split()} | set(search_table().stopwords) | {"results"}
     entities = {
-        "country": _names(rng, params["countries"], taken),
-        "city": _names(rng, params["cities"], taken),
-        "company": _names(rng, params["companies"], taken),
-        "person": _names(rng, params["persons"], taken),
+        "country": _names(rng, params.countries, taken),
+        "city": _names(rng, params.cities, taken),
+        "company": _names(rng, params.companies, taken),
+        "person": _names(rng, params.persons, taken),
     }
     facts: dict[tuple[str, str], str] = {}
     for rel, (stype, otype, _, _) in RELATIONS.items():
@@ -319,7 +322,7 @@ def generate(params: dict, seed: int) -> Benchmark:
     for etype in ("person", "company", "city"):
         names = list(entities[etype])
         rng.shuffle(names)
-        famous |= set(names[: round(len(names) * params["famous_fraction"])])
+        famous |= set(names[: round(len(names) * params.famous_fraction)])
 
     questions: list[Question] = []
 
@@ -352,17 +355,17 @@ def generate(params: dict, seed: int) -> Benchmark:
     for key in sorted(strata):
         group = strata[key]
         rng.shuffle(group)
-        n_dev = round(len(group) * params["dev_fraction"])
-        n_test = round(len(group) * params["test_fraction"])
-        n_rl = round(len(group) * params.get("rl_fraction", 0.0))
+        n_dev = round(len(group) * params.dev_fraction)
+        n_test = round(len(group) * params.test_fraction)
+        n_rl = round(len(group) * params.rl_fraction)
         for i, q in enumerate(group):
             q.split = (
                 "dev" if i < n_dev else "test" if i < n_dev + n_test else "rl" if i < n_dev + n_test + n_rl else "train"
             )
-    bench = Benchmark(seed, entities, famous, facts, questions, params["top_k"])
+    bench = Benchmark(seed, entities, famous, facts, questions, params.top_k)
     # an over-calling teacher: its own rng, so the knowledge base and splits do not depend on the fraction
     eligible = [q for q in questions if q.split == "train" and any(h.known for h in q.hops)]
-    n_redundant = round(len(eligible) * params.get("redundant_search_fraction", 0.0))
+    n_redundant = round(len(eligible) * params.redundant_search_fraction)
     bench.redundant = {q.id for q in random.Random(f"{seed}/redundant").sample(eligible, n_redundant)}
     # corpus: one passage per entity with facts, FlashRAG format; order fixed by entity type then name list
     for etype in ("person", "company", "city"):
@@ -441,19 +444,31 @@ def write_benchmark(bench: Benchmark, out: Path, dialect: str = "coa") -> Path:
     return out
 
 
-def fingerprint(params: dict, seed: int) -> str:
-    keys = ("persons", "companies", "cities", "countries", "famous_fraction", "dev_fraction", "test_fraction", "top_k")
-    extra = {"redundant_search_fraction": f} if (f := params.get("redundant_search_fraction", 0.0)) else {}
-    if r := params.get("rl_fraction", 0.0):  # absent when 0, so fingerprints of older runs stay valid
-        extra["rl_fraction"] = r
-    blob = json.dumps({"v": BENCHMARK_VERSION, "seed": seed, **{k: params[k] for k in keys}, **extra}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+def fingerprint(params: BenchmarkConfig, seed: int) -> str:
+    """What the generated files depend on. A fraction added later enters only when set (not 0), so fingerprints of
+    older runs stay valid."""
+    p = params
+    later = {"redundant_search_fraction": p.redundant_search_fraction, "rl_fraction": p.rl_fraction}
+    hashed = {
+        "v": BENCHMARK_VERSION,
+        "seed": seed,
+        "persons": p.persons,
+        "companies": p.companies,
+        "cities": p.cities,
+        "countries": p.countries,
+        "famous_fraction": p.famous_fraction,
+        "dev_fraction": p.dev_fraction,
+        "test_fraction": p.test_fraction,
+        "top_k": p.top_k,
+        **{k: v for k, v in later.items() if v},
+    }
+    return hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def benchmark_from_config(config: RunConfig, data_dir: Path | None = None) -> Benchmark:
     """The benchmark of the config; with `data_dir`, its cached observations attached when they are there."""
-    params = config.benchmark.model_dump()  # the generator's input: a plain mapping, as the fingerprint hashes it
-    seed = params["seed"] if params["seed"] is not None else config.seed
+    params = config.benchmark
+    seed = params.seed if params.seed is not None else config.seed
     bench = generate(params, seed)
     if data_dir is not None:
         bench.observations = _cached_observations(data_dir, fingerprint(params, seed))
@@ -463,18 +478,27 @@ def benchmark_from_config(config: RunConfig, data_dir: Path | None = None) -> Be
 OBSERVATIONS = "observations.json"
 
 
+@dataclass(frozen=True)
+class ObservationCache:
+    """data_dir/observations.json: the oracle's observations and the fingerprint of the benchmark they were fetched
+    for."""
+
+    fingerprint: str | None = None
+    observations: dict[str, str] = field(default_factory=dict)
+
+
 def _cached_observations(data_dir: Path, fp: str) -> dict[str, str] | None:
     path = data_dir / OBSERVATIONS
     if not path.is_file():
         return None
-    cached = json.loads(path.read_text(encoding="utf-8"))
-    return cached["observations"] if cached.get("fingerprint") == fp else None
+    cached = TypeAdapter(ObservationCache).validate_json(path.read_bytes())
+    return cached.observations if cached.fingerprint == fp else None
 
 
 def ensure_observations(bench: Benchmark, config: RunConfig, data_dir: Path, env: EnvClient | None = None) -> None:
     """Attach the oracle's observations: from data_dir's cache, else one batched call to the environment server
     (`env`, or one started on data_dir/corpus.jsonl for the call), cached for the next stage."""
-    fp = fingerprint(config.benchmark.model_dump(), bench.seed)
+    fp = fingerprint(config.benchmark, bench.seed)
     bench.observations = _cached_observations(data_dir, fp)
     if bench.observations is not None:
         return
@@ -500,7 +524,7 @@ def ensure_observations(bench: Benchmark, config: RunConfig, data_dir: Path, env
 def ensure_benchmark_files(config: RunConfig, data_dir: Path, env: EnvClient | None = None) -> Benchmark:
     """Generate the benchmark and (re)write its files unless the same fingerprint is already there."""
     bench = benchmark_from_config(config)
-    fp = fingerprint(config.benchmark.model_dump(), bench.seed)
+    fp = fingerprint(config.benchmark, bench.seed)
     ensure_observations(bench, config, data_dir, env)
     stamp = data_dir / "manifest.json"
     if not (stamp.is_file() and json.loads(stamp.read_text()).get("fingerprint") == fp):
@@ -536,7 +560,7 @@ def data_command(opts: DataOptions) -> int:
     return 0
 
 
-def vocabulary_texts(bench: Any, config: RunConfig) -> list[str]:
+def vocabulary_texts(bench: Benchmark, config: RunConfig) -> list[str]:
     from .dialects import tags
 
     t = tags("coa")

@@ -47,21 +47,18 @@ def trajectory_record(
 ) -> JsonRecord:
     """A record as JSON data. `extra`: fields of another format written beside the record's own (the embedded
     benchmark's split, hops, known)."""
-    rec: JsonRecord = {"id": id, "question": question}
-    if golden_answers is not None:
-        rec["golden_answers"] = golden_answers
-    rec["response"] = response
-    if dialect is not None:
-        rec["dialect"] = dialect
-    if tokens is not None:
-        rec["tokens"] = tokens.json()
-    if meta is not None:
-        rec["meta"] = meta
-    if reward is not None:
-        rec["reward"] = reward_json(reward)
-    if extra:
-        rec.update(extra)
-    return rec
+    parts = (
+        ("id", id),
+        ("question", question),
+        ("golden_answers", golden_answers),
+        ("response", response),
+        ("dialect", dialect),
+        ("tokens", tokens.json() if tokens is not None else None),
+        ("meta", meta),
+        ("reward", reward_json(reward) if reward is not None else None),
+    )
+    rec: JsonRecord = {key: value for key, value in parts if value is not None}  # absent parts left out
+    return rec | extra if extra else rec
 
 
 def reward_json(reward: RewardBreakdown) -> dict[str, Any]:

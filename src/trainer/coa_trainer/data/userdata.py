@@ -62,14 +62,12 @@ def source_of(q: Question | UserQuestion) -> dict:
 def question_meta(q: Question | UserQuestion) -> dict:
     """What a record's meta says about its question, for grouping (coa diff, Compare Runs): the embedded benchmark's
     kind and hops, a user's question's data source."""
-    out: dict = {}
-    if getattr(q, "kind", "user") != "user":
-        out["kind"] = q.kind
-    if getattr(q, "hops", None):
-        out["hops"] = len(q.hops)
-    if source := getattr(q, "data_source", None):
-        out["data_source"] = source
-    return out
+    said = (
+        ("kind", q.kind if q.kind != "user" else None),
+        ("hops", len(q.hops) if q.hops else None),
+        ("data_source", q.data_source if isinstance(q, UserQuestion) else None),
+    )
+    return {key: value for key, value in said if value}  # what the question does not have is left out
 
 
 def find_cli(config: RunConfig) -> tuple[str, Path]:
