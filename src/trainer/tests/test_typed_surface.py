@@ -17,7 +17,7 @@ LEFT_OUT = {"contracts", "tests"}  # generated from src/core (never edited); tes
 
 # The counts at the last change that lowered them (16 of 1,988 parameters: 0.8 %; 108 subscripts); the targets are 3 % and 100.
 UNTYPED_PARAMETERS_MAX = 16
-STRING_SUBSCRIPTS_MAX = 108
+STRING_SUBSCRIPTS_MAX = 87
 
 
 @dataclass
