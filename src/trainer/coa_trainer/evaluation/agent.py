@@ -14,6 +14,7 @@ import string
 import time
 from pathlib import Path
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Callable
 
 import torch
@@ -27,7 +28,7 @@ from ..rollout.metrics import graded_sums, graded_values
 from ..data.userdata import QuestionSplits, golden, question_meta, source_of
 from ..contracts.run_config import RunConfig
 from ..contracts.record import RewardBreakdown
-from ..data.records import RecordTokens, reward_json, trajectory_record
+from ..data.records import JsonRecord, RecordTokens, trajectory_record
 from ..base.options import EvalOptions
 from ..data.tokenizer import TextTokenizer
 from ..model.load import Runtime
@@ -56,6 +57,34 @@ def plain_eval(
     batch_size: int = 64,
 ) -> tuple[dict, list[dict]]:
     """Closed-book EM in the pretraining QA form, overall and by known/unknown and hops."""
+    rows = closed_book(model, tok, bench, config, split, rt, batch_size)
+    metrics = {
+        "em": mean_em(rows),
+        "em_known": mean_em([r for r in rows if r.known]),
+        "em_unknown": mean_em([r for r in rows if not r.known]),
+        "em_known_1hop": mean_em([r for r in rows if r.known and r.hops == 1]),
+        "em_unknown_1hop": mean_em([r for r in rows if not r.known and r.hops == 1]),
+        "em_known_2hop": mean_em([r for r in rows if r.known and r.hops == 2]),
+        "questions": float(len(rows)),
+    }
+    return metrics, [asdict(r) for r in rows]
+
+
+def mean_em(rows: list[ClosedBookRow]) -> float | None:
+    return sum(r.em for r in rows) / len(rows) if rows else None
+
+
+@torch.no_grad()
+def closed_book(
+    model: torch.nn.Module,
+    tok: TextTokenizer,
+    bench: QuestionSplits,
+    config: RunConfig,
+    split: str,
+    rt: Runtime,
+    batch_size: int = 64,
+) -> list[ClosedBookRow]:
+    """Each question of the split answered greedily in the pretraining QA form (`question : … answer :`)."""
     questions = bench.split(split)
     rows: list[ClosedBookRow] = []
     for i in range(0, len(questions), batch_size):
@@ -74,20 +103,7 @@ def plain_eval(
                     float(normalize_answer(pred) == normalize_answer(q.answer)),
                 )
             )
-
-    def mean(sel: list[ClosedBookRow]) -> float | None:
-        return sum(r.em for r in sel) / len(sel) if sel else None
-
-    metrics = {
-        "em": mean(rows),
-        "em_known": mean([r for r in rows if r.known]),
-        "em_unknown": mean([r for r in rows if not r.known]),
-        "em_known_1hop": mean([r for r in rows if r.known and r.hops == 1]),
-        "em_unknown_1hop": mean([r for r in rows if not r.known and r.hops == 1]),
-        "em_known_2hop": mean([r for r in rows if r.known and r.hops == 2]),
-        "questions": float(len(rows)),
-    }
-    return metrics, [asdict(r) for r in rows]
+    return rows
 
 
 @dataclass(frozen=True)
@@ -191,15 +207,17 @@ def agent_eval(
         failures += sum(o is None for o in out)
         return out
 
-    records: list[dict] = []
+    # each record's parts, built once to be graded and once more with its grade (the one builder's key order)
+    pending: list[partial[JsonRecord]] = []
     trajs_all = []
     for i in range(0, len(questions), ecfg.batch_size):
         qs = questions[i : i + ecfg.batch_size]
         prompts = [prompt_ids(tok, config, q.question) for q in qs]
         trajs = eval_rollout(model, tok, config, prompts, tool if tools else None, rt, io)
         for j, (q, tr) in enumerate(zip(qs, trajs)):
-            records.append(
-                trajectory_record(
+            pending.append(
+                partial(
+                    trajectory_record,
                     q.id,
                     q.question,
                     tok.decode(tr.ids, skip_special_tokens=False),
@@ -217,12 +235,13 @@ def agent_eval(
                 )
             )
             trajs_all.append((q, tr))
+    ungraded = [make() for make in pending]
     breakdowns: list[RewardBreakdown] = []
-    for i in range(0, len(records), 256):
-        breakdowns += env.grade(records[i : i + 256], scheme="em")
+    for i in range(0, len(ungraded), 256):
+        breakdowns += env.grade(ungraded[i : i + 256], scheme="em")
+    records = [make(reward=b) for make, b in zip(pending, breakdowns)]
     rows: list[GradedQuestion] = []
-    for rec, b, (q, tr) in zip(records, breakdowns, trajs_all):
-        rec["reward"] = reward_json(b)
+    for b, (q, tr) in zip(breakdowns, trajs_all):
         rows.append(
             GradedQuestion(
                 float(b.em),

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Sequence
 
 import torch
@@ -22,12 +23,12 @@ from ..rollout.metrics import graded_sums, graded_values
 from ..data.benchmark import Question
 from ..data.samples import encode_text
 from ..data.dialects import tags
-from ..evaluation.agent import eval_rollout, plain_eval
+from ..evaluation.agent import closed_book, eval_rollout, mean_em
 from ..data.prompts import prompt_ids
 from ..data.userdata import QuestionSplits, UserQuestion, golden, source_of
 from ..contracts.run_config import RunConfig
 from ..contracts.record import RewardBreakdown
-from ..data.records import RecordTokens, reward_json, trajectory_record
+from ..data.records import JsonRecord, RecordTokens, trajectory_record
 from ..data.tokenizer import TextTokenizer
 from ..model.load import Runtime
 from ..env.client import EnvClient
@@ -49,11 +50,9 @@ def _questions(bench: QuestionSplits, config: RunConfig, split: str) -> Sequence
 def no_tool_eval(
     model: torch.nn.Module, tok: TextTokenizer, bench: QuestionSplits, config: RunConfig, split: str, rt: Runtime
 ) -> dict:
-    metrics, rows = plain_eval(
-        model, tok, _QuestionsView(bench, _questions(bench, config, split), split), config, split, rt
-    )
+    rows = closed_book(model, tok, _QuestionsView(bench, _questions(bench, config, split), split), config, split, rt)
     return {
-        "em": metrics["em"],
+        "em": mean_em(rows),
         "f1": None,
         "tc": 0.0,
         "tp": None,
@@ -88,7 +87,8 @@ def workflow_eval(
     t = tags(config.dialect)
     questions = _questions(bench, config, split)
     io = AgentIO.make(tok, t)
-    records: list[dict] = []
+    # each record's parts, built once to be graded and once more with its grade (the one builder's key order)
+    pending: list[partial[JsonRecord]] = []
     for i in range(0, len(questions), ecfg.batch_size):
         qs = questions[i : i + ecfg.batch_size]
         observations = env.search([q.question for q in qs], top_k=ecfg.top_k, dialect=config.dialect)
@@ -107,8 +107,9 @@ def workflow_eval(
             _answer_where_refused(model, tok, config, rt, io, t, prompts, bodies, masks)
         for j, (q, prefix, body, mask) in enumerate(zip(qs, prefixes, bodies, masks)):
             ids = prefix + body
-            records.append(
-                trajectory_record(
+            pending.append(
+                partial(
+                    trajectory_record,
                     q.id,
                     q.question,
                     tok.decode(ids, skip_special_tokens=False),
@@ -124,12 +125,11 @@ def workflow_eval(
                     },
                 )
             )
+    ungraded = [make() for make in pending]
     breakdowns: list[RewardBreakdown] = []
-    for i in range(0, len(records), 256):
-        breakdowns += env.grade(records[i : i + 256], scheme="em")
-    for rec, b in zip(records, breakdowns):
-        rec["reward"] = reward_json(b)
-    return summarise(breakdowns), records
+    for i in range(0, len(ungraded), 256):
+        breakdowns += env.grade(ungraded[i : i + 256], scheme="em")
+    return summarise(breakdowns), [make(reward=b) for make, b in zip(pending, breakdowns)]
 
 
 def _answer_where_refused(

@@ -21,6 +21,7 @@ log_metric; `log`: the averaged `_metrics` reach `TrainerCallback.on_log`):
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,7 +35,7 @@ from ..base.events import EventWriter
 from ..contracts.schemas import dialect_table
 from .grader import golden_list, grader, reward_settings
 from ..contracts.record import RewardBreakdown, TrajectoryRecord
-from ..data.records import RecordTokens, reward_json, trajectory_record
+from ..data.records import JsonRecord, RecordTokens, trajectory_record
 from ..env.client import EnvClient
 from ..contracts.events import (
     AlertEvent,
@@ -149,15 +150,17 @@ class CoaRun:
             step = (getattr(trainer_state, "global_step", 0) or 0) + 1  # logged by on_log at the end of this step
             golden = golden_answers(columns)
             questions = columns.get("question") or [_question(p) for p in prompts]
-            records = []
+            # each record's parts: built without its tokens to be graded, then whole with its grade
+            pending: list[partial[JsonRecord]] = []
             groups: dict[str, int] = {}
             group_of: list[str] = []  # each completion's group (its prompt's), as written in its record's meta
             for i, (p, c) in enumerate(zip(prompts, completions)):
                 key = json.dumps(p, sort_keys=True, default=str)
                 g = groups.setdefault(key, len(groups))
                 group_of.append(f"{step}-g{g}")
-                records.append(
-                    trajectory_record(
+                pending.append(
+                    partial(
+                        trajectory_record,
                         f"{run.stage}-{step}-{i}",
                         str(questions[i]),
                         _text(c),
@@ -176,13 +179,12 @@ class CoaRun:
                     )
                 )
             breakdowns = run.grader().grade(
-                [{k: v for k, v in r.items() if k != "tokens"} for r in records],
+                [make(tokens=None) for make in pending],
                 scheme=run.scheme,
                 params=run.params or None,
                 run=run.grade_run,
             )
-            for r, b in zip(records, breakdowns):
-                r["reward"] = reward_json(b)
+            records = [make(reward=b) for make, b in zip(pending, breakdowns)]
             stats = _step_stats(breakdowns, group_of)
             if log_metric is not None:
                 for k, v in stats.items():

@@ -17,7 +17,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from transformers import Cache, PretrainedConfig, PreTrainedModel
 
 TOLERANCE = 1e-4
+FORMAT = "coa-onnx-1"  # coa_model.json's format (src/replay/model.ts checks it)
 
 
 class _KvWrapper(torch.nn.Module):
@@ -251,7 +252,7 @@ class ModelInfo:
     """coa_model.json: what the TypeScript replay engine needs besides the graph and tokenizer.json
     (src/replay/model.ts ModelInfo), its keys in this order."""
 
-    format: Literal["coa-onnx-1"]
+    format: str  # FORMAT
     dialect: str
     tags: dict[str, str | None]  # the dialect's tag strings by role (think_open, action_close …)
     tag_ids: dict[str, int]  # the tags that are one token of the vocabulary (the others are text for it)
@@ -278,7 +279,7 @@ def model_info(
 ) -> ModelInfo:
     t = tags(dialect)
     return ModelInfo(
-        format="coa-onnx-1",
+        format=FORMAT,
         dialect=dialect,
         tags={k: v for k, v in vars(t).items() if k != "name"},
         tag_ids={

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from http.client import HTTPException
 from typing import Any
 
+from pydantic import BaseModel, StrictStr, ValidationError
+
 from ..rollout.agentio import AgentIO
 from ..rollout.loop import RlTrajectory, TurnOut, add_since
 from ..base.errors import CoaError
@@ -160,9 +162,8 @@ class Endpoint:
         listing_problem = None
         try:
             listing = self.request("GET", "/models", retries=retries)
-            data = listing.get("data")
-            if isinstance(data, list) and all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data):
-                ids = [m["id"] for m in data]
+            ids = _listed_ids(listing)
+            if ids is not None:
                 if model is None and ids:
                     return ids[0]
                 if model is None or model in ids:
@@ -198,6 +199,24 @@ class Endpoint:
                 f'answered {json.dumps(answer)[:160]} (expected {{"choices": [...]}}){hint}'
             )
         return model
+
+
+class _ListedModel(BaseModel):
+    id: StrictStr
+
+
+class _ModelListing(BaseModel):
+    """GET /models' answer in the OpenAI API's shape, as far as it is read: the served models' ids."""
+
+    data: list[_ListedModel]
+
+
+def _listed_ids(listing: object) -> list[str] | None:
+    """The model ids a GET /models answer lists; None when it is not in the API's shape."""
+    try:
+        return [m.id for m in _ModelListing.model_validate(listing).data]
+    except ValidationError:
+        return None
 
 
 class EndpointSampler:
