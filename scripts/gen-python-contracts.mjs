@@ -58,11 +58,12 @@ const MODULES = [
     schema: 'python/boundary-report.schema.json',
     source: 'src/core/boundary.ts (BoundaryReportSchema)',
   },
-  // the dialect table, the dialects' prompts and the search tool's stop words (contracts/schemas.py reads them as these)
+  // the dialect table, the dialects' prompts, the search tool's stop words, the rule codes, the reward schemes and the
+  // results settings (contracts/schemas.py reads them as these)
   {
     module: 'tables.py',
     schema: 'python/tables.schema.json',
-    source: 'src/core/dialects.ts, src/core/prompts.ts, src/env/tokenize.ts (scripts/gen-schemas.ts)',
+    source: "src/core's dialect, prompt, code, reward and stage tables, src/env/tokenize.ts (scripts/gen-schemas.ts)",
   },
   {
     module: 'env_protocol.py',

@@ -30,11 +30,11 @@ import { BOXED_OPEN, DIALECTS, DIALECT_NAMES, DEFAULT_TOOLS, Dialect, allTags } 
 import { DIALECT_PROMPTS, DialectPrompt } from '../src/core/prompts';
 import { EventSchema, PROTOCOL_VERSION, TRAINER_ERRORS, TRAINER_ERROR_CODES } from '../src/core/events';
 import { RecordSchema } from '../src/core/record';
-import { RECORD_RULES, RULES } from '../src/core/codes';
+import { RECORD_RULES, RULES, RuleInfo } from '../src/core/codes';
 import { layoutWords } from '../src/env/observations';
 import { STOPWORDS } from '../src/env/tokenize';
 import { ENV_PROTOCOL_PARTS } from '../src/env/protocol';
-import { PIPELINE_INFO, RESULT_SETTINGS, STAGE_TABLE, StageInfoSchema } from '../src/core/stages';
+import { PIPELINE_INFO, RESULT_SETTINGS, ResultSetting, STAGE_TABLE, StageInfoSchema } from '../src/core/stages';
 import { NAME_RULE } from '../src/core/names';
 import {
   AGENT_METRICS,
@@ -103,9 +103,10 @@ const dialects = {
   question_markers: QUESTION_MARKERS,
 };
 // The tables above as zod schemas, for the trainer's generated classes (contracts/tables.py: DialectTable, Dialect,
-// DialectPrompt, SearchTable). Each schema is typed as the core's own type (a field added there and not here fails the
-// type check) and parses the table it describes before it is written (a value the schema does not describe stops the
-// build), so the classes cannot drift from the files the trainer validates with them.
+// DialectPrompt, SearchTable; below them the rule codes, reward schemes and results settings: CodesTable,
+// RewardsTable, ResultSetting). Each schema is typed as the core's own type (a field added there and not here fails
+// the type check) and parses the table it describes before it is written (a value the schema does not describe stops
+// the build), so the classes cannot drift from the files the trainer validates with them.
 const TagPairSchema = z.object({ open: z.string(), close: z.string() }).meta({ title: 'TagPair' });
 const DialectSchema: z.ZodType<Dialect> = z
   .object({
@@ -144,11 +145,64 @@ const searchTable = { stopwords: [...STOPWORDS].sort() };
 DialectTableSchema.parse(dialects);
 z.record(z.enum(DIALECT_NAMES), DialectPromptSchema).parse(DIALECT_PROMPTS);
 SearchTableSchema.parse(searchTable);
+const codes = {
+  rules: RULES,
+  record_rules: RECORD_RULES,
+  tool_call_codes: Object.values(RULES)
+    .filter((r) => r.toolCall)
+    .map((r) => r.code),
+};
+const rewards = { schemes: SCHEMES, group_schemes: GROUP_SCHEMES };
+const severity = z.enum(['error', 'warning']);
+const RuleInfoSchema: z.ZodType<RuleInfo> = z
+  .object({
+    code: z.string(),
+    title: z.string(),
+    severity,
+    strictOnly: z.boolean(),
+    completeOnly: z.boolean(),
+    toolCall: z.boolean(),
+  })
+  .meta({ title: 'RuleInfo' });
+const CodesTableSchema = z
+  .object({
+    rules: z.record(z.string(), RuleInfoSchema),
+    record_rules: z.record(
+      z.string(),
+      z.object({ code: z.string(), title: z.string(), severity }).meta({ title: 'RecordRule' }),
+    ),
+    tool_call_codes: z.array(z.string()),
+  })
+  .meta({ title: 'CodesTable' });
+const RewardsTableSchema = z
+  .object({ schemes: z.array(z.enum(SCHEMES)), group_schemes: z.array(z.enum(SCHEMES)) })
+  .meta({ title: 'RewardsTable' });
+const ResultSettingSchema: z.ZodType<ResultSetting> = z
+  .object({
+    id: z.string(),
+    label: z.string(),
+    stage: z.string(),
+    mode: z.enum(['no-tool', 'workflow', 'agent']),
+    description: z.string(),
+  })
+  .meta({ title: 'ResultSetting' });
+CodesTableSchema.parse(codes);
+RewardsTableSchema.parse(rewards);
+z.array(ResultSettingSchema).parse(RESULT_SETTINGS);
 const tablesPython = {
   title: 'Tables',
-  description: 'The core tables the trainer reads typed: dialects.json, prompts.json (per dialect), search.json.',
+  description:
+    'The core tables the trainer reads typed: dialects.json, prompts.json (per dialect), search.json, codes.json, ' +
+    "rewards.json, stages.json's results.",
   $defs: Object.fromEntries(
-    [DialectTableSchema, DialectPromptSchema, SearchTableSchema].map((schema) => {
+    [
+      DialectTableSchema,
+      DialectPromptSchema,
+      SearchTableSchema,
+      CodesTableSchema,
+      RewardsTableSchema,
+      ResultSettingSchema,
+    ].map((schema) => {
       const { $schema: _s, ...body } = z.toJSONSchema(schema, { io: 'output', target: 'draft-2020-12' }) as Json;
       return [body.title as string, body];
     }),
@@ -166,13 +220,6 @@ const record = {
   ...z.toJSONSchema(RecordSchema, draft),
   $id: 'https://coa-studio.dev/schemas/record.schema.json',
   title: 'CoA trajectory record',
-};
-const codes = {
-  rules: RULES,
-  record_rules: RECORD_RULES,
-  tool_call_codes: Object.values(RULES)
-    .filter((r) => r.toolCall)
-    .map((r) => r.code),
 };
 
 // The run config for generated Python classes (scripts/gen-python-contracts.mjs → coa_trainer/contracts/run_config.py):
@@ -349,7 +396,7 @@ const files: [string, unknown][] = [
   ['metrics.json', AGENT_METRICS],
   ['histograms.json', HISTOGRAMS],
   ['system-metrics.json', SYSTEM_METRICS],
-  ['rewards.json', { schemes: SCHEMES, group_schemes: GROUP_SCHEMES }],
+  ['rewards.json', rewards],
   [
     'config-paths.json',
     {

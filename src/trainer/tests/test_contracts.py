@@ -225,3 +225,23 @@ def test_the_dialect_table_reads_into_its_generated_classes():
     assert (hermes.action_open, hermes.json_actions) == ("<tool_call>", True)
     with pytest.raises(ValidationError):
         DialectTable.model_validate({**raw, "dialects": {"coa": {**raw["dialects"]["coa"], "extra": 1}}})
+
+
+def test_the_codes_rewards_and_results_tables_read_into_their_generated_classes():
+    """codes.json, rewards.json and stages.json's results settings are read as the classes generated from the core's
+    tables: every field typed, and a value the core's types do not allow fails validation rather than a key lookup
+    somewhere in a run."""
+    from pydantic import ValidationError
+
+    from coa_trainer.contracts.schemas import codes_table, load_schema_file, rewards_table
+    from coa_trainer.contracts.tables import ResultSetting
+    from coa_trainer.evaluation.results import SETTINGS
+
+    assert codes_table().model_dump(mode="json") == load_schema_file("codes.json")
+    assert rewards_table().model_dump(mode="json") == load_schema_file("rewards.json")
+    raw = load_schema_file("stages.json")["results"]
+    assert [ResultSetting.model_validate(r).model_dump(mode="json") for r in raw] == raw
+    assert SETTINGS == [(r["id"], r["stage"], r["mode"]) for r in raw]
+    assert "COA010" in codes_table().tool_call_codes and rewards_table().group_schemes == ["otc-grpo"]
+    with pytest.raises(ValidationError):
+        ResultSetting.model_validate({**raw[0], "mode": "oracle"})

@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .stage_info import StageInfo
-from .tables import DialectPrompt, DialectTable, SearchTable
+from .tables import CodesTable, DialectPrompt, DialectTable, RewardsTable, SearchTable
 
 JSON_DIR = Path(__file__).resolve().parent / "json"  # written by `npm run build`, carried by the package
 
@@ -54,9 +54,11 @@ def dialect_prompts() -> dict[str, DialectPrompt]:
     return {name: DialectPrompt.model_validate(p) for name, p in load_schema_file("prompts.json").items()}
 
 
-def codes_table() -> dict:
-    """{"rules": {code: {title, severity, toolCall, …}}, "record_rules": …, "tool_call_codes": [...]} (src/core/codes.ts)."""
-    return load_schema_file("codes.json")
+@lru_cache(maxsize=None)
+def codes_table() -> CodesTable:
+    """The format rules by code (title, severity, toolCall, …), the record rules and the codes of malformed tool calls
+    (src/core/codes.ts), typed."""
+    return CodesTable.model_validate(load_schema_file("codes.json"))
 
 
 @lru_cache(maxsize=None)
@@ -70,10 +72,11 @@ def histogram_edges(name: str) -> list[float]:
     return list(load_schema_file("histograms.json")[name]["edges"])
 
 
-def rewards_table() -> dict:
-    """{"schemes": [...], "group_schemes": [...]}: the reward schemes, and those whose reward of one answer needs the
-    other answers to its question (src/core/rewards.ts GROUP_SCHEMES)."""
-    return load_schema_file("rewards.json")
+@lru_cache(maxsize=None)
+def rewards_table() -> RewardsTable:
+    """The reward schemes, and those whose reward of one answer needs the other answers to its question
+    (src/core/rewards.ts GROUP_SCHEMES), typed."""
+    return RewardsTable.model_validate(load_schema_file("rewards.json"))
 
 
 def stage_table() -> dict:

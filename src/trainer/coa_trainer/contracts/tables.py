@@ -1,4 +1,4 @@
-# Generated from src/core/dialects.ts, src/core/prompts.ts, src/env/tokenize.ts (scripts/gen-schemas.ts) by scripts/gen-python-contracts.mjs (datamodel-code-generator): do not edit.
+# Generated from src/core's dialect, prompt, code, reward and stage tables, src/env/tokenize.ts (scripts/gen-schemas.ts) by scripts/gen-python-contracts.mjs (datamodel-code-generator): do not edit.
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 class Tables(RootModel[Any]):
     root: Any = Field(..., title="Tables")
     """
-    The core tables the trainer reads typed: dialects.json, prompts.json (per dialect), search.json.
+    The core tables the trainer reads typed: dialects.json, prompts.json (per dialect), search.json, codes.json, rewards.json, stages.json's results.
     """
 
 
@@ -101,3 +101,52 @@ class SearchTable(BaseModel):
         extra="forbid",
     )
     stopwords: list[str]
+
+
+class RuleInfo(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    code: str
+    title: str
+    severity: Literal["error", "warning"]
+    strictOnly: bool
+    completeOnly: bool
+    toolCall: bool
+
+
+class RecordRule(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    code: str
+    title: str
+    severity: Literal["error", "warning"]
+
+
+class CodesTable(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    rules: dict[str, RuleInfo]
+    record_rules: dict[str, RecordRule]
+    tool_call_codes: list[str]
+
+
+class RewardsTable(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    schemes: list[Literal["em", "f1", "cover-em", "autocoa", "otc-ppo", "otc-grpo"]]
+    group_schemes: list[Literal["em", "f1", "cover-em", "autocoa", "otc-ppo", "otc-grpo"]]
+
+
+class ResultSetting(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    id: str
+    label: str
+    stage: str
+    mode: Literal["no-tool", "workflow", "agent"]
+    description: str

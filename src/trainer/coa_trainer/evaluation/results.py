@@ -11,7 +11,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from pydantic import BaseModel, ConfigDict
+
 from ..contracts.schemas import stage_table
+from ..contracts.tables import ResultSetting
 from ..contracts.run_config import RunConfig
 from ..evaluation.claims import (
     EM_KEPT,
@@ -28,7 +31,16 @@ from ..base.events import EventWriter
 from ..contracts.events import EvalEvent, LogEvent
 
 # setting → (the stage whose final model is evaluated, how): src/core/stages.ts RESULT_SETTINGS
-SETTINGS: list[tuple[str, str, str]] = [(r["id"], r["stage"], r["mode"]) for r in stage_table()["results"]]
+
+
+class _ResultsTable(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")  # the stages and the pipeline: read elsewhere
+    results: tuple[ResultSetting, ...]
+
+
+SETTINGS: list[tuple[str, str, str]] = [
+    (r.id, r.stage, r.mode) for r in _ResultsTable.model_validate(stage_table()).results
+]
 DESCRIPTIONS = {
     "no-tool": "the pretrained model (stages/pretrain/final), closed-book in the pretraining QA form; no tool calls, "
     "so TP is undefined, and that form has no tags, so no format errors are defined (—)",

@@ -149,7 +149,7 @@ def score_batch(
 
 
 def group_schemes() -> frozenset[str]:
-    return frozenset(rewards_table()["group_schemes"])
+    return frozenset(rewards_table().group_schemes)
 
 
 def _records(

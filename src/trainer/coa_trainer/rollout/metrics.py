@@ -123,7 +123,7 @@ def step_sums(
     graded_sums(breakdowns, [i // group_size for i in range(len(breakdowns))], into=s)
     drift = drift or [False] * len(trajs)
     # format codes that mean a tool call itself was malformed (marked toolCall in src/core/codes.ts)
-    call_codes = set(codes_table()["tool_call_codes"])
+    call_codes = set(codes_table().tool_call_codes)
     for tr, b, bad, dr in zip(trajs, breakdowns, retok, drift):
         s.calls += len(tr.queries)
         s.failures += tr.tool_failures
