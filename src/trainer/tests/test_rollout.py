@@ -23,12 +23,12 @@ needs_server = needs_env_server()
 def setup(tmp_path_factory):
     d = tmp_path_factory.mktemp("rollout")
     config = validate_config(TINY)
-    bench = observed(make_bench(config.benchmark.model_dump(), config.seed))
+    bench = observed(make_bench(config.benchmark, config.seed))
     write_embedded_model(config, vocabulary_texts(bench, config), d / "model", 0)
     rt = Runtime(torch.device("cpu"), None)
     model, tok = load_model(d / "model", rt, None, trainable=False)
     corpus = d / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps(x) + "\n" for x in bench.corpus))
+    corpus.write_text("".join(json.dumps(x.json()) + "\n" for x in bench.corpus))
     prompts = [encode_text(tok, prompt_text(config, q.question))[0] for q in bench.split("train")[:8] for _ in range(4)]
     return config, bench, model, tok, rt, corpus, prompts
 
