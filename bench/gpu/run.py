@@ -760,7 +760,7 @@ def rl_multi(shape: str, dev: torch.device, dtype: torch.dtype, sz: dict, data_d
     config, bench = agent.load_benchmark(data_dir)
     observations = sorted(set(bench.observations.values()))
     texts = (
-        [d["contents"] for d in bench.corpus]
+        [p.contents for p in bench.corpus]
         + [q.question for q in bench.questions]
         + observations
         + [config.prompt_template]

@@ -171,14 +171,16 @@ def observed(bench):
     from coa_trainer.data.benchmark import fetch_observations
     from coa_trainer.env.client import EnvClient
 
-    key = hashlib.sha256(json.dumps([bench.corpus, bench.top_k, bench.queries()]).encode()).hexdigest()
+    key = hashlib.sha256(
+        json.dumps([[p.json() for p in bench.corpus], bench.top_k, bench.queries()]).encode()
+    ).hexdigest()
     if key not in _OBSERVED:
         why = env_server_available()
         if why is not None:
             raise RuntimeError(f"the benchmark's observations come from the environment server: {why}")
         with tempfile.TemporaryDirectory() as d:
             corpus = Path(d) / "corpus.jsonl"
-            corpus.write_text("".join(json.dumps(c) + "\n" for c in bench.corpus), encoding="utf-8")
+            corpus.write_text("".join(json.dumps(c.json()) + "\n" for c in bench.corpus), encoding="utf-8")
             with EnvClient.start(corpus, "coa") as env:
                 _OBSERVED[key] = fetch_observations(bench, env)
     bench.observations = _OBSERVED[key]

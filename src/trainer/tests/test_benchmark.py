@@ -23,7 +23,7 @@ def test_same_seed_same_files_other_seed_differs(tmp_path):
 def test_known_facts_are_pretrained_and_unknown_ones_only_in_the_corpus():
     bench = generate(params(persons=40), 1)
     text = "\n".join(bench.pretrain_lines())
-    corpus = "\n".join(d["contents"] for d in bench.corpus)
+    corpus = "\n".join(d.contents for d in bench.corpus)
     for (s, rel), o in bench.facts.items():
         stmt = bench.statement(s, rel)
         assert stmt in corpus
@@ -49,10 +49,10 @@ def test_corpus_is_flashrag():
     bench = generate(params(), 3)
     ids = set()
     for d in bench.corpus:
-        assert set(d) == {"id", "contents"} and isinstance(d["id"], str)
-        title, _, text = d["contents"].partition("\n")
+        assert list(d.json()) == ["id", "contents"] and isinstance(d.id, str)
+        title, _, text = d.contents.partition("\n")
         assert title.startswith('"') and title.endswith('"') and text
-        ids.add(d["id"])
+        ids.add(d.id)
     assert len(ids) == len(bench.corpus)
 
 

@@ -163,7 +163,9 @@ def scripted(tmp_path_factory):
         (ask("born_country", p[8]), "under-search", 1, 0),
     ]
     corpus = d / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps(c) + "\n" for c in bench.corpus if not c["contents"].startswith(f'"{p[6]}"')))
+    corpus.write_text(
+        "".join(json.dumps(c.json()) + "\n" for c in bench.corpus if not c.contents.startswith(f'"{p[6]}"'))
+    )
     env = EnvClient.start(corpus, "coa")
     agent = ScriptedAgent(AgentIO.make(tok, tags("coa")), habits, question_index(bench))
     meter = Meter(None, tok, config, setup_runtime(config), env, samplers=samplers(agent))

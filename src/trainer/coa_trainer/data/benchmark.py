@@ -113,6 +113,19 @@ class Segment:
     text: str
 
 
+@dataclass(frozen=True)
+class Passage:
+    """A document of the search corpus, in FlashRAG's shape: its id and contents (`"name"` on the first line, then
+    the entity's facts)."""
+
+    id: str
+    contents: str
+
+    def json(self) -> dict[str, str]:
+        """The corpus.jsonl line's object (id, contents: the keys in that order)."""
+        return {"id": self.id, "contents": self.contents}
+
+
 @dataclass
 class Benchmark:
     seed: int
@@ -121,7 +134,7 @@ class Benchmark:
     facts: dict[tuple[str, str], str]
     questions: list[Question]
     top_k: int
-    corpus: list[dict] = field(default_factory=list)
+    corpus: list[Passage] = field(default_factory=list)
     redundant: set[str] = field(default_factory=set)  # train question ids whose teacher also searches known hops
     # query → the environment server's coa observation for it (fetch_observations): the oracle's observations are
     # what the server returns at evaluation and RL time, byte for byte
@@ -371,7 +384,7 @@ def generate(params: BenchmarkConfig, seed: int) -> Benchmark:
     for etype in ("person", "company", "city"):
         for s in entities[etype]:
             text = " ".join(bench.statement(s, rel) for rel, spec in RELATIONS.items() if spec[0] == etype)
-            bench.corpus.append({"id": str(len(bench.corpus)), "contents": f'"{s}"\n{text}'})
+            bench.corpus.append(Passage(str(len(bench.corpus)), f'"{s}"\n{text}'))
     return bench
 
 
@@ -410,7 +423,7 @@ def write_benchmark(bench: Benchmark, out: Path, dialect: str = "coa") -> Path:
                 f.write((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n")
         tmp.replace(out / name)
 
-    dump("corpus.jsonl", bench.corpus)
+    dump("corpus.jsonl", [p.json() for p in bench.corpus])
     dump("pretrain.txt", [json.dumps(line) for line in bench.pretrain_lines()])
     dump(
         "questions.jsonl",
@@ -505,7 +518,7 @@ def ensure_observations(bench: Benchmark, config: RunConfig, data_dir: Path, env
     corpus = data_dir / "corpus.jsonl"
     data_dir.mkdir(parents=True, exist_ok=True)
     tmp = corpus.with_name(corpus.name + ".tmp")
-    tmp.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in bench.corpus), encoding="utf-8")
+    tmp.write_text("".join(json.dumps(p.json(), ensure_ascii=False) + "\n" for p in bench.corpus), encoding="utf-8")
     tmp.replace(corpus)
     if env is None:
         from ..env.client import EnvClient
@@ -564,6 +577,6 @@ def vocabulary_texts(bench: Benchmark, config: RunConfig) -> list[str]:
     from .dialects import tags
 
     t = tags("coa")
-    texts = bench.pretrain_lines() + [d["contents"] for d in bench.corpus]
+    texts = bench.pretrain_lines() + [p.contents for p in bench.corpus]
     texts += [q.question for q in bench.questions] + [join_segments(bench.oracle(q, t)) for q in bench.questions]
     return texts + [config.prompt_template, "answer :"]
