@@ -17,7 +17,7 @@ LEFT_OUT = {"contracts", "tests"}  # generated from src/core (never edited); tes
 
 # The counts at the last change that lowered them (15 of 1,996 parameters: 0.8 %; 75 subscripts); the targets are 3 % and 100.
 UNTYPED_PARAMETERS_MAX = 15
-STRING_SUBSCRIPTS_MAX = 75
+STRING_SUBSCRIPTS_MAX = 74
 
 
 @dataclass
