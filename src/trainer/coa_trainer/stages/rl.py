@@ -13,9 +13,11 @@ import random
 import time
 import zlib
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import torch
+from pydantic import BaseModel, ConfigDict
 
 from ..rollout.metrics import logprob_diff_counts, step_sums, step_values
 from ..env.alerts import AlertMonitor
@@ -45,6 +47,61 @@ from .setup import StageRun
 from ..data.tokenizer import TextTokenizer
 from ..base.distributed import DistInfo
 from ..contracts.events import HistogramEvent, LogEvent, SampleEvent
+from ..contracts.agent_metric import AgentMetric
+
+
+@dataclass(frozen=True)
+class SampleMeta:
+    """Where a trajectory of a step came from: its record's meta, in this key order, after which the question's own
+    (data/userdata.question_meta) and, for a flagged record, the scanners' findings."""
+
+    run: str
+    stage: str
+    step: int
+    sample: int
+    group: int
+    question: dict[str, Any]
+
+    def json(self, scan: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        out = {
+            "run": self.run,
+            "stage": self.stage,
+            "step": self.step,
+            "sample": self.sample,
+            "group": self.group,
+            **self.question,
+        }
+        return out if scan is None else {**out, "scan": scan}
+
+
+class UpdateSums(BaseModel):
+    """What the stage reads back of a step's all-reduced sums (rollout/metrics.StepSums reads the agent metrics'):
+    the update's (policy_updates), the rollout's timings and the stage's own seconds. The dict's other keys — the
+    scanners' counts, the log-prob histogram's bins — are read by their generated names."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    count: float
+    loss_sum: float
+    kl_sum: float
+    entropy_sum: float
+    clip_sum: float
+    ratio_sum: float
+    gen_tokens: float
+    train_tokens: float
+    generate: float  # the rollout's generation seconds (rollout.loop's `timings`)
+    tools: float  # the rollout's search seconds
+    grade_s: float
+    train_s: float
+
+
+class RlCheckpointExtra(BaseModel):
+    """What an RL checkpoint carries besides the weights: the env server's OTC running minima, the alert baselines,
+    and where the rollouts / flagged files stood (a key absent from an older checkpoint reads as None / empty)."""
+
+    otc_state: dict[str, Any] | None = None
+    alerts: dict[str, Any] = {}
+    rollouts_offset: int | None = None
+    flagged_offset: int | None = None
 
 
 def _connect_env(target: EnvTarget, config: RunConfig, run_dir: Path, di: DistInfo) -> tuple[Any, bool]:
@@ -98,8 +155,9 @@ def _record(
     tr: RlTrajectory,
     advantage: float,
     breakdown: RewardBreakdown | None,
-    meta: dict[str, Any],
+    meta: SampleMeta,
     dialect: str,
+    scan: list[dict[str, Any]] | None = None,
 ) -> JsonRecord:
     response = tok.decode(tr.ids, skip_special_tokens=False)
     tokens = RecordTokens(
@@ -110,13 +168,13 @@ def _record(
         token_offsets(tok, tr.ids, response),
     )
     return trajectory_record(
-        f"{q.id}-{meta['step']}-{meta['sample']}",
+        f"{q.id}-{meta.step}-{meta.sample}",
         q.question,
         response,
         golden_answers=golden(q),
         dialect=dialect,
         tokens=tokens,
-        meta=meta,
+        meta=meta.json(scan),
         reward=breakdown,
     )
 
@@ -159,7 +217,7 @@ def policy_updates(
     from ..algos.microbatch import accumulate, clip_grad_norm
 
     slices = mini_batch_slices(len(samples), group_size, scfg.mini_batches)
-    totals: dict[str, float] = {"count": 0.0, "loss_sum": 0.0}
+    count, loss_sum, extras = 0.0, 0.0, dict[str, float]()
     norms: list[float] = []
 
     edges = histogram_edges("logprob_diff")
@@ -191,11 +249,11 @@ def policy_updates(
             first[0] = False
             norms.append(clip_grad_norm(params, scfg.grad_clip))
             opt.step()
-            totals["count"] += acc.count
-            totals["loss_sum"] += acc.loss_sum
+            count += acc.count
+            loss_sum += acc.loss_sum
             for k, v in acc.extras.items():
-                totals[k] = totals.get(k, 0.0) + v
-    return totals, sum(norms) / len(norms)
+                extras[k] = extras.get(k, 0.0) + v
+    return {"count": count, "loss_sum": loss_sum, **extras}, sum(norms) / len(norms)
 
 
 def check_rl_config(scfg: RlStage, stage: str, di: DistInfo) -> None:
@@ -288,15 +346,19 @@ class GrpoSteps:
         return [line] if (line := self.room.line()) is not None else []
 
     def resume(self, extra: dict) -> None:
-        self.monitor.load_state_dict(extra.get("alerts", {}))
+        state = RlCheckpointExtra.model_validate(extra)
+        self.monitor.load_state_dict(state.alerts)
         if self.run.di.rank != 0:
             return
-        for name, key in (("rollouts.coa.jsonl", "rollouts_offset"), ("flagged.coa.jsonl", "flagged_offset")):
-            if extra.get(key) is not None:
+        for name, offset in (
+            ("rollouts.coa.jsonl", state.rollouts_offset),
+            ("flagged.coa.jsonl", state.flagged_offset),
+        ):
+            if offset is not None:
                 # the records of the steps about to be redone were written after the checkpoint: exactly once
-                line_index.truncate(self.sdir / name, extra[key])
-        if extra.get("otc_state") is not None:
-            self.env.import_otc_state(self.grade_run, extra["otc_state"])
+                line_index.truncate(self.sdir / name, offset)
+        if state.otc_state is not None:
+            self.env.import_otc_state(self.grade_run, state.otc_state)
 
     def fresh(self) -> None:
         if self.run.di.rank == 0 and self.scheme == "otc-grpo":  # a fresh stage starts with no running minimum
@@ -381,20 +443,13 @@ class GrpoSteps:
         release_cached_memory(run.rt.device, run.model.policy)
         owners = [q for q in qs for _ in range(G)]
         meta = [
-            {
-                "run": run.io.writer.run,
-                "stage": self.label,
-                "step": step + 1,
-                "sample": i,
-                "group": i // G,
-                **question_meta(q),
-            }
+            SampleMeta(run.io.writer.run, self.label, step + 1, i, i // G, question_meta(q))
             for i, q in enumerate(owners)
         ]
         # graded by the server (rewards and format rules live in TypeScript only); OTC-GRPO keys on the question
         to_grade = [
             {
-                "id": f"{q.id}-{m['sample']}",
+                "id": f"{q.id}-{m.sample}",
                 "question": q.question,
                 "golden_answers": golden(q),
                 "response": tok.decode(tr.ids, skip_special_tokens=False),
@@ -409,7 +464,7 @@ class GrpoSteps:
             self.otc_before_step = (self.env.export_otc_state(self.grade_run),)
         tg = time.time()
         breakdowns = self.env.grade(to_grade, scheme=self.scheme, params=self.rparams, run=self.grade_run)
-        timings["tools"] += time.time() - tg
+        grade_s = time.time() - tg
         scan = self.scan_step(to_grade, breakdowns)
         adv = group_advantages([b.total for b in breakdowns], G, scfg.std_normalize)
         samples = [Sample(tr.prompt_ids, tr.ids, tr.loss_mask, tr.logprobs, a) for tr, a in zip(trajs, adv)]
@@ -442,29 +497,32 @@ class GrpoSteps:
         drift = [retok_drift(tok, tr.ids) for tr in trajs]
         sums = step_sums(trajs, breakdowns, G, run.model.agent_io, retok, drift)
         sums.update(extras)
-        sums.update({"generate_s": timings["generate"], "tools_s": timings["tools"], "train_s": train_s})
+        sums.update(timings)
+        sums.update({"grade_s": grade_s, "train_s": train_s})
         sums.update(scan.metrics if scan else {})
         s = di.all_reduce_dict(sums)  # lpd_max: the largest over the ranks (all_reduce_dict's `_max` rule)
-        ws = di.world_size
+        u = UpdateSums.model_validate(s)
+        ws, count = di.world_size, max(u.count, 1.0)
+        tools_s = u.tools + u.grade_s  # the search during the rollout and the grading
         values = {
             **step_values(s),
-            "loss": s["loss_sum"] / max(s["count"], 1.0),
-            "kl": s["kl_sum"] / max(s["count"], 1.0),
-            "entropy": s["entropy_sum"] / max(s["count"], 1.0),
-            "clip_frac": s["clip_sum"] / max(s["count"], 1.0),
-            "ratio_mean": s["ratio_sum"] / max(s["count"], 1.0),
+            "loss": u.loss_sum / count,
+            "kl": u.kl_sum / count,
+            "entropy": u.entropy_sum / count,
+            "clip_frac": u.clip_sum / count,
+            "ratio_mean": u.ratio_sum / count,
             "grad_norm": grad_norm,
             "lr": run.schedule.sched.get_last_lr()[0],
             "simulated": float(simulated),
-            "gen_tokens_per_s": s["gen_tokens"] / max(s["generate_s"] / ws, 1e-9),
-            "train_tokens_per_s": s["train_tokens"] / max(s["train_s"] / ws, 1e-9),
-            "generate_s": s["generate_s"] / ws,
-            "tools_s": s["tools_s"] / ws,
-            "train_s": s["train_s"] / ws,
+            "gen_tokens_per_s": u.gen_tokens / max(u.generate / ws, 1e-9),
+            "train_tokens_per_s": u.train_tokens / max(u.train_s / ws, 1e-9),
+            "generate_s": u.generate / ws,
+            "tools_s": tools_s / ws,
+            "train_s": u.train_s / ws,
             "step_s": time.time() - t0,
             **({k: s[k] for k in scan.metrics} if scan else {}),
             # each sample is in one mini-batch per epoch: the tokens that carried loss in this step, once each
-            "trained_tokens": s["count"] / max(scfg.ppo_epochs, 1),
+            "trained_tokens": u.count / max(scfg.ppo_epochs, 1),
         }
         lpd_counts = logprob_diff_counts(s)
         if sum(lpd_counts) and (
@@ -479,14 +537,26 @@ class GrpoSteps:
                     counts=lpd_counts,
                 )
             )
+        values.update(self.measurements(done))
+        self.last = list(zip(owners, trajs, adv, breakdowns, meta))
+        if scan and di.rank == 0:
+            self.write_flagged(scan, owners, trajs, adv, breakdowns, meta)
+        return values
+
+    def measurements(self, done: int) -> dict[str, float | None]:
+        """The metrics measured after the step's update, each on its own schedule: the held-out dev EM (the
+        reward-hacking alert's reference) and the search boundary meter. A stop drops only the measurement in
+        flight (the step itself is done), so its metrics are missing from the step's."""
+        run, scfg, di, tok = self.run, self.scfg, self.run.di, self.run.model.tok
+        out: dict[str, float | None] = {}
         if self.has_dev and scfg.heldout_every and done % scfg.heldout_every == 0:
             run.phase("heldout", done)
             with run.gathered():
                 if di.rank == 0:
-                    hcfg = config.model_copy(
-                        update={"eval": config.eval.model_copy(update={"limit": scfg.heldout_limit})}
+                    hcfg = self.config.model_copy(
+                        update={"eval": self.config.eval.model_copy(update={"limit": scfg.heldout_limit})}
                     )
-                    try:  # the step is done: a stop drops only this check (no heldout_em in its metrics)
+                    try:
                         with run.stop.interruptible():
                             hm, _ = self.agent_eval(
                                 run.model.policy,
@@ -500,21 +570,19 @@ class GrpoSteps:
                                 stage=self.label,
                                 io=run.model.agent_io,
                             )
-                        values["heldout_em"] = hm["em"]
-                        self.monitor.observe_heldout(float(hm["em"] or 0.0))
+                        em = hm[AgentMetric.em.value]
+                        out = {"heldout_em": em}
+                        self.monitor.observe_heldout(float(em or 0.0))
                     except StageCancelled:
                         pass
         if self.boundary_qs and done % scfg.boundary_every == 0:
             run.phase("boundary", done)
-            try:  # the step is done: a stop drops only this measurement (no boundary_* in its metrics)
+            try:
                 with run.stop.interruptible():
-                    values.update(self.boundary(tok))
+                    out = {**out, **self.boundary(tok)}
             except StageCancelled:
                 pass
-        self.last = list(zip(owners, trajs, adv, breakdowns, meta))
-        if scan and di.rank == 0:
-            self.write_flagged(scan, owners, trajs, adv, breakdowns, meta)
-        return values
+        return out
 
     def scan_step(self, records: list[JsonRecord], breakdowns: list[RewardBreakdown]) -> ScanResponse | None:
         """The core's reward-hacking scanners over this rank's graded rollouts (POST /v1/scan): {"metrics":
@@ -542,7 +610,7 @@ class GrpoSteps:
         trajs: list[RlTrajectory],
         adv: list[float],
         breakdowns: list[RewardBreakdown],
-        meta: list[dict[str, Any]],
+        meta: list[SampleMeta],
     ) -> None:
         """Examples of what the scanners flagged, FLAGGED_PER_RULE per rule and step, appended to the stage's
         flagged.coa.jsonl with their findings in meta.scan: every step's, not only the sampled steps' (the live
@@ -558,8 +626,9 @@ class GrpoSteps:
                     trajs[i],
                     adv[i],
                     breakdowns[i],
-                    {**meta[i], "scan": findings},
+                    meta[i],
                     self.config.dialect,
+                    scan=findings,
                 )
             )
         if out:
@@ -600,12 +669,12 @@ class GrpoSteps:
             otc = self.otc_before_step[0]
         else:
             otc = self.env.export_otc_state(self.grade_run)
-        return {
-            "otc_state": otc,
-            "alerts": self.monitor.state_dict(),
-            "rollouts_offset": size("rollouts.coa.jsonl"),
-            "flagged_offset": size("flagged.coa.jsonl"),
-        }
+        return RlCheckpointExtra(
+            otc_state=otc,
+            alerts=self.monitor.state_dict(),
+            rollouts_offset=size("rollouts.coa.jsonl"),
+            flagged_offset=size("flagged.coa.jsonl"),
+        ).model_dump()
 
     def evaluate(self) -> dict[str, dict]:
         if not self.has_dev:

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import torch
+from pydantic import BaseModel, ConfigDict
 
 from ..data.benchmark import Benchmark
 from ..data.samples import (
@@ -42,6 +43,27 @@ from ..data.tokenizer import TextTokenizer
 from ..contracts.events import SampleEvent
 from ..contracts.record import TrajectoryRecord
 from ..data.userdata import UserData
+
+
+class LossSums(BaseModel):
+    """What the loop reads of a supervised step's all-reduced sums: the loss and the tokens the batch held
+    (algos/losses; a batch of no micro-batches has no extras, so no tokens)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    loss_sum: float
+    tokens: float = 0.0
+
+
+class PairSums(BaseModel):
+    """SFT-1's sums over a step's pairs (algos/losses.sft1_loss_parts): action pairs, pairs ranked right (of them,
+    action pairs), and the summed log-probs of the chosen and rejected sides."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    act_pairs: float
+    pair_correct: float
+    act_correct: float
+    logp_chosen: float
+    logp_rejected: float
 
 
 def _embedded(bench: Benchmark | None) -> Benchmark:
@@ -214,14 +236,15 @@ class Sft1Stage:
         return sft1_lengths(batch)
 
     def metrics(self, stats: dict, count: float) -> dict:
-        acts = stats["act_pairs"]
+        s = PairSums.model_validate(stats)
+        acts = s.act_pairs
         answers = count - acts
         return {
-            "pair_acc": stats["pair_correct"] / max(count, 1.0),
-            "act_acc": stats["act_correct"] / acts if acts else None,
-            "answer_acc": (stats["pair_correct"] - stats["act_correct"]) / answers if answers else None,
-            "logp_chosen": stats["logp_chosen"] / max(count, 1.0),
-            "logp_rejected": stats["logp_rejected"] / max(count, 1.0),
+            "pair_acc": s.pair_correct / max(count, 1.0),
+            "act_acc": s.act_correct / acts if acts else None,
+            "answer_acc": (s.pair_correct - s.act_correct) / answers if answers else None,
+            "logp_chosen": s.logp_chosen / max(count, 1.0),
+            "logp_rejected": s.logp_rejected / max(count, 1.0),
         }
 
     def sample_record(self, p: Pair, run: str, step: int) -> JsonRecord:
@@ -312,12 +335,13 @@ class SupervisedSteps:
         self.cursor += scfg.batch_size
         self.batch = batch
         stats = di.all_reduce_dict({"loss_sum": acc.loss_sum, **acc.extras})
+        sums = LossSums.model_validate(stats)
         dt = time.time() - t0
         return {
-            "loss": stats["loss_sum"] / max(acc.global_count, 1.0),
+            "loss": sums.loss_sum / max(acc.global_count, 1.0),
             "lr": float(run.schedule.sched.get_last_lr()[0]),
             "grad_norm": float(grad_norm),
-            "tokens_per_s": stats.get("tokens", 0.0) / max(dt, 1e-9),
+            "tokens_per_s": sums.tokens / max(dt, 1e-9),
             **impl.metrics(stats, acc.global_count),
         }
 
