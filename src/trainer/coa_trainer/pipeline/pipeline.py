@@ -33,13 +33,14 @@ from ..base.events import EventWriter
 from ..base.lifecycle import RunLock
 from ..base.options import PipelineOptions
 from ..base.runstart import run_started
-from ..contracts.schemas import rl_stages, stage_table
+from ..base.stage_table import stage_rows
+from ..contracts.schemas import rl_stages
 from ..contracts.run_config import RunConfig
 from ..base.errors import CoaError
 from ..base.errors import report_failure
 from ..contracts.events import LogEvent, ProgressEvent, StageFinishedEvent
 
-STEPS = (*(s["id"] for s in stage_table()["stages"]), "results")  # src/core/stages.ts, then the results table
+STEPS = (*(s.id for s in stage_rows()), "results")  # src/core/stages.ts, then the results table
 RL_STEPS = rl_stages()
 ENV_STEPS = (*RL_STEPS, "collect")  # steps that search or grade through the environment server
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -121,13 +122,17 @@ def otc_config(config: RunConfig, run_dir: Path) -> Path:
     result in the embedded recipe; SFT-3's when a user's pipeline skips RL-1)."""
     from ..stages.setup import resolve_init
 
-    derived = config_dict(config)
-    rl2 = derived["stages"]["rl2"]
-    rl2["reward"] = {**rl2.get("reward", {}), "scheme": "otc-grpo"}
-    rl2["init_from"] = str(resolve_init(config, run_dir, "rl2", None, False))
+    rl2 = config.stages.rl2
+    otc = rl2.model_copy(
+        update={
+            "reward": rl2.reward.model_copy(update={"scheme": "otc-grpo"}),
+            "init_from": str(resolve_init(config, run_dir, "rl2", None, False)),
+        }
+    )
+    derived = config.model_copy(update={"stages": config.stages.model_copy(update={"rl2": otc})})
     path = run_dir / "pipeline" / "rl2-otc.run.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(derived, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(config_dict(derived), indent=2) + "\n", encoding="utf-8")
     return path
 
 

@@ -32,15 +32,16 @@ from ..contracts.events import LogEvent, ProgressEvent
 
 def seed_config(config: RunConfig, seed: int, run_dir: Path) -> Path:
     """The run config of one seed: the loaded config (data paths already absolute) with `seed` replaced."""
-    derived = {**config_dict(config), "seed": seed}  # `seed` keeps its place when the config gives one
-    wandb = (derived.get("logging") or {}).get("wandb")
+    logging, wandb = config.logging, config.logging.wandb
     if wandb is not None:
         # The seeds' stages in one W&B group, each seed's runs named apart (a seed's run id alone is seed-N)
-        wandb["group"] = wandb.get("group") or run_dir.resolve().name
-        wandb["name"] = f"{wandb.get('name') or run_dir.resolve().name}-seed-{seed}"
+        here = run_dir.resolve().name
+        wandb = wandb.model_copy(update={"group": wandb.group or here, "name": f"{wandb.name or here}-seed-{seed}"})
+        logging = logging.model_copy(update={"wandb": wandb})
+    derived = config.model_copy(update={"seed": seed, "logging": logging})
     path = run_dir / "pipeline" / f"seed-{seed}.run.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(derived, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(config_dict(derived), indent=2) + "\n", encoding="utf-8")
     return path
 
 
@@ -107,7 +108,7 @@ class SeedRunner:
             )
 
     def run(self, seeds: list[int], steps: list[str]) -> int:
-        from ..evaluation.seed_results import load_seed_results, write_seed_results
+        from ..evaluation.seed_results import load_seed_results, seed_verdicts, write_seed_results
 
         w = self.writer
         started = time.time()
@@ -152,7 +153,7 @@ class SeedRunner:
             if "results" in steps:
                 per_seed = [load_seed_results(seed_dir(self.run_dir, s), s) for s in seeds]
                 json_path, md_path = write_seed_results(self.run_dir, per_seed, self.split, self.config.eval.limit)
-                verdicts = json.loads(json_path.read_text())["verdicts"]
+                verdicts = seed_verdicts(per_seed)  # what results.json says
                 w.emit(
                     LogEvent(
                         level="info",

@@ -15,7 +15,8 @@ from ..base.runlayout import final_dir, finished_step
 from ..base.options import TrainOptions
 from ..base.distributed import DistInfo
 from ..contracts.run_config import RunConfig
-from ..contracts.schemas import rl_stages, stage_table
+from ..base.stage_table import stage_rows
+from ..contracts.schemas import rl_stages
 from .loop import run_loop
 from .rl import GrpoSteps, check_rl_config
 from .setup import setup_stage
@@ -105,7 +106,7 @@ def check_label(stage: str, label: str | None) -> None:
     rl2) is its own label."""
     if not label or label == stage:
         return
-    known = {row["id"]: row.get("trains") for row in stage_table()["stages"]}
+    known = {row.id: row.trains for row in stage_rows()}
     if label in known and known[label] != stage:
         raise StageError(
             f"--label {label} names another stage ({label}): its stages/{label}/ would be overwritten; "
