@@ -135,3 +135,28 @@ def test_bad_seed_count_and_shared_server_are_config_errors(tmp_path, write_conf
     assert r.returncode == 2
     (err,) = [e for e in read_events(tmp_path / "b") if e["type"] == "error"]
     assert "own knowledge base and corpus" in err["message"]
+
+
+def test_the_derived_run_configs_change_their_fields_where_they_stand(tmp_path):
+    """A seed's config and RL-2 OTC's are the run config's JSON with their own fields changed in place: the same
+    keys in the same order (a diff of two seeds' files shows the seed alone)."""
+    from coa_trainer.base.config import config_dict, validate_config
+    from coa_trainer.base.runlayout import final_dir
+    from coa_trainer.pipeline.pipeline import otc_config
+    from coa_trainer.pipeline.seeds import seed_config
+
+    config = validate_config(merge(TINY, {"logging": {"wandb": {"name": "exp"}}, "stages": {"rl2": {"steps": 7}}}))
+    run = tmp_path / "run"
+    want = config_dict(config)
+    want["seed"] = 11
+    want["logging"]["wandb"].update(group="run", name="exp-seed-11")
+    assert seed_config(config, 11, run).read_text() == json.dumps(want, indent=2) + "\n"
+
+    rl1 = final_dir(run, "rl1")  # RL-2 OTC starts where RL-2 would: here RL-1's result
+    rl1.mkdir(parents=True)
+    (rl1 / "config.json").write_text("{}")
+    want = config_dict(config)
+    want["stages"]["rl2"]["reward"]["scheme"] = "otc-grpo"
+    want["stages"]["rl2"]["init_from"] = str(rl1)
+    assert otc_config(config, run).read_text() == json.dumps(want, indent=2) + "\n"
+    assert config.stages.rl2.reward.scheme == "autocoa" and config.seed == TINY["seed"]  # the run's own unchanged
