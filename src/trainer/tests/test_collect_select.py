@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from coa_trainer.contracts.record import TrajectoryRecord
 from coa_trainer.contracts.run_config import CollectSelect
 from coa_trainer.evaluation.claims import ResultRow
 from coa_trainer.rollout.agentio import AgentIO
 from coa_trainer.stages.collect import (
+    CollectError,
     append_records,
     comparison_lines,
     read_collection,
@@ -66,18 +69,39 @@ def test_selection_drops_each_record_for_its_first_reason():
     assert len(select(recs, everything)[0]) == len(recs)
 
 
+def _line(i: int, response: str) -> dict:
+    return _rec(i, "q", response, 1.0).model_dump(mode="json", exclude_unset=True)
+
+
 def test_a_torn_last_line_is_cut_and_nothing_else_changes(tmp_path):
     path = tmp_path / "c.coa.jsonl"
-    append_records(path, [{"id": "q:coa:0", "x": 1}, {"id": "q:coa:1", "x": 2}])
+    append_records(path, [_line(0, "one"), _line(1, "two")])
     whole = path.read_bytes()
     with open(path, "ab") as f:
-        f.write(b'{"id": "q:coa:2", "x"')
+        f.write(b'{"id": "q:coa:2", "question"')
     assert list(read_collection(path, repair=False)) == ["q:coa:0", "q:coa:1"]
     assert path.read_bytes() != whole  # not repaired when not asked
     assert list(read_collection(path, repair=True)) == ["q:coa:0", "q:coa:1"]
     assert path.read_bytes() == whole
-    append_records(path, [{"id": "q:coa:0", "x": 9}])  # a repeated id keeps its first record
-    assert read_collection(path, repair=True)["q:coa:0"]["x"] == 1
+    append_records(path, [_line(0, "again")])  # a repeated id keeps its first record
+    first = read_collection(path, repair=True)["q:coa:0"]
+    assert first.record.response == "one"
+    assert first.line + "\n" == whole.decode("utf-8").split("\n")[0] + "\n"  # the line as written
+
+
+def test_a_response_with_unicode_line_separators_reads_back_whole(tmp_path):
+    path = tmp_path / "c.coa.jsonl"
+    text = "a\u2028b\u2029c\x85d\x0ce"  # str.splitlines() breaks lines at each of these; JSON leaves them raw
+    append_records(path, [_line(0, text), _line(1, "two")])
+    got = read_collection(path, repair=True)
+    assert [c.record.response for c in got.values()] == [text, "two"]
+
+
+def test_a_line_that_is_not_a_record_is_named_with_its_line(tmp_path):
+    path = tmp_path / "c.coa.jsonl"
+    append_records(path, [_line(0, "one"), {"id": "q:coa:1", "response": "no question"}])
+    with pytest.raises(CollectError, match=r"c\.coa\.jsonl:2: not a collected record \(question: Field required\)"):
+        read_collection(path, repair=False)
 
 
 def _sampler(stops_in_text):

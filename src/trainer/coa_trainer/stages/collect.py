@@ -27,7 +27,9 @@ import time
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+
+from pydantic import ValidationError
 
 from ..base import quiet  # noqa: F401
 from ..base.config import validate_config
@@ -37,7 +39,7 @@ from ..base.lifecycle import on_stop_signals
 from ..base.options import CollectOptions
 from ..base.runstart import run_started
 from ..rollout.metrics import graded_sums, graded_values
-from ..data.records import RecordTokens, grading_view, reward_json, trajectory_record
+from ..data.records import RecordTokens, grading_view, trajectory_record
 from ..contracts.record import RewardBreakdown, TrajectoryRecord
 from ..contracts.error_code import ErrorCode
 from ..base.events import EventWriter
@@ -118,7 +120,15 @@ def finished(run_dir: Path) -> bool:
 # ---------------------------------------------------------------- the collection file (append-only, resumable)
 
 
-def read_collection(path: Path, repair: bool) -> dict[str, dict]:
+class Collected(NamedTuple):
+    """A line of the collection file: its record, and the line as written (copied byte for byte into the
+    selection)."""
+
+    record: TrajectoryRecord
+    line: str
+
+
+def read_collection(path: Path, repair: bool) -> dict[str, Collected]:
     """Records of the collection by id. `repair`: a last line without its newline (a write cut by SIGKILL) is
     removed from the file first. A repeated id keeps its first record."""
     if not path.is_file():
@@ -130,11 +140,22 @@ def read_collection(path: Path, repair: bool) -> dict[str, dict]:
             f.truncate(end)
             f.flush()
             os.fsync(f.fileno())
-    out: dict[str, dict] = {}
-    for line in data[:end].decode("utf-8").splitlines():
+    out: dict[str, Collected] = {}
+    # lines end at "\n" only: a response may hold U+2028 and the like, which json.dumps leaves unescaped
+    for no, line in enumerate(data[:end].decode("utf-8").split("\n"), 1):
         if line.strip():
-            rec = json.loads(line)
-            out.setdefault(rec["id"], rec)
+            try:
+                rec = TrajectoryRecord.model_validate_json(line)
+            except ValidationError as e:
+                # pydantic's text of the first error: its field (none for bad JSON), then its message
+                first = [
+                    x.split(" [type=")[0].strip() for x in str(e).splitlines()[1:3] if "further information" not in x
+                ]
+                raise CollectError(
+                    f"{path}:{no}: not a collected record ({': '.join(first)}); move the file away to collect again",
+                    ErrorCode.bad_data,
+                ) from e
+            out.setdefault(rec.id, Collected(rec, line))
     return out
 
 
@@ -629,7 +650,7 @@ class Collector:
             t0 = time.time()
             gen_before = teacher.generated.tokens
             trajs = teacher.rollout(works, b // B)
-            records, owners = [], []
+            answered: list[tuple[Work, RlTrajectory, str, RecordTokens | None]] = []
             empty_before = empty
             for x, tr in zip(works, trajs):
                 if tr.error is not None:
@@ -640,37 +661,50 @@ class Collector:
                     failed += 1
                     empty += 1
                     continue
-                records.append(
-                    trajectory_record(
-                        x.key,
-                        x.q.question,
-                        response,
-                        golden_answers=_golden(x.q),
-                        dialect=self.config.dialect,
-                        tokens=tokens,
-                        meta={
-                            "run": w.run,
-                            "stage": COLLECT_DIR,
-                            "step": done + len(records) + 1,
-                            "sample": x.k,
-                            "group": str(x.q.id),
-                            "mode": x.mode,
-                            "teacher": meta_teacher,
-                            "sampling": meta_sampling,
-                            "truncated": tr.truncated,
-                            "finished": tr.finished,
-                            "tool_failures": tr.tool_failures,
-                        },
-                    )
-                )
-                owners.append(tr)
+                answered.append((x, tr, response, tokens))
+            owners = [tr for _, tr, _, _ in answered]
             breakdowns: list[RewardBreakdown] = []
-            if records:
+            dialect = self.config.dialect
+            if answered:
                 breakdowns = self.env.grade(
-                    [grading_view(r) for r in records], scheme=c.reward.scheme, params=dict(c.reward.params)
+                    [
+                        grading_view(
+                            trajectory_record(x.key, x.q.question, r, golden_answers=_golden(x.q), dialect=dialect)
+                        )
+                        for x, _, r, _ in answered
+                    ],
+                    scheme=c.reward.scheme,
+                    params=dict(c.reward.params),
                 )
-                for r, bd in zip(records, breakdowns):
-                    r["reward"] = reward_json(bd)
+                if len(breakdowns) != len(answered):
+                    raise CollectError(f"the env server graded {len(breakdowns)} of {len(answered)} records")
+            # each record written once, whole: its grade beside it
+            records = [
+                trajectory_record(
+                    x.key,
+                    x.q.question,
+                    response,
+                    golden_answers=_golden(x.q),
+                    dialect=dialect,
+                    tokens=tokens,
+                    meta={
+                        "run": w.run,
+                        "stage": COLLECT_DIR,
+                        "step": done + i + 1,
+                        "sample": x.k,
+                        "group": str(x.q.id),
+                        "mode": x.mode,
+                        "teacher": meta_teacher,
+                        "sampling": meta_sampling,
+                        "truncated": tr.truncated,
+                        "finished": tr.finished,
+                        "tool_failures": tr.tool_failures,
+                    },
+                    reward=bd,
+                )
+                for i, ((x, tr, response, tokens), bd) in enumerate(zip(answered, breakdowns))
+            ]
+            if records:
                 append_records(coll_path, records)
             done += len(records)
             dt = time.time() - t0
@@ -734,11 +768,11 @@ class Collector:
 
         w = self.writer
         by_id = read_collection(coll_path, repair=False)
-        rows = [by_id[x.key] for x in work if x.key in by_id]  # collection order, whatever the resume history
-        records = [TrajectoryRecord.model_validate(r) for r in rows]
+        # collection order, whatever the resume history
+        records = [by_id[x.key].record for x in work if x.key in by_id]
         kept, dropped, reasons = select(records, self.ccfg.select)
         sel_path = self.dir / "selected.coa.jsonl"  # the kept lines as collected, byte for byte
-        write_atomic(sel_path, "".join(json.dumps(by_id[r.id], ensure_ascii=False) + "\n" for r in kept))
+        write_atomic(sel_path, "".join(by_id[r.id].line + "\n" for r in kept))
         pairs = PairsReport()
         pairs_path = self.dir / "pairs.jsonl"
         pairs_path.unlink(missing_ok=True)
