@@ -15,9 +15,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "coa_trainer"
 LEFT_OUT = {"contracts", "tests"}  # generated from src/core (never edited); tests
 
-# The counts at the last change that lowered them (15 of 1,996 parameters: 0.8 %; 75 subscripts); the targets are 3 % and 100.
+# The counts at the last change that lowered them (15 of 1,999 parameters: 0.8 %; 23 subscripts); the targets are 3 % and 100.
 UNTYPED_PARAMETERS_MAX = 15
-STRING_SUBSCRIPTS_MAX = 74
+STRING_SUBSCRIPTS_MAX = 23
 
 
 @dataclass
