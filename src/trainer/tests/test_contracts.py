@@ -117,7 +117,10 @@ def test_the_env_client_speaks_the_generated_protocol():
 
         def do_POST(self):
             sent.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            data = json.dumps({"hits": []}).encode()
+            # Search gets an answer of another shape; grade a well-formed breakdown, but one for any number of records.
+            one = {"scheme": "em", "em": 1.0, "f1": 1.0, "format_ok": True, "violations": [], "tool_calls": 0}
+            one |= {"optimal_tool_calls": None, "r_tool": 0.0, "r_correct": 1.0, "total": 1.0}
+            data = json.dumps({"breakdowns": [one]} if self.path == "/v1/grade" else {"hits": []}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -134,6 +137,11 @@ def test_the_env_client_speaks_the_generated_protocol():
         with pytest.raises(EnvError, match="not a grade request"):
             client.grade([{"id": "a", "response": "x"}])  # no question: refused before anything is sent
         assert len(sent) == 1
+        # Grades pair with records by position: a short answer is an error, not records silently left ungraded.
+        two = [{"id": i, "question": "q", "golden_answers": ["a"], "response": "<answer>a</answer>"} for i in "ab"]
+        assert len(client.grade(two[:1])) == 1
+        with pytest.raises(EnvError, match="1 breakdowns for 2 records"):
+            client.grade(two)
     finally:
         server.shutdown()
         server.server_close()

@@ -284,7 +284,11 @@ class EnvClient:
                 f"POST /v1/grade: not a grade request ({str(e).splitlines()[0]}: "
                 f"{e.errors()[0]['loc']} {e.errors()[0]['msg']})"
             ) from e
-        return self._call("POST", "/v1/grade", request, GradeResponse).breakdowns
+        breakdowns = self._call("POST", "/v1/grade", request, GradeResponse).breakdowns
+        # Callers pair breakdowns with records by position: a short or long answer would drop or misplace grades.
+        if len(breakdowns) != len(records):
+            raise EnvError(f"POST /v1/grade: {len(breakdowns)} breakdowns for {len(records)} records (one per record)")
+        return breakdowns
 
     def alerts(
         self,
