@@ -1,5 +1,5 @@
-"""How much of the trainer's data is typed, read from the source with `ast` (the generated contracts/ and the tests
-left out): parameters annotated `Any` or not at all, and string-key subscripts (`x["key"]`, a dict standing where a
+"""How much of the trainer's data is typed, read from the source with `ast` (the generated modules and the tests left
+out; contracts/ holds hand-written readers too, and those count): parameters annotated `Any` or not at all, and string-key subscripts (`x["key"]`, a dict standing where a
 typed object should). Each count has a ceiling it may not pass, so code that hands dicts and `Any` around again fails
 here; lower the ceiling when a change lowers the count. The targets are ≤ 3 % of parameters and ≤ 100 subscripts.
 `python src/trainer/tests/test_typed_surface.py` prints the counts and the worst files."""
@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "coa_trainer"
-LEFT_OUT = {"contracts", "tests"}  # generated from src/core (never edited); tests
+LEFT_OUT = {"tests"}
+GENERATED = "# Generated from "  # the first line of every module the contracts generator writes (never edited)
 
 # The counts at the last change that lowered them (15 of 1,999 parameters: 0.8 %; 23 subscripts); the targets are 3 % and 100.
 UNTYPED_PARAMETERS_MAX = 15
@@ -40,8 +41,11 @@ def surface(package: Path = PACKAGE) -> Surface:
     for path in sorted(package.rglob("*.py")):
         if LEFT_OUT & set(path.relative_to(package).parts):
             continue
+        text = path.read_text(encoding="utf-8")
+        if text.startswith(GENERATED):
+            continue
         rel = path.relative_to(package).as_posix()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in ast.walk(ast.parse(text, str(path))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 a = node.args
                 params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]
@@ -89,11 +93,16 @@ def test_the_walk_counts_what_it_names(tmp_path):
         encoding="utf-8",
     )
     (tmp_path / "contracts").mkdir()
-    (tmp_path / "contracts" / "gen.py").write_text("def h(a, b): return a['x']\n", encoding="utf-8")
+    (tmp_path / "contracts" / "gen.py").write_text(f"{GENERATED}x\ndef h(a, b): return a['x']\n", encoding="utf-8")
+    (tmp_path / "contracts" / "reader.py").write_text(
+        "def r(t: dict) -> int:\n    return t['rows']\n", encoding="utf-8"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_m.py").write_text("def test_m(a): return a['y']\n", encoding="utf-8")
     s = surface(tmp_path)
-    assert s.parameters == 7  # self is left out; contracts/ too
+    assert s.parameters == 8  # self is left out; generated modules and tests too
     assert sorted(u.split(" ")[1] for u in s.untyped) == ["a", "args", "b", "e"]
-    assert sorted(x.split(" ")[1] for x in s.subscripts) == ["j", "k", "x"]
+    assert sorted(x.split(" ")[1] for x in s.subscripts) == ["j", "k", "rows", "x"]
 
 
 if __name__ == "__main__":
