@@ -10,7 +10,7 @@ import sys
 
 from .base import options
 from .base.options import CommandOptions
-from .base.stage_table import stage_rows
+from .contracts.schemas import stage_rows
 from .contracts.schemas import trainable_stages
 
 

@@ -9,6 +9,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+import pydantic
+
 from .stage_info import StageInfo
 from .tables import CodesTable, DialectPrompt, DialectTable, RewardsTable, SearchTable
 
@@ -67,9 +69,19 @@ def search_table() -> SearchTable:
     return SearchTable.model_validate(load_schema_file("search.json"))
 
 
+class _Histogram(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+    edges: tuple[float, ...]
+
+
+@lru_cache(maxsize=None)
+def _histograms() -> dict[str, _Histogram]:
+    return pydantic.TypeAdapter(dict[str, _Histogram]).validate_python(load_schema_file("histograms.json"))
+
+
 def histogram_edges(name: str) -> list[float]:
     """The bin edges of a step histogram (`histogram` events): src/core/metrics.ts HISTOGRAMS."""
-    return list(load_schema_file("histograms.json")[name]["edges"])
+    return list(_histograms()[name].edges)
 
 
 @lru_cache(maxsize=None)
@@ -85,19 +97,31 @@ def stage_table() -> dict:
     return load_schema_file("stages.json")
 
 
+class _StageTable(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")  # the pipeline and results tables: read elsewhere
+    stages: tuple[StageInfo, ...]
+
+
+@lru_cache(maxsize=None)
+def stage_rows() -> tuple[StageInfo, ...]:
+    """Every stage of the table (labelled runs such as rl2-otc included), in pipeline order, typed (the class
+    generated from the core's StageInfoSchema)."""
+    return _StageTable.model_validate(stage_table()).stages
+
+
 def stage_info(stage: str) -> StageInfo:
     """A stage's row of the table, typed (its kind, loss, whether observations are trained …)."""
-    for row in stage_table()["stages"]:
-        if row["id"] == stage:
-            return StageInfo.model_validate(row)
+    for row in stage_rows():
+        if row.id == stage:
+            return row
     raise KeyError(f"stage {stage!r} is not in the stage table (src/core/stages.ts)")
 
 
 def trainable_stages() -> tuple[str, ...]:
     """What `train --stage` accepts, in pipeline order (a row with `trains` is a labelled run of another stage)."""
-    return tuple(s["id"] for s in stage_table()["stages"] if "trains" not in s)
+    return tuple(s.id for s in stage_rows() if s.trains is None)
 
 
 def rl_stages() -> tuple[str, ...]:
     """Stage ids (labelled runs included) trained by GRPO with rollouts."""
-    return tuple(s["id"] for s in stage_table()["stages"] if s["kind"] == "rl")
+    return tuple(s.id for s in stage_rows() if s.kind == "rl")

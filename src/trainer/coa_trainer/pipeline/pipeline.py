@@ -33,7 +33,7 @@ from ..base.events import EventWriter
 from ..base.lifecycle import RunLock
 from ..base.options import PipelineOptions
 from ..base.runstart import run_started
-from ..base.stage_table import stage_rows
+from ..contracts.schemas import stage_rows
 from ..contracts.schemas import rl_stages
 from ..contracts.run_config import RunConfig
 from ..base.errors import CoaError

@@ -15,7 +15,7 @@ from ..base.runlayout import final_dir, finished_step
 from ..base.options import TrainOptions
 from ..base.distributed import DistInfo
 from ..contracts.run_config import RunConfig
-from ..base.stage_table import stage_rows
+from ..contracts.schemas import stage_rows
 from ..contracts.schemas import rl_stages
 from .loop import run_loop
 from .rl import GrpoSteps, check_rl_config
