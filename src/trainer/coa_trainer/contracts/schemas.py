@@ -70,7 +70,7 @@ def search_table() -> SearchTable:
 
 
 class _Histogram(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")  # its meaning: read by the editor, not here
     edges: tuple[float, ...]
 
 
