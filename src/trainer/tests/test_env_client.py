@@ -4,6 +4,7 @@ when the server has dropped it, and errors that name the method and path."""
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,39 @@ def test_errors_name_method_path_and_status(server):
     closed.close()
     with pytest.raises(EnvError, match="GET /v1/health failed"):
         EnvClient(f"http://127.0.0.1:{port}", "t").health()
+
+
+def test_a_listening_line_without_url_and_token_strings_is_refused_without_showing_it(tmp_path):
+    """A server of another build announcing itself with a listening line of another shape: an EnvError that does not
+    repeat the line (it may carry the token), and the process is stopped rather than left running."""
+    other_build = tmp_path / "other-build.js"
+    other_build.write_text(
+        "console.log(JSON.stringify({ event: 'listening', url: 8080, token: 'secret-token-1234' }));\n"
+        "setInterval(() => {}, 1000);\n",
+        encoding="utf-8",
+    )
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(CORPUS.read_bytes())
+    started = set(_node_children())
+    with pytest.raises(EnvError, match="listening line has no url and token strings") as caught:
+        EnvClient.start(corpus, cli=other_build, startup_timeout_s=30)
+    assert "secret-token-1234" not in str(caught.value)
+    # SIGKILL lands asynchronously: the child is gone (a zombie) within moments, not at the instant start() raises
+    deadline = time.monotonic() + 10
+    while set(_node_children()) - started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert set(_node_children()) - started == set(), "the server of another build was left running"
+
+
+def _node_children() -> list[int]:
+    """This process's live child processes, from /proc (zombies left out: a killed child not yet reaped is not
+    running)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
